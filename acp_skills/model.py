@@ -1,0 +1,111 @@
+"""The values that flow through the skill system, and the skill-name grammar.
+
+Every value is frozen, slotted and keyword-only: providers, the registry and consumers share
+them freely without defensive copies.
+
+    SkillSummary            what consumers see of a skill (no body)
+    ├── SkillCandidate      what a provider's ``list()`` returns: summary + rank + locator
+    └── SkillDefinition     what a provider's ``get()`` returns: summary + the full body
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+# ASCII only, whole string: `re.fullmatch` with an explicit class never lets "a\n" through,
+# unlike `$`, which also matches before a trailing newline.
+_SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def is_skill_name(value: object) -> bool:
+    """Return whether ``value`` is a valid skill name (kebab-case, lowercase ASCII)."""
+    return isinstance(value, str) and _SKILL_NAME.fullmatch(value) is not None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DirectoryResource:
+    """Resources of the skill live in a local directory (an absolute path)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UrlResource:
+    """Resources of the skill live under a URL."""
+
+    url: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpaqueResource:
+    """Resources are managed by the provider; ``description`` tells the model how to reach them."""
+
+    description: str
+
+
+ResourceBase: TypeAlias = DirectoryResource | UrlResource | OpaqueResource
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillSummary:
+    """The model-facing identity of a skill: everything but its body.
+
+    ``source`` is descriptive metadata (``project-dsh``, ``user-agents``, ...); precedence between
+    skills of the same name comes only from a candidate's ``rank``.
+    """
+
+    name: str
+    description: str
+    when_to_use: str | None = None
+    disable_model_invocation: bool = False
+    user_invocable: bool = True
+    source: str = "runtime"
+    provider: str = "runtime"
+    resource_base: ResourceBase | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillCandidate(SkillSummary):
+    """A provider's offer of a skill. Lower ``rank`` wins a name clash.
+
+    ``locator`` is opaque to the registry: it is stored and handed back, unchanged, to the
+    provider's ``get()`` together with this very candidate object.
+    """
+
+    rank: int | float
+    locator: object = None
+    path: str | None = None
+    metadata: Mapping[str, object] | None = field(default=None, compare=False)
+    argument_hint: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillDefinition(SkillSummary):
+    """A complete skill: its summary plus the Markdown body in ``content``."""
+
+    content: str
+    path: str | None = None
+    metadata: Mapping[str, object] | None = field(default=None, compare=False)
+    argument_hint: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillLookupOptions:
+    """What a lookup is for. ``cwd`` selects project skills; ``None`` means no project."""
+
+    cwd: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillSnapshot:
+    """Every resolved skill (model-visible or not), sorted by name.
+
+    ``complete`` is false when a provider was skipped (it failed or timed out) or the provider
+    set kept changing during discovery; an incomplete snapshot is never cached.
+    """
+
+    skills: tuple[SkillCandidate, ...]
+    complete: bool
