@@ -1,0 +1,526 @@
+"""`SkillRegistry`: merges providers into one catalog, resolves name clashes, caches.
+
+Resolution order (first wins), written here because everything else leans on it:
+
+1. ``rank`` — lower wins (project skills 100/200, runtime skills 250, custom 300, user 400/500);
+2. provider registration order — earlier wins; runtime skills win rank ties against every
+   provider (unlike pluggy, where the last registered plugin runs first);
+3. position in the provider's own ``list()`` result — earlier wins.
+
+The winners are then sorted by name (plain code-point order) so consumers are deterministic.
+
+Caching: only *complete* catalogs are cached, keyed by ``(cwd, revision)``. Every change to the
+provider set (register, dispose, invalidate, runtime skills) bumps ``revision`` and clears the
+cache, so a disposed provider can never leave a stale skill behind. Discovery that overlaps such
+a change is retried once and, if the set moved again, returned uncached as incomplete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+import anyio
+import structlog
+
+from .errors import SkillContractError
+from .model import (
+    SkillCandidate,
+    SkillDefinition,
+    SkillLookupOptions,
+    SkillSnapshot,
+    SkillSummary,
+    is_skill_name,
+)
+from .provider import SkillProvider
+
+__all__ = ["RUNTIME_PROVIDER", "RUNTIME_RANK", "SkillRegistry"]
+
+RUNTIME_PROVIDER = "runtime"
+RUNTIME_RANK = 250
+
+_log = structlog.get_logger(__name__)
+
+# Sorts runtime skills ahead of every provider when ranks tie.
+_RUNTIME_ORDER = -1
+
+
+class _Registration:
+    """One registered provider. Identity matters: a handle only acts on its own registration."""
+
+    __slots__ = ("order", "provider")
+
+    def __init__(self, provider: SkillProvider, order: int) -> None:
+        self.provider = provider
+        self.order = order
+
+
+class _Handle:
+    """The `ProviderHandle` returned by `SkillRegistry.register_provider`."""
+
+    __slots__ = ("_registration", "_registry")
+
+    def __init__(self, registry: SkillRegistry, registration: _Registration) -> None:
+        self._registry = registry
+        self._registration = registration
+
+    def dispose(self) -> None:
+        self._registry._dispose(self._registration)
+
+    def invalidate(self) -> None:
+        if self._registry._is_current(self._registration):
+            self._registry.invalidate()
+
+
+@dataclass(frozen=True, slots=True)
+class _Winner:
+    candidate: SkillCandidate
+    # None for runtime skills, whose candidate's locator is the definition itself.
+    registration: _Registration | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Catalog:
+    winners: dict[str, _Winner]
+    snapshot: SkillSnapshot
+    visible: tuple[SkillSummary, ...]
+
+
+@dataclass(slots=True)
+class _SharedDiscovery:
+    task: asyncio.Task[_Catalog]
+    waiters: int = 0
+
+
+@dataclass(slots=True)
+class _Offer:
+    """What one provider answered during one discovery pass."""
+
+    registration: _Registration
+    candidates: Sequence[SkillCandidate] = ()
+    failed: bool = False
+
+
+@dataclass(slots=True)
+class _Pass:
+    offers: list[_Offer] = field(default_factory=list)
+    runtime: tuple[SkillDefinition, ...] = ()
+    revision: int = 0
+
+
+class SkillRegistry:
+    """The provider registry. An instance, never a global: each agent owns one.
+
+    Args:
+        collect_cache_max_entries: how many complete catalogs (one per ``cwd``) to keep; the
+            oldest inserted is evicted first. An integer >= 1.
+        provider_timeout: seconds a provider's ``list()`` may take before it is skipped for
+            that discovery, or ``None`` for no limit.
+
+    Raises:
+        ValueError: on a bound that is not an integer >= 1, or a negative timeout.
+    """
+
+    def __init__(
+        self,
+        *,
+        collect_cache_max_entries: int = 128,
+        provider_timeout: float | None = 30.0,
+    ) -> None:
+        if (
+            isinstance(collect_cache_max_entries, bool)
+            or not isinstance(collect_cache_max_entries, int)
+            or collect_cache_max_entries < 1
+        ):
+            raise ValueError(
+                "collect_cache_max_entries must be an integer >= 1, "
+                f"got {collect_cache_max_entries!r}"
+            )
+        if provider_timeout is not None and not provider_timeout > 0:
+            raise ValueError(f"provider_timeout must be > 0 or None, got {provider_timeout!r}")
+        self._cache_bound = collect_cache_max_entries
+        self._provider_timeout = provider_timeout
+        self._providers: dict[str, _Registration] = {}
+        self._runtime: dict[str, SkillDefinition] = {}
+        self._listeners: list[Callable[[], None]] = []
+        self._order = itertools.count()
+        self._revision = 0
+        self._cache: OrderedDict[tuple[str | None, int], _Catalog] = OrderedDict()
+        self._inflight: dict[tuple[str | None, int], _SharedDiscovery] = {}
+
+    # -- registration ------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        """A counter bumped by every change to the provider set or an explicit invalidation."""
+        return self._revision
+
+    def register_provider(self, provider: SkillProvider) -> _Handle:
+        """Add a provider, after every provider registered before it.
+
+        Returns:
+            A handle whose ``dispose()`` removes the provider (idempotent) and whose
+            ``invalidate()`` drops cached catalogs while the registration is live.
+
+        Raises:
+            ValueError: if the name is ``runtime`` (reserved) or already registered.
+        """
+        name = provider.name
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"skill provider name must be a non-empty string, got {name!r}")
+        if name == RUNTIME_PROVIDER:
+            raise ValueError(f'skill provider name "{RUNTIME_PROVIDER}" is reserved')
+        if name in self._providers:
+            raise ValueError(f'skill provider "{name}" is already registered')
+        registration = _Registration(provider, next(self._order))
+        self._providers[name] = registration
+        handle = _Handle(self, registration)
+        self.invalidate()
+        on_register = getattr(provider, "on_register", None)
+        if callable(on_register):
+            on_register(handle)
+        return handle
+
+    def register(self, skill: SkillDefinition) -> Callable[[], None]:
+        """Add an in-process skill (rank 250, provider ``runtime``).
+
+        A second skill with a name already registered here is ignored with a warning; its
+        disposer does nothing, so the loser can never remove the winner.
+
+        Returns:
+            A disposer that removes the skill (idempotent).
+
+        Raises:
+            ValueError: if the name breaks the grammar or the description is empty.
+        """
+        if not is_skill_name(skill.name):
+            raise ValueError(f"runtime skill name {skill.name!r} is not a valid skill name")
+        if not isinstance(skill.description, str) or not skill.description.strip():
+            raise ValueError(f'runtime skill "{skill.name}" needs a non-empty description')
+        if not isinstance(skill.content, str):
+            raise ValueError(f'runtime skill "{skill.name}" content must be a string')
+        if skill.name in self._runtime:
+            _log.warning("runtime_skill_ignored", skill=skill.name, reason="already registered")
+            return _noop
+        stored = replace(skill, provider=RUNTIME_PROVIDER)
+        self._runtime[skill.name] = stored
+
+        def dispose() -> None:
+            if self._runtime.get(stored.name) is stored:
+                del self._runtime[stored.name]
+                self.invalidate()
+
+        self.invalidate()
+        return dispose
+
+    def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` after every invalidation. Returns a function that unsubscribes."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def invalidate(self) -> None:
+        """Bump the revision, drop every cached catalog and notify listeners."""
+        self._revision += 1
+        self._cache.clear()
+        for listener in tuple(self._listeners):
+            try:
+                listener()
+            except Exception as error:
+                _log.warning("skill_change_listener_failed", error=repr(error))
+
+    def _dispose(self, registration: _Registration) -> None:
+        if self._is_current(registration):
+            del self._providers[registration.provider.name]
+            self.invalidate()
+
+    def _is_current(self, registration: _Registration) -> bool:
+        return self._providers.get(registration.provider.name) is registration
+
+    # -- lookups -------------------------------------------------------------------------------
+
+    async def list(self, options: SkillLookupOptions | None = None) -> list[SkillSummary]:
+        """Model-visible skills (``disable_model_invocation`` excluded), sorted by name."""
+        catalog = await self._collect(options or SkillLookupOptions())
+        return list(catalog.visible)
+
+    async def snapshot(self, options: SkillLookupOptions | None = None) -> SkillSnapshot:
+        """Every resolved skill, model-visible or not, and whether discovery was complete."""
+        catalog = await self._collect(options or SkillLookupOptions())
+        return catalog.snapshot
+
+    async def get(
+        self, name: str, options: SkillLookupOptions | None = None
+    ) -> SkillDefinition | None:
+        """Load the full definition of the winning skill called ``name``.
+
+        Returns ``None`` for an invalid or unknown name, or when the provider can no longer load
+        it. A provider's exception propagates.
+
+        Raises:
+            SkillContractError: the provider returned a malformed definition.
+        """
+        if not is_skill_name(name):
+            return None
+        options = options or SkillLookupOptions()
+        catalog = await self._collect(options)
+        winner = catalog.winners.get(name)
+        if winner is None:
+            return None
+        if winner.registration is None:
+            locator = winner.candidate.locator
+            assert isinstance(locator, SkillDefinition)
+            return locator
+        provider = winner.registration.provider
+        definition = await provider.get(winner.candidate, options)
+        if definition is None:
+            return None
+        _validate_definition(definition, provider.name)
+        if definition.name != winner.candidate.name:
+            # The file was renamed between discovery and load: what we cached is stale.
+            _log.warning(
+                "skill_renamed",
+                skill=name,
+                provider=provider.name,
+                loaded_name=definition.name,
+            )
+            self.invalidate()
+            return None
+        return definition
+
+    # -- collection ----------------------------------------------------------------------------
+
+    async def _collect(self, options: SkillLookupOptions) -> _Catalog:
+        key = (options.cwd, self._revision)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        shared = self._inflight.get(key)
+        if shared is None:
+            shared = _SharedDiscovery(asyncio.ensure_future(self._discover(options)))
+            self._inflight[key] = shared
+            shared.task.add_done_callback(lambda _task: self._forget(key, shared))
+        shared.waiters += 1
+        try:
+            # Shielded: one caller being cancelled must not cancel the discovery the other
+            # waiters share. The last waiter to leave cancels it (below), so nothing outlives
+            # the callers that asked for it.
+            return await asyncio.shield(shared.task)
+        finally:
+            shared.waiters -= 1
+            if shared.waiters == 0 and not shared.task.done():
+                # Unpublish first, so a caller arriving now starts afresh instead of joining a
+                # discovery that is being cancelled.
+                self._forget(key, shared)
+                shared.task.cancel()
+
+    def _forget(self, key: tuple[str | None, int], shared: _SharedDiscovery) -> None:
+        if self._inflight.get(key) is shared:
+            del self._inflight[key]
+        # Retrieve the outcome so an abandoned task's exception is never reported as unretrieved.
+        if shared.task.done() and not shared.task.cancelled():
+            shared.task.exception()
+
+    async def _discover(self, options: SkillLookupOptions) -> _Catalog:
+        attempt = await self._run_pass(options)
+        if attempt.revision != self._revision:
+            # The provider set changed while we listened: what we heard may include a provider
+            # that is gone. Listen once more; if it moves again, answer without caching.
+            attempt = await self._run_pass(options)
+        stable = attempt.revision == self._revision
+        complete = stable and not any(offer.failed for offer in attempt.offers)
+        catalog = self._resolve(attempt)
+        catalog = _Catalog(
+            winners=catalog.winners,
+            snapshot=SkillSnapshot(skills=catalog.snapshot.skills, complete=complete),
+            visible=catalog.visible,
+        )
+        if complete:
+            self._store((options.cwd, attempt.revision), catalog)
+        return catalog
+
+    async def _run_pass(self, options: SkillLookupOptions) -> _Pass:
+        current = _Pass(
+            offers=[_Offer(registration) for registration in self._providers.values()],
+            runtime=tuple(self._runtime.values()),
+            revision=self._revision,
+        )
+        # Providers are started in registration order and listened to concurrently, so one
+        # slow remote provider does not add its latency to every other one.
+        async with anyio.create_task_group() as group:
+            for offer in current.offers:
+                group.start_soon(self._listen, offer, options)
+        return current
+
+    async def _listen(self, offer: _Offer, options: SkillLookupOptions) -> None:
+        provider = offer.registration.provider
+        with anyio.move_on_after(self._provider_timeout) as scope:
+            try:
+                offer.candidates = tuple(await provider.list(options))
+            except Exception as error:
+                offer.failed = True
+                _log.warning(
+                    "skill_provider_skipped",
+                    provider=provider.name,
+                    reason=f"list() raised {error!r}",
+                )
+                return
+        if scope.cancelled_caught:
+            offer.failed = True
+            _log.warning(
+                "skill_provider_skipped",
+                provider=provider.name,
+                reason=f"list() took longer than {self._provider_timeout} s",
+            )
+
+    def _resolve(self, attempt: _Pass) -> _Catalog:
+        ranked: list[tuple[int | float, int, int, _Winner]] = []
+        for position, definition in enumerate(attempt.runtime):
+            candidate = _runtime_candidate(definition)
+            ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, _Winner(candidate, None)))
+        for offer in attempt.offers:
+            # Validation happens after listening, in the caller's task, so a contract violation
+            # surfaces as a plain SkillContractError rather than inside an exception group.
+            name = offer.registration.provider.name
+            for position, candidate in enumerate(offer.candidates):
+                _validate_candidate(candidate, name)
+                ranked.append(
+                    (
+                        candidate.rank,
+                        offer.registration.order,
+                        position,
+                        _Winner(candidate, offer.registration),
+                    )
+                )
+        ranked.sort(key=lambda entry: entry[:3])
+        winners: dict[str, _Winner] = {}
+        for *_, entry in ranked:
+            name = entry.candidate.name
+            kept = winners.get(name)
+            if kept is None:
+                # A provider disposed during the pass must not surface even in an uncached,
+                # incomplete answer.
+                if entry.registration is None or self._is_current(entry.registration):
+                    winners[name] = entry
+                continue
+            _log.warning(
+                "skill_shadowed",
+                skill=name,
+                provider=entry.candidate.provider,
+                path=entry.candidate.path,
+                winner_provider=kept.candidate.provider,
+                winner_path=kept.candidate.path,
+            )
+        ordered = dict(sorted(winners.items()))
+        skills = tuple(winner.candidate for winner in ordered.values())
+        visible = tuple(
+            _summary_of(skill) for skill in skills if not skill.disable_model_invocation
+        )
+        return _Catalog(
+            winners=ordered,
+            snapshot=SkillSnapshot(skills=skills, complete=True),
+            visible=visible,
+        )
+
+    def _store(self, key: tuple[str | None, int], catalog: _Catalog) -> None:
+        if key[1] != self._revision:
+            return
+        self._cache[key] = catalog
+        while len(self._cache) > self._cache_bound:
+            self._cache.popitem(last=False)
+
+
+def _noop() -> None:
+    return None
+
+
+def _runtime_candidate(definition: SkillDefinition) -> SkillCandidate:
+    return SkillCandidate(
+        name=definition.name,
+        description=definition.description,
+        when_to_use=definition.when_to_use,
+        disable_model_invocation=definition.disable_model_invocation,
+        user_invocable=definition.user_invocable,
+        source=definition.source,
+        provider=RUNTIME_PROVIDER,
+        resource_base=definition.resource_base,
+        rank=RUNTIME_RANK,
+        locator=definition,
+        path=definition.path,
+        metadata=definition.metadata,
+        argument_hint=definition.argument_hint,
+    )
+
+
+def _summary_of(candidate: SkillCandidate) -> SkillSummary:
+    return SkillSummary(
+        name=candidate.name,
+        description=candidate.description,
+        when_to_use=candidate.when_to_use,
+        disable_model_invocation=candidate.disable_model_invocation,
+        user_invocable=candidate.user_invocable,
+        source=candidate.source,
+        provider=candidate.provider,
+        resource_base=candidate.resource_base,
+    )
+
+
+# -- contract validation ---------------------------------------------------------------------
+
+
+def _check_summary(value: SkillSummary, provider: str) -> Iterable[str]:
+    """Yield a description of each way ``value`` breaks the summary contract."""
+    name = value.name
+    if not is_skill_name(name):
+        yield f"an invalid name {name!r}"
+        return
+    where = f'skill "{name}" with'
+    if not isinstance(value.description, str) or not value.description.strip():
+        yield f"{where} an empty or non-string description"
+    if value.when_to_use is not None and not isinstance(value.when_to_use, str):
+        yield f"{where} a non-string when_to_use {value.when_to_use!r}"
+    if not isinstance(value.disable_model_invocation, bool):
+        yield f"{where} a non-boolean disable_model_invocation {value.disable_model_invocation!r}"
+    if not isinstance(value.user_invocable, bool):
+        yield f"{where} a non-boolean user_invocable {value.user_invocable!r}"
+    if not isinstance(value.source, str):
+        yield f"{where} a non-string source {value.source!r}"
+    if value.provider != provider:
+        yield f"{where} provider {value.provider!r} instead of {provider!r}"
+
+
+def _validate_candidate(candidate: object, provider: str) -> None:
+    if not isinstance(candidate, SkillCandidate):
+        raise SkillContractError(provider, f"a non-candidate value {candidate!r}")
+    for problem in _check_summary(candidate, provider):
+        raise SkillContractError(provider, problem)
+    rank = candidate.rank
+    if isinstance(rank, bool) or not isinstance(rank, int | float) or not math.isfinite(rank):
+        raise SkillContractError(
+            provider, f'skill "{candidate.name}" with an invalid rank {rank!r}'
+        )
+    if candidate.path is not None and not isinstance(candidate.path, str):
+        raise SkillContractError(
+            provider, f'skill "{candidate.name}" with a non-string path {candidate.path!r}'
+        )
+
+
+def _validate_definition(definition: object, provider: str) -> None:
+    if not isinstance(definition, SkillDefinition):
+        raise SkillContractError(provider, f"a non-definition value {definition!r}")
+    for problem in _check_summary(definition, provider):
+        raise SkillContractError(provider, problem)
+    if not isinstance(definition.content, str):
+        raise SkillContractError(provider, f'skill "{definition.name}" with non-string content')
+    if definition.path is not None and not isinstance(definition.path, str):
+        raise SkillContractError(
+            provider, f'skill "{definition.name}" with a non-string path {definition.path!r}'
+        )

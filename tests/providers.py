@@ -1,0 +1,93 @@
+"""Small in-memory skill providers used by the tests (real providers, not mocks)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from acp_skills import (
+    ProviderHandle,
+    SkillCandidate,
+    SkillDefinition,
+    SkillLookupOptions,
+)
+
+
+def candidate(
+    name: str,
+    /,
+    *,
+    provider: str,
+    rank: float = 100,
+    description: str | None = None,
+    **fields: object,
+) -> SkillCandidate:
+    """A well-formed candidate; ``fields`` override anything (to build malformed ones too)."""
+    values: dict[str, object] = {
+        "name": name,
+        "description": description or f"The {name} skill",
+        "source": "test",
+        "provider": provider,
+        "rank": rank,
+        "locator": name,
+        "path": f"/skills/{provider}/{name}.md",
+    }
+    values.update(fields)
+    return SkillCandidate(**values)  # type: ignore[arg-type]
+
+
+@dataclass
+class ListProvider:
+    """Serves a fixed list of candidates; bodies are ``body of <name>``.
+
+    ``before_list`` runs inside every ``list()`` call, before it answers: tests use it to hang,
+    raise, or change the registry mid-discovery.
+    """
+
+    name: str
+    candidates: list[SkillCandidate] = field(default_factory=list)
+    before_list: Callable[[], Awaitable[None]] | None = None
+    list_calls: int = 0
+    get_calls: int = 0
+    seen_options: list[SkillLookupOptions] = field(default_factory=list)
+    seen_candidates: list[SkillCandidate] = field(default_factory=list)
+    handle: ProviderHandle | None = None
+    definition_override: object = None
+
+    def on_register(self, handle: ProviderHandle) -> None:
+        self.handle = handle
+
+    async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
+        self.list_calls += 1
+        self.seen_options.append(options)
+        if self.before_list is not None:
+            await self.before_list()
+        return list(self.candidates)
+
+    async def get(
+        self, candidate: SkillCandidate, options: SkillLookupOptions
+    ) -> SkillDefinition | None:
+        self.get_calls += 1
+        self.seen_options.append(options)
+        self.seen_candidates.append(candidate)
+        if self.definition_override is not None:
+            return self.definition_override  # type: ignore[return-value]
+        return definition_of(candidate)
+
+
+def definition_of(found: SkillCandidate, **overrides: object) -> SkillDefinition:
+    values: dict[str, object] = {
+        "name": found.name,
+        "description": found.description,
+        "when_to_use": found.when_to_use,
+        "disable_model_invocation": found.disable_model_invocation,
+        "user_invocable": found.user_invocable,
+        "source": found.source,
+        "provider": found.provider,
+        "resource_base": found.resource_base,
+        "content": f"body of {found.name}",
+        "path": found.path,
+        "argument_hint": found.argument_hint,
+    }
+    values.update(overrides)
+    return SkillDefinition(**values)  # type: ignore[arg-type]
