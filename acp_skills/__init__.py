@@ -9,6 +9,8 @@ from .errors import SkillContractError
 from .model import (
     DirectoryResource,
     OpaqueResource,
+    PrefixContext,
+    PrefixMessage,
     ResourceBase,
     SkillCandidate,
     SkillDefinition,
@@ -24,6 +26,8 @@ from .registry import SkillRegistry
 __all__ = [
     "DirectoryResource",
     "OpaqueResource",
+    "PrefixContext",
+    "PrefixMessage",
     "ProviderHandle",
     "ResourceBase",
     "SkillCandidate",

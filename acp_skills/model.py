@@ -109,3 +109,20 @@ class SkillSnapshot:
 
     skills: tuple[SkillCandidate, ...]
     complete: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrefixMessage:
+    """One message of a session prefix. The skill catalog is a ``user`` message."""
+
+    role: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrefixContext:
+    """What a session-prefix contributor knows about the session it composes for."""
+
+    session_id: str
+    cwd: str
+    tool_names: frozenset[str] = frozenset()
