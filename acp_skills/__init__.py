@@ -5,6 +5,7 @@ The public API is re-exported here; everything else is private to its module.
 
 from __future__ import annotations
 
+from .catalog import SkillCatalogContributor, normalize_description, render_catalog
 from .errors import SkillContractError
 from .model import (
     DirectoryResource,
@@ -20,17 +21,42 @@ from .model import (
     UrlResource,
     is_skill_name,
 )
+from .prefix import PrefixContributor, PrefixedSession, PrefixNext, SessionPrefix
 from .provider import ProviderHandle, SkillProvider
+from .record import (
+    HeaderEntry,
+    HeaderReason,
+    HistoryEntry,
+    InMemorySessionStore,
+    JsonlSessionStore,
+    RecordEntry,
+    SessionRecord,
+    SessionStore,
+)
 from .registry import SkillRegistry
+from .tool import SkillTool, ToolResult, render_skill_content
 
 __all__ = [
     "DirectoryResource",
+    "HeaderEntry",
+    "HeaderReason",
+    "HistoryEntry",
+    "InMemorySessionStore",
+    "JsonlSessionStore",
     "OpaqueResource",
     "PrefixContext",
+    "PrefixContributor",
     "PrefixMessage",
+    "PrefixNext",
+    "PrefixedSession",
     "ProviderHandle",
+    "RecordEntry",
     "ResourceBase",
+    "SessionPrefix",
+    "SessionRecord",
+    "SessionStore",
     "SkillCandidate",
+    "SkillCatalogContributor",
     "SkillContractError",
     "SkillDefinition",
     "SkillLookupOptions",
@@ -38,6 +64,11 @@ __all__ = [
     "SkillRegistry",
     "SkillSnapshot",
     "SkillSummary",
+    "SkillTool",
+    "ToolResult",
     "UrlResource",
     "is_skill_name",
+    "normalize_description",
+    "render_catalog",
+    "render_skill_content",
 ]

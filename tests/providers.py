@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from acp_skills import (
     ProviderHandle,
@@ -91,3 +94,36 @@ def definition_of(found: SkillCandidate, **overrides: object) -> SkillDefinition
     }
     values.update(overrides)
     return SkillDefinition(**values)  # type: ignore[arg-type]
+
+
+# -- golden files ----------------------------------------------------------------------------
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
+
+
+def assert_matches_golden(file_name: str, actual: str) -> None:
+    """Compare ``actual`` byte for byte with ``tests/golden/<file_name>``.
+
+    To accept a deliberate change, regenerate the files and review the diff:
+    ``UPDATE_GOLDEN=1 pytest tests/test_catalog.py tests/test_tool.py``.
+    """
+    golden = GOLDEN_DIR / file_name
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_bytes(actual.encode("utf-8"))
+        return
+    if not golden.exists():
+        raise AssertionError(f"{golden} is missing; run the tests with UPDATE_GOLDEN=1")
+    expected = golden.read_bytes()
+    if actual.encode("utf-8") != expected:
+        # This module is not assertion-rewritten by pytest, so build the diff ourselves.
+        diff = difflib.unified_diff(
+            expected.decode("utf-8", "replace").splitlines(keepends=True),
+            actual.splitlines(keepends=True),
+            fromfile=str(golden),
+            tofile="actual",
+        )
+        raise AssertionError(
+            f"output differs from {golden}; if the change is intended, rerun with "
+            "UPDATE_GOLDEN=1\n" + "".join(diff)
+        )

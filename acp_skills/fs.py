@@ -1,0 +1,207 @@
+"""The filesystem seam: what the local provider needs from a disk, and the local disk itself.
+
+    SkillFileSystem    the protocol (three coarse async operations)
+    LocalFileSystem    the default: the machine's own disk, via worker threads
+    DirEntry           one entry of a directory listing: a name and a kind
+    FileReadError      why one file of a batch could not be read
+
+A sandboxed or remote workspace can supply its own ``SkillFileSystem``. The operations are
+deliberately coarse: handing work to a worker thread costs on the order of a hundred
+microseconds, so a discovery of a thousand skills must not pay it per file. Listing a directory
+is one hop and reading any number of files is one hop.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
+
+import anyio.to_thread
+
+__all__ = [
+    "DirEntry",
+    "DirEntryKind",
+    "FileReadError",
+    "LocalFileSystem",
+    "SkillFileSystem",
+]
+
+DirEntryKind: TypeAlias = Literal["dir", "file", "broken_link", "other"]
+"""What a directory entry is, after following symbolic links.
+
+``broken_link`` is a symbolic link whose target is missing or cannot be examined; ``other`` is
+anything that is neither a directory nor a regular file (a socket, a FIFO, a device).
+"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DirEntry:
+    """One entry of a directory listing.
+
+    Attributes:
+        name: The entry's name (not a path).
+        kind: What it is, following symbolic links.
+    """
+
+    name: str
+    kind: DirEntryKind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileReadError:
+    """Why a file of a ``read_files`` batch could not be read.
+
+    Attributes:
+        reason: A human-readable explanation (for example the size and the cap).
+        not_found: True when nothing exists at the path (so a caller probing for an optional
+            file, like a bundle's ``SKILL.md``, can stay quiet). A broken symbolic link is
+            *not* "not found": the link is there, pointing nowhere.
+    """
+
+    reason: str
+    not_found: bool = False
+
+
+@runtime_checkable
+class SkillFileSystem(Protocol):
+    """The file operations skill discovery needs. Paths are absolute, in the host's syntax."""
+
+    async def exists(self, path: str) -> bool:
+        """Return whether anything (file or directory, following links) exists at ``path``.
+
+        Used to look for ``.git``, which is a file in a git worktree.
+        """
+        ...
+
+    async def list_dir(self, path: str) -> Sequence[DirEntry] | None:
+        """List a directory's entries, in no particular order.
+
+        Returns:
+            The entries, or ``None`` when ``path`` does not exist or is not a directory.
+
+        Raises:
+            OSError: The directory exists but cannot be read (for example, permission denied).
+        """
+        ...
+
+    async def read_files(
+        self, paths: Sequence[str], max_bytes: int
+    ) -> Sequence[bytes | FileReadError]:
+        """Read whole files, as one batch.
+
+        A file larger than ``max_bytes`` is not read in full; it gives a ``FileReadError``.
+
+        Returns:
+            One result per path, in the same order: the file's bytes or why they are missing.
+        """
+        ...
+
+
+class LocalFileSystem:
+    """The local disk. Every operation runs in a worker thread, off the event loop."""
+
+    async def exists(self, path: str) -> bool:
+        """Return whether anything exists at ``path`` (a broken link does not count)."""
+        return await anyio.to_thread.run_sync(os.path.exists, path)
+
+    async def list_dir(self, path: str) -> Sequence[DirEntry] | None:
+        """List a directory with ``os.scandir``; see `SkillFileSystem.list_dir`.
+
+        Raises:
+            OSError: The directory exists but cannot be read.
+        """
+        return await anyio.to_thread.run_sync(_list_dir, path)
+
+    async def read_files(
+        self, paths: Sequence[str], max_bytes: int
+    ) -> Sequence[bytes | FileReadError]:
+        """Read every file in one worker-thread hop; see `SkillFileSystem.read_files`."""
+        if not paths:
+            return ()
+        batch = tuple(paths)
+        return await anyio.to_thread.run_sync(_read_batch, batch, max_bytes)
+
+
+def _list_dir(path: str) -> list[DirEntry] | None:
+    try:
+        entries = os.scandir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    with entries:
+        return [DirEntry(name=entry.name, kind=_kind_of(entry)) for entry in entries]
+
+
+def _kind_of(entry: os.DirEntry[str]) -> DirEntryKind:
+    try:
+        # is_dir/is_file follow links; for a plain entry they usually answer from the
+        # directory listing itself, without a stat call.
+        if entry.is_dir():
+            return "dir"
+        if entry.is_file():
+            return "file"
+        if entry.is_symlink() and not os.path.exists(entry.path):
+            return "broken_link"
+    except OSError:
+        # Following the link failed (say, it points into a directory we may not enter).
+        # Whatever it points at, we cannot use it: report it like a broken link.
+        return "broken_link"
+    return "other"
+
+
+# Open flags: O_NONBLOCK so that a FIFO swapped in for a skill file cannot hang the worker
+# thread in open(); O_BINARY (Windows only) so no newline translation happens.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_BINARY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def _read_batch(paths: tuple[str, ...], max_bytes: int) -> list[bytes | FileReadError]:
+    return [_read_one(path, max_bytes) for path in paths]
+
+
+def _read_one(path: str, max_bytes: int) -> bytes | FileReadError:
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return FileReadError(reason="broken symbolic link")
+        return FileReadError(reason="file not found", not_found=True)
+    except OSError as exc:
+        return FileReadError(reason=_describe_os_error(exc))
+    try:
+        # Check what was opened before reading: a directory or device must not be read, and
+        # an oversized file must not be read in full.
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            return FileReadError(reason="is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            return FileReadError(reason="not a regular file")
+        if info.st_size > max_bytes:
+            return FileReadError(
+                reason=f"file is {info.st_size} bytes, over the {max_bytes}-byte limit"
+            )
+        with open(fd, "rb", closefd=False) as file:
+            # One byte more than allowed: catches a file that grew since fstat.
+            data = file.read(max_bytes + 1)
+    except OSError as exc:
+        return FileReadError(reason=_describe_os_error(exc))
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        return FileReadError(reason=f"file grew past the {max_bytes}-byte limit while read")
+    return data
+
+
+def _describe_os_error(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory"
+    detail = exc.strerror or str(exc)
+    return f"cannot read file: {detail}"

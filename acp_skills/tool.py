@@ -1,0 +1,514 @@
+"""The ``skill`` tool: how the model loads a skill's full instructions, and reads its files.
+
+Two audiences for failures: everything the model can get wrong or that can go wrong with a
+provider becomes a `ToolResult` marked ``is_error`` whose text starts ``Error: ``; the tool never
+raises (only cancellation propagates). Checks run in this order, each stopping at the first
+problem:
+
+1. the shape of the arguments (a JSON object, ``name`` a string, no unknown keys, ``path`` a
+   string) and the syntax of ``name`` and ``path``;
+2. the name among every resolved skill of the session's ``cwd`` (`SkillRegistry.snapshot`);
+3. ``disable_model_invocation`` on the candidate, *before* any body is loaded;
+4. loading the definition (`SkillRegistry.get`), then the same flag on what was loaded;
+5. with ``path`` only: the resource base must be a directory, the path must resolve inside it
+   (symbolic links included) to a regular UTF-8 text file within the size cap.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import ntpath
+import os
+import re
+import stat
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+import structlog
+
+from .model import (
+    DirectoryResource,
+    OpaqueResource,
+    SkillDefinition,
+    SkillLookupOptions,
+    UrlResource,
+    is_skill_name,
+)
+from .registry import SkillRegistry
+
+__all__ = [
+    "DEFAULT_MAX_RESOURCE_BYTES",
+    "MAX_RESOURCE_PATH_LENGTH",
+    "SKILL_TOOL_NAME",
+    "SkillTool",
+    "ToolResult",
+    "render_skill_content",
+]
+
+SKILL_TOOL_NAME = "skill"
+DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
+MAX_RESOURCE_PATH_LENGTH = 4096
+
+_log = structlog.get_logger(__name__)
+
+# Values echoed back in error texts are cut to this many characters: a model that sends a
+# megabyte-long name must not get a megabyte of error back.
+_QUOTE_LIMIT = 100
+
+# `C:`, `C:\x`, `C:/x`: a drive letter makes a path absolute (or drive-relative) on Windows.
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+_ALLOWED_ARGUMENTS = ("name", "path")
+
+_TOOL_DESCRIPTION = (
+    "Load the full instructions of a skill from this session's skill catalog. Call it with the "
+    "skill's exact name before acting on a task that names the skill or clearly matches its "
+    "summary; the catalog only shows summaries. With the optional `path`, it returns the text of "
+    "one file from the skill's bundle instead (a path relative to the skill's base directory, "
+    "such as `references/guide.md`)."
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """What a tool call gives back to the model.
+
+    ``is_error`` marks a failure the model can read and react to; ``text`` then starts with
+    ``Error: ``.
+    """
+
+    text: str
+    is_error: bool
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+def _escape_attribute(value: str) -> str:
+    # `>` needs no escaping inside a quoted attribute, but escaping it too keeps the opening tag
+    # unambiguous for a model reading it and costs nothing for grammar-valid names.
+    return (
+        value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    )
+
+
+def _escape_text(value: str) -> str:
+    # The same escaping as catalog descriptions: `&` first, so entities are not escaped twice.
+    return html.escape(value, quote=False)
+
+
+def _resource_hints(definition: SkillDefinition) -> list[str]:
+    base = definition.resource_base
+    if isinstance(base, DirectoryResource):
+        hints = [
+            f"Base directory: {_escape_text(base.path)}",
+            "Relative paths in this skill (scripts, references, assets) resolve against that "
+            "directory.",
+            f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's name "
+            "and the file's path relative to that directory as `path`.",
+        ]
+    elif isinstance(base, UrlResource):
+        hints = [
+            f"Base URL: {_escape_text(base.url)}",
+            "Relative paths in this skill (scripts, references, assets) resolve against that URL.",
+        ]
+    elif isinstance(base, OpaqueResource):
+        hints = [f"How to reach this skill's resources: {_escape_text(base.description)}"]
+    else:
+        hints = [
+            "This skill has no resource directory or URL; any resources it refers to are "
+            f'managed by the skill provider "{_escape_text(definition.provider)}".'
+        ]
+    hints.append(
+        "Load a resource this skill refers to only when the task needs it, not ahead of time."
+    )
+    return hints
+
+
+def render_skill_content(definition: SkillDefinition) -> str:
+    """Render a loaded skill as the text the model receives.
+
+    The name is escaped for an attribute (``&``, ``"``, ``<``, ``>``), the resource hints like
+    catalog descriptions (``&``, ``<``, ``>``), and the body is kept verbatim: it is the skill
+    author's Markdown, and escaping it would change the instructions. The directory's contents
+    are never listed and ``when_to_use`` is never included.
+
+    Args:
+        definition: the loaded skill.
+
+    Returns:
+        The ``<skill_content>`` block, lines joined with ``\\n``, without a trailing newline.
+    """
+    return "\n".join(
+        [
+            f'<skill_content name="{_escape_attribute(definition.name)}">',
+            "<skill_resources>",
+            *_resource_hints(definition),
+            "</skill_resources>",
+            "",
+            "<skill_instructions>",
+            definition.content,
+            "</skill_instructions>",
+            "</skill_content>",
+        ]
+    )
+
+
+# -- argument checking -----------------------------------------------------------------------
+
+
+def _quote(value: str) -> str:
+    """Quote ``value`` for an error text: JSON string syntax shows control characters, cut long."""
+    if len(value) > _QUOTE_LIMIT:
+        value = value[: _QUOTE_LIMIT - 3] + "..."
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _json_kind(value: object) -> str:
+    """Name the JSON type of a decoded value the way a model would understand it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+class _Refusal(Exception):
+    """Internal: a check failed; ``text`` is the whole error text for the model."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _parse_arguments(arguments: object) -> tuple[str, str | None]:
+    if not isinstance(arguments, Mapping):
+        raise _Refusal(
+            f"Error: the {SKILL_TOOL_NAME} tool expects a JSON object with a string "
+            f'"name", got {_json_kind(arguments)}'
+        )
+    if "name" not in arguments:
+        raise _Refusal(
+            f'Error: the {SKILL_TOOL_NAME} tool needs a "name" argument: the exact name of a '
+            "skill from the catalog"
+        )
+    name = arguments["name"]
+    if not isinstance(name, str):
+        raise _Refusal(
+            f'Error: argument "name" of the {SKILL_TOOL_NAME} tool must be a string, '
+            f"got {_json_kind(name)}"
+        )
+    unexpected = [key for key in arguments if key not in _ALLOWED_ARGUMENTS]
+    if unexpected:
+        shown = ", ".join(_quote(str(key)) for key in unexpected[:5])
+        if len(unexpected) > 5:
+            shown += ", ..."
+        noun = "argument" if len(unexpected) == 1 else "arguments"
+        raise _Refusal(
+            f"Error: unexpected {noun} {shown} for skill {_quote(name)}; the {SKILL_TOOL_NAME} "
+            'tool accepts only "name" and "path"'
+        )
+    # Models often send an explicit null for an optional parameter; it means "not given".
+    path = arguments.get("path")
+    if path is not None and not isinstance(path, str):
+        raise _Refusal(
+            f'Error: argument "path" for skill {_quote(name)} must be a string, '
+            f"got {_json_kind(path)}"
+        )
+    if not is_skill_name(name):
+        raise _Refusal(
+            f"Error: skill name {_quote(name)} is not valid: use the exact name from the skill "
+            'catalog (lowercase letters and digits in hyphen-separated words, like "deploy-app")'
+        )
+    if path is not None:
+        _check_path_syntax(name, path)
+    return name, path
+
+
+def _cannot_read(name: str, path: str, reason: str) -> _Refusal:
+    return _Refusal(f"Error: cannot read {_quote(path)} from skill {_quote(name)}: {reason}")
+
+
+def _check_path_syntax(name: str, path: str) -> None:
+    """Refuse paths that can never be a file inside the skill's directory, before any I/O."""
+    if not path:
+        raise _cannot_read(name, path, "the path is empty")
+    if len(path) > MAX_RESOURCE_PATH_LENGTH:
+        raise _cannot_read(
+            name, path, f"the path is longer than {MAX_RESOURCE_PATH_LENGTH} characters"
+        )
+    if "\0" in path:
+        raise _cannot_read(name, path, "the path contains a NUL character")
+    # Windows forms are refused on every platform: a skill's relative paths must mean the same
+    # thing wherever the agent runs, and `\\server\share` or `C:\x` never name a bundle file.
+    if path.startswith(("/", "\\")) or _DRIVE.match(path) or ntpath.isabs(path):
+        raise _cannot_read(
+            name, path, "the path is absolute; give a path relative to the skill's directory"
+        )
+    # Both separators count, so `..\secret` is refused even where `\` is an ordinary character.
+    if ".." in re.split(r"[/\\]", path):
+        raise _cannot_read(
+            name,
+            path,
+            'the path contains a ".." segment; it must stay inside the skill\'s directory',
+        )
+
+
+# -- confined reads ----------------------------------------------------------------------------
+
+
+def _resolve_inside(name: str, path: str, directory: str) -> str:
+    """Return the real path of ``path`` under ``directory``, refusing anything that escapes it."""
+    root = os.path.realpath(directory)
+    target = os.path.realpath(os.path.join(root, path))
+    try:
+        inside = os.path.commonpath([root, target]) == root
+    except ValueError:  # different drives on Windows
+        inside = False
+    if not inside:
+        raise _cannot_read(name, path, "the path resolves outside the skill's directory")
+    return target
+
+
+def _read_local_text(name: str, path: str, directory: str, limit: int) -> tuple[str, str]:
+    """Check and read one resource file; runs in a worker thread.
+
+    Returns:
+        The resolved absolute path and the file's text.
+    """
+    target = _resolve_inside(name, path, directory)
+    try:
+        # stat before open: opening a FIFO for reading would block until a writer shows up.
+        info = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        raise _cannot_read(name, path, "no such file in the skill's directory") from None
+    except OSError as error:
+        raise _unreadable(name, path, error) from None
+    _check_kind(name, path, info, limit)
+    # O_NOFOLLOW: `target` is already fully resolved, so a symbolic link here means it was
+    # swapped in after the check; refuse rather than follow it out of the directory.
+    # O_NONBLOCK: should a FIFO have been swapped in instead, opening it must not hang.
+    flags = os.O_RDONLY
+    for optional in ("O_NOFOLLOW", "O_NONBLOCK", "O_BINARY"):
+        flags |= getattr(os, optional, 0)
+    try:
+        descriptor = os.open(target, flags)
+        with os.fdopen(descriptor, "rb") as file:
+            # The check again, on what was actually opened.
+            _check_kind(name, path, os.fstat(file.fileno()), limit)
+            # One byte past the limit tells a file that grew after the stat.
+            data = file.read(limit + 1)
+    except OSError as error:
+        raise _unreadable(name, path, error) from None
+    if len(data) > limit:
+        raise _cannot_read(name, path, f"the file is over the {limit}-byte limit")
+    return target, _decode_text(name, path, data)
+
+
+def _check_kind(name: str, path: str, info: os.stat_result, limit: int) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        raise _cannot_read(name, path, "it is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise _cannot_read(name, path, "it is not a regular file")
+    if info.st_size > limit:
+        raise _cannot_read(
+            name, path, f"the file is {info.st_size} bytes, over the {limit}-byte limit"
+        )
+
+
+def _unreadable(name: str, path: str, error: OSError) -> _Refusal:
+    return _cannot_read(name, path, f"it could not be read ({error.strerror or _describe(error)})")
+
+
+def _decode_text(name: str, path: str, data: bytes) -> str:
+    if b"\0" in data:
+        raise _cannot_read(name, path, "it is a binary file (it contains NUL bytes), not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _cannot_read(name, path, "it is not a UTF-8 text file") from None
+
+
+def _describe(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+# -- the tool ----------------------------------------------------------------------------------
+
+
+def _parameters_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "name": {
+                "type": "string",
+                "description": "The exact name of the skill, as listed in the skill catalog.",
+            },
+            "path": {
+                "type": "string",
+                "description": (
+                    "Optional. A file of the skill's bundle to read instead of its instructions, "
+                    "relative to the skill's base directory (for example `references/guide.md`)."
+                ),
+            },
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+
+
+ReadText = Callable[[str], Awaitable[str]]
+"""Reads a file's text by absolute path, typically the ACP client's ``fs/read_text_file``."""
+
+
+class SkillTool:
+    """The model-facing ``skill`` tool.
+
+    ``name``, ``description`` and ``parameters`` (a JSON Schema object) are what an agent
+    advertises to its model; `call` runs one invocation.
+
+    Args:
+        registry: where skills are looked up and loaded.
+        max_resource_bytes: the largest file a ``path`` read returns, in bytes; a positive integer.
+
+    Raises:
+        ValueError: if ``max_resource_bytes`` is not a positive integer.
+    """
+
+    def __init__(
+        self, registry: SkillRegistry, *, max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES
+    ) -> None:
+        if (
+            isinstance(max_resource_bytes, bool)
+            or not isinstance(max_resource_bytes, int)
+            or max_resource_bytes < 1
+        ):
+            raise ValueError(
+                f"max_resource_bytes must be a positive integer, got {max_resource_bytes!r}"
+            )
+        self._registry = registry
+        self._max_resource_bytes = max_resource_bytes
+        self.name = SKILL_TOOL_NAME
+        self.description = _TOOL_DESCRIPTION
+        # A fresh dict per tool, so an agent that adjusts its copy cannot affect another tool.
+        self.parameters: dict[str, Any] = _parameters_schema()
+
+    async def call(
+        self, arguments: object, *, cwd: str, read_text: ReadText | None = None
+    ) -> ToolResult:
+        """Run the tool once.
+
+        Args:
+            arguments: the decoded JSON arguments the model sent.
+            cwd: the calling session's working directory (selects project skills).
+            read_text: reads a resource file's text by absolute path through the ACP client
+                (``fs/read_text_file``); when ``None``, files are read from the local disk.
+
+        Returns:
+            The rendered skill (or, with ``path``, the file's text exactly as stored) or an
+            error result. Never raises, except for cancellation.
+        """
+        try:
+            return ToolResult(text=await self._call(arguments, cwd, read_text), is_error=False)
+        except _Refusal as refusal:
+            return ToolResult(text=refusal.text, is_error=True)
+        except Exception as error:
+            # A bug of ours must not take the agent down either: the model gets an error result
+            # and the traceback goes to the log. Cancellation is a BaseException and passes.
+            _log.error("skill_tool_failed", error=repr(error), exc_info=error)
+            subject = "the skill tool"
+            if isinstance(arguments, Mapping) and isinstance(arguments.get("name"), str):
+                subject = f"skill {_quote(arguments['name'])}"
+            return ToolResult(
+                text=f"Error: {subject} failed unexpectedly: {_describe(error)}", is_error=True
+            )
+
+    async def _call(self, arguments: object, cwd: str, read_text: ReadText | None) -> str:
+        name, path = _parse_arguments(arguments)
+        definition = await self._load(name, SkillLookupOptions(cwd=cwd))
+        if path is None:
+            return render_skill_content(definition)
+        return await self._read_resource(definition, path, read_text)
+
+    async def _load(self, name: str, options: SkillLookupOptions) -> SkillDefinition:
+        unavailable = _Refusal(f"Error: skill {_quote(name)} is unknown or no longer available")
+        refused = _Refusal(f"Error: skill {_quote(name)} is not available for model invocation")
+        # `except Exception` lets cancellation (a BaseException) through untouched.
+        try:
+            snapshot = await self._registry.snapshot(options)
+        except Exception as error:
+            raise self._load_failed(name, error) from None
+        found = next((skill for skill in snapshot.skills if skill.name == name), None)
+        if found is None:
+            raise unavailable
+        if found.disable_model_invocation:
+            # Refused before `get`, so a provider never even reads a body the model may not see.
+            raise refused
+        try:
+            definition = await self._registry.get(name, options)
+        except Exception as error:
+            raise self._load_failed(name, error) from None
+        if definition is None:
+            raise unavailable
+        # The file may have changed since discovery: trust what was loaded, not the catalog.
+        if definition.disable_model_invocation:
+            raise refused
+        return definition
+
+    def _load_failed(self, name: str, error: Exception) -> _Refusal:
+        _log.warning("skill_load_failed", skill=name, error=repr(error))
+        return _Refusal(f"Error: skill {_quote(name)} could not be loaded: {_describe(error)}")
+
+    async def _read_resource(
+        self, definition: SkillDefinition, path: str, read_text: ReadText | None
+    ) -> str:
+        name = definition.name
+        base = definition.resource_base
+        if isinstance(base, UrlResource):
+            raise _cannot_read(
+                name, path, "its resources live under a URL, not in a local directory"
+            )
+        if isinstance(base, OpaqueResource):
+            raise _cannot_read(
+                name,
+                path,
+                "its resources are managed by its provider; follow the resource hints in the "
+                "skill's instructions",
+            )
+        if base is None:
+            raise _cannot_read(name, path, "it has no resource directory")
+        target, text = await anyio.to_thread.run_sync(
+            _read_local_text, name, path, base.path, self._max_resource_bytes
+        )
+        if read_text is None:
+            return text
+        # The local checks above decided *whether* the file may be read; the client supplies
+        # the text, so an unsaved editor buffer and the client's own permissions apply.
+        try:
+            text = await read_text(target)
+        except Exception as error:
+            _log.warning("skill_resource_read_failed", skill=name, path=target, error=repr(error))
+            raise _cannot_read(
+                name, path, f"the client could not read it ({_describe(error)})"
+            ) from None
+        if not isinstance(text, str):
+            raise _cannot_read(name, path, "the client did not return text")
+        if len(text.encode("utf-8", "surrogatepass")) > self._max_resource_bytes:
+            raise _cannot_read(
+                name, path, f"the file is over the {self._max_resource_bytes}-byte limit"
+            )
+        if "\0" in text:
+            raise _cannot_read(name, path, "it is a binary file (it contains NUL bytes), not text")
+        return text

@@ -1,0 +1,604 @@
+"""The session prefix: waterfall composition, per-instance freezing, headers, history (§8)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_skills import PrefixContext, PrefixMessage, SkillDefinition, SkillRegistry
+from acp_skills.catalog import SkillCatalogContributor
+from acp_skills.prefix import PrefixedSession, PrefixNext, SessionPrefix
+from acp_skills.record import (
+    HeaderEntry,
+    HistoryEntry,
+    InMemorySessionStore,
+    JsonlSessionStore,
+    SessionRecord,
+    SessionStore,
+)
+
+pytestmark = pytest.mark.anyio
+
+CONFIG: dict[str, Any] = {"model": "m1", "temperature": 0.2}
+SYSTEM = "You are a careful assistant."
+TOOLS: list[dict[str, Any]] = [{"name": "skill", "parameters": {"type": "object"}}]
+
+
+def user(text: str) -> PrefixMessage:
+    return PrefixMessage(role="user", text=text)
+
+
+@dataclass
+class Prepend:
+    """A contributor that puts its message ahead of the later ones and counts its calls."""
+
+    text: str
+    calls: int = 0
+    seen: list[PrefixContext] = field(default_factory=list)
+
+    async def __call__(self, context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
+        self.calls += 1
+        self.seen.append(context)
+        return [user(self.text), *await next()]
+
+
+@dataclass
+class Scripted:
+    """A contributor whose behaviour a test changes between turns.
+
+    ``fail`` raises; ``hold`` waits on ``release`` (set it to let the composition go on).
+    """
+
+    text: str = "scripted"
+    fail: bool = False
+    hold: bool = False
+    calls: int = 0
+    entered: anyio.Event = field(default_factory=anyio.Event)
+    release: anyio.Event = field(default_factory=anyio.Event)
+
+    async def __call__(self, context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
+        self.calls += 1
+        self.entered.set()
+        if self.hold:
+            await self.release.wait()
+        if self.fail:
+            raise RuntimeError("contributor failed")
+        return [user(self.text), *await next()]
+
+
+@pytest.fixture
+def context(tmp_path: Path) -> PrefixContext:
+    return PrefixContext(session_id="s1", cwd=str(tmp_path), tool_names=frozenset({"skill"}))
+
+
+@pytest.fixture(params=["jsonl", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
+    """Each store implementation: the session behaves the same over both."""
+    if request.param == "jsonl":
+        return JsonlSessionStore(tmp_path / "sessions")
+    return InMemorySessionStore()
+
+
+async def open_session(
+    prefix: SessionPrefix, context: PrefixContext, store: SessionStore
+) -> PrefixedSession:
+    return await PrefixedSession.open(prefix, context, await store.open(context.session_id))
+
+
+async def headers_in(record: SessionRecord) -> list[HeaderEntry]:
+    return [entry for entry in await record.entries() if isinstance(entry, HeaderEntry)]
+
+
+async def record_default_request(session: PrefixedSession) -> HeaderEntry | None:
+    return await session.record_request(config=CONFIG, system=SYSTEM, tools=TOOLS)
+
+
+# -- composition -----------------------------------------------------------------------------
+
+
+async def test_prepending_contributors_appear_in_registration_order(
+    context: PrefixContext,
+) -> None:
+    """Two contributors that prepend put their messages on the wire in registration order."""
+    prefix = SessionPrefix()
+    prefix.add(Prepend("first"))
+    prefix.add(Prepend("second"))
+    assert await prefix.compose(context) == (user("first"), user("second"))
+
+
+async def test_a_contributor_appending_after_next_lands_after_the_later_ones(
+    context: PrefixContext,
+) -> None:
+    """The first registered is outermost: what it adds after ``next()`` comes last."""
+
+    async def append_last(context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
+        return [*await next(), user("outer, last")]
+
+    prefix = SessionPrefix()
+    prefix.add(append_last)
+    prefix.add(Prepend("inner"))
+    assert await prefix.compose(context) == (user("inner"), user("outer, last"))
+
+
+async def test_the_last_contributors_next_returns_an_empty_tuple(context: PrefixContext) -> None:
+    """At the end of the chain ``next()`` gives ``()``."""
+    received: list[Sequence[PrefixMessage]] = []
+
+    async def spy(context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
+        received.append(await next())
+        return []
+
+    prefix = SessionPrefix()
+    prefix.add(spy)
+    assert await prefix.compose(context) == ()
+    assert received == [()]
+
+
+async def test_an_empty_registry_composes_nothing(context: PrefixContext) -> None:
+    """Without contributors the prefix is empty."""
+    assert await SessionPrefix().compose(context) == ()
+
+
+async def test_contributors_receive_the_session_context(context: PrefixContext) -> None:
+    """Every contributor sees the session id, cwd and tool names."""
+    contributor = Prepend("x")
+    prefix = SessionPrefix()
+    prefix.add(contributor)
+    await prefix.compose(context)
+    assert contributor.seen == [context]
+
+
+async def test_a_contributor_that_skips_next_drops_the_later_ones(context: PrefixContext) -> None:
+    """Not calling ``next()`` means the later contributors do not run."""
+
+    async def only_me(context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
+        return [user("only me")]
+
+    later = Prepend("later")
+    prefix = SessionPrefix()
+    prefix.add(only_me)
+    prefix.add(later)
+    assert await prefix.compose(context) == (user("only me"),)
+    assert later.calls == 0
+
+
+async def test_calling_next_twice_is_an_error(context: PrefixContext) -> None:
+    """Running the rest of the chain twice is refused."""
+
+    async def greedy(context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
+        return [*await next(), *await next()]
+
+    prefix = SessionPrefix()
+    prefix.add(greedy)
+    with pytest.raises(RuntimeError, match=r"'.*greedy' called next\(\) twice"):
+        await prefix.compose(context)
+
+
+async def test_remover_takes_out_only_its_own_registration(context: PrefixContext) -> None:
+    """A remover removes its registration, once, even if the same callable is added twice."""
+    contributor = Prepend("twice")
+    prefix = SessionPrefix()
+    remove_first = prefix.add(contributor)
+    prefix.add(contributor)
+    prefix.add(Prepend("other"))
+    assert await prefix.compose(context) == (user("twice"), user("twice"), user("other"))
+    remove_first()
+    remove_first()
+    assert await prefix.compose(context) == (user("twice"), user("other"))
+
+
+async def test_add_refuses_a_non_callable() -> None:
+    """A contributor has to be callable."""
+    with pytest.raises(TypeError, match="callable"):
+        SessionPrefix().add("not a contributor")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        None,
+        "user text",
+        user("not wrapped in a sequence"),
+        [{"role": "user", "text": "a dict"}],
+        [PrefixMessage(role="", text="empty role")],
+        [PrefixMessage(role="user", text=42)],  # type: ignore[arg-type]
+        (message for message in [user("a generator")]),
+    ],
+    ids=["none", "string", "bare-message", "dict", "empty-role", "non-string-text", "generator"],
+)
+async def test_a_contributor_returning_something_else_is_a_type_error(
+    context: PrefixContext, result: object
+) -> None:
+    """A contributor must return a sequence of PrefixMessage; anything else is named."""
+
+    async def wrong(context: PrefixContext, next: PrefixNext) -> Any:
+        return result
+
+    prefix = SessionPrefix()
+    prefix.add(wrong)
+    with pytest.raises(TypeError, match=r"session-prefix contributor '.*wrong' returned"):
+        await prefix.compose(context)
+
+
+async def test_compose_returns_a_copy_of_what_contributors_returned(
+    context: PrefixContext,
+) -> None:
+    """Changing the list a contributor returned afterwards does not change the composition."""
+    returned: list[PrefixMessage] = []
+
+    async def keeper(context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
+        returned.extend([user("kept"), *await next()])
+        return returned
+
+    prefix = SessionPrefix()
+    prefix.add(keeper)
+    composed = await prefix.compose(context)
+    returned.append(user("sneaked in"))
+    assert composed == (user("kept"),)
+    assert isinstance(composed, tuple)
+
+
+# -- freezing per session instance -----------------------------------------------------------
+
+
+async def test_three_requests_over_two_turns_compose_once_and_record_one_header(
+    context: PrefixContext, store: SessionStore
+) -> None:
+    """The prefix is composed on the first turn and reused; an unchanged header is not repeated."""
+    contributor = Prepend("catalog")
+    prefix = SessionPrefix()
+    prefix.add(contributor)
+    session = await open_session(prefix, context, store)
+    record = await store.open("s1")
+
+    # Turn 1: a tool call makes two model requests.
+    await session.prefix()
+    await session.append_history({"role": "user", "content": "deploy it"})
+    first = await record_default_request(session)
+    await session.append_history({"role": "assistant", "content": "calling skill"})
+    assert await record_default_request(session) is None
+    # Turn 2.
+    await session.prefix()
+    await session.append_history({"role": "user", "content": "thanks"})
+    assert await record_default_request(session) is None
+
+    assert contributor.calls == 1
+    assert first is not None
+    assert first.reason == "initial"
+    assert first.message_prefix == (user("catalog"),)
+    assert await headers_in(record) == [first]
+    assert session.last_header == first
+
+
+async def test_prefix_returns_the_same_frozen_tuple_every_time(context: PrefixContext) -> None:
+    """Later requests reuse the composition verbatim, the very same object."""
+    prefix = SessionPrefix()
+    prefix.add(Prepend("catalog"))
+    session = await open_session(prefix, context, InMemorySessionStore())
+    assert not session.composed
+    assert session.messages == ()
+    composed = await session.prefix()
+    assert session.composed
+    assert await session.prefix() is composed
+    assert session.messages is composed
+
+
+async def test_a_failing_contributor_fails_the_turn_and_nothing_is_frozen(
+    context: PrefixContext, store: SessionStore
+) -> None:
+    """The error reaches the caller, nothing is kept or recorded, and the next turn composes."""
+    contributor = Scripted(fail=True)
+    prefix = SessionPrefix()
+    prefix.add(contributor)
+    session = await open_session(prefix, context, store)
+
+    with pytest.raises(RuntimeError, match="contributor failed"):
+        await session.prefix()
+    with pytest.raises(RuntimeError, match="contributor failed"):
+        await record_default_request(session)
+    assert not session.composed
+    assert session.last_header is None
+    assert await headers_in(await store.open("s1")) == []
+
+    contributor.fail = False
+    assert await session.prefix() == (user("scripted"),)
+    header = await record_default_request(session)
+    assert header is not None
+    assert header.reason == "initial"
+    # Two failed compositions, one that succeeded; the request reused the frozen prefix.
+    assert contributor.calls == 3
+
+
+async def test_cancelling_during_composition_keeps_nothing(
+    context: PrefixContext, store: SessionStore
+) -> None:
+    """A turn cancelled while composing leaves the instance uncomposed; the next turn composes."""
+    contributor = Scripted(hold=True)
+    prefix = SessionPrefix()
+    prefix.add(contributor)
+    session = await open_session(prefix, context, store)
+
+    with anyio.fail_after(5):
+        with anyio.move_on_after(0.05) as scope:
+            await record_default_request(session)
+        assert scope.cancelled_caught
+        assert contributor.calls == 1
+        assert not session.composed
+        assert session.last_header is None
+
+        contributor.hold = False
+        assert await session.prefix() == (user("scripted"),)
+    assert contributor.calls == 2
+    assert await headers_in(await store.open("s1")) == []
+
+
+async def test_concurrent_first_callers_share_one_composition(context: PrefixContext) -> None:
+    """Two requests racing to compose get one composition between them."""
+    contributor = Scripted(hold=True)
+    prefix = SessionPrefix()
+    prefix.add(contributor)
+    session = await open_session(prefix, context, InMemorySessionStore())
+    results: list[tuple[PrefixMessage, ...]] = []
+
+    async def take_prefix() -> None:
+        results.append(await session.prefix())
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(take_prefix)
+            group.start_soon(take_prefix)
+            await contributor.entered.wait()
+            await anyio.wait_all_tasks_blocked()
+            contributor.release.set()
+    assert contributor.calls == 1
+    assert results[0] is results[1]
+
+
+async def test_a_running_session_keeps_its_prefix_when_contributors_change(
+    context: PrefixContext,
+) -> None:
+    """Contributors added or removed later reach new sessions only."""
+    prefix = SessionPrefix()
+    remove = prefix.add(Prepend("old"))
+    store = InMemorySessionStore()
+    running = await open_session(prefix, context, store)
+    await running.prefix()
+
+    remove()
+    prefix.add(Prepend("new"))
+    assert await running.prefix() == (user("old"),)
+    assert await record_default_request(running) is not None
+    assert await record_default_request(running) is None
+
+    other = PrefixContext(session_id="s2", cwd=context.cwd, tool_names=context.tool_names)
+    fresh = await open_session(prefix, other, store)
+    assert await fresh.prefix() == (user("new"),)
+
+
+async def test_mutating_contributed_objects_after_composition_changes_nothing(
+    context: PrefixContext, store: SessionStore
+) -> None:
+    """The frozen prefix and the recorded header are copies, not views of the caller's data."""
+    returned: list[PrefixMessage] = []
+
+    async def keeper(context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
+        returned.append(user("catalog"))
+        return returned
+
+    prefix = SessionPrefix()
+    prefix.add(keeper)
+    session = await open_session(prefix, context, store)
+    config: dict[str, Any] = {"model": {"name": "m1"}, "stop": ["END"]}
+    tools: list[dict[str, Any]] = [{"name": "skill", "parameters": {"required": ["name"]}}]
+    recorded = await session.record_request(config=config, system=SYSTEM, tools=tools)
+    assert recorded is not None
+
+    returned.append(user("sneaked in"))
+    config["model"]["name"] = "m2"
+    config["stop"].append("STOP")
+    tools[0]["parameters"]["required"].append("path")
+    tools.append({"name": "extra"})
+
+    assert session.messages == (user("catalog"),)
+    assert session.last_header == recorded
+    assert recorded.to_json()["config"] == {"model": {"name": "m1"}, "stop": ["END"]}
+    assert recorded.to_json()["tools"] == [{"name": "skill", "parameters": {"required": ["name"]}}]
+    assert await headers_in(await store.open("s1")) == [recorded]
+    # The mutated values are a genuinely different request, recorded as a change.
+    changed = await session.record_request(config=config, system=SYSTEM, tools=tools)
+    assert changed is not None
+    assert changed.reason == "change"
+    assert changed.message_prefix == (user("catalog"),)
+
+
+async def test_a_reopened_session_composes_afresh_and_records_resume(
+    context: PrefixContext, store: SessionStore
+) -> None:
+    """session/load is a new instance: it composes again and its first header says ``resume``."""
+    contributor = Prepend("catalog v1")
+    prefix = SessionPrefix()
+    prefix.add(contributor)
+    first = await open_session(prefix, context, store)
+    await first.append_history({"role": "user", "content": "hello"})
+    initial = await record_default_request(first)
+    await first.append_history({"role": "assistant", "content": "hi"})
+
+    contributor.text = "catalog v2"
+    second = await open_session(prefix, context, store)
+    assert not second.composed
+    assert second.last_header == initial
+    assert second.history == (
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "hi"},
+    )
+    # Even an identical header is recorded once per instance, so the record shows the resume.
+    contributor.text = "catalog v1"
+    resumed = await record_default_request(second)
+    assert contributor.calls == 2
+    assert resumed is not None
+    assert resumed.reason == "resume"
+    assert await record_default_request(second) is None
+    assert [header.reason for header in await headers_in(await store.open("s1"))] == [
+        "initial",
+        "resume",
+    ]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"system": "You are terse."},
+        {"tools": [*TOOLS, {"name": "search", "parameters": {"type": "object"}}]},
+        {"tools": []},
+        {"config": {**CONFIG, "temperature": 0.9}},
+    ],
+    ids=["system", "tool-added", "tools-removed", "config"],
+)
+async def test_a_changed_request_records_reason_change(
+    context: PrefixContext, store: SessionStore, change: dict[str, Any]
+) -> None:
+    """A different system prompt, tool list or config appends one ``change`` header."""
+    session = await open_session(SessionPrefix(), context, store)
+    await record_default_request(session)
+    request: dict[str, Any] = {"config": CONFIG, "system": SYSTEM, "tools": TOOLS, **change}
+    changed = await session.record_request(**request)
+    assert changed is not None
+    assert changed.reason == "change"
+    assert await session.record_request(**request) is None
+    # Going back is a change too.
+    assert await record_default_request(session) is not None
+    reasons = [header.reason for header in await headers_in(await store.open("s1"))]
+    assert reasons == ["initial", "change", "change"]
+
+
+async def test_record_request_refuses_a_config_that_is_not_json(context: PrefixContext) -> None:
+    """A header must be recordable; a bad value fails before anything is written."""
+    store = InMemorySessionStore()
+    session = await open_session(SessionPrefix(), context, store)
+    with pytest.raises(TypeError, match="config"):
+        await session.record_request(config={"client": object()}, system=SYSTEM, tools=TOOLS)
+    with pytest.raises(TypeError, match="tools"):
+        await session.record_request(
+            config=CONFIG,
+            system=SYSTEM,
+            tools={"name": "skill"},  # type: ignore[arg-type]
+        )
+    assert not await store.exists("s1")
+
+
+# -- history ---------------------------------------------------------------------------------
+
+
+async def test_the_stored_history_never_contains_the_prefix(
+    context: PrefixContext, tmp_path: Path
+) -> None:
+    """The prefix is recorded only in the header; history lines hold only the conversation."""
+    store = JsonlSessionStore(tmp_path / "sessions")
+    prefix = SessionPrefix()
+    prefix.add(Prepend("THE-CATALOG"))
+    session = await open_session(prefix, context, store)
+    conversation: list[dict[str, Any]] = [
+        {"role": "user", "content": "use the deploy skill"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "function": {"name": "skill", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "body"},
+    ]
+    await session.append_history(conversation[0])
+    await record_default_request(session)
+    for message in conversation[1:]:
+        await session.append_history(message)
+
+    assert session.history == tuple(conversation)
+    entries = await (await store.open("s1")).entries()
+    assert [e.message for e in entries if isinstance(e, HistoryEntry)] == conversation
+    lines = [json.loads(line) for line in store.path_for("s1").read_text().splitlines()]
+    assert [line["type"] for line in lines] == ["history", "header", "history", "history"]
+    for line in lines:
+        assert ("THE-CATALOG" in json.dumps(line)) == (line["type"] == "header")
+
+
+async def test_request_messages_are_prefix_then_history(context: PrefixContext) -> None:
+    """A request's messages are the frozen prefix as role/content, then the history."""
+    prefix = SessionPrefix()
+    prefix.add(Prepend("catalog"))
+    session = await open_session(prefix, context, InMemorySessionStore())
+    await session.append_history({"role": "user", "content": "hi"})
+    with pytest.raises(RuntimeError, match="not been composed"):
+        session.request_messages()
+    await record_default_request(session)
+    messages = session.request_messages()
+    assert messages == [
+        {"role": "user", "content": "catalog"},
+        {"role": "user", "content": "hi"},
+    ]
+    messages[1]["content"] = "changed"
+    messages.append({"role": "user", "content": "extra"})
+    assert session.history == ({"role": "user", "content": "hi"},)
+
+
+async def test_the_history_is_read_only(context: PrefixContext) -> None:
+    """Recorded messages cannot be edited through ``history``."""
+    session = await open_session(SessionPrefix(), context, InMemorySessionStore())
+    source: dict[str, Any] = {"role": "user", "content": "hi"}
+    await session.append_history(source)
+    source["content"] = "changed"
+    message: Any = session.history[0]
+    with pytest.raises(TypeError, match="read-only"):
+        message["content"] = "edited"
+    assert session.history == ({"role": "user", "content": "hi"},)
+
+
+async def test_a_failed_history_append_leaves_the_history_unchanged(
+    context: PrefixContext,
+) -> None:
+    """A message the record refuses does not appear in ``history``."""
+    session = await open_session(SessionPrefix(), context, InMemorySessionStore())
+    with pytest.raises(ValueError, match="history message"):
+        await session.append_history({"score": float("nan")})
+    assert session.history == ()
+
+
+# -- with the real skill catalog -------------------------------------------------------------
+
+
+async def test_the_catalog_is_frozen_for_a_running_session(context: PrefixContext) -> None:
+    """A skill registered later is absent from a running session's catalog, present in a new one."""
+    registry = SkillRegistry()
+    registry.register(SkillDefinition(name="deploy", description="Ship it", content="steps"))
+    prefix = SessionPrefix()
+    prefix.add(SkillCatalogContributor(registry))
+    store = InMemorySessionStore()
+    running = await open_session(prefix, context, store)
+    (catalog,) = await running.prefix()
+    assert catalog.role == "user"
+    assert "`deploy`" in catalog.text
+
+    registry.register(SkillDefinition(name="review", description="Check it", content="steps"))
+    assert await running.prefix() == (catalog,)
+    assert await record_default_request(running) is not None
+    assert await record_default_request(running) is None
+
+    other = PrefixContext(session_id="s2", cwd=context.cwd, tool_names=context.tool_names)
+    (fresh,) = await (await open_session(prefix, other, store)).prefix()
+    assert "`review`" in fresh.text
+
+
+async def test_no_catalog_for_a_session_without_the_skill_tool(context: PrefixContext) -> None:
+    """A session that cannot call the skill tool gets no catalog in its prefix."""
+    registry = SkillRegistry()
+    registry.register(SkillDefinition(name="deploy", description="Ship it", content="steps"))
+    prefix = SessionPrefix()
+    prefix.add(SkillCatalogContributor(registry))
+    prefix.add(Prepend("other"))
+    toolless = PrefixContext(session_id="s1", cwd=context.cwd, tool_names=frozenset())
+    session = await open_session(prefix, toolless, InMemorySessionStore())
+    assert await session.prefix() == (user("other"),)
