@@ -19,6 +19,7 @@ __all__ = [
     "SkillCatalogContributor",
     "normalize_description",
     "render_catalog",
+    "shorten_description",
 ]
 
 DEFAULT_MAX_DESCRIPTION_LENGTH = 500
@@ -41,14 +42,32 @@ def _check_max_length(max_length: object) -> int:
     return max_length
 
 
-def normalize_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
-    """Turn a skill description into one safe catalog line.
+def shorten_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
+    """Collapse whitespace and truncate a description, without any escaping.
 
     Every run of whitespace (newlines, tabs, no-break spaces, U+FEFF, ...) becomes one space and
     the ends are stripped. A result longer than ``max_length`` code points keeps its first
-    ``max_length - 3`` code points followed by ``...``. Finally ``&``, ``<`` and ``>`` are escaped;
-    escaping comes last so truncation never cuts an entity in half (the escaped text may therefore
-    be longer than ``max_length``).
+    ``max_length - 3`` code points followed by ``...``. This is what an editor shows literally
+    (slash-command descriptions); the model-facing catalog escapes it further.
+
+    Raises:
+        ValueError: if ``max_length`` is not an integer >= 3.
+    """
+    limit = _check_max_length(max_length)
+    collapsed = " ".join(text.replace(_BYTE_ORDER_MARK, " ").split())
+    if len(collapsed) > limit:
+        # Python strings index code points, so an emoji counts as one and is never split into
+        # surrogate halves (a combining sequence can still be cut between its code points).
+        collapsed = collapsed[: limit - len(_ELLIPSIS)] + _ELLIPSIS
+    return collapsed
+
+
+def normalize_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
+    """Turn a skill description into one safe catalog line.
+
+    `shorten_description`, then ``&``, ``<`` and ``>`` are escaped; escaping comes last so
+    truncation never cuts an entity in half (the escaped text may therefore be longer than
+    ``max_length``).
 
     Args:
         text: the raw description.
@@ -61,13 +80,7 @@ def normalize_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_L
     Raises:
         ValueError: if ``max_length`` is not an integer >= 3.
     """
-    limit = _check_max_length(max_length)
-    collapsed = " ".join(text.replace(_BYTE_ORDER_MARK, " ").split())
-    if len(collapsed) > limit:
-        # Python strings index code points, so an emoji counts as one and is never split into
-        # surrogate halves (a combining sequence can still be cut between its code points).
-        collapsed = collapsed[: limit - len(_ELLIPSIS)] + _ELLIPSIS
-    return html.escape(collapsed, quote=False)
+    return html.escape(shorten_description(text, max_length), quote=False)
 
 
 def render_catalog(

@@ -17,7 +17,7 @@ import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Final, Literal, Protocol, TypeAlias, runtime_checkable
 
 import anyio.to_thread
 
@@ -153,7 +153,7 @@ def _kind_of(entry: os.DirEntry[str]) -> DirEntryKind:
 
 # Open flags: O_NONBLOCK so that a FIFO swapped in for a skill file cannot hang the worker
 # thread in open(); O_BINARY (Windows only) so no newline translation happens.
-_OPEN_FLAGS = (
+_OPEN_FLAGS: Final = (
     os.O_RDONLY
     | getattr(os, "O_NONBLOCK", 0)
     | getattr(os, "O_BINARY", 0)
@@ -186,16 +186,37 @@ def _read_one(path: str, max_bytes: int) -> bytes | FileReadError:
             return FileReadError(
                 reason=f"file is {info.st_size} bytes, over the {max_bytes}-byte limit"
             )
-        with open(fd, "rb", closefd=False) as file:
-            # One byte more than allowed: catches a file that grew since fstat.
-            data = file.read(max_bytes + 1)
+        data = _read_to_end(fd, info.st_size, max_bytes)
     except OSError as exc:
         return FileReadError(reason=_describe_os_error(exc))
     finally:
         os.close(fd)
-    if len(data) > max_bytes:
-        return FileReadError(reason=f"file grew past the {max_bytes}-byte limit while read")
+    if data is None:
+        return FileReadError(reason=f"file grew past the {max_bytes}-byte limit while being read")
     return data
+
+
+# Smallest read request; it also bounds how far past the cap a growing file is read.
+_CHUNK: Final = 8192
+
+
+def _read_to_end(fd: int, expected_size: int, max_bytes: int) -> bytes | None:
+    """Read until end of file, or return None once more than ``max_bytes`` arrived.
+
+    The first request asks for more than the expected size, so the usual case is one read
+    returning the whole file and one returning nothing. (Asking for ``max_bytes`` at once
+    would allocate a megabyte-sized buffer per file, which dominates a large discovery.)
+    """
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = os.read(fd, max(expected_size + 1 - total, _CHUNK))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > max_bytes:
+            return None
 
 
 def _describe_os_error(exc: OSError) -> str:

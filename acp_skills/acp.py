@@ -1,0 +1,494 @@
+"""ACP glue: skills inside any agent built on the official ``agent-client-protocol`` SDK.
+
+`AcpSkills` is the one object an agent mounts. It owns the ``skill`` tool, the session prefix
+(with the skill catalog contributor), one `PrefixedSession` per live session instance, and
+speaks ACP for them:
+
+* a ``skill`` tool call is reported as ``tool_call`` (in progress) then ``tool_call_update``
+  (completed or failed) with the same id;
+* user-invocable skills are advertised as slash commands with ``available_commands_update``,
+  after the ``session/new`` / ``session/load`` response, again at the session's first prompt
+  turn (some editors drop the first one), and whenever the set changes;
+* ``/name`` in a prompt puts that skill's full content into the turn before the model runs;
+* the ``_skills/list``, ``_skills/prefix`` and ``_skills/reload`` extension methods, advertised
+  in ``agentCapabilities._meta["acp-skills"]``.
+
+The pure builders (`skill_tool_call_start`, `available_commands`, `find_invocations`, ...) are
+public too, for agents that want the pieces without the facade.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+from acp import RequestError
+from acp.helpers import (
+    start_tool_call,
+    text_block,
+    tool_content,
+    update_available_commands,
+    update_tool_call,
+)
+from acp.schema import (
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    ToolCallProgress,
+    ToolCallStart,
+    UnstructuredCommandInput,
+)
+
+from .catalog import SkillCatalogContributor, shorten_description
+from .model import PrefixContext, PrefixMessage, SkillLookupOptions, SkillSummary
+from .prefix import PrefixedSession, SessionPrefix
+from .record import InMemorySessionStore, SessionStore
+from .registry import SkillRegistry
+from .tool import SkillTool, ToolResult, render_skill_content
+
+__all__ = [
+    "EXTENSION_METHODS",
+    "EXTENSION_NAME",
+    "AcpSkills",
+    "InvokedSkill",
+    "SkillTurn",
+    "available_commands",
+    "find_invocations",
+    "is_absolute_cwd",
+    "prompt_text",
+    "skill_tool_call_end",
+    "skill_tool_call_start",
+]
+
+_log = structlog.get_logger(__name__)
+
+EXTENSION_NAME = "acp-skills"
+EXTENSION_VERSION = "1"
+# Wire names. The Python SDK hands `ext_method` the name without its leading underscore.
+EXTENSION_METHODS = ("_skills/list", "_skills/prefix", "_skills/reload")
+
+# `/name` at the start or after whitespace, followed by whitespace or the end: so `/a/b`, `5/8`
+# and `foo/bar` are not invocations. The name grammar is checked separately.
+_INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
+
+# A description longer than this is cut for the editor's command menu.
+_COMMAND_DESCRIPTION_MAX = 200
+
+
+class AcpClient(Protocol):
+    """The part of the SDK's client proxy (`acp.core.AgentSideConnection`) this module uses."""
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
+
+    async def read_text_file(
+        self,
+        session_id: str,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> Any: ...
+
+
+# -- pure builders ---------------------------------------------------------------------------
+
+
+def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart:
+    """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
+    name = arguments.get("name") if isinstance(arguments, Mapping) else None
+    title = f"Load skill {name}" if isinstance(name, str) and name else "Load skill"
+    raw_input = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
+    return start_tool_call(
+        tool_call_id, title, kind="read", status="in_progress", raw_input=raw_input
+    )
+
+
+def skill_tool_call_end(tool_call_id: str, result: ToolResult) -> ToolCallProgress:
+    """The ``tool_call_update`` closing a ``skill`` call: completed, or failed with the error."""
+    return update_tool_call(
+        tool_call_id,
+        status="failed" if result.is_error else "completed",
+        content=[tool_content(text_block(result.text))],
+    )
+
+
+def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
+    """Slash commands for the user-invocable skills, in the order given.
+
+    The description is whitespace-normalized and truncated but not XML-escaped: an editor shows
+    it literally. ``argument-hint`` becomes the command's input hint.
+    """
+    commands = []
+    for skill in skills:
+        if not skill.user_invocable:
+            continue
+        hint = getattr(skill, "argument_hint", None)
+        commands.append(
+            AvailableCommand(
+                name=skill.name,
+                description=shorten_description(skill.description, _COMMAND_DESCRIPTION_MAX),
+                input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint))
+                if hint
+                else None,
+            )
+        )
+    return commands
+
+
+def find_invocations(text: str, names: Iterable[str]) -> list[str]:
+    """The skills invoked as ``/name`` in ``text``, each once, in order of first appearance.
+
+    Only names in ``names`` count (pass the user-invocable ones); anything else stays text.
+    """
+    allowed = set(names)
+    found: list[str] = []
+    for match in _INVOCATION.finditer(text):
+        name = match.group(1)
+        if name in allowed and name not in found:
+            found.append(name)
+    return found
+
+
+def prompt_text(prompt: Sequence[object]) -> str:
+    """The text of a prompt's text blocks, joined with newlines (other blocks are skipped)."""
+    parts = []
+    for block in prompt:
+        text = block.get("text") if isinstance(block, Mapping) else getattr(block, "text", None)
+        kind = block.get("type") if isinstance(block, Mapping) else getattr(block, "type", None)
+        if kind == "text" and isinstance(text, str):
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def _commands_key(commands: Sequence[AvailableCommand]) -> tuple[tuple[str, str, str], ...]:
+    return tuple(
+        (c.name, c.description, c.input.root.hint if c.input is not None else "") for c in commands
+    )
+
+
+# -- the facade ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InvokedSkill:
+    """A skill the user invoked as ``/name``: ``text`` is its rendered content, or an error."""
+
+    name: str
+    text: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillTurn:
+    """What a prompt turn starts with: the frozen prefix and the skills invoked by ``/name``."""
+
+    prefix: tuple[PrefixMessage, ...]
+    invoked: tuple[InvokedSkill, ...]
+
+
+@dataclass(slots=True, kw_only=True)
+class _LiveSession:
+    session: PrefixedSession
+    turns_started: int = 0
+    commands_sent: tuple[tuple[str, str, str], ...] | None = None
+
+
+@dataclass(slots=True)
+class _Tasks:
+    """Background sends owned by `AcpSkills`: referenced until done, cancelled by ``aclose``."""
+
+    running: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def start(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self.running.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self.running.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _log.warning("skills_background_send_failed", error=repr(task.exception()))
+
+
+class AcpSkills:
+    """Skills for one ACP connection: the tool, per-session prefixes, commands, extensions.
+
+    Args:
+        registry: where skills come from (register providers on it before or after).
+        store: the durable per-session record; in memory unless given.
+        catalog_max_length: the catalog's description bound.
+        max_resource_bytes: the ``skill`` tool's cap on resource reads.
+    """
+
+    def __init__(
+        self,
+        registry: SkillRegistry,
+        *,
+        store: SessionStore | None = None,
+        catalog_max_length: int = 500,
+        max_resource_bytes: int = 1_048_576,
+    ) -> None:
+        self.registry = registry
+        self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes)
+        self.prefix = SessionPrefix()
+        self.prefix.add(SkillCatalogContributor(registry, max_length=catalog_max_length))
+        self.store: SessionStore = store if store is not None else InMemorySessionStore()
+        self._client: AcpClient | None = None
+        self._client_reads_files = False
+        self._sessions: dict[str, _LiveSession] = {}
+        self._tasks = _Tasks()
+        self._refresh_pending = False
+        self._unsubscribe = registry.on_change(self._registry_changed)
+
+    # -- connection ----------------------------------------------------------------------------
+
+    def attach(self, client: AcpClient) -> None:
+        """Give the client proxy (call from the agent's ``on_connect``)."""
+        self._client = client
+
+    def initialize(self, client_capabilities: object) -> dict[str, Any]:
+        """Note what the client can do; return the ``agentCapabilities._meta`` entries to add."""
+        fs = _field(client_capabilities, "fs", "fs")
+        self._client_reads_files = _field(fs, "read_text_file", "readTextFile") is True
+        return self.capability_meta()
+
+    @staticmethod
+    def capability_meta() -> dict[str, Any]:
+        """``{"acp-skills": {"version", "methods"}}`` for ``agentCapabilities._meta``."""
+        return {EXTENSION_NAME: {"version": EXTENSION_VERSION, "methods": list(EXTENSION_METHODS)}}
+
+    async def aclose(self) -> None:
+        """Stop background sends and stop following the registry."""
+        self._unsubscribe()
+        for task in tuple(self._tasks.running):
+            task.cancel()
+        # gather(return_exceptions=True) waits for the cancelled tasks without swallowing a
+        # cancellation of aclose itself.
+        await asyncio.gather(*self._tasks.running, return_exceptions=True)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def open_session(
+        self, session_id: str, cwd: str, *, tool_names: Iterable[str] = ("skill",)
+    ) -> PrefixedSession:
+        """Start a session instance (``session/new``, or ``session/load`` of a stored one).
+
+        Schedules the slash-command advertisement to go out after the handler's response.
+        """
+        record = await self.store.open(session_id)
+        context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=frozenset(tool_names))
+        session = await PrefixedSession.open(self.prefix, context, record)
+        self._sessions[session_id] = _LiveSession(session=session)
+        # Sent from a task, so it follows the response of the handler that opened the session:
+        # an editor ignores updates for a session it has not heard of yet.
+        self._tasks.start(self._after_response(self.send_commands(session_id)))
+        return session
+
+    def session(self, session_id: str) -> PrefixedSession:
+        """The live session instance.
+
+        Raises:
+            acp.RequestError: invalid params (-32602) for an unknown session id.
+        """
+        live = self._sessions.get(session_id) if isinstance(session_id, str) else None
+        if live is None:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "reason": "unknown session"}
+            )
+        return live.session
+
+    def close_session(self, session_id: str) -> None:
+        """Forget a session instance (its record stays in the store)."""
+        self._sessions.pop(session_id, None)
+
+    async def begin_turn(self, session_id: str, prompt: Sequence[object]) -> SkillTurn:
+        """Start a prompt turn: re-advertise commands on the first turn, compose the prefix
+        (once per instance), and load the skills the prompt invokes as ``/name``.
+
+        Raises:
+            acp.RequestError: for an unknown session id.
+        """
+        session = self.session(session_id)
+        live = self._sessions[session_id]
+        live.turns_started += 1
+        if live.turns_started == 1:
+            await self.send_commands(session_id, force=True)
+        prefix = await session.prefix()
+        invoked = await self._invoke(session_id, session.context.cwd, prompt)
+        return SkillTurn(prefix=prefix, invoked=tuple(invoked))
+
+    async def _invoke(
+        self, session_id: str, cwd: str, prompt: Sequence[object]
+    ) -> list[InvokedSkill]:
+        text = prompt_text(prompt)
+        if "/" not in text:
+            return []
+        options = SkillLookupOptions(cwd=cwd)
+        snapshot = await self.registry.snapshot(options)
+        names = [skill.name for skill in snapshot.skills if skill.user_invocable]
+        invoked = []
+        for index, name in enumerate(find_invocations(text, names)):
+            call_id = f"slash-{name}-{index}"
+            await self._send(session_id, skill_tool_call_start(call_id, {"name": name}))
+            try:
+                definition = await self.registry.get(name, options)
+            except Exception as error:
+                _log.warning("skill_invocation_failed", skill=name, error=repr(error))
+                definition = None
+            if definition is None:
+                result = ToolResult(
+                    text=f'Error: skill "{name}" is unknown or no longer available', is_error=True
+                )
+            else:
+                result = ToolResult(text=render_skill_content(definition), is_error=False)
+            await self._send(session_id, skill_tool_call_end(call_id, result))
+            invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
+        return invoked
+
+    async def call_tool(self, session_id: str, tool_call_id: str, arguments: object) -> ToolResult:
+        """Run the ``skill`` tool for the model, reporting it to the client as a tool call.
+
+        Resource reads go through the client's ``fs/read_text_file`` when it advertised it.
+
+        Raises:
+            acp.RequestError: for an unknown session id.
+        """
+        session = self.session(session_id)
+        await self._send(session_id, skill_tool_call_start(tool_call_id, arguments))
+        read_text = None
+        if self._client_reads_files and self._client is not None:
+            client = self._client
+
+            async def read_text(path: str) -> str:
+                response = await client.read_text_file(session_id=session_id, path=path)
+                return str(response.content)
+
+        result = await self.tool.call(arguments, cwd=session.context.cwd, read_text=read_text)
+        await self._send(session_id, skill_tool_call_end(tool_call_id, result))
+        return result
+
+    # -- slash commands ------------------------------------------------------------------------
+
+    async def commands(self, session_id: str) -> list[AvailableCommand]:
+        """The slash commands for a session's current skills."""
+        session = self.session(session_id)
+        snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=session.context.cwd))
+        return available_commands(snapshot.skills)
+
+    async def send_commands(self, session_id: str, *, force: bool = False) -> None:
+        """Send ``available_commands_update`` if the set changed since the last one (or always,
+        with ``force``)."""
+        live = self._sessions.get(session_id)
+        if live is None:
+            return
+        commands = await self.commands(session_id)
+        key = _commands_key(commands)
+        if not force and key == live.commands_sent:
+            return
+        live.commands_sent = key
+        update: AvailableCommandsUpdate = update_available_commands(commands)
+        await self._send(session_id, update)
+
+    def _registry_changed(self) -> None:
+        # Called synchronously from the registry; the refresh needs discovery, so it runs as a
+        # task, and bursts of changes collapse into one refresh.
+        if self._refresh_pending or not self._sessions:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._refresh_pending = True
+        self._tasks.start(self._refresh_commands())
+
+    async def _refresh_commands(self) -> None:
+        await asyncio.sleep(0)
+        self._refresh_pending = False
+        for session_id in tuple(self._sessions):
+            await self.send_commands(session_id)
+
+    @staticmethod
+    async def _after_response(work: Any) -> None:
+        # Two loop turns: the handler returns, then the SDK queues its response.
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        await work
+
+    async def _send(self, session_id: str, update: Any) -> None:
+        if self._client is None:
+            return
+        await self._client.session_update(session_id=session_id, update=update)
+
+    # -- extension methods ---------------------------------------------------------------------
+
+    def handles(self, method: str) -> bool:
+        """Whether ``method`` (as the SDK passes it to ``ext_method``, without ``_``) is ours."""
+        return f"_{method}" in EXTENSION_METHODS or method in EXTENSION_METHODS
+
+    async def ext_method(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer ``_skills/list``, ``_skills/prefix`` or ``_skills/reload``.
+
+        Raises:
+            acp.RequestError: method not found for other methods; invalid params for a missing
+                or unknown session id or a relative ``cwd``.
+        """
+        name = method.removeprefix("_")
+        params = params if isinstance(params, Mapping) else {}
+        if name == "skills/list":
+            return await self._list_skills(params)
+        if name == "skills/prefix":
+            return self._describe_prefix(params)
+        if name == "skills/reload":
+            self.registry.invalidate()
+            return {"revision": self.registry.revision}
+        raise RequestError.method_not_found(f"_{name}")
+
+    async def _list_skills(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        if "sessionId" in params:
+            cwd: str | None = self.session(params["sessionId"]).context.cwd
+        elif "cwd" in params:
+            cwd = params["cwd"]
+            if not is_absolute_cwd(cwd):
+                raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be absolute"})
+        else:
+            raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
+        snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=cwd))
+        return {
+            "skills": [
+                {
+                    "name": skill.name,
+                    "description": skill.description,
+                    "source": skill.source,
+                    "provider": skill.provider,
+                    "userInvocable": skill.user_invocable,
+                    "disableModelInvocation": skill.disable_model_invocation,
+                }
+                for skill in snapshot.skills
+            ]
+        }
+
+    def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        session = self.session(params.get("sessionId"))  # type: ignore[arg-type]
+        header = session.last_header
+        return {
+            "composed": session.composed,
+            "messages": [{"role": m.role, "text": m.text} for m in session.messages],
+            "header": header.to_json() if header is not None else None,
+        }
+
+
+def _field(value: object, attribute: str, key: str) -> object:
+    # The SDK's lenient parsing can leave a raw dict where a model was expected.
+    if isinstance(value, Mapping):
+        return value.get(key)
+    return getattr(value, attribute, None)
+
+
+def is_absolute_cwd(cwd: object) -> bool:
+    """Whether ``cwd`` is an absolute path, as ACP requires of a session's working directory."""
+    return isinstance(cwd, str) and os.path.isabs(cwd) and "\0" not in cwd
