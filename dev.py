@@ -37,7 +37,7 @@ def ensure_environment() -> None:
         return
     if not PYTHON.exists():
         venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
-    steps = [
+    steps: list[tuple[str | Path, ...]] = [
         (PYTHON, "-m", "pip", "install", "--quiet", "--upgrade", "pip"),
         (PYTHON, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[dev]"),
     ]
@@ -49,7 +49,7 @@ def ensure_environment() -> None:
 
 def check() -> int:
     """Lint, type-check and test; stop at the first failing step."""
-    steps = [
+    steps: list[tuple[str | Path, ...]] = [
         (PYTHON, "-m", "ruff", "check", "."),
         (PYTHON, "-m", "ruff", "format", "--check", "."),
         (PYTHON, "-m", "mypy"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .catalog import SkillCatalogContributor, normalize_description, render_catalog
 from .errors import SkillContractError
+from .local import LocalSkillProvider
 from .model import (
     DirectoryResource,
     OpaqueResource,
@@ -43,6 +44,7 @@ __all__ = [
     "HistoryEntry",
     "InMemorySessionStore",
     "JsonlSessionStore",
+    "LocalSkillProvider",
     "OpaqueResource",
     "PrefixContext",
     "PrefixContributor",

@@ -274,20 +274,34 @@ class AcpSkills:
     # -- sessions ------------------------------------------------------------------------------
 
     async def open_session(
-        self, session_id: str, cwd: str, *, tool_names: Iterable[str] = ("skill",)
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        tool_names: Iterable[str] = ("skill",),
+        announce: bool = True,
     ) -> PrefixedSession:
         """Start a session instance (``session/new``, or ``session/load`` of a stored one).
 
-        Schedules the slash-command advertisement to go out after the handler's response.
+        With ``announce``, the slash commands are scheduled to go out right after the calling
+        handler's response; pass ``False`` when the handler still has updates to send (a
+        ``session/load`` replay) and call `announce_commands` when it is about to return.
         """
         record = await self.store.open(session_id)
         context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=frozenset(tool_names))
         session = await PrefixedSession.open(self.prefix, context, record)
         self._sessions[session_id] = _LiveSession(session=session)
-        # Sent from a task, so it follows the response of the handler that opened the session:
-        # an editor ignores updates for a session it has not heard of yet.
-        self._tasks.start(self._after_response(self.send_commands(session_id)))
+        if announce:
+            self.announce_commands(session_id)
         return session
+
+    def announce_commands(self, session_id: str) -> None:
+        """Send the session's slash commands once the current handler's response is out.
+
+        An editor ignores updates for a session it has not heard of yet, so this must not go
+        out before the ``session/new`` / ``session/load`` response.
+        """
+        self._tasks.start(self._after_response(self.send_commands(session_id, force=True)))
 
     def session(self, session_id: str) -> PrefixedSession:
         """The live session instance.

@@ -41,11 +41,11 @@ __all__ = ["LocalSkillProvider", "SkillRoot"]
 
 _log = structlog.get_logger(__name__)
 
-PROJECT_DSH: Final = "project-dsh"
-PROJECT_AGENTS: Final = "project-agents"
-CUSTOM: Final = "custom"
-USER_DSH: Final = "user-dsh"
-USER_AGENTS: Final = "user-agents"
+_PROJECT_DSH: Final = "project-dsh"
+_PROJECT_AGENTS: Final = "project-agents"
+_CUSTOM: Final = "custom"
+_USER_DSH: Final = "user-dsh"
+_USER_AGENTS: Final = "user-agents"
 
 # Only the user's own dsh root has a `.system` child to skip: it holds skills the tool itself
 # installs and manages, which are not meant to be discovered as ordinary user skills. A
@@ -116,9 +116,12 @@ class LocalSkillProvider:
         max_file_bytes: int = 1_048_576,
         fs: SkillFileSystem | None = None,
     ) -> None:
-        if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int):
-            raise ValueError(f"max_file_bytes must be a positive integer, got {max_file_bytes!r}")
-        if max_file_bytes <= 0:
+        # bool is an int subclass, but `max_file_bytes=True` is surely a mistake.
+        if (
+            isinstance(max_file_bytes, bool)
+            or not isinstance(max_file_bytes, int)
+            or max_file_bytes <= 0
+        ):
             raise ValueError(f"max_file_bytes must be a positive integer, got {max_file_bytes!r}")
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
@@ -135,9 +138,11 @@ class LocalSkillProvider:
         )
         # Roots that do not depend on the caller's cwd, already in rank order.
         self._fixed_roots = (
-            *(SkillRoot(path=path, source=CUSTOM, rank=300) for path in self._custom_skill_dirs),
-            SkillRoot(path=os.path.join(self._dsh_home, "skills"), source=USER_DSH, rank=400),
-            SkillRoot(path=os.path.join(self._agents_home, "skills"), source=USER_AGENTS, rank=500),
+            *(SkillRoot(path=path, source=_CUSTOM, rank=300) for path in self._custom_skill_dirs),
+            SkillRoot(path=os.path.join(self._dsh_home, "skills"), source=_USER_DSH, rank=400),
+            SkillRoot(
+                path=os.path.join(self._agents_home, "skills"), source=_USER_AGENTS, rank=500
+            ),
         )
 
     @property
@@ -181,12 +186,14 @@ class LocalSkillProvider:
             project = await self._project_root(cwd)
             candidates.append(
                 SkillRoot(
-                    path=os.path.join(project, ".dsh", "skills"), source=PROJECT_DSH, rank=100
+                    path=os.path.join(project, ".dsh", "skills"), source=_PROJECT_DSH, rank=100
                 )
             )
             candidates.append(
                 SkillRoot(
-                    path=os.path.join(project, ".agents", "skills"), source=PROJECT_AGENTS, rank=200
+                    path=os.path.join(project, ".agents", "skills"),
+                    source=_PROJECT_AGENTS,
+                    rank=200,
                 )
             )
         candidates.extend(self._fixed_roots)
@@ -310,7 +317,7 @@ class LocalSkillProvider:
     def _skill_files(self, root: SkillRoot, entries: Sequence[DirEntry]) -> Iterable[_SkillFile]:
         # Code-point order of names; the registry's tie-break depends on this order.
         for entry in sorted(entries, key=lambda e: e.name):
-            if entry.name == _SYSTEM_DIR and root.source == USER_DSH:
+            if entry.name == _SYSTEM_DIR and root.source == _USER_DSH:
                 continue
             entry_path = os.path.join(root.path, entry.name)
             if entry.kind == "dir":

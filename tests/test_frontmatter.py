@@ -389,7 +389,7 @@ def test_deep_nesting_is_a_problem_not_a_crash(depth: int) -> None:
 )
 def test_collection_keys_are_a_problem(key: str) -> None:
     """Mapping keys must be single values."""
-    assert "a mapping key must be a plain value" in problem(
+    assert "a mapping key must be a single value" in problem(
         skill(MINIMAL + f"metadata: {{{key}: x}}\n")
     )
 

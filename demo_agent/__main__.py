@@ -1,0 +1,196 @@
+"""``python -m demo_agent`` / ``acp-skills-demo``: the demo ACP agent over stdio.
+
+stdout carries only protocol frames: logs go to stderr, and file descriptor 1 itself is pointed
+at stderr once the protocol has its own private copy of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import structlog
+from acp import run_agent
+
+from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
+from acp_skills.acp import AcpSkills
+from acp_skills.transport import GuardedTransport, open_stdio
+
+from . import __version__
+from .agent import AgentSettings, DemoAgent
+from .models import ChatModel
+from .models.offline import OfflineModel
+from .models.openai_chat import (
+    DEFAULT_BASE_URL,
+    DEFAULT_KEY_VARIABLE,
+    DEFAULT_MODEL,
+    OpenAIChatModel,
+)
+
+_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/acp-skills-demo`` (``~/.local/state/acp-skills-demo`` when unset)."""
+    base = _env("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "acp-skills-demo"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="acp-skills-demo",
+        description="A demo ACP agent with skills, speaking the Agent Client Protocol on stdio.",
+    )
+    parser.add_argument(
+        "--model",
+        choices=("offline", "openai"),
+        default=_env("ACP_SKILLS_MODEL") or "offline",
+        help="offline: rule-based stand-in, no network (default). openai: any OpenAI-compatible "
+        "Chat Completions endpoint, DeepSeek by default. Env: ACP_SKILLS_MODEL.",
+    )
+    parser.add_argument(
+        "--base-url",
+        default=_env("ACP_SKILLS_BASE_URL") or DEFAULT_BASE_URL,
+        help=f"endpoint base URL (default {DEFAULT_BASE_URL}). Env: ACP_SKILLS_BASE_URL.",
+    )
+    parser.add_argument(
+        "--model-name",
+        default=_env("ACP_SKILLS_MODEL_NAME") or DEFAULT_MODEL,
+        help=f"model name (default {DEFAULT_MODEL}). Env: ACP_SKILLS_MODEL_NAME.",
+    )
+    parser.add_argument(
+        "--api-key-env",
+        default=_env("ACP_SKILLS_API_KEY_ENV") or DEFAULT_KEY_VARIABLE,
+        help=f"the environment variable holding the API key (default {DEFAULT_KEY_VARIABLE}). "
+        "Env: ACP_SKILLS_API_KEY_ENV.",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=int(_env("ACP_SKILLS_MAX_STEPS") or 8),
+        help="model requests allowed per prompt turn (default 8). Env: ACP_SKILLS_MAX_STEPS.",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="the model's reply token limit (default: the endpoint's).",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=float(_env("ACP_SKILLS_TIMEOUT") or 120),
+        help="seconds per model request (default 120). Env: ACP_SKILLS_TIMEOUT.",
+    )
+    parser.add_argument(
+        "--skills-dir",
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="an extra skills directory (repeatable), after the project's and before the "
+        "user's. Env: ACP_SKILLS_DIRS (separated by the OS path separator).",
+    )
+    parser.add_argument(
+        "--state-dir",
+        default=_env("ACP_SKILLS_STATE_DIR"),
+        help="where session records are kept (default $XDG_STATE_HOME/acp-skills-demo). "
+        "Env: ACP_SKILLS_STATE_DIR.",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=_LEVELS,
+        default=(_env("ACP_SKILLS_LOG_LEVEL") or "warning").lower(),
+        help="stderr log level (default warning). Env: ACP_SKILLS_LOG_LEVEL.",
+    )
+    parser.add_argument("--version", action="version", version=__version__)
+    return parser
+
+
+def configure_logging(level: str) -> None:
+    """structlog and the stdlib logger (used by the ACP SDK), both to stderr."""
+    number = logging.getLevelName(level.upper())
+    logging.basicConfig(
+        stream=sys.stderr, level=number, format="%(levelname)s %(name)s %(message)s"
+    )
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.processors.format_exc_info,
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(number),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+def build_model(args: argparse.Namespace) -> ChatModel:
+    if args.model == "offline":
+        return OfflineModel()
+    return OpenAIChatModel(
+        base_url=args.base_url,
+        model=args.model_name,
+        api_key=_env(args.api_key_env),
+        key_variable=args.api_key_env,
+        timeout=args.timeout,
+        max_tokens=args.max_tokens,
+    )
+
+
+def build_agent(args: argparse.Namespace) -> DemoAgent:
+    custom_dirs = list(args.skills_dir or [])
+    if not custom_dirs and _env("ACP_SKILLS_DIRS"):
+        custom_dirs = [d for d in (_env("ACP_SKILLS_DIRS") or "").split(os.pathsep) if d]
+    registry = SkillRegistry()
+    registry.register_provider(LocalSkillProvider(custom_skill_dirs=custom_dirs))
+    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
+    skills = AcpSkills(registry, store=JsonlSessionStore(state_dir / "sessions"))
+    return DemoAgent(skills, build_model(args), AgentSettings(max_steps=args.max_steps))
+
+
+async def serve(agent: DemoAgent) -> None:
+    """Serve ACP on stdio until stdin closes or SIGTERM/SIGINT arrives."""
+    reader, writer = await open_stdio()
+    main = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, main.cancel if main else (lambda: None))
+    try:
+        # DemoAgent implements only the methods it supports (the SDK answers the others with
+        # "method not found"), so it is not a full `acp.Agent` to the type checker.
+        await run_agent(cast(Any, agent), GuardedTransport(reader, writer))
+    except asyncio.CancelledError:
+        structlog.get_logger(__name__).info("agent_stopping", reason="signal")
+    finally:
+        await agent.aclose()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.max_steps < 1:
+        print("acp-skills-demo: --max-steps must be at least 1", file=sys.stderr)
+        return 2
+    configure_logging(args.log_level)
+    agent = build_agent(args)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(agent))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

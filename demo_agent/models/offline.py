@@ -1,0 +1,197 @@
+"""The offline model: a deterministic, rule-based stand-in for a language model.
+
+It is not an LLM and does not pretend to be one. It reads the same request a hosted model
+would get (system prompt, tools, the session prefix with the skill catalog, the history) and
+applies three rules:
+
+1. If the last message is a ``skill`` tool result, answer from the loaded instructions.
+2. If the user's message names a catalog skill, or its words clearly match exactly one skill's
+   description, call the ``skill`` tool with that name, exactly like a real model's tool call.
+3. Otherwise, say which skills are available.
+
+A skill the user invoked as ``/name`` arrives already loaded inside the user's message; the
+model answers from it directly.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from . import ModelReply, ModelRequest, OnText, ToolCall
+
+__all__ = ["OfflineModel", "choose_skill", "parse_catalog"]
+
+_CATALOG_LINE = re.compile(r"^- `([a-z0-9-]+)`: (.*)$")
+_WORD = re.compile(r"[a-z0-9]+")
+_SKILL_CONTENT = re.compile(r'<skill_content name="([^"]*)">')
+_INSTRUCTIONS = re.compile(r"<skill_instructions>\n(.*?)\n?</skill_instructions>", re.DOTALL)
+_STEP = re.compile(r"^\s*(?:\d+\.|[-*])\s+(.*)$")
+
+# Words too common to say anything about which skill a request is for.
+_STOPWORDS = frozenset(
+    """a about after all also an and any are as at be before being by can could do
+    does for from get give has have help how i if in into is it its just let like make me my
+    need of on one or our please so some that the their them then there these this to up us use
+    used want was we what when which while who will with would you your""".split()  # noqa: SIM905
+)
+# A description match needs at least this many shared words, and a unique best score.
+_MIN_SHARED_WORDS = 2
+_MAX_STEPS_SHOWN = 6
+
+
+def _stem(word: str) -> str:
+    # Crude on purpose: enough for "reviews"/"review" and "merging"/"merge" to meet.
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _content_words(text: str) -> set[str]:
+    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 2}
+
+
+def parse_catalog(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The skills of the catalog in the request's prefix: name -> description."""
+    skills: dict[str, str] = {}
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, str):
+            continue
+        if "<available_skills>" not in content:
+            continue
+        for line in content.splitlines():
+            match = _CATALOG_LINE.match(line)
+            if match:
+                skills[match.group(1)] = html.unescape(match.group(2))
+    return skills
+
+
+def choose_skill(prompt: str, catalog: Mapping[str, str]) -> str | None:
+    """The one skill a prompt asks for, by name or by a clear description match, if any."""
+    lowered = prompt.lower()
+    words = _WORD.findall(lowered)
+    joined = " ".join(words)
+    named = [
+        name
+        for name in catalog
+        if re.search(rf"(?<![a-z0-9-]){re.escape(name)}(?![a-z0-9-])", lowered)
+        or f" {name.replace('-', ' ')} " in f" {joined} "
+    ]
+    if len(named) == 1:
+        return named[0]
+    if len(named) > 1:
+        # Several named: the longest name is the most specific mention.
+        return max(named, key=len)
+    asked = _content_words(prompt)
+    scores = sorted(
+        ((len(asked & _content_words(f"{name} {text}")), name) for name, text in catalog.items()),
+        reverse=True,
+    )
+    if not scores or scores[0][0] < _MIN_SHARED_WORDS:
+        return None
+    if len(scores) > 1 and scores[1][0] == scores[0][0]:
+        return None
+    return scores[0][1]
+
+
+def _answer_from_skill(content: str) -> str:
+    if content.startswith("Error: "):
+        return f"I tried to load a skill, but it failed:\n\n{content}"
+    names = _SKILL_CONTENT.findall(content)
+    sections = _INSTRUCTIONS.findall(content)
+    parts = []
+    for name, body in zip(names, sections, strict=False):
+        steps = _steps(body)
+        lines = [f"I loaded the `{html.unescape(name)}` skill. Its instructions, in short:"]
+        lines += [f"{i}. {step}" for i, step in enumerate(steps[:_MAX_STEPS_SHOWN], start=1)]
+        if len(steps) > _MAX_STEPS_SHOWN:
+            lines.append(f"(and {len(steps) - _MAX_STEPS_SHOWN} more steps)")
+        if not steps:
+            lines.append(body.strip()[:400] or "(the skill has no instructions)")
+        parts.append("\n".join(lines))
+    parts.append(
+        "I am the offline demo model, so I stop here; a real model would now carry these "
+        "instructions out."
+    )
+    return "\n\n".join(parts)
+
+
+def _steps(body: str) -> list[str]:
+    """The numbered or bulleted items of a Markdown body, wrapped lines joined."""
+    steps: list[str] = []
+    in_step = False
+    for line in body.splitlines():
+        match = _STEP.match(line)
+        if match:
+            steps.append(match.group(1).strip())
+            in_step = True
+        elif in_step and line.startswith((" ", "\t")) and line.strip():
+            steps[-1] += " " + line.strip()
+        else:
+            in_step = False
+    return steps
+
+
+def _list_skills(catalog: Mapping[str, str], can_load: bool) -> str:
+    if not catalog:
+        return (
+            "I am the offline demo model (rule-based, not an LLM). No skills are available "
+            "in this session."
+        )
+    lines = [
+        "I am the offline demo model (rule-based, not an LLM). None of the available skills "
+        "clearly matches your request. Available skills:",
+        *(f"- `{name}`: {text}" for name, text in sorted(catalog.items())),
+    ]
+    if can_load:
+        lines.append("Name one of them, or describe your task in its words, and I will load it.")
+    return "\n".join(lines)
+
+
+class OfflineModel:
+    """The rule-based model. Deterministic: the same request always gets the same reply."""
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        return {"model": "offline", "kind": "rule-based"}
+
+    async def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
+        messages = request.messages
+        last = messages[-1] if messages else {}
+        content = last.get("content")
+        text_content = content if isinstance(content, str) else ""
+        if last.get("role") == "tool":
+            return await _say(_answer_from_skill(text_content), on_text)
+        if "<skill_content name=" in text_content:
+            return await _say(
+                _answer_from_skill(text_content[text_content.index("<skill_") :]), on_text
+            )
+        catalog = parse_catalog(messages)
+        can_load = any(_tool_name(tool) == "skill" for tool in request.tools)
+        choice = choose_skill(text_content, catalog) if can_load else None
+        if choice is not None:
+            call = ToolCall(
+                id=f"offline-call-{len(messages)}",
+                name="skill",
+                arguments=json.dumps({"name": choice}),
+            )
+            return ModelReply(text="", tool_calls=(call,), finish="tool_calls")
+        return await _say(_list_skills(catalog, can_load), on_text)
+
+
+def _tool_name(tool: Mapping[str, Any]) -> object:
+    function = tool.get("function")
+    return function.get("name") if isinstance(function, Mapping) else None
+
+
+async def _say(text: str, on_text: OnText) -> ModelReply:
+    # Streamed line by line, so the editor shows the same incremental updates as with a real
+    # model.
+    for piece in text.splitlines(keepends=True):
+        await on_text(piece)
+    return ModelReply(text=text)

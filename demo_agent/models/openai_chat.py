@@ -1,0 +1,185 @@
+"""A model behind any OpenAI-compatible Chat Completions endpoint (DeepSeek by default).
+
+Uses the official ``openai`` package (the ``openai`` extra) for HTTP, streaming and server-sent
+events. Text is streamed as it arrives; tool calls are accumulated from their streamed pieces.
+Cancelling the turn cancels the task awaiting the stream, which closes the HTTP response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from . import ModelError, ModelReply, ModelRequest, OnText, ToolCall
+
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_KEY_VARIABLE", "DEFAULT_MODEL", "OpenAIChatModel"]
+
+DEFAULT_BASE_URL = "https://api.deepseek.com"
+DEFAULT_MODEL = "deepseek-chat"
+DEFAULT_KEY_VARIABLE = "DEEPSEEK_API_KEY"
+
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+class OpenAIChatModel:
+    """Chat Completions with tool calling and streaming.
+
+    Args:
+        base_url: the endpoint's base URL (``.../v1`` for most; DeepSeek takes its root).
+        model: the model name.
+        api_key: the key, or ``None`` when the variable named by ``key_variable`` is unset; the
+            first request then answers with a message saying which variable to set.
+        key_variable: named in that message.
+        timeout: seconds for the whole request.
+        max_tokens: the reply's token limit, or ``None`` for the endpoint's default.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        model: str = DEFAULT_MODEL,
+        api_key: str | None,
+        key_variable: str = DEFAULT_KEY_VARIABLE,
+        timeout: float = 120.0,
+        max_tokens: int | None = None,
+    ) -> None:
+        self._base_url = base_url
+        self._model = model
+        self._api_key = api_key
+        self._key_variable = key_variable
+        self._timeout = timeout
+        self._max_tokens = max_tokens
+        self._client: Any = None
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        config: dict[str, Any] = {"model": self._model, "base_url": self._base_url}
+        if self._max_tokens is not None:
+            config["max_tokens"] = self._max_tokens
+        return config
+
+    def _connect(self) -> Any:
+        if self._client is None:
+            try:
+                import openai
+            except ImportError:
+                raise ModelError(
+                    "The openai model needs the `openai` package: pip install 'acp-skills[openai]'."
+                ) from None
+            # Retries would hide a failing endpoint behind long silences; the user can resend.
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self._base_url,
+                timeout=self._timeout,
+                max_retries=0,
+            )
+        return self._client
+
+    async def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
+        if not self._api_key:
+            raise ModelError(
+                f"No API key: set the {self._key_variable} environment variable for the agent "
+                f"(or pick another variable with --api-key-env), or use --model offline."
+            )
+        client = self._connect()
+        import openai
+
+        arguments: dict[str, Any] = {
+            "model": self._model,
+            "messages": [{"role": "system", "content": request.system}, *_paired(request.messages)],
+            "stream": True,
+        }
+        if request.tools:
+            arguments["tools"] = list(request.tools)
+        if self._max_tokens is not None:
+            arguments["max_tokens"] = self._max_tokens
+        text: list[str] = []
+        calls: dict[int, _PartialCall] = {}
+        finish: str | None = None
+        try:
+            stream = await client.chat.completions.create(**arguments)
+            async with stream:
+                async for chunk in stream:
+                    for choice in chunk.choices or ():
+                        delta = choice.delta
+                        if delta is not None and delta.content:
+                            text.append(delta.content)
+                            await on_text(delta.content)
+                        for piece in (delta.tool_calls if delta is not None else None) or ():
+                            partial = calls.setdefault(piece.index, _PartialCall())
+                            partial.id = piece.id or partial.id
+                            if piece.function is not None:
+                                partial.name += piece.function.name or ""
+                                partial.arguments += piece.function.arguments or ""
+                        finish = choice.finish_reason or finish
+        except openai.AuthenticationError as error:
+            raise ModelError(
+                f"The model endpoint rejected the API key (HTTP 401). Check {self._key_variable}."
+            ) from error
+        except openai.RateLimitError as error:
+            raise ModelError(
+                "The model endpoint is rate-limiting requests (HTTP 429). Wait a moment and try "
+                "again."
+            ) from error
+        except openai.APITimeoutError as error:
+            raise ModelError(
+                f"The model endpoint did not answer within {self._timeout:g} s. Try again later."
+            ) from error
+        except openai.APIStatusError as error:
+            raise ModelError(
+                f"The model endpoint answered HTTP {error.status_code}: {_short(error.message)}"
+            ) from error
+        except openai.APIConnectionError as error:
+            raise ModelError(
+                f"Could not reach the model endpoint at {self._base_url}: {_short(str(error))}"
+            ) from error
+        except openai.OpenAIError as error:
+            raise ModelError(f"The model request failed: {_short(str(error))}") from error
+        tool_calls = tuple(
+            ToolCall(id=call.id or f"call-{index}", name=call.name, arguments=call.arguments)
+            for index, call in sorted(calls.items())
+        )
+        if finish == "length":
+            return ModelReply(text="".join(text), tool_calls=(), finish="length")
+        return ModelReply(
+            text="".join(text),
+            tool_calls=tool_calls,
+            finish="tool_calls" if tool_calls else "stop",
+        )
+
+
+def _paired(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Drop assistant tool calls that never got their results (a turn cancelled in between).
+
+    Chat Completions rejects a conversation where a tool call is not followed by its result.
+    """
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    cleaned: list[Mapping[str, Any]] = []
+    for message in messages:
+        calls = message.get("tool_calls")
+        if message.get("role") == "assistant" and calls:
+            kept = [call for call in calls if call.get("id") in answered]
+            if len(kept) != len(calls):
+                message = {key: value for key, value in message.items() if key != "tool_calls"}
+                if kept:
+                    message["tool_calls"] = kept
+                elif not message.get("content"):
+                    continue
+        cleaned.append(message)
+    return cleaned
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
