@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 from acp.helpers import text_block
 from acp.schema import (
     AgentMessageChunk,
@@ -84,7 +85,8 @@ class TranscriptClient:
         raise NotImplementedError("the demo agent never asks for permission")
 
     async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any:
-        return ReadTextFileResponse(content=Path(path).read_text(encoding="utf-8"))
+        text = await anyio.to_thread.run_sync(Path(path).read_text, "utf-8")
+        return ReadTextFileResponse(content=text)
 
     async def write_text_file(self, **kwargs: Any) -> None:
         raise NotImplementedError("the demo agent never writes files")
@@ -139,7 +141,8 @@ async def run(skills_dir: Path, agent_args: Sequence[str], out: Any) -> int:
                 client_info=Implementation(name="acp-skills-demo-client", version="1"),
             )
             info = init.agent_info
-            meta = (init.agent_capabilities.field_meta or {}).get("acp-skills", {})
+            capabilities = init.agent_capabilities
+            meta = ((capabilities.field_meta if capabilities else None) or {}).get("acp-skills", {})
             print(
                 f"agent: {info.name if info else '?'} {info.version if info else ''}, "
                 f"protocol {init.protocol_version}, skills extension {meta.get('methods')}",
