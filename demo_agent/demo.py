@@ -18,7 +18,7 @@ import tempfile
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from acp.helpers import text_block
@@ -130,8 +130,10 @@ async def run(skills_dir: Path, agent_args: Sequence[str], out: Any) -> int:
         print(_RULE, file=out)
         print("acp-skills demonstration: the demo agent over stdio, offline model", file=out)
         print(_RULE, file=out)
+        # The transcript client implements only what the demo agent uses, so it is not a full
+        # `acp.Client` to the type checker.
         async with spawn_agent_process(
-            client, sys.executable, *command, env=env, transport_kwargs={"stderr": None}
+            cast(Any, client), sys.executable, *command, env=env, transport_kwargs={"stderr": None}
         ) as (conn, _process):
             init = await conn.initialize(
                 protocol_version=1,
