@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from .catalog import SkillCatalogContributor, normalize_description, render_catalog
 from .errors import SkillContractError
+from .frontmatter import ParsedSkill, SkillFileProblem, decode_skill_bytes, parse_skill_file
+from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
 from .local import LocalSkillProvider
 from .model import (
     DirectoryResource,
@@ -38,14 +40,18 @@ from .registry import SkillRegistry
 from .tool import SkillTool, ToolResult, render_skill_content
 
 __all__ = [
+    "DirEntry",
     "DirectoryResource",
+    "FileReadError",
     "HeaderEntry",
     "HeaderReason",
     "HistoryEntry",
     "InMemorySessionStore",
     "JsonlSessionStore",
+    "LocalFileSystem",
     "LocalSkillProvider",
     "OpaqueResource",
+    "ParsedSkill",
     "PrefixContext",
     "PrefixContributor",
     "PrefixMessage",
@@ -61,6 +67,8 @@ __all__ = [
     "SkillCatalogContributor",
     "SkillContractError",
     "SkillDefinition",
+    "SkillFileProblem",
+    "SkillFileSystem",
     "SkillLookupOptions",
     "SkillProvider",
     "SkillRegistry",
@@ -69,8 +77,10 @@ __all__ = [
     "SkillTool",
     "ToolResult",
     "UrlResource",
+    "decode_skill_bytes",
     "is_skill_name",
     "normalize_description",
+    "parse_skill_file",
     "render_catalog",
     "render_skill_content",
 ]

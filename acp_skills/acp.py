@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -346,8 +347,9 @@ class AcpSkills:
         snapshot = await self.registry.snapshot(options)
         names = [skill.name for skill in snapshot.skills if skill.user_invocable]
         invoked = []
-        for index, name in enumerate(find_invocations(text, names)):
-            call_id = f"slash-{name}-{index}"
+        for name in find_invocations(text, names):
+            # ACP wants tool call ids unique within the session, across turns and instances.
+            call_id = f"slash-{name}-{uuid.uuid4().hex}"
             await self._send(session_id, skill_tool_call_start(call_id, {"name": name}))
             try:
                 definition = await self.registry.get(name, options)

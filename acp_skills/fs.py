@@ -94,6 +94,10 @@ class SkillFileSystem(Protocol):
 
         A file larger than ``max_bytes`` is not read in full; it gives a ``FileReadError``.
 
+        Args:
+            paths: The files to read.
+            max_bytes: The largest file size accepted.
+
         Returns:
             One result per path, in the same order: the file's bytes or why they are missing.
         """
@@ -203,20 +207,27 @@ _CHUNK: Final = 8192
 def _read_to_end(fd: int, expected_size: int, max_bytes: int) -> bytes | None:
     """Read until end of file, or return None once more than ``max_bytes`` arrived.
 
-    The first request asks for more than the expected size, so the usual case is one read
-    returning the whole file and one returning nothing. (Asking for ``max_bytes`` at once
-    would allocate a megabyte-sized buffer per file, which dominates a large discovery.)
+    The first request asks for more than ``expected_size`` (from fstat). When exactly that
+    many bytes come back, the file has not grown and the read stopped at its end, so the
+    usual case costs one read call; a second "is that all?" read would add about a fifth to
+    the cost of a large discovery. Anything else (the file grew, a short read) keeps reading
+    until a read returns nothing. Asking for ``max_bytes`` up front is avoided on purpose: it
+    would allocate a megabyte-sized buffer per file.
     """
     chunks: list[bytes] = []
     total = 0
     while True:
-        chunk = os.read(fd, max(expected_size + 1 - total, _CHUNK))
+        request = max(expected_size + 1 - total, _CHUNK)
+        chunk = os.read(fd, request)
         if not chunk:
-            return b"".join(chunks)
+            break
         chunks.append(chunk)
         total += len(chunk)
         if total > max_bytes:
             return None
+        if total == expected_size and len(chunk) < request:
+            break
+    return b"".join(chunks)
 
 
 def _describe_os_error(exc: OSError) -> str:

@@ -288,21 +288,26 @@ class LocalSkillProvider:
             directory = parent
 
     async def _list_roots(self, roots: Sequence[SkillRoot]) -> Sequence[Sequence[DirEntry]]:
+        # Concurrently: cheap on the local disk, and a big saving on a remote workspace's
+        # filesystem, where every call is a round trip.
         listings: list[Sequence[DirEntry]] = [() for _ in roots]
+        failures: list[Exception | None] = [None for _ in roots]
 
         async def list_into(index: int, root: SkillRoot) -> None:
-            listings[index] = await self._list_root(root)
+            try:
+                listings[index] = await self._list_root(root)
+            except Exception as exc:
+                # Not an OSError, so the seam itself is broken. Re-raised below, outside the
+                # task group, so the caller sees this exception rather than a group of them,
+                # and the first root's failure wins whatever order the tasks finished in.
+                failures[index] = exc
 
-        try:
-            async with anyio.create_task_group() as group:
-                for index, root in enumerate(roots):
-                    group.start_soon(list_into, index, root)
-        except ExceptionGroup as errors:
-            # A filesystem seam that raises something other than OSError is broken; surface
-            # its own exception (the registry logs it) rather than an opaque group of one.
-            if len(errors.exceptions) == 1:
-                raise errors.exceptions[0] from None
-            raise
+        async with anyio.create_task_group() as group:
+            for index, root in enumerate(roots):
+                group.start_soon(list_into, index, root)
+        for failure in failures:
+            if failure is not None:
+                raise failure
         return listings
 
     async def _list_root(self, root: SkillRoot) -> Sequence[DirEntry]:

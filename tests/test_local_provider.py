@@ -788,6 +788,23 @@ async def test_get_reads_through_the_seam(layout: Layout) -> None:
     assert fs.calls == Counter(read_files=1)
 
 
+class FailingFileSystem(CountingFileSystem):
+    """A seam whose listing fails with something other than OSError (a bug, not a bad disk)."""
+
+    async def list_dir(self, path: str) -> Sequence[DirEntry] | None:
+        raise RuntimeError(f"cannot list {path}")
+
+
+async def test_a_broken_filesystem_error_propagates_as_itself(layout: Layout) -> None:
+    """Not an OSError, so not a skipped file: the registry sees the seam's own exception."""
+    custom = layout.base / "custom"
+    provider = layout.provider(fs=FailingFileSystem(), custom_skill_dirs=[custom])
+    with pytest.raises(RuntimeError) as raised:
+        await provider.list(at(None))
+    # Every root fails; the first root's failure is the one reported.
+    assert str(raised.value) == f"cannot list {custom}"
+
+
 # --- properties -----------------------------------------------------------------------------
 
 

@@ -1,0 +1,383 @@
+"""Drive the demo agent as a real subprocess over stdio, with the official ACP SDK client.
+
+Shared by the agent tests and the conformance suite:
+
+* `RecordingClient`: a plain ACP client (not a subclass of the SDK's ``Client`` protocol) that
+  records every ``session/update`` and, as a connection observer, every JSON-RPC frame in wire
+  order; `RecordingClient.wait_until` waits for a condition without sleeping.
+* `spawn_agent`: starts ``python -m demo_agent`` with explicit arguments and environment and
+  yields an `Agent` ``(conn, proc, client)``, initialized unless asked otherwise.
+* `Sandbox`: one test's private world (home, state dir, skills dir, project cwd), so that no
+  test sees the user's skills or another test's sessions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, NamedTuple, cast
+
+import anyio
+from acp import RequestError
+from acp.connection import StreamEvent
+from acp.helpers import text_block
+from acp.core import ClientSideConnection
+from acp.schema import (
+    ClientCapabilities,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    Implementation,
+    InitializeResponse,
+    ReadTextFileResponse,
+    RequestPermissionResponse,
+    TextContentBlock,
+)
+from acp.stdio import spawn_agent_process
+
+from acp_skills import JsonlSessionStore
+
+__all__ = [
+    "AGENT_COMMAND",
+    "Agent",
+    "Frame",
+    "RecordingClient",
+    "Sandbox",
+    "initialize_agent",
+    "spawn_agent",
+    "text_prompt",
+    "write_skill",
+]
+
+AGENT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "demo_agent")
+"""How the agent is launched: this interpreter, so the test's installed packages are used."""
+
+DEFAULT_WAIT_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One JSON-RPC frame as it crossed the wire: ``incoming`` (agent -> client) or ``outgoing``."""
+
+    direction: str
+    message: dict[str, Any]
+
+
+class RecordingClient:
+    """An ACP client that records what the agent sends and answers file reads from disk."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, Any]] = []
+        self.frames: list[Frame] = []
+        self.reads: list[str] = []
+        self._changed = asyncio.Event()
+
+    # -- the client side of ACP ------------------------------------------------------------------
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+        self._notify()
+
+    async def read_text_file(
+        self,
+        session_id: str,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> ReadTextFileResponse:
+        self.reads.append(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise RequestError.resource_not_found(path) from error
+        if line is not None or limit is not None:
+            lines = text.splitlines(keepends=True)
+            start = max((line or 1) - 1, 0)
+            text = "".join(lines[start : start + limit if limit is not None else None])
+        return ReadTextFileResponse(content=text)
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
+        raise RequestError.method_not_found("fs/write_text_file")
+
+    async def request_permission(self, **kwargs: Any) -> RequestPermissionResponse:
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    # -- recording -------------------------------------------------------------------------------
+
+    def observe(self, event: StreamEvent) -> None:
+        """A connection observer: record the frame in wire order."""
+        self.frames.append(Frame(event.direction.value, event.message))
+        self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def wait_until(
+        self, predicate: Callable[[], bool], timeout: float = DEFAULT_WAIT_SECONDS
+    ) -> None:
+        """Return once ``predicate()`` holds, re-checking after every update or frame.
+
+        Raises:
+            TimeoutError: it did not hold within ``timeout`` seconds.
+        """
+        with anyio.fail_after(timeout):
+            while not predicate():
+                await self._changed.wait()
+
+    def session_updates(self, session_id: str, since: int = 0) -> list[Any]:
+        """The updates for ``session_id``, from position ``since`` of `updates` on."""
+        return [update for sid, update in self.updates[since:] if sid == session_id]
+
+    def kinds(self, session_id: str, since: int = 0) -> list[str]:
+        """The ``sessionUpdate`` discriminators of a session's updates, in order."""
+        return [update.session_update for update in self.session_updates(session_id, since)]
+
+    def agent_chunks(self, session_id: str, since: int = 0) -> list[str]:
+        """The texts of the session's ``agent_message_chunk`` updates."""
+        return [
+            update.content.text
+            for update in self.session_updates(session_id, since)
+            if update.session_update == "agent_message_chunk"
+        ]
+
+    def agent_text(self, session_id: str, since: int = 0) -> str:
+        """The session's agent message chunks joined."""
+        return "".join(self.agent_chunks(session_id, since))
+
+    def tool_updates(self, session_id: str, since: int = 0) -> list[Any]:
+        """The session's ``tool_call`` and ``tool_call_update`` updates."""
+        return [
+            update
+            for update in self.session_updates(session_id, since)
+            if update.session_update in ("tool_call", "tool_call_update")
+        ]
+
+    def frame_index(self, predicate: Callable[[Frame], bool]) -> int:
+        """The position of the first frame matching ``predicate``.
+
+        Raises:
+            LookupError: no frame matches.
+        """
+        for index, frame in enumerate(self.frames):
+            if predicate(frame):
+                return index
+        raise LookupError("no matching frame")
+
+    def frame_indexes(self, predicate: Callable[[Frame], bool]) -> list[int]:
+        """The positions of every frame matching ``predicate``."""
+        return [index for index, frame in enumerate(self.frames) if predicate(frame)]
+
+    def response_index(self, method: str, occurrence: int = -1) -> int:
+        """The position of the agent's response to our ``occurrence``-th ``method`` request."""
+        requests = [
+            frame.message["id"]
+            for frame in self.frames
+            if frame.direction == "outgoing"
+            and frame.message.get("method") == method
+            and "id" in frame.message
+        ]
+        request_id = requests[occurrence]
+        return self.frame_index(
+            lambda frame: (
+                frame.direction == "incoming"
+                and frame.message.get("id") == request_id
+                and "method" not in frame.message
+            )
+        )
+
+
+class Agent(NamedTuple):
+    """A running agent: the SDK connection, the child process and the recording client."""
+
+    conn: ClientSideConnection
+    proc: asyncio.subprocess.Process
+    client: RecordingClient
+
+
+async def initialize_agent(conn: ClientSideConnection) -> InitializeResponse:
+    """``initialize`` as an editor that can read files would send it."""
+    return await conn.initialize(
+        protocol_version=1,
+        client_capabilities=ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=False)
+        ),
+        client_info=Implementation(name="acp-skills-tests", version="0"),
+    )
+
+
+@asynccontextmanager
+async def spawn_agent(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    client: RecordingClient | None = None,
+    initialize: bool = True,
+    stderr: int | IO[Any] | None = None,
+    cwd: str | Path | None = None,
+) -> AsyncIterator[Agent]:
+    """Start ``python -m demo_agent *args`` and connect the SDK client to its stdio.
+
+    Args:
+        args: the agent's command-line arguments.
+        env: variables for the child, merged over the SDK's trimmed environment (HOME, PATH,
+            ...); nothing else from the test's environment reaches it.
+        client: the recording client to use (a new one by default).
+        initialize: send ``initialize`` before yielding.
+        stderr: where the child's stderr goes; inherited by default. Never a pipe nobody
+            reads: a full pipe would block the agent.
+        cwd: the child's working directory.
+
+    On exit the SDK closes the agent's stdin and waits for it to exit (then terminates it).
+    """
+    client = client if client is not None else RecordingClient()
+    command, *prefix = AGENT_COMMAND
+    async with spawn_agent_process(
+        cast(Any, client),
+        command,
+        *prefix,
+        *args,
+        env=dict(env or {}),
+        cwd=cwd,
+        transport_kwargs={"stderr": stderr},
+        observers=[client.observe],
+    ) as (conn, proc):
+        if initialize:
+            await initialize_agent(conn)
+        yield Agent(conn, proc, client)
+
+
+def write_skill(
+    root: Path,
+    name: str,
+    description: str,
+    body: str = "",
+    **frontmatter: str | bool,
+) -> Path:
+    """Write ``root/name/SKILL.md`` with the given frontmatter and body; return its path.
+
+    Extra frontmatter keys are written as given (``disableModelInvocation=True``); values go
+    through JSON, which YAML reads back unchanged.
+    """
+    lines = ["---", f"name: {name}", f"description: {json.dumps(description)}"]
+    lines += [f"{key}: {json.dumps(value)}" for key, value in frontmatter.items()]
+    lines += ["---", body or f"# {name}\n\n1. Do the {name} thing.\n"]
+    path = root / name / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """One test's private world for the agent.
+
+    Attributes:
+        root: everything lives below it.
+        home: the agent's ``HOME`` (and ``DSH_HOME`` / ``DSH_AGENTS_HOME`` below it), empty.
+        state_dir: ``--state-dir``: session records go to ``state_dir/sessions``.
+        skills_dir: ``--skills-dir``: write skills here with `write_skill`.
+        project: an absolute ``cwd`` for sessions (no ``.git`` and no project skills).
+    """
+
+    root: Path
+
+    @classmethod
+    def create(cls, root: Path) -> Sandbox:
+        """Make the directories below ``root``."""
+        sandbox = cls(root)
+        for directory in (sandbox.home, sandbox.state_dir, sandbox.skills_dir, sandbox.project):
+            directory.mkdir(parents=True, exist_ok=True)
+        return sandbox
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.root / "skills"
+
+    @property
+    def project(self) -> Path:
+        return self.root / "project"
+
+    def args(self, *extra: str) -> list[str]:
+        """The agent's arguments: this sandbox's skills and state dirs, then ``extra``."""
+        return [
+            "--skills-dir",
+            str(self.skills_dir),
+            "--state-dir",
+            str(self.state_dir),
+            *extra,
+        ]
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The agent's environment: a private home, then ``extra``."""
+        env = {
+            "HOME": str(self.home),
+            "DSH_HOME": str(self.home / ".dsh"),
+            "DSH_AGENTS_HOME": str(self.home / ".agents"),
+            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+        }
+        env.update(extra or {})
+        return env
+
+    def spawn(
+        self,
+        *extra_args: str,
+        env: Mapping[str, str] | None = None,
+        client: RecordingClient | None = None,
+        initialize: bool = True,
+    ) -> AbstractAsyncContextManager[Agent]:
+        """`spawn_agent` with this sandbox's arguments and environment (an async context)."""
+        return spawn_agent(
+            *self.args(*extra_args),
+            env=self.env(env),
+            client=client,
+            initialize=initialize,
+        )
+
+    def write_skill(
+        self, name: str, description: str, body: str = "", **frontmatter: str | bool
+    ) -> Path:
+        """`write_skill` into this sandbox's skills dir."""
+        return write_skill(self.skills_dir, name, description, body, **frontmatter)
+
+    def record_path(self, session_id: str) -> Path:
+        """Where the agent keeps the session's JSON Lines record."""
+        return JsonlSessionStore(self.state_dir / "sessions").path_for(session_id)
+
+    def read_record(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's record entries, as the JSON objects on disk."""
+        path = self.record_path(session_id)
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+    def headers(self, session_id: str) -> list[dict[str, Any]]:
+        """The request headers in the session's record, oldest first."""
+        return [entry for entry in self.read_record(session_id) if entry["type"] == "header"]
+
+    def history(self, session_id: str) -> list[dict[str, Any]]:
+        """The conversation messages in the session's record, oldest first."""
+        return [
+            entry["message"] for entry in self.read_record(session_id) if entry["type"] == "history"
+        ]
+
+
+def text_prompt(text: str) -> list[TextContentBlock]:
+    """A prompt of one text block."""
+    return [text_block(text)]

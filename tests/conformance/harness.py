@@ -1,0 +1,318 @@
+"""The agent under test, and a raw JSON-lines connection to it.
+
+The agent command is ``ACP_CONFORMANCE_AGENT`` (split like a shell would) when set, else this
+interpreter running ``-m demo_agent`` with the example skills and a private state directory.
+Tests that depend on the demo agent's own options, skills or records are marked ``demo_agent``
+and are skipped for any other agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .fake_model import FakeModel
+from .wire import AGENT, CLIENT, FrameLog, Schema
+
+__all__ = [
+    "AGENT_ENV",
+    "EXAMPLE_SKILLS",
+    "AgentSpec",
+    "RawAgent",
+    "agent_spec",
+    "open_raw",
+]
+
+AGENT_ENV = "ACP_CONFORMANCE_AGENT"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_SKILLS = ROOT / "examples" / "skills"
+FAKE_KEY_VARIABLE = "ACP_CONFORMANCE_FAKE_KEY"
+# Generous on purpose: every wait ends as soon as its frame arrives.
+WAIT_SECONDS = 20.0
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """How to start the agent under test, and where its sessions work.
+
+    Attributes:
+        argv: the command.
+        env: the complete environment for the child.
+        cwd: an absolute, empty project directory to open sessions in.
+        state_dir: the demo agent's ``--state-dir`` (``None`` for another agent).
+        stderr_path: where the child's stderr is written (never an unread pipe).
+    """
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: Path
+    state_dir: Path | None
+    stderr_path: Path
+    is_demo: bool = field(default=True)
+
+    def command(self, *demo_options: str) -> list[str]:
+        """The command line; ``demo_options`` are appended for the demo agent only."""
+        return [*self.argv, *(demo_options if self.is_demo else ())]
+
+    def with_fake_model(self, model: FakeModel) -> list[str]:
+        """The demo agent's command line using ``model`` (the ``openai`` model over HTTP)."""
+        return self.command(
+            "--model",
+            "openai",
+            "--base-url",
+            model.base_url,
+            "--model-name",
+            "fake-model",
+            "--api-key-env",
+            FAKE_KEY_VARIABLE,
+        )
+
+    def record_path(self, session_id: str) -> Path:
+        """The demo agent's JSON Lines record of a session."""
+        assert self.state_dir is not None, "only the demo agent keeps records"
+        return self.state_dir / "sessions" / f"{session_id}.jsonl"
+
+    def history(self, session_id: str) -> list[dict[str, Any]]:
+        """The conversation messages in the session's record, oldest first."""
+        lines = self.record_path(session_id).read_text(encoding="utf-8").splitlines()
+        entries = [json.loads(line) for line in lines]
+        return [entry["message"] for entry in entries if entry.get("type") == "history"]
+
+    def stderr_tail(self, limit: int = 3000) -> str:
+        """The end of what the agent wrote to stderr (for failure messages)."""
+        try:
+            return self.stderr_path.read_text(encoding="utf-8", errors="replace")[-limit:]
+        except OSError:
+            return ""
+
+
+def agent_spec(tmp: Path) -> AgentSpec:
+    """The agent under test, with a private home, state directory and project below ``tmp``."""
+    project = tmp / "project"
+    home = tmp / "home"
+    project.mkdir(parents=True, exist_ok=True)
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_SKILLS_")}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    foreign = os.environ.get(AGENT_ENV, "").strip()
+    if foreign:
+        return AgentSpec(
+            argv=tuple(shlex.split(foreign)),
+            env=env,
+            cwd=project,
+            state_dir=None,
+            stderr_path=tmp / "agent.stderr",
+            is_demo=False,
+        )
+    state = tmp / "state"
+    env.update(
+        HOME=str(home),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        DSH_HOME=str(home / ".dsh"),
+        DSH_AGENTS_HOME=str(home / ".agents"),
+        PYTHONUNBUFFERED="1",
+    )
+    env[FAKE_KEY_VARIABLE] = "fake-key"
+    argv = (
+        sys.executable,
+        "-m",
+        "demo_agent",
+        "--state-dir",
+        str(state),
+        "--skills-dir",
+        str(EXAMPLE_SKILLS),
+    )
+    return AgentSpec(
+        argv=argv, env=env, cwd=project, state_dir=state, stderr_path=tmp / "agent.stderr"
+    )
+
+
+class RawAgent:
+    """The agent as a child process spoken to in raw bytes; every stdout line is recorded.
+
+    Each line the agent writes must be a JSON object: anything else fails the test at once.
+    """
+
+    def __init__(self, proc: asyncio.subprocess.Process, log: FrameLog) -> None:
+        self.proc = proc
+        self.log = log
+        self._next_id = 1000
+        self._inbox: list[dict[str, Any]] = []
+
+    @property
+    def stdin(self) -> asyncio.StreamWriter:
+        """The agent's stdin."""
+        assert self.proc.stdin is not None
+        return self.proc.stdin
+
+    async def write(self, data: bytes) -> None:
+        """Write raw bytes, in one write."""
+        self.stdin.write(data)
+        await self.stdin.drain()
+
+    async def send(self, *messages: object) -> None:
+        """Write messages as JSON lines, all in one write; record them as the client's."""
+        for message in messages:
+            self.log.add(CLIENT, message)
+        await self.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+
+    def new_id(self) -> int:
+        """A request id not used before on this connection."""
+        self._next_id += 1
+        return self._next_id
+
+    def request(self, method: str, params: object = None) -> dict[str, Any]:
+        """A request message with a fresh id (``params`` left out when ``None``)."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.new_id(), "method": method}
+        if params is not None:
+            message["params"] = params
+        return message
+
+    async def read(self, timeout: float = WAIT_SECONDS) -> dict[str, Any]:
+        """The next message from the agent.
+
+        Raises:
+            AssertionError: stdout ended, or a line is not a JSON object.
+            TimeoutError: nothing arrived within ``timeout`` seconds.
+        """
+        assert self.proc.stdout is not None
+        async with asyncio.timeout(timeout):
+            line = await self.proc.stdout.readline()
+        assert line, f"the agent closed stdout (exit code {self.proc.returncode})"
+        try:
+            message = json.loads(line)
+        except ValueError as error:
+            raise AssertionError(f"stdout line is not JSON: {line[:300]!r}") from error
+        self.log.add(AGENT, message)
+        assert isinstance(message, dict), f"stdout line is not a JSON object: {line[:300]!r}"
+        return message
+
+    async def response(self, request_id: object, timeout: float = WAIT_SECONDS) -> dict[str, Any]:
+        """Read until the response to ``request_id``; other messages are kept in `inbox`."""
+        for index, message in enumerate(self._inbox):
+            if "method" not in message and message.get("id") == request_id:
+                return self._inbox.pop(index)
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await self.read()
+                if "method" not in message and message.get("id") == request_id:
+                    return message
+                self._inbox.append(message)
+
+    async def call(self, method: str, params: object = None) -> dict[str, Any]:
+        """Send a request and return its response."""
+        message = self.request(method, params)
+        await self.send(message)
+        return await self.response(message["id"])
+
+    def take_inbox(self) -> list[dict[str, Any]]:
+        """The messages read while waiting for responses, and forget them."""
+        taken, self._inbox = self._inbox, []
+        return taken
+
+    async def initialize(self) -> dict[str, Any]:
+        """``initialize`` with file reading offered; returns the result."""
+        reply = await self.call(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
+                "clientInfo": {"name": "acp-conformance", "version": "1"},
+            },
+        )
+        assert "result" in reply, reply
+        result: dict[str, Any] = reply["result"]
+        return result
+
+    async def new_session(self, cwd: Path) -> str:
+        """``session/new`` in ``cwd``; returns the session id."""
+        reply = await self.call("session/new", {"cwd": str(cwd), "mcpServers": []})
+        assert "result" in reply, reply
+        session_id = reply["result"]["sessionId"]
+        assert isinstance(session_id, str)
+        return session_id
+
+    async def assert_serving(self, cwd: Path) -> None:
+        """A follow-up request is still answered correctly (a new session is opened)."""
+        session_id = await self.new_session(cwd)
+        assert session_id
+
+    async def close(self, timeout: float = 10.0) -> int:
+        """Close stdin and wait for the exit code (killing the agent if it does not exit)."""
+        with contextlib.suppress(ConnectionError):
+            self.stdin.close()
+            await self.stdin.wait_closed()
+        return await self.wait(timeout)
+
+    async def wait(self, timeout: float = 10.0) -> int:
+        """Wait for the exit (draining stdout into the log); kill it after ``timeout`` s."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._drain()
+                return await self.proc.wait()
+        except TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+            raise
+
+    async def _drain(self) -> None:
+        assert self.proc.stdout is not None
+        for line in (await self.proc.stdout.read()).splitlines():
+            if line.strip():
+                try:
+                    self.log.add(AGENT, json.loads(line))
+                except ValueError:
+                    self.log.add(AGENT, line.decode("utf-8", "replace"))
+
+
+@contextlib.asynccontextmanager
+async def open_raw(
+    spec: AgentSpec, schema: Schema, argv: Sequence[str] | None = None
+) -> AsyncIterator[RawAgent]:
+    """Start the agent (``argv`` or the spec's command); on exit close it and check the wire.
+
+    Every frame the agent wrote must validate against the schema; the client's own frames are
+    not checked (tests send malformed ones on purpose).
+    """
+    command = list(argv) if argv is not None else spec.command()
+    with spec.stderr_path.open("ab") as stderr:
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            env=dict(spec.env),
+            cwd=str(spec.cwd),
+            limit=64 * 1024 * 1024,
+        )
+    agent = RawAgent(proc, FrameLog(schema, check_client=False))
+    try:
+        yield agent
+    except BaseException:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+        _close_transport(proc)
+        raise
+    try:
+        if proc.returncode is None:
+            code = await agent.close()
+            assert code == 0, f"the agent exited with {code} at the end of its input"
+    finally:
+        _close_transport(proc)
+    agent.log.assert_valid()
+
+
+def _close_transport(proc: asyncio.subprocess.Process) -> None:
+    # Close the pipe transports now rather than in the garbage collector (ResourceWarning).
+    transport: Any = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()

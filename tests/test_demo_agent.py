@@ -1,0 +1,634 @@
+"""The demo agent end to end: a real ``python -m demo_agent`` subprocess over stdio, driven by
+the official ACP SDK client, with real SKILL.md files and a real state directory per test.
+
+The offline model's decisions are also checked directly, as a table.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from acp import RequestError
+
+from acp_skills import SkillSummary
+from acp_skills.catalog import render_catalog
+from acp_skills.model import DirectoryResource, SkillDefinition
+from acp_skills.tool import render_skill_content
+from demo_agent.models import ModelRequest
+from demo_agent.models.offline import OfflineModel, choose_skill
+from tests.agent_client import Agent, Frame, Sandbox, text_prompt
+from tests.fake_openai import FakeOpenAI, openai_agent_args, text_reply
+
+pytestmark = pytest.mark.anyio
+
+# Generous bounds: a run normally takes a second or two, the guard only stops a hang.
+TEST_SECONDS = 30
+
+NOTES_BODY = """# Meeting notes
+
+1. Read the notes the user points at.
+2. List every action item with its owner.
+3. Flag decisions that have no owner.
+"""
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    """A private home, state dir, skills dir and project for one test."""
+    return Sandbox.create(tmp_path)
+
+
+async def open_session(agent: Agent, sandbox: Sandbox) -> str:
+    response = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
+    return response.session_id
+
+
+async def ask(agent: Agent, session_id: str, text: str) -> str:
+    response = await agent.conn.prompt(session_id=session_id, prompt=text_prompt(text))
+    return response.stop_reason
+
+
+async def skills_prefix(agent: Agent, session_id: str) -> dict[str, Any]:
+    return await agent.conn.ext_method("skills/prefix", {"sessionId": session_id})
+
+
+def without_envelope(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A record line without its format fields: what ``_skills/prefix`` reports as header."""
+    return {key: value for key, value in entry.items() if key not in ("v", "type")}
+
+
+def is_commands_update(session_id: str) -> Any:
+    def match(frame: Frame) -> bool:
+        params = frame.message.get("params") or {}
+        return (
+            frame.direction == "incoming"
+            and frame.message.get("method") == "session/update"
+            and params.get("sessionId") == session_id
+            and params.get("update", {}).get("sessionUpdate") == "available_commands_update"
+        )
+
+    return match
+
+
+def is_session_update(session_id: str) -> Any:
+    def match(frame: Frame) -> bool:
+        return (
+            frame.direction == "incoming"
+            and frame.message.get("method") == "session/update"
+            and (frame.message.get("params") or {}).get("sessionId") == session_id
+        )
+
+    return match
+
+
+def without_commands(updates: Sequence[Any]) -> list[Any]:
+    return [u for u in updates if u.session_update != "available_commands_update"]
+
+
+# -- the catalog -------------------------------------------------------------------------------
+
+
+async def test_catalog_is_frozen_per_session_instance(sandbox: Sandbox) -> None:
+    """A running session keeps its catalog after a reload; new and loaded sessions see the new skill."""
+    sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            conn, client = agent.conn, agent.client
+            a = await open_session(agent, sandbox)
+            assert (await skills_prefix(agent, a)) == {
+                "composed": False,
+                "messages": [],
+                "header": None,
+            }
+            assert await ask(agent, a, "hello") == "end_turn"
+            before = await skills_prefix(agent, a)
+            assert before["composed"] is True
+            [catalog] = before["messages"]
+            assert catalog["role"] == "user"
+            assert "- `alpha-notes`: Summarise meeting notes" in catalog["text"]
+            assert "beta-release" not in catalog["text"]
+
+            sandbox.write_skill("beta-release", "Publish a new release of the package.")
+            reloaded = await conn.ext_method("skills/reload", {})
+            assert isinstance(reloaded["revision"], int)
+            listed = await conn.ext_method("skills/list", {"sessionId": a})
+            assert [s["name"] for s in listed["skills"]] == ["alpha-notes", "beta-release"]
+
+            # Session A keeps the catalog it composed, for this and every later request.
+            assert (await skills_prefix(agent, a))["messages"] == before["messages"]
+            mark = len(client.updates)
+            assert await ask(agent, a, "please run beta-release now") == "end_turn"
+            assert client.tool_updates(a, since=mark) == []
+            reply = client.agent_text(a, since=mark)
+            assert "`alpha-notes`" in reply
+            assert "beta-release" not in reply
+            headers = sandbox.headers(a)
+            # Same config, system, tools and prefix on both requests: one header, never "change".
+            assert [h["reason"] for h in headers] == ["initial"]
+            assert headers[0]["messagePrefix"] == before["messages"]
+            a_prefix = await skills_prefix(agent, a)
+            assert a_prefix["messages"] == before["messages"]
+            assert a_prefix["header"] == without_envelope(headers[-1])
+            # The prefix is in the header only, never in the stored history.
+            assert all("<available_skills>" not in json.dumps(m) for m in sandbox.history(a))
+
+            # A new session composes from the new state.
+            b = await open_session(agent, sandbox)
+            assert await ask(agent, b, "hello") == "end_turn"
+            b_prefix = await skills_prefix(agent, b)
+            [b_catalog] = b_prefix["messages"]
+            assert "- `alpha-notes`:" in b_catalog["text"]
+            assert "- `beta-release`: Publish a new release" in b_catalog["text"]
+            [b_header] = sandbox.headers(b)
+            assert b_header["reason"] == "initial"
+            assert without_envelope(b_header) == b_prefix["header"]
+
+            # session/load opens a new instance of A: uncomposed until its first prompt, which
+            # composes afresh and records a "resume" header.
+            await conn.load_session(cwd=str(sandbox.project), session_id=a, mcp_servers=[])
+            loaded = await skills_prefix(agent, a)
+            assert loaded["composed"] is False
+            assert loaded["messages"] == []
+            assert loaded["header"] == without_envelope(headers[-1])
+            assert await ask(agent, a, "hello again") == "end_turn"
+            resumed = await skills_prefix(agent, a)
+            assert resumed["composed"] is True
+            assert resumed["messages"] == b_prefix["messages"]
+            assert resumed["header"]["reason"] == "resume"
+            assert resumed["header"]["messagePrefix"] == resumed["messages"]
+            headers = sandbox.headers(a)
+            assert [h["reason"] for h in headers] == ["initial", "resume"]
+            assert without_envelope(headers[-1]) == resumed["header"]
+
+
+# -- skill tool calls --------------------------------------------------------------------------
+
+
+async def test_skill_tool_call_success_sequence(sandbox: Sandbox) -> None:
+    """A skill the model loads by name is reported as tool_call in_progress, then completed."""
+    sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            client = agent.client
+            sid = await open_session(agent, sandbox)
+            assert await ask(agent, sid, "please use alpha-notes on today's notes") == "end_turn"
+
+            start, end = client.tool_updates(sid)
+            assert start.session_update == "tool_call"
+            assert start.status == "in_progress"
+            assert start.kind == "read"
+            assert start.title == "Load skill alpha-notes"
+            assert start.raw_input == {"name": "alpha-notes"}
+            assert end.session_update == "tool_call_update"
+            assert end.tool_call_id == start.tool_call_id
+            assert end.status == "completed"
+            [content] = end.content
+            result = content.content.text
+            assert result.startswith('<skill_content name="alpha-notes">')
+            assert "2. List every action item with its owner." in result
+
+            kinds = without_commands(client.session_updates(sid))
+            order = [u.session_update for u in kinds]
+            assert order.index("tool_call") < order.index("tool_call_update")
+            assert order.index("tool_call_update") < order.index("agent_message_chunk")
+            reply = client.agent_text(sid)
+            assert "I loaded the `alpha-notes` skill" in reply
+            assert "2. List every action item with its owner." in reply
+
+            roles = [m["role"] for m in sandbox.history(sid)]
+            assert roles == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_skill_tool_call_failure_sequence(sandbox: Sandbox) -> None:
+    """A catalog skill whose file is gone by load time is reported as a failed tool call."""
+    path = sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.")
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            client = agent.client
+            sid = await open_session(agent, sandbox)
+            assert await ask(agent, sid, "hello") == "end_turn"  # catalog composed with it
+            path.unlink()
+            path.parent.rmdir()
+
+            mark = len(client.updates)
+            assert await ask(agent, sid, "please use alpha-notes") == "end_turn"
+            start, end = client.tool_updates(sid, since=mark)
+            assert (start.session_update, start.status) == ("tool_call", "in_progress")
+            assert start.title == "Load skill alpha-notes"
+            assert (end.session_update, end.status) == ("tool_call_update", "failed")
+            assert end.tool_call_id == start.tool_call_id
+            error = end.content[0].content.text
+            assert error == 'Error: skill "alpha-notes" is unknown or no longer available'
+            reply = client.agent_text(sid, since=mark)
+            assert "failed" in reply
+            assert error in reply
+            assert sandbox.history(sid)[-2] == {
+                "role": "tool",
+                "tool_call_id": start.tool_call_id,
+                "content": error,
+            }
+
+
+# -- cancellation ------------------------------------------------------------------------------
+
+
+async def test_cancel_mid_turn_answers_cancelled(sandbox: Sandbox) -> None:
+    """session/cancel while the model streams ends the turn with stopReason cancelled."""
+    pieces = [f"word{i} " for i in range(400)]
+    with FakeOpenAI([text_reply(*pieces, delay=0.05), text_reply("still here")]) as server:
+        with anyio.fail_after(TEST_SECONDS):
+            async with sandbox.spawn(
+                *openai_agent_args(server.base_url), env={"TEST_KEY": "secret"}
+            ) as agent:
+                client = agent.client
+                sid = await open_session(agent, sandbox)
+                stops: list[str] = []
+
+                async def run_prompt() -> None:
+                    stops.append(await ask(agent, sid, "write a long essay"))
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(run_prompt)
+                    await client.wait_until(lambda: len(client.agent_chunks(sid)) >= 2)
+                    await agent.conn.cancel(session_id=sid)
+
+                assert stops == ["cancelled"]
+                assert 2 <= len(client.agent_chunks(sid)) < len(pieces)
+                assert await anyio.to_thread.run_sync(server.client_closed.wait, 5.0)
+                # The agent goes on serving the session.
+                mark = len(client.updates)
+                assert await ask(agent, sid, "are you there?") == "end_turn"
+                assert client.agent_text(sid, since=mark) == "still here"
+                assert len(server.requests) == 2
+
+
+# -- slash commands ----------------------------------------------------------------------------
+
+
+async def test_available_commands_after_new_session_and_at_first_turn(sandbox: Sandbox) -> None:
+    """available_commands_update follows the session/new response, and again the first turn."""
+    sandbox.write_skill(
+        "alpha-notes",
+        "Summarise meeting\n   notes into <action> items.",
+        NOTES_BODY,
+        **{"argument-hint": "[notes file]"},
+    )
+    sandbox.write_skill("hidden-helper", "Only for the model.", **{"user-invocable": False})
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            client = agent.client
+            sid = await open_session(agent, sandbox)
+            commands = is_commands_update(sid)
+            await client.wait_until(lambda: bool(client.frame_indexes(commands)))
+            new_response = client.response_index("session/new")
+            [first] = client.frame_indexes(commands)
+            assert first > new_response
+            [announced] = client.session_updates(sid)
+            assert [(c.name, c.description) for c in announced.available_commands] == [
+                ("alpha-notes", "Summarise meeting notes into <action> items.")
+            ]
+            [command] = announced.available_commands
+            assert command.input is not None
+            assert command.input.root.hint == "[notes file]"
+
+            assert await ask(agent, sid, "hello") == "end_turn"
+            prompt_response = client.response_index("session/prompt")
+            again = client.frame_indexes(commands)
+            assert len(again) == 2
+            assert new_response < again[1] < prompt_response
+            assert client.kinds(sid).count("available_commands_update") == 2
+
+            # Only the first turn re-sends them (nothing changed).
+            assert await ask(agent, sid, "hello again") == "end_turn"
+            assert len(client.frame_indexes(commands)) == 2
+
+
+async def test_slash_command_puts_skill_in_the_turn(sandbox: Sandbox) -> None:
+    """``/commit-message fix x`` loads the skill into the turn and the answer quotes its steps."""
+    sandbox.write_skill(
+        "commit-message",
+        "Write a clear git commit message for staged changes.",
+        "# Commit messages\n\n1. Look at what is staged.\n2. Write an imperative subject line.\n"
+        "3. Explain why in the body.\n",
+    )
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            client = agent.client
+            sid = await open_session(agent, sandbox)
+            assert await ask(agent, sid, "/commit-message fix x") == "end_turn"
+
+            start, end = client.tool_updates(sid)
+            assert (start.session_update, start.status) == ("tool_call", "in_progress")
+            assert start.title == "Load skill commit-message"
+            assert (end.session_update, end.status) == ("tool_call_update", "completed")
+            assert end.tool_call_id == start.tool_call_id
+            assert end.content[0].content.text.startswith('<skill_content name="commit-message">')
+            reply = client.agent_text(sid)
+            assert "I loaded the `commit-message` skill" in reply
+            assert "1. Look at what is staged." in reply
+            assert "2. Write an imperative subject line." in reply
+            assert "3. Explain why in the body." in reply
+
+            # The skill rode in the user's message; the model answered without a tool call.
+            history = sandbox.history(sid)
+            assert [m["role"] for m in history] == ["user", "assistant"]
+            assert history[0]["content"].startswith("/commit-message fix x")
+            assert '<skill_content name="commit-message">' in history[0]["content"]
+
+
+# -- session/load ------------------------------------------------------------------------------
+
+
+async def test_load_replays_conversation_before_its_response(sandbox: Sandbox) -> None:
+    """session/load in a new agent process replays the stored turns before answering."""
+    sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            sid = await open_session(agent, sandbox)
+            assert await ask(agent, sid, "please use alpha-notes") == "end_turn"
+            first_tools = agent.client.tool_updates(sid)
+            first_reply = agent.client.agent_text(sid)
+            mark = len(agent.client.updates)
+            assert await ask(agent, sid, "thanks") == "end_turn"
+            second_reply = agent.client.agent_text(sid, since=mark)
+
+        async with sandbox.spawn() as agent:
+            client = agent.client
+            await agent.conn.load_session(cwd=str(sandbox.project), session_id=sid, mcp_servers=[])
+            load_response = client.response_index("session/load")
+            replay_frames = [
+                index
+                for index in client.frame_indexes(is_session_update(sid))
+                if index < load_response
+            ]
+            await client.wait_until(lambda: len(client.session_updates(sid)) >= len(replay_frames))
+            replayed = client.session_updates(sid)[: len(replay_frames)]
+            assert [u.session_update for u in replayed] == [
+                "user_message_chunk",
+                "tool_call",
+                "tool_call_update",
+                "agent_message_chunk",
+                "user_message_chunk",
+                "agent_message_chunk",
+            ]
+            assert replayed[0].content.text == "please use alpha-notes"
+            assert replayed[4].content.text == "thanks"
+            call, result = replayed[1], replayed[2]
+            assert call.tool_call_id == first_tools[0].tool_call_id
+            assert call.title == "Load skill alpha-notes"
+            assert call.raw_input == {"name": "alpha-notes"}
+            assert result.tool_call_id == call.tool_call_id
+            assert result.status == "completed"
+            assert result.content[0].content.text == first_tools[1].content[0].content.text
+            assert replayed[3].content.text == first_reply
+            assert replayed[5].content.text == second_reply
+
+            # The commands follow the response, and the loaded session takes new turns.
+            await client.wait_until(lambda: bool(client.frame_indexes(is_commands_update(sid))))
+            assert client.frame_indexes(is_commands_update(sid))[0] > load_response
+            assert await ask(agent, sid, "hello") == "end_turn"
+
+
+async def test_killed_agent_loses_no_completed_turn(sandbox: Sandbox) -> None:
+    """After SIGKILL between turns, a restarted agent's session/load replays every turn."""
+    sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            sid = await open_session(agent, sandbox)
+            assert await ask(agent, sid, "please use alpha-notes") == "end_turn"
+            assert await ask(agent, sid, "what else can you do?") == "end_turn"
+            stored = sandbox.history(sid)
+            agent.proc.send_signal(signal.SIGKILL)
+            assert await agent.proc.wait() == -signal.SIGKILL
+
+        assert sandbox.history(sid) == stored
+        async with sandbox.spawn() as agent:
+            client = agent.client
+            await agent.conn.load_session(cwd=str(sandbox.project), session_id=sid, mcp_servers=[])
+            load_response = client.response_index("session/load")
+            count = len(
+                [i for i in client.frame_indexes(is_session_update(sid)) if i < load_response]
+            )
+            await client.wait_until(lambda: len(client.session_updates(sid)) >= count)
+            replayed = client.session_updates(sid)[:count]
+            users = [u.content.text for u in replayed if u.session_update == "user_message_chunk"]
+            assert users == ["please use alpha-notes", "what else can you do?"]
+            assert [u.status for u in replayed if u.session_update == "tool_call_update"] == [
+                "completed"
+            ]
+            answers = [u for u in replayed if u.session_update == "agent_message_chunk"]
+            assert len(answers) == 2
+            assert "I loaded the `alpha-notes` skill" in answers[0].content.text
+            assert "- `alpha-notes`:" in answers[1].content.text
+            assert await ask(agent, sid, "one more") == "end_turn"
+            assert len(sandbox.history(sid)) == len(stored) + 2
+
+
+# -- bad requests ------------------------------------------------------------------------------
+
+
+async def test_bad_requests_get_invalid_params_and_agent_keeps_serving(sandbox: Sandbox) -> None:
+    """Unknown sessions and relative cwds get -32602; the agent answers the next request."""
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            conn = agent.conn
+            sid = await open_session(agent, sandbox)
+            missing = "0" * 32
+            project = str(sandbox.project)
+            attempts: list[tuple[str, Any]] = [
+                ("prompt", lambda: conn.prompt(session_id=missing, prompt=text_prompt("hi"))),
+                (
+                    "load",
+                    lambda: conn.load_session(cwd=project, session_id=missing, mcp_servers=[]),
+                ),
+                ("new-relative", lambda: conn.new_session(cwd="project", mcp_servers=[])),
+                (
+                    "load-relative",
+                    lambda: conn.load_session(cwd="project", session_id=sid, mcp_servers=[]),
+                ),
+            ]
+            for label, attempt in attempts:
+                with pytest.raises(RequestError) as caught:
+                    await attempt()
+                assert caught.value.code == -32602, label
+                assert agent.proc.returncode is None, label
+                assert await ask(agent, sid, "hello") == "end_turn", label
+            assert agent.proc.returncode is None
+
+
+# -- the offline model's decisions -------------------------------------------------------------
+
+CATALOG = {
+    "code-review": "Review a diff or a branch for correctness, security and readability "
+    "before it is merged.",
+    "commit-message": "Write a clear git commit message for staged changes.",
+    "python-style": "House conventions for Python code: typing, error handling, logging.",
+}
+TWIN_CATALOG = {
+    "backend-lint": "Check formatting and style of Python files.",
+    "frontend-lint": "Check formatting and style of TypeScript files.",
+}
+
+
+@pytest.mark.parametrize(
+    ("prompt", "catalog", "expected"),
+    [
+        pytest.param("run code-review on my branch", CATALOG, "code-review", id="names-exactly"),
+        pytest.param(
+            "can you do a code review of this?", CATALOG, "code-review", id="names-with-spaces"
+        ),
+        pytest.param(
+            "check the diff for security problems",
+            CATALOG,
+            "code-review",
+            id="matches-one-description",
+        ),
+        pytest.param(
+            "check the formatting and style", TWIN_CATALOG, None, id="matches-two-equally"
+        ),
+        pytest.param("what is the weather like today?", CATALOG, None, id="nothing-matches"),
+        pytest.param("security", CATALOG, None, id="one-shared-word-is-not-enough"),
+        pytest.param("hello", {}, None, id="empty-catalog"),
+    ],
+)
+def test_offline_choose_skill(
+    prompt: str, catalog: Mapping[str, str], expected: str | None
+) -> None:
+    """The offline model picks a skill only when the prompt clearly asks for one."""
+    assert choose_skill(prompt, catalog) == expected
+
+
+SKILL_TOOL = {
+    "type": "function",
+    "function": {"name": "skill", "description": "Load a skill.", "parameters": {}},
+}
+
+
+def catalog_message(catalog: Mapping[str, str]) -> dict[str, Any]:
+    text = render_catalog(
+        [SkillSummary(name=name, description=text) for name, text in catalog.items()]
+    )
+    assert text is not None
+    return {"role": "user", "content": text}
+
+
+def loaded_skill_text() -> str:
+    definition = SkillDefinition(
+        name="code-review",
+        description=CATALOG["code-review"],
+        content="# Review\n\n1. Read the whole change.\n2. Report findings by severity.\n",
+        resource_base=DirectoryResource(path="/skills/code-review"),
+    )
+    return render_skill_content(definition)
+
+
+def tool_exchange(result: str) -> list[dict[str, Any]]:
+    call = {
+        "id": "call-1",
+        "type": "function",
+        "function": {"name": "skill", "arguments": '{"name": "code-review"}'},
+    }
+    return [
+        catalog_message(CATALOG),
+        {"role": "user", "content": "please review my branch"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call-1", "content": result},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("messages", "tools", "expected_call", "expected_text"),
+    [
+        pytest.param(
+            [catalog_message(CATALOG), {"role": "user", "content": "use python-style please"}],
+            [SKILL_TOOL],
+            "python-style",
+            [],
+            id="names-a-skill-calls-the-tool",
+        ),
+        pytest.param(
+            [catalog_message(CATALOG), {"role": "user", "content": "use python-style please"}],
+            [],
+            None,
+            ["Available skills:", "- `python-style`:"],
+            id="no-skill-tool-no-call",
+        ),
+        pytest.param(
+            [catalog_message(CATALOG), {"role": "user", "content": "tell me a joke"}],
+            [SKILL_TOOL],
+            None,
+            [
+                "None of the available skills clearly matches your request.",
+                "- `code-review`: Review a diff",
+                "- `commit-message`:",
+                "- `python-style`:",
+                "Name one of them",
+            ],
+            id="nothing-matches-lists-skills",
+        ),
+        pytest.param(
+            [{"role": "user", "content": "tell me a joke"}],
+            [SKILL_TOOL],
+            None,
+            ["No skills are available in this session."],
+            id="no-catalog",
+        ),
+        pytest.param(
+            tool_exchange(loaded_skill_text()),
+            [SKILL_TOOL],
+            None,
+            [
+                "I loaded the `code-review` skill.",
+                "1. Read the whole change.",
+                "2. Report findings by severity.",
+            ],
+            id="tool-result-answers-from-instructions",
+        ),
+        pytest.param(
+            tool_exchange('Error: skill "code-review" is unknown or no longer available'),
+            [SKILL_TOOL],
+            None,
+            [
+                "I tried to load a skill, but it failed:",
+                'Error: skill "code-review" is unknown or no longer available',
+            ],
+            id="error-tool-result-reports-error",
+        ),
+    ],
+)
+async def test_offline_model_complete(
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    expected_call: str | None,
+    expected_text: list[str],
+) -> None:
+    """The offline model calls the skill tool, lists skills, or answers from a tool result."""
+    streamed: list[str] = []
+
+    async def on_text(piece: str) -> None:
+        streamed.append(piece)
+
+    request = ModelRequest(system="system", tools=tools, messages=messages)
+    reply = await OfflineModel().complete(request, on_text)
+    if expected_call is None:
+        assert reply.tool_calls == ()
+        assert reply.finish == "stop"
+        # Streamed line by line, like a real model streams its pieces.
+        assert streamed == reply.text.splitlines(keepends=True)
+        for expected in expected_text:
+            assert expected in reply.text
+        if not tools:
+            assert "Name one of them" not in reply.text
+    else:
+        [call] = reply.tool_calls
+        assert call.name == "skill"
+        assert json.loads(call.arguments) == {"name": expected_call}
+        assert reply.finish == "tool_calls"
+        assert reply.text == ""
+        assert streamed == []
