@@ -29,11 +29,14 @@ import structlog
 
 from .errors import SkillContractError
 from .model import (
+    DirectoryResource,
+    OpaqueResource,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
     SkillSnapshot,
     SkillSummary,
+    UrlResource,
     is_skill_name,
 )
 from .provider import SkillProvider
@@ -495,6 +498,13 @@ def _check_summary(value: SkillSummary, provider: str) -> Iterable[str]:
         yield f"{where} a non-string source {value.source!r}"
     if value.provider != provider:
         yield f"{where} provider {value.provider!r} instead of {provider!r}"
+    base = value.resource_base
+    if base is not None and not (
+        (isinstance(base, DirectoryResource) and isinstance(base.path, str) and base.path)
+        or (isinstance(base, UrlResource) and isinstance(base.url, str) and base.url)
+        or (isinstance(base, OpaqueResource) and isinstance(base.description, str))
+    ):
+        yield f"{where} an invalid resource_base {base!r}"
 
 
 def _validate_candidate(candidate: object, provider: str) -> None:

@@ -10,6 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from acp_skills import (
+    DirectoryResource,
     SkillContractError,
     SkillDefinition,
     SkillLookupOptions,
@@ -263,6 +264,12 @@ BAD_CANDIDATES: list[tuple[str, dict[str, object], str]] = [
     ("rank-inf", {"rank": math.inf}, "invalid rank inf"),
     ("rank-string", {"rank": "1"}, "invalid rank '1'"),
     ("path", {"path": 7}, "non-string path 7"),
+    ("resource-base-type", {"resource_base": "/x"}, "invalid resource_base '/x'"),
+    (
+        "resource-base-path",
+        {"resource_base": DirectoryResource(path=42)},  # type: ignore[arg-type]
+        "invalid resource_base DirectoryResource(path=42)",
+    ),
 ]
 
 

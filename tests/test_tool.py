@@ -369,16 +369,15 @@ async def test_contract_error_from_discovery_becomes_an_error_result() -> None:
 
 
 @pytest.mark.parametrize("path", [None, "x.md"], ids=["load", "read"])
-async def test_unexpected_failure_is_still_an_error_result(path: str | None) -> None:
-    """Even a value the registry does not vet (a malformed resource base) cannot crash the tool."""
+async def test_malformed_resource_base_is_an_error_result(path: str | None) -> None:
+    """A malformed resource base is a provider contract violation, reported to the model."""
     malformed = DirectoryResource(path=42)  # type: ignore[arg-type]
     tool, _ = make_tool(candidate("deploy", provider="p", resource_base=malformed))
     arguments: dict[str, object] = {"name": "deploy", "path": path}
-    with capture_logs() as logs:
-        result = await tool.call(arguments, cwd=CWD)
-    assert result.is_error
-    assert result.text.startswith('Error: skill "deploy" failed unexpectedly: ')
-    assert [entry["event"] for entry in logs] == ["skill_tool_failed"]
+    assert await tool.call(arguments, cwd=CWD) == error(
+        'Error: skill "deploy" could not be loaded: SkillContractError: skill provider "p" '
+        'returned skill "deploy" with an invalid resource_base DirectoryResource(path=42)'
+    )
 
 
 async def test_cancellation_propagates() -> None:
