@@ -5,6 +5,7 @@ The public API is re-exported here; everything else is private to its module.
 
 from __future__ import annotations
 
+from .acp import AcpSkills
 from .catalog import SkillCatalogContributor, normalize_description, render_catalog
 from .errors import SkillContractError
 from .frontmatter import ParsedSkill, SkillFileProblem, decode_skill_bytes, parse_skill_file
@@ -40,6 +41,7 @@ from .registry import SkillRegistry
 from .tool import SkillTool, ToolResult, render_skill_content
 
 __all__ = [
+    "AcpSkills",
     "DirEntry",
     "DirectoryResource",
     "FileReadError",

@@ -41,7 +41,7 @@ from acp_skills import PrefixedSession
 from acp_skills.acp import AcpClient, AcpSkills, SkillTurn, is_absolute_cwd, prompt_text
 
 from . import __version__
-from .models import ChatModel, ModelError, ModelReply, ModelRequest
+from .models import DISPLAY_KEY, ChatModel, ModelError, ModelReply, ModelRequest
 
 __all__ = ["SYSTEM_PROMPT", "DemoAgent"]
 
@@ -155,8 +155,9 @@ class DemoAgent:
         for message in session.history:
             role = message.get("role")
             content = message.get("content")
-            if role == "user" and isinstance(content, str):
-                await self._send(session_id, update_user_message_text(content))
+            shown = message.get(DISPLAY_KEY, content)
+            if role == "user" and isinstance(shown, str):
+                await self._send(session_id, update_user_message_text(shown))
             elif role == "assistant":
                 if isinstance(content, str) and content:
                     await self._send(session_id, update_agent_message_text(content))
@@ -222,9 +223,23 @@ class DemoAgent:
     async def _run_turn(self, session_id: str, prompt: Sequence[Any]) -> StopReason:
         session = self._skills.session(session_id)
         turn = await self._skills.begin_turn(session_id, prompt)
-        await session.append_history({"role": "user", "content": _user_content(prompt, turn)})
+        await session.append_history(
+            {
+                "role": "user",
+                "content": _user_content(prompt, turn),
+                # What the person typed, for replay: the content also holds loaded skills.
+                DISPLAY_KEY: prompt_text(prompt),
+            }
+        )
         tools = [_tool_spec(self._skills)]
+        streamed: list[str] = []
+
+        async def on_text(text: str) -> None:
+            streamed.append(text)
+            await self._send(session_id, update_agent_message_text(text))
+
         for _step in range(self._settings.max_steps):
+            streamed.clear()
             await session.record_request(
                 config=dict(self._model.config), system=SYSTEM_PROMPT, tools=tools
             )
@@ -232,13 +247,13 @@ class DemoAgent:
                 system=SYSTEM_PROMPT, tools=tools, messages=session.request_messages()
             )
             try:
-                reply = await self._model.complete(
-                    request, lambda text: self._send(session_id, update_agent_message_text(text))
-                )
+                reply = await self._model.complete(request, on_text)
             except ModelError as error:
                 _log.warning("model_failed", session_id=session_id, error=str(error))
                 message = str(error)
-                await self._send(session_id, update_agent_message_text(message))
+                # Text the model streamed before failing stays on screen: start on a new line.
+                shown = f"\n\n{message}" if streamed else message
+                await self._send(session_id, update_agent_message_text(shown))
                 await session.append_history({"role": "assistant", "content": message})
                 return "end_turn"
             await session.append_history(_assistant_message(reply))

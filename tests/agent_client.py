@@ -20,21 +20,25 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, NamedTuple, cast
+from typing import IO, Any, NamedTuple, TypeAlias, cast
 
 import anyio
 from acp import RequestError
 from acp.connection import StreamEvent
-from acp.helpers import text_block
 from acp.core import ClientSideConnection
+from acp.helpers import text_block
 from acp.schema import (
+    AudioContentBlock,
     ClientCapabilities,
     DeniedOutcome,
+    EmbeddedResourceContentBlock,
     FileSystemCapabilities,
+    ImageContentBlock,
     Implementation,
     InitializeResponse,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    ResourceContentBlock,
     TextContentBlock,
 )
 from acp.stdio import spawn_agent_process
@@ -45,6 +49,7 @@ __all__ = [
     "AGENT_COMMAND",
     "Agent",
     "Frame",
+    "PromptBlock",
     "RecordingClient",
     "Sandbox",
     "initialize_agent",
@@ -92,7 +97,7 @@ class RecordingClient:
     ) -> ReadTextFileResponse:
         self.reads.append(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = await anyio.Path(path).read_text(encoding="utf-8")
         except OSError as error:
             raise RequestError.resource_not_found(path) from error
         if line is not None or limit is not None:
@@ -125,14 +130,14 @@ class RecordingClient:
         self._changed = asyncio.Event()
 
     async def wait_until(
-        self, predicate: Callable[[], bool], timeout: float = DEFAULT_WAIT_SECONDS
+        self, predicate: Callable[[], bool], within: float = DEFAULT_WAIT_SECONDS
     ) -> None:
         """Return once ``predicate()`` holds, re-checking after every update or frame.
 
         Raises:
-            TimeoutError: it did not hold within ``timeout`` seconds.
+            TimeoutError: it did not hold within ``within`` seconds.
         """
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(within):
             while not predicate():
                 await self._changed.wait()
 
@@ -262,6 +267,7 @@ def write_skill(
     name: str,
     description: str,
     body: str = "",
+    /,
     **frontmatter: str | bool,
 ) -> Path:
     """Write ``root/name/SKILL.md`` with the given frontmatter and body; return its path.
@@ -353,7 +359,7 @@ class Sandbox:
         )
 
     def write_skill(
-        self, name: str, description: str, body: str = "", **frontmatter: str | bool
+        self, name: str, description: str, body: str = "", /, **frontmatter: str | bool
     ) -> Path:
         """`write_skill` into this sandbox's skills dir."""
         return write_skill(self.skills_dir, name, description, body, **frontmatter)
@@ -378,6 +384,16 @@ class Sandbox:
         ]
 
 
-def text_prompt(text: str) -> list[TextContentBlock]:
+PromptBlock: TypeAlias = (
+    TextContentBlock
+    | ImageContentBlock
+    | AudioContentBlock
+    | ResourceContentBlock
+    | EmbeddedResourceContentBlock
+)
+"""Any block a ``session/prompt`` may carry."""
+
+
+def text_prompt(text: str) -> list[PromptBlock]:
     """A prompt of one text block."""
     return [text_block(text)]

@@ -261,12 +261,13 @@ class FakeOpenAI:
         self._responder: Responder = _scripted(replies) if not callable(replies) else replies
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._base_url: str | None = None
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:PORT/v1``."""
-        assert self._server is not None, "the server is not running"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        """``http://127.0.0.1:PORT/v1`` (still answered after the server stopped)."""
+        assert self._base_url is not None, "the server was never started"
+        return self._base_url
 
     def script(self, replies: Sequence[Reply] | Responder) -> None:
         """Replace what the following requests get."""
@@ -280,6 +281,7 @@ class FakeOpenAI:
 
     def __enter__(self) -> FakeOpenAI:
         self._server = _Server(self)
+        self._base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )

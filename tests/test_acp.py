@@ -37,6 +37,7 @@ from acp.schema import (
 
 from acp_skills import (
     LocalSkillProvider,
+    PrefixMessage,
     SkillDefinition,
     SkillLookupOptions,
     SkillRegistry,
@@ -264,9 +265,7 @@ async def connected(registry: SkillRegistry, *, reads_files: bool = True) -> Asy
                 ),
                 client_info=Implementation(name="skills-test-client", version="0"),
             )
-        yield Peer(
-            conn=client_conn, agent=agent, client=client, wire=wire, initialized=initialized
-        )
+        yield Peer(conn=client_conn, agent=agent, client=client, wire=wire, initialized=initialized)
     finally:
         await agent.skills.aclose()
         await client_conn.close()
@@ -327,6 +326,12 @@ def registry(tmp_path: Path, skills_dir: Path) -> SkillRegistry:
         )
     )
     return registry
+
+
+@pytest.fixture
+def guide(skills_dir: Path) -> str:
+    """The deploy skill's guide, as the absolute real path the client is asked to read."""
+    return os.path.realpath(skills_dir / "deploy" / "references" / "guide.md")
 
 
 @pytest.fixture
@@ -403,7 +408,7 @@ def test_skill_tool_call_end_carries_status_and_text(result: ToolResult, status:
 
 
 def test_available_commands_only_user_invocable_literal_descriptions_and_hints() -> None:
-    """User-invocable skills only; whitespace collapsed, no XML escaping, hint from argument_hint."""
+    """User-invocable only; whitespace collapsed, not XML-escaped, hint from argument_hint."""
     skills = [
         candidate("alpha", provider="p", description="  a < b &\n\t c  ", argument_hint="[x]"),
         candidate("beta", provider="p", description="Beta.", user_invocable=False),
@@ -542,7 +547,9 @@ async def test_initialize_advertises_the_extension_in_agent_capabilities_meta(
     assert result["agentCapabilities"]["_meta"] == {
         "acp-skills": {"version": "1", "methods": METHODS}
     }
-    assert peer.initialized.agent_capabilities.field_meta == AcpSkills.capability_meta()
+    capabilities = peer.initialized.agent_capabilities
+    assert capabilities is not None
+    assert capabilities.field_meta == AcpSkills.capability_meta()
 
 
 # -- the skill tool as ACP tool calls --------------------------------------------------------
@@ -609,10 +616,9 @@ async def test_failed_skill_call_reports_failed_with_the_error_text(
 
 @pytest.mark.anyio
 async def test_resource_is_read_through_the_client_when_it_advertised_read_text_file(
-    registry: SkillRegistry, skills_dir: Path, project: Path
+    registry: SkillRegistry, guide: str, project: Path
 ) -> None:
     """With ``fs.readTextFile``, a ``path`` read goes through ``fs/read_text_file``."""
-    guide = os.path.realpath(skills_dir / "deploy" / "references" / "guide.md")
     async with connected(registry, reads_files=True) as peer:
         session_id = await peer.new_session(project)
         peer.agent.tool_calls = [{"name": "deploy", "path": "references/guide.md"}]
@@ -620,9 +626,7 @@ async def test_resource_is_read_through_the_client_when_it_advertised_read_text_
         [end] = peer.wire.updates(session_id, "tool_call_update")
         requests = [m for m in peer.wire.incoming() if m.get("method") == "fs/read_text_file"]
     assert peer.client.reads == [guide]
-    assert [request["params"] for request in requests] == [
-        {"sessionId": session_id, "path": guide}
-    ]
+    assert [request["params"] for request in requests] == [{"sessionId": session_id, "path": guide}]
     assert (end["status"], text_content(end)) == ("completed", f"{CLIENT_MARKER} {guide}")
 
 
@@ -683,7 +687,7 @@ async def test_commands_are_user_invocable_skills_with_literal_descriptions_and_
 async def test_commands_are_sent_again_at_the_first_prompt_turn_only(
     registry: SkillRegistry, project: Path
 ) -> None:
-    """The first prompt turn re-sends the commands (editors may drop the first); later ones don't."""
+    """The first prompt turn re-sends the commands (editors may drop the first); later don't."""
     async with connected(registry) as peer:
         session_id = await peer.new_session(project)
         await peer.prompt(session_id, "hello")
@@ -738,10 +742,13 @@ async def test_send_commands_skips_an_unchanged_set_unless_forced(
     async with connected(registry) as peer:
         session_id = await peer.new_session(project)
         await peer.skills.send_commands(session_id)
+        # An update sent above would reach the client before this response does.
+        await peer.ext("skills/list", {"sessionId": session_id})
         unchanged = len(peer.wire.commands(session_id))
         await peer.skills.send_commands(session_id, force=True)
-        await peer.wire.wait_for(lambda: len(peer.wire.commands(session_id)) == 2)
-    assert unchanged == 1
+        await peer.ext("skills/list", {"sessionId": session_id})
+        forced = len(peer.wire.commands(session_id))
+    assert (unchanged, forced) == (1, 2)
 
 
 # -- /name invocations and the turn ----------------------------------------------------------
@@ -800,23 +807,19 @@ async def test_slash_tool_call_ids_are_unique_within_the_session(
 
 
 @pytest.mark.anyio
-async def test_prefix_is_composed_once_per_session(
-    registry: SkillRegistry, project: Path
-) -> None:
+async def test_prefix_is_composed_once_per_session(registry: SkillRegistry, project: Path) -> None:
     """Every turn gets the very same frozen prefix tuple: the catalog as one user message."""
     async with connected(registry) as peer:
         session_id = await peer.new_session(project)
         await peer.prompt(session_id, "one")
+        catalog = render_catalog(await registry.list(SkillLookupOptions(cwd=str(project))))
         registry.register(SkillDefinition(name="late", description="Too late.", content="x"))
         await peer.prompt(session_id, "two")
     first, second = peer.agent.turns
-    assert second.prefix is first.prefix
-    catalog = render_catalog(await registry.list(SkillLookupOptions(cwd=str(project))))
     assert catalog is not None
-    assert "`late`" in catalog
-    assert [(m.role, "`late`" in m.text, "`deploy`" in m.text) for m in first.prefix] == [
-        ("user", False, True)
-    ]
+    assert first.prefix == (PrefixMessage(role="user", text=catalog),)
+    # The skill registered after the first turn does not reach the running session.
+    assert second.prefix is first.prefix
 
 
 @pytest.mark.anyio

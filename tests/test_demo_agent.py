@@ -95,7 +95,7 @@ def without_commands(updates: Sequence[Any]) -> list[Any]:
 
 
 async def test_catalog_is_frozen_per_session_instance(sandbox: Sandbox) -> None:
-    """A running session keeps its catalog after a reload; new and loaded sessions see the new skill."""
+    """A session keeps its catalog after a reload; new and loaded sessions see the new skill."""
     sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
     with anyio.fail_after(TEST_SECONDS):
         async with sandbox.spawn() as agent:
@@ -285,7 +285,7 @@ async def test_available_commands_after_new_session_and_at_first_turn(sandbox: S
             client = agent.client
             sid = await open_session(agent, sandbox)
             commands = is_commands_update(sid)
-            await client.wait_until(lambda: bool(client.frame_indexes(commands)))
+            await client.wait_until(lambda: "available_commands_update" in client.kinds(sid))
             new_response = client.response_index("session/new")
             [first] = client.frame_indexes(commands)
             assert first > new_response

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import acp_skills
 import acp_skills.acp
 
 PUBLIC = [
+    "AcpSkills",
     "DirEntry",
     "DirectoryResource",
     "FileReadError",
@@ -81,7 +85,13 @@ def test_acp_module_exports_exactly_its_public_api() -> None:
 
 
 def test_library_never_configures_logging() -> None:
-    """Importing the library leaves structlog unconfigured (only applications configure it)."""
-    import structlog
-
-    assert not structlog.is_configured()
+    """Importing the whole library leaves structlog unconfigured (only applications do that)."""
+    # A fresh interpreter: other tests capture logs, which configures structlog in this one.
+    probe = (
+        "import acp_skills, acp_skills.acp, acp_skills.transport, structlog; "
+        "print(structlog.is_configured())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"

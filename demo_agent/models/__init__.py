@@ -11,7 +11,21 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-__all__ = ["ChatModel", "ModelError", "ModelReply", "ModelRequest", "OnText", "ToolCall"]
+__all__ = [
+    "DISPLAY_KEY",
+    "ChatModel",
+    "ModelError",
+    "ModelReply",
+    "ModelRequest",
+    "OnText",
+    "ToolCall",
+]
+
+DISPLAY_KEY = "_display"
+"""A history message key the agent keeps for itself (what the person typed, for replay).
+
+Keys starting with ``_`` are never sent to a model API.
+"""
 
 OnText = Callable[[str], Awaitable[None]]
 """Receives each piece of the reply's text as soon as the model produces it."""

@@ -160,23 +160,25 @@ class OpenAIChatModel:
 
 
 def _paired(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Drop assistant tool calls that never got their results (a turn cancelled in between).
+    """The messages as the API takes them.
 
-    Chat Completions rejects a conversation where a tool call is not followed by its result.
+    Drops the agent's own ``_`` keys, and assistant tool calls that never got their results (a
+    turn cancelled in between): Chat Completions rejects a conversation where a tool call is not
+    followed by its result.
     """
     answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
     cleaned: list[Mapping[str, Any]] = []
     for message in messages:
-        calls = message.get("tool_calls")
-        if message.get("role") == "assistant" and calls:
+        # Our own bookkeeping keys (see DISPLAY_KEY) are not part of the API's message shape.
+        plain = {key: value for key, value in message.items() if not key.startswith("_")}
+        calls = plain.pop("tool_calls", None)
+        if calls:
             kept = [call for call in calls if call.get("id") in answered]
-            if len(kept) != len(calls):
-                message = {key: value for key, value in message.items() if key != "tool_calls"}
-                if kept:
-                    message["tool_calls"] = kept
-                elif not message.get("content"):
-                    continue
-        cleaned.append(message)
+            if kept:
+                plain["tool_calls"] = kept
+            elif not plain.get("content"):
+                continue
+        cleaned.append(plain)
     return cleaned
 
 

@@ -91,7 +91,8 @@ class FakeModel:
         )
         messages = body.get("messages") or [{}]
         last: Mapping[str, Any] = messages[-1]
-        content = last.get("content") if isinstance(last.get("content"), str) else ""
+        raw_content = last.get("content")
+        content = raw_content if isinstance(raw_content, str) else ""
         if last.get("role") == "tool":
             await self._text(writer, f"Done: read {len(content)} characters of the skill.")
         elif "[slow]" in content:

@@ -176,15 +176,15 @@ class RawAgent:
             message["params"] = params
         return message
 
-    async def read(self, timeout: float = WAIT_SECONDS) -> dict[str, Any]:
+    async def read(self) -> dict[str, Any]:
         """The next message from the agent.
 
         Raises:
             AssertionError: stdout ended, or a line is not a JSON object.
-            TimeoutError: nothing arrived within ``timeout`` seconds.
+            TimeoutError: nothing arrived within `WAIT_SECONDS`.
         """
         assert self.proc.stdout is not None
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(WAIT_SECONDS):
             line = await self.proc.stdout.readline()
         assert line, f"the agent closed stdout (exit code {self.proc.returncode})"
         try:
@@ -195,12 +195,20 @@ class RawAgent:
         assert isinstance(message, dict), f"stdout line is not a JSON object: {line[:300]!r}"
         return message
 
-    async def response(self, request_id: object, timeout: float = WAIT_SECONDS) -> dict[str, Any]:
+    async def next_response(self) -> dict[str, Any]:
+        """The next response (or error) the agent writes; notifications are kept in `inbox`."""
+        while True:
+            message = await self.read()
+            if "method" not in message:
+                return message
+            self._inbox.append(message)
+
+    async def response(self, request_id: object) -> dict[str, Any]:
         """Read until the response to ``request_id``; other messages are kept in `inbox`."""
         for index, message in enumerate(self._inbox):
             if "method" not in message and message.get("id") == request_id:
                 return self._inbox.pop(index)
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(WAIT_SECONDS):
             while True:
                 message = await self.read()
                 if "method" not in message and message.get("id") == request_id:
@@ -245,17 +253,17 @@ class RawAgent:
         session_id = await self.new_session(cwd)
         assert session_id
 
-    async def close(self, timeout: float = 10.0) -> int:
+    async def close(self, grace: float = 10.0) -> int:
         """Close stdin and wait for the exit code (killing the agent if it does not exit)."""
         with contextlib.suppress(ConnectionError):
             self.stdin.close()
             await self.stdin.wait_closed()
-        return await self.wait(timeout)
+        return await self.wait(grace)
 
-    async def wait(self, timeout: float = 10.0) -> int:
-        """Wait for the exit (draining stdout into the log); kill it after ``timeout`` s."""
+    async def wait(self, grace: float = 10.0) -> int:
+        """Wait for the exit (draining stdout into the log); kill it after ``grace`` seconds."""
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(grace):
                 await self._drain()
                 return await self.proc.wait()
         except TimeoutError:

@@ -1,0 +1,146 @@
+"""Faults: stdin closed mid-turn, SIGTERM, SIGKILL mid-turn, and debug logging on stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from typing import Any
+
+import pytest
+
+from .fake_model import PLAIN_REPLY, FakeModel
+from .harness import WAIT_SECONDS, AgentSpec, RawAgent, open_raw
+from .wire import Schema
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.demo_agent,
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and pipes"),
+]
+
+FIRST = "hello"
+SECOND = "Please load skill code-review"
+EXIT_SECONDS = 2.0
+
+
+def prompt_params(session_id: str, text: str) -> dict[str, Any]:
+    """``session/prompt`` params with one text block."""
+    return {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+
+
+async def two_turns_then_hang(raw: RawAgent, agent: AgentSpec, model: FakeModel) -> str:
+    """Initialize, open a session, complete two turns, and leave a third hanging mid-request."""
+    await raw.initialize()
+    session_id = await raw.new_session(agent.cwd)
+    for text in (FIRST, SECOND):
+        reply = await raw.call("session/prompt", prompt_params(session_id, text))
+        assert reply["result"]["stopReason"] == "end_turn", reply
+    await raw.send(raw.request("session/prompt", prompt_params(session_id, "[slow] and on")))
+    await asyncio.wait_for(model.slow_started.wait(), WAIT_SECONDS)
+    return session_id
+
+
+def assert_completed_turns_kept(history: list[dict[str, Any]]) -> None:
+    """The record holds both completed turns: prompts, the skill call and its result, replies."""
+    users = [m["content"] for m in history if m["role"] == "user"]
+    assert users[:2] == [FIRST, SECOND], history
+    assistant_texts = [m["content"] for m in history if m["role"] == "assistant"]
+    assert PLAIN_REPLY in assistant_texts
+    calls = [c for m in history for c in m.get("tool_calls", ())]
+    assert [c["function"]["name"] for c in calls] == ["skill"]
+    results = [m for m in history if m["role"] == "tool"]
+    assert [r["tool_call_id"] for r in results] == [calls[0]["id"]]
+    assert '<skill_content name="code-review">' in results[0]["content"]
+    assert any(t.startswith("Done: read") for t in assistant_texts)
+
+
+async def test_stdin_closed_mid_turn(
+    agent: AgentSpec, schema: Schema, fake_model: FakeModel
+) -> None:
+    """EOF on stdin during a turn: exit 0 within 2 s, every completed turn on disk."""
+    async with open_raw(agent, schema, agent.with_fake_model(fake_model)) as raw:
+        session_id = await two_turns_then_hang(raw, agent, fake_model)
+        started = asyncio.get_running_loop().time()
+        try:
+            code = await raw.close(grace=EXIT_SECONDS)
+        except TimeoutError:
+            pytest.fail(f"the agent did not exit within {EXIT_SECONDS} s of its stdin closing")
+        elapsed = asyncio.get_running_loop().time() - started
+    assert code == 0, agent.stderr_tail()
+    assert elapsed < EXIT_SECONDS
+    assert fake_model.slow_hung_up.is_set(), "the model request must be closed on the way out"
+    assert_completed_turns_kept(agent.history(session_id))
+
+
+@pytest.mark.parametrize("mid_turn", [False, True], ids=["idle", "mid-turn"])
+async def test_sigterm_exits_cleanly(
+    agent: AgentSpec, schema: Schema, fake_model: FakeModel, mid_turn: bool
+) -> None:
+    """SIGTERM, idle or in the middle of a turn: exit code 0, and the record is intact."""
+    async with open_raw(agent, schema, agent.with_fake_model(fake_model)) as raw:
+        if mid_turn:
+            session_id = await two_turns_then_hang(raw, agent, fake_model)
+        else:
+            await raw.initialize()
+            session_id = await raw.new_session(agent.cwd)
+        raw.proc.send_signal(signal.SIGTERM)
+        code = await raw.wait(grace=5.0)
+    assert code == 0, agent.stderr_tail()
+    if mid_turn:
+        assert_completed_turns_kept(agent.history(session_id))
+
+
+async def test_sigkill_mid_turn_then_load(
+    agent: AgentSpec, schema: Schema, fake_model: FakeModel
+) -> None:
+    """SIGKILL mid-turn: a new agent loads the session with every completed turn."""
+    command = agent.with_fake_model(fake_model)
+    async with open_raw(agent, schema, command) as raw:
+        session_id = await two_turns_then_hang(raw, agent, fake_model)
+        raw.proc.kill()
+        assert await raw.wait() == -signal.SIGKILL
+    assert_completed_turns_kept(agent.history(session_id))
+
+    async with open_raw(agent, schema, command) as raw:
+        await raw.initialize()
+        params = {"sessionId": session_id, "cwd": str(agent.cwd), "mcpServers": []}
+        loaded = await raw.call("session/load", params)
+        assert "result" in loaded, loaded
+        updates = [m["params"]["update"] for m in raw.take_inbox() if m.get("method")]
+        users = [
+            u["content"]["text"] for u in updates if u["sessionUpdate"] == "user_message_chunk"
+        ]
+        assert users[:2] == [FIRST, SECOND]
+        texts = [
+            u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"
+        ]
+        assert PLAIN_REPLY in texts
+        assert [u["title"] for u in updates if u["sessionUpdate"] == "tool_call"] == [
+            "Load skill code-review"
+        ]
+        reply = await raw.call("session/prompt", prompt_params(session_id, "still there?"))
+        assert reply["result"]["stopReason"] == "end_turn"
+
+
+async def test_debug_logging_keeps_stdout_clean(agent: AgentSpec, schema: Schema) -> None:
+    """With ``--log-level debug`` every stdout line is a valid frame; the logs go to stderr."""
+    async with open_raw(agent, schema, agent.command("--log-level", "debug")) as raw:
+        await raw.initialize()
+        session_id = await raw.new_session(agent.cwd)
+        reply = await raw.call("session/prompt", prompt_params(session_id, "load code-review"))
+        assert reply["result"]["stopReason"] == "end_turn"
+        await raw.write(b"not json\n")
+        assert (await raw.next_response())["error"]["code"] == -32700
+        await raw.send({"jsonrpc": "2.0", "method": "_debug/ping", "params": {}})
+        assert "result" in await raw.call("_skills/prefix", {"sessionId": session_id})
+        assert "error" in await raw.call("no/such/method", {})
+        assert await raw.close() == 0
+        kinds = {
+            m["params"]["update"]["sessionUpdate"] for m in raw.take_inbox() if m.get("method")
+        }
+        assert {"tool_call", "tool_call_update", "agent_message_chunk"} <= kinds
+    # open_raw has checked every stdout line: a JSON object valid against the schema.
+    stderr = agent.stderr_path.read_text(encoding="utf-8")
+    assert "debug" in stderr.lower()
+    assert "extension_notification_ignored" in stderr

@@ -1,0 +1,386 @@
+"""Bad input and awkward timing over raw stdio: each answered correctly, and the agent serves on.
+
+Every test ends with a follow-up request that must be answered, and every frame the agent
+wrote is checked against the schema when the connection closes (`open_raw`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .fake_model import FakeModel
+from .harness import WAIT_SECONDS, AgentSpec, RawAgent, open_raw
+from .wire import Schema
+
+pytestmark = pytest.mark.anyio
+
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+PARSE_ERROR = -32700
+
+
+@pytest.fixture
+async def raw(agent: AgentSpec, schema: Schema) -> AsyncIterator[RawAgent]:
+    """The agent under test, initialized, spoken to in raw lines."""
+    async with open_raw(agent, schema) as conn:
+        await conn.initialize()
+        yield conn
+
+
+@pytest.fixture
+async def slow_raw(
+    agent: AgentSpec, schema: Schema, fake_model: FakeModel
+) -> AsyncIterator[RawAgent]:
+    """The demo agent on the scripted model (prompts with ``[slow]`` hang mid-request)."""
+    async with open_raw(agent, schema, agent.with_fake_model(fake_model)) as conn:
+        await conn.initialize()
+        yield conn
+
+
+def text(value: str) -> list[dict[str, str]]:
+    """A prompt of one text block."""
+    return [{"type": "text", "text": value}]
+
+
+def prompt(raw: RawAgent, session_id: str, value: str, **extra: Any) -> dict[str, Any]:
+    """A ``session/prompt`` request."""
+    return raw.request("session/prompt", {"sessionId": session_id, "prompt": text(value), **extra})
+
+
+def cancel(session_id: object) -> dict[str, Any]:
+    """A ``session/cancel`` notification."""
+    return {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+
+
+def error_code(reply: dict[str, Any]) -> int:
+    """The error code of a response that must be an error."""
+    assert "result" not in reply, reply
+    assert "error" in reply, reply
+    code = reply["error"]["code"]
+    assert isinstance(code, int)
+    return code
+
+
+def stop_reason(reply: dict[str, Any]) -> str:
+    """The stop reason of a prompt response that must be a result."""
+    assert "result" in reply, reply
+    reason = reply["result"]["stopReason"]
+    assert isinstance(reason, str)
+    return reason
+
+
+async def assert_quiet_until_answered(raw: RawAgent, cwd: Path) -> None:
+    """The next response is the follow-up's: nothing was answered in between."""
+    follow_up = raw.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+    await raw.send(follow_up)
+    message = await raw.next_response()
+    assert message.get("id") == follow_up["id"], f"unexpected answer {message}"
+    assert "sessionId" in message.get("result", {}), message
+    assert not [m for m in raw.take_inbox() if "error" in m]
+
+
+# -- malformed lines --------------------------------------------------------------------------
+# Each case is followed by a request that must be answered, on one agent per test.
+
+NOT_JSON = [
+    b"this is not json",
+    b'{"jsonrpc": "2.0", "id": 1, "method": ',
+    b"\xff\xfe\x00 bin",
+    b"{",
+]
+NOT_OBJECTS = [b"[1, 2]", b"[]", b"42", b'"initialize"', b"true", b"null", b"3.5"]
+
+
+async def test_lines_that_are_not_json(raw: RawAgent, agent: AgentSpec) -> None:
+    """Invalid JSON gets a parse error with id null."""
+    for line in NOT_JSON:
+        await raw.write(line + b"\n")
+        reply = await raw.next_response()
+        assert reply["id"] is None, line
+        assert error_code(reply) == PARSE_ERROR, line
+        await raw.assert_serving(agent.cwd)
+
+
+async def test_json_that_is_not_an_object(raw: RawAgent, agent: AgentSpec) -> None:
+    """JSON that is not a JSON-RPC object (array, number, string, ...) gets -32600, id null."""
+    for line in NOT_OBJECTS:
+        await raw.write(line + b"\n")
+        reply = await raw.next_response()
+        assert reply["id"] is None, line
+        assert error_code(reply) == INVALID_REQUEST, line
+        await raw.assert_serving(agent.cwd)
+
+
+async def test_batch_is_refused(raw: RawAgent, agent: AgentSpec) -> None:
+    """A JSON-RPC batch is not executed: one invalid request error, no session created."""
+    batch = [{"jsonrpc": "2.0", "id": 7, "method": "session/new", "params": {"cwd": "/"}}]
+    await raw.write(json.dumps(batch).encode() + b"\n")
+    reply = await raw.next_response()
+    assert reply["id"] is None
+    assert error_code(reply) == INVALID_REQUEST
+    await assert_quiet_until_answered(raw, agent.cwd)
+
+
+async def test_method_that_is_not_a_string(raw: RawAgent, agent: AgentSpec) -> None:
+    """A request whose method is not a string is an invalid request for its id."""
+    await raw.send({"jsonrpc": "2.0", "id": 9, "method": 42})
+    reply = await raw.response(9)
+    assert error_code(reply) == INVALID_REQUEST
+    await raw.assert_serving(agent.cwd)
+
+
+# -- unknown methods --------------------------------------------------------------------------
+
+
+async def test_unknown_methods(raw: RawAgent, agent: AgentSpec) -> None:
+    """An unknown method gets "method not found" for its id."""
+    for method in ("session/bogus", "bogus", "session/set_model_x", "$/unknown"):
+        reply = await raw.call(method, {"sessionId": "x"})
+        assert error_code(reply) == METHOD_NOT_FOUND, method
+        await raw.assert_serving(agent.cwd)
+
+
+async def test_unknown_extension_request(raw: RawAgent, agent: AgentSpec) -> None:
+    """An unknown ``_``-prefixed request gets "method not found"."""
+    reply = await raw.call("_nobody/knows", {"anything": [1, 2, 3]})
+    assert error_code(reply) == METHOD_NOT_FOUND
+    await raw.assert_serving(agent.cwd)
+
+
+async def test_unknown_extension_notification_is_ignored(raw: RawAgent, agent: AgentSpec) -> None:
+    """An unknown ``_``-prefixed notification gets no answer at all."""
+    await raw.send({"jsonrpc": "2.0", "method": "_nobody/knows", "params": {"x": 1}})
+    await raw.send({"jsonrpc": "2.0", "method": "unknown/notification", "params": {}})
+    await assert_quiet_until_answered(raw, agent.cwd)
+
+
+# -- invalid params ---------------------------------------------------------------------------
+
+INVALID_NEW_PARAMS: list[object] = [
+    {"cwd": "relative/dir", "mcpServers": []},
+    {"cwd": ".", "mcpServers": []},
+    {"cwd": "/tmp"},  # mcpServers is required in v1
+    {"cwd": 42, "mcpServers": []},
+    {"mcpServers": []},
+    [1, 2],
+]
+
+
+async def test_invalid_session_new_params(raw: RawAgent, agent: AgentSpec) -> None:
+    """``session/new`` with invalid params (relative cwd, no mcpServers, ...) gets -32602."""
+    for params in INVALID_NEW_PARAMS:
+        reply = await raw.call("session/new", params)
+        assert error_code(reply) == INVALID_PARAMS, params
+        await raw.assert_serving(agent.cwd)
+
+
+async def test_prompt_for_unknown_session(raw: RawAgent, agent: AgentSpec) -> None:
+    """A prompt for a session nobody opened is an error, not a turn."""
+    reply = await raw.call("session/prompt", {"sessionId": "no-such-session", "prompt": text("hi")})
+    assert error_code(reply) in ({INVALID_PARAMS} if agent.is_demo else {INVALID_PARAMS, -32002})
+    await raw.assert_serving(agent.cwd)
+
+
+async def test_load_of_unknown_session(raw: RawAgent, agent: AgentSpec) -> None:
+    """``session/load`` of a session that was never stored is an error."""
+    params = {"sessionId": "never-was", "cwd": str(agent.cwd), "mcpServers": []}
+    reply = await raw.call("session/load", params)
+    assert error_code(reply) in {INVALID_PARAMS, METHOD_NOT_FOUND, -32002}
+    await raw.assert_serving(agent.cwd)
+
+
+async def test_prompt_with_invalid_blocks(raw: RawAgent, agent: AgentSpec) -> None:
+    """A prompt that is not a list of content blocks gets "invalid params"."""
+    session_id = await raw.new_session(agent.cwd)
+    reply = await raw.call("session/prompt", {"sessionId": session_id, "prompt": "hello"})
+    assert error_code(reply) == INVALID_PARAMS
+    assert stop_reason(await raw.call(**_prompt_call(session_id, "hello"))) == "end_turn"
+
+
+def _prompt_call(session_id: str, value: str) -> dict[str, Any]:
+    return {"method": "session/prompt", "params": {"sessionId": session_id, "prompt": text(value)}}
+
+
+# -- turns and cancellation -------------------------------------------------------------------
+
+
+@pytest.mark.demo_agent
+async def test_second_prompt_while_running_is_rejected(
+    slow_raw: RawAgent, agent: AgentSpec, fake_model: FakeModel
+) -> None:
+    """A second prompt in a session whose turn runs is refused with -32600; the first goes on."""
+    session_id = await slow_raw.new_session(agent.cwd)
+    first = prompt(slow_raw, session_id, "[slow] a long one")
+    await slow_raw.send(first)
+    await asyncio.wait_for(fake_model.slow_started.wait(), WAIT_SECONDS)
+    second = await slow_raw.call(**_prompt_call(session_id, "me too"))
+    assert error_code(second) == INVALID_REQUEST
+    assert "a prompt turn is already running" in json.dumps(second["error"])
+    await slow_raw.send(cancel(session_id))
+    assert stop_reason(await slow_raw.response(first["id"])) == "cancelled"
+    assert stop_reason(await slow_raw.call(**_prompt_call(session_id, "now me"))) == "end_turn"
+
+
+async def test_cancel_before_a_turn(raw: RawAgent, agent: AgentSpec) -> None:
+    """A cancel before any turn is ignored, and does not cancel the next turn."""
+    session_id = await raw.new_session(agent.cwd)
+    await raw.send(cancel(session_id))
+    assert stop_reason(await raw.call(**_prompt_call(session_id, "hello"))) == "end_turn"
+    assert not [m for m in raw.take_inbox() if "error" in m]
+
+
+@pytest.mark.demo_agent
+async def test_cancel_during_a_turn(
+    slow_raw: RawAgent, agent: AgentSpec, fake_model: FakeModel
+) -> None:
+    """A cancel in the middle of a model request ends the turn with cancelled."""
+    session_id = await slow_raw.new_session(agent.cwd)
+    turn = prompt(slow_raw, session_id, "[slow] take your time")
+    await slow_raw.send(turn)
+    await asyncio.wait_for(fake_model.slow_started.wait(), WAIT_SECONDS)
+    await slow_raw.send(cancel(session_id))
+    assert stop_reason(await slow_raw.response(turn["id"])) == "cancelled"
+    await asyncio.wait_for(fake_model.slow_hung_up.wait(), WAIT_SECONDS)
+    assert stop_reason(await slow_raw.call(**_prompt_call(session_id, "hello"))) == "end_turn"
+
+
+async def test_cancel_after_a_turn(raw: RawAgent, agent: AgentSpec) -> None:
+    """A cancel after the turn ended changes nothing: no answer, and the next turn runs."""
+    session_id = await raw.new_session(agent.cwd)
+    assert stop_reason(await raw.call(**_prompt_call(session_id, "hello"))) == "end_turn"
+    await raw.send(cancel(session_id))
+    assert stop_reason(await raw.call(**_prompt_call(session_id, "again"))) == "end_turn"
+    assert not [m for m in raw.take_inbox() if "error" in m]
+
+
+async def test_cancel_without_a_turn(raw: RawAgent, agent: AgentSpec) -> None:
+    """A cancel naming no running turn (or no session at all) gets no answer."""
+    for params in ({"sessionId": "no-such-session"}, {}, {"sessionId": 7}, None):
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": "session/cancel"}
+        if params is not None:
+            message["params"] = params
+        await raw.send(message)
+        await assert_quiet_until_answered(raw, agent.cwd)
+
+
+@pytest.mark.parametrize("pairs", [1, 5])
+async def test_cancel_in_the_same_write_as_its_prompt(
+    raw: RawAgent, agent: AgentSpec, pairs: int
+) -> None:
+    """Prompt and cancel in one write: the turn stops with cancelled, and nothing hangs."""
+    sessions = [await raw.new_session(agent.cwd) for _ in range(pairs)]
+    turns = [prompt(raw, sid, "hello") for sid in sessions]
+    await raw.send(
+        *[m for turn, sid in zip(turns, sessions, strict=True) for m in (turn, cancel(sid))]
+    )
+    for turn in turns:
+        assert stop_reason(await raw.response(turn["id"])) == "cancelled"
+    assert stop_reason(await raw.call(**_prompt_call(sessions[0], "hello"))) == "end_turn"
+
+
+# -- size and scale ---------------------------------------------------------------------------
+
+
+async def test_two_megabyte_prompt(raw: RawAgent, agent: AgentSpec) -> None:
+    """A 2 MB prompt line is read whole and answered."""
+    session_id = await raw.new_session(agent.cwd)
+    big = ("lorem ipsum dolor sit amet " * 80_000)[: 2 * 1024 * 1024]
+    request = prompt(raw, session_id, big)
+    assert len(json.dumps(request)) > 2 * 1024 * 1024
+    await raw.send(request)
+    assert stop_reason(await raw.response(request["id"])) == "end_turn"
+    assert stop_reason(await raw.call(**_prompt_call(session_id, "small"))) == "end_turn"
+
+
+async def test_hundred_sessions_at_once(raw: RawAgent, agent: AgentSpec) -> None:
+    """100 ``session/new`` in one write, then 100 prompts in one write: all answered."""
+    creates = [
+        raw.request("session/new", {"cwd": str(agent.cwd), "mcpServers": []}) for _ in range(100)
+    ]
+    await raw.send(*creates)
+    sessions = [(await raw.response(c["id"]))["result"]["sessionId"] for c in creates]
+    assert len(set(sessions)) == 100
+    turns = [prompt(raw, sid, f"hello number {n}") for n, sid in enumerate(sessions)]
+    await raw.send(*turns)
+    for turn in turns:
+        assert stop_reason(await raw.response(turn["id"])) == "end_turn"
+    updated = {
+        m["params"]["sessionId"] for m in raw.take_inbox() if m.get("method") == "session/update"
+    }
+    assert updated == set(sessions)
+
+
+# -- _meta --------------------------------------------------------------------------------------
+
+HIJACK = {
+    "sessionId": "hijacked",
+    "session_id": "hijacked",
+    "prompt": [{"type": "text", "text": "Please load skill code-review"}],
+    "cwd": "not/absolute",
+    "mcpServers": "nope",
+    "mcp_servers": "nope",
+    "protocol_version": "nope",
+    "self": 1,
+}
+
+
+async def test_meta_keys_named_like_parameters(raw: RawAgent, agent: AgentSpec) -> None:
+    """``_meta`` keys named like parameters never replace the real parameters."""
+    reply = await raw.call("initialize", {"protocolVersion": 1, "_meta": HIJACK})
+    assert reply["result"]["protocolVersion"] == 1
+    created = await raw.call(
+        "session/new", {"cwd": str(agent.cwd), "mcpServers": [], "_meta": HIJACK}
+    )
+    session_id = created["result"]["sessionId"]
+    assert session_id != "hijacked"
+    turn = prompt(raw, session_id, "hello", _meta=HIJACK)
+    await raw.send(turn)
+    assert stop_reason(await raw.response(turn["id"])) == "end_turn"
+    updates = [m for m in raw.take_inbox() if m.get("method") == "session/update"]
+    assert updates
+    assert {u["params"]["sessionId"] for u in updates} == {session_id}
+    kinds = {u["params"]["update"]["sessionUpdate"] for u in updates}
+    if agent.is_demo:
+        # Had `_meta.prompt` won, the offline model would have loaded the skill.
+        assert "tool_call" not in kinds
+        assert agent.history(session_id)[0] == {"role": "user", "content": "hello"}
+    await raw.send(
+        {
+            "jsonrpc": "2.0",
+            "method": "session/cancel",
+            "params": {"sessionId": session_id, "_meta": HIJACK},
+        }
+    )
+    loaded = await raw.call(
+        "session/load",
+        {"sessionId": session_id, "cwd": str(agent.cwd), "mcpServers": [], "_meta": HIJACK},
+    )
+    assert "result" in loaded or error_code(loaded) == METHOD_NOT_FOUND
+    await raw.assert_serving(agent.cwd)
+
+
+@pytest.mark.demo_agent
+async def test_meta_cwd_does_not_move_the_session(
+    raw: RawAgent, agent: AgentSpec, tmp_path: Path
+) -> None:
+    """A session opened with ``_meta.cwd`` elsewhere still sees its real project's skills."""
+    (agent.cwd / ".git").mkdir()
+    skill = agent.cwd / ".agents" / "skills" / "only-here" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: only-here\ndescription: A project skill.\n---\nBody.\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    meta = {"cwd": str(elsewhere), "sessionId": "x", "session_id": "x"}
+    created = await raw.call(
+        "session/new", {"cwd": str(agent.cwd), "mcpServers": [], "_meta": meta}
+    )
+    session_id = created["result"]["sessionId"]
+    listed = await raw.call("_skills/list", {"sessionId": session_id})
+    assert "only-here" in {s["name"] for s in listed["result"]["skills"]}

@@ -1,0 +1,205 @@
+"""docs/integration.md: its "whole integration" snippet runs, as written, over a real connection."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import types
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import pytest
+from acp import PROTOCOL_VERSION
+from acp.connection import StreamEvent
+from acp.core import AgentSideConnection, ClientSideConnection
+from acp.helpers import text_block
+from acp.schema import (
+    ClientCapabilities,
+    FileSystemCapabilities,
+    Implementation,
+    ReadTextFileResponse,
+)
+
+from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry, render_skill_content
+from acp_skills.acp import AcpSkills
+from acp_skills.transport import GuardedTransport
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "integration.md"
+HEADING = "## The whole integration"
+
+
+def integration_snippet() -> str:
+    """The first ```python block after the "The whole integration" heading."""
+    text = DOC.read_text(encoding="utf-8")
+    _, found, after = text.partition(f"\n{HEADING}\n")
+    assert found, f"{DOC} has no {HEADING!r} heading"
+    match = re.search(r"^```python\n(.*?)^```$", after, re.DOTALL | re.MULTILINE)
+    assert match is not None, f"no python block after {HEADING!r}"
+    return match.group(1)
+
+
+def load_snippet() -> types.ModuleType:
+    module = types.ModuleType("integration_snippet")
+    module.__file__ = str(DOC)
+    exec(compile(integration_snippet(), str(DOC), "exec"), module.__dict__)
+    return module
+
+
+class Client:
+    """A client that can read files and remembers nothing: the wire is recorded instead."""
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        """Updates are asserted on the recorded frames."""
+
+    async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any:
+        return ReadTextFileResponse(content="")
+
+
+class Frames:
+    """Frames the client received, in order, with a way to wait for one."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+        self._changed = asyncio.Event()
+
+    def observe(self, event: StreamEvent) -> None:
+        if event.direction.value == "incoming":
+            self.received.append(event.message)
+            self._changed.set()
+
+    def updates(self, kind: str) -> list[dict[str, Any]]:
+        return [
+            message["params"]["update"]
+            for message in self.received
+            if message.get("method") == "session/update"
+            and message["params"]["update"]["sessionUpdate"] == kind
+        ]
+
+    async def wait_for_update(self, kind: str) -> None:
+        with anyio.fail_after(5):
+            while not self.updates(kind):
+                self._changed.clear()
+                await self._changed.wait()
+
+
+@asynccontextmanager
+async def serve(agent: object) -> AsyncIterator[tuple[ClientSideConnection, Frames]]:
+    """``agent`` behind a `GuardedTransport` on one end of a socketpair, a client on the other."""
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
+    frames = Frames()
+    agent_conn = AgentSideConnection(cast(Any, agent), GuardedTransport(agent_reader, agent_writer))
+    client_conn = ClientSideConnection(
+        cast(Any, Client()), client_writer, client_reader, observers=[frames.observe]
+    )
+    try:
+        yield client_conn, frames
+    finally:
+        skills = getattr(agent, "skills", None)
+        if isinstance(skills, AcpSkills):
+            await skills.aclose()
+        await client_conn.close()
+        await agent_conn.close()
+        client_writer.close()
+        with suppress(ConnectionError):
+            await client_writer.wait_closed()
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> SkillRegistry:
+    skill = tmp_path / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: deploy\ndescription: Deploy the app.\n---\nRun the deploy script.\n",
+        encoding="utf-8",
+    )
+    registry = SkillRegistry()
+    registry.register_provider(
+        LocalSkillProvider(
+            custom_skill_dirs=[str(tmp_path / "skills")],
+            dsh_home=str(tmp_path / "dsh"),
+            agents_home=str(tmp_path / "agents"),
+        )
+    )
+    return registry
+
+
+def test_the_snippet_is_one_self_contained_agent_class() -> None:
+    """The block imports what it uses and defines `SkilledAgent` with the five handlers."""
+    module = load_snippet()
+    handlers = ("on_connect", "initialize", "new_session", "prompt", "ext_method")
+    assert all(callable(getattr(module.SkilledAgent, name, None)) for name in handlers)
+
+
+@pytest.mark.anyio
+async def test_the_snippet_agent_loads_a_skill_over_acp(
+    registry: SkillRegistry, tmp_path: Path
+) -> None:
+    """initialize, session/new, a prompt naming a skill: tool call updates, then _skills/list."""
+    agent = load_snippet().SkilledAgent(registry)
+    async with serve(agent) as (conn, frames):
+        with anyio.fail_after(10):
+            initialized = await conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(
+                    fs=FileSystemCapabilities(read_text_file=True, write_text_file=False)
+                ),
+                client_info=Implementation(name="doc-test-client", version="0"),
+            )
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            await frames.wait_for_update("available_commands_update")
+            response = await conn.prompt(
+                session_id=session.session_id, prompt=[text_block("please use the deploy skill")]
+            )
+            listed = await conn.ext_method("skills/list", {"sessionId": session.session_id})
+            prefix = await conn.ext_method("skills/prefix", {"sessionId": session.session_id})
+    definition = await registry.get("deploy", SkillLookupOptions(cwd=str(tmp_path)))
+    assert definition is not None
+    capabilities = initialized.agent_capabilities
+    assert capabilities is not None
+    assert capabilities.field_meta == AcpSkills.capability_meta()
+    assert response.stop_reason == "end_turn"
+    [start] = frames.updates("tool_call")
+    [end] = frames.updates("tool_call_update")
+    assert (start["title"], start["kind"], start["status"], start["rawInput"]) == (
+        "Load skill deploy",
+        "read",
+        "in_progress",
+        {"name": "deploy"},
+    )
+    assert (end["toolCallId"], end["status"]) == (start["toolCallId"], "completed")
+    assert end["content"][0]["content"]["text"] == render_skill_content(definition)
+    assert [chunk["content"]["text"] for chunk in frames.updates("agent_message_chunk")] == [
+        "Done."
+    ]
+    assert [skill["name"] for skill in listed["skills"]] == ["deploy"]
+    assert prefix["composed"] is True
+    assert prefix["header"]["reason"] == "initial"
+    assert "`deploy`" in prefix["messages"][0]["text"]
+
+
+@pytest.mark.anyio
+async def test_the_snippet_agent_expands_a_slash_command(
+    registry: SkillRegistry, tmp_path: Path
+) -> None:
+    """``/deploy`` puts the skill into the turn's user message, reported as a tool call."""
+    agent = load_snippet().SkilledAgent(registry)
+    async with serve(agent) as (conn, frames):
+        with anyio.fail_after(10):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("/deploy now")])
+    definition = await registry.get("deploy", SkillLookupOptions(cwd=str(tmp_path)))
+    assert definition is not None
+    [start] = frames.updates("tool_call")
+    assert start["title"] == "Load skill deploy"
+    history = agent.skills.session(session.session_id).history
+    assert history[0] == {
+        "role": "user",
+        "content": f"/deploy now\n\n{render_skill_content(definition)}",
+    }

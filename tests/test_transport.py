@@ -1,0 +1,332 @@
+"""`GuardedTransport`: raw lines into a real `AgentSideConnection` (contract §9, hygiene).
+
+The test plays the client by hand: it writes raw bytes into one end of a socketpair and reads
+the agent's frames from it, so it can send exactly the garbage the SDK mishandles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from typing import Any, cast
+
+import anyio
+import pytest
+from acp import PROTOCOL_VERSION
+from acp.core import AgentSideConnection
+from acp.schema import (
+    AgentCapabilities,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+)
+
+from acp_skills.transport import GuardedTransport
+
+pytestmark = pytest.mark.anyio
+
+INITIALIZE_PARAMS: dict[str, Any] = {"protocolVersion": PROTOCOL_VERSION}
+
+
+class TrivialAgent:
+    """Records what its handlers receive; ``_read`` reads a file through the client."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.client: AgentSideConnection | None = None
+
+    def on_connect(self, conn: AgentSideConnection) -> None:
+        self.client = conn
+
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, **kwargs: Any
+    ) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(load_session=False),
+            auth_methods=[],
+        )
+
+    async def new_session(
+        self, cwd: str, mcp_servers: Any = None, additional_directories: Any = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        self.calls.append(("new_session", {"cwd": cwd, "kwargs": kwargs}))
+        return NewSessionResponse(session_id="s1")
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        self.calls.append(("prompt", {"session_id": session_id, "kwargs": kwargs}))
+        return PromptResponse(stop_reason="end_turn")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append((method, params))
+        if method == "read" and self.client is not None:
+            response = await self.client.read_text_file(session_id="s1", path="/some/file")
+            return {"content": response.content}
+        return {}
+
+
+@dataclass
+class RawClient:
+    """The client end of the socketpair: raw lines out, decoded frames in."""
+
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    next_id: int = 100
+
+    async def send_line(self, line: str | bytes) -> None:
+        data = line.encode("utf-8") if isinstance(line, str) else line
+        self.writer.write(data + b"\n")
+        await self.writer.drain()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.send_line(json.dumps(message))
+
+    async def receive(self) -> dict[str, Any]:
+        with anyio.fail_after(5):
+            line = await self.reader.readline()
+        assert line, "the agent closed the connection"
+        return cast(dict[str, Any], json.loads(line))
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send a request and return its response frame."""
+        self.next_id += 1
+        await self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return await self.receive()
+
+    async def assert_serving(self) -> None:
+        """An ``initialize`` still gets its answer: the receive loop is alive."""
+        response = await self.request("initialize", INITIALIZE_PARAMS)
+        assert response["id"] == self.next_id
+        assert response["result"]["protocolVersion"] == PROTOCOL_VERSION
+
+
+@asynccontextmanager
+async def guarded(agent: TrivialAgent, *, limit: int = 2**16) -> AsyncIterator[RawClient]:
+    """``agent`` behind a `GuardedTransport`, with the raw client end of the socketpair."""
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket, limit=limit)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
+    connection = AgentSideConnection(cast(Any, agent), GuardedTransport(agent_reader, agent_writer))
+    try:
+        yield RawClient(client_reader, client_writer)
+    finally:
+        await connection.close()  # closes the transport, and with it the agent's writer
+        client_writer.close()
+        with suppress(ConnectionError):
+            await client_writer.wait_closed()
+
+
+def invalid_request(details: str, request_id: object = None) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {"code": -32600, "message": "Invalid request", "data": {"details": details}},
+    }
+
+
+PARSE_ERROR = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+
+
+@pytest.mark.parametrize(
+    ("line", "reply"),
+    [
+        ("not json{", PARSE_ERROR),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "initialize"', PARSE_ERROR),
+        ("[" * 100_000, PARSE_ERROR),
+        ("[1,2]", invalid_request("a batch")),
+        ("[]", invalid_request("a batch")),
+        ("42", invalid_request("not a JSON object")),
+        ('"x"', invalid_request("not a JSON object")),
+        ("true", invalid_request("not a JSON object")),
+        ("null", invalid_request("not a JSON object")),
+        (
+            '{"jsonrpc":"2.0","id":[1],"method":"initialize","params":{"protocolVersion":1}}',
+            invalid_request("invalid id"),
+        ),
+        (
+            '{"jsonrpc":"2.0","id":true,"method":"initialize","params":{"protocolVersion":1}}',
+            invalid_request("invalid id"),
+        ),
+        ('{"jsonrpc":"2.0","id":9,"method":7}', invalid_request("bad method", 9)),
+    ],
+    ids=[
+        "invalid-json",
+        "truncated-object",
+        "deep-nesting",
+        "batch",
+        "empty-batch",
+        "number",
+        "string",
+        "true",
+        "null",
+        "list-id",
+        "boolean-id",
+        "non-string-method",
+    ],
+)
+async def test_a_bad_line_gets_an_error_reply_and_the_agent_keeps_serving(
+    line: str, reply: dict[str, Any]
+) -> None:
+    """Each malformed line is answered like the TypeScript SDK answers it; serving goes on."""
+    async with guarded(TrivialAgent()) as client:
+        await client.send_line(line)
+        assert await client.receive() == reply
+        await client.assert_serving()
+
+
+async def test_blank_lines_and_lines_without_method_or_id_are_skipped_silently() -> None:
+    """Blank lines and objects that are neither request nor response get no reply."""
+    async with guarded(TrivialAgent()) as client:
+        await client.send_line("")
+        await client.send_line("   ")
+        await client.send_line('{"jsonrpc": "2.0"}')
+        response = await client.request("initialize", INITIALIZE_PARAMS)
+    # The first frame back answers this request: nothing was said about the lines before it.
+    assert response["id"] == client.next_id
+    assert response["result"]["protocolVersion"] == PROTOCOL_VERSION
+
+
+async def test_meta_keys_never_override_standard_parameters() -> None:
+    """``_meta`` keys named like parameters reach the handler as one ``_meta`` keyword."""
+    agent = TrivialAgent()
+    session_meta = {"cwd": "/evil", "session_id": "evil", "sessionId": "evil", "foo-bar": 1}
+    prompt_meta = {"session_id": "evil", "sessionId": "evil", "prompt": "evil", "self": 1}
+    async with guarded(agent) as client:
+        created = await client.request(
+            "session/new", {"cwd": "/real", "mcpServers": [], "_meta": session_meta}
+        )
+        prompted = await client.request(
+            "session/prompt",
+            {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}], "_meta": prompt_meta},
+        )
+    assert created["result"] == {"sessionId": "s1"}
+    assert prompted["result"] == {"stopReason": "end_turn"}
+    assert agent.calls == [
+        ("new_session", {"cwd": "/real", "kwargs": {"_meta": session_meta}}),
+        ("prompt", {"session_id": "s1", "kwargs": {"_meta": prompt_meta}}),
+    ]
+
+
+async def test_extension_params_reach_ext_method_untouched() -> None:
+    """Extension methods get their params as sent, ``_meta`` included and not nested."""
+    agent = TrivialAgent()
+    params = {"sessionId": "s1", "_meta": {"trace": "t-1"}}
+    async with guarded(agent) as client:
+        response = await client.request("_skills/list", params)
+    assert response["result"] == {}
+    assert agent.calls == [("skills/list", params)]
+
+
+@pytest.mark.parametrize(
+    "bad_response",
+    [
+        {"jsonrpc": "2.0", "id": [0], "result": {}},
+        {"jsonrpc": "2.0", "id": {"a": 1}, "result": {}},
+        {"jsonrpc": "2.0", "id": True, "result": {}},
+        {"jsonrpc": "2.0", "id": 1.5, "result": {}},
+    ],
+    ids=["list-id", "object-id", "boolean-id", "float-id"],
+)
+async def test_a_response_with_an_invalid_id_is_dropped_while_a_request_is_pending(
+    bad_response: dict[str, Any],
+) -> None:
+    """A response with a malformed id is dropped; the pending request still completes."""
+    async with guarded(TrivialAgent()) as client:
+        await client.send({"jsonrpc": "2.0", "id": 1, "method": "_read", "params": {}})
+        read = await client.receive()
+        assert (read["method"], read["params"]) == (
+            "fs/read_text_file",
+            {"sessionId": "s1", "path": "/some/file"},
+        )
+        await client.send(bad_response)
+        await client.send({"jsonrpc": "2.0", "id": read["id"], "result": {"content": "text"}})
+        assert await client.receive() == {"jsonrpc": "2.0", "id": 1, "result": {"content": "text"}}
+        await client.assert_serving()
+
+
+async def test_a_string_error_for_a_pending_request_becomes_an_error_object() -> None:
+    """``"error": "boom"`` fails the pending request cleanly instead of killing the loop."""
+    async with guarded(TrivialAgent()) as client:
+        await client.send({"jsonrpc": "2.0", "id": 1, "method": "_read", "params": {}})
+        read = await client.receive()
+        await client.send({"jsonrpc": "2.0", "id": read["id"], "error": "boom"})
+        answer = await client.receive()
+        assert answer["id"] == 1
+        assert (answer["error"]["code"], answer["error"]["message"]) == (-32603, "boom")
+        await client.assert_serving()
+
+
+async def test_a_line_longer_than_the_reader_limit_is_read_whole() -> None:
+    """A frame over the stream's buffer limit is still one message."""
+    async with guarded(TrivialAgent(), limit=256) as client:
+        response = await client.request(
+            "initialize",
+            {"protocolVersion": 1, "clientInfo": {"name": "x" * 10_000, "version": "1"}},
+        )
+    assert response["result"]["protocolVersion"] == PROTOCOL_VERSION
+
+
+async def test_send_after_close_is_dropped() -> None:
+    """After ``close()`` a frame is dropped without raising, and ``close`` is idempotent."""
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
+    transport = GuardedTransport(agent_reader, agent_writer)
+    await transport.send({"jsonrpc": "2.0", "method": "before"})
+    await transport.close()
+    await transport.close()
+    await transport.send({"jsonrpc": "2.0", "method": "after"})
+    with anyio.fail_after(5):
+        received = await client_reader.read()
+    client_writer.close()
+    await client_writer.wait_closed()
+    assert received == b'{"jsonrpc":"2.0","method":"before"}\n'
+
+
+async def test_an_unserialisable_response_is_answered_with_an_internal_error() -> None:
+    """A response the SDK cannot encode still answers the request, with -32603."""
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
+    transport = GuardedTransport(agent_reader, agent_writer)
+    await transport.send({"jsonrpc": "2.0", "id": 3, "result": {"value": object()}})
+    with pytest.raises(TypeError):
+        await transport.send({"jsonrpc": "2.0", "method": "note", "params": {"v": object()}})
+    await transport.close()
+    with anyio.fail_after(5):
+        line = await client_reader.readline()
+    client_writer.close()
+    await client_writer.wait_closed()
+    assert json.loads(line) == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {
+            "code": -32603,
+            "message": "Internal error",
+            "data": {"details": "Object of type object is not JSON serializable"},
+        },
+    }
+
+
+async def test_receive_returns_none_at_end_of_input_only() -> None:
+    """``null`` is not the end of input; closing the stream is."""
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
+    transport = GuardedTransport(agent_reader, agent_writer)
+    client_writer.write(b'null\n{"jsonrpc":"2.0","method":"ping"}\n')
+    client_writer.write_eof()
+    with anyio.fail_after(5):
+        first = await transport.receive()
+        end = await transport.receive()
+        reply = await client_reader.readline()
+    await transport.close()
+    client_writer.close()
+    await client_writer.wait_closed()
+    assert first == {"jsonrpc": "2.0", "method": "ping"}
+    assert end is None
+    assert json.loads(reply) == invalid_request("not a JSON object")
