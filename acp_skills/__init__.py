@@ -39,12 +39,14 @@ from .record import (
 )
 from .registry import SkillRegistry
 from .tool import SkillTool, ToolResult, render_skill_content
+from .transport import GuardedTransport, open_stdio
 
 __all__ = [
     "AcpSkills",
     "DirEntry",
     "DirectoryResource",
     "FileReadError",
+    "GuardedTransport",
     "HeaderEntry",
     "HeaderReason",
     "HistoryEntry",
@@ -82,6 +84,7 @@ __all__ = [
     "decode_skill_bytes",
     "is_skill_name",
     "normalize_description",
+    "open_stdio",
     "parse_skill_file",
     "render_catalog",
     "render_skill_content",

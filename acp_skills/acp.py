@@ -23,6 +23,7 @@ import asyncio
 import os
 import re
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -46,11 +47,11 @@ from acp.schema import (
 )
 
 from .catalog import SkillCatalogContributor, shorten_description
-from .model import PrefixContext, PrefixMessage, SkillLookupOptions, SkillSummary
+from .model import PrefixContext, PrefixMessage, SkillLookupOptions, SkillSnapshot, SkillSummary
 from .prefix import PrefixedSession, SessionPrefix
 from .record import InMemorySessionStore, SessionStore
 from .registry import SkillRegistry
-from .tool import SkillTool, ToolResult, render_skill_content
+from .tool import SkillTool, ToolResult
 
 __all__ = [
     "EXTENSION_METHODS",
@@ -76,6 +77,10 @@ EXTENSION_METHODS = ("_skills/list", "_skills/prefix", "_skills/reload")
 # `/name` at the start or after whitespace, followed by whitespace or the end: so `/a/b`, `5/8`
 # and `foo/bar` are not invocations. The name grammar is checked separately.
 _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
+
+# How many of the most recently active sessions get their commands refreshed as soon as the
+# skills change (the others at their next turn).
+_REFRESHED_SESSIONS = 32
 
 # A description longer than this is cut for the editor's command menu.
 _COMMAND_DESCRIPTION_MAX = 200
@@ -195,7 +200,8 @@ class SkillTurn:
 @dataclass(slots=True, kw_only=True)
 class _LiveSession:
     session: PrefixedSession
-    turns_started: int = 0
+    # Whether a prompt turn has re-sent the commands (the first one always does).
+    announced_in_turn: bool = False
     commands_sent: tuple[tuple[str, str, str], ...] | None = None
 
 
@@ -241,7 +247,8 @@ class AcpSkills:
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
         self._client: AcpClient | None = None
         self._client_reads_files = False
-        self._sessions: dict[str, _LiveSession] = {}
+        # Oldest activity first: begin_turn moves a session to the end.
+        self._sessions: OrderedDict[str, _LiveSession] = OrderedDict()
         self._tasks = _Tasks()
         self._refresh_pending = False
         self._unsubscribe = registry.on_change(self._registry_changed)
@@ -291,6 +298,7 @@ class AcpSkills:
         record = await self.store.open(session_id)
         context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=frozenset(tool_names))
         session = await PrefixedSession.open(self.prefix, context, record)
+        self._sessions.pop(session_id, None)  # a reloaded session becomes the most recent
         self._sessions[session_id] = _LiveSession(session=session)
         if announce:
             self.announce_commands(session_id)
@@ -302,7 +310,13 @@ class AcpSkills:
         An editor ignores updates for a session it has not heard of yet, so this must not go
         out before the ``session/new`` / ``session/load`` response.
         """
-        self._tasks.start(self._after_response(self.send_commands(session_id, force=True)))
+        self._tasks.start(self._announce_after_response(session_id))
+
+    async def _announce_after_response(self, session_id: str) -> None:
+        # Two loop turns: the handler returns, then the SDK queues its response.
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        await self.send_commands(session_id, force=True)
 
     def session(self, session_id: str) -> PrefixedSession:
         """The live session instance.
@@ -310,58 +324,55 @@ class AcpSkills:
         Raises:
             acp.RequestError: invalid params (-32602) for an unknown session id.
         """
+        return self._live(session_id).session
+
+    def _live(self, session_id: str) -> _LiveSession:
         live = self._sessions.get(session_id) if isinstance(session_id, str) else None
         if live is None:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "reason": "unknown session"}
             )
-        return live.session
+        return live
 
     def close_session(self, session_id: str) -> None:
         """Forget a session instance (its record stays in the store)."""
         self._sessions.pop(session_id, None)
 
     async def begin_turn(self, session_id: str, prompt: Sequence[object]) -> SkillTurn:
-        """Start a prompt turn: re-advertise commands on the first turn, compose the prefix
-        (once per instance), and load the skills the prompt invokes as ``/name``.
+        """Start a prompt turn: compose the prefix (once per instance), re-advertise the
+        commands (always on the first turn, later when they changed), and load the skills the
+        prompt invokes as ``/name``.
 
         Raises:
             acp.RequestError: for an unknown session id.
         """
-        session = self.session(session_id)
-        live = self._sessions[session_id]
-        live.turns_started += 1
-        if live.turns_started == 1:
-            await self.send_commands(session_id, force=True)
-        prefix = await session.prefix()
-        invoked = await self._invoke(session_id, session.context.cwd, prompt)
+        live = self._live(session_id)
+        self._sessions.move_to_end(session_id)
+        session = live.session
+        options = SkillLookupOptions(cwd=session.context.cwd)
+        # Started together, the snapshot and the prefix's catalog share one discovery, so a
+        # slow provider is waited for once rather than twice.
+        snapshot_lookup = asyncio.ensure_future(self.registry.snapshot(options))
+        try:
+            prefix = await session.prefix()
+            snapshot = await snapshot_lookup
+        finally:
+            await _settle(snapshot_lookup)
+        await self._send_commands(session_id, live, snapshot, force=not live.announced_in_turn)
+        live.announced_in_turn = True
+        invoked = await self._invoke(session_id, session.context.cwd, prompt, snapshot)
         return SkillTurn(prefix=prefix, invoked=tuple(invoked))
 
     async def _invoke(
-        self, session_id: str, cwd: str, prompt: Sequence[object]
+        self, session_id: str, cwd: str, prompt: Sequence[object], snapshot: SkillSnapshot
     ) -> list[InvokedSkill]:
-        text = prompt_text(prompt)
-        if "/" not in text:
-            return []
-        options = SkillLookupOptions(cwd=cwd)
-        snapshot = await self.registry.snapshot(options)
         names = [skill.name for skill in snapshot.skills if skill.user_invocable]
         invoked = []
-        for name in find_invocations(text, names):
+        for name in find_invocations(prompt_text(prompt), names):
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
             await self._send(session_id, skill_tool_call_start(call_id, {"name": name}))
-            try:
-                definition = await self.registry.get(name, options)
-            except Exception as error:
-                _log.warning("skill_invocation_failed", skill=name, error=repr(error))
-                definition = None
-            if definition is None:
-                result = ToolResult(
-                    text=f'Error: skill "{name}" is unknown or no longer available', is_error=True
-                )
-            else:
-                result = ToolResult(text=render_skill_content(definition), is_error=False)
+            result = await self.tool.invoke_for_user(name, cwd=cwd, snapshot=snapshot)
             await self._send(session_id, skill_tool_call_end(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
         return invoked
@@ -398,11 +409,19 @@ class AcpSkills:
 
     async def send_commands(self, session_id: str, *, force: bool = False) -> None:
         """Send ``available_commands_update`` if the set changed since the last one (or always,
-        with ``force``)."""
+        with ``force``). Does nothing for a session that is not live."""
         live = self._sessions.get(session_id)
         if live is None:
             return
-        commands = await self.commands(session_id)
+        options = SkillLookupOptions(cwd=live.session.context.cwd)
+        await self._send_commands(
+            session_id, live, await self.registry.snapshot(options), force=force
+        )
+
+    async def _send_commands(
+        self, session_id: str, live: _LiveSession, snapshot: SkillSnapshot, *, force: bool
+    ) -> None:
+        commands = available_commands(snapshot.skills)
         key = _commands_key(commands)
         if not force and key == live.commands_sent:
             return
@@ -425,15 +444,11 @@ class AcpSkills:
     async def _refresh_commands(self) -> None:
         await asyncio.sleep(0)
         self._refresh_pending = False
-        for session_id in tuple(self._sessions):
+        # Only the most recently active sessions are refreshed right away; any other session
+        # gets its commands refreshed at its next prompt turn (begin_turn sends changes), so an
+        # agent that has opened thousands of sessions does not rescan for each of them.
+        for session_id in tuple(self._sessions)[-_REFRESHED_SESSIONS:]:
             await self.send_commands(session_id)
-
-    @staticmethod
-    async def _after_response(work: Any) -> None:
-        # Two loop turns: the handler returns, then the SDK queues its response.
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
-        await work
 
     async def _send(self, session_id: str, update: Any) -> None:
         if self._client is None:
@@ -496,6 +511,15 @@ class AcpSkills:
             "messages": [{"role": m.role, "text": m.text} for m in session.messages],
             "header": header.to_json() if header is not None else None,
         }
+
+
+async def _settle(task: asyncio.Task[Any]) -> None:
+    """Make sure a helper task is finished and its outcome retrieved (never left dangling)."""
+    if not task.done():
+        task.cancel()
+        await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()
 
 
 def _field(value: object, attribute: str, key: str) -> object:

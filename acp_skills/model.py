@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TypeAlias
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeAlias
 
 # ASCII only, whole string: `re.fullmatch` with an explicit class never lets "a\n" through,
 # unlike `$`, which also matches before a trailing newline.
@@ -65,6 +65,14 @@ class SkillSummary:
     source: str = "runtime"
     provider: str = "runtime"
     resource_base: ResourceBase | None = None
+
+
+def summary_fields(skill: SkillSummary) -> dict[str, Any]:
+    """The `SkillSummary` fields of any summary, candidate or definition, by name.
+
+    Used to build one kind of value from another without listing (and one day missing) a field.
+    """
+    return {item.name: getattr(skill, item.name) for item in fields(SkillSummary)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

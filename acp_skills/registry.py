@@ -38,6 +38,7 @@ from .model import (
     SkillSummary,
     UrlResource,
     is_skill_name,
+    summary_fields,
 )
 from .provider import SkillProvider
 
@@ -185,7 +186,13 @@ class SkillRegistry:
         self.invalidate()
         on_register = getattr(provider, "on_register", None)
         if callable(on_register):
-            on_register(handle)
+            try:
+                on_register(handle)
+            except BaseException:
+                # The caller gets no handle, so it could never dispose of a half-registered
+                # provider: undo the registration before passing the error on.
+                handle.dispose()
+                raise
         return handle
 
     def register(self, skill: SkillDefinition) -> Callable[[], None]:
@@ -278,26 +285,49 @@ class SkillRegistry:
         winner = catalog.winners.get(name)
         if winner is None:
             return None
-        if winner.registration is None:
-            locator = winner.candidate.locator
-            assert isinstance(locator, SkillDefinition)
-            return locator
-        provider = winner.registration.provider
-        definition = await provider.get(winner.candidate, options)
+        return await self.load(winner.candidate, options)
+
+    async def load(
+        self, candidate: SkillCandidate, options: SkillLookupOptions | None = None
+    ) -> SkillDefinition | None:
+        """Load the full definition of a skill taken from a `snapshot`, without discovering again.
+
+        Callers that already hold a snapshot use this instead of `get`: when discovery is
+        incomplete (a provider timed out) nothing is cached, and `get` would wait for the slow
+        provider a second time. Returns ``None`` when the skill's provider (or the runtime skill
+        itself) is gone, or the provider can no longer load it.
+
+        Raises:
+            SkillContractError: the provider returned a malformed definition.
+        """
+        options = options or SkillLookupOptions()
+        if candidate.provider == RUNTIME_PROVIDER:
+            definition = candidate.locator
+            if isinstance(definition, SkillDefinition) and self._is_live_runtime(definition):
+                return definition
+            return None
+        registration = self._providers.get(candidate.provider)
+        if registration is None:
+            return None
+        provider = registration.provider
+        definition = await provider.get(candidate, options)
         if definition is None:
             return None
         _validate_definition(definition, provider.name)
-        if definition.name != winner.candidate.name:
+        if definition.name != candidate.name:
             # The file was renamed between discovery and load: what we cached is stale.
             _log.warning(
                 "skill_renamed",
-                skill=name,
+                skill=candidate.name,
                 provider=provider.name,
                 loaded_name=definition.name,
             )
             self.invalidate()
             return None
         return definition
+
+    def _is_live_runtime(self, definition: SkillDefinition) -> bool:
+        return self._runtime.get(definition.name) is definition
 
     # -- collection ----------------------------------------------------------------------------
 
@@ -340,12 +370,7 @@ class SkillRegistry:
             attempt = await self._run_pass(options)
         stable = attempt.revision == self._revision
         complete = stable and not any(offer.failed for offer in attempt.offers)
-        catalog = self._resolve(attempt)
-        catalog = _Catalog(
-            winners=catalog.winners,
-            snapshot=SkillSnapshot(skills=catalog.snapshot.skills, complete=complete),
-            visible=catalog.visible,
-        )
+        catalog = self._resolve(attempt, complete=complete)
         if complete:
             self._store((options.cwd, attempt.revision), catalog)
         return catalog
@@ -384,7 +409,7 @@ class SkillRegistry:
                 reason=f"list() took longer than {self._provider_timeout} s",
             )
 
-    def _resolve(self, attempt: _Pass) -> _Catalog:
+    def _resolve(self, attempt: _Pass, *, complete: bool) -> _Catalog:
         ranked: list[tuple[int | float, int, int, _Winner]] = []
         for position, definition in enumerate(attempt.runtime):
             candidate = _runtime_candidate(definition)
@@ -409,9 +434,9 @@ class SkillRegistry:
             name = entry.candidate.name
             kept = winners.get(name)
             if kept is None:
-                # A provider disposed during the pass must not surface even in an uncached,
-                # incomplete answer.
-                if entry.registration is None or self._is_current(entry.registration):
+                # A provider (or runtime skill) removed during the pass must not surface even in
+                # an uncached, incomplete answer.
+                if self._is_live(entry):
                     winners[name] = entry
                 continue
             _log.warning(
@@ -429,13 +454,17 @@ class SkillRegistry:
         )
         return _Catalog(
             winners=ordered,
-            snapshot=SkillSnapshot(skills=skills, complete=True),
+            snapshot=SkillSnapshot(skills=skills, complete=complete),
             visible=visible,
         )
 
+    def _is_live(self, winner: _Winner) -> bool:
+        if winner.registration is not None:
+            return self._is_current(winner.registration)
+        definition = winner.candidate.locator
+        return isinstance(definition, SkillDefinition) and self._is_live_runtime(definition)
+
     def _store(self, key: tuple[str | None, int], catalog: _Catalog) -> None:
-        if key[1] != self._revision:
-            return
         self._cache[key] = catalog
         while len(self._cache) > self._cache_bound:
             self._cache.popitem(last=False)
@@ -446,15 +475,10 @@ def _noop() -> None:
 
 
 def _runtime_candidate(definition: SkillDefinition) -> SkillCandidate:
+    fields = summary_fields(definition)
+    fields["provider"] = RUNTIME_PROVIDER
     return SkillCandidate(
-        name=definition.name,
-        description=definition.description,
-        when_to_use=definition.when_to_use,
-        disable_model_invocation=definition.disable_model_invocation,
-        user_invocable=definition.user_invocable,
-        source=definition.source,
-        provider=RUNTIME_PROVIDER,
-        resource_base=definition.resource_base,
+        **fields,
         rank=RUNTIME_RANK,
         locator=definition,
         path=definition.path,
@@ -464,16 +488,7 @@ def _runtime_candidate(definition: SkillDefinition) -> SkillCandidate:
 
 
 def _summary_of(candidate: SkillCandidate) -> SkillSummary:
-    return SkillSummary(
-        name=candidate.name,
-        description=candidate.description,
-        when_to_use=candidate.when_to_use,
-        disable_model_invocation=candidate.disable_model_invocation,
-        user_invocable=candidate.user_invocable,
-        source=candidate.source,
-        provider=candidate.provider,
-        resource_base=candidate.resource_base,
-    )
+    return SkillSummary(**summary_fields(candidate))
 
 
 # -- contract validation ---------------------------------------------------------------------

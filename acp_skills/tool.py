@@ -34,6 +34,8 @@ from .model import (
     OpaqueResource,
     SkillDefinition,
     SkillLookupOptions,
+    SkillSnapshot,
+    SkillSummary,
     UrlResource,
     is_skill_name,
 )
@@ -126,6 +128,10 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
         "Load a resource this skill refers to only when the task needs it, not ahead of time."
     )
     return hints
+
+
+def _refuses(skill: SkillSummary, *, by_model: bool) -> bool:
+    return skill.disable_model_invocation if by_model else not skill.user_invocable
 
 
 def render_skill_content(definition: SkillDefinition) -> str:
@@ -442,28 +448,58 @@ class SkillTool:
             return render_skill_content(definition)
         return await self._read_resource(definition, path, read_text)
 
-    async def _load(self, name: str, options: SkillLookupOptions) -> SkillDefinition:
+    async def invoke_for_user(
+        self, name: str, *, cwd: str, snapshot: SkillSnapshot | None = None
+    ) -> ToolResult:
+        """Load a skill a person invoked (``/name``) and render it like a tool result.
+
+        Unlike the model's calls, a person may invoke a skill marked
+        ``disable_model_invocation`` (that is what such skills are for); ``user_invocable=False``
+        skills are refused. Pass the turn's ``snapshot`` to avoid discovering again.
+        """
+        try:
+            definition = await self._load(
+                name, SkillLookupOptions(cwd=cwd), by_model=False, snapshot=snapshot
+            )
+        except _Refusal as refusal:
+            return ToolResult(text=refusal.text, is_error=True)
+        return ToolResult(text=render_skill_content(definition), is_error=False)
+
+    async def _load(
+        self,
+        name: str,
+        options: SkillLookupOptions,
+        *,
+        by_model: bool = True,
+        snapshot: SkillSnapshot | None = None,
+    ) -> SkillDefinition:
         unavailable = _Refusal(f"Error: skill {_quote(name)} is unknown or no longer available")
-        refused = _Refusal(f"Error: skill {_quote(name)} is not available for model invocation")
+        if by_model:
+            refused = _Refusal(f"Error: skill {_quote(name)} is not available for model invocation")
+        else:
+            refused = _Refusal(f"Error: skill {_quote(name)} cannot be invoked as a command")
         # `except Exception` lets cancellation (a BaseException) through untouched.
         try:
-            snapshot = await self._registry.snapshot(options)
+            if snapshot is None:
+                snapshot = await self._registry.snapshot(options)
         except Exception as error:
             raise self._load_failed(name, error) from None
         found = next((skill for skill in snapshot.skills if skill.name == name), None)
         if found is None:
             raise unavailable
-        if found.disable_model_invocation:
-            # Refused before `get`, so a provider never even reads a body the model may not see.
+        if _refuses(found, by_model=by_model):
+            # Refused before loading, so a provider never even reads a body it may not show.
             raise refused
         try:
-            definition = await self._registry.get(name, options)
+            # `load` takes the snapshot's candidate: no second discovery, which matters when a
+            # provider timed out and nothing was cached.
+            definition = await self._registry.load(found, options)
         except Exception as error:
             raise self._load_failed(name, error) from None
         if definition is None:
             raise unavailable
         # The file may have changed since discovery: trust what was loaded, not the catalog.
-        if definition.disable_model_invocation:
+        if _refuses(definition, by_model=by_model):
             raise refused
         return definition
 

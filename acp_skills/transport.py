@@ -25,7 +25,9 @@ import asyncio
 import contextlib
 import json
 import os
+import selectors
 import sys
+import threading
 from typing import Any
 
 import structlog
@@ -176,16 +178,68 @@ async def open_stdio(
     With ``protect_stdout``, frames go to a private duplicate of file descriptor 1 and fd 1
     itself (and ``sys.stdout``) is pointed at stderr, so a stray ``print`` or a child process
     can never corrupt a frame.
+
+    asyncio can only watch pipes, sockets and terminals; when stdin or stdout is something else
+    (``< /dev/null``, ``> frames.jsonl``) a thread copies it through a pipe instead.
     """
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=limit)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    out: Any = sys.stdout
+    stdin_fd = sys.stdin.fileno()
+    if not _pollable(stdin_fd):
+        stdin_fd = _pumped_into_pipe(stdin_fd, daemon=True)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdin_fd, "rb", buffering=0)
+    )
+    sys.stdout.flush()
+    out_fd = os.dup(1) if protect_stdout else sys.stdout.fileno()
     if protect_stdout:
-        sys.stdout.flush()
-        out = os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(2, 1)
         sys.stdout = sys.stderr
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out)
+    if not _pollable(out_fd):
+        out_fd = _pumped_from_pipe(out_fd)
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
+    )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return reader, writer
+
+
+def _pollable(fd: int) -> bool:
+    # epoll refuses regular files and /dev/null with EPERM; asking it is the one sure test.
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def _copy(source: int, target: int) -> None:
+    """Copy until end of input, then close the target (the reader then sees the end)."""
+    try:
+        while chunk := os.read(source, 65536):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(target, view) :]
+    except OSError as error:
+        _log.warning("acp_stdio_copy_failed", error=repr(error))
+    finally:
+        os.close(target)
+
+
+def _pumped_into_pipe(source: int, *, daemon: bool) -> int:
+    """A pipe whose read end receives everything read from ``source``, copied by a thread."""
+    read_end, write_end = os.pipe()
+    threading.Thread(target=_copy, args=(source, write_end), daemon=daemon).start()
+    return read_end
+
+
+def _pumped_from_pipe(target: int) -> int:
+    """A pipe whose write end is copied to ``target`` by a thread.
+
+    Not a daemon thread: the interpreter waits for it, so the last frames reach ``target``
+    after the protocol closes its end.
+    """
+    read_end, write_end = os.pipe()
+    threading.Thread(target=_copy, args=(read_end, target), daemon=False).start()
+    return write_end

@@ -20,9 +20,14 @@ from typing import Any, cast
 import structlog
 from acp import run_agent
 
-from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
-from acp_skills.acp import AcpSkills
-from acp_skills.transport import GuardedTransport, open_stdio
+from acp_skills import (
+    AcpSkills,
+    GuardedTransport,
+    JsonlSessionStore,
+    LocalSkillProvider,
+    SkillRegistry,
+    open_stdio,
+)
 
 from . import __version__
 from .agent import AgentSettings, DemoAgent
@@ -47,6 +52,38 @@ def default_state_dir() -> Path:
     """``$XDG_STATE_HOME/acp-skills-demo`` (``~/.local/state/acp-skills-demo`` when unset)."""
     base = _env("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(base) / "acp-skills-demo"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+    return value
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse flags; values taken from the environment are checked like flags (exit 2)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # argparse checks `choices` only for values given as flags, not for defaults.
+    if args.model not in ("offline", "openai"):
+        parser.error(f"ACP_SKILLS_MODEL must be offline or openai, not {args.model!r}")
+    if args.log_level not in _LEVELS:
+        parser.error(f"ACP_SKILLS_LOG_LEVEL must be one of {', '.join(_LEVELS)}")
+    return args
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,20 +116,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-steps",
-        type=int,
-        default=int(_env("ACP_SKILLS_MAX_STEPS") or 8),
+        type=_positive_int,
+        # A string default goes through `type`, so a bad variable is a usage error too.
+        default=_env("ACP_SKILLS_MAX_STEPS") or "8",
         help="model requests allowed per prompt turn (default 8). Env: ACP_SKILLS_MAX_STEPS.",
     )
     parser.add_argument(
         "--max-tokens",
-        type=int,
+        type=_positive_int,
         default=None,
         help="the model's reply token limit (default: the endpoint's).",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
-        default=float(_env("ACP_SKILLS_TIMEOUT") or 120),
+        type=_positive_float,
+        default=_env("ACP_SKILLS_TIMEOUT") or "120",
         help="seconds per model request (default 120). Env: ACP_SKILLS_TIMEOUT.",
     )
     parser.add_argument(
@@ -181,10 +219,7 @@ async def serve(agent: DemoAgent) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.max_steps < 1:
-        print("acp-skills-demo: --max-steps must be at least 1", file=sys.stderr)
-        return 2
+    args = parse_args(argv)
     configure_logging(args.log_level)
     agent = build_agent(args)
     with contextlib.suppress(KeyboardInterrupt):

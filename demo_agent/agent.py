@@ -5,7 +5,7 @@ It is deliberately a plain class rather than a subclass of ``acp.Agent``: that c
 not exist here is answered with a proper "method not found" error.
 
 One prompt turn runs at a time per session; a second ``session/prompt`` while one runs is
-refused (see docs/decisions.md).
+refused (see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -21,10 +21,7 @@ import structlog
 from acp import PROTOCOL_VERSION, RequestError
 from acp.helpers import (
     start_tool_call,
-    text_block,
-    tool_content,
     update_agent_message_text,
-    update_tool_call,
     update_user_message_text,
 )
 from acp.schema import (
@@ -37,11 +34,19 @@ from acp.schema import (
     PromptResponse,
 )
 
-from acp_skills import PrefixedSession
-from acp_skills.acp import AcpClient, AcpSkills, SkillTurn, is_absolute_cwd, prompt_text
+from acp_skills import PrefixedSession, ToolResult
+from acp_skills.acp import (
+    AcpClient,
+    AcpSkills,
+    SkillTurn,
+    is_absolute_cwd,
+    prompt_text,
+    skill_tool_call_end,
+    skill_tool_call_start,
+)
 
 from . import __version__
-from .models import DISPLAY_KEY, ChatModel, ModelError, ModelReply, ModelRequest
+from .models import DISPLAY_KEY, ERROR_KEY, ChatModel, ModelError, ModelReply, ModelRequest
 
 __all__ = ["SYSTEM_PROMPT", "DemoAgent"]
 
@@ -163,30 +168,14 @@ class DemoAgent:
                     await self._send(session_id, update_agent_message_text(content))
                 for call in _sequence(message.get("tool_calls")):
                     function = call.get("function") if isinstance(call, Mapping) else None
-                    if not isinstance(function, Mapping):
-                        continue
-                    arguments = _decode_arguments(str(function.get("arguments", "")))
-                    name = arguments.get("name") if isinstance(arguments, dict) else None
-                    await self._send(
-                        session_id,
-                        start_tool_call(
-                            str(call.get("id")),
-                            f"Load skill {name}" if name else "Load skill",
-                            kind="read",
-                            status="in_progress",
-                            raw_input=arguments if isinstance(arguments, dict) else None,
-                        ),
-                    )
+                    if isinstance(function, Mapping):
+                        arguments = _decode_arguments(str(function.get("arguments", "")))
+                        start = skill_tool_call_start(str(call.get("id")), arguments)
+                        await self._send(session_id, start)
             elif role == "tool" and isinstance(content, str):
-                failed = content.startswith("Error: ")
-                await self._send(
-                    session_id,
-                    update_tool_call(
-                        str(message.get("tool_call_id")),
-                        status="failed" if failed else "completed",
-                        content=[tool_content(text_block(content))],
-                    ),
-                )
+                result = ToolResult(text=content, is_error=message.get(ERROR_KEY) is True)
+                end = skill_tool_call_end(str(message.get("tool_call_id")), result)
+                await self._send(session_id, end)
 
     # -- prompt turns --------------------------------------------------------------------------
 
@@ -262,27 +251,31 @@ class DemoAgent:
             if not reply.tool_calls:
                 return "end_turn"
             for call in reply.tool_calls:
-                result_text = await self._run_tool(session_id, call.id, call.name, call.arguments)
+                result = await self._run_tool(session_id, call.id, call.name, call.arguments)
                 await session.append_history(
-                    {"role": "tool", "tool_call_id": call.id, "content": result_text}
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.id,
+                        "content": result.text,
+                        ERROR_KEY: result.is_error,
+                    }
                 )
         return "max_turn_requests"
 
-    async def _run_tool(self, session_id: str, call_id: str, name: str, arguments: str) -> str:
-        if name != self._skills.tool.name:
-            text = f'Error: there is no tool called "{name}"; the only tool is "skill"'
-            await self._send(
-                session_id, start_tool_call(call_id, name, kind="other", status="failed")
-            )
-            await self._send(
-                session_id,
-                update_tool_call(
-                    call_id, status="failed", content=[tool_content(text_block(text))]
-                ),
-            )
-            return text
-        result = await self._skills.call_tool(session_id, call_id, _decode_arguments(arguments))
-        return result.text
+    async def _run_tool(
+        self, session_id: str, call_id: str, name: str, arguments: str
+    ) -> ToolResult:
+        if name == self._skills.tool.name:
+            return await self._skills.call_tool(session_id, call_id, _decode_arguments(arguments))
+        result = ToolResult(
+            text=f'Error: there is no tool called "{name}"; the only tool is "skill"',
+            is_error=True,
+        )
+        await self._send(
+            session_id, start_tool_call(call_id, name, kind="other", status="in_progress")
+        )
+        await self._send(session_id, skill_tool_call_end(call_id, result))
+        return result
 
     # -- extension methods ---------------------------------------------------------------------
 

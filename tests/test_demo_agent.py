@@ -232,6 +232,7 @@ async def test_skill_tool_call_failure_sequence(sandbox: Sandbox) -> None:
                 "role": "tool",
                 "tool_call_id": start.tool_call_id,
                 "content": error,
+                "_is_error": True,
             }
 
 
@@ -393,6 +394,31 @@ async def test_load_replays_conversation_before_its_response(sandbox: Sandbox) -
             await client.wait_until(lambda: bool(client.frame_indexes(is_commands_update(sid))))
             assert client.frame_indexes(is_commands_update(sid))[0] > load_response
             assert await ask(agent, sid, "hello") == "end_turn"
+
+
+async def test_replay_shows_what_was_typed_and_which_calls_failed(sandbox: Sandbox) -> None:
+    """A replayed /name turn shows the typed text, not the loaded skill; a failed call replays
+    as failed."""
+    sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
+    doomed = sandbox.write_skill("beta-gone", "Rotate the staging credentials.", "1. Rotate.")
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            sid = await open_session(agent, sandbox)
+            assert await ask(agent, sid, "/alpha-notes for today") == "end_turn"
+            doomed.unlink()  # the catalog was frozen with it; loading it now fails
+            assert await ask(agent, sid, "please use beta-gone") == "end_turn"
+            assert agent.client.tool_updates(sid)[-1].status == "failed"
+
+        async with sandbox.spawn() as agent:
+            await agent.conn.load_session(cwd=str(sandbox.project), session_id=sid, mcp_servers=[])
+            replayed = agent.client.session_updates(sid)
+            typed = [u.content.text for u in replayed if u.session_update == "user_message_chunk"]
+            assert typed == ["/alpha-notes for today", "please use beta-gone"]
+            ends = [u for u in replayed if u.session_update == "tool_call_update"]
+            assert [u.status for u in ends] == ["failed"]
+            assert ends[0].content[0].content.text == (
+                'Error: skill "beta-gone" is unknown or no longer available'
+            )
 
 
 async def test_killed_agent_loses_no_completed_turn(sandbox: Sandbox) -> None:

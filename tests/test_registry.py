@@ -665,3 +665,67 @@ async def test_discovery_ends_when_its_last_waiter_leaves() -> None:
     provider.before_list = None
     assert names(await registry.list()) == []
     assert provider.list_calls == 2
+
+
+async def test_runtime_skill_disposed_during_discovery_never_surfaces() -> None:
+    """A runtime skill removed mid-discovery is absent even from an incomplete answer."""
+    registry = SkillRegistry()
+    dispose = registry.register(SkillDefinition(name="gone", description="d", content="c"))
+    provider = ListProvider("restless", [candidate("stays", provider="restless")])
+
+    async def churn() -> None:
+        assert provider.handle is not None
+        if provider.list_calls == 1:
+            provider.handle.invalidate()  # forces the second pass
+        else:
+            dispose()  # the second pass started with "gone" still registered
+
+    provider.before_list = churn
+    registry.register_provider(provider)
+    snapshot = await registry.snapshot()
+    assert snapshot.complete is False
+    assert names(snapshot.skills) == ["stays"]
+
+
+async def test_failing_on_register_leaves_nothing_registered() -> None:
+    """If on_register raises, the provider is not left half-registered."""
+
+    class Refusing(ListProvider):
+        def on_register(self, handle: Any) -> None:
+            raise RuntimeError("no thanks")
+
+    registry = SkillRegistry()
+    with pytest.raises(RuntimeError, match="no thanks"):
+        registry.register_provider(Refusing("p", [candidate("x", provider="p")]))
+    assert names(await registry.list()) == []
+    registry.register_provider(ListProvider("p"))  # the name is free again
+
+
+async def test_load_takes_a_snapshot_candidate_without_discovering_again() -> None:
+    """load() reuses the snapshot's candidate even when discovery is incomplete (uncached)."""
+    registry = SkillRegistry()
+
+    async def explode() -> None:
+        raise ConnectionError("down")
+
+    registry.register_provider(ListProvider("remote", before_list=explode))
+    local = ListProvider("local", [candidate("x", provider="local")])
+    registry.register_provider(local)
+    snapshot = await registry.snapshot()
+    assert snapshot.complete is False
+    definition = await registry.load(snapshot.skills[0])
+    assert definition is not None
+    assert definition.content == "body of x"
+    assert local.list_calls == 1
+
+
+async def test_load_of_a_removed_provider_or_runtime_skill_returns_none() -> None:
+    """A candidate whose provider or runtime skill is gone no longer loads."""
+    registry = SkillRegistry()
+    handle = registry.register_provider(ListProvider("p", [candidate("x", provider="p")]))
+    dispose = registry.register(SkillDefinition(name="rt", description="d", content="c"))
+    skills = {skill.name: skill for skill in (await registry.snapshot()).skills}
+    handle.dispose()
+    dispose()
+    assert await registry.load(skills["x"]) is None
+    assert await registry.load(skills["rt"]) is None

@@ -27,6 +27,9 @@ DISPLAY_KEY = "_display"
 Keys starting with ``_`` are never sent to a model API.
 """
 
+ERROR_KEY = "_is_error"
+"""A tool-result history key: whether the tool call failed (for replay)."""
+
 OnText = Callable[[str], Awaitable[None]]
 """Receives each piece of the reply's text as soon as the model produces it."""
 
