@@ -15,7 +15,9 @@ from .model import (
     DirectoryResource,
     OpaqueResource,
     PrefixContext,
+    PrefixContributor,
     PrefixMessage,
+    PrefixNext,
     ResourceBase,
     SkillCandidate,
     SkillDefinition,
@@ -25,7 +27,7 @@ from .model import (
     UrlResource,
     is_skill_name,
 )
-from .prefix import PrefixContributor, PrefixedSession, PrefixNext, SessionPrefix
+from .prefix import PrefixedSession, SessionPrefix
 from .provider import ProviderHandle, SkillProvider
 from .record import (
     HeaderEntry,

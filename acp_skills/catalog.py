@@ -9,9 +9,9 @@ registry. The catalog carries names and one-line descriptions and nothing else: 
 from __future__ import annotations
 
 import html
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
-from .model import PrefixContext, PrefixMessage, SkillLookupOptions, SkillSummary
+from .model import PrefixContext, PrefixMessage, PrefixNext, SkillLookupOptions, SkillSummary
 from .registry import SkillRegistry
 
 __all__ = [
@@ -140,10 +140,6 @@ def render_catalog(
     return "\n".join(lines)
 
 
-NextContributor = Callable[[], Awaitable[Sequence[PrefixMessage]]]
-"""What a session-prefix contributor awaits to get the messages of the contributors after it."""
-
-
 class SkillCatalogContributor:
     """A session-prefix contributor that puts the skill catalog ahead of the conversation.
 
@@ -173,9 +169,7 @@ class SkillCatalogContributor:
         self._max_length = _check_max_length(max_length)
         self._tool_name = tool_name
 
-    async def __call__(
-        self, context: PrefixContext, next: NextContributor
-    ) -> Sequence[PrefixMessage]:
+    async def __call__(self, context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
         """Compose this contributor's part of the prefix.
 
         Args:

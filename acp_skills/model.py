@@ -11,7 +11,7 @@ them freely without defensive copies.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeAlias
 
@@ -121,10 +121,24 @@ class SkillSnapshot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrefixMessage:
-    """One message of a session prefix. The skill catalog is a ``user`` message."""
+    """One message of a session prefix. The skill catalog is a ``user`` message.
+
+    Raises:
+        TypeError: if ``role`` is not a non-empty string or ``text`` not a string.
+    """
 
     role: str
     text: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.role, str) or not self.role:
+            raise TypeError(f"a prefix message needs a non-empty string role, got {self.role!r}")
+        if not isinstance(self.text, str):
+            raise TypeError(f"a prefix message's text must be a string, got {self.text!r}")
+
+
+PrefixNext: TypeAlias = Callable[[], Awaitable[Sequence[PrefixMessage]]]
+"""What a contributor awaits to get the messages of every contributor registered after it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,3 +148,9 @@ class PrefixContext:
     session_id: str
     cwd: str
     tool_names: frozenset[str] = frozenset()
+
+
+PrefixContributor: TypeAlias = Callable[
+    [PrefixContext, PrefixNext], Awaitable[Sequence[PrefixMessage]]
+]
+"""An async ``(context, next) -> messages`` callable, such as `SkillCatalogContributor`."""

@@ -18,23 +18,15 @@ which composes afresh. The prefix is recorded only inside request headers, never
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import anyio
 
-from .model import PrefixContext, PrefixMessage
+from .model import PrefixContext, PrefixContributor, PrefixMessage, PrefixNext
 from .record import HeaderEntry, HeaderReason, HistoryEntry, RecordEntry, SessionRecord
 
 __all__ = ["PrefixContributor", "PrefixNext", "PrefixedSession", "SessionPrefix"]
-
-PrefixNext: TypeAlias = Callable[[], Awaitable[Sequence[PrefixMessage]]]
-"""What a contributor awaits to get the messages of every contributor registered after it."""
-
-PrefixContributor: TypeAlias = Callable[
-    [PrefixContext, PrefixNext], Awaitable[Sequence[PrefixMessage]]
-]
-"""An async ``(context, next) -> messages`` callable, such as `SkillCatalogContributor`."""
 
 
 class _Registration:
@@ -126,15 +118,10 @@ def _checked_messages(result: object, contributor: object) -> tuple[PrefixMessag
         )
     messages = tuple(result)
     for position, message in enumerate(messages):
-        if not (
-            isinstance(message, PrefixMessage)
-            and isinstance(message.role, str)
-            and message.role
-            and isinstance(message.text, str)
-        ):
+        # PrefixMessage validates its own fields; only the type is left to check.
+        if not isinstance(message, PrefixMessage):
             raise TypeError(
-                f"{who} returned {message!r} at position {position}, "
-                "not a PrefixMessage with a non-empty string role and a string text"
+                f"{who} returned {message!r} at position {position}, not a PrefixMessage"
             )
     return messages
 

@@ -196,7 +196,7 @@ class HeaderEntry:
                 f"got {type(self.message_prefix).__name__}"
             )
         for message in self.message_prefix:
-            if not _is_prefix_message(message):
+            if not isinstance(message, PrefixMessage):
                 raise TypeError(f"header message_prefix holds {message!r}, not a PrefixMessage")
         # Frozen dataclass: __post_init__ is the one place the fields may be replaced, and it
         # is where the deep, read-only copies are taken.
@@ -264,15 +264,6 @@ class HistoryEntry:
 
 
 RecordEntry: TypeAlias = HeaderEntry | HistoryEntry
-
-
-def _is_prefix_message(value: object) -> bool:
-    return (
-        isinstance(value, PrefixMessage)
-        and isinstance(value.role, str)
-        and bool(value.role)
-        and isinstance(value.text, str)
-    )
 
 
 def _canonical(header: HeaderEntry) -> str:
