@@ -64,7 +64,9 @@ async def time_initialize(argv: list[str], env: dict[str, str]) -> float:
         return time.perf_counter() - started
 
 
-async def time_first_turns(argv: list[str], env: dict[str, str], project: Path) -> tuple[float, float]:
+async def time_first_turns(
+    argv: list[str], env: dict[str, str], project: Path
+) -> tuple[float, float]:
     async with spawn_agent_process(
         cast(Any, QuietClient()), sys.executable, *argv, env=env, transport_kwargs={"stderr": None}
     ) as (conn, _process):
