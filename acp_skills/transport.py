@@ -8,8 +8,9 @@ transport (``send`` / ``receive`` / ``close``) and closes them before the SDK se
 * JSON that is not an object (an array, a number, a string, ``true``) -> ``-32600``: the SDK's
   receive loop raises on these and the agent exits;
 * the line ``null`` -> ``-32600``: the SDK mistakes it for the end of input;
-* a request with a malformed id or a non-string method -> ``-32600``; a response with a malformed
-  id is dropped (the SDK crashes on it while a request of its own is pending);
+* a request with a malformed id or a non-string method, or an object that is neither a request
+  nor a response -> ``-32600``; a response with a malformed id is dropped (the SDK crashes on
+  it while a request of its own is pending);
 * ``params._meta`` is nested one level (``{"_meta": original}``) for every standard method, so the
   SDK, which spreads ``_meta`` keys into handler keyword arguments, passes exactly one argument
   ``_meta=<original>`` and a key such as ``session_id`` can never override the real parameter;
@@ -152,7 +153,11 @@ class GuardedTransport:
                     "error": {"code": _INTERNAL_ERROR, "message": str(message["error"])},
                 }
             return message
+        # JSON-RPC: an object that is neither a request nor a response is an invalid request.
         _log.warning("acp_line_rejected", reason="neither a request nor a response")
+        await self._reply(
+            _error(None, _INVALID_REQUEST, "Invalid request", "neither a request nor a response")
+        )
         return None
 
     async def _read_line(self) -> bytes:

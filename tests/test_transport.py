@@ -178,14 +178,22 @@ async def test_a_bad_line_gets_an_error_reply_and_the_agent_keeps_serving(
         await client.assert_serving()
 
 
-async def test_blank_lines_and_lines_without_method_or_id_are_skipped_silently() -> None:
-    """Blank lines and objects that are neither request nor response get no reply."""
+async def test_blank_lines_are_skipped_and_objects_without_method_or_id_are_invalid() -> None:
+    """Blank lines get no reply; an object that is neither request nor response gets -32600."""
     async with guarded(TrivialAgent()) as client:
         await client.send_line("")
         await client.send_line("   ")
         await client.send_line('{"jsonrpc": "2.0"}')
+        assert await client.receive() == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32600,
+                "message": "Invalid request",
+                "data": {"details": "neither a request nor a response"},
+            },
+        }
         response = await client.request("initialize", INITIALIZE_PARAMS)
-    # The first frame back answers this request: nothing was said about the lines before it.
     assert response["id"] == client.next_id
     assert response["result"]["protocolVersion"] == PROTOCOL_VERSION
 

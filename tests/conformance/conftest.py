@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     skip = pytest.mark.skip(reason=f"demo-agent specific; {AGENT_ENV}={foreign!r}")
     for item in items:
-        if "demo_agent" in item.keywords:
+        if item.get_closest_marker("demo_agent") is not None:
             item.add_marker(skip)
 
 

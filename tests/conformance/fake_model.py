@@ -6,7 +6,8 @@ last message of the request:
 * a ``tool`` result -> a short text reply;
 * user text containing ``[slow]`` -> one text chunk (``SLOW_CHUNK``), then nothing until the
   client hangs up: a turn that is provably in the middle of a model request;
-* user text containing ``load skill NAME`` -> a ``skill`` tool call for NAME;
+* user text containing ``load skill NAME`` (``... file PATH``) -> a ``skill`` tool call for NAME
+  (and the resource PATH);
 * user text carrying a skill invoked as ``/name`` -> a reply naming that skill;
 * anything else -> ``PLAIN_REPLY``.
 """
@@ -24,7 +25,7 @@ __all__ = ["PLAIN_REPLY", "SLOW_CHUNK", "FakeModel"]
 
 SLOW_CHUNK = "thinking slowly..."
 PLAIN_REPLY = "Hello from the fake model."
-_LOAD = re.compile(r"load skill ([a-z0-9-]+)")
+_LOAD = re.compile(r"load skill ([a-z0-9-]+)(?: file (\S+))?")
 _INVOKED = re.compile(r'<skill_content name="([^"]+)">')
 
 
@@ -35,6 +36,8 @@ class FakeModel:
         self.requests: list[dict[str, Any]] = []
         self.slow_started = asyncio.Event()
         self.slow_hung_up = asyncio.Event()
+        self.slow_requests = 0
+        self._slow_changed = asyncio.Condition()
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[Any]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
@@ -59,6 +62,11 @@ class FakeModel:
             task.cancel()
         await asyncio.gather(*self._handlers, return_exceptions=True)
         await self._server.wait_closed()
+
+    async def wait_for_slow(self, count: int) -> None:
+        """Return once ``count`` slow requests have started (in all)."""
+        async with self._slow_changed:
+            await self._slow_changed.wait_for(lambda: self.slow_requests >= count)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -98,17 +106,23 @@ class FakeModel:
         elif "[slow]" in content:
             await self._chunk(writer, {"role": "assistant", "content": SLOW_CHUNK})
             self.slow_started.set()
+            async with self._slow_changed:
+                self.slow_requests += 1
+                self._slow_changed.notify_all()
             await reader.read()  # returns b"" when the client hangs up
             self.slow_hung_up.set()
             return
         elif (invoked := _INVOKED.search(content)) is not None:
             await self._text(writer, f"Following the {invoked.group(1)} skill.")
         elif (load := _LOAD.search(content)) is not None:
+            arguments = {"name": load.group(1)}
+            if load.group(2):
+                arguments["path"] = load.group(2)
             call = {
                 "index": 0,
                 "id": f"call-{len(self.requests)}",
                 "type": "function",
-                "function": {"name": "skill", "arguments": json.dumps({"name": load.group(1)})},
+                "function": {"name": "skill", "arguments": json.dumps(arguments)},
             }
             await self._chunk(writer, {"role": "assistant", "tool_calls": [call]})
             await self._chunk(writer, {}, finish="tool_calls")

@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,11 @@ from .wire import AGENT, CLIENT, FrameLog, Schema
 __all__ = [
     "AGENT_ENV",
     "EXAMPLE_SKILLS",
+    "FAKE_KEY",
     "AgentSpec",
     "RawAgent",
     "agent_spec",
+    "close_transport",
     "open_raw",
 ]
 
@@ -35,28 +37,23 @@ AGENT_ENV = "ACP_CONFORMANCE_AGENT"
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_SKILLS = ROOT / "examples" / "skills"
 FAKE_KEY_VARIABLE = "ACP_CONFORMANCE_FAKE_KEY"
+FAKE_KEY = "sk-conformance-fake-key"
 # Generous on purpose: every wait ends as soon as its frame arrives.
 WAIT_SECONDS = 20.0
 
 
 @dataclass(frozen=True, slots=True)
 class AgentSpec:
-    """How to start the agent under test, and where its sessions work.
+    """How to start the agent under test, and where its sessions work."""
 
-    Attributes:
-        argv: the command.
-        env: the complete environment for the child.
-        cwd: an absolute, empty project directory to open sessions in.
-        state_dir: the demo agent's ``--state-dir`` (``None`` for another agent).
-        stderr_path: where the child's stderr is written (never an unread pipe).
-    """
-
-    argv: tuple[str, ...]
-    env: Mapping[str, str]
+    argv: tuple[str, ...]  # the command
+    env: Mapping[str, str]  # the child's complete environment
+    # An absolute, empty project directory for sessions. The agent itself starts in the
+    # directory the tests run from, so a relative command works.
     cwd: Path
-    state_dir: Path | None
-    stderr_path: Path
-    is_demo: bool = field(default=True)
+    state_dir: Path | None  # the demo agent's --state-dir; None for another agent
+    stderr_path: Path  # the child's stderr goes here (never to a pipe nobody reads)
+    is_demo: bool = True
 
     def command(self, *demo_options: str) -> list[str]:
         """The command line; ``demo_options`` are appended for the demo agent only."""
@@ -100,10 +97,11 @@ def agent_spec(tmp: Path) -> AgentSpec:
     home = tmp / "home"
     project.mkdir(parents=True, exist_ok=True)
     home.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_SKILLS_")}
+    env = dict(os.environ)
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
     foreign = os.environ.get(AGENT_ENV, "").strip()
     if foreign:
+        # Another agent gets the test's environment as it is.
         return AgentSpec(
             argv=tuple(shlex.split(foreign)),
             env=env,
@@ -113,6 +111,8 @@ def agent_spec(tmp: Path) -> AgentSpec:
             is_demo=False,
         )
     state = tmp / "state"
+    # The demo agent reads ACP_SKILLS_* settings: none of the developer's may leak in.
+    env = {k: v for k, v in env.items() if not k.startswith("ACP_SKILLS_")}
     env.update(
         HOME=str(home),
         XDG_STATE_HOME=str(home / ".local" / "state"),
@@ -120,7 +120,7 @@ def agent_spec(tmp: Path) -> AgentSpec:
         DSH_AGENTS_HOME=str(home / ".agents"),
         PYTHONUNBUFFERED="1",
     )
-    env[FAKE_KEY_VARIABLE] = "fake-key"
+    env[FAKE_KEY_VARIABLE] = FAKE_KEY
     argv = (
         sys.executable,
         "-m",
@@ -136,10 +136,7 @@ def agent_spec(tmp: Path) -> AgentSpec:
 
 
 class RawAgent:
-    """The agent as a child process spoken to in raw bytes; every stdout line is recorded.
-
-    Each line the agent writes must be a JSON object: anything else fails the test at once.
-    """
+    """The agent as a child process spoken to in raw bytes; every stdout line is recorded."""
 
     def __init__(self, proc: asyncio.subprocess.Process, log: FrameLog) -> None:
         self.proc = proc
@@ -177,12 +174,7 @@ class RawAgent:
         return message
 
     async def read(self) -> dict[str, Any]:
-        """The next message from the agent.
-
-        Raises:
-            AssertionError: stdout ended, or a line is not a JSON object.
-            TimeoutError: nothing arrived within `WAIT_SECONDS`.
-        """
+        """The next line from the agent, which must be a JSON object (within `WAIT_SECONDS`)."""
         assert self.proc.stdout is not None
         async with asyncio.timeout(WAIT_SECONDS):
             line = await self.proc.stdout.readline()
@@ -285,11 +277,8 @@ class RawAgent:
 async def open_raw(
     spec: AgentSpec, schema: Schema, argv: Sequence[str] | None = None
 ) -> AsyncIterator[RawAgent]:
-    """Start the agent (``argv`` or the spec's command); on exit close it and check the wire.
-
-    Every frame the agent wrote must validate against the schema; the client's own frames are
-    not checked (tests send malformed ones on purpose).
-    """
+    """Start the agent; on exit it must exit 0 at EOF and every frame it wrote must be valid."""
+    # The client's own frames are not checked: the tests send malformed ones on purpose.
     command = list(argv) if argv is not None else spec.command()
     with spec.stderr_path.open("ab") as stderr:
         proc = await asyncio.create_subprocess_exec(
@@ -298,7 +287,6 @@ async def open_raw(
             stdout=asyncio.subprocess.PIPE,
             stderr=stderr,
             env=dict(spec.env),
-            cwd=str(spec.cwd),
             limit=64 * 1024 * 1024,
         )
     agent = RawAgent(proc, FrameLog(schema, check_client=False))
@@ -308,19 +296,19 @@ async def open_raw(
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
-        _close_transport(proc)
+        close_transport(proc)
         raise
     try:
         if proc.returncode is None:
             code = await agent.close()
             assert code == 0, f"the agent exited with {code} at the end of its input"
     finally:
-        _close_transport(proc)
+        close_transport(proc)
     agent.log.assert_valid()
 
 
-def _close_transport(proc: asyncio.subprocess.Process) -> None:
-    # Close the pipe transports now rather than in the garbage collector (ResourceWarning).
+def close_transport(proc: asyncio.subprocess.Process) -> None:
+    """Close a finished child's pipe transports now, not in the garbage collector."""
     transport: Any = getattr(proc, "_transport", None)
     if transport is not None:
         transport.close()

@@ -34,11 +34,7 @@ class SdkUnavailable(RuntimeError):
 
 
 def node() -> str:
-    """The ``node`` executable.
-
-    Raises:
-        SdkUnavailable: node is not on PATH.
-    """
+    """The ``node`` executable; `SdkUnavailable` when it is not on PATH."""
     found = shutil.which("node")
     if found is None:
         raise SdkUnavailable(
@@ -77,11 +73,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def ensure_sdk() -> Path:
-    """Install the pinned SDK (once) and return the install prefix.
-
-    Raises:
-        SdkUnavailable: npm is missing or the install failed; the message carries npm's output.
-    """
+    """Install the pinned SDK (once) and return the prefix; `SdkUnavailable` says why not."""
     override = os.environ.get("ACP_CONFORMANCE_NPM_DIR", "").strip()
     prefix = Path(override).resolve() if override else DEFAULT_PREFIX
     wanted = " ".join(_SPECS)

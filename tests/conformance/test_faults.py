@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from .fake_model import PLAIN_REPLY, FakeModel
-from .harness import WAIT_SECONDS, AgentSpec, RawAgent, open_raw
+from .harness import FAKE_KEY, WAIT_SECONDS, AgentSpec, RawAgent, open_raw
 from .wire import Schema
 
 pytestmark = [
@@ -123,24 +123,32 @@ async def test_sigkill_mid_turn_then_load(
         assert reply["result"]["stopReason"] == "end_turn"
 
 
-async def test_debug_logging_keeps_stdout_clean(agent: AgentSpec, schema: Schema) -> None:
+async def test_debug_logging_keeps_stdout_clean(
+    agent: AgentSpec, schema: Schema, fake_model: FakeModel
+) -> None:
     """With ``--log-level debug`` every stdout line is a valid frame; the logs go to stderr."""
-    async with open_raw(agent, schema, agent.command("--log-level", "debug")) as raw:
-        await raw.initialize()
-        session_id = await raw.new_session(agent.cwd)
-        reply = await raw.call("session/prompt", prompt_params(session_id, "load code-review"))
-        assert reply["result"]["stopReason"] == "end_turn"
+    command = [*agent.with_fake_model(fake_model), "--log-level", "debug"]
+    async with open_raw(agent, schema, command) as raw:
+        session_id = await two_turns_then_hang(raw, agent, fake_model)
+        await raw.send(
+            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+        )
         await raw.write(b"not json\n")
         assert (await raw.next_response())["error"]["code"] == -32700
         await raw.send({"jsonrpc": "2.0", "method": "_debug/ping", "params": {}})
         assert "result" in await raw.call("_skills/prefix", {"sessionId": session_id})
         assert "error" in await raw.call("no/such/method", {})
         assert await raw.close() == 0
-        kinds = {
-            m["params"]["update"]["sessionUpdate"] for m in raw.take_inbox() if m.get("method")
-        }
-        assert {"tool_call", "tool_call_update", "agent_message_chunk"} <= kinds
     # open_raw has checked every stdout line: a JSON object valid against the schema.
+    kinds = {
+        m["params"]["update"]["sessionUpdate"] for m in raw.log.sent_by("agent") if m.get("method")
+    }
+    assert {"tool_call", "tool_call_update", "agent_message_chunk"} <= kinds
+    assert {"cancelled"} <= {
+        m.get("result", {}).get("stopReason") for m in raw.log.sent_by("agent")
+    }
     stderr = agent.stderr_path.read_text(encoding="utf-8")
-    assert "debug" in stderr.lower()
+    assert "[debug" in stderr  # structlog's own debug events
+    assert "DEBUG openai" in stderr  # the libraries log through the stdlib
     assert "extension_notification_ignored" in stderr
+    assert FAKE_KEY not in stderr, "the API key must never be logged"

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pytest
@@ -22,35 +23,40 @@ from acp.schema import (
     ReadTextFileResponse,
     RequestPermissionResponse,
 )
-from acp.stdio import spawn_agent_process
+from acp.transports import spawn_stdio_transport
 
 from .fake_model import FakeModel
-from .harness import WAIT_SECONDS, AgentSpec
+from .harness import EXAMPLE_SKILLS, WAIT_SECONDS, AgentSpec, close_transport
 from .wire import AGENT, CLIENT, FrameLog, Schema
 
 pytestmark = pytest.mark.anyio
 
 
 class ScenarioClient:
-    """A plain ACP client: records updates and every frame, answers file reads from disk."""
+    """A plain ACP client: records updates and every frame; file reads get a marked copy."""
 
     def __init__(self, schema: Schema) -> None:
         self.updates: list[tuple[str, Any]] = []
+        self.reads: list[str] = []
         self.log = FrameLog(schema)
         self._changed = asyncio.Event()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        """Record an update."""
         self.updates.append((session_id, update))
         self._wake()
 
     async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any:
-        text = await asyncio.to_thread(Path(path).read_text, encoding="utf-8")
-        return ReadTextFileResponse(content=text)
+        """Answer with a marked copy, so the test can tell the client's text from the disk's."""
+        self.reads.append(path)
+        return ReadTextFileResponse(content=f"client copy of {path}")
 
     async def write_text_file(self, **kwargs: Any) -> Any:
+        """Not offered."""
         raise RequestError.method_not_found("fs/write_text_file")
 
     async def request_permission(self, **kwargs: Any) -> RequestPermissionResponse:
+        """Decline."""
         return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
 
     def observe(self, event: StreamEvent) -> None:
@@ -95,45 +101,121 @@ def tool_pair(updates: list[Any], title: str) -> tuple[Any, Any]:
     return start, end
 
 
+class CorkableTransport:
+    """The SDK's message-level transport over the child's pipes, with a cork."""
+
+    # While corked, frames are held back; `uncork` writes them in one write, so a prompt and
+    # the cancel right behind it reach the agent together. A line from the agent that is not a
+    # JSON object goes to the frame log (where it fails the schema check) and is skipped.
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log: FrameLog
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._log = log
+        self._held: list[bytes] | None = None
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Write one frame, or hold it while corked."""
+        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        if self._held is not None:
+            self._held.append(data)
+            return
+        self._writer.write(data)
+        await self._writer.drain()
+
+    async def receive(self) -> dict[str, Any] | None:
+        """The next JSON object from the agent; ``None`` at the end."""
+        while True:
+            line = await self._reader.readline()
+            if not line:
+                return None
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                message = line.decode("utf-8", "replace")
+            if isinstance(message, dict):
+                return message
+            self._log.add(AGENT, message)
+
+    async def close(self) -> None:
+        """Send nothing more (the SDK closes stdin on the way out)."""
+        self.cork()
+
+    def cork(self) -> None:
+        """Hold frames back from now on."""
+        if self._held is None:
+            self._held = []
+
+    async def uncork(self) -> None:
+        """Write every held frame in one write."""
+        held, self._held = self._held or [], None
+        self._writer.write(b"".join(held))
+        await self._writer.drain()
+
+
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """A running agent: the SDK connection, its transport and the ``initialize`` answer."""
+
+    conn: ClientSideConnection
+    transport: CorkableTransport
+    init: InitializeResponse
+
+
 @asynccontextmanager
 async def connect(
-    agent: AgentSpec, command: list[str], client: ScenarioClient
-) -> AsyncIterator[tuple[ClientSideConnection, InitializeResponse]]:
-    """Spawn the agent with the SDK's own helper and initialize; on exit it must exit 0."""
+    agent: AgentSpec, command: list[str], client: ScenarioClient, *, reads: bool = False
+) -> AsyncIterator[Connected]:
+    """Start the agent, connect the SDK client, initialize; at the end the agent must exit 0."""
     executable, *args = command
-    with agent.stderr_path.open("ab") as stderr:
-        async with spawn_agent_process(
-            cast(Any, client),
-            executable,
-            *args,
-            env=dict(agent.env),
-            cwd=agent.cwd,
-            transport_kwargs={"stderr": stderr.fileno(), "limit": 64 * 1024 * 1024},
-            observers=[client.observe],
-        ) as (conn, proc):
-            init = await conn.initialize(
-                protocol_version=1,
-                client_capabilities=ClientCapabilities(
-                    fs=FileSystemCapabilities(read_text_file=True, write_text_file=False)
-                ),
-                client_info=Implementation(name="acp-conformance-py", version="1"),
-            )
-            yield conn, init
-    transport: Any = getattr(proc, "_transport", None)
-    if transport is not None:
-        transport.close()
+    proc: asyncio.subprocess.Process | None = None
+    try:
+        with agent.stderr_path.open("ab") as stderr:
+            async with spawn_stdio_transport(
+                executable,
+                *args,
+                env=dict(agent.env),
+                stderr=stderr.fileno(),
+                limit=64 * 1024 * 1024,
+            ) as (reader, writer, proc):
+                transport = CorkableTransport(reader, writer, client.log)
+                conn = ClientSideConnection(
+                    cast(Any, client), transport, observers=[client.observe]
+                )
+                try:
+                    init = await conn.initialize(
+                        protocol_version=1,
+                        client_capabilities=ClientCapabilities(
+                            fs=FileSystemCapabilities(read_text_file=reads, write_text_file=False)
+                        ),
+                        client_info=Implementation(name="acp-conformance-py", version="1"),
+                    )
+                    yield Connected(conn, transport, init)
+                finally:
+                    await conn.close()
+    finally:
+        if proc is not None:
+            close_transport(proc)
+    assert proc is not None
     assert proc.returncode == 0, f"exit code {proc.returncode}:\n{agent.stderr_tail()}"
 
 
 async def test_core_scenario(agent: AgentSpec, schema: Schema) -> None:
     """initialize, session/new, a prompt, a racing cancel, session/load; every frame valid."""
     client = ScenarioClient(schema)
-    async with connect(agent, agent.command(), client) as (conn, init):
+    async with connect(agent, agent.command(), client) as agent_conn:
+        conn, init = agent_conn.conn, agent_conn.init
         assert init.protocol_version == 1
         session = await conn.new_session(cwd=str(agent.cwd), mcp_servers=[])
         first = await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
         assert first.stop_reason in ("end_turn", "max_tokens", "max_turn_requests", "refusal")
 
+        # The prompt and its cancel leave in one write.
+        agent_conn.transport.cork()
         racing = asyncio.ensure_future(
             conn.prompt(session_id=session.session_id, prompt=[text_block("hello again")])
         )
@@ -142,6 +224,7 @@ async def test_core_scenario(agent: AgentSpec, schema: Schema) -> None:
             lambda: any(f.message.get("method") == "session/prompt" for f in _after(client, sent))
         )
         await conn.cancel(session_id=session.session_id)
+        await agent_conn.transport.uncork()
         assert (await racing).stop_reason == "cancelled"
 
         if init.agent_capabilities is not None and init.agent_capabilities.load_session:
@@ -160,7 +243,9 @@ async def test_skills_scenario(agent: AgentSpec, schema: Schema, fake_model: Fak
     """Skill load, slash command, cancel mid-request and session/load, via the Python SDK."""
     client = ScenarioClient(schema)
     cwd = str(agent.cwd)
-    async with connect(agent, agent.with_fake_model(fake_model), client) as (conn, init):
+    command = agent.with_fake_model(fake_model)
+    async with connect(agent, command, client, reads=True) as agent_conn:
+        conn, init = agent_conn.conn, agent_conn.init
         assert init.agent_capabilities is not None
         assert init.agent_capabilities.load_session
         meta = init.agent_capabilities.field_meta or {}
@@ -192,6 +277,17 @@ async def test_skills_scenario(agent: AgentSpec, schema: Schema, fake_model: Fak
         catalog = fake_model.requests[0]["messages"]
         assert any("code-review" in str(m.get("content")) for m in catalog[1:-1]), catalog
 
+        # A resource of the skill, read through the client's fs/read_text_file.
+        mark = len(client.updates)
+        resource = "Please load skill code-review file references/checklist.md"
+        read = await conn.prompt(session_id=sid, prompt=[text_block(resource)])
+        assert read.stop_reason == "end_turn"
+        checklist = str(EXAMPLE_SKILLS / "code-review" / "references" / "checklist.md")
+        assert client.reads == [checklist]
+        end = tool_pair(client.since(sid, mark), "Load skill code-review")[1]
+        assert end.status == "completed"
+        assert end.content[0].content.text == f"client copy of {checklist}"
+
         # A slash command: the skill is in the turn before the model runs.
         mark = len(client.updates)
         slash = await conn.prompt(
@@ -222,9 +318,11 @@ async def test_skills_scenario(agent: AgentSpec, schema: Schema, fake_model: Fak
         replay = client.since(sid, mark)
         users = [u.content.text for u in replay if u.session_update == "user_message_chunk"]
         assert users[0] == "Please load skill code-review"
-        assert users[1].startswith("/commit-message tidy up the parser")
+        assert users[1] == resource
+        assert users[2] == "/commit-message tidy up the parser"  # what the person typed
         assert tool_pair(replay, "Load skill code-review")[1].status == "completed"
         after = await conn.prompt(session_id=sid, prompt=[text_block("and now?")])
         assert after.stop_reason == "end_turn"
     client.log.assert_valid()
-    assert len(client.log.frames) > 20
+    agent_methods = {m.get("method") for m in client.log.sent_by(AGENT)}
+    assert {"session/update", "fs/read_text_file"} <= agent_methods

@@ -49,9 +49,19 @@ def text(value: str) -> list[dict[str, str]]:
     return [{"type": "text", "text": value}]
 
 
+def prompt_params(session_id: str, value: str, **extra: Any) -> dict[str, Any]:
+    """``session/prompt`` params with one text block."""
+    return {"sessionId": session_id, "prompt": text(value), **extra}
+
+
+async def run_turn(raw: RawAgent, session_id: str, value: str) -> str:
+    """Prompt, and return the turn's stop reason."""
+    return stop_reason(await raw.call("session/prompt", prompt_params(session_id, value)))
+
+
 def prompt(raw: RawAgent, session_id: str, value: str, **extra: Any) -> dict[str, Any]:
     """A ``session/prompt`` request."""
-    return raw.request("session/prompt", {"sessionId": session_id, "prompt": text(value), **extra})
+    return raw.request("session/prompt", prompt_params(session_id, value, **extra))
 
 
 def cancel(session_id: object) -> dict[str, Any]:
@@ -201,11 +211,7 @@ async def test_prompt_with_invalid_blocks(raw: RawAgent, agent: AgentSpec) -> No
     session_id = await raw.new_session(agent.cwd)
     reply = await raw.call("session/prompt", {"sessionId": session_id, "prompt": "hello"})
     assert error_code(reply) == INVALID_PARAMS
-    assert stop_reason(await raw.call(**_prompt_call(session_id, "hello"))) == "end_turn"
-
-
-def _prompt_call(session_id: str, value: str) -> dict[str, Any]:
-    return {"method": "session/prompt", "params": {"sessionId": session_id, "prompt": text(value)}}
+    assert await run_turn(raw, session_id, "hello") == "end_turn"
 
 
 # -- turns and cancellation -------------------------------------------------------------------
@@ -220,19 +226,19 @@ async def test_second_prompt_while_running_is_rejected(
     first = prompt(slow_raw, session_id, "[slow] a long one")
     await slow_raw.send(first)
     await asyncio.wait_for(fake_model.slow_started.wait(), WAIT_SECONDS)
-    second = await slow_raw.call(**_prompt_call(session_id, "me too"))
+    second = await slow_raw.call("session/prompt", prompt_params(session_id, "me too"))
     assert error_code(second) == INVALID_REQUEST
     assert "a prompt turn is already running" in json.dumps(second["error"])
     await slow_raw.send(cancel(session_id))
     assert stop_reason(await slow_raw.response(first["id"])) == "cancelled"
-    assert stop_reason(await slow_raw.call(**_prompt_call(session_id, "now me"))) == "end_turn"
+    assert await run_turn(slow_raw, session_id, "now me") == "end_turn"
 
 
 async def test_cancel_before_a_turn(raw: RawAgent, agent: AgentSpec) -> None:
     """A cancel before any turn is ignored, and does not cancel the next turn."""
     session_id = await raw.new_session(agent.cwd)
     await raw.send(cancel(session_id))
-    assert stop_reason(await raw.call(**_prompt_call(session_id, "hello"))) == "end_turn"
+    assert await run_turn(raw, session_id, "hello") == "end_turn"
     assert not [m for m in raw.take_inbox() if "error" in m]
 
 
@@ -248,15 +254,50 @@ async def test_cancel_during_a_turn(
     await slow_raw.send(cancel(session_id))
     assert stop_reason(await slow_raw.response(turn["id"])) == "cancelled"
     await asyncio.wait_for(fake_model.slow_hung_up.wait(), WAIT_SECONDS)
-    assert stop_reason(await slow_raw.call(**_prompt_call(session_id, "hello"))) == "end_turn"
+    assert await run_turn(slow_raw, session_id, "hello") == "end_turn"
+
+
+@pytest.mark.demo_agent
+async def test_cancel_reaches_only_its_session(
+    slow_raw: RawAgent, agent: AgentSpec, fake_model: FakeModel
+) -> None:
+    """Two sessions mid-turn: cancelling one leaves the other running until it is cancelled."""
+    first, second = [await slow_raw.new_session(agent.cwd) for _ in range(2)]
+    turns = {sid: prompt(slow_raw, sid, "[slow] in parallel") for sid in (first, second)}
+    await slow_raw.send(*turns.values())
+    await asyncio.wait_for(fake_model.wait_for_slow(2), WAIT_SECONDS)
+    await slow_raw.send(cancel(first))
+    assert stop_reason(await slow_raw.response(turns[first]["id"])) == "cancelled"
+    # The other turn is still running: its prompt is not answered yet, and a new one is refused.
+    assert not [m for m in slow_raw.take_inbox() if m.get("id") == turns[second]["id"]]
+    refused = await slow_raw.call("session/prompt", prompt_params(second, "me too"))
+    assert error_code(refused) == INVALID_REQUEST
+    await slow_raw.send(cancel(second))
+    assert stop_reason(await slow_raw.response(turns[second]["id"])) == "cancelled"
+
+
+@pytest.mark.demo_agent
+async def test_load_while_a_turn_runs(
+    slow_raw: RawAgent, agent: AgentSpec, fake_model: FakeModel
+) -> None:
+    """``session/load`` of a session mid-turn stops that turn (cancelled) and reopens it."""
+    session_id = await slow_raw.new_session(agent.cwd)
+    turn = prompt(slow_raw, session_id, "[slow] interrupted by a load")
+    await slow_raw.send(turn)
+    await asyncio.wait_for(fake_model.slow_started.wait(), WAIT_SECONDS)
+    params = {"sessionId": session_id, "cwd": str(agent.cwd), "mcpServers": []}
+    loaded = await slow_raw.call("session/load", params)
+    assert "result" in loaded, loaded
+    assert stop_reason(await slow_raw.response(turn["id"])) == "cancelled"
+    assert await run_turn(slow_raw, session_id, "hello") == "end_turn"
 
 
 async def test_cancel_after_a_turn(raw: RawAgent, agent: AgentSpec) -> None:
     """A cancel after the turn ended changes nothing: no answer, and the next turn runs."""
     session_id = await raw.new_session(agent.cwd)
-    assert stop_reason(await raw.call(**_prompt_call(session_id, "hello"))) == "end_turn"
+    assert await run_turn(raw, session_id, "hello") == "end_turn"
     await raw.send(cancel(session_id))
-    assert stop_reason(await raw.call(**_prompt_call(session_id, "again"))) == "end_turn"
+    assert await run_turn(raw, session_id, "again") == "end_turn"
     assert not [m for m in raw.take_inbox() if "error" in m]
 
 
@@ -282,7 +323,15 @@ async def test_cancel_in_the_same_write_as_its_prompt(
     )
     for turn in turns:
         assert stop_reason(await raw.response(turn["id"])) == "cancelled"
-    assert stop_reason(await raw.call(**_prompt_call(sessions[0], "hello"))) == "end_turn"
+    assert await run_turn(raw, sessions[0], "hello") == "end_turn"
+
+
+async def test_protocol_version_is_negotiated(agent: AgentSpec, schema: Schema) -> None:
+    """A client asking for a newer protocol version is answered with version 1."""
+    async with open_raw(agent, schema) as raw:
+        reply = await raw.call("initialize", {"protocolVersion": 99, "clientCapabilities": {}})
+        assert reply["result"]["protocolVersion"] == 1
+        await raw.assert_serving(agent.cwd)
 
 
 # -- size and scale ---------------------------------------------------------------------------
@@ -296,7 +345,7 @@ async def test_two_megabyte_prompt(raw: RawAgent, agent: AgentSpec) -> None:
     assert len(json.dumps(request)) > 2 * 1024 * 1024
     await raw.send(request)
     assert stop_reason(await raw.response(request["id"])) == "end_turn"
-    assert stop_reason(await raw.call(**_prompt_call(session_id, "small"))) == "end_turn"
+    assert await run_turn(raw, session_id, "small") == "end_turn"
 
 
 async def test_hundred_sessions_at_once(raw: RawAgent, agent: AgentSpec) -> None:
@@ -350,7 +399,8 @@ async def test_meta_keys_named_like_parameters(raw: RawAgent, agent: AgentSpec) 
     if agent.is_demo:
         # Had `_meta.prompt` won, the offline model would have loaded the skill.
         assert "tool_call" not in kinds
-        assert agent.history(session_id)[0] == {"role": "user", "content": "hello"}
+        first = agent.history(session_id)[0]
+        assert (first["role"], first["content"]) == ("user", "hello")
     await raw.send(
         {
             "jsonrpc": "2.0",

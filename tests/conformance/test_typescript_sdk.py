@@ -87,6 +87,7 @@ async def test_skills_scenario(
         "session/new",
         "commands",
         "skill load",
+        "resource",
         "slash command",
         "cancel",
         "_skills/list",
@@ -96,7 +97,7 @@ async def test_skills_scenario(
     assert fake_model.slow_hung_up.is_set(), "cancelling must close the model request"
     log.assert_valid()
     methods = {m.get("method") for m in log.sent_by("agent")}
-    assert "session/update" in methods
+    assert {"session/update", "fs/read_text_file"} <= methods
 
 
 def test_missing_node_fails_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:

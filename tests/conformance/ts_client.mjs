@@ -12,14 +12,15 @@
 // usage: node ts_client.mjs SCENARIO --sdk PREFIX --cwd DIR -- AGENT_COMMAND [ARGS...]
 //   SCENARIO  "core"   initialize, session/new, a prompt, a cancel racing its prompt, session/load
 //             "skills" the demo agent with the conformance suite's scripted model: a skill loaded
-//                      by the model, a /slash command, a cancel in the middle of a model
-//                      request, _skills/list, session/load with the replay
+//                      by the model, one of its files read through fs/read_text_file, a /slash
+//                      command, a cancel in the middle of a model request, _skills/list,
+//                      session/load with the replay
 //   PREFIX    the npm prefix the SDK was installed into (its node_modules holds the package)
 //   DIR       the absolute working directory for sessions
 
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const WAIT_MS = 20000;
@@ -40,7 +41,7 @@ function parseArgs(argv) {
 }
 
 async function loadSdk(prefix) {
-  const require = createRequire(join(prefix, "package.json"));
+  const require = createRequire(join(resolve(prefix), "package.json"));
   return import(pathToFileURL(require.resolve("@agentclientprotocol/sdk")).href);
 }
 
@@ -127,6 +128,7 @@ function childStreams(child) {
 class Updates {
   constructor() {
     this.all = [];
+    this.reads = [];
     this.waiters = [];
   }
   add(params) {
@@ -175,10 +177,10 @@ async function core(acp, agent, updates, cwd) {
   }
 }
 
-async function initialize(acp, agent) {
+async function initialize(acp, agent, readTextFile = false) {
   const init = await agent.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientCapabilities: { fs: { readTextFile, writeTextFile: false }, terminal: false },
     clientInfo: { name: "acp-conformance-ts", version: "1.0.0" },
   });
   check("initialize", init.protocolVersion === 1, "protocol version 1 expected", init);
@@ -204,7 +206,7 @@ function agentText(list) {
 }
 
 async function skills(acp, agent, updates, cwd) {
-  const init = await initialize(acp, agent);
+  const init = await initialize(acp, agent, true);
   const meta = init.agentCapabilities?._meta?.["acp-skills"];
   check("initialize", init.agentCapabilities?.loadSession === true, "loadSession expected", init);
   check("initialize", meta?.methods?.includes("_skills/list"), "acp-skills capability expected", init);
@@ -230,6 +232,16 @@ async function skills(acp, agent, updates, cwd) {
   check("skill load", load.end.content[0].content.text.includes("<skill_content"), "skill text", load.end);
   check("skill load", agentText(updates.for(sessionId, mark)).startsWith("Done: read"), "model reply");
   emit({ type: "step", step: "skill load", detail: { stopReason: loaded.stopReason, toolCallId: load.start.toolCallId } });
+
+  mark = updates.all.length;
+  const resource = "Please load skill code-review file references/checklist.md";
+  const read = await agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: text(resource) });
+  check("resource", read.stopReason === "end_turn", "end_turn expected", read);
+  check("resource", updates.reads.length === 1 && updates.reads[0].endsWith("checklist.md"), "one read", updates.reads);
+  const viaClient = toolCalls(updates.for(sessionId, mark), "Load skill code-review").end;
+  const expected = `client copy of ${updates.reads[0]}`;
+  check("resource", viaClient?.content?.[0]?.content?.text === expected, "read through the client", viaClient);
+  emit({ type: "step", step: "resource", detail: { path: updates.reads[0] } });
 
   mark = updates.all.length;
   const slash = await agent.request(acp.methods.agent.session.prompt, {
@@ -261,7 +273,8 @@ async function skills(acp, agent, updates, cwd) {
   const replay = updates.for(sessionId, mark);
   const users = replay.filter((u) => u.sessionUpdate === "user_message_chunk").map((u) => u.content.text);
   check("session/load", users[0] === "Please load skill code-review", "the first turn is replayed", users);
-  check("session/load", users[1]?.startsWith("/commit-message tidy up the parser"), "the second turn", users);
+  check("session/load", users[1] === resource, "the second turn", users);
+  check("session/load", users[2] === "/commit-message tidy up the parser", "the slash command", users);
   check("session/load", toolCalls(replay, "Load skill code-review").end?.status === "completed", "tool calls", replay);
   await updates.until("session/load", () =>
     updates.for(sessionId, mark).some((u) => u.sessionUpdate === "available_commands_update"),
@@ -284,7 +297,8 @@ async function main() {
     return 2;
   }
   const [command, ...args] = options.command;
-  const child = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"], cwd: options.cwd });
+  // The agent starts in node's own working directory; DIR is only where sessions work.
+  const child = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] });
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
   child.on("error", (error) => emit({ type: "fail", step: "spawn", reason: String(error) }));
   const { input, output, end } = childStreams(child);
@@ -292,6 +306,10 @@ async function main() {
   const app = acp
     .client({ name: "acp-conformance-ts" })
     .onNotification(acp.methods.client.session.update, ({ params }) => updates.add(params))
+    .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+      updates.reads.push(params.path);
+      return { content: `client copy of ${params.path}` };
+    })
     .onRequest(acp.methods.client.session.requestPermission, () => ({ outcome: { outcome: "cancelled" } }));
   const scenario = options.scenario === "skills" ? skills : core;
   let failed = false;

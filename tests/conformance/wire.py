@@ -9,7 +9,7 @@ response type of the request it answers, found by id among the requests the othe
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -57,10 +57,6 @@ class Schema:
         """Read ``schema/v1/schema.json``."""
         return cls(json.loads(path.read_text(encoding="utf-8")))
 
-    def methods(self, kind: str, side: str) -> set[str]:
-        """The methods of one kind (Request, Notification) that ``side`` handles."""
-        return {m for (m, k), (_, s) in self._by_method.items() if k == kind and s == side}
-
     def errors(self, definition: str, instance: object) -> list[str]:
         """Why ``instance`` does not match ``$defs[definition]`` (empty when it does)."""
         validator = self._validators.get(definition)
@@ -70,12 +66,10 @@ class Schema:
         return [_describe(e) for e in validator.iter_errors(instance)]
 
     def envelope_errors(self, message: Mapping[str, Any]) -> list[str]:
-        """Why ``message`` is not a JSON-RPC 2.0 message of the schema (empty when it is).
-
-        The schema's top level is an ``anyOf`` over every message of both sides; checking it
-        costs milliseconds a frame, so its parts are checked instead: the ``jsonrpc`` member
-        and the id (``RequestId``); params, results and errors are checked per method.
-        """
+        """Why ``message`` is not a JSON-RPC 2.0 envelope of the schema (empty when it is)."""
+        # The schema's top level is an anyOf over every message of both sides, milliseconds a
+        # frame; its parts are checked instead: `jsonrpc` and the id here (RequestId), params,
+        # results and errors per method.
         errors = []
         if message.get("jsonrpc") != "2.0":
             errors.append(f"jsonrpc: {message.get('jsonrpc')!r} is not '2.0'")
@@ -95,23 +89,17 @@ def _describe(error: Any) -> str:
 
 @dataclass
 class FrameLog:
-    """Every frame of one connection, in order, with schema checks per direction.
-
-    ``check_client`` turns off checking the client's own frames (the robustness tests send
-    malformed ones on purpose); their ids are still used to match the agent's responses.
-    """
+    """Every frame of one connection, in order, with schema checks per direction."""
 
     schema: Schema
+    # Off: the client's own frames are not checked (the robustness tests send malformed ones
+    # on purpose); their ids still match the agent's responses.
     check_client: bool = True
     frames: list[Frame] = field(default_factory=list)
 
     def add(self, sender: Side, message: object) -> None:
         """Record one frame."""
         self.frames.append(Frame(sender, message))
-
-    def extend(self, frames: Iterable[Frame]) -> None:
-        """Record several frames."""
-        self.frames.extend(frames)
 
     def sent_by(self, sender: Side) -> list[Mapping[str, Any]]:
         """The frames one side sent that are JSON objects."""
@@ -124,15 +112,13 @@ class FrameLog:
         pending: dict[tuple[Side, object], str] = {}
         found: list[str] = []
         for index, frame in enumerate(self.frames):
-            message = frame.message
-            checked = frame.sender == AGENT or self.check_client
-            errors = self._frame_errors(frame.sender, message, pending)
-            if checked:
+            errors = self._frame_errors(frame.sender, frame.message, pending)
+            if frame.sender == AGENT or self.check_client:
                 found.extend(f"#{index} {frame.sender}: {error}" for error in errors)
         return found
 
     def assert_valid(self) -> None:
-        """Fail with every violation listed, and the offending frames."""
+        """Fail listing the violations (the first 20)."""
         problems = self.problems()
         assert not problems, "frames violate the ACP v1 schema:\n" + "\n".join(problems[:20])
 
