@@ -72,7 +72,11 @@ def summary_fields(skill: SkillSummary) -> dict[str, Any]:
 
     Used to build one kind of value from another without listing (and one day missing) a field.
     """
-    return {item.name: getattr(skill, item.name) for item in fields(SkillSummary)}
+    return {name: getattr(skill, name) for name in _SUMMARY_FIELDS}
+
+
+# Computed once: `dataclasses.fields` is slow enough to show when a thousand skills are resolved.
+_SUMMARY_FIELDS = tuple(item.name for item in fields(SkillSummary))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
