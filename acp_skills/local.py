@@ -35,7 +35,13 @@ import structlog
 
 from .frontmatter import ParsedSkill, SkillFileProblem, decode_skill_bytes, parse_skill_file
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
-from .model import DirectoryResource, SkillCandidate, SkillDefinition, SkillLookupOptions
+from .model import (
+    DirectoryResource,
+    SkillCandidate,
+    SkillDefinition,
+    SkillLookupOptions,
+    require_positive_int,
+)
 
 __all__ = ["LocalSkillProvider", "SkillRoot"]
 
@@ -116,13 +122,7 @@ class LocalSkillProvider:
         max_file_bytes: int = 1_048_576,
         fs: SkillFileSystem | None = None,
     ) -> None:
-        # bool is an int subclass, but `max_file_bytes=True` is surely a mistake.
-        if (
-            isinstance(max_file_bytes, bool)
-            or not isinstance(max_file_bytes, int)
-            or max_file_bytes <= 0
-        ):
-            raise ValueError(f"max_file_bytes must be a positive integer, got {max_file_bytes!r}")
+        require_positive_int("max_file_bytes", max_file_bytes)
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         if isinstance(custom_skill_dirs, str | bytes | os.PathLike):

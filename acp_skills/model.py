@@ -25,6 +25,13 @@ def is_skill_name(value: object) -> bool:
     return isinstance(value, str) and _SKILL_NAME.fullmatch(value) is not None
 
 
+def require_positive_int(name: str, value: object) -> int:
+    """Return ``value`` if it is an integer >= 1 (a bool is not), else raise ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DirectoryResource:
     """Resources of the skill live in a local directory (an absolute path)."""

@@ -38,6 +38,7 @@ from .model import (
     SkillSummary,
     UrlResource,
     is_skill_name,
+    require_positive_int,
     summary_fields,
 )
 from .provider import SkillProvider
@@ -135,15 +136,7 @@ class SkillRegistry:
         collect_cache_max_entries: int = 128,
         provider_timeout: float | None = 30.0,
     ) -> None:
-        if (
-            isinstance(collect_cache_max_entries, bool)
-            or not isinstance(collect_cache_max_entries, int)
-            or collect_cache_max_entries < 1
-        ):
-            raise ValueError(
-                "collect_cache_max_entries must be an integer >= 1, "
-                f"got {collect_cache_max_entries!r}"
-            )
+        require_positive_int("collect_cache_max_entries", collect_cache_max_entries)
         if provider_timeout is not None and not provider_timeout > 0:
             raise ValueError(f"provider_timeout must be > 0 or None, got {provider_timeout!r}")
         self._cache_bound = collect_cache_max_entries

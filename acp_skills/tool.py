@@ -38,6 +38,7 @@ from .model import (
     SkillSummary,
     UrlResource,
     is_skill_name,
+    require_positive_int,
 )
 from .registry import SkillRegistry
 
@@ -396,14 +397,7 @@ class SkillTool:
     def __init__(
         self, registry: SkillRegistry, *, max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES
     ) -> None:
-        if (
-            isinstance(max_resource_bytes, bool)
-            or not isinstance(max_resource_bytes, int)
-            or max_resource_bytes < 1
-        ):
-            raise ValueError(
-                f"max_resource_bytes must be a positive integer, got {max_resource_bytes!r}"
-            )
+        require_positive_int("max_resource_bytes", max_resource_bytes)
         self._registry = registry
         self._max_resource_bytes = max_resource_bytes
         self.name = SKILL_TOOL_NAME
