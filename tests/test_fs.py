@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import tempfile
+import textwrap
 from pathlib import Path
 
 import anyio
@@ -12,9 +15,44 @@ import pytest
 from acp_skills.fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
 
 needs_posix = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX symlinks and FIFOs")
-needs_non_root = pytest.mark.skipif(
-    sys.platform == "win32" or os.geteuid() == 0, reason="root ignores file permissions"
-)
+# Permission checks mean nothing to root, so as root (as in CI) the permission tests run in a
+# child process that gives up root once it has imported everything and set up its files.
+_DROP_ROOT = """
+if os.geteuid() == 0:
+    os.setuid(65534)  # nobody
+"""
+
+
+def run_unprivileged(setup: str, check: str, directory: Path) -> str:
+    """Run ``setup`` (as the current user), then ``check`` without root; return the output.
+
+    Both are Python with ``os``, ``sys``, ``anyio`` and ``LocalFileSystem`` imported and the
+    test's directory in ``sys.argv[1]``.
+    """
+    for path in (directory, *directory.parents):
+        if path == Path(tempfile.gettempdir()):
+            break
+        path.chmod(path.stat().st_mode | 0o755)  # let the unprivileged child reach it
+    script = "\n".join(
+        [
+            "import os, sys, anyio",
+            # Everything the check needs is imported while the interpreter can still read its
+            # own installation (it may live under root's home).
+            "import anyio._backends._asyncio",
+            "from acp_skills import LocalFileSystem",
+            textwrap.dedent(setup),
+            _DROP_ROOT,
+            textwrap.dedent(check),
+        ]
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return result.stdout.strip()
 
 
 def test_local_file_system_satisfies_the_protocol() -> None:
@@ -68,20 +106,21 @@ async def test_list_dir_of_a_symlink_loop_raises_oserror(tmp_path: Path) -> None
         await LocalFileSystem().list_dir(str(tmp_path / "loop"))
 
 
-@pytest.mark.anyio
-@needs_non_root
-async def test_list_dir_of_an_unreadable_directory_raises_permission_error(
-    tmp_path: Path,
-) -> None:
+@needs_posix
+def test_list_dir_of_an_unreadable_directory_raises_permission_error(tmp_path: Path) -> None:
     """Permission denied is an OSError, so the provider can warn about it."""
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0)
-    try:
-        with pytest.raises(PermissionError):
-            await LocalFileSystem().list_dir(str(locked))
-    finally:
-        locked.chmod(0o700)
+    setup = """
+        locked = os.path.join(sys.argv[1], "locked")
+        os.mkdir(locked)
+        os.chmod(locked, 0)
+    """
+    check = """
+        try:
+            anyio.run(LocalFileSystem().list_dir, locked)
+        except PermissionError:
+            print("PermissionError")
+    """
+    assert run_unprivileged(setup, check, tmp_path) == "PermissionError"
 
 
 @pytest.mark.anyio
@@ -132,15 +171,21 @@ async def test_read_files_refuses_a_fifo_without_blocking(tmp_path: Path) -> Non
     assert list(results) == [FileReadError(reason="not a regular file")]
 
 
-@pytest.mark.anyio
-@needs_non_root
-async def test_read_files_reports_permission_denied(tmp_path: Path) -> None:
+@needs_posix
+def test_read_files_reports_permission_denied(tmp_path: Path) -> None:
     """An unreadable file is an error with a reason."""
-    secret = tmp_path / "secret.md"
-    secret.write_text("x")
-    secret.chmod(0)
-    results = await LocalFileSystem().read_files([str(secret)], 10)
-    assert list(results) == [FileReadError(reason="permission denied")]
+    setup = """
+        secret = os.path.join(sys.argv[1], "secret.md")
+        with open(secret, "w") as handle:
+            handle.write("x")
+        os.chmod(secret, 0)
+    """
+    check = """
+        print(anyio.run(LocalFileSystem().read_files, [secret], 10))
+    """
+    assert run_unprivileged(setup, check, tmp_path) == (
+        "[FileReadError(reason='permission denied', not_found=False)]"
+    )
 
 
 @pytest.mark.anyio
