@@ -15,6 +15,8 @@ from typing import Any
 import anyio
 import pytest
 from acp import RequestError
+from acp.helpers import embedded_text_resource, resource_block, resource_link_block, text_block
+from acp.schema import HttpMcpServer, McpServerStdio
 
 from acp_skills import SkillSummary
 from acp_skills.catalog import render_catalog
@@ -658,3 +660,32 @@ async def test_offline_model_complete(
         assert reply.finish == "tool_calls"
         assert reply.text == ""
         assert streamed == []
+
+
+async def test_mcp_servers_are_accepted_and_attached_context_reaches_the_model(
+    sandbox: Sandbox,
+) -> None:
+    """HTTP and stdio MCP entries are accepted (and ignored); embedded files and links in a
+    prompt become part of the user's message."""
+    servers: list[Any] = [
+        HttpMcpServer(type="http", name="web", url="http://127.0.0.1:9/mcp", headers=[]),
+        McpServerStdio(name="local", command="/bin/true", args=[], env=[]),
+    ]
+    prompt: list[Any] = [
+        text_block("Summarise the attached notes."),
+        resource_block(embedded_text_resource("file:///notes.md", "Ship on Friday.")),
+        resource_link_block("plan", "file:///plan.md"),
+    ]
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=servers)
+            sid = created.session_id
+            response = await agent.conn.prompt(session_id=sid, prompt=prompt)
+            assert response.stop_reason == "end_turn"
+    (user,) = [m for m in sandbox.history(sid) if m["role"] == "user"]
+    assert user["content"] == (
+        "Summarise the attached notes.\n\n"
+        '<context uri="file:///notes.md">\nShip on Friday.\n</context>\n\n'
+        "(attached: file:///plan.md)"
+    )
+    assert user["_display"] == "Summarise the attached notes."
