@@ -111,7 +111,7 @@ _CLOSING_LINE: Final = re.compile(r"^---\r?$", re.MULTILINE)
 _FRONTMATTER_FIRST_LINE: Final = 2
 
 
-def parse_skill_file(text: str) -> ParsedSkill | SkillFileProblem:
+def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | SkillFileProblem:
     """Parse the text of a ``SKILL.md`` (or flat ``<name>.md``) file.
 
     The first line must be exactly ``---``; the frontmatter runs to the next line that is
@@ -127,6 +127,8 @@ def parse_skill_file(text: str) -> ParsedSkill | SkillFileProblem:
 
     Args:
         text: The decoded file contents.
+        with_body: ``False`` leaves ``body`` empty, for discovery, which needs only the
+            frontmatter and should not keep a copy of every body.
 
     Returns:
         The parsed skill, or a problem whose ``reason`` says what is wrong.
@@ -147,7 +149,7 @@ def parse_skill_file(text: str) -> ParsedSkill | SkillFileProblem:
     fields = _load_frontmatter(text[start : closing.start()])
     if isinstance(fields, SkillFileProblem):
         return fields
-    return _read_fields(fields, body=text[closing.end() :].strip())
+    return _read_fields(fields, body=text[closing.end() :].strip() if with_body else "")
 
 
 # --- YAML: composing with YAML 1.2 core-schema resolvers ------------------------------------

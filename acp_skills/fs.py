@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Final, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 import anyio.to_thread
+
+T = TypeVar("T")
 
 __all__ = [
     "DirEntry",
@@ -103,6 +105,21 @@ class SkillFileSystem(Protocol):
         """
         ...
 
+    async def digest_files(
+        self, paths: Sequence[str], max_bytes: int, digest: Callable[[bytes], T]
+    ) -> Sequence[T | FileReadError]:
+        """Read files like `read_files`, handing each one's bytes to ``digest`` as it arrives.
+
+        Only the digests are kept, so a discovery of thousands of files never holds all their
+        bytes at once. ``digest`` is pure and thread-safe; a local implementation runs it in
+        the same worker thread as the reads (off the event loop). An implementation without
+        threads may simply apply it to what `read_files` returns.
+
+        Returns:
+            One result per path, in the same order: the digest, or why the file is missing.
+        """
+        ...
+
 
 class LocalFileSystem:
     """The local disk. Every operation runs in a worker thread, off the event loop."""
@@ -127,6 +144,15 @@ class LocalFileSystem:
             return ()
         batch = tuple(paths)
         return await anyio.to_thread.run_sync(_read_batch, batch, max_bytes)
+
+    async def digest_files(
+        self, paths: Sequence[str], max_bytes: int, digest: Callable[[bytes], T]
+    ) -> Sequence[T | FileReadError]:
+        """Read and digest every file in one worker-thread hop; see `SkillFileSystem`."""
+        if not paths:
+            return ()
+        batch = tuple(paths)
+        return await anyio.to_thread.run_sync(_digest_batch, batch, max_bytes, digest)
 
 
 def _list_dir(path: str) -> list[DirEntry] | None:
@@ -167,6 +193,18 @@ _OPEN_FLAGS: Final = (
 
 def _read_batch(paths: tuple[str, ...], max_bytes: int) -> list[bytes | FileReadError]:
     return [_read_one(path, max_bytes) for path in paths]
+
+
+def _digest_batch(
+    paths: tuple[str, ...], max_bytes: int, digest: Callable[[bytes], T]
+) -> list[T | FileReadError]:
+    results: list[T | FileReadError] = []
+    for path in paths:
+        data = _read_one(path, max_bytes)
+        # Each file's bytes are dropped as soon as they are digested: holding a thousand of
+        # them at once costs fresh memory (page faults) that rivals the reads themselves.
+        results.append(data if isinstance(data, FileReadError) else digest(data))
+    return results
 
 
 def _read_one(path: str, max_bytes: int) -> bytes | FileReadError:

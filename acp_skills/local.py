@@ -17,7 +17,7 @@ provider's list, the bundle wins a clash inside one root.
 
 A discovery costs a constant number of filesystem round trips however many skills there are:
 one ``exists`` per directory searched for ``.git``, one ``list_dir`` per root (all roots
-concurrently), and one ``read_files`` batch for every skill file found.
+concurrently), and one ``digest_files`` batch (read and parse) for every skill file found.
 
 A bad file never fails a request: it is logged as ``skill_file_skipped`` (with ``path`` and
 ``reason``) and left out.
@@ -220,7 +220,11 @@ class LocalSkillProvider:
             for root, entries in zip(roots, listings, strict=True)
             for skill_file in self._skill_files(root, entries)
         ]
-        contents = await self._fs.read_files([f.path for f in files], self._max_file_bytes)
+        # Parsed as they are read (in the worker thread, for the local disk): only the
+        # frontmatter is kept, never a thousand bodies at once.
+        contents = await self._fs.digest_files(
+            [f.path for f in files], self._max_file_bytes, _parse_for_listing
+        )
         if len(contents) != len(files):
             raise RuntimeError(
                 f"the filesystem returned {len(contents)} results for {len(files)} files"
@@ -341,7 +345,7 @@ class LocalSkillProvider:
                 self._skip(entry_path, "broken symbolic link")
 
     def _parse_discovered(
-        self, skill_file: _SkillFile, content: bytes | FileReadError
+        self, skill_file: _SkillFile, content: ParsedSkill | SkillFileProblem | FileReadError
     ) -> ParsedSkill | None:
         if isinstance(content, FileReadError) and content.not_found:
             # A directory without SKILL.md is not a mistake: a root may hold shared helper
@@ -350,7 +354,11 @@ class LocalSkillProvider:
                 "skill_file_absent", provider=self._name, path=skill_file.path, reason="not found"
             )
             return None
-        parsed = _parse_content(content)
+        parsed = (
+            SkillFileProblem(reason=content.reason)
+            if isinstance(content, FileReadError)
+            else content
+        )
         if not isinstance(parsed, ParsedSkill):
             self._skip(skill_file.path, parsed.reason)
             return None
@@ -384,6 +392,13 @@ class LocalSkillProvider:
 
     def _skip(self, path: str, reason: str) -> None:
         _log.warning("skill_file_skipped", provider=self._name, path=path, reason=reason)
+
+
+def _parse_for_listing(data: bytes) -> ParsedSkill | SkillFileProblem:
+    text = decode_skill_bytes(data)
+    if isinstance(text, SkillFileProblem):
+        return text
+    return parse_skill_file(text, with_body=False)
 
 
 def _parse_content(content: bytes | FileReadError) -> ParsedSkill | SkillFileProblem:

@@ -6,10 +6,10 @@ import os
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -737,6 +737,9 @@ async def test_get_refuses_a_candidate_from_another_provider(layout: Layout) -> 
 # --- the filesystem seam --------------------------------------------------------------------
 
 
+T = TypeVar("T")
+
+
 class CountingFileSystem:
     """The local disk, counting how often each operation is used (a real seam, not a mock)."""
 
@@ -760,9 +763,16 @@ class CountingFileSystem:
         self.read_batches.append(len(paths))
         return await self.disk.read_files(paths, max_bytes)
 
+    async def digest_files(
+        self, paths: Sequence[str], max_bytes: int, digest: Callable[[bytes], T]
+    ) -> Sequence[T | FileReadError]:
+        self.calls["digest_files"] += 1
+        self.read_batches.append(len(paths))
+        return await self.disk.digest_files(paths, max_bytes, digest)
+
 
 async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Layout) -> None:
-    """Listing 60 skills takes one listing per root and a single read batch."""
+    """Listing 60 skills takes one listing per root and a single read-and-parse batch."""
     for index in range(20):
         write_skill(layout.project_dsh / f"p{index}" / "SKILL.md", f"p{index}")
         write_skill(layout.user_dsh / f"u{index}.md", f"u{index}")
@@ -773,7 +783,7 @@ async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Lay
     candidates = await provider.list(at(layout.project))
 
     assert len(candidates) == 60
-    assert fs.calls == Counter(exists=1, list_dir=4, read_files=1)
+    assert fs.calls == Counter(exists=1, list_dir=4, digest_files=1)
     assert fs.read_batches == [60]
 
 
