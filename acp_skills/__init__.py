@@ -1,6 +1,8 @@
 """acp-skills: skills with progressive disclosure for Agent Client Protocol agents.
 
-The public API is re-exported here; everything else is private to its module.
+The public API is re-exported here. `acp_skills.acp` is public too (the ACP glue and its pure
+builders, for agents that want the pieces without the `AcpSkills` facade); every other module is
+an implementation detail.
 """
 
 from __future__ import annotations

@@ -56,6 +56,7 @@ from .tool import SkillTool, ToolResult
 __all__ = [
     "EXTENSION_METHODS",
     "EXTENSION_NAME",
+    "AcpClient",
     "AcpSkills",
     "InvokedSkill",
     "SkillTurn",
@@ -77,10 +78,6 @@ EXTENSION_METHODS = ("_skills/list", "_skills/prefix", "_skills/reload")
 # `/name` at the start or after whitespace, followed by whitespace or the end: so `/a/b`, `5/8`
 # and `foo/bar` are not invocations. The name grammar is checked separately.
 _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
-
-# How many of the most recently active sessions get their commands refreshed as soon as the
-# skills change (the others at their next turn).
-_REFRESHED_SESSIONS = 32
 
 # A description longer than this is cut for the editor's command menu.
 _COMMAND_DESCRIPTION_MAX = 200
@@ -334,6 +331,10 @@ class AcpSkills:
             )
         return live
 
+    def has_session(self, session_id: str) -> bool:
+        """Whether ``session_id`` is a live session instance of this connection."""
+        return session_id in self._sessions
+
     def close_session(self, session_id: str) -> None:
         """Forget a session instance (its record stays in the store)."""
         self._sessions.pop(session_id, None)
@@ -444,10 +445,9 @@ class AcpSkills:
     async def _refresh_commands(self) -> None:
         await asyncio.sleep(0)
         self._refresh_pending = False
-        # Only the most recently active sessions are refreshed right away; any other session
-        # gets its commands refreshed at its next prompt turn (begin_turn sends changes), so an
-        # agent that has opened thousands of sessions does not rescan for each of them.
-        for session_id in tuple(self._sessions)[-_REFRESHED_SESSIONS:]:
+        # Catalogs are cached per cwd, so this costs one discovery per distinct working
+        # directory, however many sessions share it.
+        for session_id in tuple(self._sessions):
             await self.send_commands(session_id)
 
     async def _send(self, session_id: str, update: Any) -> None:

@@ -114,7 +114,6 @@ class LocalSkillProvider:
 
     def __init__(
         self,
-        *,
         dsh_home: str | os.PathLike[str] | None = None,
         agents_home: str | os.PathLike[str] | None = None,
         custom_skill_dirs: Iterable[str | os.PathLike[str]] = (),

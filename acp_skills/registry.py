@@ -132,7 +132,6 @@ class SkillRegistry:
 
     def __init__(
         self,
-        *,
         collect_cache_max_entries: int = 128,
         provider_timeout: float | None = 30.0,
     ) -> None:

@@ -140,7 +140,9 @@ class DemoAgent:
     ) -> LoadSessionResponse:
         _require_absolute(cwd)
         _ignore_mcp_servers(mcp_servers)
-        if not await self._skills.store.exists(session_id):
+        # Live but not yet prompted, a session has no record yet: it still loads.
+        known = self._skills.has_session(session_id)
+        if not known and not await self._skills.store.exists(session_id):
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "reason": "unknown session"}
             )
@@ -307,7 +309,9 @@ def _require_absolute(cwd: object) -> None:
 def _ignore_mcp_servers(servers: Sequence[Any] | None) -> None:
     if servers:
         names = [getattr(server, "name", "?") for server in servers]
-        _log.info("mcp_servers_ignored", servers=names, reason="the demo agent has no MCP client")
+        _log.warning(
+            "mcp_servers_ignored", servers=names, reason="the demo agent has no MCP client"
+        )
 
 
 def _user_content(prompt: Sequence[Any], turn: SkillTurn) -> str:

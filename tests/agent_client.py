@@ -349,6 +349,7 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
         client: RecordingClient | None = None,
         initialize: bool = True,
+        stderr: int | IO[Any] | None = None,
     ) -> AbstractAsyncContextManager[Agent]:
         """`spawn_agent` with this sandbox's arguments and environment (an async context)."""
         return spawn_agent(
@@ -356,6 +357,7 @@ class Sandbox:
             env=self.env(env),
             client=client,
             initialize=initialize,
+            stderr=stderr,
         )
 
     def write_skill(

@@ -452,7 +452,6 @@ def test_available_commands_truncates_long_descriptions_to_200_characters() -> N
         ("/deploy.", []),
         ("/Deploy", []),
         ("/unknown", []),
-        ("/internal", []),
         ("/", []),
         ("no slash at all", []),
     ],
@@ -472,7 +471,6 @@ def test_available_commands_truncates_long_descriptions_to_200_characters() -> N
         "trailing-punctuation",
         "uppercase",
         "unknown-name",
-        "not-user-invocable",
         "bare-slash",
         "no-slash",
     ],
@@ -717,6 +715,25 @@ async def test_a_changed_skill_set_sends_a_new_commands_update(
         [COMMANDS[0], COMMANDS[1], hotfix, COMMANDS[2]],
         COMMANDS,
     ]
+
+
+@pytest.mark.anyio
+async def test_a_changed_skill_set_reaches_every_live_session(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """However many sessions are open, each one is told when its commands change."""
+    async with connected(registry) as peer:
+        sessions = [await peer.new_session(project) for _ in range(40)]
+
+        def every_session_has(count: int) -> bool:
+            return all(len(peer.wire.commands(sid)) == count for sid in sessions)
+
+        await peer.wire.wait_for(lambda: every_session_has(1))
+        registry.register(
+            SkillDefinition(name="hotfix", description="Ship a hotfix.", content="Do it.")
+        )
+        await peer.wire.wait_for(lambda: every_session_has(2))
+    assert all(len(peer.wire.commands(session_id)[1]) == 4 for session_id in sessions)
 
 
 @pytest.mark.anyio

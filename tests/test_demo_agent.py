@@ -676,12 +676,15 @@ async def test_mcp_servers_are_accepted_and_attached_context_reaches_the_model(
         resource_block(embedded_text_resource("file:///notes.md", "Ship on Friday.")),
         resource_link_block("plan", "file:///plan.md"),
     ]
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
+    log = sandbox.root / "agent-stderr.log"
+    with anyio.fail_after(TEST_SECONDS), log.open("w") as stderr:
+        async with sandbox.spawn(stderr=stderr) as agent:
             created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=servers)
             sid = created.session_id
             response = await agent.conn.prompt(session_id=sid, prompt=prompt)
             assert response.stop_reason == "end_turn"
+    (warning,) = [line for line in log.read_text().splitlines() if "mcp_servers_ignored" in line]
+    assert "servers=['web', 'local']" in warning
     (user,) = [m for m in sandbox.history(sid) if m["role"] == "user"]
     assert user["content"] == (
         "Summarise the attached notes.\n\n"
@@ -689,3 +692,12 @@ async def test_mcp_servers_are_accepted_and_attached_context_reaches_the_model(
         "(attached: file:///plan.md)"
     )
     assert user["_display"] == "Summarise the attached notes."
+
+
+async def test_a_live_session_loads_before_its_first_prompt(sandbox: Sandbox) -> None:
+    """session/load of a session that exists but has no record yet is a reload, not unknown."""
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            sid = await open_session(agent, sandbox)
+            await agent.conn.load_session(cwd=str(sandbox.project), session_id=sid, mcp_servers=[])
+            assert await ask(agent, sid, "hello") == "end_turn"

@@ -60,6 +60,7 @@ PUBLIC = [
 ACP_PUBLIC = [
     "EXTENSION_METHODS",
     "EXTENSION_NAME",
+    "AcpClient",
     "AcpSkills",
     "InvokedSkill",
     "SkillTurn",
