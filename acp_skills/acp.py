@@ -23,7 +23,6 @@ import asyncio
 import os
 import re
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -244,8 +243,7 @@ class AcpSkills:
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
         self._client: AcpClient | None = None
         self._client_reads_files = False
-        # Oldest activity first: begin_turn moves a session to the end.
-        self._sessions: OrderedDict[str, _LiveSession] = OrderedDict()
+        self._sessions: dict[str, _LiveSession] = {}
         self._tasks = _Tasks()
         self._refresh_pending = False
         self._unsubscribe = registry.on_change(self._registry_changed)
@@ -295,7 +293,6 @@ class AcpSkills:
         record = await self.store.open(session_id)
         context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=frozenset(tool_names))
         session = await PrefixedSession.open(self.prefix, context, record)
-        self._sessions.pop(session_id, None)  # a reloaded session becomes the most recent
         self._sessions[session_id] = _LiveSession(session=session)
         if announce:
             self.announce_commands(session_id)
@@ -348,7 +345,6 @@ class AcpSkills:
             acp.RequestError: for an unknown session id.
         """
         live = self._live(session_id)
-        self._sessions.move_to_end(session_id)
         session = live.session
         options = SkillLookupOptions(cwd=session.context.cwd)
         # Started together, the snapshot and the prefix's catalog share one discovery, so a
