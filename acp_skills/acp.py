@@ -398,12 +398,6 @@ class AcpSkills:
 
     # -- slash commands ------------------------------------------------------------------------
 
-    async def commands(self, session_id: str) -> list[AvailableCommand]:
-        """The slash commands for a session's current skills."""
-        session = self.session(session_id)
-        snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=session.context.cwd))
-        return available_commands(snapshot.skills)
-
     async def send_commands(self, session_id: str, *, force: bool = False) -> None:
         """Send ``available_commands_update`` if the set changed since the last one (or always,
         with ``force``). Does nothing for a session that is not live."""

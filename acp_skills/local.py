@@ -83,7 +83,6 @@ class _SkillFile:
     root: SkillRoot
     path: str
     resource_dir: str
-    is_bundle: bool
 
 
 class LocalSkillProvider:
@@ -254,7 +253,7 @@ class LocalSkillProvider:
                 f"(its locator is {type(path).__name__}, not a path)"
             )
         (content,) = await self._fs.read_files([path], self._max_file_bytes)
-        parsed = _parse_content(content)
+        parsed = _parse_read(content)
         if not isinstance(parsed, ParsedSkill):
             _log.warning(
                 "skill_load_failed",
@@ -333,13 +332,10 @@ class LocalSkillProvider:
                     root=root,
                     path=os.path.join(entry_path, _BUNDLE_FILE),
                     resource_dir=entry_path,
-                    is_bundle=True,
                 )
             elif entry.kind == "file":
                 if entry.name.endswith(_FLAT_SUFFIX):
-                    yield _SkillFile(
-                        root=root, path=entry_path, resource_dir=root.path, is_bundle=False
-                    )
+                    yield _SkillFile(root=root, path=entry_path, resource_dir=root.path)
             elif entry.kind == "broken_link":
                 self._skip(entry_path, "broken symbolic link")
 
@@ -353,11 +349,7 @@ class LocalSkillProvider:
                 "skill_file_absent", provider=self._name, path=skill_file.path, reason="not found"
             )
             return None
-        parsed = (
-            SkillFileProblem(reason=content.reason)
-            if isinstance(content, FileReadError)
-            else content
-        )
+        parsed = _parse_read(content) if isinstance(content, FileReadError) else content
         if not isinstance(parsed, ParsedSkill):
             self._skip(skill_file.path, parsed.reason)
             return None
@@ -393,20 +385,20 @@ class LocalSkillProvider:
         _log.warning("skill_file_skipped", provider=self._name, path=path, reason=reason)
 
 
-def _parse_for_listing(data: bytes) -> ParsedSkill | SkillFileProblem:
-    text = decode_skill_bytes(data)
-    if isinstance(text, SkillFileProblem):
-        return text
-    return parse_skill_file(text, with_body=False)
-
-
-def _parse_content(content: bytes | FileReadError) -> ParsedSkill | SkillFileProblem:
+def _parse_read(
+    content: bytes | FileReadError, *, with_body: bool = True
+) -> ParsedSkill | SkillFileProblem:
     if isinstance(content, FileReadError):
         return SkillFileProblem(reason=content.reason)
     text = decode_skill_bytes(content)
     if isinstance(text, SkillFileProblem):
         return text
-    return parse_skill_file(text)
+    return parse_skill_file(text, with_body=with_body)
+
+
+def _parse_for_listing(data: bytes) -> ParsedSkill | SkillFileProblem:
+    # Discovery needs only the frontmatter: no body is kept.
+    return _parse_read(data, with_body=False)
 
 
 def _home_dir(

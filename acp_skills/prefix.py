@@ -19,6 +19,7 @@ which composes afresh. The prefix is recorded only inside request headers, never
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -267,13 +268,7 @@ class PrefixedSession:
             reason: HeaderReason = "change"
             if previous is None:
                 reason = "resume" if self._resumed else "initial"
-            header = HeaderEntry(
-                reason=reason,
-                config=requested.config,
-                system=requested.system,
-                tools=requested.tools,
-                message_prefix=message_prefix,
-            )
+            header = replace(requested, reason=reason, message_prefix=message_prefix)
             if previous is not None and previous.same_request_as(header):
                 return None
             await self._record.append(header)
