@@ -1,16 +1,17 @@
 """acp-skills: skills with progressive disclosure for Agent Client Protocol agents.
 
-The public API is re-exported here. `acp_skills.acp` is public too (the ACP glue and its pure
-builders, for agents that want the pieces without the `AcpSkills` facade); every other module is
-an implementation detail.
+The public API is re-exported here. `acp_skills.acp` is public too (the ACP glue: `AcpSkills`,
+`PromptTurn` and the pure builders); `AcpSkills` is also reachable from here, imported on first
+use, so that ``import acp_skills`` alone loads neither the ACP SDK nor pydantic. Every other
+module is an implementation detail.
 """
 
 from __future__ import annotations
 
-from .acp import AcpSkills
+from typing import TYPE_CHECKING, Any
+
 from .catalog import SkillCatalogContributor, normalize_description, render_catalog
 from .errors import SkillContractError
-from .frontmatter import ParsedSkill, SkillFileProblem, decode_skill_bytes, parse_skill_file
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
 from .local import LocalSkillProvider
 from .model import (
@@ -29,7 +30,7 @@ from .model import (
     UrlResource,
     is_skill_name,
 )
-from .prefix import PrefixedSession, SessionPrefix
+from .prefix import SessionPrefix
 from .provider import ProviderHandle, SkillProvider
 from .record import (
     HeaderEntry,
@@ -42,15 +43,17 @@ from .record import (
     SessionStore,
 )
 from .registry import SkillRegistry
+from .session import PrefixedSession
 from .tool import SkillTool, ToolResult, render_skill_content
-from .transport import GuardedTransport, open_stdio
+
+if TYPE_CHECKING:
+    from .acp import AcpSkills
 
 __all__ = [
     "AcpSkills",
     "DirEntry",
     "DirectoryResource",
     "FileReadError",
-    "GuardedTransport",
     "HeaderEntry",
     "HeaderReason",
     "HistoryEntry",
@@ -59,7 +62,6 @@ __all__ = [
     "LocalFileSystem",
     "LocalSkillProvider",
     "OpaqueResource",
-    "ParsedSkill",
     "PrefixContext",
     "PrefixContributor",
     "PrefixMessage",
@@ -75,7 +77,6 @@ __all__ = [
     "SkillCatalogContributor",
     "SkillContractError",
     "SkillDefinition",
-    "SkillFileProblem",
     "SkillFileSystem",
     "SkillLookupOptions",
     "SkillProvider",
@@ -85,11 +86,17 @@ __all__ = [
     "SkillTool",
     "ToolResult",
     "UrlResource",
-    "decode_skill_bytes",
     "is_skill_name",
     "normalize_description",
-    "open_stdio",
-    "parse_skill_file",
     "render_catalog",
     "render_skill_content",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: the ACP glue is imported only when an agent reaches for it.
+    if name == "AcpSkills":
+        from .acp import AcpSkills
+
+        return AcpSkills
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

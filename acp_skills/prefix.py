@@ -1,7 +1,4 @@
-"""The session prefix: messages composed once per session instance, ahead of the history.
-
-    SessionPrefix     the registry of contributors; ``compose`` runs them as a waterfall
-    PrefixedSession   one session instance: its frozen prefix, request headers and history
+"""`SessionPrefix`: the contributors whose messages go ahead of every session's history.
 
 Waterfall order, written here because contributors depend on it: contributors run in
 registration order, each one wrapping the rest. The first registered is outermost; its
@@ -10,24 +7,17 @@ that returns ``[mine, *await next()]`` therefore puts the contributions on the w
 registration order (a contributor that appends after ``next()`` lands after the later ones, and
 one that never calls ``next()`` drops them).
 
-Every model request of a session instance is ``system + tools + message_prefix + history``. The
-prefix is composed once, on the instance's first prompt turn, and then reused verbatim: skills
-added or removed later do not change a running session. ``session/load`` opens a new instance,
-which composes afresh. The prefix is recorded only inside request headers, never in the history.
+Composing once per session instance and freezing the result is `PrefixedSession`'s job
+(``session.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from typing import Any
-
-import anyio
+from collections.abc import Callable, Sequence
 
 from .model import PrefixContext, PrefixContributor, PrefixMessage, PrefixNext
-from .record import HeaderEntry, HeaderReason, HistoryEntry, RecordEntry, SessionRecord
 
-__all__ = ["PrefixContributor", "PrefixNext", "PrefixedSession", "SessionPrefix"]
+__all__ = ["PrefixContributor", "PrefixNext", "SessionPrefix"]
 
 
 class _Registration:
@@ -130,188 +120,3 @@ def _checked_messages(result: object, contributor: object) -> tuple[PrefixMessag
 def _describe(contributor: object) -> str:
     name = getattr(contributor, "__qualname__", None) or type(contributor).__qualname__
     return repr(name)
-
-
-class PrefixedSession:
-    """One session instance (``session/new``, or ``session/load``, which is a new instance).
-
-    It owns the instance's frozen prefix, records a request header before model requests,
-    and keeps the conversation history, all backed by the session's `SessionRecord`. Open it
-    with `PrefixedSession.open`, which reads what the record already holds.
-
-    A model request is built as ``system + tools + message_prefix + history``; the prefix never
-    enters the history. Per turn, an agent typically does::
-
-        await session.append_history({"role": "user", "content": text})
-        await session.record_request(config=config, system=system, tools=tools)
-        response = await model(system, tools, session.request_messages())
-        await session.append_history(response_message)
-
-    Args:
-        prefix: the contributor registry to compose from.
-        context: what the contributors learn about this session.
-        record: the session's durable record.
-        entries: what ``record`` already holds, oldest first (`open` reads them for you).
-    """
-
-    def __init__(
-        self,
-        prefix: SessionPrefix,
-        context: PrefixContext,
-        record: SessionRecord,
-        *,
-        entries: Sequence[RecordEntry],
-    ) -> None:
-        self._registry = prefix
-        self._context = context
-        self._record = record
-        self._frozen: tuple[PrefixMessage, ...] | None = None
-        self._compose_lock = anyio.Lock()
-        # One lock for every append keeps the in-memory history and header state in the same
-        # order as the record.
-        self._write_lock = anyio.Lock()
-        self._history = [entry for entry in entries if isinstance(entry, HistoryEntry)]
-        headers = [entry for entry in entries if isinstance(entry, HeaderEntry)]
-        self._last_header: HeaderEntry | None = headers[-1] if headers else None
-        self._resumed = bool(headers)
-        # The last header this instance recorded; the previous instance's does not count, since
-        # a new instance always records its first header (reason "resume").
-        self._own_header: HeaderEntry | None = None
-
-    @classmethod
-    async def open(
-        cls, prefix: SessionPrefix, context: PrefixContext, record: SessionRecord
-    ) -> PrefixedSession:
-        """Start a session instance over ``record``, loading its history and last header."""
-        return cls(prefix, context, record, entries=await record.entries())
-
-    @property
-    def context(self) -> PrefixContext:
-        """What the contributors learn about this session."""
-        return self._context
-
-    @property
-    def composed(self) -> bool:
-        """Whether this instance's prefix has been composed (and frozen)."""
-        return self._frozen is not None
-
-    @property
-    def messages(self) -> tuple[PrefixMessage, ...]:
-        """The frozen prefix, or ``()`` while it has not been composed."""
-        return self._frozen or ()
-
-    @property
-    def last_header(self) -> HeaderEntry | None:
-        """The last header in the session's record.
-
-        Before this instance's first request that is the previous instance's header (after
-        ``session/load``), so it reports what the session's last model request was built from.
-        """
-        return self._last_header
-
-    @property
-    def history(self) -> tuple[Mapping[str, object], ...]:
-        """The conversation messages recorded so far, oldest first, read-only."""
-        return tuple(entry.message for entry in self._history)
-
-    async def prefix(self) -> tuple[PrefixMessage, ...]:
-        """Compose the prefix on first use, then return the same frozen tuple every time.
-
-        Concurrent first callers share one composition. If composition raises or is cancelled,
-        nothing is kept: the next call composes again.
-
-        Raises:
-            Exception: whatever `SessionPrefix.compose` raised.
-        """
-        if self._frozen is not None:
-            return self._frozen
-        async with self._compose_lock:
-            if self._frozen is None:
-                # Assigned only once compose() has returned: an exception or a cancellation
-                # leaves the instance uncomposed.
-                self._frozen = await self._registry.compose(self._context)
-            return self._frozen
-
-    async def record_request(
-        self,
-        *,
-        config: Mapping[str, object],
-        system: str,
-        tools: Sequence[Mapping[str, object]],
-    ) -> HeaderEntry | None:
-        """Record the header of the model request about to be sent, if it needs recording.
-
-        Call it before every model request. It composes the prefix if that has not happened
-        yet. The instance's first call appends a header with reason ``initial`` (or ``resume``
-        when the record already held one); later calls append one with reason ``change`` only
-        when config, system, tools or prefix differ from this instance's last header. If the
-        append fails, the state is unchanged and the next call tries again.
-
-        Returns:
-            The appended header, or ``None`` when nothing changed.
-
-        Raises:
-            TypeError: on a config or tool that is not JSON, or a system that is not a string.
-            ValueError: on a non-finite number in config or tools.
-            Exception: whatever composing the prefix or appending to the record raised.
-        """
-        if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
-            raise TypeError(f"tools must be a sequence of JSON objects, got {tools!r}")
-        # Copied now, before anything awaits: a caller changing its config while composition
-        # runs must not change what gets recorded.
-        requested = HeaderEntry(
-            reason="initial", config=config, system=system, tools=tuple(tools), message_prefix=()
-        )
-        message_prefix = await self.prefix()
-        async with self._write_lock:
-            previous = self._own_header
-            reason: HeaderReason = "change"
-            if previous is None:
-                reason = "resume" if self._resumed else "initial"
-            header = replace(requested, reason=reason, message_prefix=message_prefix)
-            if previous is not None and previous.same_request_as(header):
-                return None
-            await self._record.append(header)
-            self._own_header = header
-            self._last_header = header
-            return header
-
-    async def append_history(self, message: Mapping[str, object]) -> HistoryEntry:
-        """Append one conversation message to the record and to `history`.
-
-        Returns:
-            The recorded entry (its ``message`` is a read-only deep copy).
-
-        Raises:
-            TypeError: if ``message`` is not a JSON object.
-            ValueError: on a non-finite number inside it.
-            Exception: whatever appending to the record raised; `history` is then unchanged.
-        """
-        entry = HistoryEntry(message=message)
-        async with self._write_lock:
-            await self._record.append(entry)
-            self._history.append(entry)
-        return entry
-
-    def request_messages(self) -> list[dict[str, Any]]:
-        """The message list of the next model request: prefix, then history.
-
-        Prefix messages become ``{"role": role, "content": text}``, the shape of OpenAI-style
-        chat APIs; history messages are returned as recorded. Everything is a fresh, mutable
-        copy. Agents whose model takes another shape build their own list from `messages` and
-        `history`.
-
-        Raises:
-            RuntimeError: if the prefix has not been composed yet (call `prefix` or
-                `record_request` first): a request without it would silently lose the catalog.
-        """
-        if self._frozen is None:
-            raise RuntimeError(
-                "the session prefix has not been composed yet; "
-                "await prefix() or record_request() before building a request"
-            )
-        messages: list[dict[str, Any]] = [
-            {"role": message.role, "content": message.text} for message in self._frozen
-        ]
-        messages.extend(entry.plain_message() for entry in self._history)
-        return messages

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -82,7 +83,7 @@ class _Handle:
 
 
 @dataclass(frozen=True, slots=True)
-class _Winner:
+class _ResolvedSkill:
     candidate: SkillCandidate
     # None for runtime skills, whose candidate's locator is the definition itself.
     registration: _Registration | None
@@ -90,7 +91,7 @@ class _Winner:
 
 @dataclass(frozen=True, slots=True)
 class _Catalog:
-    winners: dict[str, _Winner]
+    winners: dict[str, _ResolvedSkill]
     snapshot: SkillSnapshot
     visible: tuple[SkillSummary, ...]
 
@@ -102,7 +103,7 @@ class _SharedDiscovery:
 
 
 @dataclass(slots=True)
-class _Offer:
+class _ProviderAnswer:
     """What one provider answered during one discovery pass."""
 
     registration: _Registration
@@ -111,8 +112,8 @@ class _Offer:
 
 
 @dataclass(slots=True)
-class _Pass:
-    offers: list[_Offer] = field(default_factory=list)
+class _DiscoveryRound:
+    offers: list[_ProviderAnswer] = field(default_factory=list)
     runtime: tuple[SkillDefinition, ...] = ()
     revision: int = 0
 
@@ -147,6 +148,8 @@ class SkillRegistry:
         self._revision = 0
         self._cache: OrderedDict[tuple[str | None, int], _Catalog] = OrderedDict()
         self._inflight: dict[tuple[str | None, int], _SharedDiscovery] = {}
+        # Guards the revision and the cache against an invalidation from another thread.
+        self._lock = threading.Lock()
 
     # -- registration ------------------------------------------------------------------------
 
@@ -230,9 +233,15 @@ class SkillRegistry:
         return unsubscribe
 
     def invalidate(self) -> None:
-        """Bump the revision, drop every cached catalog and notify listeners."""
-        self._revision += 1
-        self._cache.clear()
+        """Bump the revision, drop every cached catalog and notify listeners.
+
+        Safe to call from any thread (a file watcher's, say); listeners then run on that
+        thread, so a listener that touches an event loop must hand over to it
+        (``loop.call_soon_threadsafe``), as `AcpSkills` does.
+        """
+        with self._lock:
+            self._revision += 1
+            self._cache.clear()
         for listener in tuple(self._listeners):
             try:
                 listener()
@@ -346,6 +355,9 @@ class SkillRegistry:
                 # discovery that is being cancelled.
                 self._forget(key, shared)
                 shared.task.cancel()
+                # Wait for it to unwind, so no provider call outlives the last caller. This
+                # caller is already being cancelled, so wait() is not interrupted again.
+                await asyncio.wait([shared.task])
 
     def _forget(self, key: tuple[str | None, int], shared: _SharedDiscovery) -> None:
         if self._inflight.get(key) is shared:
@@ -367,9 +379,9 @@ class SkillRegistry:
             self._store((options.cwd, attempt.revision), catalog)
         return catalog
 
-    async def _run_pass(self, options: SkillLookupOptions) -> _Pass:
-        current = _Pass(
-            offers=[_Offer(registration) for registration in self._providers.values()],
+    async def _run_pass(self, options: SkillLookupOptions) -> _DiscoveryRound:
+        current = _DiscoveryRound(
+            offers=[_ProviderAnswer(registration) for registration in self._providers.values()],
             runtime=tuple(self._runtime.values()),
             revision=self._revision,
         )
@@ -380,7 +392,7 @@ class SkillRegistry:
                 group.start_soon(self._listen, offer, options)
         return current
 
-    async def _listen(self, offer: _Offer, options: SkillLookupOptions) -> None:
+    async def _listen(self, offer: _ProviderAnswer, options: SkillLookupOptions) -> None:
         provider = offer.registration.provider
         with anyio.move_on_after(self._provider_timeout) as scope:
             try:
@@ -401,11 +413,11 @@ class SkillRegistry:
                 reason=f"list() took longer than {self._provider_timeout} s",
             )
 
-    def _resolve(self, attempt: _Pass, *, complete: bool) -> _Catalog:
-        ranked: list[tuple[int | float, int, int, _Winner]] = []
+    def _resolve(self, attempt: _DiscoveryRound, *, complete: bool) -> _Catalog:
+        ranked: list[tuple[int | float, int, int, _ResolvedSkill]] = []
         for position, definition in enumerate(attempt.runtime):
             candidate = _runtime_candidate(definition)
-            ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, _Winner(candidate, None)))
+            ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, _ResolvedSkill(candidate, None)))
         for offer in attempt.offers:
             # Validation happens after listening, in the caller's task, so a contract violation
             # surfaces as a plain SkillContractError rather than inside an exception group.
@@ -417,11 +429,11 @@ class SkillRegistry:
                         candidate.rank,
                         offer.registration.order,
                         position,
-                        _Winner(candidate, offer.registration),
+                        _ResolvedSkill(candidate, offer.registration),
                     )
                 )
         ranked.sort(key=lambda entry: entry[:3])
-        winners: dict[str, _Winner] = {}
+        winners: dict[str, _ResolvedSkill] = {}
         for *_, entry in ranked:
             name = entry.candidate.name
             kept = winners.get(name)
@@ -450,16 +462,19 @@ class SkillRegistry:
             visible=visible,
         )
 
-    def _is_live(self, winner: _Winner) -> bool:
+    def _is_live(self, winner: _ResolvedSkill) -> bool:
         if winner.registration is not None:
             return self._is_current(winner.registration)
         definition = winner.candidate.locator
         return isinstance(definition, SkillDefinition) and self._is_live_runtime(definition)
 
     def _store(self, key: tuple[str | None, int], catalog: _Catalog) -> None:
-        self._cache[key] = catalog
-        while len(self._cache) > self._cache_bound:
-            self._cache.popitem(last=False)
+        with self._lock:
+            if key[1] != self._revision:
+                return  # invalidated meanwhile (perhaps from another thread): already stale
+            self._cache[key] = catalog
+            while len(self._cache) > self._cache_bound:
+                self._cache.popitem(last=False)
 
 
 def _noop() -> None:

@@ -15,22 +15,14 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
 
 import structlog
-from acp import run_agent
 
-from acp_skills import (
-    AcpSkills,
-    GuardedTransport,
-    JsonlSessionStore,
-    LocalSkillProvider,
-    SkillRegistry,
-    open_stdio,
-)
+from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
+from acp_skills.acp import AcpSkills
 
 from . import __version__
-from .agent import AgentSettings, DemoAgent
+from .agent import DemoAgent
 from .models import ChatModel
 from .models.offline import OfflineModel
 from .models.openai_chat import (
@@ -196,26 +188,25 @@ def build_agent(args: argparse.Namespace) -> DemoAgent:
     registry = SkillRegistry()
     registry.register_provider(LocalSkillProvider(custom_skill_dirs=custom_dirs))
     state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
-    skills = AcpSkills(registry, store=JsonlSessionStore(state_dir / "sessions"))
-    return DemoAgent(skills, build_model(args), AgentSettings(max_steps=args.max_steps))
+    skills = AcpSkills(
+        registry,
+        store=JsonlSessionStore(state_dir / "sessions"),
+        max_requests_per_turn=args.max_steps,
+    )
+    return DemoAgent(skills, build_model(args))
 
 
 async def serve(agent: DemoAgent) -> None:
     """Serve ACP on stdio until stdin closes or SIGTERM/SIGINT arrives."""
-    reader, writer = await open_stdio()
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, main.cancel if main else (lambda: None))
     try:
-        # DemoAgent implements only the methods it supports (the SDK answers the others with
-        # "method not found"), so it is not a full `acp.Agent` to the type checker.
-        await run_agent(cast(Any, agent), GuardedTransport(reader, writer))
+        await agent.skills.serve(agent)
     except asyncio.CancelledError:
         structlog.get_logger(__name__).info("agent_stopping", reason="signal")
-    finally:
-        await agent.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

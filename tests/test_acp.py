@@ -49,13 +49,13 @@ from acp_skills.acp import (
     AcpClient,
     AcpSkills,
     InvokedSkill,
-    SkillTurn,
+    PromptTurn,
     available_commands,
     find_invocations,
     is_absolute_cwd,
     prompt_text,
-    skill_tool_call_end,
     skill_tool_call_start,
+    tool_call_finished,
 )
 from acp_skills.tool import ToolResult
 from tests.providers import candidate
@@ -78,16 +78,16 @@ COMMANDS = [
 
 
 class SkillsAgent:
-    """The smallest agent that mounts `AcpSkills` as docs/integration.md shows.
+    """The smallest agent that mounts `AcpSkills` through its turn API.
 
-    Its "model" is a script: every turn it calls the ``skill`` tool once per entry of
-    ``tool_calls`` (the decoded arguments), then ends the turn.
+    Its "model" is a script: every turn it makes one request, then calls the ``skill`` tool once
+    per entry of ``tool_calls`` (the decoded arguments), then ends the turn.
     """
 
     def __init__(self, skills: AcpSkills) -> None:
         self.skills = skills
         self.tool_calls: list[object] = []
-        self.turns: list[SkillTurn] = []
+        self.turns: list[PromptTurn] = []
         self.results: list[ToolResult] = []
         self._ids = itertools.count(1)
 
@@ -112,32 +112,21 @@ class SkillsAgent:
     async def new_session(
         self, cwd: str, mcp_servers: Any = None, additional_directories: Any = None, **kwargs: Any
     ) -> NewSessionResponse:
-        if not is_absolute_cwd(cwd):
-            raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be absolute"})
         session_id = f"session-{next(self._ids)}"
         await self.skills.open_session(session_id, cwd)
         return NewSessionResponse(session_id=session_id)
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        turn = await self.skills.begin_turn(session_id, prompt)
-        self.turns.append(turn)
-        session = self.skills.session(session_id)
-        await session.append_history({"role": "user", "content": prompt_text(prompt)})
-        await session.record_request(config=CONFIG, system=SYSTEM, tools=[tool_spec(self.skills)])
-        for arguments in self.tool_calls:
-            call_id = f"call-{next(self._ids)}"
-            self.results.append(await self.skills.call_tool(session_id, call_id, arguments))
-        return PromptResponse(stop_reason="end_turn")
+        async with self.skills.turn(session_id, prompt, system=SYSTEM, config=CONFIG) as turn:
+            self.turns.append(turn)
+            await turn.request_messages()
+            for arguments in self.tool_calls:
+                call_id = f"call-{next(self._ids)}"
+                self.results.append(await turn.call_tool(call_id, "skill", arguments))
+        return turn.response
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if self.skills.handles(method):
-            return await self.skills.ext_method(method, params)
-        raise RequestError.method_not_found(f"_{method}")
-
-
-def tool_spec(skills: AcpSkills) -> dict[str, Any]:
-    tool = skills.tool
-    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+        return await self.skills.ext_method(method, params)
 
 
 class RecordingClient:
@@ -249,7 +238,8 @@ async def connected(registry: SkillRegistry, *, reads_files: bool = True) -> Asy
     agent_socket, client_socket = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
     client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
-    agent = SkillsAgent(AcpSkills(registry))
+    skills = AcpSkills(registry)
+    agent = SkillsAgent(skills)
     client = RecordingClient()
     wire = Wire()
     agent_conn = AgentSideConnection(cast(Any, agent), agent_writer, agent_reader)
@@ -257,6 +247,7 @@ async def connected(registry: SkillRegistry, *, reads_files: bool = True) -> Asy
         cast(Any, client), client_writer, client_reader, observers=[wire.observe]
     )
     try:
+        await skills.__aenter__()
         with anyio.fail_after(5):
             initialized = await client_conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
@@ -267,7 +258,7 @@ async def connected(registry: SkillRegistry, *, reads_files: bool = True) -> Asy
             )
         yield Peer(conn=client_conn, agent=agent, client=client, wire=wire, initialized=initialized)
     finally:
-        await agent.skills.aclose()
+        await skills.__aexit__(None, None, None)
         await client_conn.close()
         await agent_conn.close()
         for writer in (client_writer, agent_writer):
@@ -396,9 +387,9 @@ def test_skill_tool_call_start_without_a_usable_name(
     ],
     ids=["completed", "failed"],
 )
-def test_skill_tool_call_end_carries_status_and_text(result: ToolResult, status: str) -> None:
+def test_tool_call_finished_carries_status_and_text(result: ToolResult, status: str) -> None:
     """The closing update: same id, completed or failed, the result text as its content."""
-    update = skill_tool_call_end("call-7", result)
+    update = tool_call_finished("call-7", result)
     assert update.model_dump(mode="json", by_alias=True, exclude_none=True) == {
         "sessionUpdate": "tool_call_update",
         "toolCallId": "call-7",
@@ -751,23 +742,6 @@ async def test_an_invalidation_that_changes_nothing_sends_no_update(
     assert peer.wire.commands(session_id) == [COMMANDS, COMMANDS]
 
 
-@pytest.mark.anyio
-async def test_send_commands_skips_an_unchanged_set_unless_forced(
-    registry: SkillRegistry, project: Path
-) -> None:
-    """`send_commands` sends only a changed set; ``force=True`` always sends."""
-    async with connected(registry) as peer:
-        session_id = await peer.new_session(project)
-        await peer.skills.send_commands(session_id)
-        # An update sent above would reach the client before this response does.
-        await peer.ext("skills/list", {"sessionId": session_id})
-        unchanged = len(peer.wire.commands(session_id))
-        await peer.skills.send_commands(session_id, force=True)
-        await peer.ext("skills/list", {"sessionId": session_id})
-        forced = len(peer.wire.commands(session_id))
-    assert (unchanged, forced) == (1, 2)
-
-
 # -- /name invocations and the turn ----------------------------------------------------------
 
 
@@ -841,7 +815,7 @@ async def test_prefix_is_composed_once_per_session(registry: SkillRegistry, proj
 
 @pytest.mark.anyio
 async def test_prompt_for_an_unknown_session_is_invalid_params(registry: SkillRegistry) -> None:
-    """`begin_turn` refuses a session it never opened with -32602."""
+    """A turn for a session never opened is refused with -32602."""
     async with connected(registry) as peer:
         with pytest.raises(RequestError) as caught:
             await peer.prompt("no-such-session", "hi")
@@ -889,7 +863,10 @@ async def test_skills_list_by_session_and_by_cwd(registry: SkillRegistry, projec
 @pytest.mark.parametrize(
     ("params", "data"),
     [
-        ({"cwd": "relative/dir"}, {"cwd": "relative/dir", "reason": "cwd must be absolute"}),
+        (
+            {"cwd": "relative/dir"},
+            {"cwd": "relative/dir", "reason": "cwd must be an absolute path"},
+        ),
         ({"sessionId": "nope"}, {"sessionId": "nope", "reason": "unknown session"}),
         ({}, {"reason": "pass sessionId or cwd"}),
     ],
@@ -930,7 +907,7 @@ async def test_skills_prefix_before_and_after_the_first_turn(
             "reason": "initial",
             "config": CONFIG,
             "system": SYSTEM,
-            "tools": [tool_spec(peer.skills)],
+            "tools": [peer.skills.skill_tool_spec],
             "messagePrefix": messages,
         },
     }

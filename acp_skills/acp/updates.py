@@ -1,0 +1,185 @@
+"""Pure builders for what skills put on the ACP wire, and for what a prompt gives the model.
+
+Nothing here sends anything or keeps state: each function turns values into an SDK update, a
+command list or a message, so agents that want the pieces without `AcpSkills` can use them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from acp.helpers import (
+    start_tool_call,
+    text_block,
+    tool_content,
+    update_available_commands,
+    update_tool_call,
+)
+from acp.schema import (
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    ToolCallProgress,
+    ToolCallStart,
+    UnstructuredCommandInput,
+)
+
+from ..catalog import shorten_description
+from ..model import SkillSummary
+from ..tool import ToolResult
+
+__all__ = [
+    "COMMAND_DESCRIPTION_MAX",
+    "available_commands",
+    "commands_update",
+    "decode_tool_arguments",
+    "find_invocations",
+    "is_absolute_cwd",
+    "prompt_text",
+    "skill_tool_call_start",
+    "tool_call_finished",
+    "tool_call_started",
+]
+
+# A description longer than this is cut for the editor's command menu.
+COMMAND_DESCRIPTION_MAX = 200
+
+# `/name` at the start or after whitespace, followed by whitespace or the end: so `/a/b`, `5/8`
+# and `foo/bar` are not invocations. The name grammar is checked separately.
+_INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
+
+
+def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart:
+    """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
+    name = arguments.get("name") if isinstance(arguments, Mapping) else None
+    title = f"Load skill {name}" if isinstance(name, str) and name else "Load skill"
+    return start_tool_call(
+        tool_call_id, title, kind="read", status="in_progress", raw_input=_raw_input(arguments)
+    )
+
+
+def tool_call_started(tool_call_id: str, tool_name: str, arguments: object) -> ToolCallStart:
+    """The ``tool_call`` update announcing a call of one of the agent's own tools."""
+    return start_tool_call(
+        tool_call_id,
+        tool_name,
+        kind="other",
+        status="in_progress",
+        raw_input=_raw_input(arguments),
+    )
+
+
+def tool_call_finished(tool_call_id: str, result: ToolResult) -> ToolCallProgress:
+    """The ``tool_call_update`` closing any tool call: completed, or failed with the error."""
+    return update_tool_call(
+        tool_call_id,
+        status="failed" if result.is_error else "completed",
+        content=[tool_content(text_block(result.text))],
+    )
+
+
+def _raw_input(arguments: object) -> dict[str, Any]:
+    return dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
+
+
+def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
+    """Slash commands for the user-invocable skills, in the order given.
+
+    The description is whitespace-normalized and truncated but not XML-escaped: an editor shows
+    it literally. ``argument-hint`` becomes the command's input hint.
+    """
+    commands = []
+    for skill in skills:
+        if not skill.user_invocable:
+            continue
+        hint = getattr(skill, "argument_hint", None)
+        commands.append(
+            AvailableCommand(
+                name=skill.name,
+                description=shorten_description(skill.description, COMMAND_DESCRIPTION_MAX),
+                input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint))
+                if hint
+                else None,
+            )
+        )
+    return commands
+
+
+def commands_update(skills: Iterable[SkillSummary]) -> AvailableCommandsUpdate:
+    """The ``available_commands_update`` advertising the user-invocable skills."""
+    return update_available_commands(available_commands(skills))
+
+
+def find_invocations(text: str, names: Iterable[str]) -> list[str]:
+    """The skills invoked as ``/name`` in ``text``, each once, in order of first appearance.
+
+    Only names in ``names`` count (pass the user-invocable ones); anything else stays text.
+    """
+    allowed = set(names)
+    found: list[str] = []
+    for match in _INVOCATION.finditer(text):
+        name = match.group(1)
+        if name in allowed and name not in found:
+            found.append(name)
+    return found
+
+
+def prompt_text(prompt: Sequence[object]) -> str:
+    """The text of a prompt's text blocks, joined with newlines (other blocks are skipped)."""
+    parts = []
+    for block in prompt:
+        text = _attribute(block, "text")
+        if _attribute(block, "type") == "text" and isinstance(text, str):
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def prompt_context(prompt: Sequence[object]) -> list[str]:
+    """What a prompt attaches besides its text: embedded resources and resource links.
+
+    An embedded text resource becomes ``<context uri="...">TEXT</context>``; a link becomes
+    ``(attached: URI)``, since the agent only holds its address.
+    """
+    parts = []
+    for block in prompt:
+        resource = _attribute(block, "resource")
+        text = _attribute(resource, "text")
+        if isinstance(text, str):
+            uri = _attribute(resource, "uri")
+            parts.append(
+                f'<context uri="{uri if isinstance(uri, str) else ""}">\n{text}\n</context>'
+            )
+        uri = _attribute(block, "uri")
+        if _attribute(block, "type") == "resource_link" and isinstance(uri, str):
+            parts.append(f"(attached: {uri})")
+    return parts
+
+
+def _attribute(value: object, name: str) -> object:
+    # The SDK's lenient parsing can leave a raw dict where a model was expected.
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def decode_tool_arguments(arguments: object) -> object:
+    """The decoded arguments of a model's tool call.
+
+    OpenAI-style APIs send arguments as JSON text; text that does not decode is passed on as it
+    is, so the tool answers with a readable error instead of the turn failing.
+    """
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.loads(arguments) if arguments.strip() else {}
+    except (ValueError, RecursionError):
+        return arguments
+
+
+def is_absolute_cwd(cwd: object) -> bool:
+    """Whether ``cwd`` is an absolute path, as ACP requires of a session's working directory."""
+    return isinstance(cwd, str) and os.path.isabs(cwd) and "\0" not in cwd
