@@ -15,7 +15,7 @@ import anyio
 import pytest
 from acp import PROTOCOL_VERSION
 from acp.connection import StreamEvent
-from acp.core import AgentSideConnection, ClientSideConnection
+from acp.core import ClientSideConnection
 from acp.helpers import text_block
 from acp.schema import (
     ClientCapabilities,
@@ -87,27 +87,34 @@ class Frames:
 
 
 @asynccontextmanager
-async def serve(agent: object) -> AsyncIterator[tuple[ClientSideConnection, Frames]]:
-    """``agent`` behind a `GuardedTransport` on one end of a socketpair, a client on the other."""
+async def serve(agent: Any) -> AsyncIterator[tuple[ClientSideConnection, Frames]]:
+    """``agent.skills.serve(agent, ...)`` on one end of a socketpair, a client on the other."""
     agent_socket, client_socket = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
     client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
     frames = Frames()
-    agent_conn = AgentSideConnection(cast(Any, agent), GuardedTransport(agent_reader, agent_writer))
     client_conn = ClientSideConnection(
         cast(Any, Client()), client_writer, client_reader, observers=[frames.observe]
     )
-    try:
-        yield client_conn, frames
-    finally:
-        skills = getattr(agent, "skills", None)
-        if isinstance(skills, AcpSkills):
-            await skills.aclose()
-        await client_conn.close()
-        await agent_conn.close()
-        client_writer.close()
-        with suppress(ConnectionError):
-            await client_writer.wait_closed()
+    # Leaving the task group waits for the agent's serve(), which returns at the end of input.
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as group:
+            transport = GuardedTransport(agent_reader, agent_writer)
+            group.start_soon(agent.skills.serve, agent, transport)
+            try:
+                yield client_conn, frames
+            finally:
+                await client_conn.close()
+                client_writer.close()
+                with suppress(ConnectionError):
+                    await client_writer.wait_closed()
+
+
+def snippet_agent(registry: SkillRegistry) -> Any:
+    """The snippet's agent, with the test's registry instead of the home directory's skills."""
+    agent = load_snippet().SkilledAgent()
+    agent.skills = AcpSkills(registry)
+    return agent
 
 
 @pytest.fixture
@@ -130,10 +137,19 @@ def registry(tmp_path: Path) -> SkillRegistry:
 
 
 def test_the_snippet_is_one_self_contained_agent_class() -> None:
-    """The block imports what it uses and defines `SkilledAgent` with the five handlers."""
+    """The block imports what it uses and defines `SkilledAgent` with its six handlers."""
     module = load_snippet()
-    handlers = ("on_connect", "initialize", "new_session", "prompt", "ext_method")
+    handlers = ("initialize", "new_session", "load_session", "prompt", "cancel", "ext_method")
     assert all(callable(getattr(module.SkilledAgent, name, None)) for name in handlers)
+
+
+def test_the_snippet_touches_the_library_in_at_most_twelve_lines() -> None:
+    """Every line that uses `acp_skills` is marked ``# skills``, and there are at most 12."""
+    lines = integration_snippet().splitlines()
+    uses = [line for line in lines if re.search(r"acp_skills|AcpSkills|skills\.|\bturn\b", line)]
+    marked = [line for line in lines if line.rstrip().endswith("# skills") or "# skills:" in line]
+    assert uses == marked
+    assert len(marked) <= 12
 
 
 @pytest.mark.anyio
@@ -141,7 +157,7 @@ async def test_the_snippet_agent_loads_a_skill_over_acp(
     registry: SkillRegistry, tmp_path: Path
 ) -> None:
     """initialize, session/new, a prompt naming a skill: tool call updates, then _skills/list."""
-    agent = load_snippet().SkilledAgent(registry)
+    agent = snippet_agent(registry)
     async with serve(agent) as (conn, frames):
         with anyio.fail_after(10):
             initialized = await conn.initialize(
@@ -188,7 +204,7 @@ async def test_the_snippet_agent_expands_a_slash_command(
     registry: SkillRegistry, tmp_path: Path
 ) -> None:
     """``/deploy`` puts the skill into the turn's user message, reported as a tool call."""
-    agent = load_snippet().SkilledAgent(registry)
+    agent = snippet_agent(registry)
     async with serve(agent) as (conn, frames):
         with anyio.fail_after(10):
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
@@ -198,8 +214,8 @@ async def test_the_snippet_agent_expands_a_slash_command(
     assert definition is not None
     [start] = frames.updates("tool_call")
     assert start["title"] == "Load skill deploy"
-    history = agent.skills.session(session.session_id).history
-    assert history[0] == {
-        "role": "user",
-        "content": f"/deploy now\n\n{render_skill_content(definition)}",
-    }
+    history = (await agent.skills.session(session.session_id)).history
+    assert (history[0]["role"], history[0]["content"]) == (
+        "user",
+        f"/deploy now\n\n{render_skill_content(definition)}",
+    )

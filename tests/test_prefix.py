@@ -14,7 +14,7 @@ import pytest
 
 from acp_skills import PrefixContext, PrefixMessage, SkillDefinition, SkillRegistry
 from acp_skills.catalog import SkillCatalogContributor
-from acp_skills.prefix import PrefixedSession, PrefixNext, SessionPrefix
+from acp_skills.prefix import PrefixNext, SessionPrefix
 from acp_skills.record import (
     HeaderEntry,
     HistoryEntry,
@@ -23,6 +23,7 @@ from acp_skills.record import (
     SessionRecord,
     SessionStore,
 )
+from acp_skills.session import PrefixedSession
 
 pytestmark = pytest.mark.anyio
 

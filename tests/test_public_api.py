@@ -13,7 +13,6 @@ PUBLIC = [
     "DirEntry",
     "DirectoryResource",
     "FileReadError",
-    "GuardedTransport",
     "HeaderEntry",
     "HeaderReason",
     "HistoryEntry",
@@ -22,7 +21,6 @@ PUBLIC = [
     "LocalFileSystem",
     "LocalSkillProvider",
     "OpaqueResource",
-    "ParsedSkill",
     "PrefixContext",
     "PrefixContributor",
     "PrefixMessage",
@@ -38,7 +36,6 @@ PUBLIC = [
     "SkillCatalogContributor",
     "SkillContractError",
     "SkillDefinition",
-    "SkillFileProblem",
     "SkillFileSystem",
     "SkillLookupOptions",
     "SkillProvider",
@@ -48,28 +45,30 @@ PUBLIC = [
     "SkillTool",
     "ToolResult",
     "UrlResource",
-    "decode_skill_bytes",
     "is_skill_name",
     "normalize_description",
-    "open_stdio",
-    "parse_skill_file",
     "render_catalog",
     "render_skill_content",
 ]
 
 ACP_PUBLIC = [
+    "DEFAULT_MAX_LIVE_SESSIONS",
+    "DEFAULT_MAX_REQUESTS_PER_TURN",
     "EXTENSION_METHODS",
     "EXTENSION_NAME",
     "AcpClient",
     "AcpSkills",
+    "AgentToolRunner",
     "InvokedSkill",
-    "SkillTurn",
+    "PromptTurn",
+    "StopReason",
     "available_commands",
     "find_invocations",
     "is_absolute_cwd",
     "prompt_text",
-    "skill_tool_call_end",
     "skill_tool_call_start",
+    "tool_call_finished",
+    "tool_call_started",
 ]
 
 
@@ -98,3 +97,17 @@ def test_library_never_configures_logging() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def test_importing_the_package_loads_neither_the_acp_sdk_nor_pydantic() -> None:
+    """``import acp_skills`` alone stays light: the ACP glue is imported on first use."""
+    probe = (
+        "import sys, acp_skills; "
+        "print(sorted(m for m in ('acp', 'pydantic') if m in sys.modules)); "
+        "acp_skills.AcpSkills; "
+        "print(sorted(m for m in ('acp', 'pydantic') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == ["[]", "['acp', 'pydantic']"]
