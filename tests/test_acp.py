@@ -125,6 +125,9 @@ class SkillsAgent:
                 self.results.append(await turn.call_tool(call_id, "skill", arguments))
         return turn.response
 
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        self.skills.cancel(session_id)
+
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return await self.skills.ext_method(method, params)
 
@@ -233,13 +236,18 @@ class Peer:
 
 
 @asynccontextmanager
-async def connected(registry: SkillRegistry, *, reads_files: bool = True) -> AsyncIterator[Peer]:
+async def connected(
+    registry: SkillRegistry,
+    *,
+    reads_files: bool = True,
+    agent_type: type[SkillsAgent] = SkillsAgent,
+) -> AsyncIterator[Peer]:
     """An initialized agent/client pair over a socketpair; everything is closed on exit."""
     agent_socket, client_socket = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
     client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
     skills = AcpSkills(registry)
-    agent = SkillsAgent(skills)
+    agent = agent_type(skills)
     client = RecordingClient()
     wire = Wire()
     agent_conn = AgentSideConnection(cast(Any, agent), agent_writer, agent_reader)
@@ -282,6 +290,11 @@ def write_skill(root: Path, name: str, description: str, *, body: str, extra: st
 
 @pytest.fixture
 def skills_dir(tmp_path: Path) -> Path:
+    return write_fixture_skills(tmp_path)
+
+
+def write_fixture_skills(tmp_path: Path) -> Path:
+    """deploy (with a guide), compare, internal (model-only) and secret (person-only)."""
     root = tmp_path / "skills"
     deploy = write_skill(
         root,
@@ -308,6 +321,11 @@ def skills_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def registry(tmp_path: Path, skills_dir: Path) -> SkillRegistry:
+    return fixture_registry(tmp_path, skills_dir)
+
+
+def fixture_registry(tmp_path: Path, skills_dir: Path) -> SkillRegistry:
+    """A registry with one local provider over ``skills_dir`` (and empty homes)."""
     registry = SkillRegistry()
     registry.register_provider(
         LocalSkillProvider(

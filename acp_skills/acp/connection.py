@@ -82,6 +82,9 @@ EXTENSION_VERSION = "1"
 # Wire names. The Python SDK hands `ext_method` the name without its leading underscore.
 EXTENSION_METHODS = ("_skills/list", "_skills/prefix", "_skills/reload")
 
+# The task that follows the registry while `AcpSkills` is entered (named for diagnostics).
+FOLLOWER_TASK_NAME = "acp-skills registry follower"
+
 DEFAULT_MAX_LIVE_SESSIONS = 256
 DEFAULT_MAX_REQUESTS_PER_TURN = 8
 
@@ -187,7 +190,7 @@ class AcpSkills:
         self._registry_changed = asyncio.Event()
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
-        self._group.start_soon(self._follow_registry)
+        self._group.start_soon(self._follow_registry, name=FOLLOWER_TASK_NAME)
         return self
 
     async def __aexit__(

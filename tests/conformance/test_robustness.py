@@ -434,3 +434,18 @@ async def test_meta_cwd_does_not_move_the_session(
     session_id = created["result"]["sessionId"]
     listed = await raw.call("_skills/list", {"sessionId": session_id})
     assert "only-here" in {s["name"] for s in listed["result"]["skills"]}
+
+
+@pytest.mark.demo_agent
+async def test_commands_follow_the_session_new_response_in_stream_order(
+    raw: RawAgent, agent: AgentSpec
+) -> None:
+    """Read strictly in order: the ``session/new`` answer, then its commands update."""
+    request = raw.request("session/new", {"cwd": str(agent.cwd), "mcpServers": []})
+    await raw.send(request)
+    answer = await raw.read()
+    assert (answer.get("id"), "result" in answer) == (request["id"], True)
+    update = await raw.read()
+    assert update.get("method") == "session/update"
+    assert update["params"]["sessionId"] == answer["result"]["sessionId"]
+    assert update["params"]["update"]["sessionUpdate"] == "available_commands_update"
