@@ -46,10 +46,18 @@ from acp.schema import (
 )
 
 from .catalog import SkillCatalogContributor, shorten_description
-from .model import PrefixContext, PrefixMessage, SkillLookupOptions, SkillSnapshot, SkillSummary
+from .model import (
+    PrefixContext,
+    PrefixMessage,
+    SkillLookupOptions,
+    SkillSnapshot,
+    SkillSummary,
+    is_skill_name,
+)
 from .prefix import PrefixedSession, SessionPrefix
 from .record import InMemorySessionStore, SessionStore
 from .registry import SkillRegistry
+from .safe_text import remove_unsafe_characters
 from .tool import SkillTool, ToolResult
 
 __all__ = [
@@ -103,7 +111,9 @@ class AcpClient(Protocol):
 def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart:
     """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
     name = arguments.get("name") if isinstance(arguments, Mapping) else None
-    title = f"Load skill {name}" if isinstance(name, str) and name else "Load skill"
+    # The name is the model's; an editor shows the title: no control characters in it.
+    name = remove_unsafe_characters(name) if isinstance(name, str) else None
+    title = f"Load skill {name}" if name else "Load skill"
     raw_input = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
     return start_tool_call(
         tool_call_id, title, kind="read", status="in_progress", raw_input=raw_input
@@ -122,14 +132,19 @@ def skill_tool_call_end(tool_call_id: str, result: ToolResult) -> ToolCallProgre
 def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
     """Slash commands for the user-invocable skills, in the order given.
 
-    The description is whitespace-normalized and truncated but not XML-escaped: an editor shows
-    it literally. ``argument-hint`` becomes the command's input hint.
+    The description is cleaned of control characters, whitespace-normalized and truncated but not
+    XML-escaped: an editor shows it literally. ``argument-hint`` becomes the command's input
+    hint, cleaned the same way. A summary whose name is not a skill name is left out: ``/name``
+    could never invoke it.
     """
     commands = []
     for skill in skills:
-        if not skill.user_invocable:
+        if not skill.user_invocable or not is_skill_name(skill.name):
             continue
         hint = getattr(skill, "argument_hint", None)
+        hint = (
+            shorten_description(hint, _COMMAND_DESCRIPTION_MAX) if isinstance(hint, str) else None
+        )
         commands.append(
             AvailableCommand(
                 name=skill.name,
@@ -483,9 +498,10 @@ class AcpSkills:
             "skills": [
                 {
                     "name": skill.name,
-                    "description": skill.description,
-                    "source": skill.source,
-                    "provider": skill.provider,
+                    # The editor shows these: no control characters, whitespace kept.
+                    "description": remove_unsafe_characters(skill.description),
+                    "source": remove_unsafe_characters(skill.source),
+                    "provider": remove_unsafe_characters(skill.provider),
                     "userInvocable": skill.user_invocable,
                     "disableModelInvocation": skill.disable_model_invocation,
                 }

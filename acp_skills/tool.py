@@ -46,6 +46,7 @@ from .model import (
     require_positive_int,
 )
 from .registry import SkillRegistry
+from .safe_text import escape_unsafe_characters, remove_unsafe_characters
 
 __all__ = [
     "DEFAULT_MAX_RESOURCE_BYTES",
@@ -105,7 +106,8 @@ def _escape_attribute(value: str) -> str:
 
 def _escape_text(value: str) -> str:
     # The same escaping as catalog descriptions: `&` first, so entities are not escaped twice.
-    return html.escape(value, quote=False)
+    # Hints carry provider-given text (an opaque base's description): no control characters.
+    return html.escape(remove_unsafe_characters(value), quote=False)
 
 
 def _resource_hints(definition: SkillDefinition) -> list[str]:
@@ -177,10 +179,14 @@ def render_skill_content(definition: SkillDefinition) -> str:
 
 
 def _quote(value: str) -> str:
-    """Quote ``value`` for an error text: JSON string syntax shows control characters, cut long."""
+    """Quote ``value`` for an error text: JSON string syntax shows control characters, cut long.
+
+    ``json.dumps`` escapes C0 controls; DEL, C1 controls, bidirectional overrides and lone
+    surrogates are escaped too, so a model's odd argument is shown, never acted on.
+    """
     if len(value) > _QUOTE_LIMIT:
         value = value[: _QUOTE_LIMIT - 3] + "..."
-    return json.dumps(value, ensure_ascii=False)
+    return escape_unsafe_characters(json.dumps(value, ensure_ascii=False))
 
 
 def _json_kind(value: object) -> str:
