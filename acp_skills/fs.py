@@ -560,6 +560,9 @@ def _link_target(name: str, dir_fd: int) -> str | None:
 def _open_failure(exc: OSError) -> ConfinedReadError:
     if isinstance(exc, FileNotFoundError | NotADirectoryError):
         return ConfinedReadError(failure="not_found")
+    if exc.errno in (errno.ELOOP, errno.EMLINK):
+        # O_NOFOLLOW met a symbolic link, yet it was no link by the time it was looked at.
+        return ConfinedReadError(failure="changed")
     return _unreadable(exc)
 
 

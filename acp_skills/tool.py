@@ -118,8 +118,9 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
             "Relative paths in this skill (scripts, references, assets) resolve against that "
             "directory.",
         ]
-        if not _is_flat(definition.path, base):
-            # A flat skill's directory is shared with other skills: nothing to read there.
+        if not _is_flat(definition.path, base) and not definition.disable_model_invocation:
+            # A flat skill's directory is shared with other skills: nothing to read there. A
+            # skill the model may not load (a person invoked it) serves it no files either.
             hints.append(
                 f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's "
                 "name and the file's path relative to that directory as `path`."
