@@ -336,7 +336,8 @@ def _describe_os_error(exc: OSError) -> str:
 # target continues from where the link is (its ``..`` may climb back up, never above the
 # directory), an absolute target must lead back inside the directory. Every byte returned
 # therefore comes from a descriptor reached from the directory's own, whatever was renamed
-# or swapped in the meantime; a path that vanishes mid-walk is simply "not found".
+# or swapped in the meantime; a path that vanishes or changes mid-walk is a plain failure
+# ("not_found" or "changed"), never an exception.
 
 ConfinedReadFailure: TypeAlias = Literal[
     "outside",
@@ -417,11 +418,17 @@ def read_confined(
 
 
 # The root itself is opened following links: a skill directory may be a symbolic link.
-_ROOT_FLAGS: Final = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: a FIFO swapped in for a directory must not hang the open either.
+_ROOT_FLAGS: Final = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 _NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY_FLAGS: Final = _ROOT_FLAGS | _NO_FOLLOW
 _LEAF_FLAGS: Final = _OPEN_FLAGS | _NO_FOLLOW
-# `\\` separates too where the system says so (Windows).
+# A backslash separates too where the system says so (Windows).
 _SEPARATORS: Final = re.compile("[/\\\\]" if os.altsep is not None else "/")
 # As many links as Linux resolves in one path before it gives up with ELOOP.
 _MAX_SYMBOLIC_LINKS: Final = 40
