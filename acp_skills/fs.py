@@ -410,6 +410,8 @@ def read_confined(
     Returns:
         The file, or why it was not read.
     """
+    if "\0" in directory or "\0" in path:
+        return ConfinedReadError(failure="not_found")  # no file name holds a NUL
     root = os.path.realpath(directory)
     identities = _identities(excluded)
     if _WALKS_FROM_DESCRIPTORS:

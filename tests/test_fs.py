@@ -334,6 +334,12 @@ def test_read_confined_in_a_missing_directory_finds_nothing(tmp_path: Path) -> N
     assert walked(tmp_path / "gone", "SKILL.md") == "not_found"
 
 
+def test_read_confined_finds_nothing_at_a_path_holding_a_nul(tmp_path: Path) -> None:
+    """A NUL can be in no file name: "not found", not the ValueError the system calls raise."""
+    assert read_confined(str(tmp_path), "a\0b", 64) == ConfinedReadError(failure="not_found")
+    assert read_confined(f"{tmp_path}\0x", "a", 64) == ConfinedReadError(failure="not_found")
+
+
 @needs_posix
 def test_read_confined_reports_permission_denied(tmp_path: Path) -> None:
     """A directory on the way that may not be entered is "unreadable", with the reason."""
