@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from .model import PrefixContext, PrefixMessage, PrefixNext, SkillLookupOptions, SkillSummary
 from .registry import SkillRegistry
+from .safe_text import remove_unsafe_characters
 
 __all__ = [
     "DEFAULT_MAX_DESCRIPTION_LENGTH",
@@ -43,18 +44,22 @@ def _check_max_length(max_length: object) -> int:
 
 
 def shorten_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
-    """Collapse whitespace and truncate a description, without any escaping.
+    """Clean, collapse and truncate a description, without any escaping.
 
-    Every run of whitespace (newlines, tabs, no-break spaces, U+FEFF, ...) becomes one space and
-    the ends are stripped. A result longer than ``max_length`` code points keeps its first
-    ``max_length - 3`` code points followed by ``...``. This is what an editor shows literally
-    (slash-command descriptions); the model-facing catalog escapes it further.
+    First, control characters other than whitespace, DEL, C1 controls and bidirectional
+    overrides and isolates are removed, and lone surrogates become U+FFFD (see
+    `acp_skills.safe_text`). Then every run of whitespace (newlines, tabs, no-break spaces,
+    U+FEFF, ...) becomes one space and the ends are stripped. A result longer than
+    ``max_length`` code points keeps its first ``max_length - 3`` code points followed by
+    ``...``. This is what an editor shows literally (slash-command descriptions); the
+    model-facing catalog escapes it further.
 
     Raises:
         ValueError: if ``max_length`` is not an integer >= 3.
     """
     limit = _check_max_length(max_length)
-    collapsed = " ".join(text.replace(_BYTE_ORDER_MARK, " ").split())
+    cleaned = remove_unsafe_characters(text)
+    collapsed = " ".join(cleaned.replace(_BYTE_ORDER_MARK, " ").split())
     if len(collapsed) > limit:
         # Python strings index code points, so an emoji counts as one and is never split into
         # surrogate halves (a combining sequence can still be cut between its code points).
@@ -65,9 +70,9 @@ def shorten_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LEN
 def normalize_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
     """Turn a skill description into one safe catalog line.
 
-    `shorten_description`, then ``&``, ``<`` and ``>`` are escaped; escaping comes last so
-    truncation never cuts an entity in half (the escaped text may therefore be longer than
-    ``max_length``).
+    `shorten_description` (unsafe characters removed, whitespace collapsed, truncated), then
+    ``&``, ``<`` and ``>`` are escaped; escaping comes last so truncation never cuts an entity
+    in half (the escaped text may therefore be longer than ``max_length``).
 
     Args:
         text: the raw description.
@@ -113,9 +118,9 @@ def render_catalog(
     if not visible:
         return None
     # Registry-served names match the grammar and need no escaping; escaping anyway keeps a
-    # hand-built summary from injecting markup through this public function.
+    # hand-built summary from injecting markup or control characters through this function.
     entries = [
-        f"- `{html.escape(skill.name, quote=False)}`: "
+        f"- `{html.escape(remove_unsafe_characters(skill.name), quote=False)}`: "
         f"{normalize_description(skill.description, limit)}"
         for skill in visible
     ]

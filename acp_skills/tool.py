@@ -10,8 +10,14 @@ problem:
 2. the name among every resolved skill of the session's ``cwd`` (`SkillRegistry.snapshot`);
 3. ``disable_model_invocation`` on the candidate, *before* any body is loaded;
 4. loading the definition (`SkillRegistry.get`), then the same flag on what was loaded;
-5. with ``path`` only: the resource base must be a directory, the path must resolve inside it
-   (symbolic links included) to a regular UTF-8 text file within the size cap.
+5. with ``path`` only: the resource base must be a directory and the skill a bundle (a flat
+   ``<name>.md`` shares its directory with other skills, so it has no resources); the path must
+   lead inside the directory (symbolic links included) to a regular UTF-8 text file within the
+   size cap, and must not reach a file or directory of a skill the model may not load.
+
+Reads are confined by `acp_skills.fs.read_confined`, which walks the path one component at a
+time from the skill directory's descriptor, so swapping a directory for a symbolic link during
+the read cannot yield an outside file.
 """
 
 from __future__ import annotations
@@ -21,14 +27,13 @@ import json
 import ntpath
 import os
 import re
-import stat
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import anyio.to_thread
 import structlog
 
+from .fs import ConfinedReadError, ConfinedReadFailure, LocalFileSystem
 from .model import (
     DirectoryResource,
     OpaqueResource,
@@ -41,6 +46,7 @@ from .model import (
     require_positive_int,
 )
 from .registry import SkillRegistry
+from .safe_text import escape_unsafe_characters, remove_unsafe_characters
 
 __all__ = [
     "DEFAULT_MAX_RESOURCE_BYTES",
@@ -100,7 +106,8 @@ def _escape_attribute(value: str) -> str:
 
 def _escape_text(value: str) -> str:
     # The same escaping as catalog descriptions: `&` first, so entities are not escaped twice.
-    return html.escape(value, quote=False)
+    # Hints carry provider-given text (an opaque base's description): no control characters.
+    return html.escape(remove_unsafe_characters(value), quote=False)
 
 
 def _resource_hints(definition: SkillDefinition) -> list[str]:
@@ -110,9 +117,14 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
             f"Base directory: {_escape_text(base.path)}",
             "Relative paths in this skill (scripts, references, assets) resolve against that "
             "directory.",
-            f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's name "
-            "and the file's path relative to that directory as `path`.",
         ]
+        if not _is_flat(definition.path, base) and not definition.disable_model_invocation:
+            # A flat skill's directory is shared with other skills: nothing to read there. A
+            # skill the model may not load (a person invoked it) serves it no files either.
+            hints.append(
+                f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's "
+                "name and the file's path relative to that directory as `path`."
+            )
     elif isinstance(base, UrlResource):
         hints = [
             f"Base URL: {_escape_text(base.url)}",
@@ -168,10 +180,14 @@ def render_skill_content(definition: SkillDefinition) -> str:
 
 
 def _quote(value: str) -> str:
-    """Quote ``value`` for an error text: JSON string syntax shows control characters, cut long."""
+    """Quote ``value`` for an error text: JSON string syntax shows control characters, cut long.
+
+    ``json.dumps`` escapes C0 controls; DEL, C1 controls, bidirectional overrides and lone
+    surrogates are escaped too, so a model's odd argument is shown, never acted on.
+    """
     if len(value) > _QUOTE_LIMIT:
         value = value[: _QUOTE_LIMIT - 3] + "..."
-    return json.dumps(value, ensure_ascii=False)
+    return escape_unsafe_characters(json.dumps(value, ensure_ascii=False))
 
 
 def _json_kind(value: object) -> str:
@@ -274,68 +290,56 @@ def _check_path_syntax(name: str, path: str) -> None:
 
 # -- confined reads ----------------------------------------------------------------------------
 
-
-def _resolve_inside(name: str, path: str, directory: str) -> str:
-    """Return the real path of ``path`` under ``directory``, refusing anything that escapes it."""
-    root = os.path.realpath(directory)
-    target = os.path.realpath(os.path.join(root, path))
-    try:
-        inside = os.path.commonpath([root, target]) == root
-    except ValueError:  # different drives on Windows
-        inside = False
-    if not inside:
-        raise _cannot_read(name, path, "the path resolves outside the skill's directory")
-    return target
+_BUNDLE_FILE = "SKILL.md"
 
 
-def _read_local_text(name: str, path: str, directory: str, limit: int) -> tuple[str, str]:
-    """Check and read one resource file; runs in a worker thread.
+def _is_flat(skill_file: str | None, base: DirectoryResource) -> bool:
+    """Whether a skill is a flat ``<name>.md``: a file lying directly in its resource directory
+    under a name other than ``SKILL.md``.
 
-    Returns:
-        The resolved absolute path and the file's text.
+    Such a directory is a skills root, shared with every other skill in it, so it has no
+    resources of this skill to read (contract §7). A bundle's file is its directory's
+    ``SKILL.md``; a skill with no file, or a file elsewhere, owns its directory.
     """
-    target = _resolve_inside(name, path, directory)
-    try:
-        # stat before open: opening a FIFO for reading would block until a writer shows up.
-        info = os.stat(target)
-    except (FileNotFoundError, NotADirectoryError):
-        raise _cannot_read(name, path, "no such file in the skill's directory") from None
-    except OSError as error:
-        raise _unreadable(name, path, error) from None
-    _check_kind(name, path, info, limit)
-    # O_NOFOLLOW: `target` is already fully resolved, so a symbolic link here means it was
-    # swapped in after the check; refuse rather than follow it out of the directory.
-    # O_NONBLOCK: should a FIFO have been swapped in instead, opening it must not hang.
-    flags = os.O_RDONLY
-    for optional in ("O_NOFOLLOW", "O_NONBLOCK", "O_BINARY"):
-        flags |= getattr(os, optional, 0)
-    try:
-        descriptor = os.open(target, flags)
-        with os.fdopen(descriptor, "rb") as file:
-            # The check again, on what was actually opened.
-            _check_kind(name, path, os.fstat(file.fileno()), limit)
-            # One byte past the limit tells a file that grew after the stat.
-            data = file.read(limit + 1)
-    except OSError as error:
-        raise _unreadable(name, path, error) from None
-    if len(data) > limit:
-        raise _cannot_read(name, path, f"the file is over the {limit}-byte limit")
-    return target, _decode_text(name, path, data)
+    if skill_file is None:
+        return False
+    folder, file_name = os.path.split(os.path.normpath(skill_file))
+    return file_name != _BUNDLE_FILE and os.path.normcase(folder) == os.path.normcase(
+        os.path.normpath(base.path)
+    )
 
 
-def _check_kind(name: str, path: str, info: os.stat_result, limit: int) -> None:
-    if stat.S_ISDIR(info.st_mode):
-        raise _cannot_read(name, path, "it is a directory, not a file")
-    if not stat.S_ISREG(info.st_mode):
-        raise _cannot_read(name, path, "it is not a regular file")
-    if info.st_size > limit:
-        raise _cannot_read(
-            name, path, f"the file is {info.st_size} bytes, over the {limit}-byte limit"
-        )
+def _hidden_from_model(snapshot: SkillSnapshot) -> tuple[str, ...]:
+    """The files and directories of the skills the model may not load, for ``excluded``.
+
+    A bundle's whole directory is its own; of a flat skill only its file is (its directory is
+    a root shared with other skills).
+    """
+    paths: list[str] = []
+    for skill in snapshot.skills:
+        if not skill.disable_model_invocation:
+            continue
+        if skill.path is not None:
+            paths.append(skill.path)
+        base = skill.resource_base
+        if isinstance(base, DirectoryResource) and not _is_flat(skill.path, base):
+            paths.append(base.path)
+    return tuple(paths)
 
 
-def _unreadable(name: str, path: str, error: OSError) -> _Refusal:
-    return _cannot_read(name, path, f"it could not be read ({error.strerror or _describe(error)})")
+def _read_refusal(name: str, path: str, problem: ConfinedReadError, limit: int) -> _Refusal:
+    reasons: dict[ConfinedReadFailure, str] = {
+        "outside": "the path resolves outside the skill's directory",
+        "excluded": "it belongs to a skill that is not available for model invocation",
+        "not_found": "no such file in the skill's directory",
+        "directory": "it is a directory, not a file",
+        "not_regular": "it is not a regular file",
+        "too_large": f"the file is {problem.size} bytes, over the {limit}-byte limit",
+        "grew": f"the file is over the {limit}-byte limit",
+        "changed": "it changed while being read",
+        "unreadable": f"it could not be read ({problem.detail})",
+    }
+    return _cannot_read(name, path, reasons[problem.failure])
 
 
 def _decode_text(name: str, path: str, data: bytes) -> str:
@@ -400,6 +404,7 @@ class SkillTool:
         require_positive_int("max_resource_bytes", max_resource_bytes)
         self._registry = registry
         self._max_resource_bytes = max_resource_bytes
+        self._fs = LocalFileSystem()
         self.name = SKILL_TOOL_NAME
         self.description = _TOOL_DESCRIPTION
         # A fresh dict per tool, so an agent that adjusts its copy cannot affect another tool.
@@ -437,10 +442,12 @@ class SkillTool:
 
     async def _call(self, arguments: object, cwd: str, read_text: ReadText | None) -> str:
         name, path = _parse_arguments(arguments)
-        definition = await self._load(name, SkillLookupOptions(cwd=cwd))
+        options = SkillLookupOptions(cwd=cwd)
+        snapshot = await self._snapshot(name, options)
+        definition = await self._load(name, options, snapshot=snapshot)
         if path is None:
             return render_skill_content(definition)
-        return await self._read_resource(definition, path, read_text)
+        return await self._read_resource(definition, path, read_text, snapshot)
 
     async def invoke_for_user(
         self, name: str, *, cwd: str, snapshot: SkillSnapshot | None = None
@@ -472,12 +479,8 @@ class SkillTool:
             refused = _Refusal(f"Error: skill {_quote(name)} is not available for model invocation")
         else:
             refused = _Refusal(f"Error: skill {_quote(name)} cannot be invoked as a command")
-        # `except Exception` lets cancellation (a BaseException) through untouched.
-        try:
-            if snapshot is None:
-                snapshot = await self._registry.snapshot(options)
-        except Exception as error:
-            raise self._load_failed(name, error) from None
+        if snapshot is None:
+            snapshot = await self._snapshot(name, options)
         found = next((skill for skill in snapshot.skills if skill.name == name), None)
         if found is None:
             raise unavailable
@@ -497,12 +500,23 @@ class SkillTool:
             raise refused
         return definition
 
+    async def _snapshot(self, name: str, options: SkillLookupOptions) -> SkillSnapshot:
+        # `except Exception` lets cancellation (a BaseException) through untouched.
+        try:
+            return await self._registry.snapshot(options)
+        except Exception as error:
+            raise self._load_failed(name, error) from None
+
     def _load_failed(self, name: str, error: Exception) -> _Refusal:
         _log.warning("skill_load_failed", skill=name, error=repr(error))
         return _Refusal(f"Error: skill {_quote(name)} could not be loaded: {_describe(error)}")
 
     async def _read_resource(
-        self, definition: SkillDefinition, path: str, read_text: ReadText | None
+        self,
+        definition: SkillDefinition,
+        path: str,
+        read_text: ReadText | None,
+        snapshot: SkillSnapshot,
     ) -> str:
         name = definition.name
         base = definition.resource_base
@@ -519,26 +533,42 @@ class SkillTool:
             )
         if base is None:
             raise _cannot_read(name, path, "it has no resource directory")
-        target, text = await anyio.to_thread.run_sync(
-            _read_local_text, name, path, base.path, self._max_resource_bytes
-        )
+        if _is_flat(definition.path, base):
+            raise _cannot_read(
+                name,
+                path,
+                "it is a single-file skill, so it has no resource files of its own; its "
+                "directory holds other skills",
+            )
+        limit = self._max_resource_bytes
+        excluded = _hidden_from_model(snapshot)
+        found = await self._fs.read_confined(base.path, path, limit, excluded=excluded)
+        if isinstance(found, ConfinedReadError):
+            raise _read_refusal(name, path, found, limit)
+        text = _decode_text(name, path, found.data)
         if read_text is None:
             return text
         # The local checks above decided *whether* the file may be read; the client supplies
         # the text, so an unsaved editor buffer and the client's own permissions apply.
         try:
-            text = await read_text(target)
+            text = await read_text(found.path)
         except Exception as error:
-            _log.warning("skill_resource_read_failed", skill=name, path=target, error=repr(error))
+            _log.warning(
+                "skill_resource_read_failed", skill=name, path=found.path, error=repr(error)
+            )
             raise _cannot_read(
                 name, path, f"the client could not read it ({_describe(error)})"
             ) from None
         if not isinstance(text, str):
             raise _cannot_read(name, path, "the client did not return text")
-        if len(text.encode("utf-8", "surrogatepass")) > self._max_resource_bytes:
-            raise _cannot_read(
-                name, path, f"the file is over the {self._max_resource_bytes}-byte limit"
-            )
+        if len(text.encode("utf-8", "surrogatepass")) > limit:
+            raise _cannot_read(name, path, f"the file is over the {limit}-byte limit")
         if "\0" in text:
             raise _cannot_read(name, path, "it is a binary file (it contains NUL bytes), not text")
+        # The client read the file by its path, out of our hands: make sure the path still
+        # names the file that was checked, so a directory swapped for a symbolic link while
+        # the client read cannot pass an outside file off as this one.
+        again = await self._fs.read_confined(base.path, path, limit, excluded=excluded)
+        if isinstance(again, ConfinedReadError) or again.identity != found.identity:
+            raise _cannot_read(name, path, "it changed while being read")
         return text

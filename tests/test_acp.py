@@ -983,3 +983,63 @@ async def test_unknown_extension_method_is_method_not_found(registry: SkillRegis
         "data": {"method": "_skills/bogus"},
     }
     assert caught.value.code == -32601
+
+
+# -- control characters never reach the editor or the model ----------------------------------
+
+TROJAN_DESCRIPTION = "Run\x1b[2J \u202eexe.evil\u202c now\x00\ud800\nplease\x85\x9b"
+
+
+@pytest.mark.anyio
+async def test_descriptions_reach_the_editor_and_the_model_without_control_characters(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """A runtime skill with controls, bidi overrides and a lone surrogate in its description,
+    hint and source: commands, ``_skills/list`` and the catalog arrive clean over the wire."""
+    registry.register(
+        SkillDefinition(
+            name="trojan",
+            description=TROJAN_DESCRIPTION,
+            source="runtime\u202e",
+            argument_hint="[env\u2066]\x07",
+            content="body",
+        )
+    )
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        await peer.prompt(session_id, "hello")
+        listed = await peer.ext("skills/list", {"sessionId": session_id})
+        prefix = await peer.ext("skills/prefix", {"sessionId": session_id})
+        commands = peer.wire.commands(session_id)
+    assert [c for c in commands[-1] if c["name"] == "trojan"] == [
+        {
+            "name": "trojan",
+            "description": "Run[2J exe.evil now\ufffd please",
+            "input": {"hint": "[env]"},
+        }
+    ]
+    [entry] = [skill for skill in listed["skills"] if skill["name"] == "trojan"]
+    # The editor gets the whole description, line breaks included, without the controls.
+    assert (entry["description"], entry["source"]) == (
+        "Run[2J exe.evil now\ufffd\nplease\n",
+        "runtime",
+    )
+    [catalog] = prefix["messages"]
+    assert "\n- `trojan`: Run[2J exe.evil now\ufffd please\n" in catalog["text"]
+
+
+def test_available_commands_leave_out_names_no_slash_can_invoke() -> None:
+    """A hand-built summary whose name breaks the grammar is not advertised."""
+    skills = [
+        candidate("ok", provider="p"),
+        candidate("ok", provider="p", name="Bad\u202eName"),
+        candidate("ok", provider="p", name="two words"),
+    ]
+    assert [command.name for command in available_commands(skills)] == ["ok"]
+
+
+def test_tool_call_titles_show_no_control_characters() -> None:
+    """The model's name goes into a title an editor shows: its controls are removed."""
+    update = skill_tool_call_start("c", {"name": "de\u202eploy\x1b"})
+    assert update.title == "Load skill deploy"
+    assert update.raw_input == {"name": "de\u202eploy\x1b"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from structlog.testing import capture_logs
 
 from acp_skills import (
     DirectoryResource,
+    LocalSkillProvider,
     OpaqueResource,
     ResourceBase,
     SkillCandidate,
@@ -658,3 +660,242 @@ async def test_read_text_cancellation_propagates(bundle: Path) -> None:
     with anyio.fail_after(5), anyio.move_on_after(0.05) as scope:
         await read(tool, "references/guide.md", read_text=hang)
     assert scope.cancelled_caught
+
+
+# -- text of a skill the model may not load never reaches it -------------------------------
+
+
+def write_skill_file(path: Path, name: str, body: str, *, hidden: bool = False) -> Path:
+    """Write a SKILL.md or flat .md with frontmatter; ``hidden`` sets disableModelInvocation."""
+    flag = "disableModelInvocation: true\n" if hidden else ""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\nname: {name}\ndescription: The {name} skill\n{flag}---\n{body}\n")
+    return path
+
+
+def disk_tool(tmp_path: Path, *roots: Path) -> SkillTool:
+    """A tool over a real LocalSkillProvider scanning ``roots`` (and no home directories)."""
+    registry = SkillRegistry()
+    registry.register_provider(
+        LocalSkillProvider(
+            dsh_home=tmp_path / "no-dsh-home",
+            agents_home=tmp_path / "no-agents-home",
+            custom_skill_dirs=roots,
+        )
+    )
+    return SkillTool(registry)
+
+
+def refused(name: str, path: str, reason: str) -> ToolResult:
+    return error(f"Error: cannot read {json.dumps(path)} from skill {json.dumps(name)}: {reason}")
+
+
+FLAT = (
+    "it is a single-file skill, so it has no resource files of its own; its directory holds "
+    "other skills"
+)
+HIDDEN = "it belongs to a skill that is not available for model invocation"
+
+
+@pytest.fixture
+def flat_root(tmp_path: Path) -> Path:
+    """A skills root holding a flat skill next to hidden and visible skills of every shape."""
+    root = tmp_path / "skills"
+    write_skill_file(root / "notes.md", "notes", "notes body")
+    write_skill_file(root / "other.md", "other", "other body")
+    write_skill_file(root / "quiet.md", "quiet", "QUIET-BODY", hidden=True)
+    write_skill_file(root / "secret" / "SKILL.md", "secret", "SECRET-BODY", hidden=True)
+    (root / "secret" / "plan.md").write_text("SECRET-PLAN")
+    return root
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["secret/SKILL.md", "secret/plan.md", "quiet.md", "other.md", "notes.md", "."],
+    ids=["hidden-bundle", "hidden-resource", "hidden-flat", "visible-flat", "itself", "root"],
+)
+async def test_a_flat_skill_has_no_readable_resources(
+    tmp_path: Path, flat_root: Path, path: str
+) -> None:
+    """Any path with a flat skill is refused: its directory is a root full of other skills."""
+    tool = disk_tool(tmp_path, flat_root)
+    assert await tool.call({"name": "notes", "path": path}, cwd=CWD) == refused("notes", path, FLAT)
+
+
+async def test_a_flat_skill_is_not_told_to_read_files(tmp_path: Path, flat_root: Path) -> None:
+    """The loaded flat skill names its base directory but offers no ``path`` reads."""
+    result = await disk_tool(tmp_path, flat_root).call({"name": "notes"}, cwd=CWD)
+    assert not result.is_error
+    assert f"Base directory: {flat_root}\n" in result.text
+    assert "`path`" not in result.text
+
+
+@pytest.fixture
+def nested_roots(tmp_path: Path) -> tuple[Path, Path]:
+    """A visible bundle ``pub`` whose directory also holds a second skills root, ``pub/nested``,
+    with a hidden bundle, a hidden flat skill and a visible flat skill; plus a link and a hard
+    link inside ``pub`` to the hidden bundle."""
+    outer = tmp_path / "outer"
+    pub = outer / "pub"
+    write_skill_file(pub / "SKILL.md", "pub", "pub body")
+    nested = pub / "nested"
+    write_skill_file(nested / "secret" / "SKILL.md", "secret", "SECRET-BODY", hidden=True)
+    (nested / "secret" / "plan.md").write_text("SECRET-PLAN")
+    write_skill_file(nested / "quiet.md", "quiet", "QUIET-BODY", hidden=True)
+    write_skill_file(nested / "loud.md", "loud", "LOUD-BODY")
+    (pub / "alias").symlink_to(nested / "secret", target_is_directory=True)
+    os.link(nested / "secret" / "SKILL.md", pub / "copy.md")
+    return outer, nested
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "nested/secret/SKILL.md",
+        "nested/secret/plan.md",
+        "nested/quiet.md",
+        "alias/SKILL.md",
+        "alias/plan.md",
+        "copy.md",
+    ],
+    ids=["skill-file", "resource", "flat-file", "symlink", "symlink-resource", "hard-link"],
+)
+async def test_a_bundle_never_serves_a_hidden_skill_inside_it(
+    tmp_path: Path, nested_roots: tuple[Path, Path], path: str
+) -> None:
+    """Whatever name reaches them, a hidden skill's file and bundle are refused by identity."""
+    tool = disk_tool(tmp_path, *nested_roots)
+    assert await tool.call({"name": "pub", "path": path}, cwd=CWD) == refused("pub", path, HIDDEN)
+
+
+async def test_a_bundle_still_serves_its_own_and_model_visible_files(
+    tmp_path: Path, nested_roots: tuple[Path, Path]
+) -> None:
+    """Only hidden skills are guarded: a visible skill's text may be read (it may be loaded)."""
+    tool = disk_tool(tmp_path, *nested_roots)
+    own = await tool.call({"name": "pub", "path": "SKILL.md"}, cwd=CWD)
+    assert (own.is_error, "pub body" in own.text) == (False, True)
+    loud = await tool.call({"name": "pub", "path": "nested/loud.md"}, cwd=CWD)
+    assert (loud.is_error, "LOUD-BODY" in loud.text) == (False, True)
+
+
+async def test_a_hidden_bundle_linked_from_a_root_is_guarded_where_it_really_lives(
+    tmp_path: Path,
+) -> None:
+    """A hidden skill found through a symlinked directory is refused under its real path too."""
+    root = tmp_path / "skills"
+    write_skill_file(root / "pub" / "SKILL.md", "pub", "pub body")
+    write_skill_file(root / "pub" / "vault" / "SKILL.md", "vault", "VAULT-BODY", hidden=True)
+    (root / "vault").symlink_to(root / "pub" / "vault", target_is_directory=True)
+    tool = disk_tool(tmp_path, root)
+    result = await tool.call({"name": "pub", "path": "vault/SKILL.md"}, cwd=CWD)
+    assert result == refused("pub", "vault/SKILL.md", HIDDEN)
+
+
+async def test_a_person_invoked_hidden_skill_offers_no_file_reads(tmp_path: Path) -> None:
+    """``/name`` may load a hidden skill, but its text does not invite the model to read files."""
+    root = tmp_path / "skills"
+    write_skill_file(root / "secret" / "SKILL.md", "secret", "SECRET-BODY", hidden=True)
+    (root / "secret" / "plan.md").write_text("SECRET-PLAN")
+    tool = disk_tool(tmp_path, root)
+    invoked = await tool.invoke_for_user("secret", cwd=CWD)
+    assert (invoked.is_error, "SECRET-BODY" in invoked.text) == (False, True)
+    assert "`path`" not in invoked.text
+    assert await tool.call({"name": "secret", "path": "plan.md"}, cwd=CWD) == error(
+        'Error: skill "secret" is not available for model invocation'
+    )
+
+
+# -- confinement under races -----------------------------------------------------------------
+
+
+async def test_swapping_a_directory_for_a_link_mid_read_never_yields_an_outside_file(
+    tmp_path: Path,
+) -> None:
+    """While a thread keeps replacing ``references`` with a link out of the skill, every read
+    returns the inside file or a clean refusal, never the outside file or a crash."""
+    skill = tmp_path / "skills" / "deploy"
+    (skill / "references").mkdir(parents=True)
+    (skill / "references" / "guide.md").write_text("inside text")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "guide.md").write_text("OUTSIDE SECRET")
+    parked = tmp_path / "parked"
+    tool, _ = bundle_tool(skill)
+    stop = threading.Event()
+    swaps: list[int] = []
+
+    def keep_swapping() -> None:
+        while not stop.is_set():
+            os.rename(skill / "references", parked)
+            os.symlink(outside, skill / "references")
+            os.unlink(skill / "references")
+            os.rename(parked, skill / "references")
+            swaps.append(1)
+
+    swapper = threading.Thread(target=keep_swapping)
+    swapper.start()
+    outcomes: set[str] = set()
+    try:
+        for _ in range(3000):
+            result = await read(tool, "references/guide.md")
+            assert "OUTSIDE" not in result.text
+            outcomes.add(result.text)
+    finally:
+        stop.set()
+        swapper.join()
+    assert swaps
+    assert outcomes <= {
+        "inside text",
+        cannot_read("references/guide.md", OUTSIDE).text,
+        cannot_read("references/guide.md", "no such file in the skill's directory").text,
+        cannot_read("references/guide.md", "it changed while being read").text,
+    }
+
+
+async def test_a_path_swapped_out_while_the_client_reads_it_is_refused(bundle: Path) -> None:
+    """The client reads by path, out of our hands: if the path leads elsewhere afterwards, the
+    client's text is not returned."""
+    outside = bundle.parent.parent / "outside"
+    (outside / "guide.md").write_text("OUTSIDE SECRET")
+
+    async def swapping_reader(path: str) -> str:
+        os.rename(bundle / "references", bundle.parent.parent / "parked")
+        os.symlink(outside, bundle / "references")
+        return await anyio.Path(path).read_text()
+
+    tool, _ = bundle_tool(bundle)
+    result = await read(tool, "references/guide.md", read_text=swapping_reader)
+    assert result == cannot_read("references/guide.md", "it changed while being read")
+
+
+async def test_a_file_gone_before_the_read_is_a_clean_refusal(bundle: Path) -> None:
+    """A resource deleted between the catalog and the read is "no such file", not a crash."""
+    tool, _ = bundle_tool(bundle)
+    (bundle / "references" / "guide.md").unlink()
+    assert await read(tool, "references/guide.md") == cannot_read(
+        "references/guide.md", "no such file in the skill's directory"
+    )
+
+
+# -- what error texts echo -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("de\u202eploy", "de\\u202eploy"),
+        ("a\u2066b", "a\\u2066b"),
+        ("bell\x07", "bell\\u0007"),
+        ("del\x7f", "del\\u007f"),
+        ("c1\x9b", "c1\\u009b"),
+        ("lone\ud800", "lone\\ud800"),
+    ],
+    ids=["bidi-override", "bidi-isolate", "c0", "del", "c1", "lone-surrogate"],
+)
+async def test_error_texts_escape_control_characters_of_the_model(name: str, shown: str) -> None:
+    """A model's odd name is quoted back with its control characters spelled as escapes."""
+    tool, _ = make_tool()
+    result = await tool.call({"name": name}, cwd=CWD)
+    assert result == error(f'Error: skill name "{shown}" {NOT_VALID}')
+    result.text.encode("utf-8")  # well-formed: it can go into a frame

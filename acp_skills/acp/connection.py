@@ -44,6 +44,7 @@ from ..model import PrefixContext, SkillLookupOptions, SkillSnapshot, require_po
 from ..prefix import SessionPrefix
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
+from ..safe_text import remove_unsafe_characters
 from ..session import PrefixedSession
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool, ToolResult
 from .turn import (
@@ -696,9 +697,10 @@ class AcpSkills:
             "skills": [
                 {
                     "name": skill.name,
-                    "description": skill.description,
-                    "source": skill.source,
-                    "provider": skill.provider,
+                    # The editor shows these: no control characters, whitespace kept.
+                    "description": remove_unsafe_characters(skill.description),
+                    "source": remove_unsafe_characters(skill.source),
+                    "provider": remove_unsafe_characters(skill.provider),
                     "userInvocable": skill.user_invocable,
                     "disableModelInvocation": skill.disable_model_invocation,
                 }

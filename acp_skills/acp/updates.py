@@ -29,7 +29,8 @@ from acp.schema import (
 )
 
 from ..catalog import shorten_description
-from ..model import SkillSummary
+from ..model import SkillSummary, is_skill_name
+from ..safe_text import remove_unsafe_characters
 from ..tool import ToolResult
 
 __all__ = [
@@ -56,7 +57,9 @@ _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart:
     """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
     name = arguments.get("name") if isinstance(arguments, Mapping) else None
-    title = f"Load skill {name}" if isinstance(name, str) and name else "Load skill"
+    # The name is the model's; an editor shows the title: no control characters in it.
+    name = remove_unsafe_characters(name) if isinstance(name, str) else None
+    title = f"Load skill {name}" if name else "Load skill"
     return start_tool_call(
         tool_call_id, title, kind="read", status="in_progress", raw_input=_raw_input(arguments)
     )
@@ -66,7 +69,7 @@ def tool_call_started(tool_call_id: str, tool_name: str, arguments: object) -> T
     """The ``tool_call`` update announcing a call of one of the agent's own tools."""
     return start_tool_call(
         tool_call_id,
-        tool_name,
+        remove_unsafe_characters(tool_name) or "Tool",
         kind="other",
         status="in_progress",
         raw_input=_raw_input(arguments),
@@ -89,14 +92,17 @@ def _raw_input(arguments: object) -> dict[str, Any]:
 def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
     """Slash commands for the user-invocable skills, in the order given.
 
-    The description is whitespace-normalized and truncated but not XML-escaped: an editor shows
-    it literally. ``argument-hint`` becomes the command's input hint.
+    The description is cleaned of control characters, whitespace-normalized and truncated but not
+    XML-escaped: an editor shows it literally. ``argument-hint`` becomes the command's input
+    hint, cleaned the same way. A summary whose name is not a skill name is left out: ``/name``
+    could never invoke it.
     """
     commands = []
     for skill in skills:
-        if not skill.user_invocable:
+        if not skill.user_invocable or not is_skill_name(skill.name):
             continue
         hint = getattr(skill, "argument_hint", None)
+        hint = shorten_description(hint, COMMAND_DESCRIPTION_MAX) if isinstance(hint, str) else None
         commands.append(
             AvailableCommand(
                 name=skill.name,
