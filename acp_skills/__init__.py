@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .catalog import SkillCatalogContributor, normalize_description, render_catalog
+from .catalog import SkillCatalogContributor
 from .errors import SkillContractError
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
 from .local import LocalSkillProvider
@@ -43,8 +43,9 @@ from .record import (
     SessionStore,
 )
 from .registry import SkillRegistry
+from .render import normalize_description, render_catalog, render_skill_content
 from .session import PrefixedSession
-from .tool import SkillTool, ToolResult, render_skill_content
+from .tool import SkillTool, ToolResult
 
 if TYPE_CHECKING:
     from .acp import AcpSkills

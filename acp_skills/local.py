@@ -36,6 +36,7 @@ import structlog
 from .frontmatter import ParsedSkill, SkillFileProblem, decode_skill_bytes, parse_skill_file
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
 from .model import (
+    SKILL_FILE_NAME,
     DirectoryResource,
     SkillCandidate,
     SkillDefinition,
@@ -57,7 +58,6 @@ _USER_AGENTS: Final = "user-agents"
 # installs and manages, which are not meant to be discovered as ordinary user skills. A
 # project may legitimately name a skill directory `.system`, so other roots keep it.
 _SYSTEM_DIR: Final = ".system"
-_BUNDLE_FILE: Final = "SKILL.md"
 _FLAT_SUFFIX: Final = ".md"
 
 
@@ -330,7 +330,7 @@ class LocalSkillProvider:
             if entry.kind == "dir":
                 yield _SkillFile(
                     root=root,
-                    path=os.path.join(entry_path, _BUNDLE_FILE),
+                    path=os.path.join(entry_path, SKILL_FILE_NAME),
                     resource_dir=entry_path,
                 )
             elif entry.kind == "file":

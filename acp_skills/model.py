@@ -20,6 +20,10 @@ from typing import Any, TypeAlias
 _SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
+# The file that makes a directory a skill bundle.
+SKILL_FILE_NAME = "SKILL.md"
+
+
 def is_skill_name(value: object) -> bool:
     """Return whether ``value`` is a valid skill name (kebab-case, lowercase ASCII)."""
     return isinstance(value, str) and _SKILL_NAME.fullmatch(value) is not None

@@ -22,10 +22,8 @@ the read cannot yield an outside file.
 
 from __future__ import annotations
 
-import html
 import json
 import ntpath
-import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -46,7 +44,8 @@ from .model import (
     require_positive_int,
 )
 from .registry import SkillRegistry
-from .safe_text import escape_unsafe_characters, remove_unsafe_characters
+from .render import SKILL_TOOL_NAME, cut, is_flat_skill, render_skill_content
+from .safe_text import escape_unsafe_characters
 
 __all__ = [
     "DEFAULT_MAX_RESOURCE_BYTES",
@@ -57,7 +56,6 @@ __all__ = [
     "render_skill_content",
 ]
 
-SKILL_TOOL_NAME = "skill"
 DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
 MAX_RESOURCE_PATH_LENGTH = 4096
 
@@ -93,89 +91,6 @@ class ToolResult:
     is_error: bool
 
 
-# -- rendering -------------------------------------------------------------------------------
-
-
-def _escape_attribute(value: str) -> str:
-    # `>` needs no escaping inside a quoted attribute, but escaping it too keeps the opening tag
-    # unambiguous for a model reading it and costs nothing for grammar-valid names.
-    return (
-        value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
-    )
-
-
-def _escape_text(value: str) -> str:
-    # The same escaping as catalog descriptions: `&` first, so entities are not escaped twice.
-    # Hints carry provider-given text (an opaque base's description): no control characters.
-    return html.escape(remove_unsafe_characters(value), quote=False)
-
-
-def _resource_hints(definition: SkillDefinition) -> list[str]:
-    base = definition.resource_base
-    if isinstance(base, DirectoryResource):
-        hints = [
-            f"Base directory: {_escape_text(base.path)}",
-            "Relative paths in this skill (scripts, references, assets) resolve against that "
-            "directory.",
-        ]
-        if not _is_flat(definition.path, base) and not definition.disable_model_invocation:
-            # A flat skill's directory is shared with other skills: nothing to read there. A
-            # skill the model may not load (a person invoked it) serves it no files either.
-            hints.append(
-                f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's "
-                "name and the file's path relative to that directory as `path`."
-            )
-    elif isinstance(base, UrlResource):
-        hints = [
-            f"Base URL: {_escape_text(base.url)}",
-            "Relative paths in this skill (scripts, references, assets) resolve against that URL.",
-        ]
-    elif isinstance(base, OpaqueResource):
-        hints = [f"How to reach this skill's resources: {_escape_text(base.description)}"]
-    else:
-        hints = [
-            "This skill has no resource directory or URL; any resources it refers to are "
-            f'managed by the skill provider "{_escape_text(definition.provider)}".'
-        ]
-    hints.append(
-        "Load a resource this skill refers to only when the task needs it, not ahead of time."
-    )
-    return hints
-
-
-def _refuses(skill: SkillSummary, *, by_model: bool) -> bool:
-    return skill.disable_model_invocation if by_model else not skill.user_invocable
-
-
-def render_skill_content(definition: SkillDefinition) -> str:
-    """Render a loaded skill as the text the model receives.
-
-    The name is escaped for an attribute (``&``, ``"``, ``<``, ``>``), the resource hints like
-    catalog descriptions (``&``, ``<``, ``>``), and the body is kept verbatim: it is the skill
-    author's Markdown, and escaping it would change the instructions. The directory's contents
-    are never listed and ``when_to_use`` is never included.
-
-    Args:
-        definition: the loaded skill.
-
-    Returns:
-        The ``<skill_content>`` block, lines joined with ``\\n``, without a trailing newline.
-    """
-    return "\n".join(
-        [
-            f'<skill_content name="{_escape_attribute(definition.name)}">',
-            "<skill_resources>",
-            *_resource_hints(definition),
-            "</skill_resources>",
-            "",
-            "<skill_instructions>",
-            definition.content,
-            "</skill_instructions>",
-            "</skill_content>",
-        ]
-    )
-
-
 # -- argument checking -----------------------------------------------------------------------
 
 
@@ -186,7 +101,7 @@ def _quote(value: str) -> str:
     surrogates are escaped too, so a model's odd argument is shown, never acted on.
     """
     if len(value) > _QUOTE_LIMIT:
-        value = value[: _QUOTE_LIMIT - 3] + "..."
+        value = cut(value, _QUOTE_LIMIT)
     return escape_unsafe_characters(json.dumps(value, ensure_ascii=False))
 
 
@@ -290,23 +205,9 @@ def _check_path_syntax(name: str, path: str) -> None:
 
 # -- confined reads ----------------------------------------------------------------------------
 
-_BUNDLE_FILE = "SKILL.md"
 
-
-def _is_flat(skill_file: str | None, base: DirectoryResource) -> bool:
-    """Whether a skill is a flat ``<name>.md``: a file lying directly in its resource directory
-    under a name other than ``SKILL.md``.
-
-    Such a directory is a skills root, shared with every other skill in it, so it has no
-    resources of this skill to read (contract §7). A bundle's file is its directory's
-    ``SKILL.md``; a skill with no file, or a file elsewhere, owns its directory.
-    """
-    if skill_file is None:
-        return False
-    folder, file_name = os.path.split(os.path.normpath(skill_file))
-    return file_name != _BUNDLE_FILE and os.path.normcase(folder) == os.path.normcase(
-        os.path.normpath(base.path)
-    )
+def _refuses(skill: SkillSummary, *, by_model: bool) -> bool:
+    return skill.disable_model_invocation if by_model else not skill.user_invocable
 
 
 def _hidden_from_model(snapshot: SkillSnapshot) -> tuple[str, ...]:
@@ -322,7 +223,7 @@ def _hidden_from_model(snapshot: SkillSnapshot) -> tuple[str, ...]:
         if skill.path is not None:
             paths.append(skill.path)
         base = skill.resource_base
-        if isinstance(base, DirectoryResource) and not _is_flat(skill.path, base):
+        if isinstance(base, DirectoryResource) and not is_flat_skill(skill.path, base):
             paths.append(base.path)
     return tuple(paths)
 
@@ -353,7 +254,7 @@ def _decode_text(name: str, path: str, data: bytes) -> str:
 
 def _describe(error: BaseException) -> str:
     text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
+    return cut(text, 300)
 
 
 # -- the tool ----------------------------------------------------------------------------------
@@ -533,7 +434,7 @@ class SkillTool:
             )
         if base is None:
             raise _cannot_read(name, path, "it has no resource directory")
-        if _is_flat(definition.path, base):
+        if is_flat_skill(definition.path, base):
             raise _cannot_read(
                 name,
                 path,

@@ -19,9 +19,8 @@ from acp.helpers import embedded_text_resource, resource_block, resource_link_bl
 from acp.schema import HttpMcpServer, McpServerStdio
 
 from acp_skills import SkillSummary
-from acp_skills.catalog import render_catalog
 from acp_skills.model import DirectoryResource, SkillDefinition
-from acp_skills.tool import render_skill_content
+from acp_skills.render import render_catalog, render_skill_content
 from demo_agent.models import ModelRequest
 from demo_agent.models.offline import OfflineModel, choose_skill
 from tests.agent_client import Agent, Frame, Sandbox, text_prompt

@@ -38,12 +38,13 @@ from acp import RequestError
 from acp.connection import StreamDirection, StreamEvent
 from acp.helpers import update_agent_message_text, update_user_message_text
 
-from ..catalog import DEFAULT_MAX_DESCRIPTION_LENGTH, SkillCatalogContributor
+from ..catalog import SkillCatalogContributor
 from ..local import LocalSkillProvider
 from ..model import PrefixContext, SkillLookupOptions, SkillSnapshot, require_positive_int
 from ..prefix import SessionPrefix
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
+from ..render import DEFAULT_MAX_DESCRIPTION_LENGTH
 from ..safe_text import remove_unsafe_characters
 from ..session import PrefixedSession
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool, ToolResult

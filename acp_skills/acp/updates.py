@@ -28,8 +28,8 @@ from acp.schema import (
     UnstructuredCommandInput,
 )
 
-from ..catalog import shorten_description
 from ..model import SkillSummary, is_skill_name
+from ..render import shorten_description
 from ..safe_text import remove_unsafe_characters
 from ..tool import ToolResult
 
