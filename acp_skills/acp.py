@@ -60,6 +60,7 @@ __all__ = [
     "InvokedSkill",
     "SkillTurn",
     "available_commands",
+    "check_cwd",
     "find_invocations",
     "is_absolute_cwd",
     "prompt_text",
@@ -473,9 +474,7 @@ class AcpSkills:
         if "sessionId" in params:
             cwd: str | None = self.session(params["sessionId"]).context.cwd
         elif "cwd" in params:
-            cwd = params["cwd"]
-            if not is_absolute_cwd(cwd):
-                raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be absolute"})
+            cwd = check_cwd(params["cwd"])
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
         snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=cwd))
@@ -519,6 +518,51 @@ def _field(value: object, attribute: str, key: str) -> object:
     return getattr(value, attribute, None)
 
 
+def _path_limit() -> int:
+    """The platform's longest path in bytes, its terminating NUL included (``PATH_MAX``)."""
+    try:
+        limit = os.pathconf("/", "PC_PATH_MAX")
+    except (AttributeError, OSError, ValueError):  # no pathconf (Windows), or no answer
+        limit = -1
+    return limit if limit > 0 else 4096
+
+
+_PATH_LIMIT = _path_limit()
+
+
+def _path_bytes(path: str) -> int:
+    # `surrogatepass`: a lone surrogate from JSON must be measured, not crash the check.
+    return len(path.encode("utf-8", "surrogatepass"))
+
+
 def is_absolute_cwd(cwd: object) -> bool:
-    """Whether ``cwd`` is an absolute path, as ACP requires of a session's working directory."""
-    return isinstance(cwd, str) and os.path.isabs(cwd) and "\0" not in cwd
+    """Whether ``cwd`` can be a session's working directory, as ACP requires.
+
+    That is an absolute path without NUL, shorter than the platform's path limit.
+    """
+    return (
+        isinstance(cwd, str)
+        and os.path.isabs(cwd)
+        and "\0" not in cwd
+        and _path_bytes(cwd) < _PATH_LIMIT
+    )
+
+
+def check_cwd(cwd: object) -> str:
+    """Return ``cwd`` if it can be a session's working directory (`is_absolute_cwd`).
+
+    Raises:
+        acp.RequestError: invalid params (-32602) saying why not; an over-long ``cwd`` is not
+            echoed back, only its length and the limit.
+    """
+    if isinstance(cwd, str) and _path_bytes(cwd) >= _PATH_LIMIT:
+        raise RequestError.invalid_params(
+            {
+                "reason": "cwd is longer than the platform's path limit",
+                "length": _path_bytes(cwd),
+                "limit": _PATH_LIMIT - 1,
+            }
+        )
+    if not isinstance(cwd, str) or not is_absolute_cwd(cwd):
+        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be absolute"})
+    return cwd

@@ -39,7 +39,7 @@ from acp_skills.acp import (
     AcpClient,
     AcpSkills,
     SkillTurn,
-    is_absolute_cwd,
+    check_cwd,
     prompt_text,
     skill_tool_call_end,
     skill_tool_call_start,
@@ -123,7 +123,7 @@ class DemoAgent:
         additional_directories: Any = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
-        _require_absolute(cwd)
+        check_cwd(cwd)
         _ignore_mcp_servers(mcp_servers)
         session_id = uuid.uuid4().hex
         await self._skills.open_session(session_id, cwd, tool_names=(self._skills.tool.name,))
@@ -138,7 +138,7 @@ class DemoAgent:
         additional_directories: Any = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
-        _require_absolute(cwd)
+        check_cwd(cwd)
         _ignore_mcp_servers(mcp_servers)
         # Live but not yet prompted, a session has no record yet: it still loads.
         known = self._skills.has_session(session_id)
@@ -299,11 +299,6 @@ class DemoAgent:
             turn.cancel()
         await asyncio.gather(*self._turns.values(), return_exceptions=True)
         await self._skills.aclose()
-
-
-def _require_absolute(cwd: object) -> None:
-    if not is_absolute_cwd(cwd):
-        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
 
 
 def _ignore_mcp_servers(servers: Sequence[Any] | None) -> None:

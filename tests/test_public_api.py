@@ -65,6 +65,7 @@ ACP_PUBLIC = [
     "InvokedSkill",
     "SkillTurn",
     "available_commands",
+    "check_cwd",
     "find_invocations",
     "is_absolute_cwd",
     "prompt_text",
