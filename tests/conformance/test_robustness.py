@@ -496,7 +496,7 @@ async def test_a_turn_running_at_end_of_input_is_answered(agent: AgentSpec, sche
         ]
         await raw.send(*batch)
         assert await raw.close() == 0, agent.stderr_tail()
-        answers = [m for m in raw.log.sent_by(AGENT) if "method" not in m]
+        answers = [dict(m) for m in raw.log.sent_by(AGENT) if "method" not in m]
         by_id = Counter(m["id"] for m in answers)
         assert all(by_id[m["id"]] == 1 for m in batch), answers
         [turn] = [m for m in answers if m["id"] == batch[0]["id"]]
