@@ -14,7 +14,7 @@ import pytest
 
 from .fake_model import PLAIN_REPLY, FakeModel
 from .harness import FAKE_KEY, WAIT_SECONDS, AgentSpec, RawAgent, close_transport, open_raw
-from .wire import Schema
+from .wire import AGENT, CLIENT, Schema
 
 pytestmark = [
     pytest.mark.anyio,
@@ -61,7 +61,7 @@ def assert_completed_turns_kept(history: list[dict[str, Any]]) -> None:
 async def test_stdin_closed_mid_turn(
     agent: AgentSpec, schema: Schema, fake_model: FakeModel
 ) -> None:
-    """EOF on stdin during a turn: exit 0 within 2 s, every completed turn on disk."""
+    """EOF on stdin during a turn: it is answered cancelled, exit 0 within 2 s, turns on disk."""
     async with open_raw(agent, schema, agent.with_fake_model(fake_model)) as raw:
         session_id = await two_turns_then_hang(raw, agent, fake_model)
         started = asyncio.get_running_loop().time()
@@ -73,6 +73,9 @@ async def test_stdin_closed_mid_turn(
     assert code == 0, agent.stderr_tail()
     assert elapsed < EXIT_SECONDS
     assert fake_model.slow_hung_up.is_set(), "the model request must be closed on the way out"
+    [slow] = [m for m in raw.log.sent_by(CLIENT) if "[slow]" in json.dumps(m)]
+    [answer] = [m for m in raw.log.sent_by(AGENT) if m.get("id") == slow["id"]]
+    assert answer["result"]["stopReason"] == "cancelled", "the running turn is still answered"
     assert_completed_turns_kept(agent.history(session_id))
 
 
