@@ -217,7 +217,7 @@ class GuardedTransport:
         # Requests handed to the SDK and not answered yet (id -> how many; ids can repeat).
         self._owed: dict[object, int] = {}
         # Of those, the prompt turns: id -> session id, to cancel them at the end of input.
-        self._prompts: dict[object, object] = {}
+        self._prompts: dict[object, str] = {}
         # The agent's own requests to the client that are still waiting for an answer.
         self._awaited: set[object] = set()
         # Messages made up here for the SDK (cancels and failed answers at the end of input).
@@ -260,8 +260,8 @@ class GuardedTransport:
     async def receive(self) -> dict[str, Any] | None:
         """Return the next well-formed message, answering malformed ones; ``None`` at the end.
 
-        The end comes when the client's output is gone, once every request received before
-        the end of input has been answered (or ``drain_seconds`` have passed).
+        The end comes at once when the client stops reading. At the end of input it comes only
+        once every request received before it has been answered (or ``drain_seconds`` passed).
         """
         while True:
             if self._inbox:
@@ -324,8 +324,9 @@ class GuardedTransport:
         if "method" in message and "id" in message:
             self._owed[request_id] = self._owed.get(request_id, 0) + 1
             params = message.get("params")
-            if message["method"] == "session/prompt" and isinstance(params, dict):
-                self._prompts[request_id] = params.get("sessionId")
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            if message["method"] == "session/prompt" and isinstance(session_id, str):
+                self._prompts[request_id] = session_id
         elif "id" in message:
             self._awaited.discard(request_id)
 
@@ -353,7 +354,7 @@ class GuardedTransport:
             self._inbox.append(self._unanswerable(request_id))
         self._awaited.clear()
         for session_id in dict.fromkeys(self._prompts.values()):
-            cancel = {"sessionId": session_id} if session_id is not None else {}
+            cancel = {"sessionId": session_id}
             self._inbox.append({"jsonrpc": "2.0", "method": "session/cancel", "params": cancel})
 
     @staticmethod
