@@ -37,7 +37,13 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .model import is_skill_name
 
-__all__ = ["ParsedSkill", "SkillFileProblem", "decode_skill_bytes", "parse_skill_file"]
+__all__ = [
+    "MAX_FRONTMATTER_BYTES",
+    "ParsedSkill",
+    "SkillFileProblem",
+    "decode_skill_bytes",
+    "parse_skill_file",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,13 +116,20 @@ _CLOSING_LINE: Final = re.compile(r"^---\r?$", re.MULTILINE)
 # The frontmatter starts on the second line of the file; YAML marks count from 0.
 _FRONTMATTER_FIRST_LINE: Final = 2
 
+# Frontmatter past this size is refused before YAML sees it. Real frontmatter is a few hundred
+# bytes (a name, a description of a sentence or two, a small metadata mapping), so 64 KiB is a
+# hundredfold margin, while the costliest YAML of that size (a flow list of 20,000 items)
+# takes tens of milliseconds; a 900 KB frontmatter had cost seconds and hundreds of MB.
+MAX_FRONTMATTER_BYTES: Final = 64 * 1024
+
 
 def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | SkillFileProblem:
     """Parse the text of a ``SKILL.md`` (or flat ``<name>.md``) file.
 
     The first line must be exactly ``---``; the frontmatter runs to the next line that is
     exactly ``---`` (both may end in ``\\r``). A leading byte order mark is ignored. The
-    frontmatter must be a YAML mapping with a valid ``name`` and a non-blank ``description``.
+    frontmatter must be at most `MAX_FRONTMATTER_BYTES` of UTF-8 (checked before it is parsed)
+    and a YAML mapping with a valid ``name`` and a non-blank ``description``.
 
     Accepted optional fields (either spelling; giving both spellings is an error, like any
     duplicate key): ``whenToUse``/``when_to_use``, ``disableModelInvocation``/
@@ -146,7 +159,14 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Skil
     if closing is None:
         return SkillFileProblem(reason="unterminated frontmatter: no closing '---' line")
 
-    fields = _load_frontmatter(text[start : closing.start()])
+    frontmatter = text[start : closing.start()]
+    size = len(frontmatter.encode("utf-8", "surrogatepass"))
+    if size > MAX_FRONTMATTER_BYTES:
+        return SkillFileProblem(
+            reason=f"frontmatter too large: {size} bytes, over the "
+            f"{MAX_FRONTMATTER_BYTES}-byte limit"
+        )
+    fields = _load_frontmatter(frontmatter)
     if isinstance(fields, SkillFileProblem):
         return fields
     return _read_fields(fields, body=text[closing.end() :].strip() if with_body else "")

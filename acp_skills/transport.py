@@ -4,16 +4,30 @@ The SDK's own newline-delimited JSON transport has gaps that let one bad line ta
 down or let a client smuggle parameters. `GuardedTransport` implements the SDK's message-level
 transport (``send`` / ``receive`` / ``close``) and closes them before the SDK sees a frame:
 
-* invalid JSON -> ``-32700`` with ``id: null``; the agent keeps serving (the SDK only logs it);
+* invalid JSON (including the non-JSON literals ``NaN`` and ``Infinity``) -> ``-32700`` with
+  ``id: null``; the agent keeps serving (the SDK only logs it);
+* a line over ``max_line_bytes`` -> ``-32600``, read in chunks and discarded rather than
+  buffered whole; the error carries the request's id when the line's first bytes show it;
 * JSON that is not an object (an array, a number, a string, ``true``) -> ``-32600``: the SDK's
   receive loop raises on these and the agent exits;
 * the line ``null`` -> ``-32600``: the SDK mistakes it for the end of input;
 * a request with a malformed id or a non-string method, or an object that is neither a request
   nor a response -> ``-32600``; a response with a malformed id is dropped (the SDK crashes on
   it while a request of its own is pending);
+* a number in a request's params that fits neither a 64-bit integer nor a finite double
+  (``1e400``, ``2**70``) -> ``-32602``: the SDK's validators raise ``OverflowError`` on some of
+  them, which it reports as an internal error;
+* ``session/cancel`` sent as a request (with an id) is passed on as the notification it is
+  and answered with ``{}`` (the SDK only routes it as a notification: "method not found");
 * ``params._meta`` is nested one level (``{"_meta": original}``) for every standard method, so the
   SDK, which spreads ``_meta`` keys into handler keyword arguments, passes exactly one argument
   ``_meta=<original>`` and a key such as ``session_id`` can never override the real parameter;
+* at the end of input, every request already received is still answered before ``receive``
+  reports the end: prompt turns still running are cancelled (as if the client had sent
+  ``session/cancel``, which it no longer can) and the agent's own pending requests to the
+  client fail, since no answer can come any more. The SDK would otherwise cancel them unanswered;
+* when the client stops reading (``EPIPE`` on stdout) the end of input is reported at once and
+  every later frame is dropped: one warning, no traceback per request;
 * a message sent after ``close()`` is dropped: the SDK answers cancelled handlers during
   shutdown, and blocking on a closed pipe would hang the process.
 
@@ -23,13 +37,17 @@ The error replies mirror what the TypeScript SDK answers to the same garbage.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import errno
 import json
+import math
 import os
 import selectors
 import sys
 import threading
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 import structlog
 
@@ -37,11 +55,32 @@ __all__ = ["GuardedTransport", "open_stdio"]
 
 _log = structlog.get_logger(__name__)
 
-# The SDK's own default line limit: a prompt may carry megabytes of embedded context.
-DEFAULT_LINE_LIMIT = 50 * 1024 * 1024
+# The longest JSON-RPC line accepted (without its newline). 8 MiB holds more text than any
+# model's context window (about two million tokens) and a 1 MiB skill file or client file read
+# even at JSON's worst-case sixfold escaping, while one line can cost at most this much buffer.
+DEFAULT_MAX_LINE_BYTES: Final = 8 * 1024 * 1024
+
+# asyncio's read buffer for stdin. Lines longer than this are still read (in pieces); the
+# StreamReader pauses the pipe at twice this, which bounds what one unread line can cost.
+DEFAULT_BUFFER_BYTES: Final = 1024 * 1024
+
+# How long the answers to requests received before the end of input are waited for. Turns
+# are cancelled at the end of input, so this only bounds a handler that ignores cancellation.
+DEFAULT_DRAIN_SECONDS: Final = 30.0
+
+# How much of an over-long line is kept to find its id and method.
+_HEAD_BYTES: Final = 4096
+
+# JSON numbers outside these bounds fit no field of the protocol (ids and counts are at most
+# 64-bit); Python would carry them as big integers or infinities into validators that overflow.
+_MIN_INT: Final = -(2**63)
+_MAX_INT: Final = 2**64 - 1
+# More digits than this cannot be in range; bounding them also skips Python's 4300-digit guard.
+_MAX_INT_DIGITS: Final = 21
 
 _PARSE_ERROR = -32700
 _INVALID_REQUEST = -32600
+_INVALID_PARAMS = -32602
 _INTERNAL_ERROR = -32603
 
 
@@ -58,46 +97,196 @@ def _is_valid_id(value: object) -> bool:
     return value is None or (isinstance(value, str | int) and not isinstance(value, bool))
 
 
+def _refuse_constant(name: str) -> object:
+    # `NaN`, `Infinity` and `-Infinity` are Python extensions, not JSON.
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_int(digits: str) -> int | float:
+    # A number no field can hold is kept as infinity, which `_out_of_range` then reports.
+    if len(digits.lstrip("-")) > _MAX_INT_DIGITS:
+        return math.inf
+    return int(digits)
+
+
+def _decode(raw: bytes) -> object:
+    return json.loads(raw, parse_constant=_refuse_constant, parse_int=_parse_int)
+
+
+def _out_of_range(params: object) -> str | None:
+    """The path of the first number in ``params`` that fits no 64-bit integer or finite double."""
+    stack: list[tuple[dict[str, object] | list[object], str]] = []
+    if isinstance(params, dict | list):
+        stack.append((params, "params"))
+    while stack:
+        value, path = stack.pop()
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(item, dict | list):
+                stack.append((item, f"{path}.{key}"))
+            elif isinstance(item, bool):
+                continue
+            elif (isinstance(item, float) and not math.isfinite(item)) or (
+                isinstance(item, int) and not _MIN_INT <= item <= _MAX_INT
+            ):
+                return f"{path}.{key}"
+    return None
+
+
+def _leading_members(head: bytes) -> dict[str, object]:
+    """The top-level members of a truncated JSON object, up to its first nested value.
+
+    Clients write ``jsonrpc``, ``id`` and ``method`` before ``params``, so this is usually
+    enough to answer an over-long request by its id. A nested value is recorded as ``...``
+    (its key tells a request's ``params`` from a response's ``result``), and reading stops.
+    """
+    text = head.decode("utf-8", errors="replace")
+    decoder = json.JSONDecoder()
+    members: dict[str, object] = {}
+    position = _skip_blanks(text, 0)
+    if not text.startswith("{", position):
+        return members
+    position += 1
+    while True:
+        try:
+            key, position = decoder.raw_decode(text, _skip_blanks(text, position))
+            position = _skip_blanks(text, position)
+            if not isinstance(key, str) or not text.startswith(":", position):
+                return members
+            position = _skip_blanks(text, position + 1)
+            if text[position : position + 1] in ("{", "["):
+                members[key] = ...
+                return members
+            members[key], position = decoder.raw_decode(text, position)
+        except ValueError:
+            return members
+        position = _skip_blanks(text, position)
+        if not text.startswith(",", position):
+            return members
+        position += 1
+
+
+def _skip_blanks(text: str, position: int) -> int:
+    while text[position : position + 1] in (" ", "\t", "\r", "\n"):
+        position += 1
+    return position
+
+
+@dataclass(frozen=True, slots=True)
+class _OverlongLine:
+    """A line that was discarded for being too long: its first bytes and its length."""
+
+    head: bytes
+    size: int
+
+
 class GuardedTransport:
     """The SDK's message-level transport over a pair of asyncio streams, with the guards above.
 
     Pass it where the SDK takes a transport: ``acp.run_agent(agent, GuardedTransport(r, w))`` or
     ``AgentSideConnection(agent, GuardedTransport(r, w))``.
+
+    Args:
+        reader: The stream the client writes to (the agent's stdin).
+        writer: The stream the client reads (the agent's stdout).
+        max_line_bytes: The longest line accepted, without its newline; longer lines are
+            answered with ``-32600`` and discarded without being held in memory.
+        drain_seconds: At the end of input, how long to wait for the answers still owed
+            before reporting the end anyway.
+
+    Raises:
+        ValueError: ``max_line_bytes`` or ``drain_seconds`` is not positive.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        drain_seconds: float = DEFAULT_DRAIN_SECONDS,
+    ) -> None:
+        if max_line_bytes < 1 or not drain_seconds > 0:
+            raise ValueError("max_line_bytes and drain_seconds must be positive")
         self._reader = reader
         self._writer = writer
+        self._max_line_bytes = max_line_bytes
+        self._drain_seconds = drain_seconds
         self._write_lock = asyncio.Lock()
         self._closed = False
+        # Requests handed to the SDK and not answered yet (id -> how many; ids can repeat).
+        self._owed: dict[object, int] = {}
+        # Of those, the prompt turns: id -> session id, to cancel them at the end of input.
+        self._prompts: dict[object, str] = {}
+        # The agent's own requests to the client that are still waiting for an answer.
+        self._awaited: set[object] = set()
+        # Messages made up here for the SDK (cancels and failed answers at the end of input).
+        self._inbox: collections.deque[dict[str, Any]] = collections.deque()
+        self._input_ended = False
+        self._deadline = 0.0  # when waiting for the answers owed stops (set at the end)
+        self._output_lost = False
+        self._changed = asyncio.Event()  # an answer went out, or the output was lost
+        self._line_task: asyncio.Future[bytes | _OverlongLine] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
-        """Write one frame. After ``close()`` the frame is dropped rather than blocking forever."""
-        if self._closed:
-            _log.debug("acp_frame_dropped_after_close", method=message.get("method"))
+        """Write one frame. After ``close()`` or a lost output the frame is dropped."""
+        if self._closed or self._output_lost:
+            _log.debug("acp_frame_dropped", method=message.get("method"))
             return
         try:
-            line = json.dumps(message, separators=(",", ":"))
+            line = json.dumps(message, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError) as error:
             if "id" not in message or "method" in message:
                 raise
-            # A response the SDK cannot serialise still gets an answer, so no client waits forever.
-            line = json.dumps(_error(message["id"], _INTERNAL_ERROR, "Internal error", str(error)))
-        async with self._write_lock:
-            self._writer.write(line.encode("utf-8") + b"\n")
-            await self._writer.drain()
+            # A response the SDK cannot serialise still gets an answer, so no client waits
+            # forever; an error keeps its code (a validation error's details may hold objects).
+            code, text = _INTERNAL_ERROR, "Internal error"
+            failed = message.get("error")
+            if isinstance(failed, dict) and isinstance(failed.get("code"), int):
+                code, text = failed["code"], str(failed.get("message", text))
+            line = json.dumps(_error(message["id"], code, text, str(error)))
+        self._note_outgoing(message)
+        await self._write(line)
+
+    async def _write(self, line: str) -> None:
+        try:
+            async with self._write_lock:
+                self._writer.write(line.encode("utf-8") + b"\n")
+                await self._writer.drain()
+        except (ConnectionError, OSError) as error:
+            self._lose_output(error)
+        self._changed.set()
 
     async def receive(self) -> dict[str, Any] | None:
-        """Return the next well-formed message, answering malformed ones; ``None`` at the end."""
+        """Return the next well-formed message, answering malformed ones; ``None`` at the end.
+
+        The end comes at once when the client stops reading. At the end of input it comes only
+        once every request received before it has been answered (or ``drain_seconds`` passed).
+        """
         while True:
-            raw = await self._read_line()
-            if not raw:
+            if self._inbox:
+                return self._inbox.popleft()
+            if self._output_lost:
                 return None
+            if self._input_ended:
+                if not await self._drained():
+                    continue
+                return None
+            raw = await self._next_line()
+            if raw is None:
+                if not self._output_lost:
+                    self._end_input()
+                continue
+            if isinstance(raw, _OverlongLine):
+                answer = await self._refuse_overlong(raw)
+                if answer is not None:
+                    return answer
+                continue
             raw = raw.strip()
             if not raw:
                 continue
             try:
-                message = json.loads(raw)
+                message = _decode(raw)
             except (ValueError, RecursionError):
                 _log.warning("acp_line_rejected", reason="not valid JSON", size=len(raw))
                 await self._reply(_error(None, _PARSE_ERROR, "Parse error"))
@@ -109,6 +298,7 @@ class GuardedTransport:
                 continue
             checked = await self._check(message)
             if checked is not None:
+                self._note_incoming(checked)
                 return checked
 
     async def close(self) -> None:
@@ -116,13 +306,164 @@ class GuardedTransport:
         if self._closed:
             return
         self._closed = True
+        if self._line_task is not None:
+            self._line_task.cancel()
         with contextlib.suppress(Exception):
             self._writer.close()
             await self._writer.wait_closed()
 
     async def _reply(self, payload: dict[str, Any]) -> None:
-        with contextlib.suppress(OSError, ConnectionError):
-            await self.send(payload)
+        """Answer the client directly: nothing the SDK was handed, so nothing to account."""
+        if not (self._closed or self._output_lost):
+            await self._write(json.dumps(payload, separators=(",", ":")))
+
+    # -- what is owed to whom ------------------------------------------------------------------
+
+    def _note_incoming(self, message: dict[str, Any]) -> None:
+        request_id = message.get("id")
+        if "method" in message and "id" in message:
+            self._owed[request_id] = self._owed.get(request_id, 0) + 1
+            params = message.get("params")
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            if message["method"] == "session/prompt" and isinstance(session_id, str):
+                self._prompts[request_id] = session_id
+        elif "id" in message:
+            self._awaited.discard(request_id)
+
+    def _note_outgoing(self, message: dict[str, Any]) -> None:
+        request_id = message.get("id")
+        if "method" in message:
+            if "id" in message:
+                if self._input_ended:
+                    self._inbox.append(self._unanswerable(request_id))
+                else:
+                    self._awaited.add(request_id)
+            return
+        count = self._owed.pop(request_id, 0) - 1
+        if count > 0:
+            self._owed[request_id] = count
+        else:
+            self._prompts.pop(request_id, None)
+
+    def _end_input(self) -> None:
+        """Queue what the client can no longer send: cancels, and failed answers."""
+        self._input_ended = True
+        self._deadline = asyncio.get_running_loop().time() + self._drain_seconds
+        _log.debug("acp_input_ended", unanswered=sum(self._owed.values()))
+        for request_id in sorted(self._awaited, key=repr):
+            self._inbox.append(self._unanswerable(request_id))
+        self._awaited.clear()
+        for session_id in dict.fromkeys(self._prompts.values()):
+            cancel = {"sessionId": session_id}
+            self._inbox.append({"jsonrpc": "2.0", "method": "session/cancel", "params": cancel})
+
+    @staticmethod
+    def _unanswerable(request_id: object) -> dict[str, Any]:
+        return _error(
+            request_id,
+            _INTERNAL_ERROR,
+            "Internal error",
+            "the client's input ended before it answered",
+        )
+
+    async def _drained(self) -> bool:
+        """Wait for the next answer; true once nothing is owed (or waiting is pointless)."""
+        self._changed.clear()
+        if not self._owed:
+            return True
+        remaining = self._deadline - asyncio.get_running_loop().time()
+        if remaining > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+                return False
+        _log.warning(
+            "acp_requests_unanswered",
+            reason="still running when the input ended",
+            seconds=self._drain_seconds,
+            ids=sorted(self._owed, key=repr),
+        )
+        return True
+
+    def _lose_output(self, error: BaseException) -> None:
+        if self._output_lost:
+            return
+        self._output_lost = True
+        _log.warning("acp_output_closed", reason="the client stopped reading", error=str(error))
+        if self._line_task is not None:
+            self._line_task.cancel()
+        self._changed.set()
+
+    # -- reading lines -------------------------------------------------------------------------
+
+    async def _next_line(self) -> bytes | _OverlongLine | None:
+        """The next line, or ``None`` at the end of input or when the output is lost."""
+        if self._line_task is None:
+            self._line_task = asyncio.ensure_future(self._read_line())
+        task = self._line_task
+        try:
+            line = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise  # `receive` itself was cancelled: the line stays for the next call
+            self._line_task = None
+            return None  # cancelled by `_lose_output` or `close`
+        except (ConnectionError, OSError) as error:
+            self._line_task = None
+            _log.warning("acp_input_failed", error=str(error))
+            return None
+        self._line_task = None
+        return line or None
+
+    async def _read_line(self) -> bytes | _OverlongLine:
+        """Read one line; past ``max_line_bytes`` keep only its head and discard the rest."""
+        chunks: list[bytes] = []
+        head: bytes | None = None  # set once the line is known to be too long
+        size = 0
+        while True:
+            complete = True
+            try:
+                chunk = await self._reader.readuntil(b"\n")
+            except asyncio.LimitOverrunError as overrun:
+                chunk = await self._reader.readexactly(overrun.consumed)
+                complete = False
+            except asyncio.IncompleteReadError as end:
+                chunk = end.partial
+            size += len(chunk)
+            length = size - 1 if complete and chunk.endswith(b"\n") else size
+            if head is None:
+                chunks.append(chunk)
+                if length > self._max_line_bytes:
+                    head = b"".join(chunks)[:_HEAD_BYTES]
+                    chunks.clear()  # from here on, every piece is dropped as it is read
+            if complete:
+                if head is not None:
+                    return _OverlongLine(head=head, size=length)
+                return b"".join(chunks)
+
+    async def _refuse_overlong(self, line: _OverlongLine) -> dict[str, Any] | None:
+        """Answer an over-long line; a response to our own request fails that request."""
+        members = _leading_members(line.head)
+        request_id = members.get("id")
+        details = f"the line is {line.size} bytes, over the {self._max_line_bytes}-byte limit"
+        _log.warning(
+            "acp_line_rejected",
+            reason="too long",
+            size=line.size,
+            limit=self._max_line_bytes,
+            method=members.get("method"),
+        )
+        refusal = _error(None, _INVALID_REQUEST, "Invalid request", details)
+        if "id" in members and _is_valid_id(request_id):
+            if isinstance(members.get("method"), str):
+                await self._reply({**refusal, "id": request_id})
+                return None
+            if ("result" in members or "error" in members) and request_id in self._awaited:
+                self._awaited.discard(request_id)
+                return {**refusal, "id": request_id}
+        await self._reply(refusal)
+        return None
+
+    # -- checking messages ---------------------------------------------------------------------
 
     async def _check(self, message: dict[str, Any]) -> dict[str, Any] | None:
         if "method" in message:
@@ -137,6 +478,18 @@ class GuardedTransport:
                     )
                 return None
             params = message.get("params")
+            if (where := _out_of_range(params)) is not None:
+                _log.warning("acp_request_rejected", method=method, reason="number out of range")
+                if "id" in message:
+                    details = f"{where} is out of range"
+                    await self._reply(
+                        _error(message["id"], _INVALID_PARAMS, "Invalid params", details)
+                    )
+                return None
+            if method == "session/cancel" and "id" in message:
+                # Sent as a request: cancel as the notification would, and answer it.
+                await self._reply({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+                message = {k: v for k, v in message.items() if k != "id"}
             # Extension methods receive their params untouched, so only standard methods need it.
             if not method.startswith("_") and isinstance(params, dict):
                 meta = params.get("_meta")
@@ -160,23 +513,9 @@ class GuardedTransport:
         )
         return None
 
-    async def _read_line(self) -> bytes:
-        # Lines longer than the reader's limit are still read whole (a 2 MB prompt is fine).
-        chunks: list[bytes] = []
-        try:
-            while True:
-                try:
-                    chunks.append(await self._reader.readuntil(b"\n"))
-                    return b"".join(chunks)
-                except asyncio.LimitOverrunError as overrun:
-                    chunks.append(await self._reader.readexactly(overrun.consumed))
-        except asyncio.IncompleteReadError as end:
-            chunks.append(end.partial)
-            return b"".join(chunks)
-
 
 async def open_stdio(
-    *, limit: int = DEFAULT_LINE_LIMIT, protect_stdout: bool = True
+    *, limit: int = DEFAULT_BUFFER_BYTES, protect_stdout: bool = True
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Open the process's stdin and stdout as asyncio streams for the protocol.
 
@@ -186,7 +525,13 @@ async def open_stdio(
 
     asyncio can only watch pipes, sockets and terminals; when stdin or stdout is something else
     (``< /dev/null``, ``> frames.jsonl``) a thread copies it through a pipe instead.
+
+    Raises:
+        OSError: ``EBADF`` when the process was started with stdin or stdout closed.
     """
+    for name in ("stdin", "stdout"):
+        if getattr(sys, name) is None:
+            raise OSError(errno.EBADF, f"{name} is closed")
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=limit)
     stdin_fd = sys.stdin.fileno()
@@ -219,8 +564,12 @@ def _pollable(fd: int) -> bool:
     return True
 
 
-def _copy(source: int, target: int) -> None:
-    """Copy until end of input, then close the target (the reader then sees the end)."""
+def _copy(source: int, target: int, *, close_source_on_error: bool = False) -> None:
+    """Copy until end of input, then close the target (the reader then sees the end).
+
+    With ``close_source_on_error``, a failed copy closes the source too, so whoever writes
+    into it gets ``EPIPE`` instead of blocking once the pipe is full.
+    """
     try:
         while chunk := os.read(source, 65536):
             view = memoryview(chunk)
@@ -228,6 +577,8 @@ def _copy(source: int, target: int) -> None:
                 view = view[os.write(target, view) :]
     except OSError as error:
         _log.warning("acp_stdio_copy_failed", error=repr(error))
+        if close_source_on_error:
+            os.close(source)
     finally:
         os.close(target)
 
@@ -246,5 +597,7 @@ def _pumped_from_pipe(target: int) -> int:
     after the protocol closes its end.
     """
     read_end, write_end = os.pipe()
-    threading.Thread(target=_copy, args=(read_end, target), daemon=False).start()
+    threading.Thread(
+        target=_copy, args=(read_end, target), kwargs={"close_source_on_error": True}, daemon=False
+    ).start()
     return write_end

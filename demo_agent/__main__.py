@@ -209,8 +209,32 @@ async def serve(agent: DemoAgent) -> None:
         structlog.get_logger(__name__).info("agent_stopping", reason="signal")
 
 
+def closed_stdio() -> str | None:
+    """``"stdin"`` or ``"stdout"`` if the process was started with it closed, else ``None``.
+
+    Checked before anything opens a file: a file opened now would take the free descriptor
+    and receive the protocol's frames (or be read as the client's).
+    """
+    for name, fd in (("stdin", 0), ("stdout", 1)):
+        if getattr(sys, name) is None:  # Python's own verdict at start-up
+            return name
+        try:
+            os.fstat(fd)
+        except OSError:
+            return name
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    closed = closed_stdio()
+    if closed is not None:
+        if sys.stderr is not None:
+            print(
+                f"acp-skills-demo: {closed} is closed; the agent speaks ACP over stdin and stdout",
+                file=sys.stderr,
+            )
+        return 2
     configure_logging(args.log_level)
     agent = build_agent(args)
     with contextlib.suppress(KeyboardInterrupt):

@@ -51,6 +51,7 @@ from acp_skills.acp import (
     InvokedSkill,
     PromptTurn,
     available_commands,
+    check_cwd,
     find_invocations,
     is_absolute_cwd,
     prompt_text,
@@ -507,14 +508,50 @@ def test_capability_meta_names_version_and_methods() -> None:
     assert list(EXTENSION_METHODS) == METHODS
 
 
+def path_limit() -> int:
+    """The platform's longest path in bytes, its terminating NUL included (as the code sees it)."""
+    try:
+        limit = os.pathconf("/", "PC_PATH_MAX")
+    except (AttributeError, OSError, ValueError):
+        limit = -1
+    return limit if limit > 0 else 4096
+
+
+LONGEST_CWD = "/" + "é" * ((path_limit() - 2) // 2) + "a" * ((path_limit() - 2) % 2)
+
+
 @pytest.mark.parametrize(
     ("cwd", "expected"),
-    [("/abs/dir", True), ("relative/dir", False), ("", False), ("/a\0b", False), (None, False)],
-    ids=["absolute", "relative", "empty", "nul", "not-a-string"],
+    [
+        ("/abs/dir", True),
+        ("relative/dir", False),
+        ("", False),
+        ("/a\0b", False),
+        (None, False),
+        (LONGEST_CWD, True),
+        (LONGEST_CWD + "a", False),
+    ],
+    ids=["absolute", "relative", "empty", "nul", "not-a-string", "at-path-limit", "over-it"],
 )
 def test_is_absolute_cwd(cwd: object, expected: bool) -> None:
-    """Only an absolute path without NUL is a session working directory."""
+    """Only an absolute path without NUL, within the path limit, is a working directory."""
     assert is_absolute_cwd(cwd) is expected
+
+
+def test_check_cwd_refuses_an_overlong_cwd_without_echoing_it() -> None:
+    """Over the limit (counted in UTF-8 bytes, NUL included) the error gives only the lengths."""
+    assert len(LONGEST_CWD.encode()) == path_limit() - 1
+    assert check_cwd(LONGEST_CWD) == LONGEST_CWD
+    with pytest.raises(RequestError) as caught:
+        check_cwd(LONGEST_CWD + "\ud800")  # a lone surrogate from JSON is measured too
+    assert (caught.value.code, caught.value.data) == (
+        -32602,
+        {
+            "reason": "cwd is longer than the platform's path limit",
+            "length": path_limit() + 2,
+            "limit": path_limit() - 1,
+        },
+    )
 
 
 @pytest.mark.parametrize(

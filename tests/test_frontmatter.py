@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_skills.frontmatter import (
+    MAX_FRONTMATTER_BYTES,
     ParsedSkill,
     SkillFileProblem,
     decode_skill_bytes,
@@ -135,6 +136,37 @@ def test_unterminated_frontmatter_is_a_problem(text: str) -> None:
 def test_file_without_an_opening_delimiter_is_missing_frontmatter(text: str) -> None:
     """The first line must be exactly `---`."""
     assert problem(text) == "missing frontmatter: the first line must be '---'"
+
+
+def frontmatter_of_size(size: int) -> str:
+    """Valid frontmatter (closing newline included) of exactly ``size`` UTF-8 bytes."""
+    start = "name: demo\ndescription: x\n# "
+    # "é" is two bytes: the limit counts bytes, not characters.
+    padding = "é" * ((size - len(start) - 1) // 2)
+    text = start + padding + "a" * ((size - len(start) - 1) % 2) + "\n"
+    assert len(text.encode("utf-8")) == size
+    return text
+
+
+def test_frontmatter_at_the_size_limit_is_parsed() -> None:
+    """Frontmatter of exactly `MAX_FRONTMATTER_BYTES` UTF-8 bytes is read as usual."""
+    parsed = parse_skill_file(f"---\n{frontmatter_of_size(MAX_FRONTMATTER_BYTES)}---\nBody\n")
+    assert isinstance(parsed, ParsedSkill), parsed
+    assert (parsed.name, parsed.body) == ("demo", "Body")
+
+
+def test_frontmatter_over_the_size_limit_is_a_problem() -> None:
+    """One byte more is refused with the size and the limit, before YAML reads it."""
+    size = MAX_FRONTMATTER_BYTES + 1
+    assert problem(f"---\n{frontmatter_of_size(size)}---\n") == (
+        f"frontmatter too large: {size} bytes, over the {MAX_FRONTMATTER_BYTES}-byte limit"
+    )
+
+
+def test_deeply_nested_flow_frontmatter_is_refused_as_too_large() -> None:
+    """900 KB of ``[`` is refused for its size, not after YAML has worked through it."""
+    reason = problem("---\nname: demo\ndescription: " + "[" * 900_000 + "\n---\n")
+    assert reason.startswith("frontmatter too large: ")
 
 
 def test_closing_delimiter_with_crlf_at_end_of_file() -> None:

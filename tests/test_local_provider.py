@@ -559,6 +559,22 @@ async def test_file_over_the_size_cap_is_skipped(layout: Layout) -> None:
     assert warning["reason"] == f"file is {big.stat().st_size} bytes, over the 200-byte limit"
 
 
+async def test_oversized_frontmatter_is_skipped_before_yaml_parses_it(layout: Layout) -> None:
+    """900 KB of nested flow brackets is skipped as too large, not reported as bad YAML."""
+    hostile = layout.user_dsh / "hostile.md"
+    hostile.parent.mkdir(parents=True)
+    frontmatter = "name: hostile\ndescription: " + "[" * 900_000 + "\n"
+    hostile.write_text(f"---\n{frontmatter}---\nbody\n", encoding="utf-8")
+    write_skill(layout.user_dsh / "good.md", "good")
+    with capture_logs() as logs:
+        assert await names(layout.provider(), None) == ["good"]
+    [warning] = warnings_in(logs)
+    assert (warning["event"], warning["path"]) == ("skill_file_skipped", str(hostile))
+    assert warning["reason"] == (
+        f"frontmatter too large: {len(frontmatter)} bytes, over the 65536-byte limit"
+    )
+
+
 @needs_posix
 async def test_broken_symlink_is_skipped_with_a_warning(layout: Layout) -> None:
     """A dangling link in a root is reported and skipped."""

@@ -63,6 +63,7 @@ ACP_PUBLIC = [
     "PromptTurn",
     "StopReason",
     "available_commands",
+    "check_cwd",
     "find_invocations",
     "is_absolute_cwd",
     "prompt_text",

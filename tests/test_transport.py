@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import anyio
 import pytest
-from acp import PROTOCOL_VERSION
+from acp import PROTOCOL_VERSION, run_agent
 from acp.core import AgentSideConnection
 from acp.schema import (
     AgentCapabilities,
@@ -24,6 +24,7 @@ from acp.schema import (
     NewSessionResponse,
     PromptResponse,
 )
+from structlog.testing import capture_logs
 
 from acp_skills.transport import GuardedTransport
 
@@ -33,11 +34,14 @@ INITIALIZE_PARAMS: dict[str, Any] = {"protocolVersion": PROTOCOL_VERSION}
 
 
 class TrivialAgent:
-    """Records what its handlers receive; ``_read`` reads a file through the client."""
+    """Records what its handlers receive; ``_read`` reads a file through the client, ``_wait``
+    answers once ``release`` is set."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.client: AgentSideConnection | None = None
+        self.waiting = asyncio.Event()
+        self.release = asyncio.Event()
 
     def on_connect(self, conn: AgentSideConnection) -> None:
         self.client = conn
@@ -61,8 +65,15 @@ class TrivialAgent:
         self.calls.append(("prompt", {"session_id": session_id, "kwargs": kwargs}))
         return PromptResponse(stop_reason="end_turn")
 
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        self.calls.append(("cancel", {"session_id": session_id}))
+
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.calls.append((method, params))
+        if method == "wait":
+            self.waiting.set()
+            await self.release.wait()
+            return {"released": True}
         if method == "read" and self.client is not None:
             response = await self.client.read_text_file(session_id="s1", path="/some/file")
             return {"content": response.content}
@@ -105,12 +116,15 @@ class RawClient:
 
 
 @asynccontextmanager
-async def guarded(agent: TrivialAgent, *, limit: int = 2**16) -> AsyncIterator[RawClient]:
-    """``agent`` behind a `GuardedTransport`, with the raw client end of the socketpair."""
+async def guarded(
+    agent: TrivialAgent, *, limit: int = 2**16, **options: Any
+) -> AsyncIterator[RawClient]:
+    """``agent`` behind a `GuardedTransport` (with ``options``), and the raw client end."""
     agent_socket, client_socket = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket, limit=limit)
     client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
-    connection = AgentSideConnection(cast(Any, agent), GuardedTransport(agent_reader, agent_writer))
+    transport = GuardedTransport(agent_reader, agent_writer, **options)
+    connection = AgentSideConnection(cast(Any, agent), transport)
     try:
         yield RawClient(client_reader, client_writer)
     finally:
@@ -152,6 +166,11 @@ PARSE_ERROR = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message"
             invalid_request("invalid id"),
         ),
         ('{"jsonrpc":"2.0","id":9,"method":7}', invalid_request("bad method", 9)),
+        (
+            '{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":NaN}}',
+            PARSE_ERROR,
+        ),
+        ('{"jsonrpc":"2.0","id":3,"method":"x","params":[Infinity]}', PARSE_ERROR),
     ],
     ids=[
         "invalid-json",
@@ -166,6 +185,8 @@ PARSE_ERROR = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message"
         "list-id",
         "boolean-id",
         "non-string-method",
+        "nan-literal",
+        "infinity-literal",
     ],
 )
 async def test_a_bad_line_gets_an_error_reply_and_the_agent_keeps_serving(
@@ -338,3 +359,213 @@ async def test_receive_returns_none_at_end_of_input_only() -> None:
     assert first == {"jsonrpc": "2.0", "method": "ping"}
     assert end is None
     assert json.loads(reply) == invalid_request("not a JSON object")
+
+
+# -- bounded lines ----------------------------------------------------------------------------
+
+LIMIT = 1000
+
+
+def line_of_size(size: int, request_id: int = 7) -> str:
+    """An ``initialize`` request exactly ``size`` bytes long (its newline not counted)."""
+    template = {"jsonrpc": "2.0", "id": request_id, "method": "initialize"}
+
+    def line_with(name: str) -> str:
+        params = {"protocolVersion": 1, "clientInfo": {"name": name, "version": "1"}}
+        return json.dumps({**template, "params": params})
+
+    line = line_with("n" * (size - len(line_with(""))))
+    assert len(line) == size
+    return line
+
+
+def too_long(size: int, request_id: object = None) -> dict[str, Any]:
+    return invalid_request(f"the line is {size} bytes, over the {LIMIT}-byte limit", request_id)
+
+
+async def test_a_line_at_the_limit_is_read_and_one_over_is_refused_by_its_id() -> None:
+    """``max_line_bytes`` is inclusive; the refusal names the request's id when it shows."""
+    async with guarded(TrivialAgent(), limit=256, max_line_bytes=LIMIT) as client:
+        await client.send_line(line_of_size(LIMIT, request_id=7))
+        assert (await client.receive())["result"]["protocolVersion"] == PROTOCOL_VERSION
+        await client.send_line(line_of_size(LIMIT + 1, request_id=8))
+        assert await client.receive() == too_long(LIMIT + 1, 8)
+        await client.assert_serving()
+
+
+@pytest.mark.parametrize(
+    "head",
+    ["x" * 50, '{"jsonrpc":"2.0","params":{"a":"', '{"jsonrpc":"2.0","method":"m","params":["'],
+    ids=["not-json", "no-id-before-params", "notification"],
+)
+async def test_an_overlong_line_without_a_readable_id_is_refused_with_id_null(head: str) -> None:
+    """When the first bytes show no id, the refusal has ``id: null``; nothing is executed."""
+    agent = TrivialAgent()
+    async with guarded(agent, limit=256, max_line_bytes=LIMIT) as client:
+        await client.send_line(head + "y" * 5000)
+        assert await client.receive() == too_long(len(head) + 5000)
+        await client.assert_serving()
+    assert agent.calls == []
+
+
+async def test_an_overlong_response_fails_the_agents_own_request() -> None:
+    """A client answer over the limit fails the request that waited for it, cleanly."""
+    async with guarded(TrivialAgent(), limit=256, max_line_bytes=LIMIT) as client:
+        await client.send({"jsonrpc": "2.0", "id": 1, "method": "_read", "params": {}})
+        read = await client.receive()
+        answer = {"jsonrpc": "2.0", "id": read["id"], "result": {"content": "z" * 5000}}
+        await client.send(answer)
+        failed = await client.receive()
+        assert failed["id"] == 1
+        assert failed["error"]["code"] == -32600
+        assert "over the 1000-byte limit" in json.dumps(failed["error"])
+        await client.assert_serving()
+
+
+# -- the end of input -------------------------------------------------------------------------
+
+
+async def test_run_agent_answers_a_running_request_before_it_ends() -> None:
+    """``run_agent`` returns at the end of input only after the answers owed have gone out."""
+    agent = TrivialAgent()
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
+    serving = asyncio.ensure_future(
+        run_agent(cast(Any, agent), GuardedTransport(agent_reader, agent_writer))
+    )
+    client = RawClient(client_reader, client_writer)
+    try:
+        await client.send({"jsonrpc": "2.0", "id": 5, "method": "_wait", "params": {}})
+        client_writer.write_eof()
+        with anyio.fail_after(5):
+            await agent.waiting.wait()
+        agent.release.set()
+        assert await client.receive() == {"jsonrpc": "2.0", "id": 5, "result": {"released": True}}
+        with anyio.fail_after(5):
+            await serving
+    finally:
+        serving.cancel()
+        client_writer.close()
+        with suppress(ConnectionError):
+            await client_writer.wait_closed()
+
+
+async def test_a_request_to_the_client_fails_once_its_input_has_ended() -> None:
+    """The client can no longer answer ``fs/read_text_file``: the waiting request is answered."""
+    async with guarded(TrivialAgent()) as client:
+        await client.send({"jsonrpc": "2.0", "id": 6, "method": "_read", "params": {}})
+        assert (await client.receive())["method"] == "fs/read_text_file"
+        client.writer.write_eof()
+        failed = await client.receive()
+    assert failed["id"] == 6
+    assert "the client's input ended before it answered" in json.dumps(failed["error"])
+
+
+async def test_waiting_at_end_of_input_gives_up_after_drain_seconds() -> None:
+    """A handler that never answers cannot keep the agent alive: the end comes anyway."""
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
+    _, client_writer = await asyncio.open_connection(sock=client_socket)
+    transport = GuardedTransport(agent_reader, agent_writer, drain_seconds=0.05)
+    client_writer.write(b'{"jsonrpc":"2.0","id":1,"method":"_never","params":{}}\n')
+    client_writer.write_eof()
+    with capture_logs() as logs, anyio.fail_after(5):
+        assert (await transport.receive() or {}).get("id") == 1
+        assert await transport.receive() is None
+    await transport.close()
+    client_writer.close()
+    await client_writer.wait_closed()
+    [warning] = [entry for entry in logs if entry["event"] == "acp_requests_unanswered"]
+    assert warning["ids"] == [1]
+
+
+# -- lenience and range -----------------------------------------------------------------------
+
+
+async def test_session_cancel_sent_as_a_request_reaches_cancel_and_is_answered() -> None:
+    """``session/cancel`` with an id is answered with ``{}`` and handled as the notification."""
+    agent = TrivialAgent()
+    async with guarded(agent) as client:
+        reply = await client.request("session/cancel", {"sessionId": "s1"})
+        await client.assert_serving()
+    assert reply == {"jsonrpc": "2.0", "id": client.next_id - 1, "result": {}}
+    assert agent.calls == [("cancel", {"session_id": "s1"})]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        '{"protocolVersion": 1e400}',
+        '{"protocolVersion": 18446744073709551616}',
+        '{"protocolVersion": -9223372036854775809}',
+        '{"protocolVersion": 1, "clientInfo": {"name": "x", "version": "1", "_meta": [[-1e999]]}}',
+    ],
+    ids=["infinite", "just-over-64-bits", "just-under-int64", "nested"],
+)
+async def test_a_number_out_of_range_is_invalid_params_naming_where(params: str) -> None:
+    """Numbers beyond 64-bit integers or finite doubles are -32602, wherever they are."""
+    async with guarded(TrivialAgent()) as client:
+        await client.send_line(
+            f'{{"jsonrpc":"2.0","id":4,"method":"initialize","params":{params}}}'
+        )
+        reply = await client.receive()
+        await client.assert_serving()
+    assert reply["id"] == 4
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["data"]["details"].endswith(" is out of range")
+
+
+@pytest.mark.parametrize(
+    "number", ["18446744073709551615", "-9223372036854775808", "1.7976931348623157e308"]
+)
+async def test_numbers_at_the_edge_of_the_range_reach_the_agent(number: str) -> None:
+    """The largest 64-bit values and the largest double are passed on untouched."""
+    agent = TrivialAgent()
+    async with guarded(agent) as client:
+        await client.send_line(
+            f'{{"jsonrpc":"2.0","id":4,"method":"_x","params":{{"n":{number}}}}}'
+        )
+        assert (await client.receive())["result"] == {}
+    assert agent.calls == [("x", {"n": json.loads(number)})]
+
+
+async def test_an_error_response_that_cannot_be_serialised_keeps_its_code() -> None:
+    """Invalid params whose details hold an object is still -32602, never -32603."""
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
+    transport = GuardedTransport(agent_reader, agent_writer)
+    error = {"code": -32602, "message": "Invalid params", "data": {"ctx": ValueError("x")}}
+    await transport.send({"jsonrpc": "2.0", "id": 3, "error": error})
+    await transport.close()
+    with anyio.fail_after(5):
+        line = await client_reader.readline()
+    client_writer.close()
+    await client_writer.wait_closed()
+    reply = json.loads(line)
+    assert (reply["id"], reply["error"]["code"], reply["error"]["message"]) == (
+        3,
+        -32602,
+        "Invalid params",
+    )
+
+
+# -- a client that stops reading --------------------------------------------------------------
+
+
+async def test_a_client_that_stops_reading_ends_the_connection_quietly() -> None:
+    """EPIPE: later frames are dropped without raising, and ``receive`` reports the end."""
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
+    transport = GuardedTransport(agent_reader, agent_writer)
+    client_socket.close()
+    with capture_logs() as logs, anyio.fail_after(5):
+        receiving = asyncio.ensure_future(transport.receive())
+        for n in range(5):
+            await transport.send({"jsonrpc": "2.0", "id": n, "result": {}})
+        assert await receiving is None
+    await transport.close()
+    assert [entry["event"] for entry in logs if entry["log_level"] == "warning"] == [
+        "acp_output_closed"
+    ]

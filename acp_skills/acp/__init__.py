@@ -21,6 +21,7 @@ from .connection import (
 from .turn import AgentToolRunner, InvokedSkill, PromptTurn, StopReason
 from .updates import (
     available_commands,
+    check_cwd,
     find_invocations,
     is_absolute_cwd,
     prompt_text,
@@ -41,6 +42,7 @@ __all__ = [
     "PromptTurn",
     "StopReason",
     "available_commands",
+    "check_cwd",
     "find_invocations",
     "is_absolute_cwd",
     "prompt_text",

@@ -57,10 +57,10 @@ from .turn import (
 )
 from .updates import (
     available_commands,
+    check_cwd,
     commands_update,
     decode_tool_arguments,
     find_invocations,
-    is_absolute_cwd,
     prompt_context,
     prompt_text,
     skill_tool_call_start,
@@ -301,7 +301,7 @@ class AcpSkills:
         Raises:
             acp.RequestError: invalid params (-32602) for a ``cwd`` that is not absolute.
         """
-        _require_absolute(cwd)
+        check_cwd(cwd)
         return await self._open(session_id, cwd, tool_names)
 
     async def load_session(
@@ -317,7 +317,7 @@ class AcpSkills:
             acp.RequestError: invalid params (-32602) for a relative ``cwd`` or a session that
                 is neither live nor stored.
         """
-        _require_absolute(cwd)
+        check_cwd(cwd)
         if not self.has_session(session_id) and not await self.store.exists(session_id):
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "reason": "unknown session"}
@@ -689,8 +689,7 @@ class AcpSkills:
         if "sessionId" in params:
             cwd: str | None = (await self.session(params["sessionId"])).context.cwd
         elif "cwd" in params:
-            cwd = params["cwd"]
-            _require_absolute(cwd)
+            cwd = check_cwd(params["cwd"])
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
         snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=cwd))
@@ -717,11 +716,6 @@ class AcpSkills:
             "messages": [{"role": m.role, "text": m.text} for m in session.messages],
             "header": header.to_json() if header is not None else None,
         }
-
-
-def _require_absolute(cwd: object) -> None:
-    if not is_absolute_cwd(cwd):
-        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
 
 
 def _field(value: object, attribute: str, key: str) -> object:

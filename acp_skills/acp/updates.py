@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from acp import RequestError
 from acp.helpers import (
     start_tool_call,
     text_block,
@@ -36,6 +37,7 @@ from ..tool import ToolResult
 __all__ = [
     "COMMAND_DESCRIPTION_MAX",
     "available_commands",
+    "check_cwd",
     "commands_update",
     "decode_tool_arguments",
     "find_invocations",
@@ -186,6 +188,51 @@ def decode_tool_arguments(arguments: object) -> object:
         return arguments
 
 
+def _path_limit() -> int:
+    """The platform's longest path in bytes, its terminating NUL included (``PATH_MAX``)."""
+    try:
+        limit = os.pathconf("/", "PC_PATH_MAX")
+    except (AttributeError, OSError, ValueError):  # no pathconf (Windows), or no answer
+        limit = -1
+    return limit if limit > 0 else 4096
+
+
+_PATH_LIMIT = _path_limit()
+
+
+def _path_bytes(path: str) -> int:
+    # `surrogatepass`: a lone surrogate from JSON must be measured, not crash the check.
+    return len(path.encode("utf-8", "surrogatepass"))
+
+
 def is_absolute_cwd(cwd: object) -> bool:
-    """Whether ``cwd`` is an absolute path, as ACP requires of a session's working directory."""
-    return isinstance(cwd, str) and os.path.isabs(cwd) and "\0" not in cwd
+    """Whether ``cwd`` can be a session's working directory, as ACP requires.
+
+    That is an absolute path without NUL, shorter than the platform's path limit.
+    """
+    return (
+        isinstance(cwd, str)
+        and os.path.isabs(cwd)
+        and "\0" not in cwd
+        and _path_bytes(cwd) < _PATH_LIMIT
+    )
+
+
+def check_cwd(cwd: object) -> str:
+    """Return ``cwd`` if it can be a session's working directory (`is_absolute_cwd`).
+
+    Raises:
+        acp.RequestError: invalid params (-32602) saying why not; an over-long ``cwd`` is not
+            echoed back, only its length and the limit.
+    """
+    if isinstance(cwd, str) and _path_bytes(cwd) >= _PATH_LIMIT:
+        raise RequestError.invalid_params(
+            {
+                "reason": "cwd is longer than the platform's path limit",
+                "length": _path_bytes(cwd),
+                "limit": _PATH_LIMIT - 1,
+            }
+        )
+    if not isinstance(cwd, str) or not is_absolute_cwd(cwd):
+        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
+    return cwd

@@ -1,8 +1,11 @@
-"""Faults: stdin closed mid-turn, SIGTERM, SIGKILL mid-turn, and debug logging on stdout."""
+"""Faults: stdin closed mid-turn, SIGTERM, SIGKILL mid-turn, debug logging on stdout, a client
+that stops reading, and stdin or stdout closed from the start."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import signal
 import sys
 from typing import Any
@@ -10,8 +13,8 @@ from typing import Any
 import pytest
 
 from .fake_model import PLAIN_REPLY, FakeModel
-from .harness import FAKE_KEY, WAIT_SECONDS, AgentSpec, RawAgent, open_raw
-from .wire import Schema
+from .harness import FAKE_KEY, WAIT_SECONDS, AgentSpec, RawAgent, close_transport, open_raw
+from .wire import AGENT, CLIENT, Schema
 
 pytestmark = [
     pytest.mark.anyio,
@@ -58,7 +61,7 @@ def assert_completed_turns_kept(history: list[dict[str, Any]]) -> None:
 async def test_stdin_closed_mid_turn(
     agent: AgentSpec, schema: Schema, fake_model: FakeModel
 ) -> None:
-    """EOF on stdin during a turn: exit 0 within 2 s, every completed turn on disk."""
+    """EOF on stdin during a turn: it is answered cancelled, exit 0 within 2 s, turns on disk."""
     async with open_raw(agent, schema, agent.with_fake_model(fake_model)) as raw:
         session_id = await two_turns_then_hang(raw, agent, fake_model)
         started = asyncio.get_running_loop().time()
@@ -70,6 +73,9 @@ async def test_stdin_closed_mid_turn(
     assert code == 0, agent.stderr_tail()
     assert elapsed < EXIT_SECONDS
     assert fake_model.slow_hung_up.is_set(), "the model request must be closed on the way out"
+    [slow] = [m for m in raw.log.sent_by(CLIENT) if "[slow]" in json.dumps(m)]
+    [answer] = [m for m in raw.log.sent_by(AGENT) if m.get("id") == slow["id"]]
+    assert answer["result"]["stopReason"] == "cancelled", "the running turn is still answered"
     assert_completed_turns_kept(agent.history(session_id))
 
 
@@ -134,7 +140,8 @@ async def test_debug_logging_keeps_stdout_clean(
             {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
         )
         await raw.write(b"not json\n")
-        assert (await raw.next_response())["error"]["code"] == -32700
+        # The cancelled turn's answer and the parse error may come in either order.
+        assert (await raw.response(None))["error"]["code"] == -32700
         await raw.send({"jsonrpc": "2.0", "method": "_debug/ping", "params": {}})
         assert "result" in await raw.call("_skills/prefix", {"sessionId": session_id})
         assert "error" in await raw.call("no/such/method", {})
@@ -152,3 +159,81 @@ async def test_debug_logging_keeps_stdout_clean(
     assert "DEBUG openai" in stderr  # the libraries log through the stdlib
     assert "extension_notification_ignored" in stderr
     assert FAKE_KEY not in stderr, "the API key must never be logged"
+
+
+def request_line(request_id: int, method: str, params: dict[str, Any]) -> bytes:
+    """One JSON-RPC request as a line."""
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    return json.dumps(message).encode() + b"\n"
+
+
+async def test_agent_leaves_when_its_output_is_no_longer_read(agent: AgentSpec) -> None:
+    """The client closes its end of stdout: the agent exits by itself, with one warning."""
+    read_end, write_end = os.pipe()
+    try:
+        with agent.stderr_path.open("ab") as stderr:
+            proc = await asyncio.create_subprocess_exec(
+                *agent.command(),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=write_end,
+                stderr=stderr,
+                env=dict(agent.env),
+            )
+    finally:
+        os.close(write_end)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(request_line(1, "initialize", {"protocolVersion": 1}))
+        await proc.stdin.drain()
+        first = await asyncio.wait_for(asyncio.to_thread(os.read, read_end, 65536), WAIT_SECONDS)
+        assert first.startswith(b'{"jsonrpc":"2.0","id":1,"result"'), first
+        os.close(read_end)
+        read_end = -1
+        # Twenty requests whose answers have nowhere to go; stdin itself stays open.
+        params = {"cwd": str(agent.cwd), "mcpServers": []}
+        proc.stdin.write(b"".join(request_line(n, "session/new", params) for n in range(2, 22)))
+        await proc.stdin.drain()
+        code = await asyncio.wait_for(proc.wait(), WAIT_SECONDS)
+    finally:
+        if read_end >= 0:
+            os.close(read_end)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        close_transport(proc)
+    log = agent.stderr_path.read_text(encoding="utf-8")
+    assert code == 0, log
+    assert "Traceback" not in log
+    assert log.count("acp_output_closed") == 1, log
+
+
+@pytest.mark.parametrize(
+    ("redirect", "stream"), [("<&-", "stdin"), (">&-", "stdout")], ids=["stdin", "stdout"]
+)
+async def test_started_with_stdio_closed_exits_with_one_line(
+    agent: AgentSpec, redirect: str, stream: str
+) -> None:
+    """``agent <&-`` or ``agent >&-``: exit status 2 and one line on stderr, no traceback."""
+    proc = await asyncio.create_subprocess_exec(
+        "/bin/sh",
+        "-c",
+        f'exec "$@" {redirect}',
+        "sh",
+        *agent.command(),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(agent.env),
+    )
+    try:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), WAIT_SECONDS)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        close_transport(proc)
+    assert proc.returncode == 2
+    assert stdout == b""
+    assert stderr.decode().splitlines() == [
+        f"acp-skills-demo: {stream} is closed; the agent speaks ACP over stdin and stdout"
+    ]

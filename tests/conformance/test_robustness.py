@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,8 @@ from typing import Any
 import pytest
 
 from .fake_model import FakeModel
-from .harness import WAIT_SECONDS, AgentSpec, RawAgent, open_raw
-from .wire import Schema
+from .harness import WAIT_SECONDS, AgentSpec, RawAgent, close_transport, open_raw
+from .wire import AGENT, CLIENT, FrameLog, Schema
 
 pytestmark = pytest.mark.anyio
 
@@ -449,3 +451,239 @@ async def test_commands_follow_the_session_new_response_in_stream_order(
     assert update.get("method") == "session/update"
     assert update["params"]["sessionId"] == answer["result"]["sessionId"]
     assert update["params"]["update"]["sessionUpdate"] == "available_commands_update"
+
+
+# -- the end of input -------------------------------------------------------------------------
+
+
+async def test_requests_piped_before_end_of_input_are_all_answered(
+    agent: AgentSpec, schema: Schema
+) -> None:
+    """A script piped in and ended at once (``printf ... | agent``): every request is answered."""
+    cwd = str(agent.cwd)
+    requests: list[dict[str, Any]] = [
+        {"method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}},
+        {"method": "session/new", "params": {"cwd": cwd, "mcpServers": []}},
+        {"method": "session/prompt", "params": prompt_params("no-such-session", "hi")},
+        {"method": "_skills/list", "params": {"cwd": cwd}},
+        {"method": "session/load", "params": {"sessionId": "nope", "cwd": cwd, "mcpServers": []}},
+        {"method": "session/bogus", "params": {}},
+        {"method": "session/new", "params": {"cwd": cwd, "mcpServers": []}},
+    ]
+    requests = [{"jsonrpc": "2.0", "id": n, **r} for n, r in enumerate(requests, start=1)]
+    with agent.stderr_path.open("ab") as stderr:
+        proc = await asyncio.create_subprocess_exec(
+            *agent.command(),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            env=dict(agent.env),
+        )
+    try:
+        script = b"".join(json.dumps(r).encode() + b"\n" for r in requests)
+        stdout, _ = await asyncio.wait_for(proc.communicate(script), WAIT_SECONDS)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        close_transport(proc)
+    log = FrameLog(schema, check_client=False)
+    for request in requests:
+        log.add(CLIENT, request)
+    for line in stdout.splitlines():
+        log.add(AGENT, json.loads(line))
+    answered = Counter(m["id"] for m in log.sent_by(AGENT) if "method" not in m)
+    assert answered == Counter(r["id"] for r in requests), agent.stderr_tail()
+    assert proc.returncode == 0, agent.stderr_tail()
+    log.assert_valid()
+
+
+async def test_a_turn_running_at_end_of_input_is_answered(agent: AgentSpec, schema: Schema) -> None:
+    """Prompts, loads and lists written together with the end of input each get one answer."""
+    async with open_raw(agent, schema) as raw:
+        await raw.initialize()
+        session_id = await raw.new_session(agent.cwd)
+        batch = [
+            prompt(raw, session_id, "hello"),
+            raw.request("_skills/list", {"cwd": str(agent.cwd)}),
+            raw.request("session/new", {"cwd": str(agent.cwd), "mcpServers": []}),
+            prompt(raw, "no-such-session", "hello"),
+        ]
+        await raw.send(*batch)
+        assert await raw.close() == 0, agent.stderr_tail()
+        answers = [dict(m) for m in raw.log.sent_by(AGENT) if "method" not in m]
+        by_id = Counter(m["id"] for m in answers)
+        assert all(by_id[m["id"]] == 1 for m in batch), answers
+        [turn] = [m for m in answers if m["id"] == batch[0]["id"]]
+        assert stop_reason(turn) in {"end_turn", "cancelled"}
+
+
+# -- limits -----------------------------------------------------------------------------------
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+MIB = 1024 * 1024
+
+
+async def write_long_prompt(raw: RawAgent, request_id: int, text_bytes: int) -> None:
+    """A ``session/prompt`` line whose text is ``text_bytes`` long, written a MiB at a time."""
+    head = {"jsonrpc": "2.0", "id": request_id, "method": "session/prompt"}
+    raw.log.add(CLIENT, head)
+    await raw.write(json.dumps(head)[:-1].encode() + b', "params": {"sessionId": "s", "prompt": ')
+    await raw.write(b'[{"type": "text", "text": "')
+    for _ in range(text_bytes // MIB):
+        await raw.write(b"a" * MIB)
+    await raw.write(b"a" * (text_bytes % MIB) + b'"}]}}\n')
+
+
+@pytest.mark.demo_agent
+async def test_an_overlong_request_is_refused_by_its_id(raw: RawAgent, agent: AgentSpec) -> None:
+    """A request line over 8 MiB gets -32600 for its id; the next request is served."""
+    await write_long_prompt(raw, 77, MAX_LINE_BYTES + 1)
+    reply = await raw.response(77)
+    assert error_code(reply) == INVALID_REQUEST
+    assert "over the 8388608-byte limit" in reply["error"]["data"]["details"]
+    await raw.assert_serving(agent.cwd)
+
+
+@pytest.mark.demo_agent
+async def test_an_overlong_line_without_an_id_is_refused_with_id_null(
+    raw: RawAgent, agent: AgentSpec
+) -> None:
+    """An over-long line whose id cannot be read gets -32600 with id null, not a parse error."""
+    for _ in range(MAX_LINE_BYTES // MIB + 1):
+        await raw.write(b"x" * MIB)
+    await raw.write(b"\n")
+    reply = await raw.next_response()
+    assert reply["id"] is None
+    assert error_code(reply) == INVALID_REQUEST
+    await raw.assert_serving(agent.cwd)
+
+
+def peak_memory_bytes(pid: int) -> int:
+    """The process's peak resident set size (``VmHWM``)."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc")
+
+
+@pytest.mark.demo_agent
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads /proc")
+async def test_an_overlong_line_is_not_held_in_memory(raw: RawAgent, agent: AgentSpec) -> None:
+    """A 64 MiB line raises the agent's peak memory by far less than its size."""
+    before = peak_memory_bytes(raw.proc.pid)
+    await write_long_prompt(raw, 78, 64 * MIB)
+    assert error_code(await raw.response(78)) == INVALID_REQUEST
+    growth = peak_memory_bytes(raw.proc.pid) - before
+    assert growth < 40 * MIB, f"peak memory grew by {growth / MIB:.0f} MiB"
+    await raw.assert_serving(agent.cwd)
+
+
+def path_limit() -> int:
+    """The platform's longest path in bytes, its terminating NUL included."""
+    try:
+        limit = os.pathconf("/", "PC_PATH_MAX")
+    except (AttributeError, OSError, ValueError):
+        limit = -1
+    return limit if limit > 0 else 4096
+
+
+@pytest.mark.demo_agent
+@pytest.mark.parametrize("method", ["session/new", "session/load", "_skills/list"])
+async def test_a_cwd_over_the_path_limit_is_invalid_params(
+    raw: RawAgent, agent: AgentSpec, method: str
+) -> None:
+    """A ``cwd`` longer than the platform's path limit is -32602, and is not echoed back."""
+    cwd = "/" + "a" * path_limit()
+    params = {"cwd": cwd, "mcpServers": [], "sessionId": await raw.new_session(agent.cwd)}
+    if method == "_skills/list":
+        params = {"cwd": cwd}
+    reply = await raw.call(method, params)
+    assert error_code(reply) == INVALID_PARAMS
+    assert "path limit" in reply["error"]["data"]["reason"]
+    assert cwd not in json.dumps(reply)
+    await raw.assert_serving(agent.cwd)
+
+
+# -- lenient where the peer means well, strict where it must be -------------------------------
+
+
+def cancel_request(raw: RawAgent, session_id: str) -> dict[str, Any]:
+    """``session/cancel`` sent as a request, with an id."""
+    return raw.request("session/cancel", {"sessionId": session_id})
+
+
+@pytest.mark.demo_agent
+async def test_cancel_sent_as_a_request_cancels_and_is_answered(
+    slow_raw: RawAgent, agent: AgentSpec, fake_model: FakeModel
+) -> None:
+    """A ``session/cancel`` with an id ends the turn with cancelled and gets an empty result."""
+    session_id = await slow_raw.new_session(agent.cwd)
+    turn = prompt(slow_raw, session_id, "[slow] take your time")
+    await slow_raw.send(turn)
+    await asyncio.wait_for(fake_model.slow_started.wait(), WAIT_SECONDS)
+    request = cancel_request(slow_raw, session_id)
+    await slow_raw.send(request)
+    assert (await slow_raw.response(request["id"]))["result"] == {}
+    assert stop_reason(await slow_raw.response(turn["id"])) == "cancelled"
+    assert await run_turn(slow_raw, session_id, "hello") == "end_turn"
+
+
+@pytest.mark.demo_agent
+async def test_cancel_request_without_a_turn_is_answered(raw: RawAgent, agent: AgentSpec) -> None:
+    """A cancel request naming no running turn is answered too, and the next turn runs."""
+    session_id = await raw.new_session(agent.cwd)
+    reply = await raw.call("session/cancel", {"sessionId": session_id})
+    assert reply["result"] == {}
+    assert await run_turn(raw, session_id, "hello") == "end_turn"
+
+
+OUT_OF_RANGE = [
+    b'"params": {"protocolVersion": 1e400}',
+    b'"params": {"protocolVersion": -1e400}',
+    b'"params": {"protocolVersion": 1180591620717411303424}',  # 2**70
+    b'"params": {"protocolVersion": 1' + b"0" * 5000 + b"}",
+    b'"params": {"protocolVersion": 1, "clientCapabilities": {"_meta": {"n": [1e400]}}}',
+]
+
+
+@pytest.mark.demo_agent
+@pytest.mark.parametrize(
+    "params", OUT_OF_RANGE, ids=["inf", "minus-inf", "2**70", "5000-digits", "nested"]
+)
+async def test_a_number_out_of_range_is_invalid_params(
+    raw: RawAgent, agent: AgentSpec, params: bytes
+) -> None:
+    """A number that fits no 64-bit integer or finite double is -32602, never -32603."""
+    request = raw.request("initialize")
+    raw.log.add(CLIENT, request)
+    await raw.write(json.dumps(request)[:-1].encode() + b", " + params + b"}\n")
+    assert error_code(await raw.response(request["id"])) == INVALID_PARAMS
+    await raw.assert_serving(agent.cwd)
+
+
+@pytest.mark.demo_agent
+async def test_an_out_of_range_number_in_a_prompt_is_invalid_params(
+    raw: RawAgent, agent: AgentSpec
+) -> None:
+    """Every numeric parameter is covered, not only the protocol version."""
+    session_id = await raw.new_session(agent.cwd)
+    request = prompt(raw, session_id, "hello")
+    raw.log.add(CLIENT, request)
+    block = b'{"type": "text", "text": "hi", "annotations": {"priority": 1e400}}'
+    line = json.dumps({**request, "params": {"sessionId": session_id, "prompt": []}})
+    await raw.write(line.replace('"prompt": []', '"prompt": [' + block.decode() + "]").encode())
+    await raw.write(b"\n")
+    assert error_code(await raw.response(request["id"])) == INVALID_PARAMS
+    assert await run_turn(raw, session_id, "hello") == "end_turn"
+
+
+async def test_nan_and_infinity_literals_are_parse_errors(raw: RawAgent, agent: AgentSpec) -> None:
+    """``NaN`` and ``Infinity`` are not JSON: -32700 with id null."""
+    for literal in (b"NaN", b"Infinity", b"-Infinity"):
+        line = b'{"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {"protocolVersion": '
+        await raw.write(line + literal + b"}}\n")
+        reply = await raw.next_response()
+        assert (reply["id"], error_code(reply)) == (None, PARSE_ERROR), literal
+    await raw.assert_serving(agent.cwd)

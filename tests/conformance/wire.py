@@ -167,6 +167,11 @@ class FrameLog:
         if answered.startswith("_"):
             return errors
         found = self.schema.lookup(answered, "Response")
+        if found is None and self.schema.lookup(answered, "Notification") is not None:
+            # A notification sent as a request (`session/cancel` with an id) is acknowledged.
+            if message.get("result") not in ({}, None):
+                errors.append(f"result for {answered!r} sent as a request must be empty")
+            return errors
         if found is None:
             return [*errors, f"result for {answered!r}, which has no ACP v1 response type"]
         definition, _ = found
