@@ -12,6 +12,7 @@ from .catalog import SkillCatalogContributor, normalize_description, render_cata
 from .errors import SkillContractError
 from .frontmatter import ParsedSkill, SkillFileProblem, decode_skill_bytes, parse_skill_file
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
+from .jsonl_store import JsonlSessionStore
 from .local import LocalSkillProvider
 from .model import (
     DirectoryResource,
@@ -36,7 +37,6 @@ from .record import (
     HeaderReason,
     HistoryEntry,
     InMemorySessionStore,
-    JsonlSessionStore,
     RecordEntry,
     SessionRecord,
     SessionStore,

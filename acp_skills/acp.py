@@ -24,7 +24,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import structlog
@@ -51,6 +51,7 @@ from .prefix import PrefixedSession, SessionPrefix
 from .record import InMemorySessionStore, SessionStore
 from .registry import SkillRegistry
 from .tool import SkillTool, ToolResult
+from .unicode import replace_lone_surrogates, replace_lone_surrogates_in_json
 
 __all__ = [
     "EXTENSION_METHODS",
@@ -101,7 +102,11 @@ class AcpClient(Protocol):
 
 
 def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart:
-    """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
+    """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress).
+
+    Lone surrogates in the arguments (a model's JSON may carry them) are replaced by U+FFFD.
+    """
+    arguments = replace_lone_surrogates_in_json(arguments)
     name = arguments.get("name") if isinstance(arguments, Mapping) else None
     title = f"Load skill {name}" if isinstance(name, str) and name else "Load skill"
     raw_input = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
@@ -115,7 +120,7 @@ def skill_tool_call_end(tool_call_id: str, result: ToolResult) -> ToolCallProgre
     return update_tool_call(
         tool_call_id,
         status="failed" if result.is_error else "completed",
-        content=[tool_content(text_block(result.text))],
+        content=[tool_content(text_block(replace_lone_surrogates(result.text)))],
     )
 
 
@@ -157,14 +162,17 @@ def find_invocations(text: str, names: Iterable[str]) -> list[str]:
 
 
 def prompt_text(prompt: Sequence[object]) -> str:
-    """The text of a prompt's text blocks, joined with newlines (other blocks are skipped)."""
+    """The text of a prompt's text blocks, joined with newlines (other blocks are skipped).
+
+    Lone surrogates (valid in the JSON of a request) are replaced by U+FFFD.
+    """
     parts = []
     for block in prompt:
         text = block.get("text") if isinstance(block, Mapping) else getattr(block, "text", None)
         kind = block.get("type") if isinstance(block, Mapping) else getattr(block, "type", None)
         if kind == "text" and isinstance(text, str):
             parts.append(text)
-    return "\n".join(parts)
+    return replace_lone_surrogates("\n".join(parts))
 
 
 def _commands_key(commands: Sequence[AvailableCommand]) -> tuple[tuple[str, str, str], ...]:
@@ -289,10 +297,22 @@ class AcpSkills:
         With ``announce``, the slash commands are scheduled to go out right after the calling
         handler's response; pass ``False`` when the handler still has updates to send (a
         ``session/load`` replay) and call `announce_commands` when it is about to return.
+
+        Raises:
+            acp.RequestError: internal error (-32603) when the store cannot read the session's
+                record (an `OSError`, such as a record path that is not a regular file).
         """
-        record = await self.store.open(session_id)
         context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=frozenset(tool_names))
-        session = await PrefixedSession.open(self.prefix, context, record)
+        try:
+            record = await self.store.open(session_id)
+            session = await PrefixedSession.open(self.prefix, context, record)
+        except OSError as error:
+            # Told to the client, not thrown at it: no traceback, and a message a person can
+            # act on (the record's path and what is wrong with it).
+            _log.warning("session_record_unreadable", session_id=session_id, error=str(error))
+            raise RequestError.internal_error(
+                {"sessionId": session_id, "reason": f"the session record cannot be read: {error}"}
+            ) from None
         self._sessions[session_id] = _LiveSession(session=session)
         if announce:
             self.announce_commands(session_id)
@@ -369,7 +389,7 @@ class AcpSkills:
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
             await self._send(session_id, skill_tool_call_start(call_id, {"name": name}))
-            result = await self.tool.invoke_for_user(name, cwd=cwd, snapshot=snapshot)
+            result = _well_formed(await self.tool.invoke_for_user(name, cwd=cwd, snapshot=snapshot))
             await self._send(session_id, skill_tool_call_end(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
         return invoked
@@ -377,7 +397,9 @@ class AcpSkills:
     async def call_tool(self, session_id: str, tool_call_id: str, arguments: object) -> ToolResult:
         """Run the ``skill`` tool for the model, reporting it to the client as a tool call.
 
-        Resource reads go through the client's ``fs/read_text_file`` when it advertised it.
+        Resource reads go through the client's ``fs/read_text_file`` when it advertised it. Lone
+        surrogates in the arguments, in the client's file text and in the result are replaced
+        by U+FFFD, so neither the client nor the model ever gets text it cannot encode.
 
         Raises:
             acp.RequestError: for an unknown session id.
@@ -390,9 +412,15 @@ class AcpSkills:
 
             async def read_text(path: str) -> str:
                 response = await client.read_text_file(session_id=session_id, path=path)
-                return str(response.content)
+                return replace_lone_surrogates(str(response.content))
 
-        result = await self.tool.call(arguments, cwd=session.context.cwd, read_text=read_text)
+        result = _well_formed(
+            await self.tool.call(
+                replace_lone_surrogates_in_json(arguments),
+                cwd=session.context.cwd,
+                read_text=read_text,
+            )
+        )
         await self._send(session_id, skill_tool_call_end(tool_call_id, result))
         return result
 
@@ -501,6 +529,12 @@ class AcpSkills:
             "messages": [{"role": m.role, "text": m.text} for m in session.messages],
             "header": header.to_json() if header is not None else None,
         }
+
+
+def _well_formed(result: ToolResult) -> ToolResult:
+    # A result may quote what came in (a path the model asked for) or what the disk holds (a
+    # directory whose undecodable name Python spells with lone surrogates).
+    return replace(result, text=replace_lone_surrogates(result.text))
 
 
 async def _settle(task: asyncio.Task[Any]) -> None:

@@ -213,6 +213,16 @@ class DemoAgent:
 
     async def _run_turn(self, session_id: str, prompt: Sequence[Any]) -> StopReason:
         session = self._skills.session(session_id)
+        stop_reason = await self._converse(session_id, session, prompt)
+        if session.save_error is not None:
+            # The reply is out; the person also needs to know it will not survive a restart.
+            notice = f"\n\n{_not_saved_notice(session.save_error)}"
+            await self._send(session_id, update_agent_message_text(notice))
+        return stop_reason
+
+    async def _converse(
+        self, session_id: str, session: PrefixedSession, prompt: Sequence[Any]
+    ) -> StopReason:
         turn = await self._skills.begin_turn(session_id, prompt)
         await session.append_history(
             {
@@ -299,6 +309,16 @@ class DemoAgent:
             turn.cancel()
         await asyncio.gather(*self._turns.values(), return_exceptions=True)
         await self._skills.aclose()
+
+
+def _not_saved_notice(error: OSError) -> str:
+    reason = error.strerror or str(error)
+    where = f" ({error.filename})" if error.filename else ""
+    return (
+        f"Note: this conversation could not be saved: {reason}{where}. It goes on here, and "
+        "what is missing is saved as soon as writing works again; if the agent stops first, "
+        "reopening the session will not show it."
+    )
 
 
 def _require_absolute(cwd: object) -> None:

@@ -14,12 +14,12 @@ import pytest
 
 from acp_skills import PrefixContext, PrefixMessage, SkillDefinition, SkillRegistry
 from acp_skills.catalog import SkillCatalogContributor
+from acp_skills.jsonl_store import JsonlSessionStore
 from acp_skills.prefix import PrefixedSession, PrefixNext, SessionPrefix
 from acp_skills.record import (
     HeaderEntry,
     HistoryEntry,
     InMemorySessionStore,
-    JsonlSessionStore,
     SessionRecord,
     SessionStore,
 )
