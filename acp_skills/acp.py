@@ -309,9 +309,10 @@ class AcpSkills:
         except OSError as error:
             # Told to the client, not thrown at it: no traceback, and a message a person can
             # act on (the record's path and what is wrong with it).
-            _log.warning("session_record_unreadable", session_id=session_id, error=str(error))
+            problem = f"{error.strerror}: {error.filename}" if error.filename else str(error)
+            _log.warning("session_record_unreadable", session_id=session_id, error=problem)
             raise RequestError.internal_error(
-                {"sessionId": session_id, "reason": f"the session record cannot be read: {error}"}
+                {"sessionId": session_id, "reason": f"the session record cannot be read: {problem}"}
             ) from None
         self._sessions[session_id] = _LiveSession(session=session)
         if announce:

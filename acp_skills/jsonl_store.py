@@ -229,9 +229,8 @@ def _describe_kind(mode: int) -> str | None:
 
 
 def _not_a_regular_file(path: Path, kind: str) -> OSError:
-    return OSError(
-        errno.EINVAL, f"the session record is {kind}, not a regular file", os.fspath(path)
-    )
+    # Shaped like the operating system's own errors: strerror says what, filename says where.
+    return OSError(errno.EINVAL, f"Is {kind}, not a regular file", os.fspath(path))
 
 
 def _open_record(path: Path, flags: int) -> int:
@@ -355,7 +354,7 @@ def _decode_line(raw: bytes) -> RecordEntry:
     if kind != "header":
         raise ValueError(f"unknown entry type {kind!r}")
     reason = document.get("reason")
-    if reason not in HEADER_REASONS:
+    if not isinstance(reason, str) or reason not in HEADER_REASONS:
         raise ValueError(f"unknown header reason {reason!r}")
     tools = document.get("tools")
     prefix = document.get("messagePrefix")

@@ -122,7 +122,9 @@ def _freeze_json(value: object, where: str, depth: int = 1) -> object:
             raise ValueError(f"{where} holds {value!r}, which JSON cannot carry")
         return value
     if isinstance(value, Mapping | list | tuple) and depth > MAX_JSON_DEPTH:
-        raise ValueError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
+        # Named by its root ("history message"): the full path would be a hundred keys long.
+        root = where.split("[", 1)[0]
+        raise ValueError(f"{root} is nested more than {MAX_JSON_DEPTH} levels deep")
     if isinstance(value, Mapping):
         frozen: dict[str, object] = {}
         for key, item in value.items():

@@ -312,10 +312,9 @@ class DemoAgent:
 
 
 def _not_saved_notice(error: OSError) -> str:
-    reason = error.strerror or str(error)
-    where = f" ({error.filename})" if error.filename else ""
+    problem = f"{error.strerror}: {error.filename}" if error.filename else str(error)
     return (
-        f"Note: this conversation could not be saved: {reason}{where}. It goes on here, and "
+        f"Note: this conversation could not be saved ({problem}). It goes on here, and "
         "what is missing is saved as soon as writing works again; if the agent stops first, "
         "reopening the session will not show it."
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -207,6 +208,136 @@ async def test_jsonl_skips_corrupt_middle_lines_with_warnings(jsonl: JsonlSessio
     assert [line for line, _ in skipped] == list(range(2, 2 + len(bad)))
     assert all(reason.startswith("corrupt line: ") for _, reason in skipped)
     assert {entry["path"] for entry in logs} == {str(path)}
+
+
+GOOD_LINE = b'{"v":1,"type":"history","message":{"role":"user","content":"ok"}}'
+
+# Lines that once failed the whole read (an exception other than the ones it caught), or that
+# must never: each is skipped like any corrupt line.
+UNDECODABLE = {
+    "array-nested-100k-deep": b"[" * 100_000,
+    "object-nested-100k-deep": b'{"a":' * 100_000,
+    "valid-json-nested-past-the-limit": (
+        b'{"v":1,"type":"history","message":' + b'{"a":' * 150 + b"1" + b"}" * 151
+    ),
+    "header-config-of-the-wrong-type": (
+        b'{"v":1,"type":"header","reason":"initial","config":"x","system":"","tools":[],'
+        b'"messagePrefix":[]}'
+    ),
+    "header-system-of-the-wrong-type": (
+        b'{"v":1,"type":"header","reason":"initial","config":{},"system":["x"],"tools":[],'
+        b'"messagePrefix":[]}'
+    ),
+    "header-tool-of-the-wrong-type": (
+        b'{"v":1,"type":"header","reason":"initial","config":{},"system":"","tools":[3],'
+        b'"messagePrefix":[]}'
+    ),
+    "unhashable-reason": b'{"v":1,"type":"header","reason":{"a":1}}',
+    "infinite-number": b'{"v":1,"type":"history","message":{"n":-1e999}}',
+    "integer-too-long-to-read": b'{"v":1,"type":"history","message":{"n":' + b"7" * 5000 + b"}}",
+    "nul-bytes": b"\x00" * 16,
+    "json-null": b"null",
+    "json-string": b'"v"',
+    "truncated-utf-8": b'{"v":1,"type":"history","message":{"content":"\xe6\x97"}}',
+}
+
+
+@pytest.mark.parametrize("bad", list(UNDECODABLE.values()), ids=list(UNDECODABLE))
+async def test_jsonl_skips_an_undecodable_line_of_any_kind(
+    jsonl: JsonlSessionStore, bad: bytes
+) -> None:
+    """The line is skipped with a warning naming the file and line; the rest is read."""
+    path = jsonl.path_for("s1")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\n".join([GOOD_LINE, bad, GOOD_LINE, b""]))
+    with capture_logs() as logs:
+        entries = await (await jsonl.open("s1")).entries()
+    assert entries == [said("ok"), said("ok")]
+    [(line, reason)] = skipped_lines(logs)
+    assert line == 2
+    assert reason.startswith("corrupt line: ")
+    assert len(reason) <= 300
+    assert logs[0]["path"] == str(path)
+
+
+@pytest.mark.parametrize("bad", list(UNDECODABLE.values()), ids=list(UNDECODABLE))
+async def test_jsonl_appends_after_an_undecodable_torn_line_on_a_line_of_their_own(
+    jsonl: JsonlSessionStore, bad: bytes
+) -> None:
+    """A bad last line without its newline is skipped, and never glued to the next entry."""
+    path = jsonl.path_for("s1")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(GOOD_LINE + b"\n" + bad)
+    record = await jsonl.open("s1")
+    with capture_logs() as logs:
+        assert await record.entries() == [said("ok")]
+    assert [line for line, _ in skipped_lines(logs)] == [2]
+    await record.append(said("next"))
+    with capture_logs() as logs:
+        assert await record.entries() == [said("ok"), said("next")]
+    assert [line for line, _ in skipped_lines(logs)] == [2]
+    assert lines_of(path)[1:] == [
+        bad,
+        b'{"v":1,"type":"history","message":{"role":"user","content":"next"}}',
+        b"",
+    ]
+
+
+async def test_jsonl_reads_lone_surrogates_back_as_replacement_characters(
+    jsonl: JsonlSessionStore,
+) -> None:
+    """A record that holds ``\\ud800`` escapes (valid JSON) reads back as well-formed text."""
+    path = jsonl.path_for("s1")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(
+        b'{"v":1,"type":"header","reason":"initial","config":{"k\\udfff":"v\\ud800"},'
+        b'"system":"s\\ud800","tools":[],"messagePrefix":[{"role":"user","text":"t\\udc80"}]}\n'
+        b'{"v":1,"type":"history","message":{"role":"user","content":"a\\ud800b"}}\n'
+    )
+    header_entry, history_entry = await (await jsonl.open("s1")).entries()
+    assert header_entry == header(
+        config={"k\ufffd": "v\ufffd"},
+        system="s\ufffd",
+        tools=(),
+        message_prefix=(PrefixMessage(role="user", text="t\ufffd"),),
+    )
+    assert history_entry == said("a\ufffdb")
+
+
+needs_posix = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX FIFOs")
+
+
+def make_fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def make_directory(path: Path) -> None:
+    path.mkdir()
+
+
+@needs_posix
+@pytest.mark.parametrize(
+    ("make", "described"),
+    [(make_fifo, "a FIFO (named pipe)"), (make_directory, "a directory")],
+    ids=["fifo", "directory"],
+)
+async def test_jsonl_refuses_a_record_that_is_not_a_file_without_blocking(
+    jsonl: JsonlSessionStore, make: Callable[[Path], None], described: str
+) -> None:
+    """Reading and appending raise an OSError saying what is there; nothing waits on a FIFO."""
+    path = jsonl.path_for("s1")
+    path.parent.mkdir(parents=True)
+    make(path)
+    record = await jsonl.open("s1")
+    with anyio.fail_after(10):
+        assert await jsonl.exists("s1")
+        with pytest.raises(OSError, match="not a regular file") as reading:
+            await record.entries()
+        with pytest.raises(OSError, match="not a regular file") as appending:
+            await record.append(said("hi"))
+    for refused in (reading.value, appending.value):
+        assert refused.strerror == f"Is {described}, not a regular file"
+        assert refused.filename == str(path)
 
 
 async def test_jsonl_ignores_unknown_keys(jsonl: JsonlSessionStore) -> None:

@@ -18,6 +18,7 @@ import pytest
 from acp_skills import PrefixMessage
 from acp_skills.jsonl_store import JsonlSessionStore
 from acp_skills.record import (
+    MAX_JSON_DEPTH,
     HeaderEntry,
     HistoryEntry,
     InMemorySessionStore,
@@ -145,6 +146,43 @@ def test_history_entry_needs_a_json_object() -> None:
     """A history message is a JSON object, not a bare string."""
     with pytest.raises(TypeError, match="history message"):
         HistoryEntry(message="hello")  # type: ignore[arg-type]
+
+
+def test_entries_make_their_text_well_formed() -> None:
+    """Lone surrogates in strings, keys, the system prompt and the prefix become U+FFFD."""
+    entry = HistoryEntry(message={"role": "user", "content": "a\ud800", "k\udfff": ["\udc80"]})
+    assert entry.message == {"role": "user", "content": "a\ufffd", "k\ufffd": ["\ufffd"]}
+    recorded = header(
+        config={"stop": ["\ud800"]},
+        system="s\udbff",
+        tools=({"description": "t\udc00"},),
+        message_prefix=(PrefixMessage(role="user", text="catalog \ud800"),),
+    )
+    assert recorded.to_json() == {
+        "reason": "initial",
+        "config": {"stop": ["\ufffd"]},
+        "system": "s\ufffd",
+        "tools": [{"description": "t\ufffd"}],
+        "messagePrefix": [{"role": "user", "text": "catalog \ufffd"}],
+    }
+    json.dumps(recorded.to_json(), ensure_ascii=False).encode("utf-8")
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """A JSON object ``depth`` levels deep (itself included)."""
+    value: dict[str, Any] = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def test_entries_refuse_nesting_deeper_than_the_limit() -> None:
+    """Up to MAX_JSON_DEPTH levels are kept; one more is a ValueError naming the value."""
+    assert HistoryEntry(message=nested(MAX_JSON_DEPTH)).message == nested(MAX_JSON_DEPTH)
+    with pytest.raises(ValueError, match=r"^history message is nested more than 100 levels"):
+        HistoryEntry(message=nested(MAX_JSON_DEPTH + 1))
+    with pytest.raises(ValueError, match=r"^header tools is nested more than 100 levels"):
+        header(tools=({"parameters": [nested(MAX_JSON_DEPTH - 1)]},))
 
 
 def test_same_request_ignores_reason_and_key_order_but_not_json_types() -> None:
