@@ -55,6 +55,10 @@ def default_state_dir() -> Path:
     return Path(base) / "acp-skills-demo"
 
 
+def _state_dir(args: argparse.Namespace) -> Path:
+    return Path(args.state_dir) if args.state_dir else default_state_dir()
+
+
 def unusable_state_dir(state_dir: Path) -> str | None:
     """Why session records cannot be kept under ``state_dir``, or ``None`` when they can.
 
@@ -239,10 +243,6 @@ async def serve(agent: DemoAgent) -> None:
         structlog.get_logger(__name__).info("agent_stopping", reason="signal")
     finally:
         await agent.aclose()
-
-
-def _state_dir(args: argparse.Namespace) -> Path:
-    return Path(args.state_dir) if args.state_dir else default_state_dir()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -376,8 +376,7 @@ async def test_a_state_dir_turned_read_only_mid_session_completes_the_turn_and_t
 async def test_a_record_that_cannot_be_written_mid_session_loses_no_reply(
     sandbox: Sandbox,
 ) -> None:
-    """A record replaced by a directory: every turn still completes, the person is told, and
-    the record catches up in order once it can be written again."""
+    """Every turn completes and tells the person; the record catches up once writable again."""
     stderr_path = sandbox.root / "agent.stderr"
     with anyio.fail_after(TEST_SECONDS), stderr_path.open("wb") as stderr:
         async with sandbox.spawn(stderr=stderr) as agent:

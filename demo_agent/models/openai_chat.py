@@ -32,6 +32,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _well_formed(text: str) -> str:
     """``text`` with each lone surrogate replaced by U+FFFD (a split pair is joined)."""
+    # UTF-16 pairs surrogates on the way back and replaces those left alone.
     if _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
@@ -127,9 +128,9 @@ class OpenAIChatModel:
                     for choice in chunk.choices or ():
                         delta = choice.delta
                         if delta is not None and delta.content:
-                            piece = _well_formed(delta.content)
-                            text.append(piece)
-                            await on_text(piece)
+                            content = _well_formed(delta.content)
+                            text.append(content)
+                            await on_text(content)
                         for piece in (delta.tool_calls if delta is not None else None) or ():
                             partial = calls.setdefault(piece.index, _PartialCall())
                             partial.id = piece.id or partial.id
