@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .catalog import SkillCatalogContributor
 from .errors import SkillContractError
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
+from .jsonl_store import JsonlSessionStore
 from .local import LocalSkillProvider
 from .model import (
     DirectoryResource,
@@ -37,7 +38,6 @@ from .record import (
     HeaderReason,
     HistoryEntry,
     InMemorySessionStore,
-    JsonlSessionStore,
     RecordEntry,
     SessionRecord,
     SessionStore,

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeAlias
 
+from .unicode import replace_lone_surrogates
+
 # ASCII only, whole string: `re.fullmatch` with an explicit class never lets "a\n" through,
 # unlike `$`, which also matches before a trailing newline.
 _SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -138,6 +140,9 @@ class SkillSnapshot:
 class PrefixMessage:
     """One message of a session prefix. The skill catalog is a ``user`` message.
 
+    Lone surrogates in ``role`` and ``text`` become U+FFFD: the prefix is frozen for the whole
+    session instance, so text a model API cannot encode would fail every one of its requests.
+
     Raises:
         TypeError: if ``role`` is not a non-empty string or ``text`` not a string.
     """
@@ -150,6 +155,8 @@ class PrefixMessage:
             raise TypeError(f"a prefix message needs a non-empty string role, got {self.role!r}")
         if not isinstance(self.text, str):
             raise TypeError(f"a prefix message's text must be a string, got {self.text!r}")
+        object.__setattr__(self, "role", replace_lone_surrogates(self.role))
+        object.__setattr__(self, "text", replace_lone_surrogates(self.text))
 
 
 PrefixNext: TypeAlias = Callable[[], Awaitable[Sequence[PrefixMessage]]]

@@ -13,12 +13,15 @@ from dataclasses import replace
 from typing import Any
 
 import anyio
+import structlog
 
 from .model import PrefixContext, PrefixMessage
 from .prefix import SessionPrefix
 from .record import HeaderEntry, HeaderReason, HistoryEntry, RecordEntry, SessionRecord
 
 __all__ = ["PrefixedSession"]
+
+_log = structlog.get_logger(__name__)
 
 
 class PrefixedSession:
@@ -29,7 +32,13 @@ class PrefixedSession:
     with `PrefixedSession.open`, which reads what the record already holds.
 
     A model request is built as ``system + tools + message_prefix + history``; the prefix never
-    enters the history. Per turn, an agent typically does::
+    enters the history.
+
+    A record that cannot be written (an `OSError`: a full disk, a permission, a record path
+    that is not a file) does not stop the conversation. The entry is kept in this instance all
+    the same, `save_error` says why the record is behind, and every later append first writes
+    what is waiting, in order, so the record always holds the conversation up to some point and
+    catches up once writing works again. Per turn, an agent typically does::
 
         await session.append_history({"role": "user", "content": text})
         await session.record_request(config=config, system=system, tools=tools)
@@ -66,6 +75,9 @@ class PrefixedSession:
         # The last header this instance recorded; the previous instance's does not count, since
         # a new instance always records its first header (reason "resume").
         self._own_header: HeaderEntry | None = None
+        # Entries this instance holds that the record has not taken yet, oldest first, and why.
+        self._unsaved: list[RecordEntry] = []
+        self._save_error: OSError | None = None
 
     @classmethod
     async def open(
@@ -123,6 +135,16 @@ class PrefixedSession:
         return self._last_header
 
     @property
+    def save_error(self) -> OSError | None:
+        """Why the record is behind this instance, or ``None`` when it holds everything.
+
+        Set when an append fails with an `OSError`; cleared once a later append has written
+        every entry that was waiting. An agent checks it at the end of a turn to tell the person
+        that the conversation could not be saved.
+        """
+        return self._save_error
+
+    @property
     def history(self) -> tuple[Mapping[str, object], ...]:
         """The conversation messages recorded so far, oldest first, read-only."""
         return tuple(entry.message for entry in self._history)
@@ -171,8 +193,9 @@ class PrefixedSession:
         Call it before every model request. It composes the prefix if that has not happened
         yet. The instance's first call appends a header with reason ``initial`` (or ``resume``
         when the record already held one); later calls append one with reason ``change`` only
-        when config, system, tools or prefix differ from this instance's last header. If the
-        append fails, the state is unchanged and the next call tries again.
+        when config, system, tools or prefix differ from this instance's last header. A record
+        that fails with an `OSError` keeps the header waiting (see `save_error`); any other
+        failure leaves the state unchanged, and the next call tries again.
 
         Returns:
             The appended header, or ``None`` when nothing changed.
@@ -180,7 +203,8 @@ class PrefixedSession:
         Raises:
             TypeError: on a config or tool that is not JSON, or a system that is not a string.
             ValueError: on a non-finite number in config or tools.
-            Exception: whatever composing the prefix or appending to the record raised.
+            Exception: whatever composing the prefix raised, or appending to the record raised
+                other than an `OSError`.
         """
         if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
             raise TypeError(f"tools must be a sequence of JSON objects, got {tools!r}")
@@ -198,7 +222,7 @@ class PrefixedSession:
             header = replace(requested, reason=reason, message_prefix=message_prefix)
             if previous is not None and previous.same_request_as(header):
                 return None
-            await self._record.append(header)
+            await self._save(header)
             self._own_header = header
             self._last_header = header
             return header
@@ -206,19 +230,55 @@ class PrefixedSession:
     async def append_history(self, message: Mapping[str, object]) -> HistoryEntry:
         """Append one conversation message to the record and to `history`.
 
+        A record that fails with an `OSError` does not fail the call: the message joins
+        `history` and waits to be written (see `save_error`).
+
         Returns:
-            The recorded entry (its ``message`` is a read-only deep copy).
+            The recorded entry (its ``message`` is a read-only, well-formed deep copy).
 
         Raises:
             TypeError: if ``message`` is not a JSON object.
-            ValueError: on a non-finite number inside it.
-            Exception: whatever appending to the record raised; `history` is then unchanged.
+            ValueError: on a non-finite number inside it, or nesting too deep.
+            Exception: whatever appending to the record raised other than an `OSError`;
+                `history` is then unchanged.
         """
         entry = HistoryEntry(message=message)
         async with self._write_lock:
-            await self._record.append(entry)
+            await self._save(entry)
             self._history.append(entry)
         return entry
+
+    async def _save(self, entry: RecordEntry) -> None:
+        """Write what is waiting, then ``entry``, in order; the caller holds the write lock.
+
+        Raises:
+            Exception: a failure other than an `OSError` (or a cancellation) while writing:
+                ``entry`` is then not kept, and older waiting entries stay waiting.
+        """
+        self._unsaved.append(entry)
+        try:
+            while self._unsaved:
+                await self._record.append(self._unsaved[0])
+                del self._unsaved[0]
+        except OSError as error:
+            if self._save_error is None:
+                _log.warning(
+                    "session_record_write_failed",
+                    session_id=self._context.session_id,
+                    error=str(error),
+                    unsaved=len(self._unsaved),
+                )
+            self._save_error = error
+            return
+        except BaseException:
+            # Not a storage failure: the caller sees the exception and keeps nothing of this
+            # entry, as if it had never been appended. (A cancelled write that the record had
+            # already finished stays in the record: the protocol cannot say.)
+            self._unsaved.pop()
+            raise
+        if self._save_error is not None:
+            _log.info("session_record_caught_up", session_id=self._context.session_id)
+            self._save_error = None
 
     def request_messages(self) -> list[dict[str, Any]]:
         """The message list of the next model request: prefix, then history.

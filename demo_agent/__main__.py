@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,6 +45,33 @@ def default_state_dir() -> Path:
     """``$XDG_STATE_HOME/acp-skills-demo`` (``~/.local/state/acp-skills-demo`` when unset)."""
     base = _env("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(base) / "acp-skills-demo"
+
+
+def _state_dir(args: argparse.Namespace) -> Path:
+    return Path(args.state_dir) if args.state_dir else default_state_dir()
+
+
+def unusable_state_dir(state_dir: Path) -> str | None:
+    """Why session records cannot be kept under ``state_dir``, or ``None`` when they can.
+
+    Creates ``state_dir/sessions`` if needed and proves it writable by creating (and removing)
+    a file in it: permission bits alone do not tell (root, read-only mounts, ACLs).
+    """
+    sessions = state_dir / "sessions"
+    try:
+        for directory in (state_dir, sessions):
+            if directory.exists() and not directory.is_dir():
+                return f"{directory} is not a directory"
+        sessions.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return f"cannot create {sessions}: {error.strerror or error}"
+    try:
+        descriptor, probe = tempfile.mkstemp(dir=sessions, prefix=".write-check-")
+        os.close(descriptor)
+        os.unlink(probe)
+    except OSError as error:
+        return f"cannot write in {sessions}: {error.strerror or error}"
+    return None
 
 
 def _positive_int(text: str) -> int:
@@ -187,10 +215,9 @@ def build_agent(args: argparse.Namespace) -> DemoAgent:
         custom_dirs = [d for d in (_env("ACP_SKILLS_DIRS") or "").split(os.pathsep) if d]
     registry = SkillRegistry()
     registry.register_provider(LocalSkillProvider(custom_skill_dirs=custom_dirs))
-    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
     skills = AcpSkills(
         registry,
-        store=JsonlSessionStore(state_dir / "sessions"),
+        store=JsonlSessionStore(_state_dir(args) / "sessions"),
         max_requests_per_turn=args.max_steps,
     )
     return DemoAgent(skills, build_model(args))
@@ -236,6 +263,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         return 2
     configure_logging(args.log_level)
+    # Checked before serving: an editor shows a failed start, not a session that silently
+    # saves nothing. One line, no traceback, the usage-error status.
+    problem = unusable_state_dir(_state_dir(args))
+    if problem is not None:
+        print(f"acp-skills-demo: unusable state directory: {problem}", file=sys.stderr)
+        return 2
     agent = build_agent(args)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(agent))

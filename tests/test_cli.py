@@ -56,9 +56,9 @@ def test_version_and_help() -> None:
         assert variable in help_text
 
 
-def test_agent_exits_cleanly_when_stdin_is_empty() -> None:
+def test_agent_exits_cleanly_when_stdin_is_empty(tmp_path: Path) -> None:
     """With nothing to read (stdin is /dev/null), the agent stops with status 0, silently."""
-    result = run_agent()
+    result = run_agent(ACP_SKILLS_STATE_DIR=str(tmp_path / "state"))
     assert result.returncode == 0
     assert result.stdout == ""
 

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from structlog.testing import capture_logs
 
 from acp_skills import PrefixContext, PrefixMessage, SkillDefinition, SkillRegistry
 from acp_skills.catalog import SkillCatalogContributor
+from acp_skills.jsonl_store import JsonlSessionStore
 from acp_skills.prefix import PrefixNext, SessionPrefix
 from acp_skills.record import (
     HeaderEntry,
     HistoryEntry,
     InMemorySessionStore,
-    JsonlSessionStore,
+    RecordEntry,
     SessionRecord,
     SessionStore,
 )
@@ -580,6 +583,112 @@ async def test_a_failed_history_append_leaves_the_history_unchanged(
     with pytest.raises(ValueError, match="history message"):
         await session.append_history({"score": float("nan")})
     assert session.history == ()
+
+
+# -- a record that stops taking writes --------------------------------------------------------
+
+
+@contextmanager
+def record_replaced_by_a_directory(path: Path) -> Iterator[None]:
+    """While inside, the record file is set aside and a directory stands in its place."""
+    aside = path.with_name("aside")
+    path.rename(aside)
+    path.mkdir()
+    try:
+        yield
+    finally:
+        path.rmdir()
+        aside.rename(path)
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+async def test_a_record_that_fails_to_write_keeps_the_conversation_and_catches_up(
+    context: PrefixContext, tmp_path: Path
+) -> None:
+    """Entries the record refused stay in the session and are written first, in order, later."""
+    store = JsonlSessionStore(tmp_path / "sessions")
+    session = await open_session(SessionPrefix(), context, store)
+    await session.append_history(said("one"))
+    assert session.save_error is None
+    with capture_logs() as logs, record_replaced_by_a_directory(store.path_for("s1")):
+        await session.append_history(said("two"))
+        failed = session.save_error
+        header = await record_default_request(session)
+        await session.append_history(said("three"))
+        assert session.save_error is not None
+    assert isinstance(failed, OSError)
+    assert failed.strerror == "Is a directory, not a regular file"
+    assert session.history == (said("one"), said("two"), said("three"))
+    assert session.last_header == header
+    assert [entry["event"] for entry in logs] == ["session_record_write_failed"]
+    assert logs[0]["unsaved"] == 1
+
+    with capture_logs() as logs:
+        await session.append_history(said("four"))
+    assert session.save_error is None
+    assert [entry["event"] for entry in logs] == ["session_record_caught_up"]
+    entries = await (await store.open("s1")).entries()
+    assert [getattr(entry, "message", entry) for entry in entries] == [
+        said("one"),
+        said("two"),
+        header,
+        said("three"),
+        said("four"),
+    ]
+
+
+class RefusesOnce:
+    """A record whose next append fails with ``error``, then works again."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error: BaseException | None = error
+        self.stored: list[RecordEntry] = []
+
+    async def append(self, entry: RecordEntry) -> None:
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+        self.stored.append(entry)
+
+    async def entries(self) -> list[RecordEntry]:
+        return list(self.stored)
+
+
+async def test_a_record_failure_that_is_not_storage_still_fails_the_append(
+    context: PrefixContext,
+) -> None:
+    """Only OSErrors are kept for later; any other failure propagates and keeps nothing."""
+    record = RefusesOnce(RuntimeError("a bug in the store"))
+    session = PrefixedSession(SessionPrefix(), context, record, entries=())
+    with pytest.raises(RuntimeError, match="a bug in the store"):
+        await session.append_history(said("lost"))
+    assert session.history == ()
+    assert session.save_error is None
+    await session.append_history(said("kept"))
+    assert [getattr(entry, "message", None) for entry in record.stored] == [said("kept")]
+
+
+async def test_a_failure_while_catching_up_keeps_the_older_entries_waiting(
+    context: PrefixContext,
+) -> None:
+    """A non-storage failure while writing the backlog drops only the new entry."""
+    record = RefusesOnce(OSError(28, "No space left on device"))
+    session = PrefixedSession(SessionPrefix(), context, record, entries=())
+    await session.append_history(said("waiting"))
+    assert session.save_error is not None
+    record.error = RuntimeError("a bug in the store")
+    with pytest.raises(RuntimeError, match="a bug in the store"):
+        await session.append_history(said("refused"))
+    assert session.history == (said("waiting"),)
+    await session.append_history(said("next"))
+    assert session.save_error is None
+    assert [getattr(entry, "message", None) for entry in record.stored] == [
+        said("waiting"),
+        said("next"),
+    ]
 
 
 # -- with the real skill catalog -------------------------------------------------------------

@@ -1,25 +1,27 @@
-"""Session records: entries, the JSON Lines store and the in-memory store (contract §8)."""
+"""Session records: entries and the store protocols, held by both stores (contract §8).
+
+The JSON Lines store's own behaviour (files, torn and corrupt lines) is in test_jsonl_store.py.
+"""
 
 from __future__ import annotations
 
 import copy
 import json
 import pickle
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from structlog.testing import capture_logs
 
 from acp_skills import PrefixMessage
+from acp_skills.jsonl_store import JsonlSessionStore
 from acp_skills.record import (
+    MAX_JSON_DEPTH,
     HeaderEntry,
     HistoryEntry,
     InMemorySessionStore,
-    JsonlSessionStore,
     RecordEntry,
     SessionRecord,
     SessionStore,
@@ -49,19 +51,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
     if request.param == "jsonl":
         return JsonlSessionStore(tmp_path / "sessions")
     return InMemorySessionStore()
-
-
-@pytest.fixture
-def jsonl(tmp_path: Path) -> JsonlSessionStore:
-    return JsonlSessionStore(tmp_path / "sessions")
-
-
-def skipped_lines(logs: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
-    return [
-        (entry["line"], entry["reason"])
-        for entry in logs
-        if entry["event"] == "session_record_line_skipped"
-    ]
 
 
 # -- entries ---------------------------------------------------------------------------------
@@ -159,6 +148,43 @@ def test_history_entry_needs_a_json_object() -> None:
         HistoryEntry(message="hello")  # type: ignore[arg-type]
 
 
+def test_entries_make_their_text_well_formed() -> None:
+    """Lone surrogates in strings, keys, the system prompt and the prefix become U+FFFD."""
+    entry = HistoryEntry(message={"role": "user", "content": "a\ud800", "k\udfff": ["\udc80"]})
+    assert entry.message == {"role": "user", "content": "a\ufffd", "k\ufffd": ["\ufffd"]}
+    recorded = header(
+        config={"stop": ["\ud800"]},
+        system="s\udbff",
+        tools=({"description": "t\udc00"},),
+        message_prefix=(PrefixMessage(role="user", text="catalog \ud800"),),
+    )
+    assert recorded.to_json() == {
+        "reason": "initial",
+        "config": {"stop": ["\ufffd"]},
+        "system": "s\ufffd",
+        "tools": [{"description": "t\ufffd"}],
+        "messagePrefix": [{"role": "user", "text": "catalog \ufffd"}],
+    }
+    json.dumps(recorded.to_json(), ensure_ascii=False).encode("utf-8")
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """A JSON object ``depth`` levels deep (itself included)."""
+    value: dict[str, Any] = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def test_entries_refuse_nesting_deeper_than_the_limit() -> None:
+    """Up to MAX_JSON_DEPTH levels are kept; one more is a ValueError naming the value."""
+    assert HistoryEntry(message=nested(MAX_JSON_DEPTH)).message == nested(MAX_JSON_DEPTH)
+    with pytest.raises(ValueError, match=r"^history message is nested more than 100 levels"):
+        HistoryEntry(message=nested(MAX_JSON_DEPTH + 1))
+    with pytest.raises(ValueError, match=r"^header tools is nested more than 100 levels"):
+        header(tools=({"parameters": [nested(MAX_JSON_DEPTH - 1)]},))
+
+
 def test_same_request_ignores_reason_and_key_order_but_not_json_types() -> None:
     """Headers compare by their JSON: key order is irrelevant, ``1`` and ``true`` differ."""
     first = header(config={"a": 1, "b": 2})
@@ -252,270 +278,3 @@ async def test_session_id_must_be_a_string(store: SessionStore) -> None:
     """A non-string session id is a programming error."""
     with pytest.raises(TypeError, match="session id"):
         await store.open(42)  # type: ignore[arg-type]
-
-
-# -- JSON Lines ------------------------------------------------------------------------------
-
-
-def lines_of(path: Path) -> list[bytes]:
-    return path.read_bytes().split(b"\n")
-
-
-def read_through_another_handle(path: Path) -> bytes:
-    with open(path, "rb") as reader:
-        return reader.read()
-
-
-def tear(path: Path, fragment: bytes) -> None:
-    """Leave what a crash in the middle of a write leaves: part of a line, no newline."""
-    with open(path, "ab") as file:
-        file.write(fragment)
-
-
-async def test_jsonl_writes_one_file_per_session(jsonl: JsonlSessionStore) -> None:
-    """Each session has its own ``<id>.jsonl`` file in the store's directory."""
-    for session_id in ("a", "b"):
-        await (await jsonl.open(session_id)).append(said(session_id))
-    assert sorted(path.name for path in jsonl.directory.iterdir()) == ["a.jsonl", "b.jsonl"]
-
-
-async def test_jsonl_each_append_is_one_flushed_line(jsonl: JsonlSessionStore) -> None:
-    """Right after an append, another handle reads exactly one more complete line."""
-    record = await jsonl.open("s1")
-    path = jsonl.path_for("s1")
-    await record.append(header())
-    assert read_through_another_handle(path).count(b"\n") == 1
-    await record.append(said("hi"))
-    data = read_through_another_handle(path)
-    assert data.endswith(b"\n")
-    first, second = (json.loads(line) for line in data.splitlines())
-    assert first == {
-        "v": 1,
-        "type": "header",
-        "reason": "initial",
-        "config": {"model": "m1", "temperature": 0.5},
-        "system": "You are helpful.",
-        "tools": [{"name": "skill", "parameters": {"type": "object"}}],
-        "messagePrefix": [{"role": "user", "text": "<catalog/>"}],
-    }
-    assert second == {"v": 1, "type": "history", "message": {"role": "user", "content": "hi"}}
-
-
-async def test_jsonl_files_are_ascii(jsonl: JsonlSessionStore) -> None:
-    """Non-ASCII text is escaped, so a torn write can never split a character."""
-    record = await jsonl.open("s1")
-    await record.append(said("日本語 🎉"))
-    jsonl.path_for("s1").read_bytes().decode("ascii")
-
-
-async def test_jsonl_fsync_mode_writes_the_same_lines(tmp_path: Path) -> None:
-    """With ``fsync=True`` the file content is the same."""
-    store = JsonlSessionStore(tmp_path, fsync=True)
-    record = await store.open("s1")
-    await record.append(said("hi"))
-    assert await record.entries() == [said("hi")]
-    assert lines_of(store.path_for("s1")) == [
-        b'{"v":1,"type":"history","message":{"role":"user","content":"hi"}}',
-        b"",
-    ]
-
-
-async def test_jsonl_creates_its_directory_on_the_first_append(tmp_path: Path) -> None:
-    """Constructing or opening touches nothing; the first append creates the directories."""
-    store = JsonlSessionStore(tmp_path / "deep" / "er")
-    record = await store.open("s1")
-    assert await record.entries() == []
-    assert not (tmp_path / "deep").exists()
-    await record.append(said("hi"))
-    assert store.path_for("s1").is_file()
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
-async def test_jsonl_files_are_private_to_their_owner(jsonl: JsonlSessionStore) -> None:
-    """Conversations may hold secrets: new files are readable by their owner only."""
-    await (await jsonl.open("s1")).append(said("secret"))
-    assert jsonl.path_for("s1").stat().st_mode & 0o077 == 0
-
-
-async def test_jsonl_skips_a_torn_last_line_with_a_warning(jsonl: JsonlSessionStore) -> None:
-    """A crash mid-write leaves a fragment; reading skips it, warns, and keeps the rest."""
-    record = await jsonl.open("s1")
-    await record.append(said("kept"))
-    path = jsonl.path_for("s1")
-    tear(path, b'{"v":1,"type":"history","message":{"role":"us')
-    with capture_logs() as logs:
-        entries = await record.entries()
-    assert entries == [said("kept")]
-    assert logs == [
-        {
-            "event": "session_record_line_skipped",
-            "log_level": "warning",
-            "path": str(path),
-            "line": 2,
-            "reason": "torn last line: the writer stopped in the middle of an entry",
-        }
-    ]
-
-
-async def test_jsonl_append_after_a_torn_line_starts_a_new_line(jsonl: JsonlSessionStore) -> None:
-    """The next entry is not glued to the fragment: it gets a line of its own."""
-    record = await jsonl.open("s1")
-    await record.append(said("before"))
-    path = jsonl.path_for("s1")
-    tear(path, b'{"v":1,"type":"hist')
-    await record.append(said("after"))
-    assert lines_of(path)[1:] == [
-        b'{"v":1,"type":"hist',
-        b'{"v":1,"type":"history","message":{"role":"user","content":"after"}}',
-        b"",
-    ]
-    with capture_logs() as logs:
-        assert await record.entries() == [said("before"), said("after")]
-    # The fragment is now an ordinary corrupt line in the middle.
-    assert [line for line, _ in skipped_lines(logs)] == [2]
-
-
-async def test_jsonl_keeps_a_complete_last_line_that_lost_its_newline(
-    jsonl: JsonlSessionStore,
-) -> None:
-    """A last entry missing only its newline is whole, so it is kept; the next append follows."""
-    path = jsonl.path_for("s1")
-    path.parent.mkdir(parents=True)
-    path.write_bytes(b'{"v":1,"type":"history","message":{"role":"user","content":"a"}}')
-    record = await jsonl.open("s1")
-    with capture_logs() as logs:
-        assert await record.entries() == [said("a")]
-    assert logs == []
-    await record.append(said("b"))
-    assert await record.entries() == [said("a"), said("b")]
-
-
-async def test_jsonl_skips_corrupt_middle_lines_with_warnings(jsonl: JsonlSessionStore) -> None:
-    """Each bad line in the middle is skipped with its line number; good lines around survive."""
-    good = b'{"v":1,"type":"history","message":{"role":"user","content":"ok"}}'
-    bad = [
-        b"not json at all",
-        b"[1, 2, 3]",
-        b'{"v":2,"type":"history","message":{}}',
-        b'{"v":true,"type":"history","message":{}}',
-        b'{"v":1,"type":"mystery"}',
-        b'{"v":1,"type":"history","message":"flat"}',
-        b'{"v":1,"type":"header","reason":"again","config":{},"system":"","tools":[],'
-        b'"messagePrefix":[]}',
-        b'{"v":1,"type":"header","reason":"initial","config":{},"system":"","tools":[],'
-        b'"messagePrefix":[{"role":"user"}]}',
-        b'{"v":1,"type":"history","message":{"x":NaN}}',
-        b'{"v":1,"type":"history","message":{"content":"\xff"}}',
-    ]
-    path = jsonl.path_for("s1")
-    path.parent.mkdir(parents=True)
-    path.write_bytes(b"\n".join([good, *bad, b"", good]) + b"\n")
-    with capture_logs() as logs:
-        entries = await (await jsonl.open("s1")).entries()
-    assert entries == [said("ok"), said("ok")]
-    skipped = skipped_lines(logs)
-    assert [line for line, _ in skipped] == list(range(2, 2 + len(bad)))
-    assert all(reason.startswith("corrupt line: ") for _, reason in skipped)
-    assert {entry["path"] for entry in logs} == {str(path)}
-
-
-async def test_jsonl_ignores_unknown_keys(jsonl: JsonlSessionStore) -> None:
-    """Later writers may add keys without a new format version."""
-    path = jsonl.path_for("s1")
-    path.parent.mkdir(parents=True)
-    path.write_bytes(
-        b'{"v":1,"type":"history","message":{"role":"user","content":"a"},"turn":"t1"}\n'
-    )
-    assert await (await jsonl.open("s1")).entries() == [said("a")]
-
-
-ODD_SESSION_IDS = [
-    "plain-id",
-    "Plain-ID",
-    "plain-id~0",
-    "a/b",
-    "a\\b",
-    "../../etc/passwd",
-    "..",
-    ".",
-    ".hidden",
-    "",
-    " ",
-    "nul",
-    "com1.log",
-    "x" * 100,
-    "x" * 101,
-    "y" * 5000,
-    "日本語",
-    "tab\there",
-    "nul\x00byte",
-    "lone\ud800surrogate",
-]
-
-
-def test_jsonl_maps_odd_session_ids_to_safe_distinct_file_names(tmp_path: Path) -> None:
-    """Any session id becomes one distinct, short, plain file name inside the directory."""
-    store = JsonlSessionStore(tmp_path)
-    paths = [store.path_for(session_id) for session_id in ODD_SESSION_IDS]
-    assert len({path.name.lower() for path in paths}) == len(ODD_SESSION_IDS)
-    for path in paths:
-        assert path.parent == tmp_path
-        assert path.name.endswith(".jsonl")
-        assert not path.name.startswith(".")
-        assert len(path.name.encode()) <= 120
-        assert all(char.isascii() and char.isprintable() for char in path.name)
-        assert not set(path.name) & set('/\\:*?"<>| ')
-
-
-def test_jsonl_keeps_plain_session_ids_readable(tmp_path: Path) -> None:
-    """Lowercase ids made of ``[a-z0-9._-]`` name their file as they are."""
-    store = JsonlSessionStore(tmp_path)
-    assert store.path_for("sess_01.a-b").name == "sess_01.a-b.jsonl"
-    assert store.path_for("Sess/1").name.startswith("sess-1~")
-
-
-async def test_jsonl_records_odd_session_ids_separately(tmp_path: Path) -> None:
-    """Every odd id gets its own file, and each reads back only its own entry."""
-    store = JsonlSessionStore(tmp_path / "sessions")
-    for session_id in ODD_SESSION_IDS:
-        await (await store.open(session_id)).append(said(session_id))
-    assert len(list((tmp_path / "sessions").iterdir())) == len(ODD_SESSION_IDS)
-    for session_id in ODD_SESSION_IDS:
-        assert await (await store.open(session_id)).entries() == [said(session_id)]
-        assert await store.exists(session_id)
-
-
-async def test_jsonl_records_of_one_session_share_appends(jsonl: JsonlSessionStore) -> None:
-    """Two records open on one session (old and new instance) write whole lines in order."""
-    first, second = await jsonl.open("s1"), await jsonl.open("s1")
-    async with anyio.create_task_group() as group:
-        for index in range(20):
-            record = first if index % 2 else second
-            group.start_soon(record.append, said(f"m{index}"))
-    assert len(await first.entries()) == 20
-
-
-@pytest.fixture
-def threads_started(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
-    """Counts the threads the store starts, to show no file I/O runs on the event loop."""
-    started = 0
-    original = anyio.to_thread.run_sync
-
-    async def counting(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        nonlocal started
-        started += 1
-        return await original(function, *args, **kwargs)
-
-    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
-    return lambda: started
-
-
-async def test_jsonl_file_io_runs_in_worker_threads(
-    jsonl: JsonlSessionStore, threads_started: Callable[[], int]
-) -> None:
-    """Appending, reading and checking existence each go through a worker thread."""
-    record = await jsonl.open("s1")
-    await record.append(said("hi"))
-    await record.entries()
-    await jsonl.exists("s1")
-    assert threads_started() == 3

@@ -28,7 +28,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Protocol, cast
 
@@ -48,6 +48,7 @@ from ..render import DEFAULT_MAX_DESCRIPTION_LENGTH
 from ..safe_text import remove_unsafe_characters
 from ..session import PrefixedSession
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool, ToolResult
+from ..unicode import replace_lone_surrogates, replace_lone_surrogates_in_json
 from .turn import (
     DISPLAY_KEY,
     ERROR_KEY,
@@ -334,9 +335,17 @@ class AcpSkills:
     ) -> PrefixedSession:
         names = frozenset(tool_names) if tool_names is not None else frozenset({self.tool.name})
         context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=names)
-        session = await PrefixedSession.open(
-            self.prefix, context, await self.store.open(session_id)
-        )
+        try:
+            record = await self.store.open(session_id)
+            session = await PrefixedSession.open(self.prefix, context, record)
+        except OSError as error:
+            # Told to the client, not thrown at it: no traceback, and a message a person can
+            # act on (the record's path and what is wrong with it).
+            problem = _describe_os_error(error)
+            _log.warning("session_record_unreadable", session_id=session_id, error=problem)
+            raise RequestError.internal_error(
+                {"sessionId": session_id, "reason": f"the session record cannot be read: {problem}"}
+            ) from None
         self._released.pop(session_id, None)
         self._sessions[session_id] = _LiveSession(session=session)
         self._sessions.move_to_end(session_id)
@@ -388,7 +397,9 @@ class AcpSkills:
         for session_id, live in list(self._sessions.items()):
             if excess <= 0:
                 break
-            if live.turn is not None:
+            if live.turn is not None or live.session.save_error is not None:
+                # Busy, or holding entries its record has not taken yet: releasing it would
+                # lose them.
                 continue
             del self._sessions[session_id]
             self._released[session_id] = _ReleasedSession(
@@ -478,6 +489,10 @@ class AcpSkills:
             if not began:
                 # Cancelled while the turn began: the block still runs, with nothing to do.
                 yield turn
+            if live.session.save_error is not None:
+                # The reply is out; the person also needs to know it will not survive a restart.
+                notice = f"\n\n{_not_saved_notice(live.session.save_error)}"
+                await self._send(session_id, update_agent_message_text(notice))
         finally:
             live.turn = None
 
@@ -520,7 +535,7 @@ class AcpSkills:
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
             await self._send(session_id, skill_tool_call_start(call_id, {"name": name}))
-            result = await self.tool.invoke_for_user(name, cwd=cwd, snapshot=snapshot)
+            result = _well_formed(await self.tool.invoke_for_user(name, cwd=cwd, snapshot=snapshot))
             await self._send(session_id, tool_call_finished(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
         return invoked
@@ -535,9 +550,17 @@ class AcpSkills:
 
             async def read_text(path: str) -> str:
                 response = await client.read_text_file(session_id=session_id, path=path)
-                return str(response.content)
+                return replace_lone_surrogates(str(response.content))
 
-        result = await self.tool.call(arguments, cwd=session.context.cwd, read_text=read_text)
+        # Lone surrogates in the arguments, the client's file text and the result become
+        # U+FFFD, so neither the client nor the model ever gets text it cannot encode.
+        result = _well_formed(
+            await self.tool.call(
+                replace_lone_surrogates_in_json(arguments),
+                cwd=session.context.cwd,
+                read_text=read_text,
+            )
+        )
         await self._send(session_id, tool_call_finished(call_id, result))
         return result
 
@@ -716,6 +739,24 @@ class AcpSkills:
             "messages": [{"role": m.role, "text": m.text} for m in session.messages],
             "header": header.to_json() if header is not None else None,
         }
+
+
+def _well_formed(result: ToolResult) -> ToolResult:
+    # A result may quote what came in (a path the model asked for) or what the disk holds (a
+    # directory whose undecodable name Python spells with lone surrogates).
+    return replace(result, text=replace_lone_surrogates(result.text))
+
+
+def _describe_os_error(error: OSError) -> str:
+    return f"{error.strerror}: {error.filename}" if error.filename else str(error)
+
+
+def _not_saved_notice(error: OSError) -> str:
+    return (
+        f"Note: this conversation could not be saved ({_describe_os_error(error)}). It goes on "
+        "here, and what is missing is saved as soon as writing works again; if the agent stops "
+        "first, reopening the session will not show it."
+    )
 
 
 def _field(value: object, attribute: str, key: str) -> object:

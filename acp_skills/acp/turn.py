@@ -26,6 +26,7 @@ from acp.schema import PromptResponse
 from ..model import PrefixMessage
 from ..session import PrefixedSession
 from ..tool import ToolResult
+from ..unicode import replace_lone_surrogates
 from .updates import decode_tool_arguments, tool_call_finished, tool_call_started
 
 __all__ = [
@@ -183,7 +184,7 @@ class PromptTurn:
         """
         if text:
             self._streamed = True
-            await self._send(update_agent_message_text(text))
+            await self._send(update_agent_message_text(replace_lone_surrogates(text)))
 
     async def add_reply(
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
@@ -209,7 +210,7 @@ class PromptTurn:
         self._replied = True
         text = reply.get("content")
         if isinstance(text, str) and text and not self._streamed:
-            await self._send(update_agent_message_text(text))
+            await self._send(update_agent_message_text(replace_lone_surrogates(text)))
         await self._session.append_history(reply)
         calls = [call for call in _sequence(reply.get("tool_calls")) if isinstance(call, Mapping)]
         answered: set[str] = set()

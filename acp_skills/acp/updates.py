@@ -33,6 +33,7 @@ from ..model import SkillSummary, is_skill_name
 from ..render import shorten_description
 from ..safe_text import remove_unsafe_characters
 from ..tool import ToolResult
+from ..unicode import replace_lone_surrogates, replace_lone_surrogates_in_json
 
 __all__ = [
     "COMMAND_DESCRIPTION_MAX",
@@ -57,7 +58,11 @@ _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 
 
 def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart:
-    """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
+    """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress).
+
+    Lone surrogates in the arguments (a model's JSON may carry them) are replaced by U+FFFD.
+    """
+    arguments = replace_lone_surrogates_in_json(arguments)
     name = arguments.get("name") if isinstance(arguments, Mapping) else None
     # The name is the model's; an editor shows the title: no control characters in it.
     name = remove_unsafe_characters(name) if isinstance(name, str) else None
@@ -69,6 +74,7 @@ def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart
 
 def tool_call_started(tool_call_id: str, tool_name: str, arguments: object) -> ToolCallStart:
     """The ``tool_call`` update announcing a call of one of the agent's own tools."""
+    arguments = replace_lone_surrogates_in_json(arguments)
     return start_tool_call(
         tool_call_id,
         remove_unsafe_characters(tool_name) or "Tool",
@@ -83,7 +89,7 @@ def tool_call_finished(tool_call_id: str, result: ToolResult) -> ToolCallProgres
     return update_tool_call(
         tool_call_id,
         status="failed" if result.is_error else "completed",
-        content=[tool_content(text_block(result.text))],
+        content=[tool_content(text_block(replace_lone_surrogates(result.text)))],
     )
 
 
@@ -137,13 +143,16 @@ def find_invocations(text: str, names: Iterable[str]) -> list[str]:
 
 
 def prompt_text(prompt: Sequence[object]) -> str:
-    """The text of a prompt's text blocks, joined with newlines (other blocks are skipped)."""
+    """The text of a prompt's text blocks, joined with newlines (other blocks are skipped).
+
+    Lone surrogates (valid in the JSON of a request) are replaced by U+FFFD.
+    """
     parts = []
     for block in prompt:
         text = _attribute(block, "text")
         if _attribute(block, "type") == "text" and isinstance(text, str):
             parts.append(text)
-    return "\n".join(parts)
+    return replace_lone_surrogates("\n".join(parts))
 
 
 def prompt_context(prompt: Sequence[object]) -> list[str]:

@@ -3,10 +3,14 @@
 Uses the official ``openai`` package (the ``openai`` extra) for HTTP, streaming and server-sent
 events. Text is streamed as it arrives; tool calls are accumulated from their streamed pieces.
 Cancelling the turn cancels the task awaiting the stream, which closes the HTTP response.
+
+What the endpoint sends is made well-formed here, where it enters: its JSON may carry lone
+surrogates, which would fail the next request's encoding and every frame that shows them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +26,16 @@ DEFAULT_MODEL = "deepseek-chat"
 DEFAULT_KEY_VARIABLE = "DEEPSEEK_API_KEY"
 
 _log = structlog.get_logger(__name__)
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _well_formed(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (a split pair is joined)."""
+    # UTF-16 pairs surrogates on the way back and replaces those left alone.
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 @dataclass(slots=True)
@@ -114,8 +128,9 @@ class OpenAIChatModel:
                     for choice in chunk.choices or ():
                         delta = choice.delta
                         if delta is not None and delta.content:
-                            text.append(delta.content)
-                            await on_text(delta.content)
+                            content = _well_formed(delta.content)
+                            text.append(content)
+                            await on_text(content)
                         for piece in (delta.tool_calls if delta is not None else None) or ():
                             partial = calls.setdefault(piece.index, _PartialCall())
                             partial.id = piece.id or partial.id
@@ -147,7 +162,11 @@ class OpenAIChatModel:
         except openai.OpenAIError as error:
             raise ModelError(f"The model request failed: {_short(str(error))}") from error
         tool_calls = tuple(
-            ToolCall(id=call.id or f"call-{index}", name=call.name, arguments=call.arguments)
+            ToolCall(
+                id=_well_formed(call.id) or f"call-{index}",
+                name=_well_formed(call.name),
+                arguments=_well_formed(call.arguments),
+            )
             for index, call in sorted(calls.items())
         )
         if finish == "length":
@@ -183,5 +202,5 @@ def _paired(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
+    text = " ".join(_well_formed(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,263 @@
+"""Text is well-formed before it is stored or sent (contract §11), through the real surfaces.
+
+A lone surrogate is valid JSON (``"\\ud800"``) but not Unicode text: it cannot be encoded for
+a model's HTTP API, and a strict JSON reader rejects a frame holding one. Here the demo agent
+runs as a subprocess spoken to in raw JSON lines (`tests.raw_agent`, which checks every frame
+it writes), with a real OpenAI-compatible server on 127.0.0.1 as its model. Lone surrogates
+come in through a prompt, a client's ``fs/read_text_file`` answer, a model's streamed text and
+tool-call arguments, and a record written before this rule existed; each becomes U+FFFD, and
+no turn fails, before or after a restart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from acp_skills.unicode import replace_lone_surrogates
+from tests.agent_client import AGENT_COMMAND, Sandbox
+from tests.fake_openai import (
+    FakeOpenAI,
+    ReceivedRequest,
+    Reply,
+    Stream,
+    chunk,
+    openai_agent_args,
+    text_reply,
+    tool_call_reply,
+)
+from tests.raw_agent import (
+    RawStdioAgent,
+    agent_environment,
+    initialize_params,
+    lone_surrogates_in,
+)
+
+GUIDE = "# Guide\n\nThe local copy of the guide.\n"
+
+
+def write_notes_skill(sandbox: Sandbox) -> Path:
+    """A ``notes`` bundle with a ``guide.md`` resource; return the guide's path."""
+    skill = sandbox.write_skill("notes", "Take meeting notes.", "# Notes\n\n1. Listen.\n")
+    guide = skill.parent / "guide.md"
+    guide.write_text(GUIDE, encoding="utf-8")
+    return guide
+
+
+def start_agent(sandbox: Sandbox, server: FakeOpenAI, stderr: Any, read_text: Any) -> RawStdioAgent:
+    """The demo agent on the fake model, initialized as a client that reads files."""
+    agent = RawStdioAgent(
+        [*AGENT_COMMAND, *sandbox.args(*openai_agent_args(server.base_url))],
+        env=agent_environment(sandbox.env({"TEST_KEY": "secret"})),
+        stderr=stderr,
+        read_text=read_text,
+    )
+    agent.call("initialize", initialize_params(reads_files=True))
+    return agent
+
+
+def prompt(agent: RawStdioAgent, session_id: str, text: str) -> str:
+    """One prompt turn; its stop reason (a JSON-RPC error fails the test)."""
+    params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+    return str(agent.call("session/prompt", params)["stopReason"])
+
+
+def tool_call(index: int, call_id: str, arguments: str) -> dict[str, Any]:
+    return {
+        "index": index,
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "skill", "arguments": arguments},
+    }
+
+
+def reading_reply() -> Stream:
+    """Text with a lone surrogate, then three ``skill`` calls.
+
+    ``read-guide`` reads the guide through the client; ``raw-name`` carries a lone surrogate in
+    its arguments text itself; ``escaped-path`` carries one as a JSON escape, which only
+    appears once the arguments are decoded.
+    """
+    calls = [
+        tool_call(0, "read-guide", json.dumps({"name": "notes", "path": "guide.md"})),
+        tool_call(1, "raw-name", '{"name": "notes\ud800"}'),
+        tool_call(2, "escaped-path", '{"name": "notes", "path": "x\\udfff.md"}'),
+    ]
+    return Stream(
+        [
+            chunk({"role": "assistant", "content": "Reading \ud800 now."}),
+            chunk({"tool_calls": calls}),
+            chunk({}, "tool_calls"),
+        ]
+    )
+
+
+def respond(request: ReceivedRequest, index: int) -> Reply:
+    last = request.messages[-1]
+    if last["role"] == "user" and "read the guide" in str(last["content"]):
+        return reading_reply()
+    return text_reply("Done \udbff.")
+
+
+def test_lone_surrogates_never_fail_a_turn_before_or_after_a_restart(tmp_path: Path) -> None:
+    """Prompt, client file text, model text and tool arguments: replaced, stored, reloaded."""
+    sandbox = Sandbox.create(tmp_path)
+    guide = write_notes_skill(sandbox)
+    reads: list[str] = []
+
+    def read_text(path: str) -> str:
+        reads.append(path)
+        return "Guide \udc80 from the editor."
+
+    with (
+        FakeOpenAI(respond) as server,
+        (tmp_path / "agent.stderr").open("wb") as stderr,
+    ):
+        with start_agent(sandbox, server, stderr, read_text) as agent:
+            session_id = agent.call("session/new", {"cwd": str(sandbox.project), "mcpServers": []})[
+                "sessionId"
+            ]
+            assert prompt(agent, session_id, "read the guide \ud800 please") == "end_turn"
+            assert agent.agent_text(session_id) == "Reading \ufffd now.Done \ufffd."
+            ends = {
+                update["toolCallId"]: update
+                for update in agent.updates(session_id)
+                if update["sessionUpdate"] == "tool_call_update"
+            }
+            assert ends["read-guide"]["status"] == "completed"
+            assert ends["read-guide"]["content"][0]["content"]["text"] == (
+                "Guide \ufffd from the editor."
+            )
+            assert ends["raw-name"]["status"] == "failed"
+            assert '"notes\ufffd"' in ends["raw-name"]["content"][0]["content"]["text"]
+            assert ends["escaped-path"]["status"] == "failed"
+            assert '"x\ufffd.md"' in ends["escaped-path"]["content"][0]["content"]["text"]
+            starts = [
+                update["rawInput"]
+                for update in agent.updates(session_id)
+                if update["sessionUpdate"] == "tool_call"
+            ]
+            assert {"name": "notes", "path": "x\ufffd.md"} in starts
+            assert prompt(agent, session_id, "and again \udfff") == "end_turn"
+        assert reads == [str(guide)]
+        for entry in sandbox.read_record(session_id):
+            assert lone_surrogates_in(entry) == []
+
+        # A record written before text was made well-formed holds the escape itself.
+        with sandbox.record_path(session_id).open("ab") as record:
+            record.write(
+                b'{"v":1,"type":"history","message":{"role":"user","content":"old \\ud800"}}\n'
+                b'{"v":1,"type":"history","message":{"role":"assistant","content":"noted"}}\n'
+            )
+
+        with start_agent(sandbox, server, stderr, read_text) as agent:
+            load = {"sessionId": session_id, "cwd": str(sandbox.project), "mcpServers": []}
+            agent.call("session/load", load)
+            shown = [
+                update["content"]["text"]
+                for update in agent.updates(session_id)
+                if update["sessionUpdate"] == "user_message_chunk"
+            ]
+            assert shown == ["read the guide \ufffd please", "and again \ufffd", "old \ufffd"]
+            assert prompt(agent, session_id, "after the restart") == "end_turn"
+
+    assert server.errors == []
+    for request in server.requests:
+        assert lone_surrogates_in(request.body) == []
+    first, second, *_, last = server.requests
+    assert first.messages[-1] == {"role": "user", "content": "read the guide \ufffd please"}
+    assert second.messages[-4]["content"] == "Reading \ufffd now."
+    assert second.messages[-3]["content"] == "Guide \ufffd from the editor."
+    assert {"role": "user", "content": "old \ufffd"} in last.messages
+
+
+# -- property: any text, any turn ------------------------------------------------------------
+
+_ODD_CHARACTERS = st.one_of(
+    st.integers(0xD800, 0xDFFF).map(chr),  # surrogates, alone or in accidental pairs
+    st.integers(0x00, 0x1F).map(chr),  # C0 controls, NUL included
+    st.integers(0x7F, 0x9F).map(chr),  # DEL and C1 controls
+    st.sampled_from("\u202a\u202e\u2066\u2069\u2028\u2029\ufeff\ufffe"),
+)
+ANY_TEXT = st.text(alphabet=st.one_of(st.characters(), _ODD_CHARACTERS), max_size=40)
+
+
+@dataclass
+class FuzzRig:
+    """One agent and session serving every example, and what the client answers next."""
+
+    agent: RawStdioAgent
+    server: FakeOpenAI
+    session_id: str
+    file_text: str = ""
+
+
+def echo_tool_result(request: ReceivedRequest, index: int) -> Reply:
+    """Read the guide on each prompt, then answer by quoting what the read returned."""
+    last = request.messages[-1]
+    if last["role"] == "tool":
+        return text_reply(f"Read: {last['content']}")
+    return tool_call_reply(f"read-{index}", "skill", ['{"name": "notes", ', '"path": "guide.md"}'])
+
+
+@pytest.fixture(scope="module")
+def fuzz_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzRig]:
+    root = tmp_path_factory.mktemp("fuzz")
+    sandbox = Sandbox.create(root)
+    write_notes_skill(sandbox)
+    holder: list[FuzzRig] = []
+
+    def read_text(path: str) -> str:
+        return holder[0].file_text
+
+    with (
+        FakeOpenAI(echo_tool_result) as server,
+        (root / "agent.stderr").open("wb") as stderr,
+        start_agent(sandbox, server, stderr, read_text) as agent,
+    ):
+        new = {"cwd": str(sandbox.project), "mcpServers": []}
+        holder.append(FuzzRig(agent, server, agent.call("session/new", new)["sessionId"]))
+        yield holder[0]
+    assert server.errors == []
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(text=ANY_TEXT, file_text=ANY_TEXT)
+def test_any_text_in_prompts_and_client_reads_keeps_every_frame_well_formed(
+    fuzz_rig: FuzzRig, text: str, file_text: str
+) -> None:
+    """Random text, lone surrogates and controls included: no JSON-RPC error, no bad frame."""
+    agent, session_id = fuzz_rig.agent, fuzz_rig.session_id
+    fuzz_rig.file_text = file_text
+    since = len(agent.frames)
+    requests_before = len(fuzz_rig.server.requests)
+    params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+    response = agent.request("session/prompt", params)
+    # Every frame was checked as it arrived (strict UTF-8, JSON-RPC, no lone surrogate).
+    assert response.get("result") == {"stopReason": "end_turn"}, response
+    [end] = [
+        update
+        for update in agent.updates(session_id, since)
+        if update["sessionUpdate"] == "tool_call_update"
+    ]
+    result = end["content"][0]["content"]["text"]
+    if "\0" in file_text:
+        assert end["status"] == "failed"
+    else:
+        assert end["status"] == "completed"
+        assert result == replace_lone_surrogates(file_text)
+    assert agent.agent_text(session_id, since) == f"Read: {result}"
+    asked, answered = fuzz_rig.server.requests[requests_before:]
+    assert asked.messages[-1]["content"].startswith(replace_lone_surrogates(text))
+    assert lone_surrogates_in(asked.body) == lone_surrogates_in(answered.body) == []
