@@ -45,10 +45,13 @@ from ..prefix import SessionPrefix
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
 from ..render import DEFAULT_MAX_DESCRIPTION_LENGTH
-from ..safe_text import remove_unsafe_characters
+from ..safe_text import (
+    remove_unsafe_characters,
+    replace_lone_surrogates,
+    replace_lone_surrogates_in_json,
+)
 from ..session import PrefixedSession
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool, ToolResult
-from ..unicode import replace_lone_surrogates, replace_lone_surrogates_in_json
 from .turn import (
     DISPLAY_KEY,
     ERROR_KEY,

@@ -31,9 +31,12 @@ from acp.schema import (
 
 from ..model import SkillSummary, is_skill_name
 from ..render import shorten_description
-from ..safe_text import remove_unsafe_characters
+from ..safe_text import (
+    remove_unsafe_characters,
+    replace_lone_surrogates,
+    replace_lone_surrogates_in_json,
+)
 from ..tool import ToolResult
-from ..unicode import replace_lone_surrogates, replace_lone_surrogates_in_json
 
 __all__ = [
     "COMMAND_DESCRIPTION_MAX",
