@@ -100,9 +100,7 @@ def _quote(value: str) -> str:
     ``json.dumps`` escapes C0 controls; DEL, C1 controls, bidirectional overrides and lone
     surrogates are escaped too, so a model's odd argument is shown, never acted on.
     """
-    if len(value) > _QUOTE_LIMIT:
-        value = cut(value, _QUOTE_LIMIT)
-    return escape_unsafe_characters(json.dumps(value, ensure_ascii=False))
+    return escape_unsafe_characters(json.dumps(cut(value, _QUOTE_LIMIT), ensure_ascii=False))
 
 
 def _json_kind(value: object) -> str:
