@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Final, Literal, cast
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-__all__ = ["NotAMapping", "YamlError", "load_mapping", "plain_scalar_value"]
+__all__ = [
+    "NON_STRING_INITIALS",
+    "NotAMapping",
+    "YamlError",
+    "load_mapping",
+    "plain_scalar_value",
+]
 
 
 class YamlError(ValueError):
@@ -99,6 +105,10 @@ def _core_schema_resolvers() -> dict[str, list[tuple[str, re.Pattern[str]]]]:
 
 
 _RESOLVERS: Final = _core_schema_resolvers()
+
+NON_STRING_INITIALS: Final = frozenset(first for first in _RESOLVERS if first)
+"""The first characters of every plain scalar that may resolve to something other than a
+string; a plain scalar starting with any other character is its own text."""
 
 
 def _resolve_plain(text: str) -> str:
