@@ -14,27 +14,18 @@ A skill file looks like this::
 Nothing here touches the disk or logs: a problem is returned as a value, so the caller (the
 local provider) decides how to report it, and the parser is easy to test exhaustively.
 
-Why not ``yaml.safe_load``? PyYAML implements YAML 1.1, where ``yes``, ``no``, ``on`` and ``off``
-are booleans and ``2024-01-01`` is a date, and where a repeated key silently overwrites the
-earlier one. Skill authors write YAML expecting 1.2 behaviour, and a flag read the wrong way can
-expose a skill to the model. So PyYAML only *composes* the text into a node graph (with the
-LibYAML C parser when it is installed), tagged by our own YAML 1.2 core-schema resolvers, and this
-module turns the nodes into Python values itself. That is also about twice as fast as a full
-load, which matters when a thousand skills are discovered per catalog.
+The YAML itself is loaded by ``_yaml12`` (YAML 1.2 core schema, duplicate keys refused);
+this module splits the file and reads the fields.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, cast
+from typing import Final, cast
 
-import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
+from ._yaml12 import NotAMapping, YamlError, load_mapping
+from ._yaml_subset import load_common_subset
 from .model import is_skill_name
 
 __all__ = [
@@ -107,12 +98,6 @@ def decode_skill_bytes(data: bytes) -> str | SkillFileProblem:
 
 _BOM: Final = "\ufeff"
 
-# A delimiter is a whole line that is exactly `---`, tolerating the `\r` of a CRLF file. Whole
-# lines, not `split("---")`: a `---` inside a value, `----`, or `--- ` (trailing blank) must
-# not end the frontmatter. In MULTILINE mode `^` matches right after a `\n` and `$` right before
-# one (or at the end of the text).
-_CLOSING_LINE: Final = re.compile(r"^---\r?$", re.MULTILINE)
-
 # The frontmatter starts on the second line of the file; YAML marks count from 0.
 _FRONTMATTER_FIRST_LINE: Final = 2
 
@@ -155,11 +140,12 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Skil
     if first_line_end < 0:
         return SkillFileProblem(reason="unterminated frontmatter: no closing '---' line")
     start = first_line_end + 1
-    closing = _CLOSING_LINE.search(text, start)
+    closing = _closing_line(text, start)
     if closing is None:
         return SkillFileProblem(reason="unterminated frontmatter: no closing '---' line")
+    closing_start, closing_end = closing
 
-    frontmatter = text[start : closing.start()]
+    frontmatter = text[start:closing_start]
     size = len(frontmatter.encode("utf-8", "surrogatepass"))
     if size > MAX_FRONTMATTER_BYTES:
         return SkillFileProblem(
@@ -169,104 +155,39 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Skil
     fields = _load_frontmatter(frontmatter)
     if isinstance(fields, SkillFileProblem):
         return fields
-    return _read_fields(fields, body=text[closing.end() :].strip() if with_body else "")
+    return _read_fields(fields, body=text[closing_end:].strip() if with_body else "")
 
 
-# --- YAML: composing with YAML 1.2 core-schema resolvers ------------------------------------
+def _closing_line(text: str, start: int) -> tuple[int, int] | None:
+    """Find the first line from ``start`` that is exactly ``---`` (maybe ending in ``\\r``).
 
-_TAG_PREFIX: Final = "tag:yaml.org,2002:"
-_STR: Final = _TAG_PREFIX + "str"
-_NULL: Final = _TAG_PREFIX + "null"
-_BOOL: Final = _TAG_PREFIX + "bool"
-_INT: Final = _TAG_PREFIX + "int"
-_FLOAT: Final = _TAG_PREFIX + "float"
-_SEQ: Final = _TAG_PREFIX + "seq"
-_MAP: Final = _TAG_PREFIX + "map"
+    Whole lines, not ``split("---")``: a ``---`` inside a value, ``----``, or ``--- `` (with a
+    trailing blank) must not end the frontmatter.
 
-# The YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution), except that
-# booleans accept any letter case, as the contract asks. re.ASCII keeps IGNORECASE from
-# matching look-alikes such as U+017F LATIN SMALL LETTER LONG S for "s". PyYAML calls
-# `pattern.match`, so every pattern is anchored at the end with `\Z`.
-_NULL_PATTERN: Final = re.compile(r"(?:~|null|Null|NULL|)\Z")
-_BOOL_PATTERN: Final = re.compile(r"(?:true|false)\Z", re.IGNORECASE | re.ASCII)
-_INT_PATTERN: Final = re.compile(
-    r"(?:(?P<dec>[-+]?[0-9]+)|0o(?P<oct>[0-7]+)|0x(?P<hex>[0-9a-fA-F]+))\Z", re.ASCII
-)
-_FLOAT_PATTERN: Final = re.compile(
-    r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-    r"|[-+]?(?:\.inf|\.Inf|\.INF)"
-    r"|\.nan|\.NaN|\.NAN)\Z",
-    re.ASCII,
-)
-
-
-def _core_schema_resolvers() -> dict[str, list[tuple[str, re.Pattern[str]]]]:
-    """Build PyYAML's resolver table (first character -> [(tag, pattern)]) for the core schema.
-
-    There is deliberately no timestamp resolver (dates stay strings), no merge resolver (``<<``
-    is a plain key) and no ``=`` value resolver. Integers are listed before floats because the
-    float pattern also matches ``12``.
+    Returns:
+        Where that line starts and where it ends (before its line break), or ``None``.
     """
-    table: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
-    digits = "0123456789"
-    for tag, pattern, first_chars in (
-        (_NULL, _NULL_PATTERN, ["~", "n", "N", ""]),
-        (_BOOL, _BOOL_PATTERN, list("tTfF")),
-        (_INT, _INT_PATTERN, list("-+" + digits)),
-        (_FLOAT, _FLOAT_PATTERN, list("-+." + digits)),
-    ):
-        for first in first_chars:
-            table.setdefault(first, []).append((tag, pattern))
-    return table
+    # Every line from `start` on begins right after a `\n`, the first one included. A plain
+    # string search finds candidates several times faster than a MULTILINE regex would.
+    search_from = start - 1
+    while True:
+        found = text.find("\n---", search_from)
+        if found < 0:
+            return None
+        line_start = found + 1
+        line_end = line_start + 3
+        if text.startswith("\r", line_end):
+            line_end += 1
+        if line_end == len(text) or text[line_end] == "\n":
+            return line_start, line_end
+        search_from = line_start
 
 
-if TYPE_CHECKING:
-    _BaseLoader = yaml.SafeLoader
-else:
-    # The LibYAML-backed loader scans and parses in C; it still calls the Python resolver below.
-    _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _CoreSchemaLoader(_BaseLoader):
-    """A loader used only to compose: its resolvers follow the YAML 1.2 core schema.
-
-    Assigning a fresh table here (rather than calling ``add_implicit_resolver``) leaves
-    PyYAML's own loaders untouched for everybody else in the process.
-    """
-
-    yaml_implicit_resolvers = _core_schema_resolvers()
-
-    # The composer calls these three for every node. PyYAML's versions also serve path
-    # resolvers, which we never register; these leaner ones only do what the table above
-    # says. Together they save about a tenth of the parse time of a typical file.
-
-    def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
-        """Tag a node that carries no explicit tag, by the core-schema table."""
-        if kind is ScalarNode:
-            # implicit[0] is true for plain scalars only; a quoted scalar is always a string.
-            if implicit[0]:
-                for tag, pattern in self.yaml_implicit_resolvers.get(value[:1], ()):
-                    if pattern.match(value):
-                        return tag
-            return _STR
-        return _SEQ if kind is SequenceNode else _MAP
-
-    def descend_resolver(self, current_node: Node | None, current_index: object) -> None:
-        """Nothing to track: there are no path resolvers."""
-
-    def ascend_resolver(self) -> None:
-        """Nothing to track: there are no path resolvers."""
-
-
-# Limits that turn hostile or broken input into a problem instead of a RecursionError or an
-# exponential blow-up ("billion laughs": aliases of aliases). Real frontmatter is a handful of
-# levels deep and a few dozen values large.
-_MAX_DEPTH: Final = 100
-_MAX_EXPANDED_VALUES: Final = 100_000
+# --- YAML --------------------------------------------------------------------------------------
 
 
 class _Invalid(Exception):
-    """Raised while walking nodes or reading fields; becomes a SkillFileProblem at the top."""
+    """Raised while reading fields; becomes a SkillFileProblem at the top."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -274,171 +195,22 @@ class _Invalid(Exception):
 
 
 def _load_frontmatter(source: str) -> Mapping[object, object] | SkillFileProblem:
-    """Compose the frontmatter text and convert it into a read-only mapping."""
+    """Load the frontmatter text as a read-only mapping, or say why it is not one."""
+    # Most frontmatter is in the subset the direct parser reads; it declines (None) the rest.
+    common = load_common_subset(source)
+    if common is not None:
+        return common
     try:
-        root = yaml.compose(source, Loader=_CoreSchemaLoader)
-    except yaml.MarkedYAMLError as exc:
-        return SkillFileProblem(reason=f"invalid YAML: {_describe_yaml_error(exc)}")
-    except yaml.YAMLError as exc:
-        return SkillFileProblem(reason=f"invalid YAML: {str(exc).splitlines()[0]}")
-    except RecursionError:
-        # Only the pure-Python fallback composer recurses; LibYAML has its own depth limit.
-        return SkillFileProblem(reason="invalid YAML: nested too deeply")
-    except UnicodeEncodeError:
-        # LibYAML encodes the text as UTF-8 first, which lone surrogates cannot survive.
-        # (Text from decode_skill_bytes never contains them; a caller's own str might.)
-        return SkillFileProblem(reason="invalid YAML: the text contains unpaired surrogates")
-    if root is None:
-        return SkillFileProblem(reason="missing frontmatter: the frontmatter block is empty")
-    if not isinstance(root, MappingNode):
-        kind = "a list" if isinstance(root, SequenceNode) else "a single value"
-        return SkillFileProblem(
-            reason=f"missing frontmatter: expected a mapping of fields, got {kind}"
-        )
-    try:
-        value, _ = _NodeWalker().build(root, depth=0)
-    except _Invalid as exc:
+        loaded = load_mapping(source, first_line=_FRONTMATTER_FIRST_LINE)
+    except YamlError as exc:
         return SkillFileProblem(reason=f"invalid YAML: {exc.reason}")
-    # The walker turns a `!!map` node into a mapping and refuses any other tag on it.
-    return cast("Mapping[object, object]", value)
-
-
-def _describe_yaml_error(exc: yaml.MarkedYAMLError) -> str:
-    """One line: what went wrong and where, in the file's own line numbers."""
-    what = exc.problem or exc.context or "malformed YAML"
-    mark = exc.problem_mark or exc.context_mark
-    if mark is None:
-        return what
-    return f"{what} (line {mark.line + _FRONTMATTER_FIRST_LINE}, column {mark.column + 1})"
-
-
-def _where(node: Node) -> str:
-    mark = node.start_mark
-    return "" if mark is None else f" (line {mark.line + _FRONTMATTER_FIRST_LINE})"
-
-
-def _short_tag(tag: str) -> str:
-    return "!!" + tag.removeprefix(_TAG_PREFIX) if tag.startswith(_TAG_PREFIX) else tag
-
-
-class _NodeWalker:
-    """Turns a composed node graph into immutable Python values.
-
-    The graph is not always a tree: an alias makes a node appear in several places, and an
-    anchor may even be referenced from inside itself (``&a [*a]``). Each collection is built
-    once and reused (so aliases cost nothing), a collection met again while still being built
-    is reported as a cycle, and the size the value would have if every alias were written out
-    is tracked so that a tiny file cannot stand for an enormous document.
-    """
-
-    __slots__ = ("_built", "_in_progress")
-
-    def __init__(self) -> None:
-        # id(node) -> (value, expanded size). The root keeps every node alive while we walk,
-        # so ids cannot be recycled underneath us.
-        self._built: dict[int, tuple[object, int]] = {}
-        self._in_progress: set[int] = set()
-
-    def build(self, node: Node, depth: int) -> tuple[object, int]:
-        """Return the value of ``node`` and its expanded size (number of values)."""
-        if isinstance(node, ScalarNode):
-            return _scalar_value(node), 1
-        key = id(node)
-        built = self._built.get(key)
-        if built is not None:
-            return built
-        if key in self._in_progress:
-            raise _Invalid(f"an alias refers to the collection that contains it{_where(node)}")
-        if depth >= _MAX_DEPTH:
-            raise _Invalid(f"nested more than {_MAX_DEPTH} levels deep{_where(node)}")
-        self._in_progress.add(key)
-        try:
-            if isinstance(node, SequenceNode) and node.tag == _SEQ:
-                result = self._sequence(node, depth)
-            elif isinstance(node, MappingNode) and node.tag == _MAP:
-                result = self._mapping(node, depth)
-            else:
-                raise _Invalid(f"unsupported YAML tag {_short_tag(node.tag)}{_where(node)}")
-        finally:
-            self._in_progress.discard(key)
-        if result[1] > _MAX_EXPANDED_VALUES:
-            raise _Invalid(
-                f"aliases expand to more than {_MAX_EXPANDED_VALUES} values{_where(node)}"
-            )
-        self._built[key] = result
-        return result
-
-    def _sequence(self, node: SequenceNode, depth: int) -> tuple[object, int]:
-        items: list[object] = []
-        size = 1
-        for child in node.value:
-            # Scalars are inlined: they are most nodes, and a call per node shows in profiles.
-            if isinstance(child, ScalarNode):
-                items.append(_scalar_value(child))
-                size += 1
-            else:
-                value, child_size = self.build(child, depth + 1)
-                items.append(value)
-                size += child_size
-        return tuple(items), size
-
-    def _mapping(self, node: MappingNode, depth: int) -> tuple[object, int]:
-        result: dict[object, object] = {}
-        size = 1
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, ScalarNode):
-                raise _Invalid(f"a mapping key must be a single value{_where(key_node)}")
-            key = _scalar_value(key_node)
-            # Python equality decides: `1`, `1.0` and `true` are the same dict key, so they
-            # count as duplicates here although YAML would call them different.
-            if key in result:
-                raise _Invalid(f"duplicate key {key!r}{_where(key_node)}")
-            if isinstance(value_node, ScalarNode):
-                result[key] = _scalar_value(value_node)
-                size += 2
-            else:
-                value, value_size = self.build(value_node, depth + 1)
-                result[key] = value
-                size += 1 + value_size
-        return MappingProxyType(result), size
-
-
-def _scalar_value(node: ScalarNode) -> object:
-    """Convert one scalar by its (resolved or explicit) tag, per the YAML 1.2 core schema."""
-    tag = node.tag
-    text: str = node.value
-    if tag == _STR:
-        return text
-    if tag == _NULL:
-        if _NULL_PATTERN.match(text):
-            return None
-    elif tag == _BOOL:
-        if _BOOL_PATTERN.match(text):
-            return text[0] in "tT"
-    elif tag == _INT:
-        match = _INT_PATTERN.match(text)
-        if match:
-            try:
-                if match["oct"] is not None:
-                    return int(match["oct"], 8)
-                if match["hex"] is not None:
-                    return int(match["hex"], 16)
-                return int(match["dec"], 10)
-            except ValueError:
-                # Python refuses to convert more than 4300 decimal digits (CVE-2020-10735).
-                raise _Invalid(f"integer too long{_where(node)}") from None
-    elif tag == _FLOAT:
-        if _FLOAT_PATTERN.match(text):
-            special = text.lstrip("+-").lower()
-            if special == ".inf":
-                return -math.inf if text.startswith("-") else math.inf
-            if special == ".nan":
-                return math.nan
-            return float(text)
-    else:
-        raise _Invalid(f"unsupported YAML tag {_short_tag(tag)}{_where(node)}")
-    # Only an explicit tag can get here, e.g. `!!bool yes` or `!!int 1_000`.
-    raise _Invalid(f"{text!r} is not a valid {_short_tag(tag)} value{_where(node)}")
+    if isinstance(loaded, NotAMapping):
+        if loaded.found == "nothing":
+            return SkillFileProblem(reason="missing frontmatter: the frontmatter block is empty")
+        return SkillFileProblem(
+            reason=f"missing frontmatter: expected a mapping of fields, got {loaded.found}"
+        )
+    return loaded
 
 
 # --- fields ---------------------------------------------------------------------------------

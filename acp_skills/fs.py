@@ -26,7 +26,12 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
+# anyio imports its event-loop backend on first use, which would add ~20 ms to the first
+# discovery. The library runs on asyncio (the ACP SDK is asyncio-only): pay it at import.
+import anyio._backends._asyncio
 import anyio.to_thread
+
+from ._collector import collection_paused
 
 T = TypeVar("T")
 
@@ -218,11 +223,13 @@ def _digest_batch(
     paths: tuple[str, ...], max_bytes: int, digest: Callable[[bytes], T]
 ) -> list[T | FileReadError]:
     results: list[T | FileReadError] = []
-    for path in paths:
-        data = _read_one(path, max_bytes)
-        # Each file's bytes are dropped as soon as they are digested: holding a thousand of
-        # them at once costs fresh memory (page faults) that rivals the reads themselves.
-        results.append(data if isinstance(data, FileReadError) else digest(data))
+    # What the digests build outlives the batch, so collector passes during it find nothing.
+    with collection_paused():
+        for path in paths:
+            data = _read_one(path, max_bytes)
+            # Each file's bytes are dropped as soon as they are digested: holding a thousand of
+            # them at once costs fresh memory (page faults) that rivals the reads themselves.
+            results.append(data if isinstance(data, FileReadError) else digest(data))
     return results
 
 

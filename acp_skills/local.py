@@ -33,6 +33,7 @@ from typing import Final
 import anyio
 import structlog
 
+from ._collector import collection_paused
 from .frontmatter import ParsedSkill, SkillFileProblem, decode_skill_bytes, parse_skill_file
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
 from .model import (
@@ -228,10 +229,11 @@ class LocalSkillProvider:
                 f"the filesystem returned {len(contents)} results for {len(files)} files"
             )
         candidates: list[SkillCandidate] = []
-        for skill_file, content in zip(files, contents, strict=True):
-            parsed = self._parse_discovered(skill_file, content)
-            if parsed is not None:
-                candidates.append(self._candidate(skill_file, parsed))
+        with collection_paused():
+            for skill_file, content in zip(files, contents, strict=True):
+                parsed = self._parse_discovered(skill_file, content)
+                if parsed is not None:
+                    candidates.append(self._candidate(skill_file, parsed))
         return candidates
 
     async def get(
@@ -322,15 +324,19 @@ class LocalSkillProvider:
         return () if entries is None else entries
 
     def _skill_files(self, root: SkillRoot, entries: Sequence[DirEntry]) -> Iterable[_SkillFile]:
+        # Entry names hold no separator, so joining is concatenation (os.path.join per entry
+        # shows when there are thousands).
+        root_prefix = os.path.join(root.path, "")
+        bundle_suffix = os.sep + SKILL_FILE_NAME
         # Code-point order of names; the registry's tie-break depends on this order.
         for entry in sorted(entries, key=lambda e: e.name):
             if entry.name == _SYSTEM_DIR and root.source == _USER_DSH:
                 continue
-            entry_path = os.path.join(root.path, entry.name)
+            entry_path = root_prefix + entry.name
             if entry.kind == "dir":
                 yield _SkillFile(
                     root=root,
-                    path=os.path.join(entry_path, SKILL_FILE_NAME),
+                    path=entry_path + bundle_suffix,
                     resource_dir=entry_path,
                 )
             elif entry.kind == "file":

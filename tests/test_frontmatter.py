@@ -15,6 +15,7 @@ from acp_skills.frontmatter import (
     MAX_FRONTMATTER_BYTES,
     ParsedSkill,
     SkillFileProblem,
+    _closing_line,
     decode_skill_bytes,
     parse_skill_file,
 )
@@ -719,3 +720,16 @@ def test_parsed_skill_metadata_is_a_mapping_type() -> None:
     """The public type promises a Mapping."""
     metadata = parsed(skill(MINIMAL + "metadata: {a: 1}\n")).metadata
     assert isinstance(metadata, Mapping)
+
+
+_WHOLE_DELIMITER_LINE = re.compile(r"^---\r?$", re.MULTILINE)
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet=st.sampled_from(list("-\r\n a")), max_size=40))
+def test_closing_line_is_the_first_whole_delimiter_line(rest: str) -> None:
+    """The frontmatter ends where a whole-line `---` (optionally `---\\r`) first appears."""
+    text = "---\n" + rest
+    expected = _WHOLE_DELIMITER_LINE.search(text, 4)
+    found = _closing_line(text, 4)
+    assert found == (None if expected is None else expected.span())
