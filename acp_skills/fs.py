@@ -121,7 +121,7 @@ class SkillFileSystem(Protocol):
         """
         ...
 
-    async def digest_files(
+    async def read_and_parse(
         self, paths: Sequence[str], max_bytes: int, digest: Callable[[bytes], T]
     ) -> Sequence[T | FileReadError]:
         """Read files like `read_files`, handing each one's bytes to ``digest`` as it arrives.
@@ -161,7 +161,7 @@ class LocalFileSystem:
         batch = tuple(paths)
         return await anyio.to_thread.run_sync(_read_batch, batch, max_bytes)
 
-    async def digest_files(
+    async def read_and_parse(
         self, paths: Sequence[str], max_bytes: int, digest: Callable[[bytes], T]
     ) -> Sequence[T | FileReadError]:
         """Read and digest every file in one worker-thread hop; see `SkillFileSystem`."""

@@ -17,7 +17,7 @@ provider's list, the bundle wins a clash inside one root.
 
 A discovery costs a constant number of filesystem round trips however many skills there are:
 one ``exists`` per directory searched for ``.git``, one ``list_dir`` per root (all roots
-concurrently), and one ``digest_files`` batch (read and parse) for every skill file found.
+concurrently), and one ``read_and_parse`` batch (read and parse) for every skill file found.
 
 A bad file never fails a request: it is logged as ``skill_file_skipped`` (with ``path`` and
 ``reason``) and left out.
@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import structlog
@@ -39,13 +39,16 @@ from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
 from .model import (
     SKILL_FILE_NAME,
     DirectoryResource,
+    ResourceBase,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
     require_positive_int,
 )
 
-__all__ = ["LocalSkillProvider", "SkillRoot"]
+__all__ = ["DEFAULT_MAX_SKILL_FILE_BYTES", "LocalSkillProvider", "SkillRoot"]
+
+DEFAULT_MAX_SKILL_FILE_BYTES = 1_048_576
 
 _log = structlog.get_logger(__name__)
 
@@ -118,7 +121,7 @@ class LocalSkillProvider:
         agents_home: str | os.PathLike[str] | None = None,
         custom_skill_dirs: Iterable[str | os.PathLike[str]] = (),
         name: str = "local",
-        max_file_bytes: int = 1_048_576,
+        max_file_bytes: int = DEFAULT_MAX_SKILL_FILE_BYTES,
         fs: SkillFileSystem | None = None,
     ) -> None:
         require_positive_int("max_file_bytes", max_file_bytes)
@@ -163,11 +166,6 @@ class LocalSkillProvider:
     def custom_skill_dirs(self) -> tuple[str, ...]:
         """The custom roots, absolute, in scanning order."""
         return self._custom_skill_dirs
-
-    @property
-    def max_file_bytes(self) -> int:
-        """The size above which a skill file is skipped."""
-        return self._max_file_bytes
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
         """Return the directories scanned for ``options.cwd``, in rank order.
@@ -221,7 +219,7 @@ class LocalSkillProvider:
         ]
         # Parsed as they are read (in the worker thread, for the local disk): only the
         # frontmatter is kept, never a thousand bodies at once.
-        contents = await self._fs.digest_files(
+        contents = await self._fs.read_and_parse(
             [f.path for f in files], self._max_file_bytes, _parse_for_listing
         )
         if len(contents) != len(files):
@@ -266,19 +264,9 @@ class LocalSkillProvider:
             )
             return None
         return SkillDefinition(
-            name=parsed.name,
-            description=parsed.description,
-            when_to_use=parsed.when_to_use,
-            disable_model_invocation=parsed.disable_model_invocation,
-            user_invocable=parsed.user_invocable,
             # Where the skill lives has not changed since `list`; only the file's text may have.
-            source=candidate.source,
-            provider=self._name,
-            resource_base=candidate.resource_base,
+            **self._fields(parsed, candidate.source, candidate.resource_base, path),
             content=parsed.body,
-            path=path,
-            metadata=parsed.metadata,
-            argument_hint=parsed.argument_hint,
         )
 
     async def _project_root(self, cwd: str) -> str:
@@ -370,22 +358,31 @@ class LocalSkillProvider:
         return parsed
 
     def _candidate(self, skill_file: _SkillFile, parsed: ParsedSkill) -> SkillCandidate:
+        base = DirectoryResource(path=skill_file.resource_dir)
         return SkillCandidate(
-            name=parsed.name,
-            description=parsed.description,
-            when_to_use=parsed.when_to_use,
-            disable_model_invocation=parsed.disable_model_invocation,
-            user_invocable=parsed.user_invocable,
-            source=skill_file.root.source,
-            provider=self._name,
-            resource_base=DirectoryResource(path=skill_file.resource_dir),
+            **self._fields(parsed, skill_file.root.source, base, skill_file.path),
             rank=skill_file.root.rank,
             # The path is all `get` needs to find the file again.
             locator=skill_file.path,
-            path=skill_file.path,
-            metadata=parsed.metadata,
-            argument_hint=parsed.argument_hint,
         )
+
+    def _fields(
+        self, parsed: ParsedSkill, source: str, base: ResourceBase | None, path: str
+    ) -> dict[str, Any]:
+        """What a candidate and a definition of one parsed file have in common."""
+        return {
+            "name": parsed.name,
+            "description": parsed.description,
+            "when_to_use": parsed.when_to_use,
+            "disable_model_invocation": parsed.disable_model_invocation,
+            "user_invocable": parsed.user_invocable,
+            "source": source,
+            "provider": self._name,
+            "resource_base": base,
+            "path": path,
+            "metadata": parsed.metadata,
+            "argument_hint": parsed.argument_hint,
+        }
 
     def _skip(self, path: str, reason: str) -> None:
         _log.warning("skill_file_skipped", provider=self._name, path=path, reason=reason)

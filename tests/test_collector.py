@@ -96,7 +96,7 @@ async def test_digest_batches_run_with_collection_paused(tmp_path: Path) -> None
         return len(data)
 
     paths = [str(tmp_path / f"skill-{index}" / "SKILL.md") for index in range(3)]
-    results = await LocalFileSystem().digest_files(paths, 1_000_000, digest)
+    results = await LocalFileSystem().read_and_parse(paths, 1_000_000, digest)
     assert all(isinstance(result, int) for result in results)
     assert states == [False, False, False]
     assert gc.isenabled()

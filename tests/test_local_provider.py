@@ -779,12 +779,12 @@ class CountingFileSystem:
         self.read_batches.append(len(paths))
         return await self.disk.read_files(paths, max_bytes)
 
-    async def digest_files(
+    async def read_and_parse(
         self, paths: Sequence[str], max_bytes: int, digest: Callable[[bytes], T]
     ) -> Sequence[T | FileReadError]:
-        self.calls["digest_files"] += 1
+        self.calls["read_and_parse"] += 1
         self.read_batches.append(len(paths))
-        return await self.disk.digest_files(paths, max_bytes, digest)
+        return await self.disk.read_and_parse(paths, max_bytes, digest)
 
 
 async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Layout) -> None:
@@ -799,7 +799,7 @@ async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Lay
     candidates = await provider.list(at(layout.project))
 
     assert len(candidates) == 60
-    assert fs.calls == Counter(exists=1, list_dir=4, digest_files=1)
+    assert fs.calls == Counter(exists=1, list_dir=4, read_and_parse=1)
     assert fs.read_batches == [60]
 
 
