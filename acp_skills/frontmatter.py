@@ -26,7 +26,7 @@ from typing import Final, cast
 
 from ._yaml12 import NotAMapping, YamlError, load_mapping
 from ._yaml_subset import load_common_subset
-from .model import is_skill_name
+from .model import is_skill_name, kind_of_value
 
 __all__ = [
     "MAX_FRONTMATTER_BYTES",
@@ -228,18 +228,7 @@ _ABSENT: Final = object()
 
 
 def _kind_of(value: object) -> str:
-    """Name a YAML value's type the way a skill author would."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, tuple):
-        return "a list"
-    return "a mapping"
+    return kind_of_value(value, words="yaml")
 
 
 def _lookup(fields: Mapping[object, object], spellings: tuple[str, str]) -> tuple[str, object]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from .safe_text import replace_lone_surrogates
 
@@ -176,3 +176,24 @@ PrefixContributor: TypeAlias = Callable[
     [PrefixContext, PrefixNext], Awaitable[Sequence[PrefixMessage]]
 ]
 """An async ``(context, next) -> messages`` callable, such as `SkillCatalogContributor`."""
+
+
+def kind_of_value(value: object, *, words: Literal["yaml", "json"]) -> str:
+    """Name the type of a decoded YAML or JSON value for an error message.
+
+    A skill author reads YAML's words (``a list``, ``a mapping``), a model reading a tool error
+    JSON's (``an array``, ``an object``).
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list" if words == "yaml" else "an array"
+    if isinstance(value, Mapping):
+        return "a mapping" if words == "yaml" else "an object"
+    return f"a {type(value).__name__}"

@@ -41,6 +41,7 @@ from .model import (
     SkillSummary,
     UrlResource,
     is_skill_name,
+    kind_of_value,
     require_positive_int,
 )
 from .registry import SkillRegistry
@@ -103,23 +104,6 @@ def _quote(value: str) -> str:
     return escape_unsafe_characters(json.dumps(cut(value, _QUOTE_LIMIT), ensure_ascii=False))
 
 
-def _json_kind(value: object) -> str:
-    """Name the JSON type of a decoded value the way a model would understand it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return f"a {type(value).__name__}"
-
-
 class _Refusal(Exception):
     """Internal: a check failed; ``text`` is the whole error text for the model."""
 
@@ -132,7 +116,7 @@ def _parse_arguments(arguments: object) -> tuple[str, str | None]:
     if not isinstance(arguments, Mapping):
         raise _Refusal(
             f"Error: the {SKILL_TOOL_NAME} tool expects a JSON object with a string "
-            f'"name", got {_json_kind(arguments)}'
+            f'"name", got {kind_of_value(arguments, words="json")}'
         )
     if "name" not in arguments:
         raise _Refusal(
@@ -143,7 +127,7 @@ def _parse_arguments(arguments: object) -> tuple[str, str | None]:
     if not isinstance(name, str):
         raise _Refusal(
             f'Error: argument "name" of the {SKILL_TOOL_NAME} tool must be a string, '
-            f"got {_json_kind(name)}"
+            f"got {kind_of_value(name, words='json')}"
         )
     unexpected = [key for key in arguments if key not in _ALLOWED_ARGUMENTS]
     if unexpected:
@@ -160,7 +144,7 @@ def _parse_arguments(arguments: object) -> tuple[str, str | None]:
     if path is not None and not isinstance(path, str):
         raise _Refusal(
             f'Error: argument "path" for skill {_quote(name)} must be a string, '
-            f"got {_json_kind(path)}"
+            f"got {kind_of_value(path, words='json')}"
         )
     if not is_skill_name(name):
         raise _Refusal(
