@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, cast
 
@@ -62,6 +62,8 @@ class ParsedSkill:
         body: Everything after the closing ``---`` line, surrounding whitespace stripped.
         notes: One reason per optional field that was present but ignored because of its
             type (the skill is still valid; the caller may tell the author).
+        fields: Every top-level frontmatter field as written (read-only), for checks beyond
+            what the runtime needs (unknown keys, the specification's limits).
     """
 
     name: str
@@ -73,6 +75,12 @@ class ParsedSkill:
     metadata: Mapping[str, object] | None = None
     body: str
     notes: tuple[str, ...] = ()
+    fields: Mapping[object, object] = field(
+        default_factory=lambda: _NO_FIELDS, compare=False, repr=False
+    )
+
+
+_NO_FIELDS: Final[Mapping[object, object]] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,9 +89,11 @@ class SkillFileProblem:
 
     Attributes:
         reason: A human-readable explanation, naming the offending field or line.
+        line: The line of the file (counted from 1) where the problem is, when known.
     """
 
     reason: str
+    line: int | None = None
 
 
 def decode_skill_bytes(data: bytes) -> str | SkillFileProblem:
@@ -278,7 +288,9 @@ def _load_frontmatter(source: str) -> Mapping[object, object] | SkillFileProblem
     try:
         root = yaml.compose(source, Loader=_CoreSchemaLoader)
     except yaml.MarkedYAMLError as exc:
-        return SkillFileProblem(reason=f"invalid YAML: {_describe_yaml_error(exc)}")
+        return SkillFileProblem(
+            reason=f"invalid YAML: {_describe_yaml_error(exc)}", line=_error_line(exc)
+        )
     except yaml.YAMLError as exc:
         return SkillFileProblem(reason=f"invalid YAML: {str(exc).splitlines()[0]}")
     except RecursionError:
@@ -310,6 +322,11 @@ def _describe_yaml_error(exc: yaml.MarkedYAMLError) -> str:
     if mark is None:
         return what
     return f"{what} (line {mark.line + _FRONTMATTER_FIRST_LINE}, column {mark.column + 1})"
+
+
+def _error_line(exc: yaml.MarkedYAMLError) -> int | None:
+    mark = exc.problem_mark or exc.context_mark
+    return None if mark is None else mark.line + _FRONTMATTER_FIRST_LINE
 
 
 def _where(node: Node) -> str:
@@ -560,4 +577,5 @@ def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill |
         metadata=_metadata(fields, notes),
         body=body,
         notes=tuple(notes),
+        fields=fields,
     )
