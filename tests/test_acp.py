@@ -833,10 +833,11 @@ async def test_slash_invocation_puts_the_rendered_skill_into_the_turn(
 async def test_unknown_and_non_invocable_slash_names_stay_text(
     registry: SkillRegistry, project: Path
 ) -> None:
-    """``/nope``, ``/internal`` (user-invocable: false), ``a/deploy`` load nothing."""
+    """Inside a prompt, ``/nope``, ``/internal`` (user-invocable: false), ``a/deploy`` load
+    nothing (a prompt that opens with one is answered by a note: test_builtin_commands.py)."""
     async with connected(registry) as peer:
         session_id = await peer.new_session(project)
-        await peer.prompt(session_id, "/nope /internal a/deploy /deploy/x 5/8")
+        await peer.prompt(session_id, "see /nope /internal a/deploy /deploy/x 5/8")
         starts = peer.wire.updates(session_id, "tool_call")
     assert peer.agent.turns[0].invoked == ()
     assert starts == []
