@@ -545,6 +545,7 @@ def _emit(outcome: _Outcome, as_json: bool) -> None:
     if as_json:
         well_formed = replace_lone_surrogates_in_json(outcome.payload)
         sys.stdout.write(json.dumps(well_formed, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
         return
     for line in outcome.text:
         sys.stdout.write(replace_lone_surrogates(line) + "\n")
