@@ -504,7 +504,12 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[as_json],
         help="check skill directories, skill files or directories of skills",
     )
-    validate.add_argument("paths", nargs="+", metavar="PATH")
+    validate.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a skill directory, a skill file (SKILL.md or NAME.md), or a directory of skills",
+    )
     validate.add_argument(
         "--strict",
         action="store_true",

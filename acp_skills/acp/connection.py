@@ -661,7 +661,15 @@ class AcpSkills:
         if live is None:
             return
         snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=live.session.context.cwd))
-        await self._send_commands(session_id, live, snapshot, force=True)
+        try:
+            await self._send_commands(session_id, live, snapshot, force=True)
+        except ConnectionError:
+            # The client left while the skills were being discovered (end of input right after
+            # `session/new`). The SDK's close() would re-raise this from the connection's task
+            # and turn a clean exit into a failed one; there is simply nobody to tell.
+            _log.debug(
+                "skills_commands_not_sent", session_id=session_id, reason="connection closed"
+            )
 
     def _observe(self, event: StreamEvent) -> Awaitable[None] | None:
         """Send a session's first commands once its ``session/new`` / ``load`` answer is out.
