@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .catalog import SkillCatalogContributor
+from .diagnostics import Diagnostic
 from .errors import SkillContractError
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
 from .jsonl_store import JsonlSessionStore
@@ -23,6 +24,7 @@ from .model import (
     PrefixMessage,
     PrefixNext,
     ResourceBase,
+    ShadowedSkill,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AcpSkills",
+    "Diagnostic",
     "DirEntry",
     "DirectoryResource",
     "FileReadError",
@@ -74,6 +77,7 @@ __all__ = [
     "SessionPrefix",
     "SessionRecord",
     "SessionStore",
+    "ShadowedSkill",
     "SkillCandidate",
     "SkillCatalogContributor",
     "SkillContractError",

@@ -40,11 +40,13 @@ class YamlError(ValueError):
 
     Attributes:
         reason: One line saying what is wrong and, when known, on which line.
+        line: That line of the file (counted from 1), when known.
     """
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, line: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.line = line
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +180,9 @@ def load_mapping(source: str, *, first_line: int = 1) -> Mapping[object, object]
     try:
         root = yaml.compose(source, Loader=_CoreSchemaLoader)
     except yaml.MarkedYAMLError as exc:
-        raise YamlError(_describe_yaml_error(exc, first_line)) from None
+        mark = exc.problem_mark or exc.context_mark
+        line = None if mark is None else mark.line + first_line
+        raise YamlError(_describe_yaml_error(exc, first_line), line) from None
     except yaml.YAMLError as exc:
         raise YamlError(str(exc).splitlines()[0]) from None
     except RecursionError:

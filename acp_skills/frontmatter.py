@@ -21,7 +21,8 @@ this module splits the file and reads the fields.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final, cast
 
 from ._yaml12 import NotAMapping, YamlError, load_mapping
@@ -53,6 +54,8 @@ class ParsedSkill:
         body: Everything after the closing ``---`` line, surrounding whitespace stripped.
         notes: One reason per optional field that was present but ignored because of its
             type (the skill is still valid; the caller may tell the author).
+        fields: Every top-level frontmatter field as written (read-only), for checks beyond
+            what the runtime needs (unknown keys, the specification's limits).
     """
 
     name: str
@@ -64,6 +67,12 @@ class ParsedSkill:
     metadata: Mapping[str, object] | None = None
     body: str
     notes: tuple[str, ...] = ()
+    fields: Mapping[object, object] = field(
+        default_factory=lambda: _NO_FIELDS, compare=False, repr=False
+    )
+
+
+_NO_FIELDS: Final[Mapping[object, object]] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,9 +81,11 @@ class SkillFileProblem:
 
     Attributes:
         reason: A human-readable explanation, naming the offending field or line.
+        line: The line of the file (counted from 1) where the problem is, when known.
     """
 
     reason: str
+    line: int | None = None
 
 
 def decode_skill_bytes(data: bytes) -> str | SkillFileProblem:
@@ -203,7 +214,7 @@ def _load_frontmatter(source: str) -> Mapping[object, object] | SkillFileProblem
     try:
         loaded = load_mapping(source, first_line=_FRONTMATTER_FIRST_LINE)
     except YamlError as exc:
-        return SkillFileProblem(reason=f"invalid YAML: {exc.reason}")
+        return SkillFileProblem(reason=f"invalid YAML: {exc.reason}", line=exc.line)
     if isinstance(loaded, NotAMapping):
         if loaded.found == "nothing":
             return SkillFileProblem(reason="missing frontmatter: the frontmatter block is empty")
@@ -321,4 +332,5 @@ def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill |
         metadata=_metadata(fields, notes),
         body=body,
         notes=tuple(notes),
+        fields=fields,
     )

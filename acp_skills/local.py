@@ -19,8 +19,11 @@ A discovery costs a constant number of filesystem round trips however many skill
 one ``exists`` per directory searched for ``.git``, one ``list_dir`` per root (all roots
 concurrently), and one ``read_and_parse`` batch (read and parse) for every skill file found.
 
-A bad file never fails a request: it is logged as ``skill_file_skipped`` (with ``path`` and
-``reason``) and left out.
+A bad file never fails a request: it is left out, and what discovery met is one
+`acp_skills.diagnostics.Diagnostic` record each (a skipped file, an unreadable root, a name that
+differs from its directory, an unknown frontmatter key, ...). ``list`` logs those records
+(``skill_file_skipped`` with ``path`` and ``reason``, and so on); ``discover`` returns them, with
+every root and how many skills it gave, for the command line and the agent to show.
 """
 
 from __future__ import annotations
@@ -28,12 +31,19 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import anyio
 import structlog
 
 from ._collector import collection_paused
+from .diagnostics import (
+    Diagnostic,
+    file_diagnostics,
+    log_diagnostic,
+    root_missing,
+    root_unreadable,
+)
 from .frontmatter import ParsedSkill, SkillFileProblem, decode_skill_bytes, parse_skill_file
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
 from .model import (
@@ -46,7 +56,13 @@ from .model import (
     require_positive_int,
 )
 
-__all__ = ["DEFAULT_MAX_SKILL_FILE_BYTES", "LocalSkillProvider", "SkillRoot"]
+__all__ = [
+    "DEFAULT_MAX_SKILL_FILE_BYTES",
+    "LocalDiscovery",
+    "LocalSkillProvider",
+    "RootReport",
+    "SkillRoot",
+]
 
 DEFAULT_MAX_SKILL_FILE_BYTES = 1_048_576
 
@@ -64,6 +80,9 @@ _USER_AGENTS: Final = "user-agents"
 _SYSTEM_DIR: Final = ".system"
 _FLAT_SUFFIX: Final = ".md"
 
+# What one discovery met, in order (inside the class, `list` names the method).
+_Report: TypeAlias = list[Diagnostic]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillRoot:
@@ -78,6 +97,36 @@ class SkillRoot:
     path: str
     source: str
     rank: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RootReport:
+    """What one discovery found in one root.
+
+    Attributes:
+        root: The root.
+        exists: Whether it is a directory (a root that cannot be read still exists).
+        skills: How many valid skills it gave, shadowed ones included.
+    """
+
+    root: SkillRoot
+    exists: bool
+    skills: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalDiscovery:
+    """One discovery, with everything it met.
+
+    Attributes:
+        roots: Every root considered, in rank order.
+        candidates: What ``list`` returns: the valid skills, by root then entry name.
+        diagnostics: One record per problem, roots first, then entries, then files.
+    """
+
+    roots: tuple[RootReport, ...]
+    candidates: tuple[SkillCandidate, ...]
+    diagnostics: tuple[Diagnostic, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,19 +253,62 @@ class LocalSkillProvider:
         return tuple(unique)
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
-        """Discover every well-formed skill for ``options.cwd``.
+        """Discover every well-formed skill for ``options.cwd``, logging what was wrong.
 
         Returns:
             Candidates ordered by root (rank order), then by entry name (code points) within
             a root. Names may repeat; the registry resolves clashes.
         """
-        roots = await self.roots(options)
+        discovery = await self.discover(options)
+        for diagnostic in discovery.diagnostics:
+            log_diagnostic(_log, diagnostic, provider=self._name)
+        return list(discovery.candidates)
+
+    async def discover(self, options: SkillLookupOptions) -> LocalDiscovery:
+        """Discover the skills for ``options.cwd`` and report everything met (nothing logged)."""
+        return await self.scan(await self.roots(options))
+
+    async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
+        """The problems a discovery for ``options.cwd`` meets now (`SkillRegistry.diagnose`)."""
+        return (await self.discover(options)).diagnostics
+
+    async def check_custom_dirs(self) -> tuple[Diagnostic, ...]:
+        """Check that each custom directory exists and can be read, warning about each that
+        does not (an agent calls this at start-up: a mistyped directory must not go unnoticed).
+
+        Discovery reports a missing custom directory too, but only at debug level, since it
+        would otherwise repeat the warning for every working directory.
+        """
+        custom = [root for root in self._fixed_roots if root.source == _CUSTOM]
+        problems: list[Diagnostic] = []
+        for root, listing in zip(custom, await self._list_roots(custom), strict=True):
+            if isinstance(listing, Diagnostic):
+                problems.append(listing)
+            elif listing is None:
+                problems.append(root_missing(root.path))
+        for problem in problems:
+            log_diagnostic(_log, problem, level="warning", provider=self._name)
+        return tuple(problems)
+
+    async def scan(self, roots: Sequence[SkillRoot]) -> LocalDiscovery:
+        """Discover the skills in ``roots`` (as `roots` returns them, or any others)."""
         listings = await self._list_roots(roots)
-        files = [
-            skill_file
-            for root, entries in zip(roots, listings, strict=True)
-            for skill_file in self._skill_files(root, entries)
-        ]
+        report: list[Diagnostic] = []
+        exists: list[bool] = []
+        files: list[_SkillFile] = []
+        for root, listing in zip(roots, listings, strict=True):
+            entries: Sequence[DirEntry] = ()
+            if isinstance(listing, Diagnostic):
+                report.append(listing)
+            elif listing is None:
+                # A missing root is normal (most people have no project skills); only one
+                # that was asked for by name is worth a word.
+                if root.source == _CUSTOM:
+                    report.append(root_missing(root.path))
+            else:
+                entries = listing
+            exists.append(listing is not None)
+            files.extend(self._skill_files(root, entries, report))
         # Parsed as they are read (in the worker thread, for the local disk): only the
         # frontmatter is kept, never a thousand bodies at once.
         contents = await self._fs.read_and_parse(
@@ -227,12 +319,23 @@ class LocalSkillProvider:
                 f"the filesystem returned {len(contents)} results for {len(files)} files"
             )
         candidates: list[SkillCandidate] = []
+        found: dict[SkillRoot, int] = {}
+        # Thousands of small values are built here at once: the collector would rescan them
+        # again and again for nothing (see _collector.py).
         with collection_paused():
             for skill_file, content in zip(files, contents, strict=True):
-                parsed = self._parse_discovered(skill_file, content)
+                parsed = self._parse_discovered(skill_file, content, report)
                 if parsed is not None:
                     candidates.append(self._candidate(skill_file, parsed))
-        return candidates
+                    found[skill_file.root] = found.get(skill_file.root, 0) + 1
+        return LocalDiscovery(
+            roots=tuple(
+                RootReport(root=root, exists=root_exists, skills=found.get(root, 0))
+                for root, root_exists in zip(roots, exists, strict=True)
+            ),
+            candidates=tuple(candidates),
+            diagnostics=tuple(report),
+        )
 
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
@@ -279,10 +382,13 @@ class LocalSkillProvider:
                 return cwd
             directory = parent
 
-    async def _list_roots(self, roots: Sequence[SkillRoot]) -> Sequence[Sequence[DirEntry]]:
+    async def _list_roots(
+        self, roots: Sequence[SkillRoot]
+    ) -> Sequence[Sequence[DirEntry] | Diagnostic | None]:
         # Concurrently: cheap on the local disk, and a big saving on a remote workspace's
-        # filesystem, where every call is a round trip.
-        listings: list[Sequence[DirEntry]] = [() for _ in roots]
+        # filesystem, where every call is a round trip. Each root's outcome is kept in its own
+        # slot, so what is reported comes out in root order whichever listing finished first.
+        listings: list[Sequence[DirEntry] | Diagnostic | None] = [None for _ in roots]
         failures: list[Exception | None] = [None for _ in roots]
 
         async def list_into(index: int, root: SkillRoot) -> None:
@@ -302,16 +408,16 @@ class LocalSkillProvider:
                 raise failure
         return listings
 
-    async def _list_root(self, root: SkillRoot) -> Sequence[DirEntry]:
+    async def _list_root(self, root: SkillRoot) -> Sequence[DirEntry] | Diagnostic | None:
+        """The root's entries, ``None`` when it does not exist, or why it cannot be read."""
         try:
-            entries = await self._fs.list_dir(root.path)
+            return await self._fs.list_dir(root.path)
         except OSError as exc:
-            self._skip(root.path, f"cannot read directory: {exc.strerror or exc}")
-            return ()
-        # A missing root is normal (most people have no project skills): no warning.
-        return () if entries is None else entries
+            return root_unreadable(root.path, f"cannot read directory: {exc.strerror or exc}")
 
-    def _skill_files(self, root: SkillRoot, entries: Sequence[DirEntry]) -> Iterable[_SkillFile]:
+    def _skill_files(
+        self, root: SkillRoot, entries: Sequence[DirEntry], report: _Report
+    ) -> Iterable[_SkillFile]:
         # Entry names hold no separator, so joining is concatenation (os.path.join per entry
         # shows when there are thousands).
         root_prefix = os.path.join(root.path, "")
@@ -331,31 +437,25 @@ class LocalSkillProvider:
                 if entry.name.endswith(_FLAT_SUFFIX):
                     yield _SkillFile(root=root, path=entry_path, resource_dir=root.path)
             elif entry.kind == "broken_link":
-                self._skip(entry_path, "broken symbolic link")
+                report.extend(
+                    file_diagnostics(entry_path, FileReadError(reason="broken symbolic link"))
+                )
 
     def _parse_discovered(
-        self, skill_file: _SkillFile, content: ParsedSkill | SkillFileProblem | FileReadError
+        self,
+        skill_file: _SkillFile,
+        content: ParsedSkill | SkillFileProblem | FileReadError,
+        report: _Report,
     ) -> ParsedSkill | None:
-        if isinstance(content, FileReadError) and content.not_found:
-            # A directory without SKILL.md is not a mistake: a root may hold shared helper
-            # directories. (A flat file can also vanish between listing and reading.)
-            _log.debug(
-                "skill_file_absent", provider=self._name, path=skill_file.path, reason="not found"
-            )
-            return None
-        parsed = _parse_read(content) if isinstance(content, FileReadError) else content
-        if not isinstance(parsed, ParsedSkill):
-            self._skip(skill_file.path, parsed.reason)
-            return None
-        for note in parsed.notes:
-            _log.warning(
-                "skill_field_ignored",
-                provider=self._name,
-                skill=parsed.name,
-                path=skill_file.path,
-                reason=note,
-            )
-        return parsed
+        # A directory without SKILL.md is no mistake (a root may hold shared helper
+        # directories; a flat file can vanish between listing and reading): that record is an
+        # `info`, logged at debug level.
+        diagnostics = file_diagnostics(
+            skill_file.path, content, expected_name=_expected_name(skill_file)
+        )
+        if diagnostics:
+            report.extend(diagnostics)
+        return content if isinstance(content, ParsedSkill) else None
 
     def _candidate(self, skill_file: _SkillFile, parsed: ParsedSkill) -> SkillCandidate:
         base = DirectoryResource(path=skill_file.resource_dir)
@@ -384,8 +484,12 @@ class LocalSkillProvider:
             "argument_hint": parsed.argument_hint,
         }
 
-    def _skip(self, path: str, reason: str) -> None:
-        _log.warning("skill_file_skipped", provider=self._name, path=path, reason=reason)
+
+def _expected_name(skill_file: _SkillFile) -> str:
+    """The name a skill file's location suggests: its bundle directory's, or a flat file's."""
+    if skill_file.resource_dir != skill_file.root.path:
+        return os.path.basename(skill_file.resource_dir)
+    return os.path.basename(skill_file.path).removesuffix(_FLAT_SUFFIX)
 
 
 def _parse_read(

@@ -6,6 +6,7 @@ them freely without defensive copies.
     SkillSummary            what consumers see of a skill (no body)
     ├── SkillCandidate      what a provider's ``list()`` returns: summary + rank + locator
     └── SkillDefinition     what a provider's ``get()`` returns: summary + the full body
+    SkillSnapshot           the registry's resolution: winners, and the shadowed losers
 """
 
 from __future__ import annotations
@@ -125,15 +126,25 @@ class SkillLookupOptions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ShadowedSkill:
+    """A skill that lost a name clash: ``skill`` is hidden by ``winner`` (of the same name)."""
+
+    skill: SkillCandidate
+    winner: SkillCandidate
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillSnapshot:
     """Every resolved skill (model-visible or not), sorted by name.
 
     ``complete`` is false when a provider was skipped (it failed or timed out) or the provider
-    set kept changing during discovery; an incomplete snapshot is never cached.
+    set kept changing during discovery; an incomplete snapshot is never cached. ``shadowed``
+    holds every loser of a name clash, in resolution order (the winners' order of precedence).
     """
 
     skills: tuple[SkillCandidate, ...]
     complete: bool
+    shadowed: tuple[ShadowedSkill, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

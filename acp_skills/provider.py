@@ -30,7 +30,10 @@ class SkillProvider(Protocol):
 
     A provider may also define ``on_register(handle: ProviderHandle) -> None``; the registry calls
     it once, right after registration, so the provider can invalidate itself later (for instance
-    from a file watcher).
+    from a file watcher). And it may define ``async diagnose(options) -> Sequence[Diagnostic]``
+    (`acp_skills.diagnostics`): what is wrong with its skills for ``options``, which
+    `SkillRegistry.diagnose` gathers for the ``/skills`` command, ``_skills/list`` and the
+    ``acp-skills`` command line.
     """
 
     @property

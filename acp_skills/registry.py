@@ -28,10 +28,12 @@ from dataclasses import dataclass, field, replace
 import anyio
 import structlog
 
+from .diagnostics import Diagnostic, provider_failed, shadow_diagnostic
 from .errors import SkillContractError
 from .model import (
     DirectoryResource,
     OpaqueResource,
+    ShadowedSkill,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
@@ -268,6 +270,39 @@ class SkillRegistry:
         catalog = await self._collect(options or SkillLookupOptions())
         return catalog.snapshot
 
+    async def diagnose(self, options: SkillLookupOptions | None = None) -> tuple[Diagnostic, ...]:
+        """Every problem found with the skills of ``options.cwd``, fresh from the providers.
+
+        Each provider that defines ``diagnose(options)`` (as `LocalSkillProvider` does) is asked,
+        in registration order, within the provider timeout; one that fails gives a
+        ``provider-failed`` record instead. Then comes one record per shadowed skill of the
+        current resolution (`snapshot`).
+
+        Raises:
+            SkillContractError: a provider returned a malformed candidate (from `snapshot`).
+        """
+        options = options or SkillLookupOptions()
+        snapshot = await self.snapshot(options)
+        found: list[Diagnostic] = []
+        for registration in list(self._providers.values()):
+            provider = registration.provider
+            diagnose = getattr(provider, "diagnose", None)
+            if not callable(diagnose):
+                continue
+            with anyio.move_on_after(self._provider_timeout) as scope:
+                try:
+                    found.extend(await diagnose(options))
+                except Exception as error:
+                    found.append(provider_failed(provider.name, error))
+            if scope.cancelled_caught:
+                found.append(
+                    provider_failed(
+                        provider.name, f"diagnose() took longer than {self._provider_timeout} s"
+                    )
+                )
+        found.extend(shadow_diagnostic(shadowed) for shadowed in snapshot.shadowed)
+        return tuple(found)
+
     async def get(
         self, name: str, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
@@ -434,6 +469,7 @@ class SkillRegistry:
                 )
         ranked.sort(key=lambda entry: entry[:3])
         winners: dict[str, _ResolvedSkill] = {}
+        shadowed: list[ShadowedSkill] = []
         for *_, entry in ranked:
             name = entry.candidate.name
             kept = winners.get(name)
@@ -443,6 +479,7 @@ class SkillRegistry:
                 if self._is_live(entry):
                     winners[name] = entry
                 continue
+            shadowed.append(ShadowedSkill(skill=entry.candidate, winner=kept.candidate))
             _log.warning(
                 "skill_shadowed",
                 skill=name,
@@ -458,7 +495,7 @@ class SkillRegistry:
         )
         return _Catalog(
             winners=ordered,
-            snapshot=SkillSnapshot(skills=skills, complete=complete),
+            snapshot=SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed)),
             visible=visible,
         )
 

@@ -209,12 +209,17 @@ def build_model(args: argparse.Namespace) -> ChatModel:
     )
 
 
-def build_agent(args: argparse.Namespace) -> DemoAgent:
+def build_provider(args: argparse.Namespace) -> LocalSkillProvider:
+    """The skills on disk: the project's and the user's, and ``--skills-dir`` in between."""
     custom_dirs = list(args.skills_dir or [])
     if not custom_dirs and _env("ACP_SKILLS_DIRS"):
         custom_dirs = [d for d in (_env("ACP_SKILLS_DIRS") or "").split(os.pathsep) if d]
+    return LocalSkillProvider(custom_skill_dirs=custom_dirs)
+
+
+def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoAgent:
     registry = SkillRegistry()
-    registry.register_provider(LocalSkillProvider(custom_skill_dirs=custom_dirs))
+    registry.register_provider(provider)
     skills = AcpSkills(
         registry,
         store=JsonlSessionStore(_state_dir(args) / "sessions"),
@@ -223,8 +228,14 @@ def build_agent(args: argparse.Namespace) -> DemoAgent:
     return DemoAgent(skills, build_model(args))
 
 
-async def serve(agent: DemoAgent) -> None:
-    """Serve ACP on stdio until stdin closes or SIGTERM/SIGINT arrives."""
+async def serve(agent: DemoAgent, provider: LocalSkillProvider | None = None) -> None:
+    """Serve ACP on stdio until stdin closes or SIGTERM/SIGINT arrives.
+
+    A ``--skills-dir`` that does not exist (or cannot be read) is a warning first: a typo in
+    it must not go unnoticed behind an agent that silently shows fewer skills.
+    """
+    if provider is not None:
+        await provider.check_custom_dirs()
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -269,9 +280,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         print(f"acp-skills-demo: unusable state directory: {problem}", file=sys.stderr)
         return 2
-    agent = build_agent(args)
+    provider = build_provider(args)
+    agent = build_agent(args, provider)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(agent))
+        asyncio.run(serve(agent, provider))
     return 0
 
 

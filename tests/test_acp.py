@@ -58,6 +58,7 @@ from acp_skills.acp import (
     skill_tool_call_start,
     tool_call_finished,
 )
+from acp_skills.acp.commands import SKILLS_COMMAND_DESCRIPTION
 from acp_skills.tool import ToolResult
 from tests.providers import candidate
 
@@ -67,11 +68,15 @@ CLIENT_MARKER = "READ BY THE CLIENT:"
 GUIDE_ON_DISK = "# Guide\nRead me from disk.\n"
 METHODS = ["_skills/list", "_skills/prefix", "_skills/reload"]
 DEPLOY_RAW_DESCRIPTION = "Deploy the app\n   to\tproduction."
-# Every user-invocable skill of the fixture set, as the editor receives it (sorted by name).
+# The library's built-in `/skills`, advertised after the skills' own commands.
+SKILLS_BUILTIN = {"name": "skills", "description": SKILLS_COMMAND_DESCRIPTION}
+# Every user-invocable skill of the fixture set, as the editor receives it (sorted by name),
+# then the built-in.
 COMMANDS = [
     {"name": "compare", "description": "Compare a < b & c"},
     {"name": "deploy", "description": "Deploy the app to production.", "input": {"hint": "[env]"}},
     {"name": "secret", "description": "Only a person may run this."},
+    SKILLS_BUILTIN,
 ]
 
 
@@ -758,7 +763,7 @@ async def test_a_changed_skill_set_sends_a_new_commands_update(
         await peer.wire.wait_for(lambda: len(peer.wire.commands(session_id)) == 3)
     assert peer.wire.commands(session_id) == [
         COMMANDS,
-        [COMMANDS[0], COMMANDS[1], hotfix, COMMANDS[2]],
+        [COMMANDS[0], COMMANDS[1], hotfix, COMMANDS[2], SKILLS_BUILTIN],
         COMMANDS,
     ]
 
@@ -779,7 +784,7 @@ async def test_a_changed_skill_set_reaches_every_live_session(
             SkillDefinition(name="hotfix", description="Ship a hotfix.", content="Do it.")
         )
         await peer.wire.wait_for(lambda: every_session_has(2))
-    assert all(len(peer.wire.commands(session_id)[1]) == 4 for session_id in sessions)
+    assert all(len(peer.wire.commands(session_id)[1]) == 5 for session_id in sessions)
 
 
 @pytest.mark.anyio
@@ -828,10 +833,11 @@ async def test_slash_invocation_puts_the_rendered_skill_into_the_turn(
 async def test_unknown_and_non_invocable_slash_names_stay_text(
     registry: SkillRegistry, project: Path
 ) -> None:
-    """``/nope``, ``/internal`` (user-invocable: false), ``a/deploy`` load nothing."""
+    """Inside a prompt, ``/nope``, ``/internal`` (user-invocable: false), ``a/deploy`` load
+    nothing (a prompt that opens with one is answered by a note: test_builtin_commands.py)."""
     async with connected(registry) as peer:
         session_id = await peer.new_session(project)
-        await peer.prompt(session_id, "/nope /internal a/deploy /deploy/x 5/8")
+        await peer.prompt(session_id, "see /nope /internal a/deploy /deploy/x 5/8")
         starts = peer.wire.updates(session_id, "tool_call")
     assert peer.agent.turns[0].invoked == ()
     assert starts == []
@@ -910,9 +916,9 @@ async def test_skills_list_by_session_and_by_cwd(registry: SkillRegistry, projec
         by_session = await peer.ext("skills/list", {"sessionId": session_id})
         by_cwd = await peer.ext("skills/list", {"cwd": str(project)})
         frame = peer.wire.response_to("_skills/list")
-    assert by_session == {"skills": LISTED}
-    assert by_cwd == {"skills": LISTED}
-    assert frame["result"] == {"skills": LISTED}
+    assert by_session == {"skills": LISTED, "problems": []}
+    assert by_cwd == {"skills": LISTED, "problems": []}
+    assert frame["result"] == {"skills": LISTED, "problems": []}
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from acp.helpers import embedded_text_resource, resource_block, resource_link_bl
 from acp.schema import HttpMcpServer, McpServerStdio
 
 from acp_skills import SkillSummary
+from acp_skills.acp.commands import SKILLS_COMMAND_DESCRIPTION
 from acp_skills.model import DirectoryResource, SkillDefinition
 from acp_skills.render import render_catalog, render_skill_content
 from demo_agent.models import ModelRequest
@@ -293,9 +294,10 @@ async def test_available_commands_after_new_session_and_at_first_turn(sandbox: S
             assert first > new_response
             [announced] = client.session_updates(sid)
             assert [(c.name, c.description) for c in announced.available_commands] == [
-                ("alpha-notes", "Summarise meeting notes into <action> items.")
+                ("alpha-notes", "Summarise meeting notes into <action> items."),
+                ("skills", SKILLS_COMMAND_DESCRIPTION),
             ]
-            [command] = announced.available_commands
+            command, _ = announced.available_commands
             assert command.input is not None
             assert command.input.root.hint == "[notes file]"
 

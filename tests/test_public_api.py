@@ -10,6 +10,7 @@ import acp_skills.acp
 
 PUBLIC = [
     "AcpSkills",
+    "Diagnostic",
     "DirEntry",
     "DirectoryResource",
     "FileReadError",
@@ -32,6 +33,7 @@ PUBLIC = [
     "SessionPrefix",
     "SessionRecord",
     "SessionStore",
+    "ShadowedSkill",
     "SkillCandidate",
     "SkillCatalogContributor",
     "SkillContractError",

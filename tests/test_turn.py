@@ -321,6 +321,7 @@ async def test_a_registry_change_from_another_thread_reaches_the_sessions(
         "deploy",
         "hotfix",
         "secret",
+        "skills",
     ]
 
 

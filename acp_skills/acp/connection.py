@@ -6,13 +6,14 @@ own tools:
 * the per-session instances (`PrefixedSession`: history, frozen prefix, request headers), with
   idle ones released beyond a bound and brought back from their record on the next request;
 * prompt turns (`turn`): ``/name`` expansion, the ``skill`` tool with its ``tool_call`` /
-  ``tool_call_update`` reports, cancellation;
+  ``tool_call_update`` reports, cancellation, and the turns the library answers itself without
+  the model (the built-in ``/skills``, and a note for a ``/word`` that is no command);
 * slash commands: ``available_commands_update`` once the ``session/new`` / ``session/load``
   response has been written (an observer on the connection sees it go out), again at the
   session's first prompt turn (some editors drop the first one), and whenever the registry's
   changes alter a session's set;
-* the ``_skills/list``, ``_skills/prefix`` and ``_skills/reload`` extension methods and the
-  capability entry advertising them;
+* the ``_skills/list`` (with the problems discovery met), ``_skills/prefix`` and
+  ``_skills/reload`` extension methods and the capability entry advertising them;
 * ``session/load`` replay of the stored conversation.
 
 Background work has owners: the commands update that follows a response is a task of the
@@ -24,6 +25,7 @@ registry is a task in this object's task group, which lives from ``async with sk
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
@@ -36,9 +38,14 @@ import anyio
 import structlog
 from acp import RequestError
 from acp.connection import StreamDirection, StreamEvent
-from acp.helpers import update_agent_message_text, update_user_message_text
+from acp.helpers import (
+    update_agent_message_text,
+    update_available_commands,
+    update_user_message_text,
+)
 
 from ..catalog import SkillCatalogContributor
+from ..diagnostics import Diagnostic
 from ..local import LocalSkillProvider
 from ..model import PrefixContext, SkillLookupOptions, SkillSnapshot, require_positive_int
 from ..prefix import SessionPrefix
@@ -52,6 +59,13 @@ from ..safe_text import (
 )
 from ..session import PrefixedSession
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool, ToolResult
+from .commands import (
+    SKILLS_COMMAND,
+    builtin_commands,
+    leading_slash_word,
+    no_such_command,
+    skills_report,
+)
 from .turn import (
     DISPLAY_KEY,
     ERROR_KEY,
@@ -62,7 +76,6 @@ from .turn import (
 from .updates import (
     available_commands,
     check_cwd,
-    commands_update,
     decode_tool_arguments,
     find_invocations,
     prompt_context,
@@ -430,6 +443,12 @@ class AcpSkills:
         Entering it re-advertises the commands (always on the session's first turn, later when
         they changed), composes the session's prefix once, loads each skill the prompt invokes
         as ``/name`` (reported as a tool call) and records the person's message with them.
+
+        A prompt that opens with ``/skills`` (the built-in, unless a user-invocable skill takes
+        that name) or with a ``/word`` that is no command is answered by the library itself:
+        the answer is shown, nothing is recorded, and the turn is already over when the block
+        starts (`PromptTurn.finished`; `PromptTurn.requests` yields nothing and the response
+        is ``end_turn``). An agent driving its own loop checks ``turn.finished`` first.
         `cancel` ends the turn: the ``async with`` block is cancelled, what completed stays
         recorded, a prefix no request used is discarded, and `PromptTurn.response` says
         ``cancelled``.
@@ -482,7 +501,20 @@ class AcpSkills:
         began = False
         try:
             with scope:
-                turn.invoked = tuple(await self._begin_turn(session_id, live, prompt))
+                snapshot = await self._prepare_turn(session_id, live)
+                answer = await self._answer_without_model(
+                    live.session.context.cwd, prompt, snapshot
+                )
+                if answer is None:
+                    turn.invoked = tuple(await self._begin_turn(session_id, live, prompt, snapshot))
+                else:
+                    # Nothing reaches the model or the record: a prefix composed for this turn
+                    # is left for the first turn that makes a request.
+                    live.session.discard_unused_prefix()
+                    await self._send(
+                        session_id, update_agent_message_text(replace_lone_surrogates(answer))
+                    )
+                    turn.stop("end_turn")
                 began = True
                 yield turn
             if scope.cancelled_caught:
@@ -499,9 +531,8 @@ class AcpSkills:
         finally:
             live.turn = None
 
-    async def _begin_turn(
-        self, session_id: str, live: _LiveSession, prompt: Sequence[object]
-    ) -> list[InvokedSkill]:
+    async def _prepare_turn(self, session_id: str, live: _LiveSession) -> SkillSnapshot:
+        """Compose the prefix (once) and re-advertise the commands; return the skills now."""
         session = live.session
         snapshot: SkillSnapshot | None = None
 
@@ -517,6 +548,40 @@ class AcpSkills:
         assert snapshot is not None
         await self._send_commands(session_id, live, snapshot, force=not live.announced_in_turn)
         live.announced_in_turn = True
+        return snapshot
+
+    async def _answer_without_model(
+        self, cwd: str, prompt: Sequence[object], snapshot: SkillSnapshot
+    ) -> str | None:
+        """The library's own answer to a prompt opening with ``/skills`` or a ``/word`` that is
+        no command, or ``None`` when the prompt is for the model."""
+        word = leading_slash_word(prompt_text(prompt))
+        if word is None:
+            return None
+        if any(skill.user_invocable and skill.name == word for skill in snapshot.skills):
+            return None  # a skill invocation, expanded for the model
+        if word == SKILLS_COMMAND:
+            return skills_report(cwd, snapshot, await self._problems(cwd))
+        # "/tmp is full" is about a path, not a command.
+        if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
+            return None
+        return no_such_command(word, snapshot)
+
+    async def _problems(self, cwd: str | None) -> tuple[Diagnostic, ...] | None:
+        try:
+            return await self.registry.diagnose(SkillLookupOptions(cwd=cwd))
+        except Exception as error:
+            _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
+            return None
+
+    async def _begin_turn(
+        self,
+        session_id: str,
+        live: _LiveSession,
+        prompt: Sequence[object],
+        snapshot: SkillSnapshot,
+    ) -> list[InvokedSkill]:
+        session = live.session
         invoked = await self._invoke(session_id, session.context.cwd, prompt, snapshot)
         typed = prompt_text(prompt)
         parts = [typed, *prompt_context(prompt), *(skill.text for skill in invoked)]
@@ -578,7 +643,10 @@ class AcpSkills:
     async def _send_commands(
         self, session_id: str, live: _LiveSession, snapshot: SkillSnapshot, *, force: bool
     ) -> None:
-        commands = available_commands(snapshot.skills)
+        commands = [
+            *available_commands(snapshot.skills),
+            *builtin_commands(snapshot.skills),
+        ]
         key = tuple(
             (c.name, c.description, c.input.root.hint if c.input is not None else "")
             for c in commands
@@ -586,14 +654,22 @@ class AcpSkills:
         if not force and key == live.commands_sent:
             return
         live.commands_sent = key
-        await self._send(session_id, commands_update(snapshot.skills))
+        await self._send(session_id, update_available_commands(commands))
 
     async def _announce(self, session_id: str) -> None:
         live = self._sessions.get(session_id)
         if live is None:
             return
         snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=live.session.context.cwd))
-        await self._send_commands(session_id, live, snapshot, force=True)
+        try:
+            await self._send_commands(session_id, live, snapshot, force=True)
+        except ConnectionError:
+            # The client left while the skills were being discovered (end of input right after
+            # `session/new`). The SDK's close() would re-raise this from the connection's task
+            # and turn a clean exit into a failed one; there is simply nobody to tell.
+            _log.debug(
+                "skills_commands_not_sent", session_id=session_id, reason="connection closed"
+            )
 
     def _observe(self, event: StreamEvent) -> Awaitable[None] | None:
         """Send a session's first commands once its ``session/new`` / ``load`` answer is out.
@@ -719,6 +795,7 @@ class AcpSkills:
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
         snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=cwd))
+        problems = await self.registry.diagnose(SkillLookupOptions(cwd=cwd))
         return {
             "skills": [
                 {
@@ -731,7 +808,9 @@ class AcpSkills:
                     "disableModelInvocation": skill.disable_model_invocation,
                 }
                 for skill in snapshot.skills
-            ]
+            ],
+            # The same records as `/skills` and `acp-skills doctor`, paths and messages clean.
+            "problems": [_clean_problem(problem) for problem in problems],
         }
 
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -742,6 +821,14 @@ class AcpSkills:
             "messages": [{"role": m.role, "text": m.text} for m in session.messages],
             "header": header.to_json() if header is not None else None,
         }
+
+
+def _clean_problem(problem: Diagnostic) -> dict[str, Any]:
+    shown = problem.to_json()
+    shown["message"] = remove_unsafe_characters(problem.message)
+    if problem.path is not None:
+        shown["path"] = replace_lone_surrogates(problem.path)
+    return shown
 
 
 def _well_formed(result: ToolResult) -> ToolResult:
