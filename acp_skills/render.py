@@ -1,7 +1,9 @@
 """Everything the model reads about skills, rendered in one place: pure values in, text out.
 
     render_catalog         the catalog message: names and one-line descriptions
+    fit_catalog            the same within a character budget, with what the budget did
     render_skill_content   a loaded skill: where its resources are, then its body verbatim
+    render_skill_matches   the answer to the tool's ``query``: matching names and descriptions
     normalize_description  one safe catalog line (cleaned, collapsed, cut, escaped)
     shorten_description    the same without escaping, for what an editor shows literally
 
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 import html
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from .model import (
     SKILL_FILE_NAME,
@@ -25,21 +28,31 @@ from .model import (
     UrlResource,
 )
 from .safe_text import remove_unsafe_characters
+from .search import SkillMatch
 
 __all__ = [
+    "BUDGET_DESCRIPTION_FLOOR",
     "DEFAULT_MAX_DESCRIPTION_LENGTH",
     "SKILL_TOOL_NAME",
+    "CatalogFit",
+    "check_catalog_budget",
     "check_max_length",
     "cut",
+    "fit_catalog",
     "is_flat_skill",
     "normalize_description",
     "render_catalog",
     "render_skill_content",
+    "render_skill_matches",
     "shorten_description",
 ]
 
 SKILL_TOOL_NAME = "skill"
 DEFAULT_MAX_DESCRIPTION_LENGTH = 500
+
+BUDGET_DESCRIPTION_FLOOR = 60
+"""A budget never cuts a description below this many code points: shorter than that, a summary
+stops telling the model what the skill is for, and omitting skills serves it better."""
 
 # `str.split()` already breaks on every character `str.isspace()` accepts: ASCII whitespace,
 # NEL, the no-break spaces (U+00A0, U+202F), the Unicode space separators and the line and
@@ -50,6 +63,9 @@ DEFAULT_MAX_DESCRIPTION_LENGTH = 500
 _BYTE_ORDER_MARK = "\ufeff"
 
 _ELLIPSIS = "..."
+
+# A search answer is a short list to choose from; the full text comes with loading the skill.
+_MATCH_DESCRIPTION_MAX = 200
 
 
 def cut(text: str, limit: int) -> str:
@@ -115,55 +131,363 @@ def render_catalog(
     max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
     *,
     tool_name: str = SKILL_TOOL_NAME,
+    budget: int | None = None,
+    pinned: Iterable[str] = (),
+    hidden: Iterable[str] = (),
 ) -> str | None:
     """Render the catalog message for a set of model-visible skills.
 
     Skills marked ``disable_model_invocation`` are left out even if the caller passes them (for
     instance a whole snapshot), so the catalog can never advertise a skill the tool refuses.
+    Without ``budget``, ``pinned`` and ``hidden`` the skills are listed by name with their
+    normalized descriptions; the budget's steps are described in `fit_catalog`, which returns
+    what they did along with the text.
 
     Args:
         skills: the skills to list, in any order; they are sorted by name (code-point order).
         max_length: the description bound passed to `normalize_description`.
         tool_name: the name of the tool the guidance tells the model to call.
+        budget: the most characters the whole message may have; ``None`` for no limit.
+        pinned: names of skills always listed in full, first.
+        hidden: names of skills never listed.
 
     Returns:
         One text wrapped in ``<system-reminder>`` tags, or ``None`` when there is nothing to list.
 
     Raises:
-        ValueError: if ``max_length`` is not an integer >= 3.
+        ValueError: if ``max_length`` is not an integer >= 3, or ``budget`` is neither ``None``
+            nor a positive integer.
     """
-    limit = check_max_length(max_length)
-    visible = sorted(
-        (skill for skill in skills if not skill.disable_model_invocation),
-        key=lambda skill: skill.name,
-    )
-    if not visible:
+    return fit_catalog(
+        skills, max_length, tool_name=tool_name, budget=budget, pinned=pinned, hidden=hidden
+    ).text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CatalogFit:
+    """A rendered catalog and what its budget did to it.
+
+    Attributes:
+        text: the catalog message, or ``None`` when no skill is left to list.
+        limit: the budget in characters, or ``None`` for no limit.
+        used: the characters (code points) of ``text``; 0 without text.
+        shortened: how many descriptions the budget cut (the ``max_length`` bound, which
+            applies with or without a budget, does not count).
+        omitted: the skills left out for lack of room, sorted by name; the model finds them
+            with the tool's ``query``.
+        listed: the skills listed, in catalog order.
+        hidden: the skills left out because a person hid them, sorted by name.
+        description_cap: the uniform description length the budget chose, or ``None`` when
+            it shortened nothing.
+    """
+
+    text: str | None
+    limit: int | None
+    used: int
+    shortened: int = 0
+    omitted: tuple[str, ...] = ()
+    listed: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    description_cap: int | None = None
+
+    @property
+    def within_budget(self) -> bool:
+        """Whether ``text`` fits the budget (always, without one). Pinned skills alone can
+        exceed a small budget: they are listed anyway."""
+        return self.limit is None or self.used <= self.limit
+
+
+def check_catalog_budget(budget: object) -> int | None:
+    """``budget`` itself when it is ``None`` or a positive integer, else ``ValueError``.
+
+    Raises:
+        ValueError: for anything else (a bool is not an integer here).
+    """
+    if budget is None:
         return None
-    # Registry-served names match the grammar and need no escaping; escaping anyway keeps a
-    # hand-built summary from injecting markup or control characters through this function.
-    entries = [
-        f"- `{html.escape(remove_unsafe_characters(skill.name), quote=False)}`: "
-        f"{normalize_description(skill.description, limit)}"
-        for skill in visible
-    ]
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise ValueError(f"budget must be a positive integer or None, got {budget!r}")
+    return budget
+
+
+def fit_catalog(
+    skills: Iterable[SkillSummary],
+    max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
+    *,
+    tool_name: str = SKILL_TOOL_NAME,
+    budget: int | None = None,
+    pinned: Iterable[str] = (),
+    hidden: Iterable[str] = (),
+) -> CatalogFit:
+    """Render the catalog within ``budget`` characters and say what that took.
+
+    Hidden skills are dropped first (they still load by exact name). Pinned skills come first,
+    by name, always with their whole normalized description; the others follow by name. When
+    that is longer than ``budget``:
+
+    1. every other description is cut to the widest uniform cap that fits, at a word boundary
+       with ``...``, but never below `BUDGET_DESCRIPTION_FLOOR` code points;
+    2. if even the floor does not fit, the other skills are listed at the floor in the
+       registry's resolution order (``rank``, then name; a plain `SkillSummary` has no rank and
+       counts as rank 0) for as long as they fit, and a last line says how many are not listed
+       and that the tool's ``query`` finds them.
+
+    The result depends only on the arguments: the same skills and budget give the same bytes.
+    Only when the pinned skills alone do not fit is the text longer than the budget.
+
+    Args:
+        skills: the skills to list, in any order.
+        max_length: the description bound passed to `normalize_description`.
+        tool_name: the name of the tool the guidance tells the model to call.
+        budget: the most characters the whole message may have; ``None`` for no limit.
+        pinned: names of skills always listed in full, first (unknown names are ignored).
+        hidden: names of skills never listed (hiding wins over pinning).
+
+    Returns:
+        The text and what the budget did.
+
+    Raises:
+        ValueError: if ``max_length`` is not an integer >= 3, or ``budget`` is neither ``None``
+            nor a positive integer.
+    """
+    bound = check_max_length(max_length)
+    limit = check_catalog_budget(budget)
+    hidden_names = frozenset(hidden)
+    pinned_names = frozenset(pinned) - hidden_names
+    lines: list[_CatalogLine] = []
+    first: list[_CatalogLine] = []
+    dropped: list[str] = []
+    for skill in skills:
+        if skill.disable_model_invocation:
+            continue
+        if skill.name in hidden_names:
+            dropped.append(skill.name)
+            continue
+        line = _CatalogLine(skill, bound)
+        (first if skill.name in pinned_names else lines).append(line)
+    hidden_found = tuple(sorted(dropped))
+    if not first and not lines:
+        return CatalogFit(text=None, limit=limit, used=0, hidden=hidden_found)
+    first.sort(key=_by_name)
+    frame = _CatalogFrame(tool_name, first)
+
+    if limit is None or frame.fits(lines, None, limit):
+        lines.sort(key=_by_name)
+        text = frame.render(lines, None)
+        return CatalogFit(
+            text=text, limit=limit, used=len(text), listed=_names(first, lines), hidden=hidden_found
+        )
+
+    floor = min(BUDGET_DESCRIPTION_FLOOR, bound)
+    by_rank = sorted(lines, key=_by_rank)
+    if floor < bound and frame.fits(by_rank, floor, limit):
+        # Step 1. Lengths only grow with the cap, so the widest cap that fits is found by
+        # bisection: `floor` fits and `bound` (no cut at all) does not.
+        fitting, too_wide = floor, bound
+        while too_wide - fitting > 1:
+            middle = (fitting + too_wide) // 2
+            if frame.fits(by_rank, middle, limit):
+                fitting = middle
+            else:
+                too_wide = middle
+        lines.sort(key=_by_name)
+        text = frame.render(lines, fitting)
+        return CatalogFit(
+            text=text,
+            limit=limit,
+            used=len(text),
+            shortened=sum(line.is_cut(fitting) for line in lines),
+            listed=_names(first, lines),
+            hidden=hidden_found,
+            description_cap=fitting,
+        )
+
+    # Step 2: the floor for everyone does not fit either. List by rank while there is room for
+    # the skill and for the closing line counting what is left out.
+    cap = floor if floor < bound else None
+    room = limit - frame.length()
+    kept = 0
+    for line in by_rank:
+        cost = line.length(cap) + 1
+        if cost + frame.omission_cost(len(by_rank) - kept - 1) > room:
+            break
+        room -= cost
+        kept += 1
+    listed, left_out = by_rank[:kept], by_rank[kept:]
+    text = frame.render(listed, cap, omitted=len(left_out))
+    return CatalogFit(
+        text=text,
+        limit=limit,
+        used=len(text),
+        shortened=sum(line.is_cut(cap) for line in listed),
+        omitted=tuple(sorted(line.name for line in left_out)),
+        listed=_names(first, listed),
+        hidden=hidden_found,
+        description_cap=cap,
+    )
+
+
+def _cut_at_word(text: str, cap: int) -> str:
+    """``text`` cut to at most ``cap`` code points at a word boundary, ending in ``...``.
+
+    Only called with ``len(text) > cap``. The cut falls on the last space that leaves room for
+    the ellipsis; a first word longer than that is cut inside the word. Punctuation left
+    dangling before the ellipsis (``,``, ``;``, ``:``) goes too. The kept text never gets
+    shorter as ``cap`` grows, which the budget's bisection relies on.
+    """
+    room = cap - len(_ELLIPSIS)
+    if text[room] == " ":
+        kept = text[:room]
+    else:
+        space = text.rfind(" ", 0, room)
+        kept = text[:space] if space > 0 else text[:room]
+    return kept.rstrip(" ,;:") + _ELLIPSIS
+
+
+class _CatalogLine:
+    """One skill's catalog entry, normalized lazily: a budget that lists a hundred skills out
+    of ten thousand needs the descriptions of little more than those hundred."""
+
+    __slots__ = ("_bound", "_escapes", "_length", "_text", "name", "prefix", "rank", "skill")
+
+    def __init__(self, skill: SkillSummary, bound: int) -> None:
+        self.skill = skill
+        self.name = skill.name
+        rank = getattr(skill, "rank", 0)
+        self.rank: int | float = rank if isinstance(rank, int | float) else 0
+        # Registry-served names match the grammar and need no escaping; escaping anyway keeps
+        # a hand-built summary from injecting markup or control characters.
+        self.prefix = f"- `{html.escape(remove_unsafe_characters(skill.name), quote=False)}`: "
+        self._bound = bound
+        self._text: str | None = None
+        self._escapes = False
+        self._length = 0
+
+    def text(self) -> str:
+        """The description as the unbudgeted catalog has it, before escaping."""
+        if self._text is None:
+            self._text = shorten_description(self.skill.description, self._bound)
+            self._escapes = any(mark in self._text for mark in "&<>")
+            self._length = len(self.prefix) + len(self._escape(self._text))
+        return self._text
+
+    def is_cut(self, cap: int | None) -> bool:
+        return cap is not None and len(self.text()) > cap
+
+    def length(self, cap: int | None) -> int:
+        text = self.text()
+        if not self.is_cut(cap):
+            return self._length
+        assert cap is not None
+        return len(self.prefix) + len(self._escape(_cut_at_word(text, cap)))
+
+    def render(self, cap: int | None) -> str:
+        text = self.text()
+        if self.is_cut(cap):
+            assert cap is not None
+            text = _cut_at_word(text, cap)
+        return self.prefix + self._escape(text)
+
+    def _escape(self, text: str) -> str:
+        return html.escape(text, quote=False) if self._escapes else text
+def _by_name(line: _CatalogLine) -> str:
+    return line.name
+
+
+def _by_rank(line: _CatalogLine) -> tuple[int | float, str]:
+    return (line.rank, line.name)
+
+
+def _names(*groups: Sequence[_CatalogLine]) -> tuple[str, ...]:
+    return tuple(line.name for group in groups for line in group)
+
+
+def _omission_line(count: int, tool_name: str) -> str:
+    skills = "skill is" if count == 1 else "skills are"
+    return (
+        f"({count} more {skills} not listed here for lack of room. To find one, call the "
+        f"`{tool_name}` tool with `query` set to a few words describing the task.)"
+    )
+
+
+class _CatalogFrame:
+    """Everything of a catalog but the unpinned skills: the text around the list, and the
+    pinned skills, which are always there in full."""
+
+    def __init__(self, tool_name: str, pinned: Sequence[_CatalogLine]) -> None:
+        self._tool_name = tool_name
+        self._pinned = [line.render(None) for line in pinned]
+        self._head = [
+            "<system-reminder>",
+            "Skills are available in this session. A skill is a packaged set of instructions "
+            "for one kind of task. The catalog below gives each skill's name and a short summary.",
+            "",
+            "<available_skills>",
+            *self._pinned,
+        ]
+        self._tail = [
+            "</available_skills>",
+            "",
+            "How to use skills:",
+            f"- If the user names a skill, or the task clearly matches a skill's summary, call "
+            f"the `{tool_name}` tool with that skill's exact name before you act on the task.",
+            "- When more than one skill applies, load each of them and follow the complete "
+            "instructions every one of them returns.",
+            "- The catalog holds summaries only. Never act on a skill from its summary alone: "
+            "load it first.",
+            "</system-reminder>",
+        ]
+        # Lines are joined by newlines: one per line but the last.
+        self._length = sum(len(line) + 1 for line in (*self._head, *self._tail)) - 1
+
+    def length(self) -> int:
+        """The characters of this frame with no unpinned skill and no omission line."""
+        return self._length
+
+    def omission_cost(self, count: int) -> int:
+        """What the closing line costs when ``count`` skills are left out (with its newline)."""
+        return len(_omission_line(count, self._tool_name)) + 1 if count else 0
+
+    def fits(self, lines: Iterable[_CatalogLine], cap: int | None, limit: int) -> bool:
+        """Whether the frame and every one of ``lines`` at ``cap`` fit in ``limit``.
+
+        It stops adding at the first overflow, so a hopeless check costs little.
+        """
+        total = self._length
+        for line in lines:
+            total += line.length(cap) + 1
+            if total > limit:
+                return False
+        return True
+
+    def render(self, lines: Iterable[_CatalogLine], cap: int | None, *, omitted: int = 0) -> str:
+        closing = [_omission_line(omitted, self._tool_name)] if omitted else []
+        entries = [line.render(cap) for line in lines]
+        return "\n".join([*self._head, *entries, *closing, *self._tail])
+
+
+def render_skill_matches(
+    matches: Sequence[SkillMatch], *, tool_name: str = SKILL_TOOL_NAME
+) -> str:
+    """Render the answer to a ``query``: one ``name: description`` line per match, best first.
+
+    Descriptions are normalized and escaped like the catalog's, and cut to 200 code points.
+    With no match, the text says so and how to go on.
+    """
+    if not matches:
+        return (
+            "No skill matches the query. Try other words for the task (what it works on, the "
+            "tool or kind of file involved), or load a skill from the catalog by its exact name."
+        )
     lines = [
-        "<system-reminder>",
-        "Skills are available in this session. A skill is a packaged set of instructions for one "
-        "kind of task. The catalog below gives each skill's name and a short summary.",
-        "",
-        "<available_skills>",
-        *entries,
-        "</available_skills>",
-        "",
-        "How to use skills:",
-        f"- If the user names a skill, or the task clearly matches a skill's summary, call the "
-        f"`{tool_name}` tool with that skill's exact name before you act on the task.",
-        "- When more than one skill applies, load each of them and follow the complete "
-        "instructions every one of them returns.",
-        "- The catalog holds summaries only. Never act on a skill from its summary alone: "
-        "load it first.",
-        "</system-reminder>",
+        f"Skills matching the query, best first. Load one by calling the `{tool_name}` tool "
+        "with its exact name:"
     ]
+    lines.extend(
+        f"{html.escape(remove_unsafe_characters(match.name), quote=False)}: "
+        f"{normalize_description(match.description, _MATCH_DESCRIPTION_MAX)}"
+        for match in matches
+    )
     return "\n".join(lines)
 
 
