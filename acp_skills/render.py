@@ -390,6 +390,8 @@ class _CatalogLine:
 
     def _escape(self, text: str) -> str:
         return html.escape(text, quote=False) if self._escapes else text
+
+
 def _by_name(line: _CatalogLine) -> str:
     return line.name
 
@@ -466,9 +468,7 @@ class _CatalogFrame:
         return "\n".join([*self._head, *entries, *closing, *self._tail])
 
 
-def render_skill_matches(
-    matches: Sequence[SkillMatch], *, tool_name: str = SKILL_TOOL_NAME
-) -> str:
+def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = SKILL_TOOL_NAME) -> str:
     """Render the answer to a ``query``: one ``name: description`` line per match, best first.
 
     Descriptions are normalized and escaped like the catalog's, and cut to 200 code points.

@@ -62,12 +62,13 @@ _STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before
     being below between both but by can could did do does doing done down during each either etc
     even ever every few for from further get gets getting give given go goes going got had has
-    have having he help her here hers him his how however i if in into is it its itself just let lets
-    like may me might more most much must my need needs no nor not now of off on once one only or
-    other our ours out over own per please same she should so some something such than that the
-    their theirs them then there these they this those through to too under until up upon us
-    use used uses using very via want wants was way we were what when whenever where whether
-    which while who whom whose why will with within without would yet you your yours""".split()  # noqa: SIM905
+    have having he help her here hers him his how however i if in into is it its itself just let
+    lets like may me might more most much must my need needs no nor not now of off on once one
+    only or other our ours out over own per please same she should so some something such than
+    that the their theirs them then there these they this those through to too under until up
+    upon us use used uses using very via want wants was way we were what when whenever where
+    whether which while who whom whose why will with within without would yet you your yours
+    """.split()  # noqa: SIM905
 )
 
 # Suffixes stripped by the stemmer, longest first, with what replaces them. The aim is only that

@@ -953,7 +953,8 @@ async def test_skills_prefix_before_and_after_the_first_turn(
         await peer.prompt(session_id, "hello")
         after = await peer.ext("skills/prefix", {"sessionId": session_id})
     catalog = render_catalog(await registry.list(SkillLookupOptions(cwd=str(project))))
-    assert before == {"composed": False, "messages": [], "header": None}
+    assert catalog is not None
+    assert before == {"composed": False, "messages": [], "header": None, "budget": None}
     messages = [{"role": "user", "text": catalog}]
     assert after == {
         "composed": True,
@@ -965,6 +966,7 @@ async def test_skills_prefix_before_and_after_the_first_turn(
             "tools": [peer.skills.skill_tool_spec],
             "messagePrefix": messages,
         },
+        "budget": {"limit": None, "used": len(catalog), "shortened": 0, "omitted": []},
     }
 
 
