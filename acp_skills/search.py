@@ -254,6 +254,8 @@ def _score_postings(
 ) -> dict[str, tuple[tuple[int, ...], tuple[float, ...]]]:
     """term -> (positions, scores): each skill's whole BM25F contribution for that term."""
     total = len(counts)
+    if not total:
+        return {}
     averages = [max(sum(length[f] for length in lengths) / total, 1.0) for f in range(3)]
     weighted: dict[str, list[tuple[int, float]]] = {}
     for position, (per_field, field_lengths) in enumerate(zip(counts, lengths, strict=True)):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import random
-import re
 from collections.abc import Sequence
 
 import pytest
@@ -89,8 +88,15 @@ SKILLS = [
         disable_model_invocation=True,
     ),
 ]
-FULL = render_catalog(SKILLS)
-assert FULL is not None
+
+
+def text_of(fit: CatalogFit) -> str:
+    """The catalog text of a fit that has one."""
+    assert fit.text is not None
+    return fit.text
+
+
+FULL = text_of(fit_catalog(SKILLS))
 
 
 def entries(text: str | None) -> list[str]:
@@ -100,7 +106,7 @@ def entries(text: str | None) -> list[str]:
 
 
 def listed_names(text: str | None) -> list[str]:
-    return [re.match(r"- `([^`]*)`", line).group(1) for line in entries(text)]  # type: ignore[union-attr]
+    return [line[3:].split("`", 1)[0] for line in entries(text)]
 
 
 # -- the steps, as golden catalogs -----------------------------------------------------------
@@ -143,7 +149,7 @@ def test_catalog_over_budget_shortens_every_description_golden() -> None:
         # A word boundary: whole words of the original, perhaps without a trailing comma.
         assert original.startswith(kept)
         assert original[len(kept)] in " ,;:"
-    assert_matches_golden("catalog_budget_shortened.txt", fit.text)  # type: ignore[arg-type]
+    assert_matches_golden("catalog_budget_shortened.txt", text_of(fit))
 
 
 def test_catalog_far_over_budget_omits_by_rank_golden() -> None:
@@ -152,12 +158,18 @@ def test_catalog_far_over_budget_omits_by_rank_golden() -> None:
     assert fit.used <= 1000
     assert fit.description_cap == 60
     assert list(fit.listed) == ["deploy-app", "review-code", "fix-flaky-tests"]
-    assert fit.omitted == ("format-sql", "plan-release", "summarize-logs", "translate-docs", "write-tests")
+    assert fit.omitted == (
+        "format-sql",
+        "plan-release",
+        "summarize-logs",
+        "translate-docs",
+        "write-tests",
+    )
     assert (
         "(5 more skills are not listed here for lack of room. To find one, call the `skill` "
         "tool with `query` set to a few words describing the task.)\n</available_skills>"
-    ) in fit.text  # type: ignore[operator]
-    assert_matches_golden("catalog_budget_omitted.txt", fit.text)  # type: ignore[arg-type]
+    ) in text_of(fit)
+    assert_matches_golden("catalog_budget_omitted.txt", text_of(fit))
 
 
 def test_pinned_skills_come_first_in_full_golden() -> None:
@@ -167,19 +179,19 @@ def test_pinned_skills_come_first_in_full_golden() -> None:
     assert list(fit.listed[:2]) == ["summarize-logs", "translate-docs"]
     for skill in SKILLS:
         if skill.name in ("summarize-logs", "translate-docs"):
-            assert f"- `{skill.name}`: {skill.description}" in fit.text  # type: ignore[operator]
+            assert f"- `{skill.name}`: {skill.description}" in text_of(fit)
     assert fit.omitted
-    assert_matches_golden("catalog_budget_pinned.txt", fit.text)  # type: ignore[arg-type]
+    assert_matches_golden("catalog_budget_pinned.txt", text_of(fit))
 
 
 def test_hidden_skills_are_never_listed_golden() -> None:
     """Hidden skills are neither listed nor counted as omitted; the others fit in their room."""
     fit = fit_catalog(SKILLS, budget=1400, hidden=["deploy-app", "review-code"])
     assert fit.hidden == ("deploy-app", "review-code")
-    assert "deploy-app" not in fit.text  # type: ignore[operator]
-    assert "review-code" not in fit.text  # type: ignore[operator]
+    assert "deploy-app" not in text_of(fit)
+    assert "review-code" not in text_of(fit)
     assert fit.omitted == ()
-    assert_matches_golden("catalog_budget_hidden.txt", fit.text)  # type: ignore[arg-type]
+    assert_matches_golden("catalog_budget_hidden.txt", text_of(fit))
 
 
 def test_hiding_wins_over_pinning() -> None:
@@ -216,7 +228,9 @@ def test_the_cap_is_the_widest_that_fits() -> None:
     fit = fit_catalog(skills, budget=frame + len(cut_to_70))
     assert entries(fit.text) == [f"- `a`: {cut_to_70}"]
     narrower = fit_catalog(skills, budget=frame + len(cut_to_70) - 1)
-    assert entries(narrower.text) == ["- `a`: " + " ".join(f"word{i:02d}" for i in range(8)) + "..."]
+    assert entries(narrower.text) == [
+        "- `a`: " + " ".join(f"word{i:02d}" for i in range(8)) + "..."
+    ]
 
 
 def test_a_description_without_spaces_is_cut_inside_its_word() -> None:
@@ -258,7 +272,7 @@ def test_one_omitted_skill_is_singular() -> None:
     fit = fit_catalog(skills, budget=fit_catalog(skills, budget=1).used + 200)
     assert fit.listed == (skills[0].name,)
     assert fit.omitted == (skills[1].name,)
-    assert "(1 more skill is not listed here" in fit.text  # type: ignore[operator]
+    assert "(1 more skill is not listed here" in text_of(fit)
 
 
 def test_pinned_skills_that_cannot_fit_are_listed_anyway() -> None:
@@ -286,7 +300,7 @@ def test_invalid_budget_is_rejected(budget: object) -> None:
 
 _NAMES = st.from_regex(r"[a-z0-9]{1,8}(-[a-z0-9]{1,6}){0,2}", fullmatch=True)
 _TEXT = st.text(
-    alphabet=st.sampled_from(list("abcdefghij klmn  op,;:&<>\t\n") + ["\U0001f600", "\u00e9"]),
+    alphabet=st.sampled_from([*"abcdefghij klmn  op,;:&<>\t\n", "\U0001f600", "\u00e9"]),
     min_size=1,
     max_size=400,
 )
