@@ -272,58 +272,77 @@ def fit_catalog(
     frame = _CatalogFrame(tool_name, first)
 
     if limit is None or frame.fits(lines, None, limit):
-        lines.sort(key=_by_name)
-        text = frame.render(lines, None)
-        return CatalogFit(
-            text=text, limit=limit, used=len(text), listed=_names(first, lines), hidden=hidden_found
-        )
+        return _every_skill_listed(frame, first, lines, None, limit, hidden_found)
 
     floor = min(BUDGET_DESCRIPTION_FLOOR, bound)
+    # The narrowest cut the budget may make; none when the bound is already at the floor.
+    narrowest = floor if floor < bound else None
     by_rank = sorted(lines, key=_by_rank)
-    if floor < bound and frame.fits(by_rank, floor, limit):
+    if narrowest is not None and frame.fits(by_rank, narrowest, limit):
         # Step 1. Lengths only grow with the cap, so the widest cap that fits is found by
-        # bisection: `floor` fits and `bound` (no cut at all) does not.
-        fitting, too_wide = floor, bound
+        # bisection: the floor fits and `bound` (no cut at all) does not.
+        fitting, too_wide = narrowest, bound
         while too_wide - fitting > 1:
             middle = (fitting + too_wide) // 2
             if frame.fits(by_rank, middle, limit):
                 fitting = middle
             else:
                 too_wide = middle
-        lines.sort(key=_by_name)
-        text = frame.render(lines, fitting)
-        return CatalogFit(
-            text=text,
-            limit=limit,
-            used=len(text),
-            shortened=sum(line.is_cut(fitting) for line in lines),
-            listed=_names(first, lines),
-            hidden=hidden_found,
-            description_cap=fitting,
-        )
+        return _every_skill_listed(frame, first, lines, fitting, limit, hidden_found)
 
     # Step 2: the floor for everyone does not fit either. List by rank while there is room for
     # the skill and for the closing line counting what is left out.
-    cap = floor if floor < bound else None
     room = limit - frame.length()
     kept = 0
     for line in by_rank:
-        cost = line.length(cap) + 1
+        cost = line.length(narrowest) + 1
         if cost + frame.omission_cost(len(by_rank) - kept - 1) > room:
             break
         room -= cost
         kept += 1
+    shortest_omission = frame.length() + frame.omission_cost(len(by_rank))
+    if (
+        kept == 0
+        and shortest_omission > limit
+        and frame.fits(by_rank, narrowest, shortest_omission)
+    ):
+        # No catalog meets the budget (the pinned skills, or the text around the list, take it
+        # all). Then keep the shortest one: with a few short entries, listing them all at the
+        # floor is shorter than the closing line that would replace them.
+        return _every_skill_listed(frame, first, lines, narrowest, limit, hidden_found)
     listed, left_out = by_rank[:kept], by_rank[kept:]
-    text = frame.render(listed, cap, omitted=len(left_out))
+    text = frame.render(listed, narrowest, omitted=len(left_out))
     return CatalogFit(
         text=text,
         limit=limit,
         used=len(text),
-        shortened=sum(line.is_cut(cap) for line in listed),
+        shortened=sum(line.is_cut(narrowest) for line in listed),
         omitted=tuple(sorted(line.name for line in left_out)),
         listed=_names(first, listed),
         hidden=hidden_found,
-        description_cap=cap,
+        description_cap=narrowest,
+    )
+
+
+def _every_skill_listed(
+    frame: _CatalogFrame,
+    first: Sequence[_CatalogLine],
+    lines: list[_CatalogLine],
+    cap: int | None,
+    limit: int | None,
+    hidden: tuple[str, ...],
+) -> CatalogFit:
+    lines.sort(key=_by_name)
+    text = frame.render(lines, cap)
+    shortened = sum(line.is_cut(cap) for line in lines)
+    return CatalogFit(
+        text=text,
+        limit=limit,
+        used=len(text),
+        shortened=shortened,
+        listed=_names(first, lines),
+        hidden=hidden,
+        description_cap=cap if shortened else None,
     )
 
 

@@ -242,12 +242,16 @@ async def connected(
     *,
     reads_files: bool = True,
     agent_type: type[SkillsAgent] = SkillsAgent,
+    **options: Any,
 ) -> AsyncIterator[Peer]:
-    """An initialized agent/client pair over a socketpair; everything is closed on exit."""
+    """An initialized agent/client pair over a socketpair; everything is closed on exit.
+
+    ``options`` go to `AcpSkills` (``catalog_budget=...``, ``max_live_sessions=...``).
+    """
     agent_socket, client_socket = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
     client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
-    skills = AcpSkills(registry)
+    skills = AcpSkills(registry, **options)
     agent = agent_type(skills)
     client = RecordingClient()
     wire = Wire()

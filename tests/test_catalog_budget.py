@@ -283,6 +283,15 @@ def test_pinned_skills_that_cannot_fit_are_listed_anyway() -> None:
     assert fit.used > 300
 
 
+def test_a_budget_no_catalog_meets_keeps_the_shortest_catalog() -> None:
+    """With a few short entries, listing them all is shorter than the closing line would be."""
+    skills = [SkillSummary(name=f"s{i}", description="Short.") for i in range(3)]
+    plain = text_of(fit_catalog(skills))
+    fit = fit_catalog(skills, budget=100)
+    assert fit.text == plain
+    assert (fit.omitted, fit.shortened, fit.within_budget) == ((), 0, False)
+
+
 @pytest.mark.parametrize(
     "budget",
     [0, -5, True, 2.5, "100"],
