@@ -22,6 +22,7 @@ import heapq
 import itertools
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -136,8 +137,11 @@ def _stem(word: str) -> str:
 def _words(text: str) -> list[str]:
     """The words of ``text``, lower-cased, contractions resolved: "user's" is "user", and a
     negation such as "don't" goes entirely (it is a function word)."""
+    found: list[str] = _WORD.findall(text.lower())
+    if "'" not in text and "\u2019" not in text:
+        return found  # the common case, and the cheap one
     words: list[str] = []
-    for word in _WORD.findall(text.lower()):
+    for word in found:
         base, _, ending = word.replace("\u2019", "'").partition("'")
         if ending == "t" and base.endswith("n"):
             continue
@@ -243,10 +247,7 @@ class SkillIndex:
 
 
 def _frequencies(words: list[str]) -> dict[str, int]:
-    counted: dict[str, int] = {}
-    for word in words:
-        counted[word] = counted.get(word, 0) + 1
-    return counted
+    return Counter(words)
 
 
 def _score_postings(
@@ -257,7 +258,8 @@ def _score_postings(
     if not total:
         return {}
     averages = [max(sum(length[f] for length in lengths) / total, 1.0) for f in range(3)]
-    weighted: dict[str, list[tuple[int, float]]] = {}
+    positions: dict[str, list[int]] = {}
+    values: dict[str, list[float]] = {}
     for position, (per_field, field_lengths) in enumerate(zip(counts, lengths, strict=True)):
         norms = [
             _WEIGHTS[f]
@@ -273,13 +275,15 @@ def _score_postings(
             for term, count in field_counts.items():
                 frequency[term] = frequency.get(term, 0.0) + count * norms[f]
         for term, value in frequency.items():
-            weighted.setdefault(term, []).append((position, value))
+            if term in positions:
+                positions[term].append(position)
+                values[term].append(value)
+            else:
+                positions[term] = [position]
+                values[term] = [value]
     postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
-    for term, entries in weighted.items():
-        found = len(entries)
-        idf = math.log(1.0 + (total - found + 0.5) / (found + 0.5))
-        postings[term] = (
-            tuple(position for position, _ in entries),
-            tuple(idf * value * (_K1 + 1.0) / (_K1 + value) for _, value in entries),
-        )
+    for term, found in positions.items():
+        idf = math.log(1.0 + (total - len(found) + 0.5) / (len(found) + 0.5))
+        scale = idf * (_K1 + 1.0)
+        postings[term] = (tuple(found), tuple([scale * v / (_K1 + v) for v in values[term]]))
     return postings
