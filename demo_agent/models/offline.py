@@ -178,11 +178,11 @@ class OfflineModel:
                 if found is not None:
                     return _call_skill(len(messages), {"name": found.group(1)})
             if text_content.startswith(_NO_MATCH):
-                return await _say(
+                searched = (
                     "I searched the skills the catalog does not list, and none matches your "
-                    "request.",
-                    on_text,
+                    "request.\n\n"
                 )
+                return await _say(searched + _list_skills(parse_catalog(messages), True), on_text)
             return await _say(_answer_from_skill(text_content), on_text)
         if "<skill_content name=" in text_content:
             return await _say(
