@@ -193,8 +193,8 @@ class CatalogFit:
 
     @property
     def within_budget(self) -> bool:
-        """Whether ``text`` fits the budget (always, without one). Pinned skills alone can
-        exceed a small budget: they are listed anyway."""
+        """Whether ``text`` fits the budget (always, without one). A budget smaller than the
+        text around the list and the pinned skills cannot be met: they are there anyway."""
         return self.limit is None or self.used <= self.limit
 
 
@@ -234,7 +234,9 @@ def fit_catalog(
        and that the tool's ``query`` finds them.
 
     The result depends only on the arguments: the same skills and budget give the same bytes.
-    Only when the pinned skills alone do not fit is the text longer than the budget.
+    The text is longer than the budget only when no catalog meets it (the text around the
+    list, the pinned skills and the closing line already exceed it); it is then the shortest
+    catalog there is.
 
     Args:
         skills: the skills to list, in any order.
