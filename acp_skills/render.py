@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import operator
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .model import (
@@ -268,36 +268,40 @@ def fit_catalog(
     if pinned_names:
         first = [_CatalogLine(s, bound) for s in visible if s.name in pinned_names]
         visible = [skill for skill in visible if skill.name not in pinned_names]
-    lines = [_CatalogLine(skill, bound) for skill in visible]
-    if not first and not lines:
+    if not first and not visible:
         return CatalogFit(text=None, limit=limit, used=0, hidden=hidden_found)
     first.sort(key=_by_name)
     frame = _CatalogFrame(tool_name, first)
+    # Entries are made on first use: a budget that lists a hundred skills out of ten thousand
+    # never builds (or normalizes) the other entries.
+    lines = _LazyLines(bound)
 
-    if limit is None or frame.fits(lines, None, limit):
-        return _every_skill_listed(frame, first, lines, None, limit, hidden_found)
+    if limit is None or frame.fits(lines.of(visible), None, limit):
+        return _every_skill_listed(frame, first, lines.by_name(visible), None, limit, hidden_found)
 
     floor = min(BUDGET_DESCRIPTION_FLOOR, bound)
     # The narrowest cut the budget may make; none when the bound is already at the floor.
     narrowest = floor if floor < bound else None
-    by_rank = sorted(lines, key=_by_rank)
-    if narrowest is not None and frame.fits(by_rank, narrowest, limit):
+    by_rank = _resolution_order(visible)
+    if narrowest is not None and frame.fits(lines.of(by_rank), narrowest, limit):
         # Step 1. Lengths only grow with the cap, so the widest cap that fits is found by
         # bisection: the floor fits and `bound` (no cut at all) does not.
         fitting, too_wide = narrowest, bound
         while too_wide - fitting > 1:
             middle = (fitting + too_wide) // 2
-            if frame.fits(by_rank, middle, limit):
+            if frame.fits(lines.of(by_rank), middle, limit):
                 fitting = middle
             else:
                 too_wide = middle
-        return _every_skill_listed(frame, first, lines, fitting, limit, hidden_found)
+        return _every_skill_listed(
+            frame, first, lines.by_name(visible), fitting, limit, hidden_found
+        )
 
     # Step 2: the floor for everyone does not fit either. List by rank while there is room for
     # the skill and for the closing line counting what is left out.
     room = limit - frame.length()
     kept = 0
-    for line in by_rank:
+    for line in lines.of(by_rank):
         cost = line.length(narrowest) + 1
         if cost + frame.omission_cost(len(by_rank) - kept - 1) > room:
             break
@@ -307,24 +311,54 @@ def fit_catalog(
     if (
         kept == 0
         and shortest_omission > limit
-        and frame.fits(by_rank, narrowest, shortest_omission)
+        and frame.fits(lines.of(by_rank), narrowest, shortest_omission)
     ):
         # No catalog meets the budget (the pinned skills, or the text around the list, take it
         # all). Then keep the shortest one: with a few short entries, listing them all at the
         # floor is shorter than the closing line that would replace them.
-        return _every_skill_listed(frame, first, lines, narrowest, limit, hidden_found)
-    listed, left_out = by_rank[:kept], by_rank[kept:]
-    text = frame.render(listed, narrowest, omitted=len(left_out))
+        return _every_skill_listed(
+            frame, first, lines.by_name(visible), narrowest, limit, hidden_found
+        )
+    listed = list(lines.of(by_rank[:kept]))
+    text = frame.render(listed, narrowest, omitted=len(by_rank) - kept)
     return CatalogFit(
         text=text,
         limit=limit,
         used=len(text),
         shortened=sum(line.is_cut(narrowest) for line in listed),
-        omitted=tuple(sorted(line.name for line in left_out)),
+        omitted=tuple(sorted(map(_by_name, by_rank[kept:]))),
         listed=_names(first, listed),
         hidden=hidden_found,
         description_cap=narrowest,
     )
+
+
+def _resolution_order(skills: list[SkillSummary]) -> list[SkillSummary]:
+    """``skills`` by rank, then name: the registry's resolution order."""
+    try:
+        return sorted(skills, key=_by_rank)
+    except AttributeError:
+        # A plain summary has no rank: it counts as 0.
+        return sorted(skills, key=lambda skill: (getattr(skill, "rank", 0), skill.name))
+
+
+class _LazyLines:
+    """The catalog entries of the unpinned skills, each made once, when first needed."""
+
+    def __init__(self, bound: int) -> None:
+        self._bound = bound
+        self._made: dict[int, _CatalogLine] = {}
+
+    def of(self, skills: Iterable[SkillSummary]) -> Iterator[_CatalogLine]:
+        """The entries of ``skills``, in their order, made as the iteration reaches them."""
+        for skill in skills:
+            line = self._made.get(id(skill))
+            if line is None:
+                line = self._made[id(skill)] = _CatalogLine(skill, self._bound)
+            yield line
+
+    def by_name(self, skills: Iterable[SkillSummary]) -> list[_CatalogLine]:
+        return list(self.of(sorted(skills, key=_by_name)))
 
 
 def _every_skill_listed(
@@ -335,7 +369,6 @@ def _every_skill_listed(
     limit: int | None,
     hidden: tuple[str, ...],
 ) -> CatalogFit:
-    lines.sort(key=_by_name)
     text = frame.render(lines, cap)
     shortened = sum(line.is_cut(cap) for line in lines)
     return CatalogFit(
@@ -370,14 +403,12 @@ class _CatalogLine:
     """One skill's catalog entry, normalized lazily: a budget that lists a hundred skills out
     of ten thousand needs the descriptions of little more than those hundred."""
 
-    __slots__ = ("_bound", "_escapes", "_length", "_text", "name", "prefix", "rank", "skill")
+    __slots__ = ("_bound", "_escapes", "_length", "_text", "name", "prefix", "skill")
 
     def __init__(self, skill: SkillSummary, bound: int) -> None:
-        # Only what ordering needs; the rest waits for `text`.
+        # Only the name for now; the rest waits for `text`.
         self.skill = skill
         self.name = skill.name
-        # A plain summary has no rank: it counts as 0.
-        self.rank: int | float = getattr(skill, "rank", 0)
         self._bound = bound
         self._text: str | None = None
         self.prefix = ""
@@ -417,7 +448,8 @@ class _CatalogLine:
         return html.escape(text, quote=False) if self._escapes else text
 
 
-# C-level sort keys: sorting ten thousand lines with Python key functions costs milliseconds.
+# C-level sort keys (for skills and entries alike): Python key functions over ten thousand
+# skills cost milliseconds.
 _by_name = operator.attrgetter("name")
 _by_rank = operator.attrgetter("rank", "name")
 
