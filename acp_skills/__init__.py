@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .catalog import SkillCatalogContributor
+from .catalog import SkillCatalogContributor, describe_catalog_fit
 from .diagnostics import Diagnostic
 from .errors import SkillContractError
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
@@ -45,7 +45,13 @@ from .record import (
     SessionStore,
 )
 from .registry import SkillRegistry
-from .render import normalize_description, render_catalog, render_skill_content
+from .render import (
+    CatalogFit,
+    fit_catalog,
+    normalize_description,
+    render_catalog,
+    render_skill_content,
+)
 from .session import PrefixedSession
 from .tool import SkillTool, ToolResult
 
@@ -54,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AcpSkills",
+    "CatalogFit",
     "Diagnostic",
     "DirEntry",
     "DirectoryResource",
@@ -91,6 +98,8 @@ __all__ = [
     "SkillTool",
     "ToolResult",
     "UrlResource",
+    "describe_catalog_fit",
+    "fit_catalog",
     "is_skill_name",
     "normalize_description",
     "render_catalog",

@@ -6,7 +6,9 @@ raises (only cancellation propagates). Checks run in this order, each stopping a
 problem:
 
 1. the shape of the arguments (a JSON object, ``name`` a string, no unknown keys, ``path`` a
-   string) and the syntax of ``name`` and ``path``;
+   string) and the syntax of ``name`` and ``path``; where the session's catalog left skills
+   out, exactly one of ``name`` and ``query`` (a ``query`` is answered from the search index
+   and skips the rest);
 2. the name among every resolved skill of the session's ``cwd`` (`SkillRegistry.snapshot`);
 3. ``disable_model_invocation`` on the candidate, *before* any body is loaded;
 4. loading the definition (`SkillRegistry.get`), then the same flag on what was loaded;
@@ -25,10 +27,12 @@ from __future__ import annotations
 import json
 import ntpath
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio.to_thread
 import structlog
 
 from .fs import ConfinedReadError, ConfinedReadFailure, LocalFileSystem
@@ -45,8 +49,15 @@ from .model import (
     require_positive_int,
 )
 from .registry import SkillRegistry
-from .render import SKILL_TOOL_NAME, cut, is_flat_skill, render_skill_content
+from .render import (
+    SKILL_TOOL_NAME,
+    cut,
+    is_flat_skill,
+    render_skill_content,
+    render_skill_matches,
+)
 from .safe_text import escape_unsafe_characters
+from .search import MAX_QUERY_LENGTH, SkillIndex
 
 __all__ = [
     "DEFAULT_MAX_RESOURCE_BYTES",
@@ -70,6 +81,11 @@ _QUOTE_LIMIT = 100
 _DRIVE = re.compile(r"[A-Za-z]:")
 
 _ALLOWED_ARGUMENTS = ("name", "path")
+_SEARCH_ARGUMENTS = ("name", "path", "query")
+
+# Search indexes kept per tool, one per snapshot (a registry revision and cwd): enough for the
+# working directories of the sessions that search at the same time.
+_INDEXES_KEPT = 8
 
 _TOOL_DESCRIPTION = (
     "Load the full instructions of a skill from this session's skill catalog. Call it with the "
@@ -77,6 +93,12 @@ _TOOL_DESCRIPTION = (
     "summary; the catalog only shows summaries. With the optional `path`, it returns the text of "
     "one file from the skill's bundle instead (a path relative to the skill's base directory, "
     "such as `references/guide.md`)."
+)
+
+_SEARCH_DESCRIPTION = (
+    f"{_TOOL_DESCRIPTION} The catalog does not list every skill: when none of the listed ones "
+    "fits the task, call this tool with `query` (a few words describing the task) instead of "
+    "`name`; it answers with the best matching skills, and you then load one by its name."
 )
 
 
@@ -112,7 +134,79 @@ class _Refusal(Exception):
         self.text = text
 
 
-def _parse_arguments(arguments: object) -> tuple[str, str | None]:
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """Checked arguments: a ``name`` (with an optional ``path``) or a ``query``."""
+
+    name: str | None
+    path: str | None
+    query: str | None
+
+
+def _parse_arguments(arguments: object, *, searchable: bool) -> _Request:
+    if not searchable:
+        return _Request(*_parse_load_arguments(arguments), None)
+    if not isinstance(arguments, Mapping):
+        raise _Refusal(
+            f"Error: the {SKILL_TOOL_NAME} tool expects a JSON object with either a string "
+            f'"name" or a string "query", got {kind_of_value(arguments, words="json")}'
+        )
+    _refuse_unexpected(arguments, _SEARCH_ARGUMENTS, "a skill search")
+    # An explicit null means "not given", as models send it for optional parameters.
+    name, query = arguments.get("name"), arguments.get("query")
+    if name is None and query is None:
+        raise _Refusal(
+            f'Error: the {SKILL_TOOL_NAME} tool needs either "name" (the exact name of a skill '
+            'to load) or "query" (a few words describing the task, to search for skills)'
+        )
+    if name is not None and query is not None:
+        raise _Refusal(
+            f'Error: give the {SKILL_TOOL_NAME} tool either "name" or "query", not both: '
+            'search with "query" first, then load one of the results by "name"'
+        )
+    if name is not None:
+        return _Request(*_parse_load_arguments(arguments, _SEARCH_ARGUMENTS), None)
+    if not isinstance(query, str):
+        raise _Refusal(
+            f'Error: argument "query" of the {SKILL_TOOL_NAME} tool must be a string, '
+            f"got {kind_of_value(query, words='json')}"
+        )
+    if arguments.get("path") is not None:
+        raise _Refusal(
+            f'Error: argument "path" of the {SKILL_TOOL_NAME} tool goes with "name", not '
+            'with "query": load the skill by name to read its files'
+        )
+    if not query.strip():
+        raise _Refusal(
+            f'Error: argument "query" of the {SKILL_TOOL_NAME} tool is empty: describe the '
+            "task in a few words"
+        )
+    if len(query) > MAX_QUERY_LENGTH:
+        raise _Refusal(
+            f'Error: argument "query" of the {SKILL_TOOL_NAME} tool is longer than '
+            f"{MAX_QUERY_LENGTH} characters: describe the task in a few words"
+        )
+    return _Request(None, None, query)
+
+
+def _refuse_unexpected(arguments: Mapping[Any, Any], allowed: tuple[str, ...], what: str) -> None:
+    unexpected = [key for key in arguments if key not in allowed]
+    if not unexpected:
+        return
+    shown = ", ".join(_quote(str(key)) for key in unexpected[:5])
+    if len(unexpected) > 5:
+        shown += ", ..."
+    noun = "argument" if len(unexpected) == 1 else "arguments"
+    accepted = " and ".join(", ".join(f'"{key}"' for key in allowed).rsplit(", ", 1))
+    raise _Refusal(
+        f"Error: unexpected {noun} {shown} for {what}; the {SKILL_TOOL_NAME} tool accepts "
+        f"only {accepted}"
+    )
+
+
+def _parse_load_arguments(
+    arguments: object, allowed: tuple[str, ...] = _ALLOWED_ARGUMENTS
+) -> tuple[str, str | None]:
     if not isinstance(arguments, Mapping):
         raise _Refusal(
             f"Error: the {SKILL_TOOL_NAME} tool expects a JSON object with a string "
@@ -129,16 +223,7 @@ def _parse_arguments(arguments: object) -> tuple[str, str | None]:
             f'Error: argument "name" of the {SKILL_TOOL_NAME} tool must be a string, '
             f"got {kind_of_value(name, words='json')}"
         )
-    unexpected = [key for key in arguments if key not in _ALLOWED_ARGUMENTS]
-    if unexpected:
-        shown = ", ".join(_quote(str(key)) for key in unexpected[:5])
-        if len(unexpected) > 5:
-            shown += ", ..."
-        noun = "argument" if len(unexpected) == 1 else "arguments"
-        raise _Refusal(
-            f"Error: unexpected {noun} {shown} for skill {_quote(name)}; the {SKILL_TOOL_NAME} "
-            'tool accepts only "name" and "path"'
-        )
+    _refuse_unexpected(arguments, allowed, f"skill {_quote(name)}")
     # Models often send an explicit null for an optional parameter; it means "not given".
     path = arguments.get("path")
     if path is not None and not isinstance(path, str):
@@ -263,6 +348,39 @@ def _parameters_schema() -> dict[str, Any]:
     }
 
 
+def _search_parameters_schema() -> dict[str, Any]:
+    # No "required": exactly one of name and query is, which the tool checks itself. Schema
+    # combinators (oneOf) would say it, but several model APIs refuse them at the top level.
+    return {
+        "type": "object",
+        "properties": {
+            "name": {
+                "type": "string",
+                "description": (
+                    "The exact name of the skill to load. Give either `name` or `query`."
+                ),
+            },
+            "query": {
+                "type": "string",
+                "description": (
+                    "A few words describing the task, to search every skill available in this "
+                    "session, including those the catalog does not list. Give either `name` "
+                    "or `query`."
+                ),
+            },
+            "path": {
+                "type": "string",
+                "description": (
+                    "Optional, only with `name`. A file of the skill's bundle to read instead "
+                    "of its instructions, relative to the skill's base directory (for example "
+                    "`references/guide.md`)."
+                ),
+            },
+        },
+        "additionalProperties": False,
+    }
+
+
 ReadText = Callable[[str], Awaitable[str]]
 """Reads a file's text by absolute path, typically the ACP client's ``fs/read_text_file``."""
 
@@ -273,28 +391,54 @@ class SkillTool:
     ``name``, ``description`` and ``parameters`` (a JSON Schema object) are what an agent
     advertises to its model; `call` runs one invocation.
 
+    A session whose catalog left skills out for lack of room calls the tool with
+    ``searchable=True``: it then also answers a ``query`` (`description_for` and
+    `parameters_for` give that session's schema). The search covers every skill the model may
+    load, except those a person hid.
+
     Args:
         registry: where skills are looked up and loaded.
         max_resource_bytes: the largest file a ``path`` read returns, in bytes; a positive integer.
+        hidden_skills: names a ``query`` never returns (the catalog's hidden skills); they
+            still load by exact name.
 
     Raises:
         ValueError: if ``max_resource_bytes`` is not a positive integer.
     """
 
     def __init__(
-        self, registry: SkillRegistry, *, max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES
+        self,
+        registry: SkillRegistry,
+        *,
+        max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
+        hidden_skills: Iterable[str] = (),
     ) -> None:
         require_positive_int("max_resource_bytes", max_resource_bytes)
         self._registry = registry
         self._max_resource_bytes = max_resource_bytes
+        self._hidden = frozenset(hidden_skills)
         self._fs = LocalFileSystem()
+        self._indexes: OrderedDict[int, tuple[SkillSnapshot, SkillIndex]] = OrderedDict()
         self.name = SKILL_TOOL_NAME
         self.description = _TOOL_DESCRIPTION
         # A fresh dict per tool, so an agent that adjusts its copy cannot affect another tool.
         self.parameters: dict[str, Any] = _parameters_schema()
 
+    def description_for(self, *, searchable: bool) -> str:
+        """The tool's description for a session, with or without ``query``."""
+        return _SEARCH_DESCRIPTION if searchable else self.description
+
+    def parameters_for(self, *, searchable: bool) -> dict[str, Any]:
+        """The tool's JSON Schema for a session, with or without ``query`` (a fresh dict)."""
+        return _search_parameters_schema() if searchable else _parameters_schema()
+
     async def call(
-        self, arguments: object, *, cwd: str, read_text: ReadText | None = None
+        self,
+        arguments: object,
+        *,
+        cwd: str,
+        read_text: ReadText | None = None,
+        searchable: bool = False,
     ) -> ToolResult:
         """Run the tool once.
 
@@ -303,13 +447,16 @@ class SkillTool:
             cwd: the calling session's working directory (selects project skills).
             read_text: reads a resource file's text by absolute path through the ACP client
                 (``fs/read_text_file``); when ``None``, files are read from the local disk.
+            searchable: whether the calling session's schema has ``query`` (its catalog left
+                skills out); then exactly one of ``name`` and ``query`` must be given.
 
         Returns:
-            The rendered skill (or, with ``path``, the file's text exactly as stored) or an
-            error result. Never raises, except for cancellation.
+            The rendered skill (or, with ``path``, the file's text exactly as stored), the
+            matches of a ``query``, or an error result. Never raises, except for cancellation.
         """
         try:
-            return ToolResult(text=await self._call(arguments, cwd, read_text), is_error=False)
+            text = await self._call(arguments, cwd, read_text, searchable)
+            return ToolResult(text=text, is_error=False)
         except _Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
         except Exception as error:
@@ -323,14 +470,48 @@ class SkillTool:
                 text=f"Error: {subject} failed unexpectedly: {_describe(error)}", is_error=True
             )
 
-    async def _call(self, arguments: object, cwd: str, read_text: ReadText | None) -> str:
-        name, path = _parse_arguments(arguments)
+    async def _call(
+        self, arguments: object, cwd: str, read_text: ReadText | None, searchable: bool
+    ) -> str:
+        request = _parse_arguments(arguments, searchable=searchable)
         options = SkillLookupOptions(cwd=cwd)
+        if request.query is not None:
+            return await self._search(request.query, options)
+        name, path = request.name, request.path
+        assert name is not None
         snapshot = await self._snapshot(name, options)
         definition = await self._load(name, options, snapshot=snapshot)
         if path is None:
             return render_skill_content(definition)
         return await self._read_resource(definition, path, read_text, snapshot)
+
+    async def _search(self, query: str, options: SkillLookupOptions) -> str:
+        try:
+            snapshot = await self._registry.snapshot(options)
+        except Exception as error:
+            _log.warning("skill_search_failed", error=repr(error))
+            raise _Refusal(f"Error: the skill search failed: {_describe(error)}") from None
+        index = await self._index(snapshot)
+        return render_skill_matches(index.search(query), tool_name=self.name)
+
+    async def _index(self, snapshot: SkillSnapshot) -> SkillIndex:
+        """The search index of ``snapshot``, built once per snapshot.
+
+        The registry hands out the same snapshot object for as long as its catalog for a
+        ``cwd`` is cached (until the next revision), so the index lives as long as that
+        catalog. Building it for thousands of skills takes a while: it runs in a worker thread.
+        """
+        kept = self._indexes.get(id(snapshot))
+        if kept is not None and kept[0] is snapshot:
+            self._indexes.move_to_end(id(snapshot))
+            return kept[1]
+        searchable = [skill for skill in snapshot.skills if skill.name not in self._hidden]
+        index = await anyio.to_thread.run_sync(SkillIndex, searchable)
+        # Holding the snapshot keeps its id from being reused by another object.
+        self._indexes[id(snapshot)] = (snapshot, index)
+        while len(self._indexes) > _INDEXES_KEPT:
+            self._indexes.popitem(last=False)
+        return index
 
     async def invoke_for_user(
         self, name: str, *, cwd: str, snapshot: SkillSnapshot | None = None

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import structlog
 
-from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
+from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry, is_skill_name
 from acp_skills.acp import AcpSkills
 
 from . import __version__
@@ -34,6 +35,9 @@ from .models.openai_chat import (
 )
 
 _LEVELS = ("debug", "info", "warning", "error")
+
+DEFAULT_CATALOG_BUDGET = 8000
+_UNLIMITED = ("none", "unlimited")
 
 
 def _env(name: str) -> str | None:
@@ -94,6 +98,33 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _catalog_budget(text: str) -> int | None:
+    if text.strip().lower() in _UNLIMITED:
+        return None
+    return _positive_int(text)
+
+
+def _skill_name(text: str) -> str:
+    if not is_skill_name(text):
+        raise argparse.ArgumentTypeError(
+            f"not a skill name: {text!r} (lowercase letters and digits in hyphen-separated words)"
+        )
+    return text
+
+
+def _names_from_env(
+    parser: argparse.ArgumentParser, given: list[str] | None, variable: str
+) -> list[str]:
+    """Flags win; otherwise the variable's names, separated by commas or spaces."""
+    if given is not None:
+        return given
+    names = [name for name in re.split(r"[,\s]+", _env(variable) or "") if name]
+    for name in names:
+        if not is_skill_name(name):
+            parser.error(f"{variable} holds {name!r}, which is not a skill name")
+    return names
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse flags; values taken from the environment are checked like flags (exit 2)."""
     parser = build_parser()
@@ -103,6 +134,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"ACP_SKILLS_MODEL must be offline or openai, not {args.model!r}")
     if args.log_level not in _LEVELS:
         parser.error(f"ACP_SKILLS_LOG_LEVEL must be one of {', '.join(_LEVELS)}")
+    args.pin = _names_from_env(parser, args.pin, "ACP_SKILLS_PIN")
+    args.hide = _names_from_env(parser, args.hide, "ACP_SKILLS_HIDE")
     return args
 
 
@@ -160,6 +193,34 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="an extra skills directory (repeatable), after the project's and before the "
         "user's. Env: ACP_SKILLS_DIRS (separated by the OS path separator).",
+    )
+    parser.add_argument(
+        "--catalog-budget",
+        type=_catalog_budget,
+        default=_env("ACP_SKILLS_CATALOG_BUDGET") or str(DEFAULT_CATALOG_BUDGET),
+        metavar="CHARACTERS",
+        help=f"the most characters the skill catalog may take in a session (default "
+        f"{DEFAULT_CATALOG_BUDGET}; 'none' for no limit). Beyond it, descriptions are shortened, "
+        "then skills left out and found by the skill tool's query. "
+        "Env: ACP_SKILLS_CATALOG_BUDGET.",
+    )
+    parser.add_argument(
+        "--pin",
+        action="append",
+        type=_skill_name,
+        default=None,
+        metavar="NAME",
+        help="a skill always listed in the catalog in full, first (repeatable). "
+        "Env: ACP_SKILLS_PIN (names separated by commas).",
+    )
+    parser.add_argument(
+        "--hide",
+        action="append",
+        type=_skill_name,
+        default=None,
+        metavar="NAME",
+        help="a skill never listed in the catalog nor found by a query; it still loads by its "
+        "exact name (repeatable). Env: ACP_SKILLS_HIDE (names separated by commas).",
     )
     parser.add_argument(
         "--state-dir",
@@ -223,6 +284,9 @@ def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoA
     skills = AcpSkills(
         registry,
         store=JsonlSessionStore(_state_dir(args) / "sessions"),
+        catalog_budget=args.catalog_budget,
+        pinned_skills=args.pin,
+        hidden_skills=args.hide,
         max_requests_per_turn=args.max_steps,
     )
     return DemoAgent(skills, build_model(args))

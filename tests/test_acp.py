@@ -247,12 +247,16 @@ async def connected(
     *,
     reads_files: bool = True,
     agent_type: type[SkillsAgent] = SkillsAgent,
+    **options: Any,
 ) -> AsyncIterator[Peer]:
-    """An initialized agent/client pair over a socketpair; everything is closed on exit."""
+    """An initialized agent/client pair over a socketpair; everything is closed on exit.
+
+    ``options`` go to `AcpSkills` (``catalog_budget=...``, ``max_live_sessions=...``).
+    """
     agent_socket, client_socket = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
     client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
-    skills = AcpSkills(registry)
+    skills = AcpSkills(registry, **options)
     agent = agent_type(skills)
     client = RecordingClient()
     wire = Wire()
@@ -959,7 +963,8 @@ async def test_skills_prefix_before_and_after_the_first_turn(
         await peer.prompt(session_id, "hello")
         after = await peer.ext("skills/prefix", {"sessionId": session_id})
     catalog = render_catalog(await registry.list(SkillLookupOptions(cwd=str(project))))
-    assert before == {"composed": False, "messages": [], "header": None}
+    assert catalog is not None
+    assert before == {"composed": False, "messages": [], "header": None, "budget": None}
     messages = [{"role": "user", "text": catalog}]
     assert after == {
         "composed": True,
@@ -971,6 +976,7 @@ async def test_skills_prefix_before_and_after_the_first_turn(
             "tools": [peer.skills.skill_tool_spec],
             "messagePrefix": messages,
         },
+        "budget": {"limit": None, "used": len(catalog), "shortened": 0, "omitted": []},
     }
 
 

@@ -107,6 +107,7 @@ async def test_catalog_is_frozen_per_session_instance(sandbox: Sandbox) -> None:
                 "composed": False,
                 "messages": [],
                 "header": None,
+                "budget": None,
             }
             assert await ask(agent, a, "hello") == "end_turn"
             before = await skills_prefix(agent, a)

@@ -10,6 +10,7 @@ import acp_skills.acp
 
 PUBLIC = [
     "AcpSkills",
+    "CatalogFit",
     "Diagnostic",
     "DirEntry",
     "DirectoryResource",
@@ -47,6 +48,8 @@ PUBLIC = [
     "SkillTool",
     "ToolResult",
     "UrlResource",
+    "describe_catalog_fit",
+    "fit_catalog",
     "is_skill_name",
     "normalize_description",
     "render_catalog",

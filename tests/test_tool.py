@@ -900,3 +900,199 @@ async def test_error_texts_escape_control_characters_of_the_model(name: str, sho
     result = await tool.call({"name": name}, cwd=CWD)
     assert result == error(f'Error: skill name "{shown}" {NOT_VALID}')
     result.text.encode("utf-8")  # well-formed: it can go into a frame
+
+
+# -- search: a session whose catalog left skills out (contract §12) --------------------------
+
+SEARCH_SKILLS = (
+    candidate("deploy-app", provider="p", description="Ship the service to production."),
+    candidate("review-code", provider="p", description="Review a diff for bugs & style."),
+    candidate("write-tests", provider="p", description="Write unit tests for a module."),
+    candidate("rotate-keys", provider="p", description="Rotate leaked API keys."),
+    candidate(
+        "internal-deploy",
+        provider="p",
+        description="Deploy the internal service to production.",
+        disable_model_invocation=True,
+    ),
+)
+MATCHES_HEADER = (
+    "Skills matching the query, best first. Load one by calling the `skill` tool with its "
+    "exact name:"
+)
+
+
+async def test_search_schema_golden() -> None:
+    """The schema of a session whose catalog omits skills: name or query, path with name."""
+    tool = SkillTool(SkillRegistry())
+    advertised = {
+        "name": tool.name,
+        "description": tool.description_for(searchable=True),
+        "parameters": tool.parameters_for(searchable=True),
+    }
+    assert_matches_golden(
+        "skill_tool_schema_search.json",
+        json.dumps(advertised, indent=2, ensure_ascii=False) + "\n",
+    )
+    parameters = advertised["parameters"]
+    assert isinstance(parameters, dict)
+    assert "required" not in parameters
+    assert set(parameters["properties"]) == {"name", "path", "query"}
+
+
+async def test_plain_schema_is_unchanged_for_sessions_that_list_everything() -> None:
+    """Without omission the tool keeps its plain schema and description."""
+    tool = SkillTool(SkillRegistry())
+    assert tool.parameters_for(searchable=False) == tool.parameters
+    assert tool.description_for(searchable=False) == tool.description
+    assert "query" not in tool.parameters["properties"]
+
+
+async def test_query_returns_name_and_description_lines() -> None:
+    """A query answers with the best matches as "name: description" lines."""
+    tool, _ = make_tool(*SEARCH_SKILLS)
+    result = await tool.call({"query": "review my diff"}, cwd=CWD, searchable=True)
+    assert result == ToolResult(
+        text=f"{MATCHES_HEADER}\nreview-code: Review a diff for bugs &amp; style.",
+        is_error=False,
+    )
+
+
+async def test_query_never_finds_skills_hidden_from_the_model_or_by_a_person() -> None:
+    """disable_model_invocation skills and hidden_skills are never search results."""
+    tool, _ = make_tool(*SEARCH_SKILLS, hidden_skills=["deploy-app"])
+    result = await tool.call({"query": "deploy service production"}, cwd=CWD, searchable=True)
+    assert result.is_error is False
+    assert result.text.startswith("No skill matches the query.")
+    # A hidden skill still loads by its exact name.
+    loaded = await tool.call({"name": "deploy-app"}, cwd=CWD, searchable=True)
+    assert loaded.is_error is False
+    assert '<skill_content name="deploy-app">' in loaded.text
+
+
+async def test_query_sees_the_registry_as_it_is_now() -> None:
+    """A skill added after a search is found by the next one (the index follows revisions)."""
+    tool, provider = make_tool(*SEARCH_SKILLS)
+    before = await tool.call({"query": "translate documentation"}, cwd=CWD, searchable=True)
+    provider.candidates.append(
+        candidate("translate-docs", provider="p", description="Translate documentation.")
+    )
+    assert provider.handle is not None
+    provider.handle.invalidate()
+    after = await tool.call({"query": "translate documentation"}, cwd=CWD, searchable=True)
+    assert before.text.startswith("No skill matches")
+    assert after.text == f"{MATCHES_HEADER}\ntranslate-docs: Translate documentation."
+
+
+async def test_query_over_no_skills_finds_nothing() -> None:
+    """An empty registry (or one whose only provider failed) answers "no match"."""
+
+    async def fail() -> None:
+        raise RuntimeError("remote catalog is down")
+
+    registry = SkillRegistry()
+    registry.register_provider(ListProvider("p", before_list=fail))
+    result = await SkillTool(registry).call({"query": "deploy"}, cwd=CWD, searchable=True)
+    assert result == ToolResult(
+        text="No skill matches the query. Try other words for the task (what it works on, the "
+        "tool or kind of file involved), or load a skill from the catalog by its exact name.",
+        is_error=False,
+    )
+
+
+async def test_query_when_the_registry_fails_is_an_error_result() -> None:
+    """A provider breaking its contract during a search gives an Error: result."""
+    tool, _ = make_tool(candidate("a", provider="someone-else"))
+    result = await tool.call({"query": "deploy"}, cwd=CWD, searchable=True)
+    assert result.is_error
+    assert result.text.startswith(
+        'Error: the skill search failed: SkillContractError: skill provider "p" returned'
+    )
+
+
+SEARCH_REFUSALS: list[tuple[str, object, str]] = [
+    (
+        "neither",
+        {},
+        'Error: the skill tool needs either "name" (the exact name of a skill to load) or '
+        '"query" (a few words describing the task, to search for skills)',
+    ),
+    (
+        "both-null",
+        {"name": None, "query": None},
+        'Error: the skill tool needs either "name" (the exact name of a skill to load) or '
+        '"query" (a few words describing the task, to search for skills)',
+    ),
+    (
+        "both",
+        {"name": "deploy-app", "query": "deploy"},
+        'Error: give the skill tool either "name" or "query", not both: search with "query" '
+        'first, then load one of the results by "name"',
+    ),
+    (
+        "query-not-a-string",
+        {"query": ["deploy"]},
+        'Error: argument "query" of the skill tool must be a string, got an array',
+    ),
+    (
+        "empty-query",
+        {"query": "  \n "},
+        'Error: argument "query" of the skill tool is empty: describe the task in a few words',
+    ),
+    (
+        "long-query",
+        {"query": "deploy " * 200},
+        'Error: argument "query" of the skill tool is longer than 1000 characters: describe the '
+        "task in a few words",
+    ),
+    (
+        "path-with-query",
+        {"query": "deploy", "path": "a.md"},
+        'Error: argument "path" of the skill tool goes with "name", not with "query": load the '
+        "skill by name to read its files",
+    ),
+    (
+        "unknown-argument",
+        {"query": "deploy", "limit": 3},
+        'Error: unexpected argument "limit" for a skill search; the skill tool accepts only '
+        '"name", "path" and "query"',
+    ),
+    (
+        "not-an-object",
+        "deploy",
+        'Error: the skill tool expects a JSON object with either a string "name" or a string '
+        '"query", got a string',
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [case[1:] for case in SEARCH_REFUSALS],
+    ids=[case[0] for case in SEARCH_REFUSALS],
+)
+async def test_search_arguments_need_exactly_one_of_name_and_query(
+    arguments: object, expected: str
+) -> None:
+    """With search enabled, exactly one of name and query, each well formed, else Error:."""
+    tool, provider = make_tool(*SEARCH_SKILLS)
+    assert await tool.call(arguments, cwd=CWD, searchable=True) == error(expected)
+    assert provider.get_calls == 0
+
+
+async def test_name_with_a_null_query_loads_the_skill() -> None:
+    """ "query": null counts as not given: the name loads as usual."""
+    tool, _ = make_tool(*SEARCH_SKILLS)
+    result = await tool.call({"name": "write-tests", "query": None}, cwd=CWD, searchable=True)
+    assert result.is_error is False
+    assert "body of write-tests" in result.text
+
+
+async def test_query_is_refused_where_the_catalog_lists_everything() -> None:
+    """Without search, "query" is an unexpected argument, like any other."""
+    tool, _ = make_tool(*SEARCH_SKILLS)
+    result = await tool.call({"name": "deploy-app", "query": "x"}, cwd=CWD)
+    assert result == error(f'Error: unexpected argument "query" for skill "deploy-app"; {ONLY}')
+    assert await tool.call({"query": "deploy"}, cwd=CWD) == error(
+        'Error: the skill tool needs a "name" argument: the exact name of a skill from the catalog'
+    )

@@ -47,11 +47,17 @@ from acp.helpers import (
 from ..catalog import SkillCatalogContributor
 from ..diagnostics import Diagnostic
 from ..local import LocalSkillProvider
-from ..model import PrefixContext, SkillLookupOptions, SkillSnapshot, require_positive_int
+from ..model import (
+    PrefixContext,
+    SkillLookupOptions,
+    SkillSnapshot,
+    is_skill_name,
+    require_positive_int,
+)
 from ..prefix import SessionPrefix
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
-from ..render import DEFAULT_MAX_DESCRIPTION_LENGTH
+from ..render import DEFAULT_MAX_DESCRIPTION_LENGTH, CatalogFit, check_catalog_budget
 from ..safe_text import (
     remove_unsafe_characters,
     replace_lone_surrogates,
@@ -155,6 +161,12 @@ class AcpSkills:
         store: where each session's durable record lives; in memory unless given
             (`JsonlSessionStore` keeps sessions across restarts).
         catalog_max_length: the catalog's description bound.
+        catalog_budget: the most characters a session's catalog message may have; ``None``
+            (the default) for no limit. A session whose catalog had to leave skills out gets
+            the ``skill`` tool's ``query`` to search for them.
+        pinned_skills: names of skills every catalog lists in full, first.
+        hidden_skills: names of skills no catalog lists and no ``query`` returns; they still
+            load by exact name.
         max_resource_bytes: the ``skill`` tool's cap on resource reads.
         max_live_sessions: how many session instances stay in memory; beyond it, the least
             recently used idle ones are released and reopened from their record when needed.
@@ -162,7 +174,8 @@ class AcpSkills:
             ``max_turn_requests``.
 
     Raises:
-        ValueError: on a bound that is not a positive integer.
+        ValueError: on a bound that is not a positive integer, or a pinned or hidden name that
+            is not a skill name.
     """
 
     def __init__(
@@ -171,21 +184,36 @@ class AcpSkills:
         *,
         store: SessionStore | None = None,
         catalog_max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
+        catalog_budget: int | None = None,
+        pinned_skills: Iterable[str] = (),
+        hidden_skills: Iterable[str] = (),
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
         max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS,
         max_requests_per_turn: int = DEFAULT_MAX_REQUESTS_PER_TURN,
     ) -> None:
+        check_catalog_budget(catalog_budget)
+        pinned = _skill_names("pinned_skills", pinned_skills)
+        hidden = _skill_names("hidden_skills", hidden_skills)
         if registry is None:
             registry = SkillRegistry()
             registry.register_provider(LocalSkillProvider())
         self.registry = registry
-        self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes)
+        self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
         self.prefix = SessionPrefix()
         self.prefix.add(
             SkillCatalogContributor(
-                registry, max_length=catalog_max_length, tool_name=self.tool.name
+                registry,
+                max_length=catalog_max_length,
+                tool_name=self.tool.name,
+                budget=catalog_budget,
+                pinned_skills=pinned,
+                hidden_skills=hidden,
+                on_fit=self._note_fit,
             )
         )
+        # Each session's catalog outcome, with the context of the instance it was composed
+        # for: an entry from an earlier instance of the same session id does not count.
+        self._fits: dict[str, tuple[PrefixContext, CatalogFit]] = {}
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
         self._max_live = require_positive_int("max_live_sessions", max_live_sessions)
         self._max_requests = require_positive_int("max_requests_per_turn", max_requests_per_turn)
@@ -290,15 +318,50 @@ class AcpSkills:
 
     @property
     def skill_tool_spec(self) -> dict[str, Any]:
-        """The ``skill`` tool in the OpenAI function format (``{"type": "function", ...}``)."""
+        """The ``skill`` tool in the OpenAI function format (``{"type": "function", ...}``).
+
+        This is the plain schema (``name`` required). A session whose catalog left skills out
+        has the schema with ``query``; `PromptTurn.tools` always holds the session's own.
+        """
+        return self._tool_spec(searchable=False)
+
+    def _tool_spec(self, *, searchable: bool) -> dict[str, Any]:
+        if not searchable:
+            description, parameters = self.tool.description, self.tool.parameters
+        else:
+            description = self.tool.description_for(searchable=True)
+            parameters = self.tool.parameters_for(searchable=True)
         return {
             "type": "function",
             "function": {
                 "name": self.tool.name,
-                "description": self.tool.description,
-                "parameters": self.tool.parameters,
+                "description": description,
+                "parameters": parameters,
             },
         }
+
+    # -- catalog budget ------------------------------------------------------------------------
+
+    def _note_fit(self, context: PrefixContext, fit: CatalogFit) -> None:
+        self._fits[context.session_id] = (context, fit)
+
+    def _session_fit(self, session: PrefixedSession) -> CatalogFit | None:
+        noted = self._fits.get(session.context.session_id)
+        if not session.composed or noted is None or noted[0] is not session.context:
+            return None
+        return noted[1]
+
+    async def catalog_fit(self, session_id: str) -> CatalogFit | None:
+        """What the catalog budget did to the session's frozen catalog.
+
+        ``None`` until the session instance has composed its prefix (on its first prompt
+        turn). The outcome is frozen with the prefix: an instance released while idle and
+        brought back keeps it; ``session/load`` starts an instance that composes afresh.
+
+        Raises:
+            acp.RequestError: invalid params (-32602) for an unknown session id.
+        """
+        return self._session_fit(await self.session(session_id))
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -507,6 +570,9 @@ class AcpSkills:
                 )
                 if answer is None:
                     turn.invoked = tuple(await self._begin_turn(session_id, live, prompt, snapshot))
+                    # The prefix is composed now, and with it whether the schema has `query`.
+                    fit = self._session_fit(live.session)
+                    turn._use_skill_tool_spec(self._tool_spec(searchable=_omits(fit)))
                 else:
                     # Nothing reaches the model or the record: a prefix composed for this turn
                     # is left for the first turn that makes a request.
@@ -627,6 +693,7 @@ class AcpSkills:
                 replace_lone_surrogates_in_json(arguments),
                 cwd=session.context.cwd,
                 read_text=read_text,
+                searchable=_omits(self._session_fit(session)),
             )
         )
         await self._send(session_id, tool_call_finished(call_id, result))
@@ -816,10 +883,20 @@ class AcpSkills:
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
         session = await self.session(params.get("sessionId"))  # type: ignore[arg-type]
         header = session.last_header
+        fit = self._session_fit(session)
+        budget = None
+        if fit is not None:
+            budget = {
+                "limit": fit.limit,
+                "used": fit.used,
+                "shortened": fit.shortened,
+                "omitted": list(fit.omitted),
+            }
         return {
             "composed": session.composed,
             "messages": [{"role": m.role, "text": m.text} for m in session.messages],
             "header": header.to_json() if header is not None else None,
+            "budget": budget,
         }
 
 
@@ -829,6 +906,21 @@ def _clean_problem(problem: Diagnostic) -> dict[str, Any]:
     if problem.path is not None:
         shown["path"] = replace_lone_surrogates(problem.path)
     return shown
+
+
+def _omits(fit: CatalogFit | None) -> bool:
+    return fit is not None and bool(fit.omitted)
+
+
+def _skill_names(option: str, names: Iterable[str]) -> tuple[str, ...]:
+    # A lone string is iterable too, and would pin or hide its letters one by one.
+    if isinstance(names, str):
+        raise ValueError(f"{option} must be a collection of skill names, not a string")
+    checked = tuple(names)
+    for name in checked:
+        if not is_skill_name(name):
+            raise ValueError(f"{option} holds {name!r}, which is not a skill name")
+    return checked
 
 
 def _well_formed(result: ToolResult) -> ToolResult:

@@ -116,6 +116,11 @@ class PromptTurn:
         self._replied = True
         self._streamed = False
 
+    def _use_skill_tool_spec(self, spec: Mapping[str, Any]) -> None:
+        # Called by `AcpSkills` once the session's prefix is composed: the skill tool's schema
+        # follows the session's catalog (with `query` when the catalog left skills out).
+        self.tools[0] = dict(spec)
+
     @property
     def prefix(self) -> tuple[PrefixMessage, ...]:
         """The session's frozen prefix, which every request of this turn starts with."""

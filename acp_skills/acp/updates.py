@@ -30,7 +30,7 @@ from acp.schema import (
 )
 
 from ..model import SkillSummary, is_skill_name
-from ..render import shorten_description
+from ..render import cut, shorten_description
 from ..safe_text import (
     remove_unsafe_characters,
     replace_lone_surrogates,
@@ -54,6 +54,8 @@ __all__ = [
 
 # A description longer than this is cut for the editor's command menu.
 COMMAND_DESCRIPTION_MAX = 200
+# A search's words shown in a tool call's title are cut to this many characters.
+_TITLE_QUERY_MAX = 80
 
 # `/name` at the start or after whitespace, followed by whitespace or the end: so `/a/b`, `5/8`
 # and `foo/bar` are not invocations. The name grammar is checked separately.
@@ -67,9 +69,14 @@ def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart
     """
     arguments = replace_lone_surrogates_in_json(arguments)
     name = arguments.get("name") if isinstance(arguments, Mapping) else None
+    query = arguments.get("query") if isinstance(arguments, Mapping) else None
     # The name is the model's; an editor shows the title: no control characters in it.
     name = remove_unsafe_characters(name) if isinstance(name, str) else None
     title = f"Load skill {name}" if name else "Load skill"
+    if not name and isinstance(query, str) and query.strip():
+        # A search (the session's catalog left skills out): the words, on one short line.
+        words = " ".join(remove_unsafe_characters(query).split())
+        title = f"Find skills: {cut(words, _TITLE_QUERY_MAX)}"
     return start_tool_call(
         tool_call_id, title, kind="read", status="in_progress", raw_input=_raw_input(arguments)
     )

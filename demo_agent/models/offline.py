@@ -2,12 +2,15 @@
 
 It is not an LLM and does not pretend to be one. It reads the same request a hosted model
 would get (system prompt, tools, the session prefix with the skill catalog, the history) and
-applies three rules:
+applies these rules:
 
-1. If the last message is a ``skill`` tool result, answer from the loaded instructions.
+1. If the last message is a ``skill`` tool result, answer from the loaded instructions; if it
+   is the answer to a search, load the best match by name.
 2. If the user's message names a catalog skill, or its words clearly match exactly one skill's
    description, call the ``skill`` tool with that name, exactly like a real model's tool call.
-3. Otherwise, say which skills are available.
+3. Otherwise, when the catalog left skills out (the tool then accepts ``query``), search them
+   with the user's words.
+4. Otherwise, say which skills are available.
 
 A skill the user invoked as ``/name`` arrives already loaded inside the user's message; the
 model answers from it directly.
@@ -30,6 +33,10 @@ _WORD = re.compile(r"[a-z0-9]+")
 _SKILL_CONTENT = re.compile(r'<skill_content name="([^"]*)">')
 _INSTRUCTIONS = re.compile(r"<skill_instructions>\n(.*?)\n?</skill_instructions>", re.DOTALL)
 _STEP = re.compile(r"^\s*(?:\d+\.|[-*])\s+(.*)$")
+# The first result line of a search answer (`name: description`, after one header line).
+_SEARCH_ANSWER = "Skills matching the query"
+_FIRST_MATCH = re.compile(r"^([a-z0-9]+(?:-[a-z0-9]+)*): ", re.MULTILINE)
+_NO_MATCH = "No skill matches the query"
 
 # Words too common to say anything about which skill a request is for.
 _STOPWORDS = frozenset(
@@ -166,22 +173,44 @@ class OfflineModel:
         content = last.get("content")
         text_content = content if isinstance(content, str) else ""
         if last.get("role") == "tool":
+            if text_content.startswith(_SEARCH_ANSWER):
+                found = _FIRST_MATCH.search(text_content)
+                if found is not None:
+                    return _call_skill(len(messages), {"name": found.group(1)})
+            if text_content.startswith(_NO_MATCH):
+                searched = (
+                    "I searched the skills the catalog does not list, and none matches your "
+                    "request.\n\n"
+                )
+                return await _say(searched + _list_skills(parse_catalog(messages), True), on_text)
             return await _say(_answer_from_skill(text_content), on_text)
         if "<skill_content name=" in text_content:
             return await _say(
                 _answer_from_skill(text_content[text_content.index("<skill_") :]), on_text
             )
         catalog = parse_catalog(messages)
-        can_load = any(_tool_name(tool) == "skill" for tool in request.tools)
+        skill_tool = next((tool for tool in request.tools if _tool_name(tool) == "skill"), None)
+        can_load = skill_tool is not None
         choice = choose_skill(text_content, catalog) if can_load else None
         if choice is not None:
-            call = ToolCall(
-                id=f"offline-call-{len(messages)}",
-                name="skill",
-                arguments=json.dumps({"name": choice}),
-            )
-            return ModelReply(text="", tool_calls=(call,), finish="tool_calls")
+            return _call_skill(len(messages), {"name": choice})
+        if skill_tool is not None and _accepts_query(skill_tool) and text_content.strip():
+            return _call_skill(len(messages), {"query": text_content.strip()[:500]})
         return await _say(_list_skills(catalog, can_load), on_text)
+
+
+def _call_skill(position: int, arguments: Mapping[str, str]) -> ModelReply:
+    call = ToolCall(
+        id=f"offline-call-{position}", name="skill", arguments=json.dumps(dict(arguments))
+    )
+    return ModelReply(text="", tool_calls=(call,), finish="tool_calls")
+
+
+def _accepts_query(tool: Mapping[str, Any]) -> bool:
+    function = tool.get("function")
+    parameters = function.get("parameters") if isinstance(function, Mapping) else None
+    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+    return isinstance(properties, Mapping) and "query" in properties
 
 
 def _tool_name(tool: Mapping[str, Any]) -> object:

@@ -1,0 +1,289 @@
+"""Finding skills by what they are for: a lexical index over name, description and ``when_to_use``.
+
+When a catalog budget leaves skills out, the model describes its task in a few words and gets the
+best matching skills back (contract §12). This module is pure: skills in, ranked matches out.
+
+Scoring is BM25F (Robertson and Zaragoza's field-weighted BM25): a term's frequency in each field
+is normalized by that field's length relative to its average, weighted by field (the name counts
+most, then the description, then ``when_to_use``), summed, and only then saturated, so a word
+repeated across fields is not counted as if it were independent evidence each time. That sum is
+multiplied by the term's inverse document frequency over the indexed skills.
+
+Text becomes terms by a deliberately small analyzer: Unicode words (``deploy-app`` is two),
+lower-cased, English function words dropped, and a light suffix stemmer so that ``deploys``,
+``deployed``, ``deploying`` and ``deployment`` meet. Everything that does not depend on the query
+(the per-term, per-skill scores) is computed when the index is built, so a query only adds up a
+few precomputed lists.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .model import SkillSummary
+
+__all__ = [
+    "MAX_MATCHES",
+    "MAX_QUERY_LENGTH",
+    "SkillIndex",
+    "SkillMatch",
+    "terms",
+]
+
+MAX_MATCHES = 8
+"""The most skills one query returns."""
+
+MAX_QUERY_LENGTH = 1000
+"""The longest query, in code points; a task is described in a few words, not a document."""
+
+# Field weights and length normalization. The name is short and chosen to say what the skill is,
+# so a word there is strong evidence; `when_to_use` often repeats the description in other words.
+_NAME, _DESCRIPTION, _WHEN = 0, 1, 2
+_WEIGHTS = (2.0, 1.0, 0.8)
+_LENGTH_NORMALIZATION = (0.4, 0.75, 0.75)
+# Term-frequency saturation: the second occurrence of a word adds much less than the first.
+_K1 = 1.2
+
+# A word, with what follows an apostrophe ("don't", "user's") kept so it can be dropped.
+_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
+_CONTRACTIONS = frozenset({"s", "re", "ve", "ll", "d", "m"})
+# Two query words are tried as one ("log in" -> "login") only when that makes a real word.
+_MIN_COMPOUND = 5
+
+# Words that say nothing about which skill a task needs. Kept small: "test", "file", "new" or
+# "review" are content words here.
+_STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing done down during each either etc
+    even ever every few for from further get gets getting give given go goes going got had has
+    have having he help her here hers him his how however i if in into is it its itself just let
+    lets like may me might more most much must my need needs no nor not now of off on once one
+    only or other our ours out over own per please same she should so some something such than
+    that the their theirs them then there these they this those through to too under until up
+    upon us use used uses using very via want wants was way we were what when whenever where
+    whether which while who whom whose why will with within without would yet you your yours
+    """.split()  # noqa: SIM905
+)
+
+# Suffixes stripped by the stemmer, longest first, with what replaces them. The aim is only that
+# the common inflections and derivations of one word meet, not linguistic correctness.
+_SUFFIXES = (
+    ("izations", "ize"),
+    ("ization", "ize"),
+    ("ational", "ate"),
+    ("ations", "ate"),
+    ("ation", "ate"),
+    ("ions", ""),
+    ("ion", ""),
+    ("ements", ""),
+    ("ement", ""),
+    ("ments", ""),
+    ("ment", ""),
+    ("ness", ""),
+    ("ities", ""),
+    ("ity", ""),
+    ("izing", "ize"),
+    ("ized", "ize"),
+    ("izes", "ize"),
+    ("ings", ""),
+    ("ing", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("ers", ""),
+    ("er", ""),
+    ("ed", ""),
+    ("ly", ""),
+    ("es", "e"),
+    ("s", ""),
+)
+_MIN_STEM = 3
+_VOWELS = frozenset("aeiouy")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    if len(word) <= _MIN_STEM or not word.isalpha() or not word.isascii():
+        return word
+    # Two rounds, so that stacked suffixes go too: "centering" -> "center" -> "cent", the
+    # same as "center" -> "cent".
+    for _ in range(2):
+        if word.endswith(("ss", "us", "is")):
+            # "class", "status", "analysis": the final s is not a plural.
+            break
+        for suffix, replacement in _SUFFIXES:
+            if word.endswith(suffix):
+                stem = word[: -len(suffix)] + replacement
+                if len(stem) >= _MIN_STEM and _VOWELS.intersection(stem):
+                    word = stem
+                    break
+        else:
+            break
+    # "running" -> "runn" -> "run"; "planned" -> "plann" -> "plan".
+    if len(word) > _MIN_STEM and word[-1] == word[-2] and word[-1] not in "lsz" + "aeiou":
+        word = word[:-1]
+    # A final e comes and goes between forms ("migrate", "migrating"): drop it everywhere.
+    if len(word) > _MIN_STEM and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text``, lower-cased, contractions resolved: "user's" is "user", and a
+    negation such as "don't" goes entirely (it is a function word)."""
+    found: list[str] = _WORD.findall(text.lower())
+    if "'" not in text and "\u2019" not in text:
+        return found  # the common case, and the cheap one
+    words: list[str] = []
+    for word in found:
+        base, _, ending = word.replace("\u2019", "'").partition("'")
+        if ending == "t" and base.endswith("n"):
+            continue
+        if ending and ending not in _CONTRACTIONS:
+            words.extend((base, ending))
+        else:
+            words.append(base)
+    return words
+
+
+def terms(text: str) -> list[str]:
+    """The searchable terms of ``text``: words, lower-cased, without function words, stemmed."""
+    return [_stem(word) for word in _words(text) if word not in _STOPWORDS]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillMatch:
+    """One search result: a skill and how well it matched (higher is better)."""
+
+    name: str
+    description: str
+    score: float
+
+
+class SkillIndex:
+    """The search index of a set of skills, built once and queried many times.
+
+    Skills marked ``disable_model_invocation`` are never indexed, so a query can never reveal a
+    skill the model may not load. The index is immutable after construction; queries are safe
+    from any thread.
+
+    Args:
+        skills: the skills to index; names are expected to be unique (the registry's winners).
+    """
+
+    def __init__(self, skills: Iterable[SkillSummary]) -> None:
+        indexed = sorted(
+            (skill for skill in skills if not skill.disable_model_invocation),
+            key=lambda skill: skill.name,
+        )
+        # Positions follow the names' code-point order, so equal scores rank by name.
+        self._names = tuple(skill.name for skill in indexed)
+        self._descriptions = tuple(skill.description for skill in indexed)
+        counts: list[tuple[dict[str, int], ...]] = []
+        lengths: list[tuple[int, int, int]] = []
+        for skill in indexed:
+            fields = (
+                terms(skill.name),
+                terms(skill.description),
+                terms(skill.when_to_use or ""),
+            )
+            per_field = tuple(_frequencies(field) for field in fields)
+            counts.append(per_field)
+            lengths.append((len(fields[0]), len(fields[1]), len(fields[2])))
+        self._postings = _score_postings(counts, lengths)
+
+    def __len__(self) -> int:
+        """How many skills are indexed."""
+        return len(self._names)
+
+    def _compounds(self, query: str) -> set[str]:
+        """Adjacent query words that the indexed text writes as one: "log in" finds "login",
+        "roll out" finds "rollouts", "data base" finds "database"."""
+        words = _words(query)
+        joined = (
+            _stem(first + second)
+            for first, second in itertools.pairwise(words)
+            if len(first) > 1 and len(second) > 1 and len(first + second) >= _MIN_COMPOUND
+        )
+        return {term for term in joined if term in self._postings}
+
+    def search(self, query: str, limit: int = MAX_MATCHES) -> tuple[SkillMatch, ...]:
+        """The best matches for ``query``, best first, at most ``limit``.
+
+        A skill matches when it shares at least one term with the query. Equal scores are
+        ordered by name, so the same index and query always give the same answer.
+
+        Args:
+            query: words describing the task.
+            limit: the most matches to return.
+
+        Returns:
+            The matches; empty when no indexed skill shares a term with the query.
+        """
+        wanted = sorted({*terms(query), *self._compounds(query)})
+        scores: dict[int, float] = {}
+        for term in wanted:
+            posting = self._postings.get(term)
+            if posting is None:
+                continue
+            for position, score in zip(*posting, strict=True):
+                scores[position] = scores.get(position, 0.0) + score
+        # `nlargest` keeps the input order among equal keys: sorted positions mean name order.
+        best = heapq.nlargest(limit, sorted(scores), key=scores.__getitem__)
+        return tuple(
+            SkillMatch(
+                name=self._names[position],
+                description=self._descriptions[position],
+                score=scores[position],
+            )
+            for position in best
+        )
+
+
+def _frequencies(words: list[str]) -> dict[str, int]:
+    return Counter(words)
+
+
+def _score_postings(
+    counts: list[tuple[dict[str, int], ...]], lengths: list[tuple[int, int, int]]
+) -> dict[str, tuple[tuple[int, ...], tuple[float, ...]]]:
+    """term -> (positions, scores): each skill's whole BM25F contribution for that term."""
+    total = len(counts)
+    if not total:
+        return {}
+    averages = [max(sum(length[f] for length in lengths) / total, 1.0) for f in range(3)]
+    positions: dict[str, list[int]] = {}
+    values: dict[str, list[float]] = {}
+    for position, (per_field, field_lengths) in enumerate(zip(counts, lengths, strict=True)):
+        norms = [
+            _WEIGHTS[f]
+            / (
+                1.0
+                - _LENGTH_NORMALIZATION[f]
+                + _LENGTH_NORMALIZATION[f] * field_lengths[f] / averages[f]
+            )
+            for f in range(3)
+        ]
+        frequency: dict[str, float] = {}
+        for f, field_counts in enumerate(per_field):
+            for term, count in field_counts.items():
+                frequency[term] = frequency.get(term, 0.0) + count * norms[f]
+        for term, value in frequency.items():
+            if term in positions:
+                positions[term].append(position)
+                values[term].append(value)
+            else:
+                positions[term] = [position]
+                values[term] = [value]
+    postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+    for term, found in positions.items():
+        idf = math.log(1.0 + (total - len(found) + 0.5) / (len(found) + 0.5))
+        scale = idf * (_K1 + 1.0)
+        postings[term] = (tuple(found), tuple([scale * v / (_K1 + v) for v in values[term]]))
+    return postings

@@ -1,0 +1,240 @@
+"""The catalog budget in the demo agent: a real ``python -m demo_agent`` over stdio.
+
+``--catalog-budget``, ``--pin`` and ``--hide`` (and their variables), the ``skill`` tool's schema
+as recorded in each request header, the warning on stderr, and the offline model finding a skill
+the catalog left out with ``query``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_skills import SkillRegistry, SkillSummary, SkillTool, render_catalog
+from acp_skills.render import render_skill_matches
+from acp_skills.search import SkillMatch
+from demo_agent.__main__ import DEFAULT_CATALOG_BUDGET, parse_args
+from demo_agent.models import ModelRequest
+from demo_agent.models.offline import OfflineModel
+from tests.agent_client import Agent, Sandbox, text_prompt
+
+pytestmark = pytest.mark.anyio
+
+TEST_SECONDS = 30
+
+AREAS = ["billing", "search", "checkout", "accounts", "reports", "shipping"]
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    return Sandbox.create(tmp_path)
+
+
+def write_many_skills(sandbox: Sandbox) -> None:
+    """Thirty generic skills and one about zebras, enough to overflow a 1,500 budget."""
+    for i in range(30):
+        area = AREAS[i % len(AREAS)]
+        sandbox.write_skill(
+            f"team-{i:02d}",
+            f"Maintains the {area} module of service number {i}, following the conventions "
+            "its owners wrote down.",
+        )
+    sandbox.write_skill(
+        "zebra-census",
+        "Counts zebras in savanna photographs taken by camera traps.",
+        "# Zebra census\n\n1. Open the camera trap folder.\n2. Count each zebra once.\n",
+    )
+
+
+async def turn(agent: Agent, sandbox: Sandbox, text: str) -> tuple[str, dict[str, Any]]:
+    """A new session, one prompt; the session id and its ``_skills/prefix`` afterwards."""
+    created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
+    response = await agent.conn.prompt(session_id=created.session_id, prompt=text_prompt(text))
+    assert response.stop_reason == "end_turn"
+    prefix = await agent.conn.ext_method("skills/prefix", {"sessionId": created.session_id})
+    return created.session_id, prefix
+
+
+def skill_properties(prefix: dict[str, Any]) -> set[str]:
+    tools = prefix["header"]["tools"]
+    return set(tools[0]["function"]["parameters"]["properties"])
+
+
+async def test_default_budget_keeps_a_small_catalog_whole(sandbox: Sandbox) -> None:
+    """Under the default 8,000 characters nothing changes and the schema has no query."""
+    sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.")
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            _, prefix = await turn(agent, sandbox, "hello")
+    [catalog] = prefix["messages"]
+    assert prefix["budget"] == {
+        "limit": DEFAULT_CATALOG_BUDGET,
+        "used": len(catalog["text"]),
+        "shortened": 0,
+        "omitted": [],
+    }
+    assert skill_properties(prefix) == {"name", "path"}
+
+
+async def test_an_omitted_skill_is_found_with_query_and_loaded(sandbox: Sandbox) -> None:
+    """Over budget: the schema gains query, the model searches, then loads the skill by name."""
+    write_many_skills(sandbox)
+    log = sandbox.root / "agent-stderr.log"
+    with anyio.fail_after(TEST_SECONDS), log.open("w") as stderr:
+        async with sandbox.spawn("--catalog-budget", "1500", stderr=stderr) as agent:
+            session_id, prefix = await turn(
+                agent, sandbox, "count the zebras in my camera trap photos"
+            )
+            titles = [
+                update.title
+                for update in agent.client.tool_updates(session_id)
+                if update.session_update == "tool_call"
+            ]
+            reply = agent.client.agent_text(session_id)
+    assert skill_properties(prefix) == {"name", "path", "query"}
+    budget = prefix["budget"]
+    assert budget["limit"] == 1500
+    assert budget["used"] <= 1500
+    assert "zebra-census" in budget["omitted"]
+    [catalog] = prefix["messages"]
+    assert "zebra" not in catalog["text"]
+    assert titles == [
+        "Find skills: count the zebras in my camera trap photos",
+        "Load skill zebra-census",
+    ]
+    assert "I loaded the `zebra-census` skill" in reply
+    [warning] = [
+        line for line in log.read_text().splitlines() if "skill_catalog_over_budget" in line
+    ]
+    assert "limit=1500" in warning
+    assert f"omitted={len(budget['omitted'])}" in warning
+    assert f"shortened={budget['shortened']}" in warning
+
+
+async def test_pinned_and_hidden_skills_from_flags_and_environment(sandbox: Sandbox) -> None:
+    """--pin leads the catalog in full; ACP_SKILLS_HIDE keeps a skill out of it."""
+    write_many_skills(sandbox)
+    env = {"ACP_SKILLS_HIDE": "team-00, team-01"}
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn(
+            "--catalog-budget", "none", "--pin", "zebra-census", env=env
+        ) as agent:
+            _, prefix = await turn(agent, sandbox, "hello")
+    [catalog] = prefix["messages"]
+    entries = [line for line in catalog["text"].splitlines() if line.startswith("- `")]
+    assert entries[0] == (
+        "- `zebra-census`: Counts zebras in savanna photographs taken by camera traps."
+    )
+    assert "team-00" not in catalog["text"]
+    assert "team-01" not in catalog["text"]
+    assert len(entries) == 29
+    assert prefix["budget"]["limit"] is None
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def test_budget_flags_and_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flags win over variables; "none" lifts the budget; names split on commas or spaces."""
+    monkeypatch.setenv("ACP_SKILLS_CATALOG_BUDGET", "2000")
+    monkeypatch.setenv("ACP_SKILLS_PIN", "deploy-app, review-code  tests")
+    monkeypatch.setenv("ACP_SKILLS_HIDE", "")
+    from_env = parse_args([])
+    assert (from_env.catalog_budget, from_env.pin, from_env.hide) == (
+        2000,
+        ["deploy-app", "review-code", "tests"],
+        [],
+    )
+    from_flags = parse_args(["--catalog-budget", "None", "--pin", "a", "--pin", "b", "--hide", "c"])
+    assert (from_flags.catalog_budget, from_flags.pin, from_flags.hide) == (None, ["a", "b"], ["c"])
+    monkeypatch.delenv("ACP_SKILLS_CATALOG_BUDGET")
+    assert parse_args([]).catalog_budget == DEFAULT_CATALOG_BUDGET == 8000
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        (["--catalog-budget", "0"], {}, "--catalog-budget: must be at least 1: '0'"),
+        ([], {"ACP_SKILLS_CATALOG_BUDGET": "lots"}, "--catalog-budget: not a whole number"),
+        (["--pin", "Deploy"], {}, "--pin: not a skill name: 'Deploy'"),
+        ([], {"ACP_SKILLS_HIDE": "ok,no_way"}, "ACP_SKILLS_HIDE holds 'no_way'"),
+    ],
+    ids=["zero-budget", "budget-env", "pin-flag", "hide-env"],
+)
+def test_bad_budget_settings_are_usage_errors(
+    argv: list[str],
+    env: dict[str, str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A bad budget or name exits with status 2 and says which setting is wrong."""
+    for name in ("ACP_SKILLS_CATALOG_BUDGET", "ACP_SKILLS_PIN", "ACP_SKILLS_HIDE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exited:
+        parse_args(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+# -- the offline model with query --------------------------------------------------------------
+
+
+async def offline_reply(tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> Any:
+    async def ignore(_text: str) -> None:
+        return None
+
+    request = ModelRequest(system="s", tools=tools, messages=messages)
+    return await OfflineModel().complete(request, ignore)
+
+
+async def test_offline_model_searches_only_when_the_schema_has_query() -> None:
+    """No listed skill matches: with `query` it searches, without it lists the skills."""
+    catalog = text_of_catalog(["alpha-notes"])
+    messages = [{"role": "user", "content": catalog}, {"role": "user", "content": "zebras?"}]
+    tool = SkillTool(SkillRegistry())
+    plain_tool, searching_tool = (
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description_for(searchable=searchable),
+                "parameters": tool.parameters_for(searchable=searchable),
+            },
+        }
+        for searchable in (False, True)
+    )
+    listed = await offline_reply([plain_tool], messages)
+    searched = await offline_reply([searching_tool], messages)
+    assert listed.tool_calls == ()
+    assert "Available skills" in listed.text
+    [call] = searched.tool_calls
+    assert (call.name, json.loads(call.arguments)) == ("skill", {"query": "zebras?"})
+
+
+async def test_offline_model_loads_the_best_match_or_says_none_matched() -> None:
+    """After a search it loads the first match; with no match it says so and lists skills."""
+    catalog = text_of_catalog(["alpha-notes"])
+    asked = [{"role": "user", "content": catalog}, {"role": "user", "content": "zebras?"}]
+    found = render_skill_matches(
+        [SkillMatch(name="zebra-census", description="Counts zebras.", score=1.0)]
+    )
+    load = await offline_reply([], [*asked, {"role": "tool", "content": found}])
+    [call] = load.tool_calls
+    assert json.loads(call.arguments) == {"name": "zebra-census"}
+    none = await offline_reply([], [*asked, {"role": "tool", "content": render_skill_matches([])}])
+    assert none.tool_calls == ()
+    assert none.text.startswith("I searched the skills the catalog does not list")
+    assert "- `alpha-notes`: Alpha." in none.text
+
+
+def text_of_catalog(names: list[str]) -> str:
+    catalog = render_catalog([SkillSummary(name=n, description="Alpha.") for n in names])
+    assert catalog is not None
+    return catalog
