@@ -30,12 +30,19 @@ from typing import Any, Final
 
 import structlog
 
-from .catalog import SkillCatalogContributor
+from .catalog import SkillCatalogContributor, describe_catalog_fit
 from .diagnostics import Diagnostic, counts_as_problem, shadow_diagnostic, skipped
 from .local import LocalDiscovery, LocalSkillProvider
-from .model import PrefixContext, PrefixMessage, ShadowedSkill, SkillCandidate, SkillLookupOptions
+from .model import (
+    PrefixContext,
+    PrefixMessage,
+    ShadowedSkill,
+    SkillCandidate,
+    SkillLookupOptions,
+    is_skill_name,
+)
 from .registry import SkillRegistry
-from .render import SKILL_TOOL_NAME, shorten_description
+from .render import SKILL_TOOL_NAME, CatalogFit, shorten_description
 from .safe_text import (
     remove_unsafe_characters,
     replace_lone_surrogates,
@@ -174,9 +181,22 @@ async def _custom_dir_warnings(skills: _Skills) -> list[str]:
     ]
 
 
-async def _catalog_text(skills: _Skills) -> str | None:
-    """The catalog message exactly as a session of the agent composes it."""
-    contributor = SkillCatalogContributor(skills.registry)
+async def _catalog_fit(
+    skills: _Skills,
+    *,
+    budget: int | None = None,
+    pinned: Sequence[str] = (),
+    hidden: Sequence[str] = (),
+) -> CatalogFit:
+    """The catalog exactly as a session of the agent composes it, with its budget outcome."""
+    fits: list[CatalogFit] = []
+    contributor = SkillCatalogContributor(
+        skills.registry,
+        budget=budget,
+        pinned_skills=pinned,
+        hidden_skills=hidden,
+        on_fit=lambda _context, fit: fits.append(fit),
+    )
     context = PrefixContext(
         session_id=_CLI_SESSION, cwd=skills.cwd, tool_names=frozenset({SKILL_TOOL_NAME})
     )
@@ -184,8 +204,29 @@ async def _catalog_text(skills: _Skills) -> str | None:
     async def nothing_after() -> Sequence[PrefixMessage]:
         return ()
 
-    messages = await contributor(context, nothing_after)
-    return messages[0].text if messages else None
+    await contributor(context, nothing_after)
+    return fits[-1]
+
+
+async def _catalog_text(skills: _Skills) -> str | None:
+    """The catalog message exactly as a session of the agent composes it (no budget)."""
+    return (await _catalog_fit(skills)).text
+
+
+def _skill_name(text: str) -> str:
+    if not is_skill_name(text):
+        raise argparse.ArgumentTypeError(f"not a skill name: {text!r}")
+    return text
+
+
+def _budget(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -283,10 +324,21 @@ async def _show(args: argparse.Namespace, style: _Style) -> _Outcome:
 
 async def _catalog(args: argparse.Namespace, style: _Style) -> _Outcome:
     skills = _skills_from(args)
-    text = await _catalog_text(skills)
+    fit = await _catalog_fit(skills, budget=args.budget, pinned=args.pin, hidden=args.hide)
+    text = fit.text
     characters = len(text) if text is not None else 0
     outcome = _Outcome(
-        payload={"text": text, "characters": characters},
+        payload={
+            "text": text,
+            "characters": characters,
+            # The same report as `_skills/prefix` gives for a session's frozen catalog.
+            "budget": {
+                "limit": fit.limit,
+                "used": fit.used,
+                "shortened": fit.shortened,
+                "omitted": list(fit.omitted),
+            },
+        },
         warnings=await _custom_dir_warnings(skills),
     )
     if text is None:
@@ -295,10 +347,13 @@ async def _catalog(args: argparse.Namespace, style: _Style) -> _Outcome:
         )
         return outcome
     outcome.text.append(text)
-    visible = len(await skills.registry.list(skills.options))
-    outcome.remarks.append(
-        f"{characters} characters, {visible} skill{'' if visible == 1 else 's'}."
-    )
+    if args.budget is None and not args.pin and not args.hide:
+        visible = len(await skills.registry.list(skills.options))
+        outcome.remarks.append(
+            f"{characters} characters, {visible} skill{'' if visible == 1 else 's'}."
+        )
+    else:
+        outcome.remarks.extend(_clean(line) for line in describe_catalog_fit(fit).splitlines())
     return outcome
 
 
@@ -494,10 +549,34 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument(
         "--path", default=None, metavar="REL", help="a file of the skill, as the tool's `path`"
     )
-    commands.add_parser(
+    catalog = commands.add_parser(
         "catalog",
         parents=[roots, as_json],
         help="exactly the catalog message the model receives, and its size",
+    )
+    catalog.add_argument(
+        "--budget",
+        type=_budget,
+        default=None,
+        metavar="N",
+        help="the agent's catalog budget in characters (the demo agent's --catalog-budget); "
+        "shows what it shortens and leaves out",
+    )
+    catalog.add_argument(
+        "--pin",
+        action="append",
+        type=_skill_name,
+        default=[],
+        metavar="NAME",
+        help="a skill listed in full, first (repeatable)",
+    )
+    catalog.add_argument(
+        "--hide",
+        action="append",
+        type=_skill_name,
+        default=[],
+        metavar="NAME",
+        help="a skill never listed (repeatable)",
     )
     validate = commands.add_parser(
         "validate",

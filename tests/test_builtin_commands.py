@@ -212,3 +212,16 @@ def test_the_built_in_is_advertised_unless_a_skill_takes_its_name() -> None:
     assert builtin_commands([candidate("skills", provider="p")]) == []
     hidden = candidate("skills", provider="p", user_invocable=False)
     assert [c.name for c in builtin_commands([hidden])] == ["skills"]
+
+
+async def test_skills_reports_what_the_catalog_budget_did(tmp_path: Path, project: Path) -> None:
+    """With a catalog budget, ``/skills`` says what it did to the session's catalog."""
+    registry = fixture_registry(tmp_path, write_fixture_skills(tmp_path))
+    async with connected(registry, agent_type=ScriptedModelAgent, catalog_budget=700) as peer:
+        session_id = await peer.new_session(project)
+        await peer.prompt(session_id, "/skills")
+        answer = shown(peer, session_id)
+        fit = await peer.skills.catalog_fit(session_id)
+    assert fit is None  # nothing was frozen: /skills asks no model
+    assert "Catalog: " in answer
+    assert " of 700 characters; 3 skills listed" in answer

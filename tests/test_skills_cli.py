@@ -312,7 +312,42 @@ async def test_catalog_prints_exactly_the_catalog_message_and_its_size(corpus: C
     assert f"{len(expected)} characters, 8 skills." in result.stderr
     assert "hidden-helper" not in result.stdout
     catalog, status = run_json("catalog", *corpus.roots())
-    assert (catalog, status) == ({"text": expected, "characters": len(expected)}, 0)
+    unlimited = {"limit": None, "used": len(expected), "shortened": 0, "omitted": []}
+    assert (catalog, status) == (
+        {"text": expected, "characters": len(expected), "budget": unlimited},
+        0,
+    )
+
+
+@pytest.mark.anyio
+async def test_catalog_with_a_budget_is_the_agent_s_and_says_what_it_did(corpus: Corpus) -> None:
+    """``--budget N`` (with ``--hide``): the agent's budgeted catalog, and its outcome reported."""
+    contributor = SkillCatalogContributor(
+        corpus.registry(), budget=800, hidden_skills=["format-json"]
+    )
+    context = PrefixContext(
+        session_id="s", cwd=str(corpus.project), tool_names=frozenset({"skill"})
+    )
+
+    async def nothing_after() -> Sequence[PrefixMessage]:
+        return ()
+
+    [expected] = await contributor(context, nothing_after)
+    options = [*corpus.roots(), "--budget", "800", "--hide", "format-json"]
+    catalog, status = run_json("catalog", *options)
+    assert status == 0
+    assert catalog["text"] == expected.text
+    budget = catalog["budget"]
+    assert (budget["limit"], budget["used"]) == (800, len(expected.text))
+    assert budget["used"] <= 800
+    assert budget["omitted"], "800 characters cannot hold every skill of the corpus"
+    assert "format-json" not in budget["omitted"]
+    assert all(f"`{name}`" not in expected.text for name in budget["omitted"])
+    result = run("catalog", *options)
+    assert "of 800 characters" in result.stderr
+    assert "not listed (the skill tool's query finds them)" in result.stderr
+    assert run("catalog", *corpus.roots(), "--budget", "0").returncode == 2
+    assert run("catalog", *corpus.roots(), "--pin", "Not A Name").returncode == 2
 
 
 def test_catalog_without_skills_is_null_and_zero(tmp_path: Path) -> None:
@@ -325,7 +360,11 @@ def test_catalog_without_skills_is_null_and_zero(tmp_path: Path) -> None:
         "--agents-home",
         str(tmp_path / "a"),
     ]
-    assert run_json("catalog", *options) == ({"text": None, "characters": 0}, 0)
+    empty = {"limit": None, "used": 0, "shortened": 0, "omitted": []}
+    assert run_json("catalog", *options) == (
+        {"text": None, "characters": 0, "budget": empty},
+        0,
+    )
     result = run("catalog", *options)
     assert (result.stdout, result.returncode) == ("", 0)
     assert "0 characters" in result.stderr

@@ -20,9 +20,10 @@ from typing import Final
 
 from acp.schema import AvailableCommand
 
+from ..catalog import describe_catalog_fit
 from ..diagnostics import Diagnostic
 from ..model import SkillSnapshot, SkillSummary
-from ..render import shorten_description
+from ..render import CatalogFit, shorten_description
 from ..safe_text import remove_unsafe_characters
 
 __all__ = [
@@ -93,7 +94,10 @@ def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
 
 
 def skills_report(
-    cwd: str, snapshot: SkillSnapshot, diagnostics: Sequence[Diagnostic] | None
+    cwd: str,
+    snapshot: SkillSnapshot,
+    diagnostics: Sequence[Diagnostic] | None,
+    fit: CatalogFit | None = None,
 ) -> str:
     """What ``/skills`` answers: the resolved skills and the problems found, as Markdown.
 
@@ -102,6 +106,7 @@ def skills_report(
         snapshot: The skills resolved for it now (a new session would see these).
         diagnostics: The problems (`SkillRegistry.diagnose`), or ``None`` when they could not
             be gathered.
+        fit: What the catalog budget did to this session's catalog, when it has one.
     """
     lines = [f"**Skills for `{_clean(cwd)}`** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
@@ -109,6 +114,9 @@ def skills_report(
     for skill in snapshot.skills:
         lines.append(_skill_line(skill))
     lines.append("")
+    if fit is not None:
+        lines.extend(_clean(line) for line in describe_catalog_fit(fit).splitlines())
+        lines.append("")
     if diagnostics is None:
         lines.append("The problems could not be gathered (see the agent's log).")
     elif not diagnostics:

@@ -565,9 +565,7 @@ class AcpSkills:
         try:
             with scope:
                 snapshot = await self._prepare_turn(session_id, live)
-                answer = await self._answer_without_model(
-                    live.session.context.cwd, prompt, snapshot
-                )
+                answer = await self._answer_without_model(live, prompt, snapshot)
                 if answer is None:
                     turn.invoked = tuple(await self._begin_turn(session_id, live, prompt, snapshot))
                     # The prefix is composed now, and with it whether the schema has `query`.
@@ -617,17 +615,19 @@ class AcpSkills:
         return snapshot
 
     async def _answer_without_model(
-        self, cwd: str, prompt: Sequence[object], snapshot: SkillSnapshot
+        self, live: _LiveSession, prompt: Sequence[object], snapshot: SkillSnapshot
     ) -> str | None:
         """The library's own answer to a prompt opening with ``/skills`` or a ``/word`` that is
         no command, or ``None`` when the prompt is for the model."""
+        cwd = live.session.context.cwd
         word = leading_slash_word(prompt_text(prompt))
         if word is None:
             return None
         if any(skill.user_invocable and skill.name == word for skill in snapshot.skills):
             return None  # a skill invocation, expanded for the model
         if word == SKILLS_COMMAND:
-            return skills_report(cwd, snapshot, await self._problems(cwd))
+            fit = self._session_fit(live.session)
+            return skills_report(cwd, snapshot, await self._problems(cwd), fit)
         # "/tmp is full" is about a path, not a command.
         if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
             return None
