@@ -64,7 +64,7 @@ from .updates import (
     check_cwd,
     commands_update,
     decode_tool_arguments,
-    find_invocations,
+    find_invocations_with_arguments,
     prompt_context,
     prompt_text,
     skill_tool_call_start,
@@ -147,6 +147,9 @@ class AcpSkills:
             recently used idle ones are released and reopened from their record when needed.
         max_requests_per_turn: model requests a turn may make before it stops with
             ``max_turn_requests``.
+        expand_arguments: fill ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` in the body of a
+            skill a person invokes as ``/name`` with what they typed after it, as Claude Code
+            does (`acp_skills.arguments`). Off by default: bodies reach the model verbatim.
 
     Raises:
         ValueError: on a bound that is not a positive integer.
@@ -161,6 +164,7 @@ class AcpSkills:
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
         max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS,
         max_requests_per_turn: int = DEFAULT_MAX_REQUESTS_PER_TURN,
+        expand_arguments: bool = False,
     ) -> None:
         if registry is None:
             registry = SkillRegistry()
@@ -176,6 +180,7 @@ class AcpSkills:
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
         self._max_live = require_positive_int("max_live_sessions", max_live_sessions)
         self._max_requests = require_positive_int("max_requests_per_turn", max_requests_per_turn)
+        self._expand_arguments = expand_arguments
         self._client: AcpClient | None = None
         self._client_reads_files = False
         self._sessions: OrderedDict[str, _LiveSession] = OrderedDict()
@@ -534,11 +539,18 @@ class AcpSkills:
     ) -> list[InvokedSkill]:
         names = [skill.name for skill in snapshot.skills if skill.user_invocable]
         invoked = []
-        for name in find_invocations(prompt_text(prompt), names):
+        for name, arguments in find_invocations_with_arguments(prompt_text(prompt), names):
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
             await self._send(session_id, skill_tool_call_start(call_id, {"name": name}))
-            result = _well_formed(await self.tool.invoke_for_user(name, cwd=cwd, snapshot=snapshot))
+            result = _well_formed(
+                await self.tool.invoke_for_user(
+                    name,
+                    cwd=cwd,
+                    snapshot=snapshot,
+                    arguments=arguments if self._expand_arguments else None,
+                )
+            )
             await self._send(session_id, tool_call_finished(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
         return invoked

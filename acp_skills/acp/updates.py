@@ -45,6 +45,7 @@ __all__ = [
     "commands_update",
     "decode_tool_arguments",
     "find_invocations",
+    "find_invocations_with_arguments",
     "is_absolute_cwd",
     "prompt_text",
     "skill_tool_call_start",
@@ -136,13 +137,28 @@ def find_invocations(text: str, names: Iterable[str]) -> list[str]:
 
     Only names in ``names`` count (pass the user-invocable ones); anything else stays text.
     """
+    return [name for name, _arguments in find_invocations_with_arguments(text, names)]
+
+
+def find_invocations_with_arguments(text: str, names: Iterable[str]) -> list[tuple[str, str]]:
+    """Like `find_invocations`, with what the person typed after each ``/name``.
+
+    A skill's arguments are the text after its ``/name`` up to the end of that line or the
+    next invocation on it, whitespace stripped; a skill invoked twice keeps its first
+    arguments.
+    """
     allowed = set(names)
-    found: list[str] = []
-    for match in _INVOCATION.finditer(text):
-        name = match.group(1)
-        if name in allowed and name not in found:
-            found.append(name)
-    return found
+    matches = [m for m in _INVOCATION.finditer(text) if m.group(1) in allowed]
+    found: dict[str, str] = {}
+    for index, match in enumerate(matches):
+        if match.group(1) in found:
+            continue
+        end = text.find("\n", match.end())
+        end = len(text) if end < 0 else end
+        if index + 1 < len(matches):
+            end = min(end, matches[index + 1].start())
+        found[match.group(1)] = text[match.end() : end].strip()
+    return list(found.items())
 
 
 def prompt_text(prompt: Sequence[object]) -> str:
