@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeGuard, cast
 
 import anyio
 import structlog
@@ -55,6 +55,7 @@ from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool, ToolResult
 from .turn import (
     DISPLAY_KEY,
     ERROR_KEY,
+    INVOKED_KEY,
     AgentToolRunner,
     InvokedSkill,
     PromptTurn,
@@ -522,21 +523,40 @@ class AcpSkills:
         assert snapshot is not None
         await self._send_commands(session_id, live, snapshot, force=not live.announced_in_turn)
         live.announced_in_turn = True
-        invoked = await self._invoke(session_id, session.context.cwd, prompt, snapshot)
+        invocations = await self._invoke(session_id, session.context.cwd, prompt, snapshot)
         typed = prompt_text(prompt)
-        parts = [typed, *prompt_context(prompt), *(skill.text for skill in invoked)]
-        await session.append_history(
-            {
-                "role": "user",
-                "content": "\n\n".join(part for part in parts if part),
-                DISPLAY_KEY: typed,
-            }
-        )
-        return invoked
+        content = "\n\n".join(part for part in (typed, *prompt_context(prompt)) if part)
+        # Where each skill's text sits in the content, so `session/load` can replay the tool
+        # calls the person saw without storing the texts twice.
+        calls: list[dict[str, Any]] = []
+        for call_id, skill in invocations:
+            if content and skill.text:
+                content += "\n\n"
+            start = len(content)
+            content += skill.text
+            calls.append(
+                {
+                    "id": call_id,
+                    "name": skill.name,
+                    "is_error": skill.is_error,
+                    "start": start,
+                    "end": len(content),
+                }
+            )
+        message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
+        if calls:
+            message[INVOKED_KEY] = calls
+        await session.append_history(message)
+        return [skill for _call_id, skill in invocations]
 
     async def _invoke(
         self, session_id: str, cwd: str, prompt: Sequence[object], snapshot: SkillSnapshot
-    ) -> list[InvokedSkill]:
+    ) -> list[tuple[str, InvokedSkill]]:
+        """Load every skill invoked as ``/name``, reporting each as a tool call.
+
+        Returns:
+            ``(tool call id, invoked skill)`` pairs, in the order of the prompt.
+        """
         names = [skill.name for skill in snapshot.skills if skill.user_invocable]
         invoked = []
         for name, arguments in find_invocations_with_arguments(prompt_text(prompt), names):
@@ -552,7 +572,9 @@ class AcpSkills:
                 )
             )
             await self._send(session_id, tool_call_finished(call_id, result))
-            invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
+            invoked.append(
+                (call_id, InvokedSkill(name=name, text=result.text, is_error=result.is_error))
+            )
         return invoked
 
     async def _call_skill(
@@ -678,6 +700,10 @@ class AcpSkills:
                 shown = message.get(DISPLAY_KEY, content)
                 if isinstance(shown, str):
                     await self._send(session_id, update_user_message_text(shown))
+                if isinstance(content, str):
+                    for call_id, name, result in _invoked_calls(message, content):
+                        await self._send(session_id, skill_tool_call_start(call_id, {"name": name}))
+                        await self._send(session_id, tool_call_finished(call_id, result))
             elif role == "assistant":
                 if isinstance(content, str) and content:
                     await self._send(session_id, update_agent_message_text(content))
@@ -783,3 +809,28 @@ def _field(value: object, attribute: str, key: str) -> object:
 
 def _sequence(value: object) -> Sequence[Any]:
     return value if isinstance(value, list | tuple) else ()
+
+
+def _invoked_calls(message: Mapping[str, Any], content: str) -> list[tuple[str, str, ToolResult]]:
+    """The ``/name`` tool calls recorded with a user message, as ``(id, name, result)``.
+
+    A record is a file a person can edit: an entry that does not fit the message's content
+    is left out rather than replayed wrong.
+    """
+    calls = []
+    for entry in _sequence(message.get(INVOKED_KEY)):
+        if not isinstance(entry, Mapping):
+            continue
+        call_id, name = entry.get("id"), entry.get("name")
+        start, end = entry.get("start"), entry.get("end")
+        if not (isinstance(call_id, str) and isinstance(name, str)):
+            continue
+        if not (_is_int(start) and _is_int(end) and 0 <= start <= end <= len(content)):
+            continue
+        result = ToolResult(text=content[start:end], is_error=entry.get("is_error") is True)
+        calls.append((call_id, name, result))
+    return calls
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
