@@ -33,10 +33,10 @@ KEY = "sk-test-0123456789abcdef"
 DEV_BIN = Path(sys.executable).parent
 
 
-def snippets() -> list[tuple[str, dict[str, Any]]]:
+def snippets(page: Path = DOC) -> list[tuple[str, dict[str, Any]]]:
     """Every ``agent_servers`` entry of the page's ``json`` blocks, in order, by name."""
-    blocks = re.findall(r"```json\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
-    assert blocks, "docs/zed.md has no json blocks"
+    blocks = re.findall(r"```json\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    assert blocks, f"{page.name} has no json blocks"
     entries = []
     for block in blocks:
         settings = json.loads(block)
@@ -65,6 +65,13 @@ def test_every_snippet_is_a_custom_agent_with_no_key_in_it() -> None:
             assert isinstance(value, str)
             assert not value.startswith("sk-"), f"{name}: a key in the settings"
             assert not variable.endswith("_KEY"), f"{name}: {variable} holds a key"
+
+
+def test_readme_shows_the_main_snippet() -> None:
+    """The README's Zed snippet is the one this page documents (and the tests start)."""
+    assert snippets(ROOT / "README.md") == [
+        ("acp-skills demo", snippet("acp-skills demo", env_names=set()))
+    ]
 
 
 @pytest.mark.wheel
