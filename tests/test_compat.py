@@ -7,6 +7,9 @@ project laid out the way Claude Code expects.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -204,3 +207,19 @@ async def test_without_compat_a_body_reaches_the_model_verbatim(tmp_path: Path) 
             await agent.conn.prompt(session_id=sid, prompt=text_prompt("/tally apples"))
             text = agent.client.tool_updates(sid)[-1].content[0].content.text
             assert "Count $0 with awk '{print $1}': $ARGUMENTS" in text
+
+
+def test_unknown_tool_in_acp_skills_compat_is_a_usage_error(tmp_path: Path) -> None:
+    """ACP_SKILLS_COMPAT is checked like the flag: status 2, one line naming the value."""
+    result = subprocess.run(
+        [sys.executable, "-m", "demo_agent", "--state-dir", str(tmp_path)],
+        env={**os.environ, "ACP_SKILLS_COMPAT": "claude, cursor"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "ACP_SKILLS_COMPAT: unknown tool 'cursor' (known: claude)" in result.stderr
+    assert "Traceback" not in result.stderr
