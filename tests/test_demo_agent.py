@@ -615,7 +615,11 @@ def tool_exchange(result: str) -> list[dict[str, Any]]:
             [{"role": "user", "content": "tell me a joke"}],
             [SKILL_TOOL],
             None,
-            ["No skills are available in this session."],
+            [
+                "No skills are available in this session.",
+                "`.agents/skills/<name>/SKILL.md`",
+                "start the agent with `--examples`",
+            ],
             id="no-catalog",
         ),
         pytest.param(
