@@ -148,17 +148,28 @@ def find_invocations_with_arguments(text: str, names: Iterable[str]) -> list[tup
     arguments.
     """
     allowed = set(names)
-    matches = [m for m in _INVOCATION.finditer(text) if m.group(1) in allowed]
+    # One pass, keeping only the invocation whose arguments are still open: a prompt full of
+    # `/name`s costs no more memory than one without.
     found: dict[str, str] = {}
-    for index, match in enumerate(matches):
-        if match.group(1) in found:
+    open_since: tuple[str, int] | None = None
+    for match in _INVOCATION.finditer(text):
+        name = match.group(1)
+        if name not in allowed:
             continue
-        end = text.find("\n", match.end())
-        end = len(text) if end < 0 else end
-        if index + 1 < len(matches):
-            end = min(end, matches[index + 1].start())
-        found[match.group(1)] = text[match.end() : end].strip()
+        if open_since is not None:
+            found[open_since[0]] = _arguments(text, open_since[1], match.start())
+            open_since = None
+        if name not in found:
+            found[name] = ""  # its place in the order of first appearance
+            open_since = (name, match.end())
+    if open_since is not None:
+        found[open_since[0]] = _arguments(text, open_since[1], len(text))
     return list(found.items())
+
+
+def _arguments(text: str, start: int, stop: int) -> str:
+    end_of_line = text.find("\n", start, stop)
+    return text[start : stop if end_of_line < 0 else end_of_line].strip()
 
 
 def prompt_text(prompt: Sequence[object]) -> str:
