@@ -627,7 +627,12 @@ class AcpSkills:
         if live is None:
             return
         snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=live.session.context.cwd))
-        await self._send_commands(session_id, live, snapshot, force=True)
+        try:
+            await self._send_commands(session_id, live, snapshot, force=True)
+        except ConnectionError:
+            # The input ended while this was on its way: there is no one left to tell. Raised
+            # on, it would fail the SDK's shutdown, which awaits this task.
+            return
 
     def _observe(self, event: StreamEvent) -> Awaitable[None] | None:
         """Send a session's first commands once its ``session/new`` / ``load`` answer is out.
