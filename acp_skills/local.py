@@ -10,6 +10,12 @@ clash in the registry)::
     400   user-dsh         <dsh_home>/skills          (its `.system` child is skipped)
     500   user-agents      <agents_home>/skills
 
+With ``compat=("claude",)``, two more roots follow ours, so a skill in one of our own roots
+always wins a name clash with a Claude Code skill::
+
+    600   project-claude   <project root>/.claude/skills
+    700   user-claude      <claude_home>/skills
+
 Inside a root, a directory ``X`` is a bundle (``X/SKILL.md``) and a file ending in ``.md`` is a
 flat skill; everything else is ignored. Entries are taken in code-point order of their names, so
 ``foo/`` comes before ``foo.md`` and, because the registry breaks rank ties by position in a
@@ -29,6 +35,7 @@ every root and how many skills it gave, for the command line and the agent to sh
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
@@ -57,6 +64,7 @@ from .model import (
 )
 
 __all__ = [
+    "COMPAT_CLAUDE",
     "DEFAULT_MAX_SKILL_FILE_BYTES",
     "LocalDiscovery",
     "LocalSkillProvider",
@@ -73,6 +81,12 @@ _PROJECT_AGENTS: Final = "project-agents"
 _CUSTOM: Final = "custom"
 _USER_DSH: Final = "user-dsh"
 _USER_AGENTS: Final = "user-agents"
+_PROJECT_CLAUDE: Final = "project-claude"
+_USER_CLAUDE: Final = "user-claude"
+
+COMPAT_CLAUDE: Final = "claude"
+"""The ``compat`` value that adds Claude Code's skill directories (``.claude/skills``)."""
+_COMPAT_VALUES: Final = (COMPAT_CLAUDE,)
 
 # Only the user's own dsh root has a `.system` child to skip: it holds skills the tool itself
 # installs and manages, which are not meant to be discovered as ordinary user skills. A
@@ -153,6 +167,12 @@ class LocalSkillProvider:
         name: The provider's name in a registry.
         max_file_bytes: Skill files larger than this are skipped with a warning.
         fs: The filesystem to read; defaults to the local disk.
+        compat: Other tools whose skill directories are scanned too, after ours: only
+            ``"claude"`` (`COMPAT_CLAUDE`) so far, which adds ``<project>/.claude/skills``
+            (rank 600, source ``project-claude``) and ``<claude_home>/skills`` (rank 700,
+            source ``user-claude``).
+        claude_home: Claude Code's home directory; defaults to ``$CLAUDE_CONFIG_DIR``, else
+            ``~/.claude``. Only used with ``compat=("claude",)``.
 
     Environment variables are read here, at construction. Empty or whitespace-only variables
     count as unset. Every directory has ``~`` expanded and is made absolute (relative paths
@@ -161,7 +181,9 @@ class LocalSkillProvider:
     Raises:
         ValueError: ``max_file_bytes`` is not a positive integer, ``name`` is empty, or an
             explicitly given directory is an empty string.
-        TypeError: ``custom_skill_dirs`` is a single path instead of a sequence of paths.
+        ValueError: ``compat`` names a tool other than ``"claude"``.
+        TypeError: ``custom_skill_dirs`` or ``compat`` is a single string instead of a
+            sequence.
     """
 
     def __init__(
@@ -172,6 +194,9 @@ class LocalSkillProvider:
         name: str = "local",
         max_file_bytes: int = DEFAULT_MAX_SKILL_FILE_BYTES,
         fs: SkillFileSystem | None = None,
+        *,
+        compat: Iterable[str] = (),
+        claude_home: str | os.PathLike[str] | None = None,
     ) -> None:
         require_positive_int("max_file_bytes", max_file_bytes)
         if not isinstance(name, str) or not name:
@@ -187,6 +212,12 @@ class LocalSkillProvider:
         self._custom_skill_dirs = tuple(
             _absolute_dir(path, "custom_skill_dirs") for path in custom_skill_dirs
         )
+        self._compat = _compat_values(compat)
+        self._claude_home = (
+            _home_dir(claude_home, "claude_home", "CLAUDE_CONFIG_DIR", "~/.claude")
+            if COMPAT_CLAUDE in self._compat
+            else None
+        )
         # Roots that do not depend on the caller's cwd, already in rank order.
         self._fixed_roots = (
             *(SkillRoot(path=path, source=_CUSTOM, rank=300) for path in self._custom_skill_dirs),
@@ -195,6 +226,12 @@ class LocalSkillProvider:
                 path=os.path.join(self._agents_home, "skills"), source=_USER_AGENTS, rank=500
             ),
         )
+        if self._claude_home is not None:
+            self._fixed_roots += (
+                SkillRoot(
+                    path=os.path.join(self._claude_home, "skills"), source=_USER_CLAUDE, rank=700
+                ),
+            )
 
     @property
     def name(self) -> str:
@@ -215,6 +252,11 @@ class LocalSkillProvider:
     def custom_skill_dirs(self) -> tuple[str, ...]:
         """The custom roots, absolute, in scanning order."""
         return self._custom_skill_dirs
+
+    @property
+    def compat(self) -> tuple[str, ...]:
+        """The other tools whose skill directories are scanned too (``("claude",)`` or ``()``)."""
+        return self._compat
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
         """Return the directories scanned for ``options.cwd``, in rank order.
@@ -242,7 +284,18 @@ class LocalSkillProvider:
                     rank=200,
                 )
             )
+            if self._claude_home is not None:
+                candidates.append(
+                    SkillRoot(
+                        path=os.path.join(project, ".claude", "skills"),
+                        source=_PROJECT_CLAUDE,
+                        rank=600,
+                    )
+                )
         candidates.extend(self._fixed_roots)
+        # Rank order (stable, so custom roots keep theirs): project-claude, found with the
+        # project, comes after every root of ours.
+        candidates.sort(key=lambda root: root.rank)
         seen: set[str] = set()
         unique: list[SkillRoot] = []
         for root in candidates:
@@ -259,9 +312,19 @@ class LocalSkillProvider:
             Candidates ordered by root (rank order), then by entry name (code points) within
             a root. Names may repeat; the registry resolves clashes.
         """
+        started = time.perf_counter()
         discovery = await self.discover(options)
         for diagnostic in discovery.diagnostics:
             log_diagnostic(_log, diagnostic, provider=self._name)
+        # One event per discovery, never one per file: cheap even when debug is on.
+        _log.debug(
+            "skills_discovered",
+            provider=self._name,
+            cwd=options.cwd,
+            roots=[report.root.path for report in discovery.roots],
+            skills=[candidate.name for candidate in discovery.candidates],
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
         return list(discovery.candidates)
 
     async def discover(self, options: SkillLookupOptions) -> LocalDiscovery:
@@ -506,6 +569,19 @@ def _parse_read(
 def _parse_for_listing(data: bytes) -> ParsedSkill | SkillFileProblem:
     # Discovery needs only the frontmatter: no body is kept.
     return _parse_read(data, with_body=False)
+
+
+def _compat_values(compat: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(compat, str | bytes):
+        # A lone string would otherwise be read one character at a time.
+        raise TypeError('compat must be a sequence of names, such as ("claude",)')
+    values: list[str] = []
+    for value in compat:
+        if value not in _COMPAT_VALUES:
+            raise ValueError(f"compat: unknown tool {value!r} (known: {', '.join(_COMPAT_VALUES)})")
+        if value not in values:
+            values.append(value)
+    return tuple(values)
 
 
 def _home_dir(

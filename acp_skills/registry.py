@@ -21,6 +21,7 @@ import asyncio
 import itertools
 import math
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -346,7 +347,15 @@ class SkillRegistry:
         if registration is None:
             return None
         provider = registration.provider
+        started = time.perf_counter()
         definition = await provider.get(candidate, options)
+        _log.debug(
+            "skill_loaded",
+            skill=candidate.name,
+            provider=provider.name,
+            found=definition is not None,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
         if definition is None:
             return None
         _validate_definition(definition, provider.name)

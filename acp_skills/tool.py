@@ -29,12 +29,13 @@ import ntpath
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio.to_thread
 import structlog
 
+from .arguments import expand_arguments
 from .fs import ConfinedReadError, ConfinedReadFailure, LocalFileSystem
 from .model import (
     DirectoryResource,
@@ -514,13 +515,22 @@ class SkillTool:
         return index
 
     async def invoke_for_user(
-        self, name: str, *, cwd: str, snapshot: SkillSnapshot | None = None
+        self,
+        name: str,
+        *,
+        cwd: str,
+        snapshot: SkillSnapshot | None = None,
+        arguments: str | None = None,
     ) -> ToolResult:
         """Load a skill a person invoked (``/name``) and render it like a tool result.
 
         Unlike the model's calls, a person may invoke a skill marked
         ``disable_model_invocation`` (that is what such skills are for); ``user_invocable=False``
         skills are refused. Pass the turn's ``snapshot`` to avoid discovering again.
+
+        With ``arguments`` (what the person typed after ``/name``), the placeholders
+        ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` in the body are filled first, as Claude
+        Code does (`acp_skills.arguments`); with ``None`` the body is rendered verbatim.
         """
         try:
             definition = await self._load(
@@ -528,6 +538,10 @@ class SkillTool:
             )
         except _Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
+        if arguments is not None:
+            definition = replace(
+                definition, content=expand_arguments(definition.content, arguments)
+            )
         return ToolResult(text=render_skill_content(definition), is_error=False)
 
     async def _load(

@@ -11,12 +11,14 @@ Targets: cold discovery <= 5x the raw read; a warm (cached) list() <= 1 ms.
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import anyio
+import structlog
 
 from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
 
@@ -93,6 +95,9 @@ async def main() -> None:
     parser.add_argument("--skills", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
+    # As an agent runs by default: the library's debug events (one per discovery) are
+    # filtered out, not rendered (unconfigured structlog would print them all).
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch) / "skills"
         homes = Path(scratch) / "homes"

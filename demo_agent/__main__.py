@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import os
 import re
 import signal
@@ -23,8 +22,9 @@ import structlog
 from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry, is_skill_name
 from acp_skills.acp import AcpSkills
 
-from . import __version__
+from . import EXAMPLE_SKILLS, __version__
 from .agent import DemoAgent
+from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from .models import ChatModel
 from .models.offline import OfflineModel
 from .models.openai_chat import (
@@ -34,7 +34,8 @@ from .models.openai_chat import (
     OpenAIChatModel,
 )
 
-_LEVELS = ("debug", "info", "warning", "error")
+_LEVELS = LOG_LEVELS
+_COMPAT = ("claude",)
 
 DEFAULT_CATALOG_BUDGET = 8000
 _UNLIMITED = ("none", "unlimited")
@@ -136,6 +137,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"ACP_SKILLS_LOG_LEVEL must be one of {', '.join(_LEVELS)}")
     args.pin = _names_from_env(parser, args.pin, "ACP_SKILLS_PIN")
     args.hide = _names_from_env(parser, args.hide, "ACP_SKILLS_HIDE")
+    if args.log_format not in LOG_FORMATS:
+        parser.error(f"ACP_SKILLS_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}")
+    if args.compat is None:
+        args.compat = [name.strip() for name in (_env("ACP_SKILLS_COMPAT") or "").split(",")]
+        args.compat = [name for name in args.compat if name]
+        for name in args.compat:
+            if name not in _COMPAT:
+                parser.error(f"ACP_SKILLS_COMPAT: unknown tool {name!r} (known: claude)")
     return args
 
 
@@ -143,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="acp-skills-demo",
         description="A demo ACP agent with skills, speaking the Agent Client Protocol on stdio.",
+        epilog=_SKILL_LOOKUP_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--model",
@@ -166,6 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=_env("ACP_SKILLS_API_KEY_ENV") or DEFAULT_KEY_VARIABLE,
         help=f"the environment variable holding the API key (default {DEFAULT_KEY_VARIABLE}). "
         "Env: ACP_SKILLS_API_KEY_ENV.",
+    )
+    parser.add_argument(
+        "--api-key-file",
+        default=_env("ACP_SKILLS_API_KEY_FILE"),
+        metavar="PATH",
+        help="read the API key from this file instead (surrounding whitespace ignored), so "
+        "an editor's settings can name the file rather than hold the key. "
+        "Env: ACP_SKILLS_API_KEY_FILE.",
     )
     parser.add_argument(
         "--max-steps",
@@ -223,6 +242,20 @@ def build_parser() -> argparse.ArgumentParser:
         "exact name (repeatable). Env: ACP_SKILLS_HIDE (names separated by commas).",
     )
     parser.add_argument(
+        "--examples",
+        action="store_true",
+        help="also offer the example skills shipped with the package, after any --skills-dir.",
+    )
+    parser.add_argument(
+        "--compat",
+        action="append",
+        choices=_COMPAT,
+        default=None,
+        help="claude: also read Claude Code skills (<project>/.claude/skills, then "
+        "~/.claude/skills, after every directory of ours) and replace $ARGUMENTS, "
+        "$ARGUMENTS[N] and $N in a skill invoked as /name. Env: ACP_SKILLS_COMPAT.",
+    )
+    parser.add_argument(
         "--state-dir",
         default=_env("ACP_SKILLS_STATE_DIR"),
         help="where session records are kept (default $XDG_STATE_HOME/acp-skills-demo). "
@@ -232,29 +265,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level",
         choices=_LEVELS,
         default=(_env("ACP_SKILLS_LOG_LEVEL") or "warning").lower(),
-        help="stderr log level (default warning). Env: ACP_SKILLS_LOG_LEVEL.",
+        help="log level (default warning). Env: ACP_SKILLS_LOG_LEVEL.",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=(_env("ACP_SKILLS_LOG_FORMAT") or "console").lower(),
+        help="console: one readable line per event (default); json: one JSON object per "
+        "line. Env: ACP_SKILLS_LOG_FORMAT.",
+    )
+    parser.add_argument(
+        "--log-file",
+        default=_env("ACP_SKILLS_LOG_FILE"),
+        metavar="PATH",
+        help="append logs to this file instead of stderr. Env: ACP_SKILLS_LOG_FILE.",
     )
     parser.add_argument("--version", action="version", version=__version__)
     return parser
-
-
-def configure_logging(level: str) -> None:
-    """structlog and the stdlib logger (used by the ACP SDK), both to stderr."""
-    number = logging.getLevelName(level.upper())
-    logging.basicConfig(
-        stream=sys.stderr, level=number, format="%(levelname)s %(name)s %(message)s"
-    )
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso"),
-            structlog.processors.format_exc_info,
-            structlog.dev.ConsoleRenderer(colors=False),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(number),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
-    )
 
 
 def build_model(args: argparse.Namespace) -> ChatModel:
@@ -263,7 +290,7 @@ def build_model(args: argparse.Namespace) -> ChatModel:
     return OpenAIChatModel(
         base_url=args.base_url,
         model=args.model_name,
-        api_key=_env(args.api_key_env),
+        api_key=getattr(args, "api_key", None) or _env(args.api_key_env),
         key_variable=args.api_key_env,
         timeout=args.timeout,
         max_tokens=args.max_tokens,
@@ -275,7 +302,9 @@ def build_provider(args: argparse.Namespace) -> LocalSkillProvider:
     custom_dirs = list(args.skills_dir or [])
     if not custom_dirs and _env("ACP_SKILLS_DIRS"):
         custom_dirs = [d for d in (_env("ACP_SKILLS_DIRS") or "").split(os.pathsep) if d]
-    return LocalSkillProvider(custom_skill_dirs=custom_dirs)
+    if args.examples:
+        custom_dirs.append(str(EXAMPLE_SKILLS))
+    return LocalSkillProvider(custom_skill_dirs=custom_dirs, compat=tuple(args.compat))
 
 
 def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoAgent:
@@ -288,6 +317,7 @@ def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoA
         pinned_skills=args.pin,
         hidden_skills=args.hide,
         max_requests_per_turn=args.max_steps,
+        expand_arguments="claude" in args.compat,
     )
     return DemoAgent(skills, build_model(args))
 
@@ -327,6 +357,67 @@ def closed_stdio() -> str | None:
     return None
 
 
+# -- start-up: logs, key file, the terminal hint ---------------------------------------------
+
+_SKILL_LOOKUP_HELP = f"""\
+where skills are looked up (the first skill of a name wins):
+  1. <project>/.dsh/skills      the project is the nearest ancestor of the session's
+  2. <project>/.agents/skills   working directory that contains .git
+  3. each --skills-dir, in order, then the bundled examples with --examples:
+     {EXAMPLE_SKILLS}
+  4. $DSH_HOME/skills           (default ~/.dsh/skills)
+  5. $DSH_AGENTS_HOME/skills    (default ~/.agents/skills)
+  with --compat claude, after those:
+  6. <project>/.claude/skills
+  7. $CLAUDE_CONFIG_DIR/skills  (default ~/.claude/skills)
+A skill is a directory with a SKILL.md, or a single NAME.md file, in one of them."""
+
+TERMINAL_HINT = (
+    "acp-skills-demo speaks the Agent Client Protocol (JSON-RPC) on stdin and stdout, for an "
+    "editor such as Zed to start (https://github.com/acp-skills/acp-skills/blob/main/docs/"
+    "zed.md); to see your skills, run `acp-skills list`. Still serving here: Ctrl-D quits."
+)
+"""The one line a person who starts the agent at a terminal reads on stderr."""
+
+
+def _stdin_is_terminal() -> bool:
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
+
+
+def _start_logging(args: argparse.Namespace) -> str | None:
+    """Configure logging as the flags say; why not, when the log file cannot be opened."""
+    stream = None
+    if args.log_file:
+        path = Path(args.log_file).expanduser()
+        try:
+            # Line-buffered, so a person following the file sees each event as it happens.
+            stream = path.open("a", encoding="utf-8", buffering=1)
+        except OSError as error:
+            return f"cannot open the log file {path}: {error.strerror or error}"
+    configure_logging(args.log_level, log_format=args.log_format, stream=stream)
+    return None
+
+
+def _read_api_key(args: argparse.Namespace) -> str | None:
+    """Read ``--api-key-file`` into ``args.api_key``; why not, when it cannot be used."""
+    args.api_key = None
+    if not args.api_key_file or args.model != "openai":
+        return None
+    path = Path(args.api_key_file).expanduser()
+    try:
+        key = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        return f"cannot read the API key file {path}: {reason}"
+    if not key:
+        return f"the API key file {path} is empty"
+    args.api_key = key
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     closed = closed_stdio()
@@ -337,13 +428,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return 2
-    configure_logging(args.log_level)
+    problem = _start_logging(args)
+    if problem is None:
+        problem = _read_api_key(args)
+    if problem is not None:
+        print(f"acp-skills-demo: {problem}", file=sys.stderr)
+        return 2
     # Checked before serving: an editor shows a failed start, not a session that silently
     # saves nothing. One line, no traceback, the usage-error status.
     problem = unusable_state_dir(_state_dir(args))
     if problem is not None:
         print(f"acp-skills-demo: unusable state directory: {problem}", file=sys.stderr)
         return 2
+    if _stdin_is_terminal():
+        print(TERMINAL_HINT, file=sys.stderr, flush=True)
     provider = build_provider(args)
     agent = build_agent(args, provider)
     with contextlib.suppress(KeyboardInterrupt):

@@ -1,9 +1,10 @@
 """The scripted demonstration: the demo agent driven over stdio by the official SDK client.
 
-    python -m demo_agent.demo [--skills DIR] [--model-args ...]
+    python -m demo_agent.demo [--skills DIR] [agent arguments ...]
 
-It starts ``python -m demo_agent`` as a subprocess, opens a session in a scratch project that
-uses ``examples/skills``, sends a few prompts and prints a readable transcript: the slash
+It starts ``python -m demo_agent`` as a subprocess, opens a session in a scratch project with
+the example skills shipped inside the package (``--examples``; or the skills in ``DIR``),
+sends a few prompts and prints a readable transcript: the slash
 commands the editor would show, the skill catalog the model sees, each tool call and its
 result, and the agent's answers. Everything runs offline.
 """
@@ -33,8 +34,6 @@ from acp.schema import (
     ToolCallStart,
 )
 from acp.stdio import spawn_agent_process
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "skills"
 
 PROMPTS = (
     "Please review my branch before I merge it.",
@@ -106,7 +105,14 @@ def _clip(text: str, lines: int) -> str:
     return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines)"])
 
 
-async def run(skills_dir: Path, agent_args: Sequence[str], out: Any) -> int:
+async def run(skills_dir: Path | None, agent_args: Sequence[str], out: Any) -> int:
+    """Run the demonstration, printing the transcript to ``out``; return the exit status.
+
+    Args:
+        skills_dir: the skills to show; ``None`` for the examples shipped with the package.
+        agent_args: extra command-line arguments for the demo agent.
+        out: a text stream.
+    """
     with tempfile.TemporaryDirectory(prefix="acp-skills-demo-") as scratch:
         root = Path(scratch)
         project = root / "project"
@@ -117,11 +123,11 @@ async def run(skills_dir: Path, agent_args: Sequence[str], out: Any) -> int:
             "DSH_AGENTS_HOME": str(root / "agents-home"),
             "PYTHONPATH": os.pathsep.join(sys.path),
         }
+        skills = ["--examples"] if skills_dir is None else ["--skills-dir", str(skills_dir)]
         command = [
             "-m",
             "demo_agent",
-            "--skills-dir",
-            str(skills_dir),
+            *skills,
             "--state-dir",
             str(root / "state"),
             *agent_args,
@@ -185,12 +191,18 @@ async def run(skills_dir: Path, agent_args: Sequence[str], out: Any) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the scripted acp-skills demonstration.")
-    parser.add_argument("--skills", type=Path, default=EXAMPLES, help="skills directory")
+    parser.add_argument(
+        "--skills",
+        type=Path,
+        default=None,
+        help="a skills directory to show instead of the examples shipped with the package",
+    )
     parser.add_argument(
         "agent_args", nargs=argparse.REMAINDER, help="extra arguments for the demo agent"
     )
     args = parser.parse_args(argv)
-    return asyncio.run(run(args.skills.resolve(), args.agent_args, sys.stdout))
+    skills_dir = args.skills.resolve() if args.skills is not None else None
+    return asyncio.run(run(skills_dir, args.agent_args, sys.stdout))
 
 
 if __name__ == "__main__":

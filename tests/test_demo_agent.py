@@ -400,27 +400,39 @@ async def test_load_replays_conversation_before_its_response(sandbox: Sandbox) -
             assert await ask(agent, sid, "hello") == "end_turn"
 
 
-async def test_replay_shows_what_was_typed_and_which_calls_failed(sandbox: Sandbox) -> None:
-    """A replayed /name turn shows the typed text, not the loaded skill; a failed call replays
-    as failed."""
+async def test_replay_shows_what_was_typed_and_every_skill_call(sandbox: Sandbox) -> None:
+    """A replayed /name turn shows the typed text and the skill's tool call as it was seen
+    live; a failed model call replays as failed."""
     sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
     doomed = sandbox.write_skill("beta-gone", "Rotate the staging credentials.", "1. Rotate.")
     with anyio.fail_after(TEST_SECONDS):
         async with sandbox.spawn() as agent:
             sid = await open_session(agent, sandbox)
             assert await ask(agent, sid, "/alpha-notes for today") == "end_turn"
+            live = agent.client.tool_updates(sid)
             doomed.unlink()  # the catalog was frozen with it; loading it now fails
             assert await ask(agent, sid, "please use beta-gone") == "end_turn"
             assert agent.client.tool_updates(sid)[-1].status == "failed"
 
         async with sandbox.spawn() as agent:
             await agent.conn.load_session(cwd=str(sandbox.project), session_id=sid, mcp_servers=[])
-            replayed = agent.client.session_updates(sid)
+            replayed = without_commands(agent.client.session_updates(sid))
             typed = [u.content.text for u in replayed if u.session_update == "user_message_chunk"]
             assert typed == ["/alpha-notes for today", "please use beta-gone"]
+            # The /name call follows the message that invoked it, with the same id and text.
+            assert [u.session_update for u in replayed[:3]] == [
+                "user_message_chunk",
+                "tool_call",
+                "tool_call_update",
+            ]
+            start, end = replayed[1], replayed[2]
+            assert start.tool_call_id == live[0].tool_call_id == end.tool_call_id
+            assert start.title == "Load skill alpha-notes"
+            assert end.status == "completed"
+            assert end.content[0].content.text == live[1].content[0].content.text
             ends = [u for u in replayed if u.session_update == "tool_call_update"]
-            assert [u.status for u in ends] == ["failed"]
-            assert ends[0].content[0].content.text == (
+            assert [u.status for u in ends] == ["completed", "failed"]
+            assert ends[1].content[0].content.text == (
                 'Error: skill "beta-gone" is unknown or no longer available'
             )
 
@@ -606,7 +618,11 @@ def tool_exchange(result: str) -> list[dict[str, Any]]:
             [{"role": "user", "content": "tell me a joke"}],
             [SKILL_TOOL],
             None,
-            ["No skills are available in this session."],
+            [
+                "No skills are available in this session.",
+                "`.agents/skills/<name>/SKILL.md`",
+                "start the agent with `--examples`",
+            ],
             id="no-catalog",
         ),
         pytest.param(

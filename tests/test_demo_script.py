@@ -7,7 +7,7 @@ import io
 import anyio
 import pytest
 
-from demo_agent.demo import EXAMPLES, run
+from demo_agent.demo import run
 
 
 @pytest.mark.anyio
@@ -15,7 +15,7 @@ async def test_demonstration_transcript_shows_catalog_tool_call_and_answers() ->
     """The transcript has the commands, the catalog, a model tool call, a /name load, answers."""
     out = io.StringIO()
     with anyio.fail_after(60):
-        assert await run(EXAMPLES, [], out) == 0
+        assert await run(None, [], out) == 0
     transcript = out.getvalue()
     assert "[commands] /code-review [branch or path]" in transcript
     assert "python-style         custom    (no slash command)" in transcript

@@ -288,14 +288,17 @@ async def test_discover_reports_every_root_with_its_skills_and_every_problem(
 async def test_list_logs_the_records_discover_returns(
     tmp_path: Path, homes: tuple[Path, Path]
 ) -> None:
-    """The warnings in the log are the same records: one event per record, nothing else."""
+    """The warnings in the log are the same records: one event per record, and besides them
+    only the one debug summary of the discovery."""
     root = tmp_path / "custom"
     write(root / "moved" / "SKILL.md", "---\nname: other\ndescription: d\nextra: 1\n---\n")
     write(root / "bad.md", "no frontmatter\n")
     provider = provider_for(homes, root)
     discovery = await provider.discover(SkillLookupOptions())
-    with capture_logs() as logs:
+    with capture_logs() as captured:
         await provider.list(SkillLookupOptions())
+    logs = [e for e in captured if e["event"] != "skills_discovered"]
+    assert [e["event"] for e in captured if e not in logs] == ["skills_discovered"]
     assert [(e["event"], e["code"], e["path"], e["reason"]) for e in logs] == [
         (CODES[d.code].event, d.code, d.path, d.message) for d in discovery.diagnostics
     ]
@@ -312,9 +315,10 @@ async def test_a_missing_custom_directory_is_a_warning_at_start_up_only(
         [problem] = await provider.check_custom_dirs()
         await provider.list(SkillLookupOptions())
     assert (problem.code, problem.path) == ("root-missing", str(missing))
-    assert [(e["event"], e["log_level"], e["path"]) for e in logs] == [
+    assert [(e["event"], e["log_level"], e.get("path")) for e in logs] == [
         ("skill_root_missing", "warning", str(missing)),
         ("skill_root_missing", "debug", str(missing)),
+        ("skills_discovered", "debug", None),
     ]
 
 

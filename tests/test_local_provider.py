@@ -415,8 +415,9 @@ async def test_directory_without_skill_md_is_ignored_without_a_warning(layout: L
     with capture_logs() as logs:
         assert await names(layout.provider(), None) == []
     assert warnings_in(logs) == []
-    assert [(entry["event"], entry["log_level"], entry["path"]) for entry in logs] == [
-        ("skill_file_absent", "debug", str(layout.user_dsh / "shared-scripts" / "SKILL.md"))
+    absent = [entry for entry in logs if entry["event"] == "skill_file_absent"]
+    assert [(entry["log_level"], entry["path"]) for entry in absent] == [
+        ("debug", str(layout.user_dsh / "shared-scripts" / "SKILL.md"))
     ]
 
 

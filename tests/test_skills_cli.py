@@ -312,7 +312,7 @@ async def test_catalog_prints_exactly_the_catalog_message_and_its_size(corpus: C
     assert f"{len(expected)} characters, 8 skills." in result.stderr
     assert "hidden-helper" not in result.stdout
     catalog, status = run_json("catalog", *corpus.roots())
-    unlimited = {"limit": None, "used": len(expected), "shortened": 0, "omitted": []}
+    unlimited: dict[str, Any] = {"limit": None, "used": len(expected), "shortened": 0, "omitted": []}
     assert (catalog, status) == (
         {"text": expected, "characters": len(expected), "budget": unlimited},
         0,
@@ -360,7 +360,7 @@ def test_catalog_without_skills_is_null_and_zero(tmp_path: Path) -> None:
         "--agents-home",
         str(tmp_path / "a"),
     ]
-    empty = {"limit": None, "used": 0, "shortened": 0, "omitted": []}
+    empty: dict[str, Any] = {"limit": None, "used": 0, "shortened": 0, "omitted": []}
     assert run_json("catalog", *options) == (
         {"text": None, "characters": 0, "budget": empty},
         0,

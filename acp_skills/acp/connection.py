@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeGuard, cast
 
 import anyio
 import structlog
@@ -75,6 +75,7 @@ from .commands import (
 from .turn import (
     DISPLAY_KEY,
     ERROR_KEY,
+    INVOKED_KEY,
     AgentToolRunner,
     InvokedSkill,
     PromptTurn,
@@ -83,7 +84,7 @@ from .updates import (
     available_commands,
     check_cwd,
     decode_tool_arguments,
-    find_invocations,
+    find_invocations_with_arguments,
     prompt_context,
     prompt_text,
     skill_tool_call_start,
@@ -172,6 +173,9 @@ class AcpSkills:
             recently used idle ones are released and reopened from their record when needed.
         max_requests_per_turn: model requests a turn may make before it stops with
             ``max_turn_requests``.
+        expand_arguments: fill ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` in the body of a
+            skill a person invokes as ``/name`` with what they typed after it, as Claude Code
+            does (`acp_skills.arguments`). Off by default: bodies reach the model verbatim.
 
     Raises:
         ValueError: on a bound that is not a positive integer, or a pinned or hidden name that
@@ -190,6 +194,7 @@ class AcpSkills:
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
         max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS,
         max_requests_per_turn: int = DEFAULT_MAX_REQUESTS_PER_TURN,
+        expand_arguments: bool = False,
     ) -> None:
         check_catalog_budget(catalog_budget)
         pinned = _skill_names("pinned_skills", pinned_skills)
@@ -217,6 +222,7 @@ class AcpSkills:
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
         self._max_live = require_positive_int("max_live_sessions", max_live_sessions)
         self._max_requests = require_positive_int("max_requests_per_turn", max_requests_per_turn)
+        self._expand_arguments = expand_arguments
         self._client: AcpClient | None = None
         self._client_reads_files = False
         self._sessions: OrderedDict[str, _LiveSession] = OrderedDict()
@@ -648,30 +654,58 @@ class AcpSkills:
         snapshot: SkillSnapshot,
     ) -> list[InvokedSkill]:
         session = live.session
-        invoked = await self._invoke(session_id, session.context.cwd, prompt, snapshot)
+        invocations = await self._invoke(session_id, session.context.cwd, prompt, snapshot)
         typed = prompt_text(prompt)
-        parts = [typed, *prompt_context(prompt), *(skill.text for skill in invoked)]
-        await session.append_history(
-            {
-                "role": "user",
-                "content": "\n\n".join(part for part in parts if part),
-                DISPLAY_KEY: typed,
-            }
-        )
-        return invoked
+        content = "\n\n".join(part for part in (typed, *prompt_context(prompt)) if part)
+        # Where each skill's text sits in the content, so `session/load` can replay the tool
+        # calls the person saw without storing the texts twice.
+        calls: list[dict[str, Any]] = []
+        for call_id, skill in invocations:
+            if content and skill.text:
+                content += "\n\n"
+            start = len(content)
+            content += skill.text
+            calls.append(
+                {
+                    "id": call_id,
+                    "name": skill.name,
+                    "is_error": skill.is_error,
+                    "start": start,
+                    "end": len(content),
+                }
+            )
+        message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
+        if calls:
+            message[INVOKED_KEY] = calls
+        await session.append_history(message)
+        return [skill for _call_id, skill in invocations]
 
     async def _invoke(
         self, session_id: str, cwd: str, prompt: Sequence[object], snapshot: SkillSnapshot
-    ) -> list[InvokedSkill]:
+    ) -> list[tuple[str, InvokedSkill]]:
+        """Load every skill invoked as ``/name``, reporting each as a tool call.
+
+        Returns:
+            ``(tool call id, invoked skill)`` pairs, in the order of the prompt.
+        """
         names = [skill.name for skill in snapshot.skills if skill.user_invocable]
         invoked = []
-        for name in find_invocations(prompt_text(prompt), names):
+        for name, arguments in find_invocations_with_arguments(prompt_text(prompt), names):
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
             await self._send(session_id, skill_tool_call_start(call_id, {"name": name}))
-            result = _well_formed(await self.tool.invoke_for_user(name, cwd=cwd, snapshot=snapshot))
+            result = _well_formed(
+                await self.tool.invoke_for_user(
+                    name,
+                    cwd=cwd,
+                    snapshot=snapshot,
+                    arguments=arguments if self._expand_arguments else None,
+                )
+            )
             await self._send(session_id, tool_call_finished(call_id, result))
-            invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
+            invoked.append(
+                (call_id, InvokedSkill(name=name, text=result.text, is_error=result.is_error))
+            )
         return invoked
 
     async def _call_skill(
@@ -809,6 +843,10 @@ class AcpSkills:
                 shown = message.get(DISPLAY_KEY, content)
                 if isinstance(shown, str):
                     await self._send(session_id, update_user_message_text(shown))
+                if isinstance(content, str):
+                    for call_id, name, result in _invoked_calls(message, content):
+                        await self._send(session_id, skill_tool_call_start(call_id, {"name": name}))
+                        await self._send(session_id, tool_call_finished(call_id, result))
             elif role == "assistant":
                 if isinstance(content, str) and content:
                     await self._send(session_id, update_agent_message_text(content))
@@ -950,3 +988,28 @@ def _field(value: object, attribute: str, key: str) -> object:
 
 def _sequence(value: object) -> Sequence[Any]:
     return value if isinstance(value, list | tuple) else ()
+
+
+def _invoked_calls(message: Mapping[str, Any], content: str) -> list[tuple[str, str, ToolResult]]:
+    """The ``/name`` tool calls recorded with a user message, as ``(id, name, result)``.
+
+    A record is a file a person can edit: an entry that does not fit the message's content
+    is left out rather than replayed wrong.
+    """
+    calls = []
+    for entry in _sequence(message.get(INVOKED_KEY)):
+        if not isinstance(entry, Mapping):
+            continue
+        call_id, name = entry.get("id"), entry.get("name")
+        start, end = entry.get("start"), entry.get("end")
+        if not (isinstance(call_id, str) and isinstance(name, str)):
+            continue
+        if not (_is_int(start) and _is_int(end) and 0 <= start <= end <= len(content)):
+            continue
+        result = ToolResult(text=content[start:end], is_error=entry.get("is_error") is True)
+        calls.append((call_id, name, result))
+    return calls
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)

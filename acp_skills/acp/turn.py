@@ -32,6 +32,7 @@ from .updates import decode_tool_arguments, tool_call_finished, tool_call_starte
 __all__ = [
     "DISPLAY_KEY",
     "ERROR_KEY",
+    "INVOKED_KEY",
     "AgentToolRunner",
     "InvokedSkill",
     "PromptTurn",
@@ -52,6 +53,11 @@ DISPLAY_KEY = "_display"
 
 ERROR_KEY = "_is_error"
 """A tool result's key in the record: whether the call failed (replayed on ``session/load``)."""
+
+INVOKED_KEY = "_invoked"
+"""A user message's key in the record: the skills invoked as ``/name`` in it, each as
+``{"id", "name", "is_error", "start", "end"}`` where ``content[start:end]`` is the skill's text
+(replayed on ``session/load`` as the tool calls the person saw)."""
 
 # How long the final reports of a cancelled turn may take: they are sent shielded from the
 # cancellation, and a client that stopped reading must not hold the turn open.

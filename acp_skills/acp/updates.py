@@ -45,6 +45,7 @@ __all__ = [
     "commands_update",
     "decode_tool_arguments",
     "find_invocations",
+    "find_invocations_with_arguments",
     "is_absolute_cwd",
     "prompt_text",
     "skill_tool_call_start",
@@ -143,13 +144,39 @@ def find_invocations(text: str, names: Iterable[str]) -> list[str]:
 
     Only names in ``names`` count (pass the user-invocable ones); anything else stays text.
     """
+    return [name for name, _arguments in find_invocations_with_arguments(text, names)]
+
+
+def find_invocations_with_arguments(text: str, names: Iterable[str]) -> list[tuple[str, str]]:
+    """Like `find_invocations`, with what the person typed after each ``/name``.
+
+    A skill's arguments are the text after its ``/name`` up to the end of that line or the
+    next invocation on it, whitespace stripped; a skill invoked twice keeps its first
+    arguments.
+    """
     allowed = set(names)
-    found: list[str] = []
+    # One pass, keeping only the invocation whose arguments are still open: a prompt full of
+    # `/name`s costs no more memory than one without.
+    found: dict[str, str] = {}
+    open_since: tuple[str, int] | None = None
     for match in _INVOCATION.finditer(text):
         name = match.group(1)
-        if name in allowed and name not in found:
-            found.append(name)
-    return found
+        if name not in allowed:
+            continue
+        if open_since is not None:
+            found[open_since[0]] = _arguments(text, open_since[1], match.start())
+            open_since = None
+        if name not in found:
+            found[name] = ""  # its place in the order of first appearance
+            open_since = (name, match.end())
+    if open_since is not None:
+        found[open_since[0]] = _arguments(text, open_since[1], len(text))
+    return list(found.items())
+
+
+def _arguments(text: str, start: int, stop: int) -> str:
+    end_of_line = text.find("\n", start, stop)
+    return text[start : stop if end_of_line < 0 else end_of_line].strip()
 
 
 def prompt_text(prompt: Sequence[object]) -> str:

@@ -146,9 +146,13 @@ def _steps(body: str) -> list[str]:
 
 def _list_skills(catalog: Mapping[str, str], can_load: bool) -> str:
     if not catalog:
+        # Said to someone who just installed the agent: tell them how to get some.
         return (
             "I am the offline demo model (rule-based, not an LLM). No skills are available "
-            "in this session."
+            "in this session. Add a skill as `.agents/skills/<name>/SKILL.md` in this project "
+            "or in your home directory, or start the agent with `--examples` to try the "
+            "example skills that come with it (`acp-skills-demo --help` lists every place "
+            "skills are looked up)."
         )
     lines = [
         "I am the offline demo model (rule-based, not an LLM). None of the available skills "

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from demo_agent import EXAMPLE_SKILLS
+
 from .fake_model import FakeModel
 from .wire import AGENT, CLIENT, FrameLog, Schema
 
@@ -34,8 +36,6 @@ __all__ = [
 ]
 
 AGENT_ENV = "ACP_CONFORMANCE_AGENT"
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE_SKILLS = ROOT / "examples" / "skills"
 FAKE_KEY_VARIABLE = "ACP_CONFORMANCE_FAKE_KEY"
 FAKE_KEY = "sk-conformance-fake-key"
 # Generous on purpose: every wait ends as soon as its frame arrives.

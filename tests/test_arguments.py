@@ -1,0 +1,78 @@
+"""What a person types after ``/name``, and the Claude Code placeholders it fills."""
+
+from __future__ import annotations
+
+import pytest
+
+from acp_skills.acp.updates import find_invocations, find_invocations_with_arguments
+from acp_skills.arguments import expand_arguments, split_arguments
+
+
+@pytest.mark.parametrize(
+    ("body", "arguments", "expected"),
+    [
+        ("Release $ARGUMENTS now.", "1.4.0", "Release 1.4.0 now."),
+        ("Fix issue $ARGUMENTS.", '42 "high priority"', 'Fix issue 42 "high priority".'),
+        ("Migrate $0 from $1 to $2.", "Bar React Vue", "Migrate Bar from React to Vue."),
+        ("Migrate $ARGUMENTS[0] to $ARGUMENTS[1].", '"My Button" Vue', "Migrate My Button to Vue."),
+        ("Fix $ARGUMENTS.", "", "Fix ."),
+        ("Use $0 and $1.", "only", "Use only and $1."),
+        ("awk '{print $1}'", "", "awk '{print $1}'"),
+        ("No placeholders here.", "ignored", "No placeholders here."),
+        ("Costs $5 and $ARGUMENTS[7].", "a b", "Costs $5 and $ARGUMENTS[7]."),
+        ("Say $0 twice: $0.", "hi", "Say hi twice: hi."),
+        ("Echo $ARGUMENTS", "$0 $ARGUMENTS", "Echo $0 $ARGUMENTS"),
+        ("Word $0", "'unclosed quote", "Word 'unclosed"),
+    ],
+    ids=[
+        "whole",
+        "whole-raw",
+        "positional",
+        "indexed-quoted",
+        "empty",
+        "missing-stays",
+        "shell-code-without-arguments",
+        "no-placeholder",
+        "out-of-range-stays",
+        "repeated",
+        "no-second-pass",
+        "unclosed-quote",
+    ],
+)
+def test_placeholders_are_filled_like_claude_code(body: str, arguments: str, expected: str) -> None:
+    """$ARGUMENTS is the raw text, $N and $ARGUMENTS[N] the N-th word from 0; missing stay."""
+    assert expand_arguments(body, arguments) == expected
+
+
+def test_split_arguments_groups_quoted_words() -> None:
+    """Quotes group words and are removed; an unclosed quote falls back to whitespace."""
+    assert split_arguments("a 'b c' \"d e\"") == ("a", "b c", "d e")
+    assert split_arguments("a 'b c") == ("a", "'b", "c")
+    assert split_arguments("   ") == ()
+
+
+def test_a_long_digit_run_is_not_a_placeholder() -> None:
+    """Digits beyond six are left as text, so a body cannot make int() expensive."""
+    body = "$" + "9" * 5000
+    assert expand_arguments(body, "x") == body
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/deploy prod eu-west", [("deploy", "prod eu-west")]),
+        ("/deploy", [("deploy", "")]),
+        ("please /deploy prod\nthen tell me", [("deploy", "prod")]),
+        ("/deploy prod /review main", [("deploy", "prod"), ("review", "main")]),
+        ("/deploy to /tmp/x and /unknown", [("deploy", "to /tmp/x and /unknown")]),
+        ("/deploy a\n/deploy b", [("deploy", "a")]),
+        ("see docs/deploy", []),
+    ],
+    ids=["args", "none", "end-of-line", "next-invocation", "unknown-stays", "first-wins", "path"],
+)
+def test_invocation_arguments_end_at_the_line_or_the_next_invocation(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    """Arguments run from /name to the end of its line or the next known /name."""
+    assert find_invocations_with_arguments(text, ["deploy", "review"]) == expected
+    assert find_invocations(text, ["deploy", "review"]) == [name for name, _ in expected]
