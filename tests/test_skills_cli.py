@@ -312,7 +312,12 @@ async def test_catalog_prints_exactly_the_catalog_message_and_its_size(corpus: C
     assert f"{len(expected)} characters, 8 skills." in result.stderr
     assert "hidden-helper" not in result.stdout
     catalog, status = run_json("catalog", *corpus.roots())
-    unlimited: dict[str, Any] = {"limit": None, "used": len(expected), "shortened": 0, "omitted": []}
+    unlimited: dict[str, Any] = {
+        "limit": None,
+        "used": len(expected),
+        "shortened": 0,
+        "omitted": [],
+    }
     assert (catalog, status) == (
         {"text": expected, "characters": len(expected), "budget": unlimited},
         0,
