@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Final, cast
 
 from ._yaml12 import NotAMapping, YamlError, load_mapping
@@ -233,9 +234,11 @@ def _lookup(fields: Mapping[object, object], spellings: tuple[str, str]) -> tupl
 
 
 def _required_text(fields: Mapping[object, object], key: str) -> str:
-    if key not in fields:
+    value = fields.get(key, _ABSENT)
+    if type(value) is str and value.strip():
+        return value  # the usual case, checked first: discovery reads thousands of these
+    if value is _ABSENT:
         raise _Invalid(f"missing required field {key!r}")
-    value = fields[key]
     if value is None or (isinstance(value, str) and not value.strip()):
         raise _Invalid(f"field {key!r} is empty")
     if isinstance(value, bool | int | float):
@@ -279,7 +282,7 @@ def _metadata(fields: Mapping[object, object], notes: list[str]) -> Mapping[str,
     if not isinstance(value, Mapping):
         notes.append(f"field 'metadata' ignored: expected a mapping, got {_kind_of(value)}")
         return None
-    if not all(isinstance(key, str) for key in value):
+    if not all(map(isinstance, value, repeat(str))):
         notes.append("field 'metadata' ignored: its keys must be strings")
         return None
     # Already a read-only MappingProxyType (the walker built it), and its keys were checked.
