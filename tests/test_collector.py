@@ -12,6 +12,7 @@ import pytest
 from acp_skills import LocalFileSystem, LocalSkillProvider, SkillLookupOptions
 from acp_skills._collector import collection_paused
 
+
 @pytest.fixture
 def collector_enabled() -> Iterator[None]:
     """Start from an enabled collector and leave it as the test found it."""
