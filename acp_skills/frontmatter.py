@@ -202,6 +202,9 @@ _WHEN_TO_USE: Final = ("whenToUse", "when_to_use")
 _DISABLE_MODEL_INVOCATION: Final = ("disableModelInvocation", "disable-model-invocation")
 _USER_INVOCABLE: Final = ("user-invocable", "userInvocable")
 _ARGUMENT_HINT: Final = ("argument-hint", "argumentHint")
+_OPTIONAL_SPELLINGS: Final = frozenset(
+    (*_WHEN_TO_USE, *_DISABLE_MODEL_INVOCATION, *_USER_INVOCABLE, *_ARGUMENT_HINT)
+)
 
 
 # Marks a field that is not there at all (as opposed to present with the value null).
@@ -299,10 +302,15 @@ def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill |
                 "(use lowercase letters, digits and single hyphens, e.g. 'pdf-tools')"
             )
         description = _required_text(fields, "description")
-        disable_model_invocation = _flag(fields, _DISABLE_MODEL_INVOCATION, default=False)
-        user_invocable = _flag(fields, _USER_INVOCABLE, default=True)
-        when_to_use = _optional_text(fields, _WHEN_TO_USE, notes)
-        argument_hint = _optional_text(fields, _ARGUMENT_HINT, notes)
+        if _OPTIONAL_SPELLINGS.isdisjoint(fields):
+            # Most skills give none of these: their defaults, without looking each one up.
+            disable_model_invocation, user_invocable = False, True
+            when_to_use = argument_hint = None
+        else:
+            disable_model_invocation = _flag(fields, _DISABLE_MODEL_INVOCATION, default=False)
+            user_invocable = _flag(fields, _USER_INVOCABLE, default=True)
+            when_to_use = _optional_text(fields, _WHEN_TO_USE, notes)
+            argument_hint = _optional_text(fields, _ARGUMENT_HINT, notes)
     except _Invalid as exc:
         return SkillFileProblem(reason=exc.reason)
     return ParsedSkill(
