@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 from types import MappingProxyType
 from typing import Final, cast
 
@@ -232,6 +233,9 @@ _WHEN_TO_USE: Final = ("whenToUse", "when_to_use")
 _DISABLE_MODEL_INVOCATION: Final = ("disableModelInvocation", "disable-model-invocation")
 _USER_INVOCABLE: Final = ("user-invocable", "userInvocable")
 _ARGUMENT_HINT: Final = ("argument-hint", "argumentHint")
+_OPTIONAL_SPELLINGS: Final = frozenset(
+    (*_WHEN_TO_USE, *_DISABLE_MODEL_INVOCATION, *_USER_INVOCABLE, *_ARGUMENT_HINT)
+)
 
 
 # Marks a field that is not there at all (as opposed to present with the value null).
@@ -253,9 +257,11 @@ def _lookup(fields: Mapping[object, object], spellings: tuple[str, str]) -> tupl
 
 
 def _required_text(fields: Mapping[object, object], key: str) -> str:
-    if key not in fields:
+    value = fields.get(key, _ABSENT)
+    if type(value) is str and value.strip():
+        return value  # the usual case, checked first: discovery reads thousands of these
+    if value is _ABSENT:
         raise _Invalid(f"missing required field {key!r}")
-    value = fields[key]
     if value is None or (isinstance(value, str) and not value.strip()):
         raise _Invalid(f"field {key!r} is empty")
     if isinstance(value, bool | int | float):
@@ -299,7 +305,7 @@ def _metadata(fields: Mapping[object, object], notes: list[str]) -> Mapping[str,
     if not isinstance(value, Mapping):
         notes.append(f"field 'metadata' ignored: expected a mapping, got {_kind_of(value)}")
         return None
-    if not all(isinstance(key, str) for key in value):
+    if not all(map(isinstance, value, repeat(str))):
         notes.append("field 'metadata' ignored: its keys must be strings")
         return None
     # Already a read-only MappingProxyType (the walker built it), and its keys were checked.
@@ -316,10 +322,15 @@ def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill |
                 "(use lowercase letters, digits and single hyphens, e.g. 'pdf-tools')"
             )
         description = _required_text(fields, "description")
-        disable_model_invocation = _flag(fields, _DISABLE_MODEL_INVOCATION, default=False)
-        user_invocable = _flag(fields, _USER_INVOCABLE, default=True)
-        when_to_use = _optional_text(fields, _WHEN_TO_USE, notes)
-        argument_hint = _optional_text(fields, _ARGUMENT_HINT, notes)
+        if _OPTIONAL_SPELLINGS.isdisjoint(fields):
+            # Most skills give none of these: their defaults, without looking each one up.
+            disable_model_invocation, user_invocable = False, True
+            when_to_use = argument_hint = None
+        else:
+            disable_model_invocation = _flag(fields, _DISABLE_MODEL_INVOCATION, default=False)
+            user_invocable = _flag(fields, _USER_INVOCABLE, default=True)
+            when_to_use = _optional_text(fields, _WHEN_TO_USE, notes)
+            argument_hint = _optional_text(fields, _ARGUMENT_HINT, notes)
     except _Invalid as exc:
         return SkillFileProblem(reason=exc.reason)
     return ParsedSkill(

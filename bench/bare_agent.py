@@ -1,5 +1,5 @@
-"""The baseline for bench/startup.py: an ACP agent on the same SDK that does nothing but answer
-``initialize``."""
+"""The baseline for the start-up benchmark (bench/agent_cells.py): an ACP agent on the same
+SDK that does nothing but answer ``initialize``."""
 
 from __future__ import annotations
 
