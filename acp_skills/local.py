@@ -21,6 +21,9 @@ concurrently), and one ``digest_files`` batch (read and parse) for every skill f
 
 A bad file never fails a request: it is logged as ``skill_file_skipped`` (with ``path`` and
 ``reason``) and left out.
+
+While registered, the provider watches its roots (`acp_skills.watch`) and invalidates its
+registration when a skill is added, changed, renamed or removed on disk.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from .model import (
     SkillLookupOptions,
     require_positive_int,
 )
+from .provider import ProviderHandle
+from .watch import RootWatch, WatchedRoot
 
 __all__ = ["LocalSkillProvider", "SkillRoot"]
 
@@ -100,6 +105,8 @@ class LocalSkillProvider:
         name: The provider's name in a registry.
         max_file_bytes: Skill files larger than this are skipped with a warning.
         fs: The filesystem to read; defaults to the local disk.
+        watch: Watch the roots for changes while registered (live reload). Only the local disk
+            is watched: with another ``fs`` this does nothing.
 
     Environment variables are read here, at construction. Empty or whitespace-only variables
     count as unset. Every directory has ``~`` expanded and is made absolute (relative paths
@@ -119,6 +126,8 @@ class LocalSkillProvider:
         name: str = "local",
         max_file_bytes: int = 1_048_576,
         fs: SkillFileSystem | None = None,
+        *,
+        watch: bool = True,
     ) -> None:
         require_positive_int("max_file_bytes", max_file_bytes)
         if not isinstance(name, str) or not name:
@@ -142,6 +151,14 @@ class LocalSkillProvider:
                 path=os.path.join(self._agents_home, "skills"), source=_USER_AGENTS, rank=500
             ),
         )
+        self._watch: RootWatch | None = None
+        if watch and isinstance(self._fs, LocalFileSystem):
+            self._watch = RootWatch(
+                [
+                    WatchedRoot(root.path, skips_system=root.source == _USER_DSH)
+                    for root in self._fixed_roots
+                ]
+            )
 
     @property
     def name(self) -> str:
@@ -167,6 +184,39 @@ class LocalSkillProvider:
     def max_file_bytes(self) -> int:
         """The size above which a skill file is skipped."""
         return self._max_file_bytes
+
+    @property
+    def watch_mode(self) -> str:
+        """How the roots are watched: ``native``, ``polling``, ``failed``, ``starting`` or
+        ``off`` (not watching: ``watch=False``, not registered, closed, or nothing listed yet)."""
+        return "off" if self._watch is None else self._watch.mode
+
+    def on_register(self, handle: ProviderHandle) -> None:
+        """Invalidate ``handle`` whenever a relevant change is seen on disk (registry hook)."""
+        if self._watch is not None:
+            self._watch.attach(handle)
+
+    def on_dispose(self, handle: ProviderHandle) -> None:
+        """Forget ``handle``; the last registration disposed stops watching (registry hook)."""
+        if self._watch is not None:
+            self._watch.detach(handle)
+
+    def cacheable(self, options: SkillLookupOptions) -> bool:
+        """Whether the registry may cache what `list` returned for ``options`` (registry hook).
+
+        Without watching, yes (as before live reload: an explicit invalidation refreshes). While
+        watching, only when the roots for ``options.cwd`` are being watched right now.
+        """
+        return self._watch is None or self._watch.vouches_for(options.cwd)
+
+    def close(self) -> None:
+        """Stop watching for good and wait for the watcher to end. Idempotent.
+
+        Disposing of the provider's last registration does the same, except that registering
+        it again resumes watching. A closed provider still lists skills, uncached.
+        """
+        if self._watch is not None:
+            self._watch.close()
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
         """Return the directories scanned for ``options.cwd``, in rank order.
@@ -212,6 +262,16 @@ class LocalSkillProvider:
             a root. Names may repeat; the registry resolves clashes.
         """
         roots = await self.roots(options)
+        if self._watch is not None:
+            # Watched before scanning, so nothing that changes after the scan goes unseen.
+            await self._watch.cover(
+                options.cwd,
+                [
+                    WatchedRoot(root.path)
+                    for root in roots
+                    if root.source in (_PROJECT_DSH, _PROJECT_AGENTS)
+                ],
+            )
         listings = await self._list_roots(roots)
         files = [
             skill_file

@@ -74,6 +74,20 @@ def unusable_state_dir(state_dir: Path) -> str | None:
     return None
 
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _watch_default() -> bool | str:
+    """``ACP_SKILLS_WATCH`` as a boolean (unset: on); the raw text when it is neither."""
+    value = (_env("ACP_SKILLS_WATCH") or "1").lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -103,6 +117,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"ACP_SKILLS_MODEL must be offline or openai, not {args.model!r}")
     if args.log_level not in _LEVELS:
         parser.error(f"ACP_SKILLS_LOG_LEVEL must be one of {', '.join(_LEVELS)}")
+    if not isinstance(args.watch, bool):
+        parser.error(
+            f"ACP_SKILLS_WATCH must be 1 or 0 (true/false, yes/no, on/off), not {args.watch!r}"
+        )
     return args
 
 
@@ -162,6 +180,15 @@ def build_parser() -> argparse.ArgumentParser:
         "user's. Env: ACP_SKILLS_DIRS (separated by the OS path separator).",
     )
     parser.add_argument(
+        "--no-watch",
+        dest="watch",
+        action="store_false",
+        default=_watch_default(),
+        help="do not watch the skill directories: skills edited, added or removed on disk then "
+        "show up only after a restart or a _skills/reload (by default they show up within a "
+        "fraction of a second). Env: ACP_SKILLS_WATCH=0.",
+    )
+    parser.add_argument(
         "--state-dir",
         default=_env("ACP_SKILLS_STATE_DIR"),
         help="where session records are kept (default $XDG_STATE_HOME/acp-skills-demo). "
@@ -209,12 +236,17 @@ def build_model(args: argparse.Namespace) -> ChatModel:
     )
 
 
-def build_agent(args: argparse.Namespace) -> DemoAgent:
+def build_provider(args: argparse.Namespace) -> LocalSkillProvider:
+    """The local provider: the project's, the custom and the user's skill directories."""
     custom_dirs = list(args.skills_dir or [])
     if not custom_dirs and _env("ACP_SKILLS_DIRS"):
         custom_dirs = [d for d in (_env("ACP_SKILLS_DIRS") or "").split(os.pathsep) if d]
+    return LocalSkillProvider(custom_skill_dirs=custom_dirs, watch=args.watch)
+
+
+def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoAgent:
     registry = SkillRegistry()
-    registry.register_provider(LocalSkillProvider(custom_skill_dirs=custom_dirs))
+    registry.register_provider(provider)
     skills = AcpSkills(
         registry,
         store=JsonlSessionStore(_state_dir(args) / "sessions"),
@@ -269,9 +301,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         print(f"acp-skills-demo: unusable state directory: {problem}", file=sys.stderr)
         return 2
-    agent = build_agent(args)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(agent))
+    provider = build_provider(args)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve(build_agent(args, provider)))
+    finally:
+        # Stops the watcher thread and closes its inotify descriptor before the process ends.
+        provider.close()
     return 0
 
 

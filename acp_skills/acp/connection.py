@@ -42,6 +42,7 @@ from ..catalog import SkillCatalogContributor
 from ..local import LocalSkillProvider
 from ..model import PrefixContext, SkillLookupOptions, SkillSnapshot, require_positive_int
 from ..prefix import SessionPrefix
+from ..provider import ProviderHandle
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
 from ..render import DEFAULT_MAX_DESCRIPTION_LENGTH
@@ -162,9 +163,11 @@ class AcpSkills:
         max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS,
         max_requests_per_turn: int = DEFAULT_MAX_REQUESTS_PER_TURN,
     ) -> None:
+        # The provider this object made itself, and so must release (its watcher) in `aclose`.
+        self._own_provider: ProviderHandle | None = None
         if registry is None:
             registry = SkillRegistry()
-            registry.register_provider(LocalSkillProvider())
+            self._own_provider = registry.register_provider(LocalSkillProvider())
         self.registry = registry
         self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes)
         self.prefix = SessionPrefix()
@@ -214,8 +217,14 @@ class AcpSkills:
         return await group.__aexit__(exc_type, exc, traceback)
 
     async def aclose(self) -> None:
-        """Stop following the registry for good (the object is then finished)."""
+        """Stop following the registry for good (the object is then finished).
+
+        The default registry's local provider, made here, is disposed too (its file watcher
+        stops); a registry passed in stays as it is.
+        """
         self._unsubscribe()
+        if self._own_provider is not None:
+            self._own_provider.dispose()
         if self._group is not None:
             self._group.cancel_scope.cancel()
 
