@@ -380,7 +380,6 @@ class _WatchState:
         self.waiters: list[tuple[int, Callable[[], None]]] = []
         self.stop: threading.Event | None = None
         self.thread: threading.Thread | None = None
-        self.warned: set[str] = set()
 
     # Called with the lock held.
 
@@ -413,6 +412,8 @@ class _WatchLoop:
         self._state = state
         self._stop = stop
         self._on_change = on_change
+        # Whether the fall-back to polling has been told (once, until native watching works).
+        self._told_polling = False
 
     def run(self) -> None:
         watch: _OpenWatch | None = None
@@ -523,10 +524,12 @@ class _WatchLoop:
             raise
         except (OSError, RuntimeError) as error:
             # The inotify watch limit (OSError) or instance limit (RuntimeError), or no inotify.
-            self._warn_once(
-                "skill_watch_polling",
-                f"native file watching is unavailable ({error}); polling every {POLL_DELAY_MS} ms",
-            )
+            reason = f"native file watching is unavailable ({error})"
+            if self._told_polling:
+                _log.debug("skill_watch_polling", reason=reason)
+            else:
+                self._told_polling = True
+                _log.warning("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
         return _open_watch(plan, polling=True)
 
     def _active(self, watch: _OpenWatch) -> bool:
@@ -537,12 +540,12 @@ class _WatchLoop:
             self._state.active_version = watch.version
             self._state.active_projects = watch.projects
             self._state.release_waiters(everyone=False)
+        if watch.mode == "native":
+            self._told_polling = False
         if previous == "failed":
-            self._state.warned.clear()
             _log.info("skill_watch_recovered", mode=watch.mode, directories=len(watch.plan))
             return True
         if previous == "polling" and watch.mode == "native":
-            self._state.warned.clear()
             _log.info("skill_watch_native", directories=len(watch.plan))
         elif previous != watch.mode:
             _log.debug("skill_watch_started", mode=watch.mode, directories=len(watch.plan))
@@ -553,22 +556,19 @@ class _WatchLoop:
             previous = self._state.mode
             self._state.mode = "failed"
             self._state.release_waiters(everyone=True)
-        self._warn_once(
+        reason = f"{type(error).__name__}: {error}"
+        if previous == "failed":
+            # Told once per failure: retries that fail again are only debug noise.
+            _log.debug("skill_watch_failed", reason=reason)
+            return
+        _log.warning(
             "skill_watch_failed",
-            f"{type(error).__name__}: {error}; skill catalogs are not cached until watching "
-            "recovers",
+            reason=reason,
+            consequence="skill catalogs are not cached until watching recovers",
         )
         if previous in _HEALTHY:
             # Cached catalogs can no longer be vouched for.
             self._changed()
-
-    def _warn_once(self, event: str, reason: str) -> None:
-        key = f"{event}: {reason}"
-        if key in self._state.warned:
-            _log.debug(event, reason=reason)
-            return
-        self._state.warned.add(key)
-        _log.warning(event, reason=reason)
 
     def _rebalance(self) -> None:
         """After a relevant change (which clears every cache anyway), watch the projects listed
@@ -632,10 +632,18 @@ class RootWatch:
             self._stop_thread()
 
     def close(self) -> None:
-        """Stop watching for good; wait for the thread to end. Idempotent."""
+        """Stop watching for good; wait for the thread to end. Idempotent.
+
+        The registrations are invalidated once more: what they cached was vouched for by the
+        watch, and nothing is cached from now on.
+        """
+        if self._closed:
+            return
         self._closed = True
-        self._handles = []
         self._stop_thread()
+        handles, self._handles = self._handles, []
+        for handle in handles:
+            handle.invalidate()
 
     async def cover(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
         """Make sure the fixed roots and these project roots are watched before a scan.
