@@ -188,7 +188,7 @@ class LocalSkillProvider:
     @property
     def watch_mode(self) -> str:
         """How the roots are watched: ``native``, ``polling``, ``failed``, ``starting`` or
-        ``off`` (not watching: ``watch=False``, not registered, closed, or nothing listed yet)."""
+        ``off`` (not watching: ``watch=False``, not registered, or closed)."""
         return "off" if self._watch is None else self._watch.mode
 
     def on_register(self, handle: ProviderHandle) -> None:

@@ -1,8 +1,7 @@
 """Live reload: the local provider's skill roots, watched with ``watchfiles``.
 
-A `RootWatch` belongs to one `LocalSkillProvider`. Once the provider has a live registration and
-someone has listed its skills, one thread (named ``acp-skills watcher``) watches, each
-non-recursively:
+A `RootWatch` belongs to one `LocalSkillProvider`. While the provider has a live registration,
+one thread (named ``acp-skills watcher``) watches, each non-recursively:
 
 * every root that exists, at its resolved path (a root that is a symbolic link is watched at its
   target, and the directory holding the link is watched too, so re-pointing the link is seen);
@@ -595,7 +594,9 @@ class RootWatch:
 
     The provider calls `attach` / `detach` from its ``on_register`` / ``on_dispose`` hooks,
     `cover` at the start of every ``list``, `vouches_for` from its ``cacheable`` hook, and
-    `close` when it is closed. Nothing is started until `cover` is called with a handle attached.
+    `close` when it is closed. The thread starts with the first handle attached, so the fixed
+    roots (1,001 directories with 1,000 bundles) are being watched by the time the first lookup
+    comes, rather than that lookup waiting for it.
 
     Args:
         fixed_roots: The roots that do not depend on a project (custom and user roots).
@@ -622,8 +623,12 @@ class RootWatch:
         return self._state.mode
 
     def attach(self, handle: ProviderHandle) -> None:
-        """Invalidate ``handle`` on relevant changes from now on."""
+        """Invalidate ``handle`` on relevant changes from now on; start watching if needed."""
+        if self._closed:
+            return
         self._handles.append(handle)
+        with self._state.lock:
+            self._start_thread()
 
     def detach(self, handle: ProviderHandle) -> None:
         """Stop invalidating ``handle``; the last one detached stops the watching thread."""

@@ -63,6 +63,7 @@ async def cold_discovery(root: Path, homes: Path, expected: int) -> float:
             dsh_home=str(homes / "dsh"),
             agents_home=str(homes / "agents"),
             custom_skill_dirs=[str(root)],
+            watch=False,  # scanning only: bench/reload.py measures the watcher
         )
     )
     started = time.perf_counter()
@@ -79,6 +80,7 @@ async def warm_list(root: Path, homes: Path, repeats: int = 200) -> float:
             dsh_home=str(homes / "dsh"),
             agents_home=str(homes / "agents"),
             custom_skill_dirs=[str(root)],
+            watch=False,  # scanning only: bench/reload.py measures the watcher
         )
     )
     await registry.list()

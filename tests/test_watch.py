@@ -335,35 +335,41 @@ async def test_a_burst_of_changes_costs_only_a_handful_of_invalidations(watched:
     assert len(watched.invalidations) - before <= 6
 
 
-async def test_resource_changes_cause_no_invalidation(watched: Watched) -> None:
+async def test_resource_changes_cause_no_invalidation(tmp_path: Path) -> None:
     """Files deeper in a bundle, and other files beside SKILL.md, never invalidate."""
-    bundle = watched.skills / "deploy"
+    skills = tmp_path / "skills"
+    bundle = skills / "deploy"
     write_skill(bundle / "SKILL.md", "deploy", "Deploy.")
     (bundle / "references").mkdir()
     (bundle / "references" / "guide.md").write_text("# Guide\n")
-    write_skill(watched.skills / "notes.md", "notes", "Notes.")
-    await watched.until({"deploy": "Deploy.", "notes": "Notes."})
-    before = len(watched.invalidations)
-    with capture_logs() as logs:
-        (bundle / "references" / "guide.md").write_text("# Guide, edited\n")
-        (bundle / "references" / "more.md").write_text("# More\n")
-        (bundle / "scripts").mkdir()
-        (bundle / "scripts" / "run.sh").write_text("echo run\n")
-        (bundle / "checklist.txt").write_text("1. Check.\n")
-        checklist = str((bundle / "checklist.txt").resolve())
+    write_skill(skills / "notes.md", "notes", "Notes.")
+    # Written before watching starts, so no change of the setup is still on its way.
+    watched = watched_registry(tmp_path, skills)
+    try:
+        await watched.until({"deploy": "Deploy.", "notes": "Notes."})
+        before = len(watched.invalidations)
+        with capture_logs() as logs:
+            (bundle / "references" / "guide.md").write_text("# Guide, edited\n")
+            (bundle / "references" / "more.md").write_text("# More\n")
+            (bundle / "scripts").mkdir()
+            (bundle / "scripts" / "run.sh").write_text("echo run\n")
+            (bundle / "checklist.txt").write_text("1. Check.\n")
+            checklist = str((bundle / "checklist.txt").resolve())
 
-        def handled() -> bool:
-            return any(checklist in entry.get("paths", ()) for entry in logs)
+            def handled() -> bool:
+                return any(checklist in entry.get("paths", ()) for entry in logs)
 
-        # The watcher has seen (and judged) the changes it can see.
-        await eventually(handled)
-        judged = [entry for entry in logs if checklist in entry.get("paths", ())]
-    assert [entry["relevant"] for entry in judged] == [False] * len(judged)
-    assert len(watched.invalidations) == before
-    # Still watching: a real change after them is seen.
-    write_skill(watched.skills / "notes.md", "notes", "More notes.")
-    await watched.until({"deploy": "Deploy.", "notes": "More notes."})
-    assert len(watched.invalidations) > before
+            # The watcher has seen (and judged) the changes it can see.
+            await eventually(handled)
+            judged = [entry for entry in logs if checklist in entry.get("paths", ())]
+        assert [entry["relevant"] for entry in judged] == [False] * len(judged)
+        assert len(watched.invalidations) == before
+        # Still watching: a real change after them is seen.
+        write_skill(watched.skills / "notes.md", "notes", "More notes.")
+        await watched.until({"deploy": "Deploy.", "notes": "More notes."})
+        assert len(watched.invalidations) > before
+    finally:
+        watched.handle.dispose()
 
 
 async def test_changes_under_the_user_system_directory_cause_no_invalidation(
@@ -542,7 +548,6 @@ FALLBACK_SCRIPT = textwrap.dedent(
         provider = LocalSkillProvider(
             dsh_home=tmp / "dsh", agents_home=tmp / "agents", custom_skill_dirs=[tmp / "skills"]
         )
-        registry.register_provider(provider)
         # Leave two free descriptors: a native watcher needs three (inotify, epoll, eventfd),
         # polling needs none of its own.
         highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
@@ -556,6 +561,7 @@ FALLBACK_SCRIPT = textwrap.dedent(
             pass
         for fd in held[-2:]:
             os.close(fd)
+        registry.register_provider(provider)
         names = [s.name for s in await registry.list(SkillLookupOptions())]
         print(json.dumps({"event": "listed", "names": names, "mode": provider.watch_mode}))
         (tmp / "skills" / "later.md").write_text("---\\nname: later\\ndescription: L.\\n---\\n")
