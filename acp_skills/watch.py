@@ -469,8 +469,10 @@ class _WatchLoop:
             if watch is not None:
                 watch.close()
             with self._state.lock:
-                self._state.mode = "off"
-                self._state.release_waiters(everyone=True)
+                # Unless a new thread has taken over already (stopped without being joined).
+                if self._state.thread in (None, threading.current_thread()):
+                    self._state.mode = "off"
+                    self._state.release_waiters(everyone=True)
             _log.debug("skill_watch_stopped")
 
     def _reopen(self, current: _OpenWatch | None, *, drain: bool) -> tuple[_OpenWatch, bool]:

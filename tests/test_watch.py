@@ -498,7 +498,8 @@ async def test_a_watcher_failure_is_logged_once_and_lookups_stay_fresh(watched: 
 
         def recovered() -> bool:
             # Recovering invalidates once too, so sessions catch up on what they missed.
-            return watched.provider.watch_mode == "native" and len(watched.invalidations) > before
+            healthy = watched.provider.watch_mode in ("native", "polling")
+            return healthy and len(watched.invalidations) > before
 
         await eventually(recovered)
         warnings = [entry for entry in logs if entry["log_level"] == "warning"]
