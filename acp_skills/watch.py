@@ -40,8 +40,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -74,12 +76,14 @@ _log = structlog.get_logger(__name__)
 
 WATCHER_THREAD_NAME: Final = "acp-skills watcher"
 
-# A batch of changes ends after STEP_MS without a new one, and after DEBOUNCE_MS at the latest
-# while changes keep coming. An editor's save (write a temporary file, rename it over) lands in
-# one batch; one change becomes visible about 2 steps later (see docs/reload.md for the numbers
-# against the 300 ms target), and a burst of 100 writes costs a handful of invalidations.
-STEP_MS: Final = 50
-DEBOUNCE_MS: Final = 200
+# A batch of changes ends after STEP_MS without a new one (after DEBOUNCE_MS at the latest while
+# changes keep coming), so a single change is passed on 1-2 steps after it happens. Invalidations
+# are at least DEBOUNCE_MS apart: the first change after a quiet spell is passed on at once, a
+# burst of 100 writes costs a handful. The thread wakes every step (watchfiles checks its stop
+# event that often anyway); at 20 ms that costs no measurable CPU. See docs/reload.md for the
+# numbers against the 300 ms target.
+STEP_MS: Final = 20
+DEBOUNCE_MS: Final = 150
 # Only used when native watching is unavailable: how often the watched directories are scanned.
 POLL_DELAY_MS: Final = 300
 # Projects whose roots are watched at once (the fixed roots are always watched).
@@ -221,7 +225,8 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
             if _entry_is_dir(entry):
                 bundles.append(entry.name)
                 directory = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
-                if _is_watchable(directory):
+                # A directory, as scandir just said: only whether it can be watched is left.
+                if os.access(directory, os.R_OK | os.X_OK):
                     add(directory, _BundleRole(entry.name, root.skips_system))
                     skill_file = os.path.join(directory, SKILL_FILE_NAME)
                     if os.path.islink(skill_file):
@@ -413,6 +418,9 @@ class _WatchLoop:
         self._on_change = on_change
         # Whether the fall-back to polling has been told (once, until native watching works).
         self._told_polling = False
+        # A relevant change not passed on yet, and when the last one was (see `_tell`).
+        self._pending = False
+        self._last_told = -math.inf
 
     def run(self) -> None:
         watch: _OpenWatch | None = None
@@ -429,42 +437,19 @@ class _WatchLoop:
                         continue
                     delay = _RETRY_FIRST_SECONDS
                     if self._active(watch) or changed:
-                        self._changed()
-                    continue
-                try:
-                    batch = watch.next_batch(self._stop)
-                except Exception as error:
-                    watch.close()
-                    watch = None
-                    self._failed(error)
-                    self._stop.wait(delay)
-                    delay = min(delay * 2, _RETRY_MAX_SECONDS)
-                    continue
-                if batch is None:
-                    return  # stopped
-                relevant = watch.relevant(batch)
-                if batch:
-                    _log.debug(
-                        "skill_watch_changes",
-                        relevant=relevant,
-                        changes=len(batch),
-                        paths=sorted(path for _, path in batch)[:_LOGGED_PATHS],
-                    )
-                if relevant:
-                    self._rebalance()
-                with self._state.lock:
-                    moved = self._state.version != watch.version
-                if relevant or moved:
+                        self._pending = True
+                else:
                     try:
-                        watch, changed = self._reopen(watch, drain=not relevant)
+                        watch = self._follow(watch)
                     except Exception as error:
                         watch = None
                         self._failed(error)
+                        self._stop.wait(delay)
+                        delay = min(delay * 2, _RETRY_MAX_SECONDS)
                         continue
-                    self._active(watch)
-                    relevant = relevant or changed
-                if relevant:
-                    self._changed()
+                    if watch is None:
+                        return  # stopped
+                self._tell()
         finally:
             if watch is not None:
                 watch.close()
@@ -474,6 +459,62 @@ class _WatchLoop:
                     self._state.mode = "off"
                     self._state.release_waiters(everyone=True)
             _log.debug("skill_watch_stopped")
+
+    def _follow(self, watch: _OpenWatch) -> _OpenWatch | None:
+        """Take the next batch of changes and reopen the watch if it must cover something new.
+
+        Returns the watch to follow next, or ``None`` once stopped. A failure closes ``watch``.
+        """
+        try:
+            batch = watch.next_batch(self._stop)
+        except BaseException:
+            watch.close()
+            raise
+        if batch is None:
+            watch.close()
+            return None
+        relevant = watch.relevant(batch)
+        if batch:
+            _log.debug(
+                "skill_watch_changes",
+                relevant=relevant,
+                changes=len(batch),
+                paths=sorted(path for _, path in batch)[:_LOGGED_PATHS],
+            )
+        if relevant:
+            self._pending = True
+            self._rebalance()
+            # Told before reopening: by the time a change is reported it is almost always
+            # complete (a new bundle's SKILL.md written with its directory), and reopening a
+            # watch of a thousand directories takes a while.
+            self._tell()
+        with self._state.lock:
+            moved = self._state.version != watch.version
+        if not (relevant or moved):
+            return watch
+        previous = watch
+        watch, changed = self._reopen(watch, drain=True)
+        self._active(watch)
+        if changed or (relevant and watch is not previous):
+            # Told again now that the new watch is active: a new directory may have been
+            # written to before it was watched.
+            self._pending = True
+        return watch
+
+    def _tell(self) -> None:
+        """Invalidate if a change is pending, at most once per `DEBOUNCE_MS`.
+
+        The first change after a quiet spell is passed on at once; a burst costs one
+        invalidation per `DEBOUNCE_MS` at most, the last one after the burst has ended.
+        """
+        if not self._pending:
+            return
+        now = time.monotonic()
+        if now - self._last_told < DEBOUNCE_MS / 1000:
+            return
+        self._pending = False
+        self._last_told = now
+        self._changed()
 
     def _reopen(self, current: _OpenWatch | None, *, drain: bool) -> tuple[_OpenWatch, bool]:
         """Watch the wanted roots as they are now; also say whether something may have changed
