@@ -12,9 +12,10 @@ one thread (named ``acp-skills watcher``) watches, each non-recursively:
 * the directory holding the target of a symbolically linked flat skill or ``SKILL.md``.
 
 A batch of changes that `is_relevant_change` accepts calls ``invalidate()`` on the provider's
-registration handles, *after* the watch has been planned again and reopened (a new bundle needs
-a watch of its own): whatever happened before the new watch was active is covered by that
-invalidation, whatever happens after it is seen by the new watch.
+registration handles (at most once per `DEBOUNCE_MS`). When the batch also changes what must be
+watched (a new bundle needs a watch of its own), the watch is planned again and reopened, and
+the handles are invalidated once more: whatever happened before the new watch was active is
+covered by that second invalidation, whatever happens after it is seen by the new watch.
 
 Why a thread rather than an anyio task: the provider has no event loop or task group of its own
 (it is registered synchronously and its registry may serve more than one loop), the registry's
@@ -267,27 +268,26 @@ def _entry_is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _is_relevant_in(plan: WatchPlan, change: Change, path: str) -> bool:
-    """Whether one reported change matters, given what each watched directory is for."""
+def _judge(plan: WatchPlan, change: Change, path: str) -> tuple[bool, bool]:
+    """Whether one reported change matters, given what each watched directory is for, and
+    whether it may also change what must be watched (a directory or a link came or went)."""
     if path in plan and change is not Change.modified:
         # A watched directory itself appeared or went away (a root, a bundle, an ancestor).
-        return True
+        return True, True
     parent, name = os.path.split(path)
     for role in plan.get(parent, ()):
         if isinstance(role, _EntryRole):
-            relevant = name == role.name
+            if name == role.name:
+                return True, True
         elif isinstance(role, _RootRole):
             is_dir = name in role.bundles or os.path.isdir(path)
-            relevant = is_relevant_change(
-                change, (name,), is_dir=is_dir, skips_system=role.skips_system
-            )
-        else:
-            relevant = is_relevant_change(
-                change, (role.bundle, name), is_dir=False, skips_system=role.skips_system
-            )
-        if relevant:
-            return True
-    return False
+            if is_relevant_change(change, (name,), is_dir=is_dir, skips_system=role.skips_system):
+                return True, is_dir or os.path.islink(path)
+        elif is_relevant_change(
+            change, (role.bundle, name), is_dir=False, skips_system=role.skips_system
+        ):
+            return True, os.path.islink(path)
+    return False, False
 
 
 # -- one open watch ---------------------------------------------------------------------------
@@ -318,13 +318,19 @@ class _OpenWatch:
             return set()
         return {(Change(change), path) for change, path in result}
 
-    def relevant(self, batch: Iterable[tuple[Change, str]]) -> bool:
-        return any(_is_relevant_in(self.plan, change, path) for change, path in batch)
+    def judge(self, batch: Iterable[tuple[Change, str]]) -> tuple[bool, bool]:
+        """Whether the batch is relevant, and whether it may change what must be watched."""
+        relevant = structural = False
+        for change, path in batch:
+            one_relevant, one_structural = _judge(self.plan, change, path)
+            relevant = relevant or one_relevant
+            structural = structural or one_structural
+        return relevant, structural
 
     def drain(self) -> bool:
         """Take what the watch saw but has not reported yet; whether any of it was relevant."""
         try:
-            return self.relevant(self.next_batch(threading.Event()) or ())
+            return self.judge(self.next_batch(threading.Event()) or ())[0]
         except Exception:
             # Closing anyway; whatever it held counts as a change.
             return True
@@ -421,6 +427,8 @@ class _WatchLoop:
         # A relevant change not passed on yet, and when the last one was (see `_tell`).
         self._pending = False
         self._last_told = -math.inf
+        # When to plan the watch again after a change to what must be watched (see `_follow`).
+        self._replan_at: float | None = None
 
     def run(self) -> None:
         watch: _OpenWatch | None = None
@@ -473,7 +481,7 @@ class _WatchLoop:
         if batch is None:
             watch.close()
             return None
-        relevant = watch.relevant(batch)
+        relevant, structural = watch.judge(batch)
         if batch:
             _log.debug(
                 "skill_watch_changes",
@@ -481,21 +489,29 @@ class _WatchLoop:
                 changes=len(batch),
                 paths=sorted(path for _, path in batch)[:_LOGGED_PATHS],
             )
+        now = time.monotonic()
         if relevant:
             self._pending = True
             self._rebalance()
-            # Told before reopening: by the time a change is reported it is almost always
-            # complete (a new bundle's SKILL.md written with its directory), and reopening a
-            # watch of a thousand directories takes a while.
+            # Told at once: by the time a change is reported it is almost always complete (a
+            # new bundle's SKILL.md written with its directory).
             self._tell()
+        if structural and self._replan_at is None:
+            # Reopened a little later rather than now, so the lookups this change causes do
+            # not compete with reopening a watch of a thousand directories. Not postponed
+            # further by later changes: a new bundle must not stay unwatched for long.
+            self._replan_at = now + DEBOUNCE_MS / 1000
         with self._state.lock:
             moved = self._state.version != watch.version
-        if not (relevant or moved):
+        replan_at = self._replan_at
+        outstanding = replan_at is not None
+        if not (moved or (replan_at is not None and now >= replan_at)):
             return watch
+        self._replan_at = None
         previous = watch
         watch, changed = self._reopen(watch, drain=True)
         self._active(watch)
-        if changed or (relevant and watch is not previous):
+        if changed or (outstanding and watch is not previous):
             # Told again now that the new watch is active: a new directory may have been
             # written to before it was watched.
             self._pending = True
