@@ -1,7 +1,9 @@
 """Live reload: the local provider's skill roots, watched with ``watchfiles``.
 
 A `RootWatch` belongs to one `LocalSkillProvider`. While the provider has a live registration,
-one thread (named ``acp-skills watcher``) watches, each non-recursively:
+one thread (named ``acp-skills watcher``) follows two watches, one of the fixed roots and one of
+the project roots (so starting to watch a project never reopens the watch of a thousand
+bundles), and between them watches, each non-recursively:
 
 * every root that exists, at its resolved path (a root that is a symbolic link is watched at its
   target, and the directory holding the link is watched too, so re-pointing the link is seen);
@@ -49,7 +51,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import structlog
 from watchfiles import Change
@@ -81,9 +83,9 @@ WATCHER_THREAD_NAME: Final = "acp-skills watcher"
 # changes keep coming), so a single change is passed on 1-2 steps after it happens. Invalidations
 # are at least DEBOUNCE_MS apart: the first change after a quiet spell is passed on at once, a
 # burst of 100 writes costs a handful. The thread wakes every step (watchfiles checks its stop
-# event that often anyway); at 20 ms that costs no measurable CPU. See docs/reload.md for the
-# numbers against the 300 ms target.
-STEP_MS: Final = 20
+# event that often anyway) and looks at both of its watches: about 0.5% of a core at 30 ms,
+# against a target of 1%. See docs/reload.md for the numbers against the 300 ms target.
+STEP_MS: Final = 30
 DEBOUNCE_MS: Final = 150
 # Only used when native watching is unavailable: how often the watched directories are scanned.
 POLL_DELAY_MS: Final = 300
@@ -295,15 +297,13 @@ def _judge(plan: WatchPlan, change: Change, path: str) -> tuple[bool, bool]:
 
 @dataclass(slots=True, kw_only=True)
 class _OpenWatch:
-    """A ``watchfiles`` watch of one plan, and what it was opened for."""
+    """A ``watchfiles`` watch of one plan."""
 
     notify: RustNotify
     plan: WatchPlan
     mode: Mode
-    version: int = 0
-    projects: frozenset[tuple[str, ...]] = frozenset()
 
-    def next_batch(self, stop: threading.Event) -> set[tuple[Change, str]] | None:
+    def next_batch(self, stop: threading.Event, step_ms: int) -> set[tuple[Change, str]] | None:
         """The next batch of changes, empty after a quiet step; ``None`` once ``stop`` is set.
 
         Raises:
@@ -311,7 +311,7 @@ class _OpenWatch:
         """
         # Returning after every quiet step lets the thread take new roots without closing a
         # watch that may hold changes it has not reported yet.
-        result = self.notify.watch(DEBOUNCE_MS, STEP_MS, STEP_MS, stop)
+        result = self.notify.watch(DEBOUNCE_MS, step_ms, step_ms, stop)
         if result == "stop":
             return None
         if isinstance(result, str):  # "timeout" ("signal" only happens on the main thread)
@@ -327,10 +327,10 @@ class _OpenWatch:
             structural = structural or one_structural
         return relevant, structural
 
-    def drain(self) -> bool:
+    def drain(self, step_ms: int) -> bool:
         """Take what the watch saw but has not reported yet; whether any of it was relevant."""
         try:
-            return self.judge(self.next_batch(threading.Event()) or ())[0]
+            return self.judge(self.next_batch(threading.Event(), step_ms) or ())[0]
         except Exception:
             # Closing anyway; whatever it held counts as a change.
             return True
@@ -393,10 +393,10 @@ class _WatchState:
 
     # Called with the lock held.
 
-    def wanted_roots(self) -> tuple[int, tuple[WatchedRoot, ...], frozenset[tuple[str, ...]]]:
-        roots = list(self.fixed_roots)
-        for project_roots in self.wanted.values():
-            roots.extend(project_roots)
+    def wanted_projects(
+        self,
+    ) -> tuple[int, tuple[WatchedRoot, ...], frozenset[tuple[str, ...]]]:
+        roots = [root for project_roots in self.wanted.values() for root in project_roots]
         return self.version, tuple(roots), frozenset(self.wanted)
 
     def release_waiters(self, everyone: bool) -> None:
@@ -413,6 +413,26 @@ class _WatchState:
             self.stop.set()
 
 
+@dataclass(slots=True)
+class _Group:
+    """The roots one watch covers: the fixed roots, or those of the watched projects.
+
+    Two watches rather than one: starting to watch a project reopens only the small watch of
+    project roots, never the one holding a thousand bundle directories.
+    """
+
+    label: str
+    for_projects: bool
+    # The fixed roots' watch sets the pace of the thread; the projects' is only looked at.
+    step_ms: int
+    watch: _OpenWatch | None = None
+    # The projects' version and keys the watch covers (see `_WatchState.version`).
+    version: int = 0
+    projects: frozenset[tuple[str, ...]] = frozenset()
+    # When to plan the watch again after a change to what it must watch (see `_follow`).
+    replan_at: float | None = None
+
+
 class _WatchLoop:
     """The body of the watcher thread."""
 
@@ -422,45 +442,43 @@ class _WatchLoop:
         self._state = state
         self._stop = stop
         self._on_change = on_change
+        self._groups = (
+            _Group("fixed roots", for_projects=False, step_ms=STEP_MS),
+            _Group("project roots", for_projects=True, step_ms=1),
+        )
         # Whether the fall-back to polling has been told (once, until native watching works).
         self._told_polling = False
         # A relevant change not passed on yet, and when the last one was (see `_tell`).
         self._pending = False
         self._last_told = -math.inf
-        # When to plan the watch again after a change to what must be watched (see `_follow`).
-        self._replan_at: float | None = None
 
     def run(self) -> None:
-        watch: _OpenWatch | None = None
         delay = _RETRY_FIRST_SECONDS
+        watching = False
         try:
             while not self._stop.is_set():
-                if watch is None:
-                    try:
-                        watch, changed = self._reopen(None, drain=False)
-                    except Exception as error:
-                        self._failed(error)
-                        self._stop.wait(delay)
-                        delay = min(delay * 2, _RETRY_MAX_SECONDS)
-                        continue
-                    delay = _RETRY_FIRST_SECONDS
-                    if self._active(watch) or changed:
-                        self._pending = True
-                else:
-                    try:
-                        watch = self._follow(watch)
-                    except Exception as error:
-                        watch = None
-                        self._failed(error)
-                        self._stop.wait(delay)
-                        delay = min(delay * 2, _RETRY_MAX_SECONDS)
-                        continue
-                    if watch is None:
-                        return  # stopped
+                try:
+                    if watching:
+                        if not all(self._follow(group) for group in self._groups):
+                            return  # stopped
+                    else:
+                        changed = False
+                        for group in self._groups:
+                            changed = self._reopen(group, drain=False) or changed
+                        watching = True
+                        if self._active() or changed:
+                            self._pending = True
+                except Exception as error:
+                    watching = False
+                    self._close_all()
+                    self._failed(error)
+                    self._stop.wait(delay)
+                    delay = min(delay * 2, _RETRY_MAX_SECONDS)
+                    continue
+                delay = _RETRY_FIRST_SECONDS
                 self._tell()
         finally:
-            if watch is not None:
-                watch.close()
+            self._close_all()
             with self._state.lock:
                 # Unless a new thread has taken over already (stopped without being joined).
                 if self._state.thread in (None, threading.current_thread()):
@@ -468,109 +486,94 @@ class _WatchLoop:
                     self._state.release_waiters(everyone=True)
             _log.debug("skill_watch_stopped")
 
-    def _follow(self, watch: _OpenWatch) -> _OpenWatch | None:
-        """Take the next batch of changes and reopen the watch if it must cover something new.
-
-        Returns the watch to follow next, or ``None`` once stopped. A failure closes ``watch``.
-        """
-        try:
-            batch = watch.next_batch(self._stop)
-        except BaseException:
-            watch.close()
-            raise
-        if batch is None:
-            watch.close()
-            return None
-        relevant, structural = watch.judge(batch)
-        if batch:
-            _log.debug(
-                "skill_watch_changes",
-                relevant=relevant,
-                changes=len(batch),
-                paths=sorted(path for _, path in batch)[:_LOGGED_PATHS],
-            )
+    def _follow(self, group: _Group) -> bool:
+        """Take the group's next batch of changes; reopen its watch if it must cover
+        something new. Returns False once stopped."""
+        watch = group.watch
         now = time.monotonic()
-        if relevant:
-            self._pending = True
-            self._rebalance()
-            # Told at once: by the time a change is reported it is almost always complete (a
-            # new bundle's SKILL.md written with its directory).
-            self._tell()
-        if structural and self._replan_at is None:
-            # Reopened a little later rather than now, so the lookups this change causes do
-            # not compete with reopening a watch of a thousand directories. Not postponed
-            # further by later changes: a new bundle must not stay unwatched for long.
-            self._replan_at = now + DEBOUNCE_MS / 1000
+        if watch is not None:
+            batch = watch.next_batch(self._stop, group.step_ms)
+            if batch is None:
+                return False
+            relevant, structural = watch.judge(batch)
+            if batch:
+                _log.debug(
+                    "skill_watch_changes",
+                    relevant=relevant,
+                    changes=len(batch),
+                    paths=sorted(path for _, path in batch)[:_LOGGED_PATHS],
+                )
+            now = time.monotonic()
+            if relevant:
+                self._pending = True
+                self._rebalance()
+                # Told at once: by the time a change is reported it is almost always complete
+                # (a new bundle's SKILL.md written with its directory).
+                self._tell()
+            if structural and group.replan_at is None:
+                # Reopened a little later rather than now, so the lookups this change causes
+                # do not compete with reopening a watch of a thousand directories. Not
+                # postponed further by later changes: a new bundle must not stay unwatched.
+                group.replan_at = now + DEBOUNCE_MS / 1000
         with self._state.lock:
-            moved = self._state.version != watch.version
-        replan_at = self._replan_at
-        outstanding = replan_at is not None
+            moved = group.for_projects and self._state.version != group.version
+        replan_at = group.replan_at
         if not (moved or (replan_at is not None and now >= replan_at)):
-            return watch
-        self._replan_at = None
-        previous = watch
-        watch, changed = self._reopen(watch, drain=True)
-        self._active(watch)
-        if changed or (outstanding and watch is not previous):
+            return True
+        group.replan_at = None
+        if self._reopen(group, drain=True) or (replan_at is not None and group.watch is not watch):
             # Told again now that the new watch is active: a new directory may have been
             # written to before it was watched.
             self._pending = True
-        return watch
+        self._active()
+        return True
 
-    def _tell(self) -> None:
-        """Invalidate if a change is pending, at most once per `DEBOUNCE_MS`.
+    def _wanted(self, group: _Group) -> tuple[int, tuple[WatchedRoot, ...], frozenset[Any]]:
+        with self._state.lock:
+            if not group.for_projects:
+                return 0, self._state.fixed_roots, frozenset()
+            version, roots, projects = self._state.wanted_projects()
+        return version, roots, projects
 
-        The first change after a quiet spell is passed on at once; a burst costs one
-        invalidation per `DEBOUNCE_MS` at most, the last one after the burst has ended.
+    def _reopen(self, group: _Group, *, drain: bool) -> bool:
+        """Watch the group's roots as they are now. Returns whether something may have changed
+        unseen meanwhile (so the caller invalidates). The old watch is closed when replaced,
+        after taking what it saw meanwhile when ``drain``.
+
+        Raises:
+            Exception: Watching failed; the group's watch is closed.
         """
-        if not self._pending:
-            return
-        now = time.monotonic()
-        if now - self._last_told < DEBOUNCE_MS / 1000:
-            return
-        self._pending = False
-        self._last_told = now
-        self._changed()
-
-    def _reopen(self, current: _OpenWatch | None, *, drain: bool) -> tuple[_OpenWatch, bool]:
-        """Watch the wanted roots as they are now; also say whether something may have changed
-        unseen meanwhile (so the caller invalidates). ``current`` is closed when replaced, after
-        taking what it saw meanwhile when ``drain`` (not needed when invalidating anyway)."""
         changed = False
         opened_here = False
-        opened: _OpenWatch | None = None
         try:
             for _ in range(_MAX_REPLANS):
-                with self._state.lock:
-                    version, roots, projects = self._state.wanted_roots()
+                version, roots, projects = self._wanted(group)
                 plan = plan_watches(roots)
-                if current is not None and current.plan == plan:
-                    current.version, current.projects = version, projects
-                    return current, changed
+                current = group.watch
+                if (current is None and not plan) or (current is not None and current.plan == plan):
+                    group.version, group.projects = version, projects
+                    return changed
                 if opened_here:
                     # Directories came or went while the last watch was being opened.
                     changed = True
                 try:
-                    opened = self._open(plan)
+                    opened = self._open(plan) if plan else None
                 except FileNotFoundError:
                     # A directory went away between planning and watching: plan again.
                     changed = True
                     continue
                 opened_here = True
-                opened.version, opened.projects = version, projects
                 if current is not None:
                     if drain:
                         # What the old watch saw before the new one was active.
-                        changed = current.drain() or changed
+                        changed = current.drain(group.step_ms) or changed
                     current.close()
-                current, opened = opened, None
-            if current is None:
-                raise RuntimeError("the watched directories kept disappearing")
-            return current, True
+                group.watch, group.version, group.projects = opened, version, projects
+            return True
         except BaseException:
-            for watch in (opened, current):
-                if watch is not None:
-                    watch.close()
+            if group.watch is not None:
+                group.watch.close()
+                group.watch = None
             raise
 
     def _open(self, plan: WatchPlan) -> _OpenWatch:
@@ -590,23 +593,33 @@ class _WatchLoop:
                 _log.warning("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
         return _open_watch(plan, polling=True)
 
-    def _active(self, watch: _OpenWatch) -> bool:
-        """Publish the open watch; whether it ends a failure (then everyone must catch up)."""
+    def _close_all(self) -> None:
+        for group in self._groups:
+            if group.watch is not None:
+                group.watch.close()
+                group.watch = None
+
+    def _active(self) -> bool:
+        """Publish what is watched; whether that ends a failure (then everyone must catch up)."""
+        watches = [group.watch for group in self._groups if group.watch is not None]
+        mode: Mode = "polling" if any(w.mode == "polling" for w in watches) else "native"
+        projects = self._groups[1]
         with self._state.lock:
             previous = self._state.mode
-            self._state.mode = watch.mode
-            self._state.active_version = watch.version
-            self._state.active_projects = watch.projects
+            self._state.mode = mode
+            self._state.active_version = projects.version
+            self._state.active_projects = projects.projects
             self._state.release_waiters(everyone=False)
-        if watch.mode == "native":
+        directories = sum(len(w.plan) for w in watches)
+        if mode == "native":
             self._told_polling = False
         if previous == "failed":
-            _log.info("skill_watch_recovered", mode=watch.mode, directories=len(watch.plan))
+            _log.info("skill_watch_recovered", mode=mode, directories=directories)
             return True
-        if previous == "polling" and watch.mode == "native":
-            _log.info("skill_watch_native", directories=len(watch.plan))
-        elif previous != watch.mode:
-            _log.debug("skill_watch_started", mode=watch.mode, directories=len(watch.plan))
+        if previous == "polling" and mode == "native":
+            _log.info("skill_watch_native", directories=directories)
+        elif previous != mode:
+            _log.debug("skill_watch_started", mode=mode, directories=directories)
         return False
 
     def _failed(self, error: BaseException) -> None:
@@ -637,6 +650,21 @@ class _WatchLoop:
             if set(recent) != set(state.wanted):
                 state.wanted = {key: state.recent[key] for key in recent}
                 state.version += 1
+
+    def _tell(self) -> None:
+        """Invalidate if a change is pending, at most once per `DEBOUNCE_MS`.
+
+        The first change after a quiet spell is passed on at once; a burst costs one
+        invalidation per `DEBOUNCE_MS` at most, the last one after the burst has ended.
+        """
+        if not self._pending:
+            return
+        now = time.monotonic()
+        if now - self._last_told < DEBOUNCE_MS / 1000:
+            return
+        self._pending = False
+        self._last_told = now
+        self._changed()
 
     def _changed(self) -> None:
         try:
