@@ -381,6 +381,9 @@ class _WatchState:
         self.max_projects = max_projects
         # Every project seen, least recently listed first: project key -> its roots.
         self.recent: OrderedDict[tuple[str, ...], tuple[WatchedRoot, ...]] = OrderedDict()
+        # The projects to watch, and a version bumped whenever that set changes; the thread
+        # publishes the version its watch of project roots covers as `active_version`, which
+        # is what a lookup waiting for its project waits for.
         self.wanted: dict[tuple[str, ...], tuple[WatchedRoot, ...]] = {}
         self.version = 1
         self.cwd_projects: OrderedDict[str | None, tuple[str, ...]] = OrderedDict()
@@ -421,12 +424,11 @@ class _Group:
     project roots, never the one holding a thousand bundle directories.
     """
 
-    label: str
     for_projects: bool
     # The fixed roots' watch sets the pace of the thread; the projects' is only looked at.
     step_ms: int
     watch: _OpenWatch | None = None
-    # The projects' version and keys the watch covers (see `_WatchState.version`).
+    # The projects' version and keys its watch covers (see `_WatchState.wanted`).
     version: int = 0
     projects: frozenset[tuple[str, ...]] = frozenset()
     # When to plan the watch again after a change to what it must watch (see `_follow`).
@@ -443,8 +445,8 @@ class _WatchLoop:
         self._stop = stop
         self._on_change = on_change
         self._groups = (
-            _Group("fixed roots", for_projects=False, step_ms=STEP_MS),
-            _Group("project roots", for_projects=True, step_ms=1),
+            _Group(for_projects=False, step_ms=STEP_MS),
+            _Group(for_projects=True, step_ms=1),
         )
         # Whether the fall-back to polling has been told (once, until native watching works).
         self._told_polling = False
@@ -545,6 +547,8 @@ class _WatchLoop:
         """
         changed = False
         opened_here = False
+        opened: _OpenWatch | None = None
+        plan: WatchPlan = {}
         try:
             for _ in range(_MAX_REPLANS):
                 version, roots, projects = self._wanted(group)
@@ -569,11 +573,15 @@ class _WatchLoop:
                         changed = current.drain(group.step_ms) or changed
                     current.close()
                 group.watch, group.version, group.projects = opened, version, projects
+                opened = None
+            if plan and group.watch is None:
+                raise RuntimeError("the directories to watch kept disappearing")
             return True
         except BaseException:
-            if group.watch is not None:
-                group.watch.close()
-                group.watch = None
+            for watch in (opened, group.watch):
+                if watch is not None:
+                    watch.close()
+            group.watch = None
             raise
 
     def _open(self, plan: WatchPlan) -> _OpenWatch:
