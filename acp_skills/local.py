@@ -30,6 +30,9 @@ A bad file never fails a request: it is left out, and what discovery met is one
 differs from its directory, an unknown frontmatter key, ...). ``list`` logs those records
 (``skill_file_skipped`` with ``path`` and ``reason``, and so on); ``discover`` returns them, with
 every root and how many skills it gave, for the command line and the agent to show.
+
+While registered, the provider watches its roots (`acp_skills.watch`) and invalidates its
+registration when a skill is added, changed, renamed or removed on disk.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ from .model import (
     SkillLookupOptions,
     require_positive_int,
 )
+from .provider import ProviderHandle
+from .watch import RootWatch, WatchedRoot
 
 __all__ = [
     "COMPAT_CLAUDE",
@@ -82,6 +87,8 @@ _CUSTOM: Final = "custom"
 _USER_DSH: Final = "user-dsh"
 _USER_AGENTS: Final = "user-agents"
 _PROJECT_CLAUDE: Final = "project-claude"
+# The roots found from a session's cwd (watched per project, with a bound).
+_PROJECT_SOURCES: Final = (_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE)
 _USER_CLAUDE: Final = "user-claude"
 
 COMPAT_CLAUDE: Final = "claude"
@@ -173,6 +180,8 @@ class LocalSkillProvider:
             source ``user-claude``).
         claude_home: Claude Code's home directory; defaults to ``$CLAUDE_CONFIG_DIR``, else
             ``~/.claude``. Only used with ``compat=("claude",)``.
+        watch: Watch the roots for changes while registered (live reload). Only the local disk
+            is watched: with another ``fs`` this does nothing.
 
     Environment variables are read here, at construction. Empty or whitespace-only variables
     count as unset. Every directory has ``~`` expanded and is made absolute (relative paths
@@ -197,6 +206,7 @@ class LocalSkillProvider:
         *,
         compat: Iterable[str] = (),
         claude_home: str | os.PathLike[str] | None = None,
+        watch: bool = True,
     ) -> None:
         require_positive_int("max_file_bytes", max_file_bytes)
         if not isinstance(name, str) or not name:
@@ -232,6 +242,14 @@ class LocalSkillProvider:
                     path=os.path.join(self._claude_home, "skills"), source=_USER_CLAUDE, rank=700
                 ),
             )
+        self._watch: RootWatch | None = None
+        if watch and isinstance(self._fs, LocalFileSystem):
+            self._watch = RootWatch(
+                [
+                    WatchedRoot(root.path, skips_system=root.source == _USER_DSH)
+                    for root in self._fixed_roots
+                ]
+            )
 
     @property
     def name(self) -> str:
@@ -257,6 +275,39 @@ class LocalSkillProvider:
     def compat(self) -> tuple[str, ...]:
         """The other tools whose skill directories are scanned too (``("claude",)`` or ``()``)."""
         return self._compat
+
+    @property
+    def watch_mode(self) -> str:
+        """How the roots are watched: ``native``, ``polling``, ``failed``, ``starting`` or
+        ``off`` (not watching: ``watch=False``, not registered, or closed)."""
+        return "off" if self._watch is None else self._watch.mode
+
+    def on_register(self, handle: ProviderHandle) -> None:
+        """Invalidate ``handle`` whenever a relevant change is seen on disk (registry hook)."""
+        if self._watch is not None:
+            self._watch.attach(handle)
+
+    def on_dispose(self, handle: ProviderHandle) -> None:
+        """Forget ``handle``; the last registration disposed stops watching (registry hook)."""
+        if self._watch is not None:
+            self._watch.detach(handle)
+
+    def cacheable(self, options: SkillLookupOptions) -> bool:
+        """Whether the registry may cache what `list` returned for ``options`` (registry hook).
+
+        Without watching, yes (as before live reload: an explicit invalidation refreshes). While
+        watching, only when the roots for ``options.cwd`` are being watched right now.
+        """
+        return self._watch is None or self._watch.vouches_for(options.cwd)
+
+    def close(self) -> None:
+        """Stop watching for good and wait for the watcher to end. Idempotent.
+
+        Disposing of the provider's last registration does the same, except that registering
+        it again resumes watching. A closed provider still lists skills, uncached.
+        """
+        if self._watch is not None:
+            self._watch.close()
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
         """Return the directories scanned for ``options.cwd``, in rank order.
@@ -329,7 +380,14 @@ class LocalSkillProvider:
 
     async def discover(self, options: SkillLookupOptions) -> LocalDiscovery:
         """Discover the skills for ``options.cwd`` and report everything met (nothing logged)."""
-        return await self.scan(await self.roots(options))
+        roots = await self.roots(options)
+        if self._watch is not None:
+            # Watched before scanning, so nothing that changes after the scan goes unseen.
+            await self._watch.cover(
+                options.cwd,
+                [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES],
+            )
+        return await self.scan(roots)
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
         """The problems a discovery for ``options.cwd`` meets now (`SkillRegistry.diagnose`)."""

@@ -28,12 +28,19 @@ class SkillProvider(Protocol):
     object ``list`` returned, and the caller's options object itself. ``get`` returning ``None``
     means the skill can no longer be loaded.
 
-    A provider may also define ``on_register(handle: ProviderHandle) -> None``; the registry calls
-    it once, right after registration, so the provider can invalidate itself later (for instance
-    from a file watcher). And it may define ``async diagnose(options) -> Sequence[Diagnostic]``
-    (`acp_skills.diagnostics`): what is wrong with its skills for ``options``, which
-    `SkillRegistry.diagnose` gathers for the ``/skills`` command, ``_skills/list`` and the
-    ``acp-skills`` command line.
+    Optional hooks, looked up by name:
+
+    * ``on_register(handle: ProviderHandle) -> None``: called once, right after registration, so
+      the provider can invalidate itself later (for instance from a file watcher);
+    * ``on_dispose(handle: ProviderHandle) -> None``: called once when that registration is
+      disposed, so the provider can release what it holds for it (the watcher's thread);
+    * ``cacheable(options: SkillLookupOptions) -> bool``: asked after each ``list``; ``False``
+      keeps catalogs built from that answer out of the registry's cache (the provider cannot
+      promise to invalidate when it changes, say because its watcher is down), so every lookup
+      discovers afresh until it says ``True`` again.
+    * ``async diagnose(options) -> Sequence[Diagnostic]`` (`acp_skills.diagnostics`): what is
+      wrong with its skills for ``options``, which `SkillRegistry.diagnose` gathers for the
+      ``/skills`` command, ``_skills/list`` and the ``acp-skills`` command line.
     """
 
     @property

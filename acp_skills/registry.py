@@ -12,7 +12,10 @@ The winners are then sorted by name (plain code-point order) so consumers are de
 Caching: only *complete* catalogs are cached, keyed by ``(cwd, revision)``. Every change to the
 provider set (register, dispose, invalidate, runtime skills) bumps ``revision`` and clears the
 cache, so a disposed provider can never leave a stale skill behind. Discovery that overlaps such
-a change is retried once and, if the set moved again, returned uncached as incomplete.
+a change is retried once and, if the set moved again, returned uncached as incomplete. A
+provider that cannot vouch for its answer staying current (its ``cacheable(options)`` says no,
+say because its file watcher is down) keeps the catalog out of the cache without making it
+incomplete.
 """
 
 from __future__ import annotations
@@ -78,7 +81,8 @@ class _Handle:
         self._registration = registration
 
     def dispose(self) -> None:
-        self._registry._dispose(self._registration)
+        if self._registry._dispose(self._registration):
+            self._registry._tell_disposed(self._registration, self)
 
     def invalidate(self) -> None:
         if self._registry._is_current(self._registration):
@@ -112,6 +116,8 @@ class _ProviderAnswer:
     registration: _Registration
     candidates: Sequence[SkillCandidate] = ()
     failed: bool = False
+    # Whether the provider vouches for this answer staying current until it invalidates.
+    cacheable: bool = True
 
 
 @dataclass(slots=True)
@@ -188,8 +194,9 @@ class SkillRegistry:
                 on_register(handle)
             except BaseException:
                 # The caller gets no handle, so it could never dispose of a half-registered
-                # provider: undo the registration before passing the error on.
-                handle.dispose()
+                # provider: undo the registration before passing the error on (without calling
+                # `on_dispose`: the provider never accepted this handle).
+                self._dispose(registration)
                 raise
         return handle
 
@@ -251,10 +258,27 @@ class SkillRegistry:
             except Exception as error:
                 _log.warning("skill_change_listener_failed", error=repr(error))
 
-    def _dispose(self, registration: _Registration) -> None:
-        if self._is_current(registration):
-            del self._providers[registration.provider.name]
-            self.invalidate()
+    def _dispose(self, registration: _Registration) -> bool:
+        if not self._is_current(registration):
+            return False
+        del self._providers[registration.provider.name]
+        self.invalidate()
+        return True
+
+    def _tell_disposed(self, registration: _Registration, handle: _Handle) -> None:
+        # The provider's chance to release what it holds for this registration (a file
+        # watcher's thread). Disposal has happened whatever the hook does.
+        on_dispose = getattr(registration.provider, "on_dispose", None)
+        if not callable(on_dispose):
+            return
+        try:
+            on_dispose(handle)
+        except Exception as error:
+            _log.warning(
+                "skill_provider_dispose_failed",
+                provider=registration.provider.name,
+                error=repr(error),
+            )
 
     def _is_current(self, registration: _Registration) -> bool:
         return self._providers.get(registration.provider.name) is registration
@@ -419,7 +443,7 @@ class SkillRegistry:
         stable = attempt.revision == self._revision
         complete = stable and not any(offer.failed for offer in attempt.offers)
         catalog = self._resolve(attempt, complete=complete)
-        if complete:
+        if complete and all(offer.cacheable for offer in attempt.offers):
             self._store((options.cwd, attempt.revision), catalog)
         return catalog
 
@@ -449,6 +473,7 @@ class SkillRegistry:
                     reason=f"list() raised {error!r}",
                 )
                 return
+        offer.cacheable = _vouches_for(provider, options)
         if scope.cancelled_caught:
             offer.failed = True
             _log.warning(
@@ -525,6 +550,19 @@ class SkillRegistry:
 
 def _noop() -> None:
     return None
+
+
+def _vouches_for(provider: SkillProvider, options: SkillLookupOptions) -> bool:
+    """Whether ``provider`` lets its answer for ``options`` be cached (by default it does)."""
+    cacheable = getattr(provider, "cacheable", None)
+    if not callable(cacheable):
+        return True
+    try:
+        return cacheable(options) is True
+    except Exception as error:
+        # Not cached is always correct, merely slower.
+        _log.warning("skill_provider_cacheable_failed", provider=provider.name, error=repr(error))
+        return False
 
 
 def _runtime_candidate(definition: SkillDefinition) -> SkillCandidate:

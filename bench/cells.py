@@ -56,7 +56,11 @@ def ours(root: Path, warm_calls: int) -> dict[str, Any]:
         registry = SkillRegistry()
         registry.register_provider(
             LocalSkillProvider(
-                dsh_home=_NOWHERE, agents_home=_NOWHERE, custom_skill_dirs=[str(root)]
+                dsh_home=_NOWHERE,
+                agents_home=_NOWHERE,
+                custom_skill_dirs=[str(root)],
+                # Discovery alone: the live-reload watcher is measured by bench/reload.py.
+                watch=False,
             )
         )
         options = SkillLookupOptions(cwd=None)

@@ -79,6 +79,20 @@ def unusable_state_dir(state_dir: Path) -> str | None:
     return None
 
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _watch_default() -> bool | str:
+    """``ACP_SKILLS_WATCH`` as a boolean (unset: on); the raw text when it is neither."""
+    value = (_env("ACP_SKILLS_WATCH") or "1").lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -145,6 +159,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         for name in args.compat:
             if name not in _COMPAT:
                 parser.error(f"ACP_SKILLS_COMPAT: unknown tool {name!r} (known: claude)")
+    if not isinstance(args.watch, bool):
+        parser.error(
+            f"ACP_SKILLS_WATCH must be 1 or 0 (true/false, yes/no, on/off), not {args.watch!r}"
+        )
     return args
 
 
@@ -256,6 +274,15 @@ def build_parser() -> argparse.ArgumentParser:
         "$ARGUMENTS[N] and $N in a skill invoked as /name. Env: ACP_SKILLS_COMPAT.",
     )
     parser.add_argument(
+        "--no-watch",
+        dest="watch",
+        action="store_false",
+        default=_watch_default(),
+        help="do not watch the skill directories: skills edited, added or removed on disk then "
+        "show up only after a restart or a _skills/reload (by default they show up within a "
+        "fraction of a second). Env: ACP_SKILLS_WATCH=0.",
+    )
+    parser.add_argument(
         "--state-dir",
         default=_env("ACP_SKILLS_STATE_DIR"),
         help="where session records are kept (default $XDG_STATE_HOME/acp-skills-demo). "
@@ -304,7 +331,9 @@ def build_provider(args: argparse.Namespace) -> LocalSkillProvider:
         custom_dirs = [d for d in (_env("ACP_SKILLS_DIRS") or "").split(os.pathsep) if d]
     if args.examples:
         custom_dirs.append(str(EXAMPLE_SKILLS))
-    return LocalSkillProvider(custom_skill_dirs=custom_dirs, compat=tuple(args.compat))
+    return LocalSkillProvider(
+        custom_skill_dirs=custom_dirs, compat=tuple(args.compat), watch=args.watch
+    )
 
 
 def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoAgent:
@@ -444,8 +473,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(TERMINAL_HINT, file=sys.stderr, flush=True)
     provider = build_provider(args)
     agent = build_agent(args, provider)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(agent, provider))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve(agent, provider))
+    finally:
+        # Stops the watcher thread and closes its inotify descriptor before the process ends.
+        provider.close()
     return 0
 
 

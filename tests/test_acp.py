@@ -335,13 +335,18 @@ def registry(tmp_path: Path, skills_dir: Path) -> SkillRegistry:
 
 
 def fixture_registry(tmp_path: Path, skills_dir: Path) -> SkillRegistry:
-    """A registry with one local provider over ``skills_dir`` (and empty homes)."""
+    """A registry with one local provider over ``skills_dir`` (and empty homes).
+
+    Not watched: these tests change skills on disk and reload explicitly (live reload has its
+    own tests).
+    """
     registry = SkillRegistry()
     registry.register_provider(
         LocalSkillProvider(
             custom_skill_dirs=[str(skills_dir)],
             dsh_home=str(tmp_path / "dsh"),
             agents_home=str(tmp_path / "agents"),
+            watch=False,
         )
     )
     return registry

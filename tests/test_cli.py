@@ -34,8 +34,17 @@ def run_agent(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         ((), {"ACP_SKILLS_LOG_LEVEL": "verbose"}, "ACP_SKILLS_LOG_LEVEL must be one of"),
         ((), {"ACP_SKILLS_MODEL": "gpt"}, "ACP_SKILLS_MODEL must be offline or openai"),
         (("--model", "gpt"), {}, "argument --model: invalid choice: 'gpt'"),
+        ((), {"ACP_SKILLS_WATCH": "maybe"}, "ACP_SKILLS_WATCH must be 1 or 0"),
     ],
-    ids=["steps-env", "steps-flag", "timeout-env", "level-env", "model-env", "model-flag"],
+    ids=[
+        "steps-env",
+        "steps-flag",
+        "timeout-env",
+        "level-env",
+        "model-env",
+        "model-flag",
+        "watch-env",
+    ],
 )
 def test_bad_settings_are_usage_errors(
     args: tuple[str, ...], env: dict[str, str], message: str
@@ -54,6 +63,8 @@ def test_version_and_help() -> None:
     help_text = run_agent("--help").stdout
     for variable in ("ACP_SKILLS_MODEL", "ACP_SKILLS_STATE_DIR", "DEEPSEEK_API_KEY"):
         assert variable in help_text
+    assert "--no-watch" in help_text
+    assert "ACP_SKILLS_WATCH=0" in help_text
 
 
 def test_agent_exits_cleanly_when_stdin_is_empty(tmp_path: Path) -> None:

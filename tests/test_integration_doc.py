@@ -6,7 +6,7 @@ import asyncio
 import re
 import socket
 import types
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, cast
@@ -118,7 +118,7 @@ def snippet_agent(registry: SkillRegistry) -> Any:
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> SkillRegistry:
+def registry(tmp_path: Path) -> Iterator[SkillRegistry]:
     skill = tmp_path / "skills" / "deploy"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text(
@@ -126,14 +126,15 @@ def registry(tmp_path: Path) -> SkillRegistry:
         encoding="utf-8",
     )
     registry = SkillRegistry()
-    registry.register_provider(
+    handle = registry.register_provider(
         LocalSkillProvider(
             custom_skill_dirs=[str(tmp_path / "skills")],
             dsh_home=str(tmp_path / "dsh"),
             agents_home=str(tmp_path / "agents"),
         )
     )
-    return registry
+    yield registry
+    handle.dispose()  # stops watching the skills directory
 
 
 def test_the_snippet_is_one_self_contained_agent_class() -> None:

@@ -384,7 +384,7 @@ async def test_bundle_comes_before_flat_file_of_the_same_name(layout: Layout) ->
     assert [c.path for c in candidates] == [str(bundle), str(flat)]
 
     registry = SkillRegistry()
-    registry.register_provider(layout.provider())
+    registry.register_provider(layout.provider(watch=False))
     definition = await registry.get("foo", at(None))
     assert definition is not None
     assert definition.content == "bundle body"

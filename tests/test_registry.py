@@ -701,6 +701,86 @@ async def test_failing_on_register_leaves_nothing_registered() -> None:
     registry.register_provider(ListProvider("p"))  # the name is free again
 
 
+class HookedProvider(ListProvider):
+    """A provider with the optional ``on_dispose`` and ``cacheable`` hooks."""
+
+    def __init__(self, name: str, vouch: bool | Exception = True) -> None:
+        super().__init__(name, [candidate("x", provider=name)])
+        self.vouch = vouch
+        self.disposed: list[Any] = []
+
+    def on_dispose(self, handle: Any) -> None:
+        self.disposed.append(handle)
+        if isinstance(self.vouch, Exception):
+            raise self.vouch
+
+    def cacheable(self, options: SkillLookupOptions) -> bool:
+        if isinstance(self.vouch, Exception):
+            raise self.vouch
+        return self.vouch
+
+
+async def test_on_dispose_is_told_once_when_the_registration_is_disposed() -> None:
+    """A provider's on_dispose gets its own handle once, however often it is disposed."""
+    registry = SkillRegistry()
+    provider = HookedProvider("p")
+    handle = registry.register_provider(provider)
+    handle.dispose()
+    handle.dispose()
+    assert provider.disposed == [handle]
+
+
+async def test_on_dispose_is_not_called_when_on_register_fails() -> None:
+    """A registration undone because on_register raised was never the provider's to release."""
+
+    class Refusing(HookedProvider):
+        def on_register(self, handle: Any) -> None:
+            raise RuntimeError("no thanks")
+
+    provider = Refusing("p")
+    with pytest.raises(RuntimeError, match="no thanks"):
+        SkillRegistry().register_provider(provider)
+    assert provider.disposed == []
+
+
+async def test_an_on_dispose_that_raises_is_logged_and_the_disposal_stands() -> None:
+    """The provider is gone even if its on_dispose fails; the failure is a warning."""
+    registry = SkillRegistry()
+    handle = registry.register_provider(HookedProvider("p", vouch=RuntimeError("stuck")))
+    with capture_logs() as logs:
+        handle.dispose()
+    assert names(await registry.list()) == []
+    assert [entry["event"] for entry in logs] == ["skill_provider_dispose_failed"]
+    assert logs[0]["provider"] == "p"
+
+
+@pytest.mark.parametrize(("vouch", "lists"), [(True, 1), (False, 3)], ids=["vouches", "cannot"])
+async def test_answers_a_provider_cannot_vouch_for_are_complete_but_not_cached(
+    vouch: bool, lists: int
+) -> None:
+    """cacheable(options) False keeps the catalog out of the cache, not out of the answer."""
+    registry = SkillRegistry()
+    provider = HookedProvider("p", vouch=vouch)
+    registry.register_provider(provider)
+    for _ in range(3):
+        snapshot = await registry.snapshot(SkillLookupOptions(cwd="/w"))
+        assert [skill.name for skill in snapshot.skills] == ["x"]
+        assert snapshot.complete is True
+    assert provider.list_calls == lists
+
+
+async def test_a_cacheable_hook_that_raises_is_logged_and_nothing_is_cached() -> None:
+    """Not caching is always correct: a cacheable() that raises means not cached."""
+    registry = SkillRegistry()
+    provider = HookedProvider("p", vouch=ValueError("confused"))
+    registry.register_provider(provider)
+    with capture_logs() as logs:
+        assert names(await registry.list()) == ["x"]
+        assert names(await registry.list()) == ["x"]
+    assert provider.list_calls == 2
+    assert [entry["event"] for entry in logs] == ["skill_provider_cacheable_failed"] * 2
+
+
 async def test_load_takes_a_snapshot_candidate_without_discovering_again() -> None:
     """load() reuses the snapshot's candidate even when discovery is incomplete (uncached)."""
     registry = SkillRegistry()

@@ -675,13 +675,15 @@ def write_skill_file(path: Path, name: str, body: str, *, hidden: bool = False) 
 
 
 def disk_tool(tmp_path: Path, *roots: Path) -> SkillTool:
-    """A tool over a real LocalSkillProvider scanning ``roots`` (and no home directories)."""
+    """A tool over a real LocalSkillProvider scanning ``roots`` (and no home directories),
+    not watched (live reload has its own tests)."""
     registry = SkillRegistry()
     registry.register_provider(
         LocalSkillProvider(
             dsh_home=tmp_path / "no-dsh-home",
             agents_home=tmp_path / "no-agents-home",
             custom_skill_dirs=roots,
+            watch=False,
         )
     )
     return SkillTool(registry)

@@ -55,6 +55,7 @@ from ..model import (
     require_positive_int,
 )
 from ..prefix import SessionPrefix
+from ..provider import ProviderHandle
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
 from ..render import DEFAULT_MAX_DESCRIPTION_LENGTH, CatalogFit, check_catalog_budget
@@ -199,9 +200,11 @@ class AcpSkills:
         check_catalog_budget(catalog_budget)
         pinned = _skill_names("pinned_skills", pinned_skills)
         hidden = _skill_names("hidden_skills", hidden_skills)
+        # The provider this object made itself, and so must release (its watcher) in `aclose`.
+        self._own_provider: ProviderHandle | None = None
         if registry is None:
             registry = SkillRegistry()
-            registry.register_provider(LocalSkillProvider())
+            self._own_provider = registry.register_provider(LocalSkillProvider())
         self.registry = registry
         self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
         self.prefix = SessionPrefix()
@@ -261,8 +264,14 @@ class AcpSkills:
         return await group.__aexit__(exc_type, exc, traceback)
 
     async def aclose(self) -> None:
-        """Stop following the registry for good (the object is then finished)."""
+        """Stop following the registry for good (the object is then finished).
+
+        The default registry's local provider, made here, is disposed too (its file watcher
+        stops); a registry passed in stays as it is.
+        """
         self._unsubscribe()
+        if self._own_provider is not None:
+            self._own_provider.dispose()
         if self._group is not None:
             self._group.cancel_scope.cancel()
 

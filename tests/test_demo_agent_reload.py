@@ -1,0 +1,208 @@
+"""Live reload end to end: the real demo agent as a subprocess over stdio, real skill files
+edited while it runs, and nothing but the files telling it (no ``_skills/reload``).
+
+Every wait has a generous deadline; nothing depends on how fast the watcher is.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.agent_client import Agent, RecordingClient, Sandbox, text_prompt, write_skill
+
+pytestmark = pytest.mark.anyio
+
+TEST_SECONDS = 60
+POLL_SECONDS = 0.05
+
+NOTES_BODY = "# Meeting notes\n\n1. List every action item with its owner.\n"
+RELEASE_BODY = "# Release\n\n1. Tag the release.\n2. Publish the package.\n"
+RELEASE_BODY_EDITED = "# Release\n\n1. Run the tests.\n2. Tag the release.\n"
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    """A private home, state dir, skills dir and project for one test."""
+    return Sandbox.create(tmp_path)
+
+
+async def open_session(agent: Agent, cwd: Path) -> str:
+    response = await agent.conn.new_session(cwd=str(cwd), mcp_servers=[])
+    return response.session_id
+
+
+async def ask(agent: Agent, session_id: str, text: str) -> str:
+    response = await agent.conn.prompt(session_id=session_id, prompt=text_prompt(text))
+    return response.stop_reason
+
+
+async def listed(agent: Agent, session_id: str) -> list[str]:
+    answer = await agent.conn.ext_method("skills/list", {"sessionId": session_id})
+    return [skill["name"] for skill in answer["skills"]]
+
+
+async def until_listed(agent: Agent, session_id: str, names: list[str]) -> None:
+    """Wait until ``_skills/list`` for the session shows exactly ``names`` (asking again and
+    again: the agent announces nothing a client could wait for when no session is open)."""
+    while True:
+        if await listed(agent, session_id) == names:
+            return
+        await anyio.sleep(POLL_SECONDS)
+
+
+async def prefix_messages(agent: Agent, session_id: str) -> list[dict[str, Any]]:
+    answer = await agent.conn.ext_method("skills/prefix", {"sessionId": session_id})
+    messages: list[dict[str, Any]] = answer["messages"]
+    return messages
+
+
+def commands_sent(client: RecordingClient, session_id: str) -> list[list[str]]:
+    """The skill command names of each ``available_commands_update`` the session got, in
+    order (the built-in ``/skills`` left out)."""
+    return [
+        [command.name for command in update.available_commands if command.name != "skills"]
+        for update in client.session_updates(session_id)
+        if update.session_update == "available_commands_update"
+    ]
+
+
+def tool_results(client: RecordingClient, session_id: str, since: int) -> list[tuple[str, str]]:
+    """(status, text) of the session's finished tool calls since position ``since``."""
+    return [
+        (update.status, update.content[0].content.text)
+        for update in client.tool_updates(session_id, since)
+        if update.session_update == "tool_call_update"
+    ]
+
+
+async def test_a_new_skill_reaches_lists_new_sessions_and_commands_but_not_running_prefixes(
+    sandbox: Sandbox,
+) -> None:
+    """A skill written to disk shows up in ``_skills/list``, in a new session's catalog and in
+    the open session's commands, while the running session keeps its frozen prefix."""
+    sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            client = agent.client
+            a = await open_session(agent, sandbox.project)
+            assert await ask(agent, a, "hello") == "end_turn"
+            frozen = await prefix_messages(agent, a)
+            assert "alpha-notes" in frozen[0]["text"]
+            assert commands_sent(client, a)[-1] == ["alpha-notes"]
+
+            sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY)
+            await until_listed(agent, a, ["alpha-notes", "beta-release"])
+            # The open session's commands are re-sent without anything being asked.
+            await client.wait_until(
+                lambda: commands_sent(client, a)[-1] == ["alpha-notes", "beta-release"]
+            )
+            # Its prefix stays as composed, for this and later turns.
+            assert await prefix_messages(agent, a) == frozen
+            assert await ask(agent, a, "hello again") == "end_turn"
+            assert await prefix_messages(agent, a) == frozen
+            assert "beta-release" not in frozen[0]["text"]
+
+            b = await open_session(agent, sandbox.project)
+            mark = len(client.updates)
+            assert await ask(agent, b, "please run beta-release now") == "end_turn"
+            assert (
+                "- `beta-release`: Publish a new release."
+                in (await prefix_messages(agent, b))[0]["text"]
+            )
+            [(status, text)] = tool_results(client, b, mark)
+            assert status == "completed"
+            assert RELEASE_BODY.strip() in text
+
+
+async def test_an_edited_body_and_a_deleted_skill_reach_the_skill_tool(sandbox: Sandbox) -> None:
+    """The tool serves a body edited on disk, and calls a skill deleted on disk unknown, even in
+    a session whose frozen catalog still lists it."""
+    sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
+    sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY)
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            client = agent.client
+            a = await open_session(agent, sandbox.project)
+            assert await ask(agent, a, "hello") == "end_turn"
+
+            sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY_EDITED)
+            shutil.rmtree(sandbox.skills_dir / "alpha-notes")
+            await until_listed(agent, a, ["beta-release"])
+            await client.wait_until(lambda: commands_sent(client, a)[-1] == ["beta-release"])
+
+            mark = len(client.updates)
+            assert await ask(agent, a, "please run alpha-notes now") == "end_turn"
+            assert tool_results(client, a, mark) == [
+                ("failed", 'Error: skill "alpha-notes" is unknown or no longer available')
+            ]
+            mark = len(client.updates)
+            assert await ask(agent, a, "please run beta-release now") == "end_turn"
+            [(status, text)] = tool_results(client, a, mark)
+            assert status == "completed"
+            assert RELEASE_BODY_EDITED.strip() in text
+
+
+async def test_skills_of_an_open_sessions_project_are_watched(sandbox: Sandbox) -> None:
+    """A project skill written after the session opened (its skills directory did not even
+    exist) reaches that session's list and commands."""
+    project = sandbox.project
+    (project / ".git").mkdir()
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            client = agent.client
+            a = await open_session(agent, project / "src")
+            assert await ask(agent, a, "hello") == "end_turn"
+            assert await listed(agent, a) == []
+
+            write_skill(project / ".agents" / "skills", "lint-rules", "Apply the lint rules.")
+            await until_listed(agent, a, ["lint-rules"])
+            await client.wait_until(lambda: commands_sent(client, a)[-1] == ["lint-rules"])
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [(("--no-watch",), {}), ((), {"ACP_SKILLS_WATCH": "0"})],
+    ids=["flag", "variable"],
+)
+async def test_watching_can_be_turned_off(
+    sandbox: Sandbox, tmp_path: Path, args: tuple[str, ...], env: dict[str, str]
+) -> None:
+    """Without watching, a skill written to disk is not listed until ``_skills/reload``, and no
+    watcher ever starts."""
+    sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
+    log = tmp_path / "stderr.log"
+    with anyio.fail_after(TEST_SECONDS), log.open("w") as stderr:
+        async with sandbox.spawn(*args, "--log-level", "debug", env=env, stderr=stderr) as agent:
+            a = await open_session(agent, sandbox.project)
+            assert await listed(agent, a) == ["alpha-notes"]
+            sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY)
+            # Cached, and nothing invalidates it.
+            assert await listed(agent, a) == ["alpha-notes"]
+            await agent.conn.ext_method("skills/reload", {})
+            assert await listed(agent, a) == ["alpha-notes", "beta-release"]
+    assert agent.proc.returncode == 0
+    assert "skill_watch" not in log.read_text()
+
+
+async def test_the_agent_watches_by_default_and_exits_cleanly(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """By default the watcher starts with the first lookup, and the agent still exits with
+    status 0, without a traceback, when its input ends."""
+    log = tmp_path / "stderr.log"
+    with anyio.fail_after(TEST_SECONDS), log.open("w") as stderr:
+        async with sandbox.spawn("--log-level", "debug", stderr=stderr) as agent:
+            a = await open_session(agent, sandbox.project)
+            assert await listed(agent, a) == []
+            sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY)
+            await until_listed(agent, a, ["beta-release"])
+    assert agent.proc.returncode == 0
+    text = log.read_text()
+    assert "skill_watch_started" in text
+    assert "skill_watch_stopped" in text
+    assert "Traceback" not in text

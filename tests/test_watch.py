@@ -1,0 +1,745 @@
+"""Live reload in-process: a real `LocalSkillProvider` in a real `SkillRegistry`, real files in
+temporary directories and the real watcher thread; every wait has a generous deadline and no
+assertion depends on timing."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import shutil
+import sys
+import textwrap
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from structlog.testing import capture_logs
+from watchfiles import Change
+
+from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
+from acp_skills.provider import ProviderHandle
+from acp_skills.watch import (
+    MAX_WATCHED_PROJECTS,
+    WATCHER_THREAD_NAME,
+    WatchedRoot,
+    is_relevant_change,
+    plan_watches,
+)
+
+pytestmark = pytest.mark.anyio
+
+DEADLINE_SECONDS = 30
+POLL_SECONDS = 0.02
+
+
+def write_skill(path: Path, name: str, description: str, body: str = "Do it.") -> Path:
+    """Write a skill file (``X/SKILL.md`` or a flat ``X.md``) with its frontmatter."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}\n")
+    return path
+
+
+async def eventually(condition: Callable[[], Awaitable[bool] | bool]) -> None:
+    """Return once ``condition()`` holds; fail the test if it does not within the deadline."""
+    with anyio.fail_after(DEADLINE_SECONDS):
+        while True:
+            outcome = condition()
+            if not isinstance(outcome, bool):
+                outcome = await outcome
+            if outcome:
+                return
+            await anyio.sleep(POLL_SECONDS)
+
+
+@dataclass
+class Watched:
+    """A registry with one watched local provider over ``skills`` (its homes are empty)."""
+
+    tmp: Path
+    registry: SkillRegistry
+    provider: LocalSkillProvider
+    handle: ProviderHandle
+    skills: Path
+    invalidations: list[str] = field(default_factory=list)
+
+    async def catalog(self, cwd: str | None = None) -> dict[str, tuple[str, str | None]]:
+        """Every resolved skill: name -> (description, path)."""
+        snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=cwd))
+        return {skill.name: (skill.description, skill.path) for skill in snapshot.skills}
+
+    async def descriptions(self, cwd: str | None = None) -> dict[str, str]:
+        return {name: value[0] for name, value in (await self.catalog(cwd)).items()}
+
+    async def until(self, expected: dict[str, str], cwd: str | None = None) -> None:
+        """Wait until the registry lists exactly ``expected`` (name -> description)."""
+
+        async def shows() -> bool:
+            return await self.descriptions(cwd) == expected
+
+        await eventually(shows)
+
+
+def watched_registry(tmp: Path, *custom: Path, **options: Any) -> Watched:
+    registry = SkillRegistry()
+    provider = LocalSkillProvider(
+        dsh_home=tmp / "home" / ".dsh",
+        agents_home=tmp / "home" / ".agents",
+        custom_skill_dirs=custom,
+        **options,
+    )
+    handle = registry.register_provider(provider)
+    watched = Watched(tmp, registry, provider, handle, custom[0] if custom else tmp)
+    registry.on_change(lambda: watched.invalidations.append(threading.current_thread().name))
+    return watched
+
+
+@pytest.fixture(autouse=True)
+def no_watcher_left_behind() -> Iterator[None]:
+    """Every test here ends its watchers: none may be running before or after it."""
+    assert watcher_threads() == []
+    yield
+    assert watcher_threads() == []
+
+
+@pytest.fixture
+def watched(tmp_path: Path) -> Iterator[Watched]:
+    """A watched provider over ``tmp_path/skills`` (created empty); disposed after the test."""
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    (tmp_path / "home").mkdir()
+    setup = watched_registry(tmp_path, skills)
+    yield setup
+    setup.handle.dispose()
+
+
+def watcher_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == WATCHER_THREAD_NAME and t.is_alive()]
+
+
+def inotify_watch_count() -> int:
+    """How many inotify watches this process holds (from /proc/self/fdinfo)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if "inotify" not in os.readlink(f"/proc/self/fd/{fd}"):
+                continue
+            with open(f"/proc/self/fdinfo/{fd}") as info:
+                count += sum(1 for line in info if line.startswith("inotify wd:"))
+        except OSError:
+            continue  # closed meanwhile
+    return count
+
+
+# -- which changes count (a pure table) --------------------------------------------------------
+
+A, M, D = Change.added, Change.modified, Change.deleted
+
+RELEVANCE = [
+    # (change, path below the root, is a directory, root skips .system, relevant)
+    (A, "", True, False, True),
+    (D, "", True, False, True),
+    (M, "", True, False, False),
+    (A, "deploy.md", False, False, True),
+    (M, "deploy.md", False, False, True),
+    (D, "deploy.md", False, False, True),
+    (M, "notes.txt", False, False, False),
+    (A, ".deploy.md.swp", False, False, False),
+    (A, "deploy.md~", False, False, False),
+    (A, "DEPLOY.MD", False, False, False),
+    (A, "deploy", True, False, True),
+    (D, "deploy", True, False, True),
+    (M, "deploy", True, False, False),
+    (A, "deploy/SKILL.md", False, False, True),
+    (M, "deploy/SKILL.md", False, False, True),
+    (D, "deploy/SKILL.md", False, False, True),
+    (M, "deploy/skill.md", False, False, False),
+    (M, "deploy/notes.md", False, False, False),
+    (A, "deploy/references", True, False, False),
+    (M, "deploy/references/guide.md", False, False, False),
+    (A, "deploy/scripts/run.sh", False, False, False),
+    (D, "deploy/assets/logo.png", False, False, False),
+    (M, "deploy/references/deep/SKILL.md", False, False, False),
+    (A, ".system", True, True, False),
+    (A, ".system/tool/SKILL.md", False, True, False),
+    (M, ".system/tool/SKILL.md", False, True, False),
+    (M, ".system/SKILL.md", False, True, False),
+    (A, ".system", True, False, True),
+    (M, ".system/SKILL.md", False, False, True),
+    (M, ".system.md", False, True, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "relative", "is_dir", "skips_system", "relevant"),
+    RELEVANCE,
+    ids=[
+        f"{change.name}-{relative or 'root'}{'-skips-system' if skips else ''}"
+        for change, relative, _, skips, _ in RELEVANCE
+    ],
+)
+def test_only_changes_to_the_listing_are_relevant(
+    change: Change, relative: str, is_dir: bool, skips_system: bool, relevant: bool
+) -> None:
+    """Flat ``*.md`` files, bundle directories and ``X/SKILL.md`` count; resources and the user
+    dsh root's ``.system`` do not."""
+    parts = tuple(part for part in relative.split("/") if part)
+    assert is_relevant_change(change, parts, is_dir=is_dir, skips_system=skips_system) is relevant
+
+
+def test_a_missing_root_is_watched_at_its_nearest_existing_directory(tmp_path: Path) -> None:
+    """Only the nearest existing ancestor of a root that does not exist is watched, not the
+    tree above or below it."""
+    (tmp_path / "home" / "projects").mkdir(parents=True)
+    plan = plan_watches([WatchedRoot(str(tmp_path / "home" / ".agents" / "skills"))])
+    assert list(plan) == [str((tmp_path / "home").resolve())]
+
+
+def test_a_root_is_watched_with_each_bundle_but_not_their_resources(tmp_path: Path) -> None:
+    """A root and each of its bundle directories are watched; resource directories are not."""
+    root = tmp_path / "skills"
+    write_skill(root / "deploy" / "SKILL.md", "deploy", "Deploy.")
+    (root / "deploy" / "references").mkdir()
+    write_skill(root / "notes.md", "notes", "Notes.")
+    plan = plan_watches([WatchedRoot(str(root))])
+    assert sorted(plan) == [str(root.resolve()), str((root / "deploy").resolve())]
+
+
+# -- changes on disk reach the registry --------------------------------------------------------
+
+
+async def test_a_bundle_created_changed_renamed_and_deleted_shows_up(watched: Watched) -> None:
+    """Each step of a bundle's life is listed without any explicit reload."""
+    await watched.until({})
+    write_skill(watched.skills / "deploy" / "SKILL.md", "deploy", "Deploy the app.")
+    await watched.until({"deploy": "Deploy the app."})
+    write_skill(watched.skills / "deploy" / "SKILL.md", "deploy", "Deploy it twice.")
+    await watched.until({"deploy": "Deploy it twice."})
+
+    (watched.skills / "deploy").rename(watched.skills / "ship")
+    moved = str(watched.skills / "ship" / "SKILL.md")
+
+    async def renamed() -> bool:
+        return await watched.catalog() == {"deploy": ("Deploy it twice.", moved)}
+
+    await eventually(renamed)
+    shutil.rmtree(watched.skills / "ship")
+    await watched.until({})
+
+
+async def test_a_flat_skill_created_changed_renamed_and_deleted_shows_up(watched: Watched) -> None:
+    """Each step of a flat skill's life is listed without any explicit reload."""
+    await watched.until({})
+    write_skill(watched.skills / "notes.md", "notes", "Take notes.")
+    await watched.until({"notes": "Take notes."})
+    write_skill(watched.skills / "notes.md", "notes", "Take better notes.")
+    await watched.until({"notes": "Take better notes."})
+
+    (watched.skills / "notes.md").rename(watched.skills / "memo.md")
+    moved = str(watched.skills / "memo.md")
+
+    async def renamed() -> bool:
+        return await watched.catalog() == {"notes": ("Take better notes.", moved)}
+
+    await eventually(renamed)
+    (watched.skills / "memo.md").unlink()
+    await watched.until({})
+
+
+async def test_a_skill_saved_through_a_temporary_file_shows_up(watched: Watched) -> None:
+    """An editor that writes a temporary file and renames it over the skill is seen."""
+    skill = write_skill(watched.skills / "deploy" / "SKILL.md", "deploy", "Deploy.")
+    await watched.until({"deploy": "Deploy."})
+    temporary = write_skill(skill.with_name(".SKILL.md.tmp"), "deploy", "Deploy safely.")
+    os.replace(temporary, skill)
+    await watched.until({"deploy": "Deploy safely."})
+
+
+async def test_roots_created_after_start_are_noticed(tmp_path: Path) -> None:
+    """A custom root and the user's agents root that did not exist are listed once they do."""
+    later = tmp_path / "later" / "skills"
+    (tmp_path / "home").mkdir()
+    setup = watched_registry(tmp_path, later)
+    try:
+        await setup.until({})
+        write_skill(later / "deploy" / "SKILL.md", "deploy", "Deploy.")
+        await setup.until({"deploy": "Deploy."})
+        write_skill(tmp_path / "home" / ".agents" / "skills" / "mine.md", "mine", "Mine.")
+        await setup.until({"deploy": "Deploy.", "mine": "Mine."})
+    finally:
+        setup.handle.dispose()
+
+
+async def test_a_root_that_is_a_symbolic_link_is_watched_at_its_target(tmp_path: Path) -> None:
+    """Changes in the link's target are seen, and so is the link being pointed elsewhere."""
+    real = tmp_path / "real"
+    write_skill(real / "deploy" / "SKILL.md", "deploy", "Deploy.")
+    other = tmp_path / "other"
+    write_skill(other / "review.md", "review", "Review.")
+    link = tmp_path / "linked"
+    link.symlink_to(real, target_is_directory=True)
+    (tmp_path / "home").mkdir()
+    setup = watched_registry(tmp_path, link)
+    try:
+        await setup.until({"deploy": "Deploy."})
+        write_skill(real / "deploy" / "SKILL.md", "deploy", "Deploy carefully.")
+        await setup.until({"deploy": "Deploy carefully."})
+        write_skill(real / "ship" / "SKILL.md", "ship", "Ship.")
+        await setup.until({"deploy": "Deploy carefully.", "ship": "Ship."})
+
+        replacement = tmp_path / "linked.new"
+        replacement.symlink_to(other, target_is_directory=True)
+        os.replace(replacement, link)
+        await setup.until({"review": "Review."})
+        write_skill(other / "review.md", "review", "Review twice.")
+        await setup.until({"review": "Review twice."})
+    finally:
+        setup.handle.dispose()
+
+
+async def test_a_linked_flat_skill_is_watched_at_its_target(tmp_path: Path) -> None:
+    """Editing the file a flat skill links to is seen."""
+    target = write_skill(tmp_path / "elsewhere" / "notes.md", "notes", "Notes.")
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    (skills / "notes.md").symlink_to(target)
+    (tmp_path / "home").mkdir()
+    setup = watched_registry(tmp_path, skills)
+    try:
+        await setup.until({"notes": "Notes."})
+        write_skill(target, "notes", "Better notes.")
+        await setup.until({"notes": "Better notes."})
+    finally:
+        setup.handle.dispose()
+
+
+async def test_a_burst_of_changes_costs_only_a_handful_of_invalidations(watched: Watched) -> None:
+    """Writing 100 skills at once invalidates a few times, not 100 times."""
+    await watched.until({})
+    before = len(watched.invalidations)
+    expected = {}
+    for index in range(100):
+        name = f"skill-{index:03d}"
+        write_skill(watched.skills / f"{name}.md", name, f"Skill {index}.")
+        expected[name] = f"Skill {index}."
+    await watched.until(expected)
+    # One more change, waited for, so every batch of the burst has been handled by now.
+    write_skill(watched.skills / "skill-000.md", "skill-000", "The last change.")
+    await watched.until({**expected, "skill-000": "The last change."})
+    assert len(watched.invalidations) - before <= 6
+
+
+async def test_resource_changes_cause_no_invalidation(tmp_path: Path) -> None:
+    """Files deeper in a bundle, and other files beside SKILL.md, never invalidate."""
+    skills = tmp_path / "skills"
+    bundle = skills / "deploy"
+    write_skill(bundle / "SKILL.md", "deploy", "Deploy.")
+    (bundle / "references").mkdir()
+    (bundle / "references" / "guide.md").write_text("# Guide\n")
+    write_skill(skills / "notes.md", "notes", "Notes.")
+    # Written before watching starts, so no change of the setup is still on its way.
+    watched = watched_registry(tmp_path, skills)
+    try:
+        await watched.until({"deploy": "Deploy.", "notes": "Notes."})
+        before = len(watched.invalidations)
+        with capture_logs() as logs:
+            (bundle / "references" / "guide.md").write_text("# Guide, edited\n")
+            (bundle / "references" / "more.md").write_text("# More\n")
+            (bundle / "scripts").mkdir()
+            (bundle / "scripts" / "run.sh").write_text("echo run\n")
+            (bundle / "checklist.txt").write_text("1. Check.\n")
+            checklist = str((bundle / "checklist.txt").resolve())
+
+            def handled() -> bool:
+                return any(checklist in entry.get("paths", ()) for entry in logs)
+
+            # The watcher has seen (and judged) the changes it can see.
+            await eventually(handled)
+            judged = [entry for entry in logs if checklist in entry.get("paths", ())]
+        assert [entry["relevant"] for entry in judged] == [False] * len(judged)
+        assert len(watched.invalidations) == before
+        # Still watching: a real change after them is seen.
+        write_skill(watched.skills / "notes.md", "notes", "More notes.")
+        await watched.until({"deploy": "Deploy.", "notes": "More notes."})
+        assert len(watched.invalidations) > before
+    finally:
+        watched.handle.dispose()
+
+
+async def test_changes_under_the_user_system_directory_cause_no_invalidation(
+    tmp_path: Path,
+) -> None:
+    """Skills the tool installs under ``<dsh_home>/skills/.system`` are neither listed nor
+    watched."""
+    user_root = tmp_path / "home" / ".dsh" / "skills"
+    write_skill(user_root / "mine" / "SKILL.md", "mine", "Mine.")
+    setup = watched_registry(tmp_path, tmp_path / "custom")
+    try:
+        await setup.until({"mine": "Mine."})
+        before = len(setup.invalidations)
+        with capture_logs() as logs:
+            write_skill(user_root / ".system" / "tool" / "SKILL.md", "tool", "Tool.")
+            system = str((user_root / ".system").resolve())
+            await eventually(lambda: any(system in entry.get("paths", ()) for entry in logs))
+            judged = [entry for entry in logs if system in entry.get("paths", ())]
+        assert [entry["relevant"] for entry in judged] == [False] * len(judged)
+        assert len(setup.invalidations) == before
+        assert await setup.descriptions() == {"mine": "Mine."}
+    finally:
+        setup.handle.dispose()
+
+
+async def test_invalidations_come_from_the_watcher_thread(watched: Watched) -> None:
+    """The registry is invalidated by the watcher's own thread (the registry is thread-safe)."""
+    await watched.until({})
+    write_skill(watched.skills / "notes.md", "notes", "Notes.")
+    await watched.until({"notes": "Notes."})
+    assert WATCHER_THREAD_NAME in watched.invalidations
+
+
+# -- project roots -----------------------------------------------------------------------------
+
+
+async def test_project_skills_of_a_listed_project_are_watched(watched: Watched) -> None:
+    """A project learnt from a lookup's cwd has its skill roots watched from then on."""
+    project = watched.tmp / "project"
+    (project / ".git").mkdir(parents=True)
+    cwd = str(project / "src")
+    (project / "src").mkdir()
+    await watched.until({}, cwd=cwd)
+    write_skill(project / ".agents" / "skills" / "lint" / "SKILL.md", "lint", "Lint.")
+    await watched.until({"lint": "Lint."}, cwd=cwd)
+    write_skill(project / ".dsh" / "skills" / "lint.md", "lint", "Lint the project's way.")
+    await watched.until({"lint": "Lint the project's way."}, cwd=cwd)
+
+
+def inotify_instances() -> dict[str, str]:
+    """This process's inotify descriptors and their watch lists (from /proc/self/fdinfo)."""
+    instances = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if "inotify" in os.readlink(f"/proc/self/fd/{fd}"):
+                with open(f"/proc/self/fdinfo/{fd}") as info:
+                    instances[fd] = "".join(line for line in info if line.startswith("inotify"))
+        except OSError:
+            continue
+    return instances
+
+
+async def test_a_new_project_leaves_the_watch_of_the_fixed_roots_alone(tmp_path: Path) -> None:
+    """Watching one more project opens no new watch of the custom and user roots (reopening a
+    thousand bundle directories would hold up the lookup)."""
+    skills = tmp_path / "skills"
+    for index in range(20):
+        write_skill(skills / f"b{index}" / "SKILL.md", f"b{index}", "B.")
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    # Written before watching starts, so the first watch is final.
+    watched = watched_registry(tmp_path, skills)
+    try:
+        names = {f"b{index}": "B." for index in range(20)}
+        await watched.until(names)
+        [(fixed_fd, fixed_watches)] = inotify_instances().items()
+        await watched.until(names, cwd=str(project))
+        instances = inotify_instances()
+        assert len(instances) == 2
+        assert instances[fixed_fd] == fixed_watches
+    finally:
+        watched.handle.dispose()
+
+
+async def test_projects_beyond_the_bound_are_served_fresh_but_not_watched(
+    watched: Watched,
+) -> None:
+    """Only so many projects are watched; lookups for the others discover afresh every time,
+    so they are never stale either."""
+    projects = []
+    for index in range(MAX_WATCHED_PROJECTS + 2):
+        project = watched.tmp / "projects" / f"p{index}"
+        (project / ".git").mkdir(parents=True)
+        write_skill(project / ".agents" / "skills" / "task.md", "task", f"Task {index}.")
+        projects.append(project)
+    await watched.until({})
+    fixed = inotify_watch_count()
+    per_project = 0
+    for index, project in enumerate(projects):
+        await watched.until({"task": f"Task {index}."}, cwd=str(project))
+        if index == 0:
+            per_project = inotify_watch_count() - fixed
+    assert per_project > 0
+    # The fixed roots plus exactly MAX_WATCHED_PROJECTS projects.
+    assert inotify_watch_count() == fixed + MAX_WATCHED_PROJECTS * per_project
+
+    beyond = projects[-1]
+    options = SkillLookupOptions(cwd=str(beyond))
+    assert watched.provider.cacheable(options) is False
+    assert watched.provider.cacheable(SkillLookupOptions(cwd=str(projects[0]))) is True
+    before = len(watched.invalidations)
+    write_skill(beyond / ".agents" / "skills" / "task.md", "task", "Changed, unwatched.")
+    # Seen without any invalidation: that project's catalogs are never cached.
+    assert await watched.descriptions(str(beyond)) == {"task": "Changed, unwatched."}
+    assert len(watched.invalidations) == before
+
+
+# -- turning it off, failures, and the polling fallback --------------------------------------
+
+
+async def test_watching_can_be_turned_off(tmp_path: Path) -> None:
+    """With ``watch=False`` there is no watcher: catalogs stay cached until an invalidation."""
+    skills = tmp_path / "skills"
+    write_skill(skills / "notes.md", "notes", "Notes.")
+    setup = watched_registry(tmp_path, skills, watch=False)
+    try:
+        assert await setup.descriptions() == {"notes": "Notes."}
+        assert watcher_threads() == []
+        assert setup.provider.watch_mode == "off"
+        write_skill(skills / "notes.md", "notes", "Changed.")
+        assert await setup.descriptions() == {"notes": "Notes."}
+        setup.registry.invalidate()
+        assert await setup.descriptions() == {"notes": "Changed."}
+    finally:
+        setup.handle.dispose()
+
+
+async def test_a_watcher_failure_is_logged_once_and_lookups_stay_fresh(watched: Watched) -> None:
+    """A bundle whose name the watcher cannot handle makes watching fail; that is logged once,
+    lookups are served uncached meanwhile, and watching recovers once the name is gone."""
+    write_skill(watched.skills / "notes.md", "notes", "Notes.")
+    await watched.until({"notes": "Notes."})
+    undecodable = os.path.join(os.fsencode(watched.skills), b"bad-\xff")
+    with capture_logs() as logs:
+        told = len(watched.invalidations)
+        os.mkdir(undecodable)
+
+        def failed() -> bool:
+            # Failing invalidates once: cached catalogs can no longer be vouched for.
+            return watched.provider.watch_mode == "failed" and len(watched.invalidations) > told
+
+        await eventually(failed)
+        # Uncached while failed: an edit is listed with no invalidation at all.
+        before = len(watched.invalidations)
+        write_skill(watched.skills / "notes.md", "notes", "Edited while failing.")
+        assert await watched.descriptions() == {"notes": "Edited while failing."}
+        assert watched.provider.cacheable(SkillLookupOptions()) is False
+        assert len(watched.invalidations) == before
+
+        os.rmdir(undecodable)
+
+        def recovered() -> bool:
+            # Recovering invalidates once too, so sessions catch up on what they missed.
+            healthy = watched.provider.watch_mode in ("native", "polling")
+            return healthy and len(watched.invalidations) > before
+
+        await eventually(recovered)
+        warnings = [entry for entry in logs if entry["log_level"] == "warning"]
+        recoveries = [entry for entry in logs if entry["event"] == "skill_watch_recovered"]
+    assert [entry["event"] for entry in warnings] == ["skill_watch_failed"]
+    assert len(recoveries) == 1
+    # Watching again, and caching: a change is seen through an invalidation.
+    assert await watched.descriptions() == {"notes": "Edited while failing."}
+    assert watched.provider.cacheable(SkillLookupOptions()) is True
+    before = len(watched.invalidations)
+    write_skill(watched.skills / "notes.md", "notes", "Watched again.")
+    await watched.until({"notes": "Watched again."})
+    assert len(watched.invalidations) > before
+
+
+async def test_polling_can_be_forced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``WATCHFILES_FORCE_POLLING`` (watchfiles' own switch) makes the watcher poll."""
+    monkeypatch.setenv("WATCHFILES_FORCE_POLLING", "1")
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    setup = watched_registry(tmp_path, skills)
+    try:
+        await setup.until({})
+        assert setup.provider.watch_mode == "polling"
+        write_skill(skills / "deploy" / "SKILL.md", "deploy", "Deploy.")
+        await setup.until({"deploy": "Deploy."})
+    finally:
+        setup.handle.dispose()
+
+
+FALLBACK_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, json, os, resource, sys
+    from pathlib import Path
+
+    import structlog
+
+    structlog.configure(
+        processors=[structlog.processors.add_log_level, structlog.processors.JSONRenderer()],
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stdout),
+    )
+    from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
+
+    async def main() -> None:
+        tmp = Path(sys.argv[1])
+        registry = SkillRegistry()
+        provider = LocalSkillProvider(
+            dsh_home=tmp / "dsh", agents_home=tmp / "agents", custom_skill_dirs=[tmp / "skills"]
+        )
+        # Leave two free descriptors: a native watcher needs three (inotify, epoll, eventfd),
+        # polling needs none of its own.
+        highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 64, hard))
+        held = []
+        try:
+            while True:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+        except OSError:
+            pass
+        for fd in held[-2:]:
+            os.close(fd)
+        registry.register_provider(provider)
+        names = [s.name for s in await registry.list(SkillLookupOptions())]
+        print(json.dumps({"event": "listed", "names": names, "mode": provider.watch_mode}))
+        (tmp / "skills" / "later.md").write_text("---\\nname: later\\ndescription: L.\\n---\\n")
+        for _ in range(600):
+            names = [s.name for s in await registry.list(SkillLookupOptions())]
+            if "later" in names:
+                break
+            await asyncio.sleep(0.05)
+        print(json.dumps({"event": "listed", "names": names, "mode": provider.watch_mode}))
+        provider.close()
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_watching_falls_back_to_polling_when_native_watching_is_unavailable(
+    tmp_path: Path,
+) -> None:
+    """Out of descriptors for an inotify watcher, the provider polls instead, says so once,
+    and still notices changes."""
+    write_skill(tmp_path / "skills" / "notes.md", "notes", "Notes.")
+    script = tmp_path / "fallback.py"
+    script.write_text(FALLBACK_SCRIPT)
+    with anyio.fail_after(DEADLINE_SECONDS * 2):
+        result = await anyio.run_process([sys.executable, str(script), str(tmp_path)], check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    events = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    listed = [event for event in events if event["event"] == "listed"]
+    assert listed == [
+        {"event": "listed", "names": ["notes"], "mode": "polling"},
+        {"event": "listed", "names": ["later", "notes"], "mode": "polling"},
+    ]
+    fallbacks = [event for event in events if event["event"] == "skill_watch_polling"]
+    assert len(fallbacks) == 1
+    assert fallbacks[0]["level"] == "warning"
+    assert "unavailable" in fallbacks[0]["reason"]
+
+
+# -- ownership: everything started is released ------------------------------------------------
+
+
+def os_threads() -> int:
+    """The process's threads as the kernel counts them (the Rust side's included), except the
+    worker threads anyio keeps for blocking file I/O, which it reuses and prunes at its pace."""
+    workers = {t.native_id for t in threading.enumerate() if t.name == "AnyIO worker thread"}
+    return len({int(tid) for tid in os.listdir("/proc/self/task")} - workers)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@asynccontextmanager
+async def released_afterwards() -> AsyncIterator[None]:
+    """Check that threads, tasks and descriptors return to what they were before the block."""
+    tasks = len(asyncio.all_tasks())
+    threads, fds = os_threads(), open_fds()
+    yield
+    assert watcher_threads() == []
+    assert len(asyncio.all_tasks()) == tasks
+    # The Rust side lets go of its own thread and inotify descriptor just after the close.
+    await eventually(lambda: os_threads() <= threads and open_fds() <= fds)
+
+
+async def exercise(setup: Watched) -> None:
+    """Start the watcher and see it work."""
+    await setup.until({})
+    assert len(watcher_threads()) == 1
+    assert inotify_watch_count() > 0
+    write_skill(setup.skills / "notes.md", "notes", "Notes.")
+    await setup.until({"notes": "Notes."})
+
+
+async def test_disposing_the_registration_releases_everything(tmp_path: Path) -> None:
+    """After ``handle.dispose()`` no thread, task or descriptor of the watcher is left."""
+    (tmp_path / "skills").mkdir()
+    async with released_afterwards():
+        setup = watched_registry(tmp_path, tmp_path / "skills")
+        await exercise(setup)
+        setup.handle.dispose()
+        assert setup.provider.watch_mode == "off"
+
+
+async def test_closing_the_provider_releases_everything(tmp_path: Path) -> None:
+    """After ``provider.close()`` no thread, task or descriptor of the watcher is left, and the
+    provider still lists skills (uncached)."""
+    (tmp_path / "skills").mkdir()
+    async with released_afterwards():
+        setup = watched_registry(tmp_path, tmp_path / "skills")
+        await exercise(setup)
+        setup.provider.close()
+        setup.provider.close()  # idempotent
+        write_skill(setup.skills / "notes.md", "notes", "After closing.")
+        assert await setup.descriptions() == {"notes": "After closing."}
+        assert watcher_threads() == []
+    setup.handle.dispose()
+
+
+async def test_a_provider_nobody_closed_stops_watching_when_collected(tmp_path: Path) -> None:
+    """Dropping the registry and provider without disposing still ends the watcher thread."""
+    (tmp_path / "skills").mkdir()
+    async with released_afterwards():
+        setup = watched_registry(tmp_path, tmp_path / "skills")
+        await exercise(setup)
+        del setup
+
+        def collected() -> bool:
+            gc.collect()
+            return watcher_threads() == []
+
+        await eventually(collected)
+
+
+async def test_a_provider_registered_again_watches_again(tmp_path: Path) -> None:
+    """Disposing stops the watcher; registering the same provider again starts a new one."""
+    (tmp_path / "skills").mkdir()
+    setup = watched_registry(tmp_path, tmp_path / "skills")
+    await exercise(setup)
+    setup.handle.dispose()
+    assert watcher_threads() == []
+    registry = SkillRegistry()
+    handle = registry.register_provider(setup.provider)
+    try:
+        assert [s.name for s in await registry.list()] == ["notes"]
+        assert len(watcher_threads()) == 1
+        write_skill(setup.skills / "notes.md", "notes", "Again.")
+
+        async def seen() -> bool:
+            return [s.description for s in await registry.list()] == ["Again."]
+
+        await eventually(seen)
+    finally:
+        handle.dispose()
+
+
+async def test_an_unregistered_provider_does_not_watch(tmp_path: Path) -> None:
+    """Listing with a provider that is in no registry starts nothing: nobody could be told."""
+    write_skill(tmp_path / "skills" / "notes.md", "notes", "Notes.")
+    provider = LocalSkillProvider(
+        dsh_home=tmp_path / "dsh", agents_home=tmp_path / "agents", custom_skill_dirs=[tmp_path]
+    )
+    await provider.list(SkillLookupOptions())
+    assert watcher_threads() == []
+    assert provider.watch_mode == "off"
