@@ -97,7 +97,7 @@ async def test_unusual_but_valid_candidates_are_accepted(overrides: dict[str, ob
     """Values of subclasses and the less common resource kinds pass like plain ones."""
     name = str(overrides.get("name", "odd"))
     registry = SkillRegistry()
-    registry.register_provider(ListProvider("p", [candidate(name, provider="p", **overrides)]))
+    registry.register_provider(ListProvider("p", [candidate(name, provider="p", **overrides)]))  # type: ignore[arg-type]
     assert [skill.name for skill in await registry.list()] == [name]
 
 
