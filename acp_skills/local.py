@@ -150,6 +150,8 @@ class _SkillFile:
     root: SkillRoot
     path: str
     resource_dir: str
+    # The name the file's location suggests: its bundle directory's, or a flat file's.
+    expected_name: str
 
 
 class LocalSkillProvider:
@@ -491,14 +493,12 @@ class LocalSkillProvider:
                 continue
             entry_path = root_prefix + entry.name
             if entry.kind == "dir":
-                yield _SkillFile(
-                    root=root,
-                    path=entry_path + bundle_suffix,
-                    resource_dir=entry_path,
-                )
+                yield _SkillFile(root, entry_path + bundle_suffix, entry_path, entry.name)
             elif entry.kind == "file":
                 if entry.name.endswith(_FLAT_SUFFIX):
-                    yield _SkillFile(root=root, path=entry_path, resource_dir=root.path)
+                    yield _SkillFile(
+                        root, entry_path, root.path, entry.name.removesuffix(_FLAT_SUFFIX)
+                    )
             elif entry.kind == "broken_link":
                 report.extend(
                     file_diagnostics(entry_path, FileReadError(reason="broken symbolic link"))
@@ -514,19 +514,31 @@ class LocalSkillProvider:
         # directories; a flat file can vanish between listing and reading): that record is an
         # `info`, logged at debug level.
         diagnostics = file_diagnostics(
-            skill_file.path, content, expected_name=_expected_name(skill_file)
+            skill_file.path, content, expected_name=skill_file.expected_name
         )
         if diagnostics:
             report.extend(diagnostics)
         return content if isinstance(content, ParsedSkill) else None
 
     def _candidate(self, skill_file: _SkillFile, parsed: ParsedSkill) -> SkillCandidate:
-        base = DirectoryResource(path=skill_file.resource_dir)
+        # The fields of `_fields`, given directly: a dict per skill shows with thousands.
+        root = skill_file.root
+        path = skill_file.path
         return SkillCandidate(
-            **self._fields(parsed, skill_file.root.source, base, skill_file.path),
-            rank=skill_file.root.rank,
+            name=parsed.name,
+            description=parsed.description,
+            when_to_use=parsed.when_to_use,
+            disable_model_invocation=parsed.disable_model_invocation,
+            user_invocable=parsed.user_invocable,
+            source=root.source,
+            provider=self._name,
+            resource_base=DirectoryResource(path=skill_file.resource_dir),
+            path=path,
+            metadata=parsed.metadata,
+            argument_hint=parsed.argument_hint,
+            rank=root.rank,
             # The path is all `get` needs to find the file again.
-            locator=skill_file.path,
+            locator=path,
         )
 
     def _fields(
@@ -546,13 +558,6 @@ class LocalSkillProvider:
             "metadata": parsed.metadata,
             "argument_hint": parsed.argument_hint,
         }
-
-
-def _expected_name(skill_file: _SkillFile) -> str:
-    """The name a skill file's location suggests: its bundle directory's, or a flat file's."""
-    if skill_file.resource_dir != skill_file.root.path:
-        return os.path.basename(skill_file.resource_dir)
-    return os.path.basename(skill_file.path).removesuffix(_FLAT_SUFFIX)
 
 
 def _parse_read(
