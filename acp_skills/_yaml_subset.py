@@ -95,7 +95,7 @@ def load_common_subset(source: str) -> Mapping[object, object] | None:
         not source.endswith("\n")
         or " \n" in source
         or " #" in source
-        or _UNUSUAL_CHARACTER.search(source) is not None
+        or not _prints_as_itself(source)
     ):
         return None
     lines = source.split("\n")
@@ -105,6 +105,15 @@ def load_common_subset(source: str) -> Mapping[object, object] | None:
     except _Decline:
         return None
     return mapping if mapping else None
+
+
+def _prints_as_itself(source: str) -> bool:
+    """Whether every character of ``source`` is one YAML prints as itself, or ``\n``."""
+    if source.isascii():
+        # The same test for ASCII, several times faster than the search: of ASCII, exactly
+        # the printable characters (space to `~`) are printable to Python too.
+        return source.replace("\n", "").isprintable()
+    return _UNUSUAL_CHARACTER.search(source) is None
 
 
 def _block_mapping(

@@ -41,7 +41,7 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, NamedTuple, TypeAlias
 
 import anyio
 import structlog
@@ -150,13 +150,23 @@ class LocalDiscovery:
     diagnostics: tuple[Diagnostic, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _SkillFile:
-    """A file discovery will read: where it is and what it would become."""
+class _SkillFile(NamedTuple):
+    """A file discovery will read: where it is and what it would become.
+
+    A named tuple, not a frozen dataclass: one is built per file listed, and a tuple is built
+    several times faster.
+    """
 
     root: SkillRoot
     path: str
     resource_dir: str
+    # The name the file's location suggests: its bundle directory's, or a flat file's.
+    expected_name: str
+
+
+# Filled in by one discovery (inside the class, `list` names the method).
+_Flags: TypeAlias = list[bool]
+_Files: TypeAlias = list[_SkillFile]
 
 
 class LocalSkillProvider:
@@ -417,19 +427,9 @@ class LocalSkillProvider:
         report: list[Diagnostic] = []
         exists: list[bool] = []
         files: list[_SkillFile] = []
-        for root, listing in zip(roots, listings, strict=True):
-            entries: Sequence[DirEntry] = ()
-            if isinstance(listing, Diagnostic):
-                report.append(listing)
-            elif listing is None:
-                # A missing root is normal (most people have no project skills); only one
-                # that was asked for by name is worth a word.
-                if root.source == _CUSTOM:
-                    report.append(root_missing(root.path))
-            else:
-                entries = listing
-            exists.append(listing is not None)
-            files.extend(self._skill_files(root, entries, report))
+        # Synchronous, and one value per file listed: no collector passes meanwhile.
+        with collection_paused():
+            self._files_of(roots, listings, report, exists, files)
         # Parsed as they are read (in the worker thread, for the local disk): only the
         # frontmatter is kept, never a thousand bodies at once.
         contents = await self._fs.read_and_parse(
@@ -503,6 +503,29 @@ class LocalSkillProvider:
                 return cwd
             directory = parent
 
+    def _files_of(
+        self,
+        roots: Sequence[SkillRoot],
+        listings: Sequence[Sequence[DirEntry] | Diagnostic | None],
+        report: _Report,
+        exists: _Flags,
+        files: _Files,
+    ) -> None:
+        """Collect the skill files of each root's listing, and whether each root exists."""
+        for root, listing in zip(roots, listings, strict=True):
+            entries: Sequence[DirEntry] = ()
+            if isinstance(listing, Diagnostic):
+                report.append(listing)
+            elif listing is None:
+                # A missing root is normal (most people have no project skills); only one
+                # that was asked for by name is worth a word.
+                if root.source == _CUSTOM:
+                    report.append(root_missing(root.path))
+            else:
+                entries = listing
+            exists.append(listing is not None)
+            files.extend(self._skill_files(root, entries, report))
+
     async def _list_roots(
         self, roots: Sequence[SkillRoot]
     ) -> Sequence[Sequence[DirEntry] | Diagnostic | None]:
@@ -549,14 +572,12 @@ class LocalSkillProvider:
                 continue
             entry_path = root_prefix + entry.name
             if entry.kind == "dir":
-                yield _SkillFile(
-                    root=root,
-                    path=entry_path + bundle_suffix,
-                    resource_dir=entry_path,
-                )
+                yield _SkillFile(root, entry_path + bundle_suffix, entry_path, entry.name)
             elif entry.kind == "file":
                 if entry.name.endswith(_FLAT_SUFFIX):
-                    yield _SkillFile(root=root, path=entry_path, resource_dir=root.path)
+                    yield _SkillFile(
+                        root, entry_path, root.path, entry.name.removesuffix(_FLAT_SUFFIX)
+                    )
             elif entry.kind == "broken_link":
                 report.extend(
                     file_diagnostics(entry_path, FileReadError(reason="broken symbolic link"))
@@ -572,19 +593,31 @@ class LocalSkillProvider:
         # directories; a flat file can vanish between listing and reading): that record is an
         # `info`, logged at debug level.
         diagnostics = file_diagnostics(
-            skill_file.path, content, expected_name=_expected_name(skill_file)
+            skill_file.path, content, expected_name=skill_file.expected_name
         )
         if diagnostics:
             report.extend(diagnostics)
         return content if isinstance(content, ParsedSkill) else None
 
     def _candidate(self, skill_file: _SkillFile, parsed: ParsedSkill) -> SkillCandidate:
-        base = DirectoryResource(path=skill_file.resource_dir)
+        # The fields of `_fields`, given directly: a dict per skill shows with thousands.
+        root = skill_file.root
+        path = skill_file.path
         return SkillCandidate(
-            **self._fields(parsed, skill_file.root.source, base, skill_file.path),
-            rank=skill_file.root.rank,
+            name=parsed.name,
+            description=parsed.description,
+            when_to_use=parsed.when_to_use,
+            disable_model_invocation=parsed.disable_model_invocation,
+            user_invocable=parsed.user_invocable,
+            source=root.source,
+            provider=self._name,
+            resource_base=DirectoryResource(path=skill_file.resource_dir),
+            path=path,
+            metadata=parsed.metadata,
+            argument_hint=parsed.argument_hint,
+            rank=root.rank,
             # The path is all `get` needs to find the file again.
-            locator=skill_file.path,
+            locator=path,
         )
 
     def _fields(
@@ -604,13 +637,6 @@ class LocalSkillProvider:
             "metadata": parsed.metadata,
             "argument_hint": parsed.argument_hint,
         }
-
-
-def _expected_name(skill_file: _SkillFile) -> str:
-    """The name a skill file's location suggests: its bundle directory's, or a flat file's."""
-    if skill_file.resource_dir != skill_file.root.path:
-        return os.path.basename(skill_file.resource_dir)
-    return os.path.basename(skill_file.path).removesuffix(_FLAT_SUFFIX)
 
 
 def _parse_read(

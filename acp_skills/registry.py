@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 import anyio
 import structlog
 
+from ._collector import collection_paused
 from .diagnostics import Diagnostic, provider_failed, shadow_diagnostic
 from .errors import SkillContractError
 from .model import (
@@ -96,11 +97,34 @@ class _ResolvedSkill:
     registration: _Registration | None
 
 
-@dataclass(frozen=True, slots=True)
 class _Catalog:
-    winners: dict[str, _ResolvedSkill]
-    snapshot: SkillSnapshot
-    visible: tuple[SkillSummary, ...]
+    """One resolution: the winners by name, the snapshot, and (built on first use) the
+    model-visible summaries.
+
+    The agent reads snapshots only; `SkillRegistry.list` is the one caller of ``visible``, so
+    a thousand summaries are built when someone asks for them, once per catalog.
+    """
+
+    __slots__ = ("_visible", "snapshot", "winners")
+
+    def __init__(self, winners: dict[str, _ResolvedSkill], snapshot: SkillSnapshot) -> None:
+        self.winners = winners
+        self.snapshot = snapshot
+        self._visible: tuple[SkillSummary, ...] | None = None
+
+    @property
+    def visible(self) -> tuple[SkillSummary, ...]:
+        visible = self._visible
+        if visible is None:
+            # Two threads racing here would both build the same tuple: harmless.
+            with collection_paused():
+                visible = tuple(
+                    _summary_of(skill)
+                    for skill in self.snapshot.skills
+                    if not skill.disable_model_invocation
+                )
+            self._visible = visible
+        return visible
 
 
 @dataclass(slots=True)
@@ -442,7 +466,9 @@ class SkillRegistry:
             attempt = await self._run_pass(options)
         stable = attempt.revision == self._revision
         complete = stable and not any(offer.failed for offer in attempt.offers)
-        catalog = self._resolve(attempt, complete=complete)
+        # Synchronous, and a few values per skill: no collector passes meanwhile.
+        with collection_paused():
+            catalog = self._resolve(attempt, complete=complete)
         if complete and all(offer.cacheable for offer in attempt.offers):
             self._store((options.cwd, attempt.revision), catalog)
         return catalog
@@ -483,34 +509,38 @@ class SkillRegistry:
             )
 
     def _resolve(self, attempt: _DiscoveryRound, *, complete: bool) -> _Catalog:
+        # (rank, order, position, skill): (order, position) is unique, so sorting these tuples
+        # never compares two skills, and needs no key function.
         ranked: list[tuple[int | float, int, int, _ResolvedSkill]] = []
         for position, definition in enumerate(attempt.runtime):
             candidate = _runtime_candidate(definition)
             ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, _ResolvedSkill(candidate, None)))
+        live: list[_Registration] = []
         for offer in attempt.offers:
             # Validation happens after listening, in the caller's task, so a contract violation
             # surfaces as a plain SkillContractError rather than inside an exception group.
-            name = offer.registration.provider.name
+            registration = offer.registration
+            name = registration.provider.name
+            order = registration.order
+            # A provider removed during the pass must not surface even in an uncached,
+            # incomplete answer; asked once per provider, not once per skill.
+            if self._is_current(registration):
+                live.append(registration)
             for position, candidate in enumerate(offer.candidates):
-                _validate_candidate(candidate, name)
+                if not _plainly_valid(candidate, name):
+                    _validate_candidate(candidate, name)
                 ranked.append(
-                    (
-                        candidate.rank,
-                        offer.registration.order,
-                        position,
-                        _ResolvedSkill(candidate, offer.registration),
-                    )
+                    (candidate.rank, order, position, _ResolvedSkill(candidate, registration))
                 )
-        ranked.sort(key=lambda entry: entry[:3])
+        ranked.sort()
         winners: dict[str, _ResolvedSkill] = {}
         shadowed: list[ShadowedSkill] = []
         for *_, entry in ranked:
             name = entry.candidate.name
             kept = winners.get(name)
             if kept is None:
-                # A provider (or runtime skill) removed during the pass must not surface even in
-                # an uncached, incomplete answer.
-                if self._is_live(entry):
+                owner = entry.registration
+                if owner in live if owner is not None else self._is_live(entry):
                     winners[name] = entry
                 continue
             shadowed.append(ShadowedSkill(skill=entry.candidate, winner=kept.candidate))
@@ -522,15 +552,11 @@ class SkillRegistry:
                 winner_provider=kept.candidate.provider,
                 winner_path=kept.candidate.path,
             )
-        ordered = dict(sorted(winners.items()))
+        ordered = {name: winners[name] for name in sorted(winners)}
         skills = tuple(winner.candidate for winner in ordered.values())
-        visible = tuple(
-            _summary_of(skill) for skill in skills if not skill.disable_model_invocation
-        )
         return _Catalog(
             winners=ordered,
             snapshot=SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed)),
-            visible=visible,
         )
 
     def _is_live(self, winner: _ResolvedSkill) -> bool:
@@ -579,7 +605,18 @@ def _runtime_candidate(definition: SkillDefinition) -> SkillCandidate:
 
 
 def _summary_of(candidate: SkillCandidate) -> SkillSummary:
-    return SkillSummary(**summary_fields(candidate))
+    # Field by field rather than through `summary_fields` (a dict per skill shows with
+    # thousands); tests/test_registry_fast_paths.py checks that no field is left out.
+    return SkillSummary(
+        name=candidate.name,
+        description=candidate.description,
+        when_to_use=candidate.when_to_use,
+        disable_model_invocation=candidate.disable_model_invocation,
+        user_invocable=candidate.user_invocable,
+        source=candidate.source,
+        provider=candidate.provider,
+        resource_base=candidate.resource_base,
+    )
 
 
 # -- contract validation ---------------------------------------------------------------------
@@ -611,6 +648,43 @@ def _check_summary(value: SkillSummary, provider: str) -> Iterable[str]:
         or (isinstance(base, OpaqueResource) and isinstance(base.description, str))
     ):
         yield f"{where} an invalid resource_base {base!r}"
+
+
+def _plainly_valid(candidate: object, provider: str) -> bool:
+    """Whether ``candidate`` passes every check of `_validate_candidate`, judged cheaply.
+
+    The common case (exact built-in types, a directory resource, a finite rank) in one
+    expression. ``False`` proves nothing: the caller then runs the full validation, which
+    accepts or says exactly what is wrong, so behaviour is that of the full checks.
+    """
+    if type(candidate) is not SkillCandidate:
+        return False
+    name = candidate.name
+    description = candidate.description
+    when_to_use = candidate.when_to_use
+    base = candidate.resource_base
+    rank = candidate.rank
+    path = candidate.path
+    return (
+        type(name) is str
+        and is_skill_name(name)
+        and type(description) is str
+        # `not isspace()` on a non-empty string is `strip()` being non-empty, without a copy.
+        and description != ""
+        and not description.isspace()
+        and (when_to_use is None or type(when_to_use) is str)
+        and type(candidate.disable_model_invocation) is bool
+        and type(candidate.user_invocable) is bool
+        and type(candidate.source) is str
+        and candidate.provider == provider
+        and (
+            base is None
+            or (type(base) is DirectoryResource and type(base.path) is str and base.path != "")
+        )
+        # `type(...) is int` leaves bools out; an int is always finite.
+        and (type(rank) is int or (type(rank) is float and math.isfinite(rank)))
+        and (path is None or type(path) is str)
+    )
 
 
 def _validate_candidate(candidate: object, provider: str) -> None:

@@ -18,6 +18,7 @@ model answers from it directly.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -64,46 +65,90 @@ def _content_words(text: str) -> set[str]:
 
 def parse_catalog(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """The skills of the catalog in the request's prefix: name -> description."""
-    skills: dict[str, str] = {}
-    for message in messages:
-        content = message.get("content")
-        if message.get("role") != "user" or not isinstance(content, str):
-            continue
-        if "<available_skills>" not in content:
-            continue
-        for line in content.splitlines():
-            match = _CATALOG_LINE.match(line)
-            if match:
-                skills[match.group(1)] = html.unescape(match.group(2))
-    return skills
+    return dict(_index_of(messages).skills)
 
 
 def choose_skill(prompt: str, catalog: Mapping[str, str]) -> str | None:
     """The one skill a prompt asks for, by name or by a clear description match, if any."""
-    lowered = prompt.lower()
-    words = _WORD.findall(lowered)
-    joined = " ".join(words)
-    named = [
-        name
-        for name in catalog
-        if re.search(rf"(?<![a-z0-9-]){re.escape(name)}(?![a-z0-9-])", lowered)
-        or f" {name.replace('-', ' ')} " in f" {joined} "
-    ]
-    if len(named) == 1:
-        return named[0]
-    if len(named) > 1:
-        # Several named: the longest name is the most specific mention.
-        return max(named, key=len)
-    asked = _content_words(prompt)
-    scores = sorted(
-        ((len(asked & _content_words(f"{name} {text}")), name) for name, text in catalog.items()),
-        reverse=True,
+    return _CatalogIndex(catalog).choose(prompt)
+
+
+class _CatalogIndex:
+    """A catalog, and what matching prompts against it needs, derived once per catalog.
+
+    A session's prefix is frozen, so every turn sends the same catalog: deriving a pattern and
+    a word set per skill on every turn made a later turn with a thousand skills cost some
+    fifty milliseconds (more patterns than Python's own regex cache holds).
+    """
+
+    __slots__ = ("_patterns", "_spaced", "_words", "skills")
+
+    def __init__(self, skills: Mapping[str, str]) -> None:
+        self.skills: Mapping[str, str] = skills
+        # Each name as words (`pdf-tools` -> ` pdf tools `), to find it in a prompt's words.
+        self._spaced = [(name, f" {name.replace('-', ' ')} ") for name in skills]
+        # Built when first needed: most prompts name no skill, or name one.
+        self._patterns: dict[str, re.Pattern[str]] = {}
+        self._words: list[tuple[str, set[str]]] | None = None
+
+    def _mentions(self, name: str, lowered: str) -> bool:
+        # The pattern can only match where the name occurs as it is: look for that first.
+        if name not in lowered:
+            return False
+        pattern = self._patterns.get(name)
+        if pattern is None:
+            pattern = re.compile(rf"(?<![a-z0-9-]){re.escape(name)}(?![a-z0-9-])")
+            self._patterns[name] = pattern
+        return pattern.search(lowered) is not None
+
+    def choose(self, prompt: str) -> str | None:
+        lowered = prompt.lower()
+        joined = f" {' '.join(_WORD.findall(lowered))} "
+        named = [
+            name
+            for name, spaced in self._spaced
+            if self._mentions(name, lowered) or spaced in joined
+        ]
+        if len(named) == 1:
+            return named[0]
+        if len(named) > 1:
+            # Several named: the longest name is the most specific mention.
+            return max(named, key=len)
+        if self._words is None:
+            self._words = [
+                (name, _content_words(f"{name} {text}")) for name, text in self.skills.items()
+            ]
+        asked = _content_words(prompt)
+        scores = sorted(((len(asked & words), name) for name, words in self._words), reverse=True)
+        if not scores or scores[0][0] < _MIN_SHARED_WORDS:
+            return None
+        if len(scores) > 1 and scores[1][0] == scores[0][0]:
+            return None
+        return scores[0][1]
+
+
+def _index_of(messages: Sequence[Mapping[str, Any]]) -> _CatalogIndex:
+    """The index of the catalog in the request's prefix, shared by requests with the same one."""
+    texts = tuple(
+        content
+        for message in messages
+        if message.get("role") == "user"
+        and isinstance(content := message.get("content"), str)
+        and "<available_skills>" in content
     )
-    if not scores or scores[0][0] < _MIN_SHARED_WORDS:
-        return None
-    if len(scores) > 1 and scores[1][0] == scores[0][0]:
-        return None
-    return scores[0][1]
+    return _index_of_texts(texts)
+
+
+# A few catalogs at once: one per live session prefix in a demo, which rarely has more.
+@functools.lru_cache(maxsize=8)
+def _index_of_texts(texts: tuple[str, ...]) -> _CatalogIndex:
+    skills: dict[str, str] = {}
+    for content in texts:
+        for line in content.splitlines():
+            match = _CATALOG_LINE.match(line)
+            if match:
+                skills[match.group(1)] = html.unescape(match.group(2))
+    return _CatalogIndex(skills)
 
 
 def _answer_from_skill(content: str) -> str:
@@ -192,10 +237,11 @@ class OfflineModel:
             return await _say(
                 _answer_from_skill(text_content[text_content.index("<skill_") :]), on_text
             )
-        catalog = parse_catalog(messages)
+        index = _index_of(messages)
+        catalog = index.skills
         skill_tool = next((tool for tool in request.tools if _tool_name(tool) == "skill"), None)
         can_load = skill_tool is not None
-        choice = choose_skill(text_content, catalog) if can_load else None
+        choice = index.choose(text_content) if can_load else None
         if choice is not None:
             return _call_skill(len(messages), {"name": choice})
         if skill_tool is not None and _accepts_query(skill_tool) and text_content.strip():
