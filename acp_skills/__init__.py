@@ -107,10 +107,13 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # PEP 562: the ACP glue is imported only when an agent reaches for it.
-    if name == "AcpSkills":
-        from .acp import AcpSkills
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which would otherwise accept any name imported from here.
 
-        return AcpSkills
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        # PEP 562: the ACP glue is imported only when an agent reaches for it.
+        if name == "AcpSkills":
+            from .acp import AcpSkills
+
+            return AcpSkills
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -124,7 +124,8 @@ def pyyaml(root: Path) -> dict[str, Any]:
 def handoff(root: Path, chunks: int) -> dict[str, Any]:
     import anyio
 
-    from acp_skills import LocalFileSystem, decode_skill_bytes, parse_skill_file
+    from acp_skills import LocalFileSystem
+    from acp_skills.frontmatter import decode_skill_bytes, parse_skill_file
 
     def digest(data: bytes) -> object:
         text = decode_skill_bytes(data)
