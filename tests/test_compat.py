@@ -7,9 +7,6 @@ project laid out the way Claude Code expects.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ import pytest
 from acp_skills import SkillLookupOptions, SkillRegistry
 from acp_skills.local import LocalSkillProvider
 from tests.agent_client import Agent, Sandbox, text_prompt
+from tests.test_cli import run_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -211,15 +209,7 @@ async def test_without_compat_a_body_reaches_the_model_verbatim(tmp_path: Path) 
 
 def test_unknown_tool_in_acp_skills_compat_is_a_usage_error(tmp_path: Path) -> None:
     """ACP_SKILLS_COMPAT is checked like the flag: status 2, one line naming the value."""
-    result = subprocess.run(
-        [sys.executable, "-m", "demo_agent", "--state-dir", str(tmp_path)],
-        env={**os.environ, "ACP_SKILLS_COMPAT": "claude, cursor"},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_agent("--state-dir", str(tmp_path), ACP_SKILLS_COMPAT="claude, cursor")
     assert result.returncode == 2
     assert "ACP_SKILLS_COMPAT: unknown tool 'cursor' (known: claude)" in result.stderr
     assert "Traceback" not in result.stderr

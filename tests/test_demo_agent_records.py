@@ -33,6 +33,7 @@ from tests.agent_client import (
     initialize_agent,
     text_prompt,
 )
+from tests.records import make_directory, make_fifo
 
 pytestmark = pytest.mark.anyio
 
@@ -150,14 +151,6 @@ def users_said_after(lines: list[bytes]) -> list[str]:
 
 
 # -- a record path that is not a file --------------------------------------------------------
-
-
-def make_fifo(path: Path) -> None:
-    os.mkfifo(path)
-
-
-def make_directory(path: Path) -> None:
-    path.mkdir()
 
 
 @needs_posix

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -15,24 +14,9 @@ from structlog.testing import capture_logs
 
 from acp_skills import PrefixMessage
 from acp_skills.jsonl_store import JsonlSessionStore
-from acp_skills.record import HeaderEntry, HistoryEntry
+from tests.records import header, make_directory, make_fifo, said
 
 pytestmark = pytest.mark.anyio
-
-
-def header(reason: Any = "initial", **fields: Any) -> HeaderEntry:
-    values: dict[str, Any] = {
-        "config": {"model": "m1", "temperature": 0.5},
-        "system": "You are helpful.",
-        "tools": ({"name": "skill", "parameters": {"type": "object"}},),
-        "message_prefix": (PrefixMessage(role="user", text="<catalog/>"),),
-    }
-    values.update(fields)
-    return HeaderEntry(reason=reason, **values)
-
-
-def said(text: str, role: str = "user") -> HistoryEntry:
-    return HistoryEntry(message={"role": role, "content": text})
 
 
 @pytest.fixture
@@ -305,14 +289,6 @@ async def test_jsonl_reads_lone_surrogates_back_as_replacement_characters(
 
 
 needs_posix = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX FIFOs")
-
-
-def make_fifo(path: Path) -> None:
-    os.mkfifo(path)
-
-
-def make_directory(path: Path) -> None:
-    path.mkdir()
 
 
 @needs_posix

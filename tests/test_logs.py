@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from tests.agent_client import Sandbox, text_prompt
+from tests.test_cli import run_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -142,15 +143,7 @@ def test_unusable_log_file_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_unknown_log_format_in_the_environment_is_a_usage_error(tmp_path: Path) -> None:
     """ACP_SKILLS_LOG_FORMAT is checked like the flag: status 2, one line."""
-    result = subprocess.run(
-        [sys.executable, "-m", "demo_agent", "--state-dir", str(tmp_path / "state")],
-        env={**os.environ, "ACP_SKILLS_LOG_FORMAT": "xml"},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_agent("--state-dir", str(tmp_path / "state"), ACP_SKILLS_LOG_FORMAT="xml")
     assert result.returncode == 2
     assert "ACP_SKILLS_LOG_FORMAT must be one of console, json" in result.stderr
     assert "Traceback" not in result.stderr

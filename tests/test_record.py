@@ -26,23 +26,9 @@ from acp_skills.record import (
     SessionRecord,
     SessionStore,
 )
+from tests.records import header, said
 
 pytestmark = pytest.mark.anyio
-
-
-def header(reason: Any = "initial", **fields: Any) -> HeaderEntry:
-    values: dict[str, Any] = {
-        "config": {"model": "m1", "temperature": 0.5},
-        "system": "You are helpful.",
-        "tools": ({"name": "skill", "parameters": {"type": "object"}},),
-        "message_prefix": (PrefixMessage(role="user", text="<catalog/>"),),
-    }
-    values.update(fields)
-    return HeaderEntry(reason=reason, **values)
-
-
-def said(text: str, role: str = "user") -> HistoryEntry:
-    return HistoryEntry(message={"role": role, "content": text})
 
 
 @pytest.fixture(params=["jsonl", "memory"])
