@@ -1,17 +1,14 @@
-"""`JsonlSessionStore`: session records kept as JSON Lines files, one file per session.
+"""`JsonlSessionStore`: session records as JSON Lines files, one file per session.
 
-The format, version 1: one entry per line, each a JSON object carrying ``"v": 1`` and a
-``"type"`` discriminator. Keys are camelCase, like the ``_skills/prefix`` extension method that
-reports headers::
+Format version 1: one entry per line, a JSON object with ``"v": 1``, a ``"type"`` and camelCase
+keys, like ``_skills/prefix`` reports headers::
 
     {"v":1,"type":"header","reason":"initial","config":{},"system":"...","tools":[],"messagePrefix":[{"role":"user","text":"..."}]}
     {"v":1,"type":"history","message":{"role":"user","content":"..."}}
 
-Readers ignore keys they do not know, so later writers can add fields without a new version.
-
-A record file is input like any other: it may have been torn by a crash, edited by hand,
-truncated, or replaced by something that is not a file at all. Reading never fails on what a
-line holds (each bad line is skipped with a warning), and never blocks on what the path is.
+Readers ignore unknown keys. A record file is input like any other (torn by a crash, edited by
+hand, replaced by something that is not a file): reading never fails on what a line holds and
+never blocks on what the path is.
 """
 
 from __future__ import annotations
@@ -117,34 +114,18 @@ class _JsonlRecord:
 class JsonlSessionStore:
     """One JSON Lines file per session in ``directory`` (created on the first append).
 
-    File names: an id made only of ``[a-z0-9._-]`` (not starting with a dot, at most 100
-    characters, not a Windows device name) is used as it is: ``<directory>/<id>.jsonl``. Any
-    other id becomes ``<hint>~<sha256 of the id>.jsonl``, where the hint is a lowercased,
-    sanitized prefix kept for humans; distinct ids always get distinct names.
+    An id made only of ``[a-z0-9._-]`` (no leading dot, at most 100 characters, not a Windows
+    device name) names its file as it is, ``<id>.jsonl``; any other id becomes
+    ``<hint>~<sha256 of the id>.jsonl``, so distinct ids never share a file. New files are
+    readable by their owner only: conversations may hold secrets.
 
-    Each append writes its whole line with a single ``write`` on a file opened in append mode,
-    so it reaches the operating system at once and survives the agent process crashing. With
-    ``fsync=True`` it is also forced to the disk, which survives a power cut too but costs a
-    disk round trip per entry. If the file does not end with a newline (an earlier write was
-    torn), the new entry starts a fresh line. New files are readable by their owner only:
-    conversations may hold secrets.
-
-    Reading skips, with a ``session_record_line_skipped`` warning naming the path and line, a
-    torn last line (the process stopped mid-write) and any corrupt line in the middle (invalid
-    JSON or UTF-8, nesting deeper than the decoder or `acp_skills.record.MAX_JSON_DEPTH`
-    allows, an unknown ``type`` or ``v``, a value of the wrong type): one bad line never loses
-    the rest of a session. A last line that is a complete entry but lost only its newline is
-    kept. Lone surrogates (``"\\ud800"`` is valid JSON) are read back as U+FFFD.
-
-    A record path that is not a regular file (a directory, a FIFO, a device) is refused with an
-    `OSError` saying so, on reading and on appending, without ever blocking on it.
-
-    One store and process should write a given session at a time; within one store, appends to
-    a session are serialized. All file I/O runs in worker threads.
-
-    Args:
-        directory: where the session files live.
-        fsync: force every append to the disk (``os.fsync``) before it returns.
+    Each append is one unbuffered ``write`` in append mode (``fsync=True`` also forces it to the
+    disk), so a killed process loses nothing written and can only tear the last line; the next
+    append then starts a fresh line. Reading skips each torn or corrupt line with a
+    ``session_record_line_skipped`` warning (path, line, reason), never the rest of the session.
+    A record path that is not a regular file is refused with an `OSError` saying so, without
+    ever blocking on it. All file I/O runs in worker threads; appends to one session are
+    serialized.
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = False) -> None:
@@ -157,20 +138,12 @@ class JsonlSessionStore:
         )
 
     def path_for(self, session_id: str) -> Path:
-        """The file that holds (or will hold) the record of ``session_id``.
-
-        Raises:
-            TypeError: if ``session_id`` is not a string.
-        """
+        """The file that holds (or will hold) the record of ``session_id``."""
         require_session_id(session_id)
         return self.directory / _record_file_name(session_id)
 
     async def open(self, session_id: str) -> SessionRecord:
-        """The record of ``session_id``. Nothing touches the disk until the first append.
-
-        Raises:
-            TypeError: if ``session_id`` is not a string.
-        """
+        """The record of ``session_id``; nothing touches the disk until the first append."""
         path = self.path_for(session_id)
         await anyio.lowlevel.checkpoint()
         record = self._records.get(path)
@@ -180,15 +153,9 @@ class JsonlSessionStore:
         return record
 
     async def exists(self, session_id: str) -> bool:
-        """Whether something is stored under the session's file name.
-
-        That includes something that is not a readable record (a directory, a FIFO, a file
-        behind a permission): reading it then raises an `OSError` that says what is wrong,
-        which tells a person more than "unknown session" would.
-
-        Raises:
-            TypeError: if ``session_id`` is not a string.
-        """
+        """Whether anything is at the session's path, readable or not: reading something
+        that is not a record raises an `OSError` saying what is wrong, which tells a person
+        more than "unknown session" would."""
         path = self.path_for(session_id)
         return await anyio.to_thread.run_sync(_something_at, path)
 
@@ -234,11 +201,7 @@ def _not_a_regular_file(path: Path, kind: str) -> OSError:
 
 
 def _open_record(path: Path, flags: int) -> int:
-    """Open the record file, refusing anything but a regular file without blocking on it.
-
-    Raises:
-        OSError: the file cannot be opened, or it is not a regular file.
-    """
+    """Open the record file, refusing anything but a regular file without blocking on it."""
     try:
         descriptor = os.open(path, flags | _OPEN_FLAGS, 0o600)
     except (FileNotFoundError, PermissionError):
