@@ -75,6 +75,14 @@ class OpenAIChatModel:
         self._timeout = timeout
         self._max_tokens = max_tokens
         self._client: Any = None
+        # Imported now, at start-up, not at the first request: an agent whose environment
+        # became unreadable since (moved, permissions changed) must not fail mid-session.
+        try:
+            import openai
+        except ImportError:
+            self._openai: Any = None
+        else:
+            self._openai = openai
 
     @property
     def config(self) -> Mapping[str, Any]:
@@ -85,14 +93,12 @@ class OpenAIChatModel:
 
     def _connect(self) -> Any:
         if self._client is None:
-            try:
-                import openai
-            except ImportError:
+            if self._openai is None:
                 raise ModelError(
                     "The openai model needs the `openai` package: pip install 'acp-skills[openai]'."
-                ) from None
+                )
             # Retries would hide a failing endpoint behind long silences; the user can resend.
-            self._client = openai.AsyncOpenAI(
+            self._client = self._openai.AsyncOpenAI(
                 api_key=self._api_key,
                 base_url=self._base_url,
                 timeout=self._timeout,
@@ -107,7 +113,7 @@ class OpenAIChatModel:
                 f"(or pick another variable with --api-key-env), or use --model offline."
             )
         client = self._connect()
-        import openai
+        openai = self._openai
 
         arguments: dict[str, Any] = {
             "model": self._model,
