@@ -272,6 +272,8 @@ def unprivileged_sandbox() -> Iterator[Sandbox]:
     root = Path(tempfile.mkdtemp(prefix="acp-skills-unprivileged-"))
     try:
         root.chmod(0o755)
+        if os.geteuid() == 0:
+            _skip_unless_others_can_enter(root)
         sandbox = Sandbox.create(root / "sandbox")
         (sandbox.state_dir / "sessions").mkdir()
         if os.geteuid() == 0:
@@ -284,6 +286,17 @@ def unprivileged_sandbox() -> Iterator[Sandbox]:
         for directory, _, _ in os.walk(root):
             os.chmod(directory, 0o755)
         shutil.rmtree(root)
+
+
+def _skip_unless_others_can_enter(directory: Path) -> None:
+    # The agent without root must reach its sandbox; a private temporary directory (TMPDIR
+    # below a 0700 home, say) would make it fail for a reason that is not the product's.
+    for ancestor in directory.parents:
+        mode = ancestor.stat().st_mode & 0o777
+        if mode & 0o001 == 0:
+            pytest.skip(
+                f"user nobody cannot enter {ancestor} (mode {mode:o}), where the sandbox is"
+            )
 
 
 @contextmanager

@@ -38,6 +38,7 @@ import anyio
 import structlog
 from acp import RequestError
 from acp.connection import StreamDirection, StreamEvent
+from acp.core import AgentSideConnection
 from acp.helpers import (
     update_agent_message_text,
     update_available_commands,
@@ -66,6 +67,7 @@ from ..safe_text import (
 )
 from ..session import PrefixedSession
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool, ToolResult
+from ..transport import GuardedTransport, open_stdio
 from .commands import (
     SKILLS_COMMAND,
     builtin_commands,
@@ -288,10 +290,6 @@ class AcpSkills:
                 `GuardedTransport`, with the protocol moved off file descriptor 1 so nothing
                 else printed can corrupt it (`open_stdio`).
         """
-        from acp.core import AgentSideConnection
-
-        from ..transport import GuardedTransport, open_stdio
-
         if transport is None:
             reader, writer = await open_stdio()
             transport = GuardedTransport(reader, writer)
