@@ -23,7 +23,8 @@ provider's list, the bundle wins a clash inside one root.
 
 A discovery costs a constant number of filesystem round trips however many skills there are:
 one ``exists`` per directory searched for ``.git``, one ``list_dir`` per root (all roots
-concurrently), and one ``read_and_parse`` batch (read and parse) for every skill file found.
+concurrently), and one ``read_files`` batch for every skill file found; the files are then
+parsed in one worker-thread hop, never inside the filesystem's batch.
 
 A bad file never fails a request: it is left out, and what discovery met is one
 `acp_skills.diagnostics.Diagnostic` record each (a skipped file, an unreadable root, a name that
@@ -46,15 +47,9 @@ from typing import Any, Final, NamedTuple, TypeAlias
 import anyio
 import structlog
 
-from ._collector import collection_paused
-from .diagnostics import (
-    Diagnostic,
-    file_diagnostics,
-    log_diagnostic,
-    root_missing,
-    root_unreadable,
-)
-from .frontmatter import ParsedSkill, SkillFileProblem, decode_skill_bytes, parse_skill_file
+from .diagnostics import Diagnostic, diagnostic, file_diagnostics, log_diagnostic, root_missing
+from .errors import Problem
+from .frontmatter import ParsedSkill, decode_skill_bytes, parse_skill_file
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
 from .model import (
     SKILL_FILE_NAME,
@@ -75,6 +70,7 @@ __all__ = [
     "LocalSkillProvider",
     "RootReport",
     "SkillRoot",
+    "unreadable_root",
 ]
 
 DEFAULT_MAX_SKILL_FILE_BYTES = 1_048_576
@@ -100,6 +96,7 @@ _COMPAT_VALUES: Final = (COMPAT_CLAUDE,)
 # project may legitimately name a skill directory `.system`, so other roots keep it.
 _SYSTEM_DIR: Final = ".system"
 _FLAT_SUFFIX: Final = ".md"
+_BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
 
 # What one discovery met, in order (inside the class, `list` names the method).
 _Report: TypeAlias = list[Diagnostic]
@@ -375,8 +372,8 @@ class LocalSkillProvider:
         """
         started = time.perf_counter()
         discovery = await self.discover(options)
-        for diagnostic in discovery.diagnostics:
-            log_diagnostic(_log, diagnostic, provider=self._name)
+        for record in discovery.diagnostics:
+            log_diagnostic(_log, record, provider=self._name)
         # One event per discovery, never one per file: cheap even when debug is on.
         _log.debug(
             "skills_discovered",
@@ -413,8 +410,8 @@ class LocalSkillProvider:
         custom = [root for root in self._fixed_roots if root.source == _CUSTOM]
         problems: list[Diagnostic] = []
         for root, listing in zip(custom, await self._list_roots(custom), strict=True):
-            if isinstance(listing, Diagnostic):
-                problems.append(listing)
+            if isinstance(listing, Problem):
+                problems.append(diagnostic(listing, root.path))
             elif listing is None:
                 problems.append(root_missing(root.path))
         for problem in problems:
@@ -427,28 +424,22 @@ class LocalSkillProvider:
         report: list[Diagnostic] = []
         exists: list[bool] = []
         files: list[_SkillFile] = []
-        # Synchronous, and one value per file listed: no collector passes meanwhile.
-        with collection_paused():
-            self._files_of(roots, listings, report, exists, files)
-        # Parsed as they are read (in the worker thread, for the local disk): only the
-        # frontmatter is kept, never a thousand bodies at once.
-        contents = await self._fs.read_and_parse(
-            [f.path for f in files], self._max_file_bytes, _parse_for_listing
-        )
+        self._files_of(roots, listings, report, exists, files)
+        contents = await self._fs.read_files([f.path for f in files], self._max_file_bytes)
         if len(contents) != len(files):
             raise RuntimeError(
                 f"the filesystem returned {len(contents)} results for {len(files)} files"
             )
+        # Off the event loop: a thousand frontmatters take tens of milliseconds. Only the
+        # frontmatter is kept, never the bodies.
+        outcomes = await anyio.to_thread.run_sync(_parse_for_listing, contents)
         candidates: list[SkillCandidate] = []
         found: dict[SkillRoot, int] = {}
-        # Thousands of small values are built here at once: the collector would rescan them
-        # again and again for nothing (see _collector.py).
-        with collection_paused():
-            for skill_file, content in zip(files, contents, strict=True):
-                parsed = self._parse_discovered(skill_file, content, report)
-                if parsed is not None:
-                    candidates.append(self._candidate(skill_file, parsed))
-                    found[skill_file.root] = found.get(skill_file.root, 0) + 1
+        for skill_file, outcome in zip(files, outcomes, strict=True):
+            parsed = self._parse_discovered(skill_file, outcome, report)
+            if parsed is not None:
+                candidates.append(self._candidate(skill_file, parsed))
+                found[skill_file.root] = found.get(skill_file.root, 0) + 1
         return LocalDiscovery(
             roots=tuple(
                 RootReport(root=root, exists=root_exists, skills=found.get(root, 0))
@@ -484,7 +475,7 @@ class LocalSkillProvider:
                 provider=self._name,
                 skill=candidate.name,
                 path=path,
-                reason=parsed.reason,
+                reason=parsed.reason if isinstance(parsed, FileReadError) else parsed.message,
             )
             return None
         return SkillDefinition(
@@ -506,7 +497,7 @@ class LocalSkillProvider:
     def _files_of(
         self,
         roots: Sequence[SkillRoot],
-        listings: Sequence[Sequence[DirEntry] | Diagnostic | None],
+        listings: Sequence[Sequence[DirEntry] | Problem | None],
         report: _Report,
         exists: _Flags,
         files: _Files,
@@ -514,8 +505,8 @@ class LocalSkillProvider:
         """Collect the skill files of each root's listing, and whether each root exists."""
         for root, listing in zip(roots, listings, strict=True):
             entries: Sequence[DirEntry] = ()
-            if isinstance(listing, Diagnostic):
-                report.append(listing)
+            if isinstance(listing, Problem):
+                report.append(diagnostic(listing, root.path))
             elif listing is None:
                 # A missing root is normal (most people have no project skills); only one
                 # that was asked for by name is worth a word.
@@ -528,11 +519,11 @@ class LocalSkillProvider:
 
     async def _list_roots(
         self, roots: Sequence[SkillRoot]
-    ) -> Sequence[Sequence[DirEntry] | Diagnostic | None]:
+    ) -> Sequence[Sequence[DirEntry] | Problem | None]:
         # Concurrently: cheap on the local disk, and a big saving on a remote workspace's
         # filesystem, where every call is a round trip. Each root's outcome is kept in its own
         # slot, so what is reported comes out in root order whichever listing finished first.
-        listings: list[Sequence[DirEntry] | Diagnostic | None] = [None for _ in roots]
+        listings: list[Sequence[DirEntry] | Problem | None] = [None for _ in roots]
         failures: list[Exception | None] = [None for _ in roots]
 
         async def list_into(index: int, root: SkillRoot) -> None:
@@ -552,12 +543,12 @@ class LocalSkillProvider:
                 raise failure
         return listings
 
-    async def _list_root(self, root: SkillRoot) -> Sequence[DirEntry] | Diagnostic | None:
+    async def _list_root(self, root: SkillRoot) -> Sequence[DirEntry] | Problem | None:
         """The root's entries, ``None`` when it does not exist, or why it cannot be read."""
         try:
             return await self._fs.list_dir(root.path)
         except OSError as exc:
-            return root_unreadable(root.path, f"cannot read directory: {exc.strerror or exc}")
+            return unreadable_root(exc)
 
     def _skill_files(
         self, root: SkillRoot, entries: Sequence[DirEntry], report: _Report
@@ -579,14 +570,12 @@ class LocalSkillProvider:
                         root, entry_path, root.path, entry.name.removesuffix(_FLAT_SUFFIX)
                     )
             elif entry.kind == "broken_link":
-                report.extend(
-                    file_diagnostics(entry_path, FileReadError(reason="broken symbolic link"))
-                )
+                report.append(diagnostic(_BROKEN_LINK, entry_path))
 
     def _parse_discovered(
         self,
         skill_file: _SkillFile,
-        content: ParsedSkill | SkillFileProblem | FileReadError,
+        content: ParsedSkill | Problem | FileReadError,
         report: _Report,
     ) -> ParsedSkill | None:
         # A directory without SKILL.md is no mistake (a root may hold shared helper
@@ -639,20 +628,24 @@ class LocalSkillProvider:
         }
 
 
+def unreadable_root(error: OSError) -> Problem:
+    """The problem of a skill root (or a directory to validate) that cannot be listed."""
+    return Problem("root-unreadable", f"cannot read directory: {error.strerror or error}")
+
+
 def _parse_read(
     content: bytes | FileReadError, *, with_body: bool = True
-) -> ParsedSkill | SkillFileProblem:
+) -> ParsedSkill | Problem | FileReadError:
     if isinstance(content, FileReadError):
-        return SkillFileProblem(reason=content.reason)
+        return content
     text = decode_skill_bytes(content)
-    if isinstance(text, SkillFileProblem):
-        return text
-    return parse_skill_file(text, with_body=with_body)
+    return text if isinstance(text, Problem) else parse_skill_file(text, with_body=with_body)
 
 
-def _parse_for_listing(data: bytes) -> ParsedSkill | SkillFileProblem:
-    # Discovery needs only the frontmatter: no body is kept.
-    return _parse_read(data, with_body=False)
+def _parse_for_listing(
+    contents: Sequence[bytes | FileReadError],
+) -> list[ParsedSkill | Problem | FileReadError]:
+    return [_parse_read(content, with_body=False) for content in contents]
 
 
 def _compat_values(compat: Iterable[str]) -> tuple[str, ...]:
