@@ -98,7 +98,7 @@ class LocalFileSystem:
         if not paths:
             return ()
         batch = tuple(paths)
-        return await anyio.to_thread.run_sync(read_local_files, batch, max_bytes)
+        return await anyio.to_thread.run_sync(_read_batch, batch, max_bytes)
 
     async def read_confined(
         self, directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
@@ -132,9 +132,8 @@ def _kind_of(entry: os.DirEntry[str]) -> DirEntryKind:
     return "other"
 
 
-def read_local_files(paths: Sequence[str], max_bytes: int) -> list[bytes | FileReadError]:
-    """What `LocalFileSystem.read_files` returns, read in the calling thread (blocking)."""
-    return [_read_one(path, max_bytes) for path in paths]
+def _read_batch(paths: Sequence[str], max_bytes: int) -> list[bytes | FileReadError]:
+    return [read_local_file(path, max_bytes) for path in paths]
 
 
 _REASONS = {
@@ -145,7 +144,8 @@ _REASONS = {
 }
 
 
-def _read_one(path: str, max_bytes: int) -> bytes | FileReadError:
+def read_local_file(path: str, max_bytes: int) -> bytes | FileReadError:
+    """One file of `LocalFileSystem.read_files`, read in the calling thread (blocking)."""
     try:
         fd = os.open(path, OPEN_FLAGS)
     except FileNotFoundError:
