@@ -246,9 +246,12 @@ _MAX_EXPANDED_VALUES: Final = 100_000
 
 def _load_mapping(source: str) -> Mapping[object, object]:
     """The frontmatter as a read-only mapping; raises `_Invalid` when it is not one."""
-    loader = _CoreSchemaLoader(source)
     try:
-        root = loader.get_single_node()
+        loader = _CoreSchemaLoader(source)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = exc.problem or exc.context or "malformed YAML"
@@ -262,8 +265,6 @@ def _load_mapping(source: str) -> Mapping[object, object]:
         raise _yaml_invalid("nested too deeply") from None
     except UnicodeEncodeError:  # LibYAML encodes to UTF-8 first; lone surrogates cannot be
         raise _yaml_invalid("the text contains unpaired surrogates") from None
-    finally:
-        loader.dispose()
     if isinstance(root, MappingNode):
         # The walker turns a `!!map` node into a mapping and refuses any other tag on it.
         return cast("Mapping[object, object]", _Walker().build(root, 0)[0])
