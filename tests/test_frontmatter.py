@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acp_skills.errors import Problem
 from acp_skills.frontmatter import (
     MAX_FRONTMATTER_BYTES,
     ParsedSkill,
@@ -18,7 +19,6 @@ from acp_skills.frontmatter import (
     decode_skill_bytes,
     parse_skill_file,
 )
-from acp_skills.errors import Problem
 from acp_skills.model import is_skill_name
 
 MINIMAL = "name: demo\ndescription: Does demo things.\n"
