@@ -6,7 +6,7 @@ import os
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -780,16 +780,9 @@ class CountingFileSystem:
         self.read_batches.append(len(paths))
         return await self.disk.read_files(paths, max_bytes)
 
-    async def read_and_parse(
-        self, paths: Sequence[str], max_bytes: int, digest: Callable[[bytes], T]
-    ) -> Sequence[T | FileReadError]:
-        self.calls["read_and_parse"] += 1
-        self.read_batches.append(len(paths))
-        return await self.disk.read_and_parse(paths, max_bytes, digest)
-
 
 async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Layout) -> None:
-    """Listing 60 skills takes one listing per root and a single read-and-parse batch."""
+    """Listing 60 skills takes one listing per root and a single read batch."""
     for index in range(20):
         write_skill(layout.project_dsh / f"p{index}" / "SKILL.md", f"p{index}")
         write_skill(layout.user_dsh / f"u{index}.md", f"u{index}")
@@ -800,7 +793,7 @@ async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Lay
     candidates = await provider.list(at(layout.project))
 
     assert len(candidates) == 60
-    assert fs.calls == Counter(exists=1, list_dir=4, read_and_parse=1)
+    assert fs.calls == Counter(exists=1, list_dir=4, read_files=1)
     assert fs.read_batches == [60]
 
 
