@@ -123,8 +123,8 @@ def pyyaml(root: Path) -> dict[str, Any]:
 def handoff(root: Path, chunks: int) -> dict[str, Any]:
     import anyio
 
-    from acp_skills.fs import read_local_file
     from acp_skills.frontmatter import decode_skill_bytes, parse_skill_file
+    from acp_skills.fs import read_local_file
 
     def digest(path: str) -> object:
         data = read_local_file(path, 1_048_576)
