@@ -1,6 +1,6 @@
-"""The frontmatter's YAML: a golden table of inputs and what they give (values, key order and
-types, or the problem), plus generated frontmatter checked against PyYAML's own safe loader
-wherever YAML 1.1 and the core schema agree."""
+"""The frontmatter's YAML (`acp_skills._yaml`): a golden table of inputs and what they give
+(values, key order and types, or the problem), plus generated frontmatter checked against
+PyYAML's own safe loader wherever YAML 1.1 and the core schema agree."""
 
 from __future__ import annotations
 
@@ -17,16 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acp_skills.errors import Problem
-from acp_skills.frontmatter import _Invalid, _load_mapping
+from acp_skills._yaml import load_frontmatter
 
 INF, NAN = math.inf, math.nan
 
 
 def load(source: str) -> Mapping[object, object] | Problem:
-    try:
-        return _load_mapping(source)
-    except _Invalid as exc:
-        return exc.problem
+    return load_frontmatter(source, first_line=2)
 
 
 def shape(value: object) -> object:
