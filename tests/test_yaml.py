@@ -16,8 +16,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_skills.errors import Problem
 from acp_skills._yaml import load_frontmatter
+from acp_skills.errors import Problem
 
 INF, NAN = math.inf, math.nan
 
