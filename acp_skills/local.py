@@ -29,20 +29,27 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, TypeAlias
+from typing import Final
 
-import anyio
 import structlog
 
-from .diagnostics import Diagnostic, diagnostic, file_diagnostics, log_diagnostic, root_missing
+from ._scan import (
+    CUSTOM,
+    USER_DSH,
+    LocalDiscovery,
+    RootReport,
+    SkillRoot,
+    list_roots,
+    parse_file,
+    scan,
+    skill_fields,
+    unreadable_root,
+)
+from .diagnostics import Diagnostic, diagnostic, log_diagnostic, root_missing
 from .errors import Problem
-from .frontmatter import ParsedSkill, decode_skill_bytes, parse_skill_file
-from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem, read_local_file
+from .frontmatter import ParsedSkill
+from .fs import FileReadError, LocalFileSystem, SkillFileSystem
 from .model import (
-    SKILL_FILE_NAME,
-    DirectoryResource,
-    ResourceBase,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
@@ -67,8 +74,6 @@ _log = structlog.get_logger(__name__)
 
 _PROJECT_DSH: Final = "project-dsh"
 _PROJECT_AGENTS: Final = "project-agents"
-_CUSTOM: Final = "custom"
-_USER_DSH: Final = "user-dsh"
 _USER_AGENTS: Final = "user-agents"
 _PROJECT_CLAUDE: Final = "project-claude"
 # The roots found from a session's cwd (watched per project, with a bound).
@@ -79,65 +84,16 @@ COMPAT_CLAUDE: Final = "claude"
 """The ``compat`` value that adds Claude Code's skill directories (``.claude/skills``)."""
 _COMPAT_VALUES: Final = (COMPAT_CLAUDE,)
 
-# Only the user's own dsh root has a `.system` child to skip: it holds skills the tool itself
-# installs and manages, which are not meant to be discovered as ordinary user skills. A
-# project may legitimately name a skill directory `.system`, so other roots keep it.
-_SYSTEM_DIR: Final = ".system"
-_FLAT_SUFFIX: Final = ".md"
-_BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
 
-# What one discovery met, in order (inside the class, `list` names the method).
-_Report: TypeAlias = list[Diagnostic]
-_Listing: TypeAlias = Sequence[DirEntry] | Problem | None
 _SOURCE_RANKS: Final = {
     _PROJECT_DSH: 100,
     _PROJECT_AGENTS: 200,
-    _CUSTOM: 300,
-    _USER_DSH: 400,
+    CUSTOM: 300,
+    USER_DSH: 400,
     _USER_AGENTS: 500,
     _PROJECT_CLAUDE: 600,
     _USER_CLAUDE: 700,
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SkillRoot:
-    """A directory the local provider scans: its absolute path (links not resolved), what
-    kind of root it is (``project-dsh``, ``custom``, ...) and the rank its skills get."""
-
-    path: str
-    source: str
-    rank: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RootReport:
-    """What one discovery found in one root: whether it is a directory (an unreadable one
-    still is) and how many valid skills it gave, shadowed ones included."""
-
-    root: SkillRoot
-    exists: bool
-    skills: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LocalDiscovery:
-    """One discovery: every root considered (rank order), the valid skills (by root, then
-    entry name) and one diagnostic per problem (roots, then entries, then files)."""
-
-    roots: tuple[RootReport, ...]
-    candidates: tuple[SkillCandidate, ...]
-    diagnostics: tuple[Diagnostic, ...]
-
-
-class _SkillFile(NamedTuple):
-    """A file discovery will read, and the name its location suggests (its bundle's, or a
-    flat file's). A named tuple: one per file listed, several times cheaper to build."""
-
-    root: SkillRoot
-    path: str
-    resource_dir: str
-    expected_name: str
 
 
 class LocalSkillProvider:
@@ -202,19 +158,19 @@ class LocalSkillProvider:
             else None
         )
         # Roots that do not depend on the caller's cwd, already in rank order.
-        fixed = [(path, _CUSTOM) for path in self._custom_skill_dirs]
-        fixed += [(self._dsh_home, _USER_DSH), (self._agents_home, _USER_AGENTS)]
+        fixed = [(path, CUSTOM) for path in self._custom_skill_dirs]
+        fixed += [(self._dsh_home, USER_DSH), (self._agents_home, _USER_AGENTS)]
         if self._claude_home is not None:
             fixed.append((self._claude_home, _USER_CLAUDE))
         self._fixed_roots = tuple(
-            _root(path if source == _CUSTOM else os.path.join(path, "skills"), source)
+            _root(path if source == CUSTOM else os.path.join(path, "skills"), source)
             for path, source in fixed
         )
         self._watch: RootWatch | None = None
         if watch and isinstance(self._fs, LocalFileSystem):
             self._watch = RootWatch(
                 [
-                    WatchedRoot(root.path, skips_system=root.source == _USER_DSH)
+                    WatchedRoot(root.path, skips_system=root.source == USER_DSH)
                     for root in self._fixed_roots
                 ]
             )
@@ -345,9 +301,9 @@ class LocalSkillProvider:
         Discovery reports a missing custom directory too, but only at debug level, since it
         would otherwise repeat the warning for every working directory.
         """
-        custom = [root for root in self._fixed_roots if root.source == _CUSTOM]
+        custom = [root for root in self._fixed_roots if root.source == CUSTOM]
         problems: list[Diagnostic] = []
-        for root, listing in zip(custom, await self._list_roots(custom), strict=True):
+        for root, listing in zip(custom, await list_roots(self._fs, custom), strict=True):
             if isinstance(listing, Problem):
                 problems.append(diagnostic(listing, root.path))
             elif listing is None:
@@ -358,63 +314,7 @@ class LocalSkillProvider:
 
     async def scan(self, roots: Sequence[SkillRoot]) -> LocalDiscovery:
         """Discover the skills in ``roots`` (as `roots` returns them, or any others)."""
-        report: list[Diagnostic] = []
-        files: list[_SkillFile] = []
-        listings = await self._list_roots(roots)
-        for root, listing in zip(roots, listings, strict=True):
-            if isinstance(listing, Problem):
-                report.append(diagnostic(listing, root.path))
-            elif listing is None and root.source == _CUSTOM:
-                # A missing root is normal (most people have no project skills); only one
-                # that was asked for by name is worth a word.
-                report.append(root_missing(root.path))
-            elif listing is not None:
-                files.extend(_skill_files(root, listing, report))
-        outcomes = await self._read_and_parse([f.path for f in files])
-        candidates: list[SkillCandidate] = []
-        found = dict.fromkeys(roots, 0)
-        for skill_file, outcome in zip(files, outcomes, strict=True):
-            # A directory without SKILL.md is no mistake (shared helpers; a flat file can
-            # vanish between listing and reading): that record is an `info`.
-            report.extend(
-                file_diagnostics(skill_file.path, outcome, expected_name=skill_file.expected_name)
-            )
-            if isinstance(outcome, ParsedSkill):
-                root = skill_file.root
-                candidates.append(
-                    SkillCandidate(
-                        **self._fields(
-                            outcome, root.source, skill_file.resource_dir, skill_file.path
-                        ),
-                        rank=root.rank,
-                        locator=skill_file.path,  # all `get` needs to find the file again
-                    )
-                )
-                found[root] += 1
-        return LocalDiscovery(
-            roots=tuple(
-                RootReport(root=root, exists=listing is not None, skills=found[root])
-                for root, listing in zip(roots, listings, strict=True)
-            ),
-            candidates=tuple(candidates),
-            diagnostics=tuple(report),
-        )
-
-    async def _read_and_parse(
-        self, paths: Sequence[str]
-    ) -> Sequence[ParsedSkill | Problem | FileReadError]:
-        """Each file's frontmatter, parsed off the event loop (a thousand take tens of ms),
-        after the filesystem's batch, never inside it."""
-        if type(self._fs) is LocalFileSystem:
-            # One hop, each file parsed as soon as it is read: a thousand files' bytes held at
-            # once cost fresh memory (page faults) that rivals the reads themselves.
-            return await anyio.to_thread.run_sync(_read_local, paths, self._max_file_bytes)
-        contents = await self._fs.read_files(paths, self._max_file_bytes)
-        if len(contents) != len(paths):
-            raise RuntimeError(
-                f"the filesystem returned {len(contents)} results for {len(paths)} files"
-            )
-        return await anyio.to_thread.run_sync(_parse_all, contents)
+        return await scan(self._fs, roots, self._name, self._max_file_bytes)
 
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
@@ -433,7 +333,7 @@ class LocalSkillProvider:
                 f"(its locator is {type(path).__name__}, not a path)"
             )
         (content,) = await self._fs.read_files([path], self._max_file_bytes)
-        parsed = _parse(content, with_body=True)
+        parsed = parse_file(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
             reason = parsed.reason if isinstance(parsed, FileReadError) else parsed.message
             _log.warning(
@@ -445,7 +345,7 @@ class LocalSkillProvider:
             )
             return None
         # Where the skill lives has not changed since `list`; only the file's text may have.
-        fields = self._fields(parsed, candidate.source, candidate.resource_base, path)
+        fields = skill_fields(self._name, parsed, candidate.source, candidate.resource_base, path)
         return SkillDefinition(**fields, content=parsed.body)
 
     async def _project_root(self, cwd: str) -> str:
@@ -458,100 +358,9 @@ class LocalSkillProvider:
                 return cwd
             directory = parent
 
-    async def _list_roots(self, roots: Sequence[SkillRoot]) -> Sequence[_Listing]:
-        """Each root's entries, ``None`` when it does not exist, or why it cannot be read.
-
-        Concurrently: cheap on the local disk, a big saving where every call is a round trip.
-        Each outcome has its own slot, so reports come out in root order.
-        """
-        listings: list[_Listing] = [None for _ in roots]
-        failures: list[Exception | None] = [None for _ in roots]
-
-        async def list_into(index: int, path: str) -> None:
-            try:
-                listings[index] = await self._fs.list_dir(path)
-            except OSError as exc:
-                listings[index] = unreadable_root(exc)
-            except Exception as exc:
-                # The seam itself is broken. Re-raised below, outside the task group, so the
-                # caller sees this exception rather than a group, the first root's winning.
-                failures[index] = exc
-
-        async with anyio.create_task_group() as group:
-            for index, root in enumerate(roots):
-                group.start_soon(list_into, index, root.path)
-        for failure in failures:
-            if failure is not None:
-                raise failure
-        return listings
-
-    def _fields(
-        self, parsed: ParsedSkill, source: str, base: ResourceBase | str | None, path: str
-    ) -> dict[str, Any]:
-        """What a candidate and a definition of one parsed file have in common."""
-        return {
-            "name": parsed.name,
-            "description": parsed.description,
-            "when_to_use": parsed.when_to_use,
-            "disable_model_invocation": parsed.disable_model_invocation,
-            "user_invocable": parsed.user_invocable,
-            "source": source,
-            "provider": self._name,
-            "resource_base": DirectoryResource(path=base) if isinstance(base, str) else base,
-            "path": path,
-            "metadata": parsed.metadata,
-            "argument_hint": parsed.argument_hint,
-        }
-
 
 def _root(path: str, source: str) -> SkillRoot:
     return SkillRoot(path=path, source=source, rank=_SOURCE_RANKS[source])
-
-
-def _skill_files(
-    root: SkillRoot, entries: Sequence[DirEntry], report: _Report
-) -> Iterable[_SkillFile]:
-    # Entry names hold no separator: joining is concatenation (os.path.join per entry shows
-    # when there are thousands).
-    prefix = os.path.join(root.path, "")
-    bundle_suffix = os.sep + SKILL_FILE_NAME
-    # Code-point order of names; the registry's tie-break depends on this order.
-    for entry in sorted(entries, key=lambda e: e.name):
-        if entry.name == _SYSTEM_DIR and root.source == _USER_DSH:
-            continue
-        path = prefix + entry.name
-        if entry.kind == "dir":
-            yield _SkillFile(root, path + bundle_suffix, path, entry.name)
-        elif entry.kind == "file" and entry.name.endswith(_FLAT_SUFFIX):
-            yield _SkillFile(root, path, root.path, entry.name.removesuffix(_FLAT_SUFFIX))
-        elif entry.kind == "broken_link":
-            report.append(diagnostic(_BROKEN_LINK, path))
-
-
-def unreadable_root(error: OSError) -> Problem:
-    """The problem of a skill root (or a directory to validate) that cannot be listed."""
-    return Problem("root-unreadable", f"cannot read directory: {error.strerror or error}")
-
-
-def _parse(
-    content: bytes | FileReadError, *, with_body: bool = False
-) -> ParsedSkill | Problem | FileReadError:
-    if isinstance(content, FileReadError):
-        return content
-    text = decode_skill_bytes(content)
-    return text if isinstance(text, Problem) else parse_skill_file(text, with_body=with_body)
-
-
-def _parse_all(
-    contents: Sequence[bytes | FileReadError],
-) -> list[ParsedSkill | Problem | FileReadError]:
-    return [_parse(content) for content in contents]  # discovery keeps no bodies
-
-
-def _read_local(
-    paths: Sequence[str], max_bytes: int
-) -> list[ParsedSkill | Problem | FileReadError]:
-    return [_parse(read_local_file(path, max_bytes)) for path in paths]
 
 
 def _compat_values(compat: Iterable[str]) -> tuple[str, ...]:
