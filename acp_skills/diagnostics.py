@@ -74,13 +74,7 @@ class Diagnostic:
 
     def to_json(self) -> dict[str, Any]:
         """``{"code", "severity", "path", "line", "message"}``, the stable wire and CLI shape."""
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "path": self.path,
-            "line": self.line,
-            "message": self.message,
-        }
+        return {key: getattr(self, key) for key in ("code", "severity", "path", "line", "message")}
 
 
 def counts_as_problem(diagnostic: Diagnostic) -> bool:
@@ -90,14 +84,9 @@ def counts_as_problem(diagnostic: Diagnostic) -> bool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CodeSpec:
-    """What a code means by default.
-
-    Attributes:
-        severity: The severity records of this code have (strict validation raises some).
-        event: The structured log event the local provider emits for it.
-        level: The log level of that event.
-        skipped: Whether the file or directory concerned is left out of discovery.
-    """
+    """What a code means by default: its records' severity (strict validation raises some),
+    the structured log event the local provider emits for it and that event's level, and
+    whether the file or directory concerned is left out of discovery."""
 
     severity: Severity
     event: str
@@ -160,7 +149,7 @@ CODES: Final[Mapping[str, CodeSpec]] = {
 # The frontmatter keys that are not "unknown": the Agent Skills specification's own, then the
 # ones this runtime reads (both spellings it accepts).
 KNOWN_FRONTMATTER_KEYS: Final = frozenset(
-    {
+    [
         "name",
         "description",
         "license",
@@ -175,7 +164,7 @@ KNOWN_FRONTMATTER_KEYS: Final = frozenset(
         "userInvocable",
         "argument-hint",
         "argumentHint",
-    }
+    ]
 )
 
 
@@ -217,38 +206,19 @@ def file_diagnostics(
     """
     if isinstance(outcome, FileReadError):
         if outcome.not_found:
-            return (
-                _record(
-                    "skill-file-absent",
-                    path,
-                    f"no {os.path.basename(path)} here, so this is not a skill (ignored)",
-                ),
-            )
+            absent = f"no {os.path.basename(path)} here, so this is not a skill (ignored)"
+            return (_record("skill-file-absent", path, absent),)
         return (_record(outcome.code, path, outcome.reason),)
     if isinstance(outcome, Problem):
         return (diagnostic(outcome, path),)
     name = outcome.name
-    # The common case, checked in C: a clean file costs a fraction of a microsecond, nothing
-    # next to parsing it.
-    if (
-        not outcome.notes
-        and (expected_name is None or name == expected_name)
-        and KNOWN_FRONTMATTER_KEYS.issuperset(outcome.fields)
-    ):
-        return ()
     found = [diagnostic(note, path, skill=name) for note in outcome.notes]
     if expected_name is not None and name != expected_name:
         found.append(_record("name-mismatch", path, _mismatch(path, name), skill=name))
-    for key in outcome.fields:
-        if key not in KNOWN_FRONTMATTER_KEYS:
-            found.append(
-                _record(
-                    "unknown-key",
-                    path,
-                    f"unknown frontmatter key {key!r} (ignored by this runtime)",
-                    skill=name,
-                )
-            )
+    unknown = [key for key in outcome.fields if key not in KNOWN_FRONTMATTER_KEYS]
+    for key in unknown:
+        message = f"unknown frontmatter key {key!r} (ignored by this runtime)"
+        found.append(_record("unknown-key", path, message, skill=name))
     return tuple(found)
 
 
