@@ -2,15 +2,17 @@
 
     Diagnostic           the record: a stable code, a severity, the path, the line, a message
     CODES                every code, with its default severity and the log event it becomes
+    diagnostic           the record of a `Problem` at a path
     file_diagnostics     what one skill file's read-and-parse outcome says about it
-    root_missing, root_unreadable, shadow_diagnostic, provider_failed   the other records
+    root_missing, shadow_diagnostic, provider_failed   the other records
     log_diagnostic       the structured log event of a record
 
 Discovery produces these records once (`LocalSkillProvider.discover`, `SkillRegistry.diagnose`)
 and everything that reports a problem reads them: the provider's warnings in the log, the
 ``acp-skills`` command line, and the agent's ``/skills`` command and ``_skills/list`` result. The
 codes are part of the public surface and documented in ``docs/diagnostics.md``; a code is never
-renamed or reused for something else.
+renamed or reused for something else. Every code comes from where the problem arose (a `Problem`,
+a ``FileReadError``): nothing here reads a message to find one.
 
 Pure: nothing here touches the disk.
 """
@@ -22,7 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
-from .frontmatter import ParsedSkill, SkillFileProblem
+from .errors import Problem
+from .frontmatter import ParsedSkill
 from .fs import FileReadError
 from .model import SKILL_FILE_NAME, ShadowedSkill
 
@@ -33,11 +36,11 @@ __all__ = [
     "Diagnostic",
     "Severity",
     "counts_as_problem",
+    "diagnostic",
     "file_diagnostics",
     "log_diagnostic",
     "provider_failed",
     "root_missing",
-    "root_unreadable",
     "shadow_diagnostic",
     "skipped",
 ]
@@ -71,13 +74,7 @@ class Diagnostic:
 
     def to_json(self) -> dict[str, Any]:
         """``{"code", "severity", "path", "line", "message"}``, the stable wire and CLI shape."""
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "path": self.path,
-            "line": self.line,
-            "message": self.message,
-        }
+        return {key: getattr(self, key) for key in ("code", "severity", "path", "line", "message")}
 
 
 def counts_as_problem(diagnostic: Diagnostic) -> bool:
@@ -87,14 +84,9 @@ def counts_as_problem(diagnostic: Diagnostic) -> bool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CodeSpec:
-    """What a code means by default.
-
-    Attributes:
-        severity: The severity records of this code have (strict validation raises some).
-        event: The structured log event the local provider emits for it.
-        level: The log level of that event.
-        skipped: Whether the file or directory concerned is left out of discovery.
-    """
+    """What a code means by default: its records' severity (strict validation raises some),
+    the structured log event the local provider emits for it and that event's level, and
+    whether the file or directory concerned is left out of discovery."""
 
     severity: Severity
     event: str
@@ -157,7 +149,7 @@ CODES: Final[Mapping[str, CodeSpec]] = {
 # The frontmatter keys that are not "unknown": the Agent Skills specification's own, then the
 # ones this runtime reads (both spellings it accepts).
 KNOWN_FRONTMATTER_KEYS: Final = frozenset(
-    {
+    [
         "name",
         "description",
         "license",
@@ -172,68 +164,32 @@ KNOWN_FRONTMATTER_KEYS: Final = frozenset(
         "userInvocable",
         "argument-hint",
         "argumentHint",
-    }
+    ]
 )
 
 
-def _record(
-    code: str,
-    path: str | None,
-    message: str,
-    *,
-    line: int | None = None,
-    skill: str | None = None,
-) -> Diagnostic:
+def diagnostic(problem: Problem, path: str | None, *, skill: str | None = None) -> Diagnostic:
+    """The record of ``problem`` (its code, message and line) at ``path``."""
     return Diagnostic(
-        code=code,
-        severity=CODES[code].severity,
+        code=problem.code,
+        severity=CODES[problem.code].severity,
         path=path,
-        line=line,
-        message=message,
+        line=problem.line,
+        message=problem.message,
         skill=skill,
     )
 
 
+def _record(code: str, path: str | None, message: str, *, skill: str | None = None) -> Diagnostic:
+    return diagnostic(Problem(code, message), path, skill=skill)
+
+
 # -- what a skill file's outcome says ----------------------------------------------------------
-
-# How the parser's reasons map to codes. The reasons are the parser's documented wording (its
-# tests pin them, and tests/test_diagnostics.py pins this mapping against the real parser): a
-# reason nobody foresaw still gets the catch-all `file-invalid`, never no diagnostic at all.
-_REASON_PREFIXES: Final = (
-    ("not valid UTF-8", "not-utf8"),
-    ("missing frontmatter", "frontmatter-missing"),
-    ("unterminated frontmatter", "frontmatter-missing"),
-    ("frontmatter too large", "frontmatter-too-large"),
-    ("invalid YAML", "yaml-invalid"),
-    ("missing required field 'name'", "name-invalid"),
-    ("field 'name' ", "name-invalid"),
-    ("missing required field 'description'", "description-invalid"),
-    ("field 'description' ", "description-invalid"),
-    ("fields ", "field-conflict"),
-)
-_FLAG_REASON: Final = "must be true or false"
-
-
-def _problem_code(reason: str) -> str:
-    if _FLAG_REASON in reason:
-        return "flag-invalid"
-    for prefix, code in _REASON_PREFIXES:
-        if reason.startswith(prefix):
-            return code
-    return "file-invalid"
-
-
-def _read_error_code(error: FileReadError) -> str:
-    if error.reason == "broken symbolic link":
-        return "broken-link"
-    if "-byte limit" in error.reason:
-        return "file-too-large"
-    return "file-unreadable"
 
 
 def file_diagnostics(
     path: str,
-    outcome: ParsedSkill | SkillFileProblem | FileReadError,
+    outcome: ParsedSkill | Problem | FileReadError,
     *,
     expected_name: str | None = None,
 ) -> tuple[Diagnostic, ...]:
@@ -250,40 +206,19 @@ def file_diagnostics(
     """
     if isinstance(outcome, FileReadError):
         if outcome.not_found:
-            return (
-                _record(
-                    "skill-file-absent",
-                    path,
-                    f"no {os.path.basename(path)} here, so this is not a skill (ignored)",
-                ),
-            )
-        return (_record(_read_error_code(outcome), path, outcome.reason),)
-    if isinstance(outcome, SkillFileProblem):
-        return (_record(_problem_code(outcome.reason), path, outcome.reason, line=outcome.line),)
+            absent = f"no {os.path.basename(path)} here, so this is not a skill (ignored)"
+            return (_record("skill-file-absent", path, absent),)
+        return (_record(outcome.code, path, outcome.reason),)
+    if isinstance(outcome, Problem):
+        return (diagnostic(outcome, path),)
     name = outcome.name
-    # The common case, checked in C: a clean file costs a fraction of a microsecond, nothing
-    # next to parsing it.
-    if (
-        not outcome.notes
-        and (expected_name is None or name == expected_name)
-        and KNOWN_FRONTMATTER_KEYS.issuperset(outcome.fields)
-    ):
-        return ()
-    found: list[Diagnostic] = [
-        _record("field-ignored", path, note, skill=name) for note in outcome.notes
-    ]
+    found = [diagnostic(note, path, skill=name) for note in outcome.notes]
     if expected_name is not None and name != expected_name:
         found.append(_record("name-mismatch", path, _mismatch(path, name), skill=name))
-    for key in outcome.fields:
-        if key not in KNOWN_FRONTMATTER_KEYS:
-            found.append(
-                _record(
-                    "unknown-key",
-                    path,
-                    f"unknown frontmatter key {key!r} (ignored by this runtime)",
-                    skill=name,
-                )
-            )
+    unknown = [key for key in outcome.fields if key not in KNOWN_FRONTMATTER_KEYS]
+    for key in unknown:
+        message = f"unknown frontmatter key {key!r} (ignored by this runtime)"
+        found.append(_record("unknown-key", path, message, skill=name))
     return tuple(found)
 
 
@@ -304,11 +239,6 @@ def _mismatch(path: str, name: str) -> str:
 def root_missing(path: str) -> Diagnostic:
     """A skill directory that was asked for explicitly does not exist (or is not a directory)."""
     return _record("root-missing", path, "skill directory does not exist or is not a directory")
-
-
-def root_unreadable(path: str, reason: str) -> Diagnostic:
-    """A skill root exists but cannot be listed; none of its skills are found."""
-    return _record("root-unreadable", path, reason)
 
 
 def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:

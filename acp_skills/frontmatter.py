@@ -1,21 +1,10 @@
 """Parse a skill file: YAML frontmatter plus a Markdown body. Pure: text in, values out.
 
-    decode_skill_bytes(data)   bytes -> str, or a SkillFileProblem (strict UTF-8)
-    parse_skill_file(text)     str -> ParsedSkill, or a SkillFileProblem saying why not
+    decode_skill_bytes(data)   bytes -> str, or a Problem (strict UTF-8)
+    parse_skill_file(text)     str -> ParsedSkill, or a Problem saying why not
 
-A skill file looks like this::
-
-    ---
-    name: pdf-tools
-    description: Fill in and merge PDF forms.
-    ---
-    The instructions (the body), in Markdown.
-
-Nothing here touches the disk or logs: a problem is returned as a value, so the caller (the
-local provider) decides how to report it, and the parser is easy to test exhaustively.
-
-The YAML itself is loaded by ``_yaml12`` (YAML 1.2 core schema, duplicate keys refused);
-this module splits the file and reads the fields.
+A skill file is ``---``, the frontmatter (YAML, read by `acp_skills._yaml`: the 1.2 core schema,
+duplicate keys refused), ``---``, then the instructions (the body) in Markdown.
 """
 
 from __future__ import annotations
@@ -26,17 +15,11 @@ from itertools import repeat
 from types import MappingProxyType
 from typing import Final, cast
 
-from ._yaml12 import NotAMapping, YamlError, load_mapping
-from ._yaml_subset import load_common_subset
+from ._yaml import load_frontmatter
+from .errors import Problem
 from .model import is_skill_name, kind_of_value
 
-__all__ = [
-    "MAX_FRONTMATTER_BYTES",
-    "ParsedSkill",
-    "SkillFileProblem",
-    "decode_skill_bytes",
-    "parse_skill_file",
-]
+__all__ = ["MAX_FRONTMATTER_BYTES", "ParsedSkill", "decode_skill_bytes", "parse_skill_file"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,13 +33,11 @@ class ParsedSkill:
         disable_model_invocation: When true, the model may not load the skill by itself.
         user_invocable: When false, the user cannot invoke it as a slash command.
         argument_hint: A hint for the slash command's input, or ``None``.
-        metadata: The ``metadata`` mapping, deeply read-only (nested mappings are
-            ``MappingProxyType`` and sequences are tuples), or ``None``.
+        metadata: The ``metadata`` mapping, deeply read-only, or ``None``.
         body: Everything after the closing ``---`` line, surrounding whitespace stripped.
-        notes: One reason per optional field that was present but ignored because of its
-            type (the skill is still valid; the caller may tell the author).
-        fields: Every top-level frontmatter field as written (read-only), for checks beyond
-            what the runtime needs (unknown keys, the specification's limits).
+        notes: One ``field-ignored`` problem per optional field dropped because of its type
+            (the skill is still valid; the caller may tell the author).
+        fields: Every top-level frontmatter field as written (read-only).
     """
 
     name: str
@@ -67,7 +48,7 @@ class ParsedSkill:
     argument_hint: str | None = None
     metadata: Mapping[str, object] | None = None
     body: str
-    notes: tuple[str, ...] = ()
+    notes: tuple[Problem, ...] = ()
     fields: Mapping[object, object] = field(
         default_factory=lambda: _NO_FIELDS, compare=False, repr=False
     )
@@ -76,111 +57,83 @@ class ParsedSkill:
 _NO_FIELDS: Final[Mapping[object, object]] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SkillFileProblem:
-    """Why a skill file cannot be used.
-
-    Attributes:
-        reason: A human-readable explanation, naming the offending field or line.
-        line: The line of the file (counted from 1) where the problem is, when known.
-    """
-
-    reason: str
-    line: int | None = None
-
-
-def decode_skill_bytes(data: bytes) -> str | SkillFileProblem:
-    """Decode a skill file's bytes as strict UTF-8.
-
-    A byte order mark is kept (``parse_skill_file`` ignores it).
-
-    Args:
-        data: The raw file contents.
+def decode_skill_bytes(data: bytes) -> str | Problem:
+    """Decode a skill file's bytes as strict UTF-8 (a byte order mark is kept).
 
     Returns:
-        The text, or a problem naming the offset (counted from 0) of the first bad byte.
+        The text, or a ``not-utf8`` problem naming the offset (from 0) of the first bad byte.
     """
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return SkillFileProblem(reason=f"not valid UTF-8 text (byte {exc.start})")
+        return Problem("not-utf8", f"not valid UTF-8 text (byte {exc.start})")
 
-
-# --- splitting the frontmatter from the body ------------------------------------------------
-
-_BOM: Final = "\ufeff"
-
-# The frontmatter starts on the second line of the file; YAML marks count from 0.
-_FRONTMATTER_FIRST_LINE: Final = 2
 
 # Frontmatter past this size is refused before YAML sees it. Real frontmatter is a few hundred
-# bytes (a name, a description of a sentence or two, a small metadata mapping), so 64 KiB is a
-# hundredfold margin, while the costliest YAML of that size (a flow list of 20,000 items)
-# takes tens of milliseconds; a 900 KB frontmatter had cost seconds and hundreds of MB.
+# bytes, so 64 KiB is a hundredfold margin, while the costliest YAML of that size (a flow list of
+# 20,000 items) takes tens of milliseconds; a 900 KB frontmatter had cost seconds and hundreds
+# of MB.
 MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 
+# The frontmatter starts on the second line of the file; YAML marks count from 0.
+_FIRST_LINE: Final = 2
+_MISSING: Final = "frontmatter-missing"
+_UNTERMINATED: Final = Problem(_MISSING, "unterminated frontmatter: no closing '---' line")
 
-def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | SkillFileProblem:
+
+def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Problem:
     """Parse the text of a ``SKILL.md`` (or flat ``<name>.md``) file.
 
     The first line must be exactly ``---``; the frontmatter runs to the next line that is
     exactly ``---`` (both may end in ``\\r``). A leading byte order mark is ignored. The
-    frontmatter must be at most `MAX_FRONTMATTER_BYTES` of UTF-8 (checked before it is parsed)
-    and a YAML mapping with a valid ``name`` and a non-blank ``description``.
+    frontmatter must be at most `MAX_FRONTMATTER_BYTES` of UTF-8 and a YAML mapping with a
+    valid ``name`` and a non-blank ``description``.
 
-    Accepted optional fields (either spelling; giving both spellings is an error, like any
-    duplicate key): ``whenToUse``/``when_to_use``, ``disableModelInvocation``/
+    Accepted optional fields (either spelling; giving both is an error, like any duplicate
+    key): ``whenToUse``/``when_to_use``, ``disableModelInvocation``/
     ``disable-model-invocation``, ``user-invocable``/``userInvocable``,
-    ``argument-hint``/``argumentHint`` and ``metadata``. An invocation flag that is present
-    but not ``true``/``false`` makes the whole file a problem (fail closed); the other optional
-    fields are dropped when mistyped. Unknown fields are ignored.
+    ``argument-hint``/``argumentHint`` and ``metadata``. An invocation flag that is not
+    ``true``/``false`` makes the whole file a problem (fail closed); the other optional fields
+    are dropped when mistyped. Unknown fields are ignored.
 
     Args:
         text: The decoded file contents.
-        with_body: ``False`` leaves ``body`` empty, for discovery, which needs only the
-            frontmatter and should not keep a copy of every body.
+        with_body: ``False`` leaves ``body`` empty, for discovery, which keeps no bodies.
 
     Returns:
-        The parsed skill, or a problem whose ``reason`` says what is wrong.
+        The parsed skill, or the problem that makes it unusable.
     """
-    if text.startswith(_BOM):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     first_line_end = text.find("\n")
-    first_line = text if first_line_end < 0 else text[:first_line_end]
-    if first_line not in ("---", "---\r"):
-        return SkillFileProblem(reason="missing frontmatter: the first line must be '---'")
+    if (text if first_line_end < 0 else text[:first_line_end]) not in ("---", "---\r"):
+        return Problem(_MISSING, "missing frontmatter: the first line must be '---'")
     if first_line_end < 0:
-        return SkillFileProblem(reason="unterminated frontmatter: no closing '---' line")
-    start = first_line_end + 1
-    closing = _closing_line(text, start)
+        return _UNTERMINATED
+    closing = _closing_line(text, first_line_end + 1)
     if closing is None:
-        return SkillFileProblem(reason="unterminated frontmatter: no closing '---' line")
-    closing_start, closing_end = closing
-
-    frontmatter = text[start:closing_start]
+        return _UNTERMINATED
+    frontmatter = text[first_line_end + 1 : closing[0]]
     size = len(frontmatter.encode("utf-8", "surrogatepass"))
     if size > MAX_FRONTMATTER_BYTES:
-        return SkillFileProblem(
-            reason=f"frontmatter too large: {size} bytes, over the "
-            f"{MAX_FRONTMATTER_BYTES}-byte limit"
+        return Problem(
+            "frontmatter-too-large",
+            f"frontmatter too large: {size} bytes, over the {MAX_FRONTMATTER_BYTES}-byte limit",
         )
-    fields = _load_frontmatter(frontmatter)
-    if isinstance(fields, SkillFileProblem):
+    fields = load_frontmatter(frontmatter, first_line=_FIRST_LINE)
+    if isinstance(fields, Problem):
         return fields
-    return _read_fields(fields, body=text[closing_end:].strip() if with_body else "")
+    try:
+        return _read_fields(fields, body=text[closing[1] :].strip() if with_body else "")
+    except _Invalid as exc:
+        return exc.problem
 
 
 def _closing_line(text: str, start: int) -> tuple[int, int] | None:
-    """Find the first line from ``start`` that is exactly ``---`` (maybe ending in ``\\r``).
-
-    Whole lines, not ``split("---")``: a ``---`` inside a value, ``----``, or ``--- `` (with a
-    trailing blank) must not end the frontmatter.
-
-    Returns:
-        Where that line starts and where it ends (before its line break), or ``None``.
-    """
-    # Every line from `start` on begins right after a `\n`, the first one included. A plain
-    # string search finds candidates several times faster than a MULTILINE regex would.
+    """Where the first line from ``start`` that is exactly ``---`` (maybe with ``\\r``) starts
+    and ends (before its line break), or ``None``. Whole lines: a ``---`` inside a value,
+    ``----`` or ``--- `` does not end the frontmatter."""
+    # Every line from `start` on begins right after a `\n`; a string search finds candidates
+    # several times faster than a MULTILINE regex.
     search_from = start - 1
     while True:
         found = text.find("\n---", search_from)
@@ -195,40 +148,17 @@ def _closing_line(text: str, start: int) -> tuple[int, int] | None:
         search_from = line_start
 
 
-# --- YAML --------------------------------------------------------------------------------------
-
-
 class _Invalid(Exception):
-    """Raised while reading fields; becomes a SkillFileProblem at the top."""
+    """Raised while reading fields; its problem is what `parse_skill_file` returns."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _load_frontmatter(source: str) -> Mapping[object, object] | SkillFileProblem:
-    """Load the frontmatter text as a read-only mapping, or say why it is not one."""
-    # Most frontmatter is in the subset the direct parser reads; it declines (None) the rest.
-    common = load_common_subset(source)
-    if common is not None:
-        return common
-    try:
-        loaded = load_mapping(source, first_line=_FRONTMATTER_FIRST_LINE)
-    except YamlError as exc:
-        return SkillFileProblem(reason=f"invalid YAML: {exc.reason}", line=exc.line)
-    if isinstance(loaded, NotAMapping):
-        if loaded.found == "nothing":
-            return SkillFileProblem(reason="missing frontmatter: the frontmatter block is empty")
-        return SkillFileProblem(
-            reason=f"missing frontmatter: expected a mapping of fields, got {loaded.found}"
-        )
-    return loaded
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.problem = Problem(code, message)
 
 
 # --- fields ---------------------------------------------------------------------------------
 
-# Accepted spellings of each optional field, as (canonical key, other spelling). The two
-# spellings of a field are the same field, so giving both is treated like a duplicate key.
+# Accepted spellings of each optional field, (canonical, other); both at once is a conflict.
 _WHEN_TO_USE: Final = ("whenToUse", "when_to_use")
 _DISABLE_MODEL_INVOCATION: Final = ("disableModelInvocation", "disable-model-invocation")
 _USER_INVOCABLE: Final = ("user-invocable", "userInvocable")
@@ -236,10 +166,7 @@ _ARGUMENT_HINT: Final = ("argument-hint", "argumentHint")
 _OPTIONAL_SPELLINGS: Final = frozenset(
     (*_WHEN_TO_USE, *_DISABLE_MODEL_INVOCATION, *_USER_INVOCABLE, *_ARGUMENT_HINT)
 )
-
-
-# Marks a field that is not there at all (as opposed to present with the value null).
-_ABSENT: Final = object()
+_ABSENT: Final = object()  # not there at all (unlike present with the value null)
 
 
 def _kind_of(value: object) -> str:
@@ -247,10 +174,12 @@ def _kind_of(value: object) -> str:
 
 
 def _lookup(fields: Mapping[object, object], spellings: tuple[str, str]) -> tuple[str, object]:
-    """Return (the key used, its value), or (the canonical key, ``_ABSENT``)."""
+    """(The key used, its value), or (the canonical key, ``_ABSENT``)."""
     first, second = spellings
     if first in fields and second in fields:
-        raise _Invalid(f"fields {first!r} and {second!r} are the same field; give only one")
+        raise _Invalid(
+            "field-conflict", f"fields {first!r} and {second!r} are the same field; give only one"
+        )
     if second in fields:
         return second, fields[second]
     return first, fields.get(first, _ABSENT)
@@ -259,18 +188,15 @@ def _lookup(fields: Mapping[object, object], spellings: tuple[str, str]) -> tupl
 def _required_text(fields: Mapping[object, object], key: str) -> str:
     value = fields.get(key, _ABSENT)
     if type(value) is str and value.strip():
-        return value  # the usual case, checked first: discovery reads thousands of these
+        return value  # the usual case, first: discovery reads thousands of these
+    code = f"{key}-invalid"
     if value is _ABSENT:
-        raise _Invalid(f"missing required field {key!r}")
+        raise _Invalid(code, f"missing required field {key!r}")
     if value is None or (isinstance(value, str) and not value.strip()):
-        raise _Invalid(f"field {key!r} is empty")
-    if isinstance(value, bool | int | float):
-        # `name: 404` or `description: true` read as a number or boolean, which surprises
-        # authors; say how to get the string they meant.
-        raise _Invalid(f"field {key!r} must be a string, got {_kind_of(value)} (quote it)")
-    if not isinstance(value, str):
-        raise _Invalid(f"field {key!r} must be a string, got {_kind_of(value)}")
-    return value
+        raise _Invalid(code, f"field {key!r} is empty")
+    # `name: 404` or `description: true` surprise authors: say how to get the string.
+    hint = " (quote it)" if isinstance(value, bool | int | float) else ""
+    raise _Invalid(code, f"field {key!r} must be a string, got {_kind_of(value)}{hint}")
 
 
 def _flag(fields: Mapping[object, object], spellings: tuple[str, str], default: bool) -> bool:
@@ -278,61 +204,61 @@ def _flag(fields: Mapping[object, object], spellings: tuple[str, str], default: 
     if value is _ABSENT:
         return default
     if not isinstance(value, bool):
-        # Fail closed: a typo such as `disableModelInvocation: yes` must not silently leave
-        # the skill visible to the model.
+        # Fail closed: `disableModelInvocation: yes` must not leave the skill visible.
         shown = f": {value!r}" if isinstance(value, str | int | float) else ""
-        raise _Invalid(f"field {key!r} must be true or false, got {_kind_of(value)}{shown}")
+        raise _Invalid(
+            "flag-invalid", f"field {key!r} must be true or false, got {_kind_of(value)}{shown}"
+        )
     return value
 
 
+def _ignored(key: str, why: str) -> Problem:
+    return Problem("field-ignored", f"field {key!r} ignored: {why}")
+
+
 def _optional_text(
-    fields: Mapping[object, object], spellings: tuple[str, str], notes: list[str]
+    fields: Mapping[object, object], spellings: tuple[str, str], notes: list[Problem]
 ) -> str | None:
     key, value = _lookup(fields, spellings)
     if value is _ABSENT or value is None:
         return None
     if not isinstance(value, str):
-        notes.append(f"field {key!r} ignored: expected a string, got {_kind_of(value)}")
+        notes.append(_ignored(key, f"expected a string, got {_kind_of(value)}"))
         return None
-    # A blank hint or guidance would only add noise downstream.
-    return value if value.strip() else None
+    return value if value.strip() else None  # a blank hint would only add noise
 
 
-def _metadata(fields: Mapping[object, object], notes: list[str]) -> Mapping[str, object] | None:
+def _metadata(fields: Mapping[object, object], notes: list[Problem]) -> Mapping[str, object] | None:
     value = fields.get("metadata")
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        notes.append(f"field 'metadata' ignored: expected a mapping, got {_kind_of(value)}")
+        notes.append(_ignored("metadata", f"expected a mapping, got {_kind_of(value)}"))
         return None
     if not all(map(isinstance, value, repeat(str))):
-        notes.append("field 'metadata' ignored: its keys must be strings")
+        notes.append(_ignored("metadata", "its keys must be strings"))
         return None
-    # Already a read-only MappingProxyType (the walker built it), and its keys were checked.
-    return cast("Mapping[str, object]", value)
+    return cast("Mapping[str, object]", value)  # already read-only, keys checked
 
 
-def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill | SkillFileProblem:
-    notes: list[str] = []
-    try:
-        name = _required_text(fields, "name")
-        if not is_skill_name(name):
-            raise _Invalid(
-                f"field 'name' is not a valid skill name: {name!r} "
-                "(use lowercase letters, digits and single hyphens, e.g. 'pdf-tools')"
-            )
-        description = _required_text(fields, "description")
-        if _OPTIONAL_SPELLINGS.isdisjoint(fields):
-            # Most skills give none of these: their defaults, without looking each one up.
-            disable_model_invocation, user_invocable = False, True
-            when_to_use = argument_hint = None
-        else:
-            disable_model_invocation = _flag(fields, _DISABLE_MODEL_INVOCATION, default=False)
-            user_invocable = _flag(fields, _USER_INVOCABLE, default=True)
-            when_to_use = _optional_text(fields, _WHEN_TO_USE, notes)
-            argument_hint = _optional_text(fields, _ARGUMENT_HINT, notes)
-    except _Invalid as exc:
-        return SkillFileProblem(reason=exc.reason)
+def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill:
+    name = _required_text(fields, "name")
+    if not is_skill_name(name):
+        raise _Invalid(
+            "name-invalid",
+            f"field 'name' is not a valid skill name: {name!r} "
+            "(use lowercase letters, digits and single hyphens, e.g. 'pdf-tools')",
+        )
+    description = _required_text(fields, "description")
+    notes: list[Problem] = []
+    if _OPTIONAL_SPELLINGS.isdisjoint(fields):  # most skills give none of these
+        disable_model_invocation, user_invocable = False, True
+        when_to_use = argument_hint = None
+    else:
+        disable_model_invocation = _flag(fields, _DISABLE_MODEL_INVOCATION, default=False)
+        user_invocable = _flag(fields, _USER_INVOCABLE, default=True)
+        when_to_use = _optional_text(fields, _WHEN_TO_USE, notes)
+        argument_hint = _optional_text(fields, _ARGUMENT_HINT, notes)
     return ParsedSkill(
         name=name,
         description=description,

@@ -1,35 +1,24 @@
 """LocalSkillProvider: skills found on disk, in project and user directories.
 
-Five kinds of root are scanned, in this order, which is also the rank order (lower wins a name
-clash in the registry)::
+Roots are scanned in rank order (lower wins a name clash in the registry)::
 
-    rank  source           root
-    100   project-dsh      <project root>/.dsh/skills
-    200   project-agents   <project root>/.agents/skills
-    300   custom           each of custom_skill_dirs, in the order given
-    400   user-dsh         <dsh_home>/skills          (its `.system` child is skipped)
-    500   user-agents      <agents_home>/skills
+    100 project-dsh     <project>/.dsh/skills        400 user-dsh     <dsh_home>/skills
+    200 project-agents  <project>/.agents/skills     500 user-agents  <agents_home>/skills
+    300 custom          each of custom_skill_dirs    (user-dsh's `.system` child is skipped)
 
-With ``compat=("claude",)``, two more roots follow ours, so a skill in one of our own roots
-always wins a name clash with a Claude Code skill::
-
-    600   project-claude   <project root>/.claude/skills
-    700   user-claude      <claude_home>/skills
+With ``compat=("claude",)``, ``<project>/.claude/skills`` (600, project-claude) and
+``<claude_home>/skills`` (700, user-claude) follow, so our own roots win a clash.
 
 Inside a root, a directory ``X`` is a bundle (``X/SKILL.md``) and a file ending in ``.md`` is a
-flat skill; everything else is ignored. Entries are taken in code-point order of their names, so
-``foo/`` comes before ``foo.md`` and, because the registry breaks rank ties by position in a
-provider's list, the bundle wins a clash inside one root.
+flat skill; nothing else counts. Entries are taken in code-point order of their names, so
+``foo/`` comes before ``foo.md`` and (the registry breaking rank ties by position) the bundle
+wins a clash inside one root.
 
-A discovery costs a constant number of filesystem round trips however many skills there are:
-one ``exists`` per directory searched for ``.git``, one ``list_dir`` per root (all roots
-concurrently), and one ``read_and_parse`` batch (read and parse) for every skill file found.
-
-A bad file never fails a request: it is left out, and what discovery met is one
-`acp_skills.diagnostics.Diagnostic` record each (a skipped file, an unreadable root, a name that
-differs from its directory, an unknown frontmatter key, ...). ``list`` logs those records
-(``skill_file_skipped`` with ``path`` and ``reason``, and so on); ``discover`` returns them, with
-every root and how many skills it gave, for the command line and the agent to show.
+A discovery costs a constant number of filesystem calls however many skills there are: one
+``exists`` per directory searched for ``.git``, one ``list_dir`` per root (concurrently) and
+one ``read_files`` batch; the files are parsed off the event loop, never inside that batch. A
+bad file never fails a request: it is left out, and what discovery met is one `Diagnostic` each
+(``list`` logs them, ``discover`` returns them with every root and its count).
 
 While registered, the provider watches its roots (`acp_skills.watch`) and invalidates its
 registration when a skill is added, changed, renamed or removed on disk.
@@ -40,26 +29,27 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, TypeAlias
+from typing import Final
 
-import anyio
 import structlog
 
-from ._collector import collection_paused
-from .diagnostics import (
-    Diagnostic,
-    file_diagnostics,
-    log_diagnostic,
-    root_missing,
-    root_unreadable,
+from ._scan import (
+    CUSTOM,
+    USER_DSH,
+    LocalDiscovery,
+    RootReport,
+    SkillRoot,
+    list_roots,
+    parse_file,
+    scan,
+    skill_fields,
+    unreadable_root,
 )
-from .frontmatter import ParsedSkill, SkillFileProblem, decode_skill_bytes, parse_skill_file
-from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
+from .diagnostics import Diagnostic, diagnostic, log_diagnostic, root_missing
+from .errors import Problem
+from .frontmatter import ParsedSkill
+from .fs import FileReadError, LocalFileSystem, SkillFileSystem
 from .model import (
-    SKILL_FILE_NAME,
-    DirectoryResource,
-    ResourceBase,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
@@ -75,6 +65,7 @@ __all__ = [
     "LocalSkillProvider",
     "RootReport",
     "SkillRoot",
+    "unreadable_root",
 ]
 
 DEFAULT_MAX_SKILL_FILE_BYTES = 1_048_576
@@ -83,8 +74,6 @@ _log = structlog.get_logger(__name__)
 
 _PROJECT_DSH: Final = "project-dsh"
 _PROJECT_AGENTS: Final = "project-agents"
-_CUSTOM: Final = "custom"
-_USER_DSH: Final = "user-dsh"
 _USER_AGENTS: Final = "user-agents"
 _PROJECT_CLAUDE: Final = "project-claude"
 # The roots found from a session's cwd (watched per project, with a bound).
@@ -95,114 +84,44 @@ COMPAT_CLAUDE: Final = "claude"
 """The ``compat`` value that adds Claude Code's skill directories (``.claude/skills``)."""
 _COMPAT_VALUES: Final = (COMPAT_CLAUDE,)
 
-# Only the user's own dsh root has a `.system` child to skip: it holds skills the tool itself
-# installs and manages, which are not meant to be discovered as ordinary user skills. A
-# project may legitimately name a skill directory `.system`, so other roots keep it.
-_SYSTEM_DIR: Final = ".system"
-_FLAT_SUFFIX: Final = ".md"
 
-# What one discovery met, in order (inside the class, `list` names the method).
-_Report: TypeAlias = list[Diagnostic]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SkillRoot:
-    """A directory the local provider scans.
-
-    Attributes:
-        path: The absolute directory path (symbolic links not resolved).
-        source: What kind of root it is (``project-dsh``, ``custom``, ``user-agents``, ...).
-        rank: The rank its skills get; lower wins a name clash.
-    """
-
-    path: str
-    source: str
-    rank: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RootReport:
-    """What one discovery found in one root.
-
-    Attributes:
-        root: The root.
-        exists: Whether it is a directory (a root that cannot be read still exists).
-        skills: How many valid skills it gave, shadowed ones included.
-    """
-
-    root: SkillRoot
-    exists: bool
-    skills: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LocalDiscovery:
-    """One discovery, with everything it met.
-
-    Attributes:
-        roots: Every root considered, in rank order.
-        candidates: What ``list`` returns: the valid skills, by root then entry name.
-        diagnostics: One record per problem, roots first, then entries, then files.
-    """
-
-    roots: tuple[RootReport, ...]
-    candidates: tuple[SkillCandidate, ...]
-    diagnostics: tuple[Diagnostic, ...]
-
-
-class _SkillFile(NamedTuple):
-    """A file discovery will read: where it is and what it would become.
-
-    A named tuple, not a frozen dataclass: one is built per file listed, and a tuple is built
-    several times faster.
-    """
-
-    root: SkillRoot
-    path: str
-    resource_dir: str
-    # The name the file's location suggests: its bundle directory's, or a flat file's.
-    expected_name: str
-
-
-# Filled in by one discovery (inside the class, `list` names the method).
-_Flags: TypeAlias = list[bool]
-_Files: TypeAlias = list[_SkillFile]
+_SOURCE_RANKS: Final = {
+    _PROJECT_DSH: 100,
+    _PROJECT_AGENTS: 200,
+    CUSTOM: 300,
+    USER_DSH: 400,
+    _USER_AGENTS: 500,
+    _PROJECT_CLAUDE: 600,
+    _USER_CLAUDE: 700,
+}
 
 
 class LocalSkillProvider:
     """Discovers skills in project, custom and user directories on a (local) filesystem.
 
-    The skill's identity is the ``name`` in its frontmatter, never its file or directory name.
-    ``get`` re-reads and re-parses the file on every call, so an edited body needs no
-    invalidation.
+    A skill's identity is the ``name`` in its frontmatter. ``get`` re-reads and re-parses the
+    file on every call, so an edited body needs no invalidation.
 
     Args:
-        dsh_home: The dsh home directory; defaults to ``$DSH_HOME``, else ``~/.dsh``.
-        agents_home: The agents home directory; defaults to ``$DSH_AGENTS_HOME``, else
-            ``~/.agents``.
+        dsh_home: Defaults to ``$DSH_HOME``, else ``~/.dsh``.
+        agents_home: Defaults to ``$DSH_AGENTS_HOME``, else ``~/.agents``.
         custom_skill_dirs: Extra skill roots, scanned in order, all with rank 300.
         name: The provider's name in a registry.
         max_file_bytes: Skill files larger than this are skipped with a warning.
         fs: The filesystem to read; defaults to the local disk.
         compat: Other tools whose skill directories are scanned too, after ours: only
-            ``"claude"`` (`COMPAT_CLAUDE`) so far, which adds ``<project>/.claude/skills``
-            (rank 600, source ``project-claude``) and ``<claude_home>/skills`` (rank 700,
-            source ``user-claude``).
-        claude_home: Claude Code's home directory; defaults to ``$CLAUDE_CONFIG_DIR``, else
-            ``~/.claude``. Only used with ``compat=("claude",)``.
-        watch: Watch the roots for changes while registered (live reload). Only the local disk
-            is watched: with another ``fs`` this does nothing.
+            ``"claude"`` (`COMPAT_CLAUDE`) so far.
+        claude_home: Defaults to ``$CLAUDE_CONFIG_DIR``, else ``~/.claude`` (with compat only).
+        watch: Watch the roots for changes while registered (live reload); only the local disk
+            is watched.
 
-    Environment variables are read here, at construction. Empty or whitespace-only variables
-    count as unset. Every directory has ``~`` expanded and is made absolute (relative paths
-    against the current working directory, now); symbolic links are not resolved.
+    Environment variables are read at construction; empty or blank ones count as unset. Every
+    directory has ``~`` expanded and is made absolute now; symbolic links are not resolved.
 
     Raises:
-        ValueError: ``max_file_bytes`` is not a positive integer, ``name`` is empty, or an
-            explicitly given directory is an empty string.
-        ValueError: ``compat`` names a tool other than ``"claude"``.
-        TypeError: ``custom_skill_dirs`` or ``compat`` is a single string instead of a
-            sequence.
+        ValueError: ``max_file_bytes`` is not a positive integer, ``name`` is empty, an
+            explicitly given directory is empty, or ``compat`` names an unknown tool.
+        TypeError: ``custom_skill_dirs`` or ``compat`` is a single string, not a sequence.
     """
 
     def __init__(
@@ -239,24 +158,19 @@ class LocalSkillProvider:
             else None
         )
         # Roots that do not depend on the caller's cwd, already in rank order.
-        self._fixed_roots = (
-            *(SkillRoot(path=path, source=_CUSTOM, rank=300) for path in self._custom_skill_dirs),
-            SkillRoot(path=os.path.join(self._dsh_home, "skills"), source=_USER_DSH, rank=400),
-            SkillRoot(
-                path=os.path.join(self._agents_home, "skills"), source=_USER_AGENTS, rank=500
-            ),
-        )
+        fixed = [(path, CUSTOM) for path in self._custom_skill_dirs]
+        fixed += [(self._dsh_home, USER_DSH), (self._agents_home, _USER_AGENTS)]
         if self._claude_home is not None:
-            self._fixed_roots += (
-                SkillRoot(
-                    path=os.path.join(self._claude_home, "skills"), source=_USER_CLAUDE, rank=700
-                ),
-            )
+            fixed.append((self._claude_home, _USER_CLAUDE))
+        self._fixed_roots = tuple(
+            _root(path if source == CUSTOM else os.path.join(path, "skills"), source)
+            for path, source in fixed
+        )
         self._watch: RootWatch | None = None
         if watch and isinstance(self._fs, LocalFileSystem):
             self._watch = RootWatch(
                 [
-                    WatchedRoot(root.path, skips_system=root.source == _USER_DSH)
+                    WatchedRoot(root.path, skips_system=root.source == USER_DSH)
                     for root in self._fixed_roots
                 ]
             )
@@ -328,43 +242,20 @@ class LocalSkillProvider:
         roots (for example, when the project root is the home directory) is listed once,
         with its lower rank: the other copy could only ever be shadowed.
         """
-        candidates: list[SkillRoot] = []
+        candidates = list(self._fixed_roots)
         if options.cwd:
             # abspath is string work, plus one getcwd() for a relative path; no disk access.
-            cwd = os.path.abspath(options.cwd)  # noqa: ASYNC240
-            project = await self._project_root(cwd)
-            candidates.append(
-                SkillRoot(
-                    path=os.path.join(project, ".dsh", "skills"), source=_PROJECT_DSH, rank=100
-                )
-            )
-            candidates.append(
-                SkillRoot(
-                    path=os.path.join(project, ".agents", "skills"),
-                    source=_PROJECT_AGENTS,
-                    rank=200,
-                )
-            )
+            project = await self._project_root(os.path.abspath(options.cwd))  # noqa: ASYNC240
+            sources = [(".dsh", _PROJECT_DSH), (".agents", _PROJECT_AGENTS)]
             if self._claude_home is not None:
-                candidates.append(
-                    SkillRoot(
-                        path=os.path.join(project, ".claude", "skills"),
-                        source=_PROJECT_CLAUDE,
-                        rank=600,
-                    )
-                )
-        candidates.extend(self._fixed_roots)
-        # Rank order (stable, so custom roots keep theirs): project-claude, found with the
-        # project, comes after every root of ours.
+                sources.append((".claude", _PROJECT_CLAUDE))
+            candidates += [_root(os.path.join(project, d, "skills"), s) for d, s in sources]
+        # Stable, so custom roots keep their order; project-claude comes after our roots.
         candidates.sort(key=lambda root: root.rank)
-        seen: set[str] = set()
-        unique: list[SkillRoot] = []
+        unique: dict[str, SkillRoot] = {}
         for root in candidates:
-            key = os.path.normcase(root.path)
-            if key not in seen:
-                seen.add(key)
-                unique.append(root)
-        return tuple(unique)
+            unique.setdefault(os.path.normcase(root.path), root)
+        return tuple(unique.values())
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
         """Discover every well-formed skill for ``options.cwd``, logging what was wrong.
@@ -375,8 +266,8 @@ class LocalSkillProvider:
         """
         started = time.perf_counter()
         discovery = await self.discover(options)
-        for diagnostic in discovery.diagnostics:
-            log_diagnostic(_log, diagnostic, provider=self._name)
+        for record in discovery.diagnostics:
+            log_diagnostic(_log, record, provider=self._name)
         # One event per discovery, never one per file: cheap even when debug is on.
         _log.debug(
             "skills_discovered",
@@ -410,11 +301,11 @@ class LocalSkillProvider:
         Discovery reports a missing custom directory too, but only at debug level, since it
         would otherwise repeat the warning for every working directory.
         """
-        custom = [root for root in self._fixed_roots if root.source == _CUSTOM]
+        custom = [root for root in self._fixed_roots if root.source == CUSTOM]
         problems: list[Diagnostic] = []
-        for root, listing in zip(custom, await self._list_roots(custom), strict=True):
-            if isinstance(listing, Diagnostic):
-                problems.append(listing)
+        for root, listing in zip(custom, await list_roots(self._fs, custom), strict=True):
+            if isinstance(listing, Problem):
+                problems.append(diagnostic(listing, root.path))
             elif listing is None:
                 problems.append(root_missing(root.path))
         for problem in problems:
@@ -423,49 +314,14 @@ class LocalSkillProvider:
 
     async def scan(self, roots: Sequence[SkillRoot]) -> LocalDiscovery:
         """Discover the skills in ``roots`` (as `roots` returns them, or any others)."""
-        listings = await self._list_roots(roots)
-        report: list[Diagnostic] = []
-        exists: list[bool] = []
-        files: list[_SkillFile] = []
-        # Synchronous, and one value per file listed: no collector passes meanwhile.
-        with collection_paused():
-            self._files_of(roots, listings, report, exists, files)
-        # Parsed as they are read (in the worker thread, for the local disk): only the
-        # frontmatter is kept, never a thousand bodies at once.
-        contents = await self._fs.read_and_parse(
-            [f.path for f in files], self._max_file_bytes, _parse_for_listing
-        )
-        if len(contents) != len(files):
-            raise RuntimeError(
-                f"the filesystem returned {len(contents)} results for {len(files)} files"
-            )
-        candidates: list[SkillCandidate] = []
-        found: dict[SkillRoot, int] = {}
-        # Thousands of small values are built here at once: the collector would rescan them
-        # again and again for nothing (see _collector.py).
-        with collection_paused():
-            for skill_file, content in zip(files, contents, strict=True):
-                parsed = self._parse_discovered(skill_file, content, report)
-                if parsed is not None:
-                    candidates.append(self._candidate(skill_file, parsed))
-                    found[skill_file.root] = found.get(skill_file.root, 0) + 1
-        return LocalDiscovery(
-            roots=tuple(
-                RootReport(root=root, exists=root_exists, skills=found.get(root, 0))
-                for root, root_exists in zip(roots, exists, strict=True)
-            ),
-            candidates=tuple(candidates),
-            diagnostics=tuple(report),
-        )
+        return await scan(self._fs, roots, self._name, self._max_file_bytes)
 
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
     ) -> SkillDefinition | None:
-        """Re-read and re-parse a skill's file, returning the skill as it is now on disk.
-
-        Returns:
-            The definition (its ``content`` is the body), or ``None`` when the file has
-            vanished, cannot be read, or no longer parses (logged as ``skill_load_failed``).
+        """Re-read and re-parse a skill's file: the skill as it is now on disk, or ``None``
+        when the file has vanished, cannot be read, or no longer parses (logged as
+        ``skill_load_failed``).
 
         Raises:
             TypeError: The candidate did not come from a LocalSkillProvider's ``list``.
@@ -477,21 +333,20 @@ class LocalSkillProvider:
                 f"(its locator is {type(path).__name__}, not a path)"
             )
         (content,) = await self._fs.read_files([path], self._max_file_bytes)
-        parsed = _parse_read(content)
+        parsed = parse_file(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
+            reason = parsed.reason if isinstance(parsed, FileReadError) else parsed.message
             _log.warning(
                 "skill_load_failed",
                 provider=self._name,
                 skill=candidate.name,
                 path=path,
-                reason=parsed.reason,
+                reason=reason,
             )
             return None
-        return SkillDefinition(
-            # Where the skill lives has not changed since `list`; only the file's text may have.
-            **self._fields(parsed, candidate.source, candidate.resource_base, path),
-            content=parsed.body,
-        )
+        # Where the skill lives has not changed since `list`; only the file's text may have.
+        fields = skill_fields(self._name, parsed, candidate.source, candidate.resource_base, path)
+        return SkillDefinition(**fields, content=parsed.body)
 
     async def _project_root(self, cwd: str) -> str:
         directory = cwd
@@ -503,156 +358,9 @@ class LocalSkillProvider:
                 return cwd
             directory = parent
 
-    def _files_of(
-        self,
-        roots: Sequence[SkillRoot],
-        listings: Sequence[Sequence[DirEntry] | Diagnostic | None],
-        report: _Report,
-        exists: _Flags,
-        files: _Files,
-    ) -> None:
-        """Collect the skill files of each root's listing, and whether each root exists."""
-        for root, listing in zip(roots, listings, strict=True):
-            entries: Sequence[DirEntry] = ()
-            if isinstance(listing, Diagnostic):
-                report.append(listing)
-            elif listing is None:
-                # A missing root is normal (most people have no project skills); only one
-                # that was asked for by name is worth a word.
-                if root.source == _CUSTOM:
-                    report.append(root_missing(root.path))
-            else:
-                entries = listing
-            exists.append(listing is not None)
-            files.extend(self._skill_files(root, entries, report))
 
-    async def _list_roots(
-        self, roots: Sequence[SkillRoot]
-    ) -> Sequence[Sequence[DirEntry] | Diagnostic | None]:
-        # Concurrently: cheap on the local disk, and a big saving on a remote workspace's
-        # filesystem, where every call is a round trip. Each root's outcome is kept in its own
-        # slot, so what is reported comes out in root order whichever listing finished first.
-        listings: list[Sequence[DirEntry] | Diagnostic | None] = [None for _ in roots]
-        failures: list[Exception | None] = [None for _ in roots]
-
-        async def list_into(index: int, root: SkillRoot) -> None:
-            try:
-                listings[index] = await self._list_root(root)
-            except Exception as exc:
-                # Not an OSError, so the seam itself is broken. Re-raised below, outside the
-                # task group, so the caller sees this exception rather than a group of them,
-                # and the first root's failure wins whatever order the tasks finished in.
-                failures[index] = exc
-
-        async with anyio.create_task_group() as group:
-            for index, root in enumerate(roots):
-                group.start_soon(list_into, index, root)
-        for failure in failures:
-            if failure is not None:
-                raise failure
-        return listings
-
-    async def _list_root(self, root: SkillRoot) -> Sequence[DirEntry] | Diagnostic | None:
-        """The root's entries, ``None`` when it does not exist, or why it cannot be read."""
-        try:
-            return await self._fs.list_dir(root.path)
-        except OSError as exc:
-            return root_unreadable(root.path, f"cannot read directory: {exc.strerror or exc}")
-
-    def _skill_files(
-        self, root: SkillRoot, entries: Sequence[DirEntry], report: _Report
-    ) -> Iterable[_SkillFile]:
-        # Entry names hold no separator, so joining is concatenation (os.path.join per entry
-        # shows when there are thousands).
-        root_prefix = os.path.join(root.path, "")
-        bundle_suffix = os.sep + SKILL_FILE_NAME
-        # Code-point order of names; the registry's tie-break depends on this order.
-        for entry in sorted(entries, key=lambda e: e.name):
-            if entry.name == _SYSTEM_DIR and root.source == _USER_DSH:
-                continue
-            entry_path = root_prefix + entry.name
-            if entry.kind == "dir":
-                yield _SkillFile(root, entry_path + bundle_suffix, entry_path, entry.name)
-            elif entry.kind == "file":
-                if entry.name.endswith(_FLAT_SUFFIX):
-                    yield _SkillFile(
-                        root, entry_path, root.path, entry.name.removesuffix(_FLAT_SUFFIX)
-                    )
-            elif entry.kind == "broken_link":
-                report.extend(
-                    file_diagnostics(entry_path, FileReadError(reason="broken symbolic link"))
-                )
-
-    def _parse_discovered(
-        self,
-        skill_file: _SkillFile,
-        content: ParsedSkill | SkillFileProblem | FileReadError,
-        report: _Report,
-    ) -> ParsedSkill | None:
-        # A directory without SKILL.md is no mistake (a root may hold shared helper
-        # directories; a flat file can vanish between listing and reading): that record is an
-        # `info`, logged at debug level.
-        diagnostics = file_diagnostics(
-            skill_file.path, content, expected_name=skill_file.expected_name
-        )
-        if diagnostics:
-            report.extend(diagnostics)
-        return content if isinstance(content, ParsedSkill) else None
-
-    def _candidate(self, skill_file: _SkillFile, parsed: ParsedSkill) -> SkillCandidate:
-        # The fields of `_fields`, given directly: a dict per skill shows with thousands.
-        root = skill_file.root
-        path = skill_file.path
-        return SkillCandidate(
-            name=parsed.name,
-            description=parsed.description,
-            when_to_use=parsed.when_to_use,
-            disable_model_invocation=parsed.disable_model_invocation,
-            user_invocable=parsed.user_invocable,
-            source=root.source,
-            provider=self._name,
-            resource_base=DirectoryResource(path=skill_file.resource_dir),
-            path=path,
-            metadata=parsed.metadata,
-            argument_hint=parsed.argument_hint,
-            rank=root.rank,
-            # The path is all `get` needs to find the file again.
-            locator=path,
-        )
-
-    def _fields(
-        self, parsed: ParsedSkill, source: str, base: ResourceBase | None, path: str
-    ) -> dict[str, Any]:
-        """What a candidate and a definition of one parsed file have in common."""
-        return {
-            "name": parsed.name,
-            "description": parsed.description,
-            "when_to_use": parsed.when_to_use,
-            "disable_model_invocation": parsed.disable_model_invocation,
-            "user_invocable": parsed.user_invocable,
-            "source": source,
-            "provider": self._name,
-            "resource_base": base,
-            "path": path,
-            "metadata": parsed.metadata,
-            "argument_hint": parsed.argument_hint,
-        }
-
-
-def _parse_read(
-    content: bytes | FileReadError, *, with_body: bool = True
-) -> ParsedSkill | SkillFileProblem:
-    if isinstance(content, FileReadError):
-        return SkillFileProblem(reason=content.reason)
-    text = decode_skill_bytes(content)
-    if isinstance(text, SkillFileProblem):
-        return text
-    return parse_skill_file(text, with_body=with_body)
-
-
-def _parse_for_listing(data: bytes) -> ParsedSkill | SkillFileProblem:
-    # Discovery needs only the frontmatter: no body is kept.
-    return _parse_read(data, with_body=False)
+def _root(path: str, source: str) -> SkillRoot:
+    return SkillRoot(path=path, source=source, rank=_SOURCE_RANKS[source])
 
 
 def _compat_values(compat: Iterable[str]) -> tuple[str, ...]:

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, replace
 import anyio
 import structlog
 
-from ._collector import collection_paused
 from .diagnostics import Diagnostic, provider_failed, shadow_diagnostic
 from .errors import SkillContractError
 from .model import (
@@ -117,12 +116,11 @@ class _Catalog:
         visible = self._visible
         if visible is None:
             # Two threads racing here would both build the same tuple: harmless.
-            with collection_paused():
-                visible = tuple(
-                    _summary_of(skill)
-                    for skill in self.snapshot.skills
-                    if not skill.disable_model_invocation
-                )
+            visible = tuple(
+                _summary_of(skill)
+                for skill in self.snapshot.skills
+                if not skill.disable_model_invocation
+            )
             self._visible = visible
         return visible
 
@@ -466,9 +464,7 @@ class SkillRegistry:
             attempt = await self._run_pass(options)
         stable = attempt.revision == self._revision
         complete = stable and not any(offer.failed for offer in attempt.offers)
-        # Synchronous, and a few values per skill: no collector passes meanwhile.
-        with collection_paused():
-            catalog = self._resolve(attempt, complete=complete)
+        catalog = self._resolve(attempt, complete=complete)
         if complete and all(offer.cacheable for offer in attempt.offers):
             self._store((options.cwd, attempt.revision), catalog)
         return catalog

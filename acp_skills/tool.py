@@ -17,7 +17,7 @@ problem:
    lead inside the directory (symbolic links included) to a regular UTF-8 text file within the
    size cap, and must not reach a file or directory of a skill the model may not load.
 
-Reads are confined by `acp_skills.fs.read_confined`, which walks the path one component at a
+Reads are confined by `acp_skills.confined.read_confined`, which walks the path one component at a
 time from the skill directory's descriptor, so swapping a directory for a symbolic link during
 the read cannot yield an outside file.
 """
@@ -36,7 +36,8 @@ import anyio.to_thread
 import structlog
 
 from .arguments import expand_arguments
-from .fs import ConfinedReadError, ConfinedReadFailure, LocalFileSystem
+from .confined import ConfinedReadError, ConfinedReadFailure
+from .fs import LocalFileSystem
 from .model import (
     DirectoryResource,
     OpaqueResource,

@@ -13,10 +13,11 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .diagnostics import CODES, Diagnostic, file_diagnostics, root_unreadable, shadow_diagnostic
-from .frontmatter import ParsedSkill, SkillFileProblem, decode_skill_bytes, parse_skill_file
+from .diagnostics import CODES, Diagnostic, diagnostic, file_diagnostics, shadow_diagnostic
+from .errors import Problem
+from .frontmatter import ParsedSkill, decode_skill_bytes, parse_skill_file
 from .fs import FileReadError, LocalFileSystem, SkillFileSystem
-from .local import LocalSkillProvider, SkillRoot
+from .local import LocalSkillProvider, SkillRoot, unreadable_root
 from .model import SKILL_FILE_NAME, ShadowedSkill, SkillCandidate
 from .strict import strict_diagnostics, under_strict_rules
 
@@ -94,9 +95,7 @@ async def _validate_one(
     try:
         entries = await fs.list_dir(path)
     except OSError as error:
-        tally.diagnostics.append(
-            root_unreadable(path, f"cannot read directory: {error.strerror or error}")
-        )
+        tally.diagnostics.append(diagnostic(unreadable_root(error), path))
         return
     if entries is None:
         if not await fs.exists(path):
@@ -197,10 +196,10 @@ def _is_file_problem(diagnostic: Diagnostic) -> bool:
     return spec is not None and spec.skipped and diagnostic.code != "root-unreadable"
 
 
-def _parse(data: bytes) -> ParsedSkill | SkillFileProblem:
+def _parse(data: bytes) -> ParsedSkill | Problem:
     text = decode_skill_bytes(data)
-    return text if isinstance(text, SkillFileProblem) else parse_skill_file(text, with_body=False)
+    return text if isinstance(text, Problem) else parse_skill_file(text, with_body=False)
 
 
 def _record(code: str, path: str, message: str) -> Diagnostic:
-    return Diagnostic(code=code, severity=CODES[code].severity, path=path, message=message)
+    return diagnostic(Problem(code, message), path)

@@ -22,9 +22,9 @@ from acp_skills.diagnostics import (
     shadow_diagnostic,
     skipped,
 )
+from acp_skills.errors import Problem
 from acp_skills.frontmatter import (
     ParsedSkill,
-    SkillFileProblem,
     decode_skill_bytes,
     parse_skill_file,
 )
@@ -69,9 +69,9 @@ _REFUSED = [
 ]
 
 
-def parse(data: bytes) -> ParsedSkill | SkillFileProblem:
+def parse(data: bytes) -> ParsedSkill | Problem:
     text = decode_skill_bytes(data)
-    return text if isinstance(text, SkillFileProblem) else parse_skill_file(text)
+    return text if isinstance(text, Problem) else parse_skill_file(text)
 
 
 @pytest.mark.parametrize(
@@ -82,12 +82,13 @@ def parse(data: bytes) -> ParsedSkill | SkillFileProblem:
 def test_each_refused_file_has_its_own_code_and_the_parser_s_reason(
     data: bytes, code: str, line: int | None
 ) -> None:
-    """The parser's reason becomes the message; its kind a stable code; the line when known."""
+    """The parser's problem carries a stable code, the message and the line when known."""
     outcome = parse(data)
-    assert isinstance(outcome, SkillFileProblem)
+    assert isinstance(outcome, Problem)
+    assert (outcome.code, outcome.line) == (code, line)
     [diagnostic] = file_diagnostics("/r/x/SKILL.md", outcome)
     assert (diagnostic.code, diagnostic.severity, diagnostic.line) == (code, "error", line)
-    assert diagnostic.message == outcome.reason
+    assert diagnostic.message == outcome.message
     assert diagnostic.path == "/r/x/SKILL.md"
     assert CODES[code].skipped
 
@@ -95,19 +96,21 @@ def test_each_refused_file_has_its_own_code_and_the_parser_s_reason(
 @pytest.mark.parametrize(
     ("error", "code"),
     [
-        (FileReadError(reason="broken symbolic link"), "broken-link"),
-        (FileReadError(reason="file is 900 bytes, over the 200-byte limit"), "file-too-large"),
+        (FileReadError(reason="broken symbolic link", code="broken-link"), "broken-link"),
         (
-            FileReadError(reason="file grew past the 200-byte limit while being read"),
+            FileReadError(
+                reason="file is 900 bytes, over the 200-byte limit", code="file-too-large"
+            ),
             "file-too-large",
         ),
         (FileReadError(reason="permission denied"), "file-unreadable"),
-        (FileReadError(reason="is a directory"), "file-unreadable"),
+        (FileReadError(reason="file is 900 bytes, over the 200-byte limit"), "file-unreadable"),
     ],
-    ids=["broken-link", "too-large", "grew", "permission", "directory"],
+    ids=["broken-link", "too-large", "permission", "code-not-read-from-text"],
 )
 def test_unreadable_files_are_errors_by_kind(error: FileReadError, code: str) -> None:
-    """Why a file could not be read picks the code; the reason is the message."""
+    """The code the filesystem gave is the record's (never guessed from the reason, which is
+    the message)."""
     [diagnostic] = file_diagnostics("/r/x.md", error)
     assert (diagnostic.code, diagnostic.severity, diagnostic.message) == (
         code,

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acp_skills.errors import Problem
 from acp_skills.frontmatter import (
     MAX_FRONTMATTER_BYTES,
     ParsedSkill,
-    SkillFileProblem,
     _closing_line,
     decode_skill_bytes,
     parse_skill_file,
@@ -37,8 +37,8 @@ def parsed(text: str) -> ParsedSkill:
 
 def problem(text: str) -> str:
     result = parse_skill_file(text)
-    assert isinstance(result, SkillFileProblem), result
-    return result.reason
+    assert isinstance(result, Problem), result
+    return result.message
 
 
 def metadata_value(yaml_value: str) -> object:
@@ -573,7 +573,7 @@ def test_mistyped_optional_fields_are_dropped_with_a_note(line: str, field: str,
     """A mistyped `when_to_use`, `argument-hint` or `metadata` is dropped; the skill stays."""
     result = parsed(skill(f"{MINIMAL}{line}\n"))
     assert getattr(result, field) is None
-    assert result.notes == (f"field {note}",)
+    assert result.notes == (Problem("field-ignored", f"field {note}"),)
 
 
 @pytest.mark.parametrize(
@@ -631,9 +631,7 @@ def test_decode_skill_bytes_accepts_utf8_and_keeps_the_bom() -> None:
 )
 def test_decode_skill_bytes_names_the_first_bad_byte(data: bytes, offset: int) -> None:
     """Undecodable bytes are a problem that says where."""
-    assert decode_skill_bytes(data) == SkillFileProblem(
-        reason=f"not valid UTF-8 text (byte {offset})"
-    )
+    assert decode_skill_bytes(data) == Problem("not-utf8", f"not valid UTF-8 text (byte {offset})")
 
 
 # --- properties -----------------------------------------------------------------------------
@@ -642,8 +640,8 @@ def test_decode_skill_bytes_names_the_first_bad_byte(data: bytes, offset: int) -
 @settings(max_examples=300)
 @given(st.text())
 def test_parse_never_raises_on_arbitrary_text(text: str) -> None:
-    """Any text gives a ParsedSkill or a SkillFileProblem, never an exception."""
-    assert isinstance(parse_skill_file(text), ParsedSkill | SkillFileProblem)
+    """Any text gives a ParsedSkill or a Problem, never an exception."""
+    assert isinstance(parse_skill_file(text), ParsedSkill | Problem)
 
 
 _YAML_ISH = st.text(alphabet=st.sampled_from(list("ab:-[]{}&*!'\"#|>~?,. \n\t\r0\ufeff")))
@@ -654,7 +652,7 @@ _YAML_ISH = st.text(alphabet=st.sampled_from(list("ab:-[]{}&*!'\"#|>~?,. \n\t\r0
 def test_parse_never_raises_on_arbitrary_frontmatter(frontmatter: str, body: str) -> None:
     """Whatever sits between the delimiters, parsing returns a value."""
     result = parse_skill_file(f"---\n{frontmatter}\n---\n{body}")
-    assert isinstance(result, ParsedSkill | SkillFileProblem)
+    assert isinstance(result, ParsedSkill | Problem)
 
 
 @settings(max_examples=200)
@@ -663,7 +661,7 @@ def test_decode_then_parse_never_raises_on_arbitrary_bytes(data: bytes) -> None:
     """The provider's path from bytes to a skill never raises."""
     text = decode_skill_bytes(data)
     if isinstance(text, str):
-        assert isinstance(parse_skill_file(text), ParsedSkill | SkillFileProblem)
+        assert isinstance(parse_skill_file(text), ParsedSkill | Problem)
 
 
 _NAMES = st.from_regex(r"[a-z0-9]+(?:-[a-z0-9]+)*", fullmatch=True)

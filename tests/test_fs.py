@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import subprocess
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
-from acp_skills.fs import (
-    ConfinedFile,
-    ConfinedReadError,
-    DirEntry,
-    FileReadError,
-    LocalFileSystem,
-    SkillFileSystem,
-    _identities,
-    _read_by_path,
-    read_confined,
-)
+from acp_skills.fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
 
 needs_posix = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX symlinks and FIFOs")
 # Permission checks mean nothing to root, so as root (as in CI) the permission tests run in a
@@ -153,9 +141,9 @@ async def test_read_files_returns_one_result_per_path_in_order(tmp_path: Path) -
         b"alpha",
         FileReadError(reason="file not found", not_found=True),
         b"",
-        FileReadError(reason="file is 11 bytes, over the 10-byte limit"),
+        FileReadError(reason="file is 11 bytes, over the 10-byte limit", code="file-too-large"),
         FileReadError(reason="is a directory"),
-        FileReadError(reason="broken symbolic link"),
+        FileReadError(reason="broken symbolic link", code="broken-link"),
         b"alpha",
     ]
 
@@ -196,7 +184,7 @@ def test_read_files_reports_permission_denied(tmp_path: Path) -> None:
         print(anyio.run(LocalFileSystem().read_files, [secret], 10))
     """
     assert run_unprivileged(setup, check, tmp_path) == (
-        "[FileReadError(reason='permission denied', not_found=False)]"
+        "[FileReadError(reason='permission denied', not_found=False, code='file-unreadable')]"
     )
 
 
@@ -215,154 +203,3 @@ async def test_exists_sees_files_and_directories_but_not_broken_links(tmp_path: 
 
 
 # -- confined reads ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def confined(tmp_path: Path) -> Path:
-    """A directory to confine reads to, with links inside, out of it, and back into it."""
-    (tmp_path / "outside").mkdir()
-    (tmp_path / "outside" / "secret.txt").write_text("outside")
-    (tmp_path / "outside" / "back-in").symlink_to(tmp_path / "box" / "a" / "file.txt")
-    box = tmp_path / "box"
-    (box / "a" / "b").mkdir(parents=True)
-    (box / "a" / "file.txt").write_text("inside")
-    (box / "a" / "b" / "up.txt").symlink_to(Path("..") / "file.txt")
-    (box / "a" / "b" / "too-far.txt").symlink_to(
-        Path("..") / ".." / ".." / "outside" / "secret.txt"
-    )
-    (box / "a" / "absolute.txt").symlink_to(box / "a" / "file.txt")
-    (box / "a" / "relative-dir").symlink_to("b", target_is_directory=True)
-    (box / "out").symlink_to(tmp_path / "outside", target_is_directory=True)
-    (box / "via-outside.txt").symlink_to(tmp_path / "outside" / "back-in")
-    (box / "loop").symlink_to("loop")
-    (box / "hidden").mkdir()
-    (box / "hidden" / "SKILL.md").write_text("hidden body")
-    (box / "alias").symlink_to("hidden", target_is_directory=True)
-    os.link(box / "hidden" / "SKILL.md", box / "hard-link.md")
-    return box
-
-
-def walked(box: Path, path: str, *, excluded: tuple[str, ...] = ()) -> object:
-    result = read_confined(str(box), path, 64, excluded=excluded)
-    return result.data if isinstance(result, ConfinedFile) else result.failure
-
-
-def by_path(box: Path, path: str, *, excluded: tuple[str, ...] = ()) -> object:
-    # The fallback for systems that cannot open relative to a directory descriptor (Windows).
-    result = _read_by_path(os.path.realpath(box), path, 64, _identities(excluded))
-    return result.data if isinstance(result, ConfinedFile) else result.failure
-
-
-CONFINED_CASES: list[tuple[str, str, object]] = [
-    ("plain", "a/file.txt", b"inside"),
-    ("dot-segments", "./a//./file.txt", b"inside"),
-    ("relative-link-climbing-inside", "a/b/up.txt", b"inside"),
-    ("absolute-link-inside", "a/absolute.txt", b"inside"),
-    ("link-to-a-directory-inside", "a/relative-dir/up.txt", b"inside"),
-    ("out-and-back-in", "via-outside.txt", b"inside"),
-    ("relative-link-climbing-out", "a/b/too-far.txt", "outside"),
-    ("directory-link-out", "out/secret.txt", "outside"),
-    ("missing", "a/missing.txt", "not_found"),
-    ("through-a-file", "a/file.txt/x", "not_found"),
-    ("directory", "a", "directory"),
-    ("the-directory-itself", ".", "directory"),
-]
-
-
-@needs_posix
-@pytest.mark.parametrize("read", [walked, by_path], ids=["walking", "by-path"])
-@pytest.mark.parametrize(
-    ("path", "expected"),
-    [case[1:] for case in CONFINED_CASES],
-    ids=[case[0] for case in CONFINED_CASES],
-)
-def test_read_confined_follows_links_only_inside(
-    confined: Path, read: Any, path: str, expected: object
-) -> None:
-    """Links are followed while they stay inside the directory; anything else is refused."""
-    assert read(confined, path) == expected
-
-
-@needs_posix
-def test_read_confined_refuses_a_symbolic_link_loop(confined: Path) -> None:
-    """A link to itself ends the walk with the system's own ELOOP text, not a hang."""
-    result = read_confined(str(confined), "loop", 64)
-    assert result == ConfinedReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
-
-
-@needs_posix
-@pytest.mark.parametrize("read", [walked, by_path], ids=["walking", "by-path"])
-@pytest.mark.parametrize(
-    "path",
-    ["hidden/SKILL.md", "alias/SKILL.md", "hard-link.md"],
-    ids=["direct", "through-a-link", "hard-link"],
-)
-def test_read_confined_never_reaches_an_excluded_file_or_directory(
-    confined: Path, read: Any, path: str
-) -> None:
-    """Exclusions compare identities: another name, a link or a hard link is refused too."""
-    hidden = confined / "hidden"
-    excluded = (str(hidden), str(hidden / "SKILL.md"), str(confined / "nowhere"))
-    assert read(confined, path, excluded=excluded) == "excluded"
-    assert read(confined, "a/file.txt", excluded=excluded) == b"inside"
-    # An excluded directory closes everything below it.
-    assert read(confined, "alias/SKILL.md", excluded=(str(hidden),)) == "excluded"
-
-
-@needs_posix
-def test_read_confined_reports_the_walked_path_and_identity(confined: Path) -> None:
-    """The returned path has no links left in it and names the file that was read."""
-    result = read_confined(str(confined), "a/b/up.txt", 64)
-    assert isinstance(result, ConfinedFile)
-    assert result.path == os.path.join(os.path.realpath(confined), "a", "file.txt")
-    info = os.stat(confined / "a" / "file.txt")
-    assert result.identity == (info.st_dev, info.st_ino)
-
-
-def test_read_confined_applies_the_size_cap(tmp_path: Path) -> None:
-    """The cap is inclusive, and the size is reported when it is exceeded."""
-    (tmp_path / "edge.txt").write_bytes(b"x" * 64)
-    (tmp_path / "over.txt").write_bytes(b"x" * 65)
-    assert walked(tmp_path, "edge.txt") == b"x" * 64
-    assert read_confined(str(tmp_path), "over.txt", 64) == ConfinedReadError(
-        failure="too_large", size=65
-    )
-
-
-def test_read_confined_in_a_missing_directory_finds_nothing(tmp_path: Path) -> None:
-    """A skill directory that has vanished is "not found", not an exception."""
-    assert walked(tmp_path / "gone", "SKILL.md") == "not_found"
-
-
-def test_read_confined_finds_nothing_at_a_path_holding_a_nul(tmp_path: Path) -> None:
-    """A NUL can be in no file name: "not found", not the ValueError the system calls raise."""
-    assert read_confined(str(tmp_path), "a\0b", 64) == ConfinedReadError(failure="not_found")
-    assert read_confined(f"{tmp_path}\0x", "a", 64) == ConfinedReadError(failure="not_found")
-
-
-@needs_posix
-def test_read_confined_reports_permission_denied(tmp_path: Path) -> None:
-    """A directory on the way that may not be entered is "unreadable", with the reason."""
-    setup = """
-        locked = os.path.join(sys.argv[1], "locked")
-        os.makedirs(locked)
-        with open(os.path.join(locked, "file.txt"), "w") as handle:
-            handle.write("x")
-        os.chmod(locked, 0)
-    """
-    check = """
-        from acp_skills.fs import read_confined
-        print(read_confined(sys.argv[1], "locked/file.txt", 64))
-    """
-    assert run_unprivileged(setup, check, tmp_path) == (
-        "ConfinedReadError(failure='unreadable', size=0, detail='Permission denied')"
-    )
-
-
-@pytest.mark.anyio
-async def test_local_file_system_reads_confined_files_in_a_worker_thread(tmp_path: Path) -> None:
-    """The async method gives what the blocking function gives."""
-    (tmp_path / "a.txt").write_text("alpha")
-    result = await LocalFileSystem().read_confined(str(tmp_path), "a.txt", 64)
-    assert isinstance(result, ConfinedFile)
-    assert result.data == b"alpha"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -780,16 +781,58 @@ class CountingFileSystem:
         self.read_batches.append(len(paths))
         return await self.disk.read_files(paths, max_bytes)
 
-    async def read_and_parse(
-        self, paths: Sequence[str], max_bytes: int, digest: Callable[[bytes], T]
-    ) -> Sequence[T | FileReadError]:
-        self.calls["read_and_parse"] += 1
-        self.read_batches.append(len(paths))
-        return await self.disk.read_and_parse(paths, max_bytes, digest)
+
+async def test_discovery_leaves_process_wide_state_alone(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discovery never pauses, freezes or runs the garbage collector: that is the application's."""
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("the library touched the garbage collector")
+
+    for name in ("disable", "enable", "freeze", "collect"):
+        monkeypatch.setattr(gc, name, refuse)
+    for index in range(20):
+        write_skill(layout.user_dsh / f"u{index}" / "SKILL.md", f"u{index}")
+    registry = SkillRegistry()
+    registry.register_provider(layout.provider(fs=CountingFileSystem()))
+    assert len(await registry.list(at(layout.project))) == 20
+
+
+async def test_parsing_never_runs_inside_a_custom_filesystem_s_batch(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A custom filesystem only reads: the provider parses what its batch returned, after it."""
+    from acp_skills.frontmatter import parse_skill_file as parse
+
+    in_batch = False
+    parsed: list[bool] = []
+
+    def recording_parse(text: str, *, with_body: bool = True) -> object:
+        parsed.append(in_batch)
+        return parse(text, with_body=with_body)
+
+    class Batches(CountingFileSystem):
+        async def read_files(
+            self, paths: Sequence[str], max_bytes: int
+        ) -> Sequence[bytes | FileReadError]:
+            nonlocal in_batch
+            in_batch = True
+            try:
+                return await super().read_files(paths, max_bytes)
+            finally:
+                in_batch = False
+
+    monkeypatch.setattr("acp_skills._scan.parse_skill_file", recording_parse)
+    for index in range(3):
+        write_skill(layout.user_dsh / f"s{index}" / "SKILL.md", f"s{index}")
+    candidates = await layout.provider(fs=Batches()).list(at(layout.project))
+    assert len(candidates) == 3
+    assert parsed == [False, False, False]
 
 
 async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Layout) -> None:
-    """Listing 60 skills takes one listing per root and a single read-and-parse batch."""
+    """Listing 60 skills takes one listing per root and a single read batch."""
     for index in range(20):
         write_skill(layout.project_dsh / f"p{index}" / "SKILL.md", f"p{index}")
         write_skill(layout.user_dsh / f"u{index}.md", f"u{index}")
@@ -800,7 +843,7 @@ async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Lay
     candidates = await provider.list(at(layout.project))
 
     assert len(candidates) == 60
-    assert fs.calls == Counter(exists=1, list_dir=4, read_and_parse=1)
+    assert fs.calls == Counter(exists=1, list_dir=4, read_files=1)
     assert fs.read_batches == [60]
 
 

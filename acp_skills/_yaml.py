@@ -1,0 +1,237 @@
+"""YAML 1.2 core-schema loading for frontmatter: text in, a read-only mapping or a Problem out.
+
+Why not ``yaml.safe_load``? PyYAML implements YAML 1.1, where ``yes``, ``no``, ``on`` and ``off``
+are booleans, ``2024-01-01`` is a date and a repeated key silently overwrites the earlier one;
+skill authors expect YAML 1.2, and a flag read the wrong way can expose a skill to the model. So
+PyYAML only *composes* the text into nodes (in C, with LibYAML, when installed), tagged by core
+schema resolvers, and the values are built here: deeply read-only (``MappingProxyType``,
+tuples), duplicate keys refused, aliases and tags bounded. That is also about twice as fast as a
+full load, which matters when a thousand skills are discovered.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from .errors import Problem
+
+__all__ = ["load_frontmatter"]
+
+_TAG: Final = "tag:yaml.org,2002:"
+_STR, _NULL, _BOOL, _INT, _FLOAT, _SEQ, _MAP = (
+    _TAG + kind for kind in ("str", "null", "bool", "int", "float", "seq", "map")
+)
+# https://yaml.org/spec/1.2.2/#1032-tag-resolution, except that booleans accept any letter case,
+# as the contract asks. re.ASCII keeps IGNORECASE from matching look-alikes (U+017F for "s").
+_NULL_PATTERN: Final = re.compile(r"(?:~|null|Null|NULL|)\Z")
+_BOOL_PATTERN: Final = re.compile(r"(?:true|false)\Z", re.IGNORECASE | re.ASCII)
+_INT_PATTERN: Final = re.compile(r"(?:([-+]?[0-9]+)|0o([0-7]+)|0x([0-9a-fA-F]+))\Z", re.ASCII)
+_FLOAT_PATTERN: Final = re.compile(
+    r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?(?:\.inf|\.Inf|\.INF)|\.nan|\.NaN|\.NAN)\Z",
+    re.ASCII,
+)
+# First character of a plain scalar -> the patterns it may match, in order (int before float,
+# which also matches `12`). No timestamps (dates stay strings), no merge key, no `=` value.
+_RESOLVERS: Final[dict[str, list[tuple[str, re.Pattern[str]]]]] = {}
+for _tag, _pattern, _initials in (
+    (_NULL, _NULL_PATTERN, ["~", "n", "N", ""]),
+    (_BOOL, _BOOL_PATTERN, list("tTfF")),
+    (_INT, _INT_PATTERN, list("-+0123456789")),
+    (_FLOAT, _FLOAT_PATTERN, list("-+.0123456789")),
+):
+    for _initial in _initials:
+        _RESOLVERS.setdefault(_initial, []).append((_tag, _pattern))
+
+if TYPE_CHECKING:
+    _Parser = yaml.SafeLoader
+elif yaml.__with_libyaml__:
+    # LibYAML's parser and composer alone: the constructor and resolver CSafeLoader adds would
+    # be set up for every file and never used (a tenth of the cost of a small file).
+    from yaml.cyaml import CParser as _Parser
+else:
+    _Parser = yaml.SafeLoader
+
+
+class _CoreSchemaLoader(_Parser):
+    """Composes only, tagging plain scalars by the core schema (PyYAML's loaders untouched)."""
+
+    def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
+        """The tag of a node without an explicit one: a quoted scalar is always a string."""
+        if kind is ScalarNode:
+            if implicit[0]:
+                for tag, pattern in _RESOLVERS.get(value[:1], ()):
+                    if pattern.match(value):
+                        return tag
+            return _STR
+        return _SEQ if kind is SequenceNode else _MAP
+
+    def descend_resolver(self, current_node: Node | None, current_index: object) -> None:
+        """Nothing to track: there are no path resolvers."""
+
+    def ascend_resolver(self) -> None:
+        """Nothing to track: there are no path resolvers."""
+
+
+# Hostile or broken input becomes a problem, not a RecursionError or an exponential blow-up
+# ("billion laughs"). Real frontmatter is a handful of levels deep and a few dozen values large.
+_MAX_DEPTH: Final = 100
+_MAX_EXPANDED_VALUES: Final = 100_000
+_MISSING: Final = "frontmatter-missing"
+
+
+class _Refused(Exception):
+    """Raised while building values; becomes a ``yaml-invalid`` problem."""
+
+
+def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object] | Problem:
+    """The frontmatter as a deeply read-only mapping, or why it is not one.
+
+    Args:
+        source: The YAML text.
+        first_line: The file's line number of the first line of ``source``, for messages.
+    """
+    try:
+        loader = _CoreSchemaLoader(source)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+        if isinstance(root, MappingNode):
+            # The walker turns a `!!map` node into a mapping and refuses any other tag on it.
+            return _Walker(first_line).build(root, 0)[0]  # type: ignore[return-value]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = exc.problem or exc.context or "malformed YAML"
+        if mark is None:
+            return _invalid(what)
+        line = mark.line + first_line
+        return _invalid(f"{what} (line {line}, column {mark.column + 1})", line)
+    except yaml.YAMLError as exc:
+        return _invalid(str(exc).splitlines()[0])
+    except RecursionError:  # only the pure-Python composer recurses
+        return _invalid("nested too deeply")
+    except UnicodeEncodeError:  # LibYAML encodes to UTF-8 first: lone surrogates cannot be
+        return _invalid("the text contains unpaired surrogates")
+    except _Refused as exc:
+        return _invalid(str(exc))
+    if root is None:
+        return Problem(_MISSING, "missing frontmatter: the frontmatter block is empty")
+    found = "a list" if isinstance(root, SequenceNode) else "a single value"
+    return Problem(_MISSING, f"missing frontmatter: expected a mapping of fields, got {found}")
+
+
+def _invalid(reason: str, line: int | None = None) -> Problem:
+    return Problem("yaml-invalid", f"invalid YAML: {reason}", line)
+
+
+def _short(tag: str) -> str:
+    return "!!" + tag.removeprefix(_TAG) if tag.startswith(_TAG) else tag
+
+
+class _Walker:
+    """Turns a node graph into values. An alias makes one node appear in several places (or
+    inside itself: ``&a [*a]``): each collection is built once and reused, one met again while
+    being built is a cycle, and the size with every alias written out is bounded."""
+
+    __slots__ = ("_built", "_first_line", "_in_progress")
+
+    def __init__(self, first_line: int) -> None:
+        # id(node) -> (value, expanded size); the root keeps every node alive meanwhile.
+        self._built: dict[int, tuple[object, int]] = {}
+        self._in_progress: set[int] = set()
+        self._first_line = first_line
+
+    def at(self, node: Node) -> str:
+        mark = node.start_mark
+        return "" if mark is None else f" (line {mark.line + self._first_line})"
+
+    def build(self, node: Node, depth: int) -> tuple[object, int]:
+        """The value of a collection ``node`` and its expanded size (number of values)."""
+        key = id(node)
+        built = self._built.get(key)
+        if built is not None:
+            return built
+        if key in self._in_progress:
+            raise _Refused(f"an alias refers to the collection that contains it{self.at(node)}")
+        if depth >= _MAX_DEPTH:
+            raise _Refused(f"nested more than {_MAX_DEPTH} levels deep{self.at(node)}")
+        self._in_progress.add(key)
+        try:
+            if isinstance(node, SequenceNode) and node.tag == _SEQ:
+                result = self._sequence(node, depth)
+            elif isinstance(node, MappingNode) and node.tag == _MAP:
+                result = self._mapping(node, depth)
+            else:
+                raise _Refused(f"unsupported YAML tag {_short(node.tag)}{self.at(node)}")
+        finally:
+            self._in_progress.discard(key)
+        if result[1] > _MAX_EXPANDED_VALUES:
+            raise _Refused(
+                f"aliases expand to more than {_MAX_EXPANDED_VALUES} values{self.at(node)}"
+            )
+        self._built[key] = result
+        return result
+
+    def _value(self, node: Node, depth: int) -> tuple[object, int]:
+        if type(node) is ScalarNode:
+            return (node.value if node.tag == _STR else self._scalar(node)), 1
+        return self.build(node, depth + 1)
+
+    def _sequence(self, node: SequenceNode, depth: int) -> tuple[object, int]:
+        items: list[object] = []
+        size = 1
+        for child in node.value:
+            value, child_size = self._value(child, depth)
+            items.append(value)
+            size += child_size
+        return tuple(items), size
+
+    def _mapping(self, node: MappingNode, depth: int) -> tuple[object, int]:
+        result: dict[object, object] = {}
+        size = 1
+        for key_node, value_node in node.value:
+            if type(key_node) is not ScalarNode:
+                raise _Refused(f"a mapping key must be a single value{self.at(key_node)}")
+            key = key_node.value if key_node.tag == _STR else self._scalar(key_node)
+            # Python equality decides: `1`, `1.0` and `true` are one dict key, so they count as
+            # duplicates here although YAML would call them different.
+            if key in result:
+                raise _Refused(f"duplicate key {key!r}{self.at(key_node)}")
+            result[key], value_size = self._value(value_node, depth)
+            size += 1 + value_size
+        return MappingProxyType(result), size
+
+    def _scalar(self, node: ScalarNode) -> object:
+        """A scalar by its (resolved or explicit) tag, per the core schema."""
+        tag, text = node.tag, node.value
+        if tag == _NULL and _NULL_PATTERN.match(text):
+            return None
+        if tag == _BOOL and _BOOL_PATTERN.match(text):
+            return text[0] in "tT"
+        if tag == _INT and (match := _INT_PATTERN.match(text)):
+            decimal, octal, hexadecimal = match.groups()
+            try:
+                if decimal is not None:
+                    return int(decimal)
+                return int(octal, 8) if octal is not None else int(hexadecimal, 16)
+            except ValueError:  # over 4300 decimal digits (CVE-2020-10735)
+                raise _Refused(f"integer too long{self.at(node)}") from None
+        if tag == _FLOAT and _FLOAT_PATTERN.match(text):
+            special = text.lstrip("+-").lower()
+            if special == ".inf":
+                return -math.inf if text.startswith("-") else math.inf
+            return math.nan if special == ".nan" else float(text)
+        if tag == _STR:
+            return text
+        if tag not in (_NULL, _BOOL, _INT, _FLOAT):
+            raise _Refused(f"unsupported YAML tag {_short(tag)}{self.at(node)}")
+        # Only an explicit tag gets here, e.g. `!!bool yes` or `!!int 1_000`.
+        raise _Refused(f"{text!r} is not a valid {_short(tag)} value{self.at(node)}")

@@ -1,0 +1,317 @@
+"""Race-free reads inside one directory: a skill's resource files, never anything outside.
+
+    read_confined(directory, path, max_bytes)   `ConfinedFile`, or a `ConfinedReadError`
+    read_descriptor(fd, max_bytes)              the one routine that reads a file's bytes
+
+Checking a resolved path and then opening it leaves a window in which an intermediate directory
+can be swapped for a symbolic link to anywhere. So the walk opens one component at a time, each
+relative to the descriptor of the directory before it, and never lets the kernel follow a link
+(O_NOFOLLOW). A link met on the way is resolved here instead, like the kernel would, but against
+the confined directory: a relative target continues from where the link is (its ``..`` may climb
+back up, never above the directory), an absolute target must lead back inside. Every byte
+returned comes from a descriptor reached from the directory's own, whatever was renamed or
+swapped meanwhile; a path that vanishes or changes mid-walk is a plain failure, never an
+exception.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias
+
+__all__ = [
+    "OPEN_FLAGS",
+    "ConfinedFile",
+    "ConfinedReadError",
+    "ConfinedReadFailure",
+    "read_confined",
+    "read_descriptor",
+]
+
+ConfinedReadFailure: TypeAlias = Literal[
+    "outside",
+    "excluded",
+    "not_found",
+    "directory",
+    "not_regular",
+    "too_large",
+    "grew",
+    "changed",
+    "unreadable",
+]
+"""Why a read returned no file (the refusal's code); see `ConfinedReadError`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfinedFile:
+    """A file `read_confined` read from inside its directory.
+
+    Attributes:
+        path: The directory's real path joined with the path walked inside it (absolute, with
+            no symbolic link left in it).
+        data: The file's bytes.
+        identity: Its ``(st_dev, st_ino)``, to tell later whether ``path`` still names it.
+    """
+
+    path: str
+    data: bytes
+    identity: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfinedReadError:
+    """Why a read returned no file.
+
+    Attributes:
+        failure: ``outside`` (a link, or ``..``, leads out of the directory), ``excluded`` (the
+            path reaches something the caller excluded), ``not_found`` (nothing there, or it
+            vanished during the walk), ``directory``, ``not_regular`` (a FIFO, a socket, a
+            device), ``too_large``, ``grew`` (past the cap while being read), ``changed`` (the
+            file the path names changed while being opened) or ``unreadable`` (the system
+            refused; see ``detail``).
+        size: The file's size, for ``too_large``.
+        detail: The system's explanation, for ``unreadable``.
+    """
+
+    failure: ConfinedReadFailure
+    size: int = 0
+    detail: str = ""
+
+
+# O_NONBLOCK: a FIFO swapped in for a file cannot hang open(); O_BINARY (Windows): no newline
+# translation.
+OPEN_FLAGS: Final = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_BINARY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+# Smallest read request; it also bounds how far past the cap a growing file is read.
+_CHUNK: Final = 8192
+
+
+def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | ConfinedReadError:
+    """Read an opened file whole, once it is known to be a regular file within the cap.
+
+    Raises:
+        OSError: ``fstat`` or a read failed.
+    """
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        return ConfinedReadError(failure="directory")
+    if not stat.S_ISREG(info.st_mode):
+        return ConfinedReadError(failure="not_regular")
+    if info.st_size > max_bytes:
+        return ConfinedReadError(failure="too_large", size=info.st_size)
+    # The first request asks for more than fstat's size: when exactly that many bytes come
+    # back, the read stopped at the end, so the usual case costs one call (a second "is that
+    # all?" read adds a fifth to a large discovery). Asking for max_bytes up front would
+    # allocate a megabyte per file.
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        request = max(info.st_size + 1 - total, _CHUNK)
+        chunk = os.read(fd, request)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > max_bytes:
+            return ConfinedReadError(failure="grew")
+        if total == info.st_size and len(chunk) < request:
+            break
+    return info, b"".join(chunks)
+
+
+def read_confined(
+    directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
+) -> ConfinedFile | ConfinedReadError:
+    """Read the file at ``path`` inside ``directory``, never anything outside it.
+
+    Blocking: run it in a worker thread (`LocalFileSystem.read_confined` does). ``directory``
+    itself may be reached through links; inside it, links are followed only while they stay
+    inside, even when the tree changes during the read.
+
+    Args:
+        directory: The confining directory (absolute).
+        path: A path relative to it, ``/``-separated (``.`` and empty segments are ignored).
+        max_bytes: The largest file accepted.
+        excluded: Files and directories the read must not reach even inside ``directory``
+            (compared by identity, so another name or a hard link is refused too).
+    """
+    if "\0" in directory or "\0" in path:
+        return ConfinedReadError(failure="not_found")  # no file name holds a NUL
+    root = os.path.realpath(directory)
+    identities = _identities(excluded)
+    if _WALKS_FROM_DESCRIPTORS:
+        return _read_by_walking(root, path, max_bytes, identities)
+    return _read_by_path(root, path, max_bytes, identities)
+
+
+# The root is opened following links (a skill directory may be a link), non-blocking.
+_ROOT_FLAGS: Final = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+_NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_SEPARATORS: Final = re.compile("[/\\\\]" if os.altsep is not None else "/")
+_MAX_SYMBOLIC_LINKS: Final = 40  # as many as Linux resolves in one path before ELOOP
+# Windows has neither openat() nor O_NOFOLLOW: there the read falls back to `_read_by_path`.
+_WALKS_FROM_DESCRIPTORS: Final = (
+    os.open in os.supports_dir_fd
+    and os.readlink in os.supports_dir_fd
+    and hasattr(os, "O_NOFOLLOW")
+    and hasattr(os, "O_DIRECTORY")
+)
+
+
+def _read_by_walking(
+    root: str, path: str, max_bytes: int, excluded: frozenset[tuple[int, int]]
+) -> ConfinedFile | ConfinedReadError:
+    try:
+        root_fd = os.open(root, _ROOT_FLAGS)
+    except (FileNotFoundError, NotADirectoryError):
+        return ConfinedReadError(failure="not_found")
+    except OSError as exc:
+        return _unreadable(exc)
+    names: list[str] = []  # names[i] is the entry opened as fds[i + 1]; fds[0] is the root
+    fds: list[int] = [root_fd]
+    pending = _segments(path)[::-1]  # a stack: the next segment is last
+    links = 0
+    try:
+        while pending:
+            name = pending.pop()
+            if name == "..":
+                if not names:
+                    return ConfinedReadError(failure="outside")
+                names.pop()
+                os.close(fds.pop())
+                continue
+            flags = (OPEN_FLAGS if not pending else _ROOT_FLAGS) | _NO_FOLLOW
+            try:
+                fd = os.open(name, flags, dir_fd=fds[-1])
+            except OSError as exc:
+                target = _link_target(name, fds[-1])
+                if target is None:
+                    return _open_failure(exc)
+                links += 1
+                if links > _MAX_SYMBOLIC_LINKS:
+                    return ConfinedReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
+                if os.path.isabs(target):
+                    inside = _relative_inside(root, target)
+                    if inside is None:
+                        return ConfinedReadError(failure="outside")
+                    while names:
+                        names.pop()
+                        os.close(fds.pop())
+                    target = inside
+                pending.extend(_segments(target)[::-1])
+                continue
+            fds.append(fd)
+            names.append(name)
+            if _identity(os.fstat(fd)) in excluded:
+                return ConfinedReadError(failure="excluded")
+        read = read_descriptor(fds[-1], max_bytes)
+    except OSError as exc:
+        return _unreadable(exc)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if isinstance(read, ConfinedReadError):
+        return read
+    info, data = read
+    return ConfinedFile(path=os.path.join(root, *names), data=data, identity=_identity(info))
+
+
+def _read_by_path(
+    root: str, path: str, max_bytes: int, excluded: frozenset[tuple[int, int]]
+) -> ConfinedFile | ConfinedReadError:
+    """Where descriptors cannot be walked: resolve, open, then prove the opened file is the
+    one the resolved path names (same identity, same real path) after the read."""
+    target = os.path.realpath(os.path.join(root, *_segments(path)))
+    inside = _relative_inside(root, target)
+    if inside is None:
+        return ConfinedReadError(failure="outside")
+    directory = root
+    for name in _segments(inside):
+        directory = os.path.join(directory, name)
+        try:
+            if _identity(os.stat(directory)) in excluded:
+                return ConfinedReadError(failure="excluded")
+        except OSError:
+            break  # the open below reports what is missing
+    try:
+        fd = os.open(target, OPEN_FLAGS)
+    except OSError as exc:
+        return _open_failure(exc)
+    try:
+        read = read_descriptor(fd, max_bytes)
+        if isinstance(read, ConfinedReadError):
+            return read
+        info, data = read
+        if os.path.realpath(target) != target or _identity(os.stat(target)) != _identity(info):
+            return ConfinedReadError(failure="changed")
+    except FileNotFoundError:
+        return ConfinedReadError(failure="changed")
+    except OSError as exc:
+        return _unreadable(exc)
+    finally:
+        os.close(fd)
+    return ConfinedFile(path=target, data=data, identity=_identity(info))
+
+
+def _segments(path: str) -> list[str]:
+    return [segment for segment in _SEPARATORS.split(path) if segment not in ("", ".")]
+
+
+def _relative_inside(root: str, target: str) -> str | None:
+    """``target`` relative to ``root`` once resolved, or None when outside. Only a proposal of
+    where to continue: the walk opens what it names again, one confined component at a time."""
+    resolved = os.path.realpath(target)
+    try:
+        if os.path.commonpath([root, resolved]) != root:
+            return None
+    except ValueError:  # different drives on Windows
+        return None
+    return os.path.relpath(resolved, root)
+
+
+def _link_target(name: str, dir_fd: int) -> str | None:
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        return None  # not a symbolic link (or gone): the open's own error stands
+
+
+def _open_failure(exc: OSError) -> ConfinedReadError:
+    if isinstance(exc, FileNotFoundError | NotADirectoryError):
+        return ConfinedReadError(failure="not_found")
+    if exc.errno in (errno.ELOOP, errno.EMLINK):
+        # O_NOFOLLOW met a link, yet it was no link by the time it was looked at.
+        return ConfinedReadError(failure="changed")
+    return _unreadable(exc)
+
+
+def _unreadable(exc: OSError) -> ConfinedReadError:
+    return ConfinedReadError(failure="unreadable", detail=exc.strerror or str(exc))
+
+
+def _identity(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
+
+
+def _identities(paths: Collection[str]) -> frozenset[tuple[int, int]]:
+    found = set()
+    for path in paths:
+        try:
+            found.add(_identity(os.stat(path)))
+        except (OSError, ValueError):
+            continue  # nothing there: nothing to protect
+    return frozenset(found)
