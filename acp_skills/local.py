@@ -289,11 +289,13 @@ class LocalSkillProvider:
     @property
     def watch_mode(self) -> str:
         """How the roots are watched: ``native``, ``polling``, ``failed``, ``starting`` or
-        ``off`` (not watching: ``watch=False``, not registered, or closed)."""
+        ``off`` (not watching: ``watch=False``, no lookup while registered yet, or closed)."""
         return "off" if self._watch is None else self._watch.mode
 
     def on_register(self, handle: ProviderHandle) -> None:
-        """Invalidate ``handle`` whenever a relevant change is seen on disk (registry hook)."""
+        """Invalidate ``handle`` whenever a relevant change is seen on disk (registry hook).
+
+        Starts nothing: watching starts with the first lookup while registered."""
         if self._watch is not None:
             self._watch.attach(handle)
 
@@ -306,7 +308,8 @@ class LocalSkillProvider:
         """Whether the registry may cache what `list` returned for ``options`` (registry hook).
 
         Without watching, yes (as before live reload: an explicit invalidation refreshes). While
-        watching, only when the roots for ``options.cwd`` are being watched right now.
+        watching, only when the roots for ``options.cwd`` are watched, or are being set up to
+        be (an invalidation follows as soon as they are), and watching has not failed.
         """
         return self._watch is None or self._watch.vouches_for(options.cwd)
 
@@ -392,8 +395,9 @@ class LocalSkillProvider:
         """Discover the skills for ``options.cwd`` and report everything met (nothing logged)."""
         roots = await self.roots(options)
         if self._watch is not None:
-            # Watched before scanning, so nothing that changes after the scan goes unseen.
-            await self._watch.cover(
+            # Not waited for: a change before the watch is live is caught by the invalidation
+            # that follows it going live.
+            self._watch.cover(
                 options.cwd,
                 [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES],
             )
