@@ -1,23 +1,11 @@
 """Live reload: a local provider's skill roots, watched with ``watchfiles.watch``.
 
-A `RootWatch` belongs to one `LocalSkillProvider` and starts nothing when made. The provider's
-first lookup while registered starts one thread (``acp-skills watcher``); disposing of the last
-registration, closing the provider or its being collected ends it. The thread follows two
-watches, the fixed roots' and the project roots' (so watching one more project never reopens a
-watch of a thousand bundles), each directory non-recursively: every existing root at its
-resolved path (and the directory holding it, when it is a link), every bundle directory in it,
-the nearest existing ancestor of a root that does not exist yet, and the directory holding the
-target of a linked flat skill or ``SKILL.md``.
-
-A batch of changes `is_relevant_change` accepts invalidates the registrations, at most once per
-`DEBOUNCE_MS`. A change to what must be watched (a bundle added) reopens the watch, and the
-registrations are invalidated once more when the new one is live. Setting up a watch never
-holds up a lookup: the lookup scans meanwhile, and its answer is dropped by one invalidation as
-soon as a watch covering it is live, so whatever changed during the set-up is seen then.
-
-A thread rather than a task: the provider has no event loop of its own (its registry may serve
-several) and ``invalidate()`` may be called from any thread. It holds no reference to the
-provider, and it is a daemon, so a program that forgets to close the provider still exits.
+A `RootWatch` starts nothing when made: its provider's first lookup while registered starts one
+thread (``acp-skills watcher``; the provider has no event loop of its own), which ends when the
+last registration is disposed or the provider is closed or collected. Changes that
+`is_relevant_change` accepts in what `plan_watches` chose invalidate the registrations. Opening
+a watch never holds up a lookup: one invalidation as soon as a watch covering the lookup is live
+drops its answer, so nothing that changed meanwhile is missed.
 """
 
 from __future__ import annotations
@@ -29,7 +17,6 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
 
 import structlog
@@ -54,7 +41,6 @@ _REMEMBERED_PROJECTS: Final = 4 * MAX_WATCHED_PROJECTS  # for re-planning after 
 _REMEMBERED_CWDS: Final = 1024  # for `cacheable`
 _RETRY_SECONDS: Final = (0.5, 10.0)  # a failed watch is retried after this, doubling up to that
 _MAX_REPLANS: Final = 5  # directories kept appearing while a watch was being opened
-_LOGGED_PATHS: Final = 20
 
 Mode = Literal["off", "starting", "native", "polling", "failed"]
 _HEALTHY: Final = ("native", "polling")
@@ -79,8 +65,7 @@ def is_relevant_change(
     return len(relative) == 2 and relative[1] == SKILL_FILE_NAME
 
 
-@dataclass(frozen=True, slots=True)
-class WatchedRoot:
+class WatchedRoot(NamedTuple):
     """A skills root to watch: its absolute path as scanned, and whether it skips ``.system``."""
 
     path: str
@@ -88,9 +73,8 @@ class WatchedRoot:
 
 
 class _Role(NamedTuple):
-    """What a watched directory's entries mean: it is ``below`` a root (``()`` for the root
-    itself, which holds ``bundles``; ``(bundle,)`` for a bundle), or only its entry ``only``
-    matters (the next step towards a missing root, a root that is a link, a link's target)."""
+    """What a watched directory's entries mean: it is ``below`` a root (``()``: the root, with
+    ``bundles``; ``(bundle,)``), or only its entry ``only`` matters (a step towards a root)."""
 
     below: tuple[str, ...] = ()
     skips_system: bool = False
@@ -102,7 +86,10 @@ WatchPlan = dict[str, frozenset[_Role]]
 
 
 def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
-    """Decide which directories (resolved) to watch for ``roots`` as they are on disk now."""
+    """Decide which directories to watch, non-recursively, for ``roots`` as they are now: every
+    existing root at its resolved path (and the directory holding it, when it is a link), every
+    bundle directory in it, the nearest existing ancestor of a missing root, and the directory
+    holding the target of a linked flat skill or ``SKILL.md``."""
     plan: dict[str, set[_Role]] = {}
 
     def add(path: str, role: _Role) -> None:
@@ -138,7 +125,11 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
         for entry in entries:
             if root.skips_system and entry.name == ".system":
                 continue
-            if _is_dir(entry):
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
                 bundles.append(entry.name)
                 bundle = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
                 # A directory, as scandir just said: only whether it can be watched is left.
@@ -154,13 +145,6 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
 
 def _is_watchable(directory: str) -> bool:
     return os.path.isdir(directory) and os.access(directory, os.R_OK | os.X_OK)
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
 
 
 def _judge(plan: WatchPlan, change: Change, path: str) -> tuple[bool, bool]:
@@ -180,53 +164,43 @@ def _judge(plan: WatchPlan, change: Change, path: str) -> tuple[bool, bool]:
     return False, False
 
 
-def _polling_forced() -> bool:
-    # watchfiles' own switch, read here too so that `mode` can say "polling".
-    value = os.environ.get("WATCHFILES_FORCE_POLLING", "")
-    return bool(value) and value.lower() not in ("false", "disable", "disabled")
-
-
 class _Watch:
     """One `watchfiles.watch` of a plan's directories, live once constructed."""
 
-    def __init__(self, plan: WatchPlan, stop: threading.Event, wait_ms: int, polling: bool):
-        self.plan, self.mode = plan, "polling" if polling else "native"
+    def __init__(self, plan: WatchPlan, stop: threading.Event, *, polling: bool):
+        self.plan: WatchPlan = plan
+        self.mode: Mode = "polling" if polling else "native"
         self._changes: Generator[_Batch, None, None] = watch(
             *sorted(plan),
             watch_filter=None,  # every change is judged against the plan
             debounce=DEBOUNCE_MS,
-            step=min(STEP_MS, wait_ms),
+            step=STEP_MS,
             stop_event=stop,
-            rust_timeout=wait_ms,
+            rust_timeout=STEP_MS,  # back every step when quiet, to look for new projects
             yield_on_timeout=True,
             debug=False,  # stdout may be the protocol
-            raise_interrupt=False,
             force_polling=True if polling else None,
             poll_delay_ms=POLL_DELAY_MS,
             recursive=False,
-            ignore_permission_denied=False,
         )
+        self.close = self._changes.close
         # The generator opens the watch in its first step, so this returns once it is live.
         self._first = next(self._changes, None)
 
     def next(self) -> _Batch:
-        """The next batch of changes, empty after ``wait_ms`` without one or once stopped."""
+        """The next batch of changes, empty after a quiet step or once stopped."""
         batch, self._first = self._first, None
         return batch if batch is not None else next(self._changes, set())
 
-    def close(self) -> None:
-        self._changes.close()
-
 
 class _State:
-    """What the thread shares with the provider's side, under ``lock`` (and no reference to the
-    provider, so that one nobody closed can be collected)."""
+    """What the thread shares with the provider's side, under ``lock`` (never the provider)."""
 
     def __init__(self, fixed_roots: Sequence[WatchedRoot], max_projects: int) -> None:
-        self.lock = threading.Lock()
+        self.lock, self.stop = threading.Lock(), threading.Event()
         self.fixed_roots, self.max_projects = tuple(fixed_roots), max_projects
-        # Projects seen, least recently listed first; those watched; `version` counts changes
-        # to `wanted`; what the live watch covers.
+        # Projects seen (least recently listed first), those watched, a count of changes to
+        # those, and those the live watch covers.
         self.recent: OrderedDict[_Project, tuple[WatchedRoot, ...]] = OrderedDict()
         self.wanted: dict[_Project, tuple[WatchedRoot, ...]] = {}
         self.version = 0
@@ -235,31 +209,20 @@ class _State:
         self.mode: Mode = "off"
         # A lookup was answered before a watch covering it was live: invalidate once one is.
         self.unseen = False
-        self.stop = threading.Event()
         self.thread: threading.Thread | None = None
 
     def shut_down(self) -> None:
         self.stop.set()
 
 
-@dataclass(slots=True)
-class _Group:
-    """The roots one watch covers: the fixed roots, or the watched projects'."""
-
-    projects: bool
-    wait_ms: int  # the fixed roots' watch sets the thread's pace
-    watch: _Watch | None = None
-    version: int = -1  # the `_State.version` it covers
-    covers: frozenset[_Project] = frozenset()
-    replan_at: float = math.inf
-
-
 class _Loop:
-    """The body of the watcher thread."""
+    """The body of the watcher thread: one watch of the fixed roots and the watched projects'."""
 
-    def __init__(self, state: _State, on_change: Callable[[], None]) -> None:
+    def __init__(self, state: _State, on_change: weakref.WeakMethod[Callable[[], None]]):
         self._state, self._stop, self._on_change = state, state.stop, on_change
-        self._groups = (_Group(False, STEP_MS), _Group(True, 1))
+        self._watch: _Watch | None = None
+        self._version = -1  # the `_State.version` the watch covers
+        self._replan_at = math.inf
         self._told_polling = self._pending = False
         self._last_told = -math.inf
 
@@ -268,41 +231,39 @@ class _Loop:
         try:
             while not self._stop.is_set():
                 try:
-                    for group in self._groups:
-                        self._step(group)
-                    self._publish()
+                    self._step()
                     delay = _RETRY_SECONDS[0]
                 except Exception as error:
-                    self._close_all()
+                    self._close()
                     self._failed(error)
                     self._stop.wait(delay)
                     delay = min(delay * 2, _RETRY_SECONDS[1])
                 self._tell()
         finally:
-            self._close_all()
+            self._close()
             with self._state.lock:
                 if self._state.thread in (None, threading.current_thread()):  # not replaced
                     self._state.mode, self._state.active = "off", frozenset()
             _log.debug("skill_watch_stopped")
 
-    def _step(self, group: _Group) -> None:
-        """Reopen the group's watch if it must cover something new, then judge its next batch."""
+    def _step(self) -> None:
+        """Reopen the watch if it must cover something new, then judge its next batch."""
         state = self._state
         with state.lock:
-            version, wanted = (state.version, dict(state.wanted)) if group.projects else (0, {})
+            version, wanted = state.version, dict(state.wanted)
         now = time.monotonic()
-        if group.version != version or now >= group.replan_at:
-            fixed = () if group.projects else state.fixed_roots
-            self._reopen(group, [*fixed, *(root for roots in wanted.values() for root in roots)])
-            group.version, group.covers, group.replan_at = version, frozenset(wanted), math.inf
-        if group.watch is None:
-            self._stop.wait(group.wait_ms / 1000)
+        if self._version != version or now >= self._replan_at:
+            self._reopen([*state.fixed_roots, *(r for roots in wanted.values() for r in roots)])
+            self._version, self._replan_at = version, math.inf
+            self._publish(frozenset(wanted))
+        if self._watch is None:
+            self._stop.wait(STEP_MS / 1000)
             return
-        batch = group.watch.next()
-        judged = [_judge(group.watch.plan, change, path) for change, path in batch]
+        batch = self._watch.next()
+        judged = [_judge(self._watch.plan, change, path) for change, path in batch]
         relevant, structural = any(r for r, _ in judged), any(s for _, s in judged)
         if batch:
-            paths = sorted(path for _, path in batch)[:_LOGGED_PATHS]
+            paths = sorted(path for _, path in batch)[:20]
             _log.debug("skill_watch_changes", relevant=relevant, changes=len(batch), paths=paths)
         if relevant:
             self._pending = True
@@ -313,17 +274,16 @@ class _Loop:
                     state.version += 1
         if structural:
             # A little later, so the lookups this change causes do not compete with reopening.
-            group.replan_at = min(group.replan_at, now + DEBOUNCE_MS / 1000)
+            self._replan_at = min(self._replan_at, now + DEBOUNCE_MS / 1000)
 
-    def _reopen(self, group: _Group, roots: Sequence[WatchedRoot]) -> None:
-        """Watch ``roots`` as they are now. A replaced watch is closed once the new one is
-        live; what it had not reported yet counts as a change."""
+    def _reopen(self, roots: Sequence[WatchedRoot]) -> None:
+        """Watch ``roots`` as they are now; a replaced watch's unreported changes count."""
         for _ in range(_MAX_REPLANS):
-            plan, old = plan_watches(roots), group.watch
+            plan, old = plan_watches(roots), self._watch
             if plan == (old.plan if old is not None else {}):
                 return
             try:
-                group.watch = self._open(plan, group.wait_ms) if plan else None
+                self._watch = self._open(plan) if plan else None
             except FileNotFoundError:
                 continue  # a directory went away since it was planned
             if old is not None:
@@ -331,10 +291,12 @@ class _Loop:
                 self._pending = True
         raise RuntimeError("the directories to watch kept changing")
 
-    def _open(self, plan: WatchPlan, wait_ms: int) -> _Watch:
-        forced = _polling_forced()
+    def _open(self, plan: WatchPlan) -> _Watch:
+        # watchfiles' own switch, read here too so that `mode` can say "polling".
+        switch = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower()
+        forced = switch not in ("", "false", "disable", "disabled")
         try:
-            return _Watch(plan, self._stop, wait_ms, polling=forced)
+            return _Watch(plan, self._stop, polling=forced)
         except FileNotFoundError:
             raise
         except (OSError, RuntimeError) as error:
@@ -345,33 +307,29 @@ class _Loop:
             self._told_polling = True
             reason = f"native file watching is unavailable ({error})"
             log("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
-        return _Watch(plan, self._stop, wait_ms, polling=True)
+        return _Watch(plan, self._stop, polling=True)
 
-    def _close_all(self) -> None:
-        for group in self._groups:
-            if group.watch is not None:
-                group.watch.close()
-            group.watch, group.version, group.covers = None, -1, frozenset()
+    def _close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+        self._watch, self._version = None, -1
 
-    def _publish(self) -> None:
+    def _publish(self, projects: frozenset[_Project]) -> None:
         """Tell the provider's side what is watched; catch up on lookups answered before."""
-        watches = [group.watch for group in self._groups if group.watch is not None]
-        mode: Mode = "polling" if any(w.mode == "polling" for w in watches) else "native"
-        projects, state = self._groups[1], self._state
+        mode: Mode = self._watch.mode if self._watch is not None else "native"
+        state = self._state
         with state.lock:
-            previous, state.mode, state.active = state.mode, mode, projects.covers
-            if state.unseen and projects.version == state.version:
+            previous, state.mode, state.active = state.mode, mode, projects
+            if state.unseen and self._version == state.version:
                 state.unseen, self._pending = False, True
-        if previous == mode:
-            return
-        directories = sum(len(w.plan) for w in watches)
+        directories = len(self._watch.plan) if self._watch is not None else 0
         self._told_polling = self._told_polling and mode == "polling"
         if previous == "failed":
             self._pending = True  # every session catches up
             _log.info("skill_watch_recovered", mode=mode, directories=directories)
-        elif previous == "polling":
+        elif previous == "polling" and mode == "native":
             _log.info("skill_watch_native", directories=directories)
-        else:
+        elif previous != mode:
             _log.debug("skill_watch_started", mode=mode, directories=directories)
 
     def _failed(self, error: Exception) -> None:
@@ -380,24 +338,22 @@ class _Loop:
         reason = f"{type(error).__name__}: {error}"
         if previous == "failed":
             _log.debug("skill_watch_failed", reason=reason)
-            return
-        consequence = "skill catalogs are not cached until watching recovers"
-        _log.warning("skill_watch_failed", reason=reason, consequence=consequence)
-        self._changed()  # what was cached can no longer be vouched for
+        else:
+            consequence = "skill catalogs are not cached until watching recovers"
+            _log.warning("skill_watch_failed", reason=reason, consequence=consequence)
+            self._tell(now=True)  # what was cached can no longer be vouched for
 
-    def _tell(self) -> None:
-        """Invalidate if a change is pending, at most once per `DEBOUNCE_MS`: the first change
-        after a quiet spell at once, a burst's last one after it ends."""
-        now = time.monotonic()
-        if self._pending and now - self._last_told >= DEBOUNCE_MS / 1000:
-            self._pending, self._last_told = False, now
-            self._changed()
-
-    def _changed(self) -> None:
-        try:
-            self._on_change()
-        except Exception as error:
-            _log.warning("skill_watch_invalidate_failed", error=repr(error))
+    def _tell(self, *, now: bool = False) -> None:
+        """Invalidate ``now``, or if a change is pending, at most once per `DEBOUNCE_MS`: the
+        first change after a quiet spell at once, a burst's last one after it ends."""
+        moment = time.monotonic()
+        if now or (self._pending and moment - self._last_told >= DEBOUNCE_MS / 1000):
+            self._pending, self._last_told = now and self._pending, moment
+            try:
+                if (invalidate := self._on_change()) is not None:
+                    invalidate()
+            except Exception as error:
+                _log.warning("skill_watch_invalidate_failed", error=repr(error))
 
 
 class RootWatch:
@@ -431,16 +387,21 @@ class RootWatch:
     def detach(self, handle: ProviderHandle) -> None:
         """Stop invalidating ``handle``; the last one detached stops the thread."""
         self._handles = [kept for kept in self._handles if kept is not handle]
-        if not self._handles:
-            self._stop_thread()
+        if self._handles:
+            return
+        with self._state.lock:
+            thread, self._state.thread = self._state.thread, None
+            self._state.stop.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
 
     def close(self) -> None:
         """Stop watching for good, waiting for the thread; the registrations are invalidated
         once more, as nothing is vouched for any longer. Idempotent."""
         if not self._closed:
-            self._closed = True
-            self._stop_thread()
-            handles, self._handles = self._handles, []
+            self._closed, handles = True, self._handles
+            for handle in handles:
+                self.detach(handle)  # the last one stops the thread
             for handle in handles:
                 handle.invalidate()
 
@@ -465,7 +426,11 @@ class RootWatch:
                     state.wanted[project] = tuple(project_roots)
                     state.version += 1
             if state.thread is None or not state.thread.is_alive():
-                self._start_thread()
+                state.stop, state.mode, state.unseen = threading.Event(), "starting", False
+                state.active = frozenset()
+                run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
+                state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
+                state.thread.start()
             covered = state.mode in _HEALTHY and (
                 project in state.active or project not in state.wanted
             )
@@ -477,35 +442,8 @@ class RootWatch:
         state = self._state
         with state.lock:
             project = state.cwd_projects.get(cwd or None)
-            if state.mode not in ("starting", *_HEALTHY) or project is None:
-                return False
-            return not project or project in state.wanted
-
-    def _start_thread(self) -> None:
-        # With the lock held.
-        invalidate = weakref.WeakMethod(self._invalidate)
-
-        def on_change() -> None:
-            if (method := invalidate()) is not None:
-                method()
-
-        state = self._state
-        state.stop, state.mode, state.active, state.unseen = (
-            threading.Event(),
-            "starting",
-            frozenset(),
-            False,
-        )
-        run = _Loop(state, on_change).run
-        state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
-        state.thread.start()
-
-    def _stop_thread(self) -> None:
-        with self._state.lock:
-            thread, self._state.thread = self._state.thread, None
-            self._state.stop.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+            watching = state.mode in ("starting", *_HEALTHY) and project is not None
+            return watching and (not project or project in state.wanted)
 
     def _invalidate(self) -> None:
         for handle in tuple(self._handles):
