@@ -394,14 +394,17 @@ class LocalSkillProvider:
     async def discover(self, options: SkillLookupOptions) -> LocalDiscovery:
         """Discover the skills for ``options.cwd`` and report everything met (nothing logged)."""
         roots = await self.roots(options)
-        if self._watch is not None:
-            # Not waited for: a change before the watch is live is caught by the invalidation
-            # that follows it going live.
-            self._watch.cover(
-                options.cwd,
-                [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES],
-            )
-        return await self.scan(roots)
+        if self._watch is None:
+            return await self.scan(roots)
+        # Never waited for: a lookup answered before its watch is live is caught up on by one
+        # invalidation as soon as it is.
+        self._watch.cover(
+            options.cwd,
+            [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES],
+        )
+        discovery = await self.scan(roots)
+        self._watch.start()
+        return discovery
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
         """The problems a discovery for ``options.cwd`` meets now (`SkillRegistry.diagnose`)."""

@@ -344,8 +344,7 @@ class _Loop:
             self._tell(now=True)  # what was cached can no longer be vouched for
 
     def _tell(self, *, now: bool = False) -> None:
-        """Invalidate ``now``, or if a change is pending, at most once per `DEBOUNCE_MS`: the
-        first change after a quiet spell at once, a burst's last one after it ends."""
+        """Invalidate ``now``, or for pending changes at most once per `DEBOUNCE_MS`."""
         moment = time.monotonic()
         if now or (self._pending and moment - self._last_told >= DEBOUNCE_MS / 1000):
             self._pending, self._last_told = now and self._pending, moment
@@ -360,16 +359,12 @@ class RootWatch:
     """Watches a local provider's roots and invalidates its registrations on relevant changes.
 
     The provider calls `attach` / `detach` from its ``on_register`` / ``on_dispose`` hooks,
-    `cover` at the start of every lookup, `vouches_for` from ``cacheable``, and `close`.
-    ``max_projects`` (at least 1) bounds the projects watched at once.
+    `cover` before every scan and `start` after it, `vouches_for` from ``cacheable``, and
+    `close`. At most `MAX_WATCHED_PROJECTS` projects are watched at once.
     """
 
-    def __init__(
-        self, fixed_roots: Sequence[WatchedRoot], *, max_projects: int = MAX_WATCHED_PROJECTS
-    ) -> None:
-        if max_projects < 1:
-            raise ValueError(f"max_projects must be at least 1, got {max_projects!r}")
-        self._state = _State(fixed_roots, max_projects)
+    def __init__(self, fixed_roots: Sequence[WatchedRoot]) -> None:
+        self._state = _State(fixed_roots, MAX_WATCHED_PROJECTS)
         self._handles: list[ProviderHandle] = []
         self._closed = False
         weakref.finalize(self, self._state.shut_down)
@@ -396,8 +391,7 @@ class RootWatch:
             thread.join()
 
     def close(self) -> None:
-        """Stop watching for good, waiting for the thread; the registrations are invalidated
-        once more, as nothing is vouched for any longer. Idempotent."""
+        """Stop watching for good and invalidate once more (nothing is vouched for). Idempotent."""
         if not self._closed:
             self._closed, handles = True, self._handles
             for handle in handles:
@@ -405,9 +399,21 @@ class RootWatch:
             for handle in handles:
                 handle.invalidate()
 
+    def start(self) -> None:
+        """Start the thread if it is not running (and something is registered): after a scan,
+        since setting up a watch beside one would slow it down (both need the interpreter)."""
+        state = self._state
+        with state.lock:
+            if self._closed or not self._handles or (state.thread and state.thread.is_alive()):
+                return
+            state.stop, state.mode, state.active = threading.Event(), "starting", frozenset()
+            run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
+            state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
+            state.thread.start()
+
     def cover(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
-        """Have the fixed roots and ``cwd``'s project roots watched, starting the thread if need
-        be; returns at once (a lookup answered before its watch is live is caught up on)."""
+        """Have the fixed roots and ``cwd``'s project roots watched, before a scan; a lookup
+        answered before its watch is live is caught up on once it is."""
         if self._closed or not self._handles:
             return
         state, project, cwd = self._state, tuple(root.path for root in project_roots), cwd or None
@@ -425,20 +431,13 @@ class RootWatch:
                 if project not in state.wanted and len(state.wanted) < state.max_projects:
                     state.wanted[project] = tuple(project_roots)
                     state.version += 1
-            if state.thread is None or not state.thread.is_alive():
-                state.stop, state.mode, state.unseen = threading.Event(), "starting", False
-                state.active = frozenset()
-                run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
-                state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
-                state.thread.start()
             covered = state.mode in _HEALTHY and (
                 project in state.active or project not in state.wanted
             )
             state.unseen = state.unseen or not covered
 
     def vouches_for(self, cwd: str | None) -> bool:
-        """Whether catalogs for ``cwd`` may be cached: its roots are watched, or will be with an
-        invalidation as soon as they are."""
+        """Whether catalogs for ``cwd`` may be cached (an invalidation follows if they go stale)."""
         state = self._state
         with state.lock:
             project = state.cwd_projects.get(cwd or None)
