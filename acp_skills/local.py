@@ -31,8 +31,8 @@ differs from its directory, an unknown frontmatter key, ...). ``list`` logs thos
 (``skill_file_skipped`` with ``path`` and ``reason``, and so on); ``discover`` returns them, with
 every root and how many skills it gave, for the command line and the agent to show.
 
-While registered, the provider watches its roots (`acp_skills.watch`) and invalidates its
-registration when a skill is added, changed, renamed or removed on disk.
+While registered, from its first lookup on, the provider watches its roots (`acp_skills.watch`)
+and invalidates its registration when a skill is added, changed, renamed or removed on disk.
 """
 
 from __future__ import annotations
