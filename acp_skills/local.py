@@ -398,12 +398,10 @@ class LocalSkillProvider:
             return await self.scan(roots)
         # Never waited for: a lookup answered before its watch is live is caught up on by one
         # invalidation as soon as it is.
-        self._watch.cover(
-            options.cwd,
-            [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES],
-        )
+        project = [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES]
+        self._watch.cover(options.cwd, project)
         discovery = await self.scan(roots)
-        self._watch.start()
+        self._watch.start(options.cwd, project)
         return discovery
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:

@@ -399,21 +399,19 @@ class RootWatch:
             for handle in handles:
                 handle.invalidate()
 
-    def start(self) -> None:
-        """Start the thread if it is not running (and something is registered): after a scan,
-        since setting up a watch beside one would slow it down (both need the interpreter)."""
-        state = self._state
-        with state.lock:
-            if self._closed or not self._handles or (state.thread and state.thread.is_alive()):
-                return
-            state.stop, state.mode, state.active = threading.Event(), "starting", frozenset()
-            run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
-            state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
-            state.thread.start()
-
     def cover(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
-        """Have the fixed roots and ``cwd``'s project roots watched, before a scan; a lookup
-        answered before its watch is live is caught up on once it is."""
+        """Before a scan: note whether the roots it needs are watched already (if not, one
+        invalidation follows as soon as a watch covering them is live)."""
+        state, project = self._state, tuple(root.path for root in project_roots)
+        with state.lock:
+            beyond = project not in state.wanted and len(state.wanted) >= state.max_projects
+            covered = state.mode in _HEALTHY and (project in state.active or beyond)
+            state.unseen = state.unseen or not covered
+
+    def start(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
+        """After a scan: have the fixed roots and ``cwd``'s project roots watched, starting the
+        thread if need be. Not before or during the scan: setting up a watch beside a scan
+        slows the scan down (both need the interpreter)."""
         if self._closed or not self._handles:
             return
         state, project, cwd = self._state, tuple(root.path for root in project_roots), cwd or None
@@ -431,10 +429,11 @@ class RootWatch:
                 if project not in state.wanted and len(state.wanted) < state.max_projects:
                     state.wanted[project] = tuple(project_roots)
                     state.version += 1
-            covered = state.mode in _HEALTHY and (
-                project in state.active or project not in state.wanted
-            )
-            state.unseen = state.unseen or not covered
+            if state.thread is None or not state.thread.is_alive():
+                state.stop, state.mode, state.active = threading.Event(), "starting", frozenset()
+                run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
+                state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
+                state.thread.start()
 
     def vouches_for(self, cwd: str | None) -> bool:
         """Whether catalogs for ``cwd`` may be cached (an invalidation follows if they go stale)."""
