@@ -20,8 +20,8 @@ one ``read_files`` batch; the files are parsed off the event loop, never inside 
 bad file never fails a request: it is left out, and what discovery met is one `Diagnostic` each
 (``list`` logs them, ``discover`` returns them with every root and its count).
 
-While registered, the provider watches its roots (`acp_skills.watch`) and invalidates its
-registration when a skill is added, changed, renamed or removed on disk.
+While registered, from its first lookup on, the provider watches its roots (`acp_skills.watch`)
+and invalidates its registration when a skill is added, changed, renamed or removed on disk.
 """
 
 from __future__ import annotations
@@ -203,11 +203,13 @@ class LocalSkillProvider:
     @property
     def watch_mode(self) -> str:
         """How the roots are watched: ``native``, ``polling``, ``failed``, ``starting`` or
-        ``off`` (not watching: ``watch=False``, not registered, or closed)."""
+        ``off`` (not watching: ``watch=False``, no lookup while registered yet, or closed)."""
         return "off" if self._watch is None else self._watch.mode
 
     def on_register(self, handle: ProviderHandle) -> None:
-        """Invalidate ``handle`` whenever a relevant change is seen on disk (registry hook)."""
+        """Invalidate ``handle`` whenever a relevant change is seen on disk (registry hook).
+
+        Starts nothing: watching starts with the first lookup while registered."""
         if self._watch is not None:
             self._watch.attach(handle)
 
@@ -220,7 +222,8 @@ class LocalSkillProvider:
         """Whether the registry may cache what `list` returned for ``options`` (registry hook).
 
         Without watching, yes (as before live reload: an explicit invalidation refreshes). While
-        watching, only when the roots for ``options.cwd`` are being watched right now.
+        watching, only when the roots for ``options.cwd`` are watched, or are being set up to
+        be (an invalidation follows as soon as they are), and watching has not failed.
         """
         return self._watch is None or self._watch.vouches_for(options.cwd)
 
@@ -282,13 +285,15 @@ class LocalSkillProvider:
     async def discover(self, options: SkillLookupOptions) -> LocalDiscovery:
         """Discover the skills for ``options.cwd`` and report everything met (nothing logged)."""
         roots = await self.roots(options)
-        if self._watch is not None:
-            # Watched before scanning, so nothing that changes after the scan goes unseen.
-            await self._watch.cover(
-                options.cwd,
-                [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES],
-            )
-        return await self.scan(roots)
+        if self._watch is None:
+            return await self.scan(roots)
+        # Never waited for: a lookup answered before its watch is live is caught up on by one
+        # invalidation as soon as it is.
+        project = [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES]
+        self._watch.cover(options.cwd, project)
+        discovery = await self.scan(roots)
+        self._watch.start(options.cwd, project)
+        return discovery
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
         """The problems a discovery for ``options.cwd`` meets now (`SkillRegistry.diagnose`)."""

@@ -1,715 +1,372 @@
-"""Live reload: the local provider's skill roots, watched with ``watchfiles``.
+"""Live reload: a local provider's skill roots, watched with ``watchfiles.watch``.
 
-A `RootWatch` belongs to one `LocalSkillProvider`. While the provider has a live registration,
-one thread (named ``acp-skills watcher``) follows two watches, one of the fixed roots and one of
-the project roots (so starting to watch a project never reopens the watch of a thousand
-bundles), and between them watches, each non-recursively:
-
-* every root that exists, at its resolved path (a root that is a symbolic link is watched at its
-  target, and the directory holding the link is watched too, so re-pointing the link is seen);
-* every bundle directory in those roots (where its ``SKILL.md`` lives);
-* for a root that does not exist yet, its nearest existing ancestor, until the next component
-  of the path appears: ``~/.agents/skills`` appearing is noticed without watching the home
-  directory's tree;
-* the directory holding the target of a symbolically linked flat skill or ``SKILL.md``.
-
-A batch of changes that `is_relevant_change` accepts calls ``invalidate()`` on the provider's
-registration handles (at most once per `DEBOUNCE_MS`). When the batch also changes what must be
-watched (a new bundle needs a watch of its own), the watch is planned again and reopened, and
-the handles are invalidated once more: whatever happened before the new watch was active is
-covered by that second invalidation, whatever happens after it is seen by the new watch.
-
-Why a thread rather than an anyio task: the provider has no event loop or task group of its own
-(it is registered synchronously and its registry may serve more than one loop), the registry's
-``invalidate()`` may be called from any thread, and `AcpSkills` hands registry changes to its own
-loop. The thread is owned by the provider's registrations: it ends when the last handle is
-disposed, when the provider is closed, or when the provider is garbage, and closing the watch
-releases its inotify descriptor. It is a daemon thread, so a program that forgets to close the
-provider still exits.
-
-Project roots are learned from ``list(options)`` calls. At most `MAX_WATCHED_PROJECTS` projects
-are watched; a project beyond the bound is served uncached (its ``cacheable`` answer is no)
-until a relevant change re-plans the watch, when the most recently listed projects win. Evicting
-only then means an evicted project never leaves a cached catalog behind, since that change
-clears the cache anyway, and never causes an invalidation of its own.
-
-When native watching is unavailable (the inotify watch or instance limit is reached) the watch
-falls back to polling, logged once. When even that fails, or the watch fails later, the failure
-is logged once, the provider's answers stop being cacheable, and the watch is retried with a
-growing delay; recovering invalidates once, so every session's commands catch up.
+A `RootWatch` starts nothing when made: its provider's first lookup while registered starts one
+thread (``acp-skills watcher``; the provider has no event loop of its own), which ends when the
+last registration is disposed or the provider is closed or collected. Changes that
+`is_relevant_change` accepts in what `plan_watches` chose invalidate the registrations. Opening
+a watch never holds up a lookup: one invalidation as soon as a watch covering the lookup is live
+drops its answer, so nothing that changed meanwhile is missed.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
 import os
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from collections.abc import Callable, Generator, Iterable, Sequence
+from typing import Final, Literal, NamedTuple
 
 import structlog
-from watchfiles import Change
-
-# The Rust backend under `watchfiles.watch` (documented as its low-level API): opening a watch
-# with it costs no waiting step, and a watch can stay open while the thread does other work.
-from watchfiles._rust_notify import RustNotify
+from watchfiles import Change, watch
 
 from .model import SKILL_FILE_NAME
 from .provider import ProviderHandle
 
-__all__ = [
-    "DEBOUNCE_MS",
-    "MAX_WATCHED_PROJECTS",
-    "POLL_DELAY_MS",
-    "STEP_MS",
-    "WATCHER_THREAD_NAME",
-    "RootWatch",
-    "WatchedRoot",
-    "is_relevant_change",
-    "plan_watches",
-]
+__all__ = ["MAX_WATCHED_PROJECTS", "WATCHER_THREAD_NAME", "RootWatch", "WatchedRoot"]
+__all__ += ["is_relevant_change", "plan_watches"]
 
 _log = structlog.get_logger(__name__)
 
 WATCHER_THREAD_NAME: Final = "acp-skills watcher"
-
-# A batch of changes ends after STEP_MS without a new one (after DEBOUNCE_MS at the latest while
-# changes keep coming), so a single change is passed on 1-2 steps after it happens. Invalidations
-# are at least DEBOUNCE_MS apart: the first change after a quiet spell is passed on at once, a
-# burst of 100 writes costs a handful. The thread wakes every step (watchfiles checks its stop
-# event that often anyway) and looks at both of its watches: about 0.5% of a core at 30 ms,
-# against a target of 1%. See docs/reload.md for the numbers against the 300 ms target.
+# A batch ends after STEP_MS without a new change (DEBOUNCE_MS at the latest), so one change is
+# passed on 1-2 steps after it happens; the thread also looks for new projects that often.
 STEP_MS: Final = 30
 DEBOUNCE_MS: Final = 150
-# Only used when native watching is unavailable: how often the watched directories are scanned.
-POLL_DELAY_MS: Final = 300
-# Projects whose roots are watched at once (the fixed roots are always watched).
+POLL_DELAY_MS: Final = 300  # how often a polling watch scans its directories
 MAX_WATCHED_PROJECTS: Final = 32
-# Projects remembered for re-planning, and working directories remembered for `cacheable`.
-_REMEMBERED_PROJECTS: Final = 4 * MAX_WATCHED_PROJECTS
-_REMEMBERED_CWDS: Final = 1024
-# A failed watch is retried after this many seconds, doubling up to the maximum.
-_RETRY_FIRST_SECONDS: Final = 0.5
-_RETRY_MAX_SECONDS: Final = 10.0
-# Planning and opening again when directories keep appearing while a watch is opened.
-_MAX_REPLANS: Final = 5
-# How many changed paths a debug log line shows.
-_LOGGED_PATHS: Final = 20
-
-_FLAT_SUFFIX: Final = ".md"
-_SYSTEM_DIR: Final = ".system"
+_REMEMBERED_PROJECTS: Final = 4 * MAX_WATCHED_PROJECTS  # for re-planning after a change
+_REMEMBERED_CWDS: Final = 1024  # for `cacheable`
+_RETRY_SECONDS: Final = (0.5, 10.0)  # a failed watch is retried after this, doubling up to that
+_MAX_REPLANS: Final = 5  # directories kept appearing while a watch was being opened
 
 Mode = Literal["off", "starting", "native", "polling", "failed"]
 _HEALTHY: Final = ("native", "polling")
-
-
-# -- what counts ------------------------------------------------------------------------------
+_Batch = set[tuple[Change, str]]
+_Project = tuple[str, ...]
 
 
 def is_relevant_change(
     change: Change, relative: Sequence[str], *, is_dir: bool, skips_system: bool
 ) -> bool:
-    """Whether a change below a skills root can change what the provider lists.
-
-    Relevant: the root itself appearing or going away; a ``*.md`` file directly in the root
-    (a flat skill) changing in any way; a directory directly in the root (a bundle) added,
-    removed or renamed (a rename is a removal and an addition); ``X/SKILL.md`` changing in any
-    way. Not relevant: anything deeper in a bundle (``references/``, ``scripts/``, ``assets/``:
-    a body and its resources are read afresh on every load), other files in the root or a
-    bundle, a directory merely modified (its permissions, or its link count when a
-    subdirectory is made in it), and everything under ``.system`` in the user dsh root.
-
-    Args:
-        change: What happened, as ``watchfiles`` reports it.
-        relative: The changed path's components below the root (empty for the root itself).
-        is_dir: Whether the path is a directory (or was one, for a removal).
-        skips_system: Whether this root skips its ``.system`` child (the user dsh root).
-    """
-    depth = len(relative)
-    if depth == 0:
+    """Whether a change at ``relative`` (its components below a skills root) can change what
+    the provider lists: the root coming or going, a flat ``*.md`` in the root changing, a
+    directory in the root (a bundle) added, removed or renamed, or ``X/SKILL.md`` changing.
+    Nothing deeper in a bundle, no other file, no directory merely modified, and nothing under
+    ``.system`` when ``skips_system`` (the user dsh root)."""
+    if not relative:
         return change is not Change.modified
-    if skips_system and relative[0] == _SYSTEM_DIR:
+    if skips_system and relative[0] == ".system":
         return False
-    if depth == 1:
-        if is_dir:
-            return change is not Change.modified
-        return relative[0].endswith(_FLAT_SUFFIX)
-    if depth == 2:
-        return relative[1] == SKILL_FILE_NAME
-    return False
+    if len(relative) == 1:
+        return change is not Change.modified if is_dir else relative[0].endswith(".md")
+    return len(relative) == 2 and relative[1] == SKILL_FILE_NAME
 
 
-# -- what is watched --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class WatchedRoot:
-    """A skills root to watch.
-
-    Attributes:
-        path: The root's absolute path, as the provider scans it (links not resolved).
-        skips_system: Whether its ``.system`` child is skipped (the user dsh root).
-    """
+class WatchedRoot(NamedTuple):
+    """A skills root to watch: its absolute path as scanned, and whether it skips ``.system``."""
 
     path: str
     skips_system: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class _RootRole:
-    """The watched directory is a root: its entries are flat skills and bundles."""
+class _Role(NamedTuple):
+    """What a watched directory's entries mean: it is ``below`` a root (``()``: the root, with
+    ``bundles``; ``(bundle,)``), or only its entry ``only`` matters (a step towards a root)."""
 
-    skips_system: bool
-    bundles: frozenset[str]
-
-
-@dataclass(frozen=True, slots=True)
-class _BundleRole:
-    """The watched directory is the bundle ``bundle`` of a root."""
-
-    bundle: str
-    skips_system: bool
+    below: tuple[str, ...] = ()
+    skips_system: bool = False
+    bundles: frozenset[str] = frozenset()
+    only: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _EntryRole:
-    """Only the entry ``name`` of the watched directory matters: the next step towards a root
-    that does not exist yet, a root that is a link, or the target of a linked skill file."""
-
-    name: str
-
-
-_Role = _RootRole | _BundleRole | _EntryRole
 WatchPlan = dict[str, frozenset[_Role]]
-"""Resolved directory -> what its entries mean. Two plans are equal when nothing needs reopening."""
 
 
 def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
-    """Decide which directories to watch for ``roots``, as they are on disk now.
-
-    Every directory in the plan existed (and was readable) when it was planned.
-    """
+    """Decide which directories to watch, non-recursively, for ``roots`` as they are now: every
+    existing root at its resolved path (and the directory holding it, when it is a link), every
+    bundle directory in it, the nearest existing ancestor of a missing root, and the directory
+    holding the target of a linked flat skill or ``SKILL.md``."""
     plan: dict[str, set[_Role]] = {}
 
-    def add(directory: str, role: _Role) -> None:
-        plan.setdefault(directory, set()).add(role)
+    def add(path: str, role: _Role) -> None:
+        plan.setdefault(path, set()).add(role)
 
-    def add_link_target(link: str) -> None:
+    def add_entry(path: str) -> None:
+        parent, name = os.path.split(path)
+        add(os.path.realpath(parent), _Role(only=name))
+
+    def add_target(link: str) -> None:
         target = os.path.realpath(link)
-        directory = os.path.dirname(target)
-        if _is_watchable(directory):
-            add(directory, _EntryRole(os.path.basename(target)))
+        if _is_watchable(os.path.dirname(target)):
+            add_entry(target)
 
     for root in roots:
         if not os.path.isdir(root.path):
-            ancestor, next_name = _nearest_directory(root.path)
-            add(os.path.realpath(ancestor), _EntryRole(next_name))
+            missing = root.path
+            while not os.path.isdir(os.path.dirname(missing)) and missing != "/":
+                missing = os.path.dirname(missing)
+            add_entry(missing)
             continue
-        resolved = os.path.realpath(root.path)
         if os.path.islink(root.path):
-            add(
-                os.path.realpath(os.path.dirname(root.path)),
-                _EntryRole(os.path.basename(root.path)),
-            )
+            add_entry(root.path)  # re-pointed
+        resolved = os.path.realpath(root.path)
         if not _is_watchable(resolved):
-            # Unreadable: the provider cannot list it either. Watching its parent would at
-            # least see it replaced, but permissions changing in place are not seen.
-            continue
+            continue  # the provider cannot list it either
         bundles: list[str] = []
-        for entry in _entries(resolved):
-            if root.skips_system and entry.name == _SYSTEM_DIR:
+        try:
+            with os.scandir(resolved) as scanned:
+                entries = list(scanned)
+        except OSError:
+            entries = []
+        for entry in entries:
+            if root.skips_system and entry.name == ".system":
                 continue
-            if _entry_is_dir(entry):
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
                 bundles.append(entry.name)
-                directory = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+                bundle = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
                 # A directory, as scandir just said: only whether it can be watched is left.
-                if os.access(directory, os.R_OK | os.X_OK):
-                    add(directory, _BundleRole(entry.name, root.skips_system))
-                    skill_file = os.path.join(directory, SKILL_FILE_NAME)
-                    if os.path.islink(skill_file):
-                        add_link_target(skill_file)
-            elif entry.name.endswith(_FLAT_SUFFIX) and entry.is_symlink():
-                add_link_target(entry.path)
-        add(resolved, _RootRole(root.skips_system, frozenset(bundles)))
+                if os.access(bundle, os.R_OK | os.X_OK):
+                    add(bundle, _Role((entry.name,), root.skips_system))
+                    if os.path.islink(skill_file := os.path.join(bundle, SKILL_FILE_NAME)):
+                        add_target(skill_file)
+            elif entry.name.endswith(".md") and entry.is_symlink():
+                add_target(entry.path)
+        add(resolved, _Role((), root.skips_system, frozenset(bundles)))
     return {directory: frozenset(roles) for directory, roles in plan.items()}
-
-
-def _nearest_directory(path: str) -> tuple[str, str]:
-    """The nearest existing ancestor directory of ``path`` and the name of its next component."""
-    child = path
-    parent = os.path.dirname(child)
-    while parent != child:
-        if os.path.isdir(parent):
-            return parent, os.path.basename(child)
-        child, parent = parent, os.path.dirname(parent)
-    return parent, os.path.basename(child)
 
 
 def _is_watchable(directory: str) -> bool:
     return os.path.isdir(directory) and os.access(directory, os.R_OK | os.X_OK)
 
 
-def _entries(directory: str) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(directory) as entries:
-            return list(entries)
-    except OSError:
-        return []
-
-
-def _entry_is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
-
-
 def _judge(plan: WatchPlan, change: Change, path: str) -> tuple[bool, bool]:
-    """Whether one reported change matters, given what each watched directory is for, and
-    whether it may also change what must be watched (a directory or a link came or went)."""
+    """Whether one change matters, and whether it may change what must be watched."""
     if path in plan and change is not Change.modified:
-        # A watched directory itself appeared or went away (a root, a bundle, an ancestor).
-        return True, True
+        return True, True  # a watched directory itself came or went
     parent, name = os.path.split(path)
     for role in plan.get(parent, ()):
-        if isinstance(role, _EntryRole):
-            if name == role.name:
+        if role.only is not None:
+            if name == role.only:
                 return True, True
-        elif isinstance(role, _RootRole):
-            is_dir = name in role.bundles or os.path.isdir(path)
-            if is_relevant_change(change, (name,), is_dir=is_dir, skips_system=role.skips_system):
-                return True, is_dir or os.path.islink(path)
-        elif is_relevant_change(
-            change, (role.bundle, name), is_dir=False, skips_system=role.skips_system
-        ):
-            return True, os.path.islink(path)
+            continue
+        is_dir = not role.below and (name in role.bundles or os.path.isdir(path))
+        relative = (*role.below, name)
+        if is_relevant_change(change, relative, is_dir=is_dir, skips_system=role.skips_system):
+            return True, is_dir or os.path.islink(path)
     return False, False
 
 
-# -- one open watch ---------------------------------------------------------------------------
+class _Watch:
+    """One `watchfiles.watch` of a plan's directories, live once constructed."""
+
+    def __init__(self, plan: WatchPlan, stop: threading.Event, *, polling: bool):
+        self.plan: WatchPlan = plan
+        self.mode: Mode = "polling" if polling else "native"
+        self._changes: Generator[_Batch, None, None] = watch(
+            *sorted(plan),
+            watch_filter=None,  # every change is judged against the plan
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            stop_event=stop,
+            rust_timeout=STEP_MS,  # back every step when quiet, to look for new projects
+            yield_on_timeout=True,
+            debug=False,  # stdout may be the protocol
+            force_polling=True if polling else None,
+            poll_delay_ms=POLL_DELAY_MS,
+            recursive=False,
+        )
+        self.close = self._changes.close
+        # The generator opens the watch in its first step, so this returns once it is live.
+        self._first = next(self._changes, None)
+
+    def next(self) -> _Batch:
+        """The next batch of changes, empty after a quiet step or once stopped."""
+        batch, self._first = self._first, None
+        return batch if batch is not None else next(self._changes, set())
 
 
-@dataclass(slots=True, kw_only=True)
-class _OpenWatch:
-    """A ``watchfiles`` watch of one plan."""
-
-    notify: RustNotify
-    plan: WatchPlan
-    mode: Mode
-
-    def next_batch(self, stop: threading.Event, step_ms: int) -> set[tuple[Change, str]] | None:
-        """The next batch of changes, empty after a quiet step; ``None`` once ``stop`` is set.
-
-        Raises:
-            RuntimeError: The underlying watcher failed.
-        """
-        # Returning after every quiet step lets the thread take new roots without closing a
-        # watch that may hold changes it has not reported yet.
-        result = self.notify.watch(DEBOUNCE_MS, step_ms, step_ms, stop)
-        if result == "stop":
-            return None
-        if isinstance(result, str):  # "timeout" ("signal" only happens on the main thread)
-            return set()
-        return {(Change(change), path) for change, path in result}
-
-    def judge(self, batch: Iterable[tuple[Change, str]]) -> tuple[bool, bool]:
-        """Whether the batch is relevant, and whether it may change what must be watched."""
-        relevant = structural = False
-        for change, path in batch:
-            one_relevant, one_structural = _judge(self.plan, change, path)
-            relevant = relevant or one_relevant
-            structural = structural or one_structural
-        return relevant, structural
-
-    def drain(self, step_ms: int) -> bool:
-        """Take what the watch saw but has not reported yet; whether any of it was relevant."""
-        try:
-            return self.judge(self.next_batch(threading.Event(), step_ms) or ())[0]
-        except Exception:
-            # Closing anyway; whatever it held counts as a change.
-            return True
-
-    def close(self) -> None:
-        self.notify.close()
-
-
-def _open_watch(plan: WatchPlan, *, polling: bool) -> _OpenWatch:
-    """Start watching every directory of ``plan`` (non-recursively).
-
-    Raises:
-        FileNotFoundError: A directory went away since it was planned.
-        OSError: Native watching is unavailable (the inotify watch limit, say).
-        RuntimeError: The watcher could not be created (the inotify instance limit, say).
-    """
-    notify = RustNotify(
-        sorted(plan),
-        False,  # debug output: never (stdout may be a protocol)
-        polling,
-        POLL_DELAY_MS,
-        False,  # recursive: no, every directory that matters is in the plan
-        False,  # ignore permission errors: no, a directory we cannot watch is an error
-    )
-    return _OpenWatch(notify=notify, plan=plan, mode="polling" if polling else "native")
-
-
-def _polling_forced() -> bool:
-    # The switch `watchfiles.watch` honours, for filesystems whose changes inotify cannot see
-    # (network mounts): any value but false/disable/disabled forces polling.
-    value = os.environ.get("WATCHFILES_FORCE_POLLING", "")
-    return bool(value) and value.lower() not in ("false", "disable", "disabled")
-
-
-# -- the watching thread and what it shares ---------------------------------------------------
-
-
-class _WatchState:
-    """What the watcher thread shares with the provider's side (all under ``lock``).
-
-    It holds no reference to the provider or its handles, so a provider nobody closed can still
-    be garbage collected, which stops the thread.
-    """
+class _State:
+    """What the thread shares with the provider's side, under ``lock`` (never the provider)."""
 
     def __init__(self, fixed_roots: Sequence[WatchedRoot], max_projects: int) -> None:
-        self.lock = threading.Lock()
-        self.fixed_roots = tuple(fixed_roots)
-        self.max_projects = max_projects
-        # Every project seen, least recently listed first: project key -> its roots.
-        self.recent: OrderedDict[tuple[str, ...], tuple[WatchedRoot, ...]] = OrderedDict()
-        # The projects to watch, and a version bumped whenever that set changes; the thread
-        # publishes the version its watch of project roots covers as `active_version`, which
-        # is what a lookup waiting for its project waits for.
-        self.wanted: dict[tuple[str, ...], tuple[WatchedRoot, ...]] = {}
-        self.version = 1
-        self.cwd_projects: OrderedDict[str | None, tuple[str, ...]] = OrderedDict()
+        self.lock, self.stop = threading.Lock(), threading.Event()
+        self.fixed_roots, self.max_projects = tuple(fixed_roots), max_projects
+        # Projects seen (least recently listed first), those watched, a count of changes to
+        # those, and those the live watch covers.
+        self.recent: OrderedDict[_Project, tuple[WatchedRoot, ...]] = OrderedDict()
+        self.wanted: dict[_Project, tuple[WatchedRoot, ...]] = {}
+        self.version = 0
+        self.active: frozenset[_Project] = frozenset()
+        self.cwd_projects: OrderedDict[str | None, _Project] = OrderedDict()
         self.mode: Mode = "off"
-        self.active_version = 0
-        self.active_projects: frozenset[tuple[str, ...]] = frozenset()
-        self.waiters: list[tuple[int, Callable[[], None]]] = []
-        self.stop: threading.Event | None = None
+        # A lookup was answered before a watch covering it was live: invalidate once one is.
+        self.unseen = False
         self.thread: threading.Thread | None = None
 
-    # Called with the lock held.
-
-    def wanted_projects(
-        self,
-    ) -> tuple[int, tuple[WatchedRoot, ...], frozenset[tuple[str, ...]]]:
-        roots = [root for project_roots in self.wanted.values() for root in project_roots]
-        return self.version, tuple(roots), frozenset(self.wanted)
-
-    def release_waiters(self, everyone: bool) -> None:
-        kept: list[tuple[int, Callable[[], None]]] = []
-        for needed, wake in self.waiters:
-            if everyone or needed <= self.active_version:
-                wake()
-            else:
-                kept.append((needed, wake))
-        self.waiters = kept
-
     def shut_down(self) -> None:
-        if self.stop is not None:
-            self.stop.set()
+        self.stop.set()
 
 
-@dataclass(slots=True)
-class _Group:
-    """The roots one watch covers: the fixed roots, or those of the watched projects.
+class _Loop:
+    """The body of the watcher thread: one watch of the fixed roots and the watched projects'."""
 
-    Two watches rather than one: starting to watch a project reopens only the small watch of
-    project roots, never the one holding a thousand bundle directories.
-    """
-
-    for_projects: bool
-    # The fixed roots' watch sets the pace of the thread; the projects' is only looked at.
-    step_ms: int
-    watch: _OpenWatch | None = None
-    # The projects' version and keys its watch covers (see `_WatchState.wanted`).
-    version: int = 0
-    projects: frozenset[tuple[str, ...]] = frozenset()
-    # When to plan the watch again after a change to what it must watch (see `_follow`).
-    replan_at: float | None = None
-
-
-class _WatchLoop:
-    """The body of the watcher thread."""
-
-    def __init__(
-        self, state: _WatchState, stop: threading.Event, on_change: Callable[[], None]
-    ) -> None:
-        self._state = state
-        self._stop = stop
-        self._on_change = on_change
-        self._groups = (
-            _Group(for_projects=False, step_ms=STEP_MS),
-            _Group(for_projects=True, step_ms=1),
-        )
-        # Whether the fall-back to polling has been told (once, until native watching works).
-        self._told_polling = False
-        # A relevant change not passed on yet, and when the last one was (see `_tell`).
-        self._pending = False
+    def __init__(self, state: _State, on_change: weakref.WeakMethod[Callable[[], None]]):
+        self._state, self._stop, self._on_change = state, state.stop, on_change
+        self._watch: _Watch | None = None
+        self._version = -1  # the `_State.version` the watch covers
+        self._replan_at = math.inf
+        self._told_polling = self._pending = False
         self._last_told = -math.inf
 
     def run(self) -> None:
-        delay = _RETRY_FIRST_SECONDS
-        watching = False
+        delay = _RETRY_SECONDS[0]
         try:
             while not self._stop.is_set():
                 try:
-                    if watching:
-                        if not all(self._follow(group) for group in self._groups):
-                            return  # stopped
-                    else:
-                        changed = False
-                        for group in self._groups:
-                            changed = self._reopen(group, drain=False) or changed
-                        watching = True
-                        if self._active() or changed:
-                            self._pending = True
+                    self._step()
+                    delay = _RETRY_SECONDS[0]
                 except Exception as error:
-                    watching = False
-                    self._close_all()
+                    self._close()
                     self._failed(error)
                     self._stop.wait(delay)
-                    delay = min(delay * 2, _RETRY_MAX_SECONDS)
-                    continue
-                delay = _RETRY_FIRST_SECONDS
+                    delay = min(delay * 2, _RETRY_SECONDS[1])
                 self._tell()
         finally:
-            self._close_all()
+            self._close()
             with self._state.lock:
-                # Unless a new thread has taken over already (stopped without being joined).
-                if self._state.thread in (None, threading.current_thread()):
-                    self._state.mode = "off"
-                    self._state.release_waiters(everyone=True)
+                if self._state.thread in (None, threading.current_thread()):  # not replaced
+                    self._state.mode, self._state.active = "off", frozenset()
             _log.debug("skill_watch_stopped")
 
-    def _follow(self, group: _Group) -> bool:
-        """Take the group's next batch of changes; reopen its watch if it must cover
-        something new. Returns False once stopped."""
-        watch = group.watch
+    def _step(self) -> None:
+        """Reopen the watch if it must cover something new, then judge its next batch."""
+        state = self._state
+        with state.lock:
+            version, wanted = state.version, dict(state.wanted)
         now = time.monotonic()
-        if watch is not None:
-            batch = watch.next_batch(self._stop, group.step_ms)
-            if batch is None:
-                return False
-            relevant, structural = watch.judge(batch)
-            if batch:
-                _log.debug(
-                    "skill_watch_changes",
-                    relevant=relevant,
-                    changes=len(batch),
-                    paths=sorted(path for _, path in batch)[:_LOGGED_PATHS],
-                )
-            now = time.monotonic()
-            if relevant:
-                self._pending = True
-                self._rebalance()
-                # Told at once: by the time a change is reported it is almost always complete
-                # (a new bundle's SKILL.md written with its directory).
-                self._tell()
-            if structural and group.replan_at is None:
-                # Reopened a little later rather than now, so the lookups this change causes
-                # do not compete with reopening a watch of a thousand directories. Not
-                # postponed further by later changes: a new bundle must not stay unwatched.
-                group.replan_at = now + DEBOUNCE_MS / 1000
-        with self._state.lock:
-            moved = group.for_projects and self._state.version != group.version
-        replan_at = group.replan_at
-        if not (moved or (replan_at is not None and now >= replan_at)):
-            return True
-        group.replan_at = None
-        if self._reopen(group, drain=True) or (replan_at is not None and group.watch is not watch):
-            # Told again now that the new watch is active: a new directory may have been
-            # written to before it was watched.
+        if self._version != version or now >= self._replan_at:
+            self._reopen([*state.fixed_roots, *(r for roots in wanted.values() for r in roots)])
+            self._version, self._replan_at = version, math.inf
+            self._publish(frozenset(wanted))
+        if self._watch is None:
+            self._stop.wait(STEP_MS / 1000)
+            return
+        batch = self._watch.next()
+        judged = [_judge(self._watch.plan, change, path) for change, path in batch]
+        relevant, structural = any(r for r, _ in judged), any(s for _, s in judged)
+        if batch:
+            paths = sorted(path for _, path in batch)[:20]
+            _log.debug("skill_watch_changes", relevant=relevant, changes=len(batch), paths=paths)
+        if relevant:
             self._pending = True
-        self._active()
-        return True
+            with state.lock:  # a change clears every cache: watch the projects listed last
+                recent = list(state.recent)[-state.max_projects :]
+                if set(recent) != set(state.wanted):
+                    state.wanted = {key: state.recent[key] for key in recent}
+                    state.version += 1
+        if structural:
+            # A little later, so the lookups this change causes do not compete with reopening.
+            self._replan_at = min(self._replan_at, now + DEBOUNCE_MS / 1000)
 
-    def _wanted(self, group: _Group) -> tuple[int, tuple[WatchedRoot, ...], frozenset[Any]]:
-        with self._state.lock:
-            if not group.for_projects:
-                return 0, self._state.fixed_roots, frozenset()
-            version, roots, projects = self._state.wanted_projects()
-        return version, roots, projects
+    def _reopen(self, roots: Sequence[WatchedRoot]) -> None:
+        """Watch ``roots`` as they are now; a replaced watch's unreported changes count."""
+        for _ in range(_MAX_REPLANS):
+            plan, old = plan_watches(roots), self._watch
+            if plan == (old.plan if old is not None else {}):
+                return
+            try:
+                self._watch = self._open(plan) if plan else None
+            except FileNotFoundError:
+                continue  # a directory went away since it was planned
+            if old is not None:
+                old.close()
+                self._pending = True
+        raise RuntimeError("the directories to watch kept changing")
 
-    def _reopen(self, group: _Group, *, drain: bool) -> bool:
-        """Watch the group's roots as they are now. Returns whether something may have changed
-        unseen meanwhile (so the caller invalidates). The old watch is closed when replaced,
-        after taking what it saw meanwhile when ``drain``.
-
-        Raises:
-            Exception: Watching failed; the group's watch is closed.
-        """
-        changed = False
-        opened_here = False
-        opened: _OpenWatch | None = None
-        plan: WatchPlan = {}
+    def _open(self, plan: WatchPlan) -> _Watch:
+        # watchfiles' own switch, read here too so that `mode` can say "polling".
+        switch = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower()
+        forced = switch not in ("", "false", "disable", "disabled")
         try:
-            for _ in range(_MAX_REPLANS):
-                version, roots, projects = self._wanted(group)
-                plan = plan_watches(roots)
-                current = group.watch
-                if (current is None and not plan) or (current is not None and current.plan == plan):
-                    group.version, group.projects = version, projects
-                    return changed
-                if opened_here:
-                    # Directories came or went while the last watch was being opened.
-                    changed = True
-                try:
-                    opened = self._open(plan) if plan else None
-                except FileNotFoundError:
-                    # A directory went away between planning and watching: plan again.
-                    changed = True
-                    continue
-                opened_here = True
-                if current is not None:
-                    if drain:
-                        # What the old watch saw before the new one was active.
-                        changed = current.drain(group.step_ms) or changed
-                    current.close()
-                group.watch, group.version, group.projects = opened, version, projects
-                opened = None
-            if plan and group.watch is None:
-                raise RuntimeError("the directories to watch kept disappearing")
-            return True
-        except BaseException:
-            for watch in (opened, group.watch):
-                if watch is not None:
-                    watch.close()
-            group.watch = None
-            raise
-
-    def _open(self, plan: WatchPlan) -> _OpenWatch:
-        if _polling_forced():
-            return _open_watch(plan, polling=True)
-        try:
-            return _open_watch(plan, polling=False)
+            return _Watch(plan, self._stop, polling=forced)
         except FileNotFoundError:
             raise
         except (OSError, RuntimeError) as error:
-            # The inotify watch limit (OSError) or instance limit (RuntimeError), or no inotify.
+            if forced:
+                raise
+            # The inotify watch or instance limit, or no inotify at all: told once.
+            log = _log.debug if self._told_polling else _log.warning
+            self._told_polling = True
             reason = f"native file watching is unavailable ({error})"
-            if self._told_polling:
-                _log.debug("skill_watch_polling", reason=reason)
-            else:
-                self._told_polling = True
-                _log.warning("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
-        return _open_watch(plan, polling=True)
+            log("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
+        return _Watch(plan, self._stop, polling=True)
 
-    def _close_all(self) -> None:
-        for group in self._groups:
-            if group.watch is not None:
-                group.watch.close()
-                group.watch = None
+    def _close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+        self._watch, self._version = None, -1
 
-    def _active(self) -> bool:
-        """Publish what is watched; whether that ends a failure (then everyone must catch up)."""
-        watches = [group.watch for group in self._groups if group.watch is not None]
-        mode: Mode = "polling" if any(w.mode == "polling" for w in watches) else "native"
-        projects = self._groups[1]
-        with self._state.lock:
-            previous = self._state.mode
-            self._state.mode = mode
-            self._state.active_version = projects.version
-            self._state.active_projects = projects.projects
-            self._state.release_waiters(everyone=False)
-        directories = sum(len(w.plan) for w in watches)
-        if mode == "native":
-            self._told_polling = False
+    def _publish(self, projects: frozenset[_Project]) -> None:
+        """Tell the provider's side what is watched; catch up on lookups answered before."""
+        mode: Mode = self._watch.mode if self._watch is not None else "native"
+        state = self._state
+        with state.lock:
+            previous, state.mode, state.active = state.mode, mode, projects
+            if state.unseen and self._version == state.version:
+                state.unseen, self._pending = False, True
+        directories = len(self._watch.plan) if self._watch is not None else 0
+        self._told_polling = self._told_polling and mode == "polling"
         if previous == "failed":
+            self._pending = True  # every session catches up
             _log.info("skill_watch_recovered", mode=mode, directories=directories)
-            return True
-        if previous == "polling" and mode == "native":
+        elif previous == "polling" and mode == "native":
             _log.info("skill_watch_native", directories=directories)
         elif previous != mode:
             _log.debug("skill_watch_started", mode=mode, directories=directories)
-        return False
 
-    def _failed(self, error: BaseException) -> None:
+    def _failed(self, error: Exception) -> None:
         with self._state.lock:
-            previous = self._state.mode
-            self._state.mode = "failed"
-            self._state.release_waiters(everyone=True)
+            previous, self._state.mode = self._state.mode, "failed"
         reason = f"{type(error).__name__}: {error}"
         if previous == "failed":
-            # Told once per failure: retries that fail again are only debug noise.
             _log.debug("skill_watch_failed", reason=reason)
-            return
-        _log.warning(
-            "skill_watch_failed",
-            reason=reason,
-            consequence="skill catalogs are not cached until watching recovers",
-        )
-        if previous in _HEALTHY:
-            # Cached catalogs can no longer be vouched for.
-            self._changed()
+        else:
+            consequence = "skill catalogs are not cached until watching recovers"
+            _log.warning("skill_watch_failed", reason=reason, consequence=consequence)
+            self._tell(now=True)  # what was cached can no longer be vouched for
 
-    def _rebalance(self) -> None:
-        """After a relevant change (which clears every cache anyway), watch the projects listed
-        most recently."""
-        state = self._state
-        with state.lock:
-            recent = list(state.recent)[-state.max_projects :]
-            if set(recent) != set(state.wanted):
-                state.wanted = {key: state.recent[key] for key in recent}
-                state.version += 1
-
-    def _tell(self) -> None:
-        """Invalidate if a change is pending, at most once per `DEBOUNCE_MS`.
-
-        The first change after a quiet spell is passed on at once; a burst costs one
-        invalidation per `DEBOUNCE_MS` at most, the last one after the burst has ended.
-        """
-        if not self._pending:
-            return
-        now = time.monotonic()
-        if now - self._last_told < DEBOUNCE_MS / 1000:
-            return
-        self._pending = False
-        self._last_told = now
-        self._changed()
-
-    def _changed(self) -> None:
-        try:
-            self._on_change()
-        except Exception as error:
-            _log.warning("skill_watch_invalidate_failed", error=repr(error))
-
-
-# -- the provider's side ----------------------------------------------------------------------
+    def _tell(self, *, now: bool = False) -> None:
+        """Invalidate ``now``, or for pending changes at most once per `DEBOUNCE_MS`."""
+        moment = time.monotonic()
+        if now or (self._pending and moment - self._last_told >= DEBOUNCE_MS / 1000):
+            self._pending, self._last_told = now and self._pending, moment
+            try:
+                if (invalidate := self._on_change()) is not None:
+                    invalidate()
+            except Exception as error:
+                _log.warning("skill_watch_invalidate_failed", error=repr(error))
 
 
 class RootWatch:
     """Watches a local provider's roots and invalidates its registrations on relevant changes.
 
     The provider calls `attach` / `detach` from its ``on_register`` / ``on_dispose`` hooks,
-    `cover` at the start of every ``list``, `vouches_for` from its ``cacheable`` hook, and
-    `close` when it is closed. The thread starts with the first handle attached, so the fixed
-    roots (1,001 directories with 1,000 bundles) are being watched by the time the first lookup
-    comes, rather than that lookup waiting for it.
-
-    Args:
-        fixed_roots: The roots that do not depend on a project (custom and user roots).
-        max_projects: How many projects' roots are watched at once.
-
-    Raises:
-        ValueError: ``max_projects`` is less than 1.
+    `cover` before every scan and `start` after it, `vouches_for` from ``cacheable``, and
+    `close`. At most `MAX_WATCHED_PROJECTS` projects are watched at once.
     """
 
-    def __init__(
-        self, fixed_roots: Sequence[WatchedRoot], *, max_projects: int = MAX_WATCHED_PROJECTS
-    ) -> None:
-        if max_projects < 1:
-            raise ValueError(f"max_projects must be at least 1, got {max_projects!r}")
-        self._state = _WatchState(fixed_roots, max_projects)
+    def __init__(self, fixed_roots: Sequence[WatchedRoot]) -> None:
+        self._state = _State(fixed_roots, MAX_WATCHED_PROJECTS)
         self._handles: list[ProviderHandle] = []
         self._closed = False
-        # A provider nobody closed stops its thread when it is collected.
         weakref.finalize(self, self._state.shut_down)
 
     @property
@@ -718,141 +375,74 @@ class RootWatch:
         return self._state.mode
 
     def attach(self, handle: ProviderHandle) -> None:
-        """Invalidate ``handle`` on relevant changes from now on; start watching if needed."""
-        if self._closed:
-            return
-        self._handles.append(handle)
-        with self._state.lock:
-            self._start_thread()
+        """Invalidate ``handle`` on relevant changes once watching; starts nothing."""
+        if not self._closed:
+            self._handles.append(handle)
 
     def detach(self, handle: ProviderHandle) -> None:
-        """Stop invalidating ``handle``; the last one detached stops the watching thread."""
+        """Stop invalidating ``handle``; the last one detached stops the thread."""
         self._handles = [kept for kept in self._handles if kept is not handle]
-        if not self._handles:
-            self._stop_thread()
+        if self._handles:
+            return
+        with self._state.lock:
+            thread, self._state.thread = self._state.thread, None
+            self._state.stop.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
 
     def close(self) -> None:
-        """Stop watching for good; wait for the thread to end. Idempotent.
+        """Stop watching for good and invalidate once more (nothing is vouched for). Idempotent."""
+        if not self._closed:
+            self._closed, handles = True, self._handles
+            for handle in handles:
+                self.detach(handle)  # the last one stops the thread
+            for handle in handles:
+                handle.invalidate()
 
-        The registrations are invalidated once more: what they cached was vouched for by the
-        watch, and nothing is cached from now on.
-        """
-        if self._closed:
-            return
-        self._closed = True
-        self._stop_thread()
-        handles, self._handles = self._handles, []
-        for handle in handles:
-            handle.invalidate()
-
-    async def cover(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
-        """Make sure the fixed roots and these project roots are watched before a scan.
-
-        Starts the watching thread if needed and waits until its watch covers the roots (a
-        project beyond the bound is not waited for: it is served uncached). Returns at once when
-        nothing is registered, when watching failed (answers are then uncached) or was closed.
-        """
-        needed = self._want(cwd or None, tuple(project_roots))
-        if needed is None:
-            return
-        loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = loop.create_future()
-
-        def wake() -> None:
-            # Runs on the watcher thread (or here, when stopping); the loop may be gone.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_resolve, ready)
-
-        state = self._state
+    def cover(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
+        """Before a scan: note whether the roots it needs are watched already (if not, one
+        invalidation follows as soon as a watch covering them is live)."""
+        state, project = self._state, tuple(root.path for root in project_roots)
         with state.lock:
-            if state.mode in ("failed", "off") or state.active_version >= needed:
-                return
-            state.waiters.append((needed, wake))
-        try:
-            await ready
-        finally:
-            with state.lock:
-                state.waiters = [entry for entry in state.waiters if entry[1] is not wake]
+            beyond = project not in state.wanted and len(state.wanted) >= state.max_projects
+            covered = state.mode in _HEALTHY and (project in state.active or beyond)
+            state.unseen = state.unseen or not covered
 
-    def vouches_for(self, cwd: str | None) -> bool:
-        """Whether catalogs for ``cwd`` may be cached: its roots are being watched right now."""
-        state = self._state
-        with state.lock:
-            if state.mode not in _HEALTHY:
-                return False
-            project = state.cwd_projects.get(cwd or None)
-            return project is not None and (not project or project in state.active_projects)
-
-    def _want(self, cwd: str | None, project_roots: tuple[WatchedRoot, ...]) -> int | None:
-        """Record what ``cwd`` needs watched; the watch version to wait for, or None."""
+    def start(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
+        """After a scan: have the fixed roots and ``cwd``'s project roots watched, starting the
+        thread if need be. Not before or during the scan: setting up a watch beside a scan
+        slows the scan down (both need the interpreter)."""
         if self._closed or not self._handles:
-            return None
-        state = self._state
-        project = tuple(root.path for root in project_roots)
+            return
+        state, project, cwd = self._state, tuple(root.path for root in project_roots), cwd or None
         with state.lock:
             state.cwd_projects[cwd] = project
             state.cwd_projects.move_to_end(cwd)
-            while len(state.cwd_projects) > _REMEMBERED_CWDS:
+            if len(state.cwd_projects) > _REMEMBERED_CWDS:
                 state.cwd_projects.popitem(last=False)
             if project:
-                state.recent[project] = project_roots
+                state.recent[project] = tuple(project_roots)
                 state.recent.move_to_end(project)
-                self._forget_old_projects()
+                old = [key for key in state.recent if key not in state.wanted]
+                for key in old[: max(len(state.recent) - _REMEMBERED_PROJECTS, 0)]:
+                    del state.recent[key]
                 if project not in state.wanted and len(state.wanted) < state.max_projects:
-                    state.wanted[project] = project_roots
+                    state.wanted[project] = tuple(project_roots)
                     state.version += 1
-            self._start_thread()
-            if not project or project in state.wanted:
-                return state.version
-            # Beyond the bound: only the fixed roots are waited for (the first watch).
-            return max(state.active_version, 1)
+            if state.thread is None or not state.thread.is_alive():
+                state.stop, state.mode, state.active = threading.Event(), "starting", frozenset()
+                run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
+                state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
+                state.thread.start()
 
-    def _forget_old_projects(self) -> None:
-        state = self._state
-        excess = len(state.recent) - _REMEMBERED_PROJECTS
-        for key in list(state.recent):
-            if excess <= 0:
-                break
-            if key not in state.wanted:
-                del state.recent[key]
-                excess -= 1
-
-    def _start_thread(self) -> None:
-        # With the lock held.
-        state = self._state
-        if state.thread is not None and state.thread.is_alive():
-            return
-        stop = threading.Event()
-        notify = weakref.WeakMethod(self._invalidate)
-
-        def on_change() -> None:
-            invalidate = notify()
-            if invalidate is not None:
-                invalidate()
-
-        loop = _WatchLoop(state, stop, on_change)
-        state.stop = stop
-        state.mode = "starting"
-        state.active_version = 0
-        state.active_projects = frozenset()
-        state.thread = threading.Thread(target=loop.run, name=WATCHER_THREAD_NAME, daemon=True)
-        state.thread.start()
-
-    def _stop_thread(self) -> None:
+    def vouches_for(self, cwd: str | None) -> bool:
+        """Whether catalogs for ``cwd`` may be cached (an invalidation follows if they go stale)."""
         state = self._state
         with state.lock:
-            thread, stop = state.thread, state.stop
-            state.thread = None
-        if stop is not None:
-            stop.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+            project = state.cwd_projects.get(cwd or None)
+            watching = state.mode in ("starting", *_HEALTHY) and project is not None
+            return watching and (not project or project in state.wanted)
 
     def _invalidate(self) -> None:
         for handle in tuple(self._handles):
             handle.invalidate()
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)

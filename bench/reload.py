@@ -1,6 +1,6 @@
 """Benchmark: live reload in the running demo agent, and the watcher at rest.
 
-    python bench/reload.py [--changes 50] [--skills 1000] [--idle-seconds 60]
+    python bench/reload.py [--changes 50] [--skills 1000] [--idle-seconds 60] [--rounds 20]
 
 1. Change on disk -> visible in ``_skills/list``: for each kind of change (a bundle added,
    edited, moved into the root, removed; a flat skill added, edited, removed), ``--changes``
@@ -12,12 +12,17 @@
    ``--idle-seconds`` after its first lookup, as a share of one core, with watching on
    (native), forced to poll (``WATCHFILES_FORCE_POLLING=1``) and off (``--no-watch``); and the
    agent's resident memory and inotify watches after that lookup. Target: under 1% of a core.
+3. What watching adds to start-up, in-process: a fresh registered `LocalSkillProvider` over the
+   same bundles, its first ``list()`` (with a project cwd) timed with watching on and off,
+   ``--rounds`` times each, alternating; and, with watching on, how long after that lookup began
+   the watch was live and had invalidated once (it is set up beside the discovery, not before).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import shutil
 import statistics
@@ -261,11 +266,63 @@ async def measure_idle(
         )
 
 
+async def measure_first_discovery(scratch: Path, skills: Path, project: Path, rounds: int) -> None:
+    import structlog
+
+    from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
+
+    # This process is the benchmark, not an agent: its debug lines would only be noise.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+    options = SkillLookupOptions(cwd=str(project))
+    first: dict[bool, list[float]] = {True: [], False: []}
+    live: list[float] = []
+    for _ in range(rounds):
+        for watching in (False, True):
+            registry = SkillRegistry()
+            provider = LocalSkillProvider(
+                dsh_home=scratch / "home" / ".dsh",
+                agents_home=scratch / "home" / ".agents",
+                custom_skill_dirs=[skills],
+                watch=watching,
+            )
+            handle = registry.register_provider(provider)
+            caught_up = asyncio.Event()
+            loop = asyncio.get_running_loop()
+
+            def tell(
+                loop: asyncio.AbstractEventLoop = loop, event: asyncio.Event = caught_up
+            ) -> None:
+                loop.call_soon_threadsafe(event.set)
+
+            registry.on_change(tell)
+            started = time.perf_counter()
+            await registry.list(options)
+            first[watching].append(time.perf_counter() - started)
+            if watching:
+                # The invalidation that follows the watch going live.
+                await asyncio.wait_for(caught_up.wait(), 30)
+                live.append(time.perf_counter() - started)
+            handle.dispose()
+    print(f"first discovery of a fresh provider, {rounds} rounds:")
+    for watching, label in ((False, "watching off"), (True, "watching on")):
+        times = first[watching]
+        print(
+            f"  {label:<22} p50 {statistics.median(times) * 1000:6.1f} ms"
+            f"   p95 {percentile(times, 0.95) * 1000:6.1f} ms"
+        )
+    print(
+        f"  {'watch live, caught up':<22} p50 {statistics.median(live) * 1000:6.1f} ms"
+        f"   p95 {percentile(live, 0.95) * 1000:6.1f} ms"
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=50)
     parser.add_argument("--skills", type=int, default=1000)
     parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch_name:
         scratch = Path(scratch_name)
@@ -275,6 +332,7 @@ async def main() -> None:
         project = scratch / "project"
         (project / ".git").mkdir(parents=True)
         print(f"{args.skills} bundles installed")
+        await measure_first_discovery(scratch, skills, project, args.rounds)
         await measure_latency(scratch, skills, project, args.changes)
 
         print(f"at rest for {args.idle_seconds:.0f} s after the first lookup:")

@@ -23,7 +23,8 @@ import pytest
 from structlog.testing import capture_logs
 from watchfiles import Change
 
-from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
+from acp_skills import AcpSkills, LocalSkillProvider, SkillLookupOptions, SkillRegistry
+from acp_skills import watch as watch_module
 from acp_skills.provider import ProviderHandle
 from acp_skills.watch import (
     MAX_WATCHED_PROJECTS,
@@ -84,6 +85,16 @@ class Watched:
             return await self.descriptions(cwd) == expected
 
         await eventually(shows)
+
+    async def live(self) -> None:
+        """Wait until the watch is live and has caught up (one invalidation) on the lookups
+        answered while it was being set up."""
+
+        def caught_up() -> bool:
+            healthy = self.provider.watch_mode in ("native", "polling")
+            return healthy and len(self.invalidations) > 0
+
+        await eventually(caught_up)
 
 
 def watched_registry(tmp: Path, *custom: Path, **options: Any) -> Watched:
@@ -209,6 +220,70 @@ def test_a_root_is_watched_with_each_bundle_but_not_their_resources(tmp_path: Pa
     write_skill(root / "notes.md", "notes", "Notes.")
     plan = plan_watches([WatchedRoot(str(root))])
     assert sorted(plan) == [str(root.resolve()), str((root / "deploy").resolve())]
+
+
+# -- when watching starts ---------------------------------------------------------------------
+
+
+async def test_constructors_start_nothing_and_the_first_lookup_starts_watching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``AcpSkills()`` and ``LocalSkillProvider()`` start no thread and open no watch; the
+    provider's first lookup while registered starts its watcher."""
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh"))
+    monkeypatch.setenv("DSH_AGENTS_HOME", str(tmp_path / "agents"))
+    before = set(threading.enumerate())
+    AcpSkills()
+    setup = watched_registry(tmp_path, tmp_path / "skills")
+    try:
+        assert set(threading.enumerate()) == before
+        assert inotify_watch_count() == 0
+        assert setup.provider.watch_mode == "off"
+        await setup.until({})
+        assert len(watcher_threads()) == 1
+        await setup.live()
+    finally:
+        setup.handle.dispose()
+
+
+async def test_the_first_lookup_does_not_wait_for_the_watch_and_nothing_is_missed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first lookup is answered while the watch is still being set up, and a skill changed
+    during the set-up (before the watch could see it) is listed once the watch is live, through
+    exactly one invalidation."""
+    skills = tmp_path / "skills"
+    write_skill(skills / "deploy" / "SKILL.md", "deploy", "Deploy.")
+    (tmp_path / "home").mkdir()
+    answered = threading.Event()
+    changed = threading.Event()
+    plan_watches = watch_module.plan_watches
+
+    def plan_then_change(roots: Any) -> Any:
+        plan = plan_watches(roots)
+        if not changed.is_set() and any(root.path == str(skills) for root in roots):
+            # Hold the set-up until the first lookup has been answered (which it could not be
+            # if that lookup waited for the watch), then change the skill before it is watched.
+            answered.wait(DEADLINE_SECONDS * 2)
+            write_skill(skills / "deploy" / "SKILL.md", "deploy", "Changed during set-up.")
+            changed.set()
+        return plan
+
+    monkeypatch.setattr(watch_module, "plan_watches", plan_then_change)
+    setup = watched_registry(tmp_path, skills)
+    try:
+        with anyio.fail_after(DEADLINE_SECONDS):
+            assert await setup.descriptions() == {"deploy": "Deploy."}
+        assert setup.provider.watch_mode == "starting"
+        # Cached meanwhile: the invalidation once the watch is live drops it.
+        assert setup.provider.cacheable(SkillLookupOptions()) is True
+        answered.set()
+        await setup.until({"deploy": "Changed during set-up."})
+        await setup.live()
+        assert setup.invalidations == [WATCHER_THREAD_NAME]
+    finally:
+        answered.set()
+        setup.handle.dispose()
 
 
 # -- changes on disk reach the registry --------------------------------------------------------
@@ -347,6 +422,9 @@ async def test_resource_changes_cause_no_invalidation(tmp_path: Path) -> None:
     watched = watched_registry(tmp_path, skills)
     try:
         await watched.until({"deploy": "Deploy.", "notes": "Notes."})
+        await watched.live()
+        # Cached again after the catch-up, so the change below is only seen through the watch.
+        assert await watched.descriptions() == {"deploy": "Deploy.", "notes": "Notes."}
         before = len(watched.invalidations)
         with capture_logs() as logs:
             (bundle / "references" / "guide.md").write_text("# Guide, edited\n")
@@ -382,6 +460,7 @@ async def test_changes_under_the_user_system_directory_cause_no_invalidation(
     setup = watched_registry(tmp_path, tmp_path / "custom")
     try:
         await setup.until({"mine": "Mine."})
+        await setup.live()
         before = len(setup.invalidations)
         with capture_logs() as logs:
             write_skill(user_root / ".system" / "tool" / "SKILL.md", "tool", "Tool.")
@@ -419,41 +498,6 @@ async def test_project_skills_of_a_listed_project_are_watched(watched: Watched) 
     await watched.until({"lint": "Lint the project's way."}, cwd=cwd)
 
 
-def inotify_instances() -> dict[str, str]:
-    """This process's inotify descriptors and their watch lists (from /proc/self/fdinfo)."""
-    instances = {}
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            if "inotify" in os.readlink(f"/proc/self/fd/{fd}"):
-                with open(f"/proc/self/fdinfo/{fd}") as info:
-                    instances[fd] = "".join(line for line in info if line.startswith("inotify"))
-        except OSError:
-            continue
-    return instances
-
-
-async def test_a_new_project_leaves_the_watch_of_the_fixed_roots_alone(tmp_path: Path) -> None:
-    """Watching one more project opens no new watch of the custom and user roots (reopening a
-    thousand bundle directories would hold up the lookup)."""
-    skills = tmp_path / "skills"
-    for index in range(20):
-        write_skill(skills / f"b{index}" / "SKILL.md", f"b{index}", "B.")
-    project = tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
-    # Written before watching starts, so the first watch is final.
-    watched = watched_registry(tmp_path, skills)
-    try:
-        names = {f"b{index}": "B." for index in range(20)}
-        await watched.until(names)
-        [(fixed_fd, fixed_watches)] = inotify_instances().items()
-        await watched.until(names, cwd=str(project))
-        instances = inotify_instances()
-        assert len(instances) == 2
-        assert instances[fixed_fd] == fixed_watches
-    finally:
-        watched.handle.dispose()
-
-
 async def test_projects_beyond_the_bound_are_served_fresh_but_not_watched(
     watched: Watched,
 ) -> None:
@@ -466,15 +510,23 @@ async def test_projects_beyond_the_bound_are_served_fresh_but_not_watched(
         write_skill(project / ".agents" / "skills" / "task.md", "task", f"Task {index}.")
         projects.append(project)
     await watched.until({})
+    await watched.live()
     fixed = inotify_watch_count()
-    per_project = 0
-    for index, project in enumerate(projects):
-        await watched.until({"task": f"Task {index}."}, cwd=str(project))
-        if index == 0:
-            per_project = inotify_watch_count() - fixed
+    # What one project's roots need watched (each project here looks the same).
+    per_project = len(
+        plan_watches([WatchedRoot(str(projects[0] / d / "skills")) for d in (".dsh", ".agents")])
+    )
     assert per_project > 0
-    # The fixed roots plus exactly MAX_WATCHED_PROJECTS projects.
-    assert inotify_watch_count() == fixed + MAX_WATCHED_PROJECTS * per_project
+    for index, project in enumerate(projects):
+        told = len(watched.invalidations)
+        await watched.until({"task": f"Task {index}."}, cwd=str(project))
+        if index < MAX_WATCHED_PROJECTS:
+            # Its watch is live once the invalidation catching up on that lookup has come.
+            await eventually(lambda: len(watched.invalidations) > told)  # noqa: B023
+    # The fixed roots plus exactly MAX_WATCHED_PROJECTS projects (a replaced watch lets go of
+    # its descriptor just after it is closed).
+    expected = fixed + MAX_WATCHED_PROJECTS * per_project
+    await eventually(lambda: inotify_watch_count() == expected)
 
     beyond = projects[-1]
     options = SkillLookupOptions(cwd=str(beyond))
@@ -512,6 +564,7 @@ async def test_a_watcher_failure_is_logged_once_and_lookups_stay_fresh(watched: 
     lookups are served uncached meanwhile, and watching recovers once the name is gone."""
     write_skill(watched.skills / "notes.md", "notes", "Notes.")
     await watched.until({"notes": "Notes."})
+    await watched.live()
     undecodable = os.path.join(os.fsencode(watched.skills), b"bad-\xff")
     with capture_logs() as logs:
         told = len(watched.invalidations)
@@ -558,7 +611,7 @@ async def test_polling_can_be_forced(tmp_path: Path, monkeypatch: pytest.MonkeyP
     setup = watched_registry(tmp_path, skills)
     try:
         await setup.until({})
-        assert setup.provider.watch_mode == "polling"
+        await eventually(lambda: setup.provider.watch_mode == "polling")
         write_skill(skills / "deploy" / "SKILL.md", "deploy", "Deploy.")
         await setup.until({"deploy": "Deploy."})
     finally:
@@ -599,6 +652,10 @@ FALLBACK_SCRIPT = textwrap.dedent(
             os.close(fd)
         registry.register_provider(provider)
         names = [s.name for s in await registry.list(SkillLookupOptions())]
+        for _ in range(600):
+            if provider.watch_mode != "starting":
+                break
+            await asyncio.sleep(0.05)
         print(json.dumps({"event": "listed", "names": names, "mode": provider.watch_mode}))
         (tmp / "skills" / "later.md").write_text("---\\nname: later\\ndescription: L.\\n---\\n")
         for _ in range(600):
@@ -666,6 +723,7 @@ async def released_afterwards() -> AsyncIterator[None]:
 async def exercise(setup: Watched) -> None:
     """Start the watcher and see it work."""
     await setup.until({})
+    await setup.live()
     assert len(watcher_threads()) == 1
     assert inotify_watch_count() > 0
     write_skill(setup.skills / "notes.md", "notes", "Notes.")
