@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .catalog import SkillCatalogContributor, describe_catalog_fit
+from .catalog import (
+    CatalogFit,
+    SkillCatalogContributor,
+    describe_catalog_fit,
+    fit_catalog,
+    render_catalog,
+)
 from .diagnostics import Diagnostic
 from .errors import SkillContractError
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
@@ -45,15 +51,9 @@ from .record import (
     SessionStore,
 )
 from .registry import SkillRegistry
-from .render import (
-    CatalogFit,
-    fit_catalog,
-    normalize_description,
-    render_catalog,
-    render_skill_content,
-)
 from .session import PrefixedSession
-from .tool import SkillTool, ToolResult
+from .text import normalize_description
+from .tool import SkillTool, ToolResult, render_skill_content
 
 if TYPE_CHECKING:
     from .acp import AcpSkills

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeAlias
 
-from .safe_text import replace_lone_surrogates
+from .text import replace_lone_surrogates
 
 # ASCII only, whole string: `re.fullmatch` with an explicit class never lets "a\n" through,
 # unlike `$`, which also matches before a trailing newline.

@@ -16,7 +16,7 @@ tests and embedded use; `JsonlSessionStore`, one JSON Lines file per session, li
 `acp_skills.jsonl_store`.
 
 Entries hold read-only, well-formed JSON: every string is checked for lone surrogates (which
-become U+FFFD, see `acp_skills.safe_text`) and nesting is bounded (`MAX_JSON_DEPTH`), so whatever
+become U+FFFD, see `acp_skills.text`) and nesting is bounded (`MAX_JSON_DEPTH`), so whatever
 an entry holds can be written, read back and sent to a model.
 """
 
@@ -31,7 +31,7 @@ from typing import Any, Literal, NoReturn, Protocol, TypeAlias, cast, get_args, 
 import anyio.lowlevel
 
 from .model import PrefixMessage
-from .safe_text import replace_lone_surrogates
+from .text import replace_lone_surrogates
 
 __all__ = [
     "HeaderEntry",

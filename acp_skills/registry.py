@@ -26,13 +26,12 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import anyio
 import structlog
 
-from ._collector import collection_paused
 from .diagnostics import Diagnostic, provider_failed, shadow_diagnostic
 from .errors import SkillContractError
 from .model import (
@@ -49,7 +48,7 @@ from .model import (
     require_positive_int,
     summary_fields,
 )
-from .provider import SkillProvider
+from .provider import ProviderHooks, SkillProvider, provider_hooks
 
 __all__ = ["RUNTIME_PROVIDER", "RUNTIME_RANK", "SkillRegistry"]
 
@@ -63,13 +62,15 @@ _RUNTIME_ORDER = -1
 
 
 class _Registration:
-    """One registered provider. Identity matters: a handle only acts on its own registration."""
+    """One registered provider and its checked hooks. Identity matters: a handle only acts on
+    its own registration."""
 
-    __slots__ = ("order", "provider")
+    __slots__ = ("hooks", "order", "provider")
 
-    def __init__(self, provider: SkillProvider, order: int) -> None:
+    def __init__(self, provider: SkillProvider, order: int, hooks: ProviderHooks) -> None:
         self.provider = provider
         self.order = order
+        self.hooks = hooks
 
 
 class _Handle:
@@ -98,12 +99,8 @@ class _ResolvedSkill:
 
 
 class _Catalog:
-    """One resolution: the winners by name, the snapshot, and (built on first use) the
-    model-visible summaries.
-
-    The agent reads snapshots only; `SkillRegistry.list` is the one caller of ``visible``, so
-    a thousand summaries are built when someone asks for them, once per catalog.
-    """
+    """One resolution: the winners by name, the snapshot, and the model-visible summaries
+    (built on first use: the agent reads snapshots only)."""
 
     __slots__ = ("_visible", "snapshot", "winners")
 
@@ -117,12 +114,11 @@ class _Catalog:
         visible = self._visible
         if visible is None:
             # Two threads racing here would both build the same tuple: harmless.
-            with collection_paused():
-                visible = tuple(
-                    _summary_of(skill)
-                    for skill in self.snapshot.skills
-                    if not skill.disable_model_invocation
-                )
+            visible = tuple(
+                SkillSummary(**summary_fields(skill))
+                for skill in self.snapshot.skills
+                if not skill.disable_model_invocation
+            )
             self._visible = visible
         return visible
 
@@ -200,6 +196,8 @@ class SkillRegistry:
 
         Raises:
             ValueError: if the name is ``runtime`` (reserved) or already registered.
+            TypeError: a hook is not callable or an attribute is a misspelled hook
+                (`provider_hooks`).
         """
         name = provider.name
         if not isinstance(name, str) or not name:
@@ -208,14 +206,13 @@ class SkillRegistry:
             raise ValueError(f'skill provider name "{RUNTIME_PROVIDER}" is reserved')
         if name in self._providers:
             raise ValueError(f'skill provider "{name}" is already registered')
-        registration = _Registration(provider, next(self._order))
+        registration = _Registration(provider, next(self._order), provider_hooks(provider))
         self._providers[name] = registration
         handle = _Handle(self, registration)
         self.invalidate()
-        on_register = getattr(provider, "on_register", None)
-        if callable(on_register):
+        if registration.hooks.on_register is not None:
             try:
-                on_register(handle)
+                registration.hooks.on_register(handle)
             except BaseException:
                 # The caller gets no handle, so it could never dispose of a half-registered
                 # provider: undo the registration before passing the error on (without calling
@@ -292,8 +289,8 @@ class SkillRegistry:
     def _tell_disposed(self, registration: _Registration, handle: _Handle) -> None:
         # The provider's chance to release what it holds for this registration (a file
         # watcher's thread). Disposal has happened whatever the hook does.
-        on_dispose = getattr(registration.provider, "on_dispose", None)
-        if not callable(on_dispose):
+        on_dispose = registration.hooks.on_dispose
+        if on_dispose is None:
             return
         try:
             on_dispose(handle)
@@ -335,8 +332,8 @@ class SkillRegistry:
         found: list[Diagnostic] = []
         for registration in list(self._providers.values()):
             provider = registration.provider
-            diagnose = getattr(provider, "diagnose", None)
-            if not callable(diagnose):
+            diagnose = registration.hooks.diagnose
+            if diagnose is None:
                 continue
             with anyio.move_on_after(self._provider_timeout) as scope:
                 try:
@@ -406,7 +403,7 @@ class SkillRegistry:
         )
         if definition is None:
             return None
-        _validate_definition(definition, provider.name)
+        _validate(definition, provider.name, SkillDefinition)
         if definition.name != candidate.name:
             # The file was renamed between discovery and load: what we cached is stale.
             _log.warning(
@@ -466,9 +463,7 @@ class SkillRegistry:
             attempt = await self._run_pass(options)
         stable = attempt.revision == self._revision
         complete = stable and not any(offer.failed for offer in attempt.offers)
-        # Synchronous, and a few values per skill: no collector passes meanwhile.
-        with collection_paused():
-            catalog = self._resolve(attempt, complete=complete)
+        catalog = self._resolve(attempt, complete=complete)
         if complete and all(offer.cacheable for offer in attempt.offers):
             self._store((options.cwd, attempt.revision), catalog)
         return catalog
@@ -499,7 +494,7 @@ class SkillRegistry:
                     reason=f"list() raised {error!r}",
                 )
                 return
-        offer.cacheable = _vouches_for(provider, options)
+        offer.cacheable = _vouches_for(offer.registration, options)
         if scope.cancelled_caught:
             offer.failed = True
             _log.warning(
@@ -527,8 +522,7 @@ class SkillRegistry:
             if self._is_current(registration):
                 live.append(registration)
             for position, candidate in enumerate(offer.candidates):
-                if not _plainly_valid(candidate, name):
-                    _validate_candidate(candidate, name)
+                _validate(candidate, name, SkillCandidate)
                 ranked.append(
                     (candidate.rank, order, position, _ResolvedSkill(candidate, registration))
                 )
@@ -578,16 +572,20 @@ def _noop() -> None:
     return None
 
 
-def _vouches_for(provider: SkillProvider, options: SkillLookupOptions) -> bool:
-    """Whether ``provider`` lets its answer for ``options`` be cached (by default it does)."""
-    cacheable = getattr(provider, "cacheable", None)
-    if not callable(cacheable):
+def _vouches_for(registration: _Registration, options: SkillLookupOptions) -> bool:
+    """Whether the provider lets its answer for ``options`` be cached (by default it does)."""
+    cacheable = registration.hooks.cacheable
+    if cacheable is None:
         return True
     try:
         return cacheable(options) is True
     except Exception as error:
         # Not cached is always correct, merely slower.
-        _log.warning("skill_provider_cacheable_failed", provider=provider.name, error=repr(error))
+        _log.warning(
+            "skill_provider_cacheable_failed",
+            provider=registration.provider.name,
+            error=repr(error),
+        )
         return False
 
 
@@ -604,113 +602,54 @@ def _runtime_candidate(definition: SkillDefinition) -> SkillCandidate:
     )
 
 
-def _summary_of(candidate: SkillCandidate) -> SkillSummary:
-    # Field by field rather than through `summary_fields` (a dict per skill shows with
-    # thousands); tests/test_registry_fast_paths.py checks that no field is left out.
-    return SkillSummary(
-        name=candidate.name,
-        description=candidate.description,
-        when_to_use=candidate.when_to_use,
-        disable_model_invocation=candidate.disable_model_invocation,
-        user_invocable=candidate.user_invocable,
-        source=candidate.source,
-        provider=candidate.provider,
-        resource_base=candidate.resource_base,
-    )
-
-
 # -- contract validation ---------------------------------------------------------------------
 
 
-def _check_summary(value: SkillSummary, provider: str) -> Iterable[str]:
-    """Yield a description of each way ``value`` breaks the summary contract."""
+def _validate(value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]) -> None:
+    """Raise `SkillContractError` naming the first way ``value`` breaks the provider contract
+    (contract §4): the summary fields, then a candidate's rank or a definition's content, then
+    the path."""
+    problem = _contract_problem(value, provider, kind)
+    if problem is not None:
+        raise SkillContractError(provider, problem)
+
+
+def _contract_problem(
+    value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
+) -> str | None:
+    if not isinstance(value, kind):
+        what = "candidate" if kind is SkillCandidate else "definition"
+        return f"a non-{what} value {value!r}"
     name = value.name
     if not is_skill_name(name):
-        yield f"an invalid name {name!r}"
-        return
+        return f"an invalid name {name!r}"
     where = f'skill "{name}" with'
     if not isinstance(value.description, str) or not value.description.strip():
-        yield f"{where} an empty or non-string description"
+        return f"{where} an empty or non-string description"
     if value.when_to_use is not None and not isinstance(value.when_to_use, str):
-        yield f"{where} a non-string when_to_use {value.when_to_use!r}"
+        return f"{where} a non-string when_to_use {value.when_to_use!r}"
     if not isinstance(value.disable_model_invocation, bool):
-        yield f"{where} a non-boolean disable_model_invocation {value.disable_model_invocation!r}"
+        return f"{where} a non-boolean disable_model_invocation {value.disable_model_invocation!r}"
     if not isinstance(value.user_invocable, bool):
-        yield f"{where} a non-boolean user_invocable {value.user_invocable!r}"
+        return f"{where} a non-boolean user_invocable {value.user_invocable!r}"
     if not isinstance(value.source, str):
-        yield f"{where} a non-string source {value.source!r}"
+        return f"{where} a non-string source {value.source!r}"
     if value.provider != provider:
-        yield f"{where} provider {value.provider!r} instead of {provider!r}"
+        return f"{where} provider {value.provider!r} instead of {provider!r}"
     base = value.resource_base
     if base is not None and not (
         (isinstance(base, DirectoryResource) and isinstance(base.path, str) and base.path)
         or (isinstance(base, UrlResource) and isinstance(base.url, str) and base.url)
         or (isinstance(base, OpaqueResource) and isinstance(base.description, str))
     ):
-        yield f"{where} an invalid resource_base {base!r}"
-
-
-def _plainly_valid(candidate: object, provider: str) -> bool:
-    """Whether ``candidate`` passes every check of `_validate_candidate`, judged cheaply.
-
-    The common case (exact built-in types, a directory resource, a finite rank) in one
-    expression. ``False`` proves nothing: the caller then runs the full validation, which
-    accepts or says exactly what is wrong, so behaviour is that of the full checks.
-    """
-    if type(candidate) is not SkillCandidate:
-        return False
-    name = candidate.name
-    description = candidate.description
-    when_to_use = candidate.when_to_use
-    base = candidate.resource_base
-    rank = candidate.rank
-    path = candidate.path
-    return (
-        type(name) is str
-        and is_skill_name(name)
-        and type(description) is str
-        # `not isspace()` on a non-empty string is `strip()` being non-empty, without a copy.
-        and description != ""
-        and not description.isspace()
-        and (when_to_use is None or type(when_to_use) is str)
-        and type(candidate.disable_model_invocation) is bool
-        and type(candidate.user_invocable) is bool
-        and type(candidate.source) is str
-        and candidate.provider == provider
-        and (
-            base is None
-            or (type(base) is DirectoryResource and type(base.path) is str and base.path != "")
-        )
-        # `type(...) is int` leaves bools out; an int is always finite.
-        and (type(rank) is int or (type(rank) is float and math.isfinite(rank)))
-        and (path is None or type(path) is str)
-    )
-
-
-def _validate_candidate(candidate: object, provider: str) -> None:
-    if not isinstance(candidate, SkillCandidate):
-        raise SkillContractError(provider, f"a non-candidate value {candidate!r}")
-    for problem in _check_summary(candidate, provider):
-        raise SkillContractError(provider, problem)
-    rank = candidate.rank
-    if isinstance(rank, bool) or not isinstance(rank, int | float) or not math.isfinite(rank):
-        raise SkillContractError(
-            provider, f'skill "{candidate.name}" with an invalid rank {rank!r}'
-        )
-    if candidate.path is not None and not isinstance(candidate.path, str):
-        raise SkillContractError(
-            provider, f'skill "{candidate.name}" with a non-string path {candidate.path!r}'
-        )
-
-
-def _validate_definition(definition: object, provider: str) -> None:
-    if not isinstance(definition, SkillDefinition):
-        raise SkillContractError(provider, f"a non-definition value {definition!r}")
-    for problem in _check_summary(definition, provider):
-        raise SkillContractError(provider, problem)
-    if not isinstance(definition.content, str):
-        raise SkillContractError(provider, f'skill "{definition.name}" with non-string content')
-    if definition.path is not None and not isinstance(definition.path, str):
-        raise SkillContractError(
-            provider, f'skill "{definition.name}" with a non-string path {definition.path!r}'
-        )
+        return f"{where} an invalid resource_base {base!r}"
+    if isinstance(value, SkillDefinition):
+        if not isinstance(value.content, str):
+            return f"{where} non-string content"
+    else:
+        rank = value.rank
+        if isinstance(rank, bool) or not isinstance(rank, int | float) or not math.isfinite(rank):
+            return f"{where} an invalid rank {rank!r}"
+    if value.path is not None and not isinstance(value.path, str):
+        return f"{where} a non-string path {value.path!r}"
+    return None

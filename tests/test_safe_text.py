@@ -22,8 +22,13 @@ from hypothesis import strategies as st
 
 from acp_skills import SkillDefinition, SkillLookupOptions, SkillRegistry
 from acp_skills.acp import available_commands
-from acp_skills.render import normalize_description, render_catalog, shorten_description
-from acp_skills.safe_text import escape_unsafe_characters, remove_unsafe_characters
+from acp_skills.catalog import render_catalog
+from acp_skills.text import (
+    escape_unsafe_characters,
+    normalize_description,
+    remove_unsafe_characters,
+    shorten_description,
+)
 from tests.agent_client import AGENT_COMMAND, Sandbox
 
 # The contract's list, written out independently of the implementation.

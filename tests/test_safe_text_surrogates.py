@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_skills.safe_text import replace_lone_surrogates, replace_lone_surrogates_in_json
+from acp_skills.text import replace_lone_surrogates, replace_lone_surrogates_in_json
 
 # Any code point, surrogates included (st.characters() alone leaves them out).
 ANY_CHARACTER = st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr))

@@ -24,8 +24,7 @@ from acp_skills import (
     SkillRegistry,
     UrlResource,
 )
-from acp_skills.render import render_skill_content
-from acp_skills.tool import SkillTool, ToolResult
+from acp_skills.tool import SkillTool, ToolResult, render_skill_content
 from tests.providers import ListProvider, assert_matches_golden, candidate, definition_of
 
 pytestmark = pytest.mark.anyio
