@@ -111,7 +111,9 @@ def provider_hooks(provider: SkillProvider) -> ProviderHooks:
     for hook in _HOOKS:
         value = getattr(provider, hook, None)
         if value is not None and not callable(value):
-            raise TypeError(f'skill provider "{provider.name}" has a {hook} that is not callable')
+            raise TypeError(
+                f'skill provider "{provider.name}": hook {hook} is not callable, got {value!r}'
+            )
         found[hook] = value
     for attribute in dir(provider):
         if attribute.startswith("_") or attribute in _KNOWN:

@@ -1,20 +1,17 @@
-"""`SkillRegistry`: merges providers into one catalog, resolves name clashes, caches.
+"""`SkillRegistry`: merges providers into one catalog, resolves name clashes, caches (contract §4).
 
 Resolution order (first wins), written here because everything else leans on it:
 
-1. ``rank`` — lower wins (project skills 100/200, runtime skills 250, custom 300, user 400/500);
-2. provider registration order — earlier wins; runtime skills win rank ties against every
+1. ``rank``: lower wins (project skills 100/200, runtime skills 250, custom 300, user 400/500);
+2. provider registration order: earlier wins; runtime skills win rank ties against every
    provider (unlike pluggy, where the last registered plugin runs first);
-3. position in the provider's own ``list()`` result — earlier wins.
+3. position in the provider's own ``list()`` result: earlier wins.
 
-The winners are then sorted by name (plain code-point order) so consumers are deterministic.
-
-Caching: only *complete* catalogs are cached, keyed by ``(cwd, revision)``. Every change to the
-provider set (register, dispose, invalidate, runtime skills) bumps ``revision`` and clears the
-cache, so a disposed provider can never leave a stale skill behind. Discovery that overlaps such
-a change is retried once and, if the set moved again, returned uncached as incomplete. A
-provider that cannot vouch for its answer staying current (its ``cacheable(options)`` says no,
-say because its file watcher is down) keeps the catalog out of the cache without making it
+The winners are then sorted by name (code-point order). Only *complete* catalogs are cached,
+keyed by ``(cwd, revision)``; every change to the provider set bumps ``revision`` and clears the
+cache, so a disposed provider never leaves a stale skill behind. Discovery that overlaps such a
+change is retried once and, if the set moved again, returned uncached as incomplete. A provider
+whose ``cacheable(options)`` says no keeps the catalog out of the cache without making it
 incomplete.
 """
 
@@ -27,7 +24,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import anyio
 import structlog
@@ -54,11 +51,10 @@ __all__ = ["RUNTIME_PROVIDER", "RUNTIME_RANK", "SkillRegistry"]
 
 RUNTIME_PROVIDER = "runtime"
 RUNTIME_RANK = 250
+_RUNTIME_ORDER = -1  # sorts runtime skills ahead of every provider when ranks tie
 
 _log = structlog.get_logger(__name__)
-
-# Sorts runtime skills ahead of every provider when ranks tie.
-_RUNTIME_ORDER = -1
+_Key = tuple[str | None, int]
 
 
 class _Registration:
@@ -92,10 +88,9 @@ class _Handle:
 
 
 @dataclass(frozen=True, slots=True)
-class _ResolvedSkill:
+class _Winner:
     candidate: SkillCandidate
-    # None for runtime skills, whose candidate's locator is the definition itself.
-    registration: _Registration | None
+    registration: _Registration | None  # None for a runtime skill (its locator is the skill)
 
 
 class _Catalog:
@@ -104,47 +99,36 @@ class _Catalog:
 
     __slots__ = ("_visible", "snapshot", "winners")
 
-    def __init__(self, winners: dict[str, _ResolvedSkill], snapshot: SkillSnapshot) -> None:
+    def __init__(self, winners: dict[str, _Winner], snapshot: SkillSnapshot) -> None:
         self.winners = winners
         self.snapshot = snapshot
         self._visible: tuple[SkillSummary, ...] | None = None
 
     @property
     def visible(self) -> tuple[SkillSummary, ...]:
-        visible = self._visible
-        if visible is None:
-            # Two threads racing here would both build the same tuple: harmless.
-            visible = tuple(
+        if self._visible is None:  # two threads racing here build the same tuple: harmless
+            self._visible = tuple(
                 SkillSummary(**summary_fields(skill))
                 for skill in self.snapshot.skills
                 if not skill.disable_model_invocation
             )
-            self._visible = visible
-        return visible
+        return self._visible
 
 
 @dataclass(slots=True)
-class _SharedDiscovery:
+class _Shared:
     task: asyncio.Task[_Catalog]
     waiters: int = 0
 
 
 @dataclass(slots=True)
-class _ProviderAnswer:
+class _Answer:
     """What one provider answered during one discovery pass."""
 
     registration: _Registration
     candidates: Sequence[SkillCandidate] = ()
     failed: bool = False
-    # Whether the provider vouches for this answer staying current until it invalidates.
-    cacheable: bool = True
-
-
-@dataclass(slots=True)
-class _DiscoveryRound:
-    offers: list[_ProviderAnswer] = field(default_factory=list)
-    runtime: tuple[SkillDefinition, ...] = ()
-    revision: int = 0
+    cacheable: bool = True  # the provider vouches for it staying current until it invalidates
 
 
 class SkillRegistry:
@@ -157,30 +141,27 @@ class SkillRegistry:
             that discovery, or ``None`` for no limit.
 
     Raises:
-        ValueError: on a bound that is not an integer >= 1, or a negative timeout.
+        ValueError: on a bound that is not an integer >= 1, or a timeout that is not > 0.
     """
 
     def __init__(
-        self,
-        collect_cache_max_entries: int = 128,
-        provider_timeout: float | None = 30.0,
+        self, collect_cache_max_entries: int = 128, provider_timeout: float | None = 30.0
     ) -> None:
-        require_positive_int("collect_cache_max_entries", collect_cache_max_entries)
+        self._cache_bound = require_positive_int(
+            "collect_cache_max_entries", collect_cache_max_entries
+        )
         if provider_timeout is not None and not provider_timeout > 0:
             raise ValueError(f"provider_timeout must be > 0 or None, got {provider_timeout!r}")
-        self._cache_bound = collect_cache_max_entries
         self._provider_timeout = provider_timeout
         self._providers: dict[str, _Registration] = {}
         self._runtime: dict[str, SkillDefinition] = {}
         self._listeners: list[Callable[[], None]] = []
         self._order = itertools.count()
         self._revision = 0
-        self._cache: OrderedDict[tuple[str | None, int], _Catalog] = OrderedDict()
-        self._inflight: dict[tuple[str | None, int], _SharedDiscovery] = {}
+        self._cache: OrderedDict[_Key, _Catalog] = OrderedDict()
+        self._inflight: dict[_Key, _Shared] = {}
         # Guards the revision and the cache against an invalidation from another thread.
         self._lock = threading.Lock()
-
-    # -- registration ------------------------------------------------------------------------
 
     @property
     def revision(self) -> int:
@@ -188,7 +169,8 @@ class SkillRegistry:
         return self._revision
 
     def register_provider(self, provider: SkillProvider) -> _Handle:
-        """Add a provider, after every provider registered before it.
+        """Add a provider, after every provider registered before it, and call its
+        ``on_register`` with the handle (an exception there undoes the registration).
 
         Returns:
             A handle whose ``dispose()`` removes the provider (idempotent) and whose
@@ -196,8 +178,7 @@ class SkillRegistry:
 
         Raises:
             ValueError: if the name is ``runtime`` (reserved) or already registered.
-            TypeError: a hook is not callable or an attribute is a misspelled hook
-                (`provider_hooks`).
+            TypeError: a hook is not callable or misspelled (`provider_hooks`).
         """
         name = provider.name
         if not isinstance(name, str) or not name:
@@ -214,9 +195,8 @@ class SkillRegistry:
             try:
                 registration.hooks.on_register(handle)
             except BaseException:
-                # The caller gets no handle, so it could never dispose of a half-registered
-                # provider: undo the registration before passing the error on (without calling
-                # `on_dispose`: the provider never accepted this handle).
+                # The caller gets no handle and could never dispose of it: undo (without
+                # `on_dispose`, since the provider never accepted this handle).
                 self._dispose(registration)
                 raise
         return handle
@@ -241,7 +221,7 @@ class SkillRegistry:
             raise ValueError(f'runtime skill "{skill.name}" content must be a string')
         if skill.name in self._runtime:
             _log.warning("runtime_skill_ignored", skill=skill.name, reason="already registered")
-            return _noop
+            return lambda: None
         stored = replace(skill, provider=RUNTIME_PROVIDER)
         self._runtime[skill.name] = stored
 
@@ -266,9 +246,8 @@ class SkillRegistry:
     def invalidate(self) -> None:
         """Bump the revision, drop every cached catalog and notify listeners.
 
-        Safe to call from any thread (a file watcher's, say); listeners then run on that
-        thread, so a listener that touches an event loop must hand over to it
-        (``loop.call_soon_threadsafe``), as `AcpSkills` does.
+        Safe from any thread; listeners then run on that thread, so one that touches an event
+        loop must hand over to it (``loop.call_soon_threadsafe``).
         """
         with self._lock:
             self._revision += 1
@@ -287,13 +266,11 @@ class SkillRegistry:
         return True
 
     def _tell_disposed(self, registration: _Registration, handle: _Handle) -> None:
-        # The provider's chance to release what it holds for this registration (a file
-        # watcher's thread). Disposal has happened whatever the hook does.
-        on_dispose = registration.hooks.on_dispose
-        if on_dispose is None:
+        # Disposal has happened whatever the hook does.
+        if registration.hooks.on_dispose is None:
             return
         try:
-            on_dispose(handle)
+            registration.hooks.on_dispose(handle)
         except Exception as error:
             _log.warning(
                 "skill_provider_dispose_failed",
@@ -308,21 +285,18 @@ class SkillRegistry:
 
     async def list(self, options: SkillLookupOptions | None = None) -> list[SkillSummary]:
         """Model-visible skills (``disable_model_invocation`` excluded), sorted by name."""
-        catalog = await self._collect(options or SkillLookupOptions())
-        return list(catalog.visible)
+        return list((await self._collect(options or SkillLookupOptions())).visible)
 
     async def snapshot(self, options: SkillLookupOptions | None = None) -> SkillSnapshot:
         """Every resolved skill, model-visible or not, and whether discovery was complete."""
-        catalog = await self._collect(options or SkillLookupOptions())
-        return catalog.snapshot
+        return (await self._collect(options or SkillLookupOptions())).snapshot
 
     async def diagnose(self, options: SkillLookupOptions | None = None) -> tuple[Diagnostic, ...]:
-        """Every problem found with the skills of ``options.cwd``, fresh from the providers.
+        """Every problem with the skills of ``options.cwd``, fresh from the providers.
 
-        Each provider that defines ``diagnose(options)`` (as `LocalSkillProvider` does) is asked,
-        in registration order, within the provider timeout; one that fails gives a
-        ``provider-failed`` record instead. Then comes one record per shadowed skill of the
-        current resolution (`snapshot`).
+        Each provider with a ``diagnose`` hook is asked in registration order, within the
+        provider timeout (one that fails gives a ``provider-failed`` record); then comes one
+        record per shadowed skill of `snapshot`.
 
         Raises:
             SkillContractError: a provider returned a malformed candidate (from `snapshot`).
@@ -331,31 +305,25 @@ class SkillRegistry:
         snapshot = await self.snapshot(options)
         found: list[Diagnostic] = []
         for registration in list(self._providers.values()):
-            provider = registration.provider
-            diagnose = registration.hooks.diagnose
+            name, diagnose = registration.provider.name, registration.hooks.diagnose
             if diagnose is None:
                 continue
             with anyio.move_on_after(self._provider_timeout) as scope:
                 try:
                     found.extend(await diagnose(options))
                 except Exception as error:
-                    found.append(provider_failed(provider.name, error))
+                    found.append(provider_failed(name, error))
             if scope.cancelled_caught:
-                found.append(
-                    provider_failed(
-                        provider.name, f"diagnose() took longer than {self._provider_timeout} s"
-                    )
-                )
+                message = f"diagnose() took longer than {self._provider_timeout} s"
+                found.append(provider_failed(name, message))
         found.extend(shadow_diagnostic(shadowed) for shadowed in snapshot.shadowed)
         return tuple(found)
 
     async def get(
         self, name: str, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """Load the full definition of the winning skill called ``name``.
-
-        Returns ``None`` for an invalid or unknown name, or when the provider can no longer load
-        it. A provider's exception propagates.
+        """The full definition of the winning skill called ``name``; ``None`` for an invalid or
+        unknown name, or when its provider can no longer load it. Provider errors propagate.
 
         Raises:
             SkillContractError: the provider returned a malformed definition.
@@ -363,61 +331,54 @@ class SkillRegistry:
         if not is_skill_name(name):
             return None
         options = options or SkillLookupOptions()
-        catalog = await self._collect(options)
-        winner = catalog.winners.get(name)
-        if winner is None:
-            return None
-        return await self.load(winner.candidate, options)
+        winner = (await self._collect(options)).winners.get(name)
+        return None if winner is None else await self.load(winner.candidate, options)
 
     async def load(
         self, candidate: SkillCandidate, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """Load the full definition of a skill taken from a `snapshot`, without discovering again.
-
-        Callers that already hold a snapshot use this instead of `get`: when discovery is
-        incomplete (a provider timed out) nothing is cached, and `get` would wait for the slow
-        provider a second time. Returns ``None`` when the skill's provider (or the runtime skill
-        itself) is gone, or the provider can no longer load it.
+        """Load a skill taken from a `snapshot` without discovering again (when discovery was
+        incomplete nothing is cached, and `get` would wait for a slow provider once more).
+        ``None`` when its provider (or the runtime skill) is gone or cannot load it.
 
         Raises:
             SkillContractError: the provider returned a malformed definition.
         """
         options = options or SkillLookupOptions()
         if candidate.provider == RUNTIME_PROVIDER:
-            definition = candidate.locator
-            if isinstance(definition, SkillDefinition) and self._is_live_runtime(definition):
-                return definition
-            return None
+            live = self._is_live_runtime(candidate.locator)
+            return candidate.locator if live else None  # type: ignore[return-value]
         registration = self._providers.get(candidate.provider)
         if registration is None:
             return None
         provider = registration.provider
         started = time.perf_counter()
-        definition = await provider.get(candidate, options)
+        loaded = await provider.get(candidate, options)
         _log.debug(
             "skill_loaded",
             skill=candidate.name,
             provider=provider.name,
-            found=definition is not None,
+            found=loaded is not None,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
-        if definition is None:
+        if loaded is None:
             return None
-        _validate(definition, provider.name, SkillDefinition)
-        if definition.name != candidate.name:
+        _validate(loaded, provider.name, SkillDefinition)
+        if loaded.name != candidate.name:
             # The file was renamed between discovery and load: what we cached is stale.
             _log.warning(
                 "skill_renamed",
                 skill=candidate.name,
                 provider=provider.name,
-                loaded_name=definition.name,
+                loaded_name=loaded.name,
             )
             self.invalidate()
             return None
-        return definition
+        return loaded
 
-    def _is_live_runtime(self, definition: SkillDefinition) -> bool:
-        return self._runtime.get(definition.name) is definition
+    def _is_live_runtime(self, locator: object) -> bool:
+        # A runtime candidate's locator is the registered definition itself.
+        return isinstance(locator, SkillDefinition) and self._runtime.get(locator.name) is locator
 
     # -- collection ----------------------------------------------------------------------------
 
@@ -428,27 +389,23 @@ class SkillRegistry:
             return cached
         shared = self._inflight.get(key)
         if shared is None:
-            shared = _SharedDiscovery(asyncio.ensure_future(self._discover(options)))
+            shared = _Shared(asyncio.ensure_future(self._discover(options)))
             self._inflight[key] = shared
             shared.task.add_done_callback(lambda _task: self._forget(key, shared))
         shared.waiters += 1
         try:
-            # Shielded: one caller being cancelled must not cancel the discovery the other
-            # waiters share. The last waiter to leave cancels it (below), so nothing outlives
-            # the callers that asked for it.
+            # Shielded: one caller's cancellation must not cancel what the others share.
             return await asyncio.shield(shared.task)
         finally:
             shared.waiters -= 1
             if shared.waiters == 0 and not shared.task.done():
-                # Unpublish first, so a caller arriving now starts afresh instead of joining a
-                # discovery that is being cancelled.
+                # The last waiter leaves: unpublish first (a newcomer starts afresh), cancel,
+                # and wait for it to unwind so no provider call outlives its callers.
                 self._forget(key, shared)
                 shared.task.cancel()
-                # Wait for it to unwind, so no provider call outlives the last caller. This
-                # caller is already being cancelled, so wait() is not interrupted again.
                 await asyncio.wait([shared.task])
 
-    def _forget(self, key: tuple[str | None, int], shared: _SharedDiscovery) -> None:
+    def _forget(self, key: _Key, shared: _Shared) -> None:
         if self._inflight.get(key) is shared:
             del self._inflight[key]
         # Retrieve the outcome so an abandoned task's exception is never reported as unretrieved.
@@ -456,120 +413,98 @@ class SkillRegistry:
             shared.task.exception()
 
     async def _discover(self, options: SkillLookupOptions) -> _Catalog:
-        attempt = await self._run_pass(options)
-        if attempt.revision != self._revision:
-            # The provider set changed while we listened: what we heard may include a provider
-            # that is gone. Listen once more; if it moves again, answer without caching.
-            attempt = await self._run_pass(options)
-        stable = attempt.revision == self._revision
-        complete = stable and not any(offer.failed for offer in attempt.offers)
-        catalog = self._resolve(attempt, complete=complete)
-        if complete and all(offer.cacheable for offer in attempt.offers):
-            self._store((options.cwd, attempt.revision), catalog)
+        answers, runtime, revision = await self._run_pass(options)
+        if revision != self._revision:
+            # The provider set changed while we listened, perhaps losing a provider we heard:
+            # listen once more; if it moves again, answer without caching.
+            answers, runtime, revision = await self._run_pass(options)
+        complete = revision == self._revision and not any(a.failed for a in answers)
+        catalog = self._resolve(answers, runtime, complete=complete)
+        if complete and all(answer.cacheable for answer in answers):
+            with self._lock:
+                if revision == self._revision:  # else invalidated meanwhile: already stale
+                    self._cache[(options.cwd, revision)] = catalog
+                    while len(self._cache) > self._cache_bound:
+                        self._cache.popitem(last=False)
         return catalog
 
-    async def _run_pass(self, options: SkillLookupOptions) -> _DiscoveryRound:
-        current = _DiscoveryRound(
-            offers=[_ProviderAnswer(registration) for registration in self._providers.values()],
-            runtime=tuple(self._runtime.values()),
-            revision=self._revision,
-        )
-        # Providers are started in registration order and listened to concurrently, so one
-        # slow remote provider does not add its latency to every other one.
+    async def _run_pass(
+        self, options: SkillLookupOptions
+    ) -> tuple[Sequence[_Answer], tuple[SkillDefinition, ...], int]:
+        answers = [_Answer(registration) for registration in self._providers.values()]
+        runtime, revision = tuple(self._runtime.values()), self._revision
+        # Started in registration order and heard concurrently: one slow remote provider does
+        # not add its latency to every other one.
         async with anyio.create_task_group() as group:
-            for offer in current.offers:
-                group.start_soon(self._listen, offer, options)
-        return current
+            for answer in answers:
+                group.start_soon(self._listen, answer, options)
+        return answers, runtime, revision
 
-    async def _listen(self, offer: _ProviderAnswer, options: SkillLookupOptions) -> None:
-        provider = offer.registration.provider
+    async def _listen(self, answer: _Answer, options: SkillLookupOptions) -> None:
+        provider = answer.registration.provider
         with anyio.move_on_after(self._provider_timeout) as scope:
             try:
-                offer.candidates = tuple(await provider.list(options))
+                answer.candidates = tuple(await provider.list(options))
             except Exception as error:
-                offer.failed = True
-                _log.warning(
-                    "skill_provider_skipped",
-                    provider=provider.name,
-                    reason=f"list() raised {error!r}",
-                )
+                answer.failed = True
+                reason = f"list() raised {error!r}"
+                _log.warning("skill_provider_skipped", provider=provider.name, reason=reason)
                 return
-        offer.cacheable = _vouches_for(offer.registration, options)
+        answer.cacheable = _vouches_for(answer.registration, options)
         if scope.cancelled_caught:
-            offer.failed = True
-            _log.warning(
-                "skill_provider_skipped",
-                provider=provider.name,
-                reason=f"list() took longer than {self._provider_timeout} s",
-            )
+            answer.failed = True
+            reason = f"list() took longer than {self._provider_timeout} s"
+            _log.warning("skill_provider_skipped", provider=provider.name, reason=reason)
 
-    def _resolve(self, attempt: _DiscoveryRound, *, complete: bool) -> _Catalog:
-        # (rank, order, position, skill): (order, position) is unique, so sorting these tuples
-        # never compares two skills, and needs no key function.
-        ranked: list[tuple[int | float, int, int, _ResolvedSkill]] = []
-        for position, definition in enumerate(attempt.runtime):
-            candidate = _runtime_candidate(definition)
-            ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, _ResolvedSkill(candidate, None)))
+    def _resolve(
+        self,
+        answers: Sequence[_Answer],
+        runtime: tuple[SkillDefinition, ...],
+        *,
+        complete: bool,
+    ) -> _Catalog:
+        # (rank, order, position, winner): (order, position) is unique, so sorting never
+        # compares two skills and needs no key function.
+        ranked: list[tuple[int | float, int, int, _Winner]] = [
+            (RUNTIME_RANK, _RUNTIME_ORDER, position, _Winner(_runtime_candidate(skill), None))
+            for position, skill in enumerate(runtime)
+        ]
         live: list[_Registration] = []
-        for offer in attempt.offers:
-            # Validation happens after listening, in the caller's task, so a contract violation
-            # surfaces as a plain SkillContractError rather than inside an exception group.
-            registration = offer.registration
-            name = registration.provider.name
-            order = registration.order
-            # A provider removed during the pass must not surface even in an uncached,
-            # incomplete answer; asked once per provider, not once per skill.
+        for answer in answers:
+            # Validated here, in the caller's task, so a violation is a plain SkillContractError
+            # rather than one inside an exception group.
+            registration = answer.registration
+            name, order = registration.provider.name, registration.order
+            # A provider removed during the pass must not surface even in an incomplete answer.
             if self._is_current(registration):
                 live.append(registration)
-            for position, candidate in enumerate(offer.candidates):
+            for position, candidate in enumerate(answer.candidates):
                 _validate(candidate, name, SkillCandidate)
-                ranked.append(
-                    (candidate.rank, order, position, _ResolvedSkill(candidate, registration))
-                )
+                ranked.append((candidate.rank, order, position, _Winner(candidate, registration)))
         ranked.sort()
-        winners: dict[str, _ResolvedSkill] = {}
+        winners: dict[str, _Winner] = {}
         shadowed: list[ShadowedSkill] = []
         for *_, entry in ranked:
-            name = entry.candidate.name
-            kept = winners.get(name)
+            skill = entry.candidate
+            kept = winners.get(skill.name)
             if kept is None:
                 owner = entry.registration
-                if owner in live if owner is not None else self._is_live(entry):
-                    winners[name] = entry
+                if owner in live if owner is not None else self._is_live_runtime(skill.locator):
+                    winners[skill.name] = entry
                 continue
-            shadowed.append(ShadowedSkill(skill=entry.candidate, winner=kept.candidate))
+            shadowed.append(ShadowedSkill(skill=skill, winner=kept.candidate))
             _log.warning(
                 "skill_shadowed",
-                skill=name,
-                provider=entry.candidate.provider,
-                path=entry.candidate.path,
+                skill=skill.name,
+                provider=skill.provider,
+                path=skill.path,
                 winner_provider=kept.candidate.provider,
                 winner_path=kept.candidate.path,
             )
         ordered = {name: winners[name] for name in sorted(winners)}
         skills = tuple(winner.candidate for winner in ordered.values())
-        return _Catalog(
-            winners=ordered,
-            snapshot=SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed)),
-        )
-
-    def _is_live(self, winner: _ResolvedSkill) -> bool:
-        if winner.registration is not None:
-            return self._is_current(winner.registration)
-        definition = winner.candidate.locator
-        return isinstance(definition, SkillDefinition) and self._is_live_runtime(definition)
-
-    def _store(self, key: tuple[str | None, int], catalog: _Catalog) -> None:
-        with self._lock:
-            if key[1] != self._revision:
-                return  # invalidated meanwhile (perhaps from another thread): already stale
-            self._cache[key] = catalog
-            while len(self._cache) > self._cache_bound:
-                self._cache.popitem(last=False)
-
-
-def _noop() -> None:
-    return None
+        snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
+        return _Catalog(ordered, snapshot)
 
 
 def _vouches_for(registration: _Registration, options: SkillLookupOptions) -> bool:
@@ -579,21 +514,15 @@ def _vouches_for(registration: _Registration, options: SkillLookupOptions) -> bo
         return True
     try:
         return cacheable(options) is True
-    except Exception as error:
-        # Not cached is always correct, merely slower.
-        _log.warning(
-            "skill_provider_cacheable_failed",
-            provider=registration.provider.name,
-            error=repr(error),
-        )
+    except Exception as error:  # not cached is always correct, merely slower
+        name = registration.provider.name
+        _log.warning("skill_provider_cacheable_failed", provider=name, error=repr(error))
         return False
 
 
 def _runtime_candidate(definition: SkillDefinition) -> SkillCandidate:
-    fields = summary_fields(definition)
-    fields["provider"] = RUNTIME_PROVIDER
     return SkillCandidate(
-        **fields,
+        **summary_fields(definition),
         rank=RUNTIME_RANK,
         locator=definition,
         path=definition.path,
@@ -602,13 +531,9 @@ def _runtime_candidate(definition: SkillDefinition) -> SkillCandidate:
     )
 
 
-# -- contract validation ---------------------------------------------------------------------
-
-
 def _validate(value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]) -> None:
-    """Raise `SkillContractError` naming the first way ``value`` breaks the provider contract
-    (contract §4): the summary fields, then a candidate's rank or a definition's content, then
-    the path."""
+    """Raise `SkillContractError` naming the first way ``value`` breaks the provider contract:
+    the summary fields, then a candidate's rank or a definition's content, then the path."""
     problem = _contract_problem(value, provider, kind)
     if problem is not None:
         raise SkillContractError(provider, problem)
@@ -618,12 +543,10 @@ def _contract_problem(
     value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
 ) -> str | None:
     if not isinstance(value, kind):
-        what = "candidate" if kind is SkillCandidate else "definition"
-        return f"a non-{what} value {value!r}"
-    name = value.name
-    if not is_skill_name(name):
-        return f"an invalid name {name!r}"
-    where = f'skill "{name}" with'
+        return f"a non-{'candidate' if kind is SkillCandidate else 'definition'} value {value!r}"
+    if not is_skill_name(value.name):
+        return f"an invalid name {value.name!r}"
+    where = f'skill "{value.name}" with'
     if not isinstance(value.description, str) or not value.description.strip():
         return f"{where} an empty or non-string description"
     if value.when_to_use is not None and not isinstance(value.when_to_use, str):
@@ -646,10 +569,12 @@ def _contract_problem(
     if isinstance(value, SkillDefinition):
         if not isinstance(value.content, str):
             return f"{where} non-string content"
-    else:
-        rank = value.rank
-        if isinstance(rank, bool) or not isinstance(rank, int | float) or not math.isfinite(rank):
-            return f"{where} an invalid rank {rank!r}"
+    elif not _is_rank(value.rank):
+        return f"{where} an invalid rank {value.rank!r}"
     if value.path is not None and not isinstance(value.path, str):
         return f"{where} a non-string path {value.path!r}"
     return None
+
+
+def _is_rank(rank: object) -> bool:
+    return not isinstance(rank, bool) and isinstance(rank, int | float) and math.isfinite(rank)

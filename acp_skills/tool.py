@@ -188,14 +188,14 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
     if searchable:
         _refuse_unexpected(arguments, accepted, "a skill search")
         # An explicit null means "not given", as models send it for optional parameters.
-        name, query = arguments.get("name"), arguments.get("query")
-        if name is None and query is None:
+        given, query = arguments.get("name"), arguments.get("query")
+        if given is None and query is None:
             raise _Refusal(
                 f'Error: the {SKILL_TOOL_NAME} tool needs either "name" (the exact name of a '
                 'skill to load) or "query" (a few words describing the task, to search for '
                 "skills)"
             )
-        if name is not None and query is not None:
+        if given is not None and query is not None:
             raise _Refusal(
                 f'Error: give the {SKILL_TOOL_NAME} tool either "name" or "query", not both: '
                 'search with "query" first, then load one of the results by "name"'
