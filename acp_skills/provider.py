@@ -1,4 +1,5 @@
-"""The provider seam: how a source of skills plugs into a `SkillRegistry`, and its optional hooks.
+"""The provider seam: how a source of skills plugs into a `SkillRegistry`, its optional hooks,
+and the checks on what it returns (`validate_offer`, contract §4).
 
 A provider implements `SkillProvider`; it may also implement any of the hook protocols below.
 `provider_hooks` checks them when the provider is registered: a hook that is not callable, or an
@@ -9,11 +10,21 @@ attribute whose name is a near miss of a hook's (``on_registered``, ``cachable``
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .model import SkillCandidate, SkillDefinition, SkillLookupOptions
+from .errors import SkillContractError
+from .model import (
+    DirectoryResource,
+    OpaqueResource,
+    SkillCandidate,
+    SkillDefinition,
+    SkillLookupOptions,
+    UrlResource,
+    is_skill_name,
+)
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
@@ -27,6 +38,7 @@ __all__ = [
     "RegisteringProvider",
     "SkillProvider",
     "provider_hooks",
+    "validate_offer",
 ]
 
 
@@ -125,3 +137,58 @@ def provider_hooks(provider: SkillProvider) -> ProviderHooks:
                 f"hook; did you mean {near[0]!r}?"
             )
     return ProviderHooks(**found)
+
+
+def validate_offer(
+    value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
+) -> None:
+    """Check a candidate (from ``list``) or a definition (from ``get``) against the contract.
+
+    Raises:
+        SkillContractError: naming the first field that breaks it (the summary's fields, then
+            a candidate's rank or a definition's content, then the path).
+    """
+    problem = _offer_problem(value, provider, kind)
+    if problem is not None:
+        raise SkillContractError(provider, problem)
+
+
+def _offer_problem(
+    value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
+) -> str | None:
+    if not isinstance(value, kind):
+        return f"a non-{'candidate' if kind is SkillCandidate else 'definition'} value {value!r}"
+    if not is_skill_name(value.name):
+        return f"an invalid name {value.name!r}"
+    where = f'skill "{value.name}" with'
+    if not isinstance(value.description, str) or not value.description.strip():
+        return f"{where} an empty or non-string description"
+    if value.when_to_use is not None and not isinstance(value.when_to_use, str):
+        return f"{where} a non-string when_to_use {value.when_to_use!r}"
+    if not isinstance(value.disable_model_invocation, bool):
+        return f"{where} a non-boolean disable_model_invocation {value.disable_model_invocation!r}"
+    if not isinstance(value.user_invocable, bool):
+        return f"{where} a non-boolean user_invocable {value.user_invocable!r}"
+    if not isinstance(value.source, str):
+        return f"{where} a non-string source {value.source!r}"
+    if value.provider != provider:
+        return f"{where} provider {value.provider!r} instead of {provider!r}"
+    base = value.resource_base
+    if base is not None and not (
+        (isinstance(base, DirectoryResource) and isinstance(base.path, str) and base.path)
+        or (isinstance(base, UrlResource) and isinstance(base.url, str) and base.url)
+        or (isinstance(base, OpaqueResource) and isinstance(base.description, str))
+    ):
+        return f"{where} an invalid resource_base {base!r}"
+    if isinstance(value, SkillDefinition):
+        if not isinstance(value.content, str):
+            return f"{where} non-string content"
+    elif not _is_rank(value.rank):
+        return f"{where} an invalid rank {value.rank!r}"
+    if value.path is not None and not isinstance(value.path, str):
+        return f"{where} a non-string path {value.path!r}"
+    return None
+
+
+def _is_rank(rank: object) -> bool:
+    return not isinstance(rank, bool) and isinstance(rank, int | float) and math.isfinite(rank)

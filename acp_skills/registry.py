@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 import threading
 import time
 from collections import OrderedDict
@@ -30,22 +29,18 @@ import anyio
 import structlog
 
 from .diagnostics import Diagnostic, provider_failed, shadow_diagnostic
-from .errors import SkillContractError
 from .model import (
-    DirectoryResource,
-    OpaqueResource,
     ShadowedSkill,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
     SkillSnapshot,
     SkillSummary,
-    UrlResource,
     is_skill_name,
     require_positive_int,
     summary_fields,
 )
-from .provider import ProviderHooks, SkillProvider, provider_hooks
+from .provider import ProviderHandle, SkillProvider, provider_hooks, validate_offer
 
 __all__ = ["RUNTIME_PROVIDER", "RUNTIME_RANK", "SkillRegistry"]
 
@@ -58,32 +53,23 @@ _Key = tuple[str | None, int]
 
 
 class _Registration:
-    """One registered provider and its checked hooks. Identity matters: a handle only acts on
-    its own registration."""
+    """One registered provider, and the `ProviderHandle` `register_provider` returns for it.
+    Identity matters: a handle only acts on its own registration."""
 
-    __slots__ = ("hooks", "order", "provider")
+    __slots__ = ("_registry", "hooks", "order", "provider")
 
-    def __init__(self, provider: SkillProvider, order: int, hooks: ProviderHooks) -> None:
+    def __init__(self, registry: SkillRegistry, provider: SkillProvider, order: int) -> None:
+        self._registry = registry
         self.provider = provider
         self.order = order
-        self.hooks = hooks
-
-
-class _Handle:
-    """The `ProviderHandle` returned by `SkillRegistry.register_provider`."""
-
-    __slots__ = ("_registration", "_registry")
-
-    def __init__(self, registry: SkillRegistry, registration: _Registration) -> None:
-        self._registry = registry
-        self._registration = registration
+        self.hooks = provider_hooks(provider)
 
     def dispose(self) -> None:
-        if self._registry._dispose(self._registration):
-            self._registry._tell_disposed(self._registration, self)
+        if self._registry._dispose(self):
+            self._registry._tell_disposed(self)
 
     def invalidate(self) -> None:
-        if self._registry._is_current(self._registration):
+        if self._registry._is_current(self):
             self._registry.invalidate()
 
 
@@ -93,16 +79,14 @@ class _Winner:
     registration: _Registration | None  # None for a runtime skill (its locator is the skill)
 
 
+@dataclass(slots=True)
 class _Catalog:
     """One resolution: the winners by name, the snapshot, and the model-visible summaries
     (built on first use: the agent reads snapshots only)."""
 
-    __slots__ = ("_visible", "snapshot", "winners")
-
-    def __init__(self, winners: dict[str, _Winner], snapshot: SkillSnapshot) -> None:
-        self.winners = winners
-        self.snapshot = snapshot
-        self._visible: tuple[SkillSummary, ...] | None = None
+    winners: dict[str, _Winner]
+    snapshot: SkillSnapshot
+    _visible: tuple[SkillSummary, ...] | None = None
 
     @property
     def visible(self) -> tuple[SkillSummary, ...]:
@@ -168,13 +152,9 @@ class SkillRegistry:
         """A counter bumped by every change to the provider set or an explicit invalidation."""
         return self._revision
 
-    def register_provider(self, provider: SkillProvider) -> _Handle:
-        """Add a provider, after every provider registered before it, and call its
-        ``on_register`` with the handle (an exception there undoes the registration).
-
-        Returns:
-            A handle whose ``dispose()`` removes the provider (idempotent) and whose
-            ``invalidate()`` drops cached catalogs while the registration is live.
+    def register_provider(self, provider: SkillProvider) -> ProviderHandle:
+        """Add a provider after every one registered before it; its ``on_register`` gets the
+        handle (an exception there undoes the registration).
 
         Raises:
             ValueError: if the name is ``runtime`` (reserved) or already registered.
@@ -187,28 +167,24 @@ class SkillRegistry:
             raise ValueError(f'skill provider name "{RUNTIME_PROVIDER}" is reserved')
         if name in self._providers:
             raise ValueError(f'skill provider "{name}" is already registered')
-        registration = _Registration(provider, next(self._order), provider_hooks(provider))
+        registration = _Registration(self, provider, next(self._order))
         self._providers[name] = registration
-        handle = _Handle(self, registration)
         self.invalidate()
         if registration.hooks.on_register is not None:
             try:
-                registration.hooks.on_register(handle)
+                registration.hooks.on_register(registration)
             except BaseException:
                 # The caller gets no handle and could never dispose of it: undo (without
                 # `on_dispose`, since the provider never accepted this handle).
                 self._dispose(registration)
                 raise
-        return handle
+        return registration
 
     def register(self, skill: SkillDefinition) -> Callable[[], None]:
-        """Add an in-process skill (rank 250, provider ``runtime``).
+        """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer.
 
-        A second skill with a name already registered here is ignored with a warning; its
-        disposer does nothing, so the loser can never remove the winner.
-
-        Returns:
-            A disposer that removes the skill (idempotent).
+        A second skill of a name already registered is ignored with a warning, and its disposer
+        does nothing: the loser can never remove the winner.
 
         Raises:
             ValueError: if the name breaks the grammar or the description is empty.
@@ -265,12 +241,12 @@ class SkillRegistry:
         self.invalidate()
         return True
 
-    def _tell_disposed(self, registration: _Registration, handle: _Handle) -> None:
+    def _tell_disposed(self, registration: _Registration) -> None:
         # Disposal has happened whatever the hook does.
         if registration.hooks.on_dispose is None:
             return
         try:
-            registration.hooks.on_dispose(handle)
+            registration.hooks.on_dispose(registration)
         except Exception as error:
             _log.warning(
                 "skill_provider_dispose_failed",
@@ -292,11 +268,9 @@ class SkillRegistry:
         return (await self._collect(options or SkillLookupOptions())).snapshot
 
     async def diagnose(self, options: SkillLookupOptions | None = None) -> tuple[Diagnostic, ...]:
-        """Every problem with the skills of ``options.cwd``, fresh from the providers.
-
-        Each provider with a ``diagnose`` hook is asked in registration order, within the
-        provider timeout (one that fails gives a ``provider-failed`` record); then comes one
-        record per shadowed skill of `snapshot`.
+        """Every problem with the skills of ``options.cwd``: each ``diagnose`` hook's, asked in
+        registration order within the provider timeout (a failure is a ``provider-failed``
+        record), then one record per shadowed skill of `snapshot`.
 
         Raises:
             SkillContractError: a provider returned a malformed candidate (from `snapshot`).
@@ -337,9 +311,9 @@ class SkillRegistry:
     async def load(
         self, candidate: SkillCandidate, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """Load a skill taken from a `snapshot` without discovering again (when discovery was
-        incomplete nothing is cached, and `get` would wait for a slow provider once more).
-        ``None`` when its provider (or the runtime skill) is gone or cannot load it.
+        """Load a skill taken from a `snapshot` without discovering again (after an incomplete
+        discovery, `get` would wait for a slow provider once more); ``None`` when its provider
+        (or the runtime skill) is gone or cannot load it.
 
         Raises:
             SkillContractError: the provider returned a malformed definition.
@@ -363,7 +337,7 @@ class SkillRegistry:
         )
         if loaded is None:
             return None
-        _validate(loaded, provider.name, SkillDefinition)
+        validate_offer(loaded, provider.name, SkillDefinition)
         if loaded.name != candidate.name:
             # The file was renamed between discovery and load: what we cached is stale.
             _log.warning(
@@ -479,7 +453,7 @@ class SkillRegistry:
             if self._is_current(registration):
                 live.append(registration)
             for position, candidate in enumerate(answer.candidates):
-                _validate(candidate, name, SkillCandidate)
+                validate_offer(candidate, name, SkillCandidate)
                 ranked.append((candidate.rank, order, position, _Winner(candidate, registration)))
         ranked.sort()
         winners: dict[str, _Winner] = {}
@@ -529,52 +503,3 @@ def _runtime_candidate(definition: SkillDefinition) -> SkillCandidate:
         metadata=definition.metadata,
         argument_hint=definition.argument_hint,
     )
-
-
-def _validate(value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]) -> None:
-    """Raise `SkillContractError` naming the first way ``value`` breaks the provider contract:
-    the summary fields, then a candidate's rank or a definition's content, then the path."""
-    problem = _contract_problem(value, provider, kind)
-    if problem is not None:
-        raise SkillContractError(provider, problem)
-
-
-def _contract_problem(
-    value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
-) -> str | None:
-    if not isinstance(value, kind):
-        return f"a non-{'candidate' if kind is SkillCandidate else 'definition'} value {value!r}"
-    if not is_skill_name(value.name):
-        return f"an invalid name {value.name!r}"
-    where = f'skill "{value.name}" with'
-    if not isinstance(value.description, str) or not value.description.strip():
-        return f"{where} an empty or non-string description"
-    if value.when_to_use is not None and not isinstance(value.when_to_use, str):
-        return f"{where} a non-string when_to_use {value.when_to_use!r}"
-    if not isinstance(value.disable_model_invocation, bool):
-        return f"{where} a non-boolean disable_model_invocation {value.disable_model_invocation!r}"
-    if not isinstance(value.user_invocable, bool):
-        return f"{where} a non-boolean user_invocable {value.user_invocable!r}"
-    if not isinstance(value.source, str):
-        return f"{where} a non-string source {value.source!r}"
-    if value.provider != provider:
-        return f"{where} provider {value.provider!r} instead of {provider!r}"
-    base = value.resource_base
-    if base is not None and not (
-        (isinstance(base, DirectoryResource) and isinstance(base.path, str) and base.path)
-        or (isinstance(base, UrlResource) and isinstance(base.url, str) and base.url)
-        or (isinstance(base, OpaqueResource) and isinstance(base.description, str))
-    ):
-        return f"{where} an invalid resource_base {base!r}"
-    if isinstance(value, SkillDefinition):
-        if not isinstance(value.content, str):
-            return f"{where} non-string content"
-    elif not _is_rank(value.rank):
-        return f"{where} an invalid rank {value.rank!r}"
-    if value.path is not None and not isinstance(value.path, str):
-        return f"{where} a non-string path {value.path!r}"
-    return None
-
-
-def _is_rank(rank: object) -> bool:
-    return not isinstance(rank, bool) and isinstance(rank, int | float) and math.isfinite(rank)
