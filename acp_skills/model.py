@@ -81,16 +81,19 @@ class SkillSummary:
     resource_base: ResourceBase | None = None
 
 
-def summary_fields(skill: SkillSummary) -> dict[str, Any]:
-    """The `SkillSummary` fields of any summary, candidate or definition, by name.
+def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:
+    """The fields of ``skill`` that ``kind`` has too, by name: one kind of value is built from
+    another without listing (and one day missing) a field."""
+    pair = (type(skill), kind)
+    names = _SHARED_NAMES.get(pair)
+    if names is None:
+        own = {item.name for item in fields(pair[0])}
+        names = _SHARED_NAMES[pair] = tuple(f.name for f in fields(kind) if f.name in own)
+    return {name: getattr(skill, name) for name in names}
 
-    Used to build one kind of value from another without listing (and one day missing) a field.
-    """
-    return {name: getattr(skill, name) for name in _SUMMARY_FIELDS}
 
-
-# Computed once: `dataclasses.fields` is slow enough to show when a thousand skills are resolved.
-_SUMMARY_FIELDS = tuple(item.name for item in fields(SkillSummary))
+# Per pair of types: `dataclasses.fields` is slow enough to show over 10,000 skills.
+_SHARED_NAMES: dict[tuple[type, type], tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+import structlog
+
 from .errors import SkillContractError
 from .model import (
     DirectoryResource,
@@ -28,6 +30,8 @@ from .model import (
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
+
+_log = structlog.get_logger(__name__)
 
 __all__ = [
     "CacheableProvider",
@@ -106,6 +110,25 @@ class ProviderHooks:
     on_dispose: Callable[[ProviderHandle], None] | None = None
     cacheable: Callable[[SkillLookupOptions], bool] | None = None
     diagnose: Callable[[SkillLookupOptions], Awaitable[Sequence[Diagnostic]]] | None = None
+
+    def vouches_for(self, provider: str, options: SkillLookupOptions) -> bool:
+        """What ``cacheable(options)`` says (yes without the hook; no when it raises: not
+        cached is always correct, merely slower)."""
+        if self.cacheable is None:
+            return True
+        try:
+            return self.cacheable(options) is True
+        except Exception as error:
+            _log.warning("skill_provider_cacheable_failed", provider=provider, error=repr(error))
+            return False
+
+    def disposed(self, provider: str, handle: ProviderHandle) -> None:
+        """Call ``on_dispose(handle)``, if any; an exception there is logged, not raised."""
+        try:
+            if self.on_dispose is not None:
+                self.on_dispose(handle)
+        except Exception as error:
+            _log.warning("skill_provider_dispose_failed", provider=provider, error=repr(error))
 
 
 _HOOKS = ("on_register", "on_dispose", "cacheable", "diagnose")

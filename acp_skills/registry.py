@@ -38,7 +38,7 @@ from .model import (
     SkillSummary,
     is_skill_name,
     require_positive_int,
-    summary_fields,
+    shared_fields,
 )
 from .provider import ProviderHandle, SkillProvider, provider_hooks, validate_offer
 
@@ -65,8 +65,8 @@ class _Registration:
         self.hooks = provider_hooks(provider)
 
     def dispose(self) -> None:
-        if self._registry._dispose(self):
-            self._registry._tell_disposed(self)
+        if self._registry._remove(self):
+            self.hooks.disposed(self.provider.name, self)
 
     def invalidate(self) -> None:
         if self._registry._is_current(self):
@@ -92,7 +92,7 @@ class _Catalog:
     def visible(self) -> tuple[SkillSummary, ...]:
         if self._visible is None:  # two threads racing here build the same tuple: harmless
             self._visible = tuple(
-                SkillSummary(**summary_fields(skill))
+                SkillSummary(**shared_fields(skill, SkillSummary))
                 for skill in self.snapshot.skills
                 if not skill.disable_model_invocation
             )
@@ -102,7 +102,7 @@ class _Catalog:
 @dataclass(slots=True)
 class _Shared:
     task: asyncio.Task[_Catalog]
-    waiters: int = 0
+    waiters: int = 0  # the callers awaiting it; the last to leave cancels it
 
 
 @dataclass(slots=True)
@@ -119,8 +119,7 @@ class SkillRegistry:
     """The provider registry. An instance, never a global: each agent owns one.
 
     Args:
-        collect_cache_max_entries: how many complete catalogs (one per ``cwd``) to keep; the
-            oldest inserted is evicted first. An integer >= 1.
+        collect_cache_max_entries: complete catalogs kept (one per ``cwd``), oldest out first.
         provider_timeout: seconds a provider's ``list()`` may take before it is skipped for
             that discovery, or ``None`` for no limit.
 
@@ -176,15 +175,13 @@ class SkillRegistry:
             except BaseException:
                 # The caller gets no handle and could never dispose of it: undo (without
                 # `on_dispose`, since the provider never accepted this handle).
-                self._dispose(registration)
+                self._remove(registration)
                 raise
         return registration
 
     def register(self, skill: SkillDefinition) -> Callable[[], None]:
-        """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer.
-
-        A second skill of a name already registered is ignored with a warning, and its disposer
-        does nothing: the loser can never remove the winner.
+        """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer. A
+        second one of the same name is ignored with a warning and its disposer does nothing.
 
         Raises:
             ValueError: if the name breaks the grammar or the description is empty.
@@ -220,10 +217,8 @@ class SkillRegistry:
         return unsubscribe
 
     def invalidate(self) -> None:
-        """Bump the revision, drop every cached catalog and notify listeners.
-
-        Safe from any thread; listeners then run on that thread, so one that touches an event
-        loop must hand over to it (``loop.call_soon_threadsafe``).
+        """Bump the revision, drop every cached catalog and notify listeners. Safe from any
+        thread; listeners then run on that thread (``loop.call_soon_threadsafe`` to hand over).
         """
         with self._lock:
             self._revision += 1
@@ -234,30 +229,15 @@ class SkillRegistry:
             except Exception as error:
                 _log.warning("skill_change_listener_failed", error=repr(error))
 
-    def _dispose(self, registration: _Registration) -> bool:
+    def _remove(self, registration: _Registration) -> bool:
         if not self._is_current(registration):
             return False
         del self._providers[registration.provider.name]
         self.invalidate()
         return True
 
-    def _tell_disposed(self, registration: _Registration) -> None:
-        # Disposal has happened whatever the hook does.
-        if registration.hooks.on_dispose is None:
-            return
-        try:
-            registration.hooks.on_dispose(registration)
-        except Exception as error:
-            _log.warning(
-                "skill_provider_dispose_failed",
-                provider=registration.provider.name,
-                error=repr(error),
-            )
-
     def _is_current(self, registration: _Registration) -> bool:
         return self._providers.get(registration.provider.name) is registration
-
-    # -- lookups -------------------------------------------------------------------------------
 
     async def list(self, options: SkillLookupOptions | None = None) -> list[SkillSummary]:
         """Model-visible skills (``disable_model_invocation`` excluded), sorted by name."""
@@ -296,8 +276,8 @@ class SkillRegistry:
     async def get(
         self, name: str, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """The full definition of the winning skill called ``name``; ``None`` for an invalid or
-        unknown name, or when its provider can no longer load it. Provider errors propagate.
+        """The winning skill called ``name`` in full; ``None`` for an invalid or unknown name,
+        or when its provider can no longer load it. Provider errors propagate.
 
         Raises:
             SkillContractError: the provider returned a malformed definition.
@@ -325,26 +305,19 @@ class SkillRegistry:
         registration = self._providers.get(candidate.provider)
         if registration is None:
             return None
-        provider = registration.provider
-        started = time.perf_counter()
-        loaded = await provider.get(candidate, options)
+        name, started = candidate.provider, time.perf_counter()
+        loaded = await registration.provider.get(candidate, options)
+        took = round((time.perf_counter() - started) * 1000, 3)
+        found = loaded is not None
         _log.debug(
-            "skill_loaded",
-            skill=candidate.name,
-            provider=provider.name,
-            found=loaded is not None,
-            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            "skill_loaded", skill=candidate.name, provider=name, found=found, duration_ms=took
         )
         if loaded is None:
             return None
-        validate_offer(loaded, provider.name, SkillDefinition)
-        if loaded.name != candidate.name:
-            # The file was renamed between discovery and load: what we cached is stale.
+        validate_offer(loaded, name, SkillDefinition)
+        if loaded.name != candidate.name:  # renamed since discovery: what we cached is stale
             _log.warning(
-                "skill_renamed",
-                skill=candidate.name,
-                provider=provider.name,
-                loaded_name=loaded.name,
+                "skill_renamed", skill=candidate.name, provider=name, loaded_name=loaded.name
             )
             self.invalidate()
             return None
@@ -353,8 +326,6 @@ class SkillRegistry:
     def _is_live_runtime(self, locator: object) -> bool:
         # A runtime candidate's locator is the registered definition itself.
         return isinstance(locator, SkillDefinition) and self._runtime.get(locator.name) is locator
-
-    # -- collection ----------------------------------------------------------------------------
 
     async def _collect(self, options: SkillLookupOptions) -> _Catalog:
         key = (options.cwd, self._revision)
@@ -393,7 +364,7 @@ class SkillRegistry:
             # listen once more; if it moves again, answer without caching.
             answers, runtime, revision = await self._run_pass(options)
         complete = revision == self._revision and not any(a.failed for a in answers)
-        catalog = self._resolve(answers, runtime, complete=complete)
+        catalog = self._resolve(answers, runtime, complete)
         if complete and all(answer.cacheable for answer in answers):
             with self._lock:
                 if revision == self._revision:  # else invalidated meanwhile: already stale
@@ -404,7 +375,7 @@ class SkillRegistry:
 
     async def _run_pass(
         self, options: SkillLookupOptions
-    ) -> tuple[Sequence[_Answer], tuple[SkillDefinition, ...], int]:
+    ) -> tuple[Sequence[_Answer], Sequence[SkillDefinition], int]:
         answers = [_Answer(registration) for registration in self._providers.values()]
         runtime, revision = tuple(self._runtime.values()), self._revision
         # Started in registration order and heard concurrently: one slow remote provider does
@@ -415,34 +386,30 @@ class SkillRegistry:
         return answers, runtime, revision
 
     async def _listen(self, answer: _Answer, options: SkillLookupOptions) -> None:
-        provider = answer.registration.provider
+        provider, reason = answer.registration.provider, None
         with anyio.move_on_after(self._provider_timeout) as scope:
             try:
                 answer.candidates = tuple(await provider.list(options))
             except Exception as error:
-                answer.failed = True
                 reason = f"list() raised {error!r}"
-                _log.warning("skill_provider_skipped", provider=provider.name, reason=reason)
-                return
-        answer.cacheable = _vouches_for(answer.registration, options)
         if scope.cancelled_caught:
-            answer.failed = True
             reason = f"list() took longer than {self._provider_timeout} s"
+        if reason is None:
+            answer.cacheable = answer.registration.hooks.vouches_for(provider.name, options)
+        else:
+            answer.failed = True
             _log.warning("skill_provider_skipped", provider=provider.name, reason=reason)
 
     def _resolve(
-        self,
-        answers: Sequence[_Answer],
-        runtime: tuple[SkillDefinition, ...],
-        *,
-        complete: bool,
+        self, answers: Sequence[_Answer], runtime: Sequence[SkillDefinition], complete: bool
     ) -> _Catalog:
         # (rank, order, position, winner): (order, position) is unique, so sorting never
         # compares two skills and needs no key function.
-        ranked: list[tuple[int | float, int, int, _Winner]] = [
-            (RUNTIME_RANK, _RUNTIME_ORDER, position, _Winner(_runtime_candidate(skill), None))
-            for position, skill in enumerate(runtime)
-        ]
+        ranked: list[tuple[int | float, int, int, _Winner]] = []
+        for position, definition in enumerate(runtime):
+            fields = shared_fields(definition, SkillCandidate)
+            offer = SkillCandidate(**fields, rank=RUNTIME_RANK, locator=definition)
+            ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, _Winner(offer, None)))
         live: list[_Registration] = []
         for answer in answers:
             # Validated here, in the caller's task, so a violation is a plain SkillContractError
@@ -479,27 +446,3 @@ class SkillRegistry:
         skills = tuple(winner.candidate for winner in ordered.values())
         snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
         return _Catalog(ordered, snapshot)
-
-
-def _vouches_for(registration: _Registration, options: SkillLookupOptions) -> bool:
-    """Whether the provider lets its answer for ``options`` be cached (by default it does)."""
-    cacheable = registration.hooks.cacheable
-    if cacheable is None:
-        return True
-    try:
-        return cacheable(options) is True
-    except Exception as error:  # not cached is always correct, merely slower
-        name = registration.provider.name
-        _log.warning("skill_provider_cacheable_failed", provider=name, error=repr(error))
-        return False
-
-
-def _runtime_candidate(definition: SkillDefinition) -> SkillCandidate:
-    return SkillCandidate(
-        **summary_fields(definition),
-        rank=RUNTIME_RANK,
-        locator=definition,
-        path=definition.path,
-        metadata=definition.metadata,
-        argument_hint=definition.argument_hint,
-    )

@@ -22,7 +22,7 @@ from acp_skills import (
     SkillSummary,
     UrlResource,
 )
-from acp_skills.model import summary_fields
+from acp_skills.model import shared_fields
 from tests.providers import ListProvider, candidate, definition_of
 
 pytestmark = pytest.mark.anyio
@@ -895,7 +895,7 @@ async def test_every_summary_field_reaches_the_listed_summary() -> None:
     registry = SkillRegistry()
     registry.register_provider(ListProvider("p", [offered]))
     listed = await registry.list()
-    assert listed == [SkillSummary(**summary_fields(offered))]
+    assert listed == [SkillSummary(**shared_fields(offered, SkillSummary))]
     assert type(listed[0]) is SkillSummary
 
 
