@@ -17,6 +17,7 @@ from .catalog import (
     fit_catalog,
     render_catalog,
 )
+from .content import render_skill_content
 from .diagnostics import Diagnostic
 from .errors import SkillContractError
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
@@ -53,7 +54,7 @@ from .record import (
 from .registry import SkillRegistry
 from .session import PrefixedSession
 from .text import normalize_description
-from .tool import SkillTool, ToolResult, render_skill_content
+from .tool import SkillTool, ToolResult
 
 if TYPE_CHECKING:
     from .acp import AcpSkills

@@ -18,6 +18,7 @@ shown (descriptions, hints, names from skill authors and providers): it removes
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -149,3 +150,9 @@ def escape_attribute(value: str) -> str:
     """``value`` for a double-quoted attribute: ``&``, ``"``, ``<``, ``>`` escaped."""
     # `>` needs no escaping there, but escaping it keeps the tag unambiguous for a model.
     return html.escape(value, quote=False).replace('"', "&quot;")
+
+
+def quote(value: str, limit: int = 100) -> str:
+    """``value`` quoted back in JSON string syntax, cut to ``limit``, every unsafe character
+    escaped: a model's odd argument is shown, never acted on, and a long one is not echoed."""
+    return escape_unsafe_characters(json.dumps(cut(value, limit), ensure_ascii=False))

@@ -2,23 +2,17 @@
 
 Everything the model can get wrong, and every provider failure, becomes a `ToolResult` marked
 ``is_error`` whose text starts ``Error: ``; the tool never raises but for cancellation. Checks,
-each stopping at the first problem: the arguments (`_ARGUMENTS`, one table for the schema and
+each stopping at the first problem: the arguments (`_ARGUMENTS`, one table for both schemas and
 the checker; where the catalog left skills out, exactly one of ``name`` and ``query``); the
 name among the resolved skills of the session's ``cwd``; ``disable_model_invocation`` before
-any body is loaded; loading, then the same flag on what was loaded; with ``path``, a directory
-base, a bundle (a flat ``<name>.md`` shares its directory) and a confined read
-(`acp_skills.fs.read_confined`, component by component, so a swapped symbolic link cannot
-yield an outside file) of a UTF-8 text file within the size cap.
+any body is loaded; loading, then the same flag on what was loaded; with ``path``, the file
+(`acp_skills.content.read_resource`).
 """
 
 from __future__ import annotations
 
-import json
-import ntpath
-import os
-import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -27,49 +21,35 @@ import structlog
 
 from .arguments import expand_arguments
 from .catalog import SKILL_TOOL_NAME
-from .fs import ConfinedReadError, ConfinedReadFailure, LocalFileSystem
+from .content import (
+    ReadText,
+    Refusal,
+    check_resource_path,
+    describe_error,
+    read_resource,
+    render_skill_content,
+    render_skill_matches,
+)
 from .model import (
-    SKILL_FILE_NAME,
-    DirectoryResource,
-    OpaqueResource,
     SkillDefinition,
     SkillLookupOptions,
     SkillSnapshot,
     SkillSummary,
-    UrlResource,
     is_skill_name,
     kind_of_value,
     require_positive_int,
 )
 from .registry import SkillRegistry
-from .search import MAX_QUERY_LENGTH, SkillIndex, SkillMatch
-from .text import cut, escape_attribute, escape_text, escape_unsafe_characters
-from .text import normalize_description as _normalize
+from .search import MAX_QUERY_LENGTH, SkillIndex
+from .text import quote
 
-__all__ = [
-    "DEFAULT_MAX_RESOURCE_BYTES",
-    "MAX_RESOURCE_PATH_LENGTH",
-    "SKILL_TOOL_NAME",
-    "SkillTool",
-    "ToolResult",
-    "is_flat_skill",
-    "render_skill_content",
-    "render_skill_matches",
-]
+__all__ = ["DEFAULT_MAX_RESOURCE_BYTES", "SKILL_TOOL_NAME", "SkillTool", "ToolResult"]
 
 DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
-MAX_RESOURCE_PATH_LENGTH = 4096
 
 _log = structlog.get_logger(__name__)
-
-# Values echoed in error texts are cut: a megabyte-long name must not get a megabyte back.
-_QUOTE_LIMIT = 100
-# `C:`, `C:\x`, `C:/x`: a drive letter makes a path absolute (or drive-relative) on Windows.
-_DRIVE = re.compile(r"[A-Za-z]:")
 # Search indexes kept per tool, one per snapshot (a registry revision and cwd).
 _INDEXES_KEPT = 8
-# A search answer is a short list to choose from; the full text comes with loading the skill.
-_MATCH_DESCRIPTION_MAX = 200
 
 _TOOL_DESCRIPTION = (
     "Load the full instructions of a skill from this session's skill catalog. Call it with the "
@@ -162,26 +142,13 @@ class ToolResult:
     is_error: bool
 
 
-class _Refusal(Exception):
-    """A check failed; ``text`` is the whole error text for the model."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-
-def _quote(value: str) -> str:
-    """``value`` in JSON string syntax, cut, with every unsafe character escaped."""
-    return escape_unsafe_characters(json.dumps(cut(value, _QUOTE_LIMIT), ensure_ascii=False))
-
-
 def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, str | None, str]:
     """The checked ``(name, path, query)``; ``query`` is empty when a name is given."""
     mode = int(searchable)
     accepted = tuple(a.name for a in _ARGUMENTS if a.description[mode] is not None)
     wanted = 'either a string "name" or a string "query"' if searchable else 'a string "name"'
     if not isinstance(arguments, Mapping):
-        raise _Refusal(
+        raise Refusal(
             f"Error: the {SKILL_TOOL_NAME} tool expects a JSON object with {wanted}, "
             f"got {kind_of_value(arguments, words='json')}"
         )
@@ -190,13 +157,13 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
         # An explicit null means "not given", as models send it for optional parameters.
         given, query = arguments.get("name"), arguments.get("query")
         if given is None and query is None:
-            raise _Refusal(
+            raise Refusal(
                 f'Error: the {SKILL_TOOL_NAME} tool needs either "name" (the exact name of a '
                 'skill to load) or "query" (a few words describing the task, to search for '
                 "skills)"
             )
         if given is not None and query is not None:
-            raise _Refusal(
+            raise Refusal(
                 f'Error: give the {SKILL_TOOL_NAME} tool either "name" or "query", not both: '
                 'search with "query" first, then load one of the results by "name"'
             )
@@ -204,20 +171,20 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
             return None, None, _checked_query(arguments)
     missing = [a.name for a in _ARGUMENTS if a.required[mode] and a.name not in arguments]
     if missing:
-        raise _Refusal(
+        raise Refusal(
             f'Error: the {SKILL_TOOL_NAME} tool needs a "{missing[0]}" argument: the exact name '
             "of a skill from the catalog"
         )
     name: str = _typed(arguments, "name", f"of the {SKILL_TOOL_NAME} tool", given=True)
-    _refuse_unexpected(arguments, accepted, f"skill {_quote(name)}")
-    path: str | None = _typed(arguments, "path", f"for skill {_quote(name)}")
+    _refuse_unexpected(arguments, accepted, f"skill {quote(name)}")
+    path: str | None = _typed(arguments, "path", f"for skill {quote(name)}")
     if not is_skill_name(name):
-        raise _Refusal(
-            f"Error: skill name {_quote(name)} is not valid: use the exact name from the skill "
+        raise Refusal(
+            f"Error: skill name {quote(name)} is not valid: use the exact name from the skill "
             'catalog (lowercase letters and digits in hyphen-separated words, like "deploy-app")'
         )
     if path is not None:
-        _check_path_syntax(name, path)
+        check_resource_path(name, path)
     return name, path, ""
 
 
@@ -227,7 +194,7 @@ def _typed(arguments: Mapping[Any, Any], key: str, where: str, *, given: bool = 
     value = arguments.get(key)
     expected = next(a.type for a in _ARGUMENTS if a.name == key)
     if (value is not None or given) and not isinstance(value, expected):
-        raise _Refusal(
+        raise Refusal(
             f'Error: argument "{key}" {where} must be a {_JSON_TYPES[expected]}, '
             f"got {kind_of_value(value, words='json')}"
         )
@@ -238,14 +205,14 @@ def _checked_query(arguments: Mapping[Any, Any]) -> str:
     query: str = _typed(arguments, "query", f"of the {SKILL_TOOL_NAME} tool", given=True)
     about = f'Error: argument "query" of the {SKILL_TOOL_NAME} tool'
     if arguments.get("path") is not None:
-        raise _Refusal(
+        raise Refusal(
             f'Error: argument "path" of the {SKILL_TOOL_NAME} tool goes with "name", not '
             'with "query": load the skill by name to read its files'
         )
     if not query.strip():
-        raise _Refusal(f"{about} is empty: describe the task in a few words")
+        raise Refusal(f"{about} is empty: describe the task in a few words")
     if len(query) > MAX_QUERY_LENGTH:
-        raise _Refusal(
+        raise Refusal(
             f"{about} is longer than {MAX_QUERY_LENGTH} characters: describe the task in a few "
             "words"
         )
@@ -256,176 +223,15 @@ def _refuse_unexpected(arguments: Mapping[Any, Any], allowed: tuple[str, ...], w
     unexpected = [key for key in arguments if key not in allowed]
     if not unexpected:
         return
-    shown = ", ".join(_quote(str(key)) for key in unexpected[:5])
+    shown = ", ".join(quote(str(key)) for key in unexpected[:5])
     if len(unexpected) > 5:
         shown += ", ..."
     noun = "argument" if len(unexpected) == 1 else "arguments"
     accepted = " and ".join(", ".join(f'"{key}"' for key in sorted(allowed)).rsplit(", ", 1))
-    raise _Refusal(
+    raise Refusal(
         f"Error: unexpected {noun} {shown} for {what}; the {SKILL_TOOL_NAME} tool accepts "
         f"only {accepted}"
     )
-
-
-def _cannot_read(name: str, path: str, reason: str) -> _Refusal:
-    return _Refusal(f"Error: cannot read {_quote(path)} from skill {_quote(name)}: {reason}")
-
-
-def _check_path_syntax(name: str, path: str) -> None:
-    """Refuse paths that can never be a file inside the skill's directory, before any I/O."""
-    if not path:
-        raise _cannot_read(name, path, "the path is empty")
-    if len(path) > MAX_RESOURCE_PATH_LENGTH:
-        raise _cannot_read(
-            name, path, f"the path is longer than {MAX_RESOURCE_PATH_LENGTH} characters"
-        )
-    if "\0" in path:
-        raise _cannot_read(name, path, "the path contains a NUL character")
-    # Windows forms are refused everywhere: a skill's relative paths mean the same on every
-    # platform, and both separators count, so `..\secret` is refused even where `\` is a letter.
-    if path.startswith(("/", "\\")) or _DRIVE.match(path) or ntpath.isabs(path):
-        raise _cannot_read(
-            name, path, "the path is absolute; give a path relative to the skill's directory"
-        )
-    if ".." in re.split(r"[/\\]", path):
-        raise _cannot_read(
-            name,
-            path,
-            'the path contains a ".." segment; it must stay inside the skill\'s directory',
-        )
-
-
-def _describe(error: BaseException) -> str:
-    return cut(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__, 300)
-
-
-def is_flat_skill(skill_file: str | None, base: DirectoryResource) -> bool:
-    """Whether a skill is a flat ``<name>.md`` lying directly in its resource directory.
-
-    That directory is a skills root shared with other skills: no resources of this skill to read
-    (contract §7). A skill with no file, or with a file elsewhere, owns its directory.
-    """
-    if skill_file is None:
-        return False
-    folder, file_name = os.path.split(os.path.normpath(skill_file))
-    return file_name != SKILL_FILE_NAME and os.path.normcase(folder) == os.path.normcase(
-        os.path.normpath(base.path)
-    )
-
-
-def _resource_hints(definition: SkillDefinition) -> list[str]:
-    # Interpolated values are escaped like catalog descriptions (contract §7).
-    base = definition.resource_base
-    if isinstance(base, DirectoryResource):
-        hints = [
-            f"Base directory: {escape_text(base.path)}",
-            "Relative paths in this skill (scripts, references, assets) resolve against that "
-            "directory.",
-        ]
-        if not is_flat_skill(definition.path, base) and not definition.disable_model_invocation:
-            # A flat skill's directory holds nothing of its own; a skill the model may not load
-            # serves it no files either.
-            hints.append(
-                f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's "
-                "name and the file's path relative to that directory as `path`."
-            )
-    elif isinstance(base, UrlResource):
-        hints = [
-            f"Base URL: {escape_text(base.url)}",
-            "Relative paths in this skill (scripts, references, assets) resolve against that URL.",
-        ]
-    elif isinstance(base, OpaqueResource):
-        hints = [f"How to reach this skill's resources: {escape_text(base.description)}"]
-    else:
-        hints = [
-            "This skill has no resource directory or URL; any resources it refers to are "
-            f'managed by the skill provider "{escape_text(definition.provider)}".'
-        ]
-    hints.append(
-        "Load a resource this skill refers to only when the task needs it, not ahead of time."
-    )
-    return hints
-
-
-def render_skill_content(definition: SkillDefinition) -> str:
-    """Render a loaded skill as the text the model receives (contract §7).
-
-    The name is escaped for an attribute, the resource hints like catalog descriptions, and the
-    body is kept verbatim (escaping would change the author's instructions). The directory's
-    contents and ``when_to_use`` are never included. Lines are joined by ``\\n``, no final one.
-    """
-    return "\n".join(
-        [
-            f'<skill_content name="{escape_attribute(definition.name)}">',
-            "<skill_resources>",
-            *_resource_hints(definition),
-            "</skill_resources>",
-            "",
-            "<skill_instructions>",
-            definition.content,
-            "</skill_instructions>",
-            "</skill_content>",
-        ]
-    )
-
-
-def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = SKILL_TOOL_NAME) -> str:
-    """The answer to a ``query``: one ``name: description`` line per match, best first, each
-    description normalized and cut to 200 code points; with no match, how to go on."""
-    if not matches:
-        return (
-            "No skill matches the query. Try other words for the task (what it works on, the "
-            "tool or kind of file involved), or load a skill from the catalog by its exact name."
-        )
-    lines = [
-        f"Skills matching the query, best first. Load one by calling the `{tool_name}` tool "
-        "with its exact name:"
-    ]
-    lines.extend(
-        f"{escape_text(match.name)}: {_normalize(match.description, _MATCH_DESCRIPTION_MAX)}"
-        for match in matches
-    )
-    return "\n".join(lines)
-
-
-def _refuses(skill: SkillSummary, *, by_model: bool) -> bool:
-    return skill.disable_model_invocation if by_model else not skill.user_invocable
-
-
-def _hidden_from_model(snapshot: SkillSnapshot) -> tuple[str, ...]:
-    """The files and directories of skills the model may not load: a bundle's whole directory,
-    a flat skill's file only (its directory is shared)."""
-    paths: list[str] = []
-    for skill in snapshot.skills:
-        if not skill.disable_model_invocation:
-            continue
-        if skill.path is not None:
-            paths.append(skill.path)
-        base = skill.resource_base
-        if isinstance(base, DirectoryResource) and not is_flat_skill(skill.path, base):
-            paths.append(base.path)
-    return tuple(paths)
-
-
-def _read_refusal(name: str, path: str, problem: ConfinedReadError, limit: int) -> _Refusal:
-    reasons: dict[ConfinedReadFailure, str] = {
-        "outside": "the path resolves outside the skill's directory",
-        "excluded": "it belongs to a skill that is not available for model invocation",
-        "not_found": "no such file in the skill's directory",
-        "directory": "it is a directory, not a file",
-        "not_regular": "it is not a regular file",
-        "too_large": f"the file is {problem.size} bytes, over the {limit}-byte limit",
-        "grew": f"the file is over the {limit}-byte limit",
-        "changed": "it changed while being read",
-        "unreadable": f"it could not be read ({problem.detail})",
-    }
-    return _cannot_read(name, path, reasons[problem.failure])
-
-
-_BINARY = "it is a binary file (it contains NUL bytes), not text"
-
-ReadText = Callable[[str], Awaitable[str]]
-"""Reads a file's text by absolute path, typically the ACP client's ``fs/read_text_file``."""
 
 
 class SkillTool:
@@ -454,7 +260,6 @@ class SkillTool:
         self._max_resource_bytes = require_positive_int("max_resource_bytes", max_resource_bytes)
         self._registry = registry
         self._hidden = frozenset(hidden_skills)
-        self._fs = LocalFileSystem()
         self._indexes: OrderedDict[int, tuple[SkillSnapshot, SkillIndex]] = OrderedDict()
         self.name = SKILL_TOOL_NAME
         self.description = _TOOL_DESCRIPTION
@@ -496,18 +301,21 @@ class SkillTool:
                 if path is None:
                     text = render_skill_content(definition)
                 else:
-                    text = await self._read_resource(definition, path, read_text, snapshot)
+                    limit = self._max_resource_bytes
+                    text = await read_resource(
+                        definition, path, snapshot=snapshot, limit=limit, read_text=read_text
+                    )
             return ToolResult(text=text, is_error=False)
-        except _Refusal as refusal:
+        except Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
         except Exception as error:
             # A bug of ours must not take the agent down either; cancellation passes.
             _log.error("skill_tool_failed", error=repr(error), exc_info=error)
             subject = "the skill tool"
             if isinstance(arguments, Mapping) and isinstance(arguments.get("name"), str):
-                subject = f"skill {_quote(arguments['name'])}"
+                subject = f"skill {quote(arguments['name'])}"
             return ToolResult(
-                text=f"Error: {subject} failed unexpectedly: {_describe(error)}", is_error=True
+                text=f"Error: {subject} failed unexpectedly: {describe_error(error)}", is_error=True
             )
 
     async def _search(self, query: str, options: SkillLookupOptions) -> str:
@@ -515,7 +323,7 @@ class SkillTool:
             snapshot = await self._registry.snapshot(options)
         except Exception as error:
             _log.warning("skill_search_failed", error=repr(error))
-            raise _Refusal(f"Error: the skill search failed: {_describe(error)}") from None
+            raise Refusal(f"Error: the skill search failed: {describe_error(error)}") from None
         # One index per snapshot: the registry hands out the same snapshot object while its
         # catalog for a cwd is cached. Holding the snapshot keeps its id from being reused.
         kept = self._indexes.get(id(snapshot))
@@ -549,7 +357,7 @@ class SkillTool:
             definition = await self._load(
                 name, SkillLookupOptions(cwd=cwd), by_model=False, snapshot=snapshot
             )
-        except _Refusal as refusal:
+        except Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
         if arguments is not None:
             definition = replace(
@@ -565,11 +373,11 @@ class SkillTool:
         by_model: bool = True,
         snapshot: SkillSnapshot | None = None,
     ) -> SkillDefinition:
-        unavailable = _Refusal(f"Error: skill {_quote(name)} is unknown or no longer available")
+        unavailable = Refusal(f"Error: skill {quote(name)} is unknown or no longer available")
         if by_model:
-            refused = _Refusal(f"Error: skill {_quote(name)} is not available for model invocation")
+            refused = Refusal(f"Error: skill {quote(name)} is not available for model invocation")
         else:
-            refused = _Refusal(f"Error: skill {_quote(name)} cannot be invoked as a command")
+            refused = Refusal(f"Error: skill {quote(name)} cannot be invoked as a command")
         if snapshot is None:
             snapshot = await self._snapshot(name, options)
         found = next((skill for skill in snapshot.skills if skill.name == name), None)
@@ -594,72 +402,10 @@ class SkillTool:
         except Exception as error:
             raise self._load_failed(name, error) from None
 
-    def _load_failed(self, name: str, error: Exception) -> _Refusal:
+    def _load_failed(self, name: str, error: Exception) -> Refusal:
         _log.warning("skill_load_failed", skill=name, error=repr(error))
-        return _Refusal(f"Error: skill {_quote(name)} could not be loaded: {_describe(error)}")
+        return Refusal(f"Error: skill {quote(name)} could not be loaded: {describe_error(error)}")
 
-    async def _read_resource(
-        self,
-        definition: SkillDefinition,
-        path: str,
-        read_text: ReadText | None,
-        snapshot: SkillSnapshot,
-    ) -> str:
-        name = definition.name
-        base = definition.resource_base
-        if isinstance(base, UrlResource):
-            raise _cannot_read(
-                name, path, "its resources live under a URL, not in a local directory"
-            )
-        if isinstance(base, OpaqueResource):
-            raise _cannot_read(
-                name,
-                path,
-                "its resources are managed by its provider; follow the resource hints in the "
-                "skill's instructions",
-            )
-        if base is None:
-            raise _cannot_read(name, path, "it has no resource directory")
-        if is_flat_skill(definition.path, base):
-            raise _cannot_read(
-                name,
-                path,
-                "it is a single-file skill, so it has no resource files of its own; its "
-                "directory holds other skills",
-            )
-        limit = self._max_resource_bytes
-        excluded = _hidden_from_model(snapshot)
-        found = await self._fs.read_confined(base.path, path, limit, excluded=excluded)
-        if isinstance(found, ConfinedReadError):
-            raise _read_refusal(name, path, found, limit)
-        if b"\0" in found.data:
-            raise _cannot_read(name, path, _BINARY)
-        try:
-            text = found.data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _cannot_read(name, path, "it is not a UTF-8 text file") from None
-        if read_text is None:
-            return text
-        # The local checks decided *whether* the file may be read; the client supplies the
-        # text, so an unsaved editor buffer and the client's own permissions apply.
-        try:
-            text = await read_text(found.path)
-        except Exception as error:
-            _log.warning(
-                "skill_resource_read_failed", skill=name, path=found.path, error=repr(error)
-            )
-            raise _cannot_read(
-                name, path, f"the client could not read it ({_describe(error)})"
-            ) from None
-        if not isinstance(text, str):
-            raise _cannot_read(name, path, "the client did not return text")
-        if len(text.encode("utf-8", "surrogatepass")) > limit:
-            raise _cannot_read(name, path, f"the file is over the {limit}-byte limit")
-        if "\0" in text:
-            raise _cannot_read(name, path, _BINARY)
-        # The client read by path, out of our hands: the path must still name the checked file,
-        # so a directory swapped for a symbolic link meanwhile cannot pass an outside file off.
-        again = await self._fs.read_confined(base.path, path, limit, excluded=excluded)
-        if isinstance(again, ConfinedReadError) or again.identity != found.identity:
-            raise _cannot_read(name, path, "it changed while being read")
-        return text
+
+def _refuses(skill: SkillSummary, *, by_model: bool) -> bool:
+    return skill.disable_model_invocation if by_model else not skill.user_invocable

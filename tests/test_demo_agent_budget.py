@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 from acp_skills import SkillRegistry, SkillSummary, SkillTool, render_catalog
+from acp_skills.content import render_skill_matches
 from acp_skills.search import SkillMatch
-from acp_skills.tool import render_skill_matches
 from demo_agent.__main__ import DEFAULT_CATALOG_BUDGET, parse_args
 from demo_agent.models import ModelRequest
 from demo_agent.models.offline import OfflineModel

@@ -24,7 +24,8 @@ from acp_skills import (
     SkillRegistry,
     UrlResource,
 )
-from acp_skills.tool import SkillTool, ToolResult, render_skill_content
+from acp_skills.content import render_skill_content
+from acp_skills.tool import SkillTool, ToolResult
 from tests.providers import ListProvider, assert_matches_golden, candidate, definition_of
 
 pytestmark = pytest.mark.anyio
