@@ -153,7 +153,7 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
             f"got {kind_of_value(arguments, words='json')}"
         )
     if searchable:
-        _refuse_unexpected(arguments, accepted, "a skill search")
+        _refuse_unexpected(arguments, accepted, None)
         # An explicit null means "not given", as models send it for optional parameters.
         given, query = arguments.get("name"), arguments.get("query")
         if given is None and query is None:
@@ -175,9 +175,10 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
             f'Error: the {SKILL_TOOL_NAME} tool needs a "{missing[0]}" argument: the exact name '
             "of a skill from the catalog"
         )
-    name: str = _typed(arguments, "name", f"of the {SKILL_TOOL_NAME} tool", given=True)
-    _refuse_unexpected(arguments, accepted, f"skill {quote(name)}")
-    path: str | None = _typed(arguments, "path", f"for skill {quote(name)}")
+    # Error texts quote the name only when they are made: a valid call cleans nothing here.
+    name: str = _typed(arguments, "name", None, given=True)
+    _refuse_unexpected(arguments, accepted, name)
+    path: str | None = _typed(arguments, "path", name)
     if not is_skill_name(name):
         raise Refusal(
             f"Error: skill name {quote(name)} is not valid: use the exact name from the skill "
@@ -188,12 +189,15 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
     return name, path, ""
 
 
-def _typed(arguments: Mapping[Any, Any], key: str, where: str, *, given: bool = False) -> Any:
-    """``arguments[key]`` if of the table's type, else refused; absent or null is ``None``
-    (models send null for "not given") unless the key must be ``given``."""
+def _typed(
+    arguments: Mapping[Any, Any], key: str, skill: str | None, *, given: bool = False
+) -> Any:
+    """``arguments[key]`` if of the table's type, else refused (naming the ``skill`` if known);
+    absent or null is ``None`` (models send null for "not given") unless it must be ``given``."""
     value = arguments.get(key)
     expected = next(a.type for a in _ARGUMENTS if a.name == key)
     if (value is not None or given) and not isinstance(value, expected):
+        where = f"of the {SKILL_TOOL_NAME} tool" if skill is None else f"for skill {quote(skill)}"
         raise Refusal(
             f'Error: argument "{key}" {where} must be a {_JSON_TYPES[expected]}, '
             f"got {kind_of_value(value, words='json')}"
@@ -202,7 +206,7 @@ def _typed(arguments: Mapping[Any, Any], key: str, where: str, *, given: bool = 
 
 
 def _checked_query(arguments: Mapping[Any, Any]) -> str:
-    query: str = _typed(arguments, "query", f"of the {SKILL_TOOL_NAME} tool", given=True)
+    query: str = _typed(arguments, "query", None, given=True)
     about = f'Error: argument "query" of the {SKILL_TOOL_NAME} tool'
     if arguments.get("path") is not None:
         raise Refusal(
@@ -219,10 +223,13 @@ def _checked_query(arguments: Mapping[Any, Any]) -> str:
     return query
 
 
-def _refuse_unexpected(arguments: Mapping[Any, Any], allowed: tuple[str, ...], what: str) -> None:
+def _refuse_unexpected(
+    arguments: Mapping[Any, Any], allowed: tuple[str, ...], skill: str | None
+) -> None:
     unexpected = [key for key in arguments if key not in allowed]
     if not unexpected:
         return
+    what = "a skill search" if skill is None else f"skill {quote(skill)}"
     shown = ", ".join(quote(str(key)) for key in unexpected[:5])
     if len(unexpected) > 5:
         shown += ", ..."
@@ -373,27 +380,31 @@ class SkillTool:
         by_model: bool = True,
         snapshot: SkillSnapshot | None = None,
     ) -> SkillDefinition:
-        unavailable = Refusal(f"Error: skill {quote(name)} is unknown or no longer available")
-        if by_model:
-            refused = Refusal(f"Error: skill {quote(name)} is not available for model invocation")
-        else:
-            refused = Refusal(f"Error: skill {quote(name)} cannot be invoked as a command")
+        def refused(why: str) -> Refusal:  # made only when raised, so quoted only then
+            return Refusal(f"Error: skill {quote(name)} {why}")
+
+        gone = "is unknown or no longer available"
+        barred = (
+            "is not available for model invocation"
+            if by_model
+            else "cannot be invoked as a command"
+        )
         if snapshot is None:
             snapshot = await self._snapshot(name, options)
         found = next((skill for skill in snapshot.skills if skill.name == name), None)
         if found is None:
-            raise unavailable
+            raise refused(gone)
         if _refuses(found, by_model=by_model):
-            raise refused  # before loading: a provider never reads a body it may not show
+            raise refused(barred)  # before loading: a provider never reads a body it may not show
         try:
             # The snapshot's candidate: no second discovery when a provider timed out.
             definition = await self._registry.load(found, options)
         except Exception as error:
             raise self._load_failed(name, error) from None
         if definition is None:
-            raise unavailable
+            raise refused(gone)
         if _refuses(definition, by_model=by_model):  # the file may have changed since
-            raise refused
+            raise refused(barred)
         return definition
 
     async def _snapshot(self, name: str, options: SkillLookupOptions) -> SkillSnapshot:
