@@ -86,8 +86,7 @@ class CatalogFit:
 
     @property
     def within_budget(self) -> bool:
-        """Whether ``text`` fits the budget (always, without one). The text around the list
-        and the pinned skills are there whatever the budget."""
+        """Whether ``text`` fits (always without a budget; the frame and pinned skills stay)."""
         return self.limit is None or self.used <= self.limit
 
 
@@ -109,10 +108,8 @@ def render_catalog(
     pinned: Iterable[str] = (),
     hidden: Iterable[str] = (),
 ) -> str | None:
-    """Render the catalog message: `fit_catalog`'s text.
-
-    Returns:
-        One text wrapped in ``<system-reminder>`` tags, or ``None`` when there is nothing to list.
+    """The catalog message (`fit_catalog`'s text): one text in ``<system-reminder>`` tags, or
+    ``None`` when there is nothing to list.
 
     Raises:
         ValueError: if ``max_length`` is not an integer >= 3, or ``budget`` is neither ``None``
@@ -134,14 +131,13 @@ def fit_catalog(
 ) -> CatalogFit:
     """Render the catalog within ``budget`` characters and say what that took.
 
-    Skills marked ``disable_model_invocation`` and hidden skills are left out. Pinned skills come
-    first, by name, in full; the others follow by name, descriptions normalized and cut to
-    ``max_length``. Over ``budget``: (1) the other descriptions are cut to the widest uniform cap
-    that fits, at a word boundary, never below `BUDGET_DESCRIPTION_FLOOR`; (2) if even that does
-    not fit, the others are listed at the floor by (``rank``, name) while they fit (a plain
-    summary counts as rank 0), and a last line says how many are not listed and that the tool's
-    ``query`` finds them. Deterministic; over budget only when no catalog meets it (then the
-    shortest there is).
+    ``disable_model_invocation`` and hidden skills are left out; pinned skills come first, by
+    name, in full; the others by name, normalized and cut to ``max_length``. Over ``budget``:
+    (1) their descriptions are cut to the widest uniform cap that fits, at a word boundary,
+    never below `BUDGET_DESCRIPTION_FLOOR`; (2) else they are listed at the floor by (``rank``,
+    name; a plain summary is rank 0) while they fit, and a last line says how many are not
+    listed and that ``query`` finds them. Deterministic; over budget only when no catalog
+    meets it (then the shortest there is).
 
     Raises:
         ValueError: if ``max_length`` is not an integer >= 3, or ``budget`` is neither ``None``
@@ -165,33 +161,46 @@ def fit_catalog(
         return CatalogFit(text=None, limit=limit, used=0, hidden=hidden_found)
     first.sort(key=_by_name)
     frame = _Frame(tool_name, first)
-    lines = _Lines(bound)
+    made: dict[int, _Line] = {}
 
-    def every_skill_listed(cap: int | None) -> CatalogFit:
-        listed = lines.by_name(visible)
-        text = frame.render(listed, cap)
+    def lines_of(group: Iterable[SkillSummary]) -> Iterator[_Line]:
+        # Made on first use: listing 100 of 10,000 skills never normalizes the others.
+        for skill in group:
+            line = made.get(id(skill))
+            if line is None:
+                line = made[id(skill)] = _Line(skill, bound)
+            yield line
+
+    def outcome(
+        listed: list[_Line], cap: int | None, left_out: Sequence[SkillSummary] = ()
+    ) -> CatalogFit:
+        text = frame.render(listed, cap, omitted=len(left_out))
         shortened = sum(line.is_cut(cap) for line in listed)
         return CatalogFit(
             text=text,
             limit=limit,
             used=len(text),
             shortened=shortened,
-            listed=_names(first, listed),
+            omitted=tuple(sorted(map(_by_name, left_out))),
+            listed=tuple(line.name for line in (*first, *listed)),
             hidden=hidden_found,
-            description_cap=cap if shortened else None,
+            description_cap=cap if shortened or left_out else None,
         )
 
-    if limit is None or frame.fits(lines.of(visible), None, limit):
+    def every_skill_listed(cap: int | None) -> CatalogFit:
+        return outcome(list(lines_of(sorted(visible, key=_by_name))), cap)
+
+    if limit is None or frame.fits(lines_of(visible), None, limit):
         return every_skill_listed(None)
     floor = min(BUDGET_DESCRIPTION_FLOOR, bound)
     narrowest = floor if floor < bound else None  # none when the bound is already the floor
     by_rank = _resolution_order(visible)
-    if narrowest is not None and frame.fits(lines.of(by_rank), narrowest, limit):
+    if narrowest is not None and frame.fits(lines_of(by_rank), narrowest, limit):
         # Step 1. Lengths only grow with the cap: bisect between the floor (fits) and `bound`.
         fitting, too_wide = narrowest, bound
         while too_wide - fitting > 1:
             middle = (fitting + too_wide) // 2
-            if frame.fits(lines.of(by_rank), middle, limit):
+            if frame.fits(lines_of(by_rank), middle, limit):
                 fitting = middle
             else:
                 too_wide = middle
@@ -199,7 +208,7 @@ def fit_catalog(
     # Step 2: list by rank while there is room for the skill and for the closing line.
     room = limit - frame.length
     kept = 0
-    for line in lines.of(by_rank):
+    for line in lines_of(by_rank):
         cost = line.length(narrowest) + 1
         if cost + frame.omission_cost(len(by_rank) - kept - 1) > room:
             break
@@ -209,23 +218,12 @@ def fit_catalog(
     if (
         kept == 0
         and shortest_omission > limit
-        and frame.fits(lines.of(by_rank), narrowest, shortest_omission)
+        and frame.fits(lines_of(by_rank), narrowest, shortest_omission)
     ):
         # No catalog meets the budget: keep the shortest one. With a few short entries, listing
         # them all at the floor is shorter than the closing line that would replace them.
         return every_skill_listed(narrowest)
-    listed = list(lines.of(by_rank[:kept]))
-    text = frame.render(listed, narrowest, omitted=len(by_rank) - kept)
-    return CatalogFit(
-        text=text,
-        limit=limit,
-        used=len(text),
-        shortened=sum(line.is_cut(narrowest) for line in listed),
-        omitted=tuple(sorted(map(_by_name, by_rank[kept:]))),
-        listed=_names(first, listed),
-        hidden=hidden_found,
-        description_cap=narrowest,
-    )
+    return outcome(list(lines_of(by_rank[:kept])), narrowest, by_rank[kept:])
 
 
 def _resolution_order(skills: list[SkillSummary]) -> list[SkillSummary]:
@@ -235,70 +233,35 @@ def _resolution_order(skills: list[SkillSummary]) -> list[SkillSummary]:
         return sorted(skills, key=lambda skill: (getattr(skill, "rank", 0), skill.name))
 
 
-def _names(*groups: Sequence[_Line]) -> tuple[str, ...]:
-    return tuple(line.name for group in groups for line in group)
-
-
 class _Line:
-    """One skill's catalog entry, normalized on first use: a budget that lists a hundred skills
-    out of ten thousand needs little more than those hundred descriptions."""
+    """One skill's catalog entry: the name part, and the description before escaping."""
 
-    __slots__ = ("_bound", "_escapes", "_length", "_text", "name", "prefix", "skill")
+    __slots__ = ("_escapes", "_length", "name", "prefix", "text")
 
     def __init__(self, skill: SkillSummary, bound: int) -> None:
-        self.skill = skill
         self.name = skill.name
-        self._bound = bound
-        self._text: str | None = None
-        self.prefix = ""
-        self._escapes = False
-        self._length = 0
-
-    def text(self) -> str:
-        """The description as the unbudgeted catalog has it, before escaping."""
-        if self._text is None:
-            # Registry names need no escaping, but a hand-built summary must not inject markup.
-            self.prefix = f"- `{escape_text(self.name)}`: "
-            self._text = shorten_description(self.skill.description, self._bound)
-            self._escapes = any(mark in self._text for mark in "&<>")
-            self._length = len(self.prefix) + len(self._escape(self._text))
-        return self._text
+        # Registry names need no escaping, but a hand-built summary must not inject markup.
+        self.prefix = f"- `{escape_text(skill.name)}`: "
+        self.text = shorten_description(skill.description, bound)
+        self._escapes = any(mark in self.text for mark in "&<>")
+        self._length = len(self.prefix) + len(self._escape(self.text))
 
     def is_cut(self, cap: int | None) -> bool:
-        return cap is not None and len(self.text()) > cap
+        return cap is not None and len(self.text) > cap
 
     def length(self, cap: int | None) -> int:
-        text = self.text()
-        if cap is None or len(text) <= cap:
+        if cap is None or len(self.text) <= cap:
             return self._length
-        return len(self.prefix) + len(self._escape(cut_at_word(text, cap)))
+        return len(self.prefix) + len(self._escape(cut_at_word(self.text, cap)))
 
     def render(self, cap: int | None) -> str:
-        text = self.text()
+        text = self.text
         if cap is not None and len(text) > cap:
             text = cut_at_word(text, cap)
         return self.prefix + self._escape(text)
 
     def _escape(self, text: str) -> str:
         return html.escape(text, quote=False) if self._escapes else text
-
-
-class _Lines:
-    """The entries of the unpinned skills, each made once, when first needed."""
-
-    def __init__(self, bound: int) -> None:
-        self._bound = bound
-        self._made: dict[int, _Line] = {}
-
-    def of(self, skills: Iterable[SkillSummary]) -> Iterator[_Line]:
-        for skill in skills:
-            line = self._made.get(id(skill))
-            if line is None:
-                line = self._made[id(skill)] = _Line(skill, self._bound)
-            yield line
-
-    def by_name(self, skills: Iterable[SkillSummary]) -> list[_Line]:
-        return list(self.of(sorted(skills, key=_by_name)))
 
 
 def _omission_line(count: int, tool_name: str) -> str:
@@ -363,10 +326,9 @@ CatalogFitListener = Callable[[PrefixContext, CatalogFit], None]
 class SkillCatalogContributor:
     """A session-prefix contributor that puts the skill catalog ahead of the conversation.
 
-    It prepends one user-role message holding the catalog of the session's ``cwd`` to what the
-    later contributors return, and adds nothing when the session cannot call the skill tool or
-    no skill is left to list. With a ``budget`` the catalog is fitted (`fit_catalog`); each
-    distinct outcome that shortens or omits is logged once as ``skill_catalog_over_budget``.
+    It prepends one user-role message with the catalog of the session's ``cwd``, or adds nothing
+    when the session cannot call the skill tool or no skill is left to list. Each distinct
+    budget outcome that shortens or omits is logged once as ``skill_catalog_over_budget``.
 
     Args:
         registry: where the skills come from.
@@ -379,8 +341,7 @@ class SkillCatalogContributor:
             for a session (also when it contributes nothing).
 
     Raises:
-        ValueError: if ``max_length`` is not an integer >= 3 or ``budget`` is neither ``None``
-            nor a positive integer.
+        ValueError: if ``max_length`` is not an integer >= 3 or ``budget`` not ``None`` or >= 1.
     """
 
     def __init__(
@@ -405,15 +366,13 @@ class SkillCatalogContributor:
 
     async def __call__(self, context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
         """The catalog message followed by ``next()``'s messages (or those alone)."""
-        if self._tool_name not in context.tool_names:
-            # Checked before listing, so a session without the tool never triggers discovery.
-            later = await next()
-            self._tell(context, CatalogFit(text=None, limit=self._budget, used=0))
-            return later
-        snapshot = await self._registry.snapshot(SkillLookupOptions(cwd=context.cwd))
-        fit = self._fit(snapshot, context)
+        fit = CatalogFit(text=None, limit=self._budget, used=0)
+        if self._tool_name in context.tool_names:  # else not even a discovery
+            snapshot = await self._registry.snapshot(SkillLookupOptions(cwd=context.cwd))
+            fit = self._fit(snapshot, context)
         later = await next()
-        self._tell(context, fit)
+        if self._on_fit is not None:
+            self._on_fit(context, fit)
         if fit.text is None:
             return later
         # Prepending after awaiting the rest keeps contributions in registration order.
@@ -451,10 +410,6 @@ class SkillCatalogContributor:
         while len(self._fits) > _FITS_KEPT:
             self._fits.popitem(last=False)
         return fit
-
-    def _tell(self, context: PrefixContext, fit: CatalogFit) -> None:
-        if self._on_fit is not None:
-            self._on_fit(context, fit)
 
 
 def describe_catalog_fit(fit: CatalogFit) -> str:
