@@ -11,6 +11,7 @@ them freely without defensive copies.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -81,19 +82,39 @@ class SkillSummary:
     resource_base: ResourceBase | None = None
 
 
+def summary_of(skill: SkillSummary) -> SkillSummary:
+    """The plain `SkillSummary` of any summary, candidate or definition.
+
+    Field by field, as it runs for every skill of a catalog; a test checks that it copies every
+    field of `SkillSummary`.
+    """
+    return SkillSummary(
+        name=skill.name,
+        description=skill.description,
+        when_to_use=skill.when_to_use,
+        disable_model_invocation=skill.disable_model_invocation,
+        user_invocable=skill.user_invocable,
+        source=skill.source,
+        provider=skill.provider,
+        resource_base=skill.resource_base,
+    )
+
+
 def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:
     """The fields of ``skill`` that ``kind`` has too, by name: one kind of value is built from
     another without listing (and one day missing) a field."""
     pair = (type(skill), kind)
-    names = _SHARED_NAMES.get(pair)
-    if names is None:
+    known = _SHARED.get(pair)
+    if known is None:
         own = {item.name for item in fields(pair[0])}
-        names = _SHARED_NAMES[pair] = tuple(f.name for f in fields(kind) if f.name in own)
-    return {name: getattr(skill, name) for name in names}
+        names = tuple(item.name for item in fields(kind) if item.name in own)
+        known = _SHARED[pair] = (names, operator.attrgetter(*names))
+    return dict(zip(known[0], known[1](skill), strict=True))
 
 
-# Per pair of types: `dataclasses.fields` is slow enough to show over 10,000 skills.
-_SHARED_NAMES: dict[tuple[type, type], tuple[str, ...]] = {}
+# Per pair of types, computed once: `dataclasses.fields` and a Python loop over the fields are
+# slow enough to show when ten thousand summaries are built.
+_SHARED: dict[tuple[type, type], tuple[tuple[str, ...], Callable[[object], Any]]] = {}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

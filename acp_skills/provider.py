@@ -179,39 +179,40 @@ def validate_offer(
 def _offer_problem(
     value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
 ) -> str | None:
+    # Runs for every skill of every discovery: messages are formatted only for a violation.
     if not isinstance(value, kind):
         return f"a non-{'candidate' if kind is SkillCandidate else 'definition'} value {value!r}"
-    if not is_skill_name(value.name):
-        return f"an invalid name {value.name!r}"
-    where = f'skill "{value.name}" with'
-    if not isinstance(value.description, str) or not value.description.strip():
-        return f"{where} an empty or non-string description"
+    name = value.name
+    if not is_skill_name(name):
+        return f"an invalid name {name!r}"
+    description = value.description
+    if not isinstance(description, str) or not description or description.isspace():
+        return f'skill "{name}" with an empty or non-string description'
     if value.when_to_use is not None and not isinstance(value.when_to_use, str):
-        return f"{where} a non-string when_to_use {value.when_to_use!r}"
+        return f'skill "{name}" with a non-string when_to_use {value.when_to_use!r}'
     if not isinstance(value.disable_model_invocation, bool):
-        return f"{where} a non-boolean disable_model_invocation {value.disable_model_invocation!r}"
+        flag = value.disable_model_invocation
+        return f'skill "{name}" with a non-boolean disable_model_invocation {flag!r}'
     if not isinstance(value.user_invocable, bool):
-        return f"{where} a non-boolean user_invocable {value.user_invocable!r}"
+        return f'skill "{name}" with a non-boolean user_invocable {value.user_invocable!r}'
     if not isinstance(value.source, str):
-        return f"{where} a non-string source {value.source!r}"
+        return f'skill "{name}" with a non-string source {value.source!r}'
     if value.provider != provider:
-        return f"{where} provider {value.provider!r} instead of {provider!r}"
+        return f'skill "{name}" with provider {value.provider!r} instead of {provider!r}'
     base = value.resource_base
     if base is not None and not (
         (isinstance(base, DirectoryResource) and isinstance(base.path, str) and base.path)
         or (isinstance(base, UrlResource) and isinstance(base.url, str) and base.url)
         or (isinstance(base, OpaqueResource) and isinstance(base.description, str))
     ):
-        return f"{where} an invalid resource_base {base!r}"
+        return f'skill "{name}" with an invalid resource_base {base!r}'
     if isinstance(value, SkillDefinition):
         if not isinstance(value.content, str):
-            return f"{where} non-string content"
-    elif not _is_rank(value.rank):
-        return f"{where} an invalid rank {value.rank!r}"
+            return f'skill "{name}" with non-string content'
+    else:
+        rank = value.rank
+        if isinstance(rank, bool) or not isinstance(rank, int | float) or not math.isfinite(rank):
+            return f'skill "{name}" with an invalid rank {rank!r}'
     if value.path is not None and not isinstance(value.path, str):
-        return f"{where} a non-string path {value.path!r}"
+        return f'skill "{name}" with a non-string path {value.path!r}'
     return None
-
-
-def _is_rank(rank: object) -> bool:
-    return not isinstance(rank, bool) and isinstance(rank, int | float) and math.isfinite(rank)

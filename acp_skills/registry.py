@@ -39,6 +39,7 @@ from .model import (
     is_skill_name,
     require_positive_int,
     shared_fields,
+    summary_of,
 )
 from .provider import ProviderHandle, SkillProvider, provider_hooks, validate_offer
 
@@ -73,18 +74,12 @@ class _Registration:
             self._registry.invalidate()
 
 
-@dataclass(frozen=True, slots=True)
-class _Winner:
-    candidate: SkillCandidate
-    registration: _Registration | None  # None for a runtime skill (its locator is the skill)
-
-
 @dataclass(slots=True)
 class _Catalog:
     """One resolution: the winners by name, the snapshot, and the model-visible summaries
     (built on first use: the agent reads snapshots only)."""
 
-    winners: dict[str, _Winner]
+    winners: dict[str, SkillCandidate]
     snapshot: SkillSnapshot
     _visible: tuple[SkillSummary, ...] | None = None
 
@@ -92,7 +87,7 @@ class _Catalog:
     def visible(self) -> tuple[SkillSummary, ...]:
         if self._visible is None:  # two threads racing here build the same tuple: harmless
             self._visible = tuple(
-                SkillSummary(**shared_fields(skill, SkillSummary))
+                summary_of(skill)
                 for skill in self.snapshot.skills
                 if not skill.disable_model_invocation
             )
@@ -286,7 +281,7 @@ class SkillRegistry:
             return None
         options = options or SkillLookupOptions()
         winner = (await self._collect(options)).winners.get(name)
-        return None if winner is None else await self.load(winner.candidate, options)
+        return None if winner is None else await self.load(winner, options)
 
     async def load(
         self, candidate: SkillCandidate, options: SkillLookupOptions | None = None
@@ -403,46 +398,43 @@ class SkillRegistry:
     def _resolve(
         self, answers: Sequence[_Answer], runtime: Sequence[SkillDefinition], complete: bool
     ) -> _Catalog:
-        # (rank, order, position, winner): (order, position) is unique, so sorting never
-        # compares two skills and needs no key function.
-        ranked: list[tuple[int | float, int, int, _Winner]] = []
+        # (rank, order, position, skill, live): (order, position) is unique, so sorting never
+        # compares two skills and needs no key function. A skill of a provider removed during
+        # the pass is not live: it must not surface even in an incomplete answer.
+        ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = []
         for position, definition in enumerate(runtime):
             fields = shared_fields(definition, SkillCandidate)
             offer = SkillCandidate(**fields, rank=RUNTIME_RANK, locator=definition)
-            ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, _Winner(offer, None)))
-        live: list[_Registration] = []
+            live = self._is_live_runtime(definition)
+            ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, offer, live))
         for answer in answers:
             # Validated here, in the caller's task, so a violation is a plain SkillContractError
             # rather than one inside an exception group.
             registration = answer.registration
             name, order = registration.provider.name, registration.order
-            # A provider removed during the pass must not surface even in an incomplete answer.
-            if self._is_current(registration):
-                live.append(registration)
+            live = self._is_current(registration)
             for position, candidate in enumerate(answer.candidates):
                 validate_offer(candidate, name, SkillCandidate)
-                ranked.append((candidate.rank, order, position, _Winner(candidate, registration)))
+                ranked.append((candidate.rank, order, position, candidate, live))
         ranked.sort()
-        winners: dict[str, _Winner] = {}
+        winners: dict[str, SkillCandidate] = {}
         shadowed: list[ShadowedSkill] = []
-        for *_, entry in ranked:
-            skill = entry.candidate
+        for *_, skill, live in ranked:
             kept = winners.get(skill.name)
             if kept is None:
-                owner = entry.registration
-                if owner in live if owner is not None else self._is_live_runtime(skill.locator):
-                    winners[skill.name] = entry
+                if live:
+                    winners[skill.name] = skill
                 continue
-            shadowed.append(ShadowedSkill(skill=skill, winner=kept.candidate))
+            shadowed.append(ShadowedSkill(skill=skill, winner=kept))
             _log.warning(
                 "skill_shadowed",
                 skill=skill.name,
                 provider=skill.provider,
                 path=skill.path,
-                winner_provider=kept.candidate.provider,
-                winner_path=kept.candidate.path,
+                winner_provider=kept.provider,
+                winner_path=kept.path,
             )
         ordered = {name: winners[name] for name in sorted(winners)}
-        skills = tuple(winner.candidate for winner in ordered.values())
+        skills = tuple(ordered.values())
         snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
         return _Catalog(ordered, snapshot)
