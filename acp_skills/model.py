@@ -11,7 +11,6 @@ them freely without defensive copies.
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -103,18 +102,8 @@ def summary_of(skill: SkillSummary) -> SkillSummary:
 def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:
     """The fields of ``skill`` that ``kind`` has too, by name: one kind of value is built from
     another without listing (and one day missing) a field."""
-    pair = (type(skill), kind)
-    known = _SHARED.get(pair)
-    if known is None:
-        own = {item.name for item in fields(pair[0])}
-        names = tuple(item.name for item in fields(kind) if item.name in own)
-        known = _SHARED[pair] = (names, operator.attrgetter(*names))
-    return dict(zip(known[0], known[1](skill), strict=True))
-
-
-# Per pair of types, computed once: `dataclasses.fields` and a Python loop over the fields are
-# slow enough to show when ten thousand summaries are built.
-_SHARED: dict[tuple[type, type], tuple[tuple[str, ...], Callable[[object], Any]]] = {}
+    own = {item.name for item in fields(skill)}
+    return {item.name: getattr(skill, item.name) for item in fields(kind) if item.name in own}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

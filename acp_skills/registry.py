@@ -132,7 +132,8 @@ class SkillRegistry:
             raise ValueError(f"provider_timeout must be > 0 or None, got {provider_timeout!r}")
         self._provider_timeout = provider_timeout
         self._providers: dict[str, _Registration] = {}
-        self._runtime: dict[str, SkillDefinition] = {}
+        # Runtime skills as the candidates they resolve as; each one's locator is its definition.
+        self._runtime: dict[str, SkillCandidate] = {}
         self._listeners: list[Callable[[], None]] = []
         self._order = itertools.count()
         self._revision = 0
@@ -191,11 +192,14 @@ class SkillRegistry:
             _log.warning("runtime_skill_ignored", skill=skill.name, reason="already registered")
             return lambda: None
         stored = replace(skill, provider=RUNTIME_PROVIDER)
-        self._runtime[skill.name] = stored
+        fields = shared_fields(stored, SkillCandidate)
+        offer = self._runtime[skill.name] = SkillCandidate(
+            **fields, rank=RUNTIME_RANK, locator=stored
+        )
 
         def dispose() -> None:
-            if self._runtime.get(stored.name) is stored:
-                del self._runtime[stored.name]
+            if self._runtime.get(offer.name) is offer:
+                del self._runtime[offer.name]
                 self.invalidate()
 
         self.invalidate()
@@ -319,8 +323,8 @@ class SkillRegistry:
         return loaded
 
     def _is_live_runtime(self, locator: object) -> bool:
-        # A runtime candidate's locator is the registered definition itself.
-        return isinstance(locator, SkillDefinition) and self._runtime.get(locator.name) is locator
+        offer = self._runtime.get(locator.name) if isinstance(locator, SkillDefinition) else None
+        return offer is not None and offer.locator is locator
 
     async def _collect(self, options: SkillLookupOptions) -> _Catalog:
         key = (options.cwd, self._revision)
@@ -370,7 +374,7 @@ class SkillRegistry:
 
     async def _run_pass(
         self, options: SkillLookupOptions
-    ) -> tuple[Sequence[_Answer], Sequence[SkillDefinition], int]:
+    ) -> tuple[Sequence[_Answer], Sequence[SkillCandidate], int]:
         answers = [_Answer(registration) for registration in self._providers.values()]
         runtime, revision = tuple(self._runtime.values()), self._revision
         # Started in registration order and heard concurrently: one slow remote provider does
@@ -396,16 +400,14 @@ class SkillRegistry:
             _log.warning("skill_provider_skipped", provider=provider.name, reason=reason)
 
     def _resolve(
-        self, answers: Sequence[_Answer], runtime: Sequence[SkillDefinition], complete: bool
+        self, answers: Sequence[_Answer], runtime: Sequence[SkillCandidate], complete: bool
     ) -> _Catalog:
         # (rank, order, position, skill, live): (order, position) is unique, so sorting never
         # compares two skills and needs no key function. A skill of a provider removed during
         # the pass is not live: it must not surface even in an incomplete answer.
         ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = []
-        for position, definition in enumerate(runtime):
-            fields = shared_fields(definition, SkillCandidate)
-            offer = SkillCandidate(**fields, rank=RUNTIME_RANK, locator=definition)
-            live = self._is_live_runtime(definition)
+        for position, offer in enumerate(runtime):
+            live = self._is_live_runtime(offer.locator)
             ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, offer, live))
         for answer in answers:
             # Validated here, in the caller's task, so a violation is a plain SkillContractError
