@@ -1114,4 +1114,5 @@ async def test_the_checker_accepts_exactly_the_schema_of_its_session(searchable:
         arguments = {key: 7} if key != "path" else {"name": "deploy-app", "path": 7}
         typed = await tool.call(arguments, cwd=CWD, searchable=searchable)
         assert typed.is_error
-        assert f'argument "{key}"' in typed.text and "must be a string, got a number" in typed.text
+        assert f'argument "{key}"' in typed.text
+        assert "must be a string, got a number" in typed.text
