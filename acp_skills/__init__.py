@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .catalog import SkillCatalogContributor, describe_catalog_fit
+from .catalog import (
+    CatalogFit,
+    SkillCatalogContributor,
+    describe_catalog_fit,
+    fit_catalog,
+    render_catalog,
+)
+from .content import render_skill_content
 from .diagnostics import Diagnostic
 from .errors import SkillContractError
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
@@ -45,14 +52,8 @@ from .record import (
     SessionStore,
 )
 from .registry import SkillRegistry
-from .render import (
-    CatalogFit,
-    fit_catalog,
-    normalize_description,
-    render_catalog,
-    render_skill_content,
-)
 from .session import PrefixedSession
+from .text import normalize_description
 from .tool import SkillTool, ToolResult
 
 if TYPE_CHECKING:

@@ -1,17 +1,9 @@
 """Arguments of a skill a person invokes as ``/name``, and the placeholders they fill.
 
-Claude Code lets a skill's body refer to what the person typed after ``/name``; skills
-written for it work here when an agent turns this on (`AcpSkills` ``expand_arguments``):
-
-- ``$ARGUMENTS`` is the whole argument text, exactly as typed (empty when there is none);
-- ``$ARGUMENTS[N]`` and its shorthand ``$N`` are the N-th argument, counting from 0, after
-  splitting the text like a shell does (quotes group words and are removed);
-- a positional placeholder with no argument to fill it stays as written, so a body that
-  uses ``$1`` for something else (an ``awk`` program, say) is left alone unless the person
-  passed that many arguments.
-
-Substitution is one pass over the body: text that came from the arguments is never
-expanded again. Pure functions, no I/O.
+As in Claude Code (opt-in, `AcpSkills` ``expand_arguments``): ``$ARGUMENTS`` is the whole text
+as typed; ``$ARGUMENTS[N]`` and ``$N`` the N-th argument from 0, split like a shell does. A
+positional placeholder with no argument stays as written (a body using ``$1`` in an ``awk``
+program is left alone). One pass: text that came from the arguments is never expanded again.
 """
 
 from __future__ import annotations
@@ -27,11 +19,8 @@ _PLACEHOLDER: Final = re.compile(r"\$ARGUMENTS(?:\[(\d{1,6})\])?|\$(\d{1,6})")
 
 
 def split_arguments(text: str) -> tuple[str, ...]:
-    """Split argument text into words, with shell-style quoting.
-
-    Text a shell could not split (an unclosed quote) falls back to splitting on whitespace:
-    a person's typo must not lose their arguments.
-    """
+    """Split argument text into words, with shell-style quoting; text a shell could not split
+    (an unclosed quote) is split on whitespace: a typo must not lose the arguments."""
     try:
         return tuple(shlex.split(text))
     except ValueError:
@@ -39,15 +28,8 @@ def split_arguments(text: str) -> tuple[str, ...]:
 
 
 def expand_arguments(body: str, arguments: str) -> str:
-    """Replace ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` in ``body`` (see the module doc).
-
-    Args:
-        body: a skill's instructions.
-        arguments: what the person typed after ``/name``.
-
-    Returns:
-        The body with every placeholder that has a value replaced.
-    """
+    """``body`` (a skill's instructions) with ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N``
+    filled from ``arguments`` (what the person typed after ``/name``)."""
     if "$" not in body:
         return body
     words: tuple[str, ...] | None = None

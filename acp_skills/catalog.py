@@ -1,66 +1,347 @@
-"""`SkillCatalogContributor`: puts the skill catalog into every session's prefix.
+"""The skill catalog: its rendering, its fit within a budget, and the session-prefix contributor.
 
-Rendering the catalog is pure and lives in `acp_skills.render`; this is the part that asks the
-registry which skills a session can see, applies the catalog budget, and tells what the budget
-did (a warning in the log, and `describe_catalog_fit` for people).
+The catalog carries names and one-line descriptions and nothing else: no ``when_to_use``,
+source, provider, path or body ever reaches it, so the model has to call the ``skill`` tool to
+learn more (progressive disclosure).
 """
 
 from __future__ import annotations
 
+import html
+import operator
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import structlog
 
-from .model import PrefixContext, PrefixMessage, PrefixNext, SkillLookupOptions, SkillSnapshot
+from .model import (
+    PrefixContext,
+    PrefixMessage,
+    PrefixNext,
+    SkillLookupOptions,
+    SkillSnapshot,
+    SkillSummary,
+)
 from .registry import SkillRegistry
-from .render import (
+from .text import (
     DEFAULT_MAX_DESCRIPTION_LENGTH,
-    SKILL_TOOL_NAME,
-    CatalogFit,
-    check_catalog_budget,
     check_max_length,
-    fit_catalog,
+    cut_at_word,
+    escape_text,
+    shorten_description,
 )
 
-__all__ = ["CatalogFitListener", "SkillCatalogContributor", "describe_catalog_fit"]
+__all__ = [
+    "BUDGET_DESCRIPTION_FLOOR",
+    "SKILL_TOOL_NAME",
+    "CatalogFit",
+    "SkillCatalogContributor",
+    "check_catalog_budget",
+    "describe_catalog_fit",
+    "fit_catalog",
+    "render_catalog",
+]
+
+SKILL_TOOL_NAME = "skill"
+
+BUDGET_DESCRIPTION_FLOOR = 60
+"""A budget never cuts a description below this many code points: shorter, a summary stops
+saying what the skill is for, and omitting skills serves the model better."""
 
 _log = structlog.get_logger(__name__)
 
+# Catalogs kept per contributor, one per snapshot: sessions sharing a cwd and a registry
+# revision share one rendering (and one outcome object).
+_FITS_KEPT = 16
+
+# C-level sort keys: Python key functions over ten thousand skills cost milliseconds.
+_by_name = operator.attrgetter("name")
+_by_rank = operator.attrgetter("rank", "name")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CatalogFit:
+    """A rendered catalog and what its budget did to it.
+
+    Attributes:
+        text: the catalog message, or ``None`` when no skill is left to list.
+        limit: the budget in characters, or ``None`` for no limit.
+        used: the characters (code points) of ``text``; 0 without text.
+        shortened: how many descriptions the budget cut (``max_length`` cuts do not count).
+        omitted: the skills left out for lack of room, sorted by name.
+        listed: the skills listed, in catalog order.
+        hidden: the skills left out because a person hid them, sorted by name.
+        description_cap: the uniform description length the budget chose, or ``None``.
+    """
+
+    text: str | None
+    limit: int | None
+    used: int
+    shortened: int = 0
+    omitted: tuple[str, ...] = ()
+    listed: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    description_cap: int | None = None
+
+    @property
+    def within_budget(self) -> bool:
+        """Whether ``text`` fits (always without a budget; the frame and pinned skills stay)."""
+        return self.limit is None or self.used <= self.limit
+
+
+def check_catalog_budget(budget: object) -> int | None:
+    """``budget`` if it is ``None`` or a positive integer (not a bool), else ``ValueError``."""
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise ValueError(f"budget must be a positive integer or None, got {budget!r}")
+    return budget
+
+
+def render_catalog(
+    skills: Iterable[SkillSummary],
+    max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
+    *,
+    tool_name: str = SKILL_TOOL_NAME,
+    budget: int | None = None,
+    pinned: Iterable[str] = (),
+    hidden: Iterable[str] = (),
+) -> str | None:
+    """The catalog message (`fit_catalog`'s text): one text in ``<system-reminder>`` tags, or
+    ``None`` when there is nothing to list.
+
+    Raises:
+        ValueError: if ``max_length`` is not an integer >= 3, or ``budget`` is neither ``None``
+            nor a positive integer.
+    """
+    return fit_catalog(
+        skills, max_length, tool_name=tool_name, budget=budget, pinned=pinned, hidden=hidden
+    ).text
+
+
+def fit_catalog(
+    skills: Iterable[SkillSummary],
+    max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
+    *,
+    tool_name: str = SKILL_TOOL_NAME,
+    budget: int | None = None,
+    pinned: Iterable[str] = (),
+    hidden: Iterable[str] = (),
+) -> CatalogFit:
+    """Render the catalog within ``budget`` characters and say what that took.
+
+    ``disable_model_invocation`` and hidden skills are left out; pinned skills come first, by
+    name, in full; the others by name, normalized and cut to ``max_length``. Over ``budget``:
+    (1) their descriptions are cut to the widest uniform cap that fits, at a word boundary,
+    never below `BUDGET_DESCRIPTION_FLOOR`; (2) else they are listed at the floor by (``rank``,
+    name; a plain summary is rank 0) while they fit, and a last line says how many are not
+    listed and that ``query`` finds them. Deterministic; over budget only when no catalog
+    meets it (then the shortest there is).
+
+    Raises:
+        ValueError: if ``max_length`` is not an integer >= 3, or ``budget`` is neither ``None``
+            nor a positive integer.
+    """
+    bound = check_max_length(max_length)
+    limit = check_catalog_budget(budget)
+    hidden_names = frozenset(hidden)
+    pinned_names = frozenset(pinned) - hidden_names
+    # Comprehensions rather than one loop: with ten thousand skills this is most of the cost.
+    visible = [skill for skill in skills if not skill.disable_model_invocation]
+    hidden_found: tuple[str, ...] = ()
+    if hidden_names:
+        hidden_found = tuple(sorted(s.name for s in visible if s.name in hidden_names))
+        visible = [skill for skill in visible if skill.name not in hidden_names]
+    first: list[_Line] = []
+    if pinned_names:
+        first = [_Line(s, bound) for s in visible if s.name in pinned_names]
+        visible = [skill for skill in visible if skill.name not in pinned_names]
+    if not first and not visible:
+        return CatalogFit(text=None, limit=limit, used=0, hidden=hidden_found)
+    first.sort(key=_by_name)
+    frame = _Frame(tool_name, first)
+    made: dict[int, _Line] = {}
+
+    def lines_of(group: Iterable[SkillSummary]) -> Iterator[_Line]:
+        # Made on first use: listing 100 of 10,000 skills never normalizes the others.
+        for skill in group:
+            line = made.get(id(skill))
+            if line is None:
+                line = made[id(skill)] = _Line(skill, bound)
+            yield line
+
+    def outcome(
+        listed: list[_Line], cap: int | None, left_out: Sequence[SkillSummary] = ()
+    ) -> CatalogFit:
+        text = frame.render(listed, cap, omitted=len(left_out))
+        shortened = sum(line.is_cut(cap) for line in listed)
+        return CatalogFit(
+            text=text,
+            limit=limit,
+            used=len(text),
+            shortened=shortened,
+            omitted=tuple(sorted(map(_by_name, left_out))),
+            listed=tuple(line.name for line in (*first, *listed)),
+            hidden=hidden_found,
+            description_cap=cap if shortened or left_out else None,
+        )
+
+    def every_skill_listed(cap: int | None) -> CatalogFit:
+        return outcome(list(lines_of(sorted(visible, key=_by_name))), cap)
+
+    if limit is None or frame.fits(lines_of(visible), None, limit):
+        return every_skill_listed(None)
+    floor = min(BUDGET_DESCRIPTION_FLOOR, bound)
+    narrowest = floor if floor < bound else None  # none when the bound is already the floor
+    by_rank = _resolution_order(visible)
+    if narrowest is not None and frame.fits(lines_of(by_rank), narrowest, limit):
+        # Step 1. Lengths only grow with the cap: bisect between the floor (fits) and `bound`.
+        fitting, too_wide = narrowest, bound
+        while too_wide - fitting > 1:
+            middle = (fitting + too_wide) // 2
+            if frame.fits(lines_of(by_rank), middle, limit):
+                fitting = middle
+            else:
+                too_wide = middle
+        return every_skill_listed(fitting)
+    # Step 2: list by rank while there is room for the skill and for the closing line.
+    room = limit - frame.length
+    kept = 0
+    for line in lines_of(by_rank):
+        cost = line.length(narrowest) + 1
+        if cost + frame.omission_cost(len(by_rank) - kept - 1) > room:
+            break
+        room -= cost
+        kept += 1
+    shortest_omission = frame.length + frame.omission_cost(len(by_rank))
+    if (
+        kept == 0
+        and shortest_omission > limit
+        and frame.fits(lines_of(by_rank), narrowest, shortest_omission)
+    ):
+        # No catalog meets the budget: keep the shortest one. With a few short entries, listing
+        # them all at the floor is shorter than the closing line that would replace them.
+        return every_skill_listed(narrowest)
+    return outcome(list(lines_of(by_rank[:kept])), narrowest, by_rank[kept:])
+
+
+def _resolution_order(skills: list[SkillSummary]) -> list[SkillSummary]:
+    try:
+        return sorted(skills, key=_by_rank)
+    except AttributeError:  # a plain summary has no rank: it counts as 0
+        return sorted(skills, key=lambda skill: (getattr(skill, "rank", 0), skill.name))
+
+
+class _Line:
+    """One skill's catalog entry: the name part, and the description before escaping."""
+
+    __slots__ = ("_escapes", "_length", "name", "prefix", "text")
+
+    def __init__(self, skill: SkillSummary, bound: int) -> None:
+        self.name = skill.name
+        # Registry names need no escaping, but a hand-built summary must not inject markup.
+        self.prefix = f"- `{escape_text(skill.name)}`: "
+        self.text = shorten_description(skill.description, bound)
+        self._escapes = any(mark in self.text for mark in "&<>")
+        self._length = len(self.prefix) + len(self._escape(self.text))
+
+    def is_cut(self, cap: int | None) -> bool:
+        return cap is not None and len(self.text) > cap
+
+    def length(self, cap: int | None) -> int:
+        if cap is None or len(self.text) <= cap:
+            return self._length
+        return len(self.prefix) + len(self._escape(cut_at_word(self.text, cap)))
+
+    def render(self, cap: int | None) -> str:
+        text = self.text
+        if cap is not None and len(text) > cap:
+            text = cut_at_word(text, cap)
+        return self.prefix + self._escape(text)
+
+    def _escape(self, text: str) -> str:
+        return html.escape(text, quote=False) if self._escapes else text
+
+
+def _omission_line(count: int, tool_name: str) -> str:
+    skills = "skill is" if count == 1 else "skills are"
+    return (
+        f"({count} more {skills} not listed here for lack of room. To find one, call the "
+        f"`{tool_name}` tool with `query` set to a few words describing the task.)"
+    )
+
+
+class _Frame:
+    """A catalog but its unpinned skills: the text around the list, and the pinned skills."""
+
+    def __init__(self, tool_name: str, pinned: Sequence[_Line]) -> None:
+        self._tool_name = tool_name
+        self._head = [
+            "<system-reminder>",
+            "Skills are available in this session. A skill is a packaged set of instructions "
+            "for one kind of task. The catalog below gives each skill's name and a short summary.",
+            "",
+            "<available_skills>",
+            *(line.render(None) for line in pinned),
+        ]
+        self._tail = [
+            "</available_skills>",
+            "",
+            "How to use skills:",
+            f"- If the user names a skill, or the task clearly matches a skill's summary, call "
+            f"the `{tool_name}` tool with that skill's exact name before you act on the task.",
+            "- When more than one skill applies, load each of them and follow the complete "
+            "instructions every one of them returns.",
+            "- The catalog holds summaries only. Never act on a skill from its summary alone: "
+            "load it first.",
+            "</system-reminder>",
+        ]
+        # Lines are joined by newlines: one per line but the last.
+        self.length = sum(len(line) + 1 for line in (*self._head, *self._tail)) - 1
+
+    def omission_cost(self, count: int) -> int:
+        """What the closing line costs when ``count`` skills are left out (with its newline)."""
+        return len(_omission_line(count, self._tool_name)) + 1 if count else 0
+
+    def fits(self, lines: Iterable[_Line], cap: int | None, limit: int) -> bool:
+        """Whether the frame and ``lines`` at ``cap`` fit ``limit`` (stops at the overflow)."""
+        total = self.length
+        for line in lines:
+            total += line.length(cap) + 1
+            if total > limit:
+                return False
+        return True
+
+    def render(self, lines: Iterable[_Line], cap: int | None, *, omitted: int = 0) -> str:
+        closing = [_omission_line(omitted, self._tool_name)] if omitted else []
+        entries = [line.render(cap) for line in lines]
+        return "\n".join([*self._head, *entries, *closing, *self._tail])
+
+
 CatalogFitListener = Callable[[PrefixContext, CatalogFit], None]
 """Called with each session's catalog outcome as the contributor composes it."""
-
-# Catalogs kept per contributor, one per snapshot: sessions sharing a working directory and a
-# registry revision share one rendering (and one outcome object).
-_FITS_KEPT = 16
 
 
 class SkillCatalogContributor:
     """A session-prefix contributor that puts the skill catalog ahead of the conversation.
 
-    It asks the registry for the skills of the session's ``cwd`` and prepends one user-role
-    message holding the catalog to whatever the later contributors return. It adds nothing when
-    the session cannot call the skill tool (a catalog the model cannot act on only wastes
-    context) or when no skill is left to list.
-
-    With a ``budget``, the catalog is fitted as `fit_catalog` describes (the registry's
-    snapshot supplies the ranks that order omission). Each distinct outcome that shortens or
-    omits is logged once as a ``skill_catalog_over_budget`` warning with the counts.
+    It prepends one user-role message with the catalog of the session's ``cwd``, or adds nothing
+    when the session cannot call the skill tool or no skill is left to list. Each distinct
+    budget outcome that shortens or omits is logged once as ``skill_catalog_over_budget``.
 
     Args:
         registry: where the skills come from.
         max_length: the description bound passed to `normalize_description`.
-        tool_name: the name under which the session exposes the skill tool; the catalog is only
-            contributed when the session's tools include it.
+        tool_name: the skill tool's name in the session; no catalog without it in its tools.
         budget: the most characters the catalog message may have; ``None`` for no limit.
         pinned_skills: names always listed in full, first.
         hidden_skills: names never listed (they still load by exact name).
-        on_fit: called with the session's context and its catalog's outcome every time this
-            contributor composes for a session (also when it contributes nothing).
+        on_fit: called with the context and the outcome every time this contributor composes
+            for a session (also when it contributes nothing).
 
     Raises:
-        ValueError: if ``max_length`` is not an integer >= 3 or ``budget`` is neither ``None``
-            nor a positive integer.
+        ValueError: if ``max_length`` is not an integer >= 3 or ``budget`` not ``None`` or >= 1.
     """
 
     def __init__(
@@ -84,33 +365,22 @@ class SkillCatalogContributor:
         self._fits: OrderedDict[int, tuple[SkillSnapshot, CatalogFit]] = OrderedDict()
 
     async def __call__(self, context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
-        """Compose this contributor's part of the prefix.
-
-        Args:
-            context: the session being composed for.
-            next: returns the messages of the contributors registered after this one.
-
-        Returns:
-            The catalog message followed by ``next()``'s messages, or ``next()``'s result itself
-            when there is nothing to contribute.
-        """
-        if self._tool_name not in context.tool_names:
-            # Checked before listing so a session without the tool never triggers discovery.
-            later = await next()
-            self._tell(context, CatalogFit(text=None, limit=self._budget, used=0))
-            return later
-        snapshot = await self._registry.snapshot(SkillLookupOptions(cwd=context.cwd))
-        fit = self._fit(snapshot, context)
+        """The catalog message followed by ``next()``'s messages (or those alone)."""
+        fit = CatalogFit(text=None, limit=self._budget, used=0)
+        if self._tool_name in context.tool_names:  # else not even a discovery
+            snapshot = await self._registry.snapshot(SkillLookupOptions(cwd=context.cwd))
+            fit = self._fit(snapshot, context)
         later = await next()
-        self._tell(context, fit)
+        if self._on_fit is not None:
+            self._on_fit(context, fit)
         if fit.text is None:
             return later
         # Prepending after awaiting the rest keeps contributions in registration order.
         return (PrefixMessage(role="user", text=fit.text), *later)
 
     def _fit(self, snapshot: SkillSnapshot, context: PrefixContext) -> CatalogFit:
-        # The registry returns the same snapshot object while its catalog for this cwd is
-        # cached, so identity says "same skills": the rendering is done once for all of them.
+        # The registry returns the same snapshot object while its catalog for a cwd is cached,
+        # so identity says "same skills". Holding the snapshot keeps its id from being reused.
         kept = self._fits.get(id(snapshot))
         if kept is not None and kept[0] is snapshot:
             self._fits.move_to_end(id(snapshot))
@@ -136,26 +406,14 @@ class SkillCatalogContributor:
                 description_cap=fit.description_cap,
                 within_budget=fit.within_budget,
             )
-        # Holding the snapshot keeps its id from being reused by another object.
         self._fits[id(snapshot)] = (snapshot, fit)
         while len(self._fits) > _FITS_KEPT:
             self._fits.popitem(last=False)
         return fit
 
-    def _tell(self, context: PrefixContext, fit: CatalogFit) -> None:
-        if self._on_fit is not None:
-            self._on_fit(context, fit)
-
 
 def describe_catalog_fit(fit: CatalogFit) -> str:
-    """What a catalog budget did, in one or two lines for a person (a CLI, ``/skills``).
-
-    For example::
-
-        Catalog: 7,964 of 8,000 characters; 112 skills listed, 37 descriptions shortened to
-        at most 60 characters.
-        9,888 skills not listed (the skill tool's query finds them): a-skill, b-skill, ...
-    """
+    """What a catalog budget did, in one or two lines for a person (a CLI, ``/skills``)."""
     if fit.text is None:
         first = "Catalog: empty, no skill to list"
     elif fit.limit is None:

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import structlog
 
-from .catalog import SkillCatalogContributor, describe_catalog_fit
+from .catalog import SKILL_TOOL_NAME, CatalogFit, SkillCatalogContributor, describe_catalog_fit
 from .diagnostics import Diagnostic, counts_as_problem, shadow_diagnostic, skipped
 from .local import LocalDiscovery, LocalSkillProvider
 from .model import (
@@ -42,11 +42,11 @@ from .model import (
     is_skill_name,
 )
 from .registry import SkillRegistry
-from .render import SKILL_TOOL_NAME, CatalogFit, shorten_description
-from .safe_text import (
+from .text import (
     remove_unsafe_characters,
     replace_lone_surrogates,
     replace_lone_surrogates_in_json,
+    shorten_description,
 )
 from .tool import SkillTool
 from .validation import validate_paths

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeAlias
 
-from .safe_text import replace_lone_surrogates
+from .text import replace_lone_surrogates
 
 # ASCII only, whole string: `re.fullmatch` with an explicit class never lets "a\n" through,
 # unlike `$`, which also matches before a trailing newline.
@@ -81,16 +81,29 @@ class SkillSummary:
     resource_base: ResourceBase | None = None
 
 
-def summary_fields(skill: SkillSummary) -> dict[str, Any]:
-    """The `SkillSummary` fields of any summary, candidate or definition, by name.
+def summary_of(skill: SkillSummary) -> SkillSummary:
+    """The plain `SkillSummary` of any summary, candidate or definition.
 
-    Used to build one kind of value from another without listing (and one day missing) a field.
+    Field by field, as it runs for every skill of a catalog; a test checks that it copies every
+    field of `SkillSummary`.
     """
-    return {name: getattr(skill, name) for name in _SUMMARY_FIELDS}
+    return SkillSummary(
+        name=skill.name,
+        description=skill.description,
+        when_to_use=skill.when_to_use,
+        disable_model_invocation=skill.disable_model_invocation,
+        user_invocable=skill.user_invocable,
+        source=skill.source,
+        provider=skill.provider,
+        resource_base=skill.resource_base,
+    )
 
 
-# Computed once: `dataclasses.fields` is slow enough to show when a thousand skills are resolved.
-_SUMMARY_FIELDS = tuple(item.name for item in fields(SkillSummary))
+def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:
+    """The fields of ``skill`` that ``kind`` has too, by name: one kind of value is built from
+    another without listing (and one day missing) a field."""
+    own = {item.name for item in fields(skill)}
+    return {item.name: getattr(skill, item.name) for item in fields(kind) if item.name in own}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

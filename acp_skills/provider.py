@@ -1,11 +1,49 @@
-"""The provider seam: how a source of skills plugs into a `SkillRegistry`."""
+"""The provider seam: how a source of skills plugs into a `SkillRegistry`, its optional hooks,
+and the checks on what it returns (`validate_offer`, contract §4).
+
+A provider implements `SkillProvider`; it may also implement any of the hook protocols below.
+`provider_hooks` checks them when the provider is registered: a hook that is not callable, or an
+attribute whose name is a near miss of a hook's (``on_registered``, ``cachable``), is a
+``TypeError`` there rather than a hook silently never called.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+import difflib
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .model import SkillCandidate, SkillDefinition, SkillLookupOptions
+import structlog
+
+from .errors import SkillContractError
+from .model import (
+    DirectoryResource,
+    OpaqueResource,
+    SkillCandidate,
+    SkillDefinition,
+    SkillLookupOptions,
+    UrlResource,
+    is_skill_name,
+)
+
+if TYPE_CHECKING:
+    from .diagnostics import Diagnostic
+
+_log = structlog.get_logger(__name__)
+
+__all__ = [
+    "CacheableProvider",
+    "DiagnosingProvider",
+    "DisposableProvider",
+    "ProviderHandle",
+    "ProviderHooks",
+    "RegisteringProvider",
+    "SkillProvider",
+    "provider_hooks",
+    "validate_offer",
+]
 
 
 @runtime_checkable
@@ -27,20 +65,6 @@ class SkillProvider(Protocol):
     authenticate and discover inside ``list``. The registry hands ``get`` the very candidate
     object ``list`` returned, and the caller's options object itself. ``get`` returning ``None``
     means the skill can no longer be loaded.
-
-    Optional hooks, looked up by name:
-
-    * ``on_register(handle: ProviderHandle) -> None``: called once, right after registration, so
-      the provider can invalidate itself later (for instance from a file watcher);
-    * ``on_dispose(handle: ProviderHandle) -> None``: called once when that registration is
-      disposed, so the provider can release what it holds for it (the watcher's thread);
-    * ``cacheable(options: SkillLookupOptions) -> bool``: asked after each ``list``; ``False``
-      keeps catalogs built from that answer out of the registry's cache (the provider cannot
-      promise to invalidate when it changes, say because its watcher is down), so every lookup
-      discovers afresh until it says ``True`` again.
-    * ``async diagnose(options) -> Sequence[Diagnostic]`` (`acp_skills.diagnostics`): what is
-      wrong with its skills for ``options``, which `SkillRegistry.diagnose` gathers for the
-      ``/skills`` command, ``_skills/list`` and the ``acp-skills`` command line.
     """
 
     @property
@@ -51,3 +75,144 @@ class SkillProvider(Protocol):
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
     ) -> SkillDefinition | None: ...
+
+
+class RegisteringProvider(Protocol):
+    """Called once, right after registration, so the provider can invalidate itself later."""
+
+    def on_register(self, handle: ProviderHandle) -> None: ...
+
+
+class DisposableProvider(Protocol):
+    """Called once when that registration is disposed, to release what it holds for it."""
+
+    def on_dispose(self, handle: ProviderHandle) -> None: ...
+
+
+class CacheableProvider(Protocol):
+    """Asked after each ``list``: ``False`` keeps catalogs built from that answer out of the
+    cache (the provider cannot promise to invalidate, say because its watcher is down)."""
+
+    def cacheable(self, options: SkillLookupOptions) -> bool: ...
+
+
+class DiagnosingProvider(Protocol):
+    """What is wrong with its skills for ``options`` (`SkillRegistry.diagnose` gathers it)."""
+
+    async def diagnose(self, options: SkillLookupOptions) -> Sequence[Diagnostic]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderHooks:
+    """The optional hooks a provider implements, bound to it (``None`` when it has none)."""
+
+    on_register: Callable[[ProviderHandle], None] | None = None
+    on_dispose: Callable[[ProviderHandle], None] | None = None
+    cacheable: Callable[[SkillLookupOptions], bool] | None = None
+    diagnose: Callable[[SkillLookupOptions], Awaitable[Sequence[Diagnostic]]] | None = None
+
+    def vouches_for(self, provider: str, options: SkillLookupOptions) -> bool:
+        """What ``cacheable(options)`` says (yes without the hook; no when it raises: not
+        cached is always correct, merely slower)."""
+        if self.cacheable is None:
+            return True
+        try:
+            return self.cacheable(options) is True
+        except Exception as error:
+            _log.warning("skill_provider_cacheable_failed", provider=provider, error=repr(error))
+            return False
+
+    def disposed(self, provider: str, handle: ProviderHandle) -> None:
+        """Call ``on_dispose(handle)``, if any; an exception there is logged, not raised."""
+        try:
+            if self.on_dispose is not None:
+                self.on_dispose(handle)
+        except Exception as error:
+            _log.warning("skill_provider_dispose_failed", provider=provider, error=repr(error))
+
+
+_HOOKS = ("on_register", "on_dispose", "cacheable", "diagnose")
+_KNOWN = frozenset({"name", "list", "get", *_HOOKS})
+
+
+def provider_hooks(provider: SkillProvider) -> ProviderHooks:
+    """The hooks ``provider`` implements, checked.
+
+    Raises:
+        TypeError: a hook attribute is not callable, or a public attribute's name is a near
+            miss of a hook's name (a misspelled hook would otherwise never be called).
+    """
+    found = {}
+    for hook in _HOOKS:
+        value = getattr(provider, hook, None)
+        if value is not None and not callable(value):
+            raise TypeError(
+                f'skill provider "{provider.name}": hook {hook} is not callable, got {value!r}'
+            )
+        found[hook] = value
+    for attribute in dir(provider):
+        if attribute.startswith("_") or attribute in _KNOWN:
+            continue
+        near = difflib.get_close_matches(attribute, _HOOKS, n=1, cutoff=0.8)
+        if near:
+            raise TypeError(
+                f'skill provider "{provider.name}" has {attribute!r}, which is not a provider '
+                f"hook; did you mean {near[0]!r}?"
+            )
+    return ProviderHooks(**found)
+
+
+def validate_offer(
+    value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
+) -> None:
+    """Check a candidate (from ``list``) or a definition (from ``get``) against the contract.
+
+    Raises:
+        SkillContractError: naming the first field that breaks it (the summary's fields, then
+            a candidate's rank or a definition's content, then the path).
+    """
+    problem = _offer_problem(value, provider, kind)
+    if problem is not None:
+        raise SkillContractError(provider, problem)
+
+
+def _offer_problem(
+    value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
+) -> str | None:
+    # Runs for every skill of every discovery: messages are formatted only for a violation.
+    if not isinstance(value, kind):
+        return f"a non-{'candidate' if kind is SkillCandidate else 'definition'} value {value!r}"
+    name = value.name
+    if not is_skill_name(name):
+        return f"an invalid name {name!r}"
+    description = value.description
+    if not isinstance(description, str) or not description or description.isspace():
+        return f'skill "{name}" with an empty or non-string description'
+    if value.when_to_use is not None and not isinstance(value.when_to_use, str):
+        return f'skill "{name}" with a non-string when_to_use {value.when_to_use!r}'
+    if not isinstance(value.disable_model_invocation, bool):
+        flag = value.disable_model_invocation
+        return f'skill "{name}" with a non-boolean disable_model_invocation {flag!r}'
+    if not isinstance(value.user_invocable, bool):
+        return f'skill "{name}" with a non-boolean user_invocable {value.user_invocable!r}'
+    if not isinstance(value.source, str):
+        return f'skill "{name}" with a non-string source {value.source!r}'
+    if value.provider != provider:
+        return f'skill "{name}" with provider {value.provider!r} instead of {provider!r}'
+    base = value.resource_base
+    if base is not None and not (
+        (isinstance(base, DirectoryResource) and isinstance(base.path, str) and base.path)
+        or (isinstance(base, UrlResource) and isinstance(base.url, str) and base.url)
+        or (isinstance(base, OpaqueResource) and isinstance(base.description, str))
+    ):
+        return f'skill "{name}" with an invalid resource_base {base!r}'
+    if isinstance(value, SkillDefinition):
+        if not isinstance(value.content, str):
+            return f'skill "{name}" with non-string content'
+    else:
+        rank = value.rank
+        if isinstance(rank, bool) or not isinstance(rank, int | float) or not math.isfinite(rank):
+            return f'skill "{name}" with an invalid rank {rank!r}'
+    if value.path is not None and not isinstance(value.path, str):
+        return f'skill "{name}" with a non-string path {value.path!r}'
+    return None

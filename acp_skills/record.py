@@ -25,7 +25,7 @@ from typing import Any, Literal, NoReturn, Protocol, TypeAlias, cast, get_args, 
 import anyio.lowlevel
 
 from .model import PrefixMessage
-from .safe_text import replace_lone_surrogates
+from .text import replace_lone_surrogates
 
 __all__ = [
     "HeaderEntry",

@@ -1,20 +1,17 @@
-"""`SkillRegistry`: merges providers into one catalog, resolves name clashes, caches.
+"""`SkillRegistry`: merges providers into one catalog, resolves name clashes, caches (contract §4).
 
 Resolution order (first wins), written here because everything else leans on it:
 
-1. ``rank`` — lower wins (project skills 100/200, runtime skills 250, custom 300, user 400/500);
-2. provider registration order — earlier wins; runtime skills win rank ties against every
+1. ``rank``: lower wins (project skills 100/200, runtime skills 250, custom 300, user 400/500);
+2. provider registration order: earlier wins; runtime skills win rank ties against every
    provider (unlike pluggy, where the last registered plugin runs first);
-3. position in the provider's own ``list()`` result — earlier wins.
+3. position in the provider's own ``list()`` result: earlier wins.
 
-The winners are then sorted by name (plain code-point order) so consumers are deterministic.
-
-Caching: only *complete* catalogs are cached, keyed by ``(cwd, revision)``. Every change to the
-provider set (register, dispose, invalidate, runtime skills) bumps ``revision`` and clears the
-cache, so a disposed provider can never leave a stale skill behind. Discovery that overlaps such
-a change is retried once and, if the set moved again, returned uncached as incomplete. A
-provider that cannot vouch for its answer staying current (its ``cacheable(options)`` says no,
-say because its file watcher is down) keeps the catalog out of the cache without making it
+The winners are then sorted by name (code-point order). Only *complete* catalogs are cached,
+keyed by ``(cwd, revision)``; every change to the provider set bumps ``revision`` and clears the
+cache, so a disposed provider never leaves a stale skill behind. Discovery that overlaps such a
+change is retried once and, if the set moved again, returned uncached as incomplete. A provider
+whose ``cacheable(options)`` says no keeps the catalog out of the cache without making it
 incomplete.
 """
 
@@ -22,182 +19,141 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import anyio
 import structlog
 
 from .diagnostics import Diagnostic, provider_failed, shadow_diagnostic
-from .errors import SkillContractError
 from .model import (
-    DirectoryResource,
-    OpaqueResource,
     ShadowedSkill,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
     SkillSnapshot,
     SkillSummary,
-    UrlResource,
     is_skill_name,
     require_positive_int,
-    summary_fields,
+    shared_fields,
+    summary_of,
 )
-from .provider import SkillProvider
+from .provider import ProviderHandle, SkillProvider, provider_hooks, validate_offer
 
 __all__ = ["RUNTIME_PROVIDER", "RUNTIME_RANK", "SkillRegistry"]
 
 RUNTIME_PROVIDER = "runtime"
 RUNTIME_RANK = 250
+_RUNTIME_ORDER = -1  # sorts runtime skills ahead of every provider when ranks tie
 
 _log = structlog.get_logger(__name__)
-
-# Sorts runtime skills ahead of every provider when ranks tie.
-_RUNTIME_ORDER = -1
+_Key = tuple[str | None, int]
 
 
 class _Registration:
-    """One registered provider. Identity matters: a handle only acts on its own registration."""
+    """One registered provider, and the `ProviderHandle` `register_provider` returns for it.
+    Identity matters: a handle only acts on its own registration."""
 
-    __slots__ = ("order", "provider")
+    __slots__ = ("_registry", "hooks", "order", "provider")
 
-    def __init__(self, provider: SkillProvider, order: int) -> None:
+    def __init__(self, registry: SkillRegistry, provider: SkillProvider, order: int) -> None:
+        self._registry = registry
         self.provider = provider
         self.order = order
-
-
-class _Handle:
-    """The `ProviderHandle` returned by `SkillRegistry.register_provider`."""
-
-    __slots__ = ("_registration", "_registry")
-
-    def __init__(self, registry: SkillRegistry, registration: _Registration) -> None:
-        self._registry = registry
-        self._registration = registration
+        self.hooks = provider_hooks(provider)
 
     def dispose(self) -> None:
-        if self._registry._dispose(self._registration):
-            self._registry._tell_disposed(self._registration, self)
+        if self._registry._remove(self):
+            self.hooks.disposed(self.provider.name, self)
 
     def invalidate(self) -> None:
-        if self._registry._is_current(self._registration):
+        if self._registry._is_current(self):
             self._registry.invalidate()
 
 
-@dataclass(frozen=True, slots=True)
-class _ResolvedSkill:
-    candidate: SkillCandidate
-    # None for runtime skills, whose candidate's locator is the definition itself.
-    registration: _Registration | None
-
-
+@dataclass(slots=True)
 class _Catalog:
-    """One resolution: the winners by name, the snapshot, and (built on first use) the
-    model-visible summaries.
+    """One resolution: the winners by name, the snapshot, and the model-visible summaries
+    (built on first use: the agent reads snapshots only)."""
 
-    The agent reads snapshots only; `SkillRegistry.list` is the one caller of ``visible``, so
-    a thousand summaries are built when someone asks for them, once per catalog.
-    """
-
-    __slots__ = ("_visible", "snapshot", "winners")
-
-    def __init__(self, winners: dict[str, _ResolvedSkill], snapshot: SkillSnapshot) -> None:
-        self.winners = winners
-        self.snapshot = snapshot
-        self._visible: tuple[SkillSummary, ...] | None = None
+    winners: dict[str, SkillCandidate]
+    snapshot: SkillSnapshot
+    _visible: tuple[SkillSummary, ...] | None = None
 
     @property
     def visible(self) -> tuple[SkillSummary, ...]:
-        visible = self._visible
-        if visible is None:
-            # Two threads racing here would both build the same tuple: harmless.
-            visible = tuple(
-                _summary_of(skill)
+        if self._visible is None:  # two threads racing here build the same tuple: harmless
+            self._visible = tuple(
+                summary_of(skill)
                 for skill in self.snapshot.skills
                 if not skill.disable_model_invocation
             )
-            self._visible = visible
-        return visible
+        return self._visible
 
 
 @dataclass(slots=True)
-class _SharedDiscovery:
+class _Shared:
     task: asyncio.Task[_Catalog]
-    waiters: int = 0
+    waiters: int = 0  # the callers awaiting it; the last to leave cancels it
 
 
 @dataclass(slots=True)
-class _ProviderAnswer:
+class _Answer:
     """What one provider answered during one discovery pass."""
 
     registration: _Registration
     candidates: Sequence[SkillCandidate] = ()
     failed: bool = False
-    # Whether the provider vouches for this answer staying current until it invalidates.
-    cacheable: bool = True
-
-
-@dataclass(slots=True)
-class _DiscoveryRound:
-    offers: list[_ProviderAnswer] = field(default_factory=list)
-    runtime: tuple[SkillDefinition, ...] = ()
-    revision: int = 0
+    cacheable: bool = True  # the provider vouches for it staying current until it invalidates
 
 
 class SkillRegistry:
     """The provider registry. An instance, never a global: each agent owns one.
 
     Args:
-        collect_cache_max_entries: how many complete catalogs (one per ``cwd``) to keep; the
-            oldest inserted is evicted first. An integer >= 1.
+        collect_cache_max_entries: complete catalogs kept (one per ``cwd``), oldest out first.
         provider_timeout: seconds a provider's ``list()`` may take before it is skipped for
             that discovery, or ``None`` for no limit.
 
     Raises:
-        ValueError: on a bound that is not an integer >= 1, or a negative timeout.
+        ValueError: on a bound that is not an integer >= 1, or a timeout that is not > 0.
     """
 
     def __init__(
-        self,
-        collect_cache_max_entries: int = 128,
-        provider_timeout: float | None = 30.0,
+        self, collect_cache_max_entries: int = 128, provider_timeout: float | None = 30.0
     ) -> None:
-        require_positive_int("collect_cache_max_entries", collect_cache_max_entries)
+        self._cache_bound = require_positive_int(
+            "collect_cache_max_entries", collect_cache_max_entries
+        )
         if provider_timeout is not None and not provider_timeout > 0:
             raise ValueError(f"provider_timeout must be > 0 or None, got {provider_timeout!r}")
-        self._cache_bound = collect_cache_max_entries
         self._provider_timeout = provider_timeout
         self._providers: dict[str, _Registration] = {}
-        self._runtime: dict[str, SkillDefinition] = {}
+        # Runtime skills as the candidates they resolve as; each one's locator is its definition.
+        self._runtime: dict[str, SkillCandidate] = {}
         self._listeners: list[Callable[[], None]] = []
         self._order = itertools.count()
         self._revision = 0
-        self._cache: OrderedDict[tuple[str | None, int], _Catalog] = OrderedDict()
-        self._inflight: dict[tuple[str | None, int], _SharedDiscovery] = {}
+        self._cache: OrderedDict[_Key, _Catalog] = OrderedDict()
+        self._inflight: dict[_Key, _Shared] = {}
         # Guards the revision and the cache against an invalidation from another thread.
         self._lock = threading.Lock()
-
-    # -- registration ------------------------------------------------------------------------
 
     @property
     def revision(self) -> int:
         """A counter bumped by every change to the provider set or an explicit invalidation."""
         return self._revision
 
-    def register_provider(self, provider: SkillProvider) -> _Handle:
-        """Add a provider, after every provider registered before it.
-
-        Returns:
-            A handle whose ``dispose()`` removes the provider (idempotent) and whose
-            ``invalidate()`` drops cached catalogs while the registration is live.
+    def register_provider(self, provider: SkillProvider) -> ProviderHandle:
+        """Add a provider after every one registered before it; its ``on_register`` gets the
+        handle (an exception there undoes the registration).
 
         Raises:
             ValueError: if the name is ``runtime`` (reserved) or already registered.
+            TypeError: a hook is not callable or misspelled (`provider_hooks`).
         """
         name = provider.name
         if not isinstance(name, str) or not name:
@@ -206,30 +162,22 @@ class SkillRegistry:
             raise ValueError(f'skill provider name "{RUNTIME_PROVIDER}" is reserved')
         if name in self._providers:
             raise ValueError(f'skill provider "{name}" is already registered')
-        registration = _Registration(provider, next(self._order))
+        registration = _Registration(self, provider, next(self._order))
         self._providers[name] = registration
-        handle = _Handle(self, registration)
         self.invalidate()
-        on_register = getattr(provider, "on_register", None)
-        if callable(on_register):
+        if registration.hooks.on_register is not None:
             try:
-                on_register(handle)
+                registration.hooks.on_register(registration)
             except BaseException:
-                # The caller gets no handle, so it could never dispose of a half-registered
-                # provider: undo the registration before passing the error on (without calling
-                # `on_dispose`: the provider never accepted this handle).
-                self._dispose(registration)
+                # The caller gets no handle and could never dispose of it: undo (without
+                # `on_dispose`, since the provider never accepted this handle).
+                self._remove(registration)
                 raise
-        return handle
+        return registration
 
     def register(self, skill: SkillDefinition) -> Callable[[], None]:
-        """Add an in-process skill (rank 250, provider ``runtime``).
-
-        A second skill with a name already registered here is ignored with a warning; its
-        disposer does nothing, so the loser can never remove the winner.
-
-        Returns:
-            A disposer that removes the skill (idempotent).
+        """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer. A
+        second one of the same name is ignored with a warning and its disposer does nothing.
 
         Raises:
             ValueError: if the name breaks the grammar or the description is empty.
@@ -242,13 +190,16 @@ class SkillRegistry:
             raise ValueError(f'runtime skill "{skill.name}" content must be a string')
         if skill.name in self._runtime:
             _log.warning("runtime_skill_ignored", skill=skill.name, reason="already registered")
-            return _noop
+            return lambda: None
         stored = replace(skill, provider=RUNTIME_PROVIDER)
-        self._runtime[skill.name] = stored
+        fields = shared_fields(stored, SkillCandidate)
+        offer = self._runtime[skill.name] = SkillCandidate(
+            **fields, rank=RUNTIME_RANK, locator=stored
+        )
 
         def dispose() -> None:
-            if self._runtime.get(stored.name) is stored:
-                del self._runtime[stored.name]
+            if self._runtime.get(offer.name) is offer:
+                del self._runtime[offer.name]
                 self.invalidate()
 
         self.invalidate()
@@ -265,11 +216,8 @@ class SkillRegistry:
         return unsubscribe
 
     def invalidate(self) -> None:
-        """Bump the revision, drop every cached catalog and notify listeners.
-
-        Safe to call from any thread (a file watcher's, say); listeners then run on that
-        thread, so a listener that touches an event loop must hand over to it
-        (``loop.call_soon_threadsafe``), as `AcpSkills` does.
+        """Bump the revision, drop every cached catalog and notify listeners. Safe from any
+        thread; listeners then run on that thread (``loop.call_soon_threadsafe`` to hand over).
         """
         with self._lock:
             self._revision += 1
@@ -280,50 +228,28 @@ class SkillRegistry:
             except Exception as error:
                 _log.warning("skill_change_listener_failed", error=repr(error))
 
-    def _dispose(self, registration: _Registration) -> bool:
+    def _remove(self, registration: _Registration) -> bool:
         if not self._is_current(registration):
             return False
         del self._providers[registration.provider.name]
         self.invalidate()
         return True
 
-    def _tell_disposed(self, registration: _Registration, handle: _Handle) -> None:
-        # The provider's chance to release what it holds for this registration (a file
-        # watcher's thread). Disposal has happened whatever the hook does.
-        on_dispose = getattr(registration.provider, "on_dispose", None)
-        if not callable(on_dispose):
-            return
-        try:
-            on_dispose(handle)
-        except Exception as error:
-            _log.warning(
-                "skill_provider_dispose_failed",
-                provider=registration.provider.name,
-                error=repr(error),
-            )
-
     def _is_current(self, registration: _Registration) -> bool:
         return self._providers.get(registration.provider.name) is registration
 
-    # -- lookups -------------------------------------------------------------------------------
-
     async def list(self, options: SkillLookupOptions | None = None) -> list[SkillSummary]:
         """Model-visible skills (``disable_model_invocation`` excluded), sorted by name."""
-        catalog = await self._collect(options or SkillLookupOptions())
-        return list(catalog.visible)
+        return list((await self._collect(options or SkillLookupOptions())).visible)
 
     async def snapshot(self, options: SkillLookupOptions | None = None) -> SkillSnapshot:
         """Every resolved skill, model-visible or not, and whether discovery was complete."""
-        catalog = await self._collect(options or SkillLookupOptions())
-        return catalog.snapshot
+        return (await self._collect(options or SkillLookupOptions())).snapshot
 
     async def diagnose(self, options: SkillLookupOptions | None = None) -> tuple[Diagnostic, ...]:
-        """Every problem found with the skills of ``options.cwd``, fresh from the providers.
-
-        Each provider that defines ``diagnose(options)`` (as `LocalSkillProvider` does) is asked,
-        in registration order, within the provider timeout; one that fails gives a
-        ``provider-failed`` record instead. Then comes one record per shadowed skill of the
-        current resolution (`snapshot`).
+        """Every problem with the skills of ``options.cwd``: each ``diagnose`` hook's, asked in
+        registration order within the provider timeout (a failure is a ``provider-failed``
+        record), then one record per shadowed skill of `snapshot`.
 
         Raises:
             SkillContractError: a provider returned a malformed candidate (from `snapshot`).
@@ -332,31 +258,25 @@ class SkillRegistry:
         snapshot = await self.snapshot(options)
         found: list[Diagnostic] = []
         for registration in list(self._providers.values()):
-            provider = registration.provider
-            diagnose = getattr(provider, "diagnose", None)
-            if not callable(diagnose):
+            name, diagnose = registration.provider.name, registration.hooks.diagnose
+            if diagnose is None:
                 continue
             with anyio.move_on_after(self._provider_timeout) as scope:
                 try:
                     found.extend(await diagnose(options))
                 except Exception as error:
-                    found.append(provider_failed(provider.name, error))
+                    found.append(provider_failed(name, error))
             if scope.cancelled_caught:
-                found.append(
-                    provider_failed(
-                        provider.name, f"diagnose() took longer than {self._provider_timeout} s"
-                    )
-                )
+                message = f"diagnose() took longer than {self._provider_timeout} s"
+                found.append(provider_failed(name, message))
         found.extend(shadow_diagnostic(shadowed) for shadowed in snapshot.shadowed)
         return tuple(found)
 
     async def get(
         self, name: str, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """Load the full definition of the winning skill called ``name``.
-
-        Returns ``None`` for an invalid or unknown name, or when the provider can no longer load
-        it. A provider's exception propagates.
+        """The winning skill called ``name`` in full; ``None`` for an invalid or unknown name,
+        or when its provider can no longer load it. Provider errors propagate.
 
         Raises:
             SkillContractError: the provider returned a malformed definition.
@@ -364,63 +284,47 @@ class SkillRegistry:
         if not is_skill_name(name):
             return None
         options = options or SkillLookupOptions()
-        catalog = await self._collect(options)
-        winner = catalog.winners.get(name)
-        if winner is None:
-            return None
-        return await self.load(winner.candidate, options)
+        winner = (await self._collect(options)).winners.get(name)
+        return None if winner is None else await self.load(winner, options)
 
     async def load(
         self, candidate: SkillCandidate, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """Load the full definition of a skill taken from a `snapshot`, without discovering again.
-
-        Callers that already hold a snapshot use this instead of `get`: when discovery is
-        incomplete (a provider timed out) nothing is cached, and `get` would wait for the slow
-        provider a second time. Returns ``None`` when the skill's provider (or the runtime skill
-        itself) is gone, or the provider can no longer load it.
+        """Load a skill taken from a `snapshot` without discovering again (after an incomplete
+        discovery, `get` would wait for a slow provider once more); ``None`` when its provider
+        (or the runtime skill) is gone or cannot load it.
 
         Raises:
             SkillContractError: the provider returned a malformed definition.
         """
         options = options or SkillLookupOptions()
         if candidate.provider == RUNTIME_PROVIDER:
-            definition = candidate.locator
-            if isinstance(definition, SkillDefinition) and self._is_live_runtime(definition):
-                return definition
-            return None
+            live = self._is_live_runtime(candidate.locator)
+            return candidate.locator if live else None  # type: ignore[return-value]
         registration = self._providers.get(candidate.provider)
         if registration is None:
             return None
-        provider = registration.provider
-        started = time.perf_counter()
-        definition = await provider.get(candidate, options)
+        name, started = candidate.provider, time.perf_counter()
+        loaded = await registration.provider.get(candidate, options)
+        took = round((time.perf_counter() - started) * 1000, 3)
+        found = loaded is not None
         _log.debug(
-            "skill_loaded",
-            skill=candidate.name,
-            provider=provider.name,
-            found=definition is not None,
-            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            "skill_loaded", skill=candidate.name, provider=name, found=found, duration_ms=took
         )
-        if definition is None:
+        if loaded is None:
             return None
-        _validate_definition(definition, provider.name)
-        if definition.name != candidate.name:
-            # The file was renamed between discovery and load: what we cached is stale.
+        validate_offer(loaded, name, SkillDefinition)
+        if loaded.name != candidate.name:  # renamed since discovery: what we cached is stale
             _log.warning(
-                "skill_renamed",
-                skill=candidate.name,
-                provider=provider.name,
-                loaded_name=definition.name,
+                "skill_renamed", skill=candidate.name, provider=name, loaded_name=loaded.name
             )
             self.invalidate()
             return None
-        return definition
+        return loaded
 
-    def _is_live_runtime(self, definition: SkillDefinition) -> bool:
-        return self._runtime.get(definition.name) is definition
-
-    # -- collection ----------------------------------------------------------------------------
+    def _is_live_runtime(self, locator: object) -> bool:
+        offer = self._runtime.get(locator.name) if isinstance(locator, SkillDefinition) else None
+        return offer is not None and offer.locator is locator
 
     async def _collect(self, options: SkillLookupOptions) -> _Catalog:
         key = (options.cwd, self._revision)
@@ -429,27 +333,23 @@ class SkillRegistry:
             return cached
         shared = self._inflight.get(key)
         if shared is None:
-            shared = _SharedDiscovery(asyncio.ensure_future(self._discover(options)))
+            shared = _Shared(asyncio.ensure_future(self._discover(options)))
             self._inflight[key] = shared
             shared.task.add_done_callback(lambda _task: self._forget(key, shared))
         shared.waiters += 1
         try:
-            # Shielded: one caller being cancelled must not cancel the discovery the other
-            # waiters share. The last waiter to leave cancels it (below), so nothing outlives
-            # the callers that asked for it.
+            # Shielded: one caller's cancellation must not cancel what the others share.
             return await asyncio.shield(shared.task)
         finally:
             shared.waiters -= 1
             if shared.waiters == 0 and not shared.task.done():
-                # Unpublish first, so a caller arriving now starts afresh instead of joining a
-                # discovery that is being cancelled.
+                # The last waiter leaves: unpublish first (a newcomer starts afresh), cancel,
+                # and wait for it to unwind so no provider call outlives its callers.
                 self._forget(key, shared)
                 shared.task.cancel()
-                # Wait for it to unwind, so no provider call outlives the last caller. This
-                # caller is already being cancelled, so wait() is not interrupted again.
                 await asyncio.wait([shared.task])
 
-    def _forget(self, key: tuple[str | None, int], shared: _SharedDiscovery) -> None:
+    def _forget(self, key: _Key, shared: _Shared) -> None:
         if self._inflight.get(key) is shared:
             del self._inflight[key]
         # Retrieve the outcome so an abandoned task's exception is never reported as unretrieved.
@@ -457,256 +357,86 @@ class SkillRegistry:
             shared.task.exception()
 
     async def _discover(self, options: SkillLookupOptions) -> _Catalog:
-        attempt = await self._run_pass(options)
-        if attempt.revision != self._revision:
-            # The provider set changed while we listened: what we heard may include a provider
-            # that is gone. Listen once more; if it moves again, answer without caching.
-            attempt = await self._run_pass(options)
-        stable = attempt.revision == self._revision
-        complete = stable and not any(offer.failed for offer in attempt.offers)
-        catalog = self._resolve(attempt, complete=complete)
-        if complete and all(offer.cacheable for offer in attempt.offers):
-            self._store((options.cwd, attempt.revision), catalog)
+        answers, runtime, revision = await self._run_pass(options)
+        if revision != self._revision:
+            # The provider set changed while we listened, perhaps losing a provider we heard:
+            # listen once more; if it moves again, answer without caching.
+            answers, runtime, revision = await self._run_pass(options)
+        complete = revision == self._revision and not any(a.failed for a in answers)
+        catalog = self._resolve(answers, runtime, complete)
+        if complete and all(answer.cacheable for answer in answers):
+            with self._lock:
+                if revision == self._revision:  # else invalidated meanwhile: already stale
+                    self._cache[(options.cwd, revision)] = catalog
+                    while len(self._cache) > self._cache_bound:
+                        self._cache.popitem(last=False)
         return catalog
 
-    async def _run_pass(self, options: SkillLookupOptions) -> _DiscoveryRound:
-        current = _DiscoveryRound(
-            offers=[_ProviderAnswer(registration) for registration in self._providers.values()],
-            runtime=tuple(self._runtime.values()),
-            revision=self._revision,
-        )
-        # Providers are started in registration order and listened to concurrently, so one
-        # slow remote provider does not add its latency to every other one.
+    async def _run_pass(
+        self, options: SkillLookupOptions
+    ) -> tuple[Sequence[_Answer], Sequence[SkillCandidate], int]:
+        answers = [_Answer(registration) for registration in self._providers.values()]
+        runtime, revision = tuple(self._runtime.values()), self._revision
+        # Started in registration order and heard concurrently: one slow remote provider does
+        # not add its latency to every other one.
         async with anyio.create_task_group() as group:
-            for offer in current.offers:
-                group.start_soon(self._listen, offer, options)
-        return current
+            for answer in answers:
+                group.start_soon(self._listen, answer, options)
+        return answers, runtime, revision
 
-    async def _listen(self, offer: _ProviderAnswer, options: SkillLookupOptions) -> None:
-        provider = offer.registration.provider
+    async def _listen(self, answer: _Answer, options: SkillLookupOptions) -> None:
+        provider, reason = answer.registration.provider, None
         with anyio.move_on_after(self._provider_timeout) as scope:
             try:
-                offer.candidates = tuple(await provider.list(options))
+                answer.candidates = tuple(await provider.list(options))
             except Exception as error:
-                offer.failed = True
-                _log.warning(
-                    "skill_provider_skipped",
-                    provider=provider.name,
-                    reason=f"list() raised {error!r}",
-                )
-                return
-        offer.cacheable = _vouches_for(provider, options)
+                reason = f"list() raised {error!r}"
         if scope.cancelled_caught:
-            offer.failed = True
-            _log.warning(
-                "skill_provider_skipped",
-                provider=provider.name,
-                reason=f"list() took longer than {self._provider_timeout} s",
-            )
+            reason = f"list() took longer than {self._provider_timeout} s"
+        if reason is None:
+            answer.cacheable = answer.registration.hooks.vouches_for(provider.name, options)
+        else:
+            answer.failed = True
+            _log.warning("skill_provider_skipped", provider=provider.name, reason=reason)
 
-    def _resolve(self, attempt: _DiscoveryRound, *, complete: bool) -> _Catalog:
-        # (rank, order, position, skill): (order, position) is unique, so sorting these tuples
-        # never compares two skills, and needs no key function.
-        ranked: list[tuple[int | float, int, int, _ResolvedSkill]] = []
-        for position, definition in enumerate(attempt.runtime):
-            candidate = _runtime_candidate(definition)
-            ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, _ResolvedSkill(candidate, None)))
-        live: list[_Registration] = []
-        for offer in attempt.offers:
-            # Validation happens after listening, in the caller's task, so a contract violation
-            # surfaces as a plain SkillContractError rather than inside an exception group.
-            registration = offer.registration
-            name = registration.provider.name
-            order = registration.order
-            # A provider removed during the pass must not surface even in an uncached,
-            # incomplete answer; asked once per provider, not once per skill.
-            if self._is_current(registration):
-                live.append(registration)
-            for position, candidate in enumerate(offer.candidates):
-                if not _plainly_valid(candidate, name):
-                    _validate_candidate(candidate, name)
-                ranked.append(
-                    (candidate.rank, order, position, _ResolvedSkill(candidate, registration))
-                )
+    def _resolve(
+        self, answers: Sequence[_Answer], runtime: Sequence[SkillCandidate], complete: bool
+    ) -> _Catalog:
+        # (rank, order, position, skill, live): (order, position) is unique, so sorting never
+        # compares two skills and needs no key function. A skill of a provider removed during
+        # the pass is not live: it must not surface even in an incomplete answer.
+        ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = []
+        for position, offer in enumerate(runtime):
+            live = self._is_live_runtime(offer.locator)
+            ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, offer, live))
+        for answer in answers:
+            # Validated here, in the caller's task, so a violation is a plain SkillContractError
+            # rather than one inside an exception group.
+            registration = answer.registration
+            name, order = registration.provider.name, registration.order
+            live = self._is_current(registration)
+            for position, candidate in enumerate(answer.candidates):
+                validate_offer(candidate, name, SkillCandidate)
+                ranked.append((candidate.rank, order, position, candidate, live))
         ranked.sort()
-        winners: dict[str, _ResolvedSkill] = {}
+        winners: dict[str, SkillCandidate] = {}
         shadowed: list[ShadowedSkill] = []
-        for *_, entry in ranked:
-            name = entry.candidate.name
-            kept = winners.get(name)
+        for *_, skill, live in ranked:
+            kept = winners.get(skill.name)
             if kept is None:
-                owner = entry.registration
-                if owner in live if owner is not None else self._is_live(entry):
-                    winners[name] = entry
+                if live:
+                    winners[skill.name] = skill
                 continue
-            shadowed.append(ShadowedSkill(skill=entry.candidate, winner=kept.candidate))
+            shadowed.append(ShadowedSkill(skill=skill, winner=kept))
             _log.warning(
                 "skill_shadowed",
-                skill=name,
-                provider=entry.candidate.provider,
-                path=entry.candidate.path,
-                winner_provider=kept.candidate.provider,
-                winner_path=kept.candidate.path,
+                skill=skill.name,
+                provider=skill.provider,
+                path=skill.path,
+                winner_provider=kept.provider,
+                winner_path=kept.path,
             )
         ordered = {name: winners[name] for name in sorted(winners)}
-        skills = tuple(winner.candidate for winner in ordered.values())
-        return _Catalog(
-            winners=ordered,
-            snapshot=SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed)),
-        )
-
-    def _is_live(self, winner: _ResolvedSkill) -> bool:
-        if winner.registration is not None:
-            return self._is_current(winner.registration)
-        definition = winner.candidate.locator
-        return isinstance(definition, SkillDefinition) and self._is_live_runtime(definition)
-
-    def _store(self, key: tuple[str | None, int], catalog: _Catalog) -> None:
-        with self._lock:
-            if key[1] != self._revision:
-                return  # invalidated meanwhile (perhaps from another thread): already stale
-            self._cache[key] = catalog
-            while len(self._cache) > self._cache_bound:
-                self._cache.popitem(last=False)
-
-
-def _noop() -> None:
-    return None
-
-
-def _vouches_for(provider: SkillProvider, options: SkillLookupOptions) -> bool:
-    """Whether ``provider`` lets its answer for ``options`` be cached (by default it does)."""
-    cacheable = getattr(provider, "cacheable", None)
-    if not callable(cacheable):
-        return True
-    try:
-        return cacheable(options) is True
-    except Exception as error:
-        # Not cached is always correct, merely slower.
-        _log.warning("skill_provider_cacheable_failed", provider=provider.name, error=repr(error))
-        return False
-
-
-def _runtime_candidate(definition: SkillDefinition) -> SkillCandidate:
-    fields = summary_fields(definition)
-    fields["provider"] = RUNTIME_PROVIDER
-    return SkillCandidate(
-        **fields,
-        rank=RUNTIME_RANK,
-        locator=definition,
-        path=definition.path,
-        metadata=definition.metadata,
-        argument_hint=definition.argument_hint,
-    )
-
-
-def _summary_of(candidate: SkillCandidate) -> SkillSummary:
-    # Field by field rather than through `summary_fields` (a dict per skill shows with
-    # thousands); tests/test_registry_fast_paths.py checks that no field is left out.
-    return SkillSummary(
-        name=candidate.name,
-        description=candidate.description,
-        when_to_use=candidate.when_to_use,
-        disable_model_invocation=candidate.disable_model_invocation,
-        user_invocable=candidate.user_invocable,
-        source=candidate.source,
-        provider=candidate.provider,
-        resource_base=candidate.resource_base,
-    )
-
-
-# -- contract validation ---------------------------------------------------------------------
-
-
-def _check_summary(value: SkillSummary, provider: str) -> Iterable[str]:
-    """Yield a description of each way ``value`` breaks the summary contract."""
-    name = value.name
-    if not is_skill_name(name):
-        yield f"an invalid name {name!r}"
-        return
-    where = f'skill "{name}" with'
-    if not isinstance(value.description, str) or not value.description.strip():
-        yield f"{where} an empty or non-string description"
-    if value.when_to_use is not None and not isinstance(value.when_to_use, str):
-        yield f"{where} a non-string when_to_use {value.when_to_use!r}"
-    if not isinstance(value.disable_model_invocation, bool):
-        yield f"{where} a non-boolean disable_model_invocation {value.disable_model_invocation!r}"
-    if not isinstance(value.user_invocable, bool):
-        yield f"{where} a non-boolean user_invocable {value.user_invocable!r}"
-    if not isinstance(value.source, str):
-        yield f"{where} a non-string source {value.source!r}"
-    if value.provider != provider:
-        yield f"{where} provider {value.provider!r} instead of {provider!r}"
-    base = value.resource_base
-    if base is not None and not (
-        (isinstance(base, DirectoryResource) and isinstance(base.path, str) and base.path)
-        or (isinstance(base, UrlResource) and isinstance(base.url, str) and base.url)
-        or (isinstance(base, OpaqueResource) and isinstance(base.description, str))
-    ):
-        yield f"{where} an invalid resource_base {base!r}"
-
-
-def _plainly_valid(candidate: object, provider: str) -> bool:
-    """Whether ``candidate`` passes every check of `_validate_candidate`, judged cheaply.
-
-    The common case (exact built-in types, a directory resource, a finite rank) in one
-    expression. ``False`` proves nothing: the caller then runs the full validation, which
-    accepts or says exactly what is wrong, so behaviour is that of the full checks.
-    """
-    if type(candidate) is not SkillCandidate:
-        return False
-    name = candidate.name
-    description = candidate.description
-    when_to_use = candidate.when_to_use
-    base = candidate.resource_base
-    rank = candidate.rank
-    path = candidate.path
-    return (
-        type(name) is str
-        and is_skill_name(name)
-        and type(description) is str
-        # `not isspace()` on a non-empty string is `strip()` being non-empty, without a copy.
-        and description != ""
-        and not description.isspace()
-        and (when_to_use is None or type(when_to_use) is str)
-        and type(candidate.disable_model_invocation) is bool
-        and type(candidate.user_invocable) is bool
-        and type(candidate.source) is str
-        and candidate.provider == provider
-        and (
-            base is None
-            or (type(base) is DirectoryResource and type(base.path) is str and base.path != "")
-        )
-        # `type(...) is int` leaves bools out; an int is always finite.
-        and (type(rank) is int or (type(rank) is float and math.isfinite(rank)))
-        and (path is None or type(path) is str)
-    )
-
-
-def _validate_candidate(candidate: object, provider: str) -> None:
-    if not isinstance(candidate, SkillCandidate):
-        raise SkillContractError(provider, f"a non-candidate value {candidate!r}")
-    for problem in _check_summary(candidate, provider):
-        raise SkillContractError(provider, problem)
-    rank = candidate.rank
-    if isinstance(rank, bool) or not isinstance(rank, int | float) or not math.isfinite(rank):
-        raise SkillContractError(
-            provider, f'skill "{candidate.name}" with an invalid rank {rank!r}'
-        )
-    if candidate.path is not None and not isinstance(candidate.path, str):
-        raise SkillContractError(
-            provider, f'skill "{candidate.name}" with a non-string path {candidate.path!r}'
-        )
-
-
-def _validate_definition(definition: object, provider: str) -> None:
-    if not isinstance(definition, SkillDefinition):
-        raise SkillContractError(provider, f"a non-definition value {definition!r}")
-    for problem in _check_summary(definition, provider):
-        raise SkillContractError(provider, problem)
-    if not isinstance(definition.content, str):
-        raise SkillContractError(provider, f'skill "{definition.name}" with non-string content')
-    if definition.path is not None and not isinstance(definition.path, str):
-        raise SkillContractError(
-            provider, f'skill "{definition.name}" with a non-string path {definition.path!r}'
-        )
+        skills = tuple(ordered.values())
+        snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
+        return _Catalog(ordered, snapshot)

@@ -29,13 +29,7 @@ from functools import lru_cache
 
 from .model import SkillSummary
 
-__all__ = [
-    "MAX_MATCHES",
-    "MAX_QUERY_LENGTH",
-    "SkillIndex",
-    "SkillMatch",
-    "terms",
-]
+__all__ = ["MAX_MATCHES", "MAX_QUERY_LENGTH", "SkillIndex", "SkillMatch", "terms"]
 
 MAX_MATCHES = 8
 """The most skills one query returns."""
@@ -45,7 +39,6 @@ MAX_QUERY_LENGTH = 1000
 
 # Field weights and length normalization. The name is short and chosen to say what the skill is,
 # so a word there is strong evidence; `when_to_use` often repeats the description in other words.
-_NAME, _DESCRIPTION, _WHEN = 0, 1, 2
 _WEIGHTS = (2.0, 1.0, 0.8)
 _LENGTH_NORMALIZATION = (0.4, 0.75, 0.75)
 # Term-frequency saturation: the second occurrence of a word adds much less than the first.
@@ -74,35 +67,12 @@ _STOPWORDS = frozenset(
 
 # Suffixes stripped by the stemmer, longest first, with what replaces them. The aim is only that
 # the common inflections and derivations of one word meet, not linguistic correctness.
-_SUFFIXES = (
-    ("izations", "ize"),
-    ("ization", "ize"),
-    ("ational", "ate"),
-    ("ations", "ate"),
-    ("ation", "ate"),
-    ("ions", ""),
-    ("ion", ""),
-    ("ements", ""),
-    ("ement", ""),
-    ("ments", ""),
-    ("ment", ""),
-    ("ness", ""),
-    ("ities", ""),
-    ("ity", ""),
-    ("izing", "ize"),
-    ("ized", "ize"),
-    ("izes", "ize"),
-    ("ings", ""),
-    ("ing", ""),
-    ("ies", "y"),
-    ("ied", "y"),
-    ("ers", ""),
-    ("er", ""),
-    ("ed", ""),
-    ("ly", ""),
-    ("es", "e"),
-    ("s", ""),
+_SUFFIX_TABLE = (
+    "izations:ize ization:ize ational:ate ations:ate ation:ate ions: ion: ements: ement: "
+    "ments: ment: ness: ities: ity: izing:ize ized:ize izes:ize ings: ing: ies:y ied:y "
+    "ers: er: ed: ly: es:e s:"
 )
+_SUFFIXES = tuple(tuple(pair.split(":")) for pair in _SUFFIX_TABLE.split())
 _MIN_STEM = 3
 _VOWELS = frozenset("aeiouy")
 
@@ -188,13 +158,8 @@ class SkillIndex:
         counts: list[tuple[dict[str, int], ...]] = []
         lengths: list[tuple[int, int, int]] = []
         for skill in indexed:
-            fields = (
-                terms(skill.name),
-                terms(skill.description),
-                terms(skill.when_to_use or ""),
-            )
-            per_field = tuple(_frequencies(field) for field in fields)
-            counts.append(per_field)
+            fields = (terms(skill.name), terms(skill.description), terms(skill.when_to_use or ""))
+            counts.append(tuple(Counter(field) for field in fields))
             lengths.append((len(fields[0]), len(fields[1]), len(fields[2])))
         self._postings = _score_postings(counts, lengths)
 
@@ -214,18 +179,8 @@ class SkillIndex:
         return {term for term in joined if term in self._postings}
 
     def search(self, query: str, limit: int = MAX_MATCHES) -> tuple[SkillMatch, ...]:
-        """The best matches for ``query``, best first, at most ``limit``.
-
-        A skill matches when it shares at least one term with the query. Equal scores are
-        ordered by name, so the same index and query always give the same answer.
-
-        Args:
-            query: words describing the task.
-            limit: the most matches to return.
-
-        Returns:
-            The matches; empty when no indexed skill shares a term with the query.
-        """
+        """The best matches for ``query``, best first, at most ``limit``: the skills sharing a
+        term with it, equal scores by name (the same index and query give the same answer)."""
         wanted = sorted({*terms(query), *self._compounds(query)})
         scores: dict[int, float] = {}
         for term in wanted:
@@ -244,10 +199,6 @@ class SkillIndex:
             )
             for position in best
         )
-
-
-def _frequencies(words: list[str]) -> dict[str, int]:
-    return Counter(words)
 
 
 def _score_postings(

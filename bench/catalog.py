@@ -27,7 +27,7 @@ from pathlib import Path
 import anyio
 
 from acp_skills import SkillCandidate, SkillDefinition, SkillRegistry, SkillTool, fit_catalog
-from acp_skills.render import render_skill_matches
+from acp_skills.content import render_skill_matches
 from acp_skills.search import SkillIndex
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "search_corpus.json"

@@ -13,9 +13,10 @@ from acp_skills import (
     SkillContractError,
     SkillRegistry,
     SkillSummary,
+    normalize_description,
+    render_catalog,
 )
 from acp_skills.catalog import SkillCatalogContributor
-from acp_skills.render import normalize_description, render_catalog
 from tests.providers import ListProvider, assert_matches_golden, candidate
 
 # -- normalize_description -------------------------------------------------------------------

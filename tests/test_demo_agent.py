@@ -18,10 +18,9 @@ from acp import RequestError
 from acp.helpers import embedded_text_resource, resource_block, resource_link_block, text_block
 from acp.schema import HttpMcpServer, McpServerStdio
 
-from acp_skills import SkillSummary
+from acp_skills import SkillSummary, render_catalog, render_skill_content
 from acp_skills.acp.commands import SKILLS_COMMAND_DESCRIPTION
 from acp_skills.model import DirectoryResource, SkillDefinition
-from acp_skills.render import render_catalog, render_skill_content
 from demo_agent.models import ModelRequest
 from demo_agent.models.offline import OfflineModel, choose_skill
 from tests.agent_client import Agent, Frame, Sandbox, text_prompt

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from acp_skills import SkillRegistry, SkillSummary, SkillTool, render_catalog
-from acp_skills.render import render_skill_matches
+from acp_skills.content import render_skill_matches
 from acp_skills.search import SkillMatch
 from demo_agent.__main__ import DEFAULT_CATALOG_BUDGET, parse_args
 from demo_agent.models import ModelRequest

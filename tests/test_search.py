@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from acp_skills import SkillSummary
-from acp_skills.render import render_skill_matches
+from acp_skills.content import render_skill_matches
 from acp_skills.search import MAX_MATCHES, SkillIndex, SkillMatch, terms
 
 CORPUS_FILE = Path(__file__).parent / "fixtures" / "search_corpus.json"

@@ -24,7 +24,7 @@ from acp_skills import (
     SkillRegistry,
     UrlResource,
 )
-from acp_skills.render import render_skill_content
+from acp_skills.content import render_skill_content
 from acp_skills.tool import SkillTool, ToolResult
 from tests.providers import ListProvider, assert_matches_golden, candidate, definition_of
 
@@ -1098,3 +1098,21 @@ async def test_query_is_refused_where_the_catalog_lists_everything() -> None:
     assert await tool.call({"query": "deploy"}, cwd=CWD) == error(
         'Error: the skill tool needs a "name" argument: the exact name of a skill from the catalog'
     )
+
+
+@pytest.mark.parametrize("searchable", [False, True], ids=["without-query", "with-query"])
+async def test_the_checker_accepts_exactly_the_schema_of_its_session(searchable: bool) -> None:
+    """One argument table: every property of the session's schema is accepted, a key outside
+    it is refused naming exactly those properties, and a non-string value is refused."""
+    tool, _ = make_tool(*SEARCH_SKILLS)
+    properties = sorted(tool.parameters_for(searchable=searchable)["properties"])
+    names = " and ".join(", ".join(f'"{key}"' for key in properties).rsplit(", ", 1))
+    refused = await tool.call({"name": "deploy-app", "bogus": 1}, cwd=CWD, searchable=searchable)
+    assert refused.is_error
+    assert refused.text.endswith(f"the skill tool accepts only {names}")
+    for key in properties:
+        arguments = {key: 7} if key != "path" else {"name": "deploy-app", "path": 7}
+        typed = await tool.call(arguments, cwd=CWD, searchable=searchable)
+        assert typed.is_error
+        assert f'argument "{key}"' in typed.text
+        assert "must be a string, got a number" in typed.text

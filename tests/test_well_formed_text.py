@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_skills.safe_text import replace_lone_surrogates
+from acp_skills.text import replace_lone_surrogates
 from tests.agent_client import AGENT_COMMAND, Sandbox
 from tests.fake_openai import (
     FakeOpenAI,

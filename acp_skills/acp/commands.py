@@ -20,11 +20,10 @@ from typing import Final
 
 from acp.schema import AvailableCommand
 
-from ..catalog import describe_catalog_fit
+from ..catalog import CatalogFit, describe_catalog_fit
 from ..diagnostics import Diagnostic
 from ..model import SkillSnapshot, SkillSummary
-from ..render import CatalogFit, shorten_description
-from ..safe_text import remove_unsafe_characters
+from ..text import remove_unsafe_characters, shorten_description
 
 __all__ = [
     "SKILLS_COMMAND",

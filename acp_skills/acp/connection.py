@@ -45,7 +45,7 @@ from acp.helpers import (
     update_user_message_text,
 )
 
-from ..catalog import SkillCatalogContributor
+from ..catalog import CatalogFit, SkillCatalogContributor, check_catalog_budget
 from ..diagnostics import Diagnostic
 from ..local import LocalSkillProvider
 from ..model import (
@@ -59,13 +59,13 @@ from ..prefix import SessionPrefix
 from ..provider import ProviderHandle
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
-from ..render import DEFAULT_MAX_DESCRIPTION_LENGTH, CatalogFit, check_catalog_budget
-from ..safe_text import (
+from ..session import PrefixedSession
+from ..text import (
+    DEFAULT_MAX_DESCRIPTION_LENGTH,
     remove_unsafe_characters,
     replace_lone_surrogates,
     replace_lone_surrogates_in_json,
 )
-from ..session import PrefixedSession
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool, ToolResult
 from ..transport import GuardedTransport, open_stdio
 from .commands import (

@@ -24,8 +24,8 @@ from acp.helpers import update_agent_message_text
 from acp.schema import PromptResponse
 
 from ..model import PrefixMessage
-from ..safe_text import replace_lone_surrogates
 from ..session import PrefixedSession
+from ..text import replace_lone_surrogates
 from ..tool import ToolResult
 from .updates import decode_tool_arguments, tool_call_finished, tool_call_started
 

@@ -30,11 +30,12 @@ from acp.schema import (
 )
 
 from ..model import SkillSummary, is_skill_name
-from ..render import cut, shorten_description
-from ..safe_text import (
+from ..text import (
+    cut,
     remove_unsafe_characters,
     replace_lone_surrogates,
     replace_lone_surrogates_in_json,
+    shorten_description,
 )
 from ..tool import ToolResult
 

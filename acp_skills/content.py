@@ -1,0 +1,283 @@
+"""What the ``skill`` tool gives the model: a loaded skill rendered with its resource hints, the
+answer to a ``query``, and one file of a skill's bundle, read within its directory.
+
+A file is read by `acp_skills.confined.read_confined`, which walks the path one component at a time
+from the skill directory's descriptor, so swapping a directory for a symbolic link during the
+read cannot yield an outside file. A flat ``<name>.md`` shares its directory with other skills,
+so it has no files of its own, and no file of a skill the model may not load is ever read.
+"""
+
+from __future__ import annotations
+
+import ntpath
+import os
+import re
+from collections.abc import Awaitable, Callable, Sequence
+
+import structlog
+
+from .catalog import SKILL_TOOL_NAME
+from .confined import ConfinedReadError, ConfinedReadFailure
+from .fs import LocalFileSystem
+from .model import (
+    SKILL_FILE_NAME,
+    DirectoryResource,
+    OpaqueResource,
+    SkillDefinition,
+    SkillSnapshot,
+    UrlResource,
+)
+from .search import SkillMatch
+from .text import cut, escape_attribute, escape_text, normalize_description, quote
+
+__all__ = [
+    "MAX_RESOURCE_PATH_LENGTH",
+    "ReadText",
+    "Refusal",
+    "check_resource_path",
+    "describe_error",
+    "is_flat_skill",
+    "read_resource",
+    "render_skill_content",
+    "render_skill_matches",
+]
+
+MAX_RESOURCE_PATH_LENGTH = 4096
+
+_log = structlog.get_logger(__name__)
+_FS = LocalFileSystem()
+# `C:`, `C:\x`, `C:/x`: a drive letter makes a path absolute (or drive-relative) on Windows.
+_DRIVE = re.compile(r"[A-Za-z]:")
+# A search answer is a short list to choose from; the full text comes with loading the skill.
+_MATCH_DESCRIPTION_MAX = 200
+_BINARY = "it is a binary file (it contains NUL bytes), not text"
+
+ReadText = Callable[[str], Awaitable[str]]
+"""Reads a file's text by absolute path, typically the ACP client's ``fs/read_text_file``."""
+
+
+class Refusal(Exception):
+    """A check failed; ``text`` is the whole ``Error: `` text for the model."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _cannot_read(name: str, path: str, reason: str) -> Refusal:
+    return Refusal(f"Error: cannot read {quote(path)} from skill {quote(name)}: {reason}")
+
+
+def check_resource_path(name: str, path: str) -> None:
+    """Refuse paths that can never be a file inside the skill's directory, before any I/O."""
+    if not path:
+        raise _cannot_read(name, path, "the path is empty")
+    if len(path) > MAX_RESOURCE_PATH_LENGTH:
+        raise _cannot_read(
+            name, path, f"the path is longer than {MAX_RESOURCE_PATH_LENGTH} characters"
+        )
+    if "\0" in path:
+        raise _cannot_read(name, path, "the path contains a NUL character")
+    # Windows forms are refused everywhere: a skill's relative paths mean the same on every
+    # platform, and both separators count, so `..\secret` is refused even where `\` is a letter.
+    if path.startswith(("/", "\\")) or _DRIVE.match(path) or ntpath.isabs(path):
+        raise _cannot_read(
+            name, path, "the path is absolute; give a path relative to the skill's directory"
+        )
+    if ".." in re.split(r"[/\\]", path):
+        raise _cannot_read(
+            name,
+            path,
+            'the path contains a ".." segment; it must stay inside the skill\'s directory',
+        )
+
+
+def describe_error(error: BaseException) -> str:
+    """An exception in a few words for an error text: its type and message, cut."""
+    return cut(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__, 300)
+
+
+def is_flat_skill(skill_file: str | None, base: DirectoryResource) -> bool:
+    """Whether a skill is a flat ``<name>.md`` lying directly in its resource directory.
+
+    That directory is a skills root shared with other skills: no resources of this skill to read
+    (contract §7). A skill with no file, or with a file elsewhere, owns its directory.
+    """
+    if skill_file is None:
+        return False
+    folder, file_name = os.path.split(os.path.normpath(skill_file))
+    return file_name != SKILL_FILE_NAME and os.path.normcase(folder) == os.path.normcase(
+        os.path.normpath(base.path)
+    )
+
+
+def _resource_hints(definition: SkillDefinition) -> list[str]:
+    # Interpolated values are escaped like catalog descriptions (contract §7).
+    base = definition.resource_base
+    if isinstance(base, DirectoryResource):
+        hints = [
+            f"Base directory: {escape_text(base.path)}",
+            "Relative paths in this skill (scripts, references, assets) resolve against that "
+            "directory.",
+        ]
+        if not is_flat_skill(definition.path, base) and not definition.disable_model_invocation:
+            # A flat skill's directory holds nothing of its own; a skill the model may not load
+            # serves it no files either.
+            hints.append(
+                f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's "
+                "name and the file's path relative to that directory as `path`."
+            )
+    elif isinstance(base, UrlResource):
+        hints = [
+            f"Base URL: {escape_text(base.url)}",
+            "Relative paths in this skill (scripts, references, assets) resolve against that URL.",
+        ]
+    elif isinstance(base, OpaqueResource):
+        hints = [f"How to reach this skill's resources: {escape_text(base.description)}"]
+    else:
+        hints = [
+            "This skill has no resource directory or URL; any resources it refers to are "
+            f'managed by the skill provider "{escape_text(definition.provider)}".'
+        ]
+    hints.append(
+        "Load a resource this skill refers to only when the task needs it, not ahead of time."
+    )
+    return hints
+
+
+def render_skill_content(definition: SkillDefinition) -> str:
+    """Render a loaded skill as the text the model receives (contract §7).
+
+    The name is escaped for an attribute, the resource hints like catalog descriptions, and the
+    body is kept verbatim (escaping would change the author's instructions). The directory's
+    contents and ``when_to_use`` are never included. Lines are joined by ``\\n``, no final one.
+    """
+    return "\n".join(
+        [
+            f'<skill_content name="{escape_attribute(definition.name)}">',
+            "<skill_resources>",
+            *_resource_hints(definition),
+            "</skill_resources>",
+            "",
+            "<skill_instructions>",
+            definition.content,
+            "</skill_instructions>",
+            "</skill_content>",
+        ]
+    )
+
+
+def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = SKILL_TOOL_NAME) -> str:
+    """The answer to a ``query``: one ``name: description`` line per match, best first, each
+    description normalized and cut to 200 code points; with no match, how to go on."""
+    if not matches:
+        return (
+            "No skill matches the query. Try other words for the task (what it works on, the "
+            "tool or kind of file involved), or load a skill from the catalog by its exact name."
+        )
+    lines = [
+        f"Skills matching the query, best first. Load one by calling the `{tool_name}` tool "
+        "with its exact name:"
+    ]
+    for match in matches:
+        description = normalize_description(match.description, _MATCH_DESCRIPTION_MAX)
+        lines.append(f"{escape_text(match.name)}: {description}")
+    return "\n".join(lines)
+
+
+def _hidden_from_model(snapshot: SkillSnapshot) -> tuple[str, ...]:
+    """The files and directories of skills the model may not load: a bundle's whole directory,
+    a flat skill's file only (its directory is shared)."""
+    paths: list[str] = []
+    for skill in snapshot.skills:
+        if not skill.disable_model_invocation:
+            continue
+        if skill.path is not None:
+            paths.append(skill.path)
+        base = skill.resource_base
+        if isinstance(base, DirectoryResource) and not is_flat_skill(skill.path, base):
+            paths.append(base.path)
+    return tuple(paths)
+
+
+def _read_refusal(name: str, path: str, problem: ConfinedReadError, limit: int) -> Refusal:
+    reasons: dict[ConfinedReadFailure, str] = {
+        "outside": "the path resolves outside the skill's directory",
+        "excluded": "it belongs to a skill that is not available for model invocation",
+        "not_found": "no such file in the skill's directory",
+        "directory": "it is a directory, not a file",
+        "not_regular": "it is not a regular file",
+        "too_large": f"the file is {problem.size} bytes, over the {limit}-byte limit",
+        "grew": f"the file is over the {limit}-byte limit",
+        "changed": "it changed while being read",
+        "unreadable": f"it could not be read ({problem.detail})",
+    }
+    return _cannot_read(name, path, reasons[problem.failure])
+
+
+async def read_resource(
+    definition: SkillDefinition,
+    path: str,
+    *,
+    snapshot: SkillSnapshot,
+    limit: int,
+    read_text: ReadText | None,
+) -> str:
+    """The text of the file at ``path`` (syntax already checked) in ``definition``'s bundle.
+
+    Raises:
+        Refusal: the skill has no local bundle, or the file may not or cannot be read.
+    """
+    name = definition.name
+    base = definition.resource_base
+    if isinstance(base, UrlResource):
+        raise _cannot_read(name, path, "its resources live under a URL, not in a local directory")
+    if isinstance(base, OpaqueResource):
+        raise _cannot_read(
+            name,
+            path,
+            "its resources are managed by its provider; follow the resource hints in the "
+            "skill's instructions",
+        )
+    if base is None:
+        raise _cannot_read(name, path, "it has no resource directory")
+    if is_flat_skill(definition.path, base):
+        raise _cannot_read(
+            name,
+            path,
+            "it is a single-file skill, so it has no resource files of its own; its "
+            "directory holds other skills",
+        )
+    excluded = _hidden_from_model(snapshot)
+    found = await _FS.read_confined(base.path, path, limit, excluded=excluded)
+    if isinstance(found, ConfinedReadError):
+        raise _read_refusal(name, path, found, limit)
+    if b"\0" in found.data:
+        raise _cannot_read(name, path, _BINARY)
+    try:
+        text = found.data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _cannot_read(name, path, "it is not a UTF-8 text file") from None
+    if read_text is None:
+        return text
+    # The local checks decided *whether* the file may be read; the client supplies the
+    # text, so an unsaved editor buffer and the client's own permissions apply.
+    try:
+        text = await read_text(found.path)
+    except Exception as error:
+        _log.warning("skill_resource_read_failed", skill=name, path=found.path, error=repr(error))
+        raise _cannot_read(
+            name, path, f"the client could not read it ({describe_error(error)})"
+        ) from None
+    if not isinstance(text, str):
+        raise _cannot_read(name, path, "the client did not return text")
+    if len(text.encode("utf-8", "surrogatepass")) > limit:
+        raise _cannot_read(name, path, f"the file is over the {limit}-byte limit")
+    if "\0" in text:
+        raise _cannot_read(name, path, _BINARY)
+    # The client read by path, out of our hands: the path must still name the checked file,
+    # so a directory swapped for a symbolic link meanwhile cannot pass an outside file off.
+    again = await _FS.read_confined(base.path, path, limit, excluded=excluded)
+    if isinstance(again, ConfinedReadError) or again.identity != found.identity:
+        raise _cannot_read(name, path, "it changed while being read")
+    return text

@@ -1,0 +1,158 @@
+"""Text hygiene, in one place: what never reaches a model or an editor as it is.
+
+Two jobs on the same characters. `replace_lone_surrogates` makes text well-formed (encodable as
+UTF-8) where it crosses a boundary. `remove_unsafe_characters` goes further for text that is
+shown (descriptions, hints, names from skill authors and providers): it removes
+
+* control characters that are not whitespace: C0 but tab, line feed, vertical tab, form feed and
+  carriage return; DEL; C1. NEL (U+0085), the one C1 control Unicode counts as a line break,
+  becomes a line feed, so the words it separated stay apart. U+001C to U+001F count as
+  whitespace to ``str.split`` but are information separators with no place in prose: removed;
+* the bidirectional overrides and isolates (U+202A to U+202E, U+2066 to U+2069), which reorder
+  what a person sees without changing what the model reads. The bidirectional *marks* (U+200E,
+  U+200F, U+061C) are kept: right-to-left writing needs them and they cannot reorder a run;
+* lone surrogates, which become U+FFFD: they are not Unicode, and encoding one fails the whole
+  frame or request that carries it.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+DEFAULT_MAX_DESCRIPTION_LENGTH = 500
+
+_UNSAFE: Final = re.compile(
+    "[\x00-\x08\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|(?P<surrogate>[\ud800-\udfff])"
+)
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_ELLIPSIS: Final = "..."
+
+
+def _removed(match: re.Match[str]) -> str:
+    if match.group("surrogate"):
+        return "\ufffd"  # a character was lost: show that something was there
+    return "\n" if match.group() == "\x85" else ""
+
+
+def remove_unsafe_characters(text: str) -> str:
+    """Drop non-whitespace controls and bidi overrides; NEL becomes ``\\n``, surrogates U+FFFD."""
+    return _UNSAFE.sub(_removed, text)
+
+
+def escape_unsafe_characters(text: str) -> str:
+    """Spell each unsafe character as ``\\uXXXX`` (for text quoted back in JSON syntax)."""
+    return _UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD; a split pair is joined back."""
+    if _SURROGATE.search(text) is None:
+        return text
+    # UTF-16 is the one codec that pairs surrogates: decoding joins pairs and replaces the rest.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def replace_lone_surrogates_in_json(value: object) -> Any:
+    """A copy of a decoded JSON value whose strings (keys included) are well-formed.
+
+    Objects become dicts and arrays lists. No recursion, so any nesting depth is copied.
+    """
+    holder: list[object] = [None]
+    # (source value, container of the copy, where in that container the copy goes)
+    pending: list[tuple[object, Any, Any]] = [(value, holder, 0)]
+    while pending:
+        source, target, slot = pending.pop()
+        if isinstance(source, str):
+            target[slot] = replace_lone_surrogates(source)
+        elif isinstance(source, Mapping):
+            copied: dict[object, object] = {}
+            target[slot] = copied
+            for key, item in source.items():
+                clean_key = replace_lone_surrogates(key) if isinstance(key, str) else key
+                copied[clean_key] = None  # keeps the key order; filled in below
+                pending.append((item, copied, clean_key))
+        elif isinstance(source, list | tuple):
+            items: list[object] = [None] * len(source)
+            target[slot] = items
+            pending.extend((item, items, index) for index, item in enumerate(source))
+        else:
+            target[slot] = source
+    return holder[0]
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` if at most ``limit`` code points long, else its start and ``...`` in ``limit``."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(_ELLIPSIS)] + _ELLIPSIS
+
+
+def cut_at_word(text: str, cap: int) -> str:
+    """``text`` (longer than ``cap``) cut at a word boundary to at most ``cap``, ending ``...``.
+
+    A first word longer than the room is cut inside; ``,;:`` left dangling go too. The kept text
+    never shrinks as ``cap`` grows, which the catalog budget's bisection relies on.
+    """
+    room = cap - len(_ELLIPSIS)
+    if text[room] == " ":
+        kept = text[:room]
+    else:
+        space = text.rfind(" ", 0, room)
+        kept = text[:space] if space > 0 else text[:room]
+    return kept.rstrip(" ,;:") + _ELLIPSIS
+
+
+def check_max_length(max_length: object) -> int:
+    """``max_length`` if it is an integer >= 3 (a bool is not), else ``ValueError``."""
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3:
+        raise ValueError(f"max_length must be an integer >= 3, got {max_length!r}")
+    return max_length
+
+
+def shorten_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
+    """Clean, collapse whitespace and truncate a description, without escaping.
+
+    Unsafe characters are removed first; then every whitespace run (U+FEFF included) becomes one
+    space and the ends are stripped; longer than ``max_length`` keeps ``max_length - 3`` code
+    points and ``...``. What an editor shows literally.
+
+    Raises:
+        ValueError: if ``max_length`` is not an integer >= 3.
+    """
+    limit = check_max_length(max_length)
+    # `str.split()` breaks on all Unicode whitespace; U+FEFF is not whitespace to Python, but a
+    # byte-order mark left inside concatenated text. Joiners (U+200B-U+200D, U+2060) carry
+    # meaning in emoji and some scripts, and are kept.
+    collapsed = " ".join(remove_unsafe_characters(text).replace("\ufeff", " ").split())
+    return cut(collapsed, limit)
+
+
+def normalize_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
+    """Turn a description into one safe catalog line: `shorten_description`, then escape
+    ``&``, ``<``, ``>`` (last, so truncation never cuts an entity).
+
+    Raises:
+        ValueError: if ``max_length`` is not an integer >= 3.
+    """
+    return html.escape(shorten_description(text, max_length), quote=False)
+
+
+def escape_text(text: str) -> str:
+    """``text`` cleaned of unsafe characters, with ``&``, ``<``, ``>`` escaped."""
+    return html.escape(remove_unsafe_characters(text), quote=False)
+
+
+def escape_attribute(value: str) -> str:
+    """``value`` for a double-quoted attribute: ``&``, ``"``, ``<``, ``>`` escaped."""
+    # `>` needs no escaping there, but escaping it keeps the tag unambiguous for a model.
+    return html.escape(value, quote=False).replace('"', "&quot;")
+
+
+def quote(value: str, limit: int = 100) -> str:
+    """``value`` quoted back in JSON string syntax, cut to ``limit``, every unsafe character
+    escaped: a model's odd argument is shown, never acted on, and a long one is not echoed."""
+    return escape_unsafe_characters(json.dumps(cut(value, limit), ensure_ascii=False))
