@@ -44,12 +44,11 @@ from acp_skills import (
     render_catalog,
     render_skill_content,
 )
-from acp_skills.acp import (
-    EXTENSION_METHODS,
+from acp_skills.acp import AcpSkills, PromptTurn
+from acp_skills.acp.skills import EXTENSION_METHODS
+from acp_skills.acp.turn import InvokedSkill
+from acp_skills.acp.wire import (
     AcpClient,
-    AcpSkills,
-    InvokedSkill,
-    PromptTurn,
     available_commands,
     check_cwd,
     find_invocations,
@@ -260,7 +259,9 @@ async def connected(
     agent = agent_type(skills)
     client = RecordingClient()
     wire = Wire()
-    agent_conn = AgentSideConnection(cast(Any, agent), agent_writer, agent_reader)
+    agent_conn = AgentSideConnection(
+        cast(Any, agent), agent_writer, agent_reader, observers=[skills.observe]
+    )
     client_conn = ClientSideConnection(
         cast(Any, client), client_writer, client_reader, observers=[wire.observe]
     )

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from acp_skills import SkillDefinition, SkillLookupOptions, SkillRegistry
-from acp_skills.acp import available_commands
+from acp_skills.acp.wire import available_commands
 from acp_skills.render import normalize_description, render_catalog, shorten_description
 from acp_skills.safe_text import escape_unsafe_characters, remove_unsafe_characters
 from tests.agent_client import AGENT_COMMAND, Sandbox

@@ -20,7 +20,7 @@ from acp.helpers import text_block
 
 from acp_skills import SkillDefinition, SkillRegistry
 from acp_skills.acp import AcpSkills
-from acp_skills.acp.connection import FOLLOWER_TASK_NAME
+from acp_skills.acp.skills import FOLLOWER_TASK_NAME
 from tests.providers import ListProvider, candidate
 from tests.test_acp import SkillsAgent, connected, fixture_registry, write_fixture_skills
 
@@ -287,7 +287,7 @@ async def test_idle_sessions_beyond_the_bound_are_released_and_come_back_unchang
     await skills.open_session("s2", str(project))
     registry.register(SkillDefinition(name="late", description="Added later.", content="x"))
     await skills.open_session("s3", str(project))
-    live = [sid for sid in ("s1", "s2", "s3") if sid in skills._sessions]
+    live = [sid for sid in ("s1", "s2", "s3") if skills._sessions.peek(sid) is not None]
     assert live == ["s2", "s3"]
     assert skills.has_session("s1")
     async with skills.turn("s1", [text_block("second")]) as turn:

@@ -29,7 +29,10 @@ transport (``send`` / ``receive`` / ``close``) and closes them before the SDK se
 * when the client stops reading (``EPIPE`` on stdout) the end of input is reported at once and
   every later frame is dropped: one warning, no traceback per request;
 * a message sent after ``close()`` is dropped: the SDK answers cancelled handlers during
-  shutdown, and blocking on a closed pipe would hang the process.
+  shutdown, and blocking on a closed pipe would hang the process;
+* every frame written is well-formed Unicode: a lone surrogate anywhere in it (a prompt's text
+  echoed back, a file name the disk could not decode) goes out as U+FFFD. This is the one
+  place text bound for the client is cleaned.
 
 The error replies mirror what the TypeScript SDK answers to the same garbage.
 """
@@ -50,6 +53,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import structlog
+
+from ..safe_text import replace_lone_surrogates
 
 __all__ = ["GuardedTransport", "open_stdio"]
 
@@ -91,6 +96,11 @@ def _error(
     if details is not None:
         error["data"] = {"details": details}
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _dumps(message: dict[str, Any]) -> str:
+    # Not ASCII-escaped: a lone surrogate stays one character, which `_write` then replaces.
+    return json.dumps(message, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
 
 
 def _is_valid_id(value: object) -> bool:
@@ -234,7 +244,7 @@ class GuardedTransport:
             _log.debug("acp_frame_dropped", method=message.get("method"))
             return
         try:
-            line = json.dumps(message, separators=(",", ":"), allow_nan=False)
+            line = _dumps(message)
         except (TypeError, ValueError) as error:
             if "id" not in message or "method" in message:
                 raise
@@ -244,14 +254,18 @@ class GuardedTransport:
             failed = message.get("error")
             if isinstance(failed, dict) and isinstance(failed.get("code"), int):
                 code, text = failed["code"], str(failed.get("message", text))
-            line = json.dumps(_error(message["id"], code, text, str(error)))
+            line = _dumps(_error(message["id"], code, text, str(error)))
         self._note_outgoing(message)
         await self._write(line)
 
     async def _write(self, line: str) -> None:
         try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:
+            data = replace_lone_surrogates(line).encode("utf-8")
+        try:
             async with self._write_lock:
-                self._writer.write(line.encode("utf-8") + b"\n")
+                self._writer.write(data + b"\n")
                 await self._writer.drain()
         except (ConnectionError, OSError) as error:
             self._lose_output(error)
@@ -315,7 +329,7 @@ class GuardedTransport:
     async def _reply(self, payload: dict[str, Any]) -> None:
         """Answer the client directly: nothing the SDK was handed, so nothing to account."""
         if not (self._closed or self._output_lost):
-            await self._write(json.dumps(payload, separators=(",", ":")))
+            await self._write(_dumps(payload))
 
     # -- what is owed to whom ------------------------------------------------------------------
 
