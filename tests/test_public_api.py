@@ -76,10 +76,7 @@ def test_acp_module_exports_exactly_its_public_api() -> None:
 def test_library_never_configures_logging() -> None:
     """Importing the whole library leaves structlog unconfigured (only applications do that)."""
     # A fresh interpreter: other tests capture logs, which configures structlog in this one.
-    probe = (
-        "import acp_skills, acp_skills.acp, structlog; "
-        "print(structlog.is_configured())"
-    )
+    probe = "import acp_skills, acp_skills.acp, structlog; print(structlog.is_configured())"
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )

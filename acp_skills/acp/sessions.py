@@ -146,7 +146,8 @@ class SessionTable:
     def _release_idle(self) -> None:
         """Release the least recently used idle instances beyond the bound."""
         excess = len(self._live) - self._max_live
-        for session_id, live in list(self._live.items()):
+        # The most recent one is the session being opened: never released on its way in.
+        for session_id, live in list(self._live.items())[:-1]:
             if excess <= 0:
                 break
             session = live.session

@@ -1,40 +1,15 @@
-"""A hardened stdio transport for agents built on the official ACP Python SDK (0.12.x).
+"""`GuardedTransport`: the SDK's message-level transport over stdio, hardened; `open_stdio`.
 
-The SDK's own newline-delimited JSON transport has gaps that let one bad line take an agent
-down or let a client smuggle parameters. `GuardedTransport` implements the SDK's message-level
-transport (``send`` / ``receive`` / ``close``) and closes them before the SDK sees a frame:
+The 0.12 SDK's own newline-delimited JSON transport lets one bad line take an agent down or a
+client smuggle parameters. This one answers malformed input itself (invalid JSON -32700; an
+over-long line, a non-object, ``null``, a bad id or method -32600; an out-of-range number
+-32602), nests ``params._meta`` so its keys never become handler arguments, turns a
+``session/cancel`` request into the notification it is, answers every request received
+before the end of input, ends at once on ``EPIPE``, and drops frames sent after ``close()``.
+docs/integration.md lists each guard; the error replies mirror the TypeScript SDK's.
 
-* invalid JSON (including the non-JSON literals ``NaN`` and ``Infinity``) -> ``-32700`` with
-  ``id: null``; the agent keeps serving (the SDK only logs it);
-* a line over ``max_line_bytes`` -> ``-32600``, read in chunks and discarded rather than
-  buffered whole; the error carries the request's id when the line's first bytes show it;
-* JSON that is not an object (an array, a number, a string, ``true``) -> ``-32600``: the SDK's
-  receive loop raises on these and the agent exits;
-* the line ``null`` -> ``-32600``: the SDK mistakes it for the end of input;
-* a request with a malformed id or a non-string method, or an object that is neither a request
-  nor a response -> ``-32600``; a response with a malformed id is dropped (the SDK crashes on
-  it while a request of its own is pending);
-* a number in a request's params that fits neither a 64-bit integer nor a finite double
-  (``1e400``, ``2**70``) -> ``-32602``: the SDK's validators raise ``OverflowError`` on some of
-  them, which it reports as an internal error;
-* ``session/cancel`` sent as a request (with an id) is passed on as the notification it is
-  and answered with ``{}`` (the SDK only routes it as a notification: "method not found");
-* ``params._meta`` is nested one level (``{"_meta": original}``) for every standard method, so the
-  SDK, which spreads ``_meta`` keys into handler keyword arguments, passes exactly one argument
-  ``_meta=<original>`` and a key such as ``session_id`` can never override the real parameter;
-* at the end of input, every request already received is still answered before ``receive``
-  reports the end: prompt turns still running are cancelled (as if the client had sent
-  ``session/cancel``, which it no longer can) and the agent's own pending requests to the
-  client fail, since no answer can come any more. The SDK would otherwise cancel them unanswered;
-* when the client stops reading (``EPIPE`` on stdout) the end of input is reported at once and
-  every later frame is dropped: one warning, no traceback per request;
-* a message sent after ``close()`` is dropped: the SDK answers cancelled handlers during
-  shutdown, and blocking on a closed pipe would hang the process;
-* every frame written is well-formed Unicode: a lone surrogate anywhere in it (a prompt's text
-  echoed back, a file name the disk could not decode) goes out as U+FFFD. This is the one
-  place text bound for the client is cleaned.
-
-The error replies mirror what the TypeScript SDK answers to the same garbage.
+It is also where text bound for the client is made well-formed: a lone surrogate anywhere in
+a frame goes out as U+FFFD.
 """
 
 from __future__ import annotations
