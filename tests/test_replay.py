@@ -59,7 +59,7 @@ async def test_a_conversation_replays_as_the_person_saw_it(tmp_path: Path) -> No
     content = "/deploy now\n\nDEPLOY TEXT"
     start = content.index("DEPLOY TEXT")
     skill_args = json.dumps({"name": "deploy"})
-    history = [
+    history: list[dict[str, Any]] = [
         {
             "role": "user",
             "content": content,

@@ -7,6 +7,7 @@ builders only render: control characters come out of what an editor shows as a t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -240,10 +241,8 @@ def decode_tool_arguments(arguments: object) -> object:
     arguments are made well-formed (U+FFFD) before any tool sees them.
     """
     if isinstance(arguments, str):
-        try:
+        with contextlib.suppress(ValueError, RecursionError):
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except (ValueError, RecursionError):
-            pass
     return replace_lone_surrogates_in_json(arguments)
 
 
