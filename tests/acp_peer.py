@@ -232,11 +232,13 @@ async def connected(
     *,
     reads_files: bool = True,
     agent_type: type[SkillsAgent] = SkillsAgent,
+    observe: bool = True,
     **options: Any,
 ) -> AsyncIterator[Peer]:
     """An initialized agent/client pair over a socketpair; everything is closed on exit.
 
-    ``options`` go to `AcpSkills` (``catalog_budget=...``, ``max_live_sessions=...``).
+    ``options`` go to `AcpSkills` (``catalog_budget=...``, ``max_live_sessions=...``); without
+    ``observe`` the agent's connection is built without `AcpSkills.observe`.
     """
     agent_socket, client_socket = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
@@ -246,7 +248,7 @@ async def connected(
     client = RecordingClient()
     wire = Wire()
     agent_conn = AgentSideConnection(
-        cast(Any, agent), agent_writer, agent_reader, observers=[skills.observe]
+        cast(Any, agent), agent_writer, agent_reader, observers=[skills.observe] if observe else []
     )
     client_conn = ClientSideConnection(
         cast(Any, client), client_writer, client_reader, observers=[wire.observe]

@@ -12,7 +12,7 @@ import gc
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from acp import RequestError
@@ -20,6 +20,7 @@ from acp.helpers import text_block
 from structlog.testing import capture_logs
 
 from acp_skills import (
+    LocalSkillProvider,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
@@ -30,6 +31,7 @@ from acp_skills import (
 from acp_skills.acp import AcpSkills, PromptTurn
 from acp_skills.acp.skills import EXTENSION_METHODS, FOLLOWER_TASK_NAME
 from tests.acp_peer import (
+    COMMANDS,
     CONFIG,
     DEPLOY_RAW_DESCRIPTION,
     METHODS,
@@ -637,3 +639,58 @@ async def test_a_runtime_skill_registered_later_is_searchable(tmp_path: Path) ->
     await another_turn(skills, "s1", [{"query": "okapis"}])
     [result] = await tool_results(skills, "s1")
     assert result.splitlines()[1] == "okapi-watch: Spots okapis in forests."
+
+
+@pytest.mark.anyio
+async def test_without_the_observer_the_commands_wait_for_the_first_turn(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """An agent that builds its connection without `AcpSkills.observe` still gets its commands:
+    on the session's first prompt turn, never before its ``session/new`` response."""
+    async with connected(registry, observe=False) as peer:
+        response = await peer.conn.new_session(cwd=str(project), mcp_servers=[])
+        session_id = response.session_id
+        await peer.ext("skills/list", {"sessionId": session_id})  # a round trip
+        assert peer.wire.commands(session_id) == []
+        await peer.prompt(session_id, "hello")
+        assert peer.wire.commands(session_id) == [COMMANDS]
+
+
+def test_a_prompt_turn_comes_only_from_skills_turn() -> None:
+    """`PromptTurn` is not constructible by users: turns come from `AcpSkills.turn`."""
+    with pytest.raises(TypeError, match=r"AcpSkills\.turn"):
+        PromptTurn(
+            object(),
+            kit=cast(Any, None),
+            live=cast(Any, None),
+            system="",
+            config={},
+            tools=(),
+            run_tool=None,
+        )
+
+
+@pytest.mark.anyio
+async def test_the_provider_made_here_is_closed_at_the_end_and_one_passed_in_is_not(
+    monkeypatch: pytest.MonkeyPatch, registry: SkillRegistry
+) -> None:
+    """``async with`` and `aclose` close the default `LocalSkillProvider` (its watcher stops);
+    a registry passed in keeps its providers as they are."""
+    closed: list[LocalSkillProvider] = []
+    close = LocalSkillProvider.close
+
+    def close_and_note(provider: LocalSkillProvider) -> None:
+        closed.append(provider)
+        close(provider)
+
+    monkeypatch.setattr(LocalSkillProvider, "close", close_and_note)
+    async with AcpSkills():
+        assert closed == []
+    assert len(closed) == 1
+    skills = AcpSkills()
+    await skills.aclose()
+    assert len(closed) == 2
+    async with AcpSkills(registry):
+        pass
+    await AcpSkills(registry).aclose()
+    assert len(closed) == 2

@@ -1,17 +1,17 @@
-"""`AcpSkills`: skills on one ACP connection of an agent built on the official SDK.
+"""`AcpSkills`: the facade an agent built on the official ACP SDK mounts to get skills.
 
-The facade. Each job lives in its own module: the session table (`sessions`), the prompt turn
-(`turn`), the commands announcer (`commands`), ``session/load`` replay (`replay`), the update
-builders (`wire`) and the guarded stdio transport (`transport`). Building an `AcpSkills` starts
-nothing; ``async with skills:`` (or `serve`) starts following the registry and, on exit, stops
-everything it started, the watcher of a provider it made itself included.
+Each job has its own module: the session table (`sessions`), the prompt turn (`turn`), the
+commands announcer (`commands`), ``session/load`` replay (`replay`), update builders (`wire`)
+and the stdio transport (`transport`). The constructor starts nothing; ``async with skills:``
+(or `serve`) follows the registry and, on exit, stops all it started, including the watcher of
+a provider it made itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, cast
 
@@ -157,11 +157,8 @@ class AcpSkills:
             self._close_own_provider()
 
     async def aclose(self) -> None:
-        """Stop following the registry for good (the object is then finished).
-
-        The default registry's local provider, made here, is closed too (its file watcher
-        stops); a registry passed in stays as it is.
-        """
+        """Stop following the registry for good, and close a provider made here (not one
+        passed in)."""
         self._unsubscribe()
         self._close_own_provider()
         if self._group is not None:
@@ -172,17 +169,12 @@ class AcpSkills:
             self._own_provider.close()
 
     async def serve(self, agent: object, transport: Any | None = None) -> None:
-        """Serve ``agent`` over ACP until the client closes the connection.
-
-        The agent is a plain class with the SDK's handler methods (see docs/integration.md);
-        this attaches the connection, follows the registry while serving, and closes everything
-        at the end.
+        """Serve ``agent`` (a plain class with the SDK's handlers) until the client leaves.
 
         Args:
             agent: the agent's handlers. Its own ``on_connect(conn)``, if any, is called too.
-            transport: a message-level transport; by default stdin/stdout through
-                `GuardedTransport`, with the protocol moved off file descriptor 1 so nothing
-                else printed can corrupt it (`open_stdio`).
+            transport: a message-level transport; by default `GuardedTransport` over
+                `open_stdio`.
         """
         from acp.core import AgentSideConnection
 
@@ -231,19 +223,12 @@ class AcpSkills:
 
     @property
     def skill_tool_spec(self) -> dict[str, Any]:
-        """The ``skill`` tool in the OpenAI function format (``{"type": "function", ...}``).
-
-        This is the plain schema (``name`` required). A session whose catalog left skills out
-        has the schema with ``query``; `PromptTurn.tools` always holds the session's own.
-        """
+        """The plain ``skill`` tool in the OpenAI function format (`PromptTurn.tools` holds
+        the session's own, with ``query`` when its catalog left skills out)."""
         return self._kit.tool_spec(searchable=False)
 
     async def catalog_fit(self, session_id: str) -> CatalogFit | None:
-        """What the catalog budget did to the session's frozen catalog.
-
-        ``None`` until the session instance has composed its prefix (on its first prompt
-        turn). The outcome is frozen with the prefix: an instance released while idle and
-        brought back keeps it; ``session/load`` starts an instance that composes afresh.
+        """What the catalog budget did to the session's catalog (`PrefixedSession.catalog_fit`).
 
         Raises:
             acp.RequestError: invalid params (-32602) for an unknown session id.
@@ -255,15 +240,13 @@ class AcpSkills:
     async def open_session(
         self, session_id: str, cwd: str, *, tool_names: Iterable[str] | None = None
     ) -> PrefixedSession:
-        """Start a session instance for ``session/new``.
-
-        Its slash commands go out once the handler's response has been written.
+        """Start a session instance for ``session/new`` (its commands follow the response).
 
         Args:
             session_id: the id the agent answers ``session/new`` with.
             cwd: the session's working directory (absolute).
             tool_names: the tools the session's model can call; the catalog is only composed
-                when the ``skill`` tool is among them (by default it is the only one).
+                when ``skill`` is among them (by default it is the only one).
 
         Raises:
             acp.RequestError: invalid params (-32602) for a ``cwd`` that is not absolute.
@@ -277,9 +260,8 @@ class AcpSkills:
     ) -> PrefixedSession:
         """Start a new instance of a stored session for ``session/load`` and replay it.
 
-        The stored conversation is sent as ``session/update`` notifications (the person's
-        messages, the agent's, and every tool call with its result); a turn still running on
-        the previous instance is cancelled. The new instance composes its prefix afresh.
+        A turn still running on the previous instance is cancelled; the new instance composes
+        its prefix afresh.
 
         Raises:
             acp.RequestError: invalid params (-32602) for a relative ``cwd`` or a session that
@@ -327,18 +309,11 @@ class AcpSkills:
     ) -> AbstractAsyncContextManager[PromptTurn]:
         """Run one ``session/prompt`` turn: ``async with skills.turn(...) as turn:``.
 
-        Entering it re-advertises the commands (always on the session's first turn, later when
-        they changed), composes the session's prefix once, loads each skill the prompt invokes
-        as ``/name`` (reported as a tool call) and records the person's message with them.
-
-        A prompt that opens with ``/skills`` (the built-in, unless a user-invocable skill takes
-        that name) or with a ``/word`` that is no command is answered by the library itself:
-        the answer is shown, nothing is recorded, and the turn is already over when the block
-        starts (`PromptTurn.finished`; `PromptTurn.requests` yields nothing and the response
-        is ``end_turn``). An agent driving its own loop checks ``turn.finished`` first.
-        `cancel` ends the turn: the ``async with`` block is cancelled, what completed stays
-        recorded, a prefix no request used is discarded, and `PromptTurn.response` says
-        ``cancelled``.
+        Entering it re-advertises the commands, composes the prefix once, loads each ``/name``
+        skill and records the person's message. A prompt opening with ``/skills`` or a ``/word``
+        that is no command is answered by the library: the turn is then already `finished`.
+        `cancel` cancels the block; the response then says ``cancelled``
+        (docs/integration.md tells each step).
 
         Args:
             session_id: the session of the ``session/prompt`` request.
@@ -352,24 +327,16 @@ class AcpSkills:
             acp.RequestError: invalid params (-32602) for an unknown session; invalid request
                 (-32600) when a turn of that session is already running.
         """
-        return self._turn(session_id, prompt, system, config or {}, tools, run_tool)
-
-    @asynccontextmanager
-    async def _turn(
-        self,
-        session_id: str,
-        prompt: Sequence[object],
-        system: str,
-        config: Mapping[str, object],
-        tools: Sequence[Mapping[str, Any]],
-        run_tool: AgentToolRunner | None,
-    ) -> Any:
-        live = await self._sessions.get(session_id)
-        opened = open_turn(
-            self._kit, live, prompt, system=system, config=config, tools=tools, run_tool=run_tool
+        return open_turn(
+            self._kit,
+            self._sessions,
+            session_id,
+            prompt,
+            system=system,
+            config=config or {},
+            tools=tools,
+            run_tool=run_tool,
         )
-        async with opened as turn:
-            yield turn
 
     # -- extension methods ---------------------------------------------------------------------
 

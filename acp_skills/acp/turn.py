@@ -1,17 +1,9 @@
 """`PromptTurn`: one ``session/prompt`` turn, from the person's message to the stop reason.
 
-The agent keeps its model call and its own tools; the turn does the rest. Opening it
-(`open_turn`, behind `AcpSkills.turn`) re-advertises the commands, composes the prefix once,
-answers ``/skills`` and unknown ``/word``\\ s itself, loads each ``/name`` skill (reported as a
-tool call) and records the person's message with them. Then it builds each model request from
-the frozen prefix and the history (recording the request header first) and takes each reply:
-shows its text, records it, runs its tool calls (``skill`` itself, the agent's own tools through
-the agent's runner) with ``tool_call`` / ``tool_call_update`` reports, and records the results.
-
-Messages use the OpenAI Chat Completions shape (``role``, ``content``, assistant ``tool_calls``
-with JSON-text ``arguments``, ``tool`` results). Keys that start with ``_`` are the library's
-bookkeeping in the record (what the person typed, whether a tool failed) and never appear in a
-request.
+The agent keeps its model call and its own tools; the turn does the rest: commands, prefix,
+``/skills`` and ``/name``, the recorded message, each request's header and messages, each reply's
+text and tool calls with their reports and results. Messages use the OpenAI Chat Completions
+shape; record keys starting with ``_`` are the library's bookkeeping, never sent to a model.
 """
 
 from __future__ import annotations
@@ -41,7 +33,7 @@ from .commands import (
     no_such_command,
     skills_report,
 )
-from .sessions import LiveSession, describe_os_error
+from .sessions import LiveSession, SessionTable, describe_os_error
 from .wire import (
     ClientLink,
     decode_tool_arguments,
@@ -86,7 +78,7 @@ _OPENER = object()
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InvokedSkill:
-    """A skill the person invoked as ``/name``: ``text`` is its rendered content, or an error."""
+    """A skill invoked as ``/name``: ``text`` is its rendered content, or an error."""
 
     name: str
     text: str
@@ -186,11 +178,8 @@ class PromptTurn:
         self._stop_reason = reason
 
     async def requests(self) -> AsyncIterator[list[dict[str, Any]]]:
-        """Yield the messages of each model request until the turn is over.
-
-        The turn is over after a reply without tool calls (``end_turn``), after `stop`, or when
-        the turn's request limit is reached (``max_turn_requests``). Answer every request with
-        `add_reply`.
+        """Yield each model request's messages until the turn is over (a reply without tool
+        calls, `stop`, or ``max_turn_requests``). Answer every request with `add_reply`.
 
         Raises:
             RuntimeError: a request was not answered with `add_reply` before the next one.
@@ -204,8 +193,7 @@ class PromptTurn:
                 raise RuntimeError("each request of a turn must be answered with add_reply()")
 
     async def request_messages(self) -> list[dict[str, Any]]:
-        """Record this request's header and return its messages: the frozen prefix, then the
-        history, without the record's ``_`` bookkeeping keys.
+        """Record this request's header; return its messages (prefix, then history).
 
         For agents that drive their own loop instead of `requests`.
         """
@@ -221,10 +209,7 @@ class PromptTurn:
         ]
 
     async def show_text(self, text: str) -> None:
-        """Stream a piece of the model's reply to the editor as it arrives.
-
-        A reply whose text was streamed this way is not shown again by `add_reply`.
-        """
+        """Stream a piece of the model's reply to the editor (`add_reply` then shows no text)."""
         if text:
             self._streamed = True
             await self._send(update_agent_message_text(text))
@@ -235,14 +220,8 @@ class PromptTurn:
         """Take the model's reply to the last request.
 
         Shows its text (unless streamed with `show_text`), records it, runs each of its tool
-        calls and records their results. Without tool calls (or with ``stop_reason``) the turn
-        is over.
-
-        Args:
-            message: an assistant message: ``content`` text and optional ``tool_calls``
-                (``[{"id", "type": "function", "function": {"name", "arguments"}}]``).
-            stop_reason: end the turn with this reason once the reply is recorded (for
-                example ``max_tokens`` when the model was cut off).
+        calls and records their results. Without tool calls (or with ``stop_reason``, such as
+        ``max_tokens``) the turn is over.
 
         Raises:
             TypeError: ``message`` is not a JSON object.
@@ -279,12 +258,8 @@ class PromptTurn:
             self._stop_reason = "end_turn"
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
-        """Run one tool call, report it to the editor and record its result.
-
-        ``skill`` is run by the library; any other name goes to the agent's runner (or is
-        refused with an ``Error:`` result when there is none). ``arguments`` may be the JSON
-        text the model sent or already decoded.
-        """
+        """Run one tool call (``skill`` here, others by the agent's runner), report it to the
+        editor and record its result. ``arguments`` may be JSON text or already decoded."""
         decoded = decode_tool_arguments(arguments)
         skill = name == self._kit.tool.name
         try:
@@ -430,7 +405,8 @@ class PromptTurn:
 @asynccontextmanager
 async def open_turn(
     kit: TurnKit,
-    live: LiveSession,
+    sessions: SessionTable,
+    session_id: str,
     prompt: Sequence[object],
     *,
     system: str,
@@ -438,13 +414,16 @@ async def open_turn(
     tools: Sequence[Mapping[str, Any]],
     run_tool: AgentToolRunner | None,
 ) -> AsyncIterator[PromptTurn]:
-    """Run one turn of ``live`` (see `AcpSkills.turn`); ``live.turn`` holds its cancel scope.
+    """Run one turn of ``session_id`` (see `AcpSkills.turn`).
+
+    ``live.turn`` holds the turn's cancel scope while it runs.
 
     Raises:
-        acp.RequestError: invalid request (-32600) when a turn of that session is running.
+        acp.RequestError: invalid params (-32602) for an unknown session; invalid request
+            (-32600) when a turn of that session is already running.
     """
+    live = await sessions.get(session_id)
     session = live.session
-    session_id = session.context.session_id
     if live.turn is not None:
         raise RequestError.invalid_request(
             {"sessionId": session_id, "reason": "a prompt turn is already running"}
