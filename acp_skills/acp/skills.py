@@ -51,26 +51,18 @@ class AcpSkills:
     """Skills for one ACP connection: sessions, turns, the tool, commands and extensions.
 
     Args:
-        registry: where skills come from; by default a registry with a `LocalSkillProvider`
-            (the project's, custom and the user's skill directories).
-        store: where each session's durable record lives; in memory unless given
-            (`JsonlSessionStore` keeps sessions across restarts).
+        registry: where skills come from; by default one with a `LocalSkillProvider`.
+        store: where each session's record lives; in memory unless given.
         catalog_max_length: the catalog's description bound.
-        catalog_budget: the most characters a session's catalog message may have; ``None``
-            (the default) for no limit. A session whose catalog had to leave skills out gets
-            the ``skill`` tool's ``query`` to search for them.
-        pinned_skills: names of skills every catalog lists in full, first.
-        hidden_skills: names of skills no catalog lists and no ``query`` returns; they still
-            load by exact name.
+        catalog_budget: the most characters a session's catalog may have (``None``: no
+            limit); a session whose catalog left skills out gets the tool's ``query``.
+        pinned_skills: skills every catalog lists in full, first.
+        hidden_skills: skills no catalog lists and no ``query`` returns (they still load).
         max_resource_bytes: the ``skill`` tool's cap on resource reads.
-        max_live_sessions: how many session instances stay in memory; beyond it, the least
-            recently used idle ones are released and reopened from their record when needed
-            (the table remembers `sessions.RELEASED_PER_LIVE` released ones per live one).
-        max_requests_per_turn: model requests a turn may make before it stops with
-            ``max_turn_requests``.
-        expand_arguments: fill ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` in the body of a
-            skill a person invokes as ``/name`` with what they typed after it, as Claude Code
-            does (`acp_skills.arguments`). Off by default: bodies reach the model verbatim.
+        max_live_sessions: session instances kept in memory (`acp_skills.acp.sessions`).
+        max_requests_per_turn: model requests a turn may make (then ``max_turn_requests``).
+        expand_arguments: fill ``$ARGUMENTS`` / ``$N`` in a ``/name`` skill's body with what
+            the person typed after it (`acp_skills.arguments`); off by default.
 
     Raises:
         ValueError: on a bound that is not a positive integer, or a pinned or hidden name that
@@ -134,7 +126,7 @@ class AcpSkills:
     # -- lifetime ------------------------------------------------------------------------------
 
     async def __aenter__(self) -> AcpSkills:
-        """Start following the registry: a change reaches every live session's commands."""
+        """Follow the registry: a change reaches every live session's commands."""
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         await self._group.start(self._announcer.follow, name=FOLLOWER_TASK_NAME)

@@ -168,16 +168,13 @@ class _OverlongLine:
 class GuardedTransport:
     """The SDK's message-level transport over a pair of asyncio streams, with the guards above.
 
-    Pass it where the SDK takes a transport: ``acp.run_agent(agent, GuardedTransport(r, w))`` or
-    ``AgentSideConnection(agent, GuardedTransport(r, w))``.
+    Pass it where the SDK takes a transport (`AcpSkills.serve`, ``AgentSideConnection``).
 
     Args:
         reader: The stream the client writes to (the agent's stdin).
         writer: The stream the client reads (the agent's stdout).
-        max_line_bytes: The longest line accepted, without its newline; longer lines are
-            answered with ``-32600`` and discarded without being held in memory.
-        drain_seconds: At the end of input, how long to wait for the answers still owed
-            before reporting the end anyway.
+        max_line_bytes: The longest line accepted, without its newline.
+        drain_seconds: At the end of input, how long to wait for the answers still owed.
 
     Raises:
         ValueError: ``max_line_bytes`` or ``drain_seconds`` is not positive.
@@ -508,12 +505,9 @@ async def open_stdio(
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Open the process's stdin and stdout as asyncio streams for the protocol.
 
-    With ``protect_stdout``, frames go to a private duplicate of file descriptor 1 and fd 1
-    itself (and ``sys.stdout``) is pointed at stderr, so a stray ``print`` or a child process
-    can never corrupt a frame.
-
-    asyncio can only watch pipes, sockets and terminals; when stdin or stdout is something else
-    (``< /dev/null``, ``> frames.jsonl``) a thread copies it through a pipe instead.
+    With ``protect_stdout``, frames go to a private duplicate of fd 1, and fd 1 (with
+    ``sys.stdout``) points at stderr: nothing else printed can corrupt a frame. asyncio only
+    watches pipes, sockets and terminals; other stdio (``< /dev/null``) is copied by a thread.
 
     Raises:
         OSError: ``EBADF`` when the process was started with stdin or stdout closed.

@@ -126,10 +126,9 @@ def _raw_input(arguments: object) -> dict[str, Any]:
 def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
     """Slash commands for the user-invocable skills, in the order given.
 
-    The description is cleaned of control characters, whitespace-normalized and truncated but
-    not XML-escaped: an editor shows it literally. ``argument-hint`` becomes the command's input
-    hint, cleaned the same way. A summary whose name is not a skill name is left out: ``/name``
-    could never invoke it.
+    Descriptions and ``argument-hint`` hints are cleaned of control characters, normalized and
+    cut, not XML-escaped (an editor shows them literally). A summary whose name is not a skill
+    name is left out: ``/name`` could never invoke it.
     """
     commands = []
     for skill in skills:
@@ -158,12 +157,8 @@ def find_invocations(text: str, names: Iterable[str]) -> list[str]:
 
 
 def find_invocations_with_arguments(text: str, names: Iterable[str]) -> list[tuple[str, str]]:
-    """Like `find_invocations`, with what the person typed after each ``/name``.
-
-    A skill's arguments are the text after its ``/name`` up to the end of that line or the
-    next invocation on it, whitespace stripped; a skill invoked twice keeps its first
-    arguments.
-    """
+    """Like `find_invocations`, with each skill's arguments: the text after its ``/name`` up
+    to the end of the line or the next invocation, stripped (the first, if invoked twice)."""
     allowed = set(names)
     # One pass, keeping only the invocation whose arguments are still open: a prompt full of
     # `/name`s costs no more memory than one without.
@@ -200,11 +195,8 @@ def prompt_text(prompt: Sequence[object]) -> str:
 
 
 def prompt_context(prompt: Sequence[object]) -> list[str]:
-    """What a prompt attaches besides its text: embedded resources and resource links.
-
-    An embedded text resource becomes ``<context uri="...">TEXT</context>``; a link becomes
-    ``(attached: URI)``, since the agent only holds its address.
-    """
+    """What a prompt attaches: ``<context uri="...">TEXT</context>`` for an embedded text
+    resource, ``(attached: URI)`` for a link (the agent only holds its address)."""
     parts = []
     for block in prompt:
         resource = field(block, "resource")
@@ -264,10 +256,7 @@ def _path_bytes(path: str) -> int:
 
 
 def is_absolute_cwd(cwd: object) -> bool:
-    """Whether ``cwd`` can be a session's working directory, as ACP requires.
-
-    That is an absolute path without NUL, shorter than the platform's path limit.
-    """
+    """Whether ``cwd`` is absolute, without NUL, and shorter than the platform's path limit."""
     return (
         isinstance(cwd, str)
         and os.path.isabs(cwd)
