@@ -57,6 +57,8 @@ _DESCRIPTION_SHOWN: Final = 120
 _LEADING_SLASH_WORD: Final = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_-]*)(?!\S)")
 
 _SEVERITY_ORDER: Final = {"error": 0, "warning": 1, "info": 2}
+# Paths and messages can quote what is on disk: no control characters in the editor.
+_clean = remove_unsafe_characters
 _SEVERITY_LABEL: Final = {"error": "error", "warning": "warning", "info": "note"}
 
 
@@ -159,7 +161,8 @@ class CommandsAnnouncer:
                         snapshot = await self._registry.snapshot(options)
                         await self.refresh(session_id, live, snapshot, force=False)
                     except Exception as error:
-                        _log.warning(
+                        log = _log.warning
+                        log(
                             "skills_commands_refresh_failed",
                             session_id=session_id,
                             error=repr(error),
@@ -177,8 +180,7 @@ def user_commands(skills: Iterable[SkillSummary]) -> list[str]:
 
 
 def builtin_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
-    """The built-in commands to advertise after the skills' own: ``/skills``, unless a
-    user-invocable skill already takes that name."""
+    """``/skills``, advertised after the skills' own unless a user-invocable skill takes it."""
     if any(skill.user_invocable and skill.name == SKILLS_COMMAND for skill in skills):
         return []
     return [AvailableCommand(name=SKILLS_COMMAND, description=SKILLS_COMMAND_DESCRIPTION)]
@@ -214,15 +216,8 @@ def skills_report(
     diagnostics: Sequence[Diagnostic] | None,
     fit: CatalogFit | None = None,
 ) -> str:
-    """What ``/skills`` answers: the resolved skills and the problems found, as Markdown.
-
-    Args:
-        cwd: The session's working directory.
-        snapshot: The skills resolved for it now (a new session would see these).
-        diagnostics: The problems (`SkillRegistry.diagnose`), or ``None`` when they could not
-            be gathered.
-        fit: What the catalog budget did to this session's catalog, when it has one.
-    """
+    """What ``/skills`` answers, as Markdown: the skills ``cwd`` resolves to now, the problems
+    (``None``: they could not be gathered) and what the budget did to the session's catalog."""
     lines = [f"**Skills for `{_clean(cwd)}`** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
@@ -280,8 +275,3 @@ def _tally(diagnostics: Sequence[Diagnostic]) -> str:
             label = _SEVERITY_LABEL[severity]
             parts.append(f"{count} {label}{'' if count == 1 else 's'}")
     return ", ".join(parts)
-
-
-def _clean(text: str) -> str:
-    # Paths and messages can quote what is on disk: no control characters in the editor.
-    return remove_unsafe_characters(text)

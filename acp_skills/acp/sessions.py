@@ -92,9 +92,8 @@ class SessionTable:
             # Told to the client, not thrown at it: a message a person can act on.
             problem = describe_os_error(error)
             _log.warning("session_record_unreadable", session_id=session_id, error=problem)
-            raise RequestError.internal_error(
-                {"sessionId": session_id, "reason": f"the session record cannot be read: {problem}"}
-            ) from None
+            reason = f"the session record cannot be read: {problem}"
+            raise RequestError.internal_error({"sessionId": session_id, "reason": reason}) from None
         self._released.pop(session_id, None)
         live = self._live[session_id] = LiveSession(session=session)
         self._live.move_to_end(session_id)

@@ -386,14 +386,10 @@ class AcpSkills:
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
         session = await self.session(params.get("sessionId"))  # type: ignore[arg-type]
         header, fit = session.last_header, session.catalog_fit
-        budget = None
+        budget: dict[str, Any] | None = None
         if fit is not None:
-            budget = {
-                "limit": fit.limit,
-                "used": fit.used,
-                "shortened": fit.shortened,
-                "omitted": list(fit.omitted),
-            }
+            budget = {"limit": fit.limit, "used": fit.used, "shortened": fit.shortened}
+            budget["omitted"] = list(fit.omitted)
         return {
             "composed": session.composed,
             "messages": [{"role": m.role, "text": m.text} for m in session.messages],

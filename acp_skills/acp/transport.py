@@ -64,10 +64,21 @@ _INVALID_PARAMS = -32602
 _INTERNAL_ERROR = -32603
 
 
+_MESSAGES: Final = {
+    _PARSE_ERROR: "Parse error",
+    _INVALID_REQUEST: "Invalid request",
+    _INVALID_PARAMS: "Invalid params",
+    _INTERNAL_ERROR: "Internal error",
+}
+
+
 def _error(
-    request_id: object, code: int, message: str, details: str | None = None
+    request_id: object, code: int, details: str | None = None, message: str | None = None
 ) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
+    error: dict[str, Any] = {
+        "code": code,
+        "message": _MESSAGES[code] if message is None else message,
+    }
     if details is not None:
         error["data"] = {"details": details}
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
@@ -226,7 +237,7 @@ class GuardedTransport:
             failed = message.get("error")
             if isinstance(failed, dict) and isinstance(failed.get("code"), int):
                 code, text = failed["code"], str(failed.get("message", text))
-            line = _dumps(_error(message["id"], code, text, str(error)))
+            line = _dumps(_error(message["id"], code, str(error), text))
         self._note_outgoing(message)
         await self._write(line)
 
@@ -275,12 +286,12 @@ class GuardedTransport:
                 message = _decode(raw)
             except (ValueError, RecursionError):
                 _log.warning("acp_line_rejected", reason="not valid JSON", size=len(raw))
-                await self._reply(_error(None, _PARSE_ERROR, "Parse error"))
+                await self._reply(_error(None, _PARSE_ERROR))
                 continue
             if not isinstance(message, dict):
                 kind = "a batch" if isinstance(message, list) else "not a JSON object"
                 _log.warning("acp_line_rejected", reason=kind)
-                await self._reply(_error(None, _INVALID_REQUEST, "Invalid request", kind))
+                await self._reply(_error(None, _INVALID_REQUEST, kind))
                 continue
             checked = await self._check(message)
             if checked is not None:
@@ -345,12 +356,7 @@ class GuardedTransport:
 
     @staticmethod
     def _unanswerable(request_id: object) -> dict[str, Any]:
-        return _error(
-            request_id,
-            _INTERNAL_ERROR,
-            "Internal error",
-            "the client's input ended before it answered",
-        )
+        return _error(request_id, _INTERNAL_ERROR, "the client's input ended before it answered")
 
     async def _drained(self) -> bool:
         """Wait for the next answer; true once nothing is owed (or waiting is pointless)."""
@@ -438,7 +444,7 @@ class GuardedTransport:
             limit=self._max_line_bytes,
             method=members.get("method"),
         )
-        refusal = _error(None, _INVALID_REQUEST, "Invalid request", details)
+        refusal = _error(None, _INVALID_REQUEST, details)
         if "id" in members and _is_valid_id(request_id):
             if isinstance(members.get("method"), str):
                 await self._reply({**refusal, "id": request_id})
@@ -455,22 +461,18 @@ class GuardedTransport:
         if "method" in message:
             method = message["method"]
             if not _is_valid_id(message.get("id")):
-                await self._reply(_error(None, _INVALID_REQUEST, "Invalid request", "invalid id"))
+                await self._reply(_error(None, _INVALID_REQUEST, "invalid id"))
                 return None
             if not isinstance(method, str):
                 if "id" in message:
-                    await self._reply(
-                        _error(message["id"], _INVALID_REQUEST, "Invalid request", "bad method")
-                    )
+                    await self._reply(_error(message["id"], _INVALID_REQUEST, "bad method"))
                 return None
             params = message.get("params")
             if (where := _out_of_range(params)) is not None:
                 _log.warning("acp_request_rejected", method=method, reason="number out of range")
                 if "id" in message:
                     details = f"{where} is out of range"
-                    await self._reply(
-                        _error(message["id"], _INVALID_PARAMS, "Invalid params", details)
-                    )
+                    await self._reply(_error(message["id"], _INVALID_PARAMS, details))
                 return None
             if method == "session/cancel" and "id" in message:
                 # Sent as a request: cancel as the notification would, and answer it.
@@ -494,9 +496,7 @@ class GuardedTransport:
             return message
         # JSON-RPC: an object that is neither a request nor a response is an invalid request.
         _log.warning("acp_line_rejected", reason="neither a request nor a response")
-        await self._reply(
-            _error(None, _INVALID_REQUEST, "Invalid request", "neither a request nor a response")
-        )
+        await self._reply(_error(None, _INVALID_REQUEST, "neither a request nor a response"))
         return None
 
 

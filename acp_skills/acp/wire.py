@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from acp import RequestError
@@ -70,7 +70,7 @@ class ClientLink:
         if self.client is not None:
             await self.client.session_update(session_id=session_id, update=update)
 
-    def reader(self, session_id: str) -> Any:
+    def reader(self, session_id: str) -> Callable[[str], Awaitable[str]] | None:
         """The ``read_text`` the skill tool uses for this session, or ``None`` (read the disk)."""
         client = self.client
         if client is None or not self.reads_files:
