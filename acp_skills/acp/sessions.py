@@ -168,6 +168,15 @@ class SessionTable:
             _log.debug("session_forgotten", session_id=forgotten, reason="too many released")
 
 
+def not_saved_notice(error: OSError) -> str:
+    """What a turn tells the person when the session's record could not be written."""
+    return (
+        f"Note: this conversation could not be saved ({describe_os_error(error)}). It goes on "
+        "here, and what is missing is saved as soon as writing works again; if the agent stops "
+        "first, reopening the session will not show it."
+    )
+
+
 def describe_os_error(error: OSError) -> str:
     """``strerror: filename``, the way a person reads an `OSError`."""
     return f"{error.strerror}: {error.filename}" if error.filename else str(error)

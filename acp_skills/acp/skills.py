@@ -170,7 +170,8 @@ class AcpSkills:
         """
         from acp.core import AgentSideConnection
 
-        from .transport import GuardedTransport, open_stdio
+        from .stdio import open_stdio
+        from .transport import GuardedTransport
 
         if transport is None:
             reader, writer = await open_stdio()

@@ -1,15 +1,13 @@
-"""`GuardedTransport`: the SDK's message-level transport over stdio, hardened; `open_stdio`.
+"""`GuardedTransport`: the SDK's message-level transport over stdio, hardened.
 
 The 0.12 SDK's own newline-delimited JSON transport lets one bad line take an agent down or a
 client smuggle parameters. This one answers malformed input itself (invalid JSON -32700; an
 over-long line, a non-object, ``null``, a bad id or method -32600; an out-of-range number
 -32602), nests ``params._meta`` so its keys never become handler arguments, turns a
 ``session/cancel`` request into the notification it is, answers every request received
-before the end of input, ends at once on ``EPIPE``, and drops frames sent after ``close()``.
-docs/integration.md lists each guard; the error replies mirror the TypeScript SDK's.
-
-It is also where text bound for the client is made well-formed: a lone surrogate anywhere in
-a frame goes out as U+FFFD.
+before the end of input, ends at once on ``EPIPE``, and drops frames sent after ``close()``
+(docs/integration.md lists each guard). It is also where text bound for the client is made
+well-formed: a lone surrogate anywhere in a frame goes out as U+FFFD.
 """
 
 from __future__ import annotations
@@ -17,39 +15,26 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import errno
 import json
 import math
-import os
-import selectors
-import sys
-import threading
-from dataclasses import dataclass
 from typing import Any, Final
 
 import structlog
 
 from ..safe_text import replace_lone_surrogates
+from .stdio import OverlongLine, read_line
 
-__all__ = ["GuardedTransport", "open_stdio"]
+__all__ = ["GuardedTransport"]
 
 _log = structlog.get_logger(__name__)
 
-# The longest JSON-RPC line accepted (without its newline). 8 MiB holds more text than any
-# model's context window (about two million tokens) and a 1 MiB skill file or client file read
-# even at JSON's worst-case sixfold escaping, while one line can cost at most this much buffer.
+# The longest JSON-RPC line accepted (without its newline): more than any model's context and a
+# 1 MiB file read even at JSON's sixfold worst-case escaping, and all one line can cost.
 DEFAULT_MAX_LINE_BYTES: Final = 8 * 1024 * 1024
-
-# asyncio's read buffer for stdin. Lines longer than this are still read (in pieces); the
-# StreamReader pauses the pipe at twice this, which bounds what one unread line can cost.
-DEFAULT_BUFFER_BYTES: Final = 1024 * 1024
 
 # How long the answers to requests received before the end of input are waited for. Turns
 # are cancelled at the end of input, so this only bounds a handler that ignores cancellation.
 DEFAULT_DRAIN_SECONDS: Final = 30.0
-
-# How much of an over-long line is kept to find its id and method.
-_HEAD_BYTES: Final = 4096
 
 # JSON numbers outside these bounds fit no field of the protocol (ids and counts are at most
 # 64-bit); Python would carry them as big integers or infinities into validators that overflow.
@@ -58,12 +43,7 @@ _MAX_INT: Final = 2**64 - 1
 # More digits than this cannot be in range; bounding them also skips Python's 4300-digit guard.
 _MAX_INT_DIGITS: Final = 21
 
-_PARSE_ERROR = -32700
-_INVALID_REQUEST = -32600
-_INVALID_PARAMS = -32602
-_INTERNAL_ERROR = -32603
-
-
+_PARSE_ERROR, _INVALID_REQUEST, _INVALID_PARAMS, _INTERNAL_ERROR = -32700, -32600, -32602, -32603
 _MESSAGES: Final = {
     _PARSE_ERROR: "Parse error",
     _INVALID_REQUEST: "Invalid request",
@@ -168,14 +148,6 @@ def _skip_blanks(text: str, position: int) -> int:
     return position
 
 
-@dataclass(frozen=True, slots=True)
-class _OverlongLine:
-    """A line that was discarded for being too long: its first bytes and its length."""
-
-    head: bytes
-    size: int
-
-
 class GuardedTransport:
     """The SDK's message-level transport over a pair of asyncio streams, with the guards above.
 
@@ -219,7 +191,7 @@ class GuardedTransport:
         self._deadline = 0.0  # when waiting for the answers owed stops (set at the end)
         self._output_lost = False
         self._changed = asyncio.Event()  # an answer went out, or the output was lost
-        self._line_task: asyncio.Future[bytes | _OverlongLine] | None = None
+        self._line_task: asyncio.Future[bytes | OverlongLine] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one frame. After ``close()`` or a lost output the frame is dropped."""
@@ -274,7 +246,7 @@ class GuardedTransport:
                 if not self._output_lost:
                     self._end_input()
                 continue
-            if isinstance(raw, _OverlongLine):
+            if isinstance(raw, OverlongLine):
                 answer = await self._refuse_overlong(raw)
                 if answer is not None:
                     return answer
@@ -387,10 +359,10 @@ class GuardedTransport:
 
     # -- reading lines -------------------------------------------------------------------------
 
-    async def _next_line(self) -> bytes | _OverlongLine | None:
+    async def _next_line(self) -> bytes | OverlongLine | None:
         """The next line, or ``None`` at the end of input or when the output is lost."""
         if self._line_task is None:
-            self._line_task = asyncio.ensure_future(self._read_line())
+            self._line_task = asyncio.ensure_future(read_line(self._reader, self._max_line_bytes))
         task = self._line_task
         try:
             line = await asyncio.shield(task)
@@ -406,33 +378,7 @@ class GuardedTransport:
         self._line_task = None
         return line or None
 
-    async def _read_line(self) -> bytes | _OverlongLine:
-        """Read one line; past ``max_line_bytes`` keep only its head and discard the rest."""
-        chunks: list[bytes] = []
-        head: bytes | None = None  # set once the line is known to be too long
-        size = 0
-        while True:
-            complete = True
-            try:
-                chunk = await self._reader.readuntil(b"\n")
-            except asyncio.LimitOverrunError as overrun:
-                chunk = await self._reader.readexactly(overrun.consumed)
-                complete = False
-            except asyncio.IncompleteReadError as end:
-                chunk = end.partial
-            size += len(chunk)
-            length = size - 1 if complete and chunk.endswith(b"\n") else size
-            if head is None:
-                chunks.append(chunk)
-                if length > self._max_line_bytes:
-                    head = b"".join(chunks)[:_HEAD_BYTES]
-                    chunks.clear()  # from here on, every piece is dropped as it is read
-            if complete:
-                if head is not None:
-                    return _OverlongLine(head=head, size=length)
-                return b"".join(chunks)
-
-    async def _refuse_overlong(self, line: _OverlongLine) -> dict[str, Any] | None:
+    async def _refuse_overlong(self, line: OverlongLine) -> dict[str, Any] | None:
         """Answer an over-long line; a response to our own request fails that request."""
         members = _leading_members(line.head)
         request_id = members.get("id")
@@ -498,89 +444,3 @@ class GuardedTransport:
         _log.warning("acp_line_rejected", reason="neither a request nor a response")
         await self._reply(_error(None, _INVALID_REQUEST, "neither a request nor a response"))
         return None
-
-
-async def open_stdio(
-    *, limit: int = DEFAULT_BUFFER_BYTES, protect_stdout: bool = True
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Open the process's stdin and stdout as asyncio streams for the protocol.
-
-    With ``protect_stdout``, frames go to a private duplicate of fd 1, and fd 1 (with
-    ``sys.stdout``) points at stderr: nothing else printed can corrupt a frame. asyncio only
-    watches pipes, sockets and terminals; other stdio (``< /dev/null``) is copied by a thread.
-
-    Raises:
-        OSError: ``EBADF`` when the process was started with stdin or stdout closed.
-    """
-    for name in ("stdin", "stdout"):
-        if getattr(sys, name) is None:
-            raise OSError(errno.EBADF, f"{name} is closed")
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=limit)
-    stdin_fd = sys.stdin.fileno()
-    if not _pollable(stdin_fd):
-        stdin_fd = _pumped_into_pipe(stdin_fd, daemon=True)
-    await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdin_fd, "rb", buffering=0)
-    )
-    sys.stdout.flush()
-    out_fd = os.dup(1) if protect_stdout else sys.stdout.fileno()
-    if protect_stdout:
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-    if not _pollable(out_fd):
-        out_fd = _pumped_from_pipe(out_fd)
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
-    )
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return reader, writer
-
-
-def _pollable(fd: int) -> bool:
-    # epoll refuses regular files and /dev/null with EPERM; asking it is the one sure test.
-    with selectors.DefaultSelector() as selector:
-        try:
-            selector.register(fd, selectors.EVENT_READ)
-        except (OSError, ValueError):
-            return False
-    return True
-
-
-def _copy(source: int, target: int, *, close_source_on_error: bool = False) -> None:
-    """Copy until end of input, then close the target (the reader then sees the end).
-
-    With ``close_source_on_error``, a failed copy closes the source too, so whoever writes
-    into it gets ``EPIPE`` instead of blocking once the pipe is full.
-    """
-    try:
-        while chunk := os.read(source, 65536):
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(target, view) :]
-    except OSError as error:
-        _log.warning("acp_stdio_copy_failed", error=repr(error))
-        if close_source_on_error:
-            os.close(source)
-    finally:
-        os.close(target)
-
-
-def _pumped_into_pipe(source: int, *, daemon: bool) -> int:
-    """A pipe whose read end receives everything read from ``source``, copied by a thread."""
-    read_end, write_end = os.pipe()
-    threading.Thread(target=_copy, args=(source, write_end), daemon=daemon).start()
-    return read_end
-
-
-def _pumped_from_pipe(target: int) -> int:
-    """A pipe whose write end is copied to ``target`` by a thread.
-
-    Not a daemon thread: the interpreter waits for it, so the last frames reach ``target``
-    after the protocol closes its end.
-    """
-    read_end, write_end = os.pipe()
-    threading.Thread(
-        target=_copy, args=(read_end, target), kwargs={"close_source_on_error": True}, daemon=False
-    ).start()
-    return write_end

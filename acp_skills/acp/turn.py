@@ -1,9 +1,7 @@
 """`PromptTurn`: one ``session/prompt`` turn, from the person's message to the stop reason.
 
-The agent keeps its model call and its own tools; the turn does the rest: commands, prefix,
-``/skills`` and ``/name``, the recorded message, each request's header and messages, each reply's
-text and tool calls with their reports and results. Messages use the OpenAI Chat Completions
-shape; record keys starting with ``_`` are the library's bookkeeping, never sent to a model.
+The agent keeps its model call and its own tools; the turn does the rest. Messages use the
+OpenAI Chat Completions shape; record keys starting with ``_`` are the library's bookkeeping.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ from .commands import (
     no_such_command,
     skills_report,
 )
-from .sessions import LiveSession, SessionTable, describe_os_error
+from .sessions import LiveSession, SessionTable, not_saved_notice
 from .wire import (
     ClientLink,
     decode_tool_arguments,
@@ -50,12 +48,9 @@ _log = structlog.get_logger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 
+# Runs one of the agent's own tools: (name, decoded arguments) -> a `ToolResult` (with
+# `is_error=True` for a failure the model should read), or a plain string for a success.
 AgentToolRunner = Callable[[str, object], Awaitable[ToolResult | str]]
-"""Runs one of the agent's own tools: ``(tool name, decoded arguments) -> result``.
-
-A plain string is a successful result; return ``ToolResult(text=..., is_error=True)`` for a
-failure the model should read.
-"""
 
 # Keys of the library's own in a recorded message (replayed on `session/load`): what the person
 # typed; whether a tool failed; the skills invoked as `/name`, each as
@@ -193,10 +188,7 @@ class PromptTurn:
                 raise RuntimeError("each request of a turn must be answered with add_reply()")
 
     async def request_messages(self) -> list[dict[str, Any]]:
-        """Record this request's header; return its messages (prefix, then history).
-
-        For agents that drive their own loop instead of `requests`.
-        """
+        """Record this request's header; return its messages (prefix, then history)."""
         await self._session.record_request(
             config=self._config, system=self._system, tools=self.tools
         )
@@ -217,11 +209,8 @@ class PromptTurn:
     async def add_reply(
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
     ) -> None:
-        """Take the model's reply to the last request.
-
-        Shows its text (unless streamed with `show_text`), records it, runs each of its tool
-        calls and records their results. Without tool calls (or with ``stop_reason``, such as
-        ``max_tokens``) the turn is over.
+        """Take the model's reply: show its text (unless streamed), record it, run and record
+        its tool calls. Without tool calls (or with ``stop_reason``) the turn is over.
 
         Raises:
             TypeError: ``message`` is not a JSON object.
@@ -286,9 +275,11 @@ class PromptTurn:
         if self._run_tool is None:
             return ToolResult(text=f'Error: there is no tool called "{name[:100]}"', is_error=True)
         outcome = await self._run_tool(name, arguments)
-        if isinstance(outcome, ToolResult):
-            return outcome
-        return ToolResult(text=str(outcome), is_error=False)
+        return (
+            outcome
+            if isinstance(outcome, ToolResult)
+            else ToolResult(text=str(outcome), is_error=False)
+        )
 
     async def _record_result(self, call_id: str, result: ToolResult) -> None:
         await self._session.append_history(
@@ -414,9 +405,7 @@ async def open_turn(
     tools: Sequence[Mapping[str, Any]],
     run_tool: AgentToolRunner | None,
 ) -> AsyncIterator[PromptTurn]:
-    """Run one turn of ``session_id`` (see `AcpSkills.turn`).
-
-    ``live.turn`` holds the turn's cancel scope while it runs.
+    """Run one turn of ``session_id`` (see `AcpSkills.turn`); ``live.turn`` is its scope.
 
     Raises:
         acp.RequestError: invalid params (-32602) for an unknown session; invalid request
@@ -449,7 +438,7 @@ async def open_turn(
             yield turn
         if session.save_error is not None:
             # The reply is out; the person also needs to know it will not survive a restart.
-            notice = f"\n\n{_not_saved_notice(session.save_error)}"
+            notice = f"\n\n{not_saved_notice(session.save_error)}"
             await kit.link.send(session_id, update_agent_message_text(notice))
     finally:
         live.turn = None
@@ -458,11 +447,3 @@ async def open_turn(
 def _omits(session: PrefixedSession) -> bool:
     fit = session.catalog_fit
     return fit is not None and bool(fit.omitted)
-
-
-def _not_saved_notice(error: OSError) -> str:
-    return (
-        f"Note: this conversation could not be saved ({describe_os_error(error)}). It goes on "
-        "here, and what is missing is saved as soon as writing works again; if the agent stops "
-        "first, reopening the session will not show it."
-    )
