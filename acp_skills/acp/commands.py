@@ -1,17 +1,10 @@
 """Slash commands: the announcer that keeps each session's command list current, and the
-library's own commands (``/skills``, and the note for a ``/word`` that is no command).
+library's own ``/skills`` and the note for a ``/word`` that is no command.
 
 A session's commands go out once its ``session/new`` / ``session/load`` response has been
-written (`CommandsAnnouncer.observe`, an SDK stream observer), again on its first prompt turn
-(some editors drop the first), and whenever a registry change alters its set
-(`CommandsAnnouncer.follow`, a task of `AcpSkills`' own task group).
-
-* ``/skills`` answers with the skills the session's working directory resolves to and every
-  problem discovery met (the same `Diagnostic` records as ``acp-skills doctor`` and
-  ``_skills/list``). It is advertised after the skills' own commands, unless a user-invocable
-  skill is itself called ``skills``: a person's skill always wins over the built-in.
-* A prompt that starts with ``/word`` where ``word`` is no command gets a short note naming
-  the commands that exist, instead of reaching the model as plain text.
+written (`CommandsAnnouncer.observe`), again on its first prompt turn (some editors drop the
+first), and whenever a registry change alters its set (`CommandsAnnouncer.follow`). ``/skills``
+is advertised after the skills' own commands unless a user-invocable skill takes its name.
 """
 
 from __future__ import annotations
@@ -92,9 +85,8 @@ class CommandsAnnouncer:
     def observe(self, event: StreamEvent) -> Awaitable[None] | None:
         """An SDK stream observer: announce a session once its opening response is out.
 
-        The SDK calls observers after a frame has been written, so an update started here can
-        only follow the response on the wire. The returned coroutine becomes a task of the
-        connection, which cancels it if the connection closes first.
+        The SDK calls observers after writing a frame, and runs the returned coroutine as a
+        task of the connection (cancelled if the connection closes first).
         """
         message = event.message
         request_id = message.get("id")

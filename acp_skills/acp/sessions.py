@@ -1,9 +1,8 @@
 """The session table: every session instance of one connection, bounded in memory.
 
-At most ``max_live`` instances stay in memory; beyond it, the least recently used idle ones
-are released, keeping only what reopens them from their record. Released entries are bounded
-too (`RELEASED_PER_LIVE` times ``max_live``): past that the oldest is forgotten, and that
-session then comes back only through ``session/load``, from its record.
+Beyond ``max_live`` instances the least recently used idle ones are released (kept: what
+reopens them from their record). Past `RELEASED_PER_LIVE` times ``max_live`` released ones, the
+oldest is forgotten: it then comes back only through ``session/load``, from its record.
 """
 
 from __future__ import annotations
@@ -24,9 +23,8 @@ from ..session import PrefixedSession
 
 _log = structlog.get_logger(__name__)
 
-# How many released sessions are remembered per live one. Each costs a few hundred bytes, so
-# a table of 256 live sessions remembers 4,096 released ones: a long-running agent stays bounded
-# while a person's recent sessions still come back from a prompt alone.
+# Released sessions remembered per live one: a few hundred bytes each, so 256 live sessions
+# remember 4,096 released ones, and a person's recent sessions come back from a prompt alone.
 RELEASED_PER_LIVE = 16
 
 # The commands a session was last sent, as (name, description, hint) triples.

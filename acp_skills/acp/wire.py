@@ -1,8 +1,7 @@
 """What skills put on the ACP wire: pure update builders, prompt text and ``cwd`` checks.
 
-Nothing here keeps state except `ClientLink`, the one way updates and file reads reach the
-client. Text is made well-formed where frames leave (`acp_skills.acp.transport`), so the
-builders only render: control characters come out of what an editor shows as a title.
+Only `ClientLink`, the one way updates and file reads reach the client, keeps state. Frames are
+made well-formed where they leave (`acp_skills.acp.transport`): builders only render.
 """
 
 from __future__ import annotations
@@ -55,11 +54,8 @@ class AcpClient(Protocol):
 
 
 class ClientLink:
-    """The client across the wire: where updates go, and whether it reads files for us.
-
-    `AcpSkills.attach` sets ``client``; `AcpSkills.initialize` sets ``reads_files``. Until a
-    client is attached, updates go nowhere.
-    """
+    """The client: where updates go (nowhere until `AcpSkills.attach`), and whether it reads
+    files for us (`AcpSkills.initialize`)."""
 
     def __init__(self) -> None:
         self.client: AcpClient | None = None
