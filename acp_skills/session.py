@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import structlog
 
+from .catalog import CatalogFit
 from .model import PrefixContext, PrefixMessage
 from .prefix import SessionPrefix
 from .record import HeaderEntry, HeaderReason, HistoryEntry, RecordEntry, SessionRecord
@@ -78,6 +79,7 @@ class PrefixedSession:
         # Entries this instance holds that the record has not taken yet, oldest first, and why.
         self._unsaved: list[RecordEntry] = []
         self._save_error: OSError | None = None
+        self._catalog_fit: CatalogFit | None = None
 
     @classmethod
     async def open(
@@ -94,20 +96,22 @@ class PrefixedSession:
         record: SessionRecord,
         *,
         requested: bool,
+        catalog_fit: CatalogFit | None = None,
     ) -> PrefixedSession:
         """Bring back an instance that was released from memory while idle.
 
         Unlike `open`, this continues the same instance: when it had made a request
         (``requested``, from `requested` before the release), the prefix it froze is taken
         back from the last request header in its record, so the session never sees a new
-        catalog, and no ``resume`` header is recorded. Otherwise it composes on its next turn,
-        as it would have.
+        catalog, and no ``resume`` header is recorded, and ``catalog_fit`` is what its catalog
+        budget did. Otherwise it composes on its next turn, as it would have.
         """
         session = await cls.open(prefix, context, record)
         header = session._last_header
         if requested and header is not None:
             session._frozen = header.message_prefix
             session._own_header = header
+            session._catalog_fit = catalog_fit
         return session
 
     @property
@@ -124,6 +128,19 @@ class PrefixedSession:
     def messages(self) -> tuple[PrefixMessage, ...]:
         """The frozen prefix, or ``()`` while it has not been composed."""
         return self._frozen or ()
+
+    @property
+    def catalog_fit(self) -> CatalogFit | None:
+        """What the catalog budget did to this instance's frozen catalog.
+
+        ``None`` until the prefix is composed. The catalog contributor's listener sets it while
+        composing (`SkillCatalogContributor` ``on_fit``); it is frozen with the prefix.
+        """
+        return self._catalog_fit if self._frozen is not None else None
+
+    @catalog_fit.setter
+    def catalog_fit(self, fit: CatalogFit | None) -> None:
+        self._catalog_fit = fit
 
     @property
     def last_header(self) -> HeaderEntry | None:
@@ -180,6 +197,7 @@ class PrefixedSession:
         """
         if not self.requested:
             self._frozen = None
+            self._catalog_fit = None
 
     async def record_request(
         self,

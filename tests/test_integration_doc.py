@@ -25,8 +25,7 @@ from acp.schema import (
 )
 
 from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry, render_skill_content
-from acp_skills.acp import AcpSkills
-from acp_skills.transport import GuardedTransport
+from acp_skills.acp import AcpSkills, GuardedTransport
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "integration.md"
 HEADING = "## The whole integration"

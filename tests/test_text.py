@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from acp_skills import SkillDefinition, SkillLookupOptions, SkillRegistry
-from acp_skills.acp import available_commands
+from acp_skills.acp.wire import available_commands
 from acp_skills.catalog import render_catalog
 from acp_skills.text import (
     escape_unsafe_characters,

@@ -26,7 +26,7 @@ from acp.schema import (
 )
 from structlog.testing import capture_logs
 
-from acp_skills.transport import GuardedTransport
+from acp_skills.acp import GuardedTransport
 
 pytestmark = pytest.mark.anyio
 

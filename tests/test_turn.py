@@ -7,9 +7,7 @@ code does.
 
 from __future__ import annotations
 
-import asyncio
-import gc
-import threading
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,38 +16,30 @@ import pytest
 from acp import RequestError
 from acp.helpers import text_block
 
-from acp_skills import SkillDefinition, SkillRegistry
+from acp_skills import (
+    PrefixMessage,
+    SkillDefinition,
+    SkillLookupOptions,
+    SkillRegistry,
+    render_catalog,
+)
 from acp_skills.acp import AcpSkills
-from acp_skills.acp.connection import FOLLOWER_TASK_NAME
+from acp_skills.acp.turn import InvokedSkill
+from acp_skills.tool import ToolResult
+from tests.acp_peer import (
+    CLIENT_MARKER,
+    GUIDE_ON_DISK,
+    ScriptedModelAgent,
+    connected,
+    fixture_registry,
+    rendered,
+    skill_call,
+    text_content,
+    write_fixture_skills,
+)
 from tests.providers import ListProvider, candidate
-from tests.test_acp import SkillsAgent, connected, fixture_registry, write_fixture_skills
 
 pytestmark = pytest.mark.anyio
-
-
-class ScriptedModelAgent(SkillsAgent):
-    """A test agent whose model answers from a script of assistant messages, one per request.
-
-    ``gate`` (when set) is awaited before each answer, so a test can hold a turn open.
-    """
-
-    def __init__(self, skills: AcpSkills) -> None:
-        super().__init__(skills)
-        self.replies: list[dict[str, Any]] = []
-        self.gate: anyio.Event | None = None
-        self.waiting = anyio.Event()
-        self.requests: list[list[dict[str, Any]]] = []
-
-    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> Any:
-        async with self.skills.turn(session_id, prompt, system="test") as turn:
-            self.turns.append(turn)
-            async for messages in turn.requests():
-                self.requests.append(messages)
-                if self.gate is not None:
-                    self.waiting.set()
-                    await self.gate.wait()
-                await turn.add_reply(self.replies.pop(0) if self.replies else {"content": "ok"})
-        return turn.response
 
 
 @pytest.fixture
@@ -59,23 +49,16 @@ def registry(tmp_path: Path) -> SkillRegistry:
 
 
 @pytest.fixture
+def guide(tmp_path: Path) -> str:
+    """The deploy skill's guide, as the absolute real path the client is asked to read."""
+    return os.path.realpath(tmp_path / "skills" / "deploy" / "references" / "guide.md")
+
+
+@pytest.fixture
 def project(tmp_path: Path) -> Path:
     directory = tmp_path / "project"
     directory.mkdir()
     return directory
-
-
-def skill_call(call_id: str, name: str) -> dict[str, Any]:
-    return {
-        "content": "",
-        "tool_calls": [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": "skill", "arguments": f'{{"name": "{name}"}}'},
-            }
-        ],
-    }
 
 
 async def test_a_turn_runs_skill_calls_and_records_the_conversation(
@@ -274,67 +257,167 @@ async def test_a_request_left_unanswered_is_a_clear_error(
         await loop_without_replies()
 
 
-async def test_idle_sessions_beyond_the_bound_are_released_and_come_back_unchanged(
-    registry: SkillRegistry, project: Path
-) -> None:
-    """With room for two, the third session releases the first, which reopens as it was."""
-    skills = AcpSkills(registry, max_live_sessions=2)
-    await skills.open_session("s1", str(project))
-    async with skills.turn("s1", [text_block("first")]) as turn:
-        await turn.request_messages()
-        await turn.add_reply({"content": "one"})
-    frozen = turn.prefix
-    await skills.open_session("s2", str(project))
-    registry.register(SkillDefinition(name="late", description="Added later.", content="x"))
-    await skills.open_session("s3", str(project))
-    live = [sid for sid in ("s1", "s2", "s3") if sid in skills._sessions]
-    assert live == ["s2", "s3"]
-    assert skills.has_session("s1")
-    async with skills.turn("s1", [text_block("second")]) as turn:
-        messages = await turn.request_messages()
-    # The released session kept its frozen catalog (without "late") and its history.
-    assert turn.prefix == frozen
-    assert [m["content"] for m in messages[len(frozen) :]] == ["first", "one", "second"]
-    session = await skills.session("s1")
-    assert [h.reason for h in [session.last_header] if h is not None] == ["initial"]
+# -- the skill tool as ACP tool calls --------------------------------------------------------
 
 
-async def test_a_registry_change_from_another_thread_reaches_the_sessions(
+async def test_skill_call_is_reported_as_tool_call_then_completed_update(
     registry: SkillRegistry, project: Path
 ) -> None:
-    """A runtime skill registered from a worker thread sends a fresh commands update."""
+    """A ``skill`` call: tool_call (read, in progress), then tool_call_update completed."""
     async with connected(registry) as peer:
         session_id = await peer.new_session(project)
-        thread_names: list[str] = []
+        peer.agent.tool_calls = [{"name": "deploy"}]
+        await peer.prompt(session_id, "ship it")
+        [start] = peer.wire.updates(session_id, "tool_call")
+        [end] = peer.wire.updates(session_id, "tool_call_update")
+    expected_text = await rendered(registry, "deploy", project)
+    assert start == {
+        "sessionUpdate": "tool_call",
+        "toolCallId": start["toolCallId"],
+        "title": "Load skill deploy",
+        "kind": "read",
+        "status": "in_progress",
+        "rawInput": {"name": "deploy"},
+    }
+    assert end == {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": start["toolCallId"],
+        "status": "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": expected_text}}],
+    }
+    assert peer.agent.results == [ToolResult(text=expected_text, is_error=False)]
 
-        def register() -> None:
-            thread_names.append(threading.current_thread().name)
-            registry.register(
-                SkillDefinition(name="hotfix", description="Ship a hotfix.", content="Do it.")
-            )
 
-        await anyio.to_thread.run_sync(register)
-        await peer.wire.wait_for(lambda: len(peer.wire.commands(session_id)) == 2)
-    assert thread_names != [threading.current_thread().name]
-    assert [c["name"] for c in peer.wire.commands(session_id)[1]] == [
-        "compare",
-        "deploy",
-        "hotfix",
-        "secret",
-        "skills",
-    ]
-
-
-async def test_leaving_the_skills_context_ends_its_background_task(
-    registry: SkillRegistry,
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ({"name": "nope"}, 'Error: skill "nope" is unknown or no longer available'),
+        ({"name": "secret"}, 'Error: skill "secret" is not available for model invocation'),
+        (
+            {"name": "deploy", "force": True},
+            'Error: unexpected argument "force" for skill "deploy"; the skill tool accepts '
+            'only "name" and "path"',
+        ),
+    ],
+    ids=["unknown", "model-invocation-disabled", "extra-argument"],
+)
+async def test_failed_skill_call_reports_failed_with_the_error_text(
+    registry: SkillRegistry, project: Path, arguments: dict[str, Any], error: str
 ) -> None:
-    """``async with AcpSkills(...)`` owns its registry follower; nothing outlives the block."""
+    """A refused call still opens with tool_call, then closes failed with the error text."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        peer.agent.tool_calls = [arguments]
+        await peer.prompt(session_id, "go")
+        [start] = peer.wire.updates(session_id, "tool_call")
+        [end] = peer.wire.updates(session_id, "tool_call_update")
+    assert (start["status"], start["rawInput"]) == ("in_progress", arguments)
+    assert end["toolCallId"] == start["toolCallId"]
+    assert end["status"] == "failed"
+    assert text_content(end) == error
 
-    def follower_tasks() -> int:
-        gc.collect()
-        return sum(1 for task in asyncio.all_tasks() if task.get_name() == FOLLOWER_TASK_NAME)
 
-    before = follower_tasks()
-    async with AcpSkills(registry):
-        assert follower_tasks() == before + 1
-    assert follower_tasks() == before
+async def test_resource_is_read_through_the_client_when_it_advertised_read_text_file(
+    registry: SkillRegistry, guide: str, project: Path
+) -> None:
+    """With ``fs.readTextFile``, a ``path`` read goes through ``fs/read_text_file``."""
+    async with connected(registry, reads_files=True) as peer:
+        session_id = await peer.new_session(project)
+        peer.agent.tool_calls = [{"name": "deploy", "path": "references/guide.md"}]
+        await peer.prompt(session_id, "read the guide")
+        [end] = peer.wire.updates(session_id, "tool_call_update")
+        requests = [m for m in peer.wire.incoming() if m.get("method") == "fs/read_text_file"]
+    assert peer.client.reads == [guide]
+    assert [request["params"] for request in requests] == [{"sessionId": session_id, "path": guide}]
+    assert (end["status"], text_content(end)) == ("completed", f"{CLIENT_MARKER} {guide}")
+
+
+async def test_resource_is_read_from_disk_when_the_client_cannot_read_files(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """Without ``fs.readTextFile``, the file's text comes from the local disk."""
+    async with connected(registry, reads_files=False) as peer:
+        session_id = await peer.new_session(project)
+        peer.agent.tool_calls = [{"name": "deploy", "path": "references/guide.md"}]
+        await peer.prompt(session_id, "read the guide")
+        [end] = peer.wire.updates(session_id, "tool_call_update")
+        requests = [m for m in peer.wire.incoming() if m.get("method") == "fs/read_text_file"]
+    assert (peer.client.reads, requests) == ([], [])
+    assert (end["status"], text_content(end)) == ("completed", GUIDE_ON_DISK)
+
+
+# -- /name invocations and the turn ----------------------------------------------------------
+
+
+async def test_slash_invocation_puts_the_rendered_skill_into_the_turn(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """``/deploy`` and ``/secret`` in a prompt load those skills before the model runs."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        await peer.prompt(session_id, "please /deploy staging, then /secret and /deploy")
+        starts = peer.wire.updates(session_id, "tool_call")
+        ends = peer.wire.updates(session_id, "tool_call_update")
+    [turn] = peer.agent.turns
+    assert turn.invoked == (
+        InvokedSkill(name="deploy", text=await rendered(registry, "deploy", project)),
+        # A person may invoke a skill the model may not load.
+        InvokedSkill(name="secret", text=await rendered(registry, "secret", project)),
+    )
+    assert [(s["title"], s["rawInput"]) for s in starts] == [
+        ("Load skill deploy", {"name": "deploy"}),
+        ("Load skill secret", {"name": "secret"}),
+    ]
+    assert [e["toolCallId"] for e in ends] == [s["toolCallId"] for s in starts]
+    assert [e["status"] for e in ends] == ["completed", "completed"]
+
+
+async def test_unknown_and_non_invocable_slash_names_stay_text(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """Inside a prompt, ``/nope``, ``/internal`` (user-invocable: false), ``a/deploy`` load
+    nothing (a prompt that opens with one is answered by a note: test_builtin_commands.py)."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        await peer.prompt(session_id, "see /nope /internal a/deploy /deploy/x 5/8")
+        starts = peer.wire.updates(session_id, "tool_call")
+    assert peer.agent.turns[0].invoked == ()
+    assert starts == []
+
+
+async def test_slash_tool_call_ids_are_unique_within_the_session(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """Invoking the same skill in two turns reports two distinct tool calls."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        await peer.prompt(session_id, "/deploy")
+        await peer.prompt(session_id, "/deploy")
+        starts = peer.wire.updates(session_id, "tool_call")
+    ids = [start["toolCallId"] for start in starts]
+    assert len(ids) == 2
+    assert len(set(ids)) == 2
+
+
+async def test_prefix_is_composed_once_per_session(registry: SkillRegistry, project: Path) -> None:
+    """Every turn gets the very same frozen prefix tuple: the catalog as one user message."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        await peer.prompt(session_id, "one")
+        catalog = render_catalog(await registry.list(SkillLookupOptions(cwd=str(project))))
+        registry.register(SkillDefinition(name="late", description="Too late.", content="x"))
+        await peer.prompt(session_id, "two")
+    first, second = peer.agent.turns
+    assert catalog is not None
+    assert first.prefix == (PrefixMessage(role="user", text=catalog),)
+    # The skill registered after the first turn does not reach the running session.
+    assert second.prefix is first.prefix
+
+
+async def test_prompt_for_an_unknown_session_is_invalid_params(registry: SkillRegistry) -> None:
+    """A turn for a session never opened is refused with -32602."""
+    async with connected(registry) as peer:
+        with pytest.raises(RequestError) as caught:
+            await peer.prompt("no-such-session", "hi")
+    assert caught.value.code == -32602
+    assert caught.value.data == {"sessionId": "no-such-session", "reason": "unknown session"}

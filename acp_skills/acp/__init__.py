@@ -1,8 +1,8 @@
 """ACP glue: skills inside any agent built on the official ``agent-client-protocol`` SDK.
 
 `AcpSkills` is the one object an agent mounts (docs/integration.md shows the whole snippet);
-`PromptTurn` is what its ``turn`` yields. The pure builders in `acp_skills.acp.updates` are
-public too, for agents that want the pieces without the facade.
+`PromptTurn` is what its ``turn`` yields. `GuardedTransport` and `open_stdio` are the hardened
+stdio transport `AcpSkills.serve` uses, for agents that build their own connection.
 
 This is the only part of the library that imports the ACP SDK (and, through it, pydantic):
 ``import acp_skills`` alone does not.
@@ -10,43 +10,9 @@ This is the only part of the library that imports the ACP SDK (and, through it, 
 
 from __future__ import annotations
 
-from .connection import (
-    DEFAULT_MAX_LIVE_SESSIONS,
-    DEFAULT_MAX_REQUESTS_PER_TURN,
-    EXTENSION_METHODS,
-    EXTENSION_NAME,
-    AcpClient,
-    AcpSkills,
-)
-from .turn import AgentToolRunner, InvokedSkill, PromptTurn, StopReason
-from .updates import (
-    available_commands,
-    check_cwd,
-    find_invocations,
-    is_absolute_cwd,
-    prompt_text,
-    skill_tool_call_start,
-    tool_call_finished,
-    tool_call_started,
-)
+from .skills import AcpSkills
+from .stdio import open_stdio
+from .transport import GuardedTransport
+from .turn import PromptTurn
 
-__all__ = [
-    "DEFAULT_MAX_LIVE_SESSIONS",
-    "DEFAULT_MAX_REQUESTS_PER_TURN",
-    "EXTENSION_METHODS",
-    "EXTENSION_NAME",
-    "AcpClient",
-    "AcpSkills",
-    "AgentToolRunner",
-    "InvokedSkill",
-    "PromptTurn",
-    "StopReason",
-    "available_commands",
-    "check_cwd",
-    "find_invocations",
-    "is_absolute_cwd",
-    "prompt_text",
-    "skill_tool_call_start",
-    "tool_call_finished",
-    "tool_call_started",
-]
+__all__ = ["AcpSkills", "GuardedTransport", "PromptTurn", "open_stdio"]

@@ -1,42 +1,42 @@
-"""The library's own slash commands: ``/skills``, and the answer to a ``/name`` that is no command.
+"""Slash commands: the announcer that keeps each session's command list current, and the
+library's own ``/skills`` and the note for a ``/word`` that is no command.
 
-Pure builders, like `acp_skills.acp.updates`: `AcpSkills.turn` decides when a prompt is answered
-by one of these instead of the model, and sends the text.
-
-* ``/skills`` answers with the skills the session's working directory resolves to and every
-  problem discovery met (the same `Diagnostic` records as ``acp-skills doctor`` and
-  ``_skills/list``). It is advertised after the skills' own commands, unless a user-invocable
-  skill is itself called ``skills``: a person's skill always wins over the built-in.
-* A prompt that starts with ``/word`` where ``word`` is no command gets a short note naming
-  the commands that exist, instead of reaching the model as plain text.
+A session's commands go out once its ``session/new`` / ``session/load`` response has been
+written (`CommandsAnnouncer.observe`), again on its first prompt turn (some editors drop the
+first), and whenever a registry change alters its set (`CommandsAnnouncer.follow`). ``/skills``
+is advertised after the skills' own commands unless a user-invocable skill takes its name.
 """
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Final
 
+import structlog
+from acp.connection import StreamDirection, StreamEvent
+from acp.helpers import update_available_commands
 from acp.schema import AvailableCommand
+from anyio import TASK_STATUS_IGNORED
+from anyio.abc import TaskStatus
 
 from ..catalog import CatalogFit, describe_catalog_fit
 from ..diagnostics import Diagnostic
-from ..model import SkillSnapshot, SkillSummary
+from ..model import SkillLookupOptions, SkillSnapshot, SkillSummary
+from ..registry import SkillRegistry
 from ..text import remove_unsafe_characters, shorten_description
+from .sessions import LiveSession, SessionTable
+from .wire import ClientLink, available_commands
 
-__all__ = [
-    "SKILLS_COMMAND",
-    "SKILLS_COMMAND_DESCRIPTION",
-    "builtin_commands",
-    "leading_slash_word",
-    "no_such_command",
-    "skills_report",
-    "user_commands",
-]
+_log = structlog.get_logger(__name__)
 
 SKILLS_COMMAND: Final = "skills"
 SKILLS_COMMAND_DESCRIPTION: Final = "Show the skills available here and any problems with them"
+
+# The requests whose response a session's first commands update must follow.
+_SESSION_OPENERS: Final = ("session/new", "session/load")
 
 # How many problems `/skills` lists before pointing at `acp-skills doctor`: a chat message is
 # no place for a hundred lines.
@@ -49,7 +49,117 @@ _DESCRIPTION_SHOWN: Final = 120
 _LEADING_SLASH_WORD: Final = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_-]*)(?!\S)")
 
 _SEVERITY_ORDER: Final = {"error": 0, "warning": 1, "info": 2}
+# Paths and messages can quote what is on disk: no control characters in the editor.
+_clean = remove_unsafe_characters
 _SEVERITY_LABEL: Final = {"error": "error", "warning": "warning", "info": "note"}
+
+
+class CommandsAnnouncer:
+    """Keeps every live session's ``available_commands_update`` current."""
+
+    def __init__(self, registry: SkillRegistry, sessions: SessionTable, link: ClientLink) -> None:
+        self._registry = registry
+        self._sessions = sessions
+        self._link = link
+        # Request ids of `session/new` / `session/load` whose response has not gone out yet,
+        # with the session id a `session/load` names (a `session/new` response carries it).
+        self._awaiting: dict[str | int, str | None] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed: asyncio.Event | None = None
+
+    async def refresh(
+        self, session_id: str, live: LiveSession, snapshot: SkillSnapshot, *, force: bool
+    ) -> None:
+        """Send the session's commands for ``snapshot``, unless unchanged and not ``force``."""
+        commands = [*available_commands(snapshot.skills), *builtin_commands(snapshot.skills)]
+        key = tuple(
+            (c.name, c.description, c.input.root.hint if c.input is not None else "")
+            for c in commands
+        )
+        if not force and key == live.commands_sent:
+            return
+        live.commands_sent = key
+        await self._link.send(session_id, update_available_commands(commands))
+
+    def observe(self, event: StreamEvent) -> Awaitable[None] | None:
+        """An SDK stream observer: announce a session once its opening response is out.
+
+        The SDK calls observers after writing a frame, and runs the returned coroutine as a
+        task of the connection (cancelled if the connection closes first).
+        """
+        message = event.message
+        request_id = message.get("id")
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+            return None
+        if event.direction is StreamDirection.INCOMING:
+            if message.get("method") in _SESSION_OPENERS:
+                params = message.get("params")
+                named = params.get("sessionId") if isinstance(params, Mapping) else None
+                self._awaiting[request_id] = named if isinstance(named, str) else None
+            return None
+        if "method" in message or request_id not in self._awaiting:
+            return None
+        session_id = self._awaiting.pop(request_id)
+        result = message.get("result")
+        if session_id is None and isinstance(result, Mapping):
+            session_id = result.get("sessionId")
+        if "error" in message or not isinstance(session_id, str):
+            return None
+        return self._announce(session_id)
+
+    async def _announce(self, session_id: str) -> None:
+        live = self._sessions.peek(session_id)
+        if live is None:
+            return
+        options = SkillLookupOptions(cwd=live.session.context.cwd)
+        snapshot = await self._registry.snapshot(options)
+        try:
+            await self.refresh(session_id, live, snapshot, force=True)
+        except ConnectionError:
+            # The client left while the skills were being discovered (end of input right after
+            # `session/new`). The SDK's close() would re-raise this from the connection's task
+            # and turn a clean exit into a failed one; there is simply nobody to tell.
+            _log.debug(
+                "skills_commands_not_sent", session_id=session_id, reason="connection closed"
+            )
+
+    def on_registry_change(self) -> None:
+        """The registry's change listener. May run on any thread: it only wakes `follow`."""
+        loop, changed = self._loop, self._changed
+        if loop is None or changed is None or loop.is_closed():
+            return  # not following: each session notices at its next turn
+        loop.call_soon_threadsafe(changed.set)
+
+    async def follow(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
+        """Re-send each live session's commands whenever a registry change alters them.
+
+        Start it with ``await group.start(announcer.follow)``: a change made once that returns
+        is not missed.
+        """
+        self._loop, self._changed = asyncio.get_running_loop(), asyncio.Event()
+        changed = self._changed
+        task_status.started()
+        try:
+            while True:
+                await changed.wait()
+                # Cleared before refreshing: a change during the refresh triggers one more
+                # round, and a burst of changes collapses into one.
+                changed.clear()
+                # Catalogs are cached per cwd: one discovery per distinct working directory.
+                for session_id, live in self._sessions.running():
+                    try:
+                        options = SkillLookupOptions(cwd=live.session.context.cwd)
+                        snapshot = await self._registry.snapshot(options)
+                        await self.refresh(session_id, live, snapshot, force=False)
+                    except Exception as error:
+                        log = _log.warning
+                        log(
+                            "skills_commands_refresh_failed",
+                            session_id=session_id,
+                            error=repr(error),
+                        )
+        finally:
+            self._loop = self._changed = None
 
 
 def user_commands(skills: Iterable[SkillSummary]) -> list[str]:
@@ -61,8 +171,7 @@ def user_commands(skills: Iterable[SkillSummary]) -> list[str]:
 
 
 def builtin_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
-    """The built-in commands to advertise after the skills' own: ``/skills``, unless a
-    user-invocable skill already takes that name."""
+    """``/skills``, advertised after the skills' own unless a user-invocable skill takes it."""
     if any(skill.user_invocable and skill.name == SKILLS_COMMAND for skill in skills):
         return []
     return [AvailableCommand(name=SKILLS_COMMAND, description=SKILLS_COMMAND_DESCRIPTION)]
@@ -98,15 +207,8 @@ def skills_report(
     diagnostics: Sequence[Diagnostic] | None,
     fit: CatalogFit | None = None,
 ) -> str:
-    """What ``/skills`` answers: the resolved skills and the problems found, as Markdown.
-
-    Args:
-        cwd: The session's working directory.
-        snapshot: The skills resolved for it now (a new session would see these).
-        diagnostics: The problems (`SkillRegistry.diagnose`), or ``None`` when they could not
-            be gathered.
-        fit: What the catalog budget did to this session's catalog, when it has one.
-    """
+    """What ``/skills`` answers, as Markdown: the skills ``cwd`` resolves to now, the problems
+    (``None``: they could not be gathered) and what the budget did to the session's catalog."""
     lines = [f"**Skills for `{_clean(cwd)}`** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
@@ -164,8 +266,3 @@ def _tally(diagnostics: Sequence[Diagnostic]) -> str:
             label = _SEVERITY_LABEL[severity]
             parts.append(f"{count} {label}{'' if count == 1 else 's'}")
     return ", ".join(parts)
-
-
-def _clean(text: str) -> str:
-    # Paths and messages can quote what is on disk: no control characters in the editor.
-    return remove_unsafe_characters(text)

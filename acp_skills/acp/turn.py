@@ -1,84 +1,108 @@
 """`PromptTurn`: one ``session/prompt`` turn, from the person's message to the stop reason.
 
-The agent keeps its model call and its own tools; the turn does the rest. A turn records the
-person's message (with attached context and every skill invoked as ``/name``) before the agent
-sees it, builds each model request from the session's frozen prefix and history (recording the
-request header first), and takes each reply: shows its text, records it, runs its tool calls
-(``skill`` itself, the agent's own tools through the agent's runner) with ``tool_call`` /
-``tool_call_update`` reports, and records their results.
-
-Messages use the OpenAI Chat Completions shape (``role``, ``content``, assistant ``tool_calls``
-with JSON-text ``arguments``, ``tool`` results), the shape most model APIs speak. Keys that
-start with ``_`` are the library's own bookkeeping in the record (what the person typed, whether
-a tool failed) and never appear in a request.
+The agent keeps its model call and its own tools; the turn does the rest. Messages use the
+OpenAI Chat Completions shape; record keys starting with ``_`` are the library's bookkeeping.
 """
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
+import structlog
+from acp import RequestError
 from acp.helpers import update_agent_message_text
 from acp.schema import PromptResponse
 
-from ..model import PrefixMessage
+from ..diagnostics import Diagnostic
+from ..model import PrefixMessage, SkillLookupOptions, SkillSnapshot
+from ..registry import SkillRegistry
 from ..session import PrefixedSession
-from ..text import replace_lone_surrogates
-from ..tool import ToolResult
-from .updates import decode_tool_arguments, tool_call_finished, tool_call_started
+from ..tool import SkillTool, ToolResult
+from .commands import (
+    SKILLS_COMMAND,
+    CommandsAnnouncer,
+    leading_slash_word,
+    no_such_command,
+    skills_report,
+)
+from .sessions import LiveSession, SessionTable, not_saved_notice
+from .wire import (
+    ClientLink,
+    decode_tool_arguments,
+    find_invocations_with_arguments,
+    prompt_context,
+    prompt_text,
+    sequence,
+    skill_tool_call_start,
+    tool_call_finished,
+    tool_call_started,
+)
 
-__all__ = [
-    "DISPLAY_KEY",
-    "ERROR_KEY",
-    "INVOKED_KEY",
-    "AgentToolRunner",
-    "InvokedSkill",
-    "PromptTurn",
-    "StopReason",
-]
+_log = structlog.get_logger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 
+# Runs one of the agent's own tools: (name, decoded arguments) -> a `ToolResult` (with
+# `is_error=True` for a failure the model should read), or a plain string for a success.
 AgentToolRunner = Callable[[str, object], Awaitable[ToolResult | str]]
-"""Runs one of the agent's own tools: ``(tool name, decoded arguments) -> result``.
 
-A plain string is a successful result; return ``ToolResult(text=..., is_error=True)`` for a
-failure the model should read.
-"""
-
+# Keys of the library's own in a recorded message (replayed on `session/load`): what the person
+# typed; whether a tool failed; the skills invoked as `/name`, each as
+# {"id", "name", "is_error", "start", "end"} where content[start:end] is the skill's text.
 DISPLAY_KEY = "_display"
-"""A user message's key in the record: what the person typed (replayed on ``session/load``)."""
-
 ERROR_KEY = "_is_error"
-"""A tool result's key in the record: whether the call failed (replayed on ``session/load``)."""
-
 INVOKED_KEY = "_invoked"
-"""A user message's key in the record: the skills invoked as ``/name`` in it, each as
-``{"id", "name", "is_error", "start", "end"}`` where ``content[start:end]`` is the skill's text
-(replayed on ``session/load`` as the tool calls the person saw)."""
 
 # How long the final reports of a cancelled turn may take: they are sent shielded from the
 # cancellation, and a client that stopped reading must not hold the turn open.
 _CANCEL_REPORT_SECONDS = 5.0
 
+_CANCELLED = ToolResult(
+    text="Error: the turn was cancelled before this tool call finished", is_error=True
+)
+
+# Only `open_turn` holds this, so nobody else can build a turn.
+_OPENER = object()
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InvokedSkill:
-    """A skill the person invoked as ``/name``: ``text`` is its rendered content, or an error."""
+    """A skill invoked as ``/name``: ``text`` is its rendered content, or an error."""
 
     name: str
     text: str
     is_error: bool = False
 
 
-Send = Callable[[Any], Awaitable[None]]
-SkillCall = Callable[[str, object], Awaitable[ToolResult]]
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnKit:
+    """What every turn of one connection works with, built once by `AcpSkills`."""
+
+    registry: SkillRegistry
+    tool: SkillTool
+    link: ClientLink
+    announcer: CommandsAnnouncer
+    max_requests: int
+    expand_arguments: bool
+
+    def tool_spec(self, *, searchable: bool) -> dict[str, Any]:
+        """The ``skill`` tool in the OpenAI function format, with ``query`` if ``searchable``."""
+        function = {
+            "name": self.tool.name,
+            "description": self.tool.description_for(searchable=searchable),
+            "parameters": self.tool.parameters_for(searchable=searchable),
+        }
+        return {"type": "function", "function": function}
 
 
 class PromptTurn:
-    """One prompt turn of one session instance. Get it from `AcpSkills.turn`.
+    """One prompt turn of one session instance. Turns come from `AcpSkills.turn` only.
 
     A typical model loop::
 
@@ -88,51 +112,46 @@ class PromptTurn:
         return turn.response
 
     Attributes:
-        tools: the tool specs to give the model (OpenAI function format): ``skill`` first,
-            then the agent's own.
+        tools: the tool specs to give the model (OpenAI function format): the session's
+            ``skill`` first, then the agent's own.
         invoked: the skills the person invoked as ``/name`` in this prompt (already part of
             the recorded user message).
     """
 
     def __init__(
         self,
+        opener: object,
         *,
-        session: PrefixedSession,
-        send: Send,
-        call_skill: SkillCall,
-        skill_tool_spec: Mapping[str, Any],
+        kit: TurnKit,
+        live: LiveSession,
         system: str,
         config: Mapping[str, object],
         tools: Sequence[Mapping[str, Any]],
         run_tool: AgentToolRunner | None,
-        max_requests: int,
     ) -> None:
-        self._session = session
-        self._send = send
-        self._call_skill = call_skill
-        self._skill_tool_name = str(skill_tool_spec["function"]["name"])
+        if opener is not _OPENER:
+            raise TypeError("a PromptTurn comes from AcpSkills.turn(...)")
+        self._kit = kit
+        self._live = live
+        self._session = live.session
+        self._session_id = live.session.context.session_id
         self._system = system
         self._config = config
-        self.tools: list[dict[str, Any]] = [dict(skill_tool_spec), *(dict(t) for t in tools)]
         self._run_tool = run_tool
-        self._max_requests = max_requests
+        self.tools: list[dict[str, Any]] = [
+            kit.tool_spec(searchable=False),
+            *(dict(t) for t in tools),
+        ]
         self.invoked: tuple[InvokedSkill, ...] = ()
         self._requests = 0
         self._stop_reason: StopReason | None = None
         self._replied = True
         self._streamed = False
 
-    def _use_skill_tool_spec(self, spec: Mapping[str, Any]) -> None:
-        # Called by `AcpSkills` once the session's prefix is composed: the skill tool's schema
-        # follows the session's catalog (with `query` when the catalog left skills out).
-        self.tools[0] = dict(spec)
-
     @property
     def prefix(self) -> tuple[PrefixMessage, ...]:
         """The session's frozen prefix, which every request of this turn starts with."""
         return self._session.messages
-
-    # -- the outcome ---------------------------------------------------------------------------
 
     @property
     def stop_reason(self) -> StopReason | None:
@@ -153,95 +172,74 @@ class PromptTurn:
         """End the turn with ``reason`` (for example ``max_tokens`` or ``refusal``)."""
         self._stop_reason = reason
 
-    # -- model requests ------------------------------------------------------------------------
-
     async def requests(self) -> AsyncIterator[list[dict[str, Any]]]:
-        """Yield the messages of each model request until the turn is over.
-
-        The turn is over after a reply without tool calls (``end_turn``), after `stop`, or when
-        the turn's request limit is reached (``max_turn_requests``). Answer every request with
-        `add_reply`.
+        """Yield each model request's messages until the turn is over (a reply without tool
+        calls, `stop`, or ``max_turn_requests``). Answer every request with `add_reply`.
 
         Raises:
             RuntimeError: a request was not answered with `add_reply` before the next one.
         """
         while self._stop_reason is None:
-            if self._requests >= self._max_requests:
+            if self._requests >= self._kit.max_requests:
                 self._stop_reason = "max_turn_requests"
                 return
-            messages = await self.request_messages()
-            yield messages
+            yield await self.request_messages()
             if not self._replied:
                 raise RuntimeError("each request of a turn must be answered with add_reply()")
 
     async def request_messages(self) -> list[dict[str, Any]]:
-        """Record this request's header and return its messages: the frozen prefix, then the
-        history, without the record's ``_`` bookkeeping keys.
-
-        For agents that drive their own loop instead of `requests`.
-        """
+        """Record this request's header; return its messages (prefix, then history)."""
         await self._session.record_request(
             config=self._config, system=self._system, tools=self.tools
         )
         self._requests += 1
         self._replied = False
         self._streamed = False
-        return [_without_bookkeeping(message) for message in self._session.request_messages()]
+        return [
+            {key: value for key, value in message.items() if not key.startswith("_")}
+            for message in self._session.request_messages()
+        ]
 
     async def show_text(self, text: str) -> None:
-        """Stream a piece of the model's reply to the editor as it arrives.
-
-        A reply whose text was streamed this way is not shown again by `add_reply`.
-        """
+        """Stream a piece of the model's reply to the editor (`add_reply` then shows no text)."""
         if text:
             self._streamed = True
-            await self._send(update_agent_message_text(replace_lone_surrogates(text)))
+            await self._send(update_agent_message_text(text))
 
     async def add_reply(
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
     ) -> None:
-        """Take the model's reply to the last request.
-
-        Shows its text (unless streamed with `show_text`), records it, runs each of its tool
-        calls and records their results. Without tool calls (or with ``stop_reason``) the turn
-        is over.
-
-        Args:
-            message: an assistant message: ``content`` text and optional ``tool_calls``
-                (``[{"id", "type": "function", "function": {"name", "arguments"}}]``).
-            stop_reason: end the turn with this reason once the reply is recorded (for
-                example ``max_tokens`` when the model was cut off).
+        """Take the model's reply: show its text (unless streamed), record it, run and record
+        its tool calls. Without tool calls (or with ``stop_reason``) the turn is over.
 
         Raises:
             TypeError: ``message`` is not a JSON object.
         """
         if not isinstance(message, Mapping):
             raise TypeError(f"a reply must be a message object, got {message!r}")
-        reply = {"role": "assistant", **message}
         self._replied = True
-        text = reply.get("content")
+        text = message.get("content")
         if isinstance(text, str) and text and not self._streamed:
-            await self._send(update_agent_message_text(replace_lone_surrogates(text)))
-        await self._session.append_history(reply)
-        calls = [call for call in _sequence(reply.get("tool_calls")) if isinstance(call, Mapping)]
+            await self._send(update_agent_message_text(text))
+        # The tool calls are run from the recorded reply: the record made its text well-formed.
+        reply = (await self._session.append_history({"role": "assistant", **message})).message
+        calls = [call for call in sequence(reply.get("tool_calls")) if isinstance(call, Mapping)]
         answered: set[str] = set()
         try:
             for call in calls:
                 call_id = str(call.get("id", ""))
                 function = call.get("function")
                 function = function if isinstance(function, Mapping) else {}
-                await self.call_tool(
-                    call_id, str(function.get("name", "")), function.get("arguments", "")
-                )
+                name, arguments = str(function.get("name", "")), function.get("arguments", "")
+                await self.call_tool(call_id, name, arguments)
                 answered.add(call_id)
         except anyio.get_cancelled_exc_class():
             # The history must stay a valid conversation: every tool call the model made gets
             # a result, so the next turn's request is well formed.
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
                 for call in calls:
-                    call_id = str(call.get("id", ""))
-                    if call_id not in answered:
-                        await self._record_result(call_id, _CANCELLED)
+                    if str(call.get("id", "")) not in answered:
+                        await self._record_result(str(call.get("id", "")), _CANCELLED)
             raise
         if stop_reason is not None:
             self._stop_reason = stop_reason
@@ -249,20 +247,23 @@ class PromptTurn:
             self._stop_reason = "end_turn"
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
-        """Run one tool call, report it to the editor and record its result.
-
-        ``skill`` is run by the library; any other name goes to the agent's runner (or is
-        refused with an ``Error:`` result when there is none). ``arguments`` may be the JSON
-        text the model sent or already decoded.
-        """
+        """Run one tool call (``skill`` here, others by the agent's runner), report it to the
+        editor and record its result. ``arguments`` may be JSON text or already decoded."""
         decoded = decode_tool_arguments(arguments)
+        skill = name == self._kit.tool.name
         try:
-            if name == self._skill_tool_name:
-                result = await self._call_skill(call_id, decoded)
+            if skill:
+                await self._send(skill_tool_call_start(call_id, decoded))
+                result = await self._kit.tool.call(
+                    decoded,
+                    cwd=self._session.context.cwd,
+                    read_text=self._kit.link.reader(self._session_id),
+                    searchable=_omits(self._session),
+                )
             else:
                 await self._send(tool_call_started(call_id, name, decoded))
                 result = await self._run_agent_tool(name, decoded)
-                await self._send(tool_call_finished(call_id, result))
+            await self._send(tool_call_finished(call_id, result))
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
                 await self._send(tool_call_finished(call_id, _CANCELLED))
@@ -282,23 +283,167 @@ class PromptTurn:
 
     async def _record_result(self, call_id: str, result: ToolResult) -> None:
         await self._session.append_history(
-            {
-                "role": "tool",
-                "tool_call_id": call_id,
-                "content": result.text,
-                ERROR_KEY: result.is_error,
-            }
+            {"role": "tool", "tool_call_id": call_id, "content": result.text}
+            | {ERROR_KEY: result.is_error}
         )
 
+    async def _send(self, update: Any) -> None:
+        await self._kit.link.send(self._session_id, update)
 
-_CANCELLED = ToolResult(
-    text="Error: the turn was cancelled before this tool call finished", is_error=True
-)
+    # -- opening the turn ----------------------------------------------------------------------
+
+    async def _begin(self, prompt: Sequence[object]) -> None:
+        """Everything before the first request: commands, prefix, and the person's message."""
+        snapshot = await self._prepare()
+        answer = await self._answer_without_model(prompt, snapshot)
+        if answer is not None:
+            # Nothing reaches the model or the record: a prefix composed for this turn is left
+            # for the first turn that makes a request.
+            self._session.discard_unused_prefix()
+            await self._send(update_agent_message_text(answer))
+            self.stop("end_turn")
+            return
+        self.invoked = await self._record_prompt(prompt, snapshot)
+        # The prefix is composed now, and with it whether the schema has `query`.
+        self.tools[0] = self._kit.tool_spec(searchable=_omits(self._session))
+
+    async def _prepare(self) -> SkillSnapshot:
+        """Compose the prefix (once) and re-advertise the commands; return the skills now."""
+        snapshot: SkillSnapshot | None = None
+
+        async def take_snapshot() -> None:
+            nonlocal snapshot
+            options = SkillLookupOptions(cwd=self._session.context.cwd)
+            snapshot = await self._kit.registry.snapshot(options)
+
+        # Together, the snapshot and the prefix's catalog share one discovery, so a slow
+        # provider is waited for once rather than twice.
+        async with anyio.create_task_group() as group:
+            group.start_soon(take_snapshot)
+            await self._session.prefix()
+        assert snapshot is not None
+        live = self._live
+        await self._kit.announcer.refresh(
+            self._session_id, live, snapshot, force=not live.announced_in_turn
+        )
+        live.announced_in_turn = True
+        return snapshot
+
+    async def _answer_without_model(
+        self, prompt: Sequence[object], snapshot: SkillSnapshot
+    ) -> str | None:
+        """The library's own answer to a prompt opening with ``/skills`` or a ``/word`` that is
+        no command, or ``None`` when the prompt is for the model."""
+        cwd = self._session.context.cwd
+        word = leading_slash_word(prompt_text(prompt))
+        if word is None:
+            return None
+        if any(skill.user_invocable and skill.name == word for skill in snapshot.skills):
+            return None  # a skill invocation, expanded for the model
+        if word == SKILLS_COMMAND:
+            return skills_report(cwd, snapshot, await self._problems(), self._session.catalog_fit)
+        # "/tmp is full" is about a path, not a command.
+        if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
+            return None
+        return no_such_command(word, snapshot)
+
+    async def _problems(self) -> tuple[Diagnostic, ...] | None:
+        cwd = self._session.context.cwd
+        try:
+            return await self._kit.registry.diagnose(SkillLookupOptions(cwd=cwd))
+        except Exception as error:
+            _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
+            return None
+
+    async def _record_prompt(
+        self, prompt: Sequence[object], snapshot: SkillSnapshot
+    ) -> tuple[InvokedSkill, ...]:
+        """Load each ``/name`` skill (reported as a tool call), then record the message."""
+        typed = prompt_text(prompt)
+        content = "\n\n".join(part for part in (typed, *prompt_context(prompt)) if part)
+        names = [skill.name for skill in snapshot.skills if skill.user_invocable]
+        invoked: list[InvokedSkill] = []
+        # Where each skill's text sits in the content, so `session/load` can replay the tool
+        # calls the person saw without storing the texts twice.
+        calls: list[dict[str, Any]] = []
+        for name, arguments in find_invocations_with_arguments(typed, names):
+            # ACP wants tool call ids unique within the session, across turns and instances.
+            call_id = f"slash-{name}-{uuid.uuid4().hex}"
+            await self._send(skill_tool_call_start(call_id, {"name": name}))
+            result = await self._kit.tool.invoke_for_user(
+                name,
+                cwd=self._session.context.cwd,
+                snapshot=snapshot,
+                arguments=arguments if self._kit.expand_arguments else None,
+            )
+            await self._send(tool_call_finished(call_id, result))
+            invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
+            if content and result.text:
+                content += "\n\n"
+            start = len(content)
+            content += result.text
+            calls.append(
+                {"id": call_id, "name": name, "is_error": result.is_error}
+                | {"start": start, "end": len(content)}
+            )
+        message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
+        if calls:
+            message[INVOKED_KEY] = calls
+        await self._session.append_history(message)
+        return tuple(invoked)
 
 
-def _without_bookkeeping(message: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in message.items() if not key.startswith("_")}
+@asynccontextmanager
+async def open_turn(
+    kit: TurnKit,
+    sessions: SessionTable,
+    session_id: str,
+    prompt: Sequence[object],
+    *,
+    system: str,
+    config: Mapping[str, object],
+    tools: Sequence[Mapping[str, Any]],
+    run_tool: AgentToolRunner | None,
+) -> AsyncIterator[PromptTurn]:
+    """Run one turn of ``session_id`` (see `AcpSkills.turn`); ``live.turn`` is its scope.
+
+    Raises:
+        acp.RequestError: invalid params (-32602) for an unknown session; invalid request
+            (-32600) when a turn of that session is already running.
+    """
+    live = await sessions.get(session_id)
+    session = live.session
+    if live.turn is not None:
+        raise RequestError.invalid_request(
+            {"sessionId": session_id, "reason": "a prompt turn is already running"}
+        )
+    turn = PromptTurn(
+        _OPENER, kit=kit, live=live, system=system, config=config, tools=tools, run_tool=run_tool
+    )
+    scope = anyio.CancelScope()
+    # Set before anything awaits: a `session/cancel` read right after the prompt finds it.
+    live.turn = scope
+    began = False
+    try:
+        with scope:
+            await turn._begin(prompt)
+            began = True
+            yield turn
+        if scope.cancelled_caught:
+            _log.info("turn_cancelled", session_id=session_id)
+            session.discard_unused_prefix()
+            turn.stop("cancelled")
+        if not began:
+            # Cancelled while the turn began: the block still runs, with nothing to do.
+            yield turn
+        if session.save_error is not None:
+            # The reply is out; the person also needs to know it will not survive a restart.
+            notice = f"\n\n{not_saved_notice(session.save_error)}"
+            await kit.link.send(session_id, update_agent_message_text(notice))
+    finally:
+        live.turn = None
 
 
-def _sequence(value: object) -> Sequence[Any]:
-    return value if isinstance(value, list | tuple) else ()
+def _omits(session: PrefixedSession) -> bool:
+    fit = session.catalog_fit
+    return fit is not None and bool(fit.omitted)

@@ -1,28 +1,176 @@
-"""The library's own commands: ``/skills``, and the note for a ``/word`` that is no command.
+"""Slash commands (`acp_skills.acp.commands`): the announcer that follows a session's response,
+its first turn and registry changes; and the library's own ``/skills`` and "no such command".
 
-Through `AcpSkills.turn` over a real in-memory ACP connection (`tests/test_acp.py`'s
-`connected`), with an agent that drives its model loop with `PromptTurn.requests`, as the demo
-agent does; the pure builders are checked as tables.
+Through `AcpSkills` over a real in-memory ACP connection (`tests/acp_peer.py`), with an agent
+that drives its model loop with `PromptTurn.requests`, as the demo agent does; the pure builders
+are checked as tables.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
-from acp_skills import SkillDefinition, SkillRegistry
+from acp_skills import (
+    SkillDefinition,
+    SkillRegistry,
+)
 from acp_skills.acp.commands import (
     SKILLS_COMMAND_DESCRIPTION,
     builtin_commands,
     leading_slash_word,
 )
+from tests.acp_peer import (
+    COMMANDS,
+    SKILLS_BUILTIN,
+    Peer,
+    ScriptedModelAgent,
+    connected,
+    fixture_registry,
+    write_fixture_skills,
+)
 from tests.providers import candidate
-from tests.test_acp import Peer, connected, fixture_registry, write_fixture_skills
-from tests.test_turn import ScriptedModelAgent
 
-pytestmark = pytest.mark.anyio
+# -- slash commands --------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_commands_update_follows_the_session_new_response(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """``available_commands_update`` goes out after the ``session/new`` response, not before."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        incoming = peer.wire.incoming()
+    response_at = next(
+        index
+        for index, message in enumerate(incoming)
+        if message.get("result", {}).get("sessionId") == session_id
+    )
+    update_at = next(
+        index
+        for index, message in enumerate(incoming)
+        if message.get("method") == "session/update"
+        and message["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    )
+    assert response_at < update_at
+    assert peer.wire.commands(session_id) == [COMMANDS]
+
+
+@pytest.mark.anyio
+async def test_commands_are_user_invocable_skills_with_literal_descriptions_and_hints(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """Advertised: user-invocable skills only, descriptions not escaped, hint only when set."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+    [commands] = peer.wire.commands(session_id)
+    assert commands == COMMANDS
+    assert "internal" not in [command["name"] for command in commands]
+
+
+@pytest.mark.anyio
+async def test_commands_are_sent_again_at_the_first_prompt_turn_only(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """The first prompt turn re-sends the commands (editors may drop the first); later don't."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        await peer.prompt(session_id, "hello")
+        after_first = peer.wire.commands(session_id)
+        await peer.prompt(session_id, "hello again")
+        after_second = peer.wire.commands(session_id)
+    assert after_first == [COMMANDS, COMMANDS]
+    assert after_second == after_first
+
+
+@pytest.mark.anyio
+async def test_a_changed_skill_set_sends_a_new_commands_update(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """Registering and then disposing a runtime skill each send the session a fresh update."""
+    hotfix = {"name": "hotfix", "description": "Ship a hotfix."}
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        dispose = registry.register(
+            SkillDefinition(name="hotfix", description="Ship a hotfix.", content="Do it.")
+        )
+        await peer.wire.wait_for(lambda: len(peer.wire.commands(session_id)) == 2)
+        dispose()
+        await peer.wire.wait_for(lambda: len(peer.wire.commands(session_id)) == 3)
+    assert peer.wire.commands(session_id) == [
+        COMMANDS,
+        [COMMANDS[0], COMMANDS[1], hotfix, COMMANDS[2], SKILLS_BUILTIN],
+        COMMANDS,
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_changed_skill_set_reaches_every_live_session(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """However many sessions are open, each one is told when its commands change."""
+    async with connected(registry) as peer:
+        sessions = [await peer.new_session(project) for _ in range(40)]
+
+        def every_session_has(count: int) -> bool:
+            return all(len(peer.wire.commands(sid)) == count for sid in sessions)
+
+        await peer.wire.wait_for(lambda: every_session_has(1))
+        registry.register(
+            SkillDefinition(name="hotfix", description="Ship a hotfix.", content="Do it.")
+        )
+        await peer.wire.wait_for(lambda: every_session_has(2))
+    assert all(len(peer.wire.commands(session_id)[1]) == 5 for session_id in sessions)
+
+
+@pytest.mark.anyio
+async def test_an_invalidation_that_changes_nothing_sends_no_update(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """``registry.invalidate()`` with the same skills on disk sends no new commands update."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        registry.invalidate()
+        # The refresh and this request share one discovery; the refresh resumes first, so an
+        # update it sent would be on the wire before this response.
+        await peer.ext("skills/list", {"sessionId": session_id})
+        await peer.prompt(session_id, "first turn")  # a forced re-send, as a positive control
+    assert peer.wire.commands(session_id) == [COMMANDS, COMMANDS]
+
+
+@pytest.mark.anyio
+async def test_a_registry_change_from_another_thread_reaches_the_sessions(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """A runtime skill registered from a worker thread sends a fresh commands update."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        thread_names: list[str] = []
+
+        def register() -> None:
+            thread_names.append(threading.current_thread().name)
+            registry.register(
+                SkillDefinition(name="hotfix", description="Ship a hotfix.", content="Do it.")
+            )
+
+        await anyio.to_thread.run_sync(register)
+        await peer.wire.wait_for(lambda: len(peer.wire.commands(session_id)) == 2)
+    assert thread_names != [threading.current_thread().name]
+    assert [c["name"] for c in peer.wire.commands(session_id)[1]] == [
+        "compare",
+        "deploy",
+        "hotfix",
+        "secret",
+        "skills",
+    ]
+
+
+# -- the library's own commands ---------------------------------------------------------------
 
 
 @pytest.fixture
@@ -53,6 +201,7 @@ def shown(peer: Peer, session_id: str) -> str:
     )
 
 
+@pytest.mark.anyio
 async def test_skills_is_answered_without_the_model_and_not_recorded(
     registry: SkillRegistry, project: Path, skills_dir: Path
 ) -> None:
@@ -85,6 +234,7 @@ async def test_skills_is_answered_without_the_model_and_not_recorded(
     assert f"Run `acp-skills doctor --cwd {project}` in a terminal for details." in answer
 
 
+@pytest.mark.anyio
 async def test_skills_without_problems_says_so(tmp_path: Path, project: Path) -> None:
     """Clean skills: the list, then "No problems found."."""
     registry = fixture_registry(tmp_path, write_fixture_skills(tmp_path))
@@ -110,6 +260,7 @@ async def test_skills_without_problems_says_so(tmp_path: Path, project: Path) ->
     ],
     ids=["unknown", "typo", "capitalised", "model-only"],
 )
+@pytest.mark.anyio
 async def test_a_slash_word_that_is_no_command_gets_a_note_instead_of_the_model(
     registry: SkillRegistry, project: Path, prompt: str, note: str
 ) -> None:
@@ -142,6 +293,7 @@ async def test_a_slash_word_that_is_no_command_gets_a_note_instead_of_the_model(
     ],
     ids=["not-first", "a-skill", "fraction", "a-path", "an-existing-directory"],
 )
+@pytest.mark.anyio
 async def test_other_prompts_still_reach_the_model(
     registry: SkillRegistry, project: Path, prompt: str
 ) -> None:
@@ -154,6 +306,7 @@ async def test_other_prompts_still_reach_the_model(
     assert len(agent.requests) == 1
 
 
+@pytest.mark.anyio
 async def test_a_skill_named_skills_wins_over_the_built_in(
     registry: SkillRegistry, project: Path
 ) -> None:
@@ -174,6 +327,7 @@ async def test_a_skill_named_skills_wins_over_the_built_in(
     assert len(agent.requests) == 1
 
 
+@pytest.mark.anyio
 async def test_skills_list_carries_the_problems(registry: SkillRegistry, project: Path) -> None:
     """``_skills/list`` has ``problems``: the same records, in their JSON shape."""
     async with connected(registry) as peer:
@@ -214,6 +368,7 @@ def test_the_built_in_is_advertised_unless_a_skill_takes_its_name() -> None:
     assert [c.name for c in builtin_commands([hidden])] == ["skills"]
 
 
+@pytest.mark.anyio
 async def test_skills_reports_what_the_catalog_budget_did(tmp_path: Path, project: Path) -> None:
     """With a catalog budget, ``/skills`` says what it did to the session's catalog."""
     registry = fixture_registry(tmp_path, write_fixture_skills(tmp_path))

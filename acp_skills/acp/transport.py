@@ -1,37 +1,13 @@
-"""A hardened stdio transport for agents built on the official ACP Python SDK (0.12.x).
+"""`GuardedTransport`: the SDK's message-level transport over stdio, hardened.
 
-The SDK's own newline-delimited JSON transport has gaps that let one bad line take an agent
-down or let a client smuggle parameters. `GuardedTransport` implements the SDK's message-level
-transport (``send`` / ``receive`` / ``close``) and closes them before the SDK sees a frame:
-
-* invalid JSON (including the non-JSON literals ``NaN`` and ``Infinity``) -> ``-32700`` with
-  ``id: null``; the agent keeps serving (the SDK only logs it);
-* a line over ``max_line_bytes`` -> ``-32600``, read in chunks and discarded rather than
-  buffered whole; the error carries the request's id when the line's first bytes show it;
-* JSON that is not an object (an array, a number, a string, ``true``) -> ``-32600``: the SDK's
-  receive loop raises on these and the agent exits;
-* the line ``null`` -> ``-32600``: the SDK mistakes it for the end of input;
-* a request with a malformed id or a non-string method, or an object that is neither a request
-  nor a response -> ``-32600``; a response with a malformed id is dropped (the SDK crashes on
-  it while a request of its own is pending);
-* a number in a request's params that fits neither a 64-bit integer nor a finite double
-  (``1e400``, ``2**70``) -> ``-32602``: the SDK's validators raise ``OverflowError`` on some of
-  them, which it reports as an internal error;
-* ``session/cancel`` sent as a request (with an id) is passed on as the notification it is
-  and answered with ``{}`` (the SDK only routes it as a notification: "method not found");
-* ``params._meta`` is nested one level (``{"_meta": original}``) for every standard method, so the
-  SDK, which spreads ``_meta`` keys into handler keyword arguments, passes exactly one argument
-  ``_meta=<original>`` and a key such as ``session_id`` can never override the real parameter;
-* at the end of input, every request already received is still answered before ``receive``
-  reports the end: prompt turns still running are cancelled (as if the client had sent
-  ``session/cancel``, which it no longer can) and the agent's own pending requests to the
-  client fail, since no answer can come any more. The SDK would otherwise cancel them unanswered;
-* when the client stops reading (``EPIPE`` on stdout) the end of input is reported at once and
-  every later frame is dropped: one warning, no traceback per request;
-* a message sent after ``close()`` is dropped: the SDK answers cancelled handlers during
-  shutdown, and blocking on a closed pipe would hang the process.
-
-The error replies mirror what the TypeScript SDK answers to the same garbage.
+The 0.12 SDK's own newline-delimited JSON transport lets one bad line take an agent down or a
+client smuggle parameters. This one answers malformed input itself (invalid JSON -32700; an
+over-long line, a non-object, ``null``, a bad id or method -32600; an out-of-range number
+-32602), nests ``params._meta`` so its keys never become handler arguments, turns a
+``session/cancel`` request into the notification it is, answers every request received
+before the end of input, ends at once on ``EPIPE``, and drops frames sent after ``close()``
+(docs/integration.md lists each guard). It is also where text bound for the client is made
+well-formed: a lone surrogate anywhere in a frame goes out as U+FFFD.
 """
 
 from __future__ import annotations
@@ -39,37 +15,26 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import errno
 import json
 import math
-import os
-import selectors
-import sys
-import threading
-from dataclasses import dataclass
 from typing import Any, Final
 
 import structlog
 
-__all__ = ["GuardedTransport", "open_stdio"]
+from ..text import replace_lone_surrogates
+from .stdio import OverlongLine, read_line
+
+__all__ = ["GuardedTransport"]
 
 _log = structlog.get_logger(__name__)
 
-# The longest JSON-RPC line accepted (without its newline). 8 MiB holds more text than any
-# model's context window (about two million tokens) and a 1 MiB skill file or client file read
-# even at JSON's worst-case sixfold escaping, while one line can cost at most this much buffer.
+# The longest JSON-RPC line accepted (without its newline): more than any model's context and a
+# 1 MiB file read even at JSON's sixfold worst-case escaping, and all one line can cost.
 DEFAULT_MAX_LINE_BYTES: Final = 8 * 1024 * 1024
-
-# asyncio's read buffer for stdin. Lines longer than this are still read (in pieces); the
-# StreamReader pauses the pipe at twice this, which bounds what one unread line can cost.
-DEFAULT_BUFFER_BYTES: Final = 1024 * 1024
 
 # How long the answers to requests received before the end of input are waited for. Turns
 # are cancelled at the end of input, so this only bounds a handler that ignores cancellation.
 DEFAULT_DRAIN_SECONDS: Final = 30.0
-
-# How much of an over-long line is kept to find its id and method.
-_HEAD_BYTES: Final = 4096
 
 # JSON numbers outside these bounds fit no field of the protocol (ids and counts are at most
 # 64-bit); Python would carry them as big integers or infinities into validators that overflow.
@@ -78,19 +43,30 @@ _MAX_INT: Final = 2**64 - 1
 # More digits than this cannot be in range; bounding them also skips Python's 4300-digit guard.
 _MAX_INT_DIGITS: Final = 21
 
-_PARSE_ERROR = -32700
-_INVALID_REQUEST = -32600
-_INVALID_PARAMS = -32602
-_INTERNAL_ERROR = -32603
+_PARSE_ERROR, _INVALID_REQUEST, _INVALID_PARAMS, _INTERNAL_ERROR = -32700, -32600, -32602, -32603
+_MESSAGES: Final = {
+    _PARSE_ERROR: "Parse error",
+    _INVALID_REQUEST: "Invalid request",
+    _INVALID_PARAMS: "Invalid params",
+    _INTERNAL_ERROR: "Internal error",
+}
 
 
 def _error(
-    request_id: object, code: int, message: str, details: str | None = None
+    request_id: object, code: int, details: str | None = None, message: str | None = None
 ) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
+    error: dict[str, Any] = {
+        "code": code,
+        "message": _MESSAGES[code] if message is None else message,
+    }
     if details is not None:
         error["data"] = {"details": details}
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _dumps(message: dict[str, Any]) -> str:
+    # Not ASCII-escaped: a lone surrogate stays one character, which `_write` then replaces.
+    return json.dumps(message, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
 
 
 def _is_valid_id(value: object) -> bool:
@@ -172,27 +148,16 @@ def _skip_blanks(text: str, position: int) -> int:
     return position
 
 
-@dataclass(frozen=True, slots=True)
-class _OverlongLine:
-    """A line that was discarded for being too long: its first bytes and its length."""
-
-    head: bytes
-    size: int
-
-
 class GuardedTransport:
     """The SDK's message-level transport over a pair of asyncio streams, with the guards above.
 
-    Pass it where the SDK takes a transport: ``acp.run_agent(agent, GuardedTransport(r, w))`` or
-    ``AgentSideConnection(agent, GuardedTransport(r, w))``.
+    Pass it where the SDK takes a transport (`AcpSkills.serve`, ``AgentSideConnection``).
 
     Args:
         reader: The stream the client writes to (the agent's stdin).
         writer: The stream the client reads (the agent's stdout).
-        max_line_bytes: The longest line accepted, without its newline; longer lines are
-            answered with ``-32600`` and discarded without being held in memory.
-        drain_seconds: At the end of input, how long to wait for the answers still owed
-            before reporting the end anyway.
+        max_line_bytes: The longest line accepted, without its newline.
+        drain_seconds: At the end of input, how long to wait for the answers still owed.
 
     Raises:
         ValueError: ``max_line_bytes`` or ``drain_seconds`` is not positive.
@@ -226,7 +191,7 @@ class GuardedTransport:
         self._deadline = 0.0  # when waiting for the answers owed stops (set at the end)
         self._output_lost = False
         self._changed = asyncio.Event()  # an answer went out, or the output was lost
-        self._line_task: asyncio.Future[bytes | _OverlongLine] | None = None
+        self._line_task: asyncio.Future[bytes | OverlongLine] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one frame. After ``close()`` or a lost output the frame is dropped."""
@@ -234,7 +199,7 @@ class GuardedTransport:
             _log.debug("acp_frame_dropped", method=message.get("method"))
             return
         try:
-            line = json.dumps(message, separators=(",", ":"), allow_nan=False)
+            line = _dumps(message)
         except (TypeError, ValueError) as error:
             if "id" not in message or "method" in message:
                 raise
@@ -244,14 +209,18 @@ class GuardedTransport:
             failed = message.get("error")
             if isinstance(failed, dict) and isinstance(failed.get("code"), int):
                 code, text = failed["code"], str(failed.get("message", text))
-            line = json.dumps(_error(message["id"], code, text, str(error)))
+            line = _dumps(_error(message["id"], code, str(error), text))
         self._note_outgoing(message)
         await self._write(line)
 
     async def _write(self, line: str) -> None:
         try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:
+            data = replace_lone_surrogates(line).encode("utf-8")
+        try:
             async with self._write_lock:
-                self._writer.write(line.encode("utf-8") + b"\n")
+                self._writer.write(data + b"\n")
                 await self._writer.drain()
         except (ConnectionError, OSError) as error:
             self._lose_output(error)
@@ -277,7 +246,7 @@ class GuardedTransport:
                 if not self._output_lost:
                     self._end_input()
                 continue
-            if isinstance(raw, _OverlongLine):
+            if isinstance(raw, OverlongLine):
                 answer = await self._refuse_overlong(raw)
                 if answer is not None:
                     return answer
@@ -289,12 +258,12 @@ class GuardedTransport:
                 message = _decode(raw)
             except (ValueError, RecursionError):
                 _log.warning("acp_line_rejected", reason="not valid JSON", size=len(raw))
-                await self._reply(_error(None, _PARSE_ERROR, "Parse error"))
+                await self._reply(_error(None, _PARSE_ERROR))
                 continue
             if not isinstance(message, dict):
                 kind = "a batch" if isinstance(message, list) else "not a JSON object"
                 _log.warning("acp_line_rejected", reason=kind)
-                await self._reply(_error(None, _INVALID_REQUEST, "Invalid request", kind))
+                await self._reply(_error(None, _INVALID_REQUEST, kind))
                 continue
             checked = await self._check(message)
             if checked is not None:
@@ -315,7 +284,7 @@ class GuardedTransport:
     async def _reply(self, payload: dict[str, Any]) -> None:
         """Answer the client directly: nothing the SDK was handed, so nothing to account."""
         if not (self._closed or self._output_lost):
-            await self._write(json.dumps(payload, separators=(",", ":")))
+            await self._write(_dumps(payload))
 
     # -- what is owed to whom ------------------------------------------------------------------
 
@@ -359,12 +328,7 @@ class GuardedTransport:
 
     @staticmethod
     def _unanswerable(request_id: object) -> dict[str, Any]:
-        return _error(
-            request_id,
-            _INTERNAL_ERROR,
-            "Internal error",
-            "the client's input ended before it answered",
-        )
+        return _error(request_id, _INTERNAL_ERROR, "the client's input ended before it answered")
 
     async def _drained(self) -> bool:
         """Wait for the next answer; true once nothing is owed (or waiting is pointless)."""
@@ -395,10 +359,10 @@ class GuardedTransport:
 
     # -- reading lines -------------------------------------------------------------------------
 
-    async def _next_line(self) -> bytes | _OverlongLine | None:
+    async def _next_line(self) -> bytes | OverlongLine | None:
         """The next line, or ``None`` at the end of input or when the output is lost."""
         if self._line_task is None:
-            self._line_task = asyncio.ensure_future(self._read_line())
+            self._line_task = asyncio.ensure_future(read_line(self._reader, self._max_line_bytes))
         task = self._line_task
         try:
             line = await asyncio.shield(task)
@@ -414,33 +378,7 @@ class GuardedTransport:
         self._line_task = None
         return line or None
 
-    async def _read_line(self) -> bytes | _OverlongLine:
-        """Read one line; past ``max_line_bytes`` keep only its head and discard the rest."""
-        chunks: list[bytes] = []
-        head: bytes | None = None  # set once the line is known to be too long
-        size = 0
-        while True:
-            complete = True
-            try:
-                chunk = await self._reader.readuntil(b"\n")
-            except asyncio.LimitOverrunError as overrun:
-                chunk = await self._reader.readexactly(overrun.consumed)
-                complete = False
-            except asyncio.IncompleteReadError as end:
-                chunk = end.partial
-            size += len(chunk)
-            length = size - 1 if complete and chunk.endswith(b"\n") else size
-            if head is None:
-                chunks.append(chunk)
-                if length > self._max_line_bytes:
-                    head = b"".join(chunks)[:_HEAD_BYTES]
-                    chunks.clear()  # from here on, every piece is dropped as it is read
-            if complete:
-                if head is not None:
-                    return _OverlongLine(head=head, size=length)
-                return b"".join(chunks)
-
-    async def _refuse_overlong(self, line: _OverlongLine) -> dict[str, Any] | None:
+    async def _refuse_overlong(self, line: OverlongLine) -> dict[str, Any] | None:
         """Answer an over-long line; a response to our own request fails that request."""
         members = _leading_members(line.head)
         request_id = members.get("id")
@@ -452,7 +390,7 @@ class GuardedTransport:
             limit=self._max_line_bytes,
             method=members.get("method"),
         )
-        refusal = _error(None, _INVALID_REQUEST, "Invalid request", details)
+        refusal = _error(None, _INVALID_REQUEST, details)
         if "id" in members and _is_valid_id(request_id):
             if isinstance(members.get("method"), str):
                 await self._reply({**refusal, "id": request_id})
@@ -469,22 +407,18 @@ class GuardedTransport:
         if "method" in message:
             method = message["method"]
             if not _is_valid_id(message.get("id")):
-                await self._reply(_error(None, _INVALID_REQUEST, "Invalid request", "invalid id"))
+                await self._reply(_error(None, _INVALID_REQUEST, "invalid id"))
                 return None
             if not isinstance(method, str):
                 if "id" in message:
-                    await self._reply(
-                        _error(message["id"], _INVALID_REQUEST, "Invalid request", "bad method")
-                    )
+                    await self._reply(_error(message["id"], _INVALID_REQUEST, "bad method"))
                 return None
             params = message.get("params")
             if (where := _out_of_range(params)) is not None:
                 _log.warning("acp_request_rejected", method=method, reason="number out of range")
                 if "id" in message:
                     details = f"{where} is out of range"
-                    await self._reply(
-                        _error(message["id"], _INVALID_PARAMS, "Invalid params", details)
-                    )
+                    await self._reply(_error(message["id"], _INVALID_PARAMS, details))
                 return None
             if method == "session/cancel" and "id" in message:
                 # Sent as a request: cancel as the notification would, and answer it.
@@ -508,96 +442,5 @@ class GuardedTransport:
             return message
         # JSON-RPC: an object that is neither a request nor a response is an invalid request.
         _log.warning("acp_line_rejected", reason="neither a request nor a response")
-        await self._reply(
-            _error(None, _INVALID_REQUEST, "Invalid request", "neither a request nor a response")
-        )
+        await self._reply(_error(None, _INVALID_REQUEST, "neither a request nor a response"))
         return None
-
-
-async def open_stdio(
-    *, limit: int = DEFAULT_BUFFER_BYTES, protect_stdout: bool = True
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Open the process's stdin and stdout as asyncio streams for the protocol.
-
-    With ``protect_stdout``, frames go to a private duplicate of file descriptor 1 and fd 1
-    itself (and ``sys.stdout``) is pointed at stderr, so a stray ``print`` or a child process
-    can never corrupt a frame.
-
-    asyncio can only watch pipes, sockets and terminals; when stdin or stdout is something else
-    (``< /dev/null``, ``> frames.jsonl``) a thread copies it through a pipe instead.
-
-    Raises:
-        OSError: ``EBADF`` when the process was started with stdin or stdout closed.
-    """
-    for name in ("stdin", "stdout"):
-        if getattr(sys, name) is None:
-            raise OSError(errno.EBADF, f"{name} is closed")
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=limit)
-    stdin_fd = sys.stdin.fileno()
-    if not _pollable(stdin_fd):
-        stdin_fd = _pumped_into_pipe(stdin_fd, daemon=True)
-    await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdin_fd, "rb", buffering=0)
-    )
-    sys.stdout.flush()
-    out_fd = os.dup(1) if protect_stdout else sys.stdout.fileno()
-    if protect_stdout:
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-    if not _pollable(out_fd):
-        out_fd = _pumped_from_pipe(out_fd)
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
-    )
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return reader, writer
-
-
-def _pollable(fd: int) -> bool:
-    # epoll refuses regular files and /dev/null with EPERM; asking it is the one sure test.
-    with selectors.DefaultSelector() as selector:
-        try:
-            selector.register(fd, selectors.EVENT_READ)
-        except (OSError, ValueError):
-            return False
-    return True
-
-
-def _copy(source: int, target: int, *, close_source_on_error: bool = False) -> None:
-    """Copy until end of input, then close the target (the reader then sees the end).
-
-    With ``close_source_on_error``, a failed copy closes the source too, so whoever writes
-    into it gets ``EPIPE`` instead of blocking once the pipe is full.
-    """
-    try:
-        while chunk := os.read(source, 65536):
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(target, view) :]
-    except OSError as error:
-        _log.warning("acp_stdio_copy_failed", error=repr(error))
-        if close_source_on_error:
-            os.close(source)
-    finally:
-        os.close(target)
-
-
-def _pumped_into_pipe(source: int, *, daemon: bool) -> int:
-    """A pipe whose read end receives everything read from ``source``, copied by a thread."""
-    read_end, write_end = os.pipe()
-    threading.Thread(target=_copy, args=(source, write_end), daemon=daemon).start()
-    return read_end
-
-
-def _pumped_from_pipe(target: int) -> int:
-    """A pipe whose write end is copied to ``target`` by a thread.
-
-    Not a daemon thread: the interpreter waits for it, so the last frames reach ``target``
-    after the protocol closes its end.
-    """
-    read_end, write_end = os.pipe()
-    threading.Thread(
-        target=_copy, args=(read_end, target), kwargs={"close_source_on_error": True}, daemon=False
-    ).start()
-    return write_end

@@ -1,29 +1,23 @@
-"""Pure builders for what skills put on the ACP wire, and for what a prompt gives the model.
+"""What skills put on the ACP wire: pure update builders, prompt text and ``cwd`` checks.
 
-Nothing here sends anything or keeps state: each function turns values into an SDK update, a
-command list or a message, so agents that want the pieces without `AcpSkills` can use them.
+Only `ClientLink`, the one way updates and file reads reach the client, keeps state. Frames are
+made well-formed where they leave (`acp_skills.acp.transport`): builders only render.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from acp import RequestError
-from acp.helpers import (
-    start_tool_call,
-    text_block,
-    tool_content,
-    update_available_commands,
-    update_tool_call,
-)
+from acp.helpers import start_tool_call, text_block, tool_content, update_tool_call
 from acp.schema import (
     AvailableCommand,
     AvailableCommandInput,
-    AvailableCommandsUpdate,
     ToolCallProgress,
     ToolCallStart,
     UnstructuredCommandInput,
@@ -33,26 +27,10 @@ from ..model import SkillSummary, is_skill_name
 from ..text import (
     cut,
     remove_unsafe_characters,
-    replace_lone_surrogates,
     replace_lone_surrogates_in_json,
     shorten_description,
 )
 from ..tool import ToolResult
-
-__all__ = [
-    "COMMAND_DESCRIPTION_MAX",
-    "available_commands",
-    "check_cwd",
-    "commands_update",
-    "decode_tool_arguments",
-    "find_invocations",
-    "find_invocations_with_arguments",
-    "is_absolute_cwd",
-    "prompt_text",
-    "skill_tool_call_start",
-    "tool_call_finished",
-    "tool_call_started",
-]
 
 # A description longer than this is cut for the editor's command menu.
 COMMAND_DESCRIPTION_MAX = 200
@@ -64,12 +42,49 @@ _TITLE_QUERY_MAX = 80
 _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 
 
-def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart:
-    """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress).
+class AcpClient(Protocol):
+    """The part of the SDK's client proxy (`acp.core.AgentSideConnection`) the glue uses."""
 
-    Lone surrogates in the arguments (a model's JSON may carry them) are replaced by U+FFFD.
-    """
-    arguments = replace_lone_surrogates_in_json(arguments)
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
+
+    async def read_text_file(
+        self,
+        session_id: str,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> Any: ...
+
+
+class ClientLink:
+    """The client: where updates go (nowhere until `AcpSkills.attach`), and whether it reads
+    files for us (`AcpSkills.initialize`)."""
+
+    def __init__(self) -> None:
+        self.client: AcpClient | None = None
+        self.reads_files = False
+
+    async def send(self, session_id: str, update: Any) -> None:
+        """Send one ``session/update`` for ``session_id``."""
+        if self.client is not None:
+            await self.client.session_update(session_id=session_id, update=update)
+
+    def reader(self, session_id: str) -> Callable[[str], Awaitable[str]] | None:
+        """The ``read_text`` the skill tool uses for this session, or ``None`` (read the disk)."""
+        client = self.client
+        if client is None or not self.reads_files:
+            return None
+
+        async def read_text(path: str) -> str:
+            response = await client.read_text_file(session_id=session_id, path=path)
+            return str(response.content)
+
+        return read_text
+
+
+def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart:
+    """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
     name = arguments.get("name") if isinstance(arguments, Mapping) else None
     query = arguments.get("query") if isinstance(arguments, Mapping) else None
     # The name is the model's; an editor shows the title: no control characters in it.
@@ -86,7 +101,6 @@ def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart
 
 def tool_call_started(tool_call_id: str, tool_name: str, arguments: object) -> ToolCallStart:
     """The ``tool_call`` update announcing a call of one of the agent's own tools."""
-    arguments = replace_lone_surrogates_in_json(arguments)
     return start_tool_call(
         tool_call_id,
         remove_unsafe_characters(tool_name) or "Tool",
@@ -101,7 +115,7 @@ def tool_call_finished(tool_call_id: str, result: ToolResult) -> ToolCallProgres
     return update_tool_call(
         tool_call_id,
         status="failed" if result.is_error else "completed",
-        content=[tool_content(text_block(replace_lone_surrogates(result.text)))],
+        content=[tool_content(text_block(result.text))],
     )
 
 
@@ -112,10 +126,9 @@ def _raw_input(arguments: object) -> dict[str, Any]:
 def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
     """Slash commands for the user-invocable skills, in the order given.
 
-    The description is cleaned of control characters, whitespace-normalized and truncated but not
-    XML-escaped: an editor shows it literally. ``argument-hint`` becomes the command's input
-    hint, cleaned the same way. A summary whose name is not a skill name is left out: ``/name``
-    could never invoke it.
+    Descriptions and ``argument-hint`` hints are cleaned of control characters, normalized and
+    cut, not XML-escaped (an editor shows them literally). A summary whose name is not a skill
+    name is left out: ``/name`` could never invoke it.
     """
     commands = []
     for skill in skills:
@@ -135,11 +148,6 @@ def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]
     return commands
 
 
-def commands_update(skills: Iterable[SkillSummary]) -> AvailableCommandsUpdate:
-    """The ``available_commands_update`` advertising the user-invocable skills."""
-    return update_available_commands(available_commands(skills))
-
-
 def find_invocations(text: str, names: Iterable[str]) -> list[str]:
     """The skills invoked as ``/name`` in ``text``, each once, in order of first appearance.
 
@@ -149,12 +157,8 @@ def find_invocations(text: str, names: Iterable[str]) -> list[str]:
 
 
 def find_invocations_with_arguments(text: str, names: Iterable[str]) -> list[tuple[str, str]]:
-    """Like `find_invocations`, with what the person typed after each ``/name``.
-
-    A skill's arguments are the text after its ``/name`` up to the end of that line or the
-    next invocation on it, whitespace stripped; a skill invoked twice keeps its first
-    arguments.
-    """
+    """Like `find_invocations`, with each skill's arguments: the text after its ``/name`` up
+    to the end of the line or the next invocation, stripped (the first, if invoked twice)."""
     allowed = set(names)
     # One pass, keeping only the invocation whose arguments are still open: a prompt full of
     # `/name`s costs no more memory than one without.
@@ -181,58 +185,57 @@ def _arguments(text: str, start: int, stop: int) -> str:
 
 
 def prompt_text(prompt: Sequence[object]) -> str:
-    """The text of a prompt's text blocks, joined with newlines (other blocks are skipped).
-
-    Lone surrogates (valid in the JSON of a request) are replaced by U+FFFD.
-    """
+    """The text of a prompt's text blocks, joined with newlines (other blocks are skipped)."""
     parts = []
     for block in prompt:
-        text = _attribute(block, "text")
-        if _attribute(block, "type") == "text" and isinstance(text, str):
+        text = field(block, "text")
+        if field(block, "type") == "text" and isinstance(text, str):
             parts.append(text)
-    return replace_lone_surrogates("\n".join(parts))
+    return "\n".join(parts)
 
 
 def prompt_context(prompt: Sequence[object]) -> list[str]:
-    """What a prompt attaches besides its text: embedded resources and resource links.
-
-    An embedded text resource becomes ``<context uri="...">TEXT</context>``; a link becomes
-    ``(attached: URI)``, since the agent only holds its address.
-    """
+    """What a prompt attaches: ``<context uri="...">TEXT</context>`` for an embedded text
+    resource, ``(attached: URI)`` for a link (the agent only holds its address)."""
     parts = []
     for block in prompt:
-        resource = _attribute(block, "resource")
-        text = _attribute(resource, "text")
+        resource = field(block, "resource")
+        text = field(resource, "text")
         if isinstance(text, str):
-            uri = _attribute(resource, "uri")
+            uri = field(resource, "uri")
             parts.append(
                 f'<context uri="{uri if isinstance(uri, str) else ""}">\n{text}\n</context>'
             )
-        uri = _attribute(block, "uri")
-        if _attribute(block, "type") == "resource_link" and isinstance(uri, str):
+        uri = field(block, "uri")
+        if field(block, "type") == "resource_link" and isinstance(uri, str):
             parts.append(f"(attached: {uri})")
     return parts
 
 
-def _attribute(value: object, name: str) -> object:
-    # The SDK's lenient parsing can leave a raw dict where a model was expected.
+def field(value: object, name: str, key: str | None = None) -> object:
+    """``value.name``, or ``value[key or name]`` when the SDK's lenient parsing left a dict."""
     if isinstance(value, Mapping):
-        return value.get(name)
+        return value.get(key or name)
     return getattr(value, name, None)
 
 
+def sequence(value: object) -> Sequence[Any]:
+    """``value`` if it is a list or tuple, else ``()`` (records are files people can edit)."""
+    return value if isinstance(value, list | tuple) else ()
+
+
 def decode_tool_arguments(arguments: object) -> object:
-    """The decoded arguments of a model's tool call.
+    """The decoded arguments of a model's tool call, well-formed.
 
     OpenAI-style APIs send arguments as JSON text; text that does not decode is passed on as it
-    is, so the tool answers with a readable error instead of the turn failing.
+    is, so the tool answers with a readable error instead of the turn failing. A ``\\udfff``
+    escape only becomes a lone surrogate once decoded, so decoding is where the model's
+    arguments are made well-formed (U+FFFD) before any tool sees them.
     """
-    if not isinstance(arguments, str):
-        return arguments
-    try:
-        return json.loads(arguments) if arguments.strip() else {}
-    except (ValueError, RecursionError):
-        return arguments
+    if isinstance(arguments, str):
+        with contextlib.suppress(ValueError, RecursionError):
+            arguments = json.loads(arguments) if arguments.strip() else {}
+    return replace_lone_surrogates_in_json(arguments)
 
 
 def _path_limit() -> int:
@@ -253,10 +256,7 @@ def _path_bytes(path: str) -> int:
 
 
 def is_absolute_cwd(cwd: object) -> bool:
-    """Whether ``cwd`` can be a session's working directory, as ACP requires.
-
-    That is an absolute path without NUL, shorter than the platform's path limit.
-    """
+    """Whether ``cwd`` is absolute, without NUL, and shorter than the platform's path limit."""
     return (
         isinstance(cwd, str)
         and os.path.isabs(cwd)

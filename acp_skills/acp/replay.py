@@ -1,0 +1,84 @@
+"""``session/load`` replay: the stored conversation, sent back as ``session/update``\\ s.
+
+The person's messages (as typed, with the ``/name`` tool calls they saw), the agent's replies
+with their tool calls, and each tool result. A record is a file a person can edit: an entry
+that does not fit is left out rather than replayed wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeGuard
+
+from acp.helpers import update_agent_message_text, update_user_message_text
+
+from ..session import PrefixedSession
+from ..tool import ToolResult
+from .turn import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
+from .wire import (
+    ClientLink,
+    decode_tool_arguments,
+    sequence,
+    skill_tool_call_start,
+    tool_call_finished,
+    tool_call_started,
+)
+
+
+async def replay(link: ClientLink, session: PrefixedSession, skill_tool_name: str) -> None:
+    """Send ``session``'s stored conversation to the client."""
+    session_id = session.context.session_id
+    for message in session.history:
+        role, content = message.get("role"), message.get("content")
+        updates: list[Any] = []
+        if role == "user":
+            shown = message.get(DISPLAY_KEY, content)
+            if isinstance(shown, str):
+                updates.append(update_user_message_text(shown))
+            if isinstance(content, str):
+                for call_id, name, result in _invoked_calls(message, content):
+                    updates.append(skill_tool_call_start(call_id, {"name": name}))
+                    updates.append(tool_call_finished(call_id, result))
+        elif role == "assistant":
+            if isinstance(content, str) and content:
+                updates.append(update_agent_message_text(content))
+            for call in sequence(message.get("tool_calls")):
+                updates.append(_replayed_call(call, skill_tool_name))
+        elif role == "tool" and isinstance(content, str):
+            result = ToolResult(text=content, is_error=message.get(ERROR_KEY) is True)
+            updates.append(tool_call_finished(str(message.get("tool_call_id")), result))
+        for update in updates:
+            await link.send(session_id, update)
+
+
+def _replayed_call(call: object, skill_tool_name: str) -> Any:
+    call = call if isinstance(call, Mapping) else {}
+    function = call.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    call_id = str(call.get("id"))
+    name = str(function.get("name", ""))
+    arguments = decode_tool_arguments(function.get("arguments", ""))
+    if name == skill_tool_name:
+        return skill_tool_call_start(call_id, arguments)
+    return tool_call_started(call_id, name, arguments)
+
+
+def _invoked_calls(message: Mapping[str, Any], content: str) -> list[tuple[str, str, ToolResult]]:
+    """The ``/name`` tool calls recorded with a user message, as ``(id, name, result)``."""
+    calls = []
+    for entry in sequence(message.get(INVOKED_KEY)):
+        if not isinstance(entry, Mapping):
+            continue
+        call_id, name = entry.get("id"), entry.get("name")
+        start, end = entry.get("start"), entry.get("end")
+        if not (isinstance(call_id, str) and isinstance(name, str)):
+            continue
+        if not (_is_int(start) and _is_int(end) and 0 <= start <= end <= len(content)):
+            continue
+        result = ToolResult(text=content[start:end], is_error=entry.get("is_error") is True)
+        calls.append((call_id, name, result))
+    return calls
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,409 @@
+"""`AcpSkills`: the facade an agent built on the official ACP SDK mounts to get skills.
+
+Each job has its own module: the session table (`sessions`), the prompt turn (`turn`), the
+commands announcer (`commands`), ``session/load`` replay (`replay`), update builders (`wire`)
+and the stdio transport (`transport`). The constructor starts nothing; ``async with skills:``
+(or `serve`) follows the registry and, on exit, stops all it started, including the watcher of
+a provider it made itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Any, cast
+
+import anyio
+from acp import RequestError
+from acp.connection import StreamEvent
+
+from ..catalog import CatalogFit, SkillCatalogContributor, check_catalog_budget
+from ..local import LocalSkillProvider
+from ..model import SkillLookupOptions, is_skill_name, require_positive_int
+from ..prefix import SessionPrefix
+from ..record import InMemorySessionStore, SessionStore
+from ..registry import SkillRegistry
+from ..session import PrefixedSession
+from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
+from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
+from .commands import CommandsAnnouncer
+from .replay import replay
+from .sessions import SessionTable
+from .turn import AgentToolRunner, PromptTurn, TurnKit, open_turn
+from .wire import AcpClient, ClientLink, check_cwd, field
+
+EXTENSION_NAME = "acp-skills"
+EXTENSION_VERSION = "1"
+# Wire names. The Python SDK hands `ext_method` the name without its leading underscore.
+EXTENSION_METHODS = ("_skills/list", "_skills/prefix", "_skills/reload")
+
+# The task that follows the registry while `AcpSkills` is entered (named for diagnostics).
+FOLLOWER_TASK_NAME = "acp-skills registry follower"
+
+DEFAULT_MAX_LIVE_SESSIONS = 256
+DEFAULT_MAX_REQUESTS_PER_TURN = 8
+
+
+class AcpSkills:
+    """Skills for one ACP connection: sessions, turns, the tool, commands and extensions.
+
+    Args:
+        registry: where skills come from; by default one with a `LocalSkillProvider`.
+        store: where each session's record lives; in memory unless given.
+        catalog_max_length: the catalog's description bound.
+        catalog_budget: the most characters a session's catalog may have (``None``: no
+            limit); a session whose catalog left skills out gets the tool's ``query``.
+        pinned_skills: skills every catalog lists in full, first.
+        hidden_skills: skills no catalog lists and no ``query`` returns (they still load).
+        max_resource_bytes: the ``skill`` tool's cap on resource reads.
+        max_live_sessions: session instances kept in memory (`acp_skills.acp.sessions`).
+        max_requests_per_turn: model requests a turn may make (then ``max_turn_requests``).
+        expand_arguments: fill ``$ARGUMENTS`` / ``$N`` in a ``/name`` skill's body with what
+            the person typed after it (`acp_skills.arguments`); off by default.
+
+    Raises:
+        ValueError: on a bound that is not a positive integer, or a pinned or hidden name that
+            is not a skill name.
+    """
+
+    def __init__(
+        self,
+        registry: SkillRegistry | None = None,
+        *,
+        store: SessionStore | None = None,
+        catalog_max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
+        catalog_budget: int | None = None,
+        pinned_skills: Iterable[str] = (),
+        hidden_skills: Iterable[str] = (),
+        max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
+        max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS,
+        max_requests_per_turn: int = DEFAULT_MAX_REQUESTS_PER_TURN,
+        expand_arguments: bool = False,
+    ) -> None:
+        check_catalog_budget(catalog_budget)
+        pinned = _skill_names("pinned_skills", pinned_skills)
+        hidden = _skill_names("hidden_skills", hidden_skills)
+        max_live = require_positive_int("max_live_sessions", max_live_sessions)
+        max_requests = require_positive_int("max_requests_per_turn", max_requests_per_turn)
+        # The provider this object made itself, and so must close (its watcher) when done.
+        self._own_provider: LocalSkillProvider | None = None
+        if registry is None:
+            registry = SkillRegistry()
+            self._own_provider = LocalSkillProvider()
+            registry.register_provider(self._own_provider)
+        self.registry = registry
+        self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
+        self.store: SessionStore = store if store is not None else InMemorySessionStore()
+        self.prefix = SessionPrefix()
+        self._sessions = SessionTable(self.prefix, self.store, max_live=max_live)
+        self.prefix.add(
+            SkillCatalogContributor(
+                registry,
+                max_length=catalog_max_length,
+                tool_name=self.tool.name,
+                budget=catalog_budget,
+                pinned_skills=pinned,
+                hidden_skills=hidden,
+                on_fit=self._sessions.note_catalog_fit,
+            )
+        )
+        self._link = ClientLink()
+        self._announcer = CommandsAnnouncer(registry, self._sessions, self._link)
+        self._kit = TurnKit(
+            registry=registry,
+            tool=self.tool,
+            link=self._link,
+            announcer=self._announcer,
+            max_requests=max_requests,
+            expand_arguments=expand_arguments,
+        )
+        self._unsubscribe = registry.on_change(self._announcer.on_registry_change)
+        self._group: anyio.abc.TaskGroup | None = None
+
+    # -- lifetime ------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> AcpSkills:
+        """Follow the registry: a change reaches every live session's commands."""
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        await self._group.start(self._announcer.follow, name=FOLLOWER_TASK_NAME)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        """Stop following the registry, wait for that to end, and close a provider made here."""
+        group, self._group = self._group, None
+        if group is None:
+            return None
+        group.cancel_scope.cancel()
+        try:
+            return await group.__aexit__(exc_type, exc, traceback)
+        finally:
+            self._close_own_provider()
+
+    async def aclose(self) -> None:
+        """Stop following the registry for good, and close a provider made here (not one
+        passed in)."""
+        self._unsubscribe()
+        self._close_own_provider()
+        if self._group is not None:
+            self._group.cancel_scope.cancel()
+
+    def _close_own_provider(self) -> None:
+        if self._own_provider is not None:
+            self._own_provider.close()
+
+    async def serve(self, agent: object, transport: Any | None = None) -> None:
+        """Serve ``agent`` (a plain class with the SDK's handlers) until the client leaves.
+
+        Args:
+            agent: the agent's handlers. Its own ``on_connect(conn)``, if any, is called too.
+            transport: a message-level transport; by default `GuardedTransport` over
+                `open_stdio`.
+        """
+        from acp.core import AgentSideConnection
+
+        from .stdio import open_stdio
+        from .transport import GuardedTransport
+
+        if transport is None:
+            reader, writer = await open_stdio()
+            transport = GuardedTransport(reader, writer)
+        async with self:
+            # The agent implements the handlers it supports (the SDK answers the others with
+            # "method not found"), so it is not a full `acp.Agent` to the type checker.
+            connection = AgentSideConnection(
+                cast(Any, agent), transport, listening=False, observers=[self.observe]
+            )
+            self.attach(connection)
+            try:
+                await connection.listen()
+            finally:
+                await asyncio.shield(connection.close())
+
+    def attach(self, client: AcpClient) -> None:
+        """Use ``client`` (the SDK's `AgentSideConnection`) to reach the editor.
+
+        `serve` does this; an agent that builds its own connection calls it from its
+        ``on_connect``, and passes ``observers=[skills.observe]`` to the connection so that a
+        session's commands follow its ``session/new`` / ``session/load`` response on the wire
+        (without it they go out at the session's first prompt turn).
+        """
+        self._link.client = client
+
+    def observe(self, event: StreamEvent) -> Awaitable[None] | None:
+        """The SDK stream observer (``observers=[...]``) that sends a session's first commands
+        once its ``session/new`` / ``session/load`` response has been written."""
+        return self._announcer.observe(event)
+
+    def initialize(self, client_capabilities: object) -> dict[str, Any]:
+        """Note what the client can do; return the ``agentCapabilities._meta`` entries to add."""
+        fs = field(client_capabilities, "fs")
+        self._link.reads_files = field(fs, "read_text_file", "readTextFile") is True
+        return self.capability_meta()
+
+    @staticmethod
+    def capability_meta() -> dict[str, Any]:
+        """``{"acp-skills": {"version", "methods"}}`` for ``agentCapabilities._meta``."""
+        return {EXTENSION_NAME: {"version": EXTENSION_VERSION, "methods": list(EXTENSION_METHODS)}}
+
+    @property
+    def skill_tool_spec(self) -> dict[str, Any]:
+        """The plain ``skill`` tool in the OpenAI function format (`PromptTurn.tools` holds
+        the session's own, with ``query`` when its catalog left skills out)."""
+        return self._kit.tool_spec(searchable=False)
+
+    async def catalog_fit(self, session_id: str) -> CatalogFit | None:
+        """What the catalog budget did to the session's catalog (`PrefixedSession.catalog_fit`).
+
+        Raises:
+            acp.RequestError: invalid params (-32602) for an unknown session id.
+        """
+        return (await self.session(session_id)).catalog_fit
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def open_session(
+        self, session_id: str, cwd: str, *, tool_names: Iterable[str] | None = None
+    ) -> PrefixedSession:
+        """Start a session instance for ``session/new`` (its commands follow the response).
+
+        Args:
+            session_id: the id the agent answers ``session/new`` with.
+            cwd: the session's working directory (absolute).
+            tool_names: the tools the session's model can call; the catalog is only composed
+                when ``skill`` is among them (by default it is the only one).
+
+        Raises:
+            acp.RequestError: invalid params (-32602) for a ``cwd`` that is not absolute.
+        """
+        check_cwd(cwd)
+        names = (self.tool.name,) if tool_names is None else tool_names
+        return (await self._sessions.open(session_id, cwd, names)).session
+
+    async def load_session(
+        self, session_id: str, cwd: str, *, tool_names: Iterable[str] | None = None
+    ) -> PrefixedSession:
+        """Start a new instance of a stored session for ``session/load`` and replay it.
+
+        A turn still running on the previous instance is cancelled; the new instance composes
+        its prefix afresh.
+
+        Raises:
+            acp.RequestError: invalid params (-32602) for a relative ``cwd`` or a session that
+                is neither live nor stored.
+        """
+        check_cwd(cwd)
+        if session_id not in self._sessions and not await self.store.exists(session_id):
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "reason": "unknown session"}
+            )
+        self.cancel(session_id)
+        session = await self.open_session(session_id, cwd, tool_names=tool_names)
+        await replay(self._link, session, self.tool.name)
+        return session
+
+    def has_session(self, session_id: str) -> bool:
+        """Whether ``session_id`` is a session instance of this connection (live or released)."""
+        return session_id in self._sessions
+
+    async def session(self, session_id: str) -> PrefixedSession:
+        """The session instance, reopened from its record if it was released while idle.
+
+        Raises:
+            acp.RequestError: invalid params (-32602) for an unknown session id.
+        """
+        return (await self._sessions.get(session_id)).session
+
+    def cancel(self, session_id: str) -> None:
+        """Cancel the session's running turn (``session/cancel``); nothing if none runs."""
+        live = self._sessions.peek(session_id)
+        if live is not None and live.turn is not None:
+            live.turn.cancel()
+
+    # -- prompt turns --------------------------------------------------------------------------
+
+    def turn(
+        self,
+        session_id: str,
+        prompt: Sequence[object],
+        *,
+        system: str = "",
+        config: Mapping[str, object] | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+        run_tool: AgentToolRunner | None = None,
+    ) -> AbstractAsyncContextManager[PromptTurn]:
+        """Run one ``session/prompt`` turn: ``async with skills.turn(...) as turn:``.
+
+        Entering it re-advertises the commands, composes the prefix once, loads each ``/name``
+        skill and records the person's message. A prompt opening with ``/skills`` or a ``/word``
+        that is no command is answered by the library: the turn is then already `finished`.
+        `cancel` cancels the block; the response then says ``cancelled``
+        (docs/integration.md tells each step).
+
+        Args:
+            session_id: the session of the ``session/prompt`` request.
+            prompt: its content blocks.
+            system: the system prompt (recorded in the request header).
+            config: the model configuration (recorded in the request header).
+            tools: the agent's own tool specs (OpenAI function format), after ``skill``.
+            run_tool: runs the agent's own tools by name.
+
+        Raises:
+            acp.RequestError: invalid params (-32602) for an unknown session; invalid request
+                (-32600) when a turn of that session is already running.
+        """
+        return open_turn(
+            self._kit,
+            self._sessions,
+            session_id,
+            prompt,
+            system=system,
+            config=config or {},
+            tools=tools,
+            run_tool=run_tool,
+        )
+
+    # -- extension methods ---------------------------------------------------------------------
+
+    def handles(self, method: str) -> bool:
+        """Whether ``method`` (as the SDK passes it to ``ext_method``, without ``_``) is ours."""
+        return f"_{method}" in EXTENSION_METHODS or method in EXTENSION_METHODS
+
+    async def ext_method(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer ``_skills/list``, ``_skills/prefix`` or ``_skills/reload``.
+
+        Raises:
+            acp.RequestError: method not found (-32601) for any other method; invalid params
+                (-32602) for a missing or unknown session id or a relative ``cwd``.
+        """
+        name = method.removeprefix("_")
+        params = params if isinstance(params, Mapping) else {}
+        if name == "skills/list":
+            return await self._list_skills(params)
+        if name == "skills/prefix":
+            return await self._describe_prefix(params)
+        if name == "skills/reload":
+            self.registry.invalidate()
+            return {"revision": self.registry.revision}
+        raise RequestError.method_not_found(f"_{name}")
+
+    async def _list_skills(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        if "sessionId" in params:
+            cwd: str | None = (await self.session(params["sessionId"])).context.cwd
+        elif "cwd" in params:
+            cwd = check_cwd(params["cwd"])
+        else:
+            raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
+        snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=cwd))
+        problems = await self.registry.diagnose(SkillLookupOptions(cwd=cwd))
+        # The editor shows these: no control characters, whitespace kept.
+        clean = remove_unsafe_characters
+        return {
+            "skills": [
+                {
+                    "name": skill.name,
+                    "description": clean(skill.description),
+                    "source": clean(skill.source),
+                    "provider": clean(skill.provider),
+                    "userInvocable": skill.user_invocable,
+                    "disableModelInvocation": skill.disable_model_invocation,
+                }
+                for skill in snapshot.skills
+            ],
+            # The same records as `/skills` and `acp-skills doctor`.
+            "problems": [
+                problem.to_json() | {"message": clean(problem.message)} for problem in problems
+            ],
+        }
+
+    async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        session = await self.session(params.get("sessionId"))  # type: ignore[arg-type]
+        header, fit = session.last_header, session.catalog_fit
+        budget: dict[str, Any] | None = None
+        if fit is not None:
+            budget = {"limit": fit.limit, "used": fit.used, "shortened": fit.shortened}
+            budget["omitted"] = list(fit.omitted)
+        return {
+            "composed": session.composed,
+            "messages": [{"role": m.role, "text": m.text} for m in session.messages],
+            "header": header.to_json() if header is not None else None,
+            "budget": budget,
+        }
+
+
+def _skill_names(option: str, names: Iterable[str]) -> tuple[str, ...]:
+    # A lone string is iterable too, and would pin or hide its letters one by one.
+    if isinstance(names, str):
+        raise ValueError(f"{option} must be a collection of skill names, not a string")
+    checked = tuple(names)
+    for name in checked:
+        if not is_skill_name(name):
+            raise ValueError(f"{option} holds {name!r}, which is not a skill name")
+    return checked

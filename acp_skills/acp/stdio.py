@@ -1,0 +1,147 @@
+"""Stdio for the protocol: `open_stdio` opens stdin and stdout as asyncio streams, and
+`read_line` reads one line of them without ever holding more than a bounded part of it."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import selectors
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Final
+
+import structlog
+
+__all__ = ["OverlongLine", "open_stdio", "read_line"]
+
+_log = structlog.get_logger(__name__)
+
+# asyncio's read buffer for stdin. Lines longer than this are still read (in pieces); the
+# StreamReader pauses the pipe at twice this, which bounds what one unread line can cost.
+DEFAULT_BUFFER_BYTES: Final = 1024 * 1024
+
+# How much of an over-long line is kept to find its id and method.
+_HEAD_BYTES: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class OverlongLine:
+    """A line that was discarded for being too long: its first bytes and its length."""
+
+    head: bytes
+    size: int
+
+
+async def read_line(reader: asyncio.StreamReader, max_bytes: int) -> bytes | OverlongLine:
+    """Read one line; past ``max_bytes`` keep only its head and discard the rest as it is read."""
+    chunks: list[bytes] = []
+    head: bytes | None = None  # set once the line is known to be too long
+    size = 0
+    while True:
+        complete = True
+        try:
+            chunk = await reader.readuntil(b"\n")
+        except asyncio.LimitOverrunError as overrun:
+            chunk = await reader.readexactly(overrun.consumed)
+            complete = False
+        except asyncio.IncompleteReadError as end:
+            chunk = end.partial
+        size += len(chunk)
+        length = size - 1 if complete and chunk.endswith(b"\n") else size
+        if head is None:
+            chunks.append(chunk)
+            if length > max_bytes:
+                head = b"".join(chunks)[:_HEAD_BYTES]
+                chunks.clear()  # from here on, every piece is dropped as it is read
+        if complete:
+            if head is not None:
+                return OverlongLine(head=head, size=length)
+            return b"".join(chunks)
+
+
+async def open_stdio(
+    *, limit: int = DEFAULT_BUFFER_BYTES, protect_stdout: bool = True
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Open the process's stdin and stdout as asyncio streams for the protocol.
+
+    With ``protect_stdout``, frames go to a private duplicate of fd 1, and fd 1 (with
+    ``sys.stdout``) points at stderr: nothing else printed can corrupt a frame. asyncio only
+    watches pipes, sockets and terminals; other stdio (``< /dev/null``) is copied by a thread.
+
+    Raises:
+        OSError: ``EBADF`` when the process was started with stdin or stdout closed.
+    """
+    for name in ("stdin", "stdout"):
+        if getattr(sys, name) is None:
+            raise OSError(errno.EBADF, f"{name} is closed")
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=limit)
+    stdin_fd = sys.stdin.fileno()
+    if not _pollable(stdin_fd):
+        stdin_fd = _pumped_into_pipe(stdin_fd, daemon=True)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdin_fd, "rb", buffering=0)
+    )
+    sys.stdout.flush()
+    out_fd = os.dup(1) if protect_stdout else sys.stdout.fileno()
+    if protect_stdout:
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    if not _pollable(out_fd):
+        out_fd = _pumped_from_pipe(out_fd)
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return reader, writer
+
+
+def _pollable(fd: int) -> bool:
+    # epoll refuses regular files and /dev/null with EPERM; asking it is the one sure test.
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def _copy(source: int, target: int, *, close_source_on_error: bool = False) -> None:
+    """Copy until end of input, then close the target (the reader then sees the end).
+
+    With ``close_source_on_error``, a failed copy closes the source too, so whoever writes
+    into it gets ``EPIPE`` instead of blocking once the pipe is full.
+    """
+    try:
+        while chunk := os.read(source, 65536):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(target, view) :]
+    except OSError as error:
+        _log.warning("acp_stdio_copy_failed", error=repr(error))
+        if close_source_on_error:
+            os.close(source)
+    finally:
+        os.close(target)
+
+
+def _pumped_into_pipe(source: int, *, daemon: bool) -> int:
+    """A pipe whose read end receives everything read from ``source``, copied by a thread."""
+    read_end, write_end = os.pipe()
+    threading.Thread(target=_copy, args=(source, write_end), daemon=daemon).start()
+    return read_end
+
+
+def _pumped_from_pipe(target: int) -> int:
+    """A pipe whose write end is copied to ``target`` by a thread.
+
+    Not a daemon thread: the interpreter waits for it, so the last frames reach ``target``
+    after the protocol closes its end.
+    """
+    read_end, write_end = os.pipe()
+    threading.Thread(
+        target=_copy, args=(read_end, target), kwargs={"close_source_on_error": True}, daemon=False
+    ).start()
+    return write_end

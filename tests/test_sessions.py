@@ -1,0 +1,104 @@
+"""The session table (`acp_skills.acp.sessions`): live instances and released ones, both bounded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from acp import RequestError
+from acp.helpers import text_block
+
+from acp_skills import SkillDefinition, SkillRegistry
+from acp_skills.acp import AcpSkills
+from acp_skills.acp.sessions import RELEASED_PER_LIVE
+from tests.acp_peer import fixture_registry, make_project, write_fixture_skills
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> SkillRegistry:
+    """deploy, compare, internal (model-only) and secret (person-only), on disk."""
+    return fixture_registry(tmp_path, write_fixture_skills(tmp_path))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path)
+
+
+def live_ids(skills: AcpSkills) -> list[str]:
+    return [session_id for session_id, _live in skills._sessions.running()]
+
+
+async def test_idle_sessions_beyond_the_bound_are_released_and_come_back_unchanged(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """With room for two, the third session releases the first, which reopens as it was."""
+    skills = AcpSkills(registry, max_live_sessions=2)
+    await skills.open_session("s1", str(project))
+    async with skills.turn("s1", [text_block("first")]) as turn:
+        await turn.request_messages()
+        await turn.add_reply({"content": "one"})
+    frozen = turn.prefix
+    await skills.open_session("s2", str(project))
+    registry.register(SkillDefinition(name="late", description="Added later.", content="x"))
+    await skills.open_session("s3", str(project))
+    live = [sid for sid in ("s1", "s2", "s3") if skills._sessions.peek(sid) is not None]
+    assert live == ["s2", "s3"]
+    assert skills.has_session("s1")
+    async with skills.turn("s1", [text_block("second")]) as turn:
+        messages = await turn.request_messages()
+    # The released session kept its frozen catalog (without "late") and its history.
+    assert turn.prefix == frozen
+    assert [m["content"] for m in messages[len(frozen) :]] == ["first", "one", "second"]
+    session = await skills.session("s1")
+    assert [h.reason for h in [session.last_header] if h is not None] == ["initial"]
+
+
+async def test_released_sessions_are_bounded_and_the_oldest_is_forgotten(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """With one live session, the table remembers `RELEASED_PER_LIVE` released ones at most."""
+    skills = AcpSkills(registry, max_live_sessions=1)
+    count = RELEASED_PER_LIVE + 2
+    for index in range(count):
+        await skills.open_session(f"s{index}", str(project))
+    assert live_ids(skills) == [f"s{count - 1}"]
+    remembered = [f"s{index}" for index in range(count) if skills.has_session(f"s{index}")]
+    # The live one, and the most recently released ones up to the bound.
+    assert remembered == [f"s{index}" for index in range(1, count)]
+    assert not skills.has_session("s0")
+
+
+async def test_a_forgotten_session_is_unknown_to_a_prompt_but_loads_from_its_record(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """Forgotten is not lost: ``session/load`` reopens it from its record, history and all."""
+    skills = AcpSkills(registry, max_live_sessions=1)
+    await skills.open_session("first", str(project))
+    async with skills.turn("first", [text_block("remember me")]) as turn:
+        await turn.request_messages()
+        await turn.add_reply({"content": "noted"})
+    for index in range(RELEASED_PER_LIVE + 1):
+        await skills.open_session(f"other-{index}", str(project))
+    assert not skills.has_session("first")
+    with pytest.raises(RequestError) as caught:
+        await skills.session("first")
+    assert caught.value.code == -32602
+    session = await skills.load_session("first", str(project))
+    assert [m["content"] for m in session.history] == ["remember me", "noted"]
+    assert skills.has_session("first")
+
+
+async def test_a_busy_session_is_not_released(registry: SkillRegistry, project: Path) -> None:
+    """A session whose turn is running stays live past the bound; it is released once idle."""
+    skills = AcpSkills(registry, max_live_sessions=1)
+    await skills.open_session("busy", str(project))
+    async with skills.turn("busy", [text_block("hold on")]) as turn:
+        await skills.open_session("next", str(project))
+        assert live_ids(skills) == ["busy", "next"]
+        await turn.request_messages()
+        await turn.add_reply({"content": "done"})
+    await skills.open_session("third", str(project))
+    assert live_ids(skills) == ["third"]
