@@ -1,12 +1,5 @@
-"""ACP glue: skills inside any agent built on the official ``agent-client-protocol`` SDK.
-
-`AcpSkills` is the one object an agent mounts (docs/integration.md shows the whole snippet);
-`PromptTurn` is what its ``turn`` yields. `GuardedTransport` and `open_stdio` are the hardened
-stdio transport `AcpSkills.serve` uses, for agents that build their own connection.
-
-This is the only part of the library that imports the ACP SDK (and, through it, pydantic):
-``import acp_skills`` alone does not.
-"""
+"""ACP glue: skills inside any agent built on the official ``agent-client-protocol`` SDK
+(docs/integration.md). The only part of the library that imports the SDK (and pydantic)."""
 
 from __future__ import annotations
 

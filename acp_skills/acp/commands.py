@@ -1,11 +1,5 @@
-"""Slash commands: the announcer that keeps each session's command list current, and the
-library's own ``/skills`` and the note for a ``/word`` that is no command.
-
-A session's commands go out once its ``session/new`` / ``session/load`` response has been
-written (`CommandsAnnouncer.observe`), again on its first prompt turn (some editors drop the
-first), and whenever a registry change alters its set (`CommandsAnnouncer.follow`). ``/skills``
-is advertised after the skills' own commands unless a user-invocable skill takes its name.
-"""
+"""Slash commands: the announcer keeping each session's command list current, the library's
+own ``/skills``, and the note for a ``/word`` that is no command."""
 
 from __future__ import annotations
 
@@ -35,7 +29,6 @@ _log = structlog.get_logger(__name__)
 SKILLS_COMMAND: Final = "skills"
 SKILLS_COMMAND_DESCRIPTION: Final = "Show the skills available here and any problems with them"
 
-# The requests whose response a session's first commands update must follow.
 _SESSION_OPENERS: Final = ("session/new", "session/load")
 
 # How many problems `/skills` lists before pointing at `acp-skills doctor`: a chat message is
@@ -43,20 +36,16 @@ _SESSION_OPENERS: Final = ("session/new", "session/load")
 _MAX_PROBLEMS_SHOWN: Final = 20
 _DESCRIPTION_SHOWN: Final = 120
 
-# A slash word opening the prompt: `/word` followed by whitespace or the end. Wider than the
-# skill-name grammar on purpose, so `/Deploy` or `/run_tests` get a "no such command" note (and
-# a suggestion) rather than silently reaching the model; `/usr/bin` and `5/8` are no words.
+# Wider than the skill-name grammar on purpose: `/Deploy` or `/run_tests` get a "no such
+# command" note rather than silently reaching the model; `/usr/bin` and `5/8` are no words.
 _LEADING_SLASH_WORD: Final = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_-]*)(?!\S)")
 
 _SEVERITY_ORDER: Final = {"error": 0, "warning": 1, "info": 2}
-# Paths and messages can quote what is on disk: no control characters in the editor.
-_clean = remove_unsafe_characters
 _SEVERITY_LABEL: Final = {"error": "error", "warning": "warning", "info": "note"}
+_clean = remove_unsafe_characters  # paths and messages can quote what is on disk
 
 
 class CommandsAnnouncer:
-    """Keeps every live session's ``available_commands_update`` current."""
-
     def __init__(self, registry: SkillRegistry, sessions: SessionTable, link: ClientLink) -> None:
         self._registry = registry
         self._sessions = sessions
@@ -70,7 +59,6 @@ class CommandsAnnouncer:
     async def refresh(
         self, session_id: str, live: LiveSession, snapshot: SkillSnapshot, *, force: bool
     ) -> None:
-        """Send the session's commands for ``snapshot``, unless unchanged and not ``force``."""
         commands = [*available_commands(snapshot.skills), *builtin_commands(snapshot.skills)]
         key = tuple(
             (c.name, c.description, c.input.root.hint if c.input is not None else "")
@@ -82,11 +70,8 @@ class CommandsAnnouncer:
         await self._link.send(session_id, update_available_commands(commands))
 
     def observe(self, event: StreamEvent) -> Awaitable[None] | None:
-        """An SDK stream observer: announce a session once its opening response is out.
-
-        The SDK calls observers after writing a frame, and runs the returned coroutine as a
-        task of the connection (cancelled if the connection closes first).
-        """
+        # The SDK calls observers after writing a frame, and runs the returned coroutine as a
+        # task of the connection (cancelled if the connection closes first).
         message = event.message
         request_id = message.get("id")
         if not isinstance(request_id, str | int) or isinstance(request_id, bool):
@@ -116,76 +101,56 @@ class CommandsAnnouncer:
         try:
             await self.refresh(session_id, live, snapshot, force=True)
         except ConnectionError:
-            # The client left while the skills were being discovered (end of input right after
-            # `session/new`). The SDK's close() would re-raise this from the connection's task
-            # and turn a clean exit into a failed one; there is simply nobody to tell.
+            # The client left meanwhile: the SDK's close() would re-raise this from the
+            # connection's task and turn a clean exit into a failed one. Nobody is left to tell.
             _log.debug(
                 "skills_commands_not_sent", session_id=session_id, reason="connection closed"
             )
 
     def on_registry_change(self) -> None:
-        """The registry's change listener. May run on any thread: it only wakes `follow`."""
+        # May run on any thread: it only wakes `follow`.
         loop, changed = self._loop, self._changed
         if loop is None or changed is None or loop.is_closed():
             return  # not following: each session notices at its next turn
         loop.call_soon_threadsafe(changed.set)
 
     async def follow(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
-        """Re-send each live session's commands whenever a registry change alters them.
-
-        Start it with ``await group.start(announcer.follow)``: a change made once that returns
-        is not missed.
-        """
+        # Started with `group.start`: a change made once that returns is not missed.
         self._loop, self._changed = asyncio.get_running_loop(), asyncio.Event()
         changed = self._changed
         task_status.started()
         try:
             while True:
                 await changed.wait()
-                # Cleared before refreshing: a change during the refresh triggers one more
-                # round, and a burst of changes collapses into one.
+                # Cleared first: a change during the refresh makes one more round, a burst one.
                 changed.clear()
-                # Catalogs are cached per cwd: one discovery per distinct working directory.
                 for session_id, live in self._sessions.running():
                     try:
                         options = SkillLookupOptions(cwd=live.session.context.cwd)
                         snapshot = await self._registry.snapshot(options)
                         await self.refresh(session_id, live, snapshot, force=False)
                     except Exception as error:
-                        log = _log.warning
-                        log(
-                            "skills_commands_refresh_failed",
-                            session_id=session_id,
-                            error=repr(error),
-                        )
+                        event = "skills_commands_refresh_failed"
+                        _log.warning(event, session_id=session_id, error=repr(error))
         finally:
             self._loop = self._changed = None
 
 
-def user_commands(skills: Iterable[SkillSummary]) -> list[str]:
-    """The names a person can type as ``/name``: user-invocable skills, then the built-ins."""
-    names = [skill.name for skill in skills if skill.user_invocable]
-    if SKILLS_COMMAND not in names:
-        names.append(SKILLS_COMMAND)
-    return names
-
-
 def builtin_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
-    """``/skills``, advertised after the skills' own unless a user-invocable skill takes it."""
     if any(skill.user_invocable and skill.name == SKILLS_COMMAND for skill in skills):
         return []
     return [AvailableCommand(name=SKILLS_COMMAND, description=SKILLS_COMMAND_DESCRIPTION)]
 
 
 def leading_slash_word(text: str) -> str | None:
-    """The ``word`` of a prompt that starts with ``/word`` (leading whitespace allowed)."""
     match = _LEADING_SLASH_WORD.match(text)
     return match.group(1) if match else None
 
 
 def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
-    """The note answering ``/word`` when it is no command, naming the commands that exist."""
-    commands = user_commands(snapshot.skills)
+    commands = [skill.name for skill in snapshot.skills if skill.user_invocable]
+    if SKILLS_COMMAND not in commands:
+        commands.append(SKILLS_COMMAND)
     model_only = any(skill.name == word and not skill.user_invocable for skill in snapshot.skills)
     if model_only:
         opening = (
@@ -207,34 +172,26 @@ def skills_report(
     diagnostics: Sequence[Diagnostic] | None,
     fit: CatalogFit | None = None,
 ) -> str:
-    """What ``/skills`` answers, as Markdown: the skills ``cwd`` resolves to now, the problems
-    (``None``: they could not be gathered) and what the budget did to the session's catalog."""
     lines = [f"**Skills for `{_clean(cwd)}`** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
-    for skill in snapshot.skills:
-        lines.append(_skill_line(skill))
-    lines.append("")
+    lines += [*(_skill_line(skill) for skill in snapshot.skills), ""]
     if fit is not None:
-        lines.extend(_clean(line) for line in describe_catalog_fit(fit).splitlines())
-        lines.append("")
+        lines += [*(_clean(line) for line in describe_catalog_fit(fit).splitlines()), ""]
     if diagnostics is None:
         lines.append("The problems could not be gathered (see the agent's log).")
     elif not diagnostics:
         lines.append("No problems found.")
     else:
         ordered = sorted(diagnostics, key=lambda d: _SEVERITY_ORDER.get(d.severity, 3))
-        lines.append(f"**Problems** ({_tally(ordered)})")
-        lines.append("")
+        lines += [f"**Problems** ({_tally(ordered)})", ""]
         lines.extend(_diagnostic_line(d) for d in ordered[:_MAX_PROBLEMS_SHOWN])
         hidden = len(ordered) - _MAX_PROBLEMS_SHOWN
         if hidden > 0:
             lines.append(f"- ... and {hidden} more")
-        lines.append("")
-        lines.append(f"Run `acp-skills doctor --cwd {_clean(cwd)}` in a terminal for details.")
+        lines += ["", f"Run `acp-skills doctor --cwd {_clean(cwd)}` in a terminal for details."]
     if not snapshot.complete:
-        lines.append("")
-        lines.append("A skill provider did not answer in time: this list may be incomplete.")
+        lines += ["", "A skill provider did not answer in time: this list may be incomplete."]
     return "\n".join(lines).rstrip("\n")
 
 

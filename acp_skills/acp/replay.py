@@ -1,8 +1,6 @@
 """``session/load`` replay: the stored conversation, sent back as ``session/update``\\ s.
 
-The person's messages (as typed, with the ``/name`` tool calls they saw), the agent's replies
-with their tool calls, and each tool result. A record is a file a person can edit: an entry
-that does not fit is left out rather than replayed wrong.
+A record is a file a person can edit: an entry that does not fit is left out, not replayed wrong.
 """
 
 from __future__ import annotations
@@ -26,11 +24,10 @@ from .wire import (
 
 
 async def replay(link: ClientLink, session: PrefixedSession, skill_tool_name: str) -> None:
-    """Send ``session``'s stored conversation to the client."""
     session_id = session.context.session_id
     for message in session.history:
         role, content = message.get("role"), message.get("content")
-        updates: list[Any] = []
+        updates: list[Any] = []  # sent after the message is read whole
         if role == "user":
             shown = message.get(DISPLAY_KEY, content)
             if isinstance(shown, str):
@@ -64,7 +61,6 @@ def _replayed_call(call: object, skill_tool_name: str) -> Any:
 
 
 def _invoked_calls(message: Mapping[str, Any], content: str) -> list[tuple[str, str, ToolResult]]:
-    """The ``/name`` tool calls recorded with a user message, as ``(id, name, result)``."""
     calls = []
     for entry in sequence(message.get(INVOKED_KEY)):
         if not isinstance(entry, Mapping):

@@ -1,8 +1,8 @@
 """The session table: every session instance of one connection, bounded in memory.
 
 Beyond ``max_live`` instances the least recently used idle ones are released (kept: what
-reopens them from their record). Past `RELEASED_PER_LIVE` times ``max_live`` released ones, the
-oldest is forgotten: it then comes back only through ``session/load``, from its record.
+reopens them from their record); past `RELEASED_PER_LIVE` times ``max_live`` released ones,
+the oldest is forgotten and comes back only through ``session/load``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from ..session import PrefixedSession
 
 _log = structlog.get_logger(__name__)
 
-# Released sessions remembered per live one: a few hundred bytes each, so 256 live sessions
-# remember 4,096 released ones, and a person's recent sessions come back from a prompt alone.
+# A released session costs a few hundred bytes: 256 live sessions remember 4,096 released ones.
 RELEASED_PER_LIVE = 16
 
 # The commands a session was last sent, as (name, description, hint) triples.
@@ -33,20 +32,14 @@ CommandsKey = tuple[tuple[str, str, str], ...]
 
 @dataclass(slots=True, kw_only=True)
 class LiveSession:
-    """A session instance in memory, with what the turn and the commands announcer track."""
-
     session: PrefixedSession
-    # The running turn's cancel scope; `cancel` cancels it.
-    turn: anyio.CancelScope | None = None
-    # Whether a prompt turn has re-sent the commands (the first one always does).
-    announced_in_turn: bool = False
+    turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
+    announced_in_turn: bool = False  # whether a prompt turn has re-sent the commands
     commands_sent: CommandsKey | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Released:
-    """What is kept of an idle session released from memory: enough to reopen its record."""
-
     context: PrefixContext
     requested: bool
     catalog_fit: CatalogFit | None
@@ -55,8 +48,6 @@ class _Released:
 
 
 class SessionTable:
-    """The session instances of one connection, by session id."""
-
     def __init__(self, prefix: SessionPrefix, store: SessionStore, *, max_live: int) -> None:
         self._prefix = prefix
         self._store = store
@@ -72,22 +63,15 @@ class SessionTable:
         return iter(list(self._live.items()))
 
     def peek(self, session_id: object) -> LiveSession | None:
-        """The live instance, without reopening or reordering anything."""
         return self._live.get(session_id) if isinstance(session_id, str) else None
 
     async def open(self, session_id: str, cwd: str, tool_names: Iterable[str]) -> LiveSession:
-        """Start a new instance over the session's record (``session/new``, ``session/load``).
-
-        Raises:
-            acp.RequestError: internal error (-32603) naming the record's problem when it
-                cannot be read.
-        """
+        """Start a new instance over the session's record (-32603 if it cannot be read)."""
         context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=frozenset(tool_names))
         try:
             record = await self._store.open(session_id)
             session = await PrefixedSession.open(self._prefix, context, record)
         except OSError as error:
-            # Told to the client, not thrown at it: a message a person can act on.
             problem = describe_os_error(error)
             _log.warning("session_record_unreadable", session_id=session_id, error=problem)
             reason = f"the session record cannot be read: {problem}"
@@ -99,21 +83,16 @@ class SessionTable:
         return live
 
     async def get(self, session_id: object) -> LiveSession:
-        """The instance, reopened from its record if it was released while idle.
-
-        Raises:
-            acp.RequestError: invalid params (-32602) for an unknown session id.
-        """
+        """The instance, reopened if it was released (-32602 for an unknown id)."""
         live = self.peek(session_id)
         if live is not None:
             self._live.move_to_end(live.session.context.session_id)
             return live
         released = self._released.get(session_id) if isinstance(session_id, str) else None
-        if released is None:
+        if released is None or not isinstance(session_id, str):
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "reason": "unknown session"}
             )
-        assert isinstance(session_id, str)
         record = await self._store.open(session_id)
         session = await PrefixedSession.reopen(
             self._prefix,
@@ -135,22 +114,19 @@ class SessionTable:
         return live
 
     def note_catalog_fit(self, context: PrefixContext, fit: CatalogFit) -> None:
-        """Give the instance composed for ``context`` what the catalog budget did."""
         live = self.peek(context.session_id)
         if live is not None and live.session.context is context:
             live.session.catalog_fit = fit
 
     def _release_idle(self) -> None:
-        """Release the least recently used idle instances beyond the bound."""
         excess = len(self._live) - self._max_live
         # The most recent one is the session being opened: never released on its way in.
         for session_id, live in list(self._live.items())[:-1]:
             if excess <= 0:
                 break
             session = live.session
+            # Busy, or holding entries its record has not taken yet: releasing would lose them.
             if live.turn is not None or session.save_error is not None:
-                # Busy, or holding entries its record has not taken yet: releasing it would
-                # lose them.
                 continue
             del self._live[session_id]
             self._released[session_id] = _Released(
@@ -167,7 +143,6 @@ class SessionTable:
 
 
 def not_saved_notice(error: OSError) -> str:
-    """What a turn tells the person when the session's record could not be written."""
     return (
         f"Note: this conversation could not be saved ({describe_os_error(error)}). It goes on "
         "here, and what is missing is saved as soon as writing works again; if the agent stops "
@@ -176,5 +151,4 @@ def not_saved_notice(error: OSError) -> str:
 
 
 def describe_os_error(error: OSError) -> str:
-    """``strerror: filename``, the way a person reads an `OSError`."""
     return f"{error.strerror}: {error.filename}" if error.filename else str(error)

@@ -1,10 +1,7 @@
 """`AcpSkills`: the facade an agent built on the official ACP SDK mounts to get skills.
 
-Each job has its own module: the session table (`sessions`), the prompt turn (`turn`), the
-commands announcer (`commands`), ``session/load`` replay (`replay`), update builders (`wire`)
-and the stdio transport (`transport`). The constructor starts nothing; ``async with skills:``
-(or `serve`) follows the registry and, on exit, stops all it started, including the watcher of
-a provider it made itself.
+The constructor starts nothing; ``async with skills:`` (or `serve`) follows the registry and,
+on exit, stops all it started, including the watcher of a provider it made itself.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ from typing import Any, cast
 import anyio
 from acp import RequestError
 from acp.connection import StreamEvent
+from acp.core import AgentSideConnection
 
 from ..catalog import CatalogFit, SkillCatalogContributor, check_catalog_budget
 from ..local import LocalSkillProvider
@@ -31,15 +29,16 @@ from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from .commands import CommandsAnnouncer
 from .replay import replay
 from .sessions import SessionTable
+from .stdio import open_stdio
+from .transport import GuardedTransport
 from .turn import AgentToolRunner, PromptTurn, TurnKit, open_turn
 from .wire import AcpClient, ClientLink, check_cwd, field
 
 EXTENSION_NAME = "acp-skills"
 EXTENSION_VERSION = "1"
-# Wire names. The Python SDK hands `ext_method` the name without its leading underscore.
+# The Python SDK hands `ext_method` these without their leading underscore.
 EXTENSION_METHODS = ("_skills/list", "_skills/prefix", "_skills/reload")
 
-# The task that follows the registry while `AcpSkills` is entered (named for diagnostics).
 FOLLOWER_TASK_NAME = "acp-skills registry follower"
 
 DEFAULT_MAX_LIVE_SESSIONS = 256
@@ -49,19 +48,8 @@ DEFAULT_MAX_REQUESTS_PER_TURN = 8
 class AcpSkills:
     """Skills for one ACP connection: sessions, turns, the tool, commands and extensions.
 
-    Args:
-        registry: where skills come from; by default one with a `LocalSkillProvider`.
-        store: where each session's record lives; in memory unless given.
-        catalog_max_length: the catalog's description bound.
-        catalog_budget: the most characters a session's catalog may have (``None``: no
-            limit); a session whose catalog left skills out gets the tool's ``query``.
-        pinned_skills: skills every catalog lists in full, first.
-        hidden_skills: skills no catalog lists and no ``query`` returns (they still load).
-        max_resource_bytes: the ``skill`` tool's cap on resource reads.
-        max_live_sessions: session instances kept in memory (`acp_skills.acp.sessions`).
-        max_requests_per_turn: model requests a turn may make (then ``max_turn_requests``).
-        expand_arguments: fill ``$ARGUMENTS`` / ``$N`` in a ``/name`` skill's body with what
-            the person typed after it (`acp_skills.arguments`); off by default.
+    By default skills come from a `LocalSkillProvider` and records live in memory; each option
+    is described in docs/integration.md.
 
     Raises:
         ValueError: on a bound that is not a positive integer, or a pinned or hidden name that
@@ -87,7 +75,7 @@ class AcpSkills:
         hidden = _skill_names("hidden_skills", hidden_skills)
         max_live = require_positive_int("max_live_sessions", max_live_sessions)
         max_requests = require_positive_int("max_requests_per_turn", max_requests_per_turn)
-        # The provider this object made itself, and so must close (its watcher) when done.
+        # A provider made here is closed (its watcher stopped) when done.
         self._own_provider: LocalSkillProvider | None = None
         if registry is None:
             registry = SkillRegistry()
@@ -122,8 +110,6 @@ class AcpSkills:
         self._unsubscribe = registry.on_change(self._announcer.on_registry_change)
         self._group: anyio.abc.TaskGroup | None = None
 
-    # -- lifetime ------------------------------------------------------------------------------
-
     async def __aenter__(self) -> AcpSkills:
         """Follow the registry: a change reaches every live session's commands."""
         self._group = anyio.create_task_group()
@@ -137,7 +123,6 @@ class AcpSkills:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> bool | None:
-        """Stop following the registry, wait for that to end, and close a provider made here."""
         group, self._group = self._group, None
         if group is None:
             return None
@@ -148,8 +133,7 @@ class AcpSkills:
             self._close_own_provider()
 
     async def aclose(self) -> None:
-        """Stop following the registry for good, and close a provider made here (not one
-        passed in)."""
+        """Stop following the registry for good, and close a provider made here."""
         self._unsubscribe()
         self._close_own_provider()
         if self._group is not None:
@@ -160,24 +144,14 @@ class AcpSkills:
             self._own_provider.close()
 
     async def serve(self, agent: object, transport: Any | None = None) -> None:
-        """Serve ``agent`` (a plain class with the SDK's handlers) until the client leaves.
-
-        Args:
-            agent: the agent's handlers. Its own ``on_connect(conn)``, if any, is called too.
-            transport: a message-level transport; by default `GuardedTransport` over
-                `open_stdio`.
-        """
-        from acp.core import AgentSideConnection
-
-        from .stdio import open_stdio
-        from .transport import GuardedTransport
-
+        """Serve ``agent`` (a plain class with the SDK's handlers) until the client leaves,
+        over ``transport`` (by default `GuardedTransport` over `open_stdio`)."""
         if transport is None:
             reader, writer = await open_stdio()
             transport = GuardedTransport(reader, writer)
         async with self:
-            # The agent implements the handlers it supports (the SDK answers the others with
-            # "method not found"), so it is not a full `acp.Agent` to the type checker.
+            # The agent has only the handlers it supports (the SDK answers the others with
+            # "method not found"): not a full `acp.Agent` to the type checker.
             connection = AgentSideConnection(
                 cast(Any, agent), transport, listening=False, observers=[self.observe]
             )
@@ -188,18 +162,13 @@ class AcpSkills:
                 await asyncio.shield(connection.close())
 
     def attach(self, client: AcpClient) -> None:
-        """Use ``client`` (the SDK's `AgentSideConnection`) to reach the editor.
-
-        `serve` does this; an agent that builds its own connection calls it from its
-        ``on_connect``, and passes ``observers=[skills.observe]`` to the connection so that a
-        session's commands follow its ``session/new`` / ``session/load`` response on the wire
-        (without it they go out at the session's first prompt turn).
-        """
+        """Reach the editor through ``client`` (the SDK's `AgentSideConnection`); `serve` does
+        this, an agent building its own connection calls it from ``on_connect``."""
         self._link.client = client
 
     def observe(self, event: StreamEvent) -> Awaitable[None] | None:
-        """The SDK stream observer (``observers=[...]``) that sends a session's first commands
-        once its ``session/new`` / ``session/load`` response has been written."""
+        """The SDK stream observer (``observers=[skills.observe]``) that sends a session's
+        first commands once its ``session/new`` / ``session/load`` response is written."""
         return self._announcer.observe(event)
 
     def initialize(self, client_capabilities: object) -> dict[str, Any]:
@@ -215,33 +184,19 @@ class AcpSkills:
 
     @property
     def skill_tool_spec(self) -> dict[str, Any]:
-        """The plain ``skill`` tool in the OpenAI function format (`PromptTurn.tools` holds
-        the session's own, with ``query`` when its catalog left skills out)."""
+        """The plain ``skill`` tool in the OpenAI function format (without ``query``)."""
         return self._kit.tool_spec(searchable=False)
 
     async def catalog_fit(self, session_id: str) -> CatalogFit | None:
-        """What the catalog budget did to the session's catalog (`PrefixedSession.catalog_fit`).
-
-        Raises:
-            acp.RequestError: invalid params (-32602) for an unknown session id.
-        """
+        """What the catalog budget did to the session's catalog (-32602 for an unknown id)."""
         return (await self.session(session_id)).catalog_fit
-
-    # -- sessions ------------------------------------------------------------------------------
 
     async def open_session(
         self, session_id: str, cwd: str, *, tool_names: Iterable[str] | None = None
     ) -> PrefixedSession:
-        """Start a session instance for ``session/new`` (its commands follow the response).
+        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd``).
 
-        Args:
-            session_id: the id the agent answers ``session/new`` with.
-            cwd: the session's working directory (absolute).
-            tool_names: the tools the session's model can call; the catalog is only composed
-                when ``skill`` is among them (by default it is the only one).
-
-        Raises:
-            acp.RequestError: invalid params (-32602) for a ``cwd`` that is not absolute.
+        The catalog is composed only when ``tool_names`` (default: just ``skill``) has ``skill``.
         """
         check_cwd(cwd)
         names = (self.tool.name,) if tool_names is None else tool_names
@@ -250,15 +205,8 @@ class AcpSkills:
     async def load_session(
         self, session_id: str, cwd: str, *, tool_names: Iterable[str] | None = None
     ) -> PrefixedSession:
-        """Start a new instance of a stored session for ``session/load`` and replay it.
-
-        A turn still running on the previous instance is cancelled; the new instance composes
-        its prefix afresh.
-
-        Raises:
-            acp.RequestError: invalid params (-32602) for a relative ``cwd`` or a session that
-                is neither live nor stored.
-        """
+        """Start a new instance of a stored session for ``session/load`` and replay it,
+        cancelling a turn of the previous one (-32602 for a relative ``cwd`` or no session)."""
         check_cwd(cwd)
         if session_id not in self._sessions and not await self.store.exists(session_id):
             raise RequestError.invalid_params(
@@ -270,15 +218,11 @@ class AcpSkills:
         return session
 
     def has_session(self, session_id: str) -> bool:
-        """Whether ``session_id`` is a session instance of this connection (live or released)."""
+        """Whether ``session_id`` is a session of this connection (live or released)."""
         return session_id in self._sessions
 
     async def session(self, session_id: str) -> PrefixedSession:
-        """The session instance, reopened from its record if it was released while idle.
-
-        Raises:
-            acp.RequestError: invalid params (-32602) for an unknown session id.
-        """
+        """The session instance, reopened if it was released (-32602 for an unknown id)."""
         return (await self._sessions.get(session_id)).session
 
     def cancel(self, session_id: str) -> None:
@@ -286,8 +230,6 @@ class AcpSkills:
         live = self._sessions.peek(session_id)
         if live is not None and live.turn is not None:
             live.turn.cancel()
-
-    # -- prompt turns --------------------------------------------------------------------------
 
     def turn(
         self,
@@ -299,21 +241,8 @@ class AcpSkills:
         tools: Sequence[Mapping[str, Any]] = (),
         run_tool: AgentToolRunner | None = None,
     ) -> AbstractAsyncContextManager[PromptTurn]:
-        """Run one ``session/prompt`` turn: ``async with skills.turn(...) as turn:``.
-
-        Entering it re-advertises the commands, composes the prefix once, loads each ``/name``
-        skill and records the person's message. A prompt opening with ``/skills`` or a ``/word``
-        that is no command is answered by the library: the turn is then already `finished`.
-        `cancel` cancels the block; the response then says ``cancelled``
-        (docs/integration.md tells each step).
-
-        Args:
-            session_id: the session of the ``session/prompt`` request.
-            prompt: its content blocks.
-            system: the system prompt (recorded in the request header).
-            config: the model configuration (recorded in the request header).
-            tools: the agent's own tool specs (OpenAI function format), after ``skill``.
-            run_tool: runs the agent's own tools by name.
+        """Run one ``session/prompt`` turn: ``async with skills.turn(...) as turn:``
+        (docs/integration.md tells each step; ``tools`` and ``run_tool`` are the agent's own).
 
         Raises:
             acp.RequestError: invalid params (-32602) for an unknown session; invalid request
@@ -330,19 +259,12 @@ class AcpSkills:
             run_tool=run_tool,
         )
 
-    # -- extension methods ---------------------------------------------------------------------
-
     def handles(self, method: str) -> bool:
         """Whether ``method`` (as the SDK passes it to ``ext_method``, without ``_``) is ours."""
         return f"_{method}" in EXTENSION_METHODS or method in EXTENSION_METHODS
 
     async def ext_method(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Answer ``_skills/list``, ``_skills/prefix`` or ``_skills/reload``.
-
-        Raises:
-            acp.RequestError: method not found (-32601) for any other method; invalid params
-                (-32602) for a missing or unknown session id or a relative ``cwd``.
-        """
+        """Answer ``_skills/list``, ``_skills/prefix`` or ``_skills/reload`` (else -32601)."""
         name = method.removeprefix("_")
         params = params if isinstance(params, Mapping) else {}
         if name == "skills/list":
@@ -363,8 +285,7 @@ class AcpSkills:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
         snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=cwd))
         problems = await self.registry.diagnose(SkillLookupOptions(cwd=cwd))
-        # The editor shows these: no control characters, whitespace kept.
-        clean = remove_unsafe_characters
+        clean = remove_unsafe_characters  # the editor shows these
         return {
             "skills": [
                 {
@@ -377,7 +298,6 @@ class AcpSkills:
                 }
                 for skill in snapshot.skills
             ],
-            # The same records as `/skills` and `acp-skills doctor`.
             "problems": [
                 problem.to_json() | {"message": clean(problem.message)} for problem in problems
             ],

@@ -14,21 +14,18 @@ from typing import Final
 
 import structlog
 
-__all__ = ["OverlongLine", "open_stdio", "read_line"]
-
 _log = structlog.get_logger(__name__)
 
-# asyncio's read buffer for stdin. Lines longer than this are still read (in pieces); the
-# StreamReader pauses the pipe at twice this, which bounds what one unread line can cost.
+# asyncio's read buffer for stdin. Longer lines are still read (in pieces); the StreamReader
+# pauses the pipe at twice this, which bounds what one unread line can cost.
 DEFAULT_BUFFER_BYTES: Final = 1024 * 1024
-
 # How much of an over-long line is kept to find its id and method.
 _HEAD_BYTES: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)
 class OverlongLine:
-    """A line that was discarded for being too long: its first bytes and its length."""
+    """A line discarded for being too long: its first bytes and its length."""
 
     head: bytes
     size: int
@@ -54,11 +51,9 @@ async def read_line(reader: asyncio.StreamReader, max_bytes: int) -> bytes | Ove
             chunks.append(chunk)
             if length > max_bytes:
                 head = b"".join(chunks)[:_HEAD_BYTES]
-                chunks.clear()  # from here on, every piece is dropped as it is read
+                chunks.clear()
         if complete:
-            if head is not None:
-                return OverlongLine(head=head, size=length)
-            return b"".join(chunks)
+            return b"".join(chunks) if head is None else OverlongLine(head=head, size=length)
 
 
 async def open_stdio(
@@ -80,7 +75,9 @@ async def open_stdio(
     reader = asyncio.StreamReader(limit=limit)
     stdin_fd = sys.stdin.fileno()
     if not _pollable(stdin_fd):
-        stdin_fd = _pumped_into_pipe(stdin_fd, daemon=True)
+        read_end, write_end = os.pipe()
+        threading.Thread(target=_copy, args=(stdin_fd, write_end), daemon=True).start()
+        stdin_fd = read_end
     await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdin_fd, "rb", buffering=0)
     )
@@ -90,12 +87,14 @@ async def open_stdio(
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     if not _pollable(out_fd):
-        out_fd = _pumped_from_pipe(out_fd)
+        read_end, write_end = os.pipe()
+        # Not a daemon: the interpreter waits for it, so the last frames reach the target.
+        threading.Thread(target=_copy, args=(read_end, out_fd, True), daemon=False).start()
+        out_fd = write_end
     transport, protocol = await loop.connect_write_pipe(
         asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
     )
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return reader, writer
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
 
 
 def _pollable(fd: int) -> bool:
@@ -108,12 +107,9 @@ def _pollable(fd: int) -> bool:
     return True
 
 
-def _copy(source: int, target: int, *, close_source_on_error: bool = False) -> None:
-    """Copy until end of input, then close the target (the reader then sees the end).
-
-    With ``close_source_on_error``, a failed copy closes the source too, so whoever writes
-    into it gets ``EPIPE`` instead of blocking once the pipe is full.
-    """
+def _copy(source: int, target: int, close_source_on_error: bool = False) -> None:
+    # Closing the target at the end lets its reader see the end; closing the source on a
+    # failure gives whoever writes into it EPIPE instead of blocking once the pipe is full.
     try:
         while chunk := os.read(source, 65536):
             view = memoryview(chunk)
@@ -125,23 +121,3 @@ def _copy(source: int, target: int, *, close_source_on_error: bool = False) -> N
             os.close(source)
     finally:
         os.close(target)
-
-
-def _pumped_into_pipe(source: int, *, daemon: bool) -> int:
-    """A pipe whose read end receives everything read from ``source``, copied by a thread."""
-    read_end, write_end = os.pipe()
-    threading.Thread(target=_copy, args=(source, write_end), daemon=daemon).start()
-    return read_end
-
-
-def _pumped_from_pipe(target: int) -> int:
-    """A pipe whose write end is copied to ``target`` by a thread.
-
-    Not a daemon thread: the interpreter waits for it, so the last frames reach ``target``
-    after the protocol closes its end.
-    """
-    read_end, write_end = os.pipe()
-    threading.Thread(
-        target=_copy, args=(read_end, target), kwargs={"close_source_on_error": True}, daemon=False
-    ).start()
-    return write_end

@@ -1,13 +1,8 @@
 """`GuardedTransport`: the SDK's message-level transport over stdio, hardened.
 
-The 0.12 SDK's own newline-delimited JSON transport lets one bad line take an agent down or a
-client smuggle parameters. This one answers malformed input itself (invalid JSON -32700; an
-over-long line, a non-object, ``null``, a bad id or method -32600; an out-of-range number
--32602), nests ``params._meta`` so its keys never become handler arguments, turns a
-``session/cancel`` request into the notification it is, answers every request received
-before the end of input, ends at once on ``EPIPE``, and drops frames sent after ``close()``
-(docs/integration.md lists each guard). It is also where text bound for the client is made
-well-formed: a lone surrogate anywhere in a frame goes out as U+FFFD.
+The 0.12 SDK's own transport lets one bad line take an agent down or a client smuggle
+parameters; this one answers malformed input itself (docs/integration.md lists each guard).
+It is also where text bound for the client is made well-formed (lone surrogates as U+FFFD).
 """
 
 from __future__ import annotations
@@ -24,20 +19,16 @@ import structlog
 from ..text import replace_lone_surrogates
 from .stdio import OverlongLine, read_line
 
-__all__ = ["GuardedTransport"]
-
 _log = structlog.get_logger(__name__)
 
-# The longest JSON-RPC line accepted (without its newline): more than any model's context and a
-# 1 MiB file read even at JSON's sixfold worst-case escaping, and all one line can cost.
+# The longest line accepted: more than any model's context, or a 1 MiB file read at JSON's
+# sixfold worst-case escaping.
 DEFAULT_MAX_LINE_BYTES: Final = 8 * 1024 * 1024
 
-# How long the answers to requests received before the end of input are waited for. Turns
-# are cancelled at the end of input, so this only bounds a handler that ignores cancellation.
+# Turns are cancelled at the end of input: this only bounds a handler ignoring cancellation.
 DEFAULT_DRAIN_SECONDS: Final = 30.0
 
-# JSON numbers outside these bounds fit no field of the protocol (ids and counts are at most
-# 64-bit); Python would carry them as big integers or infinities into validators that overflow.
+# No field of the protocol holds a number outside these (ids and counts are at most 64-bit).
 _MIN_INT: Final = -(2**63)
 _MAX_INT: Final = 2**64 - 1
 # More digits than this cannot be in range; bounding them also skips Python's 4300-digit guard.
@@ -74,23 +65,15 @@ def _is_valid_id(value: object) -> bool:
 
 
 def _refuse_constant(name: str) -> object:
-    # `NaN`, `Infinity` and `-Infinity` are Python extensions, not JSON.
-    raise ValueError(f"{name} is not JSON")
+    raise ValueError(f"{name} is not JSON")  # `NaN` and `Infinity` are Python's, not JSON's
 
 
 def _parse_int(digits: str) -> int | float:
-    # A number no field can hold is kept as infinity, which `_out_of_range` then reports.
-    if len(digits.lstrip("-")) > _MAX_INT_DIGITS:
-        return math.inf
-    return int(digits)
-
-
-def _decode(raw: bytes) -> object:
-    return json.loads(raw, parse_constant=_refuse_constant, parse_int=_parse_int)
+    # Infinity, which `_out_of_range` then reports, for a number no field can hold.
+    return math.inf if len(digits.lstrip("-")) > _MAX_INT_DIGITS else int(digits)
 
 
 def _out_of_range(params: object) -> str | None:
-    """The path of the first number in ``params`` that fits no 64-bit integer or finite double."""
     stack: list[tuple[dict[str, object] | list[object], str]] = []
     if isinstance(params, dict | list):
         stack.append((params, "params"))
@@ -100,8 +83,6 @@ def _out_of_range(params: object) -> str | None:
         for key, item in items:
             if isinstance(item, dict | list):
                 stack.append((item, f"{path}.{key}"))
-            elif isinstance(item, bool):
-                continue
             elif (isinstance(item, float) and not math.isfinite(item)) or (
                 isinstance(item, int) and not _MIN_INT <= item <= _MAX_INT
             ):
@@ -110,12 +91,8 @@ def _out_of_range(params: object) -> str | None:
 
 
 def _leading_members(head: bytes) -> dict[str, object]:
-    """The top-level members of a truncated JSON object, up to its first nested value.
-
-    Clients write ``jsonrpc``, ``id`` and ``method`` before ``params``, so this is usually
-    enough to answer an over-long request by its id. A nested value is recorded as ``...``
-    (its key tells a request's ``params`` from a response's ``result``), and reading stops.
-    """
+    # The top-level members of a truncated object, up to its first nested value (``...``,
+    # its key telling ``params`` from ``result``). Clients write ``id`` and ``method`` first.
     text = head.decode("utf-8", errors="replace")
     decoder = json.JSONDecoder()
     members: dict[str, object] = {}
@@ -151,16 +128,8 @@ def _skip_blanks(text: str, position: int) -> int:
 class GuardedTransport:
     """The SDK's message-level transport over a pair of asyncio streams, with the guards above.
 
-    Pass it where the SDK takes a transport (`AcpSkills.serve`, ``AgentSideConnection``).
-
-    Args:
-        reader: The stream the client writes to (the agent's stdin).
-        writer: The stream the client reads (the agent's stdout).
-        max_line_bytes: The longest line accepted, without its newline.
-        drain_seconds: At the end of input, how long to wait for the answers still owed.
-
-    Raises:
-        ValueError: ``max_line_bytes`` or ``drain_seconds`` is not positive.
+    ``max_line_bytes`` is the longest line accepted (without its newline); ``drain_seconds``
+    how long the answers still owed are waited for at the end of input. Both must be positive.
     """
 
     def __init__(
@@ -185,16 +154,16 @@ class GuardedTransport:
         self._prompts: dict[object, str] = {}
         # The agent's own requests to the client that are still waiting for an answer.
         self._awaited: set[object] = set()
-        # Messages made up here for the SDK (cancels and failed answers at the end of input).
+        # Messages made up here for the SDK: cancels and failed answers at the end of input.
         self._inbox: collections.deque[dict[str, Any]] = collections.deque()
         self._input_ended = False
-        self._deadline = 0.0  # when waiting for the answers owed stops (set at the end)
+        self._deadline = 0.0
         self._output_lost = False
         self._changed = asyncio.Event()  # an answer went out, or the output was lost
         self._line_task: asyncio.Future[bytes | OverlongLine] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
-        """Write one frame. After ``close()`` or a lost output the frame is dropped."""
+        """Write one frame (dropped after ``close()`` or a lost output)."""
         if self._closed or self._output_lost:
             _log.debug("acp_frame_dropped", method=message.get("method"))
             return
@@ -227,20 +196,17 @@ class GuardedTransport:
         self._changed.set()
 
     async def receive(self) -> dict[str, Any] | None:
-        """Return the next well-formed message, answering malformed ones; ``None`` at the end.
-
-        The end comes at once when the client stops reading. At the end of input it comes only
-        once every request received before it has been answered (or ``drain_seconds`` passed).
-        """
+        """The next well-formed message (malformed ones are answered here), ``None`` at the end:
+        at once when the client stops reading, else once every request received is answered."""
         while True:
             if self._inbox:
                 return self._inbox.popleft()
             if self._output_lost:
                 return None
             if self._input_ended:
-                if not await self._drained():
-                    continue
-                return None
+                if await self._drained():
+                    return None
+                continue
             raw = await self._next_line()
             if raw is None:
                 if not self._output_lost:
@@ -255,7 +221,7 @@ class GuardedTransport:
             if not raw:
                 continue
             try:
-                message = _decode(raw)
+                message = json.loads(raw, parse_constant=_refuse_constant, parse_int=_parse_int)
             except (ValueError, RecursionError):
                 _log.warning("acp_line_rejected", reason="not valid JSON", size=len(raw))
                 await self._reply(_error(None, _PARSE_ERROR))
@@ -282,11 +248,8 @@ class GuardedTransport:
             await self._writer.wait_closed()
 
     async def _reply(self, payload: dict[str, Any]) -> None:
-        """Answer the client directly: nothing the SDK was handed, so nothing to account."""
         if not (self._closed or self._output_lost):
             await self._write(_dumps(payload))
-
-    # -- what is owed to whom ------------------------------------------------------------------
 
     def _note_incoming(self, message: dict[str, Any]) -> None:
         request_id = message.get("id")
@@ -315,7 +278,6 @@ class GuardedTransport:
             self._prompts.pop(request_id, None)
 
     def _end_input(self) -> None:
-        """Queue what the client can no longer send: cancels, and failed answers."""
         self._input_ended = True
         self._deadline = asyncio.get_running_loop().time() + self._drain_seconds
         _log.debug("acp_input_ended", unanswered=sum(self._owed.values()))
@@ -331,7 +293,6 @@ class GuardedTransport:
         return _error(request_id, _INTERNAL_ERROR, "the client's input ended before it answered")
 
     async def _drained(self) -> bool:
-        """Wait for the next answer; true once nothing is owed (or waiting is pointless)."""
         self._changed.clear()
         if not self._owed:
             return True
@@ -357,10 +318,7 @@ class GuardedTransport:
             self._line_task.cancel()
         self._changed.set()
 
-    # -- reading lines -------------------------------------------------------------------------
-
     async def _next_line(self) -> bytes | OverlongLine | None:
-        """The next line, or ``None`` at the end of input or when the output is lost."""
         if self._line_task is None:
             self._line_task = asyncio.ensure_future(read_line(self._reader, self._max_line_bytes))
         task = self._line_task
@@ -379,7 +337,6 @@ class GuardedTransport:
         return line or None
 
     async def _refuse_overlong(self, line: OverlongLine) -> dict[str, Any] | None:
-        """Answer an over-long line; a response to our own request fails that request."""
         members = _leading_members(line.head)
         request_id = members.get("id")
         details = f"the line is {line.size} bytes, over the {self._max_line_bytes}-byte limit"
@@ -400,8 +357,6 @@ class GuardedTransport:
                 return {**refusal, "id": request_id}
         await self._reply(refusal)
         return None
-
-    # -- checking messages ---------------------------------------------------------------------
 
     async def _check(self, message: dict[str, Any]) -> dict[str, Any] | None:
         if "method" in message:

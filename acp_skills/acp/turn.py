@@ -1,7 +1,7 @@
 """`PromptTurn`: one ``session/prompt`` turn, from the person's message to the stop reason.
 
-The agent keeps its model call and its own tools; the turn does the rest. Messages use the
-OpenAI Chat Completions shape; record keys starting with ``_`` are the library's bookkeeping.
+Messages use the OpenAI Chat Completions shape; record keys starting with ``_`` are the
+library's bookkeeping.
 """
 
 from __future__ import annotations
@@ -48,19 +48,16 @@ _log = structlog.get_logger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 
-# Runs one of the agent's own tools: (name, decoded arguments) -> a `ToolResult` (with
-# `is_error=True` for a failure the model should read), or a plain string for a success.
+# Runs one of the agent's own tools: (name, decoded arguments) -> a `ToolResult`, or a string.
 AgentToolRunner = Callable[[str, object], Awaitable[ToolResult | str]]
 
-# Keys of the library's own in a recorded message (replayed on `session/load`): what the person
-# typed; whether a tool failed; the skills invoked as `/name`, each as
-# {"id", "name", "is_error", "start", "end"} where content[start:end] is the skill's text.
+# Recorded keys replayed on `session/load`: what the person typed; whether a tool failed; the
+# `/name` skills, each {"id", "name", "is_error", "start", "end"}, content[start:end] its text.
 DISPLAY_KEY = "_display"
 ERROR_KEY = "_is_error"
 INVOKED_KEY = "_invoked"
 
-# How long the final reports of a cancelled turn may take: they are sent shielded from the
-# cancellation, and a client that stopped reading must not hold the turn open.
+# The final reports of a cancelled turn are shielded: a client not reading must not hold it.
 _CANCEL_REPORT_SECONDS = 5.0
 
 _CANCELLED = ToolResult(
@@ -73,7 +70,7 @@ _OPENER = object()
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InvokedSkill:
-    """A skill invoked as ``/name``: ``text`` is its rendered content, or an error."""
+    """A skill invoked as ``/name``: its rendered content, or an error."""
 
     name: str
     text: str
@@ -82,8 +79,6 @@ class InvokedSkill:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnKit:
-    """What every turn of one connection works with, built once by `AcpSkills`."""
-
     registry: SkillRegistry
     tool: SkillTool
     link: ClientLink
@@ -92,7 +87,6 @@ class TurnKit:
     expand_arguments: bool
 
     def tool_spec(self, *, searchable: bool) -> dict[str, Any]:
-        """The ``skill`` tool in the OpenAI function format, with ``query`` if ``searchable``."""
         function = {
             "name": self.tool.name,
             "description": self.tool.description_for(searchable=searchable),
@@ -102,20 +96,10 @@ class TurnKit:
 
 
 class PromptTurn:
-    """One prompt turn of one session instance. Turns come from `AcpSkills.turn` only.
+    """One prompt turn of one session instance, made by `AcpSkills.turn` only.
 
-    A typical model loop::
-
-        async with skills.turn(session_id, prompt, system=SYSTEM) as turn:
-            async for messages in turn.requests():
-                await turn.add_reply(await my_model(SYSTEM, turn.tools, messages))
-        return turn.response
-
-    Attributes:
-        tools: the tool specs to give the model (OpenAI function format): the session's
-            ``skill`` first, then the agent's own.
-        invoked: the skills the person invoked as ``/name`` in this prompt (already part of
-            the recorded user message).
+    ``tools`` is what to offer the model (``skill`` first, then the agent's own); ``invoked``
+    the skills the person invoked as ``/name`` (already in the recorded message).
     """
 
     def __init__(
@@ -138,10 +122,7 @@ class PromptTurn:
         self._system = system
         self._config = config
         self._run_tool = run_tool
-        self.tools: list[dict[str, Any]] = [
-            kit.tool_spec(searchable=False),
-            *(dict(t) for t in tools),
-        ]
+        self.tools = [kit.tool_spec(searchable=False), *(dict(t) for t in tools)]
         self.invoked: tuple[InvokedSkill, ...] = ()
         self._requests = 0
         self._stop_reason: StopReason | None = None
@@ -150,7 +131,7 @@ class PromptTurn:
 
     @property
     def prefix(self) -> tuple[PrefixMessage, ...]:
-        """The session's frozen prefix, which every request of this turn starts with."""
+        """The session's frozen prefix, which every request starts with."""
         return self._session.messages
 
     @property
@@ -173,12 +154,8 @@ class PromptTurn:
         self._stop_reason = reason
 
     async def requests(self) -> AsyncIterator[list[dict[str, Any]]]:
-        """Yield each model request's messages until the turn is over (a reply without tool
-        calls, `stop`, or ``max_turn_requests``). Answer every request with `add_reply`.
-
-        Raises:
-            RuntimeError: a request was not answered with `add_reply` before the next one.
-        """
+        """Yield each model request's messages until the turn is over; answer each with
+        `add_reply` (else `RuntimeError`)."""
         while self._stop_reason is None:
             if self._requests >= self._kit.max_requests:
                 self._stop_reason = "max_turn_requests"
@@ -209,12 +186,8 @@ class PromptTurn:
     async def add_reply(
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
     ) -> None:
-        """Take the model's reply: show its text (unless streamed), record it, run and record
-        its tool calls. Without tool calls (or with ``stop_reason``) the turn is over.
-
-        Raises:
-            TypeError: ``message`` is not a JSON object.
-        """
+        """Show (unless streamed) and record the model's reply, then run its tool calls; without
+        any (or with ``stop_reason``) the turn is over. `TypeError` if not a JSON object."""
         if not isinstance(message, Mapping):
             raise TypeError(f"a reply must be a message object, got {message!r}")
         self._replied = True
@@ -234,8 +207,7 @@ class PromptTurn:
                 await self.call_tool(call_id, name, arguments)
                 answered.add(call_id)
         except anyio.get_cancelled_exc_class():
-            # The history must stay a valid conversation: every tool call the model made gets
-            # a result, so the next turn's request is well formed.
+            # Every tool call gets a result, so the next turn's request is well formed.
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
                 for call in calls:
                     if str(call.get("id", "")) not in answered:
@@ -247,8 +219,8 @@ class PromptTurn:
             self._stop_reason = "end_turn"
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
-        """Run one tool call (``skill`` here, others by the agent's runner), report it to the
-        editor and record its result. ``arguments`` may be JSON text or already decoded."""
+        """Run one tool call (``skill`` here, others by the agent's runner), report it and record
+        its result. ``arguments`` may be JSON text or already decoded."""
         decoded = decode_tool_arguments(arguments)
         skill = name == self._kit.tool.name
         try:
@@ -290,10 +262,7 @@ class PromptTurn:
     async def _send(self, update: Any) -> None:
         await self._kit.link.send(self._session_id, update)
 
-    # -- opening the turn ----------------------------------------------------------------------
-
     async def _begin(self, prompt: Sequence[object]) -> None:
-        """Everything before the first request: commands, prefix, and the person's message."""
         snapshot = await self._prepare()
         answer = await self._answer_without_model(prompt, snapshot)
         if answer is not None:
@@ -308,7 +277,6 @@ class PromptTurn:
         self.tools[0] = self._kit.tool_spec(searchable=_omits(self._session))
 
     async def _prepare(self) -> SkillSnapshot:
-        """Compose the prefix (once) and re-advertise the commands; return the skills now."""
         snapshot: SkillSnapshot | None = None
 
         async def take_snapshot() -> None:
@@ -316,8 +284,7 @@ class PromptTurn:
             options = SkillLookupOptions(cwd=self._session.context.cwd)
             snapshot = await self._kit.registry.snapshot(options)
 
-        # Together, the snapshot and the prefix's catalog share one discovery, so a slow
-        # provider is waited for once rather than twice.
+        # Side by side they share one discovery: a slow provider is waited for once.
         async with anyio.create_task_group() as group:
             group.start_soon(take_snapshot)
             await self._session.prefix()
@@ -332,8 +299,6 @@ class PromptTurn:
     async def _answer_without_model(
         self, prompt: Sequence[object], snapshot: SkillSnapshot
     ) -> str | None:
-        """The library's own answer to a prompt opening with ``/skills`` or a ``/word`` that is
-        no command, or ``None`` when the prompt is for the model."""
         cwd = self._session.context.cwd
         word = leading_slash_word(prompt_text(prompt))
         if word is None:
@@ -341,30 +306,25 @@ class PromptTurn:
         if any(skill.user_invocable and skill.name == word for skill in snapshot.skills):
             return None  # a skill invocation, expanded for the model
         if word == SKILLS_COMMAND:
-            return skills_report(cwd, snapshot, await self._problems(), self._session.catalog_fit)
+            problems: tuple[Diagnostic, ...] | None = None
+            try:
+                problems = await self._kit.registry.diagnose(SkillLookupOptions(cwd=cwd))
+            except Exception as error:
+                _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
+            return skills_report(cwd, snapshot, problems, self._session.catalog_fit)
         # "/tmp is full" is about a path, not a command.
         if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
             return None
         return no_such_command(word, snapshot)
 
-    async def _problems(self) -> tuple[Diagnostic, ...] | None:
-        cwd = self._session.context.cwd
-        try:
-            return await self._kit.registry.diagnose(SkillLookupOptions(cwd=cwd))
-        except Exception as error:
-            _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
-            return None
-
     async def _record_prompt(
         self, prompt: Sequence[object], snapshot: SkillSnapshot
     ) -> tuple[InvokedSkill, ...]:
-        """Load each ``/name`` skill (reported as a tool call), then record the message."""
         typed = prompt_text(prompt)
         content = "\n\n".join(part for part in (typed, *prompt_context(prompt)) if part)
         names = [skill.name for skill in snapshot.skills if skill.user_invocable]
         invoked: list[InvokedSkill] = []
-        # Where each skill's text sits in the content, so `session/load` can replay the tool
-        # calls the person saw without storing the texts twice.
+        # Where each skill's text sits in the content: `session/load` replays the calls from it.
         calls: list[dict[str, Any]] = []
         for name, arguments in find_invocations_with_arguments(typed, names):
             # ACP wants tool call ids unique within the session, across turns and instances.
@@ -405,12 +365,6 @@ async def open_turn(
     tools: Sequence[Mapping[str, Any]],
     run_tool: AgentToolRunner | None,
 ) -> AsyncIterator[PromptTurn]:
-    """Run one turn of ``session_id`` (see `AcpSkills.turn`); ``live.turn`` is its scope.
-
-    Raises:
-        acp.RequestError: invalid params (-32602) for an unknown session; invalid request
-            (-32600) when a turn of that session is already running.
-    """
     live = await sessions.get(session_id)
     session = live.session
     if live.turn is not None:

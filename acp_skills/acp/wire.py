@@ -1,8 +1,6 @@
-"""What skills put on the ACP wire: pure update builders, prompt text and ``cwd`` checks.
-
-Only `ClientLink`, the one way updates and file reads reach the client, keeps state. Frames are
-made well-formed where they leave (`acp_skills.acp.transport`): builders only render.
-"""
+"""What skills put on the ACP wire: update builders, prompt text and ``cwd`` checks, and
+`ClientLink`, the one way updates and file reads reach the client. Frames are made well-formed
+where they leave (`transport`): builders only render."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ import json
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from acp import RequestError
 from acp.helpers import start_tool_call, text_block, tool_content, update_tool_call
@@ -32,18 +30,16 @@ from ..text import (
 )
 from ..tool import ToolResult
 
-# A description longer than this is cut for the editor's command menu.
-COMMAND_DESCRIPTION_MAX = 200
-# A search's words shown in a tool call's title are cut to this many characters.
-_TITLE_QUERY_MAX = 80
+COMMAND_DESCRIPTION_MAX = 200  # in the editor's command menu
+_TITLE_QUERY_MAX = 80  # a search's words in a tool call's title
 
 # `/name` at the start or after whitespace, followed by whitespace or the end: so `/a/b`, `5/8`
-# and `foo/bar` are not invocations. The name grammar is checked separately.
+# and `foo/bar` are not invocations.
 _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 
 
 class AcpClient(Protocol):
-    """The part of the SDK's client proxy (`acp.core.AgentSideConnection`) the glue uses."""
+    """The part of the SDK's `AgentSideConnection` the glue uses."""
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
 
@@ -58,20 +54,16 @@ class AcpClient(Protocol):
 
 
 class ClientLink:
-    """The client: where updates go (nowhere until `AcpSkills.attach`), and whether it reads
-    files for us (`AcpSkills.initialize`)."""
-
     def __init__(self) -> None:
         self.client: AcpClient | None = None
         self.reads_files = False
 
     async def send(self, session_id: str, update: Any) -> None:
-        """Send one ``session/update`` for ``session_id``."""
         if self.client is not None:
             await self.client.session_update(session_id=session_id, update=update)
 
     def reader(self, session_id: str) -> Callable[[str], Awaitable[str]] | None:
-        """The ``read_text`` the skill tool uses for this session, or ``None`` (read the disk)."""
+        # `None`: the skill tool reads the disk itself.
         client = self.client
         if client is None or not self.reads_files:
             return None
@@ -85,13 +77,12 @@ class ClientLink:
 
 def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart:
     """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
-    name = arguments.get("name") if isinstance(arguments, Mapping) else None
-    query = arguments.get("query") if isinstance(arguments, Mapping) else None
-    # The name is the model's; an editor shows the title: no control characters in it.
+    name = field(arguments, "name")
+    query = field(arguments, "query")
+    # The editor shows the model's name in the title: no control characters in it.
     name = remove_unsafe_characters(name) if isinstance(name, str) else None
     title = f"Load skill {name}" if name else "Load skill"
     if not name and isinstance(query, str) and query.strip():
-        # A search (the session's catalog left skills out): the words, on one short line.
         words = " ".join(remove_unsafe_characters(query).split())
         title = f"Find skills: {cut(words, _TITLE_QUERY_MAX)}"
     return start_tool_call(
@@ -100,7 +91,6 @@ def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart
 
 
 def tool_call_started(tool_call_id: str, tool_name: str, arguments: object) -> ToolCallStart:
-    """The ``tool_call`` update announcing a call of one of the agent's own tools."""
     return start_tool_call(
         tool_call_id,
         remove_unsafe_characters(tool_name) or "Tool",
@@ -111,7 +101,6 @@ def tool_call_started(tool_call_id: str, tool_name: str, arguments: object) -> T
 
 
 def tool_call_finished(tool_call_id: str, result: ToolResult) -> ToolCallProgress:
-    """The ``tool_call_update`` closing any tool call: completed, or failed with the error."""
     return update_tool_call(
         tool_call_id,
         status="failed" if result.is_error else "completed",
@@ -124,44 +113,30 @@ def _raw_input(arguments: object) -> dict[str, Any]:
 
 
 def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
-    """Slash commands for the user-invocable skills, in the order given.
-
-    Descriptions and ``argument-hint`` hints are cleaned of control characters, normalized and
-    cut, not XML-escaped (an editor shows them literally). A summary whose name is not a skill
-    name is left out: ``/name`` could never invoke it.
-    """
+    """Slash commands for the user-invocable skills, in order: descriptions and hints are
+    cleaned, normalized and cut, not XML-escaped (an editor shows them literally)."""
     commands = []
     for skill in skills:
         if not skill.user_invocable or not is_skill_name(skill.name):
             continue
         hint = getattr(skill, "argument_hint", None)
         hint = shorten_description(hint, COMMAND_DESCRIPTION_MAX) if isinstance(hint, str) else None
-        commands.append(
-            AvailableCommand(
-                name=skill.name,
-                description=shorten_description(skill.description, COMMAND_DESCRIPTION_MAX),
-                input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint))
-                if hint
-                else None,
-            )
-        )
+        shown = shorten_description(skill.description, COMMAND_DESCRIPTION_MAX)
+        given = AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)) if hint else None
+        commands.append(AvailableCommand(name=skill.name, description=shown, input=given))
     return commands
 
 
 def find_invocations(text: str, names: Iterable[str]) -> list[str]:
-    """The skills invoked as ``/name`` in ``text``, each once, in order of first appearance.
-
-    Only names in ``names`` count (pass the user-invocable ones); anything else stays text.
-    """
+    """The skills of ``names`` invoked as ``/name`` in ``text``, each once, in order."""
     return [name for name, _arguments in find_invocations_with_arguments(text, names)]
 
 
 def find_invocations_with_arguments(text: str, names: Iterable[str]) -> list[tuple[str, str]]:
-    """Like `find_invocations`, with each skill's arguments: the text after its ``/name`` up
-    to the end of the line or the next invocation, stripped (the first, if invoked twice)."""
+    """Like `find_invocations`, with each skill's arguments: the text after its (first)
+    ``/name`` up to the end of the line or the next invocation, stripped."""
     allowed = set(names)
-    # One pass, keeping only the invocation whose arguments are still open: a prompt full of
-    # `/name`s costs no more memory than one without.
+    # One pass, holding only the invocation whose arguments are still open.
     found: dict[str, str] = {}
     open_since: tuple[str, int] | None = None
     for match in _INVOCATION.finditer(text):
@@ -185,7 +160,7 @@ def _arguments(text: str, start: int, stop: int) -> str:
 
 
 def prompt_text(prompt: Sequence[object]) -> str:
-    """The text of a prompt's text blocks, joined with newlines (other blocks are skipped)."""
+    """The text of a prompt's text blocks, joined with newlines."""
     parts = []
     for block in prompt:
         text = field(block, "text")
@@ -196,7 +171,7 @@ def prompt_text(prompt: Sequence[object]) -> str:
 
 def prompt_context(prompt: Sequence[object]) -> list[str]:
     """What a prompt attaches: ``<context uri="...">TEXT</context>`` for an embedded text
-    resource, ``(attached: URI)`` for a link (the agent only holds its address)."""
+    resource, ``(attached: URI)`` for a link."""
     parts = []
     for block in prompt:
         resource = field(block, "resource")
@@ -220,18 +195,14 @@ def field(value: object, name: str, key: str | None = None) -> object:
 
 
 def sequence(value: object) -> Sequence[Any]:
-    """``value`` if it is a list or tuple, else ``()`` (records are files people can edit)."""
+    """``value`` if it is a list or tuple, else ``()`` (people can edit records)."""
     return value if isinstance(value, list | tuple) else ()
 
 
 def decode_tool_arguments(arguments: object) -> object:
-    """The decoded arguments of a model's tool call, well-formed.
-
-    OpenAI-style APIs send arguments as JSON text; text that does not decode is passed on as it
-    is, so the tool answers with a readable error instead of the turn failing. A ``\\udfff``
-    escape only becomes a lone surrogate once decoded, so decoding is where the model's
-    arguments are made well-formed (U+FFFD) before any tool sees them.
-    """
+    """The decoded arguments of a model's tool call, well-formed (a ``\\udfff`` escape only
+    becomes a lone surrogate once decoded). Text that does not decode is passed on as it is:
+    the tool answers with a readable error instead of the turn failing."""
     if isinstance(arguments, str):
         with contextlib.suppress(ValueError, RecursionError):
             arguments = json.loads(arguments) if arguments.strip() else {}
@@ -239,7 +210,7 @@ def decode_tool_arguments(arguments: object) -> object:
 
 
 def _path_limit() -> int:
-    """The platform's longest path in bytes, its terminating NUL included (``PATH_MAX``)."""
+    # The platform's longest path in bytes, its terminating NUL included (`PATH_MAX`).
     try:
         limit = os.pathconf("/", "PC_PATH_MAX")
     except (AttributeError, OSError, ValueError):  # no pathconf (Windows), or no answer
@@ -255,8 +226,8 @@ def _path_bytes(path: str) -> int:
     return len(path.encode("utf-8", "surrogatepass"))
 
 
-def is_absolute_cwd(cwd: object) -> bool:
-    """Whether ``cwd`` is absolute, without NUL, and shorter than the platform's path limit."""
+def is_absolute_cwd(cwd: object) -> TypeGuard[str]:
+    """Whether ``cwd`` is absolute, without NUL, and within the platform's path limit."""
     return (
         isinstance(cwd, str)
         and os.path.isabs(cwd)
@@ -266,12 +237,8 @@ def is_absolute_cwd(cwd: object) -> bool:
 
 
 def check_cwd(cwd: object) -> str:
-    """Return ``cwd`` if it can be a session's working directory (`is_absolute_cwd`).
-
-    Raises:
-        acp.RequestError: invalid params (-32602) saying why not; an over-long ``cwd`` is not
-            echoed back, only its length and the limit.
-    """
+    """Return ``cwd`` if `is_absolute_cwd`, else raise invalid params (-32602) saying why (an
+    over-long one is not echoed back)."""
     if isinstance(cwd, str) and _path_bytes(cwd) >= _PATH_LIMIT:
         raise RequestError.invalid_params(
             {
@@ -280,6 +247,6 @@ def check_cwd(cwd: object) -> str:
                 "limit": _PATH_LIMIT - 1,
             }
         )
-    if not isinstance(cwd, str) or not is_absolute_cwd(cwd):
+    if not is_absolute_cwd(cwd):
         raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
     return cwd
