@@ -22,17 +22,10 @@ _log = structlog.get_logger(__name__)
 
 
 class PrefixedSession:
-    """One session instance (``session/new``, or ``session/load``, which is a new instance).
+    """One session instance over its `SessionRecord` (open it with `PrefixedSession.open`).
 
-    It owns the frozen prefix, records request headers and keeps the history, backed by the
-    session's `SessionRecord`; open it with `PrefixedSession.open`. A record that fails with an
-    `OSError` does not stop the conversation: the entry is kept here, `save_error` says why the
-    record is behind, and every later append first writes what is waiting, in order. Per turn::
-
-        await session.append_history({"role": "user", "content": text})
-        await session.record_request(config=config, system=system, tools=tools)
-        response = await model(system, tools, session.request_messages())
-        await session.append_history(response_message)
+    A record failing with an `OSError` stops nothing: the entry is kept here, `save_error` says
+    why the record is behind, and every later append first writes what is waiting, in order.
     """
 
     def __init__(
@@ -77,12 +70,8 @@ class PrefixedSession:
         requested: bool,
         catalog_fit: CatalogFit | None = None,
     ) -> PrefixedSession:
-        """Bring back an instance released from memory while idle: the same instance.
-
-        If it had made a request (``requested``), its frozen prefix is taken back from the last
-        header (no ``resume`` header, no new catalog) with ``catalog_fit``; else it composes on
-        its next turn.
-        """
+        """Bring back the same instance after its release: if it had ``requested``, with the
+        prefix of its last header (no ``resume`` header) and ``catalog_fit``."""
         session = await cls.open(prefix, context, record)
         header = session._last_header
         if requested and header is not None:
@@ -136,10 +125,7 @@ class PrefixedSession:
         return self._own_header is not None
 
     async def prefix(self) -> tuple[PrefixMessage, ...]:
-        """Compose the prefix on first use (concurrent callers share it), then return it.
-
-        If composing raises or is cancelled, nothing is kept: the next call composes again.
-        """
+        """Compose the prefix once (nothing is kept if that fails), then return it."""
         if self._frozen is None:
             async with self._compose_lock:
                 if self._frozen is None:
@@ -159,15 +145,9 @@ class PrefixedSession:
         system: str,
         tools: Sequence[Mapping[str, object]],
     ) -> HeaderEntry | None:
-        """Record the header of the model request about to be sent, composing the prefix first.
-
-        The first header is ``initial`` (``resume`` if the record held one); later ones are
-        ``change`` and only when something differs. Returns the appended header or ``None``.
-
-        Raises:
-            TypeError: on a config or tool that is not JSON, or a system that is not a string.
-            ValueError: on a non-finite number in config or tools.
-        """
+        """Record the next request's header if needed (``initial`` or ``resume``, then
+        ``change`` when something differs); return it, or ``None``. `TypeError` or `ValueError`
+        on what is not JSON."""
         if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
             raise TypeError(f"tools must be a sequence of JSON objects, got {tools!r}")
         # Copied before anything awaits: a caller changing its config meanwhile changes nothing.
@@ -188,14 +168,8 @@ class PrefixedSession:
             return header
 
     async def append_history(self, message: Mapping[str, object]) -> HistoryEntry:
-        """Append one conversation message to the record and to `history`.
-
-        Returns the entry (its ``message`` a read-only, well-formed deep copy).
-
-        Raises:
-            TypeError: if ``message`` is not a JSON object.
-            ValueError: on a non-finite number inside it, or nesting too deep.
-        """
+        """Append one message to the record and to `history`; the entry's ``message`` is a
+        read-only, well-formed copy. `TypeError` or `ValueError` on what is not JSON."""
         entry = HistoryEntry(message=message)
         async with self._write_lock:
             await self._save(entry)
@@ -228,19 +202,12 @@ class PrefixedSession:
             self._save_error = None
 
     def request_messages(self) -> list[dict[str, Any]]:
-        """The next model request's messages (fresh copies): the prefix as ``{"role",
-        "content"}``, then the history as recorded.
-
-        Raises:
-            RuntimeError: the prefix is not composed yet (call `prefix` or `record_request`).
-        """
+        """The next request's messages (fresh copies): the prefix as ``{"role", "content"}``,
+        then the history (`RuntimeError` before the prefix is composed)."""
         if self._frozen is None:
             raise RuntimeError(
                 "the session prefix has not been composed yet; "
                 "await prefix() or record_request() before building a request"
             )
-        messages: list[dict[str, Any]] = [
-            {"role": message.role, "content": message.text} for message in self._frozen
-        ]
-        messages.extend(entry.plain_message() for entry in self._history)
-        return messages
+        prefix = [{"role": message.role, "content": message.text} for message in self._frozen]
+        return [*prefix, *(entry.plain_message() for entry in self._history)]

@@ -12,18 +12,11 @@ from acp.helpers import update_agent_message_text, update_user_message_text
 
 from ..session import PrefixedSession
 from ..tool import ToolResult
+from . import wire
 from .turn import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
-from .wire import (
-    ClientLink,
-    decode_tool_arguments,
-    sequence,
-    skill_tool_call_start,
-    tool_call_finished,
-    tool_call_started,
-)
 
 
-async def replay(link: ClientLink, session: PrefixedSession, skill_tool_name: str) -> None:
+async def replay(link: wire.ClientLink, session: PrefixedSession, skill_tool_name: str) -> None:
     session_id = session.context.session_id
     for message in session.history:
         role, content = message.get("role"), message.get("content")
@@ -34,16 +27,16 @@ async def replay(link: ClientLink, session: PrefixedSession, skill_tool_name: st
                 updates.append(update_user_message_text(shown))
             if isinstance(content, str):
                 for call_id, name, result in _invoked_calls(message, content):
-                    updates.append(skill_tool_call_start(call_id, {"name": name}))
-                    updates.append(tool_call_finished(call_id, result))
+                    updates.append(wire.skill_tool_call_start(call_id, {"name": name}))
+                    updates.append(wire.tool_call_finished(call_id, result))
         elif role == "assistant":
             if isinstance(content, str) and content:
                 updates.append(update_agent_message_text(content))
-            for call in sequence(message.get("tool_calls")):
+            for call in wire.sequence(message.get("tool_calls")):
                 updates.append(_replayed_call(call, skill_tool_name))
         elif role == "tool" and isinstance(content, str):
             result = ToolResult(text=content, is_error=message.get(ERROR_KEY) is True)
-            updates.append(tool_call_finished(str(message.get("tool_call_id")), result))
+            updates.append(wire.tool_call_finished(str(message.get("tool_call_id")), result))
         for update in updates:
             await link.send(session_id, update)
 
@@ -54,15 +47,15 @@ def _replayed_call(call: object, skill_tool_name: str) -> Any:
     function = function if isinstance(function, Mapping) else {}
     call_id = str(call.get("id"))
     name = str(function.get("name", ""))
-    arguments = decode_tool_arguments(function.get("arguments", ""))
+    arguments = wire.decode_tool_arguments(function.get("arguments", ""))
     if name == skill_tool_name:
-        return skill_tool_call_start(call_id, arguments)
-    return tool_call_started(call_id, name, arguments)
+        return wire.skill_tool_call_start(call_id, arguments)
+    return wire.tool_call_started(call_id, name, arguments)
 
 
 def _invoked_calls(message: Mapping[str, Any], content: str) -> list[tuple[str, str, ToolResult]]:
     calls = []
-    for entry in sequence(message.get(INVOKED_KEY)):
+    for entry in wire.sequence(message.get(INVOKED_KEY)):
         if not isinstance(entry, Mapping):
             continue
         call_id, name = entry.get("id"), entry.get("name")

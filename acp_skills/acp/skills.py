@@ -46,15 +46,9 @@ DEFAULT_MAX_REQUESTS_PER_TURN = 8
 
 
 class AcpSkills:
-    """Skills for one ACP connection: sessions, turns, the tool, commands and extensions.
-
-    By default skills come from a `LocalSkillProvider` and records live in memory; each option
-    is described in docs/integration.md.
-
-    Raises:
-        ValueError: on a bound that is not a positive integer, or a pinned or hidden name that
-            is not a skill name.
-    """
+    """Skills for one ACP connection: sessions, turns, the tool, commands and extensions
+    (docs/integration.md describes each option). `ValueError` on a bound that is not a positive
+    integer, or a pinned or hidden name that is not a skill name."""
 
     def __init__(
         self,
@@ -100,6 +94,7 @@ class AcpSkills:
         self._link = ClientLink()
         self._announcer = CommandsAnnouncer(registry, self._sessions, self._link)
         self._kit = TurnKit(
+            sessions=self._sessions,
             registry=registry,
             tool=self.tool,
             link=self._link,
@@ -194,10 +189,8 @@ class AcpSkills:
     async def open_session(
         self, session_id: str, cwd: str, *, tool_names: Iterable[str] | None = None
     ) -> PrefixedSession:
-        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd``).
-
-        The catalog is composed only when ``tool_names`` (default: just ``skill``) has ``skill``.
-        """
+        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd``); its
+        catalog is composed only if ``tool_names`` (default: just ``skill``) has ``skill``."""
         check_cwd(cwd)
         names = (self.tool.name,) if tool_names is None else tool_names
         return (await self._sessions.open(session_id, cwd, names)).session
@@ -241,23 +234,9 @@ class AcpSkills:
         tools: Sequence[Mapping[str, Any]] = (),
         run_tool: AgentToolRunner | None = None,
     ) -> AbstractAsyncContextManager[PromptTurn]:
-        """Run one ``session/prompt`` turn: ``async with skills.turn(...) as turn:``
-        (docs/integration.md tells each step; ``tools`` and ``run_tool`` are the agent's own).
-
-        Raises:
-            acp.RequestError: invalid params (-32602) for an unknown session; invalid request
-                (-32600) when a turn of that session is already running.
-        """
-        return open_turn(
-            self._kit,
-            self._sessions,
-            session_id,
-            prompt,
-            system=system,
-            config=config or {},
-            tools=tools,
-            run_tool=run_tool,
-        )
+        """Run one ``session/prompt`` turn: ``async with skills.turn(...) as turn:`` (-32602
+        for an unknown session, -32600 while one of its turns runs; docs/integration.md)."""
+        return open_turn(self._kit, session_id, prompt, system, config or {}, tools, run_tool)
 
     def handles(self, method: str) -> bool:
         """Whether ``method`` (as the SDK passes it to ``ext_method``, without ``_``) is ours."""
@@ -265,8 +244,7 @@ class AcpSkills:
 
     async def ext_method(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """Answer ``_skills/list``, ``_skills/prefix`` or ``_skills/reload`` (else -32601)."""
-        name = method.removeprefix("_")
-        params = params if isinstance(params, Mapping) else {}
+        name, params = method.removeprefix("_"), params if isinstance(params, Mapping) else {}
         if name == "skills/list":
             return await self._list_skills(params)
         if name == "skills/prefix":
@@ -283,8 +261,9 @@ class AcpSkills:
             cwd = check_cwd(params["cwd"])
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
-        snapshot = await self.registry.snapshot(SkillLookupOptions(cwd=cwd))
-        problems = await self.registry.diagnose(SkillLookupOptions(cwd=cwd))
+        options = SkillLookupOptions(cwd=cwd)
+        snapshot = await self.registry.snapshot(options)
+        problems = await self.registry.diagnose(options)
         clean = remove_unsafe_characters  # the editor shows these
         return {
             "skills": [

@@ -24,25 +24,8 @@ from ..model import PrefixMessage, SkillLookupOptions, SkillSnapshot
 from ..registry import SkillRegistry
 from ..session import PrefixedSession
 from ..tool import SkillTool, ToolResult
-from .commands import (
-    SKILLS_COMMAND,
-    CommandsAnnouncer,
-    leading_slash_word,
-    no_such_command,
-    skills_report,
-)
+from . import commands, wire
 from .sessions import LiveSession, SessionTable, not_saved_notice
-from .wire import (
-    ClientLink,
-    decode_tool_arguments,
-    find_invocations_with_arguments,
-    prompt_context,
-    prompt_text,
-    sequence,
-    skill_tool_call_start,
-    tool_call_finished,
-    tool_call_started,
-)
 
 _log = structlog.get_logger(__name__)
 
@@ -79,10 +62,11 @@ class InvokedSkill:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnKit:
+    sessions: SessionTable
     registry: SkillRegistry
     tool: SkillTool
-    link: ClientLink
-    announcer: CommandsAnnouncer
+    link: wire.ClientLink
+    announcer: commands.CommandsAnnouncer
     max_requests: int
     expand_arguments: bool
 
@@ -196,7 +180,9 @@ class PromptTurn:
             await self._send(update_agent_message_text(text))
         # The tool calls are run from the recorded reply: the record made its text well-formed.
         reply = (await self._session.append_history({"role": "assistant", **message})).message
-        calls = [call for call in sequence(reply.get("tool_calls")) if isinstance(call, Mapping)]
+        calls = [
+            call for call in wire.sequence(reply.get("tool_calls")) if isinstance(call, Mapping)
+        ]
         answered: set[str] = set()
         try:
             for call in calls:
@@ -221,11 +207,11 @@ class PromptTurn:
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
         """Run one tool call (``skill`` here, others by the agent's runner), report it and record
         its result. ``arguments`` may be JSON text or already decoded."""
-        decoded = decode_tool_arguments(arguments)
+        decoded = wire.decode_tool_arguments(arguments)
         skill = name == self._kit.tool.name
         try:
             if skill:
-                await self._send(skill_tool_call_start(call_id, decoded))
+                await self._send(wire.skill_tool_call_start(call_id, decoded))
                 result = await self._kit.tool.call(
                     decoded,
                     cwd=self._session.context.cwd,
@@ -233,12 +219,12 @@ class PromptTurn:
                     searchable=_omits(self._session),
                 )
             else:
-                await self._send(tool_call_started(call_id, name, decoded))
+                await self._send(wire.tool_call_started(call_id, name, decoded))
                 result = await self._run_agent_tool(name, decoded)
-            await self._send(tool_call_finished(call_id, result))
+            await self._send(wire.tool_call_finished(call_id, result))
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
-                await self._send(tool_call_finished(call_id, _CANCELLED))
+                await self._send(wire.tool_call_finished(call_id, _CANCELLED))
             raise
         await self._record_result(call_id, result)
         return result
@@ -300,43 +286,43 @@ class PromptTurn:
         self, prompt: Sequence[object], snapshot: SkillSnapshot
     ) -> str | None:
         cwd = self._session.context.cwd
-        word = leading_slash_word(prompt_text(prompt))
+        word = commands.leading_slash_word(wire.prompt_text(prompt))
         if word is None:
             return None
         if any(skill.user_invocable and skill.name == word for skill in snapshot.skills):
             return None  # a skill invocation, expanded for the model
-        if word == SKILLS_COMMAND:
+        if word == commands.SKILLS_COMMAND:
             problems: tuple[Diagnostic, ...] | None = None
             try:
                 problems = await self._kit.registry.diagnose(SkillLookupOptions(cwd=cwd))
             except Exception as error:
                 _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
-            return skills_report(cwd, snapshot, problems, self._session.catalog_fit)
+            return commands.skills_report(cwd, snapshot, problems, self._session.catalog_fit)
         # "/tmp is full" is about a path, not a command.
         if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
             return None
-        return no_such_command(word, snapshot)
+        return commands.no_such_command(word, snapshot)
 
     async def _record_prompt(
         self, prompt: Sequence[object], snapshot: SkillSnapshot
     ) -> tuple[InvokedSkill, ...]:
-        typed = prompt_text(prompt)
-        content = "\n\n".join(part for part in (typed, *prompt_context(prompt)) if part)
+        typed = wire.prompt_text(prompt)
+        content = "\n\n".join(part for part in (typed, *wire.prompt_context(prompt)) if part)
         names = [skill.name for skill in snapshot.skills if skill.user_invocable]
         invoked: list[InvokedSkill] = []
         # Where each skill's text sits in the content: `session/load` replays the calls from it.
         calls: list[dict[str, Any]] = []
-        for name, arguments in find_invocations_with_arguments(typed, names):
+        for name, arguments in wire.find_invocations_with_arguments(typed, names):
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
-            await self._send(skill_tool_call_start(call_id, {"name": name}))
+            await self._send(wire.skill_tool_call_start(call_id, {"name": name}))
             result = await self._kit.tool.invoke_for_user(
                 name,
                 cwd=self._session.context.cwd,
                 snapshot=snapshot,
                 arguments=arguments if self._kit.expand_arguments else None,
             )
-            await self._send(tool_call_finished(call_id, result))
+            await self._send(wire.tool_call_finished(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
             if content and result.text:
                 content += "\n\n"
@@ -356,16 +342,14 @@ class PromptTurn:
 @asynccontextmanager
 async def open_turn(
     kit: TurnKit,
-    sessions: SessionTable,
     session_id: str,
     prompt: Sequence[object],
-    *,
     system: str,
     config: Mapping[str, object],
     tools: Sequence[Mapping[str, Any]],
     run_tool: AgentToolRunner | None,
 ) -> AsyncIterator[PromptTurn]:
-    live = await sessions.get(session_id)
+    live = await kit.sessions.get(session_id)
     session = live.session
     if live.turn is not None:
         raise RequestError.invalid_request(

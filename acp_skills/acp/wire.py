@@ -9,7 +9,7 @@ import json
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeGuard
+from typing import Any, Literal, Protocol, TypeGuard
 
 from acp import RequestError
 from acp.helpers import start_tool_call, text_block, tool_content, update_tool_call
@@ -43,14 +43,7 @@ class AcpClient(Protocol):
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
 
-    async def read_text_file(
-        self,
-        session_id: str,
-        path: str,
-        line: int | None = None,
-        limit: int | None = None,
-        **kwargs: Any,
-    ) -> Any: ...
+    async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any: ...
 
 
 class ClientLink:
@@ -77,27 +70,25 @@ class ClientLink:
 
 def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart:
     """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
-    name = field(arguments, "name")
-    query = field(arguments, "query")
+    name, query = field(arguments, "name"), field(arguments, "query")
     # The editor shows the model's name in the title: no control characters in it.
     name = remove_unsafe_characters(name) if isinstance(name, str) else None
     title = f"Load skill {name}" if name else "Load skill"
     if not name and isinstance(query, str) and query.strip():
         words = " ".join(remove_unsafe_characters(query).split())
         title = f"Find skills: {cut(words, _TITLE_QUERY_MAX)}"
-    return start_tool_call(
-        tool_call_id, title, kind="read", status="in_progress", raw_input=_raw_input(arguments)
-    )
+    return _started(tool_call_id, title, "read", arguments)
 
 
 def tool_call_started(tool_call_id: str, tool_name: str, arguments: object) -> ToolCallStart:
-    return start_tool_call(
-        tool_call_id,
-        remove_unsafe_characters(tool_name) or "Tool",
-        kind="other",
-        status="in_progress",
-        raw_input=_raw_input(arguments),
-    )
+    return _started(tool_call_id, remove_unsafe_characters(tool_name) or "Tool", "other", arguments)
+
+
+def _started(
+    call_id: str, title: str, kind: Literal["read", "other"], args: object
+) -> ToolCallStart:
+    raw = dict(args) if isinstance(args, Mapping) else {"arguments": args}
+    return start_tool_call(call_id, title, kind=kind, status="in_progress", raw_input=raw)
 
 
 def tool_call_finished(tool_call_id: str, result: ToolResult) -> ToolCallProgress:
@@ -106,10 +97,6 @@ def tool_call_finished(tool_call_id: str, result: ToolResult) -> ToolCallProgres
         status="failed" if result.is_error else "completed",
         content=[tool_content(text_block(result.text))],
     )
-
-
-def _raw_input(arguments: object) -> dict[str, Any]:
-    return dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
 
 
 def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
@@ -161,12 +148,8 @@ def _arguments(text: str, start: int, stop: int) -> str:
 
 def prompt_text(prompt: Sequence[object]) -> str:
     """The text of a prompt's text blocks, joined with newlines."""
-    parts = []
-    for block in prompt:
-        text = field(block, "text")
-        if field(block, "type") == "text" and isinstance(text, str):
-            parts.append(text)
-    return "\n".join(parts)
+    texts = [(field(block, "type"), field(block, "text")) for block in prompt]
+    return "\n".join(text for kind, text in texts if kind == "text" and isinstance(text, str))
 
 
 def prompt_context(prompt: Sequence[object]) -> list[str]:
@@ -178,9 +161,8 @@ def prompt_context(prompt: Sequence[object]) -> list[str]:
         text = field(resource, "text")
         if isinstance(text, str):
             uri = field(resource, "uri")
-            parts.append(
-                f'<context uri="{uri if isinstance(uri, str) else ""}">\n{text}\n</context>'
-            )
+            uri = uri if isinstance(uri, str) else ""
+            parts.append(f'<context uri="{uri}">\n{text}\n</context>')
         uri = field(block, "uri")
         if field(block, "type") == "resource_link" and isinstance(uri, str):
             parts.append(f"(attached: {uri})")
@@ -189,9 +171,7 @@ def prompt_context(prompt: Sequence[object]) -> list[str]:
 
 def field(value: object, name: str, key: str | None = None) -> object:
     """``value.name``, or ``value[key or name]`` when the SDK's lenient parsing left a dict."""
-    if isinstance(value, Mapping):
-        return value.get(key or name)
-    return getattr(value, name, None)
+    return value.get(key or name) if isinstance(value, Mapping) else getattr(value, name, None)
 
 
 def sequence(value: object) -> Sequence[Any]:
@@ -228,25 +208,18 @@ def _path_bytes(path: str) -> int:
 
 def is_absolute_cwd(cwd: object) -> TypeGuard[str]:
     """Whether ``cwd`` is absolute, without NUL, and within the platform's path limit."""
-    return (
-        isinstance(cwd, str)
-        and os.path.isabs(cwd)
-        and "\0" not in cwd
-        and _path_bytes(cwd) < _PATH_LIMIT
-    )
+    if not isinstance(cwd, str):
+        return False
+    return os.path.isabs(cwd) and "\0" not in cwd and _path_bytes(cwd) < _PATH_LIMIT
 
 
 def check_cwd(cwd: object) -> str:
     """Return ``cwd`` if `is_absolute_cwd`, else raise invalid params (-32602) saying why (an
     over-long one is not echoed back)."""
     if isinstance(cwd, str) and _path_bytes(cwd) >= _PATH_LIMIT:
-        raise RequestError.invalid_params(
-            {
-                "reason": "cwd is longer than the platform's path limit",
-                "length": _path_bytes(cwd),
-                "limit": _PATH_LIMIT - 1,
-            }
-        )
+        reason = "cwd is longer than the platform's path limit"
+        length, limit = _path_bytes(cwd), _PATH_LIMIT - 1
+        raise RequestError.invalid_params({"reason": reason, "length": length, "limit": limit})
     if not is_absolute_cwd(cwd):
         raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
     return cwd
