@@ -46,10 +46,8 @@ _MESSAGES: Final = {
 def _error(
     request_id: object, code: int, details: str | None = None, message: str | None = None
 ) -> dict[str, Any]:
-    error: dict[str, Any] = {
-        "code": code,
-        "message": _MESSAGES[code] if message is None else message,
-    }
+    message = _MESSAGES[code] if message is None else message
+    error: dict[str, Any] = {"code": code, "message": message}
     if details is not None:
         error["data"] = {"details": details}
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
@@ -94,35 +92,27 @@ def _leading_members(head: bytes) -> dict[str, object]:
     # The top-level members of a truncated object, up to its first nested value (``...``,
     # its key telling ``params`` from ``result``). Clients write ``id`` and ``method`` first.
     text = head.decode("utf-8", errors="replace")
-    decoder = json.JSONDecoder()
-    members: dict[str, object] = {}
-    position = _skip_blanks(text, 0)
-    if not text.startswith("{", position):
-        return members
-    position += 1
-    while True:
+    decoder, members = json.JSONDecoder(), dict[str, object]()
+    position, separator = _skip_blanks(text, 0), "{"
+    while text.startswith(separator, position):
         try:
-            key, position = decoder.raw_decode(text, _skip_blanks(text, position))
+            key, position = decoder.raw_decode(text, _skip_blanks(text, position + 1))
             position = _skip_blanks(text, position)
             if not isinstance(key, str) or not text.startswith(":", position):
-                return members
+                break
             position = _skip_blanks(text, position + 1)
             if text[position : position + 1] in ("{", "["):
                 members[key] = ...
-                return members
+                break
             members[key], position = decoder.raw_decode(text, position)
         except ValueError:
-            return members
-        position = _skip_blanks(text, position)
-        if not text.startswith(",", position):
-            return members
-        position += 1
+            break
+        position, separator = _skip_blanks(text, position), ","
+    return members
 
 
 def _skip_blanks(text: str, position: int) -> int:
-    while text[position : position + 1] in (" ", "\t", "\r", "\n"):
-        position += 1
-    return position
+    return len(text) - len(text[position:].lstrip(" \t\r\n"))
 
 
 class GuardedTransport:
@@ -339,17 +329,13 @@ class GuardedTransport:
     async def _refuse_overlong(self, line: OverlongLine) -> dict[str, Any] | None:
         members = _leading_members(line.head)
         request_id = members.get("id")
-        details = f"the line is {line.size} bytes, over the {self._max_line_bytes}-byte limit"
-        _log.warning(
-            "acp_line_rejected",
-            reason="too long",
-            size=line.size,
-            limit=self._max_line_bytes,
-            method=members.get("method"),
+        size, limit, method = line.size, self._max_line_bytes, members.get("method")
+        _log.warning("acp_line_rejected", reason="too long", size=size, limit=limit, method=method)
+        refusal = _error(
+            None, _INVALID_REQUEST, f"the line is {size} bytes, over the {limit}-byte limit"
         )
-        refusal = _error(None, _INVALID_REQUEST, details)
         if "id" in members and _is_valid_id(request_id):
-            if isinstance(members.get("method"), str):
+            if isinstance(method, str):
                 await self._reply({**refusal, "id": request_id})
                 return None
             if ("result" in members or "error" in members) and request_id in self._awaited:
@@ -390,10 +376,8 @@ class GuardedTransport:
                 _log.warning("acp_line_rejected", reason="response with an invalid id")
                 return None
             if "error" in message and not isinstance(message["error"], dict):
-                message = {
-                    **message,
-                    "error": {"code": _INTERNAL_ERROR, "message": str(message["error"])},
-                }
+                failed = {"code": _INTERNAL_ERROR, "message": str(message["error"])}
+                message = {**message, "error": failed}
             return message
         # JSON-RPC: an object that is neither a request nor a response is an invalid request.
         _log.warning("acp_line_rejected", reason="neither a request nor a response")
