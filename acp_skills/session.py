@@ -1,8 +1,5 @@
 """`PrefixedSession`: one session instance, with its frozen prefix, request headers and history.
-
-Every model request is ``system + tools + message_prefix + history``; the prefix is composed
-once per instance and lives only in request headers, never in the history.
-"""
+A request is ``system + tools + message_prefix + history``; the history never holds the prefix."""
 
 from __future__ import annotations
 
@@ -47,7 +44,7 @@ class PrefixedSession:
         headers = [entry for entry in entries if isinstance(entry, HeaderEntry)]
         self._last_header: HeaderEntry | None = headers[-1] if headers else None
         self._resumed = bool(headers)
-        # The last header this instance recorded: a new instance always records its first one.
+        # A new instance always records its first header.
         self._own_header: HeaderEntry | None = None
         self._unsaved: list[RecordEntry] = []
         self._save_error: OSError | None = None
@@ -55,24 +52,20 @@ class PrefixedSession:
 
     @classmethod
     async def open(
-        cls, prefix: SessionPrefix, context: PrefixContext, record: SessionRecord
-    ) -> PrefixedSession:
-        """Start a session instance over ``record``, loading its history and last header."""
-        return cls(prefix, context, record, entries=await record.entries())
-
-    @classmethod
-    async def reopen(
         cls,
         prefix: SessionPrefix,
         context: PrefixContext,
         record: SessionRecord,
         *,
-        requested: bool,
+        requested: bool = False,
         catalog_fit: CatalogFit | None = None,
     ) -> PrefixedSession:
-        """Bring back the same instance after its release: if it had ``requested``, with the
-        prefix of its last header (no ``resume`` header) and ``catalog_fit``."""
-        session = await cls.open(prefix, context, record)
+        """Start a session instance over ``record``, loading its history and last header.
+
+        With ``requested``, the same instance comes back after its release from memory: with
+        the prefix of its last header (no ``resume`` header) and ``catalog_fit``.
+        """
+        session = cls(prefix, context, record, entries=await record.entries())
         header = session._last_header
         if requested and header is not None:
             session._frozen = header.message_prefix

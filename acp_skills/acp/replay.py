@@ -1,7 +1,5 @@
-"""``session/load`` replay: the stored conversation, sent back as ``session/update``\\ s.
-
-A record is a file a person can edit: an entry that does not fit is left out, not replayed wrong.
-"""
+"""``session/load`` replay of the stored conversation. People can edit records: an entry that
+does not fit is left out, not replayed wrong."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The session table: every session instance of one connection, bounded in memory.
-
-Beyond ``max_live`` instances the least recently used idle ones are released (kept: what
-reopens them from their record); past `RELEASED_PER_LIVE` times ``max_live`` released ones,
-the oldest is forgotten and comes back only through ``session/load``.
-"""
+"""The session table: every session instance of one connection, bounded in memory (idle ones
+released beyond ``max_live``, released ones forgotten beyond `RELEASED_PER_LIVE` times that)."""
 
 from __future__ import annotations
 
@@ -94,7 +90,7 @@ class SessionTable:
                 {"sessionId": session_id, "reason": "unknown session"}
             )
         record = await self._store.open(session_id)
-        session = await PrefixedSession.reopen(
+        session = await PrefixedSession.open(
             self._prefix,
             released.context,
             record,

@@ -1,8 +1,5 @@
-"""`AcpSkills`: the facade an agent built on the official ACP SDK mounts to get skills.
-
-The constructor starts nothing; ``async with skills:`` (or `serve`) follows the registry and,
-on exit, stops all it started, including the watcher of a provider it made itself.
-"""
+"""`AcpSkills`: the facade an agent built on the official ACP SDK mounts to get skills. The
+constructor starts nothing; ``async with skills:`` (or `serve`) starts and stops the rest."""
 
 from __future__ import annotations
 

@@ -59,21 +59,14 @@ async def read_line(reader: asyncio.StreamReader, max_bytes: int) -> bytes | Ove
 async def open_stdio(
     *, limit: int = DEFAULT_BUFFER_BYTES, protect_stdout: bool = True
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Open the process's stdin and stdout as asyncio streams for the protocol.
-
-    With ``protect_stdout``, frames go to a private duplicate of fd 1, and fd 1 (with
-    ``sys.stdout``) points at stderr: nothing else printed can corrupt a frame. asyncio only
-    watches pipes, sockets and terminals; other stdio (``< /dev/null``) is copied by a thread.
-
-    Raises:
-        OSError: ``EBADF`` when the process was started with stdin or stdout closed.
-    """
+    """Open stdin and stdout as asyncio streams (`OSError` ``EBADF`` if one is closed); with
+    ``protect_stdout``, frames go to a private copy of fd 1, and fd 1 points at stderr."""
     for name in ("stdin", "stdout"):
         if getattr(sys, name) is None:
             raise OSError(errno.EBADF, f"{name} is closed")
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=limit)
+    loop, reader = asyncio.get_running_loop(), asyncio.StreamReader(limit=limit)
     stdin_fd = sys.stdin.fileno()
+    # asyncio only watches pipes, sockets and terminals: other stdio is copied by a thread.
     if not _pollable(stdin_fd):
         read_end, write_end = os.pipe()
         threading.Thread(target=_copy, args=(stdin_fd, write_end), daemon=True).start()

@@ -1,9 +1,5 @@
-"""`GuardedTransport`: the SDK's message-level transport over stdio, hardened.
-
-The 0.12 SDK's own transport lets one bad line take an agent down or a client smuggle
-parameters; this one answers malformed input itself (docs/integration.md lists each guard).
-It is also where text bound for the client is made well-formed (lone surrogates as U+FFFD).
-"""
+"""`GuardedTransport`: the SDK's message-level transport over stdio, hardened (each guard is in
+docs/integration.md), and where text bound for the client is made well-formed."""
 
 from __future__ import annotations
 
@@ -116,11 +112,8 @@ def _skip_blanks(text: str, position: int) -> int:
 
 
 class GuardedTransport:
-    """The SDK's message-level transport over a pair of asyncio streams, with the guards above.
-
-    ``max_line_bytes`` is the longest line accepted (without its newline); ``drain_seconds``
-    how long the answers still owed are waited for at the end of input. Both must be positive.
-    """
+    """The SDK's message-level transport over a pair of asyncio streams, with the guards above;
+    ``drain_seconds`` bounds the wait for answers owed at the end of input."""
 
     def __init__(
         self,

@@ -1,8 +1,5 @@
 """`PromptTurn`: one ``session/prompt`` turn, from the person's message to the stop reason.
-
-Messages use the OpenAI Chat Completions shape; record keys starting with ``_`` are the
-library's bookkeeping.
-"""
+Messages use the OpenAI Chat Completions shape; record keys starting with ``_`` are ours."""
 
 from __future__ import annotations
 
@@ -80,11 +77,8 @@ class TurnKit:
 
 
 class PromptTurn:
-    """One prompt turn of one session instance, made by `AcpSkills.turn` only.
-
-    ``tools`` is what to offer the model (``skill`` first, then the agent's own); ``invoked``
-    the skills the person invoked as ``/name`` (already in the recorded message).
-    """
+    """One prompt turn, made by `AcpSkills.turn` only: ``tools`` to offer the model (``skill``
+    first), ``invoked`` the skills the person invoked as ``/name``."""
 
     def __init__(
         self,
@@ -103,15 +97,11 @@ class PromptTurn:
         self._live = live
         self._session = live.session
         self._session_id = live.session.context.session_id
-        self._system = system
-        self._config = config
-        self._run_tool = run_tool
+        self._system, self._config, self._run_tool = system, config, run_tool
         self.tools = [kit.tool_spec(searchable=False), *(dict(t) for t in tools)]
         self.invoked: tuple[InvokedSkill, ...] = ()
-        self._requests = 0
         self._stop_reason: StopReason | None = None
-        self._replied = True
-        self._streamed = False
+        self._requests, self._replied, self._streamed = 0, True, False
 
     @property
     def prefix(self) -> tuple[PrefixMessage, ...]:
@@ -153,9 +143,7 @@ class PromptTurn:
         await self._session.record_request(
             config=self._config, system=self._system, tools=self.tools
         )
-        self._requests += 1
-        self._replied = False
-        self._streamed = False
+        self._requests, self._replied, self._streamed = self._requests + 1, False, False
         return [
             {key: value for key, value in message.items() if not key.startswith("_")}
             for message in self._session.request_messages()
