@@ -57,8 +57,11 @@ class CommandsAnnouncer:
         self._changed: asyncio.Event | None = None
 
     async def refresh(
-        self, session_id: str, live: LiveSession, snapshot: SkillSnapshot, *, force: bool
+        self, session_id: str, live: LiveSession, snapshot: SkillSnapshot | None, *, force: bool
     ) -> None:
+        if snapshot is None:
+            options = SkillLookupOptions(cwd=live.session.context.cwd)
+            snapshot = await self._registry.snapshot(options)
         commands = [*available_commands(snapshot.skills), *builtin_commands(snapshot.skills)]
         key = tuple(
             (c.name, c.description, c.input.root.hint if c.input is not None else "")
@@ -96,8 +99,7 @@ class CommandsAnnouncer:
         live = self._sessions.peek(session_id)
         if live is None:
             return
-        options = SkillLookupOptions(cwd=live.session.context.cwd)
-        snapshot = await self._registry.snapshot(options)
+        snapshot = await self._registry.snapshot(SkillLookupOptions(cwd=live.session.context.cwd))
         try:
             await self.refresh(session_id, live, snapshot, force=True)
         except ConnectionError:
@@ -116,8 +118,8 @@ class CommandsAnnouncer:
 
     async def follow(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         # Started with `group.start`: a change made once that returns is not missed.
-        self._loop, self._changed = asyncio.get_running_loop(), asyncio.Event()
-        changed = self._changed
+        self._loop, changed = asyncio.get_running_loop(), asyncio.Event()
+        self._changed = changed
         task_status.started()
         try:
             while True:
@@ -126,9 +128,7 @@ class CommandsAnnouncer:
                 changed.clear()
                 for session_id, live in self._sessions.running():
                     try:
-                        options = SkillLookupOptions(cwd=live.session.context.cwd)
-                        snapshot = await self._registry.snapshot(options)
-                        await self.refresh(session_id, live, snapshot, force=False)
+                        await self.refresh(session_id, live, None, force=False)
                     except Exception as error:
                         event = "skills_commands_refresh_failed"
                         _log.warning(event, session_id=session_id, error=repr(error))
@@ -151,8 +151,7 @@ def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
     commands = [skill.name for skill in snapshot.skills if skill.user_invocable]
     if SKILLS_COMMAND not in commands:
         commands.append(SKILLS_COMMAND)
-    model_only = any(skill.name == word and not skill.user_invocable for skill in snapshot.skills)
-    if model_only:
+    if any(skill.name == word and not skill.user_invocable for skill in snapshot.skills):
         opening = (
             f"`/{word}` is not a command: the skill `{word}` is for the model only "
             "(its `user-invocable` is false)."
@@ -216,10 +215,6 @@ def _diagnostic_line(diagnostic: Diagnostic) -> str:
 
 
 def _tally(diagnostics: Sequence[Diagnostic]) -> str:
-    parts = []
-    for severity in ("error", "warning", "info"):
-        count = sum(1 for d in diagnostics if d.severity == severity)
-        if count:
-            label = _SEVERITY_LABEL[severity]
-            parts.append(f"{count} {label}{'' if count == 1 else 's'}")
-    return ", ".join(parts)
+    labels = _SEVERITY_LABEL.items()
+    counts = {label: sum(d.severity == key for d in diagnostics) for key, label in labels}
+    return ", ".join(f"{n} {label}{'' if n == 1 else 's'}" for label, n in counts.items() if n)

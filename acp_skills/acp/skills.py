@@ -88,16 +88,10 @@ class AcpSkills:
                 on_fit=self._sessions.note_catalog_fit,
             )
         )
-        self._link = ClientLink()
-        self._announcer = CommandsAnnouncer(registry, self._sessions, self._link)
+        self._link = link = ClientLink()
+        self._announcer = announcer = CommandsAnnouncer(registry, self._sessions, link)
         self._kit = TurnKit(
-            sessions=self._sessions,
-            registry=registry,
-            tool=self.tool,
-            link=self._link,
-            announcer=self._announcer,
-            max_requests=max_requests,
-            expand_arguments=expand_arguments,
+            self._sessions, registry, self.tool, link, announcer, max_requests, expand_arguments
         )
         self._unsubscribe = registry.on_change(self._announcer.on_registry_change)
         self._group: anyio.abc.TaskGroup | None = None

@@ -19,7 +19,6 @@ from acp.schema import PromptResponse
 from ..diagnostics import Diagnostic
 from ..model import PrefixMessage, SkillLookupOptions, SkillSnapshot
 from ..registry import SkillRegistry
-from ..session import PrefixedSession
 from ..tool import SkillTool, ToolResult
 from . import commands, wire
 from .sessions import LiveSession, SessionTable, not_saved_notice
@@ -57,7 +56,7 @@ class InvokedSkill:
     is_error: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class TurnKit:
     sessions: SessionTable
     registry: SkillRegistry
@@ -96,7 +95,7 @@ class PromptTurn:
         self._kit = kit
         self._live = live
         self._session = live.session
-        self._session_id = live.session.context.session_id
+        self._session_id, self._cwd = live.session.context.session_id, live.session.context.cwd
         self._system, self._config, self._run_tool = system, config, run_tool
         self.tools = [kit.tool_spec(searchable=False), *(dict(t) for t in tools)]
         self.invoked: tuple[InvokedSkill, ...] = ()
@@ -195,20 +194,27 @@ class PromptTurn:
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
         """Run one tool call (``skill`` here, others by the agent's runner), report it and record
         its result. ``arguments`` may be JSON text or already decoded."""
-        decoded = wire.decode_tool_arguments(arguments)
-        skill = name == self._kit.tool.name
+        decoded, kit = wire.decode_tool_arguments(arguments), self._kit
         try:
-            if skill:
+            if name == kit.tool.name:
                 await self._send(wire.skill_tool_call_start(call_id, decoded))
-                result = await self._kit.tool.call(
-                    decoded,
-                    cwd=self._session.context.cwd,
-                    read_text=self._kit.link.reader(self._session_id),
-                    searchable=_omits(self._session),
+                reader, searchable = kit.link.reader(self._session_id), self._omits()
+                result = await kit.tool.call(
+                    decoded, cwd=self._cwd, read_text=reader, searchable=searchable
+                )
+            elif self._run_tool is None:
+                await self._send(wire.tool_call_started(call_id, name, decoded))
+                result = ToolResult(
+                    text=f'Error: there is no tool called "{name[:100]}"', is_error=True
                 )
             else:
                 await self._send(wire.tool_call_started(call_id, name, decoded))
-                result = await self._run_agent_tool(name, decoded)
+                outcome = await self._run_tool(name, decoded)
+                result = (
+                    outcome
+                    if isinstance(outcome, ToolResult)
+                    else ToolResult(text=str(outcome), is_error=False)
+                )
             await self._send(wire.tool_call_finished(call_id, result))
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
@@ -217,28 +223,33 @@ class PromptTurn:
         await self._record_result(call_id, result)
         return result
 
-    async def _run_agent_tool(self, name: str, arguments: object) -> ToolResult:
-        if self._run_tool is None:
-            return ToolResult(text=f'Error: there is no tool called "{name[:100]}"', is_error=True)
-        outcome = await self._run_tool(name, arguments)
-        return (
-            outcome
-            if isinstance(outcome, ToolResult)
-            else ToolResult(text=str(outcome), is_error=False)
-        )
-
     async def _record_result(self, call_id: str, result: ToolResult) -> None:
-        await self._session.append_history(
-            {"role": "tool", "tool_call_id": call_id, "content": result.text}
-            | {ERROR_KEY: result.is_error}
-        )
+        message = {"role": "tool", "tool_call_id": call_id, "content": result.text}
+        await self._session.append_history(message | {ERROR_KEY: result.is_error})
 
     async def _send(self, update: Any) -> None:
         await self._kit.link.send(self._session_id, update)
 
+    def _omits(self) -> bool:
+        fit = self._session.catalog_fit
+        return fit is not None and bool(fit.omitted)
+
     async def _begin(self, prompt: Sequence[object]) -> None:
-        snapshot = await self._prepare()
-        answer = await self._answer_without_model(prompt, snapshot)
+        snapshots: list[SkillSnapshot] = []
+
+        async def take_snapshot() -> None:
+            snapshots.append(await self._kit.registry.snapshot(SkillLookupOptions(cwd=self._cwd)))
+
+        # Side by side they share one discovery: a slow provider is waited for once.
+        async with anyio.create_task_group() as group:
+            group.start_soon(take_snapshot)
+            await self._session.prefix()
+        live, snapshot = self._live, snapshots[0]
+        force = not live.announced_in_turn
+        await self._kit.announcer.refresh(self._session_id, live, snapshot, force=force)
+        live.announced_in_turn = True
+        typed = wire.prompt_text(prompt)
+        answer = await self._answer_without_model(typed, snapshot)
         if answer is not None:
             # Nothing reaches the model or the record: a prefix composed for this turn is left
             # for the first turn that makes a request.
@@ -246,39 +257,14 @@ class PromptTurn:
             await self._send(update_agent_message_text(answer))
             self.stop("end_turn")
             return
-        self.invoked = await self._record_prompt(prompt, snapshot)
+        self.invoked = await self._record_prompt(typed, prompt, snapshot)
         # The prefix is composed now, and with it whether the schema has `query`.
-        self.tools[0] = self._kit.tool_spec(searchable=_omits(self._session))
+        self.tools[0] = self._kit.tool_spec(searchable=self._omits())
 
-    async def _prepare(self) -> SkillSnapshot:
-        snapshot: SkillSnapshot | None = None
-
-        async def take_snapshot() -> None:
-            nonlocal snapshot
-            options = SkillLookupOptions(cwd=self._session.context.cwd)
-            snapshot = await self._kit.registry.snapshot(options)
-
-        # Side by side they share one discovery: a slow provider is waited for once.
-        async with anyio.create_task_group() as group:
-            group.start_soon(take_snapshot)
-            await self._session.prefix()
-        assert snapshot is not None
-        live = self._live
-        await self._kit.announcer.refresh(
-            self._session_id, live, snapshot, force=not live.announced_in_turn
-        )
-        live.announced_in_turn = True
-        return snapshot
-
-    async def _answer_without_model(
-        self, prompt: Sequence[object], snapshot: SkillSnapshot
-    ) -> str | None:
-        cwd = self._session.context.cwd
-        word = commands.leading_slash_word(wire.prompt_text(prompt))
-        if word is None:
-            return None
-        if any(skill.user_invocable and skill.name == word for skill in snapshot.skills):
-            return None  # a skill invocation, expanded for the model
+    async def _answer_without_model(self, typed: str, snapshot: SkillSnapshot) -> str | None:
+        cwd, word = self._cwd, commands.leading_slash_word(typed)
+        if word is None or any(s.user_invocable and s.name == word for s in snapshot.skills):
+            return None  # for the model (a skill invocation is expanded for it)
         if word == commands.SKILLS_COMMAND:
             problems: tuple[Diagnostic, ...] | None = None
             try:
@@ -292,9 +278,8 @@ class PromptTurn:
         return commands.no_such_command(word, snapshot)
 
     async def _record_prompt(
-        self, prompt: Sequence[object], snapshot: SkillSnapshot
+        self, typed: str, prompt: Sequence[object], snapshot: SkillSnapshot
     ) -> tuple[InvokedSkill, ...]:
-        typed = wire.prompt_text(prompt)
         content = "\n\n".join(part for part in (typed, *wire.prompt_context(prompt)) if part)
         names = [skill.name for skill in snapshot.skills if skill.user_invocable]
         invoked: list[InvokedSkill] = []
@@ -304,21 +289,23 @@ class PromptTurn:
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
             await self._send(wire.skill_tool_call_start(call_id, {"name": name}))
+            expand = arguments if self._kit.expand_arguments else None
             result = await self._kit.tool.invoke_for_user(
-                name,
-                cwd=self._session.context.cwd,
-                snapshot=snapshot,
-                arguments=arguments if self._kit.expand_arguments else None,
+                name, cwd=self._cwd, snapshot=snapshot, arguments=expand
             )
             await self._send(wire.tool_call_finished(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
             if content and result.text:
                 content += "\n\n"
-            start = len(content)
-            content += result.text
+            start, content = len(content), content + result.text
             calls.append(
-                {"id": call_id, "name": name, "is_error": result.is_error}
-                | {"start": start, "end": len(content)}
+                {
+                    "id": call_id,
+                    "name": name,
+                    "is_error": result.is_error,
+                    "start": start,
+                    "end": len(content),
+                }
             )
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
         if calls:
@@ -368,8 +355,3 @@ async def open_turn(
             await kit.link.send(session_id, update_agent_message_text(notice))
     finally:
         live.turn = None
-
-
-def _omits(session: PrefixedSession) -> bool:
-    fit = session.catalog_fit
-    return fit is not None and bool(fit.omitted)
