@@ -33,9 +33,7 @@ class PrefixedSession:
         *,
         entries: Sequence[RecordEntry],
     ) -> None:
-        self._registry = prefix
-        self._context = context
-        self._record = record
+        self._registry, self._context, self._record = prefix, context, record
         self._frozen: tuple[PrefixMessage, ...] | None = None
         self._compose_lock = anyio.Lock()
         # One lock for every append keeps the in-memory state in the same order as the record.
@@ -44,7 +42,6 @@ class PrefixedSession:
         headers = [entry for entry in entries if isinstance(entry, HeaderEntry)]
         self._last_header: HeaderEntry | None = headers[-1] if headers else None
         self._resumed = bool(headers)
-        # A new instance always records its first header.
         self._own_header: HeaderEntry | None = None
         self._unsaved: list[RecordEntry] = []
         self._save_error: OSError | None = None
@@ -150,9 +147,8 @@ class PrefixedSession:
         message_prefix = await self.prefix()
         async with self._write_lock:
             previous = self._own_header
-            reason: HeaderReason = "change"
-            if previous is None:
-                reason = "resume" if self._resumed else "initial"
+            reason: HeaderReason = "resume" if self._resumed else "initial"
+            reason = "change" if previous is not None else reason
             header = replace(requested, reason=reason, message_prefix=message_prefix)
             if previous is not None and previous.same_request_as(header):
                 return None

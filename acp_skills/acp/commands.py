@@ -31,8 +31,6 @@ SKILLS_COMMAND_DESCRIPTION: Final = "Show the skills available here and any prob
 
 _SESSION_OPENERS: Final = ("session/new", "session/load")
 
-# How many problems `/skills` lists before pointing at `acp-skills doctor`: a chat message is
-# no place for a hundred lines.
 _MAX_PROBLEMS_SHOWN: Final = 20
 _DESCRIPTION_SHOWN: Final = 120
 
@@ -47,11 +45,8 @@ _clean = remove_unsafe_characters  # paths and messages can quote what is on dis
 
 class CommandsAnnouncer:
     def __init__(self, registry: SkillRegistry, sessions: SessionTable, link: ClientLink) -> None:
-        self._registry = registry
-        self._sessions = sessions
-        self._link = link
-        # Request ids of `session/new` / `session/load` whose response has not gone out yet,
-        # with the session id a `session/load` names (a `session/new` response carries it).
+        self._registry, self._sessions, self._link = registry, sessions, link
+        # `session/new` / `session/load` ids not answered yet -> the session a `session/load` names.
         self._awaiting: dict[str | int, str | None] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None

@@ -18,7 +18,7 @@ async def replay(link: wire.ClientLink, session: PrefixedSession, skill_tool_nam
     session_id = session.context.session_id
     for message in session.history:
         role, content = message.get("role"), message.get("content")
-        updates: list[Any] = []  # sent after the message is read whole
+        updates: list[Any] = []
         if role == "user":
             shown = message.get(DISPLAY_KEY, content)
             if isinstance(shown, str):

@@ -22,7 +22,6 @@ _log = structlog.get_logger(__name__)
 # A released session costs a few hundred bytes: 256 live sessions remember 4,096 released ones.
 RELEASED_PER_LIVE = 16
 
-# The commands a session was last sent, as (name, description, hint) triples.
 CommandsKey = tuple[tuple[str, str, str], ...]
 
 
@@ -45,9 +44,7 @@ class _Released:
 
 class SessionTable:
     def __init__(self, prefix: SessionPrefix, store: SessionStore, *, max_live: int) -> None:
-        self._prefix = prefix
-        self._store = store
-        self._max_live = max_live
+        self._prefix, self._store, self._max_live = prefix, store, max_live
         self._live: OrderedDict[str, LiveSession] = OrderedDict()
         self._released: OrderedDict[str, _Released] = OrderedDict()
 

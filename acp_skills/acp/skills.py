@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from types import TracebackType
 from typing import Any, cast
 
 import anyio
@@ -31,15 +30,10 @@ from .transport import GuardedTransport
 from .turn import AgentToolRunner, PromptTurn, TurnKit, open_turn
 from .wire import AcpClient, ClientLink, check_cwd, field
 
-EXTENSION_NAME = "acp-skills"
-EXTENSION_VERSION = "1"
 # The Python SDK hands `ext_method` these without their leading underscore.
 EXTENSION_METHODS = ("_skills/list", "_skills/prefix", "_skills/reload")
 
 FOLLOWER_TASK_NAME = "acp-skills registry follower"
-
-DEFAULT_MAX_LIVE_SESSIONS = 256
-DEFAULT_MAX_REQUESTS_PER_TURN = 8
 
 
 class AcpSkills:
@@ -57,8 +51,8 @@ class AcpSkills:
         pinned_skills: Iterable[str] = (),
         hidden_skills: Iterable[str] = (),
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
-        max_live_sessions: int = DEFAULT_MAX_LIVE_SESSIONS,
-        max_requests_per_turn: int = DEFAULT_MAX_REQUESTS_PER_TURN,
+        max_live_sessions: int = 256,
+        max_requests_per_turn: int = 8,
         expand_arguments: bool = False,
     ) -> None:
         check_catalog_budget(catalog_budget)
@@ -66,7 +60,6 @@ class AcpSkills:
         hidden = _skill_names("hidden_skills", hidden_skills)
         max_live = require_positive_int("max_live_sessions", max_live_sessions)
         max_requests = require_positive_int("max_requests_per_turn", max_requests_per_turn)
-        # A provider made here is closed (its watcher stopped) when done.
         self._own_provider: LocalSkillProvider | None = None
         if registry is None:
             registry = SkillRegistry()
@@ -103,18 +96,13 @@ class AcpSkills:
         await self._group.start(self._announcer.follow, name=FOLLOWER_TASK_NAME)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool | None:
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
         group, self._group = self._group, None
         if group is None:
             return None
         group.cancel_scope.cancel()
         try:
-            return await group.__aexit__(exc_type, exc, traceback)
+            return await group.__aexit__(*exc_info)
         finally:
             self._close_own_provider()
 
@@ -136,8 +124,7 @@ class AcpSkills:
             reader, writer = await open_stdio()
             transport = GuardedTransport(reader, writer)
         async with self:
-            # The agent has only the handlers it supports (the SDK answers the others with
-            # "method not found"): not a full `acp.Agent` to the type checker.
+            # Only the handlers it supports (the SDK answers others): not a full `acp.Agent`.
             connection = AgentSideConnection(
                 cast(Any, agent), transport, listening=False, observers=[self.observe]
             )
@@ -166,7 +153,7 @@ class AcpSkills:
     @staticmethod
     def capability_meta() -> dict[str, Any]:
         """``{"acp-skills": {"version", "methods"}}`` for ``agentCapabilities._meta``."""
-        return {EXTENSION_NAME: {"version": EXTENSION_VERSION, "methods": list(EXTENSION_METHODS)}}
+        return {"acp-skills": {"version": "1", "methods": list(EXTENSION_METHODS)}}
 
     @property
     def skill_tool_spec(self) -> dict[str, Any]:

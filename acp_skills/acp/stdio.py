@@ -16,17 +16,13 @@ import structlog
 
 _log = structlog.get_logger(__name__)
 
-# asyncio's read buffer for stdin. Longer lines are still read (in pieces); the StreamReader
-# pauses the pipe at twice this, which bounds what one unread line can cost.
+# Longer lines are still read, in pieces; the reader pauses the pipe at twice this.
 DEFAULT_BUFFER_BYTES: Final = 1024 * 1024
-# How much of an over-long line is kept to find its id and method.
 _HEAD_BYTES: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)
 class OverlongLine:
-    """A line discarded for being too long: its first bytes and its length."""
-
     head: bytes
     size: int
 

@@ -17,8 +17,7 @@ from .stdio import OverlongLine, read_line
 
 _log = structlog.get_logger(__name__)
 
-# The longest line accepted: more than any model's context, or a 1 MiB file read at JSON's
-# sixfold worst-case escaping.
+# More than any model's context, or a 1 MiB file read at JSON's sixfold worst-case escaping.
 DEFAULT_MAX_LINE_BYTES: Final = 8 * 1024 * 1024
 
 # Turns are cancelled at the end of input: this only bounds a handler ignoring cancellation.
@@ -31,6 +30,7 @@ _MAX_INT: Final = 2**64 - 1
 _MAX_INT_DIGITS: Final = 21
 
 _PARSE_ERROR, _INVALID_REQUEST, _INVALID_PARAMS, _INTERNAL_ERROR = -32700, -32600, -32602, -32603
+_UNANSWERED: Final = "the client's input ended before it answered"
 _MESSAGES: Final = {
     _PARSE_ERROR: "Parse error",
     _INVALID_REQUEST: "Invalid request",
@@ -63,7 +63,6 @@ def _refuse_constant(name: str) -> object:
 
 
 def _parse_int(digits: str) -> int | float:
-    # Infinity, which `_out_of_range` then reports, for a number no field can hold.
     return math.inf if len(digits.lstrip("-")) > _MAX_INT_DIGITS else int(digits)
 
 
@@ -85,8 +84,7 @@ def _out_of_range(params: object) -> str | None:
 
 
 def _leading_members(head: bytes) -> dict[str, object]:
-    # The top-level members of a truncated object, up to its first nested value (``...``,
-    # its key telling ``params`` from ``result``). Clients write ``id`` and ``method`` first.
+    # Top-level members up to the first nested one (``...``); clients write ``id`` first.
     text = head.decode("utf-8", errors="replace")
     decoder, members = json.JSONDecoder(), dict[str, object]()
     position, separator = _skip_blanks(text, 0), "{"
@@ -125,23 +123,15 @@ class GuardedTransport:
     ) -> None:
         if max_line_bytes < 1 or not drain_seconds > 0:
             raise ValueError("max_line_bytes and drain_seconds must be positive")
-        self._reader = reader
-        self._writer = writer
-        self._max_line_bytes = max_line_bytes
-        self._drain_seconds = drain_seconds
+        self._reader, self._writer = reader, writer
+        self._max_line_bytes, self._drain_seconds = max_line_bytes, drain_seconds
         self._write_lock = asyncio.Lock()
-        self._closed = False
-        # Requests handed to the SDK and not answered yet (id -> how many; ids can repeat).
-        self._owed: dict[object, int] = {}
-        # Of those, the prompt turns: id -> session id, to cancel them at the end of input.
-        self._prompts: dict[object, str] = {}
-        # The agent's own requests to the client that are still waiting for an answer.
-        self._awaited: set[object] = set()
-        # Messages made up here for the SDK: cancels and failed answers at the end of input.
+        self._closed = self._input_ended = self._output_lost = False
+        self._owed: dict[object, int] = {}  # requests the SDK has not answered (ids can repeat)
+        self._prompts: dict[object, str] = {}  # of those, the prompt turns, to cancel at the end
+        self._awaited: set[object] = set()  # the agent's requests the client has not answered
         self._inbox: collections.deque[dict[str, Any]] = collections.deque()
-        self._input_ended = False
         self._deadline = 0.0
-        self._output_lost = False
         self._changed = asyncio.Event()  # an answer went out, or the output was lost
         self._line_task: asyncio.Future[bytes | OverlongLine] | None = None
 
@@ -250,7 +240,7 @@ class GuardedTransport:
         if "method" in message:
             if "id" in message:
                 if self._input_ended:
-                    self._inbox.append(self._unanswerable(request_id))
+                    self._inbox.append(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
                 else:
                     self._awaited.add(request_id)
             return
@@ -265,15 +255,11 @@ class GuardedTransport:
         self._deadline = asyncio.get_running_loop().time() + self._drain_seconds
         _log.debug("acp_input_ended", unanswered=sum(self._owed.values()))
         for request_id in sorted(self._awaited, key=repr):
-            self._inbox.append(self._unanswerable(request_id))
+            self._inbox.append(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
         self._awaited.clear()
         for session_id in dict.fromkeys(self._prompts.values()):
             cancel = {"sessionId": session_id}
             self._inbox.append({"jsonrpc": "2.0", "method": "session/cancel", "params": cancel})
-
-    @staticmethod
-    def _unanswerable(request_id: object) -> dict[str, Any]:
-        return _error(request_id, _INTERNAL_ERROR, "the client's input ended before it answered")
 
     async def _drained(self) -> bool:
         self._changed.clear()
@@ -284,12 +270,8 @@ class GuardedTransport:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
                 return False
-        _log.warning(
-            "acp_requests_unanswered",
-            reason="still running when the input ended",
-            seconds=self._drain_seconds,
-            ids=sorted(self._owed, key=repr),
-        )
+        reason, ids = "still running when the input ended", sorted(self._owed, key=repr)
+        _log.warning("acp_requests_unanswered", reason=reason, seconds=self._drain_seconds, ids=ids)
         return True
 
     def _lose_output(self, error: BaseException) -> None:
@@ -355,7 +337,6 @@ class GuardedTransport:
                     await self._reply(_error(message["id"], _INVALID_PARAMS, details))
                 return None
             if method == "session/cancel" and "id" in message:
-                # Sent as a request: cancel as the notification would, and answer it.
                 await self._reply({"jsonrpc": "2.0", "id": message["id"], "result": {}})
                 message = {k: v for k, v in message.items() if k != "id"}
             # Extension methods receive their params untouched, so only standard methods need it.
@@ -372,7 +353,6 @@ class GuardedTransport:
                 failed = {"code": _INTERNAL_ERROR, "message": str(message["error"])}
                 message = {**message, "error": failed}
             return message
-        # JSON-RPC: an object that is neither a request nor a response is an invalid request.
         _log.warning("acp_line_rejected", reason="neither a request nor a response")
         await self._reply(_error(None, _INVALID_REQUEST, "neither a request nor a response"))
         return None

@@ -27,7 +27,6 @@ _log = structlog.get_logger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 
-# Runs one of the agent's own tools: (name, decoded arguments) -> a `ToolResult`, or a string.
 AgentToolRunner = Callable[[str, object], Awaitable[ToolResult | str]]
 
 # Recorded keys replayed on `session/load`: what the person typed; whether a tool failed; the
@@ -43,14 +42,11 @@ _CANCELLED = ToolResult(
     text="Error: the turn was cancelled before this tool call finished", is_error=True
 )
 
-# Only `open_turn` holds this, so nobody else can build a turn.
 _OPENER = object()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InvokedSkill:
-    """A skill invoked as ``/name``: its rendered content, or an error."""
-
     name: str
     text: str
     is_error: bool = False
@@ -251,14 +247,12 @@ class PromptTurn:
         typed = wire.prompt_text(prompt)
         answer = await self._answer_without_model(typed, snapshot)
         if answer is not None:
-            # Nothing reaches the model or the record: a prefix composed for this turn is left
-            # for the first turn that makes a request.
+            # Nothing reaches the model or the record: the prefix waits for a turn that does.
             self._session.discard_unused_prefix()
             await self._send(update_agent_message_text(answer))
             self.stop("end_turn")
             return
         self.invoked = await self._record_prompt(typed, prompt, snapshot)
-        # The prefix is composed now, and with it whether the schema has `query`.
         self.tools[0] = self._kit.tool_spec(searchable=self._omits())
 
     async def _answer_without_model(self, typed: str, snapshot: SkillSnapshot) -> str | None:

@@ -33,14 +33,10 @@ from ..tool import ToolResult
 COMMAND_DESCRIPTION_MAX = 200  # in the editor's command menu
 _TITLE_QUERY_MAX = 80  # a search's words in a tool call's title
 
-# `/name` at the start or after whitespace, followed by whitespace or the end: so `/a/b`, `5/8`
-# and `foo/bar` are not invocations.
 _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 
 
 class AcpClient(Protocol):
-    """The part of the SDK's `AgentSideConnection` the glue uses."""
-
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
 
     async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any: ...
@@ -56,7 +52,6 @@ class ClientLink:
             await self.client.session_update(session_id=session_id, update=update)
 
     def reader(self, session_id: str) -> Callable[[str], Awaitable[str]] | None:
-        # `None`: the skill tool reads the disk itself.
         client = self.client
         if client is None or not self.reads_files:
             return None
@@ -190,7 +185,6 @@ def decode_tool_arguments(arguments: object) -> object:
 
 
 def _path_limit() -> int:
-    # The platform's longest path in bytes, its terminating NUL included (`PATH_MAX`).
     try:
         limit = os.pathconf("/", "PC_PATH_MAX")
     except (AttributeError, OSError, ValueError):  # no pathconf (Windows), or no answer
