@@ -41,7 +41,6 @@ class PrefixedSession:
         self._history = [entry for entry in entries if isinstance(entry, HistoryEntry)]
         headers = [entry for entry in entries if isinstance(entry, HeaderEntry)]
         self._last_header: HeaderEntry | None = headers[-1] if headers else None
-        self._resumed = bool(headers)
         self._own_header: HeaderEntry | None = None
         self._unsaved: list[RecordEntry] = []
         self._save_error: OSError | None = None
@@ -57,11 +56,8 @@ class PrefixedSession:
         requested: bool = False,
         catalog_fit: CatalogFit | None = None,
     ) -> PrefixedSession:
-        """Start a session instance over ``record``, loading its history and last header.
-
-        With ``requested``, the same instance comes back after its release from memory: with
-        the prefix of its last header (no ``resume`` header) and ``catalog_fit``.
-        """
+        """Start a session instance over ``record``; with ``requested``, bring back one released
+        from memory, with its last header's prefix (no ``resume`` header) and ``catalog_fit``."""
         session = cls(prefix, context, record, entries=await record.entries())
         header = session._last_header
         if requested and header is not None:
@@ -147,7 +143,8 @@ class PrefixedSession:
         message_prefix = await self.prefix()
         async with self._write_lock:
             previous = self._own_header
-            reason: HeaderReason = "resume" if self._resumed else "initial"
+            # Before this instance's first header, the last one is the previous instance's.
+            reason: HeaderReason = "resume" if self._last_header is not None else "initial"
             reason = "change" if previous is not None else reason
             header = replace(requested, reason=reason, message_prefix=message_prefix)
             if previous is not None and previous.same_request_as(header):

@@ -40,11 +40,9 @@ async def replay(link: wire.ClientLink, session: PrefixedSession, skill_tool_nam
 
 
 def _replayed_call(call: object, skill_tool_name: str) -> Any:
-    call = call if isinstance(call, Mapping) else {}
-    function = call.get("function")
+    function = wire.field(call, "function") if isinstance(call, Mapping) else None
     function = function if isinstance(function, Mapping) else {}
-    call_id = str(call.get("id"))
-    name = str(function.get("name", ""))
+    call_id, name = str(wire.field(call, "id")), str(function.get("name", ""))
     arguments = wire.decode_tool_arguments(function.get("arguments", ""))
     if name == skill_tool_name:
         return wire.skill_tool_call_start(call_id, arguments)
@@ -58,9 +56,9 @@ def _invoked_calls(message: Mapping[str, Any], content: str) -> list[tuple[str, 
             continue
         call_id, name = entry.get("id"), entry.get("name")
         start, end = entry.get("start"), entry.get("end")
-        if not (isinstance(call_id, str) and isinstance(name, str)):
+        if not (isinstance(call_id, str) and isinstance(name, str) and _is_int(start)):
             continue
-        if not (_is_int(start) and _is_int(end) and 0 <= start <= end <= len(content)):
+        if not (_is_int(end) and 0 <= start <= end <= len(content)):
             continue
         result = ToolResult(text=content[start:end], is_error=entry.get("is_error") is True)
         calls.append((call_id, name, result))

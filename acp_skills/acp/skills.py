@@ -121,8 +121,7 @@ class AcpSkills:
         """Serve ``agent`` (a plain class with the SDK's handlers) until the client leaves,
         over ``transport`` (by default `GuardedTransport` over `open_stdio`)."""
         if transport is None:
-            reader, writer = await open_stdio()
-            transport = GuardedTransport(reader, writer)
+            transport = GuardedTransport(*await open_stdio())
         async with self:
             # Only the handlers it supports (the SDK answers others): not a full `acp.Agent`.
             connection = AgentSideConnection(

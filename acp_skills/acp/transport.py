@@ -306,9 +306,8 @@ class GuardedTransport:
         request_id = members.get("id")
         size, limit, method = line.size, self._max_line_bytes, members.get("method")
         _log.warning("acp_line_rejected", reason="too long", size=size, limit=limit, method=method)
-        refusal = _error(
-            None, _INVALID_REQUEST, f"the line is {size} bytes, over the {limit}-byte limit"
-        )
+        details = f"the line is {size} bytes, over the {limit}-byte limit"
+        refusal = _error(None, _INVALID_REQUEST, details)
         if "id" in members and _is_valid_id(request_id):
             if isinstance(method, str):
                 await self._reply({**refusal, "id": request_id})
