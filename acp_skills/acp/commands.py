@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import re
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Final
 
 import structlog
@@ -22,7 +22,7 @@ from ..model import SkillLookupOptions, SkillSnapshot, SkillSummary
 from ..registry import SkillRegistry
 from ..text import remove_unsafe_characters, shorten_description
 from .sessions import LiveSession, SessionTable
-from .wire import ClientLink, available_commands
+from .wire import ClientLink, available_commands, field
 
 _log = structlog.get_logger(__name__)
 
@@ -76,16 +76,14 @@ class CommandsAnnouncer:
             return None
         if event.direction is StreamDirection.INCOMING:
             if message.get("method") in _SESSION_OPENERS:
-                params = message.get("params")
-                named = params.get("sessionId") if isinstance(params, Mapping) else None
+                named = field(message.get("params"), "sessionId")
                 self._awaiting[request_id] = named if isinstance(named, str) else None
             return None
         if "method" in message or request_id not in self._awaiting:
             return None
-        session_id = self._awaiting.pop(request_id)
-        result = message.get("result")
-        if session_id is None and isinstance(result, Mapping):
-            session_id = result.get("sessionId")
+        session_id: object = self._awaiting.pop(request_id)
+        if session_id is None:
+            session_id = field(message.get("result"), "sessionId")
         if "error" in message or not isinstance(session_id, str):
             return None
         return self._announce(session_id)

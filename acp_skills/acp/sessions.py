@@ -33,7 +33,7 @@ class LiveSession:
     commands_sent: CommandsKey | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class _Released:
     context: PrefixContext
     requested: bool
@@ -83,26 +83,20 @@ class SessionTable:
             return live
         released = self._released.get(session_id) if isinstance(session_id, str) else None
         if released is None or not isinstance(session_id, str):
-            raise RequestError.invalid_params(
-                {"sessionId": session_id, "reason": "unknown session"}
-            )
+            unknown = {"sessionId": session_id, "reason": "unknown session"}
+            raise RequestError.invalid_params(unknown)
+        requested, fit = released.requested, released.catalog_fit
         record = await self._store.open(session_id)
         session = await PrefixedSession.open(
-            self._prefix,
-            released.context,
-            record,
-            requested=released.requested,
-            catalog_fit=released.catalog_fit,
+            self._prefix, released.context, record, requested=requested, catalog_fit=fit
         )
         if self._released.get(session_id) is not released:
             # Opened or reopened by someone else while we read the record: theirs stands.
             return await self.get(session_id)
         del self._released[session_id]
-        live = self._live[session_id] = LiveSession(
-            session=session,
-            announced_in_turn=released.announced_in_turn,
-            commands_sent=released.commands_sent,
-        )
+        announced, sent = released.announced_in_turn, released.commands_sent
+        live = LiveSession(session=session, announced_in_turn=announced, commands_sent=sent)
+        self._live[session_id] = live
         self._release_idle()
         return live
 
@@ -122,13 +116,9 @@ class SessionTable:
             if live.turn is not None or session.save_error is not None:
                 continue
             del self._live[session_id]
-            self._released[session_id] = _Released(
-                context=session.context,
-                requested=session.requested,
-                catalog_fit=session.catalog_fit,
-                announced_in_turn=live.announced_in_turn,
-                commands_sent=live.commands_sent,
-            )
+            fit, sent = session.catalog_fit, live.commands_sent
+            kept = _Released(session.context, session.requested, fit, live.announced_in_turn, sent)
+            self._released[session_id] = kept
             excess -= 1
         while len(self._released) > RELEASED_PER_LIVE * self._max_live:
             forgotten, _ = self._released.popitem(last=False)

@@ -163,9 +163,7 @@ class PromptTurn:
             await self._send(update_agent_message_text(text))
         # The tool calls are run from the recorded reply: the record made its text well-formed.
         reply = (await self._session.append_history({"role": "assistant", **message})).message
-        calls = [
-            call for call in wire.sequence(reply.get("tool_calls")) if isinstance(call, Mapping)
-        ]
+        calls = [c for c in wire.sequence(reply.get("tool_calls")) if isinstance(c, Mapping)]
         answered: set[str] = set()
         try:
             for call in calls:
