@@ -1,5 +1,4 @@
-"""`PrefixedSession`: one session instance, with its frozen prefix, request headers and history.
-A request is ``system + tools + message_prefix + history``; the history never holds the prefix."""
+"""`PrefixedSession`: one session instance: its frozen prefix, request headers and history."""
 
 from __future__ import annotations
 
@@ -19,11 +18,8 @@ _log = structlog.get_logger(__name__)
 
 
 class PrefixedSession:
-    """One session instance over its `SessionRecord` (open it with `PrefixedSession.open`).
-
-    A record failing with an `OSError` stops nothing: the entry is kept here, `save_error` says
-    why the record is behind, and every later append first writes what is waiting, in order.
-    """
+    """One session instance over its `SessionRecord`. A record failing with an `OSError` stops
+    nothing: `save_error` says why it is behind, and later appends first write what waits."""
 
     def __init__(
         self,
@@ -56,8 +52,7 @@ class PrefixedSession:
         requested: bool = False,
         catalog_fit: CatalogFit | None = None,
     ) -> PrefixedSession:
-        """Start a session instance over ``record``; with ``requested``, bring back one released
-        from memory, with its last header's prefix (no ``resume`` header) and ``catalog_fit``."""
+        """Start an instance over ``record`` (``requested``: bring one back after its release)."""
         session = cls(prefix, context, record, entries=await record.entries())
         header = session._last_header
         if requested and header is not None:
@@ -131,9 +126,7 @@ class PrefixedSession:
         system: str,
         tools: Sequence[Mapping[str, object]],
     ) -> HeaderEntry | None:
-        """Record the next request's header if needed (``initial`` or ``resume``, then
-        ``change`` when something differs); return it, or ``None``. `TypeError` or `ValueError`
-        on what is not JSON."""
+        """Record the next request's header if it needs recording; return it, or ``None``."""
         if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
             raise TypeError(f"tools must be a sequence of JSON objects, got {tools!r}")
         # Copied before anything awaits: a caller changing its config meanwhile changes nothing.
@@ -154,8 +147,7 @@ class PrefixedSession:
             return header
 
     async def append_history(self, message: Mapping[str, object]) -> HistoryEntry:
-        """Append one message to the record and to `history`; the entry's ``message`` is a
-        read-only, well-formed copy. `TypeError` or `ValueError` on what is not JSON."""
+        """Append one message to the record and `history`; return the (well-formed) entry."""
         entry = HistoryEntry(message=message)
         async with self._write_lock:
             await self._save(entry)
@@ -188,8 +180,7 @@ class PrefixedSession:
             self._save_error = None
 
     def request_messages(self) -> list[dict[str, Any]]:
-        """The next request's messages (fresh copies): the prefix as ``{"role", "content"}``,
-        then the history (`RuntimeError` before the prefix is composed)."""
+        """The next request's messages, fresh copies: the prefix, then the history."""
         if self._frozen is None:
             raise RuntimeError(
                 "the session prefix has not been composed yet; "

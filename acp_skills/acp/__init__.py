@@ -1,5 +1,4 @@
-"""ACP glue: skills inside any agent built on the official ``agent-client-protocol`` SDK
-(docs/integration.md). The only part of the library that imports the SDK (and pydantic)."""
+"""ACP glue (docs/integration.md): the only part of the library that imports the ACP SDK."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Slash commands: the announcer keeping each session's command list current, the library's
-own ``/skills``, and the note for a ``/word`` that is no command."""
+"""Slash commands: the announcer keeping each session's commands current, and ``/skills``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``session/load`` replay of the stored conversation. People can edit records: an entry that
-does not fit is left out, not replayed wrong."""
+"""``session/load`` replay; an entry a person's edit left unfit is left out, not replayed wrong."""
 
 from __future__ import annotations
 

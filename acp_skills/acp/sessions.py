@@ -1,5 +1,4 @@
-"""The session table: every session instance of one connection, bounded in memory (idle ones
-released beyond ``max_live``, released ones forgotten beyond `RELEASED_PER_LIVE` times that)."""
+"""The session table: every session instance of one connection, bounded in memory."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`AcpSkills`: the facade an agent built on the official ACP SDK mounts to get skills. The
-constructor starts nothing; ``async with skills:`` (or `serve`) starts and stops the rest."""
+"""`AcpSkills`: the facade an ACP agent mounts; it starts nothing before ``async with``/`serve`."""
 
 from __future__ import annotations
 
@@ -37,9 +36,8 @@ FOLLOWER_TASK_NAME = "acp-skills registry follower"
 
 
 class AcpSkills:
-    """Skills for one ACP connection: sessions, turns, the tool, commands and extensions
-    (docs/integration.md describes each option). `ValueError` on a bound that is not a positive
-    integer, or a pinned or hidden name that is not a skill name."""
+    """Skills for one ACP connection (options: docs/integration.md). `ValueError` on a bound
+    that is not a positive integer, or a pinned or hidden name that is not a skill name."""
 
     def __init__(
         self,
@@ -118,8 +116,7 @@ class AcpSkills:
             self._own_provider.close()
 
     async def serve(self, agent: object, transport: Any | None = None) -> None:
-        """Serve ``agent`` (a plain class with the SDK's handlers) until the client leaves,
-        over ``transport`` (by default `GuardedTransport` over `open_stdio`)."""
+        """Serve ``agent`` (the SDK's handlers) until the client leaves; stdio by default."""
         if transport is None:
             transport = GuardedTransport(*await open_stdio())
         async with self:
@@ -134,13 +131,11 @@ class AcpSkills:
                 await asyncio.shield(connection.close())
 
     def attach(self, client: AcpClient) -> None:
-        """Reach the editor through ``client`` (the SDK's `AgentSideConnection`); `serve` does
-        this, an agent building its own connection calls it from ``on_connect``."""
+        """Reach the editor through ``client`` (the SDK's `AgentSideConnection`)."""
         self._link.client = client
 
     def observe(self, event: StreamEvent) -> Awaitable[None] | None:
-        """The SDK stream observer (``observers=[skills.observe]``) that sends a session's
-        first commands once its ``session/new`` / ``session/load`` response is written."""
+        """The SDK stream observer sending a session's commands after its opening response."""
         return self._announcer.observe(event)
 
     def initialize(self, client_capabilities: object) -> dict[str, Any]:
@@ -166,8 +161,7 @@ class AcpSkills:
     async def open_session(
         self, session_id: str, cwd: str, *, tool_names: Iterable[str] | None = None
     ) -> PrefixedSession:
-        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd``); its
-        catalog is composed only if ``tool_names`` (default: just ``skill``) has ``skill``."""
+        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd``)."""
         check_cwd(cwd)
         names = (self.tool.name,) if tool_names is None else tool_names
         return (await self._sessions.open(session_id, cwd, names)).session
@@ -175,8 +169,7 @@ class AcpSkills:
     async def load_session(
         self, session_id: str, cwd: str, *, tool_names: Iterable[str] | None = None
     ) -> PrefixedSession:
-        """Start a new instance of a stored session for ``session/load`` and replay it,
-        cancelling a turn of the previous one (-32602 for a relative ``cwd`` or no session)."""
+        """Start a new instance of a stored session for ``session/load``, and replay it."""
         check_cwd(cwd)
         if session_id not in self._sessions and not await self.store.exists(session_id):
             raise RequestError.invalid_params(
@@ -211,8 +204,7 @@ class AcpSkills:
         tools: Sequence[Mapping[str, Any]] = (),
         run_tool: AgentToolRunner | None = None,
     ) -> AbstractAsyncContextManager[PromptTurn]:
-        """Run one ``session/prompt`` turn: ``async with skills.turn(...) as turn:`` (-32602
-        for an unknown session, -32600 while one of its turns runs; docs/integration.md)."""
+        """Run one ``session/prompt`` turn: ``async with skills.turn(...) as turn:``."""
         return open_turn(self._kit, session_id, prompt, system, config or {}, tools, run_tool)
 
     def handles(self, method: str) -> bool:

@@ -1,5 +1,4 @@
-"""Stdio for the protocol: `open_stdio` opens stdin and stdout as asyncio streams, and
-`read_line` reads one line of them without ever holding more than a bounded part of it."""
+"""Stdio for the protocol: `open_stdio`, and `read_line`, which holds a bounded part of a line."""
 
 from __future__ import annotations
 
@@ -55,8 +54,7 @@ async def read_line(reader: asyncio.StreamReader, max_bytes: int) -> bytes | Ove
 async def open_stdio(
     *, limit: int = DEFAULT_BUFFER_BYTES, protect_stdout: bool = True
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Open stdin and stdout as asyncio streams (`OSError` ``EBADF`` if one is closed); with
-    ``protect_stdout``, frames go to a private copy of fd 1, and fd 1 points at stderr."""
+    """Open stdin and stdout as asyncio streams, frames on a private copy of fd 1 by default."""
     for name in ("stdin", "stdout"):
         if getattr(sys, name) is None:
             raise OSError(errno.EBADF, f"{name} is closed")

@@ -1,5 +1,4 @@
-"""`GuardedTransport`: the SDK's message-level transport over stdio, hardened (each guard is in
-docs/integration.md), and where text bound for the client is made well-formed."""
+"""`GuardedTransport`: the SDK's transport over stdio, hardened (docs/integration.md)."""
 
 from __future__ import annotations
 
@@ -110,8 +109,7 @@ def _skip_blanks(text: str, position: int) -> int:
 
 
 class GuardedTransport:
-    """The SDK's message-level transport over a pair of asyncio streams, with the guards above;
-    ``drain_seconds`` bounds the wait for answers owed at the end of input."""
+    """The SDK's message-level transport over a pair of asyncio streams, with the guards above."""
 
     def __init__(
         self,
@@ -169,8 +167,7 @@ class GuardedTransport:
         self._changed.set()
 
     async def receive(self) -> dict[str, Any] | None:
-        """The next well-formed message (malformed ones are answered here), ``None`` at the end:
-        at once when the client stops reading, else once every request received is answered."""
+        """The next well-formed message (malformed ones are answered here), ``None`` at the end."""
         while True:
             if self._inbox:
                 return self._inbox.popleft()

@@ -1,5 +1,4 @@
-"""`PromptTurn`: one ``session/prompt`` turn, from the person's message to the stop reason.
-Messages use the OpenAI Chat Completions shape; record keys starting with ``_`` are ours."""
+"""`PromptTurn`: one ``session/prompt`` turn, from the person's message to the stop reason."""
 
 from __future__ import annotations
 
@@ -78,7 +77,6 @@ class PromptTurn:
     def __init__(
         self,
         opener: object,
-        *,
         kit: TurnKit,
         live: LiveSession,
         system: str,
@@ -123,8 +121,7 @@ class PromptTurn:
         self._stop_reason = reason
 
     async def requests(self) -> AsyncIterator[list[dict[str, Any]]]:
-        """Yield each model request's messages until the turn is over; answer each with
-        `add_reply` (else `RuntimeError`)."""
+        """Yield each request's messages until the turn is over; answer each with `add_reply`."""
         while self._stop_reason is None:
             if self._requests >= self._kit.max_requests:
                 self._stop_reason = "max_turn_requests"
@@ -153,8 +150,7 @@ class PromptTurn:
     async def add_reply(
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
     ) -> None:
-        """Show (unless streamed) and record the model's reply, then run its tool calls; without
-        any (or with ``stop_reason``) the turn is over. `TypeError` if not a JSON object."""
+        """Show and record the model's reply, then run its tool calls (none: the turn is over)."""
         if not isinstance(message, Mapping):
             raise TypeError(f"a reply must be a message object, got {message!r}")
         self._replied = True
@@ -186,8 +182,7 @@ class PromptTurn:
             self._stop_reason = "end_turn"
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
-        """Run one tool call (``skill`` here, others by the agent's runner), report it and record
-        its result. ``arguments`` may be JSON text or already decoded."""
+        """Run one tool call (``arguments``: JSON text or decoded), report it, record the result."""
         decoded, kit = wire.decode_tool_arguments(arguments), self._kit
         try:
             if name == kit.tool.name:
@@ -290,15 +285,8 @@ class PromptTurn:
             if content and result.text:
                 content += "\n\n"
             start, content = len(content), content + result.text
-            calls.append(
-                {
-                    "id": call_id,
-                    "name": name,
-                    "is_error": result.is_error,
-                    "start": start,
-                    "end": len(content),
-                }
-            )
+            entry = {"id": call_id, "name": name, "is_error": result.is_error, "start": start}
+            calls.append(entry | {"end": len(content)})
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
         if calls:
             message[INVOKED_KEY] = calls
@@ -319,12 +307,9 @@ async def open_turn(
     live = await kit.sessions.get(session_id)
     session = live.session
     if live.turn is not None:
-        raise RequestError.invalid_request(
-            {"sessionId": session_id, "reason": "a prompt turn is already running"}
-        )
-    turn = PromptTurn(
-        _OPENER, kit=kit, live=live, system=system, config=config, tools=tools, run_tool=run_tool
-    )
+        busy = {"sessionId": session_id, "reason": "a prompt turn is already running"}
+        raise RequestError.invalid_request(busy)
+    turn = PromptTurn(_OPENER, kit, live, system, config, tools, run_tool)
     scope = anyio.CancelScope()
     # Set before anything awaits: a `session/cancel` read right after the prompt finds it.
     live.turn = scope

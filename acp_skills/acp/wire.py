@@ -1,6 +1,4 @@
-"""What skills put on the ACP wire: update builders, prompt text and ``cwd`` checks, and
-`ClientLink`, the one way updates and file reads reach the client. Frames are made well-formed
-where they leave (`transport`): builders only render."""
+"""What skills put on the ACP wire: update builders, prompt text, ``cwd`` checks, `ClientLink`."""
 
 from __future__ import annotations
 
@@ -95,8 +93,7 @@ def tool_call_finished(tool_call_id: str, result: ToolResult) -> ToolCallProgres
 
 
 def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
-    """Slash commands for the user-invocable skills, in order: descriptions and hints are
-    cleaned, normalized and cut, not XML-escaped (an editor shows them literally)."""
+    """Slash commands for the user-invocable skills, cleaned and cut but not XML-escaped."""
     commands = []
     for skill in skills:
         if not skill.user_invocable or not is_skill_name(skill.name):
@@ -115,8 +112,7 @@ def find_invocations(text: str, names: Iterable[str]) -> list[str]:
 
 
 def find_invocations_with_arguments(text: str, names: Iterable[str]) -> list[tuple[str, str]]:
-    """Like `find_invocations`, with each skill's arguments: the text after its (first)
-    ``/name`` up to the end of the line or the next invocation, stripped."""
+    """Like `find_invocations`, with what follows each first ``/name`` on its line, stripped."""
     allowed = set(names)
     # One pass, holding only the invocation whose arguments are still open.
     found: dict[str, str] = {}
@@ -148,8 +144,7 @@ def prompt_text(prompt: Sequence[object]) -> str:
 
 
 def prompt_context(prompt: Sequence[object]) -> list[str]:
-    """What a prompt attaches: ``<context uri="...">TEXT</context>`` for an embedded text
-    resource, ``(attached: URI)`` for a link."""
+    """A prompt's attachments: ``<context uri="...">TEXT</context>``, or ``(attached: URI)``."""
     parts = []
     for block in prompt:
         resource = field(block, "resource")
@@ -175,9 +170,7 @@ def sequence(value: object) -> Sequence[Any]:
 
 
 def decode_tool_arguments(arguments: object) -> object:
-    """The decoded arguments of a model's tool call, well-formed (a ``\\udfff`` escape only
-    becomes a lone surrogate once decoded). Text that does not decode is passed on as it is:
-    the tool answers with a readable error instead of the turn failing."""
+    """A tool call's decoded arguments, well-formed; text that does not decode is kept as is."""
     if isinstance(arguments, str):
         with contextlib.suppress(ValueError, RecursionError):
             arguments = json.loads(arguments) if arguments.strip() else {}
@@ -208,8 +201,7 @@ def is_absolute_cwd(cwd: object) -> TypeGuard[str]:
 
 
 def check_cwd(cwd: object) -> str:
-    """Return ``cwd`` if `is_absolute_cwd`, else raise invalid params (-32602) saying why (an
-    over-long one is not echoed back)."""
+    """Return ``cwd`` if `is_absolute_cwd`, else raise invalid params (-32602) saying why."""
     if isinstance(cwd, str) and _path_bytes(cwd) >= _PATH_LIMIT:
         reason = "cwd is longer than the platform's path limit"
         length, limit = _path_bytes(cwd), _PATH_LIMIT - 1
