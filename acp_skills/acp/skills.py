@@ -31,7 +31,6 @@ from .wire import AcpClient, ClientLink, check_cwd, field
 
 # The Python SDK hands `ext_method` these without their leading underscore.
 EXTENSION_METHODS = ("_skills/list", "_skills/prefix", "_skills/reload")
-
 FOLLOWER_TASK_NAME = "acp-skills registry follower"
 
 
@@ -102,18 +101,16 @@ class AcpSkills:
         try:
             return await group.__aexit__(*exc_info)
         finally:
-            self._close_own_provider()
+            if self._own_provider is not None:
+                self._own_provider.close()
 
     async def aclose(self) -> None:
         """Stop following the registry for good, and close a provider made here."""
         self._unsubscribe()
-        self._close_own_provider()
-        if self._group is not None:
-            self._group.cancel_scope.cancel()
-
-    def _close_own_provider(self) -> None:
         if self._own_provider is not None:
             self._own_provider.close()
+        if self._group is not None:
+            self._group.cancel_scope.cancel()
 
     async def serve(self, agent: object, transport: Any | None = None) -> None:
         """Serve ``agent`` (the SDK's handlers) until the client leaves; stdio by default."""

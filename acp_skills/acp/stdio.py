@@ -95,8 +95,8 @@ def _pollable(fd: int) -> bool:
 
 
 def _copy(source: int, target: int, close_source_on_error: bool = False) -> None:
-    # Closing the target at the end lets its reader see the end; closing the source on a
-    # failure gives whoever writes into it EPIPE instead of blocking once the pipe is full.
+    # Closing the target lets its reader see the end; closing the source on a failure gives
+    # its writer EPIPE instead of blocking once the pipe is full.
     try:
         while chunk := os.read(source, 65536):
             view = memoryview(chunk)
