@@ -18,10 +18,8 @@ _log = structlog.get_logger(__name__)
 
 # More than any model's context, or a 1 MiB file read at JSON's sixfold worst-case escaping.
 DEFAULT_MAX_LINE_BYTES: Final = 8 * 1024 * 1024
-
 # Turns are cancelled at the end of input: this only bounds a handler ignoring cancellation.
 DEFAULT_DRAIN_SECONDS: Final = 30.0
-
 # No field of the protocol holds a number outside these (ids and counts are at most 64-bit).
 _MIN_INT: Final = -(2**63)
 _MAX_INT: Final = 2**64 - 1

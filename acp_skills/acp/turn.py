@@ -25,7 +25,6 @@ from .sessions import LiveSession, SessionTable, not_saved_notice
 _log = structlog.get_logger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-
 AgentToolRunner = Callable[[str, object], Awaitable[ToolResult | str]]
 
 # Recorded keys replayed on `session/load`: what the person typed; whether a tool failed; the
@@ -36,12 +35,10 @@ INVOKED_KEY = "_invoked"
 
 # The final reports of a cancelled turn are shielded: a client not reading must not hold it.
 _CANCEL_REPORT_SECONDS = 5.0
-
 _CANCELLED = ToolResult(
     text="Error: the turn was cancelled before this tool call finished", is_error=True
 )
-
-_OPENER = object()
+_OPENER = object()  # only `open_turn` has it: nobody else can build a turn
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
