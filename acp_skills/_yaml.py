@@ -1,12 +1,10 @@
 """YAML 1.2 core-schema loading for frontmatter: text in, a read-only mapping or a Problem out.
 
-Why not ``yaml.safe_load``? PyYAML implements YAML 1.1, where ``yes``, ``no``, ``on`` and ``off``
-are booleans, ``2024-01-01`` is a date and a repeated key silently overwrites the earlier one;
-skill authors expect YAML 1.2, and a flag read the wrong way can expose a skill to the model. So
-PyYAML only *composes* the text into nodes (in C, with LibYAML, when installed), tagged by core
-schema resolvers, and the values are built here: deeply read-only (``MappingProxyType``,
-tuples), duplicate keys refused, aliases and tags bounded. That is also about twice as fast as a
-full load, which matters when a thousand skills are discovered.
+PyYAML implements YAML 1.1 (``yes``/``no``/``on``/``off`` are booleans, dates are dates, a
+repeated key silently wins), and a flag read the wrong way can expose a skill to the model. So
+PyYAML only *composes* the text into nodes (with LibYAML when installed), tagged by core-schema
+resolvers, and the values are built here: deeply read-only, duplicate keys refused, aliases and
+depth bounded. That is also about twice as fast as a full load.
 """
 
 from __future__ import annotations
@@ -21,8 +19,6 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .errors import Problem
-
-__all__ = ["load_frontmatter"]
 
 _TAG: Final = "tag:yaml.org,2002:"
 _STR, _NULL, _BOOL, _INT, _FLOAT, _SEQ, _MAP = (
@@ -64,7 +60,7 @@ class _CoreSchemaLoader(_Parser):
     """Composes only, tagging plain scalars by the core schema (PyYAML's loaders untouched)."""
 
     def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
-        """The tag of a node without an explicit one: a quoted scalar is always a string."""
+        # The tag of a node without an explicit one: a quoted scalar is always a string.
         if kind is ScalarNode:
             if implicit[0]:
                 for tag, pattern in _RESOLVERS.get(value[:1], ()):
@@ -74,10 +70,10 @@ class _CoreSchemaLoader(_Parser):
         return _SEQ if kind is SequenceNode else _MAP
 
     def descend_resolver(self, current_node: Node | None, current_index: object) -> None:
-        """Nothing to track: there are no path resolvers."""
+        pass  # there are no path resolvers
 
     def ascend_resolver(self) -> None:
-        """Nothing to track: there are no path resolvers."""
+        pass
 
 
 # Hostile or broken input becomes a problem, not a RecursionError or an exponential blow-up
@@ -87,17 +83,13 @@ _MAX_EXPANDED_VALUES: Final = 100_000
 _MISSING: Final = "frontmatter-missing"
 
 
-class _Refused(Exception):
-    """Raised while building values; becomes a ``yaml-invalid`` problem."""
+class _Refused(Exception):  # while building values: a `yaml-invalid` problem
+    pass
 
 
 def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object] | Problem:
-    """The frontmatter as a deeply read-only mapping, or why it is not one.
-
-    Args:
-        source: The YAML text.
-        first_line: The file's line number of the first line of ``source``, for messages.
-    """
+    """The frontmatter as a deeply read-only mapping, or why it is not one (``first_line``:
+    the file's line number of the first line of ``source``, for messages)."""
     try:
         loader = _CoreSchemaLoader(source)
         try:
@@ -137,9 +129,9 @@ def _short(tag: str) -> str:
 
 
 class _Walker:
-    """Turns a node graph into values. An alias makes one node appear in several places (or
-    inside itself: ``&a [*a]``): each collection is built once and reused, one met again while
-    being built is a cycle, and the size with every alias written out is bounded."""
+    # An alias makes one node appear in several places (or inside itself: `&a [*a]`): each
+    # collection is built once and reused, one met again while being built is a cycle, and the
+    # size with every alias written out is bounded.
 
     __slots__ = ("_built", "_first_line", "_in_progress")
 
@@ -154,7 +146,7 @@ class _Walker:
         return "" if mark is None else f" (line {mark.line + self._first_line})"
 
     def build(self, node: Node, depth: int) -> tuple[object, int]:
-        """The value of a collection ``node`` and its expanded size (number of values)."""
+        # The value of a collection node and its expanded size (number of values).
         key = id(node)
         built = self._built.get(key)
         if built is not None:
@@ -210,7 +202,6 @@ class _Walker:
         return MappingProxyType(result), size
 
     def _scalar(self, node: ScalarNode) -> object:
-        """A scalar by its (resolved or explicit) tag, per the core schema."""
         tag, text = node.tag, node.value
         if tag == _NULL and _NULL_PATTERN.match(text):
             return None

@@ -1,17 +1,11 @@
 """Race-free reads inside one directory: a skill's resource files, never anything outside.
 
-    read_confined(directory, path, max_bytes)   `ConfinedFile`, or a `ConfinedReadError`
-    read_descriptor(fd, max_bytes)              the one routine that reads a file's bytes
-
-Checking a resolved path and then opening it leaves a window in which an intermediate directory
-can be swapped for a symbolic link to anywhere. So the walk opens one component at a time, each
-relative to the descriptor of the directory before it, and never lets the kernel follow a link
-(O_NOFOLLOW). A link met on the way is resolved here instead, like the kernel would, but against
-the confined directory: a relative target continues from where the link is (its ``..`` may climb
-back up, never above the directory), an absolute target must lead back inside. Every byte
-returned comes from a descriptor reached from the directory's own, whatever was renamed or
-swapped meanwhile; a path that vanishes or changes mid-walk is a plain failure, never an
-exception.
+Checking a resolved path and then opening it leaves a window in which a directory on the way can
+be swapped for a link to anywhere. So the walk opens one component at a time, relative to the
+descriptor of the one before, never letting the kernel follow a link (O_NOFOLLOW); a link met is
+resolved here, against the confined directory (``..`` never climbs above it, an absolute target
+must lead back inside). Every byte returned comes from a descriptor reached from the directory's
+own; a path that vanishes or changes mid-walk is a plain failure, never an exception.
 """
 
 from __future__ import annotations
@@ -24,39 +18,18 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
-__all__ = [
-    "OPEN_FLAGS",
-    "ConfinedFile",
-    "ConfinedReadError",
-    "ConfinedReadFailure",
-    "read_confined",
-    "read_descriptor",
-]
-
+# fmt: off
 ConfinedReadFailure: TypeAlias = Literal[
-    "outside",
-    "excluded",
-    "not_found",
-    "directory",
-    "not_regular",
-    "too_large",
-    "grew",
-    "changed",
-    "unreadable",
+    "outside", "excluded", "not_found", "directory", "not_regular", "too_large", "grew",
+    "changed", "unreadable",
 ]
-"""Why a read returned no file (the refusal's code); see `ConfinedReadError`."""
+# fmt: on
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfinedFile:
-    """A file `read_confined` read from inside its directory.
-
-    Attributes:
-        path: The directory's real path joined with the path walked inside it (absolute, with
-            no symbolic link left in it).
-        data: The file's bytes.
-        identity: Its ``(st_dev, st_ino)``, to tell later whether ``path`` still names it.
-    """
+    """A file read inside its directory: its absolute path with no link left in it, its bytes,
+    and its ``(st_dev, st_ino)`` (to tell later whether ``path`` still names it)."""
 
     path: str
     data: bytes
@@ -65,18 +38,10 @@ class ConfinedFile:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfinedReadError:
-    """Why a read returned no file.
-
-    Attributes:
-        failure: ``outside`` (a link, or ``..``, leads out of the directory), ``excluded`` (the
-            path reaches something the caller excluded), ``not_found`` (nothing there, or it
-            vanished during the walk), ``directory``, ``not_regular`` (a FIFO, a socket, a
-            device), ``too_large``, ``grew`` (past the cap while being read), ``changed`` (the
-            file the path names changed while being opened) or ``unreadable`` (the system
-            refused; see ``detail``).
-        size: The file's size, for ``too_large``.
-        detail: The system's explanation, for ``unreadable``.
-    """
+    """Why a read returned no file: ``outside`` (a link or ``..`` leads out), ``excluded``,
+    ``not_found`` (or vanished mid-walk), ``directory``, ``not_regular`` (a FIFO, a device),
+    ``too_large`` (with ``size``), ``grew`` (past the cap while read), ``changed`` (while being
+    opened) or ``unreadable`` (the system refused: ``detail``)."""
 
     failure: ConfinedReadFailure
     size: int = 0
@@ -96,11 +61,7 @@ _CHUNK: Final = 8192
 
 
 def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | ConfinedReadError:
-    """Read an opened file whole, once it is known to be a regular file within the cap.
-
-    Raises:
-        OSError: ``fstat`` or a read failed.
-    """
+    """Read an opened regular file whole, within the cap (raises ``OSError``)."""
     info = os.fstat(fd)
     if stat.S_ISDIR(info.st_mode):
         return ConfinedReadError(failure="directory")
@@ -131,18 +92,11 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
 def read_confined(
     directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
 ) -> ConfinedFile | ConfinedReadError:
-    """Read the file at ``path`` inside ``directory``, never anything outside it.
+    """Read ``path`` (relative, ``/``-separated) inside ``directory``, never anything outside.
 
-    Blocking: run it in a worker thread (`LocalFileSystem.read_confined` does). ``directory``
-    itself may be reached through links; inside it, links are followed only while they stay
-    inside, even when the tree changes during the read.
-
-    Args:
-        directory: The confining directory (absolute).
-        path: A path relative to it, ``/``-separated (``.`` and empty segments are ignored).
-        max_bytes: The largest file accepted.
-        excluded: Files and directories the read must not reach even inside ``directory``
-            (compared by identity, so another name or a hard link is refused too).
+    Blocking. ``directory`` itself may be reached through links; inside it, links are followed
+    only while they stay inside. ``excluded`` files and directories are refused by identity
+    (so another name or a hard link is refused too).
     """
     if "\0" in directory or "\0" in path:
         return ConfinedReadError(failure="not_found")  # no file name holds a NUL
@@ -233,8 +187,8 @@ def _read_by_walking(
 def _read_by_path(
     root: str, path: str, max_bytes: int, excluded: frozenset[tuple[int, int]]
 ) -> ConfinedFile | ConfinedReadError:
-    """Where descriptors cannot be walked: resolve, open, then prove the opened file is the
-    one the resolved path names (same identity, same real path) after the read."""
+    # Where descriptors cannot be walked: resolve, open, then prove the opened file is the one
+    # the resolved path names (same identity, same real path) after the read.
     target = os.path.realpath(os.path.join(root, *_segments(path)))
     inside = _relative_inside(root, target)
     if inside is None:
@@ -272,8 +226,7 @@ def _segments(path: str) -> list[str]:
 
 
 def _relative_inside(root: str, target: str) -> str | None:
-    """``target`` relative to ``root`` once resolved, or None when outside. Only a proposal of
-    where to continue: the walk opens what it names again, one confined component at a time."""
+    # Only a proposal of where to continue: the walk opens it again, one component at a time.
     resolved = os.path.realpath(target)
     try:
         if os.path.commonpath([root, resolved]) != root:

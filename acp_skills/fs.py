@@ -1,13 +1,7 @@
-"""The filesystem seam: what the local provider needs from a disk, and the local disk itself.
+"""The filesystem seam discovery reads through (`SkillFileSystem`), and the local disk.
 
-    SkillFileSystem    the protocol: exists, list_dir, read_files (a batch)
-    LocalFileSystem    the default: the machine's own disk, via worker threads
-    DirEntry           one entry of a directory listing: a name and a kind
-    FileReadError      why one file of a batch could not be read (with its problem code)
-
-A sandboxed or remote workspace can supply its own ``SkillFileSystem``. The operations are
-coarse on purpose: handing work to a worker thread costs on the order of a hundred microseconds,
-so a discovery of a thousand skills must not pay it per file.
+The operations are coarse on purpose: a hop to a worker thread costs about a hundred
+microseconds, so a discovery of a thousand skills must not pay it per file.
 """
 
 from __future__ import annotations
@@ -24,11 +18,8 @@ import anyio.to_thread
 
 from .confined import OPEN_FLAGS, ConfinedFile, ConfinedReadError, read_confined, read_descriptor
 
-__all__ = ["DirEntry", "DirEntryKind", "FileReadError", "LocalFileSystem", "SkillFileSystem"]
-
 DirEntryKind: TypeAlias = Literal["dir", "file", "broken_link", "other"]
-"""What a directory entry is, following symbolic links: ``broken_link`` is a link whose target is
-missing or cannot be examined, ``other`` neither a directory nor a regular file."""
+"""What an entry is, following links (``broken_link``: the target is missing or unreachable)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,11 +34,8 @@ class DirEntry:
 class FileReadError:
     """Why a file of a ``read_files`` batch could not be read.
 
-    Attributes:
-        reason: A human-readable explanation (for example the size and the cap).
-        not_found: True when nothing exists at the path (a caller probing for an optional
-            file stays quiet). A broken symbolic link is *not* "not found".
-        code: The problem's code: ``file-unreadable``, ``file-too-large`` or ``broken-link``.
+    ``not_found`` is true when nothing exists at the path (a broken link is *not* "not
+    found"); ``code`` is ``file-unreadable``, ``file-too-large`` or ``broken-link``.
     """
 
     reason: str
@@ -64,8 +52,7 @@ class SkillFileSystem(Protocol):
         ...
 
     async def list_dir(self, path: str) -> Sequence[DirEntry] | None:
-        """A directory's entries in no particular order, or ``None`` when ``path`` does not
-        exist or is not a directory.
+        """A directory's entries in any order, or ``None`` when it is not a directory.
 
         Raises:
             OSError: The directory exists but cannot be read.
@@ -75,8 +62,7 @@ class SkillFileSystem(Protocol):
     async def read_files(
         self, paths: Sequence[str], max_bytes: int
     ) -> Sequence[bytes | FileReadError]:
-        """Read whole files as one batch: one result per path, in order. A file larger than
-        ``max_bytes`` is not read in full; it gives a ``FileReadError``."""
+        """Whole files as one batch, one result per path; a file over ``max_bytes`` is an error."""
         ...
 
 
@@ -88,17 +74,19 @@ class LocalFileSystem:
         return await anyio.to_thread.run_sync(os.path.exists, path)
 
     async def list_dir(self, path: str) -> Sequence[DirEntry] | None:
-        """List a directory with ``os.scandir``; see `SkillFileSystem.list_dir`."""
+        """A directory's entries (`SkillFileSystem.list_dir`)."""
         return await anyio.to_thread.run_sync(_list_dir, path)
 
     async def read_files(
         self, paths: Sequence[str], max_bytes: int
     ) -> Sequence[bytes | FileReadError]:
-        """Read every file in one worker-thread hop; see `SkillFileSystem.read_files`."""
-        if not paths:
-            return ()
+        """Every file in one worker-thread hop (`SkillFileSystem.read_files`)."""
         batch = tuple(paths)
-        return await anyio.to_thread.run_sync(_read_batch, batch, max_bytes)
+        if not batch:
+            return ()
+        return await anyio.to_thread.run_sync(
+            lambda: [read_local_file(p, max_bytes) for p in batch]
+        )
 
     async def read_confined(
         self, directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
@@ -132,10 +120,6 @@ def _kind_of(entry: os.DirEntry[str]) -> DirEntryKind:
     return "other"
 
 
-def _read_batch(paths: Sequence[str], max_bytes: int) -> list[bytes | FileReadError]:
-    return [read_local_file(path, max_bytes) for path in paths]
-
-
 _REASONS = {
     "directory": "is a directory",
     "not_regular": "not a regular file",
@@ -148,28 +132,22 @@ def read_local_file(path: str, max_bytes: int) -> bytes | FileReadError:
     """One file of `LocalFileSystem.read_files`, read in the calling thread (blocking)."""
     try:
         fd = os.open(path, OPEN_FLAGS)
+        try:
+            read = read_descriptor(fd, max_bytes)
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         if os.path.islink(path):
             return FileReadError(reason="broken symbolic link", code="broken-link")
         return FileReadError(reason="file not found", not_found=True)
+    except PermissionError:
+        return FileReadError(reason="permission denied")
+    except IsADirectoryError:
+        return FileReadError(reason="is a directory")
     except OSError as exc:
-        return _os_error(exc)
-    try:
-        read = read_descriptor(fd, max_bytes)
-    except OSError as exc:
-        return _os_error(exc)
-    finally:
-        os.close(fd)
+        return FileReadError(reason=f"cannot read file: {exc.strerror or exc}")
     if isinstance(read, ConfinedReadError):
         reason = _REASONS[read.failure].format(size=read.size, max_bytes=max_bytes)
         large = read.failure in ("too_large", "grew")
         return FileReadError(reason=reason, code="file-too-large" if large else "file-unreadable")
     return read[1]
-
-
-def _os_error(exc: OSError) -> FileReadError:
-    if isinstance(exc, PermissionError):
-        return FileReadError(reason="permission denied")
-    if isinstance(exc, IsADirectoryError):
-        return FileReadError(reason="is a directory")
-    return FileReadError(reason=f"cannot read file: {exc.strerror or exc}")

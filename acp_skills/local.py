@@ -1,27 +1,11 @@
-"""LocalSkillProvider: skills found on disk, in project and user directories.
+"""LocalSkillProvider: skills found on disk, in project, custom and user directories.
 
-Roots are scanned in rank order (lower wins a name clash in the registry)::
-
-    100 project-dsh     <project>/.dsh/skills        400 user-dsh     <dsh_home>/skills
-    200 project-agents  <project>/.agents/skills     500 user-agents  <agents_home>/skills
-    300 custom          each of custom_skill_dirs    (user-dsh's `.system` child is skipped)
-
-With ``compat=("claude",)``, ``<project>/.claude/skills`` (600, project-claude) and
-``<claude_home>/skills`` (700, user-claude) follow, so our own roots win a clash.
-
-Inside a root, a directory ``X`` is a bundle (``X/SKILL.md``) and a file ending in ``.md`` is a
-flat skill; nothing else counts. Entries are taken in code-point order of their names, so
-``foo/`` comes before ``foo.md`` and (the registry breaking rank ties by position) the bundle
-wins a clash inside one root.
-
-A discovery costs a constant number of filesystem calls however many skills there are: one
-``exists`` per directory searched for ``.git``, one ``list_dir`` per root (concurrently) and
-one ``read_files`` batch; the files are parsed off the event loop, never inside that batch. A
-bad file never fails a request: it is left out, and what discovery met is one `Diagnostic` each
-(``list`` logs them, ``discover`` returns them with every root and its count).
-
-While registered, from its first lookup on, the provider watches its roots (`acp_skills.watch`)
-and invalidates its registration when a skill is added, changed, renamed or removed on disk.
+Roots in rank order (lower wins a name clash): 100 project-dsh ``<project>/.dsh/skills``, 200
+project-agents ``<project>/.agents/skills``, 300 each custom directory, 400 user-dsh
+``<dsh_home>/skills`` (its ``.system`` child skipped), 500 user-agents ``<agents_home>/skills``;
+with ``compat=("claude",)`` also 600 project-claude and 700 user-claude. In a root, a directory
+``X`` is a bundle (``X/SKILL.md``) and a ``.md`` file a flat skill, in code-point order of names.
+While registered, from its first lookup on, the provider watches its roots (`acp_skills.watch`).
 """
 
 from __future__ import annotations
@@ -33,90 +17,37 @@ from typing import Final
 
 import structlog
 
-from ._scan import (
-    CUSTOM,
-    USER_DSH,
-    LocalDiscovery,
-    RootReport,
-    SkillRoot,
-    list_roots,
-    parse_file,
-    scan,
-    skill_fields,
-    unreadable_root,
-)
+from . import _scan
+from ._scan import CUSTOM, USER_DSH, LocalDiscovery, RootReport, SkillRoot, unreadable_root
 from .diagnostics import Diagnostic, diagnostic, log_diagnostic, root_missing
 from .errors import Problem
 from .frontmatter import ParsedSkill
 from .fs import FileReadError, LocalFileSystem, SkillFileSystem
-from .model import (
-    SkillCandidate,
-    SkillDefinition,
-    SkillLookupOptions,
-    require_positive_int,
-)
+from .model import SkillCandidate, SkillDefinition, SkillLookupOptions, require_positive_int
 from .provider import ProviderHandle
 from .watch import RootWatch, WatchedRoot
 
-__all__ = [
-    "COMPAT_CLAUDE",
-    "DEFAULT_MAX_SKILL_FILE_BYTES",
-    "LocalDiscovery",
-    "LocalSkillProvider",
-    "RootReport",
-    "SkillRoot",
-    "unreadable_root",
-]
-
-DEFAULT_MAX_SKILL_FILE_BYTES = 1_048_576
+__all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "unreadable_root"]
 
 _log = structlog.get_logger(__name__)
 
-_PROJECT_DSH: Final = "project-dsh"
-_PROJECT_AGENTS: Final = "project-agents"
-_USER_AGENTS: Final = "user-agents"
-_PROJECT_CLAUDE: Final = "project-claude"
+_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE = "project-dsh", "project-agents", "project-claude"
 # The roots found from a session's cwd (watched per project, with a bound).
 _PROJECT_SOURCES: Final = (_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE)
-_USER_CLAUDE: Final = "user-claude"
-
-COMPAT_CLAUDE: Final = "claude"
-"""The ``compat`` value that adds Claude Code's skill directories (``.claude/skills``)."""
+COMPAT_CLAUDE: Final = "claude"  # the `compat` value that adds Claude Code's `.claude/skills`
 _COMPAT_VALUES: Final = (COMPAT_CLAUDE,)
-
-
-_SOURCE_RANKS: Final = {
-    _PROJECT_DSH: 100,
-    _PROJECT_AGENTS: 200,
-    CUSTOM: 300,
-    USER_DSH: 400,
-    _USER_AGENTS: 500,
-    _PROJECT_CLAUDE: 600,
-    _USER_CLAUDE: 700,
-}
+_SOURCE_RANKS: Final = {_PROJECT_DSH: 100, _PROJECT_AGENTS: 200, CUSTOM: 300, USER_DSH: 400}
+_SOURCE_RANKS.update({"user-agents": 500, _PROJECT_CLAUDE: 600, "user-claude": 700})
 
 
 class LocalSkillProvider:
     """Discovers skills in project, custom and user directories on a (local) filesystem.
 
-    A skill's identity is the ``name`` in its frontmatter. ``get`` re-reads and re-parses the
-    file on every call, so an edited body needs no invalidation.
-
-    Args:
-        dsh_home: Defaults to ``$DSH_HOME``, else ``~/.dsh``.
-        agents_home: Defaults to ``$DSH_AGENTS_HOME``, else ``~/.agents``.
-        custom_skill_dirs: Extra skill roots, scanned in order, all with rank 300.
-        name: The provider's name in a registry.
-        max_file_bytes: Skill files larger than this are skipped with a warning.
-        fs: The filesystem to read; defaults to the local disk.
-        compat: Other tools whose skill directories are scanned too, after ours: only
-            ``"claude"`` (`COMPAT_CLAUDE`) so far.
-        claude_home: Defaults to ``$CLAUDE_CONFIG_DIR``, else ``~/.claude`` (with compat only).
-        watch: Watch the roots for changes while registered (live reload); only the local disk
-            is watched.
-
-    Environment variables are read at construction; empty or blank ones count as unset. Every
-    directory has ``~`` expanded and is made absolute now; symbolic links are not resolved.
+    ``dsh_home``, ``agents_home`` and ``claude_home`` (used with ``compat=("claude",)`` only)
+    default to ``$DSH_HOME``, ``$DSH_AGENTS_HOME`` and ``$CLAUDE_CONFIG_DIR`` (blank counts as
+    unset), else ``~/.dsh``, ``~/.agents`` and ``~/.claude``, read now; every directory is made
+    absolute now, links unresolved. ``watch`` watches the roots while registered (the local disk
+    only). ``get`` re-reads the file on every call.
 
     Raises:
         ValueError: ``max_file_bytes`` is not a positive integer, ``name`` is empty, an
@@ -130,7 +61,7 @@ class LocalSkillProvider:
         agents_home: str | os.PathLike[str] | None = None,
         custom_skill_dirs: Iterable[str | os.PathLike[str]] = (),
         name: str = "local",
-        max_file_bytes: int = DEFAULT_MAX_SKILL_FILE_BYTES,
+        max_file_bytes: int = 1_048_576,
         fs: SkillFileSystem | None = None,
         *,
         compat: Iterable[str] = (),
@@ -159,9 +90,9 @@ class LocalSkillProvider:
         )
         # Roots that do not depend on the caller's cwd, already in rank order.
         fixed = [(path, CUSTOM) for path in self._custom_skill_dirs]
-        fixed += [(self._dsh_home, USER_DSH), (self._agents_home, _USER_AGENTS)]
+        fixed += [(self._dsh_home, USER_DSH), (self._agents_home, "user-agents")]
         if self._claude_home is not None:
-            fixed.append((self._claude_home, _USER_CLAUDE))
+            fixed.append((self._claude_home, "user-claude"))
         self._fixed_roots = tuple(
             _root(path if source == CUSTOM else os.path.join(path, "skills"), source)
             for path, source in fixed
@@ -182,12 +113,12 @@ class LocalSkillProvider:
 
     @property
     def dsh_home(self) -> str:
-        """The absolute dsh home directory (its ``skills`` child is the user-dsh root)."""
+        """The absolute dsh home directory (its ``skills`` child is a root)."""
         return self._dsh_home
 
     @property
     def agents_home(self) -> str:
-        """The absolute agents home directory (its ``skills`` child is the user-agents root)."""
+        """The absolute agents home directory (its ``skills`` child is a root)."""
         return self._agents_home
 
     @property
@@ -197,19 +128,16 @@ class LocalSkillProvider:
 
     @property
     def compat(self) -> tuple[str, ...]:
-        """The other tools whose skill directories are scanned too (``("claude",)`` or ``()``)."""
+        """The other tools whose skill directories are scanned too."""
         return self._compat
 
     @property
     def watch_mode(self) -> str:
-        """How the roots are watched: ``native``, ``polling``, ``failed``, ``starting`` or
-        ``off`` (not watching: ``watch=False``, no lookup while registered yet, or closed)."""
+        """``native``, ``polling``, ``failed``, ``starting`` or ``off`` (not watching)."""
         return "off" if self._watch is None else self._watch.mode
 
     def on_register(self, handle: ProviderHandle) -> None:
-        """Invalidate ``handle`` whenever a relevant change is seen on disk (registry hook).
-
-        Starts nothing: watching starts with the first lookup while registered."""
+        """Invalidate ``handle`` on relevant changes, from the first lookup on (registry hook)."""
         if self._watch is not None:
             self._watch.attach(handle)
 
@@ -219,31 +147,22 @@ class LocalSkillProvider:
             self._watch.detach(handle)
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
-        """Whether the registry may cache what `list` returned for ``options`` (registry hook).
-
-        Without watching, yes (as before live reload: an explicit invalidation refreshes). While
-        watching, only when the roots for ``options.cwd`` are watched, or are being set up to
-        be (an invalidation follows as soon as they are), and watching has not failed.
-        """
+        """Whether the registry may cache `list` for ``options`` (registry hook): always without
+        watching, else while the roots for ``options.cwd`` are (being) watched, healthily."""
         return self._watch is None or self._watch.vouches_for(options.cwd)
 
     def close(self) -> None:
-        """Stop watching for good and wait for the watcher to end. Idempotent.
-
-        Disposing of the provider's last registration does the same, except that registering
-        it again resumes watching. A closed provider still lists skills, uncached.
-        """
+        """Stop watching for good and wait for the watcher to end (idempotent); a closed
+        provider still lists skills, uncached."""
         if self._watch is not None:
             self._watch.close()
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
-        """Return the directories scanned for ``options.cwd``, in rank order.
+        """The directories scanned for ``options.cwd``, in rank order.
 
-        The project root is the nearest ancestor of ``cwd`` (itself included) that contains
-        ``.git`` (a directory, or a file in a worktree), else ``cwd`` itself. Without a
-        ``cwd`` (``None`` or empty) there are no project roots. A directory reachable as two
-        roots (for example, when the project root is the home directory) is listed once,
-        with its lower rank: the other copy could only ever be shadowed.
+        The project root is the nearest ancestor of ``cwd`` (itself included) holding ``.git``,
+        else ``cwd``; no ``cwd``, no project roots. A directory reachable as two roots is
+        listed once, with its lower rank (the other copy could only ever be shadowed).
         """
         candidates = list(self._fixed_roots)
         if options.cwd:
@@ -261,12 +180,8 @@ class LocalSkillProvider:
         return tuple(unique.values())
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
-        """Discover every well-formed skill for ``options.cwd``, logging what was wrong.
-
-        Returns:
-            Candidates ordered by root (rank order), then by entry name (code points) within
-            a root. Names may repeat; the registry resolves clashes.
-        """
+        """Every well-formed skill for ``options.cwd`` (by root, then entry name), logging
+        what was wrong. Names may repeat; the registry resolves clashes."""
         started = time.perf_counter()
         discovery = await self.discover(options)
         for record in discovery.diagnostics:
@@ -300,15 +215,11 @@ class LocalSkillProvider:
         return (await self.discover(options)).diagnostics
 
     async def check_custom_dirs(self) -> tuple[Diagnostic, ...]:
-        """Check that each custom directory exists and can be read, warning about each that
-        does not (an agent calls this at start-up: a mistyped directory must not go unnoticed).
-
-        Discovery reports a missing custom directory too, but only at debug level, since it
-        would otherwise repeat the warning for every working directory.
-        """
+        """Warn about each custom directory that is missing or unreadable (at start-up: a
+        discovery reports it only at debug level, or it would repeat for every cwd)."""
         custom = [root for root in self._fixed_roots if root.source == CUSTOM]
         problems: list[Diagnostic] = []
-        for root, listing in zip(custom, await list_roots(self._fs, custom), strict=True):
+        for root, listing in zip(custom, await _scan.list_roots(self._fs, custom), strict=True):
             if isinstance(listing, Problem):
                 problems.append(diagnostic(listing, root.path))
             elif listing is None:
@@ -319,18 +230,13 @@ class LocalSkillProvider:
 
     async def scan(self, roots: Sequence[SkillRoot]) -> LocalDiscovery:
         """Discover the skills in ``roots`` (as `roots` returns them, or any others)."""
-        return await scan(self._fs, roots, self._name, self._max_file_bytes)
+        return await _scan.scan(self._fs, roots, self._name, self._max_file_bytes)
 
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
     ) -> SkillDefinition | None:
-        """Re-read and re-parse a skill's file: the skill as it is now on disk, or ``None``
-        when the file has vanished, cannot be read, or no longer parses (logged as
-        ``skill_load_failed``).
-
-        Raises:
-            TypeError: The candidate did not come from a LocalSkillProvider's ``list``.
-        """
+        """The skill as its file is now, or ``None`` (logged as ``skill_load_failed``) when it
+        vanished or no longer reads or parses. Raises ``TypeError`` for another's candidate."""
         path = candidate.locator
         if not isinstance(path, str):
             raise TypeError(
@@ -338,7 +244,7 @@ class LocalSkillProvider:
                 f"(its locator is {type(path).__name__}, not a path)"
             )
         (content,) = await self._fs.read_files([path], self._max_file_bytes)
-        parsed = parse_file(content, with_body=True)
+        parsed = _scan.parse_file(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
             reason = parsed.reason if isinstance(parsed, FileReadError) else parsed.message
             _log.warning(
@@ -350,8 +256,10 @@ class LocalSkillProvider:
             )
             return None
         # Where the skill lives has not changed since `list`; only the file's text may have.
-        fields = skill_fields(self._name, parsed, candidate.source, candidate.resource_base, path)
-        return SkillDefinition(**fields, content=parsed.body)
+        base = candidate.resource_base
+        return _scan.build_skill(
+            SkillDefinition, self._name, parsed, candidate.source, base, path, content=parsed.body
+        )
 
     async def _project_root(self, cwd: str) -> str:
         directory = cwd
