@@ -146,60 +146,52 @@ class _Walker:
         return "" if mark is None else f" (line {mark.line + self._first_line})"
 
     def build(self, node: Node, depth: int) -> tuple[object, int]:
-        # The value of a collection node and its expanded size (number of values).
+        # The value of a collection node and its expanded size (number of values). A failure
+        # ends the whole walk, so nothing is left to clean up.
         key = id(node)
-        built = self._built.get(key)
-        if built is not None:
+        if (built := self._built.get(key)) is not None:
             return built
         if key in self._in_progress:
             raise _Refused(f"an alias refers to the collection that contains it{self.at(node)}")
         if depth >= _MAX_DEPTH:
             raise _Refused(f"nested more than {_MAX_DEPTH} levels deep{self.at(node)}")
         self._in_progress.add(key)
-        try:
-            if isinstance(node, SequenceNode) and node.tag == _SEQ:
-                result = self._sequence(node, depth)
-            elif isinstance(node, MappingNode) and node.tag == _MAP:
-                result = self._mapping(node, depth)
-            else:
-                raise _Refused(f"unsupported YAML tag {_short(node.tag)}{self.at(node)}")
-        finally:
-            self._in_progress.discard(key)
-        if result[1] > _MAX_EXPANDED_VALUES:
+        size = 1
+        result: object
+        if isinstance(node, SequenceNode) and node.tag == _SEQ:
+            items: list[object] = []
+            for child in node.value:
+                value, child_size = self._value(child, depth)
+                items.append(value)
+                size += child_size
+            result = tuple(items)
+        elif isinstance(node, MappingNode) and node.tag == _MAP:
+            mapping: dict[object, object] = {}
+            for key_node, value_node in node.value:
+                if type(key_node) is not ScalarNode:
+                    raise _Refused(f"a mapping key must be a single value{self.at(key_node)}")
+                name = key_node.value if key_node.tag == _STR else self._scalar(key_node)
+                # Python equality decides: `1`, `1.0` and `true` are one dict key, so they count
+                # as duplicates here although YAML would call them different.
+                if name in mapping:
+                    raise _Refused(f"duplicate key {name!r}{self.at(key_node)}")
+                mapping[name], value_size = self._value(value_node, depth)
+                size += 1 + value_size
+            result = MappingProxyType(mapping)
+        else:
+            raise _Refused(f"unsupported YAML tag {_short(node.tag)}{self.at(node)}")
+        self._in_progress.discard(key)
+        if size > _MAX_EXPANDED_VALUES:
             raise _Refused(
                 f"aliases expand to more than {_MAX_EXPANDED_VALUES} values{self.at(node)}"
             )
-        self._built[key] = result
-        return result
+        self._built[key] = result, size
+        return result, size
 
     def _value(self, node: Node, depth: int) -> tuple[object, int]:
         if type(node) is ScalarNode:
             return (node.value if node.tag == _STR else self._scalar(node)), 1
         return self.build(node, depth + 1)
-
-    def _sequence(self, node: SequenceNode, depth: int) -> tuple[object, int]:
-        items: list[object] = []
-        size = 1
-        for child in node.value:
-            value, child_size = self._value(child, depth)
-            items.append(value)
-            size += child_size
-        return tuple(items), size
-
-    def _mapping(self, node: MappingNode, depth: int) -> tuple[object, int]:
-        result: dict[object, object] = {}
-        size = 1
-        for key_node, value_node in node.value:
-            if type(key_node) is not ScalarNode:
-                raise _Refused(f"a mapping key must be a single value{self.at(key_node)}")
-            key = key_node.value if key_node.tag == _STR else self._scalar(key_node)
-            # Python equality decides: `1`, `1.0` and `true` are one dict key, so they count as
-            # duplicates here although YAML would call them different.
-            if key in result:
-                raise _Refused(f"duplicate key {key!r}{self.at(key_node)}")
-            result[key], value_size = self._value(value_node, depth)
-            size += 1 + value_size
-        return MappingProxyType(result), size
 
     def _scalar(self, node: ScalarNode) -> object:
         tag, text = node.tag, node.value

@@ -49,13 +49,10 @@ class ConfinedReadError:
 
 
 # O_NONBLOCK: a FIFO swapped in for a file cannot hang open(); O_BINARY (Windows): no newline
-# translation.
-OPEN_FLAGS: Final = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_BINARY", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
+# translation. The root is opened following links (a skill directory may be a link).
+_NONBLOCK: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+OPEN_FLAGS: Final = _NONBLOCK | getattr(os, "O_BINARY", 0)
+_ROOT_FLAGS: Final = _NONBLOCK | getattr(os, "O_DIRECTORY", 0)
 # Smallest read request; it also bounds how far past the cap a growing file is read.
 _CHUNK: Final = 8192
 
@@ -107,22 +104,12 @@ def read_confined(
     return _read_by_path(root, path, max_bytes, identities)
 
 
-# The root is opened following links (a skill directory may be a link), non-blocking.
-_ROOT_FLAGS: Final = (
-    os.O_RDONLY
-    | getattr(os, "O_DIRECTORY", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
 _NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _SEPARATORS: Final = re.compile("[/\\\\]" if os.altsep is not None else "/")
 _MAX_SYMBOLIC_LINKS: Final = 40  # as many as Linux resolves in one path before ELOOP
 # Windows has neither openat() nor O_NOFOLLOW: there the read falls back to `_read_by_path`.
-_WALKS_FROM_DESCRIPTORS: Final = (
-    os.open in os.supports_dir_fd
-    and os.readlink in os.supports_dir_fd
-    and hasattr(os, "O_NOFOLLOW")
-    and hasattr(os, "O_DIRECTORY")
+_WALKS_FROM_DESCRIPTORS: Final = {os.open, os.readlink} <= os.supports_dir_fd and all(
+    hasattr(os, flag) for flag in ("O_NOFOLLOW", "O_DIRECTORY")
 )
 
 
@@ -152,8 +139,9 @@ def _read_by_walking(
             try:
                 fd = os.open(name, flags, dir_fd=fds[-1])
             except OSError as exc:
-                target = _link_target(name, fds[-1])
-                if target is None:
+                try:
+                    target = os.readlink(name, dir_fd=fds[-1])
+                except OSError:  # not a symbolic link (or gone): the open's own error stands
                     return _open_failure(exc)
                 links += 1
                 if links > _MAX_SYMBOLIC_LINKS:
@@ -234,13 +222,6 @@ def _relative_inside(root: str, target: str) -> str | None:
     except ValueError:  # different drives on Windows
         return None
     return os.path.relpath(resolved, root)
-
-
-def _link_target(name: str, dir_fd: int) -> str | None:
-    try:
-        return os.readlink(name, dir_fd=dir_fd)
-    except OSError:
-        return None  # not a symbolic link (or gone): the open's own error stands
 
 
 def _open_failure(exc: OSError) -> ConfinedReadError:
