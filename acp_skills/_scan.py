@@ -1,15 +1,12 @@
-"""One discovery of given skill roots: list them, read and parse their skill files, report.
-
-One ``list_dir`` per root (concurrently) and one ``read_files`` batch, however many skills; the
-files are parsed off the event loop, never inside that batch.
-"""
+"""One discovery of given roots: one ``list_dir`` per root (concurrently), one ``read_files``
+batch, the files parsed off the event loop (never inside that batch), and one report."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, TypeAlias, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar
 
 import anyio
 
@@ -21,18 +18,19 @@ from .model import SKILL_FILE_NAME, DirectoryResource, ResourceBase, SkillCandid
 
 CUSTOM: Final = "custom"
 USER_DSH: Final = "user-dsh"
-# Only the user's own dsh root has a `.system` child to skip: it holds skills the tool itself
-# installs and manages. A project may name a skill `.system`.
+# Only the user's dsh root has a `.system` child to skip (the tool's own managed skills).
 _SYSTEM_DIR: Final = ".system"
 _BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
+_IN_BUNDLE: Final = os.sep + SKILL_FILE_NAME
 _Listing: TypeAlias = Sequence[DirEntry] | Problem | None
 _Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
+# A file to read: its root, its path, its resource directory and the name its place suggests.
+_SkillFile: TypeAlias = tuple["SkillRoot", str, str, str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillRoot:
-    """A directory the local provider scans: its absolute path (links not resolved), its kind
-    (``project-dsh``, ``custom``, ...) and the rank its skills get."""
+    """A directory the local provider scans, its kind (``custom``, ...) and its skills' rank."""
 
     path: str
     source: str
@@ -41,8 +39,7 @@ class SkillRoot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RootReport:
-    """One root in one discovery: whether it is a directory (an unreadable one still is) and
-    how many valid skills it gave, shadowed ones included."""
+    """One root in one discovery: whether it is a directory and its valid skills' count."""
 
     root: SkillRoot
     exists: bool
@@ -51,19 +48,11 @@ class RootReport:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LocalDiscovery:
-    """One discovery: every root (rank order), the valid skills (by root, then entry name) and
-    one diagnostic per problem (roots, then entries, then files)."""
+    """One discovery: every root, the valid skills and one diagnostic per problem."""
 
     roots: tuple[RootReport, ...]
     candidates: tuple[SkillCandidate, ...]
     diagnostics: tuple[Diagnostic, ...]
-
-
-class _SkillFile(NamedTuple):  # one per file listed: a named tuple is cheapest to build
-    root: SkillRoot
-    path: str
-    resource_dir: str
-    expected_name: str  # its bundle's name, or a flat file's
 
 
 async def scan(
@@ -77,13 +66,25 @@ async def scan(
         if isinstance(listing, Problem):
             report.append(diagnostic(listing, root.path))
         elif listing is not None:
-            _skill_files(root, listing, files, report)
+            prefix = os.path.join(root.path, "")  # entry names hold no separator
+            # Code-point order of names; the registry's tie-break depends on this order.
+            for entry in sorted(listing, key=lambda e: e.name):
+                name = entry.name
+                if name == _SYSTEM_DIR and root.source == USER_DSH:
+                    continue
+                path = prefix + name
+                if entry.kind == "dir":
+                    files.append((root, path + _IN_BUNDLE, path, name))
+                elif entry.kind == "file" and name.endswith(".md"):
+                    files.append((root, path, root.path, name[:-3]))
+                elif entry.kind == "broken_link":
+                    report.append(diagnostic(_BROKEN_LINK, path))
         elif root.source == CUSTOM:
             # Most people have no project skills; only a root asked for by name is worth a word.
             report.append(root_missing(root.path))
     contents: Sequence[bytes | FileReadError] | None = None
     if type(fs) is not LocalFileSystem:
-        contents = await fs.read_files([f.path for f in files], max_bytes)
+        contents = await fs.read_files([f[1] for f in files], max_bytes)
         if len(contents) != len(files):
             raise RuntimeError(
                 f"the filesystem returned {len(contents)} results for {len(files)} files"
@@ -98,7 +99,6 @@ async def scan(
         for index, (root, path, resource_dir, expected) in enumerate(files):
             content = read_local_file(path, max_bytes) if contents is None else contents[index]
             outcome = parse_file(content)
-            # A directory without SKILL.md is no mistake (shared helpers): that one is an info.
             report.extend(file_diagnostics(path, outcome, expected_name=expected))
             if isinstance(outcome, ParsedSkill):
                 candidates.append(
@@ -122,10 +122,7 @@ async def scan(
 
 
 async def list_roots(fs: SkillFileSystem, roots: Sequence[SkillRoot]) -> Sequence[_Listing]:
-    """Each root's entries, ``None`` when it does not exist, or why it cannot be read.
-
-    Concurrently (a big saving where every call is a round trip), each in its own slot.
-    """
+    """Each root's entries, ``None`` when it does not exist, or why it cannot be read."""
     listings: list[_Listing] = [None for _ in roots]
     failures: list[Exception | None] = [None for _ in roots]
 
@@ -172,27 +169,6 @@ def build_skill(
         argument_hint=parsed.argument_hint,
         **extra,
     )
-
-
-def _skill_files(
-    root: SkillRoot, entries: Sequence[DirEntry], files: list[_SkillFile], report: list[Diagnostic]
-) -> None:
-    # Entry names hold no separator: joining is concatenation (os.path.join per entry shows
-    # when there are thousands).
-    prefix = os.path.join(root.path, "")
-    bundle_suffix = os.sep + SKILL_FILE_NAME
-    # Code-point order of names; the registry's tie-break depends on this order.
-    for entry in sorted(entries, key=lambda e: e.name):
-        name = entry.name
-        if name == _SYSTEM_DIR and root.source == USER_DSH:
-            continue
-        path = prefix + name
-        if entry.kind == "dir":
-            files.append(_SkillFile(root, path + bundle_suffix, path, name))
-        elif entry.kind == "file" and name.endswith(".md"):
-            files.append(_SkillFile(root, path, root.path, name[:-3]))
-        elif entry.kind == "broken_link":
-            report.append(diagnostic(_BROKEN_LINK, path))
 
 
 def unreadable_root(error: OSError) -> Problem:

@@ -1,10 +1,8 @@
-"""YAML 1.2 core-schema loading for frontmatter: text in, a read-only mapping or a Problem out.
+"""YAML 1.2 core-schema frontmatter: text in, a read-only mapping or a Problem out.
 
-PyYAML implements YAML 1.1 (``yes``/``no``/``on``/``off`` are booleans, dates are dates, a
-repeated key silently wins), and a flag read the wrong way can expose a skill to the model. So
-PyYAML only *composes* the text into nodes (with LibYAML when installed), tagged by core-schema
-resolvers, and the values are built here: deeply read-only, duplicate keys refused, aliases and
-depth bounded. That is also about twice as fast as a full load.
+PyYAML is YAML 1.1 (``yes`` is a boolean, a repeated key wins), and a flag read the wrong way can
+expose a skill. So PyYAML (LibYAML when installed) only composes nodes, tagged by core-schema
+resolvers; the values are built here, read-only, duplicate keys refused, aliases and depth bounded.
 """
 
 from __future__ import annotations
@@ -70,14 +68,13 @@ class _CoreSchemaLoader(_Parser):
         return _SEQ if kind is SequenceNode else _MAP
 
     def descend_resolver(self, current_node: Node | None, current_index: object) -> None:
-        pass  # there are no path resolvers
+        pass  # no path resolvers, nothing to track
 
     def ascend_resolver(self) -> None:
         pass
 
 
-# Hostile or broken input becomes a problem, not a RecursionError or an exponential blow-up
-# ("billion laughs"). Real frontmatter is a handful of levels deep and a few dozen values large.
+# Hostile input becomes a problem, not a RecursionError or a "billion laughs" blow-up.
 _MAX_DEPTH: Final = 100
 _MAX_EXPANDED_VALUES: Final = 100_000
 _MISSING: Final = "frontmatter-missing"
@@ -92,10 +89,8 @@ def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object]
     the file's line number of the first line of ``source``, for messages)."""
     try:
         loader = _CoreSchemaLoader(source)
-        try:
-            root = loader.get_single_node()
-        finally:
-            loader.dispose()
+        root = loader.get_single_node()
+        loader.dispose()  # after a failure, the garbage collector breaks the cycles instead
         if isinstance(root, MappingNode):
             # The walker turns a `!!map` node into a mapping and refuses any other tag on it.
             return _Walker(first_line).build(root, 0)[0]  # type: ignore[return-value]
@@ -129,9 +124,8 @@ def _short(tag: str) -> str:
 
 
 class _Walker:
-    # An alias makes one node appear in several places (or inside itself: `&a [*a]`): each
-    # collection is built once and reused, one met again while being built is a cycle, and the
-    # size with every alias written out is bounded.
+    # An alias shows one node in several places (or inside itself: `&a [*a]`): each collection
+    # is built once, one met again while being built is a cycle, and the expanded size bounded.
 
     __slots__ = ("_built", "_first_line", "_in_progress")
 
@@ -146,8 +140,7 @@ class _Walker:
         return "" if mark is None else f" (line {mark.line + self._first_line})"
 
     def build(self, node: Node, depth: int) -> tuple[object, int]:
-        # The value of a collection node and its expanded size (number of values). A failure
-        # ends the whole walk, so nothing is left to clean up.
+        # A collection's value and expanded size; a failure ends the walk (nothing to undo).
         key = id(node)
         if (built := self._built.get(key)) is not None:
             return built

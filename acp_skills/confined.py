@@ -28,8 +28,7 @@ ConfinedReadFailure: TypeAlias = Literal[
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfinedFile:
-    """A file read inside its directory: its absolute path with no link left in it, its bytes,
-    and its ``(st_dev, st_ino)`` (to tell later whether ``path`` still names it)."""
+    """A file read inside its directory: its path with no link left, its bytes, its identity."""
 
     path: str
     data: bytes
@@ -66,10 +65,8 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
         return ConfinedReadError(failure="not_regular")
     if info.st_size > max_bytes:
         return ConfinedReadError(failure="too_large", size=info.st_size)
-    # The first request asks for more than fstat's size: when exactly that many bytes come
-    # back, the read stopped at the end, so the usual case costs one call (a second "is that
-    # all?" read adds a fifth to a large discovery). Asking for max_bytes up front would
-    # allocate a megabyte per file.
+    # Asking for more than fstat's size, the usual case costs one call (a second "is that all?"
+    # read adds a fifth to a large discovery); asking for max_bytes would allocate a megabyte.
     chunks: list[bytes] = []
     total = 0
     while True:
@@ -89,12 +86,8 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
 def read_confined(
     directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
 ) -> ConfinedFile | ConfinedReadError:
-    """Read ``path`` (relative, ``/``-separated) inside ``directory``, never anything outside.
-
-    Blocking. ``directory`` itself may be reached through links; inside it, links are followed
-    only while they stay inside. ``excluded`` files and directories are refused by identity
-    (so another name or a hard link is refused too).
-    """
+    """Read ``path`` (relative) inside ``directory``, never outside it nor ``excluded`` ones
+    (compared by identity, so a hard link is refused too). Blocking."""
     if "\0" in directory or "\0" in path:
         return ConfinedReadError(failure="not_found")  # no file name holds a NUL
     root = os.path.realpath(directory)

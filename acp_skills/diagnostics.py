@@ -1,9 +1,5 @@
-"""Diagnostics: every problem skill discovery meets, as one kind of record (pure).
-
-Discovery makes these records once and every report reads them: the provider's log warnings,
-the command line, the agent's ``/skills`` and ``_skills/list``. The codes are public and stable
-(``docs/diagnostics.md``); each comes from where the problem arose, never from a message.
-"""
+"""Diagnostics: every problem discovery meets, as one record every report reads (pure). The
+codes are public and stable (``docs/diagnostics.md``); none is ever read back from a message."""
 
 from __future__ import annotations
 
@@ -25,9 +21,7 @@ _Level: TypeAlias = Literal["debug", "info", "warning"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Diagnostic:
-    """One problem with a skill file, a root or a provider: a code from `CODES`, its severity,
-    the path concerned (or ``None``), the line (from 1) when known, a message, and the skill's
-    name when the file was read that far (logs carry it; the JSON form does not)."""
+    """One problem with a skill file, a root or a provider (``skill`` is for logs only)."""
 
     code: str
     severity: Severity
@@ -48,8 +42,7 @@ def counts_as_problem(diagnostic: Diagnostic) -> bool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CodeSpec:
-    """A code's default severity, its log event and level, and whether discovery leaves the
-    file or directory out."""
+    """A code's severity, log event and level, and whether discovery leaves the thing out."""
 
     severity: Severity
     event: str
@@ -132,8 +125,7 @@ def file_diagnostics(
     *,
     expected_name: str | None = None,
 ) -> tuple[Diagnostic, ...]:
-    """What reading and parsing one skill file found (nothing for a clean skill); a ``name``
-    other than ``expected_name`` (its directory's, or a flat file's) is a ``name-mismatch``."""
+    """What reading and parsing one skill file found (nothing for a clean skill)."""
     if isinstance(outcome, FileReadError):
         if outcome.not_found:
             absent = f"no {os.path.basename(path)} here, so this is not a skill (ignored)"
@@ -168,8 +160,7 @@ def root_missing(path: str) -> Diagnostic:
 
 
 def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:
-    """A skill that lost a name clash: ``skill-shadowed`` across ranks (precedence at work),
-    ``skill-duplicate`` at one rank of one provider (decided only by order)."""
+    """A skill that lost a name clash (``skill-duplicate`` when only the order decided)."""
     loser, winner = shadowed.skill, shadowed.winner
     same_rank = loser.rank == winner.rank and loser.provider == winner.provider
     where = f'the {winner.provider} provider (source "{winner.source}")'
@@ -192,8 +183,7 @@ def provider_failed(provider: str, error: BaseException | str) -> Diagnostic:
 def log_diagnostic(
     logger: Any, diagnostic: Diagnostic, *, level: _Level | None = None, **context: object
 ) -> None:
-    """Emit ``diagnostic`` as its structlog event (``level`` overrides the code's): ``context``
-    then ``path``, ``skill``, ``reason`` (the message), ``code`` and ``line`` when known."""
+    """Emit ``diagnostic`` as its structlog event (``level`` overrides the code's)."""
     spec = CODES.get(diagnostic.code)
     event = spec.event if spec is not None else "skill_problem"
     method = getattr(logger, level or (spec.level if spec is not None else "warning"))

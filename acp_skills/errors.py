@@ -1,8 +1,4 @@
-"""The one exception of acp-skills, and `Problem`, the value every reported problem is.
-
-Everything a user or a model can get wrong is reported as a warning or a tool result; only a
-provider breaking its contract raises (`SkillContractError`, a ``ValueError``).
-"""
+"""The one exception (a provider breaking its contract) and `Problem`, every reported problem."""
 
 from __future__ import annotations
 

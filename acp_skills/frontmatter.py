@@ -50,21 +50,13 @@ def decode_skill_bytes(data: bytes) -> str | Problem:
 # of 64 KiB (a flow list of 20,000 items) takes tens of milliseconds, where 900 KB took seconds.
 MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 
-# The frontmatter starts on the second line of the file; YAML marks count from 0.
-_FIRST_LINE: Final = 2
 _MISSING: Final = "frontmatter-missing"
 _UNTERMINATED: Final = Problem(_MISSING, "unterminated frontmatter: no closing '---' line")
 
 
 def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Problem:
-    """Parse the text of a ``SKILL.md`` (or flat ``<name>.md``) file, or say why it is unusable.
-
-    The frontmatter runs from a first line ``---`` to the next line ``---`` (either may end in
-    ``\\r``; a leading byte order mark is ignored), at most `MAX_FRONTMATTER_BYTES`, a mapping
-    with a valid ``name`` and a non-blank ``description``. Optional fields have two spellings
-    (both at once is an error); a non-boolean invocation flag fails the file (fail closed),
-    other mistyped ones are dropped. ``with_body=False`` leaves ``body`` empty (discovery).
-    """
+    """Parse a ``SKILL.md`` (or flat ``<name>.md``) text, or say why it is unusable (contract
+    §5); ``with_body=False`` leaves ``body`` empty (discovery)."""
     text = text.removeprefix("\ufeff")
     first_line_end = text.find("\n")
     if (text if first_line_end < 0 else text[:first_line_end]) not in ("---", "---\r"):
@@ -81,7 +73,7 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Prob
             "frontmatter-too-large",
             f"frontmatter too large: {size} bytes, over the {MAX_FRONTMATTER_BYTES}-byte limit",
         )
-    fields = load_frontmatter(frontmatter, first_line=_FIRST_LINE)
+    fields = load_frontmatter(frontmatter, first_line=2)  # it starts on the file's second line
     if isinstance(fields, Problem):
         return fields
     try:
@@ -94,23 +86,16 @@ def _closing_line(text: str, start: int) -> tuple[int, int] | None:
     # Where the first whole line `---` (maybe with `\r`) from `start` starts and ends. Every
     # line from `start` on begins right after a `\n`: a string search finds candidates several
     # times faster than a MULTILINE regex.
-    search_from = start - 1
-    while True:
-        found = text.find("\n---", search_from)
-        if found < 0:
-            return None
-        line_start = found + 1
-        line_end = line_start + 3
-        if text.startswith("\r", line_end):
-            line_end += 1
+    line_start = start - 1
+    while (line_start := text.find("\n---", line_start) + 1) > 0:
+        line_end = line_start + 3 + text.startswith("\r", line_start + 3)
         if line_end == len(text) or text[line_end] == "\n":
             return line_start, line_end
-        search_from = line_start
+    return None
 
 
 class _Invalid(Exception):
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
         self.problem = Problem(code, message)
 
 

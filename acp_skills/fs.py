@@ -1,8 +1,5 @@
-"""The filesystem seam discovery reads through (`SkillFileSystem`), and the local disk.
-
-The operations are coarse on purpose: a hop to a worker thread costs about a hundred
-microseconds, so a discovery of a thousand skills must not pay it per file.
-"""
+"""The filesystem seam discovery reads through, and the local disk. Coarse on purpose: a hop to
+a worker thread costs ~100 µs, which a discovery of a thousand skills must not pay per file."""
 
 from __future__ import annotations
 
@@ -32,11 +29,7 @@ class DirEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileReadError:
-    """Why a file of a ``read_files`` batch could not be read.
-
-    ``not_found`` is true when nothing exists at the path (a broken link is *not* "not
-    found"); ``code`` is ``file-unreadable``, ``file-too-large`` or ``broken-link``.
-    """
+    """Why a file of a batch could not be read (a broken link is not ``not_found``)."""
 
     reason: str
     not_found: bool = False
@@ -49,21 +42,14 @@ class SkillFileSystem(Protocol):
 
     async def exists(self, path: str) -> bool:
         """Whether anything (file or directory, following links) exists at ``path``."""
-        ...
 
     async def list_dir(self, path: str) -> Sequence[DirEntry] | None:
-        """A directory's entries in any order, or ``None`` when it is not a directory.
-
-        Raises:
-            OSError: The directory exists but cannot be read.
-        """
-        ...
+        """A directory's entries, ``None`` if it is none, ``OSError`` if it cannot be read."""
 
     async def read_files(
         self, paths: Sequence[str], max_bytes: int
     ) -> Sequence[bytes | FileReadError]:
         """Whole files as one batch, one result per path; a file over ``max_bytes`` is an error."""
-        ...
 
 
 class LocalFileSystem:
@@ -99,11 +85,10 @@ class LocalFileSystem:
 
 def _list_dir(path: str) -> list[DirEntry] | None:
     try:
-        entries = os.scandir(path)
+        with os.scandir(path) as entries:
+            return [DirEntry(name=entry.name, kind=_kind_of(entry)) for entry in entries]
     except (FileNotFoundError, NotADirectoryError):
         return None
-    with entries:
-        return [DirEntry(name=entry.name, kind=_kind_of(entry)) for entry in entries]
 
 
 def _kind_of(entry: os.DirEntry[str]) -> DirEntryKind:
@@ -120,12 +105,9 @@ def _kind_of(entry: os.DirEntry[str]) -> DirEntryKind:
     return "other"
 
 
-_REASONS = {
-    "directory": "is a directory",
-    "not_regular": "not a regular file",
-    "grew": "file grew past the {max_bytes}-byte limit while being read",
-    "too_large": "file is {size} bytes, over the {max_bytes}-byte limit",
-}
+_REASONS = {"directory": "is a directory", "not_regular": "not a regular file"}
+_REASONS["grew"] = "file grew past the {max_bytes}-byte limit while being read"
+_REASONS["too_large"] = "file is {size} bytes, over the {max_bytes}-byte limit"
 
 
 def read_local_file(path: str, max_bytes: int) -> bytes | FileReadError:

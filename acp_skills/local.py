@@ -1,10 +1,5 @@
-"""LocalSkillProvider: skills found on disk, in project, custom and user directories.
+"""LocalSkillProvider: skills on disk, in project, custom and user roots (contract §5).
 
-Roots in rank order (lower wins a name clash): 100 project-dsh ``<project>/.dsh/skills``, 200
-project-agents ``<project>/.agents/skills``, 300 each custom directory, 400 user-dsh
-``<dsh_home>/skills`` (its ``.system`` child skipped), 500 user-agents ``<agents_home>/skills``;
-with ``compat=("claude",)`` also 600 project-claude and 700 user-claude. In a root, a directory
-``X`` is a bundle (``X/SKILL.md``) and a ``.md`` file a flat skill, in code-point order of names.
 While registered, from its first lookup on, the provider watches its roots (`acp_skills.watch`).
 """
 
@@ -43,16 +38,10 @@ _SOURCE_RANKS.update({"user-agents": 500, _PROJECT_CLAUDE: 600, "user-claude": 7
 class LocalSkillProvider:
     """Discovers skills in project, custom and user directories on a (local) filesystem.
 
-    ``dsh_home``, ``agents_home`` and ``claude_home`` (used with ``compat=("claude",)`` only)
-    default to ``$DSH_HOME``, ``$DSH_AGENTS_HOME`` and ``$CLAUDE_CONFIG_DIR`` (blank counts as
-    unset), else ``~/.dsh``, ``~/.agents`` and ``~/.claude``, read now; every directory is made
-    absolute now, links unresolved. ``watch`` watches the roots while registered (the local disk
-    only). ``get`` re-reads the file on every call.
-
-    Raises:
-        ValueError: ``max_file_bytes`` is not a positive integer, ``name`` is empty, an
-            explicitly given directory is empty, or ``compat`` names an unknown tool.
-        TypeError: ``custom_skill_dirs`` or ``compat`` is a single string, not a sequence.
+    Homes default to ``$DSH_HOME``, ``$DSH_AGENTS_HOME``, ``$CLAUDE_CONFIG_DIR`` (blank counts
+    as unset), else ``~/.dsh``, ``~/.agents``, ``~/.claude``; directories are made absolute now.
+    Raises ``ValueError`` for a bad ``max_file_bytes``, ``name``, empty directory or ``compat``
+    tool, ``TypeError`` when ``custom_skill_dirs`` or ``compat`` is a single string.
     """
 
     def __init__(
@@ -99,12 +88,8 @@ class LocalSkillProvider:
         )
         self._watch: RootWatch | None = None
         if watch and isinstance(self._fs, LocalFileSystem):
-            self._watch = RootWatch(
-                [
-                    WatchedRoot(root.path, skips_system=root.source == USER_DSH)
-                    for root in self._fixed_roots
-                ]
-            )
+            fixed_watched = [WatchedRoot(r.path, r.source == USER_DSH) for r in self._fixed_roots]
+            self._watch = RootWatch(fixed_watched)
 
     @property
     def name(self) -> str:
@@ -113,12 +98,12 @@ class LocalSkillProvider:
 
     @property
     def dsh_home(self) -> str:
-        """The absolute dsh home directory (its ``skills`` child is a root)."""
+        """The absolute dsh home directory."""
         return self._dsh_home
 
     @property
     def agents_home(self) -> str:
-        """The absolute agents home directory (its ``skills`` child is a root)."""
+        """The absolute agents home directory."""
         return self._agents_home
 
     @property
@@ -147,26 +132,19 @@ class LocalSkillProvider:
             self._watch.detach(handle)
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
-        """Whether the registry may cache `list` for ``options`` (registry hook): always without
-        watching, else while the roots for ``options.cwd`` are (being) watched, healthily."""
+        """Whether the registry may cache `list` for ``options`` (a registry hook)."""
         return self._watch is None or self._watch.vouches_for(options.cwd)
 
     def close(self) -> None:
-        """Stop watching for good and wait for the watcher to end (idempotent); a closed
-        provider still lists skills, uncached."""
+        """Stop watching for good and wait for the watcher to end (idempotent)."""
         if self._watch is not None:
             self._watch.close()
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
-        """The directories scanned for ``options.cwd``, in rank order.
-
-        The project root is the nearest ancestor of ``cwd`` (itself included) holding ``.git``,
-        else ``cwd``; no ``cwd``, no project roots. A directory reachable as two roots is
-        listed once, with its lower rank (the other copy could only ever be shadowed).
-        """
+        """The directories scanned for ``options.cwd``, in rank order, each listed once."""
         candidates = list(self._fixed_roots)
         if options.cwd:
-            # abspath is string work, plus one getcwd() for a relative path; no disk access.
+            # String work, plus one getcwd() for a relative path.
             project = await self._project_root(os.path.abspath(options.cwd))  # noqa: ASYNC240
             sources = [(".dsh", _PROJECT_DSH), (".agents", _PROJECT_AGENTS)]
             if self._claude_home is not None:
@@ -180,13 +158,11 @@ class LocalSkillProvider:
         return tuple(unique.values())
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
-        """Every well-formed skill for ``options.cwd`` (by root, then entry name), logging
-        what was wrong. Names may repeat; the registry resolves clashes."""
+        """Every well-formed skill for ``options.cwd`` (by root, then name), logging problems."""
         started = time.perf_counter()
         discovery = await self.discover(options)
         for record in discovery.diagnostics:
             log_diagnostic(_log, record, provider=self._name)
-        # One event per discovery, never one per file: cheap even when debug is on.
         _log.debug(
             "skills_discovered",
             provider=self._name,
@@ -202,8 +178,7 @@ class LocalSkillProvider:
         roots = await self.roots(options)
         if self._watch is None:
             return await self.scan(roots)
-        # Never waited for: a lookup answered before its watch is live is caught up on by one
-        # invalidation as soon as it is.
+        # Never waited for: one invalidation follows as soon as the watch is live.
         project = [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES]
         self._watch.cover(options.cwd, project)
         discovery = await self.scan(roots)
@@ -215,15 +190,16 @@ class LocalSkillProvider:
         return (await self.discover(options)).diagnostics
 
     async def check_custom_dirs(self) -> tuple[Diagnostic, ...]:
-        """Warn about each custom directory that is missing or unreadable (at start-up: a
-        discovery reports it only at debug level, or it would repeat for every cwd)."""
+        """Warn about each custom directory that is missing or unreadable (for start-up)."""
         custom = [root for root in self._fixed_roots if root.source == CUSTOM]
-        problems: list[Diagnostic] = []
-        for root, listing in zip(custom, await _scan.list_roots(self._fs, custom), strict=True):
-            if isinstance(listing, Problem):
-                problems.append(diagnostic(listing, root.path))
-            elif listing is None:
-                problems.append(root_missing(root.path))
+        listings = zip(custom, await _scan.list_roots(self._fs, custom), strict=True)
+        problems = [
+            diagnostic(listing, root.path)
+            if isinstance(listing, Problem)
+            else root_missing(root.path)
+            for root, listing in listings
+            if listing is None or isinstance(listing, Problem)
+        ]
         for problem in problems:
             log_diagnostic(_log, problem, level="warning", provider=self._name)
         return tuple(problems)
@@ -235,8 +211,7 @@ class LocalSkillProvider:
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
     ) -> SkillDefinition | None:
-        """The skill as its file is now, or ``None`` (logged as ``skill_load_failed``) when it
-        vanished or no longer reads or parses. Raises ``TypeError`` for another's candidate."""
+        """The skill as its file is now, or ``None`` (logged) when it no longer reads or parses."""
         path = candidate.locator
         if not isinstance(path, str):
             raise TypeError(
@@ -247,13 +222,8 @@ class LocalSkillProvider:
         parsed = _scan.parse_file(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
             reason = parsed.reason if isinstance(parsed, FileReadError) else parsed.message
-            _log.warning(
-                "skill_load_failed",
-                provider=self._name,
-                skill=candidate.name,
-                path=path,
-                reason=reason,
-            )
+            what = {"provider": self._name, "skill": candidate.name, "path": path}
+            _log.warning("skill_load_failed", **what, reason=reason)
             return None
         # Where the skill lives has not changed since `list`; only the file's text may have.
         base = candidate.resource_base
@@ -290,10 +260,10 @@ def _compat_values(compat: Iterable[str]) -> tuple[str, ...]:
 
 
 def _home_dir(
-    explicit: str | os.PathLike[str] | None, parameter: str, variable: str, default: str
+    given: str | os.PathLike[str] | None, parameter: str, variable: str, default: str
 ) -> str:
-    if explicit is not None:
-        return _absolute_dir(explicit, parameter)
+    if given is not None:
+        return _absolute_dir(given, parameter)
     value = os.environ.get(variable, "")
     return _absolute_dir(value if value.strip() else default, variable)
 
