@@ -92,9 +92,8 @@ async def scan(
     found = dict.fromkeys(roots, 0)
 
     def judge_all() -> list[SkillCandidate]:
-        # On the local disk each file is parsed as soon as it is read: a thousand files' bytes
-        # held at once cost fresh memory (page faults) that rivals the reads themselves. A
-        # custom filesystem's batch is parsed after it, never inside it.
+        # Each local file is parsed as soon as read: a thousand files' bytes held at once cost
+        # fresh memory (page faults) that rivals the reads themselves.
         candidates = []
         for index, (root, path, resource_dir, expected) in enumerate(files):
             content = read_local_file(path, max_bytes) if contents is None else contents[index]
@@ -146,29 +145,17 @@ async def list_roots(fs: SkillFileSystem, roots: Sequence[SkillRoot]) -> Sequenc
 
 
 def build_skill(
-    kind: type[_Skill],
-    provider: str,
-    parsed: ParsedSkill,
-    source: str,
-    base: ResourceBase | str | None,
-    path: str,
-    **extra: Any,
-) -> _Skill:
+    kind: type[_Skill], provider: str, parsed: ParsedSkill, source: str,
+    base: ResourceBase | str | None, path: str, **extra: Any,
+) -> _Skill:  # fmt: skip
     """A candidate or a definition of one parsed file."""
     return kind(
-        name=parsed.name,
-        description=parsed.description,
-        when_to_use=parsed.when_to_use,
+        name=parsed.name, description=parsed.description, when_to_use=parsed.when_to_use,
         disable_model_invocation=parsed.disable_model_invocation,
-        user_invocable=parsed.user_invocable,
-        source=source,
-        provider=provider,
+        user_invocable=parsed.user_invocable, source=source, provider=provider,
         resource_base=DirectoryResource(path=base) if isinstance(base, str) else base,
-        path=path,
-        metadata=parsed.metadata,
-        argument_hint=parsed.argument_hint,
-        **extra,
-    )
+        path=path, metadata=parsed.metadata, argument_hint=parsed.argument_hint, **extra,
+    )  # fmt: skip
 
 
 def unreadable_root(error: OSError) -> Problem:

@@ -58,7 +58,6 @@ class _CoreSchemaLoader(_Parser):
     """Composes only, tagging plain scalars by the core schema (PyYAML's loaders untouched)."""
 
     def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
-        # The tag of a node without an explicit one: a quoted scalar is always a string.
         if kind is ScalarNode:
             if implicit[0]:
                 for tag, pattern in _RESOLVERS.get(value[:1], ()):
@@ -92,7 +91,6 @@ def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object]
         root = loader.get_single_node()
         loader.dispose()  # after a failure, the garbage collector breaks the cycles instead
         if isinstance(root, MappingNode):
-            # The walker turns a `!!map` node into a mapping and refuses any other tag on it.
             return _Walker(first_line).build(root, 0)[0]  # type: ignore[return-value]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -130,7 +128,6 @@ class _Walker:
     __slots__ = ("_built", "_first_line", "_in_progress")
 
     def __init__(self, first_line: int) -> None:
-        # id(node) -> (value, expanded size); the root keeps every node alive meanwhile.
         self._built: dict[int, tuple[object, int]] = {}
         self._in_progress: set[int] = set()
         self._first_line = first_line

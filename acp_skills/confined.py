@@ -1,11 +1,8 @@
 """Race-free reads inside one directory: a skill's resource files, never anything outside.
 
-Checking a resolved path and then opening it leaves a window in which a directory on the way can
-be swapped for a link to anywhere. So the walk opens one component at a time, relative to the
-descriptor of the one before, never letting the kernel follow a link (O_NOFOLLOW); a link met is
-resolved here, against the confined directory (``..`` never climbs above it, an absolute target
-must lead back inside). Every byte returned comes from a descriptor reached from the directory's
-own; a path that vanishes or changes mid-walk is a plain failure, never an exception.
+Checking a resolved path, then opening it, leaves a window to swap a directory on the way for a
+link. So the walk opens one component at a time, relative to the one before, with O_NOFOLLOW, and
+resolves each link met against the confined directory; a path that changes mid-walk is a failure.
 """
 
 from __future__ import annotations

@@ -105,14 +105,11 @@ KNOWN_FRONTMATTER_KEYS: Final = frozenset(_KNOWN.split())
 
 def diagnostic(problem: Problem, path: str | None, *, skill: str | None = None) -> Diagnostic:
     """The record of ``problem`` (its code, message and line) at ``path``."""
+    code, severity = problem.code, CODES[problem.code].severity
     return Diagnostic(
-        code=problem.code,
-        severity=CODES[problem.code].severity,
-        path=path,
-        line=problem.line,
-        message=problem.message,
+        code=code, severity=severity, path=path, line=problem.line, message=problem.message,
         skill=skill,
-    )
+    )  # fmt: skip
 
 
 def _record(code: str, path: str | None, message: str, *, skill: str | None = None) -> Diagnostic:
@@ -144,10 +141,9 @@ def file_diagnostics(
 
 
 def _mismatch(path: str, name: str) -> str:
+    where = f"its file name {os.path.basename(path)!r}"
     if os.path.basename(path) == SKILL_FILE_NAME:
         where = f"its directory {os.path.basename(os.path.dirname(path))!r}"
-    else:
-        where = f"its file name {os.path.basename(path)!r}"
     return (
         f"name {name!r} differs from {where}; the skill is known as {name!r} "
         "(the Agent Skills specification wants them equal)"

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 
 class SkillContractError(ValueError):
-    """A provider returned a value that breaks the contract: ``skill provider "<name>" returned
-    <problem>``."""
+    """A provider returned a value that breaks the contract (the message names the field)."""
 
     def __init__(self, provider: str, problem: str) -> None:
         super().__init__(f'skill provider "{provider}" returned {problem}')

@@ -61,18 +61,13 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Prob
     first_line_end = text.find("\n")
     if (text if first_line_end < 0 else text[:first_line_end]) not in ("---", "---\r"):
         return Problem(_MISSING, "missing frontmatter: the first line must be '---'")
-    if first_line_end < 0:
-        return _UNTERMINATED
-    closing = _closing_line(text, first_line_end + 1)
+    closing = _closing_line(text, first_line_end + 1) if first_line_end >= 0 else None
     if closing is None:
         return _UNTERMINATED
     frontmatter = text[first_line_end + 1 : closing[0]]
-    size = len(frontmatter.encode("utf-8", "surrogatepass"))
-    if size > MAX_FRONTMATTER_BYTES:
-        return Problem(
-            "frontmatter-too-large",
-            f"frontmatter too large: {size} bytes, over the {MAX_FRONTMATTER_BYTES}-byte limit",
-        )
+    if (size := len(frontmatter.encode("utf-8", "surrogatepass"))) > MAX_FRONTMATTER_BYTES:
+        limit = f"over the {MAX_FRONTMATTER_BYTES}-byte limit"
+        return Problem("frontmatter-too-large", f"frontmatter too large: {size} bytes, {limit}")
     fields = load_frontmatter(frontmatter, first_line=2)  # it starts on the file's second line
     if isinstance(fields, Problem):
         return fields
@@ -83,9 +78,7 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Prob
 
 
 def _closing_line(text: str, start: int) -> tuple[int, int] | None:
-    # Where the first whole line `---` (maybe with `\r`) from `start` starts and ends. Every
-    # line from `start` on begins right after a `\n`: a string search finds candidates several
-    # times faster than a MULTILINE regex.
+    # A string search finds candidates several times faster than a MULTILINE regex.
     line_start = start - 1
     while (line_start := text.find("\n---", line_start) + 1) > 0:
         line_end = line_start + 3 + text.startswith("\r", line_start + 3)
@@ -104,9 +97,7 @@ _WHEN_TO_USE: Final = ("whenToUse", "when_to_use")
 _DISABLE_MODEL_INVOCATION: Final = ("disableModelInvocation", "disable-model-invocation")
 _USER_INVOCABLE: Final = ("user-invocable", "userInvocable")
 _ARGUMENT_HINT: Final = ("argument-hint", "argumentHint")
-_OPTIONAL_SPELLINGS: Final = frozenset(
-    (*_WHEN_TO_USE, *_DISABLE_MODEL_INVOCATION, *_USER_INVOCABLE, *_ARGUMENT_HINT)
-)
+_OPTIONAL: Final = {*_WHEN_TO_USE, *_DISABLE_MODEL_INVOCATION, *_USER_INVOCABLE, *_ARGUMENT_HINT}
 _ABSENT: Final = object()  # not there at all (unlike present with the value null)
 
 
@@ -192,7 +183,7 @@ def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill:
         )
     description = _required_text(fields, "description")
     notes: list[Problem] = []
-    if _OPTIONAL_SPELLINGS.isdisjoint(fields):  # most skills give none of these
+    if _OPTIONAL.isdisjoint(fields):  # most skills give none of these
         disable_model_invocation, user_invocable = False, True
         when_to_use = argument_hint = None
     else:
@@ -200,15 +191,10 @@ def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill:
         user_invocable = _flag(fields, _USER_INVOCABLE, default=True)
         when_to_use = _optional_text(fields, _WHEN_TO_USE, notes)
         argument_hint = _optional_text(fields, _ARGUMENT_HINT, notes)
+    metadata = _metadata(fields, notes)
     return ParsedSkill(
-        name=name,
-        description=description,
-        when_to_use=when_to_use,
-        disable_model_invocation=disable_model_invocation,
-        user_invocable=user_invocable,
-        argument_hint=argument_hint,
-        metadata=_metadata(fields, notes),
-        body=body,
-        notes=tuple(notes),
+        name=name, description=description, when_to_use=when_to_use,
+        disable_model_invocation=disable_model_invocation, user_invocable=user_invocable,
+        argument_hint=argument_hint, metadata=metadata, body=body, notes=tuple(notes),
         fields=fields,
-    )
+    )  # fmt: skip

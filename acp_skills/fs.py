@@ -92,17 +92,14 @@ def _list_dir(path: str) -> list[DirEntry] | None:
 
 
 def _kind_of(entry: os.DirEntry[str]) -> DirEntryKind:
-    try:
-        # They follow links, and usually answer from the listing itself, without a stat call.
+    try:  # these follow links, and usually answer from the listing itself
         if entry.is_dir():
             return "dir"
         if entry.is_file():
             return "file"
-        if entry.is_symlink() and not os.path.exists(entry.path):
-            return "broken_link"
+        return "broken_link" if entry.is_symlink() and not os.path.exists(entry.path) else "other"
     except OSError:
         return "broken_link"  # following the link failed: unusable, like a broken link
-    return "other"
 
 
 _REASONS = {"directory": "is a directory", "not_regular": "not a regular file"}

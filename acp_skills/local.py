@@ -225,21 +225,18 @@ class LocalSkillProvider:
             what = {"provider": self._name, "skill": candidate.name, "path": path}
             _log.warning("skill_load_failed", **what, reason=reason)
             return None
-        # Where the skill lives has not changed since `list`; only the file's text may have.
         base = candidate.resource_base
         return _scan.build_skill(
             SkillDefinition, self._name, parsed, candidate.source, base, path, content=parsed.body
         )
 
     async def _project_root(self, cwd: str) -> str:
-        directory = cwd
-        while True:
+        directory, parent = cwd, ""
+        while parent != directory:
             if await self._fs.exists(os.path.join(directory, ".git")):
                 return directory
-            parent = os.path.dirname(directory)
-            if parent == directory:
-                return cwd
-            directory = parent
+            directory, parent = os.path.dirname(directory), directory
+        return cwd
 
 
 def _root(path: str, source: str) -> SkillRoot:
