@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from types import MappingProxyType
-from typing import Final, cast
+from typing import Final
 
 from ._yaml import load_frontmatter
 from .errors import Problem
@@ -170,7 +170,7 @@ def _metadata(fields: Mapping[object, object], notes: list[Problem]) -> Mapping[
     if not all(map(isinstance, value, repeat(str))):
         notes.append(_ignored("metadata", "its keys must be strings"))
         return None
-    return cast("Mapping[str, object]", value)  # already read-only, keys checked
+    return value  # already read-only, keys checked
 
 
 def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill:
