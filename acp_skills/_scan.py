@@ -1,19 +1,12 @@
-"""One discovery of given skill roots: list them, read and parse their skill files, report.
-
-    scan(fs, roots, provider, max_bytes)   a `LocalDiscovery`: candidates, roots, diagnostics
-    SkillRoot, RootReport, LocalDiscovery   what it takes and gives (`acp_skills.local` exports)
-
-A discovery costs a constant number of filesystem calls however many skills there are: one
-``list_dir`` per root (concurrently) and one ``read_files`` batch; the files are parsed off the
-event loop, never inside that batch.
-"""
+"""One discovery of given roots: one ``list_dir`` per root (concurrently), one ``read_files``
+batch, the files parsed off the event loop (never inside that batch), and one report."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 
 import anyio
 
@@ -21,36 +14,23 @@ from .diagnostics import Diagnostic, diagnostic, file_diagnostics, root_missing
 from .errors import Problem
 from .frontmatter import ParsedSkill, decode_skill_bytes, parse_skill_file
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem, read_local_file
-from .model import SKILL_FILE_NAME, DirectoryResource, ResourceBase, SkillCandidate
-
-__all__ = [
-    "CUSTOM",
-    "USER_DSH",
-    "LocalDiscovery",
-    "RootReport",
-    "SkillRoot",
-    "list_roots",
-    "parse_file",
-    "scan",
-    "skill_fields",
-    "unreadable_root",
-]
+from .model import SKILL_FILE_NAME, DirectoryResource, ResourceBase, SkillCandidate, SkillDefinition
 
 CUSTOM: Final = "custom"
 USER_DSH: Final = "user-dsh"
-# Only the user's own dsh root has a `.system` child to skip: it holds skills the tool itself
-# installs and manages, not ordinary user skills. A project may name a skill `.system`.
+# Only the user's dsh root has a `.system` child to skip (the tool's own managed skills).
 _SYSTEM_DIR: Final = ".system"
-_FLAT_SUFFIX: Final = ".md"
 _BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
-_Report: TypeAlias = list[Diagnostic]
+_IN_BUNDLE: Final = os.sep + SKILL_FILE_NAME
 _Listing: TypeAlias = Sequence[DirEntry] | Problem | None
+_Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
+# A file to read: its root, its path, its resource directory and the name its place suggests.
+_SkillFile: TypeAlias = tuple["SkillRoot", str, str, str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillRoot:
-    """A directory the local provider scans: its absolute path (links not resolved), what
-    kind of root it is (``project-dsh``, ``custom``, ...) and the rank its skills get."""
+    """A directory the local provider scans, its kind (``custom``, ...) and its skills' rank."""
 
     path: str
     source: str
@@ -59,8 +39,7 @@ class SkillRoot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RootReport:
-    """What one discovery found in one root: whether it is a directory (an unreadable one
-    still is) and how many valid skills it gave, shadowed ones included."""
+    """One root in one discovery: whether it is a directory and its valid skills' count."""
 
     root: SkillRoot
     exists: bool
@@ -69,22 +48,11 @@ class RootReport:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LocalDiscovery:
-    """One discovery: every root considered (rank order), the valid skills (by root, then
-    entry name) and one diagnostic per problem (roots, then entries, then files)."""
+    """One discovery: every root, the valid skills and one diagnostic per problem."""
 
     roots: tuple[RootReport, ...]
     candidates: tuple[SkillCandidate, ...]
     diagnostics: tuple[Diagnostic, ...]
-
-
-class _SkillFile(NamedTuple):
-    """A file discovery will read, and the name its location suggests (its bundle's, or a
-    flat file's). A named tuple: one per file listed, several times cheaper to build."""
-
-    root: SkillRoot
-    path: str
-    resource_dir: str
-    expected_name: str
 
 
 async def scan(
@@ -97,33 +65,51 @@ async def scan(
     for root, listing in zip(roots, listings, strict=True):
         if isinstance(listing, Problem):
             report.append(diagnostic(listing, root.path))
-        elif listing is None and root.source == CUSTOM:
-            # A missing root is normal (most people have no project skills); only one
-            # that was asked for by name is worth a word.
-            report.append(root_missing(root.path))
         elif listing is not None:
-            files.extend(_skill_files(root, listing, report))
-    outcomes = await _read_and_parse(fs, [f.path for f in files], max_bytes)
-    candidates: list[SkillCandidate] = []
-    found = dict.fromkeys(roots, 0)
-    for skill_file, outcome in zip(files, outcomes, strict=True):
-        # A directory without SKILL.md is no mistake (shared helpers; a flat file can
-        # vanish between listing and reading): that record is an `info`.
-        report.extend(
-            file_diagnostics(skill_file.path, outcome, expected_name=skill_file.expected_name)
-        )
-        if isinstance(outcome, ParsedSkill):
-            root = skill_file.root
-            candidates.append(
-                SkillCandidate(
-                    **skill_fields(
-                        provider, outcome, root.source, skill_file.resource_dir, skill_file.path
-                    ),
-                    rank=root.rank,
-                    locator=skill_file.path,  # all `get` needs to find the file again
-                )
+            prefix = os.path.join(root.path, "")  # entry names hold no separator
+            # Code-point order of names; the registry's tie-break depends on this order.
+            for entry in sorted(listing, key=lambda e: e.name):
+                name = entry.name
+                if name == _SYSTEM_DIR and root.source == USER_DSH:
+                    continue
+                path = prefix + name
+                if entry.kind == "dir":
+                    files.append((root, path + _IN_BUNDLE, path, name))
+                elif entry.kind == "file" and name.endswith(".md"):
+                    files.append((root, path, root.path, name[:-3]))
+                elif entry.kind == "broken_link":
+                    report.append(diagnostic(_BROKEN_LINK, path))
+        elif root.source == CUSTOM:
+            # Most people have no project skills; only a root asked for by name is worth a word.
+            report.append(root_missing(root.path))
+    contents: Sequence[bytes | FileReadError] | None = None
+    if type(fs) is not LocalFileSystem:
+        contents = await fs.read_files([f[1] for f in files], max_bytes)
+        if len(contents) != len(files):
+            raise RuntimeError(
+                f"the filesystem returned {len(contents)} results for {len(files)} files"
             )
-            found[root] += 1
+    found = dict.fromkeys(roots, 0)
+
+    def judge_all() -> list[SkillCandidate]:
+        # Each local file is parsed as soon as read: a thousand files' bytes held at once cost
+        # fresh memory (page faults) that rivals the reads themselves.
+        candidates = []
+        for index, (root, path, resource_dir, expected) in enumerate(files):
+            content = read_local_file(path, max_bytes) if contents is None else contents[index]
+            outcome = parse_file(content)
+            report.extend(file_diagnostics(path, outcome, expected_name=expected))
+            if isinstance(outcome, ParsedSkill):
+                candidates.append(
+                    build_skill(
+                        SkillCandidate, provider, outcome, root.source, resource_dir, path,
+                        rank=root.rank, locator=path,  # all `get` needs to find the file again
+                    )
+                )  # fmt: skip
+                found[root] += 1
+        return candidates
+
+    candidates = await anyio.to_thread.run_sync(judge_all)
     return LocalDiscovery(
         roots=tuple(
             RootReport(root=root, exists=listing is not None, skills=found[root])
@@ -134,29 +120,8 @@ async def scan(
     )
 
 
-async def _read_and_parse(
-    fs: SkillFileSystem, paths: Sequence[str], max_bytes: int
-) -> Sequence[ParsedSkill | Problem | FileReadError]:
-    """Each file's frontmatter, parsed off the event loop (a thousand take tens of ms),
-    after the filesystem's batch, never inside it."""
-    if type(fs) is LocalFileSystem:
-        # One hop, each file parsed as soon as it is read: a thousand files' bytes held at
-        # once cost fresh memory (page faults) that rivals the reads themselves.
-        return await anyio.to_thread.run_sync(_read_local, paths, max_bytes)
-    contents = await fs.read_files(paths, max_bytes)
-    if len(contents) != len(paths):
-        raise RuntimeError(
-            f"the filesystem returned {len(contents)} results for {len(paths)} files"
-        )
-    return await anyio.to_thread.run_sync(_parse_all, contents)
-
-
 async def list_roots(fs: SkillFileSystem, roots: Sequence[SkillRoot]) -> Sequence[_Listing]:
-    """Each root's entries, ``None`` when it does not exist, or why it cannot be read.
-
-    Concurrently: cheap on the local disk, a big saving where every call is a round trip.
-    Each outcome has its own slot, so reports come out in root order.
-    """
+    """Each root's entries, ``None`` when it does not exist, or why it cannot be read."""
     listings: list[_Listing] = [None for _ in roots]
     failures: list[Exception | None] = [None for _ in roots]
 
@@ -179,43 +144,18 @@ async def list_roots(fs: SkillFileSystem, roots: Sequence[SkillRoot]) -> Sequenc
     return listings
 
 
-def skill_fields(
-    provider: str, parsed: ParsedSkill, source: str, base: ResourceBase | str | None, path: str
-) -> dict[str, Any]:
-    """What a candidate and a definition of one parsed file have in common."""
-    return {
-        "name": parsed.name,
-        "description": parsed.description,
-        "when_to_use": parsed.when_to_use,
-        "disable_model_invocation": parsed.disable_model_invocation,
-        "user_invocable": parsed.user_invocable,
-        "source": source,
-        "provider": provider,
-        "resource_base": DirectoryResource(path=base) if isinstance(base, str) else base,
-        "path": path,
-        "metadata": parsed.metadata,
-        "argument_hint": parsed.argument_hint,
-    }
-
-
-def _skill_files(
-    root: SkillRoot, entries: Sequence[DirEntry], report: _Report
-) -> Iterable[_SkillFile]:
-    # Entry names hold no separator: joining is concatenation (os.path.join per entry shows
-    # when there are thousands).
-    prefix = os.path.join(root.path, "")
-    bundle_suffix = os.sep + SKILL_FILE_NAME
-    # Code-point order of names; the registry's tie-break depends on this order.
-    for entry in sorted(entries, key=lambda e: e.name):
-        if entry.name == _SYSTEM_DIR and root.source == USER_DSH:
-            continue
-        path = prefix + entry.name
-        if entry.kind == "dir":
-            yield _SkillFile(root, path + bundle_suffix, path, entry.name)
-        elif entry.kind == "file" and entry.name.endswith(_FLAT_SUFFIX):
-            yield _SkillFile(root, path, root.path, entry.name.removesuffix(_FLAT_SUFFIX))
-        elif entry.kind == "broken_link":
-            report.append(diagnostic(_BROKEN_LINK, path))
+def build_skill(
+    kind: type[_Skill], provider: str, parsed: ParsedSkill, source: str,
+    base: ResourceBase | str | None, path: str, **extra: Any,
+) -> _Skill:  # fmt: skip
+    """A candidate or a definition of one parsed file."""
+    return kind(
+        name=parsed.name, description=parsed.description, when_to_use=parsed.when_to_use,
+        disable_model_invocation=parsed.disable_model_invocation,
+        user_invocable=parsed.user_invocable, source=source, provider=provider,
+        resource_base=DirectoryResource(path=base) if isinstance(base, str) else base,
+        path=path, metadata=parsed.metadata, argument_hint=parsed.argument_hint, **extra,
+    )  # fmt: skip
 
 
 def unreadable_root(error: OSError) -> Problem:
@@ -230,15 +170,3 @@ def parse_file(
         return content
     text = decode_skill_bytes(content)
     return text if isinstance(text, Problem) else parse_skill_file(text, with_body=with_body)
-
-
-def _parse_all(
-    contents: Sequence[bytes | FileReadError],
-) -> list[ParsedSkill | Problem | FileReadError]:
-    return [parse_file(content) for content in contents]  # discovery keeps no bodies
-
-
-def _read_local(
-    paths: Sequence[str], max_bytes: int
-) -> list[ParsedSkill | Problem | FileReadError]:
-    return [parse_file(read_local_file(path, max_bytes)) for path in paths]

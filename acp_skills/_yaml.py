@@ -1,12 +1,8 @@
-"""YAML 1.2 core-schema loading for frontmatter: text in, a read-only mapping or a Problem out.
+"""YAML 1.2 core-schema frontmatter: text in, a read-only mapping or a Problem out.
 
-Why not ``yaml.safe_load``? PyYAML implements YAML 1.1, where ``yes``, ``no``, ``on`` and ``off``
-are booleans, ``2024-01-01`` is a date and a repeated key silently overwrites the earlier one;
-skill authors expect YAML 1.2, and a flag read the wrong way can expose a skill to the model. So
-PyYAML only *composes* the text into nodes (in C, with LibYAML, when installed), tagged by core
-schema resolvers, and the values are built here: deeply read-only (``MappingProxyType``,
-tuples), duplicate keys refused, aliases and tags bounded. That is also about twice as fast as a
-full load, which matters when a thousand skills are discovered.
+PyYAML is YAML 1.1 (``yes`` is a boolean, a repeated key wins), and a flag read the wrong way can
+expose a skill. So PyYAML (LibYAML when installed) only composes nodes, tagged by core-schema
+resolvers; the values are built here, read-only, duplicate keys refused, aliases and depth bounded.
 """
 
 from __future__ import annotations
@@ -21,8 +17,6 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .errors import Problem
-
-__all__ = ["load_frontmatter"]
 
 _TAG: Final = "tag:yaml.org,2002:"
 _STR, _NULL, _BOOL, _INT, _FLOAT, _SEQ, _MAP = (
@@ -64,7 +58,6 @@ class _CoreSchemaLoader(_Parser):
     """Composes only, tagging plain scalars by the core schema (PyYAML's loaders untouched)."""
 
     def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
-        """The tag of a node without an explicit one: a quoted scalar is always a string."""
         if kind is ScalarNode:
             if implicit[0]:
                 for tag, pattern in _RESOLVERS.get(value[:1], ()):
@@ -74,38 +67,30 @@ class _CoreSchemaLoader(_Parser):
         return _SEQ if kind is SequenceNode else _MAP
 
     def descend_resolver(self, current_node: Node | None, current_index: object) -> None:
-        """Nothing to track: there are no path resolvers."""
+        pass  # no path resolvers, nothing to track
 
     def ascend_resolver(self) -> None:
-        """Nothing to track: there are no path resolvers."""
+        pass
 
 
-# Hostile or broken input becomes a problem, not a RecursionError or an exponential blow-up
-# ("billion laughs"). Real frontmatter is a handful of levels deep and a few dozen values large.
+# Hostile input becomes a problem, not a RecursionError or a "billion laughs" blow-up.
 _MAX_DEPTH: Final = 100
 _MAX_EXPANDED_VALUES: Final = 100_000
 _MISSING: Final = "frontmatter-missing"
 
 
-class _Refused(Exception):
-    """Raised while building values; becomes a ``yaml-invalid`` problem."""
+class _Refused(Exception):  # while building values: a `yaml-invalid` problem
+    pass
 
 
 def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object] | Problem:
-    """The frontmatter as a deeply read-only mapping, or why it is not one.
-
-    Args:
-        source: The YAML text.
-        first_line: The file's line number of the first line of ``source``, for messages.
-    """
+    """The frontmatter as a deeply read-only mapping, or why it is not one (``first_line``:
+    the file's line number of the first line of ``source``, for messages)."""
     try:
         loader = _CoreSchemaLoader(source)
-        try:
-            root = loader.get_single_node()
-        finally:
-            loader.dispose()
+        root = loader.get_single_node()
+        loader.dispose()  # after a failure, the garbage collector breaks the cycles instead
         if isinstance(root, MappingNode):
-            # The walker turns a `!!map` node into a mapping and refuses any other tag on it.
             return _Walker(first_line).build(root, 0)[0]  # type: ignore[return-value]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -137,14 +122,12 @@ def _short(tag: str) -> str:
 
 
 class _Walker:
-    """Turns a node graph into values. An alias makes one node appear in several places (or
-    inside itself: ``&a [*a]``): each collection is built once and reused, one met again while
-    being built is a cycle, and the size with every alias written out is bounded."""
+    # An alias shows one node in several places (or inside itself: `&a [*a]`): each collection
+    # is built once, one met again while being built is a cycle, and the expanded size bounded.
 
     __slots__ = ("_built", "_first_line", "_in_progress")
 
     def __init__(self, first_line: int) -> None:
-        # id(node) -> (value, expanded size); the root keeps every node alive meanwhile.
         self._built: dict[int, tuple[object, int]] = {}
         self._in_progress: set[int] = set()
         self._first_line = first_line
@@ -154,63 +137,53 @@ class _Walker:
         return "" if mark is None else f" (line {mark.line + self._first_line})"
 
     def build(self, node: Node, depth: int) -> tuple[object, int]:
-        """The value of a collection ``node`` and its expanded size (number of values)."""
+        # A collection's value and expanded size; a failure ends the walk (nothing to undo).
         key = id(node)
-        built = self._built.get(key)
-        if built is not None:
+        if (built := self._built.get(key)) is not None:
             return built
         if key in self._in_progress:
             raise _Refused(f"an alias refers to the collection that contains it{self.at(node)}")
         if depth >= _MAX_DEPTH:
             raise _Refused(f"nested more than {_MAX_DEPTH} levels deep{self.at(node)}")
         self._in_progress.add(key)
-        try:
-            if isinstance(node, SequenceNode) and node.tag == _SEQ:
-                result = self._sequence(node, depth)
-            elif isinstance(node, MappingNode) and node.tag == _MAP:
-                result = self._mapping(node, depth)
-            else:
-                raise _Refused(f"unsupported YAML tag {_short(node.tag)}{self.at(node)}")
-        finally:
-            self._in_progress.discard(key)
-        if result[1] > _MAX_EXPANDED_VALUES:
+        size = 1
+        result: object
+        if isinstance(node, SequenceNode) and node.tag == _SEQ:
+            items: list[object] = []
+            for child in node.value:
+                value, child_size = self._value(child, depth)
+                items.append(value)
+                size += child_size
+            result = tuple(items)
+        elif isinstance(node, MappingNode) and node.tag == _MAP:
+            mapping: dict[object, object] = {}
+            for key_node, value_node in node.value:
+                if type(key_node) is not ScalarNode:
+                    raise _Refused(f"a mapping key must be a single value{self.at(key_node)}")
+                name = key_node.value if key_node.tag == _STR else self._scalar(key_node)
+                # Python equality decides: `1`, `1.0` and `true` are one dict key, so they count
+                # as duplicates here although YAML would call them different.
+                if name in mapping:
+                    raise _Refused(f"duplicate key {name!r}{self.at(key_node)}")
+                mapping[name], value_size = self._value(value_node, depth)
+                size += 1 + value_size
+            result = MappingProxyType(mapping)
+        else:
+            raise _Refused(f"unsupported YAML tag {_short(node.tag)}{self.at(node)}")
+        self._in_progress.discard(key)
+        if size > _MAX_EXPANDED_VALUES:
             raise _Refused(
                 f"aliases expand to more than {_MAX_EXPANDED_VALUES} values{self.at(node)}"
             )
-        self._built[key] = result
-        return result
+        self._built[key] = result, size
+        return result, size
 
     def _value(self, node: Node, depth: int) -> tuple[object, int]:
         if type(node) is ScalarNode:
             return (node.value if node.tag == _STR else self._scalar(node)), 1
         return self.build(node, depth + 1)
 
-    def _sequence(self, node: SequenceNode, depth: int) -> tuple[object, int]:
-        items: list[object] = []
-        size = 1
-        for child in node.value:
-            value, child_size = self._value(child, depth)
-            items.append(value)
-            size += child_size
-        return tuple(items), size
-
-    def _mapping(self, node: MappingNode, depth: int) -> tuple[object, int]:
-        result: dict[object, object] = {}
-        size = 1
-        for key_node, value_node in node.value:
-            if type(key_node) is not ScalarNode:
-                raise _Refused(f"a mapping key must be a single value{self.at(key_node)}")
-            key = key_node.value if key_node.tag == _STR else self._scalar(key_node)
-            # Python equality decides: `1`, `1.0` and `true` are one dict key, so they count as
-            # duplicates here although YAML would call them different.
-            if key in result:
-                raise _Refused(f"duplicate key {key!r}{self.at(key_node)}")
-            result[key], value_size = self._value(value_node, depth)
-            size += 1 + value_size
-        return MappingProxyType(result), size
-
     def _scalar(self, node: ScalarNode) -> object:
-        """A scalar by its (resolved or explicit) tag, per the core schema."""
         tag, text = node.tag, node.value
         if tag == _NULL and _NULL_PATTERN.match(text):
             return None

@@ -1,17 +1,8 @@
 """Race-free reads inside one directory: a skill's resource files, never anything outside.
 
-    read_confined(directory, path, max_bytes)   `ConfinedFile`, or a `ConfinedReadError`
-    read_descriptor(fd, max_bytes)              the one routine that reads a file's bytes
-
-Checking a resolved path and then opening it leaves a window in which an intermediate directory
-can be swapped for a symbolic link to anywhere. So the walk opens one component at a time, each
-relative to the descriptor of the directory before it, and never lets the kernel follow a link
-(O_NOFOLLOW). A link met on the way is resolved here instead, like the kernel would, but against
-the confined directory: a relative target continues from where the link is (its ``..`` may climb
-back up, never above the directory), an absolute target must lead back inside. Every byte
-returned comes from a descriptor reached from the directory's own, whatever was renamed or
-swapped meanwhile; a path that vanishes or changes mid-walk is a plain failure, never an
-exception.
+Checking a resolved path, then opening it, leaves a window to swap a directory on the way for a
+link. So the walk opens one component at a time, relative to the one before, with O_NOFOLLOW, and
+resolves each link met against the confined directory; a path that changes mid-walk is a failure.
 """
 
 from __future__ import annotations
@@ -24,39 +15,17 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
-__all__ = [
-    "OPEN_FLAGS",
-    "ConfinedFile",
-    "ConfinedReadError",
-    "ConfinedReadFailure",
-    "read_confined",
-    "read_descriptor",
-]
-
+# fmt: off
 ConfinedReadFailure: TypeAlias = Literal[
-    "outside",
-    "excluded",
-    "not_found",
-    "directory",
-    "not_regular",
-    "too_large",
-    "grew",
-    "changed",
-    "unreadable",
+    "outside", "excluded", "not_found", "directory", "not_regular", "too_large", "grew",
+    "changed", "unreadable",
 ]
-"""Why a read returned no file (the refusal's code); see `ConfinedReadError`."""
+# fmt: on
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfinedFile:
-    """A file `read_confined` read from inside its directory.
-
-    Attributes:
-        path: The directory's real path joined with the path walked inside it (absolute, with
-            no symbolic link left in it).
-        data: The file's bytes.
-        identity: Its ``(st_dev, st_ino)``, to tell later whether ``path`` still names it.
-    """
+    """A file read inside its directory: its path with no link left, its bytes, its identity."""
 
     path: str
     data: bytes
@@ -65,18 +34,10 @@ class ConfinedFile:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfinedReadError:
-    """Why a read returned no file.
-
-    Attributes:
-        failure: ``outside`` (a link, or ``..``, leads out of the directory), ``excluded`` (the
-            path reaches something the caller excluded), ``not_found`` (nothing there, or it
-            vanished during the walk), ``directory``, ``not_regular`` (a FIFO, a socket, a
-            device), ``too_large``, ``grew`` (past the cap while being read), ``changed`` (the
-            file the path names changed while being opened) or ``unreadable`` (the system
-            refused; see ``detail``).
-        size: The file's size, for ``too_large``.
-        detail: The system's explanation, for ``unreadable``.
-    """
+    """Why a read returned no file: ``outside`` (a link or ``..`` leads out), ``excluded``,
+    ``not_found`` (or vanished mid-walk), ``directory``, ``not_regular`` (a FIFO, a device),
+    ``too_large`` (with ``size``), ``grew`` (past the cap while read), ``changed`` (while being
+    opened) or ``unreadable`` (the system refused: ``detail``)."""
 
     failure: ConfinedReadFailure
     size: int = 0
@@ -84,23 +45,16 @@ class ConfinedReadError:
 
 
 # O_NONBLOCK: a FIFO swapped in for a file cannot hang open(); O_BINARY (Windows): no newline
-# translation.
-OPEN_FLAGS: Final = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_BINARY", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
+# translation. The root is opened following links (a skill directory may be a link).
+_NONBLOCK: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+OPEN_FLAGS: Final = _NONBLOCK | getattr(os, "O_BINARY", 0)
+_ROOT_FLAGS: Final = _NONBLOCK | getattr(os, "O_DIRECTORY", 0)
 # Smallest read request; it also bounds how far past the cap a growing file is read.
 _CHUNK: Final = 8192
 
 
 def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | ConfinedReadError:
-    """Read an opened file whole, once it is known to be a regular file within the cap.
-
-    Raises:
-        OSError: ``fstat`` or a read failed.
-    """
+    """Read an opened regular file whole, within the cap (raises ``OSError``)."""
     info = os.fstat(fd)
     if stat.S_ISDIR(info.st_mode):
         return ConfinedReadError(failure="directory")
@@ -108,10 +62,8 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
         return ConfinedReadError(failure="not_regular")
     if info.st_size > max_bytes:
         return ConfinedReadError(failure="too_large", size=info.st_size)
-    # The first request asks for more than fstat's size: when exactly that many bytes come
-    # back, the read stopped at the end, so the usual case costs one call (a second "is that
-    # all?" read adds a fifth to a large discovery). Asking for max_bytes up front would
-    # allocate a megabyte per file.
+    # Asking for more than fstat's size, the usual case costs one call (a second "is that all?"
+    # read adds a fifth to a large discovery); asking for max_bytes would allocate a megabyte.
     chunks: list[bytes] = []
     total = 0
     while True:
@@ -131,19 +83,8 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
 def read_confined(
     directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
 ) -> ConfinedFile | ConfinedReadError:
-    """Read the file at ``path`` inside ``directory``, never anything outside it.
-
-    Blocking: run it in a worker thread (`LocalFileSystem.read_confined` does). ``directory``
-    itself may be reached through links; inside it, links are followed only while they stay
-    inside, even when the tree changes during the read.
-
-    Args:
-        directory: The confining directory (absolute).
-        path: A path relative to it, ``/``-separated (``.`` and empty segments are ignored).
-        max_bytes: The largest file accepted.
-        excluded: Files and directories the read must not reach even inside ``directory``
-            (compared by identity, so another name or a hard link is refused too).
-    """
+    """Read ``path`` (relative) inside ``directory``, never outside it nor ``excluded`` ones
+    (compared by identity, so a hard link is refused too). Blocking."""
     if "\0" in directory or "\0" in path:
         return ConfinedReadError(failure="not_found")  # no file name holds a NUL
     root = os.path.realpath(directory)
@@ -153,22 +94,12 @@ def read_confined(
     return _read_by_path(root, path, max_bytes, identities)
 
 
-# The root is opened following links (a skill directory may be a link), non-blocking.
-_ROOT_FLAGS: Final = (
-    os.O_RDONLY
-    | getattr(os, "O_DIRECTORY", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
 _NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _SEPARATORS: Final = re.compile("[/\\\\]" if os.altsep is not None else "/")
 _MAX_SYMBOLIC_LINKS: Final = 40  # as many as Linux resolves in one path before ELOOP
 # Windows has neither openat() nor O_NOFOLLOW: there the read falls back to `_read_by_path`.
-_WALKS_FROM_DESCRIPTORS: Final = (
-    os.open in os.supports_dir_fd
-    and os.readlink in os.supports_dir_fd
-    and hasattr(os, "O_NOFOLLOW")
-    and hasattr(os, "O_DIRECTORY")
+_WALKS_FROM_DESCRIPTORS: Final = {os.open, os.readlink} <= os.supports_dir_fd and all(
+    hasattr(os, flag) for flag in ("O_NOFOLLOW", "O_DIRECTORY")
 )
 
 
@@ -198,8 +129,9 @@ def _read_by_walking(
             try:
                 fd = os.open(name, flags, dir_fd=fds[-1])
             except OSError as exc:
-                target = _link_target(name, fds[-1])
-                if target is None:
+                try:
+                    target = os.readlink(name, dir_fd=fds[-1])
+                except OSError:  # not a symbolic link (or gone): the open's own error stands
                     return _open_failure(exc)
                 links += 1
                 if links > _MAX_SYMBOLIC_LINKS:
@@ -233,8 +165,8 @@ def _read_by_walking(
 def _read_by_path(
     root: str, path: str, max_bytes: int, excluded: frozenset[tuple[int, int]]
 ) -> ConfinedFile | ConfinedReadError:
-    """Where descriptors cannot be walked: resolve, open, then prove the opened file is the
-    one the resolved path names (same identity, same real path) after the read."""
+    # Where descriptors cannot be walked: resolve, open, then prove the opened file is the one
+    # the resolved path names (same identity, same real path) after the read.
     target = os.path.realpath(os.path.join(root, *_segments(path)))
     inside = _relative_inside(root, target)
     if inside is None:
@@ -272,8 +204,7 @@ def _segments(path: str) -> list[str]:
 
 
 def _relative_inside(root: str, target: str) -> str | None:
-    """``target`` relative to ``root`` once resolved, or None when outside. Only a proposal of
-    where to continue: the walk opens what it names again, one confined component at a time."""
+    # Only a proposal of where to continue: the walk opens it again, one component at a time.
     resolved = os.path.realpath(target)
     try:
         if os.path.commonpath([root, resolved]) != root:
@@ -281,13 +212,6 @@ def _relative_inside(root: str, target: str) -> str | None:
     except ValueError:  # different drives on Windows
         return None
     return os.path.relpath(resolved, root)
-
-
-def _link_target(name: str, dir_fd: int) -> str | None:
-    try:
-        return os.readlink(name, dir_fd=dir_fd)
-    except OSError:
-        return None  # not a symbolic link (or gone): the open's own error stands
 
 
 def _open_failure(exc: OSError) -> ConfinedReadError:

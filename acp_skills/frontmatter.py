@@ -1,10 +1,5 @@
-"""Parse a skill file: YAML frontmatter plus a Markdown body. Pure: text in, values out.
-
-    decode_skill_bytes(data)   bytes -> str, or a Problem (strict UTF-8)
-    parse_skill_file(text)     str -> ParsedSkill, or a Problem saying why not
-
-A skill file is ``---``, the frontmatter (YAML, read by `acp_skills._yaml`: the 1.2 core schema,
-duplicate keys refused), ``---``, then the instructions (the body) in Markdown.
+"""Parse a skill file: ``---``, YAML frontmatter (`acp_skills._yaml`), ``---``, then the
+Markdown body. Pure: text in, a `ParsedSkill` or a `Problem` out.
 """
 
 from __future__ import annotations
@@ -13,32 +8,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from types import MappingProxyType
-from typing import Final, cast
+from typing import Final
 
 from ._yaml import load_frontmatter
 from .errors import Problem
 from .model import is_skill_name, kind_of_value
 
-__all__ = ["MAX_FRONTMATTER_BYTES", "ParsedSkill", "decode_skill_bytes", "parse_skill_file"]
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParsedSkill:
-    """The fields of a well-formed skill file.
-
-    Attributes:
-        name: The skill's identity (matches the skill-name grammar).
-        description: What the skill does, as written (never empty or blank).
-        when_to_use: Extra guidance on when the skill applies, or ``None``.
-        disable_model_invocation: When true, the model may not load the skill by itself.
-        user_invocable: When false, the user cannot invoke it as a slash command.
-        argument_hint: A hint for the slash command's input, or ``None``.
-        metadata: The ``metadata`` mapping, deeply read-only, or ``None``.
-        body: Everything after the closing ``---`` line, surrounding whitespace stripped.
-        notes: One ``field-ignored`` problem per optional field dropped because of its type
-            (the skill is still valid; the caller may tell the author).
-        fields: Every top-level frontmatter field as written (read-only).
-    """
+    """The fields of a well-formed skill file; ``body`` is stripped, ``notes`` holds one
+    ``field-ignored`` problem per mistyped optional field dropped, ``fields`` every top-level
+    field as written (read-only)."""
 
     name: str
     description: str
@@ -58,68 +39,36 @@ _NO_FIELDS: Final[Mapping[object, object]] = MappingProxyType({})
 
 
 def decode_skill_bytes(data: bytes) -> str | Problem:
-    """Decode a skill file's bytes as strict UTF-8 (a byte order mark is kept).
-
-    Returns:
-        The text, or a ``not-utf8`` problem naming the offset (from 0) of the first bad byte.
-    """
+    """Strict UTF-8 (a byte order mark kept), or ``not-utf8`` naming the first bad byte."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Problem("not-utf8", f"not valid UTF-8 text (byte {exc.start})")
 
 
-# Frontmatter past this size is refused before YAML sees it. Real frontmatter is a few hundred
-# bytes, so 64 KiB is a hundredfold margin, while the costliest YAML of that size (a flow list of
-# 20,000 items) takes tens of milliseconds; a 900 KB frontmatter had cost seconds and hundreds
-# of MB.
+# Refused before YAML sees it: real frontmatter is a few hundred bytes, and the costliest YAML
+# of 64 KiB (a flow list of 20,000 items) takes tens of milliseconds, where 900 KB took seconds.
 MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 
-# The frontmatter starts on the second line of the file; YAML marks count from 0.
-_FIRST_LINE: Final = 2
 _MISSING: Final = "frontmatter-missing"
 _UNTERMINATED: Final = Problem(_MISSING, "unterminated frontmatter: no closing '---' line")
 
 
 def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Problem:
-    """Parse the text of a ``SKILL.md`` (or flat ``<name>.md``) file.
-
-    The first line must be exactly ``---``; the frontmatter runs to the next line that is
-    exactly ``---`` (both may end in ``\\r``). A leading byte order mark is ignored. The
-    frontmatter must be at most `MAX_FRONTMATTER_BYTES` of UTF-8 and a YAML mapping with a
-    valid ``name`` and a non-blank ``description``.
-
-    Accepted optional fields (either spelling; giving both is an error, like any duplicate
-    key): ``whenToUse``/``when_to_use``, ``disableModelInvocation``/
-    ``disable-model-invocation``, ``user-invocable``/``userInvocable``,
-    ``argument-hint``/``argumentHint`` and ``metadata``. An invocation flag that is not
-    ``true``/``false`` makes the whole file a problem (fail closed); the other optional fields
-    are dropped when mistyped. Unknown fields are ignored.
-
-    Args:
-        text: The decoded file contents.
-        with_body: ``False`` leaves ``body`` empty, for discovery, which keeps no bodies.
-
-    Returns:
-        The parsed skill, or the problem that makes it unusable.
-    """
+    """Parse a ``SKILL.md`` (or flat ``<name>.md``) text, or say why it is unusable (contract
+    §5); ``with_body=False`` leaves ``body`` empty (discovery)."""
     text = text.removeprefix("\ufeff")
     first_line_end = text.find("\n")
     if (text if first_line_end < 0 else text[:first_line_end]) not in ("---", "---\r"):
         return Problem(_MISSING, "missing frontmatter: the first line must be '---'")
-    if first_line_end < 0:
-        return _UNTERMINATED
-    closing = _closing_line(text, first_line_end + 1)
+    closing = _closing_line(text, first_line_end + 1) if first_line_end >= 0 else None
     if closing is None:
         return _UNTERMINATED
     frontmatter = text[first_line_end + 1 : closing[0]]
-    size = len(frontmatter.encode("utf-8", "surrogatepass"))
-    if size > MAX_FRONTMATTER_BYTES:
-        return Problem(
-            "frontmatter-too-large",
-            f"frontmatter too large: {size} bytes, over the {MAX_FRONTMATTER_BYTES}-byte limit",
-        )
-    fields = load_frontmatter(frontmatter, first_line=_FIRST_LINE)
+    if (size := len(frontmatter.encode("utf-8", "surrogatepass"))) > MAX_FRONTMATTER_BYTES:
+        limit = f"over the {MAX_FRONTMATTER_BYTES}-byte limit"
+        return Problem("frontmatter-too-large", f"frontmatter too large: {size} bytes, {limit}")
+    fields = load_frontmatter(frontmatter, first_line=2)  # it starts on the file's second line
     if isinstance(fields, Problem):
         return fields
     try:
@@ -129,52 +78,34 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Prob
 
 
 def _closing_line(text: str, start: int) -> tuple[int, int] | None:
-    """Where the first line from ``start`` that is exactly ``---`` (maybe with ``\\r``) starts
-    and ends (before its line break), or ``None``. Whole lines: a ``---`` inside a value,
-    ``----`` or ``--- `` does not end the frontmatter."""
-    # Every line from `start` on begins right after a `\n`; a string search finds candidates
-    # several times faster than a MULTILINE regex.
-    search_from = start - 1
-    while True:
-        found = text.find("\n---", search_from)
-        if found < 0:
-            return None
-        line_start = found + 1
-        line_end = line_start + 3
-        if text.startswith("\r", line_end):
-            line_end += 1
+    # A string search finds candidates several times faster than a MULTILINE regex.
+    line_start = start - 1
+    while (line_start := text.find("\n---", line_start) + 1) > 0:
+        line_end = line_start + 3 + text.startswith("\r", line_start + 3)
         if line_end == len(text) or text[line_end] == "\n":
             return line_start, line_end
-        search_from = line_start
+    return None
 
 
 class _Invalid(Exception):
-    """Raised while reading fields; its problem is what `parse_skill_file` returns."""
-
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
         self.problem = Problem(code, message)
 
-
-# --- fields ---------------------------------------------------------------------------------
 
 # Accepted spellings of each optional field, (canonical, other); both at once is a conflict.
 _WHEN_TO_USE: Final = ("whenToUse", "when_to_use")
 _DISABLE_MODEL_INVOCATION: Final = ("disableModelInvocation", "disable-model-invocation")
 _USER_INVOCABLE: Final = ("user-invocable", "userInvocable")
 _ARGUMENT_HINT: Final = ("argument-hint", "argumentHint")
-_OPTIONAL_SPELLINGS: Final = frozenset(
-    (*_WHEN_TO_USE, *_DISABLE_MODEL_INVOCATION, *_USER_INVOCABLE, *_ARGUMENT_HINT)
-)
+_OPTIONAL: Final = {*_WHEN_TO_USE, *_DISABLE_MODEL_INVOCATION, *_USER_INVOCABLE, *_ARGUMENT_HINT}
 _ABSENT: Final = object()  # not there at all (unlike present with the value null)
 
 
-def _kind_of(value: object) -> str:
+def _kind(value: object) -> str:
     return kind_of_value(value, words="yaml")
 
 
 def _lookup(fields: Mapping[object, object], spellings: tuple[str, str]) -> tuple[str, object]:
-    """(The key used, its value), or (the canonical key, ``_ABSENT``)."""
     first, second = spellings
     if first in fields and second in fields:
         raise _Invalid(
@@ -196,7 +127,7 @@ def _required_text(fields: Mapping[object, object], key: str) -> str:
         raise _Invalid(code, f"field {key!r} is empty")
     # `name: 404` or `description: true` surprise authors: say how to get the string.
     hint = " (quote it)" if isinstance(value, bool | int | float) else ""
-    raise _Invalid(code, f"field {key!r} must be a string, got {_kind_of(value)}{hint}")
+    raise _Invalid(code, f"field {key!r} must be a string, got {_kind(value)}{hint}")
 
 
 def _flag(fields: Mapping[object, object], spellings: tuple[str, str], default: bool) -> bool:
@@ -207,7 +138,8 @@ def _flag(fields: Mapping[object, object], spellings: tuple[str, str], default: 
         # Fail closed: `disableModelInvocation: yes` must not leave the skill visible.
         shown = f": {value!r}" if isinstance(value, str | int | float) else ""
         raise _Invalid(
-            "flag-invalid", f"field {key!r} must be true or false, got {_kind_of(value)}{shown}"
+            "flag-invalid",
+            f"field {key!r} must be true or false, got {_kind(value)}{shown}",
         )
     return value
 
@@ -223,7 +155,7 @@ def _optional_text(
     if value is _ABSENT or value is None:
         return None
     if not isinstance(value, str):
-        notes.append(_ignored(key, f"expected a string, got {_kind_of(value)}"))
+        notes.append(_ignored(key, f"expected a string, got {_kind(value)}"))
         return None
     return value if value.strip() else None  # a blank hint would only add noise
 
@@ -233,12 +165,12 @@ def _metadata(fields: Mapping[object, object], notes: list[Problem]) -> Mapping[
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        notes.append(_ignored("metadata", f"expected a mapping, got {_kind_of(value)}"))
+        notes.append(_ignored("metadata", f"expected a mapping, got {_kind(value)}"))
         return None
     if not all(map(isinstance, value, repeat(str))):
         notes.append(_ignored("metadata", "its keys must be strings"))
         return None
-    return cast("Mapping[str, object]", value)  # already read-only, keys checked
+    return value  # already read-only, keys checked
 
 
 def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill:
@@ -251,7 +183,7 @@ def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill:
         )
     description = _required_text(fields, "description")
     notes: list[Problem] = []
-    if _OPTIONAL_SPELLINGS.isdisjoint(fields):  # most skills give none of these
+    if _OPTIONAL.isdisjoint(fields):  # most skills give none of these
         disable_model_invocation, user_invocable = False, True
         when_to_use = argument_hint = None
     else:
@@ -259,15 +191,10 @@ def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill:
         user_invocable = _flag(fields, _USER_INVOCABLE, default=True)
         when_to_use = _optional_text(fields, _WHEN_TO_USE, notes)
         argument_hint = _optional_text(fields, _ARGUMENT_HINT, notes)
+    metadata = _metadata(fields, notes)
     return ParsedSkill(
-        name=name,
-        description=description,
-        when_to_use=when_to_use,
-        disable_model_invocation=disable_model_invocation,
-        user_invocable=user_invocable,
-        argument_hint=argument_hint,
-        metadata=_metadata(fields, notes),
-        body=body,
-        notes=tuple(notes),
+        name=name, description=description, when_to_use=when_to_use,
+        disable_model_invocation=disable_model_invocation, user_invocable=user_invocable,
+        argument_hint=argument_hint, metadata=metadata, body=body, notes=tuple(notes),
         fields=fields,
-    )
+    )  # fmt: skip

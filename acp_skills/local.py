@@ -1,27 +1,6 @@
-"""LocalSkillProvider: skills found on disk, in project and user directories.
+"""LocalSkillProvider: skills on disk, in project, custom and user roots (contract §5).
 
-Roots are scanned in rank order (lower wins a name clash in the registry)::
-
-    100 project-dsh     <project>/.dsh/skills        400 user-dsh     <dsh_home>/skills
-    200 project-agents  <project>/.agents/skills     500 user-agents  <agents_home>/skills
-    300 custom          each of custom_skill_dirs    (user-dsh's `.system` child is skipped)
-
-With ``compat=("claude",)``, ``<project>/.claude/skills`` (600, project-claude) and
-``<claude_home>/skills`` (700, user-claude) follow, so our own roots win a clash.
-
-Inside a root, a directory ``X`` is a bundle (``X/SKILL.md``) and a file ending in ``.md`` is a
-flat skill; nothing else counts. Entries are taken in code-point order of their names, so
-``foo/`` comes before ``foo.md`` and (the registry breaking rank ties by position) the bundle
-wins a clash inside one root.
-
-A discovery costs a constant number of filesystem calls however many skills there are: one
-``exists`` per directory searched for ``.git``, one ``list_dir`` per root (concurrently) and
-one ``read_files`` batch; the files are parsed off the event loop, never inside that batch. A
-bad file never fails a request: it is left out, and what discovery met is one `Diagnostic` each
-(``list`` logs them, ``discover`` returns them with every root and its count).
-
-While registered, from its first lookup on, the provider watches its roots (`acp_skills.watch`)
-and invalidates its registration when a skill is added, changed, renamed or removed on disk.
+While registered, from its first lookup on, the provider watches its roots (`acp_skills.watch`).
 """
 
 from __future__ import annotations
@@ -33,95 +12,36 @@ from typing import Final
 
 import structlog
 
-from ._scan import (
-    CUSTOM,
-    USER_DSH,
-    LocalDiscovery,
-    RootReport,
-    SkillRoot,
-    list_roots,
-    parse_file,
-    scan,
-    skill_fields,
-    unreadable_root,
-)
+from . import _scan
+from ._scan import CUSTOM, USER_DSH, LocalDiscovery, RootReport, SkillRoot, unreadable_root
 from .diagnostics import Diagnostic, diagnostic, log_diagnostic, root_missing
 from .errors import Problem
 from .frontmatter import ParsedSkill
 from .fs import FileReadError, LocalFileSystem, SkillFileSystem
-from .model import (
-    SkillCandidate,
-    SkillDefinition,
-    SkillLookupOptions,
-    require_positive_int,
-)
+from .model import SkillCandidate, SkillDefinition, SkillLookupOptions, require_positive_int
 from .provider import ProviderHandle
 from .watch import RootWatch, WatchedRoot
 
-__all__ = [
-    "COMPAT_CLAUDE",
-    "DEFAULT_MAX_SKILL_FILE_BYTES",
-    "LocalDiscovery",
-    "LocalSkillProvider",
-    "RootReport",
-    "SkillRoot",
-    "unreadable_root",
-]
-
-DEFAULT_MAX_SKILL_FILE_BYTES = 1_048_576
+__all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "unreadable_root"]
 
 _log = structlog.get_logger(__name__)
 
-_PROJECT_DSH: Final = "project-dsh"
-_PROJECT_AGENTS: Final = "project-agents"
-_USER_AGENTS: Final = "user-agents"
-_PROJECT_CLAUDE: Final = "project-claude"
+_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE = "project-dsh", "project-agents", "project-claude"
 # The roots found from a session's cwd (watched per project, with a bound).
 _PROJECT_SOURCES: Final = (_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE)
-_USER_CLAUDE: Final = "user-claude"
-
-COMPAT_CLAUDE: Final = "claude"
-"""The ``compat`` value that adds Claude Code's skill directories (``.claude/skills``)."""
+COMPAT_CLAUDE: Final = "claude"  # the `compat` value that adds Claude Code's `.claude/skills`
 _COMPAT_VALUES: Final = (COMPAT_CLAUDE,)
-
-
-_SOURCE_RANKS: Final = {
-    _PROJECT_DSH: 100,
-    _PROJECT_AGENTS: 200,
-    CUSTOM: 300,
-    USER_DSH: 400,
-    _USER_AGENTS: 500,
-    _PROJECT_CLAUDE: 600,
-    _USER_CLAUDE: 700,
-}
+_SOURCE_RANKS: Final = {_PROJECT_DSH: 100, _PROJECT_AGENTS: 200, CUSTOM: 300, USER_DSH: 400}
+_SOURCE_RANKS.update({"user-agents": 500, _PROJECT_CLAUDE: 600, "user-claude": 700})
 
 
 class LocalSkillProvider:
     """Discovers skills in project, custom and user directories on a (local) filesystem.
 
-    A skill's identity is the ``name`` in its frontmatter. ``get`` re-reads and re-parses the
-    file on every call, so an edited body needs no invalidation.
-
-    Args:
-        dsh_home: Defaults to ``$DSH_HOME``, else ``~/.dsh``.
-        agents_home: Defaults to ``$DSH_AGENTS_HOME``, else ``~/.agents``.
-        custom_skill_dirs: Extra skill roots, scanned in order, all with rank 300.
-        name: The provider's name in a registry.
-        max_file_bytes: Skill files larger than this are skipped with a warning.
-        fs: The filesystem to read; defaults to the local disk.
-        compat: Other tools whose skill directories are scanned too, after ours: only
-            ``"claude"`` (`COMPAT_CLAUDE`) so far.
-        claude_home: Defaults to ``$CLAUDE_CONFIG_DIR``, else ``~/.claude`` (with compat only).
-        watch: Watch the roots for changes while registered (live reload); only the local disk
-            is watched.
-
-    Environment variables are read at construction; empty or blank ones count as unset. Every
-    directory has ``~`` expanded and is made absolute now; symbolic links are not resolved.
-
-    Raises:
-        ValueError: ``max_file_bytes`` is not a positive integer, ``name`` is empty, an
-            explicitly given directory is empty, or ``compat`` names an unknown tool.
-        TypeError: ``custom_skill_dirs`` or ``compat`` is a single string, not a sequence.
+    Homes default to ``$DSH_HOME``, ``$DSH_AGENTS_HOME``, ``$CLAUDE_CONFIG_DIR`` (blank counts
+    as unset), else ``~/.dsh``, ``~/.agents``, ``~/.claude``; directories are made absolute now.
+    Raises ``ValueError`` for a bad ``max_file_bytes``, ``name``, empty directory or ``compat``
+    tool, ``TypeError`` when ``custom_skill_dirs`` or ``compat`` is a single string.
     """
 
     def __init__(
@@ -130,7 +50,7 @@ class LocalSkillProvider:
         agents_home: str | os.PathLike[str] | None = None,
         custom_skill_dirs: Iterable[str | os.PathLike[str]] = (),
         name: str = "local",
-        max_file_bytes: int = DEFAULT_MAX_SKILL_FILE_BYTES,
+        max_file_bytes: int = 1_048_576,
         fs: SkillFileSystem | None = None,
         *,
         compat: Iterable[str] = (),
@@ -159,21 +79,17 @@ class LocalSkillProvider:
         )
         # Roots that do not depend on the caller's cwd, already in rank order.
         fixed = [(path, CUSTOM) for path in self._custom_skill_dirs]
-        fixed += [(self._dsh_home, USER_DSH), (self._agents_home, _USER_AGENTS)]
+        fixed += [(self._dsh_home, USER_DSH), (self._agents_home, "user-agents")]
         if self._claude_home is not None:
-            fixed.append((self._claude_home, _USER_CLAUDE))
+            fixed.append((self._claude_home, "user-claude"))
         self._fixed_roots = tuple(
             _root(path if source == CUSTOM else os.path.join(path, "skills"), source)
             for path, source in fixed
         )
         self._watch: RootWatch | None = None
         if watch and isinstance(self._fs, LocalFileSystem):
-            self._watch = RootWatch(
-                [
-                    WatchedRoot(root.path, skips_system=root.source == USER_DSH)
-                    for root in self._fixed_roots
-                ]
-            )
+            fixed_watched = [WatchedRoot(r.path, r.source == USER_DSH) for r in self._fixed_roots]
+            self._watch = RootWatch(fixed_watched)
 
     @property
     def name(self) -> str:
@@ -182,12 +98,12 @@ class LocalSkillProvider:
 
     @property
     def dsh_home(self) -> str:
-        """The absolute dsh home directory (its ``skills`` child is the user-dsh root)."""
+        """The absolute dsh home directory."""
         return self._dsh_home
 
     @property
     def agents_home(self) -> str:
-        """The absolute agents home directory (its ``skills`` child is the user-agents root)."""
+        """The absolute agents home directory."""
         return self._agents_home
 
     @property
@@ -197,19 +113,16 @@ class LocalSkillProvider:
 
     @property
     def compat(self) -> tuple[str, ...]:
-        """The other tools whose skill directories are scanned too (``("claude",)`` or ``()``)."""
+        """The other tools whose skill directories are scanned too."""
         return self._compat
 
     @property
     def watch_mode(self) -> str:
-        """How the roots are watched: ``native``, ``polling``, ``failed``, ``starting`` or
-        ``off`` (not watching: ``watch=False``, no lookup while registered yet, or closed)."""
+        """``native``, ``polling``, ``failed``, ``starting`` or ``off`` (not watching)."""
         return "off" if self._watch is None else self._watch.mode
 
     def on_register(self, handle: ProviderHandle) -> None:
-        """Invalidate ``handle`` whenever a relevant change is seen on disk (registry hook).
-
-        Starts nothing: watching starts with the first lookup while registered."""
+        """Invalidate ``handle`` on relevant changes, from the first lookup on (registry hook)."""
         if self._watch is not None:
             self._watch.attach(handle)
 
@@ -219,35 +132,19 @@ class LocalSkillProvider:
             self._watch.detach(handle)
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
-        """Whether the registry may cache what `list` returned for ``options`` (registry hook).
-
-        Without watching, yes (as before live reload: an explicit invalidation refreshes). While
-        watching, only when the roots for ``options.cwd`` are watched, or are being set up to
-        be (an invalidation follows as soon as they are), and watching has not failed.
-        """
+        """Whether the registry may cache `list` for ``options`` (a registry hook)."""
         return self._watch is None or self._watch.vouches_for(options.cwd)
 
     def close(self) -> None:
-        """Stop watching for good and wait for the watcher to end. Idempotent.
-
-        Disposing of the provider's last registration does the same, except that registering
-        it again resumes watching. A closed provider still lists skills, uncached.
-        """
+        """Stop watching for good and wait for the watcher to end (idempotent)."""
         if self._watch is not None:
             self._watch.close()
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
-        """Return the directories scanned for ``options.cwd``, in rank order.
-
-        The project root is the nearest ancestor of ``cwd`` (itself included) that contains
-        ``.git`` (a directory, or a file in a worktree), else ``cwd`` itself. Without a
-        ``cwd`` (``None`` or empty) there are no project roots. A directory reachable as two
-        roots (for example, when the project root is the home directory) is listed once,
-        with its lower rank: the other copy could only ever be shadowed.
-        """
+        """The directories scanned for ``options.cwd``, in rank order, each listed once."""
         candidates = list(self._fixed_roots)
         if options.cwd:
-            # abspath is string work, plus one getcwd() for a relative path; no disk access.
+            # String work, plus one getcwd() for a relative path.
             project = await self._project_root(os.path.abspath(options.cwd))  # noqa: ASYNC240
             sources = [(".dsh", _PROJECT_DSH), (".agents", _PROJECT_AGENTS)]
             if self._claude_home is not None:
@@ -261,17 +158,11 @@ class LocalSkillProvider:
         return tuple(unique.values())
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
-        """Discover every well-formed skill for ``options.cwd``, logging what was wrong.
-
-        Returns:
-            Candidates ordered by root (rank order), then by entry name (code points) within
-            a root. Names may repeat; the registry resolves clashes.
-        """
+        """Every well-formed skill for ``options.cwd`` (by root, then name), logging problems."""
         started = time.perf_counter()
         discovery = await self.discover(options)
         for record in discovery.diagnostics:
             log_diagnostic(_log, record, provider=self._name)
-        # One event per discovery, never one per file: cheap even when debug is on.
         _log.debug(
             "skills_discovered",
             provider=self._name,
@@ -287,8 +178,7 @@ class LocalSkillProvider:
         roots = await self.roots(options)
         if self._watch is None:
             return await self.scan(roots)
-        # Never waited for: a lookup answered before its watch is live is caught up on by one
-        # invalidation as soon as it is.
+        # Never waited for: one invalidation follows as soon as the watch is live.
         project = [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES]
         self._watch.cover(options.cwd, project)
         discovery = await self.scan(roots)
@@ -300,37 +190,28 @@ class LocalSkillProvider:
         return (await self.discover(options)).diagnostics
 
     async def check_custom_dirs(self) -> tuple[Diagnostic, ...]:
-        """Check that each custom directory exists and can be read, warning about each that
-        does not (an agent calls this at start-up: a mistyped directory must not go unnoticed).
-
-        Discovery reports a missing custom directory too, but only at debug level, since it
-        would otherwise repeat the warning for every working directory.
-        """
+        """Warn about each custom directory that is missing or unreadable (for start-up)."""
         custom = [root for root in self._fixed_roots if root.source == CUSTOM]
-        problems: list[Diagnostic] = []
-        for root, listing in zip(custom, await list_roots(self._fs, custom), strict=True):
-            if isinstance(listing, Problem):
-                problems.append(diagnostic(listing, root.path))
-            elif listing is None:
-                problems.append(root_missing(root.path))
+        listings = zip(custom, await _scan.list_roots(self._fs, custom), strict=True)
+        problems = [
+            diagnostic(listing, root.path)
+            if isinstance(listing, Problem)
+            else root_missing(root.path)
+            for root, listing in listings
+            if listing is None or isinstance(listing, Problem)
+        ]
         for problem in problems:
             log_diagnostic(_log, problem, level="warning", provider=self._name)
         return tuple(problems)
 
     async def scan(self, roots: Sequence[SkillRoot]) -> LocalDiscovery:
         """Discover the skills in ``roots`` (as `roots` returns them, or any others)."""
-        return await scan(self._fs, roots, self._name, self._max_file_bytes)
+        return await _scan.scan(self._fs, roots, self._name, self._max_file_bytes)
 
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
     ) -> SkillDefinition | None:
-        """Re-read and re-parse a skill's file: the skill as it is now on disk, or ``None``
-        when the file has vanished, cannot be read, or no longer parses (logged as
-        ``skill_load_failed``).
-
-        Raises:
-            TypeError: The candidate did not come from a LocalSkillProvider's ``list``.
-        """
+        """The skill as its file is now, or ``None`` (logged) when it no longer reads or parses."""
         path = candidate.locator
         if not isinstance(path, str):
             raise TypeError(
@@ -338,30 +219,24 @@ class LocalSkillProvider:
                 f"(its locator is {type(path).__name__}, not a path)"
             )
         (content,) = await self._fs.read_files([path], self._max_file_bytes)
-        parsed = parse_file(content, with_body=True)
+        parsed = _scan.parse_file(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
             reason = parsed.reason if isinstance(parsed, FileReadError) else parsed.message
-            _log.warning(
-                "skill_load_failed",
-                provider=self._name,
-                skill=candidate.name,
-                path=path,
-                reason=reason,
-            )
+            what = {"provider": self._name, "skill": candidate.name, "path": path}
+            _log.warning("skill_load_failed", **what, reason=reason)
             return None
-        # Where the skill lives has not changed since `list`; only the file's text may have.
-        fields = skill_fields(self._name, parsed, candidate.source, candidate.resource_base, path)
-        return SkillDefinition(**fields, content=parsed.body)
+        base = candidate.resource_base
+        return _scan.build_skill(
+            SkillDefinition, self._name, parsed, candidate.source, base, path, content=parsed.body
+        )
 
     async def _project_root(self, cwd: str) -> str:
-        directory = cwd
-        while True:
+        directory, parent = cwd, ""
+        while parent != directory:
             if await self._fs.exists(os.path.join(directory, ".git")):
                 return directory
-            parent = os.path.dirname(directory)
-            if parent == directory:
-                return cwd
-            directory = parent
+            directory, parent = os.path.dirname(directory), directory
+        return cwd
 
 
 def _root(path: str, source: str) -> SkillRoot:
@@ -382,10 +257,10 @@ def _compat_values(compat: Iterable[str]) -> tuple[str, ...]:
 
 
 def _home_dir(
-    explicit: str | os.PathLike[str] | None, parameter: str, variable: str, default: str
+    given: str | os.PathLike[str] | None, parameter: str, variable: str, default: str
 ) -> str:
-    if explicit is not None:
-        return _absolute_dir(explicit, parameter)
+    if given is not None:
+        return _absolute_dir(given, parameter)
     value = os.environ.get(variable, "")
     return _absolute_dir(value if value.strip() else default, variable)
 
