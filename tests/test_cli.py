@@ -127,6 +127,12 @@ def run_json(*args: str) -> tuple[Any, int]:
     return json.loads(result.stdout), result.returncode
 
 
+def nowhere(tmp_path: Path) -> list[str]:
+    """The options that look from an empty directory, with empty homes."""
+    homes = ["--dsh-home", str(tmp_path / "d"), "--agents-home", str(tmp_path / "a")]
+    return ["--cwd", str(tmp_path), *homes]
+
+
 def codes_by_file(diagnostics: Sequence[dict[str, Any]], base: Path) -> list[tuple[str, str]]:
     """(code, path relative to ``base``) for each diagnostic, in order."""
     return [(d["code"], str(Path(d["path"]).relative_to(base))) for d in diagnostics]
@@ -241,15 +247,7 @@ def test_a_missing_skills_dir_is_a_warning_on_stderr(corpus: Corpus) -> None:
 
 def test_list_with_no_skills_says_where_to_look(tmp_path: Path) -> None:
     """An empty world lists nothing and points at `doctor`."""
-    result = run(
-        "list",
-        "--cwd",
-        str(tmp_path),
-        "--dsh-home",
-        str(tmp_path / "d"),
-        "--agents-home",
-        str(tmp_path / "a"),
-    )
+    result = run("list", *nowhere(tmp_path))
     assert result.returncode == 0
     assert result.stdout == f"No skills found for {tmp_path}.\n"
     assert "acp-skills doctor" in result.stderr
@@ -357,14 +355,7 @@ async def test_catalog_with_a_budget_is_the_agent_s_and_says_what_it_did(corpus:
 
 def test_catalog_without_skills_is_null_and_zero(tmp_path: Path) -> None:
     """No model-visible skill: no catalog message at all, 0 characters, still exit 0."""
-    options = [
-        "--cwd",
-        str(tmp_path),
-        "--dsh-home",
-        str(tmp_path / "d"),
-        "--agents-home",
-        str(tmp_path / "a"),
-    ]
+    options = nowhere(tmp_path)
     empty: dict[str, Any] = {"limit": None, "used": 0, "shortened": 0, "omitted": []}
     assert run_json("catalog", *options) == (
         {"text": None, "characters": 0, "budget": empty},
@@ -467,12 +458,7 @@ def test_doctor_is_happy_with_a_clean_setup(corpus: Corpus, tmp_path: Path) -> N
     """Only well-formed skills and nothing shadowed: exit 0, no problems."""
     result = run(
         "doctor",
-        "--cwd",
-        str(tmp_path),
-        "--dsh-home",
-        str(tmp_path / "d"),
-        "--agents-home",
-        str(tmp_path / "a"),
+        *nowhere(tmp_path),
         "--skills-dir",
         str(corpus.codex_skills),
     )
