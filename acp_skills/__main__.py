@@ -1,10 +1,8 @@
-"""``python -m acp_skills``: the ``acp-skills`` command line (`acp_skills.cli`)."""
-
-from __future__ import annotations
+"""``python -m acp_skills``: the ``acp-skills`` command line."""
 
 import sys
 
-from .cli import main
+from .cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,93 +1,559 @@
-"""The demo agent's command line: flags and environment variables are checked up front."""
+"""The ``acp-skills`` command line, run for real: ``python -m acp_skills`` and the installed
+``acp-skills`` script, in subprocesses, over a copy of the fixture corpus
+(``tests/fixtures/skills-corpus``: valid and broken skills, and skills written for Claude Code
+and Codex).
+
+The corpus, as the agent sees it from ``project`` (homes in ``home``):
+
+* project ``.agents/skills``: commit-message, deploy, release-notes (in ``renamed-dir/``),
+  wordy (a 1900-character description), extra-keys (``version``, ``tags``), notes (flat);
+  broken: broken-yaml, no-name, bad-flag; ``helpers/`` has no SKILL.md;
+* user ``.agents/skills``: deploy (shadowed by the project's), hidden-helper (not for the
+  model), model-only (no command); user ``.dsh/skills``: format-json (flat), ``.system/``;
+* elsewhere: ``project/.claude/skills`` (pdf-forms with ``model:``, explain-code) and
+  ``home/.codex/skills/codex-review``.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from demo_agent import __version__
+from acp_skills import SkillLookupOptions, SkillRegistry, SkillTool
+from acp_skills.catalog import SkillCatalogContributor
+from acp_skills.local import LocalSkillProvider
+from acp_skills.model import PrefixContext, PrefixMessage
+
+CORPUS = Path(__file__).parent / "fixtures" / "skills-corpus"
+SCRIPT = Path(sys.executable).parent / ("acp-skills.exe" if os.name == "nt" else "acp-skills")
+ENTRY_POINTS = {
+    "module": (sys.executable, "-m", "acp_skills"),
+    "script": (str(SCRIPT),),
+}
 
 
-def run_agent(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+@dataclass(frozen=True)
+class Corpus:
+    """A private copy of the corpus, and how to run the command line against it."""
+
+    root: Path
+
+    @property
+    def project(self) -> Path:
+        return self.root / "project"
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def project_skills(self) -> Path:
+        return self.project / ".agents" / "skills"
+
+    @property
+    def claude_skills(self) -> Path:
+        return self.project / ".claude" / "skills"
+
+    @property
+    def codex_skills(self) -> Path:
+        return self.home / ".codex" / "skills"
+
+    def roots(self) -> list[str]:
+        """The options that make the command line look from the project, with these homes."""
+        return [
+            "--cwd",
+            str(self.project),
+            "--dsh-home",
+            str(self.home / ".dsh"),
+            "--agents-home",
+            str(self.home / ".agents"),
+        ]
+
+    def provider(self, *custom: Path) -> LocalSkillProvider:
+        return LocalSkillProvider(
+            dsh_home=self.home / ".dsh", agents_home=self.home / ".agents", custom_skill_dirs=custom
+        )
+
+    def registry(self, *custom: Path) -> SkillRegistry:
+        registry = SkillRegistry()
+        registry.register_provider(self.provider(*custom))
+        return registry
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Corpus:
+    """A copy of the fixture corpus in a temporary directory (no .git above its project)."""
+    shutil.copytree(CORPUS, tmp_path / "corpus")
+    return Corpus(tmp_path / "corpus")
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("ACP_SKILLS_DIRS", "NO_COLOR", "DSH_HOME", "DSH_AGENTS_HOME")
+    }
+    env.update(extra)
+    return env
+
+
+def run(
+    *args: str, entry: str = "module", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "demo_agent", *args],
-        env={**os.environ, **env},
+        [*ENTRY_POINTS[entry], *args],
+        env=env if env is not None else cli_env(),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
+        encoding="utf-8",
         timeout=60,
         check=False,
     )
 
 
+def run_json(*args: str) -> tuple[Any, int]:
+    result = run(*args, "--json")
+    assert "Traceback" not in result.stderr
+    return json.loads(result.stdout), result.returncode
+
+
+def nowhere(tmp_path: Path) -> list[str]:
+    """The options that look from an empty directory, with empty homes."""
+    homes = ["--dsh-home", str(tmp_path / "d"), "--agents-home", str(tmp_path / "a")]
+    return ["--cwd", str(tmp_path), *homes]
+
+
+def codes_by_file(diagnostics: Sequence[dict[str, Any]], base: Path) -> list[tuple[str, str]]:
+    """(code, path relative to ``base``) for each diagnostic, in order."""
+    return [(d["code"], str(Path(d["path"]).relative_to(base))) for d in diagnostics]
+
+
+# -- list ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ["module", "script"])
+def test_list_shows_the_resolved_skills_aligned_in_columns(corpus: Corpus, entry: str) -> None:
+    """Both entry points print the winners: name, source, rank, model/user, path; exit 0."""
+    assert SCRIPT.exists(), "the acp-skills console script is installed with the project"
+    result = run("list", *corpus.roots(), entry=entry)
+    assert result.returncode == 0
+    header, *rows = result.stdout.splitlines()
+    assert header.split() == ["NAME", "SOURCE", "RANK", "MODEL", "USER", "PATH"]
+    assert [row.split()[:5] for row in rows] == [
+        ["commit-message", "project-agents", "200", "yes", "yes"],
+        ["deploy", "project-agents", "200", "yes", "yes"],
+        ["extra-keys", "project-agents", "200", "yes", "yes"],
+        ["format-json", "user-dsh", "400", "yes", "yes"],
+        ["hidden-helper", "user-agents", "500", "no", "yes"],
+        ["model-only", "user-agents", "500", "yes", "no"],
+        ["notes", "project-agents", "200", "yes", "yes"],
+        ["release-notes", "project-agents", "200", "yes", "yes"],
+        ["wordy", "project-agents", "200", "yes", "yes"],
+    ]
+    # Aligned: every path starts in the same column.
+    assert len({line.index("/") for line in rows}) == 1
+    assert rows[7].endswith(str(corpus.project_skills / "renamed-dir" / "SKILL.md"))
+    assert "1 shadowed skill not shown (--all shows them)." in result.stderr
+    assert "\x1b[" not in result.stdout
+
+
+def test_list_json_has_the_stable_shape_and_all_adds_the_shadowed(corpus: Corpus) -> None:
+    """``--json``: one object per skill with exactly the documented keys; --all adds losers."""
+    listed, status = run_json("list", *corpus.roots())
+    assert status == 0
+    skills = listed["skills"]
+    assert list(listed) == ["skills"]
+    assert {tuple(skill) for skill in skills} == {
+        (
+            "name",
+            "description",
+            "source",
+            "rank",
+            "provider",
+            "path",
+            "modelInvocable",
+            "userInvocable",
+            "shadowedBy",
+        )
+    }
+    by_name = {skill["name"]: skill for skill in skills}
+    assert by_name["deploy"] == {
+        "name": "deploy",
+        "description": "Deploy this project to staging or production.",
+        "source": "project-agents",
+        "rank": 200,
+        "provider": "local",
+        "path": str(corpus.project_skills / "deploy" / "SKILL.md"),
+        "modelInvocable": True,
+        "userInvocable": True,
+        "shadowedBy": None,
+    }
+    assert by_name["hidden-helper"]["modelInvocable"] is False
+    assert by_name["model-only"]["userInvocable"] is False
+
+    everything, _ = run_json("list", "--all", *corpus.roots())
+    deploys = [skill for skill in everything["skills"] if skill["name"] == "deploy"]
+    assert [d["source"] for d in deploys] == ["project-agents", "user-agents"]
+    assert deploys[1]["shadowedBy"] == {
+        "source": "project-agents",
+        "path": str(corpus.project_skills / "deploy" / "SKILL.md"),
+    }
+    assert len(everything["skills"]) == len(skills) + 1
+
+
+def test_list_text_with_all_marks_the_shadowed_skill(corpus: Corpus) -> None:
+    """--all shows the user's deploy right after the project's, with what shadows it."""
+    rows = run("list", "--all", *corpus.roots()).stdout.splitlines()
+    [winner_at] = [
+        i for i, row in enumerate(rows) if row.split()[:2] == ["deploy", "project-agents"]
+    ]
+    loser = rows[winner_at + 1]
+    assert loser.split()[:2] == ["deploy", "user-agents"]
+    assert loser.endswith(
+        f"(shadowed by project-agents {corpus.project_skills / 'deploy' / 'SKILL.md'})"
+    )
+
+
+def test_list_honours_acp_skills_dirs_like_the_agent(corpus: Corpus) -> None:
+    """Without --skills-dir, ACP_SKILLS_DIRS adds directories, as it does for the demo agent."""
+    env = cli_env(
+        ACP_SKILLS_DIRS=os.pathsep.join([str(corpus.claude_skills), str(corpus.codex_skills)])
+    )
+    result = run("list", "--json", *corpus.roots(), env=env)
+    names = {skill["name"]: skill["source"] for skill in json.loads(result.stdout)["skills"]}
+    assert names["pdf-forms"] == names["explain-code"] == names["codex-review"] == "custom"
+
+
+def test_a_missing_skills_dir_is_a_warning_on_stderr(corpus: Corpus) -> None:
+    """A --skills-dir with a typo is said on stderr (also with --json), not silently ignored."""
+    typo = corpus.root / "skils"
+    result = run("list", "--json", *corpus.roots(), "--skills-dir", str(typo))
+    assert result.returncode == 0
+    assert f"warning: {typo}: skill directory does not exist or is not a directory" in (
+        result.stderr
+    )
+    json.loads(result.stdout)  # stdout is still only the JSON
+
+
+def test_list_with_no_skills_says_where_to_look(tmp_path: Path) -> None:
+    """An empty world lists nothing and points at `doctor`."""
+    result = run("list", *nowhere(tmp_path))
+    assert result.returncode == 0
+    assert result.stdout == f"No skills found for {tmp_path}.\n"
+    assert "acp-skills doctor" in result.stderr
+
+
+# -- show ------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ["deploy", "notes", "hidden-helper", "no-such", "Bad_Name"])
+async def test_show_prints_exactly_what_the_skill_tool_returns(corpus: Corpus, name: str) -> None:
+    """stdout is the tool's text (and a newline); the exit status says whether it is an error."""
+    expected = await SkillTool(corpus.registry()).call({"name": name}, cwd=str(corpus.project))
+    result = run("show", name, *corpus.roots())
+    assert result.stdout == expected.text + "\n"
+    assert result.returncode == (1 if expected.is_error else 0)
+    shown, status = run_json("show", name, *corpus.roots())
+    assert shown == {"name": name, "text": expected.text, "isError": expected.is_error}
+    assert status == result.returncode
+
+
+def test_show_of_a_hidden_skill_is_the_tool_s_refusal(corpus: Corpus) -> None:
+    """A skill the model may not load is refused exactly as the model would be refused."""
+    result = run("show", "hidden-helper", *corpus.roots())
+    assert result.stdout == 'Error: skill "hidden-helper" is not available for model invocation\n'
+    assert result.returncode == 1
+
+
+def test_show_path_reads_a_file_of_the_skill(corpus: Corpus) -> None:
+    """--path is the tool's ``path``: one file of the bundle, confined to it."""
+    options = [*corpus.roots(), "--skills-dir", str(corpus.claude_skills)]
+    guide = (corpus.claude_skills / "pdf-forms" / "references" / "guide.md").read_text()
+    shown = run("show", "pdf-forms", "--path", "references/guide.md", *options)
+    assert (shown.stdout, shown.returncode) == (guide + "\n", 0)
+    escape = run("show", "pdf-forms", "--path", "../explain-code/SKILL.md", *options)
+    assert escape.returncode == 1
+    assert escape.stdout.startswith("Error: ")
+
+
+# -- catalog ---------------------------------------------------------------------------------
+
+
+async def contributed_catalog(registry: SkillRegistry, cwd: Path) -> str | None:
+    async def nothing() -> Sequence[PrefixMessage]:
+        return ()
+
+    context = PrefixContext(session_id="s", cwd=str(cwd), tool_names=frozenset({"skill"}))
+    messages = await SkillCatalogContributor(registry)(context, nothing)
+    return messages[0].text if messages else None
+
+
+@pytest.mark.anyio
+async def test_catalog_prints_exactly_the_catalog_message_and_its_size(corpus: Corpus) -> None:
+    """stdout is the message the catalog contributor composes; stderr its size in characters."""
+    expected = await contributed_catalog(corpus.registry(), corpus.project)
+    assert expected is not None
+    result = run("catalog", *corpus.roots())
+    assert result.returncode == 0
+    assert result.stdout == expected + "\n"
+    assert f"{len(expected)} characters, 8 skills." in result.stderr
+    assert "hidden-helper" not in result.stdout
+    catalog, status = run_json("catalog", *corpus.roots())
+    unlimited: dict[str, Any] = {
+        "limit": None,
+        "used": len(expected),
+        "shortened": 0,
+        "omitted": [],
+    }
+    assert (catalog, status) == (
+        {"text": expected, "characters": len(expected), "budget": unlimited},
+        0,
+    )
+
+
+@pytest.mark.anyio
+async def test_catalog_with_a_budget_is_the_agent_s_and_says_what_it_did(corpus: Corpus) -> None:
+    """``--budget N`` (with ``--hide``): the agent's budgeted catalog, and its outcome reported."""
+    contributor = SkillCatalogContributor(
+        corpus.registry(), budget=800, hidden_skills=["format-json"]
+    )
+    context = PrefixContext(
+        session_id="s", cwd=str(corpus.project), tool_names=frozenset({"skill"})
+    )
+
+    async def nothing_after() -> Sequence[PrefixMessage]:
+        return ()
+
+    [expected] = await contributor(context, nothing_after)
+    options = [*corpus.roots(), "--budget", "800", "--hide", "format-json"]
+    catalog, status = run_json("catalog", *options)
+    assert status == 0
+    assert catalog["text"] == expected.text
+    budget = catalog["budget"]
+    assert (budget["limit"], budget["used"]) == (800, len(expected.text))
+    assert budget["used"] <= 800
+    assert budget["omitted"], "800 characters cannot hold every skill of the corpus"
+    assert "format-json" not in budget["omitted"]
+    assert all(f"`{name}`" not in expected.text for name in budget["omitted"])
+    result = run("catalog", *options)
+    assert "of 800 characters" in result.stderr
+    assert "not listed (the skill tool's query finds them)" in result.stderr
+    assert run("catalog", *corpus.roots(), "--budget", "0").returncode == 2
+    assert run("catalog", *corpus.roots(), "--pin", "Not A Name").returncode == 2
+
+
+def test_catalog_without_skills_is_null_and_zero(tmp_path: Path) -> None:
+    """No model-visible skill: no catalog message at all, 0 characters, still exit 0."""
+    options = nowhere(tmp_path)
+    empty: dict[str, Any] = {"limit": None, "used": 0, "shortened": 0, "omitted": []}
+    assert run_json("catalog", *options) == (
+        {"text": None, "characters": 0, "budget": empty},
+        0,
+    )
+    result = run("catalog", *options)
+    assert (result.stdout, result.returncode) == ("", 0)
+    assert "0 characters" in result.stderr
+
+
+# -- doctor ----------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_doctor_json_reports_roots_skipped_shadowed_and_catalog_size(corpus: Corpus) -> None:
+    """Every root with existence and count, each skipped file, each shadowed pair, the size."""
+    typo = corpus.root / "typo"
+    report, status = run_json("doctor", *corpus.roots(), "--skills-dir", str(typo))
+    assert status == 1
+    assert list(report) == ["roots", "skipped", "shadowed", "catalogCharacters", "problems"]
+    assert report["roots"] == [
+        {
+            "path": str(corpus.project / ".dsh" / "skills"),
+            "source": "project-dsh",
+            "rank": 100,
+            "exists": False,
+            "skills": 0,
+        },
+        {
+            "path": str(corpus.project_skills),
+            "source": "project-agents",
+            "rank": 200,
+            "exists": True,
+            "skills": 6,
+        },
+        {"path": str(typo), "source": "custom", "rank": 300, "exists": False, "skills": 0},
+        {
+            "path": str(corpus.home / ".dsh" / "skills"),
+            "source": "user-dsh",
+            "rank": 400,
+            "exists": True,
+            "skills": 1,
+        },
+        {
+            "path": str(corpus.home / ".agents" / "skills"),
+            "source": "user-agents",
+            "rank": 500,
+            "exists": True,
+            "skills": 3,
+        },
+    ]
+    assert codes_by_file(report["skipped"], corpus.project_skills) == [
+        ("flag-invalid", "bad-flag/SKILL.md"),
+        ("yaml-invalid", "broken-yaml/SKILL.md"),
+        ("name-invalid", "no-name/SKILL.md"),
+    ]
+    assert report["shadowed"] == [
+        {
+            "name": "deploy",
+            "winner": {
+                "source": "project-agents",
+                "path": str(corpus.project_skills / "deploy" / "SKILL.md"),
+            },
+            "loser": {
+                "source": "user-agents",
+                "path": str(corpus.home / ".agents" / "skills" / "deploy" / "SKILL.md"),
+            },
+        }
+    ]
+    catalog = await contributed_catalog(corpus.registry(typo), corpus.project)
+    assert catalog is not None
+    assert report["catalogCharacters"] == len(catalog)
+    assert [d["code"] for d in report["problems"]] == [
+        "root-missing",
+        "flag-invalid",
+        "yaml-invalid",
+        "unknown-key",
+        "unknown-key",
+        "skill-file-absent",
+        "name-invalid",
+        "name-mismatch",
+        "skill-shadowed",
+    ]
+
+
+def test_doctor_text_explains_each_section(corpus: Corpus) -> None:
+    """Roots (missing ones marked), skipped files, shadowed skills, the rest, catalog, result."""
+    result = run("doctor", *corpus.roots())
+    assert result.returncode == 1
+    out = result.stdout
+    assert out.startswith(f"Skills for {corpus.project}\n")
+    assert f"{corpus.project / '.dsh' / 'skills'}  (missing)" in out
+    for section in ("Skipped (3)", "Shadowed (1)", "Other (4)"):
+        assert f"\n{section}\n" in out
+    assert "\nCatalog: " in out
+    assert out.endswith("Result: 3 errors, 1 warning, 4 notes\n")
+
+
+def test_doctor_is_happy_with_a_clean_setup(corpus: Corpus, tmp_path: Path) -> None:
+    """Only well-formed skills and nothing shadowed: exit 0, no problems."""
+    result = run(
+        "doctor",
+        *nowhere(tmp_path),
+        "--skills-dir",
+        str(corpus.codex_skills),
+    )
+    assert result.returncode == 0
+    assert result.stdout.endswith("Result: no problems\n")
+
+
+# -- usage, terminals, imports ---------------------------------------------------------------
+
+
 @pytest.mark.parametrize(
-    ("args", "env", "message"),
+    ("args", "message"),
     [
-        ((), {"ACP_SKILLS_MAX_STEPS": "abc"}, "--max-steps: not a whole number: 'abc'"),
-        (("--max-steps", "0"), {}, "--max-steps: must be at least 1: '0'"),
-        ((), {"ACP_SKILLS_TIMEOUT": "-1"}, "--timeout: must be more than 0: '-1'"),
-        ((), {"ACP_SKILLS_LOG_LEVEL": "verbose"}, "ACP_SKILLS_LOG_LEVEL must be one of"),
-        ((), {"ACP_SKILLS_MODEL": "gpt"}, "ACP_SKILLS_MODEL must be offline or openai"),
-        (("--model", "gpt"), {}, "argument --model: invalid choice: 'gpt'"),
-        ((), {"ACP_SKILLS_WATCH": "maybe"}, "ACP_SKILLS_WATCH must be 1 or 0"),
+        ((), "the following arguments are required: COMMAND"),
+        (("nonsense",), "invalid choice: 'nonsense'"),
+        (("validate",), "the following arguments are required: PATH"),
+        (("show",), "the following arguments are required: NAME"),
+        (("list", "--cwd", "/no/such/dir"), "--cwd: not a directory: /no/such/dir"),
+        (("list", "--frobnicate"), "unrecognized arguments: --frobnicate"),
     ],
-    ids=[
-        "steps-env",
-        "steps-flag",
-        "timeout-env",
-        "level-env",
-        "model-env",
-        "model-flag",
-        "watch-env",
-    ],
+    ids=["no-command", "unknown-command", "no-path", "no-name", "bad-cwd", "bad-flag"],
 )
-def test_bad_settings_are_usage_errors(
-    args: tuple[str, ...], env: dict[str, str], message: str
-) -> None:
-    """A bad flag or variable exits with status 2 and says what is wrong, without a traceback."""
-    result = run_agent(*args, **env)
+def test_usage_errors_exit_2_with_a_message(args: tuple[str, ...], message: str) -> None:
+    """A usage error says what is wrong on stderr, prints nothing on stdout, exits 2."""
+    result = run(*args)
     assert result.returncode == 2
     assert message in result.stderr
+    assert result.stdout == ""
     assert "Traceback" not in result.stderr
-    assert result.stdout == ""
 
 
-def test_version_and_help() -> None:
-    """--version prints the version; --help documents the environment variables."""
-    assert run_agent("--version").stdout.strip() == __version__
-    help_text = run_agent("--help").stdout
-    for variable in ("ACP_SKILLS_MODEL", "ACP_SKILLS_STATE_DIR", "DEEPSEEK_API_KEY"):
-        assert variable in help_text
-    assert "--no-watch" in help_text
-    assert "ACP_SKILLS_WATCH=0" in help_text
-
-
-def test_agent_exits_cleanly_when_stdin_is_empty(tmp_path: Path) -> None:
-    """With nothing to read (stdin is /dev/null), the agent stops with status 0, silently."""
-    result = run_agent(ACP_SKILLS_STATE_DIR=str(tmp_path / "state"))
+def test_help_lists_every_command_and_the_exit_statuses() -> None:
+    """--help is the map: five commands, what the exit statuses mean."""
+    result = run("--help")
     assert result.returncode == 0
-    assert result.stdout == ""
+    for command in ("list", "show", "catalog", "validate", "doctor"):
+        assert command in result.stdout
+    assert "Exit status: 0 fine, 1 problems found, 2 usage error." in " ".join(
+        result.stdout.split()
+    )
 
 
-def test_agent_serves_files_as_well_as_pipes(tmp_path: Path) -> None:
-    """stdin and stdout may be regular files (asyncio cannot watch those by itself)."""
-    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
-    frames_in, frames_out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    frames_in.write_text(json.dumps(request) + "\n")
-    with frames_in.open("rb") as stdin, frames_out.open("wb") as stdout:
-        code = subprocess.call(
-            [sys.executable, "-m", "demo_agent", "--state-dir", str(tmp_path / "state")],
-            stdin=stdin,
-            stdout=stdout,
-            timeout=60,
-        )
-    assert code == 0
-    (line,) = frames_out.read_text().splitlines()
-    answer = json.loads(line)
-    assert answer["id"] == 1
-    assert answer["result"]["agentInfo"]["name"] == "acp-skills-demo"
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+@pytest.mark.parametrize(
+    ("no_color", "coloured"), [("", True), ("1", False)], ids=["tty", "no-color"]
+)
+def test_colour_only_on_a_terminal_without_no_color(
+    corpus: Corpus, no_color: str, coloured: bool
+) -> None:
+    """On a terminal the output is coloured, unless NO_COLOR is set (piped: see the tests above)."""
+    import pty
+
+    primary, secondary = pty.openpty()
+    env = cli_env(NO_COLOR=no_color, TERM="xterm")
+    with subprocess.Popen(
+        [*ENTRY_POINTS["module"], "doctor", *corpus.roots()],
+        stdin=subprocess.DEVNULL,
+        stdout=secondary,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    ) as process:
+        os.close(secondary)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the terminal's other side closed: the process is done
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        process.wait(timeout=60)
+    os.close(primary)
+    output = b"".join(chunks).decode("utf-8")
+    assert ("\x1b[" in output) is coloured
+    assert "Skipped (3)" in output
+
+
+def test_the_command_line_does_not_load_the_acp_sdk() -> None:
+    """`acp_skills.cli` runs on the core alone: neither the ACP SDK nor pydantic is imported."""
+    probe = (
+        "import sys, acp_skills.cli.main; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('acp', 'pydantic')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.anyio
+async def test_the_command_line_sees_what_the_library_sees(corpus: Corpus) -> None:
+    """`list --json` names exactly the registry's snapshot for that cwd, in the same order."""
+    snapshot = await corpus.registry().snapshot(SkillLookupOptions(cwd=str(corpus.project)))
+    listed, _ = run_json("list", *corpus.roots())
+    assert [(s["name"], s["path"]) for s in listed["skills"]] == [
+        (skill.name, skill.path) for skill in snapshot.skills
+    ]

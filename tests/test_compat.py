@@ -16,7 +16,7 @@ import pytest
 from acp_skills import SkillLookupOptions, SkillRegistry
 from acp_skills.local import LocalSkillProvider
 from tests.agent_client import Agent, Sandbox, text_prompt
-from tests.test_cli import run_agent
+from tests.test_demo_agent_cli import run_agent
 
 pytestmark = pytest.mark.anyio
 

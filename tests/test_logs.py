@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from tests.agent_client import Sandbox, text_prompt
-from tests.test_cli import run_agent
+from tests.test_demo_agent_cli import run_agent
 
 pytestmark = pytest.mark.anyio
 

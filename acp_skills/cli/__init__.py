@@ -1,0 +1,1 @@
+"""The ``acp-skills`` command line (``python -m acp_skills``): `main` and `validate`."""

@@ -1,0 +1,113 @@
+"""What a command of ``acp-skills`` produced, and how it is shown: aligned, coloured on a
+terminal, plain when piped, or JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from .. import Diagnostic
+from ..text import remove_unsafe_characters as clean
+from ..text import replace_lone_surrogates, replace_lone_surrogates_in_json
+
+OK, PROBLEMS, USAGE = 0, 1, 2
+BOLD, DIM = "1", "2"
+# How each severity is said, and its colour.
+_SEVERITIES = {
+    "error": ("error", "1", "31"),
+    "warning": ("warning", "1", "33"),
+    "info": ("note", "36"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    """ANSI styling, or none at all (piped output, ``NO_COLOR``, a dumb terminal)."""
+
+    enabled: bool
+
+    def __call__(self, text: str, *codes: str) -> str:
+        return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if self.enabled and text else text
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a command produced: JSON for ``--json``, text otherwise, and the exit status."""
+
+    payload: dict[str, Any]
+    text: list[str] = field(default_factory=list)
+    status: int = OK
+    # Said on stderr in text mode, so stdout stays exactly the command's output.
+    remarks: list[str] = field(default_factory=list)
+    # Said on stderr whatever the mode: something the person must not miss.
+    warnings: list[str] = field(default_factory=list)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def rank_text(rank: int | float) -> str:
+    return str(int(rank)) if float(rank).is_integer() else str(rank)
+
+
+def table(
+    rows: Sequence[Sequence[str]], right: frozenset[int], paint: Callable[[int, int, str], str]
+) -> list[str]:
+    # The last column is not padded; cells are painted after padding, so escape sequences
+    # never disturb the alignment.
+    widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
+    lines = []
+    for index, row in enumerate(rows):
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        cells[-1] = row[-1]
+        lines.append("  ".join(paint(index, i, cell) for i, cell in enumerate(cells)).rstrip())
+    return lines
+
+
+def diagnostic_lines(diagnostics: Sequence[Diagnostic], style: Style) -> list[str]:
+    lines = []
+    for d in diagnostics:
+        where = (clean(d.path) if d.path is not None else "-") + (
+            f":{d.line}" if d.line is not None else ""
+        )
+        label, *colour = _SEVERITIES[d.severity]
+        lines.append(
+            f"{style(where, BOLD)}: {style(label, *colour)} {style(d.code, DIM)}: "
+            + clean(d.message)
+        )
+    return lines
+
+
+def tally(diagnostics: Sequence[Diagnostic]) -> str:
+    counts = [
+        plural(count, label)
+        for severity, (label, *_) in _SEVERITIES.items()
+        if (count := sum(1 for d in diagnostics if d.severity == severity))
+    ]
+    return ", ".join(counts) or "no problems"
+
+
+def status_of(diagnostics: Sequence[Diagnostic]) -> int:
+    # Errors and warnings are problems; notes are not.
+    return PROBLEMS if any(d.severity != "info" for d in diagnostics) else OK
+
+
+def emit(outcome: Outcome, as_json: bool) -> None:
+    def say(stream: TextIO, lines: Iterable[str]) -> None:
+        stream.writelines(replace_lone_surrogates(line) + "\n" for line in lines)
+        stream.flush()
+
+    say(sys.stderr, outcome.warnings)
+    if as_json:
+        well_formed = replace_lone_surrogates_in_json(outcome.payload)
+        say(sys.stdout, [json.dumps(well_formed, indent=2, ensure_ascii=False)])
+    else:
+        say(sys.stdout, outcome.text)
+        say(sys.stderr, outcome.remarks)

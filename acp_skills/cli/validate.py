@@ -1,0 +1,193 @@
+"""``acp-skills validate``: skills on disk checked outside any session.
+
+Lenient by default (the runtime's own diagnostics, so a clean result means the agent will show
+the skill); strict adds the Agent Skills specification's rules (agentskills.io), which the
+runtime does not need. docs/cli.md lists both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from .. import (
+    Diagnostic,
+    FileReadError,
+    LocalFileSystem,
+    LocalSkillProvider,
+    ShadowedSkill,
+    SkillCandidate,
+)
+from ..diagnostics import diagnostic, file_diagnostics, shadow_diagnostic, skipped
+from ..errors import Problem
+from ..frontmatter import ParsedSkill, decode_skill_bytes, parse_skill_file
+from ..local import SkillRoot, unreadable_root
+from ..model import SKILL_FILE_NAME
+from .output import Outcome, Style, diagnostic_lines, plural, status_of, tally
+
+MAX_NAME_LENGTH = 64
+MAX_DESCRIPTION_LENGTH = 1024
+MAX_COMPATIBILITY_LENGTH = 500
+_MAX_FILE_BYTES = 1_048_576  # the local provider's default
+# What the runtime only mentions but the specification forbids.
+_ERRORS_WHEN_STRICT = frozenset({"name-mismatch", "unknown-key", "field-ignored"})
+
+
+def under_strict_rules(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:
+    """The runtime's records with the severity strict validation gives them: a name that
+    differs from its directory, an unknown key or an ignored field becomes an ``error``."""
+    return tuple(
+        replace(d, severity="error") if d.code in _ERRORS_WHEN_STRICT else d for d in diagnostics
+    )
+
+
+def _over(what: str, length: int, limit: int) -> str:
+    return f"{what} is {length} characters, over the specification's {limit}"
+
+
+def strict_diagnostics(path: str, parsed: ParsedSkill) -> tuple[Diagnostic, ...]:
+    """The specification's rules the runtime does not apply to one well-formed skill file at
+    ``path``: one ``error`` per rule broken."""
+    name, description, fields = parsed.name, parsed.description, parsed.fields
+    found: list[tuple[str, str]] = []
+    if len(name) > MAX_NAME_LENGTH:
+        found.append(("name-too-long", _over("name", len(name), MAX_NAME_LENGTH)))
+    if len(description) > MAX_DESCRIPTION_LENGTH:
+        message = _over("description", len(description), MAX_DESCRIPTION_LENGTH)
+        found.append(("description-too-long", message))
+    if "compatibility" in fields:
+        value = fields["compatibility"]
+        if not isinstance(value, str):
+            found.append(("compatibility-invalid", "'compatibility' must be a string"))
+        elif not value.strip():
+            found.append(
+                ("compatibility-invalid", "'compatibility' is empty (leave it out instead)")
+            )
+        elif len(value) > MAX_COMPATIBILITY_LENGTH:
+            message = _over("'compatibility'", len(value), MAX_COMPATIBILITY_LENGTH)
+            found.append(("compatibility-invalid", message))
+    metadata = fields.get("metadata")
+    # A metadata that is no mapping (or has non-string keys) is already a `field-ignored`.
+    if isinstance(metadata, Mapping) and all(isinstance(key, str) for key in metadata):
+        offending = [repr(key) for key, value in metadata.items() if not isinstance(value, str)]
+        if offending:
+            message = "metadata values must be strings (quote them); not a string: "
+            found.append(("metadata-invalid", message + ", ".join(offending)))
+    tools = fields.get("allowed-tools", "")
+    # The frontmatter reader turns YAML sequences into tuples.
+    if not isinstance(tools, str) and not (
+        isinstance(tools, tuple | list) and all(isinstance(item, str) for item in tools)
+    ):
+        message = "'allowed-tools' must be a space-separated string or a list of strings"
+        found.append(("allowed-tools-invalid", message))
+    if os.path.basename(path) != SKILL_FILE_NAME:
+        message = f"a skill is a directory holding {SKILL_FILE_NAME}; move this file to "
+        found.append(("flat-skill", message + f"{name}/{SKILL_FILE_NAME}"))
+    return tuple(diagnostic(Problem(code, message), path, skill=name) for code, message in found)
+
+
+def _parse(content: bytes | FileReadError) -> ParsedSkill | Problem | FileReadError:
+    if isinstance(content, FileReadError):
+        return content
+    text = decode_skill_bytes(content)
+    return text if isinstance(text, Problem) else parse_skill_file(text, with_body=False)
+
+
+class _Validation:
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.fs = LocalFileSystem()
+        self.diagnostics: list[Diagnostic] = []
+        self.files = 0
+
+    def add(self, found: Iterable[Diagnostic]) -> None:
+        self.diagnostics.extend(under_strict_rules(found) if self.strict else found)
+
+    async def path(self, path: str) -> None:
+        try:
+            entries = await self.fs.list_dir(path)
+        except OSError as error:
+            self.add([diagnostic(unreadable_root(error), path)])
+            return
+        name = os.path.basename(path)
+        if entries is not None and any(entry.name == SKILL_FILE_NAME for entry in entries):
+            await self.file(os.path.join(path, SKILL_FILE_NAME), name)
+        elif entries is not None:
+            await self.root(path)
+        elif not await self.fs.exists(path):
+            self.add([diagnostic(Problem("not-found", "no such file or directory"), path)])
+        elif name == SKILL_FILE_NAME:
+            await self.file(path, os.path.basename(os.path.dirname(path)))
+        elif name.endswith(".md"):
+            await self.file(path, name.removesuffix(".md"))
+        else:
+            message = (
+                f"not a skill file: the runtime reads {SKILL_FILE_NAME} in a skill "
+                "directory, or a flat <name>.md in a skills directory"
+            )
+            self.add([diagnostic(Problem("not-a-skill", message), path)])
+
+    async def file(self, path: str, expected_name: str) -> None:
+        (content,) = await self.fs.read_files([path], _MAX_FILE_BYTES)
+        outcome = _parse(content)
+        found = file_diagnostics(path, outcome, expected_name=expected_name)
+        if self.strict and isinstance(outcome, ParsedSkill):
+            found += strict_diagnostics(path, outcome)
+        self.files += 1
+        self.add(found)
+
+    async def root(self, path: str) -> None:
+        # Scanned exactly as the local provider scans a skills directory; the rank and source
+        # of a custom directory show nowhere.
+        provider = LocalSkillProvider(fs=self.fs, watch=False)
+        discovery = await provider.scan([SkillRoot(path=path, source="custom", rank=300)])
+        found = list(discovery.diagnostics)
+        # One directory, one provider, one rank: the runtime keeps the first of each name.
+        first: dict[str, SkillCandidate] = {}
+        for candidate in discovery.candidates:
+            if (kept := first.setdefault(candidate.name, candidate)) is not candidate:
+                found.append(shadow_diagnostic(ShadowedSkill(skill=candidate, winner=kept)))
+        if self.strict:
+            # The scan keeps no frontmatter fields: read the accepted files again.
+            paths = [c.path for c in discovery.candidates if c.path is not None]
+            contents = await self.fs.read_files(paths, _MAX_FILE_BYTES)
+            for skill_path, content in zip(paths, contents, strict=True):
+                if isinstance(parsed := _parse(content), ParsedSkill):
+                    found.extend(strict_diagnostics(skill_path, parsed))
+        left_out = [d for d in skipped(found) if d.code != "root-unreadable"]
+        files = len(discovery.candidates) + len(left_out)
+        if files == 0:
+            message = (
+                f"no skills here: a skill is <name>/{SKILL_FILE_NAME} or <name>.md "
+                "directly in this directory (one level deep)"
+            )
+            found.append(diagnostic(Problem("no-skills", message), path))
+        self.files += files
+        self.add(found)
+
+
+async def validate_paths(
+    paths: Iterable[str | os.PathLike[str]], *, strict: bool = False
+) -> tuple[tuple[Diagnostic, ...], int]:
+    """Every record for ``paths`` (skill directories, skill files or roots of skills, relative
+    ones taken from the current directory), in their order, and how many skill files were
+    examined."""
+    validation = _Validation(strict)
+    for path in paths:
+        # String work, plus one getcwd() for a relative path: no disk access to speak of.
+        await validation.path(os.path.abspath(os.fspath(path)))  # noqa: ASYNC240
+    return tuple(validation.diagnostics), validation.files
+
+
+async def validate(args: argparse.Namespace, style: Style) -> Outcome:
+    """``acp-skills validate [--strict] PATH...``."""
+    diagnostics, files = await validate_paths(args.paths, strict=args.strict)
+    mode = "strict (Agent Skills specification)" if args.strict else "as the runtime reads them"
+    summary = f"{plural(files, 'skill file')} checked {mode}: {tally(diagnostics)}."
+    return Outcome(
+        {"diagnostics": [d.to_json() for d in diagnostics]},
+        [*diagnostic_lines(diagnostics, style), summary],
+        status_of(diagnostics),
+    )

@@ -1,0 +1,93 @@
+"""The demo agent's command line: flags and environment variables are checked up front."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from demo_agent import __version__
+
+
+def run_agent(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "demo_agent", *args],
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        ((), {"ACP_SKILLS_MAX_STEPS": "abc"}, "--max-steps: not a whole number: 'abc'"),
+        (("--max-steps", "0"), {}, "--max-steps: must be at least 1: '0'"),
+        ((), {"ACP_SKILLS_TIMEOUT": "-1"}, "--timeout: must be more than 0: '-1'"),
+        ((), {"ACP_SKILLS_LOG_LEVEL": "verbose"}, "ACP_SKILLS_LOG_LEVEL must be one of"),
+        ((), {"ACP_SKILLS_MODEL": "gpt"}, "ACP_SKILLS_MODEL must be offline or openai"),
+        (("--model", "gpt"), {}, "argument --model: invalid choice: 'gpt'"),
+        ((), {"ACP_SKILLS_WATCH": "maybe"}, "ACP_SKILLS_WATCH must be 1 or 0"),
+    ],
+    ids=[
+        "steps-env",
+        "steps-flag",
+        "timeout-env",
+        "level-env",
+        "model-env",
+        "model-flag",
+        "watch-env",
+    ],
+)
+def test_bad_settings_are_usage_errors(
+    args: tuple[str, ...], env: dict[str, str], message: str
+) -> None:
+    """A bad flag or variable exits with status 2 and says what is wrong, without a traceback."""
+    result = run_agent(*args, **env)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_version_and_help() -> None:
+    """--version prints the version; --help documents the environment variables."""
+    assert run_agent("--version").stdout.strip() == __version__
+    help_text = run_agent("--help").stdout
+    for variable in ("ACP_SKILLS_MODEL", "ACP_SKILLS_STATE_DIR", "DEEPSEEK_API_KEY"):
+        assert variable in help_text
+    assert "--no-watch" in help_text
+    assert "ACP_SKILLS_WATCH=0" in help_text
+
+
+def test_agent_exits_cleanly_when_stdin_is_empty(tmp_path: Path) -> None:
+    """With nothing to read (stdin is /dev/null), the agent stops with status 0, silently."""
+    result = run_agent(ACP_SKILLS_STATE_DIR=str(tmp_path / "state"))
+    assert result.returncode == 0
+    assert result.stdout == ""
+
+
+def test_agent_serves_files_as_well_as_pipes(tmp_path: Path) -> None:
+    """stdin and stdout may be regular files (asyncio cannot watch those by itself)."""
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+    frames_in, frames_out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    frames_in.write_text(json.dumps(request) + "\n")
+    with frames_in.open("rb") as stdin, frames_out.open("wb") as stdout:
+        code = subprocess.call(
+            [sys.executable, "-m", "demo_agent", "--state-dir", str(tmp_path / "state")],
+            stdin=stdin,
+            stdout=stdout,
+            timeout=60,
+        )
+    assert code == 0
+    (line,) = frames_out.read_text().splitlines()
+    answer = json.loads(line)
+    assert answer["id"] == 1
+    assert answer["result"]["agentInfo"]["name"] == "acp-skills-demo"
