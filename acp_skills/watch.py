@@ -29,15 +29,14 @@ STEP_MS: Final = 30
 DEBOUNCE_MS: Final = 150
 POLL_DELAY_MS: Final = 300
 MAX_WATCHED_PROJECTS: Final = 32
-_REMEMBERED_PROJECTS: Final = 4 * MAX_WATCHED_PROJECTS  # for re-planning after a change
-_REMEMBERED_CWDS: Final = 1024  # for `vouches_for`
+_REMEMBERED_CWDS: Final = 1024  # for `vouches_for`, and the projects to watch after a change
 _RETRY_SECONDS: Final = (0.5, 10.0)  # a failed watch is retried after this, doubling up to that
 _MAX_REPLANS: Final = 5  # directories kept appearing while a watch was being opened
 
 Mode = Literal["off", "starting", "native", "polling", "failed"]
 _HEALTHY: Final = ("native", "polling")
 _Project = tuple[str, ...]
-_Changes = Generator[set[tuple[Change, str]], None, None]
+_Batch = set[tuple[Change, str]]
 
 
 def is_relevant_change(
@@ -75,8 +74,7 @@ WatchPlan = dict[str, frozenset[_Role]]
 
 
 def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
-    """The directories to watch, non-recursively, for ``roots`` as they are now (the table in
-    docs/reload.md)."""
+    """The directories to watch, non-recursively, for ``roots`` as they are now."""
     plan: dict[str, set[_Role]] = {}
 
     def add(path: str, role: _Role) -> None:
@@ -97,13 +95,11 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
             continue
         if os.path.islink(root.path):
             add_entry(root.path)  # re-pointed
-        resolved = os.path.realpath(root.path)
-        if not _is_watchable(resolved):
+        if not _is_watchable(resolved := os.path.realpath(root.path)):
             continue  # the provider cannot list it either
         bundles: list[str] = []
         try:
-            with os.scandir(resolved) as scanned:
-                entries = list(scanned)
+            entries = list(os.scandir(resolved))
         except OSError:
             entries = []
         for entry in entries:
@@ -150,17 +146,15 @@ def _judge(plan: WatchPlan, change: Change, path: str) -> tuple[bool, bool]:
 
 @dataclass(eq=False)
 class _State:
-    # Shared by the thread and the provider's side, under ``lock``: projects seen (least recently
-    # listed first), those to watch and a count of changes to them, those the live watch covers,
-    # and whether a lookup was answered before a watch covering it was live (`unseen`).
+    # Shared by the thread and the provider's side, under ``lock``: the project roots (a project)
+    # of each cwd looked up (least recent first), the projects to watch and those the live watch
+    # covers, and whether a lookup was answered before a watch covering it was live.
     fixed_roots: tuple[WatchedRoot, ...]
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
-    recent: OrderedDict[_Project, tuple[WatchedRoot, ...]] = field(default_factory=OrderedDict)
-    wanted: dict[_Project, tuple[WatchedRoot, ...]] = field(default_factory=dict)
-    version: int = 0
-    active: frozenset[_Project] = frozenset()
     cwd_projects: OrderedDict[str | None, _Project] = field(default_factory=OrderedDict)
+    wanted: set[_Project] = field(default_factory=set)
+    active: frozenset[_Project] = frozenset()
     mode: Mode = "off"
     unseen: bool = False
     thread: threading.Thread | None = None
@@ -171,15 +165,15 @@ class _Loop:
 
     def __init__(self, state: _State, on_change: weakref.WeakMethod[Callable[[], None]]):
         self._state, self._stop, self._on_change = state, state.stop, on_change
-        self._changes: _Changes | None = None
+        self._changes: Generator[_Batch, None, None] | None = None
         self._plan: WatchPlan = {}
+        self._covered: frozenset[_Project] | None = None  # the projects the watch covers
         self._mode: Mode = "native"
-        self._version = -1  # the `_State.version` the watch covers
-        self._replan_at = self._last_told = -math.inf
+        self._replan_at, self._last_told = math.inf, -math.inf
         self._told_polling = self._pending = False
 
     def run(self) -> None:
-        delay = _RETRY_SECONDS[0]
+        state, delay = self._state, _RETRY_SECONDS[0]
         try:
             while not self._stop.is_set():
                 try:
@@ -187,64 +181,84 @@ class _Loop:
                     delay = _RETRY_SECONDS[0]
                 except Exception as error:
                     self._close()
-                    self._failed(error)
+                    with state.lock:
+                        previous, state.mode = state.mode, "failed"
+                    reason = f"{type(error).__name__}: {error}"
+                    if previous == "failed":
+                        _log.debug("skill_watch_failed", reason=reason)
+                    else:
+                        consequence = "skill catalogs are not cached until watching recovers"
+                        _log.warning("skill_watch_failed", reason=reason, consequence=consequence)
+                        self._tell(now=True)  # what was cached can no longer be vouched for
                     self._stop.wait(delay)
                     delay = min(delay * 2, _RETRY_SECONDS[1])
                 self._tell()
         finally:
             self._close()
-            with self._state.lock:
-                if self._state.thread in (None, threading.current_thread()):  # not replaced
-                    self._state.mode, self._state.active = "off", frozenset()
+            with state.lock:
+                if state.thread in (None, threading.current_thread()):  # not replaced
+                    state.mode, state.active = "off", frozenset()
             _log.debug("skill_watch_stopped")
 
     def _step(self) -> None:
-        state, batch = self._state, None
+        state, batch, now = self._state, None, time.monotonic()
         with state.lock:
-            version, wanted = state.version, dict(state.wanted)
-        now = time.monotonic()
-        if self._version != version or now >= self._replan_at:
-            batch = self._reopen([*state.fixed_roots, *(r for rs in wanted.values() for r in rs)])
-            self._version, self._replan_at = version, math.inf
-            self._publish(frozenset(wanted))
+            covered = frozenset(state.wanted)
+        if covered != self._covered or now >= self._replan_at:
+            batch = self._reopen(
+                [*state.fixed_roots, *(WatchedRoot(p) for c in covered for p in c)]
+            )
+            self._covered, self._replan_at = covered, math.inf
+            mode: Mode = self._mode if self._changes is not None else "native"
+            with state.lock:  # catch up on lookups answered before this watch was live
+                previous, state.mode, state.active = state.mode, mode, covered
+                if state.unseen and frozenset(state.wanted) == covered:
+                    state.unseen, self._pending = False, True
+            self._told_polling, directories = (
+                self._told_polling and mode == "polling",
+                len(self._plan),
+            )
+            if previous == "failed":
+                self._pending = True  # every session catches up
+                _log.info("skill_watch_recovered", mode=mode, directories=directories)
+            elif previous == "polling" and mode == "native":
+                _log.info("skill_watch_native", directories=directories)
+            elif previous != mode:
+                _log.debug("skill_watch_started", mode=mode, directories=directories)
         if self._changes is None:
             self._stop.wait(STEP_MS / 1000)
             return
         batch = next(self._changes, set()) if batch is None else batch
         judged = [_judge(self._plan, change, path) for change, path in batch]
-        relevant, structural = any(r for r, _ in judged), any(s for _, s in judged)
         if batch:
-            paths = sorted(path for _, path in batch)[:20]
+            paths, relevant = sorted(path for _, path in batch)[:20], any(r for r, _ in judged)
             _log.debug("skill_watch_changes", relevant=relevant, changes=len(batch), paths=paths)
-        if relevant:
+        if any(relevant for relevant, _ in judged):
             self._pending = True
             with state.lock:  # a change clears every cache: watch the projects listed last
-                recent = list(state.recent)[-MAX_WATCHED_PROJECTS:]
-                if set(recent) != set(state.wanted):
-                    state.wanted = {key: state.recent[key] for key in recent}
-                    state.version += 1
-        if structural:
+                recent = dict.fromkeys(p for p in reversed(state.cwd_projects.values()) if p)
+                state.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
+        if any(structural for _, structural in judged):
             # A little later, so the lookups this change causes do not compete with reopening.
             self._replan_at = min(self._replan_at, now + DEBOUNCE_MS / 1000)
 
-    def _reopen(self, roots: Sequence[WatchedRoot]) -> set[tuple[Change, str]] | None:
+    def _reopen(self, roots: Sequence[WatchedRoot]) -> _Batch | None:
         """Watch ``roots`` as they are now; the new watch's first batch, if it was reopened."""
         first = None
         for _ in range(_MAX_REPLANS):
-            plan, old = plan_watches(roots), self._changes
-            if plan == self._plan:
+            if (plan := plan_watches(roots)) == self._plan:
                 return first
             try:
-                self._changes, first = self._open(plan) if plan else (None, None)
+                changes, first = self._open(plan) if plan else (None, None)
             except FileNotFoundError:
                 continue  # a directory went away since it was planned
-            self._plan = plan
-            if old is not None:
-                old.close()  # the new watch is live: what the old one did not report counts
+            if self._changes is not None:
+                self._changes.close()  # the new watch is live: what the old one missed counts
                 self._pending = True
+            self._changes, self._plan = changes, plan
         raise RuntimeError("the directories to watch kept changing")
 
-    def _open(self, plan: WatchPlan) -> tuple[_Changes, set[tuple[Change, str]]]:
+    def _open(self, plan: WatchPlan) -> tuple[Generator[_Batch, None, None], _Batch]:
         # watchfiles' own switch, read here too so that `mode` can say "polling".
         switch = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower()
         polling = switch not in ("", "false", "disable", "disabled")
@@ -263,14 +277,11 @@ class _Loop:
                 recursive=False,
             )
             try:
-                # The generator opens the watch in its first step: live once this returns.
-                first = next(changes, set())
+                first = next(changes, set())  # opens the watch: live once this returns
                 self._mode = "polling" if polling else "native"
                 return changes, first
-            except FileNotFoundError:
-                raise
             except (OSError, RuntimeError) as error:
-                if polling:
+                if polling or isinstance(error, FileNotFoundError):
                     raise
                 # The inotify watch or instance limit, or no inotify at all: told once.
                 log = _log.debug if self._told_polling else _log.warning
@@ -281,35 +292,7 @@ class _Loop:
     def _close(self) -> None:
         if self._changes is not None:
             self._changes.close()
-        self._changes, self._plan, self._version = None, {}, -1
-
-    def _publish(self, projects: frozenset[_Project]) -> None:
-        """Tell the provider's side what is watched; catch up on lookups answered before."""
-        mode: Mode = self._mode if self._changes is not None else "native"
-        state, directories = self._state, len(self._plan)
-        with state.lock:
-            previous, state.mode, state.active = state.mode, mode, projects
-            if state.unseen and self._version == state.version:
-                state.unseen, self._pending = False, True
-        self._told_polling = self._told_polling and mode == "polling"
-        if previous == "failed":
-            self._pending = True  # every session catches up
-            _log.info("skill_watch_recovered", mode=mode, directories=directories)
-        elif previous == "polling" and mode == "native":
-            _log.info("skill_watch_native", directories=directories)
-        elif previous != mode:
-            _log.debug("skill_watch_started", mode=mode, directories=directories)
-
-    def _failed(self, error: Exception) -> None:
-        with self._state.lock:
-            previous, self._state.mode = self._state.mode, "failed"
-        reason = f"{type(error).__name__}: {error}"
-        if previous == "failed":
-            _log.debug("skill_watch_failed", reason=reason)
-        else:
-            consequence = "skill catalogs are not cached until watching recovers"
-            _log.warning("skill_watch_failed", reason=reason, consequence=consequence)
-            self._tell(now=True)  # what was cached can no longer be vouched for
+        self._changes, self._plan, self._covered = None, {}, None
 
     def _tell(self, *, now: bool = False) -> None:
         """Invalidate ``now``, or for pending changes at most once per `DEBOUNCE_MS`."""
@@ -324,16 +307,14 @@ class _Loop:
 
 
 class RootWatch:
-    """Watches a local provider's roots (at most `MAX_WATCHED_PROJECTS` projects) and invalidates
-    its registrations on relevant changes. The provider calls `attach` / `detach` from its
-    ``on_register`` / ``on_dispose`` hooks, `cover` before every scan and `start` after it,
-    `vouches_for` from ``cacheable``, and `close`."""
+    """Watches a local provider's roots and invalidates its registrations on relevant changes:
+    `attach` / `detach` from the provider's hooks, `cover` before a scan, `start` after it."""
 
     def __init__(self, fixed_roots: Sequence[WatchedRoot]) -> None:
         self._state = state = _State(tuple(fixed_roots))
         self._handles: list[ProviderHandle] = []
         self._closed = False
-        weakref.finalize(self, lambda: state.stop.set())  # the stop event of the thread then
+        weakref.finalize(self, lambda: state.stop.set())  # the running thread's stop event
 
     @property
     def mode(self) -> Mode:
@@ -348,26 +329,23 @@ class RootWatch:
     def detach(self, handle: ProviderHandle) -> None:
         """Stop invalidating ``handle``; the last one detached stops the thread."""
         self._handles = [kept for kept in self._handles if kept is not handle]
-        if self._handles:
-            return
-        with self._state.lock:
-            thread, self._state.thread = self._state.thread, None
-            self._state.stop.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        if not self._handles:
+            with self._state.lock:
+                thread, self._state.thread = self._state.thread, None
+                self._state.stop.set()
+            if thread is not None and thread is not threading.current_thread():
+                thread.join()
 
     def close(self) -> None:
         """Stop watching for good and invalidate once more (nothing is vouched for). Idempotent."""
-        if not self._closed:
-            self._closed, handles = True, self._handles
-            for handle in handles:
-                self.detach(handle)  # the last one stops the thread
-            for handle in handles:
-                handle.invalidate()
+        handles, self._closed = self._handles, True
+        for handle in handles:
+            self.detach(handle)  # the last one stops the thread
+        for handle in handles:
+            handle.invalidate()
 
     def cover(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
-        """Before a scan: unless its roots are watched already, one invalidation follows as soon
-        as a watch covering them is live."""
+        """Before a scan: unless its roots are watched, one invalidation follows once they are."""
         state, project = self._state, tuple(root.path for root in project_roots)
         with state.lock:
             beyond = project not in state.wanted and len(state.wanted) >= MAX_WATCHED_PROJECTS
@@ -385,15 +363,8 @@ class RootWatch:
             state.cwd_projects.move_to_end(cwd)
             if len(state.cwd_projects) > _REMEMBERED_CWDS:
                 state.cwd_projects.popitem(last=False)
-            if project:
-                state.recent[project] = tuple(project_roots)
-                state.recent.move_to_end(project)
-                old = [key for key in state.recent if key not in state.wanted]
-                for key in old[: max(len(state.recent) - _REMEMBERED_PROJECTS, 0)]:
-                    del state.recent[key]
-                if project not in state.wanted and len(state.wanted) < MAX_WATCHED_PROJECTS:
-                    state.wanted[project] = tuple(project_roots)
-                    state.version += 1
+            if project and len(state.wanted) < MAX_WATCHED_PROJECTS:
+                state.wanted.add(project)
             if state.thread is None or not state.thread.is_alive():
                 state.stop, state.mode, state.active = threading.Event(), "starting", frozenset()
                 run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
