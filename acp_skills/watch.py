@@ -1,6 +1,5 @@
 """Live reload (docs/reload.md): a local provider's skill roots, each directory watched alone
-with ``watchfiles.watch`` in one thread a `RootWatch` owns, started by the first lookup while
-registered. A lookup never waits for a watch: one invalidation follows once it is live."""
+with ``watchfiles.watch`` in one thread a `RootWatch` owns."""
 
 from __future__ import annotations
 
@@ -128,7 +127,7 @@ def _is_watchable(directory: str) -> bool:
 
 
 def _judge(plan: WatchPlan, change: Change, path: str) -> tuple[bool, bool]:
-    """Whether one change matters, and whether it may change what must be watched."""
+    # Whether one change matters, and whether it may change what must be watched.
     if path in plan and change is not Change.modified:
         return True, True  # a watched directory itself came or went
     parent, name = os.path.split(path)
@@ -161,8 +160,7 @@ class _State:
 
 
 class _Loop:
-    """The watcher thread's body: one watch of the fixed roots and the watched projects'."""
-
+    # The watcher thread's body: one watch of the fixed roots and the watched projects'.
     def __init__(self, state: _State, on_change: weakref.WeakMethod[Callable[[], None]]):
         self._state, self._stop, self._on_change = state, state.stop, on_change
         self._changes: Generator[_Batch, None, None] | None = None
@@ -205,19 +203,15 @@ class _Loop:
         with state.lock:
             covered = frozenset(state.wanted)
         if covered != self._covered or now >= self._replan_at:
-            batch = self._reopen(
-                [*state.fixed_roots, *(WatchedRoot(p) for c in covered for p in c)]
-            )
+            batch = self._reopen(covered)
             self._covered, self._replan_at = covered, math.inf
             mode: Mode = self._mode if self._changes is not None else "native"
             with state.lock:  # catch up on lookups answered before this watch was live
                 previous, state.mode, state.active = state.mode, mode, covered
                 if state.unseen and frozenset(state.wanted) == covered:
                     state.unseen, self._pending = False, True
-            self._told_polling, directories = (
-                self._told_polling and mode == "polling",
-                len(self._plan),
-            )
+            directories = len(self._plan)
+            self._told_polling = self._told_polling and mode == "polling"
             if previous == "failed":
                 self._pending = True  # every session catches up
                 _log.info("skill_watch_recovered", mode=mode, directories=directories)
@@ -230,10 +224,7 @@ class _Loop:
             return
         batch = next(self._changes, set()) if batch is None else batch
         judged = [_judge(self._plan, change, path) for change, path in batch]
-        if batch:
-            paths, relevant = sorted(path for _, path in batch)[:20], any(r for r, _ in judged)
-            _log.debug("skill_watch_changes", relevant=relevant, changes=len(batch), paths=paths)
-        if any(relevant for relevant, _ in judged):
+        if relevant := any(r for r, _ in judged):
             self._pending = True
             with state.lock:  # a change clears every cache: watch the projects listed last
                 recent = dict.fromkeys(p for p in reversed(state.cwd_projects.values()) if p)
@@ -241,9 +232,12 @@ class _Loop:
         if any(structural for _, structural in judged):
             # A little later, so the lookups this change causes do not compete with reopening.
             self._replan_at = min(self._replan_at, now + DEBOUNCE_MS / 1000)
+        if batch:
+            paths = sorted(path for _, path in batch)[:20]
+            _log.debug("skill_watch_changes", relevant=relevant, changes=len(batch), paths=paths)
 
-    def _reopen(self, roots: Sequence[WatchedRoot]) -> _Batch | None:
-        """Watch ``roots`` as they are now; the new watch's first batch, if it was reopened."""
+    def _reopen(self, projects: frozenset[_Project]) -> _Batch | None:
+        roots = [*self._state.fixed_roots, *(WatchedRoot(p) for ps in projects for p in ps)]
         first = None
         for _ in range(_MAX_REPLANS):
             if (plan := plan_watches(roots)) == self._plan:
@@ -295,7 +289,7 @@ class _Loop:
         self._changes, self._plan, self._covered = None, {}, None
 
     def _tell(self, *, now: bool = False) -> None:
-        """Invalidate ``now``, or for pending changes at most once per `DEBOUNCE_MS`."""
+        # Invalidate ``now``, or for pending changes at most once per DEBOUNCE_MS.
         moment = time.monotonic()
         if now or (self._pending and moment - self._last_told >= DEBOUNCE_MS / 1000):
             self._pending, self._last_told = now and self._pending, moment
@@ -353,9 +347,8 @@ class RootWatch:
             state.unseen = state.unseen or not covered
 
     def start(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
-        """After a scan (beside it, setting up a watch would slow it down): have the fixed roots
-        and ``cwd``'s project roots watched, starting the thread if need be."""
-        if self._closed or not self._handles:
+        """After a scan (not beside it, which it would slow down): watch ``cwd``'s project too."""
+        if not self._handles:  # none once closed
             return
         state, project, cwd = self._state, tuple(root.path for root in project_roots), cwd or None
         with state.lock:
@@ -375,8 +368,8 @@ class RootWatch:
         """Whether catalogs for ``cwd`` may be cached (an invalidation follows if they go stale)."""
         with self._state.lock:
             project = self._state.cwd_projects.get(cwd or None)
-            watching = self._state.mode in ("starting", *_HEALTHY) and project is not None
-            return watching and (not project or project in self._state.wanted)
+            healthy = self._state.mode in ("starting", *_HEALTHY) and project is not None
+            return healthy and (not project or project in self._state.wanted)
 
     def _invalidate(self) -> None:
         for handle in tuple(self._handles):
