@@ -1,18 +1,6 @@
-"""The durable record of a session: an append-only sequence of entries.
-
-    RecordEntry
-    ├── HeaderEntry    what a model request was built from besides the history:
-    │                  {config, system, tools, message_prefix}, and why it was written
-    └── HistoryEntry   one conversation message, an opaque JSON object the agent defines
-
-The session prefix lives only in headers, never in history entries (contract §8). Storage sits
-behind two protocols, `SessionStore` (one per agent) and `SessionRecord` (one per session id);
-`InMemorySessionStore` is here, `JsonlSessionStore` in `acp_skills.jsonl_store`.
-
-This is the storage choke point for text: an entry deep-copies what it is given into read-only,
-well-formed JSON (lone surrogates become U+FFFD, nesting is bounded by `MAX_JSON_DEPTH`), so
-whatever an entry holds can be written, read back and sent to a model.
-"""
+"""The durable record of a session (contract §8): append-only `HeaderEntry` and `HistoryEntry`
+values behind the `SessionStore` / `SessionRecord` protocols. The storage choke point for text:
+an entry deep-copies what it is given into read-only, well-formed JSON."""
 
 from __future__ import annotations
 
@@ -27,25 +15,13 @@ import anyio.lowlevel
 from .model import PrefixMessage
 from .text import replace_lone_surrogates
 
-__all__ = [
-    "HeaderEntry",
-    "HeaderReason",
-    "HistoryEntry",
-    "InMemorySessionStore",
-    "RecordEntry",
-    "SessionRecord",
-    "SessionStore",
-]
-
 HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
-"""``initial``: the instance's first request on a fresh record; ``resume``: its first request on
-a record that already held a header (after ``session/load``); ``change``: a later request whose
-header differs from the previous one."""
+"""``initial``: the first request on a fresh record; ``resume``: the first on a record holding a
+header already (``session/load``); ``change``: a later request whose header differs."""
 
 HEADER_REASONS: frozenset[str] = frozenset(get_args(HeaderReason))
 
-# Real messages and tool schemas stay within a dozen levels; the bound keeps every recursive walk
-# over recorded values (ours, a model client's encoder) far from Python's recursion limit.
+# Far above real messages and schemas, far below the recursion limit of any walk over a value.
 MAX_JSON_DEPTH = 100
 
 
@@ -61,8 +37,7 @@ class _FrozenJsonObject(dict[str, object]):
     clear = pop = popitem = setdefault = update = _refuse_mutation
 
     def __reduce__(self) -> tuple[type[_FrozenJsonObject], tuple[dict[str, object]]]:
-        # The default protocol rebuilds item by item through the refused __setitem__; a plain
-        # copy keeps copy.copy, deepcopy and pickle working.
+        # The default rebuilds through the refused __setitem__, breaking copy, deepcopy, pickle.
         return (type(self), (dict(self),))
 
 
@@ -77,12 +52,6 @@ class _FrozenJsonArray(list[object]):
 
 
 def _freeze_json(value: object, where: str, depth: int = 1) -> object:
-    """Deep-copy ``value`` into read-only, well-formed JSON.
-
-    Raises:
-        TypeError: on a value JSON cannot carry (a set, an object, a non-string key).
-        ValueError: on a non-finite number, or nesting deeper than `MAX_JSON_DEPTH`.
-    """
     if isinstance(value, str):
         return replace_lone_surrogates(value)
     if value is None or isinstance(value, bool | int | _FrozenJsonObject | _FrozenJsonArray):
@@ -96,14 +65,15 @@ def _freeze_json(value: object, where: str, depth: int = 1) -> object:
         root = where.split("[", 1)[0]
         raise ValueError(f"{root} is nested more than {MAX_JSON_DEPTH} levels deep")
     if isinstance(value, Mapping):
-        frozen: dict[str, object] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError(f"{where} has a non-string key {key!r}")
-            frozen[replace_lone_surrogates(key)] = _freeze_json(
-                item, f"{where}[{key!r}]", depth + 1
-            )
-        return _FrozenJsonObject(frozen)
+        if odd := [key for key in value if not isinstance(key, str)]:
+            raise TypeError(f"{where} has a non-string key {odd[0]!r}")
+        items = value.items()
+        return _FrozenJsonObject(
+            {
+                replace_lone_surrogates(k): _freeze_json(v, f"{where}[{k!r}]", depth + 1)
+                for k, v in items
+            }
+        )
     if isinstance(value, list | tuple):
         return _FrozenJsonArray(
             _freeze_json(item, f"{where}[{index}]", depth + 1) for index, item in enumerate(value)
@@ -118,7 +88,6 @@ def _freeze_object(value: object, where: str) -> Mapping[str, object]:
 
 
 def _thaw_json(value: object) -> Any:
-    """A fresh, mutable deep copy of frozen JSON."""
     if isinstance(value, Mapping):
         return {key: _thaw_json(item) for key, item in value.items()}
     if isinstance(value, tuple | list):
@@ -128,17 +97,8 @@ def _thaw_json(value: object) -> Any:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeaderEntry:
-    """The request header: everything a model request is built from besides the history.
-
-    ``config`` and ``tools`` are deep-copied into read-only JSON when the entry is built, so
-    changing the caller's values afterwards never changes what was recorded.
-
-    Raises:
-        ValueError: on an unknown ``reason``, a non-finite number, or nesting deeper than
-            `MAX_JSON_DEPTH`.
-        TypeError: on a value that is not JSON, a ``system`` that is not a string, or a prefix
-            item that is not a `PrefixMessage`.
-    """
+    """What a model request is built from besides the history; ``config`` and ``tools`` are
+    deep-copied into read-only JSON (`ValueError` / `TypeError` on anything else)."""
 
     reason: HeaderReason
     config: Mapping[str, object]
@@ -160,7 +120,6 @@ class HeaderEntry:
         for message in self.message_prefix:
             if not isinstance(message, PrefixMessage):
                 raise TypeError(f"header message_prefix holds {message!r}, not a PrefixMessage")
-        # The one place a frozen dataclass may replace its fields: take the read-only copies.
         tools = tuple(
             _freeze_object(tool, f"header tools[{i}]") for i, tool in enumerate(self.tools)
         )
@@ -170,11 +129,8 @@ class HeaderEntry:
         object.__setattr__(self, "message_prefix", tuple(self.message_prefix))
 
     def same_request_as(self, other: HeaderEntry) -> bool:
-        """Whether both headers describe the same request, whatever their reasons.
-
-        Compared as JSON text: key order does not matter, but ``1``, ``1.0`` and ``true`` differ
-        (as they do to a model API).
-        """
+        """Whether both describe the same request, whatever their reasons (compared as JSON
+        text: key order does not matter, but ``1``, ``1.0`` and ``true`` differ)."""
         return _canonical(self) == _canonical(other)
 
     def to_json(self) -> dict[str, Any]:
@@ -190,12 +146,7 @@ class HeaderEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HistoryEntry:
-    """One conversation message, opaque to this package, kept as read-only, well-formed JSON.
-
-    Raises:
-        TypeError: if ``message`` is not a JSON object.
-        ValueError: on a non-finite number, or nesting deeper than `MAX_JSON_DEPTH`.
-    """
+    """One conversation message, opaque to this package, kept as read-only, well-formed JSON."""
 
     message: Mapping[str, object]
 
@@ -223,24 +174,13 @@ def _canonical(header: HeaderEntry) -> str:
 @runtime_checkable
 class SessionRecord(Protocol):
     """The append-only record of one session: an entry is appended whole or not at all.
-
-    Storage failures are `OSError`s, which `PrefixedSession` survives (the conversation goes on
-    in memory and is written later); any other exception fails the caller.
-    """
+    Storage fails with `OSError`, which `PrefixedSession` survives (it writes later)."""
 
     async def append(self, entry: RecordEntry) -> None:
-        """Append one entry, durably enough to survive the agent process crashing.
-
-        Raises:
-            OSError: the entry could not be stored.
-        """
+        """Append one entry, durably enough to survive the agent process crashing."""
 
     async def entries(self) -> list[RecordEntry]:
-        """Every readable entry, oldest first; an undecodable one is skipped with a warning.
-
-        Raises:
-            OSError: the record cannot be read at all.
-        """
+        """Every readable entry, oldest first; an undecodable one is skipped with a warning."""
 
 
 @runtime_checkable
@@ -255,55 +195,45 @@ class SessionStore(Protocol):
 
 
 def require_entry(entry: object) -> RecordEntry:
-    """``entry``, if it is a record entry.
-
-    Raises:
-        TypeError: if it is not a `HeaderEntry` or `HistoryEntry`.
-    """
     if not isinstance(entry, HeaderEntry | HistoryEntry):
         raise TypeError(f"a session record holds HeaderEntry or HistoryEntry, got {entry!r}")
     return entry
 
 
 def require_session_id(session_id: object) -> None:
-    """Raises: TypeError: if ``session_id`` is not a string."""
     if not isinstance(session_id, str):
         raise TypeError(f"session id must be a string, got {type(session_id).__name__}")
 
 
 class _MemoryRecord:
-    __slots__ = ("entries_kept",)
+    __slots__ = ("kept",)
 
     def __init__(self) -> None:
-        self.entries_kept: list[RecordEntry] = []
+        self.kept: list[RecordEntry] = []
 
     async def append(self, entry: RecordEntry) -> None:
         require_entry(entry)
         # Checkpoint first, like a real store: a cancelled append leaves nothing behind.
         await anyio.lowlevel.checkpoint()
-        self.entries_kept.append(entry)
+        self.kept.append(entry)
 
     async def entries(self) -> list[RecordEntry]:
         await anyio.lowlevel.checkpoint()
-        return list(self.entries_kept)
+        return list(self.kept)
 
 
 class InMemorySessionStore:
-    """Every record in memory (entries are immutable, so they are kept as given), for tests
-    and agents that need no persistence. A session exists once something was appended."""
+    """Every record in memory; a session exists once something was appended to it."""
 
     def __init__(self) -> None:
         self._records: dict[str, _MemoryRecord] = {}
 
     async def open(self, session_id: str) -> SessionRecord:
-        """The record of ``session_id``. Raises: TypeError: for an id that is not a string."""
         require_session_id(session_id)
         await anyio.lowlevel.checkpoint()
         return self._records.setdefault(session_id, _MemoryRecord())
 
     async def exists(self, session_id: str) -> bool:
-        """Whether an entry was appended for ``session_id``."""
         require_session_id(session_id)
         await anyio.lowlevel.checkpoint()
-        record = self._records.get(session_id)
-        return record is not None and bool(record.entries_kept)
+        return bool(self._records.get(session_id, _MemoryRecord()).kept)

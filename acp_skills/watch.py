@@ -1,12 +1,5 @@
-"""Live reload: a local provider's skill roots, watched with ``watchfiles.watch``.
-
-A `RootWatch` starts nothing when made: its provider's first lookup while registered starts one
-thread (``acp-skills watcher``; the provider has no event loop of its own), which ends when the
-last registration is disposed or the provider is closed or collected. Changes that
-`is_relevant_change` accepts in what `plan_watches` chose invalidate the registrations. Opening
-a watch never holds up a lookup: one invalidation as soon as a watch covering the lookup is live
-drops its answer, so nothing that changed meanwhile is missed.
-"""
+"""Live reload (docs/reload.md): a local provider's skill roots, each directory watched alone
+with ``watchfiles.watch`` in one thread a `RootWatch` owns."""
 
 from __future__ import annotations
 
@@ -17,6 +10,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Final, Literal, NamedTuple
 
 import structlog
@@ -25,37 +19,31 @@ from watchfiles import Change, watch
 from .model import SKILL_FILE_NAME
 from .provider import ProviderHandle
 
-__all__ = ["MAX_WATCHED_PROJECTS", "WATCHER_THREAD_NAME", "RootWatch", "WatchedRoot"]
-__all__ += ["is_relevant_change", "plan_watches"]
-
 _log = structlog.get_logger(__name__)
 
 WATCHER_THREAD_NAME: Final = "acp-skills watcher"
-# A batch ends after STEP_MS without a new change (DEBOUNCE_MS at the latest), so one change is
-# passed on 1-2 steps after it happens; the thread also looks for new projects that often.
+# A batch ends after STEP_MS without a new change (DEBOUNCE_MS at the latest); the thread also
+# looks for new projects that often. Invalidations are at least DEBOUNCE_MS apart.
 STEP_MS: Final = 30
 DEBOUNCE_MS: Final = 150
-POLL_DELAY_MS: Final = 300  # how often a polling watch scans its directories
+POLL_DELAY_MS: Final = 300
 MAX_WATCHED_PROJECTS: Final = 32
-_REMEMBERED_PROJECTS: Final = 4 * MAX_WATCHED_PROJECTS  # for re-planning after a change
-_REMEMBERED_CWDS: Final = 1024  # for `cacheable`
+_REMEMBERED_CWDS: Final = 1024  # for `vouches_for`, and the projects to watch after a change
 _RETRY_SECONDS: Final = (0.5, 10.0)  # a failed watch is retried after this, doubling up to that
 _MAX_REPLANS: Final = 5  # directories kept appearing while a watch was being opened
 
 Mode = Literal["off", "starting", "native", "polling", "failed"]
 _HEALTHY: Final = ("native", "polling")
-_Batch = set[tuple[Change, str]]
 _Project = tuple[str, ...]
+_Batch = set[tuple[Change, str]]
 
 
 def is_relevant_change(
     change: Change, relative: Sequence[str], *, is_dir: bool, skips_system: bool
 ) -> bool:
     """Whether a change at ``relative`` (its components below a skills root) can change what
-    the provider lists: the root coming or going, a flat ``*.md`` in the root changing, a
-    directory in the root (a bundle) added, removed or renamed, or ``X/SKILL.md`` changing.
-    Nothing deeper in a bundle, no other file, no directory merely modified, and nothing under
-    ``.system`` when ``skips_system`` (the user dsh root)."""
+    the provider lists: the root coming or going, a flat ``*.md`` in it changing, a bundle
+    directory added, removed or renamed, or ``X/SKILL.md`` changing (``.system`` skipped)."""
     if not relative:
         return change is not Change.modified
     if skips_system and relative[0] == ".system":
@@ -73,9 +61,8 @@ class WatchedRoot(NamedTuple):
 
 
 class _Role(NamedTuple):
-    """What a watched directory's entries mean: it is ``below`` a root (``()``: the root, with
-    ``bundles``; ``(bundle,)``), or only its entry ``only`` matters (a step towards a root)."""
-
+    # What a watched directory's entries mean: it is ``below`` a root (``()``: the root, holding
+    # ``bundles``; ``(bundle,)``), or only its entry ``only`` matters (a step towards a root).
     below: tuple[str, ...] = ()
     skips_system: bool = False
     bundles: frozenset[str] = frozenset()
@@ -86,23 +73,17 @@ WatchPlan = dict[str, frozenset[_Role]]
 
 
 def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
-    """Decide which directories to watch, non-recursively, for ``roots`` as they are now: every
-    existing root at its resolved path (and the directory holding it, when it is a link), every
-    bundle directory in it, the nearest existing ancestor of a missing root, and the directory
-    holding the target of a linked flat skill or ``SKILL.md``."""
+    """The directories to watch, non-recursively, for ``roots`` as they are now."""
     plan: dict[str, set[_Role]] = {}
 
     def add(path: str, role: _Role) -> None:
         plan.setdefault(path, set()).add(role)
 
-    def add_entry(path: str) -> None:
-        parent, name = os.path.split(path)
-        add(os.path.realpath(parent), _Role(only=name))
-
-    def add_target(link: str) -> None:
-        target = os.path.realpath(link)
-        if _is_watchable(os.path.dirname(target)):
-            add_entry(target)
+    def add_entry(path: str, *, target: bool = False) -> None:
+        path = os.path.realpath(path) if target else path
+        if not target or _is_watchable(os.path.dirname(path)):
+            parent, name = os.path.split(path)
+            add(os.path.realpath(parent), _Role(only=name))
 
     for root in roots:
         if not os.path.isdir(root.path):
@@ -113,13 +94,11 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
             continue
         if os.path.islink(root.path):
             add_entry(root.path)  # re-pointed
-        resolved = os.path.realpath(root.path)
-        if not _is_watchable(resolved):
+        if not _is_watchable(resolved := os.path.realpath(root.path)):
             continue  # the provider cannot list it either
         bundles: list[str] = []
         try:
-            with os.scandir(resolved) as scanned:
-                entries = list(scanned)
+            entries = list(os.scandir(resolved))
         except OSError:
             entries = []
         for entry in entries:
@@ -136,9 +115,9 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
                 if os.access(bundle, os.R_OK | os.X_OK):
                     add(bundle, _Role((entry.name,), root.skips_system))
                     if os.path.islink(skill_file := os.path.join(bundle, SKILL_FILE_NAME)):
-                        add_target(skill_file)
+                        add_entry(skill_file, target=True)
             elif entry.name.endswith(".md") and entry.is_symlink():
-                add_target(entry.path)
+                add_entry(entry.path, target=True)
         add(resolved, _Role((), root.skips_system, frozenset(bundles)))
     return {directory: frozenset(roles) for directory, roles in plan.items()}
 
@@ -148,7 +127,7 @@ def _is_watchable(directory: str) -> bool:
 
 
 def _judge(plan: WatchPlan, change: Change, path: str) -> tuple[bool, bool]:
-    """Whether one change matters, and whether it may change what must be watched."""
+    # Whether one change matters, and whether it may change what must be watched.
     if path in plan and change is not Change.modified:
         return True, True  # a watched directory itself came or went
     parent, name = os.path.split(path)
@@ -164,70 +143,35 @@ def _judge(plan: WatchPlan, change: Change, path: str) -> tuple[bool, bool]:
     return False, False
 
 
-class _Watch:
-    """One `watchfiles.watch` of a plan's directories, live once constructed."""
-
-    def __init__(self, plan: WatchPlan, stop: threading.Event, *, polling: bool):
-        self.plan: WatchPlan = plan
-        self.mode: Mode = "polling" if polling else "native"
-        self._changes: Generator[_Batch, None, None] = watch(
-            *sorted(plan),
-            watch_filter=None,  # every change is judged against the plan
-            debounce=DEBOUNCE_MS,
-            step=STEP_MS,
-            stop_event=stop,
-            rust_timeout=STEP_MS,  # back every step when quiet, to look for new projects
-            yield_on_timeout=True,
-            debug=False,  # stdout may be the protocol
-            force_polling=True if polling else None,
-            poll_delay_ms=POLL_DELAY_MS,
-            recursive=False,
-        )
-        self.close = self._changes.close
-        # The generator opens the watch in its first step, so this returns once it is live.
-        self._first = next(self._changes, None)
-
-    def next(self) -> _Batch:
-        """The next batch of changes, empty after a quiet step or once stopped."""
-        batch, self._first = self._first, None
-        return batch if batch is not None else next(self._changes, set())
-
-
+@dataclass(eq=False)
 class _State:
-    """What the thread shares with the provider's side, under ``lock`` (never the provider)."""
-
-    def __init__(self, fixed_roots: Sequence[WatchedRoot], max_projects: int) -> None:
-        self.lock, self.stop = threading.Lock(), threading.Event()
-        self.fixed_roots, self.max_projects = tuple(fixed_roots), max_projects
-        # Projects seen (least recently listed first), those watched, a count of changes to
-        # those, and those the live watch covers.
-        self.recent: OrderedDict[_Project, tuple[WatchedRoot, ...]] = OrderedDict()
-        self.wanted: dict[_Project, tuple[WatchedRoot, ...]] = {}
-        self.version = 0
-        self.active: frozenset[_Project] = frozenset()
-        self.cwd_projects: OrderedDict[str | None, _Project] = OrderedDict()
-        self.mode: Mode = "off"
-        # A lookup was answered before a watch covering it was live: invalidate once one is.
-        self.unseen = False
-        self.thread: threading.Thread | None = None
-
-    def shut_down(self) -> None:
-        self.stop.set()
+    # Shared by the thread and the provider's side, under ``lock``: the project roots (a project)
+    # of each cwd looked up (least recent first), the projects to watch and those the live watch
+    # covers, and whether a lookup was answered before a watch covering it was live.
+    fixed_roots: tuple[WatchedRoot, ...]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stop: threading.Event = field(default_factory=threading.Event)
+    cwd_projects: OrderedDict[str | None, _Project] = field(default_factory=OrderedDict)
+    wanted: set[_Project] = field(default_factory=set)
+    active: frozenset[_Project] = frozenset()
+    mode: Mode = "off"
+    unseen: bool = False
+    thread: threading.Thread | None = None
 
 
 class _Loop:
-    """The body of the watcher thread: one watch of the fixed roots and the watched projects'."""
-
+    # The watcher thread's body: one watch of the fixed roots and the watched projects'.
     def __init__(self, state: _State, on_change: weakref.WeakMethod[Callable[[], None]]):
         self._state, self._stop, self._on_change = state, state.stop, on_change
-        self._watch: _Watch | None = None
-        self._version = -1  # the `_State.version` the watch covers
-        self._replan_at = math.inf
+        self._changes: Generator[_Batch, None, None] | None = None
+        self._plan: WatchPlan = {}
+        self._covered: frozenset[_Project] | None = None  # the projects the watch covers
+        self._mode: Mode = "native"
+        self._replan_at, self._last_told = math.inf, -math.inf
         self._told_polling = self._pending = False
-        self._last_told = -math.inf
 
     def run(self) -> None:
-        delay = _RETRY_SECONDS[0]
+        state, delay = self._state, _RETRY_SECONDS[0]
         try:
             while not self._stop.is_set():
                 try:
@@ -235,116 +179,117 @@ class _Loop:
                     delay = _RETRY_SECONDS[0]
                 except Exception as error:
                     self._close()
-                    self._failed(error)
+                    with state.lock:
+                        previous, state.mode = state.mode, "failed"
+                    reason = f"{type(error).__name__}: {error}"
+                    if previous == "failed":
+                        _log.debug("skill_watch_failed", reason=reason)
+                    else:
+                        consequence = "skill catalogs are not cached until watching recovers"
+                        _log.warning("skill_watch_failed", reason=reason, consequence=consequence)
+                        self._tell(now=True)  # what was cached can no longer be vouched for
                     self._stop.wait(delay)
                     delay = min(delay * 2, _RETRY_SECONDS[1])
                 self._tell()
         finally:
             self._close()
-            with self._state.lock:
-                if self._state.thread in (None, threading.current_thread()):  # not replaced
-                    self._state.mode, self._state.active = "off", frozenset()
+            with state.lock:
+                if state.thread in (None, threading.current_thread()):  # not replaced
+                    state.mode, state.active = "off", frozenset()
             _log.debug("skill_watch_stopped")
 
     def _step(self) -> None:
-        """Reopen the watch if it must cover something new, then judge its next batch."""
-        state = self._state
+        state, batch, now = self._state, None, time.monotonic()
         with state.lock:
-            version, wanted = state.version, dict(state.wanted)
-        now = time.monotonic()
-        if self._version != version or now >= self._replan_at:
-            self._reopen([*state.fixed_roots, *(r for roots in wanted.values() for r in roots)])
-            self._version, self._replan_at = version, math.inf
-            self._publish(frozenset(wanted))
-        if self._watch is None:
+            covered = frozenset(state.wanted)
+        if covered != self._covered or now >= self._replan_at:
+            batch = self._reopen(covered)
+            self._covered, self._replan_at = covered, math.inf
+            mode: Mode = self._mode if self._changes is not None else "native"
+            with state.lock:  # catch up on lookups answered before this watch was live
+                previous, state.mode, state.active = state.mode, mode, covered
+                if state.unseen and frozenset(state.wanted) == covered:
+                    state.unseen, self._pending = False, True
+            directories = len(self._plan)
+            self._told_polling = self._told_polling and mode == "polling"
+            if previous == "failed":
+                self._pending = True  # every session catches up
+                _log.info("skill_watch_recovered", mode=mode, directories=directories)
+            elif previous == "polling" and mode == "native":
+                _log.info("skill_watch_native", directories=directories)
+            elif previous != mode:
+                _log.debug("skill_watch_started", mode=mode, directories=directories)
+        if self._changes is None:
             self._stop.wait(STEP_MS / 1000)
             return
-        batch = self._watch.next()
-        judged = [_judge(self._watch.plan, change, path) for change, path in batch]
-        relevant, structural = any(r for r, _ in judged), any(s for _, s in judged)
+        batch = next(self._changes, set()) if batch is None else batch
+        judged = [_judge(self._plan, change, path) for change, path in batch]
+        if relevant := any(r for r, _ in judged):
+            self._pending = True
+            with state.lock:  # a change clears every cache: watch the projects listed last
+                recent = dict.fromkeys(p for p in reversed(state.cwd_projects.values()) if p)
+                state.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
+        if any(structural for _, structural in judged):
+            # A little later, so the lookups this change causes do not compete with reopening.
+            self._replan_at = min(self._replan_at, now + DEBOUNCE_MS / 1000)
         if batch:
             paths = sorted(path for _, path in batch)[:20]
             _log.debug("skill_watch_changes", relevant=relevant, changes=len(batch), paths=paths)
-        if relevant:
-            self._pending = True
-            with state.lock:  # a change clears every cache: watch the projects listed last
-                recent = list(state.recent)[-state.max_projects :]
-                if set(recent) != set(state.wanted):
-                    state.wanted = {key: state.recent[key] for key in recent}
-                    state.version += 1
-        if structural:
-            # A little later, so the lookups this change causes do not compete with reopening.
-            self._replan_at = min(self._replan_at, now + DEBOUNCE_MS / 1000)
 
-    def _reopen(self, roots: Sequence[WatchedRoot]) -> None:
-        """Watch ``roots`` as they are now; a replaced watch's unreported changes count."""
+    def _reopen(self, projects: frozenset[_Project]) -> _Batch | None:
+        roots = [*self._state.fixed_roots, *(WatchedRoot(p) for ps in projects for p in ps)]
+        first = None
         for _ in range(_MAX_REPLANS):
-            plan, old = plan_watches(roots), self._watch
-            if plan == (old.plan if old is not None else {}):
-                return
+            if (plan := plan_watches(roots)) == self._plan:
+                return first
             try:
-                self._watch = self._open(plan) if plan else None
+                changes, first = self._open(plan) if plan else (None, None)
             except FileNotFoundError:
                 continue  # a directory went away since it was planned
-            if old is not None:
-                old.close()
+            if self._changes is not None:
+                self._changes.close()  # the new watch is live: what the old one missed counts
                 self._pending = True
+            self._changes, self._plan = changes, plan
         raise RuntimeError("the directories to watch kept changing")
 
-    def _open(self, plan: WatchPlan) -> _Watch:
+    def _open(self, plan: WatchPlan) -> tuple[Generator[_Batch, None, None], _Batch]:
         # watchfiles' own switch, read here too so that `mode` can say "polling".
         switch = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower()
-        forced = switch not in ("", "false", "disable", "disabled")
-        try:
-            return _Watch(plan, self._stop, polling=forced)
-        except FileNotFoundError:
-            raise
-        except (OSError, RuntimeError) as error:
-            if forced:
-                raise
-            # The inotify watch or instance limit, or no inotify at all: told once.
-            log = _log.debug if self._told_polling else _log.warning
-            self._told_polling = True
-            reason = f"native file watching is unavailable ({error})"
-            log("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
-        return _Watch(plan, self._stop, polling=True)
+        polling = switch not in ("", "false", "disable", "disabled")
+        while True:
+            changes = watch(
+                *sorted(plan),
+                watch_filter=None,  # every change is judged against the plan
+                debounce=DEBOUNCE_MS,
+                step=STEP_MS,
+                stop_event=self._stop,
+                rust_timeout=STEP_MS,  # back every step when quiet, to look for new projects
+                yield_on_timeout=True,
+                debug=False,  # stdout may be the protocol
+                force_polling=True if polling else None,
+                poll_delay_ms=POLL_DELAY_MS,
+                recursive=False,
+            )
+            try:
+                first = next(changes, set())  # opens the watch: live once this returns
+                self._mode = "polling" if polling else "native"
+                return changes, first
+            except (OSError, RuntimeError) as error:
+                if polling or isinstance(error, FileNotFoundError):
+                    raise
+                # The inotify watch or instance limit, or no inotify at all: told once.
+                log = _log.debug if self._told_polling else _log.warning
+                self._told_polling = polling = True
+                reason = f"native file watching is unavailable ({error})"
+                log("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
 
     def _close(self) -> None:
-        if self._watch is not None:
-            self._watch.close()
-        self._watch, self._version = None, -1
-
-    def _publish(self, projects: frozenset[_Project]) -> None:
-        """Tell the provider's side what is watched; catch up on lookups answered before."""
-        mode: Mode = self._watch.mode if self._watch is not None else "native"
-        state = self._state
-        with state.lock:
-            previous, state.mode, state.active = state.mode, mode, projects
-            if state.unseen and self._version == state.version:
-                state.unseen, self._pending = False, True
-        directories = len(self._watch.plan) if self._watch is not None else 0
-        self._told_polling = self._told_polling and mode == "polling"
-        if previous == "failed":
-            self._pending = True  # every session catches up
-            _log.info("skill_watch_recovered", mode=mode, directories=directories)
-        elif previous == "polling" and mode == "native":
-            _log.info("skill_watch_native", directories=directories)
-        elif previous != mode:
-            _log.debug("skill_watch_started", mode=mode, directories=directories)
-
-    def _failed(self, error: Exception) -> None:
-        with self._state.lock:
-            previous, self._state.mode = self._state.mode, "failed"
-        reason = f"{type(error).__name__}: {error}"
-        if previous == "failed":
-            _log.debug("skill_watch_failed", reason=reason)
-        else:
-            consequence = "skill catalogs are not cached until watching recovers"
-            _log.warning("skill_watch_failed", reason=reason, consequence=consequence)
-            self._tell(now=True)  # what was cached can no longer be vouched for
+        if self._changes is not None:
+            self._changes.close()
+        self._changes, self._plan, self._covered = None, {}, None
 
     def _tell(self, *, now: bool = False) -> None:
-        """Invalidate ``now``, or for pending changes at most once per `DEBOUNCE_MS`."""
+        # Invalidate ``now``, or for pending changes at most once per DEBOUNCE_MS.
         moment = time.monotonic()
         if now or (self._pending and moment - self._last_told >= DEBOUNCE_MS / 1000):
             self._pending, self._last_told = now and self._pending, moment
@@ -356,18 +301,14 @@ class _Loop:
 
 
 class RootWatch:
-    """Watches a local provider's roots and invalidates its registrations on relevant changes.
-
-    The provider calls `attach` / `detach` from its ``on_register`` / ``on_dispose`` hooks,
-    `cover` before every scan and `start` after it, `vouches_for` from ``cacheable``, and
-    `close`. At most `MAX_WATCHED_PROJECTS` projects are watched at once.
-    """
+    """Watches a local provider's roots and invalidates its registrations on relevant changes:
+    `attach` / `detach` from the provider's hooks, `cover` before a scan, `start` after it."""
 
     def __init__(self, fixed_roots: Sequence[WatchedRoot]) -> None:
-        self._state = _State(fixed_roots, MAX_WATCHED_PROJECTS)
+        self._state = state = _State(tuple(fixed_roots))
         self._handles: list[ProviderHandle] = []
         self._closed = False
-        weakref.finalize(self, self._state.shut_down)
+        weakref.finalize(self, lambda: state.stop.set())  # the running thread's stop event
 
     @property
     def mode(self) -> Mode:
@@ -382,37 +323,32 @@ class RootWatch:
     def detach(self, handle: ProviderHandle) -> None:
         """Stop invalidating ``handle``; the last one detached stops the thread."""
         self._handles = [kept for kept in self._handles if kept is not handle]
-        if self._handles:
-            return
-        with self._state.lock:
-            thread, self._state.thread = self._state.thread, None
-            self._state.stop.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        if not self._handles:
+            with self._state.lock:
+                thread, self._state.thread = self._state.thread, None
+                self._state.stop.set()
+            if thread is not None and thread is not threading.current_thread():
+                thread.join()
 
     def close(self) -> None:
         """Stop watching for good and invalidate once more (nothing is vouched for). Idempotent."""
-        if not self._closed:
-            self._closed, handles = True, self._handles
-            for handle in handles:
-                self.detach(handle)  # the last one stops the thread
-            for handle in handles:
-                handle.invalidate()
+        handles, self._closed = self._handles, True
+        for handle in handles:
+            self.detach(handle)  # the last one stops the thread
+        for handle in handles:
+            handle.invalidate()
 
     def cover(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
-        """Before a scan: note whether the roots it needs are watched already (if not, one
-        invalidation follows as soon as a watch covering them is live)."""
+        """Before a scan: unless its roots are watched, one invalidation follows once they are."""
         state, project = self._state, tuple(root.path for root in project_roots)
         with state.lock:
-            beyond = project not in state.wanted and len(state.wanted) >= state.max_projects
+            beyond = project not in state.wanted and len(state.wanted) >= MAX_WATCHED_PROJECTS
             covered = state.mode in _HEALTHY and (project in state.active or beyond)
             state.unseen = state.unseen or not covered
 
     def start(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
-        """After a scan: have the fixed roots and ``cwd``'s project roots watched, starting the
-        thread if need be. Not before or during the scan: setting up a watch beside a scan
-        slows the scan down (both need the interpreter)."""
-        if self._closed or not self._handles:
+        """After a scan (not beside it, which it would slow down): watch ``cwd``'s project too."""
+        if not self._handles:  # none once closed
             return
         state, project, cwd = self._state, tuple(root.path for root in project_roots), cwd or None
         with state.lock:
@@ -420,15 +356,8 @@ class RootWatch:
             state.cwd_projects.move_to_end(cwd)
             if len(state.cwd_projects) > _REMEMBERED_CWDS:
                 state.cwd_projects.popitem(last=False)
-            if project:
-                state.recent[project] = tuple(project_roots)
-                state.recent.move_to_end(project)
-                old = [key for key in state.recent if key not in state.wanted]
-                for key in old[: max(len(state.recent) - _REMEMBERED_PROJECTS, 0)]:
-                    del state.recent[key]
-                if project not in state.wanted and len(state.wanted) < state.max_projects:
-                    state.wanted[project] = tuple(project_roots)
-                    state.version += 1
+            if project and len(state.wanted) < MAX_WATCHED_PROJECTS:
+                state.wanted.add(project)
             if state.thread is None or not state.thread.is_alive():
                 state.stop, state.mode, state.active = threading.Event(), "starting", frozenset()
                 run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
@@ -437,11 +366,10 @@ class RootWatch:
 
     def vouches_for(self, cwd: str | None) -> bool:
         """Whether catalogs for ``cwd`` may be cached (an invalidation follows if they go stale)."""
-        state = self._state
-        with state.lock:
-            project = state.cwd_projects.get(cwd or None)
-            watching = state.mode in ("starting", *_HEALTHY) and project is not None
-            return watching and (not project or project in state.wanted)
+        with self._state.lock:
+            project = self._state.cwd_projects.get(cwd or None)
+            healthy = self._state.mode in ("starting", *_HEALTHY) and project is not None
+            return healthy and (not project or project in self._state.wanted)
 
     def _invalidate(self) -> None:
         for handle in tuple(self._handles):
