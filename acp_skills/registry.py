@@ -1,18 +1,8 @@
 """`SkillRegistry`: merges providers into one catalog, resolves name clashes, caches (contract §4).
 
-Resolution order (first wins), written here because everything else leans on it:
-
-1. ``rank``: lower wins (project skills 100/200, runtime skills 250, custom 300, user 400/500);
-2. provider registration order: earlier wins; runtime skills win rank ties against every
-   provider (unlike pluggy, where the last registered plugin runs first);
-3. position in the provider's own ``list()`` result: earlier wins.
-
-The winners are then sorted by name (code-point order). Only *complete* catalogs are cached,
-keyed by ``(cwd, revision)``; every change to the provider set bumps ``revision`` and clears the
-cache, so a disposed provider never leaves a stale skill behind. Discovery that overlaps such a
-change is retried once and, if the set moved again, returned uncached as incomplete. A provider
-whose ``cacheable(options)`` says no keeps the catalog out of the cache without making it
-incomplete.
+First wins: lower ``rank``; then earlier provider registration (runtime skills win rank ties
+against every provider); then earlier position in the provider's ``list()``. Winners are sorted
+by name. Only complete catalogs are cached, keyed by ``(cwd, revision)``.
 """
 
 from __future__ import annotations
@@ -43,8 +33,6 @@ from .model import (
 )
 from .provider import ProviderHandle, SkillProvider, provider_hooks, validate_offer
 
-__all__ = ["RUNTIME_PROVIDER", "RUNTIME_RANK", "SkillRegistry"]
-
 RUNTIME_PROVIDER = "runtime"
 RUNTIME_RANK = 250
 _RUNTIME_ORDER = -1  # sorts runtime skills ahead of every provider when ranks tie
@@ -54,8 +42,7 @@ _Key = tuple[str | None, int]
 
 
 class _Registration:
-    """One registered provider, and the `ProviderHandle` `register_provider` returns for it.
-    Identity matters: a handle only acts on its own registration."""
+    """One registered provider and its `ProviderHandle`: a handle acts on its own one only."""
 
     __slots__ = ("_registry", "hooks", "order", "provider")
 
@@ -76,9 +63,7 @@ class _Registration:
 
 @dataclass(slots=True)
 class _Catalog:
-    """One resolution: the winners by name, the snapshot, and the model-visible summaries
-    (built on first use: the agent reads snapshots only)."""
-
+    # The model-visible summaries are built on first use: the agent reads snapshots only.
     winners: dict[str, SkillCandidate]
     snapshot: SkillSnapshot
     _visible: tuple[SkillSummary, ...] | None = None
@@ -102,8 +87,6 @@ class _Shared:
 
 @dataclass(slots=True)
 class _Answer:
-    """What one provider answered during one discovery pass."""
-
     registration: _Registration
     candidates: Sequence[SkillCandidate] = ()
     failed: bool = False
@@ -144,12 +127,11 @@ class SkillRegistry:
 
     @property
     def revision(self) -> int:
-        """A counter bumped by every change to the provider set or an explicit invalidation."""
+        """Bumped by every change to the provider set and every invalidation."""
         return self._revision
 
     def register_provider(self, provider: SkillProvider) -> ProviderHandle:
-        """Add a provider after every one registered before it; its ``on_register`` gets the
-        handle (an exception there undoes the registration).
+        """Add a provider last; its ``on_register`` gets the handle (raising there undoes it).
 
         Raises:
             ValueError: if the name is ``runtime`` (reserved) or already registered.
@@ -169,15 +151,14 @@ class SkillRegistry:
             try:
                 registration.hooks.on_register(registration)
             except BaseException:
-                # The caller gets no handle and could never dispose of it: undo (without
-                # `on_dispose`, since the provider never accepted this handle).
+                # The caller gets no handle to dispose of: undo, without `on_dispose`.
                 self._remove(registration)
                 raise
         return registration
 
     def register(self, skill: SkillDefinition) -> Callable[[], None]:
-        """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer. A
-        second one of the same name is ignored with a warning and its disposer does nothing.
+        """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer (a
+        no-op for a second one of the same name, which is ignored with a warning).
 
         Raises:
             ValueError: if the name breaks the grammar or the description is empty.
@@ -206,7 +187,7 @@ class SkillRegistry:
         return dispose
 
     def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener()`` after every invalidation. Returns a function that unsubscribes."""
+        """Call ``listener()`` after every invalidation; returns an unsubscriber."""
         self._listeners.append(listener)
 
         def unsubscribe() -> None:
@@ -216,9 +197,7 @@ class SkillRegistry:
         return unsubscribe
 
     def invalidate(self) -> None:
-        """Bump the revision, drop every cached catalog and notify listeners. Safe from any
-        thread; listeners then run on that thread (``loop.call_soon_threadsafe`` to hand over).
-        """
+        """Bump the revision, drop every cached catalog and notify listeners (on this thread)."""
         with self._lock:
             self._revision += 1
             self._cache.clear()
@@ -247,9 +226,8 @@ class SkillRegistry:
         return (await self._collect(options or SkillLookupOptions())).snapshot
 
     async def diagnose(self, options: SkillLookupOptions | None = None) -> tuple[Diagnostic, ...]:
-        """Every problem with the skills of ``options.cwd``: each ``diagnose`` hook's, asked in
-        registration order within the provider timeout (a failure is a ``provider-failed``
-        record), then one record per shadowed skill of `snapshot`.
+        """Each ``diagnose`` hook's records in registration order (a failure or timeout is a
+        ``provider-failed`` record), then one per shadowed skill of `snapshot`.
 
         Raises:
             SkillContractError: a provider returned a malformed candidate (from `snapshot`).
@@ -275,8 +253,7 @@ class SkillRegistry:
     async def get(
         self, name: str, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """The winning skill called ``name`` in full; ``None`` for an invalid or unknown name,
-        or when its provider can no longer load it. Provider errors propagate.
+        """The winning skill called ``name`` in full, or ``None``. Provider errors propagate.
 
         Raises:
             SkillContractError: the provider returned a malformed definition.
@@ -290,8 +267,7 @@ class SkillRegistry:
     async def load(
         self, candidate: SkillCandidate, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """Load a skill taken from a `snapshot` without discovering again (after an incomplete
-        discovery, `get` would wait for a slow provider once more); ``None`` when its provider
+        """Load a skill of a `snapshot` without discovering again; ``None`` when its provider
         (or the runtime skill) is gone or cannot load it.
 
         Raises:
@@ -343,8 +319,8 @@ class SkillRegistry:
         finally:
             shared.waiters -= 1
             if shared.waiters == 0 and not shared.task.done():
-                # The last waiter leaves: unpublish first (a newcomer starts afresh), cancel,
-                # and wait for it to unwind so no provider call outlives its callers.
+                # Unpublish first (a newcomer starts afresh), then cancel and wait for it to
+                # unwind, so no provider call outlives its callers.
                 self._forget(key, shared)
                 shared.task.cancel()
                 await asyncio.wait([shared.task])
@@ -352,7 +328,7 @@ class SkillRegistry:
     def _forget(self, key: _Key, shared: _Shared) -> None:
         if self._inflight.get(key) is shared:
             del self._inflight[key]
-        # Retrieve the outcome so an abandoned task's exception is never reported as unretrieved.
+        # Retrieved, so an abandoned task's exception is never reported as unretrieved.
         if shared.task.done() and not shared.task.cancelled():
             shared.task.exception()
 
@@ -377,8 +353,7 @@ class SkillRegistry:
     ) -> tuple[Sequence[_Answer], Sequence[SkillCandidate], int]:
         answers = [_Answer(registration) for registration in self._providers.values()]
         runtime, revision = tuple(self._runtime.values()), self._revision
-        # Started in registration order and heard concurrently: one slow remote provider does
-        # not add its latency to every other one.
+        # Heard concurrently: one slow remote provider does not delay every other one.
         async with anyio.create_task_group() as group:
             for answer in answers:
                 group.start_soon(self._listen, answer, options)
@@ -402,16 +377,14 @@ class SkillRegistry:
     def _resolve(
         self, answers: Sequence[_Answer], runtime: Sequence[SkillCandidate], complete: bool
     ) -> _Catalog:
-        # (rank, order, position, skill, live): (order, position) is unique, so sorting never
-        # compares two skills and needs no key function. A skill of a provider removed during
-        # the pass is not live: it must not surface even in an incomplete answer.
+        # (order, position) is unique: sorting never compares two skills. A skill of a provider
+        # removed during the pass is not live: it must not surface even in an incomplete answer.
         ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = []
         for position, offer in enumerate(runtime):
             live = self._is_live_runtime(offer.locator)
             ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, offer, live))
         for answer in answers:
-            # Validated here, in the caller's task, so a violation is a plain SkillContractError
-            # rather than one inside an exception group.
+            # Validated in the caller's task: a plain SkillContractError, not an exception group.
             registration = answer.registration
             name, order = registration.provider.name, registration.order
             live = self._is_current(registration)
@@ -429,13 +402,9 @@ class SkillRegistry:
                 continue
             shadowed.append(ShadowedSkill(skill=skill, winner=kept))
             _log.warning(
-                "skill_shadowed",
-                skill=skill.name,
-                provider=skill.provider,
-                path=skill.path,
-                winner_provider=kept.provider,
-                winner_path=kept.path,
-            )
+                "skill_shadowed", skill=skill.name, provider=skill.provider, path=skill.path,
+                winner_provider=kept.provider, winner_path=kept.path,
+            )  # fmt: skip
         ordered = {name: winners[name] for name in sorted(winners)}
         skills = tuple(ordered.values())
         snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
