@@ -97,14 +97,9 @@ def fit_catalog(
 ) -> CatalogFit:
     """Render the catalog within ``budget`` characters and say what that took (contract §12).
 
-    Pinned skills come first, in full. Over budget, the others' descriptions are cut to the
-    widest uniform cap that fits, else skills are listed at the floor by (``rank``, name; a
-    plain summary is rank 0) while they fit, with a closing line. Over budget only when no
-    catalog meets it (then the shortest there is).
-
-    Raises:
-        ValueError: if ``max_length`` is not an integer >= 3, or ``budget`` is neither ``None``
-            nor a positive integer.
+    Over budget, unpinned descriptions are cut to the widest uniform cap that fits, else skills
+    are listed at the floor by (``rank``, name; a plain summary is rank 0) while they fit. A bad
+    ``max_length`` or ``budget`` is a ``ValueError``.
     """
     bound = check_max_length(max_length)
     limit = check_catalog_budget(budget)
@@ -274,15 +269,8 @@ CatalogFitListener = Callable[[PrefixContext, CatalogFit], None]
 
 
 class SkillCatalogContributor:
-    """A session-prefix contributor: the catalog of the session's ``cwd`` as one user message.
-
-    Nothing without ``tool_name`` among the session's tools or no skill to list; each distinct
-    outcome that shortens or omits is logged once. ``hidden_skills`` still load by exact name;
-    ``on_fit`` gets every outcome, also when nothing is contributed.
-
-    Raises:
-        ValueError: if ``max_length`` is not an integer >= 3 or ``budget`` not ``None`` or >= 1.
-    """
+    """A session-prefix contributor: the catalog of the session's ``cwd`` as one user message
+    (none without ``tool_name`` among its tools); ``on_fit`` gets every outcome."""
 
     def __init__(
         self,
@@ -361,9 +349,9 @@ def describe_catalog_fit(fit: CatalogFit) -> str:
         first = f"Catalog: {fit.used:,} of {fit.limit:,} characters"
     details = [] if fit.text is None else [f"{_count(len(fit.listed), 'skill')} listed"]
     if fit.shortened:
+        cap = fit.description_cap
         details.append(
-            f"{_count(fit.shortened, 'description')} shortened to at most "
-            f"{fit.description_cap} characters"
+            f"{_count(fit.shortened, 'description')} shortened to at most {cap} characters"
         )
     elif fit.text is not None and not fit.omitted:
         details.append("every description in full")
@@ -376,10 +364,8 @@ def describe_catalog_fit(fit: CatalogFit) -> str:
         return line
     names = ", ".join(fit.omitted[:5]) + (", ..." if len(fit.omitted) > 5 else "")
     verb = "is" if len(fit.omitted) == 1 else "are"
-    return (
-        f"{line}\n{_count(len(fit.omitted), 'skill')} {verb} not listed (the skill tool's query "
-        f"finds them): {names}"
-    )
+    found = f"not listed (the skill tool's query finds them): {names}"
+    return f"{line}\n{_count(len(fit.omitted), 'skill')} {verb} {found}"
 
 
 def _count(number: int, noun: str) -> str:

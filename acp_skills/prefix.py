@@ -12,20 +12,12 @@ from collections.abc import Callable, Sequence
 from .model import PrefixContext, PrefixContributor, PrefixMessage
 
 
-class _Registration:
-    """One ``add`` call. Identity matters: a remover only removes its own registration."""
-
-    __slots__ = ("contributor",)
-
-    def __init__(self, contributor: PrefixContributor) -> None:
-        self.contributor = contributor
-
-
 class SessionPrefix:
     """The registry of session-prefix contributors. An instance, never a global."""
 
     def __init__(self) -> None:
-        self._chain: list[_Registration] = []
+        # One token per `add`: a remover only removes its own registration.
+        self._chain: dict[object, PrefixContributor] = {}
 
     def add(self, contributor: PrefixContributor) -> Callable[[], None]:
         """Register ``contributor`` last (the same callable may be added twice); returns an
@@ -36,12 +28,11 @@ class SessionPrefix:
         """
         if not callable(contributor):
             raise TypeError(f"a session-prefix contributor must be callable, got {contributor!r}")
-        registration = _Registration(contributor)
-        self._chain.append(registration)
+        token = object()
+        self._chain[token] = contributor
 
         def remove() -> None:
-            if registration in self._chain:
-                self._chain.remove(registration)
+            self._chain.pop(token, None)
 
         return remove
 
@@ -53,15 +44,15 @@ class SessionPrefix:
             RuntimeError: a contributor called ``next()`` twice.
         """
         # The chain as it is now: a change while composing affects the next session only.
-        return await _run_chain(tuple(self._chain), 0, context)
+        return await _run_chain(tuple(self._chain.values()), 0, context)
 
 
 async def _run_chain(
-    chain: tuple[_Registration, ...], index: int, context: PrefixContext
+    chain: tuple[PrefixContributor, ...], index: int, context: PrefixContext
 ) -> tuple[PrefixMessage, ...]:
     if index == len(chain):
         return ()
-    contributor = chain[index].contributor
+    contributor = chain[index]
     name = getattr(contributor, "__qualname__", None) or type(contributor).__qualname__
     who = f"session-prefix contributor {name!r}"
     called = False

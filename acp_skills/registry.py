@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import anyio
 import structlog
@@ -61,22 +62,10 @@ class _Registration:
             self._registry.invalidate()
 
 
-@dataclass(slots=True)
-class _Catalog:
-    # The model-visible summaries are built on first use: the agent reads snapshots only.
+class _Catalog(NamedTuple):
     winners: dict[str, SkillCandidate]
     snapshot: SkillSnapshot
-    _visible: tuple[SkillSummary, ...] | None = None
-
-    @property
-    def visible(self) -> tuple[SkillSummary, ...]:
-        if self._visible is None:  # two threads racing here build the same tuple: harmless
-            self._visible = tuple(
-                summary_of(skill)
-                for skill in self.snapshot.skills
-                if not skill.disable_model_invocation
-            )
-        return self._visible
+    visible: tuple[SkillSummary, ...]  # what `list` returns
 
 
 @dataclass(slots=True)
@@ -94,16 +83,9 @@ class _Answer:
 
 
 class SkillRegistry:
-    """The provider registry. An instance, never a global: each agent owns one.
-
-    Args:
-        collect_cache_max_entries: complete catalogs kept (one per ``cwd``), oldest out first.
-        provider_timeout: seconds a provider's ``list()`` may take before it is skipped for
-            that discovery, or ``None`` for no limit.
-
-    Raises:
-        ValueError: on a bound that is not an integer >= 1, or a timeout that is not > 0.
-    """
+    """The provider registry (an instance per agent): ``collect_cache_max_entries`` complete
+    catalogs are kept, oldest out first; a provider slower than ``provider_timeout`` seconds is
+    skipped for that discovery. A bound < 1 or a timeout <= 0 is a ``ValueError``."""
 
     def __init__(
         self, collect_cache_max_entries: int = 128, provider_timeout: float | None = 30.0
@@ -132,11 +114,7 @@ class SkillRegistry:
 
     def register_provider(self, provider: SkillProvider) -> ProviderHandle:
         """Add a provider last; its ``on_register`` gets the handle (raising there undoes it).
-
-        Raises:
-            ValueError: if the name is ``runtime`` (reserved) or already registered.
-            TypeError: a hook is not callable or misspelled (`provider_hooks`).
-        """
+        A reserved or taken name is a ``ValueError``, a bad hook a ``TypeError``."""
         name = provider.name
         if not isinstance(name, str) or not name:
             raise ValueError(f"skill provider name must be a non-empty string, got {name!r}")
@@ -158,11 +136,7 @@ class SkillRegistry:
 
     def register(self, skill: SkillDefinition) -> Callable[[], None]:
         """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer (a
-        no-op for a second one of the same name, which is ignored with a warning).
-
-        Raises:
-            ValueError: if the name breaks the grammar or the description is empty.
-        """
+        no-op for a second one of the same name, which is ignored). Bad fields: ``ValueError``."""
         if not is_skill_name(skill.name):
             raise ValueError(f"runtime skill name {skill.name!r} is not a valid skill name")
         if not isinstance(skill.description, str) or not skill.description.strip():
@@ -174,9 +148,8 @@ class SkillRegistry:
             return lambda: None
         stored = replace(skill, provider=RUNTIME_PROVIDER)
         fields = shared_fields(stored, SkillCandidate)
-        offer = self._runtime[skill.name] = SkillCandidate(
-            **fields, rank=RUNTIME_RANK, locator=stored
-        )
+        offer = SkillCandidate(**fields, rank=RUNTIME_RANK, locator=stored)
+        self._runtime[skill.name] = offer
 
         def dispose() -> None:
             if self._runtime.get(offer.name) is offer:
@@ -227,11 +200,7 @@ class SkillRegistry:
 
     async def diagnose(self, options: SkillLookupOptions | None = None) -> tuple[Diagnostic, ...]:
         """Each ``diagnose`` hook's records in registration order (a failure or timeout is a
-        ``provider-failed`` record), then one per shadowed skill of `snapshot`.
-
-        Raises:
-            SkillContractError: a provider returned a malformed candidate (from `snapshot`).
-        """
+        ``provider-failed`` record), then one per shadowed skill of `snapshot`."""
         options = options or SkillLookupOptions()
         snapshot = await self.snapshot(options)
         found: list[Diagnostic] = []
@@ -253,11 +222,7 @@ class SkillRegistry:
     async def get(
         self, name: str, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """The winning skill called ``name`` in full, or ``None``. Provider errors propagate.
-
-        Raises:
-            SkillContractError: the provider returned a malformed definition.
-        """
+        """The winning skill called ``name`` in full, or ``None``. Provider errors propagate."""
         if not is_skill_name(name):
             return None
         options = options or SkillLookupOptions()
@@ -268,11 +233,7 @@ class SkillRegistry:
         self, candidate: SkillCandidate, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
         """Load a skill of a `snapshot` without discovering again; ``None`` when its provider
-        (or the runtime skill) is gone or cannot load it.
-
-        Raises:
-            SkillContractError: the provider returned a malformed definition.
-        """
+        (or the runtime skill) is gone or cannot load it."""
         options = options or SkillLookupOptions()
         if candidate.provider == RUNTIME_PROVIDER:
             live = self._is_live_runtime(candidate.locator)
@@ -335,8 +296,7 @@ class SkillRegistry:
     async def _discover(self, options: SkillLookupOptions) -> _Catalog:
         answers, runtime, revision = await self._run_pass(options)
         if revision != self._revision:
-            # The provider set changed while we listened, perhaps losing a provider we heard:
-            # listen once more; if it moves again, answer without caching.
+            # Perhaps a provider we heard is gone: listen again; if it moves again, do not cache.
             answers, runtime, revision = await self._run_pass(options)
         complete = revision == self._revision and not any(a.failed for a in answers)
         catalog = self._resolve(answers, runtime, complete)
@@ -402,10 +362,15 @@ class SkillRegistry:
                 continue
             shadowed.append(ShadowedSkill(skill=skill, winner=kept))
             _log.warning(
-                "skill_shadowed", skill=skill.name, provider=skill.provider, path=skill.path,
-                winner_provider=kept.provider, winner_path=kept.path,
-            )  # fmt: skip
+                "skill_shadowed",
+                skill=skill.name,
+                provider=skill.provider,
+                path=skill.path,
+                winner_provider=kept.provider,
+                winner_path=kept.path,
+            )
         ordered = {name: winners[name] for name in sorted(winners)}
         skills = tuple(ordered.values())
         snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
-        return _Catalog(ordered, snapshot)
+        visible = tuple(summary_of(skill) for skill in skills if not skill.disable_model_invocation)
+        return _Catalog(ordered, snapshot, visible)

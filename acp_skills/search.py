@@ -20,21 +20,18 @@ from .model import SkillSummary
 MAX_MATCHES = 8
 MAX_QUERY_LENGTH = 1000  # code points: a task is described in a few words, not a document
 
-# Field weights and length normalization. The name is short and chosen to say what the skill is,
-# so a word there is strong evidence; `when_to_use` often repeats the description in other words.
+# Name, description, when_to_use: the name is chosen to say what the skill is; `when_to_use`
+# often repeats the description in other words.
 _WEIGHTS = (2.0, 1.0, 0.8)
-_LENGTH_NORMALIZATION = (0.4, 0.75, 0.75)
-# Term-frequency saturation: the second occurrence of a word adds much less than the first.
-_K1 = 1.2
-
+_B = (0.4, 0.75, 0.75)  # length normalization
+_K1 = 1.2  # term-frequency saturation
 # A word, with what follows an apostrophe ("don't", "user's") kept so it can be dropped.
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
 _CONTRACTIONS = frozenset({"s", "re", "ve", "ll", "d", "m"})
 # Two query words are tried as one ("log in" -> "login") only when that makes a real word.
 _MIN_COMPOUND = 5
 
-# Words that say nothing about which skill a task needs. Kept small: "test", "file", "new" or
-# "review" are content words here.
+# Kept small: "test", "file", "new" or "review" are content words here.
 _STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before
     being below between both but by can could did do does doing done down during each either etc
@@ -48,8 +45,7 @@ _STOPWORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 
-# Suffixes stripped by the stemmer, longest first, with what replaces them. The aim is only that
-# the common inflections and derivations of one word meet, not linguistic correctness.
+# Longest first, with what replaces them: only that the forms of one word meet.
 _SUFFIX_TABLE = (
     "izations:ize ization:ize ational:ate ations:ate ation:ate ions: ion: ements: ement: "
     "ments: ment: ness: ities: ity: izing:ize ized:ize izes:ize ings: ing: ies:y ied:y "
@@ -64,11 +60,9 @@ _VOWELS = frozenset("aeiouy")
 def _stem(word: str) -> str:
     if len(word) <= _MIN_STEM or not word.isalpha() or not word.isascii():
         return word
-    # Two rounds, so that stacked suffixes go too: "centering" -> "center" -> "cent", the
-    # same as "center" -> "cent".
+    # Two rounds for stacked suffixes: "centering" -> "center" -> "cent", as "center" does.
     for _ in range(2):
-        if word.endswith(("ss", "us", "is")):
-            # "class", "status", "analysis": the final s is not a plural.
+        if word.endswith(("ss", "us", "is")):  # "class", "status", "analysis": not plurals
             break
         for suffix, replacement in _SUFFIXES:
             if word.endswith(suffix):
@@ -78,10 +72,9 @@ def _stem(word: str) -> str:
                     break
         else:
             break
-    # "running" -> "runn" -> "run"; "planned" -> "plann" -> "plan".
+    # "running" -> "runn" -> "run". A final e comes and goes ("migrate", "migrating").
     if len(word) > _MIN_STEM and word[-1] == word[-2] and word[-1] not in "lsz" + "aeiou":
         word = word[:-1]
-    # A final e comes and goes between forms ("migrate", "migrating"): drop it everywhere.
     if len(word) > _MIN_STEM and word.endswith("e"):
         word = word[:-1]
     return word
@@ -185,13 +178,7 @@ def _score_postings(
     values: dict[str, list[float]] = {}
     for position, (per_field, field_lengths) in enumerate(zip(counts, lengths, strict=True)):
         norms = [
-            _WEIGHTS[f]
-            / (
-                1.0
-                - _LENGTH_NORMALIZATION[f]
-                + _LENGTH_NORMALIZATION[f] * field_lengths[f] / averages[f]
-            )
-            for f in range(3)
+            _WEIGHTS[f] / (1.0 - _B[f] + _B[f] * field_lengths[f] / averages[f]) for f in range(3)
         ]
         frequency: dict[str, float] = {}
         for f, field_counts in enumerate(per_field):
