@@ -1,9 +1,6 @@
-"""Arguments of a skill a person invokes as ``/name``, and the placeholders they fill.
-
-As in Claude Code (opt-in, `AcpSkills` ``expand_arguments``): ``$ARGUMENTS`` is the whole text
-as typed; ``$ARGUMENTS[N]`` and ``$N`` the N-th argument from 0, split like a shell does. A
-positional placeholder with no argument stays as written (a body using ``$1`` in an ``awk``
-program is left alone). One pass: text that came from the arguments is never expanded again.
+"""Arguments of a skill a person invokes as ``/name`` (opt-in): ``$ARGUMENTS`` is the whole text,
+``$ARGUMENTS[N]`` and ``$N`` the N-th shell-split word from 0; a positional placeholder with no
+argument stays as written (``$1`` in an ``awk`` program). One pass: filled text is not expanded.
 """
 
 from __future__ import annotations
@@ -12,24 +9,20 @@ import re
 import shlex
 from typing import Final
 
-__all__ = ["expand_arguments", "split_arguments"]
-
 # At most six digits: no skill has a million arguments, and int() of a long digit run costs.
 _PLACEHOLDER: Final = re.compile(r"\$ARGUMENTS(?:\[(\d{1,6})\])?|\$(\d{1,6})")
 
 
 def split_arguments(text: str) -> tuple[str, ...]:
-    """Split argument text into words, with shell-style quoting; text a shell could not split
-    (an unclosed quote) is split on whitespace: a typo must not lose the arguments."""
+    """Words of ``text``, shell-quoted; an unclosed quote falls back to whitespace splitting."""
     try:
         return tuple(shlex.split(text))
-    except ValueError:
+    except ValueError:  # a typo must not lose the arguments
         return tuple(text.split())
 
 
 def expand_arguments(body: str, arguments: str) -> str:
-    """``body`` (a skill's instructions) with ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N``
-    filled from ``arguments`` (what the person typed after ``/name``)."""
+    """``body`` with its placeholders filled from ``arguments`` (typed after ``/name``)."""
     if "$" not in body:
         return body
     words: tuple[str, ...] | None = None

@@ -1,9 +1,5 @@
-"""The skill catalog: its rendering, its fit within a budget, and the session-prefix contributor.
-
-The catalog carries names and one-line descriptions and nothing else: no ``when_to_use``,
-source, provider, path or body ever reaches it, so the model has to call the ``skill`` tool to
-learn more (progressive disclosure).
-"""
+"""The skill catalog (names and one-line descriptions only, contract §6 and §12): its
+rendering, its fit within a budget, and the session-prefix contributor."""
 
 from __future__ import annotations
 
@@ -32,27 +28,15 @@ from .text import (
     shorten_description,
 )
 
-__all__ = [
-    "BUDGET_DESCRIPTION_FLOOR",
-    "SKILL_TOOL_NAME",
-    "CatalogFit",
-    "SkillCatalogContributor",
-    "check_catalog_budget",
-    "describe_catalog_fit",
-    "fit_catalog",
-    "render_catalog",
-]
-
 SKILL_TOOL_NAME = "skill"
 
+# A budget never cuts a description below this: shorter, a summary stops saying what the skill
+# is for, and omitting skills serves the model better.
 BUDGET_DESCRIPTION_FLOOR = 60
-"""A budget never cuts a description below this many code points: shorter, a summary stops
-saying what the skill is for, and omitting skills serves the model better."""
 
 _log = structlog.get_logger(__name__)
 
-# Catalogs kept per contributor, one per snapshot: sessions sharing a cwd and a registry
-# revision share one rendering (and one outcome object).
+# Catalogs kept per contributor, one per snapshot (sessions of one cwd and revision share one).
 _FITS_KEPT = 16
 
 # C-level sort keys: Python key functions over ten thousand skills cost milliseconds.
@@ -62,36 +46,24 @@ _by_rank = operator.attrgetter("rank", "name")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CatalogFit:
-    """A rendered catalog and what its budget did to it.
+    """A rendered catalog and what its budget did to it (names sorted, ``listed`` in order)."""
 
-    Attributes:
-        text: the catalog message, or ``None`` when no skill is left to list.
-        limit: the budget in characters, or ``None`` for no limit.
-        used: the characters (code points) of ``text``; 0 without text.
-        shortened: how many descriptions the budget cut (``max_length`` cuts do not count).
-        omitted: the skills left out for lack of room, sorted by name.
-        listed: the skills listed, in catalog order.
-        hidden: the skills left out because a person hid them, sorted by name.
-        description_cap: the uniform description length the budget chose, or ``None``.
-    """
-
-    text: str | None
+    text: str | None  # None when no skill is left to list
     limit: int | None
-    used: int
-    shortened: int = 0
-    omitted: tuple[str, ...] = ()
+    used: int  # code points of text
+    shortened: int = 0  # descriptions the budget cut (max_length cuts do not count)
+    omitted: tuple[str, ...] = ()  # for lack of room
     listed: tuple[str, ...] = ()
-    hidden: tuple[str, ...] = ()
-    description_cap: int | None = None
+    hidden: tuple[str, ...] = ()  # by a person
+    description_cap: int | None = None  # the uniform cap the budget chose
 
     @property
     def within_budget(self) -> bool:
-        """Whether ``text`` fits (always without a budget; the frame and pinned skills stay)."""
+        """Whether ``text`` fits (the frame and pinned skills stay even when it cannot)."""
         return self.limit is None or self.used <= self.limit
 
 
 def check_catalog_budget(budget: object) -> int | None:
-    """``budget`` if it is ``None`` or a positive integer (not a bool), else ``ValueError``."""
     if budget is None:
         return None
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
@@ -108,13 +80,7 @@ def render_catalog(
     pinned: Iterable[str] = (),
     hidden: Iterable[str] = (),
 ) -> str | None:
-    """The catalog message (`fit_catalog`'s text): one text in ``<system-reminder>`` tags, or
-    ``None`` when there is nothing to list.
-
-    Raises:
-        ValueError: if ``max_length`` is not an integer >= 3, or ``budget`` is neither ``None``
-            nor a positive integer.
-    """
+    """`fit_catalog`'s text: the catalog message, or ``None`` when there is nothing to list."""
     return fit_catalog(
         skills, max_length, tool_name=tool_name, budget=budget, pinned=pinned, hidden=hidden
     ).text
@@ -129,19 +95,11 @@ def fit_catalog(
     pinned: Iterable[str] = (),
     hidden: Iterable[str] = (),
 ) -> CatalogFit:
-    """Render the catalog within ``budget`` characters and say what that took.
+    """Render the catalog within ``budget`` characters and say what that took (contract §12).
 
-    ``disable_model_invocation`` and hidden skills are left out; pinned skills come first, by
-    name, in full; the others by name, normalized and cut to ``max_length``. Over ``budget``:
-    (1) their descriptions are cut to the widest uniform cap that fits, at a word boundary,
-    never below `BUDGET_DESCRIPTION_FLOOR`; (2) else they are listed at the floor by (``rank``,
-    name; a plain summary is rank 0) while they fit, and a last line says how many are not
-    listed and that ``query`` finds them. Deterministic; over budget only when no catalog
-    meets it (then the shortest there is).
-
-    Raises:
-        ValueError: if ``max_length`` is not an integer >= 3, or ``budget`` is neither ``None``
-            nor a positive integer.
+    Over budget, unpinned descriptions are cut to the widest uniform cap that fits, else skills
+    are listed at the floor by (``rank``, name; a plain summary is rank 0) while they fit. A bad
+    ``max_length`` or ``budget`` is a ``ValueError``.
     """
     bound = check_max_length(max_length)
     limit = check_catalog_budget(budget)
@@ -193,7 +151,7 @@ def fit_catalog(
     if limit is None or frame.fits(lines_of(visible), None, limit):
         return every_skill_listed(None)
     floor = min(BUDGET_DESCRIPTION_FLOOR, bound)
-    narrowest = floor if floor < bound else None  # none when the bound is already the floor
+    narrowest = floor if floor < bound else None  # None when the bound is already the floor
     by_rank = _resolution_order(visible)
     if narrowest is not None and frame.fits(lines_of(by_rank), narrowest, limit):
         # Step 1. Lengths only grow with the cap: bisect between the floor (fits) and `bound`.
@@ -205,9 +163,8 @@ def fit_catalog(
             else:
                 too_wide = middle
         return every_skill_listed(fitting)
-    # Step 2: list by rank while there is room for the skill and for the closing line.
-    room = limit - frame.length
-    kept = 0
+    # Step 2: list by rank while there is room for the skill and the closing line.
+    room, kept = limit - frame.length, 0
     for line in lines_of(by_rank):
         cost = line.length(narrowest) + 1
         if cost + frame.omission_cost(len(by_rank) - kept - 1) > room:
@@ -234,8 +191,6 @@ def _resolution_order(skills: list[SkillSummary]) -> list[SkillSummary]:
 
 
 class _Line:
-    """One skill's catalog entry: the name part, and the description before escaping."""
-
     __slots__ = ("_escapes", "_length", "name", "prefix", "text")
 
     def __init__(self, skill: SkillSummary, bound: int) -> None:
@@ -244,24 +199,17 @@ class _Line:
         self.prefix = f"- `{escape_text(skill.name)}`: "
         self.text = shorten_description(skill.description, bound)
         self._escapes = any(mark in self.text for mark in "&<>")
-        self._length = len(self.prefix) + len(self._escape(self.text))
+        self._length = len(self.render(None))
 
     def is_cut(self, cap: int | None) -> bool:
         return cap is not None and len(self.text) > cap
 
     def length(self, cap: int | None) -> int:
-        if cap is None or len(self.text) <= cap:
-            return self._length
-        return len(self.prefix) + len(self._escape(cut_at_word(self.text, cap)))
+        return len(self.render(cap)) if self.is_cut(cap) else self._length
 
     def render(self, cap: int | None) -> str:
-        text = self.text
-        if cap is not None and len(text) > cap:
-            text = cut_at_word(text, cap)
-        return self.prefix + self._escape(text)
-
-    def _escape(self, text: str) -> str:
-        return html.escape(text, quote=False) if self._escapes else text
+        text = cut_at_word(self.text, cap) if cap is not None and self.is_cut(cap) else self.text
+        return self.prefix + (html.escape(text, quote=False) if self._escapes else text)
 
 
 def _omission_line(count: int, tool_name: str) -> str:
@@ -301,11 +249,9 @@ class _Frame:
         self.length = sum(len(line) + 1 for line in (*self._head, *self._tail)) - 1
 
     def omission_cost(self, count: int) -> int:
-        """What the closing line costs when ``count`` skills are left out (with its newline)."""
         return len(_omission_line(count, self._tool_name)) + 1 if count else 0
 
     def fits(self, lines: Iterable[_Line], cap: int | None, limit: int) -> bool:
-        """Whether the frame and ``lines`` at ``cap`` fit ``limit`` (stops at the overflow)."""
         total = self.length
         for line in lines:
             total += line.length(cap) + 1
@@ -320,29 +266,11 @@ class _Frame:
 
 
 CatalogFitListener = Callable[[PrefixContext, CatalogFit], None]
-"""Called with each session's catalog outcome as the contributor composes it."""
 
 
 class SkillCatalogContributor:
-    """A session-prefix contributor that puts the skill catalog ahead of the conversation.
-
-    It prepends one user-role message with the catalog of the session's ``cwd``, or adds nothing
-    when the session cannot call the skill tool or no skill is left to list. Each distinct
-    budget outcome that shortens or omits is logged once as ``skill_catalog_over_budget``.
-
-    Args:
-        registry: where the skills come from.
-        max_length: the description bound passed to `normalize_description`.
-        tool_name: the skill tool's name in the session; no catalog without it in its tools.
-        budget: the most characters the catalog message may have; ``None`` for no limit.
-        pinned_skills: names always listed in full, first.
-        hidden_skills: names never listed (they still load by exact name).
-        on_fit: called with the context and the outcome every time this contributor composes
-            for a session (also when it contributes nothing).
-
-    Raises:
-        ValueError: if ``max_length`` is not an integer >= 3 or ``budget`` not ``None`` or >= 1.
-    """
+    """A session-prefix contributor: the catalog of the session's ``cwd`` as one user message
+    (none without ``tool_name`` among its tools); ``on_fit`` gets every outcome."""
 
     def __init__(
         self,
@@ -365,7 +293,6 @@ class SkillCatalogContributor:
         self._fits: OrderedDict[int, tuple[SkillSnapshot, CatalogFit]] = OrderedDict()
 
     async def __call__(self, context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
-        """The catalog message followed by ``next()``'s messages (or those alone)."""
         fit = CatalogFit(text=None, limit=self._budget, used=0)
         if self._tool_name in context.tool_names:  # else not even a discovery
             snapshot = await self._registry.snapshot(SkillLookupOptions(cwd=context.cwd))
@@ -379,8 +306,8 @@ class SkillCatalogContributor:
         return (PrefixMessage(role="user", text=fit.text), *later)
 
     def _fit(self, snapshot: SkillSnapshot, context: PrefixContext) -> CatalogFit:
-        # The registry returns the same snapshot object while its catalog for a cwd is cached,
-        # so identity says "same skills". Holding the snapshot keeps its id from being reused.
+        # The registry returns the same snapshot while its catalog is cached: identity says "same
+        # skills". Holding the snapshot keeps its id from being reused.
         kept = self._fits.get(id(snapshot))
         if kept is not None and kept[0] is snapshot:
             self._fits.move_to_end(id(snapshot))
@@ -413,20 +340,18 @@ class SkillCatalogContributor:
 
 
 def describe_catalog_fit(fit: CatalogFit) -> str:
-    """What a catalog budget did, in one or two lines for a person (a CLI, ``/skills``)."""
+    """What a catalog budget did, in one or two lines for a person."""
     if fit.text is None:
         first = "Catalog: empty, no skill to list"
     elif fit.limit is None:
         first = f"Catalog: {fit.used:,} characters (no budget)"
     else:
         first = f"Catalog: {fit.used:,} of {fit.limit:,} characters"
-    details = []
-    if fit.text is not None:
-        details.append(f"{_count(len(fit.listed), 'skill')} listed")
+    details = [] if fit.text is None else [f"{_count(len(fit.listed), 'skill')} listed"]
     if fit.shortened:
+        cap = fit.description_cap
         details.append(
-            f"{_count(fit.shortened, 'description')} shortened to at most "
-            f"{fit.description_cap} characters"
+            f"{_count(fit.shortened, 'description')} shortened to at most {cap} characters"
         )
     elif fit.text is not None and not fit.omitted:
         details.append("every description in full")
@@ -439,10 +364,8 @@ def describe_catalog_fit(fit: CatalogFit) -> str:
         return line
     names = ", ".join(fit.omitted[:5]) + (", ..." if len(fit.omitted) > 5 else "")
     verb = "is" if len(fit.omitted) == 1 else "are"
-    return (
-        f"{line}\n{_count(len(fit.omitted), 'skill')} {verb} not listed (the skill tool's query "
-        f"finds them): {names}"
-    )
+    found = f"not listed (the skill tool's query finds them): {names}"
+    return f"{line}\n{_count(len(fit.omitted), 'skill')} {verb} {found}"
 
 
 def _count(number: int, noun: str) -> str:

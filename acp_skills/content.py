@@ -1,14 +1,10 @@
-"""What the ``skill`` tool gives the model: a loaded skill rendered with its resource hints, the
-answer to a ``query``, and one file of a skill's bundle, read within its directory.
-
-A file is read by `acp_skills.confined.read_confined`, which walks the path one component at a time
-from the skill directory's descriptor, so swapping a directory for a symbolic link during the
-read cannot yield an outside file. A flat ``<name>.md`` shares its directory with other skills,
-so it has no files of its own, and no file of a skill the model may not load is ever read.
-"""
+"""What the ``skill`` tool gives the model (contract §7): a loaded skill with its resource
+hints, the answer to a ``query``, and one file of a skill's bundle, read confined to its
+directory (a flat ``<name>.md`` shares it with other skills, so it has no files of its own)."""
 
 from __future__ import annotations
 
+import functools
 import ntpath
 import os
 import re
@@ -30,18 +26,6 @@ from .model import (
 from .search import SkillMatch
 from .text import cut, escape_attribute, escape_text, normalize_description, quote
 
-__all__ = [
-    "MAX_RESOURCE_PATH_LENGTH",
-    "ReadText",
-    "Refusal",
-    "check_resource_path",
-    "describe_error",
-    "is_flat_skill",
-    "read_resource",
-    "render_skill_content",
-    "render_skill_matches",
-]
-
 MAX_RESOURCE_PATH_LENGTH = 4096
 
 _log = structlog.get_logger(__name__)
@@ -52,8 +36,8 @@ _DRIVE = re.compile(r"[A-Za-z]:")
 _MATCH_DESCRIPTION_MAX = 200
 _BINARY = "it is a binary file (it contains NUL bytes), not text"
 
+# Reads a file's text by absolute path, typically the ACP client's `fs/read_text_file`.
 ReadText = Callable[[str], Awaitable[str]]
-"""Reads a file's text by absolute path, typically the ACP client's ``fs/read_text_file``."""
 
 
 class Refusal(Exception):
@@ -70,39 +54,28 @@ def _cannot_read(name: str, path: str, reason: str) -> Refusal:
 
 def check_resource_path(name: str, path: str) -> None:
     """Refuse paths that can never be a file inside the skill's directory, before any I/O."""
+    refuse = functools.partial(_cannot_read, name, path)
     if not path:
-        raise _cannot_read(name, path, "the path is empty")
+        raise refuse("the path is empty")
     if len(path) > MAX_RESOURCE_PATH_LENGTH:
-        raise _cannot_read(
-            name, path, f"the path is longer than {MAX_RESOURCE_PATH_LENGTH} characters"
-        )
+        raise refuse(f"the path is longer than {MAX_RESOURCE_PATH_LENGTH} characters")
     if "\0" in path:
-        raise _cannot_read(name, path, "the path contains a NUL character")
+        raise refuse("the path contains a NUL character")
     # Windows forms are refused everywhere: a skill's relative paths mean the same on every
     # platform, and both separators count, so `..\secret` is refused even where `\` is a letter.
     if path.startswith(("/", "\\")) or _DRIVE.match(path) or ntpath.isabs(path):
-        raise _cannot_read(
-            name, path, "the path is absolute; give a path relative to the skill's directory"
-        )
+        raise refuse("the path is absolute; give a path relative to the skill's directory")
     if ".." in re.split(r"[/\\]", path):
-        raise _cannot_read(
-            name,
-            path,
-            'the path contains a ".." segment; it must stay inside the skill\'s directory',
-        )
+        raise refuse('the path contains a ".." segment; it must stay inside the skill\'s directory')
 
 
 def describe_error(error: BaseException) -> str:
-    """An exception in a few words for an error text: its type and message, cut."""
+    """An exception's type and message, cut, for an error text."""
     return cut(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__, 300)
 
 
 def is_flat_skill(skill_file: str | None, base: DirectoryResource) -> bool:
-    """Whether a skill is a flat ``<name>.md`` lying directly in its resource directory.
-
-    That directory is a skills root shared with other skills: no resources of this skill to read
-    (contract §7). A skill with no file, or with a file elsewhere, owns its directory.
-    """
+    """Whether a skill is a flat ``<name>.md`` lying directly in its (shared) resource directory."""
     if skill_file is None:
         return False
     folder, file_name = os.path.split(os.path.normpath(skill_file))
@@ -121,8 +94,6 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
             "directory.",
         ]
         if not is_flat_skill(definition.path, base) and not definition.disable_model_invocation:
-            # A flat skill's directory holds nothing of its own; a skill the model may not load
-            # serves it no files either.
             hints.append(
                 f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's "
                 "name and the file's path relative to that directory as `path`."
@@ -146,12 +117,8 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
 
 
 def render_skill_content(definition: SkillDefinition) -> str:
-    """Render a loaded skill as the text the model receives (contract §7).
-
-    The name is escaped for an attribute, the resource hints like catalog descriptions, and the
-    body is kept verbatim (escaping would change the author's instructions). The directory's
-    contents and ``when_to_use`` are never included. Lines are joined by ``\\n``, no final one.
-    """
+    """Render a loaded skill as the text the model receives (contract §7)."""
+    # The body is verbatim: escaping would change the author's instructions.
     return "\n".join(
         [
             f'<skill_content name="{escape_attribute(definition.name)}">',
@@ -168,8 +135,7 @@ def render_skill_content(definition: SkillDefinition) -> str:
 
 
 def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = SKILL_TOOL_NAME) -> str:
-    """The answer to a ``query``: one ``name: description`` line per match, best first, each
-    description normalized and cut to 200 code points; with no match, how to go on."""
+    """The answer to a ``query``: one ``name: description`` line per match, best first."""
     if not matches:
         return (
             "No skill matches the query. Try other words for the task (what it works on, the "
@@ -186,8 +152,7 @@ def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = SKIL
 
 
 def _hidden_from_model(snapshot: SkillSnapshot) -> tuple[str, ...]:
-    """The files and directories of skills the model may not load: a bundle's whole directory,
-    a flat skill's file only (its directory is shared)."""
+    # A bundle's whole directory, a flat skill's file only (its directory is shared).
     paths: list[str] = []
     for skill in snapshot.skills:
         if not skill.disable_model_invocation:
@@ -223,41 +188,33 @@ async def read_resource(
     limit: int,
     read_text: ReadText | None,
 ) -> str:
-    """The text of the file at ``path`` (syntax already checked) in ``definition``'s bundle.
-
-    Raises:
-        Refusal: the skill has no local bundle, or the file may not or cannot be read.
-    """
-    name = definition.name
-    base = definition.resource_base
+    """The text of ``path`` (already checked) in ``definition``'s bundle; else `Refusal`."""
+    name, base = definition.name, definition.resource_base
+    refuse = functools.partial(_cannot_read, name, path)
     if isinstance(base, UrlResource):
-        raise _cannot_read(name, path, "its resources live under a URL, not in a local directory")
+        raise refuse("its resources live under a URL, not in a local directory")
     if isinstance(base, OpaqueResource):
-        raise _cannot_read(
-            name,
-            path,
+        raise refuse(
             "its resources are managed by its provider; follow the resource hints in the "
-            "skill's instructions",
+            "skill's instructions"
         )
     if base is None:
-        raise _cannot_read(name, path, "it has no resource directory")
+        raise refuse("it has no resource directory")
     if is_flat_skill(definition.path, base):
-        raise _cannot_read(
-            name,
-            path,
+        raise refuse(
             "it is a single-file skill, so it has no resource files of its own; its "
-            "directory holds other skills",
+            "directory holds other skills"
         )
     excluded = _hidden_from_model(snapshot)
     found = await _FS.read_confined(base.path, path, limit, excluded=excluded)
     if isinstance(found, ConfinedReadError):
         raise _read_refusal(name, path, found, limit)
     if b"\0" in found.data:
-        raise _cannot_read(name, path, _BINARY)
+        raise refuse(_BINARY)
     try:
         text = found.data.decode("utf-8")
     except UnicodeDecodeError:
-        raise _cannot_read(name, path, "it is not a UTF-8 text file") from None
+        raise refuse("it is not a UTF-8 text file") from None
     if read_text is None:
         return text
     # The local checks decided *whether* the file may be read; the client supplies the
@@ -266,18 +223,16 @@ async def read_resource(
         text = await read_text(found.path)
     except Exception as error:
         _log.warning("skill_resource_read_failed", skill=name, path=found.path, error=repr(error))
-        raise _cannot_read(
-            name, path, f"the client could not read it ({describe_error(error)})"
-        ) from None
+        raise refuse(f"the client could not read it ({describe_error(error)})") from None
     if not isinstance(text, str):
-        raise _cannot_read(name, path, "the client did not return text")
+        raise refuse("the client did not return text")
     if len(text.encode("utf-8", "surrogatepass")) > limit:
-        raise _cannot_read(name, path, f"the file is over the {limit}-byte limit")
+        raise refuse(f"the file is over the {limit}-byte limit")
     if "\0" in text:
-        raise _cannot_read(name, path, _BINARY)
+        raise refuse(_BINARY)
     # The client read by path, out of our hands: the path must still name the checked file,
     # so a directory swapped for a symbolic link meanwhile cannot pass an outside file off.
     again = await _FS.read_confined(base.path, path, limit, excluded=excluded)
     if isinstance(again, ConfinedReadError) or again.identity != found.identity:
-        raise _cannot_read(name, path, "it changed while being read")
+        raise refuse("it changed while being read")
     return text

@@ -1,13 +1,5 @@
-"""The values that flow through the skill system, and the skill-name grammar.
-
-Every value is frozen, slotted and keyword-only: providers, the registry and consumers share
-them freely without defensive copies.
-
-    SkillSummary            what consumers see of a skill (no body)
-    ├── SkillCandidate      what a provider's ``list()`` returns: summary + rank + locator
-    └── SkillDefinition     what a provider's ``get()`` returns: summary + the full body
-    SkillSnapshot           the registry's resolution: winners, and the shadowed losers
-"""
+"""The values that flow through the skill system (frozen, slotted, keyword-only), and the
+skill-name grammar."""
 
 from __future__ import annotations
 
@@ -21,19 +13,15 @@ from .text import replace_lone_surrogates
 # ASCII only, whole string: `re.fullmatch` with an explicit class never lets "a\n" through,
 # unlike `$`, which also matches before a trailing newline.
 _SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-
-
-# The file that makes a directory a skill bundle.
 SKILL_FILE_NAME = "SKILL.md"
 
 
 def is_skill_name(value: object) -> bool:
-    """Return whether ``value`` is a valid skill name (kebab-case, lowercase ASCII)."""
+    """Whether ``value`` is a valid skill name (kebab-case, lowercase ASCII)."""
     return isinstance(value, str) and _SKILL_NAME.fullmatch(value) is not None
 
 
 def require_positive_int(name: str, value: object) -> int:
-    """Return ``value`` if it is an integer >= 1 (a bool is not), else raise ``ValueError``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return value
@@ -65,11 +53,8 @@ ResourceBase: TypeAlias = DirectoryResource | UrlResource | OpaqueResource
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillSummary:
-    """The model-facing identity of a skill: everything but its body.
-
-    ``source`` is descriptive metadata (``project-dsh``, ``user-agents``, ...); precedence between
-    skills of the same name comes only from a candidate's ``rank``.
-    """
+    """The model-facing identity of a skill: everything but its body (``source`` is metadata;
+    precedence comes only from a candidate's ``rank``)."""
 
     name: str
     description: str
@@ -81,38 +66,24 @@ class SkillSummary:
     resource_base: ResourceBase | None = None
 
 
-def summary_of(skill: SkillSummary) -> SkillSummary:
-    """The plain `SkillSummary` of any summary, candidate or definition.
+_SUMMARY_FIELDS = tuple(item.name for item in fields(SkillSummary))
 
-    Field by field, as it runs for every skill of a catalog; a test checks that it copies every
-    field of `SkillSummary`.
-    """
-    return SkillSummary(
-        name=skill.name,
-        description=skill.description,
-        when_to_use=skill.when_to_use,
-        disable_model_invocation=skill.disable_model_invocation,
-        user_invocable=skill.user_invocable,
-        source=skill.source,
-        provider=skill.provider,
-        resource_base=skill.resource_base,
-    )
+
+def summary_of(skill: SkillSummary) -> SkillSummary:
+    """The plain `SkillSummary` of any summary, candidate or definition."""
+    return SkillSummary(**{name: getattr(skill, name) for name in _SUMMARY_FIELDS})
 
 
 def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:
-    """The fields of ``skill`` that ``kind`` has too, by name: one kind of value is built from
-    another without listing (and one day missing) a field."""
+    """The fields of ``skill`` that ``kind`` has too, by name."""
     own = {item.name for item in fields(skill)}
     return {item.name: getattr(skill, item.name) for item in fields(kind) if item.name in own}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillCandidate(SkillSummary):
-    """A provider's offer of a skill. Lower ``rank`` wins a name clash.
-
-    ``locator`` is opaque to the registry: it is stored and handed back, unchanged, to the
-    provider's ``get()`` together with this very candidate object.
-    """
+    """A provider's offer of a skill. Lower ``rank`` wins a name clash; ``locator`` is opaque
+    to the registry, handed back to the provider's ``get()`` with this very candidate."""
 
     rank: int | float
     locator: object = None
@@ -148,12 +119,8 @@ class ShadowedSkill:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillSnapshot:
-    """Every resolved skill (model-visible or not), sorted by name.
-
-    ``complete`` is false when a provider was skipped (it failed or timed out) or the provider
-    set kept changing during discovery; an incomplete snapshot is never cached. ``shadowed``
-    holds every loser of a name clash, in resolution order (the winners' order of precedence).
-    """
+    """Every resolved skill (model-visible or not), sorted by name; ``complete`` is false when
+    a provider was skipped or the provider set kept changing; ``shadowed`` in resolution order."""
 
     skills: tuple[SkillCandidate, ...]
     complete: bool
@@ -162,10 +129,7 @@ class SkillSnapshot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrefixMessage:
-    """One message of a session prefix. The skill catalog is a ``user`` message.
-
-    Lone surrogates in ``role`` and ``text`` become U+FFFD: the prefix is frozen for the whole
-    session instance, so text a model API cannot encode would fail every one of its requests.
+    """One message of a session prefix; lone surrogates become U+FFFD.
 
     Raises:
         TypeError: if ``role`` is not a non-empty string or ``text`` not a string.
@@ -179,6 +143,7 @@ class PrefixMessage:
             raise TypeError(f"a prefix message needs a non-empty string role, got {self.role!r}")
         if not isinstance(self.text, str):
             raise TypeError(f"a prefix message's text must be a string, got {self.text!r}")
+        # The prefix is frozen for the session: text a model API cannot encode fails every request.
         object.__setattr__(self, "role", replace_lone_surrogates(self.role))
         object.__setattr__(self, "text", replace_lone_surrogates(self.text))
 
@@ -203,11 +168,7 @@ PrefixContributor: TypeAlias = Callable[
 
 
 def kind_of_value(value: object, *, words: Literal["yaml", "json"]) -> str:
-    """Name the type of a decoded YAML or JSON value for an error message.
-
-    A skill author reads YAML's words (``a list``, ``a mapping``), a model reading a tool error
-    JSON's (``an array``, ``an object``).
-    """
+    """The type of a decoded value in YAML's words (``a list``) or JSON's (``an array``)."""
     if value is None:
         return "null"
     if isinstance(value, bool):

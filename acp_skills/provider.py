@@ -1,11 +1,5 @@
-"""The provider seam: how a source of skills plugs into a `SkillRegistry`, its optional hooks,
-and the checks on what it returns (`validate_offer`, contract §4).
-
-A provider implements `SkillProvider`; it may also implement any of the hook protocols below.
-`provider_hooks` checks them when the provider is registered: a hook that is not callable, or an
-attribute whose name is a near miss of a hook's (``on_registered``, ``cachable``), is a
-``TypeError`` there rather than a hook silently never called.
-"""
+"""The provider seam: `SkillProvider`, its optional hooks (``on_register``, ``on_dispose``,
+``cacheable``, ``diagnose``), checked at registration, and `validate_offer` (contract §4)."""
 
 from __future__ import annotations
 
@@ -33,18 +27,6 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger(__name__)
 
-__all__ = [
-    "CacheableProvider",
-    "DiagnosingProvider",
-    "DisposableProvider",
-    "ProviderHandle",
-    "ProviderHooks",
-    "RegisteringProvider",
-    "SkillProvider",
-    "provider_hooks",
-    "validate_offer",
-]
-
 
 @runtime_checkable
 class ProviderHandle(Protocol):
@@ -59,12 +41,9 @@ class ProviderHandle(Protocol):
 
 @runtime_checkable
 class SkillProvider(Protocol):
-    """A source of skills.
+    """A source of skills; ``name`` is unique in a registry (``runtime`` is reserved).
 
-    ``name`` is unique within a registry (``runtime`` is reserved). Remote providers connect,
-    authenticate and discover inside ``list``. The registry hands ``get`` the very candidate
-    object ``list`` returned, and the caller's options object itself. ``get`` returning ``None``
-    means the skill can no longer be loaded.
+    ``get`` receives the very candidate ``list`` returned; ``None`` means it can no longer load.
     """
 
     @property
@@ -77,34 +56,12 @@ class SkillProvider(Protocol):
     ) -> SkillDefinition | None: ...
 
 
-class RegisteringProvider(Protocol):
-    """Called once, right after registration, so the provider can invalidate itself later."""
-
-    def on_register(self, handle: ProviderHandle) -> None: ...
-
-
-class DisposableProvider(Protocol):
-    """Called once when that registration is disposed, to release what it holds for it."""
-
-    def on_dispose(self, handle: ProviderHandle) -> None: ...
-
-
-class CacheableProvider(Protocol):
-    """Asked after each ``list``: ``False`` keeps catalogs built from that answer out of the
-    cache (the provider cannot promise to invalidate, say because its watcher is down)."""
-
-    def cacheable(self, options: SkillLookupOptions) -> bool: ...
-
-
-class DiagnosingProvider(Protocol):
-    """What is wrong with its skills for ``options`` (`SkillRegistry.diagnose` gathers it)."""
-
-    async def diagnose(self, options: SkillLookupOptions) -> Sequence[Diagnostic]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class ProviderHooks:
-    """The optional hooks a provider implements, bound to it (``None`` when it has none)."""
+    """The optional hooks a provider implements, bound to it (``None`` when it has none).
+
+    ``cacheable(options)`` is asked after each ``list``: ``False`` keeps that catalog uncached.
+    """
 
     on_register: Callable[[ProviderHandle], None] | None = None
     on_dispose: Callable[[ProviderHandle], None] | None = None
@@ -112,8 +69,7 @@ class ProviderHooks:
     diagnose: Callable[[SkillLookupOptions], Awaitable[Sequence[Diagnostic]]] | None = None
 
     def vouches_for(self, provider: str, options: SkillLookupOptions) -> bool:
-        """What ``cacheable(options)`` says (yes without the hook; no when it raises: not
-        cached is always correct, merely slower)."""
+        # No when it raises: not cached is always correct, merely slower.
         if self.cacheable is None:
             return True
         try:
@@ -123,7 +79,6 @@ class ProviderHooks:
             return False
 
     def disposed(self, provider: str, handle: ProviderHandle) -> None:
-        """Call ``on_dispose(handle)``, if any; an exception there is logged, not raised."""
         try:
             if self.on_dispose is not None:
                 self.on_dispose(handle)
@@ -139,8 +94,8 @@ def provider_hooks(provider: SkillProvider) -> ProviderHooks:
     """The hooks ``provider`` implements, checked.
 
     Raises:
-        TypeError: a hook attribute is not callable, or a public attribute's name is a near
-            miss of a hook's name (a misspelled hook would otherwise never be called).
+        TypeError: a hook is not callable, or a public attribute's name is a near miss of a
+            hook's (a misspelled hook would otherwise never be called).
     """
     found = {}
     for hook in _HOOKS:
@@ -168,8 +123,7 @@ def validate_offer(
     """Check a candidate (from ``list``) or a definition (from ``get``) against the contract.
 
     Raises:
-        SkillContractError: naming the first field that breaks it (the summary's fields, then
-            a candidate's rank or a definition's content, then the path).
+        SkillContractError: naming the first field that breaks it.
     """
     problem = _offer_problem(value, provider, kind)
     if problem is not None:

@@ -1,18 +1,8 @@
 """`SkillRegistry`: merges providers into one catalog, resolves name clashes, caches (contract §4).
 
-Resolution order (first wins), written here because everything else leans on it:
-
-1. ``rank``: lower wins (project skills 100/200, runtime skills 250, custom 300, user 400/500);
-2. provider registration order: earlier wins; runtime skills win rank ties against every
-   provider (unlike pluggy, where the last registered plugin runs first);
-3. position in the provider's own ``list()`` result: earlier wins.
-
-The winners are then sorted by name (code-point order). Only *complete* catalogs are cached,
-keyed by ``(cwd, revision)``; every change to the provider set bumps ``revision`` and clears the
-cache, so a disposed provider never leaves a stale skill behind. Discovery that overlaps such a
-change is retried once and, if the set moved again, returned uncached as incomplete. A provider
-whose ``cacheable(options)`` says no keeps the catalog out of the cache without making it
-incomplete.
+First wins: lower ``rank``; then earlier provider registration (runtime skills win rank ties
+against every provider); then earlier position in the provider's ``list()``. Winners are sorted
+by name. Only complete catalogs are cached, keyed by ``(cwd, revision)``.
 """
 
 from __future__ import annotations
@@ -24,6 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import anyio
 import structlog
@@ -43,8 +34,6 @@ from .model import (
 )
 from .provider import ProviderHandle, SkillProvider, provider_hooks, validate_offer
 
-__all__ = ["RUNTIME_PROVIDER", "RUNTIME_RANK", "SkillRegistry"]
-
 RUNTIME_PROVIDER = "runtime"
 RUNTIME_RANK = 250
 _RUNTIME_ORDER = -1  # sorts runtime skills ahead of every provider when ranks tie
@@ -54,8 +43,7 @@ _Key = tuple[str | None, int]
 
 
 class _Registration:
-    """One registered provider, and the `ProviderHandle` `register_provider` returns for it.
-    Identity matters: a handle only acts on its own registration."""
+    """One registered provider and its `ProviderHandle`: a handle acts on its own one only."""
 
     __slots__ = ("_registry", "hooks", "order", "provider")
 
@@ -74,24 +62,10 @@ class _Registration:
             self._registry.invalidate()
 
 
-@dataclass(slots=True)
-class _Catalog:
-    """One resolution: the winners by name, the snapshot, and the model-visible summaries
-    (built on first use: the agent reads snapshots only)."""
-
+class _Catalog(NamedTuple):
     winners: dict[str, SkillCandidate]
     snapshot: SkillSnapshot
-    _visible: tuple[SkillSummary, ...] | None = None
-
-    @property
-    def visible(self) -> tuple[SkillSummary, ...]:
-        if self._visible is None:  # two threads racing here build the same tuple: harmless
-            self._visible = tuple(
-                summary_of(skill)
-                for skill in self.snapshot.skills
-                if not skill.disable_model_invocation
-            )
-        return self._visible
+    visible: tuple[SkillSummary, ...]  # what `list` returns
 
 
 @dataclass(slots=True)
@@ -102,8 +76,6 @@ class _Shared:
 
 @dataclass(slots=True)
 class _Answer:
-    """What one provider answered during one discovery pass."""
-
     registration: _Registration
     candidates: Sequence[SkillCandidate] = ()
     failed: bool = False
@@ -111,16 +83,9 @@ class _Answer:
 
 
 class SkillRegistry:
-    """The provider registry. An instance, never a global: each agent owns one.
-
-    Args:
-        collect_cache_max_entries: complete catalogs kept (one per ``cwd``), oldest out first.
-        provider_timeout: seconds a provider's ``list()`` may take before it is skipped for
-            that discovery, or ``None`` for no limit.
-
-    Raises:
-        ValueError: on a bound that is not an integer >= 1, or a timeout that is not > 0.
-    """
+    """The provider registry (an instance per agent): ``collect_cache_max_entries`` complete
+    catalogs are kept, oldest out first; a provider slower than ``provider_timeout`` seconds is
+    skipped for that discovery. A bound < 1 or a timeout <= 0 is a ``ValueError``."""
 
     def __init__(
         self, collect_cache_max_entries: int = 128, provider_timeout: float | None = 30.0
@@ -144,17 +109,12 @@ class SkillRegistry:
 
     @property
     def revision(self) -> int:
-        """A counter bumped by every change to the provider set or an explicit invalidation."""
+        """Bumped by every change to the provider set and every invalidation."""
         return self._revision
 
     def register_provider(self, provider: SkillProvider) -> ProviderHandle:
-        """Add a provider after every one registered before it; its ``on_register`` gets the
-        handle (an exception there undoes the registration).
-
-        Raises:
-            ValueError: if the name is ``runtime`` (reserved) or already registered.
-            TypeError: a hook is not callable or misspelled (`provider_hooks`).
-        """
+        """Add a provider last; its ``on_register`` gets the handle (raising there undoes it).
+        A reserved or taken name is a ``ValueError``, a bad hook a ``TypeError``."""
         name = provider.name
         if not isinstance(name, str) or not name:
             raise ValueError(f"skill provider name must be a non-empty string, got {name!r}")
@@ -169,19 +129,14 @@ class SkillRegistry:
             try:
                 registration.hooks.on_register(registration)
             except BaseException:
-                # The caller gets no handle and could never dispose of it: undo (without
-                # `on_dispose`, since the provider never accepted this handle).
+                # The caller gets no handle to dispose of: undo, without `on_dispose`.
                 self._remove(registration)
                 raise
         return registration
 
     def register(self, skill: SkillDefinition) -> Callable[[], None]:
-        """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer. A
-        second one of the same name is ignored with a warning and its disposer does nothing.
-
-        Raises:
-            ValueError: if the name breaks the grammar or the description is empty.
-        """
+        """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer (a
+        no-op for a second one of the same name, which is ignored). Bad fields: ``ValueError``."""
         if not is_skill_name(skill.name):
             raise ValueError(f"runtime skill name {skill.name!r} is not a valid skill name")
         if not isinstance(skill.description, str) or not skill.description.strip():
@@ -193,9 +148,8 @@ class SkillRegistry:
             return lambda: None
         stored = replace(skill, provider=RUNTIME_PROVIDER)
         fields = shared_fields(stored, SkillCandidate)
-        offer = self._runtime[skill.name] = SkillCandidate(
-            **fields, rank=RUNTIME_RANK, locator=stored
-        )
+        offer = SkillCandidate(**fields, rank=RUNTIME_RANK, locator=stored)
+        self._runtime[skill.name] = offer
 
         def dispose() -> None:
             if self._runtime.get(offer.name) is offer:
@@ -206,7 +160,7 @@ class SkillRegistry:
         return dispose
 
     def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener()`` after every invalidation. Returns a function that unsubscribes."""
+        """Call ``listener()`` after every invalidation; returns an unsubscriber."""
         self._listeners.append(listener)
 
         def unsubscribe() -> None:
@@ -216,9 +170,7 @@ class SkillRegistry:
         return unsubscribe
 
     def invalidate(self) -> None:
-        """Bump the revision, drop every cached catalog and notify listeners. Safe from any
-        thread; listeners then run on that thread (``loop.call_soon_threadsafe`` to hand over).
-        """
+        """Bump the revision, drop every cached catalog and notify listeners (on this thread)."""
         with self._lock:
             self._revision += 1
             self._cache.clear()
@@ -247,13 +199,8 @@ class SkillRegistry:
         return (await self._collect(options or SkillLookupOptions())).snapshot
 
     async def diagnose(self, options: SkillLookupOptions | None = None) -> tuple[Diagnostic, ...]:
-        """Every problem with the skills of ``options.cwd``: each ``diagnose`` hook's, asked in
-        registration order within the provider timeout (a failure is a ``provider-failed``
-        record), then one record per shadowed skill of `snapshot`.
-
-        Raises:
-            SkillContractError: a provider returned a malformed candidate (from `snapshot`).
-        """
+        """Each ``diagnose`` hook's records in registration order (a failure or timeout is a
+        ``provider-failed`` record), then one per shadowed skill of `snapshot`."""
         options = options or SkillLookupOptions()
         snapshot = await self.snapshot(options)
         found: list[Diagnostic] = []
@@ -275,12 +222,7 @@ class SkillRegistry:
     async def get(
         self, name: str, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """The winning skill called ``name`` in full; ``None`` for an invalid or unknown name,
-        or when its provider can no longer load it. Provider errors propagate.
-
-        Raises:
-            SkillContractError: the provider returned a malformed definition.
-        """
+        """The winning skill called ``name`` in full, or ``None``. Provider errors propagate."""
         if not is_skill_name(name):
             return None
         options = options or SkillLookupOptions()
@@ -290,13 +232,8 @@ class SkillRegistry:
     async def load(
         self, candidate: SkillCandidate, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """Load a skill taken from a `snapshot` without discovering again (after an incomplete
-        discovery, `get` would wait for a slow provider once more); ``None`` when its provider
-        (or the runtime skill) is gone or cannot load it.
-
-        Raises:
-            SkillContractError: the provider returned a malformed definition.
-        """
+        """Load a skill of a `snapshot` without discovering again; ``None`` when its provider
+        (or the runtime skill) is gone or cannot load it."""
         options = options or SkillLookupOptions()
         if candidate.provider == RUNTIME_PROVIDER:
             live = self._is_live_runtime(candidate.locator)
@@ -343,8 +280,8 @@ class SkillRegistry:
         finally:
             shared.waiters -= 1
             if shared.waiters == 0 and not shared.task.done():
-                # The last waiter leaves: unpublish first (a newcomer starts afresh), cancel,
-                # and wait for it to unwind so no provider call outlives its callers.
+                # Unpublish first (a newcomer starts afresh), then cancel and wait for it to
+                # unwind, so no provider call outlives its callers.
                 self._forget(key, shared)
                 shared.task.cancel()
                 await asyncio.wait([shared.task])
@@ -352,15 +289,14 @@ class SkillRegistry:
     def _forget(self, key: _Key, shared: _Shared) -> None:
         if self._inflight.get(key) is shared:
             del self._inflight[key]
-        # Retrieve the outcome so an abandoned task's exception is never reported as unretrieved.
+        # Retrieved, so an abandoned task's exception is never reported as unretrieved.
         if shared.task.done() and not shared.task.cancelled():
             shared.task.exception()
 
     async def _discover(self, options: SkillLookupOptions) -> _Catalog:
         answers, runtime, revision = await self._run_pass(options)
         if revision != self._revision:
-            # The provider set changed while we listened, perhaps losing a provider we heard:
-            # listen once more; if it moves again, answer without caching.
+            # Perhaps a provider we heard is gone: listen again; if it moves again, do not cache.
             answers, runtime, revision = await self._run_pass(options)
         complete = revision == self._revision and not any(a.failed for a in answers)
         catalog = self._resolve(answers, runtime, complete)
@@ -377,8 +313,7 @@ class SkillRegistry:
     ) -> tuple[Sequence[_Answer], Sequence[SkillCandidate], int]:
         answers = [_Answer(registration) for registration in self._providers.values()]
         runtime, revision = tuple(self._runtime.values()), self._revision
-        # Started in registration order and heard concurrently: one slow remote provider does
-        # not add its latency to every other one.
+        # Heard concurrently: one slow remote provider does not delay every other one.
         async with anyio.create_task_group() as group:
             for answer in answers:
                 group.start_soon(self._listen, answer, options)
@@ -402,16 +337,14 @@ class SkillRegistry:
     def _resolve(
         self, answers: Sequence[_Answer], runtime: Sequence[SkillCandidate], complete: bool
     ) -> _Catalog:
-        # (rank, order, position, skill, live): (order, position) is unique, so sorting never
-        # compares two skills and needs no key function. A skill of a provider removed during
-        # the pass is not live: it must not surface even in an incomplete answer.
+        # (order, position) is unique: sorting never compares two skills. A skill of a provider
+        # removed during the pass is not live: it must not surface even in an incomplete answer.
         ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = []
         for position, offer in enumerate(runtime):
             live = self._is_live_runtime(offer.locator)
             ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, offer, live))
         for answer in answers:
-            # Validated here, in the caller's task, so a violation is a plain SkillContractError
-            # rather than one inside an exception group.
+            # Validated in the caller's task: a plain SkillContractError, not an exception group.
             registration = answer.registration
             name, order = registration.provider.name, registration.order
             live = self._is_current(registration)
@@ -439,4 +372,5 @@ class SkillRegistry:
         ordered = {name: winners[name] for name in sorted(winners)}
         skills = tuple(ordered.values())
         snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
-        return _Catalog(ordered, snapshot)
+        visible = tuple(summary_of(skill) for skill in skills if not skill.disable_model_invocation)
+        return _Catalog(ordered, snapshot, visible)

@@ -1,19 +1,7 @@
-"""Finding skills by what they are for: a lexical index over name, description and ``when_to_use``.
-
-When a catalog budget leaves skills out, the model describes its task in a few words and gets the
-best matching skills back (contract §12). This module is pure: skills in, ranked matches out.
-
-Scoring is BM25F (Robertson and Zaragoza's field-weighted BM25): a term's frequency in each field
-is normalized by that field's length relative to its average, weighted by field (the name counts
-most, then the description, then ``when_to_use``), summed, and only then saturated, so a word
-repeated across fields is not counted as if it were independent evidence each time. That sum is
-multiplied by the term's inverse document frequency over the indexed skills.
-
-Text becomes terms by a deliberately small analyzer: Unicode words (``deploy-app`` is two),
-lower-cased, English function words dropped, and a light suffix stemmer so that ``deploys``,
-``deployed``, ``deploying`` and ``deployment`` meet. Everything that does not depend on the query
-(the per-term, per-skill scores) is computed when the index is built, so a query only adds up a
-few precomputed lists.
+"""Finding skills by what they are for (contract §12): a BM25F index over name, description and
+``when_to_use`` (term frequencies normalized and weighted per field, summed, then saturated),
+with a small analyzer: Unicode words, lower-cased, function words dropped, lightly stemmed.
+Everything independent of the query is computed when the index is built.
 """
 
 from __future__ import annotations
@@ -29,29 +17,21 @@ from functools import lru_cache
 
 from .model import SkillSummary
 
-__all__ = ["MAX_MATCHES", "MAX_QUERY_LENGTH", "SkillIndex", "SkillMatch", "terms"]
-
 MAX_MATCHES = 8
-"""The most skills one query returns."""
+MAX_QUERY_LENGTH = 1000  # code points: a task is described in a few words, not a document
 
-MAX_QUERY_LENGTH = 1000
-"""The longest query, in code points; a task is described in a few words, not a document."""
-
-# Field weights and length normalization. The name is short and chosen to say what the skill is,
-# so a word there is strong evidence; `when_to_use` often repeats the description in other words.
+# Name, description, when_to_use: the name is chosen to say what the skill is; `when_to_use`
+# often repeats the description in other words.
 _WEIGHTS = (2.0, 1.0, 0.8)
-_LENGTH_NORMALIZATION = (0.4, 0.75, 0.75)
-# Term-frequency saturation: the second occurrence of a word adds much less than the first.
-_K1 = 1.2
-
+_B = (0.4, 0.75, 0.75)  # length normalization
+_K1 = 1.2  # term-frequency saturation
 # A word, with what follows an apostrophe ("don't", "user's") kept so it can be dropped.
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
 _CONTRACTIONS = frozenset({"s", "re", "ve", "ll", "d", "m"})
 # Two query words are tried as one ("log in" -> "login") only when that makes a real word.
 _MIN_COMPOUND = 5
 
-# Words that say nothing about which skill a task needs. Kept small: "test", "file", "new" or
-# "review" are content words here.
+# Kept small: "test", "file", "new" or "review" are content words here.
 _STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before
     being below between both but by can could did do does doing done down during each either etc
@@ -65,8 +45,7 @@ _STOPWORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 
-# Suffixes stripped by the stemmer, longest first, with what replaces them. The aim is only that
-# the common inflections and derivations of one word meet, not linguistic correctness.
+# Longest first, with what replaces them: only that the forms of one word meet.
 _SUFFIX_TABLE = (
     "izations:ize ization:ize ational:ate ations:ate ation:ate ions: ion: ements: ement: "
     "ments: ment: ness: ities: ity: izing:ize ized:ize izes:ize ings: ing: ies:y ied:y "
@@ -81,11 +60,9 @@ _VOWELS = frozenset("aeiouy")
 def _stem(word: str) -> str:
     if len(word) <= _MIN_STEM or not word.isalpha() or not word.isascii():
         return word
-    # Two rounds, so that stacked suffixes go too: "centering" -> "center" -> "cent", the
-    # same as "center" -> "cent".
+    # Two rounds for stacked suffixes: "centering" -> "center" -> "cent", as "center" does.
     for _ in range(2):
-        if word.endswith(("ss", "us", "is")):
-            # "class", "status", "analysis": the final s is not a plural.
+        if word.endswith(("ss", "us", "is")):  # "class", "status", "analysis": not plurals
             break
         for suffix, replacement in _SUFFIXES:
             if word.endswith(suffix):
@@ -95,18 +72,16 @@ def _stem(word: str) -> str:
                     break
         else:
             break
-    # "running" -> "runn" -> "run"; "planned" -> "plann" -> "plan".
+    # "running" -> "runn" -> "run". A final e comes and goes ("migrate", "migrating").
     if len(word) > _MIN_STEM and word[-1] == word[-2] and word[-1] not in "lsz" + "aeiou":
         word = word[:-1]
-    # A final e comes and goes between forms ("migrate", "migrating"): drop it everywhere.
     if len(word) > _MIN_STEM and word.endswith("e"):
         word = word[:-1]
     return word
 
 
 def _words(text: str) -> list[str]:
-    """The words of ``text``, lower-cased, contractions resolved: "user's" is "user", and a
-    negation such as "don't" goes entirely (it is a function word)."""
+    # "user's" is "user"; a negation such as "don't" goes entirely (it is a function word).
     found: list[str] = _WORD.findall(text.lower())
     if "'" not in text and "\u2019" not in text:
         return found  # the common case, and the cheap one
@@ -137,15 +112,8 @@ class SkillMatch:
 
 
 class SkillIndex:
-    """The search index of a set of skills, built once and queried many times.
-
-    Skills marked ``disable_model_invocation`` are never indexed, so a query can never reveal a
-    skill the model may not load. The index is immutable after construction; queries are safe
-    from any thread.
-
-    Args:
-        skills: the skills to index; names are expected to be unique (the registry's winners).
-    """
+    """An immutable search index of skills with unique names; ``disable_model_invocation``
+    skills are never indexed, so a query never reveals a skill the model may not load."""
 
     def __init__(self, skills: Iterable[SkillSummary]) -> None:
         indexed = sorted(
@@ -164,12 +132,10 @@ class SkillIndex:
         self._postings = _score_postings(counts, lengths)
 
     def __len__(self) -> int:
-        """How many skills are indexed."""
         return len(self._names)
 
     def _compounds(self, query: str) -> set[str]:
-        """Adjacent query words that the indexed text writes as one: "log in" finds "login",
-        "roll out" finds "rollouts", "data base" finds "database"."""
+        # Adjacent query words the indexed text writes as one: "log in" finds "login".
         words = _words(query)
         joined = (
             _stem(first + second)
@@ -179,8 +145,7 @@ class SkillIndex:
         return {term for term in joined if term in self._postings}
 
     def search(self, query: str, limit: int = MAX_MATCHES) -> tuple[SkillMatch, ...]:
-        """The best matches for ``query``, best first, at most ``limit``: the skills sharing a
-        term with it, equal scores by name (the same index and query give the same answer)."""
+        """At most ``limit`` skills sharing a term with ``query``, best first, ties by name."""
         wanted = sorted({*terms(query), *self._compounds(query)})
         scores: dict[int, float] = {}
         for term in wanted:
@@ -204,7 +169,7 @@ class SkillIndex:
 def _score_postings(
     counts: list[tuple[dict[str, int], ...]], lengths: list[tuple[int, int, int]]
 ) -> dict[str, tuple[tuple[int, ...], tuple[float, ...]]]:
-    """term -> (positions, scores): each skill's whole BM25F contribution for that term."""
+    # term -> (positions, scores): each skill's whole BM25F contribution for that term.
     total = len(counts)
     if not total:
         return {}
@@ -213,25 +178,15 @@ def _score_postings(
     values: dict[str, list[float]] = {}
     for position, (per_field, field_lengths) in enumerate(zip(counts, lengths, strict=True)):
         norms = [
-            _WEIGHTS[f]
-            / (
-                1.0
-                - _LENGTH_NORMALIZATION[f]
-                + _LENGTH_NORMALIZATION[f] * field_lengths[f] / averages[f]
-            )
-            for f in range(3)
+            _WEIGHTS[f] / (1.0 - _B[f] + _B[f] * field_lengths[f] / averages[f]) for f in range(3)
         ]
         frequency: dict[str, float] = {}
         for f, field_counts in enumerate(per_field):
             for term, count in field_counts.items():
                 frequency[term] = frequency.get(term, 0.0) + count * norms[f]
         for term, value in frequency.items():
-            if term in positions:
-                positions[term].append(position)
-                values[term].append(value)
-            else:
-                positions[term] = [position]
-                values[term] = [value]
+            positions.setdefault(term, []).append(position)
+            values.setdefault(term, []).append(value)
     postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
     for term, found in positions.items():
         idf = math.log(1.0 + (total - len(found) + 0.5) / (len(found) + 0.5))

@@ -1,18 +1,7 @@
-"""Text hygiene, in one place: what never reaches a model or an editor as it is.
-
-Two jobs on the same characters. `replace_lone_surrogates` makes text well-formed (encodable as
-UTF-8) where it crosses a boundary. `remove_unsafe_characters` goes further for text that is
-shown (descriptions, hints, names from skill authors and providers): it removes
-
-* control characters that are not whitespace: C0 but tab, line feed, vertical tab, form feed and
-  carriage return; DEL; C1. NEL (U+0085), the one C1 control Unicode counts as a line break,
-  becomes a line feed, so the words it separated stay apart. U+001C to U+001F count as
-  whitespace to ``str.split`` but are information separators with no place in prose: removed;
-* the bidirectional overrides and isolates (U+202A to U+202E, U+2066 to U+2069), which reorder
-  what a person sees without changing what the model reads. The bidirectional *marks* (U+200E,
-  U+200F, U+061C) are kept: right-to-left writing needs them and they cannot reorder a run;
-* lone surrogates, which become U+FFFD: they are not Unicode, and encoding one fails the whole
-  frame or request that carries it.
+"""Text hygiene: `replace_lone_surrogates` makes text encodable where it crosses a boundary;
+`remove_unsafe_characters` also drops, from shown text, non-whitespace controls (C0 but tab to
+carriage return, DEL, C1; U+001C-U+001F too; NEL becomes a line feed) and the bidi overrides and
+isolates (the bidi marks stay: right-to-left writing needs them). Lone surrogates become U+FFFD.
 """
 
 from __future__ import annotations
@@ -49,7 +38,7 @@ def escape_unsafe_characters(text: str) -> str:
 
 
 def replace_lone_surrogates(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD; a split pair is joined back."""
+    """``text`` with each lone surrogate as U+FFFD; a split pair is joined back."""
     if _SURROGATE.search(text) is None:
         return text
     # UTF-16 is the one codec that pairs surrogates: decoding joins pairs and replaces the rest.
@@ -57,10 +46,8 @@ def replace_lone_surrogates(text: str) -> str:
 
 
 def replace_lone_surrogates_in_json(value: object) -> Any:
-    """A copy of a decoded JSON value whose strings (keys included) are well-formed.
-
-    Objects become dicts and arrays lists. No recursion, so any nesting depth is copied.
-    """
+    """A copy of a decoded JSON value whose strings (keys included) are well-formed; no
+    recursion, so any nesting depth is copied."""
     holder: list[object] = [None]
     # (source value, container of the copy, where in that container the copy goes)
     pending: list[tuple[object, Any, Any]] = [(value, holder, 0)]
@@ -86,17 +73,13 @@ def replace_lone_surrogates_in_json(value: object) -> Any:
 
 def cut(text: str, limit: int) -> str:
     """``text`` if at most ``limit`` code points long, else its start and ``...`` in ``limit``."""
-    if len(text) <= limit:
-        return text
-    return text[: limit - len(_ELLIPSIS)] + _ELLIPSIS
+    return text if len(text) <= limit else text[: limit - len(_ELLIPSIS)] + _ELLIPSIS
 
 
 def cut_at_word(text: str, cap: int) -> str:
-    """``text`` (longer than ``cap``) cut at a word boundary to at most ``cap``, ending ``...``.
-
-    A first word longer than the room is cut inside; ``,;:`` left dangling go too. The kept text
-    never shrinks as ``cap`` grows, which the catalog budget's bisection relies on.
-    """
+    """``text`` (longer than ``cap``) cut at a word boundary to at most ``cap``, ending ``...``."""
+    # A first word longer than the room is cut inside. The kept text never shrinks as `cap`
+    # grows, which the catalog budget's bisection relies on.
     room = cap - len(_ELLIPSIS)
     if text[room] == " ":
         kept = text[:room]
@@ -116,10 +99,6 @@ def check_max_length(max_length: object) -> int:
 def shorten_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
     """Clean, collapse whitespace and truncate a description, without escaping.
 
-    Unsafe characters are removed first; then every whitespace run (U+FEFF included) becomes one
-    space and the ends are stripped; longer than ``max_length`` keeps ``max_length - 3`` code
-    points and ``...``. What an editor shows literally.
-
     Raises:
         ValueError: if ``max_length`` is not an integer >= 3.
     """
@@ -132,8 +111,8 @@ def shorten_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LEN
 
 
 def normalize_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
-    """Turn a description into one safe catalog line: `shorten_description`, then escape
-    ``&``, ``<``, ``>`` (last, so truncation never cuts an entity).
+    """One safe catalog line: `shorten_description`, then ``&<>`` escaped (last, so truncation
+    never cuts an entity).
 
     Raises:
         ValueError: if ``max_length`` is not an integer >= 3.
@@ -153,6 +132,5 @@ def escape_attribute(value: str) -> str:
 
 
 def quote(value: str, limit: int = 100) -> str:
-    """``value`` quoted back in JSON string syntax, cut to ``limit``, every unsafe character
-    escaped: a model's odd argument is shown, never acted on, and a long one is not echoed."""
+    """``value`` in JSON string syntax, cut to ``limit``, every unsafe character escaped."""
     return escape_unsafe_characters(json.dumps(cut(value, limit), ensure_ascii=False))

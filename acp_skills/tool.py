@@ -1,12 +1,6 @@
-"""The ``skill`` tool: how the model loads a skill's instructions and reads its files.
-
-Everything the model can get wrong, and every provider failure, becomes a `ToolResult` marked
-``is_error`` whose text starts ``Error: ``; the tool never raises but for cancellation. Checks,
-each stopping at the first problem: the arguments (`_ARGUMENTS`, one table for both schemas and
-the checker; where the catalog left skills out, exactly one of ``name`` and ``query``); the
-name among the resolved skills of the session's ``cwd``; ``disable_model_invocation`` before
-any body is loaded; loading, then the same flag on what was loaded; with ``path``, the file
-(`acp_skills.content.read_resource`).
+"""The ``skill`` tool: how the model loads a skill's instructions and reads its files (contract
+§7, §8, §12). Every mistake and provider failure is a `ToolResult` marked ``is_error`` whose text
+starts ``Error: ``; the tool never raises but for cancellation.
 """
 
 from __future__ import annotations
@@ -14,7 +8,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import anyio.to_thread
 import structlog
@@ -43,8 +37,6 @@ from .registry import SkillRegistry
 from .search import MAX_QUERY_LENGTH, SkillIndex
 from .text import quote
 
-__all__ = ["DEFAULT_MAX_RESOURCE_BYTES", "SKILL_TOOL_NAME", "SkillTool", "ToolResult"]
-
 DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
 
 _log = structlog.get_logger(__name__)
@@ -65,71 +57,36 @@ _SEARCH_DESCRIPTION = (
 )
 
 
-class _Argument(NamedTuple):
-    """One argument of the tool. Each pair is (without ``query``, with ``query``); a ``None``
-    description means the argument is not accepted in that schema."""
-
-    name: str
-    type: type[str]
-    required: tuple[bool, bool]
-    description: tuple[str | None, str | None]
-
-
-# The one declaration of the arguments: both schemas and the checker are built from it. With
-# `query` nothing is required: exactly one of name and query is, which the checker says itself
-# (schema combinators such as oneOf are refused at the top level by several model APIs).
-_ARGUMENTS = (
-    _Argument(
-        "name",
-        str,
-        (True, False),
-        (
-            "The exact name of the skill, as listed in the skill catalog.",
-            "The exact name of the skill to load. Give either `name` or `query`.",
-        ),
-    ),
-    _Argument(
-        "query",
-        str,
-        (False, False),
-        (
-            None,
-            "A few words describing the task, to search every skill available in this "
-            "session, including those the catalog does not list. Give either `name` or `query`.",
-        ),
-    ),
-    _Argument(
-        "path",
-        str,
-        (False, False),
-        (
-            "Optional. A file of the skill's bundle to read instead of its instructions, "
-            "relative to the skill's base directory (for example `references/guide.md`).",
-            "Optional, only with `name`. A file of the skill's bundle to read instead of its "
-            "instructions, relative to the skill's base directory (for example "
-            "`references/guide.md`).",
-        ),
-    ),
+_PATH = (
+    "A file of the skill's bundle to read instead of its instructions, relative to the skill's "
+    "base directory (for example `references/guide.md`)."
 )
-_JSON_TYPES: dict[type, str] = {str: "string"}
+# Each argument's description without `query` and with it (None: not accepted there), for both
+# schemas and the checker. With `query`, the checker itself requires one of name and query:
+# several model APIs refuse a top-level oneOf.
+_ARGUMENTS: dict[str, tuple[str | None, str]] = {
+    "name": (
+        "The exact name of the skill, as listed in the skill catalog.",
+        "The exact name of the skill to load. Give either `name` or `query`.",
+    ),
+    "query": (
+        None,
+        "A few words describing the task, to search every skill available in this session, "
+        "including those the catalog does not list. Give either `name` or `query`.",
+    ),
+    "path": (f"Optional. {_PATH}", f"Optional, only with `name`. {_PATH}"),
+}
 
 
 def _parameters_schema(searchable: bool) -> dict[str, Any]:
-    mode = int(searchable)
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            argument.name: {
-                "type": _JSON_TYPES[argument.type],
-                "description": argument.description[mode],
-            }
-            for argument in _ARGUMENTS
-            if argument.description[mode] is not None
-        },
+    properties = {
+        key: {"type": "string", "description": texts[searchable]}
+        for key, texts in _ARGUMENTS.items()
+        if texts[searchable] is not None
     }
-    required = [argument.name for argument in _ARGUMENTS if argument.required[mode]]
-    if required:
-        schema["required"] = required
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if not searchable:
+        schema["required"] = ["name"]
     schema["additionalProperties"] = False
     return schema
 
@@ -143,9 +100,7 @@ class ToolResult:
 
 
 def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, str | None, str]:
-    """The checked ``(name, path, query)``; ``query`` is empty when a name is given."""
-    mode = int(searchable)
-    accepted = tuple(a.name for a in _ARGUMENTS if a.description[mode] is not None)
+    accepted = tuple(key for key, texts in _ARGUMENTS.items() if texts[searchable] is not None)
     wanted = 'either a string "name" or a string "query"' if searchable else 'a string "name"'
     if not isinstance(arguments, Mapping):
         raise Refusal(
@@ -169,11 +124,10 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
             )
         if query is not None:
             return None, None, _checked_query(arguments)
-    missing = [a.name for a in _ARGUMENTS if a.required[mode] and a.name not in arguments]
-    if missing:
+    if "name" not in arguments:
         raise Refusal(
-            f'Error: the {SKILL_TOOL_NAME} tool needs a "{missing[0]}" argument: the exact name '
-            "of a skill from the catalog"
+            f'Error: the {SKILL_TOOL_NAME} tool needs a "name" argument: the exact name of a skill '
+            "from the catalog"
         )
     # Error texts quote the name only when they are made: a valid call cleans nothing here.
     name: str = _typed(arguments, "name", None, given=True)
@@ -192,14 +146,12 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
 def _typed(
     arguments: Mapping[Any, Any], key: str, skill: str | None, *, given: bool = False
 ) -> Any:
-    """``arguments[key]`` if of the table's type, else refused (naming the ``skill`` if known);
-    absent or null is ``None`` (models send null for "not given") unless it must be ``given``."""
+    # Absent or null is None (models send null for "not given") unless it must be given.
     value = arguments.get(key)
-    expected = next(a.type for a in _ARGUMENTS if a.name == key)
-    if (value is not None or given) and not isinstance(value, expected):
+    if (value is not None or given) and not isinstance(value, str):
         where = f"of the {SKILL_TOOL_NAME} tool" if skill is None else f"for skill {quote(skill)}"
         raise Refusal(
-            f'Error: argument "{key}" {where} must be a {_JSON_TYPES[expected]}, '
+            f'Error: argument "{key}" {where} must be a string, '
             f"got {kind_of_value(value, words='json')}"
         )
     return value
@@ -244,14 +196,8 @@ def _refuse_unexpected(
 class SkillTool:
     """The model-facing ``skill`` tool: ``name``, ``description``, ``parameters`` (JSON Schema).
 
-    A session whose catalog left skills out calls it with ``searchable=True``: it then also
-    answers a ``query`` (`description_for` and `parameters_for` give that session's schema),
-    over every skill the model may load but those a person hid.
-
-    Args:
-        registry: where skills are looked up and loaded.
-        max_resource_bytes: the largest file a ``path`` read returns; a positive integer.
-        hidden_skills: names a ``query`` never returns; they still load by exact name.
+    With ``searchable=True`` (a session whose catalog left skills out) it also answers a
+    ``query``, never with ``hidden_skills``; ``max_resource_bytes`` bounds a ``path`` read.
 
     Raises:
         ValueError: if ``max_resource_bytes`` is not a positive integer.
@@ -273,11 +219,11 @@ class SkillTool:
         self.parameters: dict[str, Any] = _parameters_schema(False)
 
     def description_for(self, *, searchable: bool) -> str:
-        """The tool's description for a session, with or without ``query``."""
+        """The tool's description, with or without ``query``."""
         return _SEARCH_DESCRIPTION if searchable else self.description
 
     def parameters_for(self, *, searchable: bool) -> dict[str, Any]:
-        """The tool's JSON Schema for a session, with or without ``query`` (a fresh dict)."""
+        """The tool's JSON Schema, with or without ``query`` (a fresh dict)."""
         return _parameters_schema(searchable)
 
     async def call(
@@ -288,15 +234,8 @@ class SkillTool:
         read_text: ReadText | None = None,
         searchable: bool = False,
     ) -> ToolResult:
-        """Run the tool once: the rendered skill, a file's text, a query's matches, or an error.
-
-        Args:
-            arguments: the decoded JSON arguments the model sent.
-            cwd: the calling session's working directory (selects project skills).
-            read_text: reads a resource's text by absolute path through the ACP client; when
-                ``None``, files are read from the local disk.
-            searchable: whether the session's schema has ``query``.
-        """
+        """Run the tool once on the model's decoded ``arguments``: the rendered skill, a file's
+        text (through ``read_text`` if given, else from disk), a query's matches, or an error."""
         try:
             name, path, query = _parse_arguments(arguments, searchable)
             options = SkillLookupOptions(cwd=cwd)
@@ -331,8 +270,7 @@ class SkillTool:
         except Exception as error:
             _log.warning("skill_search_failed", error=repr(error))
             raise Refusal(f"Error: the skill search failed: {describe_error(error)}") from None
-        # One index per snapshot: the registry hands out the same snapshot object while its
-        # catalog for a cwd is cached. Holding the snapshot keeps its id from being reused.
+        # One index per snapshot (the same object while cached); holding it keeps its id unique.
         kept = self._indexes.get(id(snapshot))
         if kept is not None and kept[0] is snapshot:
             self._indexes.move_to_end(id(snapshot))
@@ -353,12 +291,8 @@ class SkillTool:
         snapshot: SkillSnapshot | None = None,
         arguments: str | None = None,
     ) -> ToolResult:
-        """Load a skill a person invoked (``/name``) and render it like a tool result.
-
-        A person may invoke a ``disable_model_invocation`` skill, never a
-        ``user_invocable=False`` one. Pass the turn's ``snapshot`` to avoid discovering again.
-        With ``arguments``, ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` are filled first
-        (`acp_skills.arguments`); with ``None`` the body is verbatim.
+        """Load a skill a person invoked (``/name``, never a ``user_invocable=False`` one) and
+        render it like a tool result; ``arguments`` fill its placeholders (`expand_arguments`).
         """
         try:
             definition = await self._load(

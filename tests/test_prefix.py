@@ -17,7 +17,8 @@ from structlog.testing import capture_logs
 from acp_skills import PrefixContext, PrefixMessage, SkillDefinition, SkillRegistry
 from acp_skills.catalog import SkillCatalogContributor
 from acp_skills.jsonl_store import JsonlSessionStore
-from acp_skills.prefix import PrefixNext, SessionPrefix
+from acp_skills.model import PrefixNext
+from acp_skills.prefix import SessionPrefix
 from acp_skills.record import (
     HeaderEntry,
     HistoryEntry,
