@@ -164,7 +164,7 @@ def _metadata(fields: Mapping[object, object], notes: list[Problem]) -> Mapping[
     value = fields.get("metadata")
     if value is None:
         return None
-    if not isinstance(value, Mapping):
+    if not isinstance(value, MappingProxyType):  # what `_yaml` makes of every mapping
         notes.append(_ignored("metadata", f"expected a mapping, got {_kind(value)}"))
         return None
     if not all(map(isinstance, value, repeat(str))):
