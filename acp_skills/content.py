@@ -85,22 +85,16 @@ def is_flat_skill(skill_file: str | None, base: DirectoryResource) -> bool:
 def _resource_hints(definition: SkillDefinition) -> list[str]:
     # Interpolated values are escaped like catalog descriptions (contract §7).
     base = definition.resource_base
+    relative = "Relative paths in this skill (scripts, references, assets) resolve against that"
     if isinstance(base, DirectoryResource):
-        hints = [
-            f"Base directory: {escape_text(base.path)}",
-            "Relative paths in this skill (scripts, references, assets) resolve against that "
-            "directory.",
-        ]
+        hints = [f"Base directory: {escape_text(base.path)}", f"{relative} directory."]
         if not is_flat_skill(definition.path, base) and not definition.disable_model_invocation:
             hints.append(
                 f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's "
                 "name and the file's path relative to that directory as `path`."
             )
     elif isinstance(base, UrlResource):
-        hints = [
-            f"Base URL: {escape_text(base.url)}",
-            "Relative paths in this skill (scripts, references, assets) resolve against that URL.",
-        ]
+        hints = [f"Base URL: {escape_text(base.url)}", f"{relative} URL."]
     elif isinstance(base, OpaqueResource):
         hints = [f"How to reach this skill's resources: {escape_text(base.description)}"]
     else:
