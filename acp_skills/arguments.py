@@ -1,7 +1,5 @@
-"""Arguments of a skill a person invokes as ``/name`` (opt-in): ``$ARGUMENTS`` is the whole text,
-``$ARGUMENTS[N]`` and ``$N`` the N-th shell-split word from 0; a positional placeholder with no
-argument stays as written (``$1`` in an ``awk`` program). One pass: filled text is not expanded.
-"""
+"""Arguments of a skill invoked as ``/name``: ``$ARGUMENTS`` (the whole text), ``$ARGUMENTS[N]``
+and ``$N`` (the N-th shell word from 0; without one it stays, as ``$1`` in ``awk``), in one pass."""
 
 from __future__ import annotations
 

@@ -32,8 +32,6 @@ _log = structlog.get_logger(__name__)
 _FS = LocalFileSystem()
 # `C:`, `C:\x`, `C:/x`: a drive letter makes a path absolute (or drive-relative) on Windows.
 _DRIVE = re.compile(r"[A-Za-z]:")
-# A search answer is a short list to choose from; the full text comes with loading the skill.
-_MATCH_DESCRIPTION_MAX = 200
 _BINARY = "it is a binary file (it contains NUL bytes), not text"
 
 # Reads a file's text by absolute path, typically the ACP client's `fs/read_text_file`.
@@ -87,22 +85,16 @@ def is_flat_skill(skill_file: str | None, base: DirectoryResource) -> bool:
 def _resource_hints(definition: SkillDefinition) -> list[str]:
     # Interpolated values are escaped like catalog descriptions (contract §7).
     base = definition.resource_base
+    relative = "Relative paths in this skill (scripts, references, assets) resolve against that"
     if isinstance(base, DirectoryResource):
-        hints = [
-            f"Base directory: {escape_text(base.path)}",
-            "Relative paths in this skill (scripts, references, assets) resolve against that "
-            "directory.",
-        ]
+        hints = [f"Base directory: {escape_text(base.path)}", f"{relative} directory."]
         if not is_flat_skill(definition.path, base) and not definition.disable_model_invocation:
             hints.append(
                 f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's "
                 "name and the file's path relative to that directory as `path`."
             )
     elif isinstance(base, UrlResource):
-        hints = [
-            f"Base URL: {escape_text(base.url)}",
-            "Relative paths in this skill (scripts, references, assets) resolve against that URL.",
-        ]
+        hints = [f"Base URL: {escape_text(base.url)}", f"{relative} URL."]
     elif isinstance(base, OpaqueResource):
         hints = [f"How to reach this skill's resources: {escape_text(base.description)}"]
     else:
@@ -110,27 +102,20 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
             "This skill has no resource directory or URL; any resources it refers to are "
             f'managed by the skill provider "{escape_text(definition.provider)}".'
         ]
-    hints.append(
-        "Load a resource this skill refers to only when the task needs it, not ahead of time."
-    )
-    return hints
+    return [
+        *hints,
+        "Load a resource this skill refers to only when the task needs it, not ahead of time.",
+    ]
 
 
 def render_skill_content(definition: SkillDefinition) -> str:
     """Render a loaded skill as the text the model receives (contract §7)."""
     # The body is verbatim: escaping would change the author's instructions.
-    return "\n".join(
-        [
-            f'<skill_content name="{escape_attribute(definition.name)}">',
-            "<skill_resources>",
-            *_resource_hints(definition),
-            "</skill_resources>",
-            "",
-            "<skill_instructions>",
-            definition.content,
-            "</skill_instructions>",
-            "</skill_content>",
-        ]
+    hints = "\n".join(_resource_hints(definition))
+    return (
+        f'<skill_content name="{escape_attribute(definition.name)}">\n<skill_resources>\n{hints}\n'
+        f"</skill_resources>\n\n<skill_instructions>\n{definition.content}\n"
+        "</skill_instructions>\n</skill_content>"
     )
 
 
@@ -143,23 +128,18 @@ def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = SKIL
         )
     lines = [
         f"Skills matching the query, best first. Load one by calling the `{tool_name}` tool "
-        "with its exact name:"
+        "with its exact name:",
+        *(f"{escape_text(m.name)}: {normalize_description(m.description, 200)}" for m in matches),
     ]
-    for match in matches:
-        description = normalize_description(match.description, _MATCH_DESCRIPTION_MAX)
-        lines.append(f"{escape_text(match.name)}: {description}")
     return "\n".join(lines)
 
 
 def _hidden_from_model(snapshot: SkillSnapshot) -> tuple[str, ...]:
     # A bundle's whole directory, a flat skill's file only (its directory is shared).
     paths: list[str] = []
-    for skill in snapshot.skills:
-        if not skill.disable_model_invocation:
-            continue
-        if skill.path is not None:
-            paths.append(skill.path)
+    for skill in (skill for skill in snapshot.skills if skill.disable_model_invocation):
         base = skill.resource_base
+        paths.extend([skill.path] if skill.path is not None else [])
         if isinstance(base, DirectoryResource) and not is_flat_skill(skill.path, base):
             paths.append(base.path)
     return tuple(paths)

@@ -10,8 +10,7 @@ from typing import Any, Literal, TypeAlias
 
 from .text import replace_lone_surrogates
 
-# ASCII only, whole string: `re.fullmatch` with an explicit class never lets "a\n" through,
-# unlike `$`, which also matches before a trailing newline.
+# ASCII only; `fullmatch`, as `$` also matches before a trailing newline.
 _SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 SKILL_FILE_NAME = "SKILL.md"
 
@@ -129,11 +128,8 @@ class SkillSnapshot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrefixMessage:
-    """One message of a session prefix; lone surrogates become U+FFFD.
-
-    Raises:
-        TypeError: if ``role`` is not a non-empty string or ``text`` not a string.
-    """
+    """One message of a session prefix (``TypeError`` on a bad field); lone surrogates become
+    U+FFFD: the prefix is frozen for the session, and unencodable text would fail every request."""
 
     role: str
     text: str
@@ -143,13 +139,12 @@ class PrefixMessage:
             raise TypeError(f"a prefix message needs a non-empty string role, got {self.role!r}")
         if not isinstance(self.text, str):
             raise TypeError(f"a prefix message's text must be a string, got {self.text!r}")
-        # The prefix is frozen for the session: text a model API cannot encode fails every request.
         object.__setattr__(self, "role", replace_lone_surrogates(self.role))
         object.__setattr__(self, "text", replace_lone_surrogates(self.text))
 
 
+# What a contributor awaits to get the messages of every contributor registered after it.
 PrefixNext: TypeAlias = Callable[[], Awaitable[Sequence[PrefixMessage]]]
-"""What a contributor awaits to get the messages of every contributor registered after it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,7 +159,6 @@ class PrefixContext:
 PrefixContributor: TypeAlias = Callable[
     [PrefixContext, PrefixNext], Awaitable[Sequence[PrefixMessage]]
 ]
-"""An async ``(context, next) -> messages`` callable, such as `SkillCatalogContributor`."""
 
 
 def kind_of_value(value: object, *, words: Literal["yaml", "json"]) -> str:

@@ -1,9 +1,6 @@
-"""`SessionPrefix`: the contributors whose messages go ahead of every session's history.
-
-Contributors run in registration order, each wrapping the rest: the first is outermost, its
-``next()`` runs the second, and the last one's ``next()`` returns ``()``. So ``[mine, *await
-next()]`` puts contributions on the wire in registration order.
-"""
+"""`SessionPrefix`: the contributors whose messages go ahead of every session's history. Each
+wraps the later ones (the last one's ``next()`` returns ``()``): ``[mine, *await next()]`` puts
+contributions in registration order."""
 
 from __future__ import annotations
 
@@ -20,12 +17,8 @@ class SessionPrefix:
         self._chain: dict[object, PrefixContributor] = {}
 
     def add(self, contributor: PrefixContributor) -> Callable[[], None]:
-        """Register ``contributor`` last (the same callable may be added twice); returns an
-        idempotent remover (sessions that already composed keep their prefix).
-
-        Raises:
-            TypeError: if ``contributor`` is not callable.
-        """
+        """Register ``contributor`` last; returns an idempotent remover (``TypeError`` if it is
+        not callable). Sessions that already composed keep their prefix."""
         if not callable(contributor):
             raise TypeError(f"a session-prefix contributor must be callable, got {contributor!r}")
         token = object()
@@ -37,12 +30,8 @@ class SessionPrefix:
         return remove
 
     async def compose(self, context: PrefixContext) -> tuple[PrefixMessage, ...]:
-        """Run the contributors for ``context`` and return their messages (a new tuple).
-
-        Raises:
-            TypeError: a contributor returned something other than a sequence of `PrefixMessage`.
-            RuntimeError: a contributor called ``next()`` twice.
-        """
+        """Run the contributors for ``context``: ``TypeError`` if one returns anything but a
+        sequence of `PrefixMessage`, ``RuntimeError`` if one calls ``next()`` twice."""
         # The chain as it is now: a change while composing affects the next session only.
         return await _run_chain(tuple(self._chain.values()), 0, context)
 

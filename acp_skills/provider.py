@@ -41,10 +41,8 @@ class ProviderHandle(Protocol):
 
 @runtime_checkable
 class SkillProvider(Protocol):
-    """A source of skills; ``name`` is unique in a registry (``runtime`` is reserved).
-
-    ``get`` receives the very candidate ``list`` returned; ``None`` means it can no longer load.
-    """
+    """A source of skills (``name`` unique; ``runtime`` reserved). ``get`` receives the very
+    candidate ``list`` returned, and ``None`` from it means the skill can no longer load."""
 
     @property
     def name(self) -> str: ...
@@ -58,10 +56,8 @@ class SkillProvider(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ProviderHooks:
-    """The optional hooks a provider implements, bound to it (``None`` when it has none).
-
-    ``cacheable(options)`` is asked after each ``list``: ``False`` keeps that catalog uncached.
-    """
+    """A provider's optional hooks, bound (``None`` when absent); ``cacheable(options)`` is
+    asked after each ``list``: ``False`` keeps that catalog out of the cache."""
 
     on_register: Callable[[ProviderHandle], None] | None = None
     on_dispose: Callable[[ProviderHandle], None] | None = None
@@ -91,20 +87,14 @@ _KNOWN = frozenset({"name", "list", "get", *_HOOKS})
 
 
 def provider_hooks(provider: SkillProvider) -> ProviderHooks:
-    """The hooks ``provider`` implements, checked.
-
-    Raises:
-        TypeError: a hook is not callable, or a public attribute's name is a near miss of a
-            hook's (a misspelled hook would otherwise never be called).
-    """
-    found = {}
-    for hook in _HOOKS:
-        value = getattr(provider, hook, None)
+    """The hooks ``provider`` implements; ``TypeError`` for one that is not callable, or for a
+    public attribute named like a hook (``cachable``), which would otherwise never be called."""
+    found = {hook: getattr(provider, hook, None) for hook in _HOOKS}
+    for hook, value in found.items():
         if value is not None and not callable(value):
             raise TypeError(
                 f'skill provider "{provider.name}": hook {hook} is not callable, got {value!r}'
             )
-        found[hook] = value
     for attribute in dir(provider):
         if attribute.startswith("_") or attribute in _KNOWN:
             continue
@@ -120,11 +110,7 @@ def provider_hooks(provider: SkillProvider) -> ProviderHooks:
 def validate_offer(
     value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
 ) -> None:
-    """Check a candidate (from ``list``) or a definition (from ``get``) against the contract.
-
-    Raises:
-        SkillContractError: naming the first field that breaks it.
-    """
+    """Check a candidate (from ``list``) or definition (from ``get``): `SkillContractError`."""
     problem = _offer_problem(value, provider, kind)
     if problem is not None:
         raise SkillContractError(provider, problem)

@@ -22,9 +22,8 @@ _ELLIPSIS: Final = "..."
 
 
 def _removed(match: re.Match[str]) -> str:
-    if match.group("surrogate"):
-        return "\ufffd"  # a character was lost: show that something was there
-    return "\n" if match.group() == "\x85" else ""
+    # A lost character becomes U+FFFD: something was there.
+    return "\ufffd" if match.group("surrogate") else "\n" if match.group() == "\x85" else ""
 
 
 def remove_unsafe_characters(text: str) -> str:
@@ -90,18 +89,13 @@ def cut_at_word(text: str, cap: int) -> str:
 
 
 def check_max_length(max_length: object) -> int:
-    """``max_length`` if it is an integer >= 3 (a bool is not), else ``ValueError``."""
     if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3:
         raise ValueError(f"max_length must be an integer >= 3, got {max_length!r}")
     return max_length
 
 
 def shorten_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
-    """Clean, collapse whitespace and truncate a description, without escaping.
-
-    Raises:
-        ValueError: if ``max_length`` is not an integer >= 3.
-    """
+    """Clean, collapse whitespace and cut a description to ``max_length`` (>= 3), unescaped."""
     limit = check_max_length(max_length)
     # `str.split()` breaks on all Unicode whitespace; U+FEFF is not whitespace to Python, but a
     # byte-order mark left inside concatenated text. Joiners (U+200B-U+200D, U+2060) carry
@@ -111,12 +105,7 @@ def shorten_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LEN
 
 
 def normalize_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
-    """One safe catalog line: `shorten_description`, then ``&<>`` escaped (last, so truncation
-    never cuts an entity).
-
-    Raises:
-        ValueError: if ``max_length`` is not an integer >= 3.
-    """
+    """`shorten_description`, then ``&<>`` escaped (last, so a cut never splits an entity)."""
     return html.escape(shorten_description(text, max_length), quote=False)
 
 

@@ -123,7 +123,19 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
                 'search with "query" first, then load one of the results by "name"'
             )
         if query is not None:
-            return None, None, _checked_query(arguments)
+            query = _typed(arguments, "query", None, given=True)
+            about = f'Error: argument "query" of the {SKILL_TOOL_NAME} tool'
+            few = "describe the task in a few words"
+            if arguments.get("path") is not None:
+                raise Refusal(
+                    f'Error: argument "path" of the {SKILL_TOOL_NAME} tool goes with "name", not '
+                    'with "query": load the skill by name to read its files'
+                )
+            if not query.strip():
+                raise Refusal(f"{about} is empty: {few}")
+            if len(query) > MAX_QUERY_LENGTH:
+                raise Refusal(f"{about} is longer than {MAX_QUERY_LENGTH} characters: {few}")
+            return None, None, query
     if "name" not in arguments:
         raise Refusal(
             f'Error: the {SKILL_TOOL_NAME} tool needs a "name" argument: the exact name of a skill '
@@ -155,24 +167,6 @@ def _typed(
             f"got {kind_of_value(value, words='json')}"
         )
     return value
-
-
-def _checked_query(arguments: Mapping[Any, Any]) -> str:
-    query: str = _typed(arguments, "query", None, given=True)
-    about = f'Error: argument "query" of the {SKILL_TOOL_NAME} tool'
-    if arguments.get("path") is not None:
-        raise Refusal(
-            f'Error: argument "path" of the {SKILL_TOOL_NAME} tool goes with "name", not '
-            'with "query": load the skill by name to read its files'
-        )
-    if not query.strip():
-        raise Refusal(f"{about} is empty: describe the task in a few words")
-    if len(query) > MAX_QUERY_LENGTH:
-        raise Refusal(
-            f"{about} is longer than {MAX_QUERY_LENGTH} characters: describe the task in a few "
-            "words"
-        )
-    return query
 
 
 def _refuse_unexpected(
@@ -291,9 +285,8 @@ class SkillTool:
         snapshot: SkillSnapshot | None = None,
         arguments: str | None = None,
     ) -> ToolResult:
-        """Load a skill a person invoked (``/name``, never a ``user_invocable=False`` one) and
-        render it like a tool result; ``arguments`` fill its placeholders (`expand_arguments`).
-        """
+        """Load and render a skill a person invoked (``/name``; not a ``user_invocable=False``
+        one), its placeholders filled from ``arguments`` if given."""
         try:
             definition = await self._load(
                 name, SkillLookupOptions(cwd=cwd), by_model=False, snapshot=snapshot
@@ -318,11 +311,9 @@ class SkillTool:
             return Refusal(f"Error: skill {quote(name)} {why}")
 
         gone = "is unknown or no longer available"
-        barred = (
-            "is not available for model invocation"
-            if by_model
-            else "cannot be invoked as a command"
-        )
+        barred = "is not available for model invocation"
+        if not by_model:
+            barred = "cannot be invoked as a command"
         if snapshot is None:
             snapshot = await self._snapshot(name, options)
         found = next((skill for skill in snapshot.skills if skill.name == name), None)
