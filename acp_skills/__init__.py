@@ -1,37 +1,25 @@
 """acp-skills: skills with progressive disclosure for Agent Client Protocol agents.
 
-The public API is re-exported here. `acp_skills.acp` is public too (the ACP glue: `AcpSkills`,
-`PromptTurn` and the pure builders); `AcpSkills` is also reachable from here, imported on first
-use, so that ``import acp_skills`` alone loads neither the ACP SDK nor pydantic. Every other
-module is an implementation detail.
+The public API is re-exported here and in `acp_skills.acp` (the ACP glue); together they export
+at most 30 names, pinned by tests/test_public_api.py. `AcpSkills` is also reachable from here,
+imported on first use, so ``import acp_skills`` alone loads neither the ACP SDK nor pydantic.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .catalog import (
-    CatalogFit,
-    SkillCatalogContributor,
-    describe_catalog_fit,
-    fit_catalog,
-    render_catalog,
-)
+from .catalog import SkillCatalogContributor, render_catalog
 from .content import render_skill_content
 from .diagnostics import Diagnostic
 from .errors import SkillContractError
-from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
+from .fs import LocalFileSystem, SkillFileSystem
 from .jsonl_store import JsonlSessionStore
 from .local import LocalSkillProvider
 from .model import (
     DirectoryResource,
     OpaqueResource,
-    PrefixContext,
-    PrefixContributor,
     PrefixMessage,
-    PrefixNext,
-    ResourceBase,
-    ShadowedSkill,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
@@ -41,16 +29,7 @@ from .model import (
     is_skill_name,
 )
 from .prefix import SessionPrefix
-from .provider import ProviderHandle, SkillProvider
-from .record import (
-    HeaderEntry,
-    HeaderReason,
-    HistoryEntry,
-    InMemorySessionStore,
-    RecordEntry,
-    SessionRecord,
-    SessionStore,
-)
+from .provider import SkillProvider
 from .registry import SkillRegistry
 from .session import PrefixedSession
 from .text import normalize_description
@@ -61,31 +40,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AcpSkills",
-    "CatalogFit",
     "Diagnostic",
-    "DirEntry",
     "DirectoryResource",
-    "FileReadError",
-    "HeaderEntry",
-    "HeaderReason",
-    "HistoryEntry",
-    "InMemorySessionStore",
     "JsonlSessionStore",
     "LocalFileSystem",
     "LocalSkillProvider",
     "OpaqueResource",
-    "PrefixContext",
-    "PrefixContributor",
     "PrefixMessage",
-    "PrefixNext",
     "PrefixedSession",
-    "ProviderHandle",
-    "RecordEntry",
-    "ResourceBase",
     "SessionPrefix",
-    "SessionRecord",
-    "SessionStore",
-    "ShadowedSkill",
     "SkillCandidate",
     "SkillCatalogContributor",
     "SkillContractError",
@@ -99,17 +62,13 @@ __all__ = [
     "SkillTool",
     "ToolResult",
     "UrlResource",
-    "describe_catalog_fit",
-    "fit_catalog",
     "is_skill_name",
     "normalize_description",
     "render_catalog",
     "render_skill_content",
 ]
 
-
-if not TYPE_CHECKING:
-    # Hidden from type checkers, which would otherwise accept any name imported from here.
+if not TYPE_CHECKING:  # hidden from type checkers, which would accept any name from here
 
     def __getattr__(name: str) -> Any:
         # PEP 562: the ACP glue is imported only when an agent reaches for it.

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import anyio
 
-from acp_skills import SkillCandidate, SkillDefinition, SkillRegistry, SkillTool, fit_catalog
+from acp_skills import SkillCandidate, SkillDefinition, SkillRegistry, SkillTool
+from acp_skills.catalog import fit_catalog
 from acp_skills.content import render_skill_matches
 from acp_skills.search import SkillIndex
 

@@ -8,12 +8,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from acp_skills import (
-    ProviderHandle,
-    SkillCandidate,
-    SkillDefinition,
-    SkillLookupOptions,
-)
+from acp_skills import SkillCandidate, SkillDefinition, SkillLookupOptions
+from acp_skills.provider import ProviderHandle
 
 
 def candidate(

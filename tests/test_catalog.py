@@ -8,7 +8,6 @@ import pytest
 
 from acp_skills import (
     DirectoryResource,
-    PrefixContext,
     PrefixMessage,
     SkillContractError,
     SkillRegistry,
@@ -17,6 +16,7 @@ from acp_skills import (
     render_catalog,
 )
 from acp_skills.catalog import SkillCatalogContributor
+from acp_skills.model import PrefixContext
 from tests.providers import ListProvider, assert_matches_golden, candidate
 
 # -- normalize_description -------------------------------------------------------------------

@@ -12,18 +12,20 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from acp_skills import (
-    CatalogFit,
-    PrefixContext,
     PrefixMessage,
     SkillCandidate,
     SkillDefinition,
     SkillRegistry,
     SkillSummary,
-    describe_catalog_fit,
-    fit_catalog,
     render_catalog,
 )
-from acp_skills.catalog import SkillCatalogContributor
+from acp_skills.catalog import (
+    CatalogFit,
+    SkillCatalogContributor,
+    describe_catalog_fit,
+    fit_catalog,
+)
+from acp_skills.model import PrefixContext
 from tests.providers import ListProvider, assert_matches_golden, candidate
 
 SKILLS = [

@@ -24,7 +24,8 @@ import pytest
 from acp import RequestError
 from acp.stdio import spawn_agent_process
 
-from acp_skills import HistoryEntry, JsonlSessionStore
+from acp_skills import JsonlSessionStore
+from acp_skills.record import HistoryEntry
 from tests.agent_client import (
     AGENT_COMMAND,
     Agent,

@@ -14,10 +14,10 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
-from acp_skills import PrefixContext, PrefixMessage, SkillDefinition, SkillRegistry
+from acp_skills import PrefixMessage, SkillDefinition, SkillRegistry
 from acp_skills.catalog import SkillCatalogContributor
 from acp_skills.jsonl_store import JsonlSessionStore
-from acp_skills.model import PrefixNext
+from acp_skills.model import PrefixContext, PrefixNext
 from acp_skills.prefix import SessionPrefix
 from acp_skills.record import (
     HeaderEntry,

@@ -25,11 +25,11 @@ from acp_skills import (
     SkillDefinition,
     SkillLookupOptions,
     SkillRegistry,
-    fit_catalog,
     render_catalog,
 )
 from acp_skills.acp import AcpSkills, PromptTurn
 from acp_skills.acp.skills import EXTENSION_METHODS, FOLLOWER_TASK_NAME
+from acp_skills.catalog import fit_catalog
 from tests.acp_peer import (
     COMMANDS,
     CONFIG,

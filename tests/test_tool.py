@@ -17,7 +17,6 @@ from acp_skills import (
     DirectoryResource,
     LocalSkillProvider,
     OpaqueResource,
-    ResourceBase,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
@@ -25,6 +24,7 @@ from acp_skills import (
     UrlResource,
 )
 from acp_skills.content import render_skill_content
+from acp_skills.model import ResourceBase
 from acp_skills.tool import SkillTool, ToolResult
 from tests.providers import ListProvider, assert_matches_golden, candidate, definition_of
 

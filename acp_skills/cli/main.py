@@ -20,16 +20,15 @@ import structlog
 
 from .. import (
     LocalSkillProvider,
-    ShadowedSkill,
     SkillCandidate,
     SkillLookupOptions,
     SkillRegistry,
     SkillTool,
-    describe_catalog_fit,
-    fit_catalog,
     is_skill_name,
 )
+from ..catalog import describe_catalog_fit, fit_catalog
 from ..diagnostics import shadow_diagnostic, skipped
+from ..model import ShadowedSkill
 from ..text import remove_unsafe_characters as clean
 from ..text import replace_lone_surrogates
 from .output import (

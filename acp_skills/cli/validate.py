@@ -12,19 +12,13 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from .. import (
-    Diagnostic,
-    FileReadError,
-    LocalFileSystem,
-    LocalSkillProvider,
-    ShadowedSkill,
-    SkillCandidate,
-)
+from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate
 from ..diagnostics import diagnostic, file_diagnostics, shadow_diagnostic, skipped
 from ..errors import Problem
 from ..frontmatter import ParsedSkill, decode_skill_bytes, parse_skill_file
+from ..fs import FileReadError
 from ..local import SkillRoot, unreadable_root
-from ..model import SKILL_FILE_NAME
+from ..model import SKILL_FILE_NAME, ShadowedSkill
 from .output import Outcome, Style, diagnostic_lines, plural, status_of, tally
 
 MAX_NAME_LENGTH = 64
