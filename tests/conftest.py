@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from acp_skills.jsonl_store import JsonlSessionStore
+from acp_skills.model import PrefixContext
+from acp_skills.record import InMemorySessionStore, SessionStore
 from tests.installed import Installation, build_and_install
 
 
@@ -15,3 +20,17 @@ def anyio_backend() -> str:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installation:
     """This checkout built into a wheel and installed in a fresh venv, once per test session."""
     return build_and_install(tmp_path_factory.mktemp("installed"))
+
+
+# A session context, and each store implementation so both are held to the same behaviour
+# (the tests of records, prefixes and sessions).
+@pytest.fixture
+def context(tmp_path: Path) -> PrefixContext:
+    return PrefixContext(session_id="s1", cwd=str(tmp_path), tool_names=frozenset({"skill"}))
+
+
+@pytest.fixture(params=["jsonl", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
+    if request.param == "jsonl":
+        return JsonlSessionStore(tmp_path / "sessions")
+    return InMemorySessionStore()

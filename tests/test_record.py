@@ -9,19 +9,16 @@ import copy
 import json
 import pickle
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
 from acp_skills import PrefixMessage
-from acp_skills.jsonl_store import JsonlSessionStore
 from acp_skills.record import (
     MAX_JSON_DEPTH,
     HeaderEntry,
     HistoryEntry,
-    InMemorySessionStore,
     RecordEntry,
     SessionRecord,
     SessionStore,
@@ -29,14 +26,6 @@ from acp_skills.record import (
 from tests.records import header, said
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["jsonl", "memory"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
-    """Each store implementation, so both are held to the same behaviour."""
-    if request.param == "jsonl":
-        return JsonlSessionStore(tmp_path / "sessions")
-    return InMemorySessionStore()
 
 
 # -- entries ---------------------------------------------------------------------------------
