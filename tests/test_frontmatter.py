@@ -19,7 +19,6 @@ from acp_skills.frontmatter import (
     decode_skill_bytes,
     parse_skill_file,
 )
-from acp_skills.model import is_skill_name
 
 MINIMAL = "name: demo\ndescription: Does demo things.\n"
 
@@ -681,37 +680,6 @@ def test_well_formed_files_round_trip(name: str, description: str, body: str) ->
     result = parse_skill_file(f"---\nname: '{name}'\ndescription: {quoted}\n---\n{body}")
     assert isinstance(result, ParsedSkill), result
     assert (result.name, result.description, result.body) == (name, description, body.strip())
-
-
-def reference_is_skill_name(value: str) -> bool:
-    """The name grammar restated without regular expressions: hyphen-separated ASCII words."""
-    allowed = set("abcdefghijklmnopqrstuvwxyz0123456789")
-    words = value.split("-")
-    return all(word != "" and set(word) <= allowed for word in words)
-
-
-@given(_NAMES)
-def test_is_skill_name_accepts_every_name_of_the_grammar(name: str) -> None:
-    """Strings generated from the grammar are names."""
-    assert is_skill_name(name)
-    assert reference_is_skill_name(name)
-
-
-@settings(max_examples=500)
-@given(st.one_of(st.text(), st.text(alphabet=st.sampled_from(list("ab09-_A\n é")))))
-def test_is_skill_name_agrees_with_a_reference_definition(value: str) -> None:
-    """The regex-based check matches a word-splitting restatement of the grammar."""
-    assert is_skill_name(value) == reference_is_skill_name(value)
-
-
-@pytest.mark.parametrize(
-    "value",
-    [None, 1, b"demo", ["demo"]],
-    ids=["none", "int", "bytes", "list"],
-)
-def test_is_skill_name_rejects_non_strings(value: object) -> None:
-    """Only strings can be names."""
-    assert not is_skill_name(value)
 
 
 def test_parsed_skill_metadata_is_a_mapping_type() -> None:

@@ -1,0 +1,41 @@
+"""The values and the name grammar (model.py, contract §2)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_skills import is_skill_name
+from tests.test_frontmatter import _NAMES
+
+
+def reference_is_skill_name(value: str) -> bool:
+    """The name grammar restated without regular expressions: hyphen-separated ASCII words."""
+    allowed = set("abcdefghijklmnopqrstuvwxyz0123456789")
+    words = value.split("-")
+    return all(word != "" and set(word) <= allowed for word in words)
+
+
+@given(_NAMES)
+def test_is_skill_name_accepts_every_name_of_the_grammar(name: str) -> None:
+    """Strings generated from the grammar are names."""
+    assert is_skill_name(name)
+    assert reference_is_skill_name(name)
+
+
+@settings(max_examples=500)
+@given(st.one_of(st.text(), st.text(alphabet=st.sampled_from(list("ab09-_A\n é")))))
+def test_is_skill_name_agrees_with_a_reference_definition(value: str) -> None:
+    """The regex-based check matches a word-splitting restatement of the grammar."""
+    assert is_skill_name(value) == reference_is_skill_name(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, 1, b"demo", ["demo"]],
+    ids=["none", "int", "bytes", "list"],
+)
+def test_is_skill_name_rejects_non_strings(value: object) -> None:
+    """Only strings can be names."""
+    assert not is_skill_name(value)
