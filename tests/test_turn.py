@@ -1,6 +1,6 @@
 """`AcpSkills.turn` and the session lifecycle it owns: cancellation, released sessions, owners.
 
-The agent and the client talk over a real in-memory ACP connection (`tests/test_acp.py`'s
+The agent and the client talk over a real in-memory ACP connection (`tests/acp_peer.py`'s
 `connected` pair); the agent here drives its turns through `PromptTurn`, as an agent author's
 code does.
 """
