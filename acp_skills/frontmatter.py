@@ -138,8 +138,7 @@ def _flag(fields: Mapping[object, object], spellings: tuple[str, str], default: 
         # Fail closed: `disableModelInvocation: yes` must not leave the skill visible.
         shown = f": {value!r}" if isinstance(value, str | int | float) else ""
         raise _Invalid(
-            "flag-invalid",
-            f"field {key!r} must be true or false, got {_kind(value)}{shown}",
+            "flag-invalid", f"field {key!r} must be true or false, got {_kind(value)}{shown}"
         )
     return value
 
