@@ -95,12 +95,7 @@ def fit_catalog(
     pinned: Iterable[str] = (),
     hidden: Iterable[str] = (),
 ) -> CatalogFit:
-    """Render the catalog within ``budget`` characters and say what that took (contract §12).
-
-    Over budget, unpinned descriptions are cut to the widest uniform cap that fits, else skills
-    are listed at the floor by (``rank``, name; a plain summary is rank 0) while they fit. A bad
-    ``max_length`` or ``budget`` is a ``ValueError``.
-    """
+    """Render the catalog within ``budget`` characters and say what that took (contract §12)."""
     bound = check_max_length(max_length)
     limit = check_catalog_budget(budget)
     hidden_names = frozenset(hidden)
@@ -221,8 +216,6 @@ def _omission_line(count: int, tool_name: str) -> str:
 
 
 class _Frame:
-    """A catalog but its unpinned skills: the text around the list, and the pinned skills."""
-
     def __init__(self, tool_name: str, pinned: Sequence[_Line]) -> None:
         self._tool_name = tool_name
         self._head = [

@@ -34,10 +34,7 @@ class ConfinedFile:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfinedReadError:
-    """Why a read returned no file: ``outside`` (a link or ``..`` leads out), ``excluded``,
-    ``not_found`` (or vanished mid-walk), ``directory``, ``not_regular`` (a FIFO, a device),
-    ``too_large`` (with ``size``), ``grew`` (past the cap while read), ``changed`` (while being
-    opened) or ``unreadable`` (the system refused: ``detail``)."""
+    """Why a read returned no file: its ``failure``, with ``size`` or ``detail`` when known."""
 
     failure: ConfinedReadFailure
     size: int = 0
@@ -83,8 +80,7 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
 def read_confined(
     directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
 ) -> ConfinedFile | ConfinedReadError:
-    """Read ``path`` (relative) inside ``directory``, never outside it nor ``excluded`` ones
-    (compared by identity, so a hard link is refused too). Blocking."""
+    """Read ``path`` (relative) inside ``directory``, never outside it nor ``excluded``."""
     if "\0" in directory or "\0" in path:
         return ConfinedReadError(failure="not_found")  # no file name holds a NUL
     root = os.path.realpath(directory)

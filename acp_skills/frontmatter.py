@@ -17,9 +17,7 @@ from .model import is_skill_name, kind_of_value
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParsedSkill:
-    """The fields of a well-formed skill file; ``body`` is stripped, ``notes`` holds one
-    ``field-ignored`` problem per mistyped optional field dropped, ``fields`` every top-level
-    field as written (read-only)."""
+    """The fields of a well-formed skill file."""
 
     name: str
     description: str
@@ -55,8 +53,7 @@ _UNTERMINATED: Final = Problem(_MISSING, "unterminated frontmatter: no closing '
 
 
 def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Problem:
-    """Parse a ``SKILL.md`` (or flat ``<name>.md``) text, or say why it is unusable (contract
-    §5); ``with_body=False`` leaves ``body`` empty (discovery)."""
+    """Parse a skill file's text, or say why it is unusable (contract §5)."""
     text = text.removeprefix("\ufeff")
     first_line_end = text.find("\n")
     if (text if first_line_end < 0 else text[:first_line_end]) not in ("---", "---\r"):

@@ -56,8 +56,7 @@ class SkillProvider(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ProviderHooks:
-    """A provider's optional hooks, bound (``None`` when absent); ``cacheable(options)`` is
-    asked after each ``list``: ``False`` keeps that catalog out of the cache."""
+    """A provider's optional hooks, bound (``None`` when absent)."""
 
     on_register: Callable[[ProviderHandle], None] | None = None
     on_dispose: Callable[[ProviderHandle], None] | None = None
@@ -87,8 +86,7 @@ _KNOWN = frozenset({"name", "list", "get", *_HOOKS})
 
 
 def provider_hooks(provider: SkillProvider) -> ProviderHooks:
-    """The hooks ``provider`` implements; ``TypeError`` for one that is not callable, or for a
-    public attribute named like a hook (``cachable``), which would otherwise never be called."""
+    """The hooks ``provider`` implements; ``TypeError`` for a bad or misspelled one."""
     found = {hook: getattr(provider, hook, None) for hook in _HOOKS}
     for hook, value in found.items():
         if value is not None and not callable(value):

@@ -43,8 +43,6 @@ _Key = tuple[str | None, int]
 
 
 class _Registration:
-    """One registered provider and its `ProviderHandle`: a handle acts on its own one only."""
-
     __slots__ = ("_registry", "hooks", "order", "provider")
 
     def __init__(self, registry: SkillRegistry, provider: SkillProvider, order: int) -> None:

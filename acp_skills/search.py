@@ -112,8 +112,7 @@ class SkillMatch:
 
 
 class SkillIndex:
-    """An immutable search index of skills with unique names; ``disable_model_invocation``
-    skills are never indexed, so a query never reveals a skill the model may not load."""
+    """An immutable search index of the skills the model may load."""
 
     def __init__(self, skills: Iterable[SkillSummary]) -> None:
         indexed = sorted(

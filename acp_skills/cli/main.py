@@ -325,8 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``acp-skills`` with ``argv`` (default: the process's arguments); return the exit
-    status (0 fine, 1 problems found, 2 usage error)."""
+    """Run ``acp-skills`` with ``argv``; return the exit status (0 fine, 1 problems, 2 usage)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
