@@ -1,14 +1,5 @@
-"""`JsonlSessionStore`: session records as JSON Lines files, one file per session.
-
-Format version 1: one entry per line, a JSON object with ``"v": 1``, a ``"type"`` and camelCase
-keys, like ``_skills/prefix`` reports headers::
-
-    {"v":1,"type":"header","reason":"initial","config":{},"system":"...","tools":[],"messagePrefix":[{"role":"user","text":"..."}]}
-    {"v":1,"type":"history","message":{"role":"user","content":"..."}}
-
-Readers ignore unknown keys. Reading never fails on what a line holds, never blocks on what
-the path is.
-"""
+"""`JsonlSessionStore`: session records as JSON Lines files, one file per session (format:
+docs/architecture.md). Reading never fails on what a line holds, never blocks on the path."""
 
 from __future__ import annotations
 

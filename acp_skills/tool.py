@@ -1,7 +1,5 @@
-"""The ``skill`` tool: how the model loads a skill's instructions and reads its files (contract
-§7, §8, §12). Every mistake and provider failure is a `ToolResult` marked ``is_error`` whose text
-starts ``Error: ``; the tool never raises but for cancellation.
-"""
+"""The ``skill`` tool (contract §7, §8, §12): every mistake and provider failure is a `ToolResult`
+marked ``is_error`` whose text starts ``Error: ``; it never raises but for cancellation."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""``acp-skills``: the skills an agent finds, exactly as it sees them, and why (docs/cli.md).
-
-Every command builds what the demo agent builds (the same provider, registry, ``skill`` tool and
-catalog rendering) from the core alone, never the ACP SDK.
-"""
+"""``acp-skills``: the skills an agent finds, exactly as it sees them, and why (docs/cli.md);
+built as the demo agent builds them, from the core alone, never the ACP SDK."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``acp-skills validate``: skills on disk checked outside any session.
-
-Lenient by default (the runtime's own diagnostics, so a clean result means the agent will show
-the skill); strict adds the Agent Skills specification's rules (agentskills.io), which the
-runtime does not need. docs/cli.md lists both.
-"""
+"""``acp-skills validate``: skills on disk checked outside any session; lenient by default (the
+runtime's own diagnostics), strict adds the Agent Skills specification's rules (docs/cli.md)."""
 
 from __future__ import annotations
 
