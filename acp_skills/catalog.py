@@ -36,7 +36,6 @@ BUDGET_DESCRIPTION_FLOOR = 60
 
 _log = structlog.get_logger(__name__)
 
-# Catalogs kept per contributor, one per snapshot (sessions of one cwd and revision share one).
 _FITS_KEPT = 16
 
 # C-level sort keys: Python key functions over ten thousand skills cost milliseconds.
@@ -238,7 +237,6 @@ class _Frame:
             "load it first.",
             "</system-reminder>",
         ]
-        # Lines are joined by newlines: one per line but the last.
         self.length = sum(len(line) + 1 for line in (*self._head, *self._tail)) - 1
 
     def omission_cost(self, count: int) -> int:

@@ -67,7 +67,6 @@ def expand_arguments(body: str, arguments: str) -> str:
 
 
 _log = structlog.get_logger(__name__)
-# Search indexes kept per tool, one per snapshot (a registry revision and cwd).
 _INDEXES_KEPT = 8
 
 _TOOL_DESCRIPTION = (

@@ -145,11 +145,9 @@ async def _show(args: argparse.Namespace, style: Style) -> Outcome:
 
 async def _catalog(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = _skills_from(args)
-    # What the catalog contributor freezes for a session in this cwd that can call the tool.
     snapshot = await registry.snapshot(options)
     fit = fit_catalog(snapshot.skills, budget=args.budget, pinned=args.pin, hidden=args.hide)
     characters = len(fit.text or "")
-    # The same budget report as `_skills/prefix` gives for a session's frozen catalog.
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
     outcome = Outcome(
         {"text": fit.text, "characters": characters, "budget": budget},
@@ -174,7 +172,6 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     snapshot = await registry.snapshot(options)
     fit = fit_catalog(snapshot.skills)
     characters = len(fit.text or "")
-    # What `SkillRegistry.diagnose` gathers, from the discovery already made here.
     problems = (*discovery.diagnostics, *map(shadow_diagnostic, snapshot.shadowed))
     left_out = skipped(problems)
     roots = discovery.roots
@@ -331,7 +328,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not os.path.isdir(args.cwd):
                 parser.error(f"--cwd: not a directory: {args.cwd}")
     except SystemExit as exit:
-        # argparse exits on --help (0) and on usage errors (2); a caller gets the status.
         return exit.code if isinstance(exit.code, int) else USAGE
     # The commands report what the library would log; unconfigured structlog would also print
     # it to stdout, mixed into the output (and into the JSON).
