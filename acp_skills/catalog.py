@@ -118,8 +118,7 @@ def fit_catalog(
     def lines_of(group: Iterable[SkillSummary]) -> Iterator[_Line]:
         # Made on first use: listing 100 of 10,000 skills never normalizes the others.
         for skill in group:
-            line = made.get(id(skill))
-            if line is None:
+            if (line := made.get(id(skill))) is None:
                 line = made[id(skill)] = _Line(skill, bound)
             yield line
 

@@ -65,8 +65,7 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
     total = 0
     while True:
         request = max(info.st_size + 1 - total, _CHUNK)
-        chunk = os.read(fd, request)
-        if not chunk:
+        if not (chunk := os.read(fd, request)):
             break
         chunks.append(chunk)
         total += len(chunk)
@@ -133,8 +132,7 @@ def _read_by_walking(
                 if links > _MAX_SYMBOLIC_LINKS:
                     return ConfinedReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
                 if os.path.isabs(target):
-                    inside = _relative_inside(root, target)
-                    if inside is None:
+                    if (inside := _relative_inside(root, target)) is None:
                         return ConfinedReadError(failure="outside")
                     while names:
                         names.pop()
@@ -164,8 +162,7 @@ def _read_by_path(
     # Where descriptors cannot be walked: resolve, open, then prove the opened file is the one
     # the resolved path names (same identity, same real path) after the read.
     target = os.path.realpath(os.path.join(root, *_segments(path)))
-    inside = _relative_inside(root, target)
-    if inside is None:
+    if (inside := _relative_inside(root, target)) is None:
         return ConfinedReadError(failure="outside")
     directory = root
     for name in _segments(inside):

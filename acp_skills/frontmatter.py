@@ -157,8 +157,7 @@ def _optional_text(
 
 
 def _metadata(fields: Mapping[object, object], notes: list[Problem]) -> Mapping[str, object] | None:
-    value = fields.get("metadata")
-    if value is None:
+    if (value := fields.get("metadata")) is None:
         return None
     if not isinstance(value, MappingProxyType):  # what `_yaml` makes of every mapping
         notes.append(_ignored("metadata", f"expected a mapping, got {_kind(value)}"))

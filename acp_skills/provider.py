@@ -96,8 +96,7 @@ def provider_hooks(provider: SkillProvider) -> ProviderHooks:
     for attribute in dir(provider):
         if attribute.startswith("_") or attribute in _KNOWN:
             continue
-        near = difflib.get_close_matches(attribute, _HOOKS, n=1, cutoff=0.8)
-        if near:
+        if near := difflib.get_close_matches(attribute, _HOOKS, n=1, cutoff=0.8):
             raise TypeError(
                 f'skill provider "{provider.name}" has {attribute!r}, which is not a provider '
                 f"hook; did you mean {near[0]!r}?"
@@ -109,8 +108,7 @@ def validate_offer(
     value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
 ) -> None:
     """Check a candidate (from ``list``) or definition (from ``get``): `SkillContractError`."""
-    problem = _offer_problem(value, provider, kind)
-    if problem is not None:
+    if (problem := _offer_problem(value, provider, kind)) is not None:
         raise SkillContractError(provider, problem)
 
 

@@ -57,8 +57,7 @@ def expand_arguments(body: str, arguments: str) -> str:
     words = split_arguments(arguments)
 
     def fill(match: re.Match[str]) -> str:
-        index = match.group(1) or match.group(2)
-        if index is None:
+        if (index := match.group(1) or match.group(2)) is None:
             return arguments
         position = int(index)
         return words[position] if position < len(words) else match.group(0)
@@ -198,8 +197,7 @@ def _typed(
 def _refuse_unexpected(
     arguments: Mapping[Any, Any], allowed: tuple[str, ...], skill: str | None
 ) -> None:
-    unexpected = [key for key in arguments if key not in allowed]
-    if not unexpected:
+    if not (unexpected := [key for key in arguments if key not in allowed]):
         return
     what = "a skill search" if skill is None else f"skill {quote(skill)}"
     shown = ", ".join(quote(str(key)) for key in unexpected[:5])

@@ -175,18 +175,15 @@ class GuardedTransport:
                 if await self._drained():
                     return None
                 continue
-            raw = await self._next_line()
-            if raw is None:
+            if (raw := await self._next_line()) is None:
                 if not self._output_lost:
                     self._end_input()
                 continue
             if isinstance(raw, OverlongLine):
-                answer = await self._refuse_overlong(raw)
-                if answer is not None:
+                if (answer := await self._refuse_overlong(raw)) is not None:
                     return answer
                 continue
-            raw = raw.strip()
-            if not raw:
+            if not (raw := raw.strip()):
                 continue
             try:
                 message = json.loads(raw, parse_constant=_refuse_constant, parse_int=_parse_int)
@@ -199,8 +196,7 @@ class GuardedTransport:
                 _log.warning("acp_line_rejected", reason=kind)
                 await self._reply(_error(None, _INVALID_REQUEST, kind))
                 continue
-            checked = await self._check(message)
-            if checked is not None:
+            if (checked := await self._check(message)) is not None:
                 self._note_incoming(checked)
                 return checked
 

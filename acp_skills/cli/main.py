@@ -52,8 +52,7 @@ _Skills = tuple[LocalSkillProvider, SkillRegistry, SkillLookupOptions]
 
 
 def _skills_from(args: argparse.Namespace) -> _Skills:
-    custom_dirs = list(args.skills_dir or [])
-    if not custom_dirs:
+    if not (custom_dirs := list(args.skills_dir or [])):
         # As for the demo agent: the variable stands in for the flag.
         variable = os.environ.get("ACP_SKILLS_DIRS", "").strip()
         custom_dirs = [d for d in variable.split(os.pathsep) if d]
