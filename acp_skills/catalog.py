@@ -298,8 +298,7 @@ class SkillCatalogContributor:
     def _fit(self, snapshot: SkillSnapshot, context: PrefixContext) -> CatalogFit:
         # The registry returns the same snapshot while its catalog is cached: identity says "same
         # skills". Holding the snapshot keeps its id from being reused.
-        kept = self._fits.get(id(snapshot))
-        if kept is not None and kept[0] is snapshot:
+        if (kept := self._fits.get(id(snapshot))) is not None and kept[0] is snapshot:
             self._fits.move_to_end(id(snapshot))
             return kept[1]
         fit = fit_catalog(

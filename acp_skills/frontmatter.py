@@ -108,9 +108,8 @@ def _lookup(fields: Mapping[object, object], spellings: tuple[str, str]) -> tupl
         raise _Invalid(
             "field-conflict", f"fields {first!r} and {second!r} are the same field; give only one"
         )
-    if second in fields:
-        return second, fields[second]
-    return first, fields.get(first, _ABSENT)
+    name = second if second in fields else first
+    return name, fields.get(name, _ABSENT)
 
 
 def _required_text(fields: Mapping[object, object], key: str) -> str:

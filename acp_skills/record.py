@@ -90,9 +90,7 @@ def _freeze_object(value: object, where: str) -> Mapping[str, object]:
 def _thaw_json(value: object) -> Any:
     if isinstance(value, Mapping):
         return {key: _thaw_json(item) for key, item in value.items()}
-    if isinstance(value, tuple | list):
-        return [_thaw_json(item) for item in value]
-    return value
+    return [_thaw_json(item) for item in value] if isinstance(value, tuple | list) else value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

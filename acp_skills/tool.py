@@ -289,8 +289,7 @@ class SkillTool:
             _log.warning("skill_search_failed", error=repr(error))
             raise Refusal(f"Error: the skill search failed: {describe_error(error)}") from None
         # One index per snapshot (the same object while cached); holding it keeps its id unique.
-        kept = self._indexes.get(id(snapshot))
-        if kept is not None and kept[0] is snapshot:
+        if (kept := self._indexes.get(id(snapshot))) is not None and kept[0] is snapshot:
             self._indexes.move_to_end(id(snapshot))
             index = kept[1]
         else:

@@ -175,8 +175,7 @@ def skills_report(
         ordered = sorted(diagnostics, key=lambda d: _SEVERITY_ORDER.get(d.severity, 3))
         lines += [f"**Problems** ({_tally(ordered)})", ""]
         lines.extend(_diagnostic_line(d) for d in ordered[:_MAX_PROBLEMS_SHOWN])
-        hidden = len(ordered) - _MAX_PROBLEMS_SHOWN
-        if hidden > 0:
+        if (hidden := len(ordered) - _MAX_PROBLEMS_SHOWN) > 0:
             lines.append(f"- ... and {hidden} more")
         lines += ["", f"Run `acp-skills doctor --cwd {_clean(cwd)}` in a terminal for details."]
     if not snapshot.complete:

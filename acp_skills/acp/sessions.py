@@ -99,8 +99,7 @@ class SessionTable:
         return live
 
     def note_catalog_fit(self, context: PrefixContext, fit: CatalogFit) -> None:
-        live = self.peek(context.session_id)
-        if live is not None and live.session.context is context:
+        if (live := self.peek(context.session_id)) is not None and live.session.context is context:
             live.session.catalog_fit = fit
 
     def _release_idle(self) -> None:

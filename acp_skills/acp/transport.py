@@ -235,8 +235,7 @@ class GuardedTransport:
                 else:
                     self._awaited.add(request_id)
             return
-        count = self._owed.pop(request_id, 0) - 1
-        if count > 0:
+        if (count := self._owed.pop(request_id, 0) - 1) > 0:
             self._owed[request_id] = count
         else:
             self._prompts.pop(request_id, None)
@@ -256,8 +255,7 @@ class GuardedTransport:
         self._changed.clear()
         if not self._owed:
             return True
-        remaining = self._deadline - asyncio.get_running_loop().time()
-        if remaining > 0:
+        if (remaining := self._deadline - asyncio.get_running_loop().time()) > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
                 return False
