@@ -55,8 +55,6 @@ else:
 
 
 class _CoreSchemaLoader(_Parser):
-    """Composes only, tagging plain scalars by the core schema (PyYAML's loaders untouched)."""
-
     def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
         if kind is ScalarNode:
             if implicit[0]:
@@ -84,8 +82,7 @@ class _Refused(Exception):  # while building values: a `yaml-invalid` problem
 
 
 def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object] | Problem:
-    """The frontmatter as a deeply read-only mapping, or why it is not one (``first_line``:
-    the file's line number of the first line of ``source``, for messages)."""
+    """The frontmatter as a deeply read-only mapping, or why it is not one."""
     try:
         loader = _CoreSchemaLoader(source)
         root = loader.get_single_node()

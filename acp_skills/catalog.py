@@ -36,7 +36,6 @@ BUDGET_DESCRIPTION_FLOOR = 60
 
 _log = structlog.get_logger(__name__)
 
-# Catalogs kept per contributor, one per snapshot (sessions of one cwd and revision share one).
 _FITS_KEPT = 16
 
 # C-level sort keys: Python key functions over ten thousand skills cost milliseconds.
@@ -95,12 +94,7 @@ def fit_catalog(
     pinned: Iterable[str] = (),
     hidden: Iterable[str] = (),
 ) -> CatalogFit:
-    """Render the catalog within ``budget`` characters and say what that took (contract §12).
-
-    Over budget, unpinned descriptions are cut to the widest uniform cap that fits, else skills
-    are listed at the floor by (``rank``, name; a plain summary is rank 0) while they fit. A bad
-    ``max_length`` or ``budget`` is a ``ValueError``.
-    """
+    """Render the catalog within ``budget`` characters and say what that took (contract §12)."""
     bound = check_max_length(max_length)
     limit = check_catalog_budget(budget)
     hidden_names = frozenset(hidden)
@@ -124,8 +118,7 @@ def fit_catalog(
     def lines_of(group: Iterable[SkillSummary]) -> Iterator[_Line]:
         # Made on first use: listing 100 of 10,000 skills never normalizes the others.
         for skill in group:
-            line = made.get(id(skill))
-            if line is None:
+            if (line := made.get(id(skill))) is None:
                 line = made[id(skill)] = _Line(skill, bound)
             yield line
 
@@ -221,8 +214,6 @@ def _omission_line(count: int, tool_name: str) -> str:
 
 
 class _Frame:
-    """A catalog but its unpinned skills: the text around the list, and the pinned skills."""
-
     def __init__(self, tool_name: str, pinned: Sequence[_Line]) -> None:
         self._tool_name = tool_name
         self._head = [
@@ -245,7 +236,6 @@ class _Frame:
             "load it first.",
             "</system-reminder>",
         ]
-        # Lines are joined by newlines: one per line but the last.
         self.length = sum(len(line) + 1 for line in (*self._head, *self._tail)) - 1
 
     def omission_cost(self, count: int) -> int:
@@ -308,8 +298,7 @@ class SkillCatalogContributor:
     def _fit(self, snapshot: SkillSnapshot, context: PrefixContext) -> CatalogFit:
         # The registry returns the same snapshot while its catalog is cached: identity says "same
         # skills". Holding the snapshot keeps its id from being reused.
-        kept = self._fits.get(id(snapshot))
-        if kept is not None and kept[0] is snapshot:
+        if (kept := self._fits.get(id(snapshot))) is not None and kept[0] is snapshot:
             self._fits.move_to_end(id(snapshot))
             return kept[1]
         fit = fit_catalog(

@@ -34,10 +34,7 @@ class ConfinedFile:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfinedReadError:
-    """Why a read returned no file: ``outside`` (a link or ``..`` leads out), ``excluded``,
-    ``not_found`` (or vanished mid-walk), ``directory``, ``not_regular`` (a FIFO, a device),
-    ``too_large`` (with ``size``), ``grew`` (past the cap while read), ``changed`` (while being
-    opened) or ``unreadable`` (the system refused: ``detail``)."""
+    """Why a read returned no file: its ``failure``, with ``size`` or ``detail`` when known."""
 
     failure: ConfinedReadFailure
     size: int = 0
@@ -68,8 +65,7 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
     total = 0
     while True:
         request = max(info.st_size + 1 - total, _CHUNK)
-        chunk = os.read(fd, request)
-        if not chunk:
+        if not (chunk := os.read(fd, request)):
             break
         chunks.append(chunk)
         total += len(chunk)
@@ -83,8 +79,7 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
 def read_confined(
     directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
 ) -> ConfinedFile | ConfinedReadError:
-    """Read ``path`` (relative) inside ``directory``, never outside it nor ``excluded`` ones
-    (compared by identity, so a hard link is refused too). Blocking."""
+    """Read ``path`` (relative) inside ``directory``, never outside it nor ``excluded``."""
     if "\0" in directory or "\0" in path:
         return ConfinedReadError(failure="not_found")  # no file name holds a NUL
     root = os.path.realpath(directory)
@@ -137,8 +132,7 @@ def _read_by_walking(
                 if links > _MAX_SYMBOLIC_LINKS:
                     return ConfinedReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
                 if os.path.isabs(target):
-                    inside = _relative_inside(root, target)
-                    if inside is None:
+                    if (inside := _relative_inside(root, target)) is None:
                         return ConfinedReadError(failure="outside")
                     while names:
                         names.pop()
@@ -168,8 +162,7 @@ def _read_by_path(
     # Where descriptors cannot be walked: resolve, open, then prove the opened file is the one
     # the resolved path names (same identity, same real path) after the read.
     target = os.path.realpath(os.path.join(root, *_segments(path)))
-    inside = _relative_inside(root, target)
-    if inside is None:
+    if (inside := _relative_inside(root, target)) is None:
         return ConfinedReadError(failure="outside")
     directory = root
     for name in _segments(inside):

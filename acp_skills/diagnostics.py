@@ -117,10 +117,7 @@ def _record(code: str, path: str | None, message: str, *, skill: str | None = No
 
 
 def file_diagnostics(
-    path: str,
-    outcome: ParsedSkill | Problem | FileReadError,
-    *,
-    expected_name: str | None = None,
+    path: str, outcome: ParsedSkill | Problem | FileReadError, *, expected_name: str | None = None
 ) -> tuple[Diagnostic, ...]:
     """What reading and parsing one skill file found (nothing for a clean skill)."""
     if isinstance(outcome, FileReadError):

@@ -16,8 +16,7 @@ class SkillContractError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """A problem made where it arises: a code from ``docs/diagnostics.md``, a message and the
-    file's line (from 1) when known."""
+    """A problem made where it arises: a code, a message and the line (from 1) when known."""
 
     code: str
     message: str

@@ -17,9 +17,7 @@ from .model import is_skill_name, kind_of_value
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParsedSkill:
-    """The fields of a well-formed skill file; ``body`` is stripped, ``notes`` holds one
-    ``field-ignored`` problem per mistyped optional field dropped, ``fields`` every top-level
-    field as written (read-only)."""
+    """The fields of a well-formed skill file."""
 
     name: str
     description: str
@@ -55,8 +53,7 @@ _UNTERMINATED: Final = Problem(_MISSING, "unterminated frontmatter: no closing '
 
 
 def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Problem:
-    """Parse a ``SKILL.md`` (or flat ``<name>.md``) text, or say why it is unusable (contract
-    §5); ``with_body=False`` leaves ``body`` empty (discovery)."""
+    """Parse a skill file's text, or say why it is unusable (contract §5)."""
     text = text.removeprefix("\ufeff")
     first_line_end = text.find("\n")
     if (text if first_line_end < 0 else text[:first_line_end]) not in ("---", "---\r"):
@@ -111,9 +108,8 @@ def _lookup(fields: Mapping[object, object], spellings: tuple[str, str]) -> tupl
         raise _Invalid(
             "field-conflict", f"fields {first!r} and {second!r} are the same field; give only one"
         )
-    if second in fields:
-        return second, fields[second]
-    return first, fields.get(first, _ABSENT)
+    name = second if second in fields else first
+    return name, fields.get(name, _ABSENT)
 
 
 def _required_text(fields: Mapping[object, object], key: str) -> str:
@@ -138,8 +134,7 @@ def _flag(fields: Mapping[object, object], spellings: tuple[str, str], default: 
         # Fail closed: `disableModelInvocation: yes` must not leave the skill visible.
         shown = f": {value!r}" if isinstance(value, str | int | float) else ""
         raise _Invalid(
-            "flag-invalid",
-            f"field {key!r} must be true or false, got {_kind(value)}{shown}",
+            "flag-invalid", f"field {key!r} must be true or false, got {_kind(value)}{shown}"
         )
     return value
 
@@ -161,8 +156,7 @@ def _optional_text(
 
 
 def _metadata(fields: Mapping[object, object], notes: list[Problem]) -> Mapping[str, object] | None:
-    value = fields.get("metadata")
-    if value is None:
+    if (value := fields.get("metadata")) is None:
         return None
     if not isinstance(value, MappingProxyType):  # what `_yaml` makes of every mapping
         notes.append(_ignored("metadata", f"expected a mapping, got {_kind(value)}"))

@@ -67,8 +67,7 @@ class LocalFileSystem:
         self, paths: Sequence[str], max_bytes: int
     ) -> Sequence[bytes | FileReadError]:
         """Every file in one worker-thread hop (`SkillFileSystem.read_files`)."""
-        batch = tuple(paths)
-        if not batch:
+        if not (batch := tuple(paths)):
             return ()
         return await anyio.to_thread.run_sync(
             lambda: [read_local_file(p, max_bytes) for p in batch]

@@ -1,14 +1,5 @@
-"""`JsonlSessionStore`: session records as JSON Lines files, one file per session.
-
-Format version 1: one entry per line, a JSON object with ``"v": 1``, a ``"type"`` and camelCase
-keys, like ``_skills/prefix`` reports headers::
-
-    {"v":1,"type":"header","reason":"initial","config":{},"system":"...","tools":[],"messagePrefix":[{"role":"user","text":"..."}]}
-    {"v":1,"type":"history","message":{"role":"user","content":"..."}}
-
-Readers ignore unknown keys. Reading never fails on what a line holds, never blocks on what
-the path is.
-"""
+"""`JsonlSessionStore`: session records as JSON Lines files, one file per session (format:
+docs/architecture.md). Reading never fails on what a line holds, never blocks on the path."""
 
 from __future__ import annotations
 
@@ -127,8 +118,7 @@ class JsonlSessionStore:
         """The record of ``session_id``; nothing touches the disk until the first append."""
         path = self.path_for(session_id)
         await anyio.lowlevel.checkpoint()
-        record = self._records.get(path)
-        if record is None:
+        if (record := self._records.get(path)) is None:
             record = self._records[path] = _JsonlRecord(path, fsync=self._fsync)
         return record
 
@@ -192,8 +182,7 @@ def _append_line(path: Path, line: bytes, fsync: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = _open_record(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
-        size = os.fstat(descriptor).st_size
-        if size:
+        if size := os.fstat(descriptor).st_size:
             os.lseek(descriptor, size - 1, os.SEEK_SET)
             if os.read(descriptor, 1) != b"\n":
                 # The previous write was torn: end its fragment so the new entry is a line of

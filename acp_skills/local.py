@@ -266,7 +266,6 @@ def _home_dir(
 
 
 def _absolute_dir(path: str | os.PathLike[str], what: str) -> str:
-    text = os.fspath(path)
-    if not text.strip():
+    if not (text := os.fspath(path)).strip():
         raise ValueError(f"{what}: a directory path must not be empty")
     return os.path.abspath(os.path.expanduser(text))

@@ -56,8 +56,7 @@ class SkillProvider(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ProviderHooks:
-    """A provider's optional hooks, bound (``None`` when absent); ``cacheable(options)`` is
-    asked after each ``list``: ``False`` keeps that catalog out of the cache."""
+    """A provider's optional hooks, bound (``None`` when absent)."""
 
     on_register: Callable[[ProviderHandle], None] | None = None
     on_dispose: Callable[[ProviderHandle], None] | None = None
@@ -87,8 +86,7 @@ _KNOWN = frozenset({"name", "list", "get", *_HOOKS})
 
 
 def provider_hooks(provider: SkillProvider) -> ProviderHooks:
-    """The hooks ``provider`` implements; ``TypeError`` for one that is not callable, or for a
-    public attribute named like a hook (``cachable``), which would otherwise never be called."""
+    """The hooks ``provider`` implements; ``TypeError`` for a bad or misspelled one."""
     found = {hook: getattr(provider, hook, None) for hook in _HOOKS}
     for hook, value in found.items():
         if value is not None and not callable(value):
@@ -98,8 +96,7 @@ def provider_hooks(provider: SkillProvider) -> ProviderHooks:
     for attribute in dir(provider):
         if attribute.startswith("_") or attribute in _KNOWN:
             continue
-        near = difflib.get_close_matches(attribute, _HOOKS, n=1, cutoff=0.8)
-        if near:
+        if near := difflib.get_close_matches(attribute, _HOOKS, n=1, cutoff=0.8):
             raise TypeError(
                 f'skill provider "{provider.name}" has {attribute!r}, which is not a provider '
                 f"hook; did you mean {near[0]!r}?"
@@ -111,8 +108,7 @@ def validate_offer(
     value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
 ) -> None:
     """Check a candidate (from ``list``) or definition (from ``get``): `SkillContractError`."""
-    problem = _offer_problem(value, provider, kind)
-    if problem is not None:
+    if (problem := _offer_problem(value, provider, kind)) is not None:
         raise SkillContractError(provider, problem)
 
 

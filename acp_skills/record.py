@@ -90,15 +90,12 @@ def _freeze_object(value: object, where: str) -> Mapping[str, object]:
 def _thaw_json(value: object) -> Any:
     if isinstance(value, Mapping):
         return {key: _thaw_json(item) for key, item in value.items()}
-    if isinstance(value, tuple | list):
-        return [_thaw_json(item) for item in value]
-    return value
+    return [_thaw_json(item) for item in value] if isinstance(value, tuple | list) else value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeaderEntry:
-    """What a model request is built from besides the history; ``config`` and ``tools`` are
-    deep-copied into read-only JSON (`ValueError` / `TypeError` on anything else)."""
+    """What a model request is built from besides the history (read-only JSON)."""
 
     reason: HeaderReason
     config: Mapping[str, object]
@@ -129,8 +126,7 @@ class HeaderEntry:
         object.__setattr__(self, "message_prefix", tuple(self.message_prefix))
 
     def same_request_as(self, other: HeaderEntry) -> bool:
-        """Whether both describe the same request, whatever their reasons (compared as JSON
-        text: key order does not matter, but ``1``, ``1.0`` and ``true`` differ)."""
+        """Whether both describe the same request (compared as JSON text)."""
         return _canonical(self) == _canonical(other)
 
     def to_json(self) -> dict[str, Any]:
@@ -173,8 +169,7 @@ def _canonical(header: HeaderEntry) -> str:
 
 @runtime_checkable
 class SessionRecord(Protocol):
-    """The append-only record of one session: an entry is appended whole or not at all.
-    Storage fails with `OSError`, which `PrefixedSession` survives (it writes later)."""
+    """The append-only record of one session; storage fails with `OSError`."""
 
     async def append(self, entry: RecordEntry) -> None:
         """Append one entry, durably enough to survive the agent process crashing."""

@@ -43,8 +43,6 @@ _Key = tuple[str | None, int]
 
 
 class _Registration:
-    """One registered provider and its `ProviderHandle`: a handle acts on its own one only."""
-
     __slots__ = ("_registry", "hooks", "order", "provider")
 
     def __init__(self, registry: SkillRegistry, provider: SkillProvider, order: int) -> None:
@@ -238,8 +236,7 @@ class SkillRegistry:
         if candidate.provider == RUNTIME_PROVIDER:
             live = self._is_live_runtime(candidate.locator)
             return candidate.locator if live else None  # type: ignore[return-value]
-        registration = self._providers.get(candidate.provider)
-        if registration is None:
+        if (registration := self._providers.get(candidate.provider)) is None:
             return None
         name, started = candidate.provider, time.perf_counter()
         loaded = await registration.provider.get(candidate, options)
@@ -265,11 +262,9 @@ class SkillRegistry:
 
     async def _collect(self, options: SkillLookupOptions) -> _Catalog:
         key = (options.cwd, self._revision)
-        cached = self._cache.get(key)
-        if cached is not None:
+        if (cached := self._cache.get(key)) is not None:
             return cached
-        shared = self._inflight.get(key)
-        if shared is None:
+        if (shared := self._inflight.get(key)) is None:
             shared = _Shared(asyncio.ensure_future(self._discover(options)))
             self._inflight[key] = shared
             shared.task.add_done_callback(lambda _task: self._forget(key, shared))
@@ -355,8 +350,7 @@ class SkillRegistry:
         winners: dict[str, SkillCandidate] = {}
         shadowed: list[ShadowedSkill] = []
         for *_, skill, live in ranked:
-            kept = winners.get(skill.name)
-            if kept is None:
+            if (kept := winners.get(skill.name)) is None:
                 if live:
                     winners[skill.name] = skill
                 continue

@@ -112,8 +112,7 @@ class SkillMatch:
 
 
 class SkillIndex:
-    """An immutable search index of skills with unique names; ``disable_model_invocation``
-    skills are never indexed, so a query never reveals a skill the model may not load."""
+    """An immutable search index of the skills the model may load."""
 
     def __init__(self, skills: Iterable[SkillSummary]) -> None:
         indexed = sorted(
@@ -149,8 +148,7 @@ class SkillIndex:
         wanted = sorted({*terms(query), *self._compounds(query)})
         scores: dict[int, float] = {}
         for term in wanted:
-            posting = self._postings.get(term)
-            if posting is None:
+            if (posting := self._postings.get(term)) is None:
                 continue
             for position, score in zip(*posting, strict=True):
                 scores[position] = scores.get(position, 0.0) + score
@@ -170,8 +168,7 @@ def _score_postings(
     counts: list[tuple[dict[str, int], ...]], lengths: list[tuple[int, int, int]]
 ) -> dict[str, tuple[tuple[int, ...], tuple[float, ...]]]:
     # term -> (positions, scores): each skill's whole BM25F contribution for that term.
-    total = len(counts)
-    if not total:
+    if not (total := len(counts)):
         return {}
     averages = [max(sum(length[f] for length in lengths) / total, 1.0) for f in range(3)]
     positions: dict[str, list[int]] = {}

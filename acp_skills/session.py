@@ -120,11 +120,7 @@ class PrefixedSession:
             self._catalog_fit = None
 
     async def record_request(
-        self,
-        *,
-        config: Mapping[str, object],
-        system: str,
-        tools: Sequence[Mapping[str, object]],
+        self, *, config: Mapping[str, object], system: str, tools: Sequence[Mapping[str, object]]
     ) -> HeaderEntry | None:
         """Record the next request's header if it needs recording; return it, or ``None``."""
         if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):

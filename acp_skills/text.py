@@ -45,8 +45,7 @@ def replace_lone_surrogates(text: str) -> str:
 
 
 def replace_lone_surrogates_in_json(value: object) -> Any:
-    """A copy of a decoded JSON value whose strings (keys included) are well-formed; no
-    recursion, so any nesting depth is copied."""
+    """A copy of a decoded JSON value whose strings are well-formed."""
     holder: list[object] = [None]
     # (source value, container of the copy, where in that container the copy goes)
     pending: list[tuple[object, Any, Any]] = [(value, holder, 0)]

@@ -1,19 +1,18 @@
-"""The ``skill`` tool: how the model loads a skill's instructions and reads its files (contract
-§7, §8, §12). Every mistake and provider failure is a `ToolResult` marked ``is_error`` whose text
-starts ``Error: ``; the tool never raises but for cancellation.
-"""
+"""The ``skill`` tool (contract §7, §8, §12): every mistake and provider failure is a `ToolResult`
+marked ``is_error`` whose text starts ``Error: ``; it never raises but for cancellation."""
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 import anyio.to_thread
 import structlog
 
-from .arguments import expand_arguments
 from .catalog import SKILL_TOOL_NAME
 from .content import (
     ReadText,
@@ -38,9 +37,35 @@ from .search import MAX_QUERY_LENGTH, SkillIndex
 from .text import quote
 
 DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
+# ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` (the N-th shell word from 0; a missing one stays).
+# At most six digits: no skill has a million arguments, and int() of a long digit run costs.
+_PLACEHOLDER: Final = re.compile(r"\$ARGUMENTS(?:\[(\d{1,6})\])?|\$(\d{1,6})")
+
+
+def split_arguments(text: str) -> tuple[str, ...]:
+    """Words of ``text``, shell-quoted; an unclosed quote falls back to whitespace splitting."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError:  # a typo must not lose the arguments
+        return tuple(text.split())
+
+
+def expand_arguments(body: str, arguments: str) -> str:
+    """``body`` with its placeholders filled from ``arguments`` (typed after ``/name``)."""
+    if "$" not in body:
+        return body
+    words = split_arguments(arguments)
+
+    def fill(match: re.Match[str]) -> str:
+        if (index := match.group(1) or match.group(2)) is None:
+            return arguments
+        position = int(index)
+        return words[position] if position < len(words) else match.group(0)
+
+    return _PLACEHOLDER.sub(fill, body)
+
 
 _log = structlog.get_logger(__name__)
-# Search indexes kept per tool, one per snapshot (a registry revision and cwd).
 _INDEXES_KEPT = 8
 
 _TOOL_DESCRIPTION = (
@@ -172,8 +197,7 @@ def _typed(
 def _refuse_unexpected(
     arguments: Mapping[Any, Any], allowed: tuple[str, ...], skill: str | None
 ) -> None:
-    unexpected = [key for key in arguments if key not in allowed]
-    if not unexpected:
+    if not (unexpected := [key for key in arguments if key not in allowed]):
         return
     what = "a skill search" if skill is None else f"skill {quote(skill)}"
     shown = ", ".join(quote(str(key)) for key in unexpected[:5])
@@ -265,8 +289,7 @@ class SkillTool:
             _log.warning("skill_search_failed", error=repr(error))
             raise Refusal(f"Error: the skill search failed: {describe_error(error)}") from None
         # One index per snapshot (the same object while cached); holding it keeps its id unique.
-        kept = self._indexes.get(id(snapshot))
-        if kept is not None and kept[0] is snapshot:
+        if (kept := self._indexes.get(id(snapshot))) is not None and kept[0] is snapshot:
             self._indexes.move_to_end(id(snapshot))
             index = kept[1]
         else:

@@ -41,9 +41,7 @@ _Batch = set[tuple[Change, str]]
 def is_relevant_change(
     change: Change, relative: Sequence[str], *, is_dir: bool, skips_system: bool
 ) -> bool:
-    """Whether a change at ``relative`` (its components below a skills root) can change what
-    the provider lists: the root coming or going, a flat ``*.md`` in it changing, a bundle
-    directory added, removed or renamed, or ``X/SKILL.md`` changing (``.system`` skipped)."""
+    """Whether a change at ``relative`` (below a skills root) can change what is listed."""
     if not relative:
         return change is not Change.modified
     if skips_system and relative[0] == ".system":
@@ -301,8 +299,7 @@ class _Loop:
 
 
 class RootWatch:
-    """Watches a local provider's roots and invalidates its registrations on relevant changes:
-    `attach` / `detach` from the provider's hooks, `cover` before a scan, `start` after it."""
+    """Watches a local provider's roots and invalidates its registrations on relevant changes."""
 
     def __init__(self, fixed_roots: Sequence[WatchedRoot]) -> None:
         self._state = state = _State(tuple(fixed_roots))

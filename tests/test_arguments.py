@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from acp_skills.acp.wire import find_invocations, find_invocations_with_arguments
-from acp_skills.arguments import expand_arguments, split_arguments
+from acp_skills.tool import expand_arguments, split_arguments
 
 
 @pytest.mark.parametrize(

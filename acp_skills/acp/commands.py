@@ -88,8 +88,7 @@ class CommandsAnnouncer:
         return self._announce(session_id)
 
     async def _announce(self, session_id: str) -> None:
-        live = self._sessions.peek(session_id)
-        if live is None:
+        if (live := self._sessions.peek(session_id)) is None:
             return
         snapshot = await self._registry.snapshot(SkillLookupOptions(cwd=live.session.context.cwd))
         try:
@@ -150,8 +149,7 @@ def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
         )
     else:
         opening = f"`/{word}` is not a command here."
-        close = difflib.get_close_matches(word.lower(), commands, n=1, cutoff=0.6)
-        if close:
+        if close := difflib.get_close_matches(word.lower(), commands, n=1, cutoff=0.6):
             opening += f" Did you mean `/{close[0]}`?"
     listed = ", ".join(f"`/{name}`" for name in commands)
     return f"{opening}\n\nCommands: {listed}.\n\nNothing was sent to the model."
@@ -177,8 +175,7 @@ def skills_report(
         ordered = sorted(diagnostics, key=lambda d: _SEVERITY_ORDER.get(d.severity, 3))
         lines += [f"**Problems** ({_tally(ordered)})", ""]
         lines.extend(_diagnostic_line(d) for d in ordered[:_MAX_PROBLEMS_SHOWN])
-        hidden = len(ordered) - _MAX_PROBLEMS_SHOWN
-        if hidden > 0:
+        if (hidden := len(ordered) - _MAX_PROBLEMS_SHOWN) > 0:
             lines.append(f"- ... and {hidden} more")
         lines += ["", f"Run `acp-skills doctor --cwd {_clean(cwd)}` in a terminal for details."]
     if not snapshot.complete:

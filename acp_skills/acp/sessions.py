@@ -76,8 +76,7 @@ class SessionTable:
 
     async def get(self, session_id: object) -> LiveSession:
         """The instance, reopened if it was released (-32602 for an unknown id)."""
-        live = self.peek(session_id)
-        if live is not None:
+        if (live := self.peek(session_id)) is not None:
             self._live.move_to_end(live.session.context.session_id)
             return live
         released = self._released.get(session_id) if isinstance(session_id, str) else None
@@ -100,8 +99,7 @@ class SessionTable:
         return live
 
     def note_catalog_fit(self, context: PrefixContext, fit: CatalogFit) -> None:
-        live = self.peek(context.session_id)
-        if live is not None and live.session.context is context:
+        if (live := self.peek(context.session_id)) is not None and live.session.context is context:
             live.session.catalog_fit = fit
 
     def _release_idle(self) -> None:

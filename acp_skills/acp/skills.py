@@ -187,8 +187,7 @@ class AcpSkills:
 
     def cancel(self, session_id: str) -> None:
         """Cancel the session's running turn (``session/cancel``); nothing if none runs."""
-        live = self._sessions.peek(session_id)
-        if live is not None and live.turn is not None:
+        if (live := self._sessions.peek(session_id)) is not None and live.turn is not None:
             live.turn.cancel()
 
     def turn(

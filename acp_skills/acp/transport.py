@@ -175,18 +175,15 @@ class GuardedTransport:
                 if await self._drained():
                     return None
                 continue
-            raw = await self._next_line()
-            if raw is None:
+            if (raw := await self._next_line()) is None:
                 if not self._output_lost:
                     self._end_input()
                 continue
             if isinstance(raw, OverlongLine):
-                answer = await self._refuse_overlong(raw)
-                if answer is not None:
+                if (answer := await self._refuse_overlong(raw)) is not None:
                     return answer
                 continue
-            raw = raw.strip()
-            if not raw:
+            if not (raw := raw.strip()):
                 continue
             try:
                 message = json.loads(raw, parse_constant=_refuse_constant, parse_int=_parse_int)
@@ -199,8 +196,7 @@ class GuardedTransport:
                 _log.warning("acp_line_rejected", reason=kind)
                 await self._reply(_error(None, _INVALID_REQUEST, kind))
                 continue
-            checked = await self._check(message)
-            if checked is not None:
+            if (checked := await self._check(message)) is not None:
                 self._note_incoming(checked)
                 return checked
 
@@ -239,8 +235,7 @@ class GuardedTransport:
                 else:
                     self._awaited.add(request_id)
             return
-        count = self._owed.pop(request_id, 0) - 1
-        if count > 0:
+        if (count := self._owed.pop(request_id, 0) - 1) > 0:
             self._owed[request_id] = count
         else:
             self._prompts.pop(request_id, None)
@@ -260,8 +255,7 @@ class GuardedTransport:
         self._changed.clear()
         if not self._owed:
             return True
-        remaining = self._deadline - asyncio.get_running_loop().time()
-        if remaining > 0:
+        if (remaining := self._deadline - asyncio.get_running_loop().time()) > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
                 return False

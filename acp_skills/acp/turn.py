@@ -235,8 +235,7 @@ class PromptTurn:
         await self._kit.announcer.refresh(self._session_id, live, snapshot, force=force)
         live.announced_in_turn = True
         typed = wire.prompt_text(prompt)
-        answer = await self._answer_without_model(typed, snapshot)
-        if answer is not None:
+        if (answer := await self._answer_without_model(typed, snapshot)) is not None:
             # Nothing reaches the model or the record: the prefix waits for a turn that does.
             self._session.discard_unused_prefix()
             await self._send(update_agent_message_text(answer))

@@ -50,8 +50,7 @@ class ClientLink:
             await self.client.session_update(session_id=session_id, update=update)
 
     def reader(self, session_id: str) -> Callable[[str], Awaitable[str]] | None:
-        client = self.client
-        if client is None or not self.reads_files:
+        if (client := self.client) is None or not self.reads_files:
             return None
 
         async def read_text(path: str) -> str:
@@ -118,8 +117,7 @@ def find_invocations_with_arguments(text: str, names: Iterable[str]) -> list[tup
     found: dict[str, str] = {}
     open_since: tuple[str, int] | None = None
     for match in _INVOCATION.finditer(text):
-        name = match.group(1)
-        if name not in allowed:
+        if (name := match.group(1)) not in allowed:
             continue
         if open_since is not None:
             found[open_since[0]] = _arguments(text, open_since[1], match.start())

@@ -1,8 +1,5 @@
-"""``acp-skills``: the skills an agent finds, exactly as it sees them, and why (docs/cli.md).
-
-Every command builds what the demo agent builds (the same provider, registry, ``skill`` tool and
-catalog rendering) from the core alone, never the ACP SDK.
-"""
+"""``acp-skills``: the skills an agent finds, exactly as it sees them, and why (docs/cli.md);
+built as the demo agent builds them, from the core alone, never the ACP SDK."""
 
 from __future__ import annotations
 
@@ -55,8 +52,7 @@ _Skills = tuple[LocalSkillProvider, SkillRegistry, SkillLookupOptions]
 
 
 def _skills_from(args: argparse.Namespace) -> _Skills:
-    custom_dirs = list(args.skills_dir or [])
-    if not custom_dirs:
+    if not (custom_dirs := list(args.skills_dir or [])):
         # As for the demo agent: the variable stands in for the flag.
         variable = os.environ.get("ACP_SKILLS_DIRS", "").strip()
         custom_dirs = [d for d in variable.split(os.pathsep) if d]
@@ -148,11 +144,9 @@ async def _show(args: argparse.Namespace, style: Style) -> Outcome:
 
 async def _catalog(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = _skills_from(args)
-    # What the catalog contributor freezes for a session in this cwd that can call the tool.
     snapshot = await registry.snapshot(options)
     fit = fit_catalog(snapshot.skills, budget=args.budget, pinned=args.pin, hidden=args.hide)
     characters = len(fit.text or "")
-    # The same budget report as `_skills/prefix` gives for a session's frozen catalog.
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
     outcome = Outcome(
         {"text": fit.text, "characters": characters, "budget": budget},
@@ -177,7 +171,6 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     snapshot = await registry.snapshot(options)
     fit = fit_catalog(snapshot.skills)
     characters = len(fit.text or "")
-    # What `SkillRegistry.diagnose` gathers, from the discovery already made here.
     problems = (*discovery.diagnostics, *map(shadow_diagnostic, snapshot.shadowed))
     left_out = skipped(problems)
     roots = discovery.roots
@@ -325,8 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``acp-skills`` with ``argv`` (default: the process's arguments); return the exit
-    status (0 fine, 1 problems found, 2 usage error)."""
+    """Run ``acp-skills`` with ``argv``; return the exit status (0 fine, 1 problems, 2 usage)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -335,7 +327,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not os.path.isdir(args.cwd):
                 parser.error(f"--cwd: not a directory: {args.cwd}")
     except SystemExit as exit:
-        # argparse exits on --help (0) and on usage errors (2); a caller gets the status.
         return exit.code if isinstance(exit.code, int) else USAGE
     # The commands report what the library would log; unconfigured structlog would also print
     # it to stdout, mixed into the output (and into the JSON).

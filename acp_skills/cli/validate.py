@@ -1,9 +1,5 @@
-"""``acp-skills validate``: skills on disk checked outside any session.
-
-Lenient by default (the runtime's own diagnostics, so a clean result means the agent will show
-the skill); strict adds the Agent Skills specification's rules (agentskills.io), which the
-runtime does not need. docs/cli.md lists both.
-"""
+"""``acp-skills validate``: skills on disk checked outside any session; lenient by default (the
+runtime's own diagnostics), strict adds the Agent Skills specification's rules (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ _ERRORS_WHEN_STRICT = frozenset({"name-mismatch", "unknown-key", "field-ignored"
 
 
 def under_strict_rules(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:
-    """The runtime's records with the severity strict validation gives them: a name that
-    differs from its directory, an unknown key or an ignored field becomes an ``error``."""
+    """The runtime's records with the severity strict validation gives them."""
     return tuple(
         replace(d, severity="error") if d.code in _ERRORS_WHEN_STRICT else d for d in diagnostics
     )
@@ -42,8 +37,7 @@ def _over(what: str, length: int, limit: int) -> str:
 
 
 def strict_diagnostics(path: str, parsed: ParsedSkill) -> tuple[Diagnostic, ...]:
-    """The specification's rules the runtime does not apply to one well-formed skill file at
-    ``path``: one ``error`` per rule broken."""
+    """One ``error`` per specification rule a well-formed skill file breaks."""
     name, description, fields = parsed.name, parsed.description, parsed.fields
     found: list[tuple[str, str]] = []
     if len(name) > MAX_NAME_LENGTH:
@@ -165,9 +159,7 @@ class _Validation:
 async def validate_paths(
     paths: Iterable[str | os.PathLike[str]], *, strict: bool = False
 ) -> tuple[tuple[Diagnostic, ...], int]:
-    """Every record for ``paths`` (skill directories, skill files or roots of skills, relative
-    ones taken from the current directory), in their order, and how many skill files were
-    examined."""
+    """Every record for ``paths``, in their order, and how many skill files were examined."""
     validation = _Validation(strict)
     for path in paths:
         # String work, plus one getcwd() for a relative path: no disk access to speak of.
