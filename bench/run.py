@@ -64,9 +64,9 @@ TIMES = "\u00d7"  # the multiplication sign, for ratios
 TARGETS = {
     "cold_vs_raw_1000": 4.5,
     "peer_vs_cold_1000": 3.0,
-    "cold_vs_raw_10000": 3.0,
+    "cold_vs_raw_10000": 4.5,
     "warm_ms": 1.0,
-    "startup_ratio": 1.5,
+    "startup_ratio": 1.25,
     "peak_mib_10000": 150.0,
 }
 
