@@ -102,10 +102,16 @@ async def scan(
             if isinstance(outcome, ParsedSkill):
                 candidates.append(
                     build_skill(
-                        SkillCandidate, provider, outcome, root.source, resource_dir, path,
-                        rank=root.rank, locator=path,  # all `get` needs to find the file again
+                        SkillCandidate,
+                        provider,
+                        outcome,
+                        root.source,
+                        resource_dir,
+                        path,
+                        rank=root.rank,
+                        locator=path,  # all `get` needs to find the file again
                     )
-                )  # fmt: skip
+                )
                 found[root] += 1
         return candidates
 
@@ -145,17 +151,29 @@ async def list_roots(fs: SkillFileSystem, roots: Sequence[SkillRoot]) -> Sequenc
 
 
 def build_skill(
-    kind: type[_Skill], provider: str, parsed: ParsedSkill, source: str,
-    base: ResourceBase | str | None, path: str, **extra: Any,
-) -> _Skill:  # fmt: skip
+    kind: type[_Skill],
+    provider: str,
+    parsed: ParsedSkill,
+    source: str,
+    base: ResourceBase | str | None,
+    path: str,
+    **extra: Any,
+) -> _Skill:
     """A candidate or a definition of one parsed file."""
     return kind(
-        name=parsed.name, description=parsed.description, when_to_use=parsed.when_to_use,
+        name=parsed.name,
+        description=parsed.description,
+        when_to_use=parsed.when_to_use,
         disable_model_invocation=parsed.disable_model_invocation,
-        user_invocable=parsed.user_invocable, source=source, provider=provider,
+        user_invocable=parsed.user_invocable,
+        source=source,
+        provider=provider,
         resource_base=DirectoryResource(path=base) if isinstance(base, str) else base,
-        path=path, metadata=parsed.metadata, argument_hint=parsed.argument_hint, **extra,
-    )  # fmt: skip
+        path=path,
+        metadata=parsed.metadata,
+        argument_hint=parsed.argument_hint,
+        **extra,
+    )
 
 
 def unreadable_root(error: OSError) -> Problem:

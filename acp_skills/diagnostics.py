@@ -107,9 +107,13 @@ def diagnostic(problem: Problem, path: str | None, *, skill: str | None = None) 
     """The record of ``problem`` (its code, message and line) at ``path``."""
     code, severity = problem.code, CODES[problem.code].severity
     return Diagnostic(
-        code=code, severity=severity, path=path, line=problem.line, message=problem.message,
+        code=code,
+        severity=severity,
+        path=path,
+        line=problem.line,
+        message=problem.message,
         skill=skill,
-    )  # fmt: skip
+    )
 
 
 def _record(code: str, path: str | None, message: str, *, skill: str | None = None) -> Diagnostic:

@@ -187,8 +187,14 @@ def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill:
         argument_hint = _optional_text(fields, _ARGUMENT_HINT, notes)
     metadata = _metadata(fields, notes)
     return ParsedSkill(
-        name=name, description=description, when_to_use=when_to_use,
-        disable_model_invocation=disable_model_invocation, user_invocable=user_invocable,
-        argument_hint=argument_hint, metadata=metadata, body=body, notes=tuple(notes),
+        name=name,
+        description=description,
+        when_to_use=when_to_use,
+        disable_model_invocation=disable_model_invocation,
+        user_invocable=user_invocable,
+        argument_hint=argument_hint,
+        metadata=metadata,
+        body=body,
+        notes=tuple(notes),
         fields=fields,
-    )  # fmt: skip
+    )

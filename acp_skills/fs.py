@@ -8,9 +8,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
-# anyio imports its event-loop backend on first use, which would add ~20 ms to the first
-# discovery. The library runs on asyncio (the ACP SDK is asyncio-only): pay it at import.
-import anyio._backends._asyncio
 import anyio.to_thread
 
 from .confined import OPEN_FLAGS, ConfinedFile, ConfinedReadError, read_confined, read_descriptor

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import difflib
+import inspect
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -93,6 +94,9 @@ def provider_hooks(provider: SkillProvider) -> ProviderHooks:
             raise TypeError(
                 f'skill provider "{provider.name}": hook {hook} is not callable, got {value!r}'
             )
+        # Only `diagnose` is awaited; an async `cacheable` would answer a coroutine, never True.
+        if hook != "diagnose" and inspect.iscoroutinefunction(value):
+            raise TypeError(f'skill provider "{provider.name}": hook {hook} must not be async')
     for attribute in dir(provider):
         if attribute.startswith("_") or attribute in _KNOWN:
             continue

@@ -128,6 +128,11 @@ class NotCallable(ListProvider):
     on_dispose = "not a function"
 
 
+class AsyncCacheable(ListProvider):
+    async def cacheable(self, options: SkillLookupOptions) -> bool:
+        return True
+
+
 @pytest.mark.parametrize(
     ("provider", "message"),
     [
@@ -143,8 +148,9 @@ class NotCallable(ListProvider):
             NotCallable("p"),
             r"skill provider \"p\": hook on_dispose is not callable, got 'not a function'",
         ),
+        (AsyncCacheable("p"), r"skill provider \"p\": hook cacheable must not be async"),
     ],
-    ids=["on-registered", "cachable", "not-callable"],
+    ids=["on-registered", "cachable", "not-callable", "async-cacheable"],
 )
 async def test_a_misspelled_or_uncallable_hook_is_refused_at_registration(
     provider: ListProvider, message: str

@@ -9,10 +9,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate
+from .._scan import parse_file
 from ..diagnostics import diagnostic, file_diagnostics, shadow_diagnostic, skipped
 from ..errors import Problem
-from ..frontmatter import ParsedSkill, decode_skill_bytes, parse_skill_file
-from ..fs import FileReadError
+from ..frontmatter import ParsedSkill
 from ..local import SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
 from .output import Outcome, Style, diagnostic_lines, plural, status_of, tally
@@ -76,13 +76,6 @@ def strict_diagnostics(path: str, parsed: ParsedSkill) -> tuple[Diagnostic, ...]
     return tuple(diagnostic(Problem(code, message), path, skill=name) for code, message in found)
 
 
-def _parse(content: bytes | FileReadError) -> ParsedSkill | Problem | FileReadError:
-    if isinstance(content, FileReadError):
-        return content
-    text = decode_skill_bytes(content)
-    return text if isinstance(text, Problem) else parse_skill_file(text, with_body=False)
-
-
 class _Validation:
     def __init__(self, strict: bool) -> None:
         self.strict = strict
@@ -119,7 +112,7 @@ class _Validation:
 
     async def file(self, path: str, expected_name: str) -> None:
         (content,) = await self.fs.read_files([path], _MAX_FILE_BYTES)
-        outcome = _parse(content)
+        outcome = parse_file(content)
         found = file_diagnostics(path, outcome, expected_name=expected_name)
         if self.strict and isinstance(outcome, ParsedSkill):
             found += strict_diagnostics(path, outcome)
@@ -142,7 +135,7 @@ class _Validation:
             paths = [c.path for c in discovery.candidates if c.path is not None]
             contents = await self.fs.read_files(paths, _MAX_FILE_BYTES)
             for skill_path, content in zip(paths, contents, strict=True):
-                if isinstance(parsed := _parse(content), ParsedSkill):
+                if isinstance(parsed := parse_file(content), ParsedSkill):
                     found.extend(strict_diagnostics(skill_path, parsed))
         left_out = [d for d in skipped(found) if d.code != "root-unreadable"]
         files = len(discovery.candidates) + len(left_out)
