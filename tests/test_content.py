@@ -22,11 +22,10 @@ from acp_skills.content import render_skill_content
 from acp_skills.model import ResourceBase
 from acp_skills.tool import SkillTool, ToolResult
 from tests.providers import ListProvider, assert_matches_golden, candidate, definition_of
-from tests.test_tool import error, make_tool
+from tests.test_tool import CWD, error, make_tool
 
 pytestmark = pytest.mark.anyio
 
-CWD = "/work/project"
 
 # A body that tries to close the wrapper and open tags of its own: it must arrive verbatim.
 TRICKY_BODY = (
