@@ -15,7 +15,7 @@
 3. What watching adds to start-up, in-process: a fresh registered `LocalSkillProvider` over the
    same bundles, its first ``list()`` (with a project cwd) timed with watching on and off,
    ``--rounds`` times each, alternating; and, with watching on, how long after that lookup began
-   the watch was live and had invalidated once (it is set up beside the discovery, not before).
+   the watch was live and had invalidated once (it is set up right after the first scan).
 """
 
 from __future__ import annotations
