@@ -3,12 +3,20 @@ a worker thread costs ~100 µs, which a discovery of a thousand skills must not 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 import anyio.to_thread
+
+# anyio loads its asyncio backend on first use, which would cost the first discovery about 40 ms.
+# No public call loads it without a running loop, so its module is named here (the one private
+# module used, docs/architecture.md); tests/test_fs.py fails loudly the day anyio moves it, and
+# the library then merely pays that cost later.
+with contextlib.suppress(ImportError):
+    import anyio._backends._asyncio
 
 from .confined import OPEN_FLAGS, ConfinedFile, ConfinedReadError, read_confined, read_descriptor
 

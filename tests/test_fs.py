@@ -203,3 +203,11 @@ async def test_exists_sees_files_and_directories_but_not_broken_links(tmp_path: 
 
 
 # -- confined reads ----------------------------------------------------------------------------
+
+
+def test_anyio_backend_loads_with_the_library() -> None:
+    """The one private module the library names (docs/architecture.md): this fails loudly the
+    day anyio moves it, instead of the first discovery silently growing 40 ms slower."""
+    probe = "import sys, acp_skills.fs; print('anyio._backends._asyncio' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.stdout.strip() == "True", result.stderr
