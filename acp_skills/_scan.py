@@ -12,7 +12,7 @@ import anyio
 
 from .diagnostics import Diagnostic, diagnostic, file_diagnostics, root_missing
 from .errors import Problem
-from .frontmatter import ParsedSkill, decode_skill_bytes, parse_skill_file
+from .frontmatter import MAX_FRONTMATTER_BYTES, ParsedSkill, decode_skill_bytes, parse_skill_file
 from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem, read_local_file
 from .model import SKILL_FILE_NAME, DirectoryResource, ResourceBase, SkillCandidate, SkillDefinition
 
@@ -22,6 +22,8 @@ USER_DSH: Final = "user-dsh"
 _SYSTEM_DIR: Final = ".system"
 _BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
 _IN_BUNDLE: Final = os.sep + SKILL_FILE_NAME
+# Enough for the largest frontmatter allowed, its opening and closing lines.
+_HEAD_BYTES: Final = MAX_FRONTMATTER_BYTES + 16
 _Listing: TypeAlias = Sequence[DirEntry] | Problem | None
 _Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
 # A file to read: its root, its path, its resource directory and the name its place suggests.
@@ -186,5 +188,13 @@ def parse_file(
 ) -> ParsedSkill | Problem | FileReadError:
     if isinstance(content, FileReadError):
         return content
+    if not with_body and content.isascii():
+        # Decoding a 12 KB body only to drop it was a tenth of a discovery. ASCII is valid
+        # UTF-8 cut anywhere. A closing line cut short at the head's end would close a
+        # frontmatter over the limit: like any problem, that is looked at again in full.
+        head = content[:_HEAD_BYTES].decode("ascii")
+        parsed = parse_skill_file(head, with_body=False)
+        if not isinstance(parsed, Problem) or len(head) == len(content):
+            return parsed
     text = decode_skill_bytes(content)
     return text if isinstance(text, Problem) else parse_skill_file(text, with_body=with_body)

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-from acp_skills import SkillLookupOptions, SkillProvider, SkillRegistry
+from acp_skills import SkillLookupOptions, SkillProvider, SkillRegistry, _scan
+from acp_skills.frontmatter import ParsedSkill
 from acp_skills.fs import DirEntry, FileReadError, LocalFileSystem
 from acp_skills.local import LocalSkillProvider, SkillRoot
 from acp_skills.model import DirectoryResource, SkillCandidate
@@ -904,3 +905,48 @@ def test_arbitrary_file_contents_never_make_discovery_raise(data: bytes) -> None
                     assert definition.name == candidate.name
 
         anyio.run(discover_and_load)
+
+
+# Discovery parses an ASCII file from its head (the body is never decoded); whatever the file,
+# the outcome must be the one the whole file's text gives.
+_LINES = st.sampled_from(
+    [
+        "---",
+        "---\r",
+        "----",
+        "--- ",
+        "name: demo",
+        "description: Does things.",
+        "a: b: c",
+        "- x",
+        "  folded",
+        "...",
+        "",
+        "disableModelInvocation: yes",
+        "name: Demo",
+        "# note",
+        "x" * 200,
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    lines=st.lists(_LINES, max_size=12),
+    tail=st.sampled_from(["", "\n", "\r\n", "\n---", "\n---\n"]),
+    padding=st.sampled_from([0, 1, 64 * 1024 - 40, 64 * 1024, 70_000]),
+)
+def test_a_file_read_from_its_head_parses_as_the_whole_file(
+    lines: list[str], tail: str, padding: int
+) -> None:
+    body = "\n".join(lines)
+    # Padding inside the frontmatter moves its end around the head's cut and the size limit.
+    text = "---\nname: demo\ndescription: d\nnote: " + "p" * padding + "\n" + body + tail
+    content = text.encode("ascii")
+    expected = _scan.parse_file(content, with_body=True)
+    got = _scan.parse_file(content)
+    if isinstance(expected, ParsedSkill):
+        assert isinstance(got, ParsedSkill)
+        assert replace(expected, body="") == got
+    else:
+        assert got == expected
