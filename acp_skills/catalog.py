@@ -75,14 +75,10 @@ def render_catalog(
     max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
     *,
     tool_name: str = SKILL_TOOL_NAME,
-    budget: int | None = None,
-    pinned: Iterable[str] = (),
-    hidden: Iterable[str] = (),
 ) -> str | None:
-    """`fit_catalog`'s text: the catalog message, or ``None`` when there is nothing to list."""
-    return fit_catalog(
-        skills, max_length, tool_name=tool_name, budget=budget, pinned=pinned, hidden=hidden
-    ).text
+    """The catalog message of every model-visible skill, or ``None`` when there is none
+    (`fit_catalog` adds a budget, pinned and hidden names, and says what fitting took)."""
+    return fit_catalog(skills, max_length, tool_name=tool_name).text
 
 
 def fit_catalog(

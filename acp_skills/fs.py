@@ -7,7 +7,7 @@ import contextlib
 import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 import anyio.to_thread
 
@@ -24,10 +24,10 @@ DirEntryKind: TypeAlias = Literal["dir", "file", "broken_link", "other"]
 """What an entry is, following links (``broken_link``: the target is missing or unreachable)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DirEntry:
+class DirEntry(NamedTuple):
     """One entry of a directory listing: its name (not a path) and what it is."""
 
+    # A tuple: a listing makes one per entry, and a tuple is the cheapest immutable record.
     name: str
     kind: DirEntryKind
 

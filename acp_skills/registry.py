@@ -355,14 +355,9 @@ class SkillRegistry:
                     winners[skill.name] = skill
                 continue
             shadowed.append(ShadowedSkill(skill=skill, winner=kept))
-            _log.warning(
-                "skill_shadowed",
-                skill=skill.name,
-                provider=skill.provider,
-                path=skill.path,
-                winner_provider=kept.provider,
-                winner_path=kept.path,
-            )
+            loser = {"provider": skill.provider, "path": skill.path}
+            winner = {"winner_provider": kept.provider, "winner_path": kept.path}
+            _log.warning("skill_shadowed", skill=skill.name, **loser, **winner)
         ordered = {name: winners[name] for name in sorted(winners)}
         skills = tuple(ordered.values())
         snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
