@@ -37,7 +37,6 @@ from .models.openai_chat import (
 )
 from .settings import (
     CATALOG_MAX_LENGTH,
-    DEFAULT_CATALOG_BUDGET,
     SettingError,
     expand_path,
     from_env,
@@ -47,8 +46,6 @@ from .settings import (
 
 _LEVELS = LOG_LEVELS
 _env = settings.env
-
-__all__ = ["CATALOG_MAX_LENGTH", "DEFAULT_CATALOG_BUDGET", "main", "parse_args"]
 
 
 def default_state_dir() -> Path:

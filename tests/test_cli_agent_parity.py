@@ -117,6 +117,12 @@ async def test_catalog_is_byte_identical_to_the_agent_s_first_catalog(
     )
     assert catalog["text"] == expected
     assert catalog["budget"] == budget
+    where = ["--cwd", str(sandbox.project), *skills, *cli_args, "--json"]
+    report = json.loads(cli(sandbox, "doctor", *where, env=env).stdout)
+    assert report["catalogCharacters"] == len(expected)
+    assert {"source": "examples", "rank": 300} in [
+        {"source": r["source"], "rank": r["rank"]} for r in report["roots"]
+    ]
     assert (budget["limit"] is None) == bool(unlimited)
 
 
