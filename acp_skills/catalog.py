@@ -23,6 +23,7 @@ from .registry import SkillRegistry
 from .text import (
     DEFAULT_MAX_DESCRIPTION_LENGTH,
     check_max_length,
+    cut,
     cut_at_word,
     escape_text,
     shorten_description,
@@ -55,6 +56,8 @@ class CatalogFit:
     listed: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()  # by a person
     description_cap: int | None = None  # the uniform cap the budget chose
+    truncated: int = 0  # listed descriptions cut at max_length and not shortened further
+    max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH
 
     @property
     def within_budget(self) -> bool:
@@ -106,7 +109,7 @@ def fit_catalog(
         first = [_Line(s, bound) for s in visible if s.name in pinned_names]
         visible = [skill for skill in visible if skill.name not in pinned_names]
     if not first and not visible:
-        return CatalogFit(text=None, limit=limit, used=0, hidden=hidden_found)
+        return CatalogFit(text=None, limit=limit, used=0, hidden=hidden_found, max_length=bound)
     first.sort(key=_by_name)
     frame = _Frame(tool_name, first)
     made: dict[int, _Line] = {}
@@ -123,6 +126,8 @@ def fit_catalog(
     ) -> CatalogFit:
         text = frame.render(listed, cap, omitted=len(left_out))
         shortened = sum(line.is_cut(cap) for line in listed)
+        truncated = sum(line.over_max_length and not line.is_cut(cap) for line in listed)
+        truncated += sum(line.over_max_length for line in first)
         return CatalogFit(
             text=text,
             limit=limit,
@@ -132,6 +137,8 @@ def fit_catalog(
             listed=tuple(line.name for line in (*first, *listed)),
             hidden=hidden_found,
             description_cap=cap if shortened or left_out else None,
+            truncated=truncated,
+            max_length=bound,
         )
 
     def every_skill_listed(cap: int | None) -> CatalogFit:
@@ -180,13 +187,17 @@ def _resolution_order(skills: list[SkillSummary]) -> list[SkillSummary]:
 
 
 class _Line:
-    __slots__ = ("_escapes", "_length", "name", "prefix", "text")
+    __slots__ = ("_escapes", "_length", "name", "over_max_length", "prefix", "text")
 
     def __init__(self, skill: SkillSummary, bound: int) -> None:
         self.name = skill.name
         # Registry names need no escaping, but a hand-built summary must not inject markup.
         self.prefix = f"- `{escape_text(skill.name)}`: "
-        self.text = shorten_description(skill.description, bound)
+        # Cleaning and collapsing never lengthen a text, so this bound cuts nothing: one
+        # normalization tells both the text and whether `max_length` cut it.
+        whole = shorten_description(skill.description, max(bound, len(skill.description)))
+        self.text = cut(whole, bound)
+        self.over_max_length = len(whole) > bound
         self._escapes = any(mark in self.text for mark in "&<>")
         self._length = len(self.render(None))
 
@@ -338,7 +349,13 @@ def describe_catalog_fit(fit: CatalogFit) -> str:
         details.append(
             f"{_count(fit.shortened, 'description')} shortened to at most {cap} characters"
         )
-    elif fit.text is not None and not fit.omitted:
+    if fit.truncated:
+        longest = f"{fit.max_length:,}"
+        details.append(
+            f"{_count(fit.truncated, 'description')} cut at {longest} characters (the longest "
+            "a catalog description may be)"
+        )
+    if fit.text is not None and not (fit.shortened or fit.truncated or fit.omitted):
         details.append("every description in full")
     if fit.hidden:
         details.append(f"{len(fit.hidden):,} hidden")

@@ -31,7 +31,10 @@ _PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE = "project-dsh", "project-agents"
 _PROJECT_SOURCES: Final = (_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE)
 COMPAT_CLAUDE: Final = "claude"  # the `compat` value that adds Claude Code's `.claude/skills`
 _COMPAT_VALUES: Final = (COMPAT_CLAUDE,)
-_SOURCE_RANKS: Final = {_PROJECT_DSH: 100, _PROJECT_AGENTS: 200, CUSTOM: 300, USER_DSH: 400}
+# Examples rank with the custom roots, after them: an agent's bundled skills, labelled as such.
+_EXAMPLES: Final = "examples"
+_SOURCE_RANKS: Final = {_PROJECT_DSH: 100, _PROJECT_AGENTS: 200, CUSTOM: 300, _EXAMPLES: 300}
+_SOURCE_RANKS[USER_DSH] = 400
 _SOURCE_RANKS.update({"user-agents": 500, _PROJECT_CLAUDE: 600, "user-claude": 700})
 
 
@@ -40,8 +43,10 @@ class LocalSkillProvider:
 
     Homes default to ``$DSH_HOME``, ``$DSH_AGENTS_HOME``, ``$CLAUDE_CONFIG_DIR`` (blank counts
     as unset), else ``~/.dsh``, ``~/.agents``, ``~/.claude``; directories are made absolute now.
-    Raises ``ValueError`` for a bad ``max_file_bytes``, ``name``, empty directory or ``compat``
-    tool, ``TypeError`` when ``custom_skill_dirs`` or ``compat`` is a single string.
+    ``example_skill_dirs`` hold an agent's bundled examples (source ``examples``, after the
+    custom roots at their rank). Raises ``ValueError`` for a bad ``max_file_bytes``, ``name``,
+    empty directory or ``compat`` tool, ``TypeError`` when a list of directories or ``compat``
+    is a single string.
     """
 
     def __init__(
@@ -56,13 +61,15 @@ class LocalSkillProvider:
         compat: Iterable[str] = (),
         claude_home: str | os.PathLike[str] | None = None,
         watch: bool = True,
+        example_skill_dirs: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         require_positive_int("max_file_bytes", max_file_bytes)
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
-        if isinstance(custom_skill_dirs, str | bytes | os.PathLike):
-            # A lone string would otherwise be scanned one character at a time.
-            raise TypeError("custom_skill_dirs must be a sequence of paths, not a single path")
+        for given, what in ((custom_skill_dirs, "custom"), (example_skill_dirs, "example")):
+            if isinstance(given, str | bytes | os.PathLike):
+                # A lone string would otherwise be scanned one character at a time.
+                raise TypeError(f"{what}_skill_dirs must be a sequence of paths, not a single path")
         self._name = name
         self._max_file_bytes = max_file_bytes
         self._fs: SkillFileSystem = LocalFileSystem() if fs is None else fs
@@ -79,11 +86,12 @@ class LocalSkillProvider:
         )
         # Roots that do not depend on the caller's cwd, already in rank order.
         fixed = [(path, CUSTOM) for path in self._custom_skill_dirs]
+        fixed += [(_absolute_dir(p, "example_skill_dirs"), _EXAMPLES) for p in example_skill_dirs]
         fixed += [(self._dsh_home, USER_DSH), (self._agents_home, "user-agents")]
         if self._claude_home is not None:
             fixed.append((self._claude_home, "user-claude"))
         self._fixed_roots = tuple(
-            _root(path if source == CUSTOM else os.path.join(path, "skills"), source)
+            _root(path if source in (CUSTOM, _EXAMPLES) else os.path.join(path, "skills"), source)
             for path, source in fixed
         )
         self._watch: RootWatch | None = None

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import os
-import re
 import signal
 import sys
 import tempfile
@@ -20,10 +20,10 @@ from pathlib import Path
 import anyio.lowlevel
 import structlog
 
-from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry, is_skill_name
+from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
 from acp_skills.acp import AcpSkills
 
-from . import EXAMPLE_SKILLS, __version__
+from . import EXAMPLE_SKILLS, __version__, settings
 from .agent import DemoAgent
 from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from .models import ChatModel
@@ -33,28 +33,49 @@ from .models.openai_chat import (
     DEFAULT_KEY_VARIABLE,
     DEFAULT_MODEL,
     OpenAIChatModel,
+    openai_install_hint,
+)
+from .settings import (
+    CATALOG_MAX_LENGTH,
+    SettingError,
+    expand_path,
+    from_env,
+    positive_float,
+    positive_int,
 )
 
 _LEVELS = LOG_LEVELS
-_COMPAT = ("claude",)
-
-DEFAULT_CATALOG_BUDGET = 8000
-_UNLIMITED = ("none", "unlimited")
-
-
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
+_env = settings.env
 
 
 def default_state_dir() -> Path:
-    """``$XDG_STATE_HOME/acp-skills-demo`` (``~/.local/state/acp-skills-demo`` when unset)."""
-    base = _env("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "acp-skills-demo"
+    """``$XDG_STATE_HOME/acp-skills-demo`` (``~/.local/state/acp-skills-demo`` when unset).
+
+    A relative ``XDG_STATE_HOME`` counts as unset, as the XDG specification says.
+    """
+    base = _env("XDG_STATE_HOME")
+    if base is None or not os.path.isabs(expand_path(base)):
+        base = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(expand_path(base)) / "acp-skills-demo"
 
 
 def _state_dir(args: argparse.Namespace) -> Path:
     return Path(args.state_dir) if args.state_dir else default_state_dir()
+
+
+def relative_state_dir(args: argparse.Namespace) -> str | None:
+    """Why the state directory given is refused (a relative one), or ``None``.
+
+    A relative path would resolve against whatever directory the editor started the agent in,
+    usually a project: conversation records must never land inside one by accident.
+    """
+    if not args.state_dir or os.path.isabs(args.state_dir):
+        return None
+    where = "ACP_SKILLS_STATE_DIR" if args.state_dir_from_env else "--state-dir"
+    return (
+        f"{where} must be an absolute path (or start with ~), not {args.state_dir!r}: "
+        "a relative one would put conversation records inside the editor's working directory"
+    )
 
 
 def unusable_state_dir(state_dir: Path) -> str | None:
@@ -94,77 +115,60 @@ def _watch_default() -> bool | str:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
-    return value
-
-
-def _catalog_budget(text: str) -> int | None:
-    if text.strip().lower() in _UNLIMITED:
-        return None
-    return _positive_int(text)
-
-
-def _skill_name(text: str) -> str:
-    if not is_skill_name(text):
-        raise argparse.ArgumentTypeError(
-            f"not a skill name: {text!r} (lowercase letters and digits in hyphen-separated words)"
-        )
-    return text
-
-
-def _names_from_env(
-    parser: argparse.ArgumentParser, given: list[str] | None, variable: str
-) -> list[str]:
-    """Flags win; otherwise the variable's names, separated by commas or spaces."""
-    if given is not None:
-        return given
-    names = [name for name in re.split(r"[,\s]+", _env(variable) or "") if name]
-    for name in names:
-        if not is_skill_name(name):
-            parser.error(f"{variable} holds {name!r}, which is not a skill name")
-    return names
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """Parse flags; values taken from the environment are checked like flags (exit 2)."""
+    """Parse flags, then fill the rest from the environment, checked as flags are.
+
+    A bad flag is argparse's usage error; a bad variable is one line naming the variable
+    (status 2 either way).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
-    # argparse checks `choices` only for values given as flags, not for defaults.
-    if args.model not in ("offline", "openai"):
-        parser.error(f"ACP_SKILLS_MODEL must be offline or openai, not {args.model!r}")
-    if args.log_level not in _LEVELS:
-        parser.error(f"ACP_SKILLS_LOG_LEVEL must be one of {', '.join(_LEVELS)}")
-    args.pin = _names_from_env(parser, args.pin, "ACP_SKILLS_PIN")
-    args.hide = _names_from_env(parser, args.hide, "ACP_SKILLS_HIDE")
-    if args.log_format not in LOG_FORMATS:
-        parser.error(f"ACP_SKILLS_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}")
-    if args.compat is None:
-        args.compat = [name.strip() for name in (_env("ACP_SKILLS_COMPAT") or "").split(",")]
-        args.compat = [name for name in args.compat if name]
-        for name in args.compat:
-            if name not in _COMPAT:
-                parser.error(f"ACP_SKILLS_COMPAT: unknown tool {name!r} (known: claude)")
-    if not isinstance(args.watch, bool):
-        parser.error(
-            f"ACP_SKILLS_WATCH must be 1 or 0 (true/false, yes/no, on/off), not {args.watch!r}"
-        )
+    try:
+        _settings_from_env(args)
+    except SettingError as error:
+        print(f"acp-skills-demo: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     return args
+
+
+def _settings_from_env(args: argparse.Namespace) -> None:
+    # argparse checks `choices` only for flags, so the variables are checked here.
+    if args.model is None:
+        args.model = _env("ACP_SKILLS_MODEL") or "offline"
+        if args.model not in ("offline", "openai"):
+            raise SettingError(f"ACP_SKILLS_MODEL must be offline or openai, not {args.model!r}")
+    for flag, variable, choices, default in (
+        ("log_level", "ACP_SKILLS_LOG_LEVEL", _LEVELS, "warning"),
+        ("log_format", "ACP_SKILLS_LOG_FORMAT", LOG_FORMATS, "console"),
+    ):
+        if getattr(args, flag) is None:
+            value = (_env(variable) or default).lower()
+            if value not in choices:
+                known = ", ".join(choices)
+                raise SettingError(f"{variable} must be one of {known}, not {value!r}")
+            setattr(args, flag, value)
+    if args.max_steps is None:
+        args.max_steps = from_env("ACP_SKILLS_MAX_STEPS", positive_int, 8)
+    if args.max_tokens is None:
+        args.max_tokens = from_env("ACP_SKILLS_MAX_TOKENS", positive_int, None)
+    if args.timeout is None:
+        args.timeout = from_env("ACP_SKILLS_TIMEOUT", positive_float, 120.0)
+    if args.watch is None:
+        watch = _watch_default()
+        if not isinstance(watch, bool):
+            raise SettingError(
+                f"ACP_SKILLS_WATCH must be 1 or 0 (true/false, yes/no, on/off), not {watch!r}"
+            )
+        args.watch = watch
+    args.state_dir_from_env = args.state_dir is None
+    for flag, variable in (
+        ("state_dir", "ACP_SKILLS_STATE_DIR"),
+        ("log_file", "ACP_SKILLS_LOG_FILE"),
+        ("api_key_file", "ACP_SKILLS_API_KEY_FILE"),
+    ):
+        if getattr(args, flag) is None and (path := _env(variable)) is not None:
+            setattr(args, flag, expand_path(path))
+    settings.resolve_skill_settings(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -177,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--model",
         choices=("offline", "openai"),
-        default=_env("ACP_SKILLS_MODEL") or "offline",
+        default=None,
         help="offline: rule-based stand-in, no network (default). openai: any OpenAI-compatible "
         "Chat Completions endpoint, DeepSeek by default. Env: ACP_SKILLS_MODEL.",
     )
@@ -199,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--api-key-file",
-        default=_env("ACP_SKILLS_API_KEY_FILE"),
+        type=expand_path,
+        default=None,
         metavar="PATH",
         help="read the API key from this file instead (surrounding whitespace ignored), so "
         "an editor's settings can name the file rather than hold the key. "
@@ -207,104 +212,59 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-steps",
-        type=_positive_int,
-        # A string default goes through `type`, so a bad variable is a usage error too.
-        default=_env("ACP_SKILLS_MAX_STEPS") or "8",
+        type=positive_int,
+        # Unset flags are filled from the variables after parsing, so that an error names them.
+        default=None,
         help="model requests allowed per prompt turn (default 8). Env: ACP_SKILLS_MAX_STEPS.",
     )
     parser.add_argument(
         "--max-tokens",
-        type=_positive_int,
+        type=positive_int,
         default=None,
-        help="the model's reply token limit (default: the endpoint's).",
+        help="the model's reply token limit (default: the endpoint's). Env: ACP_SKILLS_MAX_TOKENS.",
     )
     parser.add_argument(
         "--timeout",
-        type=_positive_float,
-        default=_env("ACP_SKILLS_TIMEOUT") or "120",
+        type=positive_float,
+        default=None,
         help="seconds per model request (default 120). Env: ACP_SKILLS_TIMEOUT.",
     )
-    parser.add_argument(
-        "--skills-dir",
-        action="append",
-        default=None,
-        metavar="DIR",
-        help="an extra skills directory (repeatable), after the project's and before the "
-        "user's. Env: ACP_SKILLS_DIRS (separated by the OS path separator).",
-    )
-    parser.add_argument(
-        "--catalog-budget",
-        type=_catalog_budget,
-        default=_env("ACP_SKILLS_CATALOG_BUDGET") or str(DEFAULT_CATALOG_BUDGET),
-        metavar="CHARACTERS",
-        help=f"the most characters the skill catalog may take in a session (default "
-        f"{DEFAULT_CATALOG_BUDGET}; 'none' for no limit). Beyond it, descriptions are shortened, "
-        "then skills left out and found by the skill tool's query. "
-        "Env: ACP_SKILLS_CATALOG_BUDGET.",
-    )
-    parser.add_argument(
-        "--pin",
-        action="append",
-        type=_skill_name,
-        default=None,
-        metavar="NAME",
-        help="a skill always listed in the catalog in full, first (repeatable). "
-        "Env: ACP_SKILLS_PIN (names separated by commas).",
-    )
-    parser.add_argument(
-        "--hide",
-        action="append",
-        type=_skill_name,
-        default=None,
-        metavar="NAME",
-        help="a skill never listed in the catalog nor found by a query; it still loads by its "
-        "exact name (repeatable). Env: ACP_SKILLS_HIDE (names separated by commas).",
-    )
-    parser.add_argument(
-        "--examples",
-        action="store_true",
-        help="also offer the example skills shipped with the package, after any --skills-dir.",
-    )
-    parser.add_argument(
-        "--compat",
-        action="append",
-        choices=_COMPAT,
-        default=None,
-        help="claude: also read Claude Code skills (<project>/.claude/skills, then "
-        "~/.claude/skills, after every directory of ours) and replace $ARGUMENTS, "
-        "$ARGUMENTS[N] and $N in a skill invoked as /name. Env: ACP_SKILLS_COMPAT.",
-    )
+    settings.add_skill_arguments(parser)
+    settings.add_catalog_arguments(parser, "--catalog-budget")
     parser.add_argument(
         "--no-watch",
         dest="watch",
         action="store_false",
-        default=_watch_default(),
+        default=None,
         help="do not watch the skill directories: skills edited, added or removed on disk then "
         "show up only after a restart or a _skills/reload (by default they show up within a "
         "fraction of a second). Env: ACP_SKILLS_WATCH=0.",
     )
     parser.add_argument(
         "--state-dir",
-        default=_env("ACP_SKILLS_STATE_DIR"),
-        help="where session records are kept (default $XDG_STATE_HOME/acp-skills-demo). "
-        "Env: ACP_SKILLS_STATE_DIR.",
+        type=expand_path,
+        default=None,
+        metavar="DIR",
+        help="where session records are kept, an absolute path or one starting with ~ "
+        "(default $XDG_STATE_HOME/acp-skills-demo). Env: ACP_SKILLS_STATE_DIR.",
     )
     parser.add_argument(
         "--log-level",
         choices=_LEVELS,
-        default=(_env("ACP_SKILLS_LOG_LEVEL") or "warning").lower(),
+        default=None,
         help="log level (default warning). Env: ACP_SKILLS_LOG_LEVEL.",
     )
     parser.add_argument(
         "--log-format",
         choices=LOG_FORMATS,
-        default=(_env("ACP_SKILLS_LOG_FORMAT") or "console").lower(),
+        default=None,
         help="console: one readable line per event (default); json: one JSON object per "
         "line. Env: ACP_SKILLS_LOG_FORMAT.",
     )
     parser.add_argument(
         "--log-file",
-        default=_env("ACP_SKILLS_LOG_FILE"),
+        type=expand_path,
+        default=None,
         metavar="PATH",
         help="append logs to this file instead of stderr. Env: ACP_SKILLS_LOG_FILE.",
     )
@@ -327,14 +287,7 @@ def build_model(args: argparse.Namespace) -> ChatModel:
 
 def build_provider(args: argparse.Namespace) -> LocalSkillProvider:
     """The skills on disk: the project's and the user's, and ``--skills-dir`` in between."""
-    custom_dirs = list(args.skills_dir or [])
-    if not custom_dirs and _env("ACP_SKILLS_DIRS"):
-        custom_dirs = [d for d in (_env("ACP_SKILLS_DIRS") or "").split(os.pathsep) if d]
-    if args.examples:
-        custom_dirs.append(str(EXAMPLE_SKILLS))
-    return LocalSkillProvider(
-        custom_skill_dirs=custom_dirs, compat=tuple(args.compat), watch=args.watch
-    )
+    return settings.build_provider(args, watch=args.watch)
 
 
 def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoAgent:
@@ -343,6 +296,7 @@ def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoA
     skills = AcpSkills(
         registry,
         store=JsonlSessionStore(_state_dir(args) / "sessions"),
+        catalog_max_length=CATALOG_MAX_LENGTH,
         catalog_budget=args.catalog_budget,
         pinned_skills=args.pin,
         hidden_skills=args.hide,
@@ -461,7 +415,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return 2
-    problem = _start_logging(args)
+    problem = relative_state_dir(args) or _start_logging(args)
+    if problem is None and args.model == "openai" and importlib.util.find_spec("openai") is None:
+        # Said now, before the key is looked at: a key cannot help without the package.
+        problem = f"the openai model needs the `openai` package: {openai_install_hint()}"
     if problem is None:
         problem = _read_api_key(args)
     if problem is not None:

@@ -203,6 +203,23 @@ def test_hiding_wins_over_pinning() -> None:
     assert fit.hidden == ("deploy-app",)
 
 
+def test_descriptions_cut_at_max_length_are_counted() -> None:
+    """A description over ``max_length`` is cut there and counted in ``truncated``, pinned or
+    not; once the budget shortens it further it counts as shortened instead."""
+    long = "Checks every field of the form twice before it is sent off. " * 5
+    skills = [
+        candidate("long-one", provider="p", description=long),
+        candidate("long-two", provider="p", description=long),
+        candidate("short-one", provider="p", description="Short."),
+    ]
+    fit = fit_catalog(skills, 100, pinned=["long-two"])
+    assert (fit.truncated, fit.shortened, fit.max_length) == (2, 0, 100)
+    assert "every description in full" not in describe_catalog_fit(fit)
+    assert fit_catalog(skills, 1024).truncated == 0
+    squeezed = fit_catalog(skills, 100, budget=len(render_catalog(skills, 100) or "") - 20)
+    assert (squeezed.truncated, squeezed.shortened) == (0, 2)
+
+
 def test_pinning_without_a_budget_only_reorders() -> None:
     """Without a budget, a pinned skill moves to the front and nothing else changes."""
     fit = fit_catalog(SKILLS, pinned=["write-tests", "not-installed"])
@@ -398,6 +415,14 @@ DESCRIBE_CASES: list[tuple[str, CatalogFit, str]] = [
         "unlimited",
         CatalogFit(text="x" * 1234, limit=None, used=1234, listed=("a", "b")),
         "Catalog: 1,234 characters (no budget); 2 skills listed, every description in full.",
+    ),
+    (
+        "cut-at-max-length",
+        CatalogFit(
+            text="x", limit=8000, used=2690, listed=("a", "b"), truncated=1, max_length=1024
+        ),
+        "Catalog: 2,690 of 8,000 characters; 2 skills listed, 1 description cut at 1,024 "
+        "characters (the longest a catalog description may be).",
     ),
     (
         "shortened-and-hidden",

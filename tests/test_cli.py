@@ -32,6 +32,7 @@ from acp_skills import SkillLookupOptions, SkillRegistry, SkillTool
 from acp_skills.catalog import SkillCatalogContributor
 from acp_skills.local import LocalSkillProvider
 from acp_skills.model import PrefixContext, PrefixMessage
+from demo_agent.settings import CATALOG_MAX_LENGTH, DEFAULT_CATALOG_BUDGET
 
 CORPUS = Path(__file__).parent / "fixtures" / "skills-corpus"
 SCRIPT = Path(sys.executable).parent / ("acp-skills.exe" if os.name == "nt" else "acp-skills")
@@ -295,7 +296,11 @@ async def contributed_catalog(registry: SkillRegistry, cwd: Path) -> str | None:
         return ()
 
     context = PrefixContext(session_id="s", cwd=str(cwd), tool_names=frozenset({"skill"}))
-    messages = await SkillCatalogContributor(registry)(context, nothing)
+    # The demo agent's catalog settings, which the command line takes by default.
+    contributor = SkillCatalogContributor(
+        registry, max_length=CATALOG_MAX_LENGTH, budget=DEFAULT_CATALOG_BUDGET
+    )
+    messages = await contributor(context, nothing)
     return messages[0].text if messages else None
 
 
@@ -307,11 +312,16 @@ async def test_catalog_prints_exactly_the_catalog_message_and_its_size(corpus: C
     result = run("catalog", *corpus.roots())
     assert result.returncode == 0
     assert result.stdout == expected + "\n"
-    assert f"{len(expected)} characters, 8 skills." in result.stderr
+    # `wordy` has a 1,900-character description: the report says it was cut, and where.
+    assert result.stderr == (
+        f"Catalog: {len(expected):,} of 8,000 characters; 8 skills listed, 1 description cut "
+        "at 1,024 characters (the longest a catalog description may be).\n"
+    )
+    assert "every description in full" not in result.stderr
     assert "hidden-helper" not in result.stdout
     catalog, status = run_json("catalog", *corpus.roots())
     unlimited: dict[str, Any] = {
-        "limit": None,
+        "limit": DEFAULT_CATALOG_BUDGET,
         "used": len(expected),
         "shortened": 0,
         "omitted": [],
@@ -326,7 +336,10 @@ async def test_catalog_prints_exactly_the_catalog_message_and_its_size(corpus: C
 async def test_catalog_with_a_budget_is_the_agent_s_and_says_what_it_did(corpus: Corpus) -> None:
     """``--budget N`` (with ``--hide``): the agent's budgeted catalog, and its outcome reported."""
     contributor = SkillCatalogContributor(
-        corpus.registry(), budget=800, hidden_skills=["format-json"]
+        corpus.registry(),
+        max_length=CATALOG_MAX_LENGTH,
+        budget=800,
+        hidden_skills=["format-json"],
     )
     context = PrefixContext(
         session_id="s", cwd=str(corpus.project), tool_names=frozenset({"skill"})
@@ -356,7 +369,7 @@ async def test_catalog_with_a_budget_is_the_agent_s_and_says_what_it_did(corpus:
 def test_catalog_without_skills_is_null_and_zero(tmp_path: Path) -> None:
     """No model-visible skill: no catalog message at all, 0 characters, still exit 0."""
     options = nowhere(tmp_path)
-    empty: dict[str, Any] = {"limit": None, "used": 0, "shortened": 0, "omitted": []}
+    empty: dict[str, Any] = {"limit": 8000, "used": 0, "shortened": 0, "omitted": []}
     assert run_json("catalog", *options) == (
         {"text": None, "characters": 0, "budget": empty},
         0,

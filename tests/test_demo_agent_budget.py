@@ -17,9 +17,10 @@ import pytest
 from acp_skills import SkillRegistry, SkillSummary, SkillTool, render_catalog
 from acp_skills.content import render_skill_matches
 from acp_skills.search import SkillMatch
-from demo_agent.__main__ import DEFAULT_CATALOG_BUDGET, parse_args
+from demo_agent.__main__ import parse_args
 from demo_agent.models import ModelRequest
 from demo_agent.models.offline import OfflineModel
+from demo_agent.settings import DEFAULT_CATALOG_BUDGET
 from tests.agent_client import Agent, Sandbox, text_prompt
 
 pytestmark = pytest.mark.anyio
@@ -159,7 +160,7 @@ def test_budget_flags_and_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     ("argv", "env", "message"),
     [
         (["--catalog-budget", "0"], {}, "--catalog-budget: must be at least 1: '0'"),
-        ([], {"ACP_SKILLS_CATALOG_BUDGET": "lots"}, "--catalog-budget: not a whole number"),
+        ([], {"ACP_SKILLS_CATALOG_BUDGET": "lots"}, "ACP_SKILLS_CATALOG_BUDGET: not a whole"),
         (["--pin", "Deploy"], {}, "--pin: not a skill name: 'Deploy'"),
         ([], {"ACP_SKILLS_HIDE": "ok,no_way"}, "ACP_SKILLS_HIDE holds 'no_way'"),
     ],

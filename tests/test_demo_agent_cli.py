@@ -28,32 +28,73 @@ def run_agent(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
-        ((), {"ACP_SKILLS_MAX_STEPS": "abc"}, "--max-steps: not a whole number: 'abc'"),
         (("--max-steps", "0"), {}, "--max-steps: must be at least 1: '0'"),
-        ((), {"ACP_SKILLS_TIMEOUT": "-1"}, "--timeout: must be more than 0: '-1'"),
-        ((), {"ACP_SKILLS_LOG_LEVEL": "verbose"}, "ACP_SKILLS_LOG_LEVEL must be one of"),
-        ((), {"ACP_SKILLS_MODEL": "gpt"}, "ACP_SKILLS_MODEL must be offline or openai"),
         (("--model", "gpt"), {}, "argument --model: invalid choice: 'gpt'"),
-        ((), {"ACP_SKILLS_WATCH": "maybe"}, "ACP_SKILLS_WATCH must be 1 or 0"),
+        (("--catalog-budget", "x"), {}, "argument --catalog-budget: not a whole number: 'x'"),
     ],
-    ids=[
-        "steps-env",
-        "steps-flag",
-        "timeout-env",
-        "level-env",
-        "model-env",
-        "model-flag",
-        "watch-env",
-    ],
+    ids=["steps-flag", "model-flag", "budget-flag"],
 )
-def test_bad_settings_are_usage_errors(
+def test_bad_flags_are_usage_errors(
     args: tuple[str, ...], env: dict[str, str], message: str
 ) -> None:
-    """A bad flag or variable exits with status 2 and says what is wrong, without a traceback."""
+    """A bad flag exits with status 2, argparse's usage and what is wrong, no traceback."""
     result = run_agent(*args, **env)
     assert result.returncode == 2
     assert message in result.stderr
+    assert "usage: acp-skills-demo" in result.stderr
     assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"ACP_SKILLS_MAX_STEPS": "abc"}, "ACP_SKILLS_MAX_STEPS: not a whole number: 'abc'"),
+        ({"ACP_SKILLS_MAX_TOKENS": "0"}, "ACP_SKILLS_MAX_TOKENS: must be at least 1: '0'"),
+        ({"ACP_SKILLS_TIMEOUT": "-1"}, "ACP_SKILLS_TIMEOUT: must be more than 0: '-1'"),
+        (
+            {"ACP_SKILLS_LOG_LEVEL": "verbose"},
+            "ACP_SKILLS_LOG_LEVEL must be one of debug, info, warning, error, not 'verbose'",
+        ),
+        (
+            {"ACP_SKILLS_LOG_FORMAT": "xml"},
+            "ACP_SKILLS_LOG_FORMAT must be one of console, json, not 'xml'",
+        ),
+        ({"ACP_SKILLS_MODEL": "gpt"}, "ACP_SKILLS_MODEL must be offline or openai, not 'gpt'"),
+        (
+            {"ACP_SKILLS_WATCH": "maybe"},
+            "ACP_SKILLS_WATCH must be 1 or 0 (true/false, yes/no, on/off), not 'maybe'",
+        ),
+        (
+            {"ACP_SKILLS_CATALOG_BUDGET": "lots"},
+            "ACP_SKILLS_CATALOG_BUDGET: not a whole number: 'lots' (a number of characters, "
+            "or none)",
+        ),
+        ({"ACP_SKILLS_PIN": "Bad Name"}, "ACP_SKILLS_PIN holds 'Bad', which is not a skill name"),
+        (
+            {"ACP_SKILLS_COMPAT": "codex"},
+            "ACP_SKILLS_COMPAT: unknown tool 'codex' (known: claude)",
+        ),
+    ],
+    ids=[
+        "steps",
+        "tokens",
+        "timeout",
+        "level",
+        "format",
+        "model",
+        "watch",
+        "budget",
+        "pin",
+        "compat",
+    ],
+)
+def test_a_bad_variable_is_one_line_naming_it(env: dict[str, str], message: str) -> None:
+    """A bad ``ACP_SKILLS_*`` value: status 2 and one line naming the variable, no usage block
+    and no flag the person never passed."""
+    result = run_agent(**env)
+    assert result.returncode == 2
+    assert result.stderr == f"acp-skills-demo: {message}\n"
     assert result.stdout == ""
 
 

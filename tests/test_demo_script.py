@@ -18,8 +18,8 @@ async def test_demonstration_transcript_shows_catalog_tool_call_and_answers() ->
         assert await run(None, [], out) == 0
     transcript = out.getvalue()
     assert "[commands] /code-review [branch or path]" in transcript
-    assert "python-style         custom    (no slash command)" in transcript
-    assert "release-checklist    custom    (hidden from the model)" in transcript
+    assert "python-style         examples  (no slash command)" in transcript
+    assert "release-checklist    examples  (hidden from the model)" in transcript
     assert "Load skill code-review: in_progress" in transcript
     assert "<available_skills>" in transcript
     # The catalog lists what the model may load, and nothing it may not.

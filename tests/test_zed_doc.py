@@ -61,6 +61,8 @@ def test_every_snippet_is_a_custom_agent_with_no_key_in_it() -> None:
         assert entry["command"] == "acp-skills-demo"
         assert all(isinstance(arg, str) for arg in entry["args"])
         build_parser().parse_args(entry["args"])  # exits (fails the test) on an unknown flag
+        # Every snippet works as pasted, in any project: the bundled examples are offered.
+        assert "--examples" in entry["args"], name
         for variable, value in entry["env"].items():
             assert isinstance(value, str)
             assert not value.startswith("sk-"), f"{name}: a key in the settings"
@@ -110,7 +112,7 @@ async def test_main_snippet_serves_a_session_from_a_fresh_install(
             listed = await conn.ext_method("skills/list", {"sessionId": session.session_id})
             sources = {skill["name"]: skill["source"] for skill in listed["skills"]}
             assert sources["deploy"] == "project-agents"
-            assert sources["code-review"] == "custom"
+            assert sources["code-review"] == "examples"
             response = await conn.prompt(
                 session_id=session.session_id, prompt=text_prompt("please use deploy")
             )

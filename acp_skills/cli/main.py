@@ -15,17 +15,19 @@ from typing import Any
 
 import structlog
 
+from demo_agent import settings
+from demo_agent.settings import CATALOG_MAX_LENGTH, SettingError, expand_path
+
 from .. import (
     LocalSkillProvider,
     SkillCandidate,
     SkillLookupOptions,
     SkillRegistry,
     SkillTool,
-    is_skill_name,
 )
-from ..catalog import describe_catalog_fit, fit_catalog
-from ..diagnostics import shadow_diagnostic, skipped
-from ..model import ShadowedSkill
+from ..catalog import CatalogFit, describe_catalog_fit, fit_catalog
+from ..diagnostics import Diagnostic, shadow_diagnostic, skipped
+from ..model import SKILL_FILE_NAME, ShadowedSkill, SkillSnapshot
 from ..text import remove_unsafe_characters as clean
 from ..text import replace_lone_surrogates
 from .output import (
@@ -52,17 +54,48 @@ _Skills = tuple[LocalSkillProvider, SkillRegistry, SkillLookupOptions]
 
 
 def _skills_from(args: argparse.Namespace) -> _Skills:
-    if not (custom_dirs := list(args.skills_dir or [])):
-        # As for the demo agent: the variable stands in for the flag.
-        variable = os.environ.get("ACP_SKILLS_DIRS", "").strip()
-        custom_dirs = [d for d in variable.split(os.pathsep) if d]
-    # One look, so nothing to watch.
-    provider = LocalSkillProvider(
-        args.dsh_home, args.agents_home, custom_skill_dirs=custom_dirs, watch=False
+    # The demo agent's own settings build the provider; one look, so nothing to watch.
+    provider = settings.build_provider(
+        args, watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home
     )
     registry = SkillRegistry()
     registry.register_provider(provider)
     return provider, registry, SkillLookupOptions(cwd=args.cwd)
+
+
+def _agent_catalog(args: argparse.Namespace, snapshot: SkillSnapshot) -> CatalogFit:
+    """The catalog the demo agent would freeze for a session, with the same settings."""
+    return fit_catalog(
+        snapshot.skills,
+        CATALOG_MAX_LENGTH,
+        budget=args.catalog_budget,
+        pinned=args.pin,
+        hidden=args.hide,
+    )
+
+
+async def _skipped_files(
+    provider: LocalSkillProvider, options: SkillLookupOptions
+) -> tuple[Diagnostic, ...]:
+    return skipped((await provider.discover(options)).diagnostics)
+
+
+def _skipped_warning(left_out: Sequence[Diagnostic]) -> list[str]:
+    if not left_out:
+        return []
+    what = plural(len(left_out), "skill file") + (" was" if len(left_out) == 1 else " were")
+    return [f"warning: {what} skipped; `{PROG} doctor` says which and why."]
+
+
+def _named_by_place(diagnostic: Diagnostic) -> str | None:
+    """The skill name a skipped file's place suggests: its bundle's directory, or a flat
+    file's name without ``.md``."""
+    if diagnostic.path is None:
+        return None
+    head, tail = os.path.split(diagnostic.path)
+    if tail == SKILL_FILE_NAME:
+        return os.path.basename(head)
+    return tail[:-3] if tail.endswith(".md") else None
 
 
 async def _custom_dir_warnings(provider: LocalSkillProvider) -> list[str]:
@@ -100,7 +133,9 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
         }
         for skill, winner in entries
     ]
-    outcome = Outcome({"skills": listed}, warnings=await _custom_dir_warnings(provider))
+    warnings = await _custom_dir_warnings(provider)
+    warnings += _skipped_warning(await _skipped_files(provider, options))
+    outcome = Outcome({"skills": listed}, warnings=warnings)
     if not entries:
         outcome.text.append(f"No skills found for {clean(args.cwd)}.")
         outcome.remarks.append(f"`{PROG} doctor` shows where skills were looked for.")
@@ -129,23 +164,41 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
 
 
 async def _show(args: argparse.Namespace, style: Style) -> Outcome:
-    provider, registry, _ = _skills_from(args)
-    arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
-    result = await SkillTool(registry).call(arguments, cwd=args.cwd)
+    provider, registry, options = _skills_from(args)
+    tool = SkillTool(registry)
+    if args.invoke is not None:
+        # What `/NAME ARGS` alone puts into the turn: the typed text, then the skill, its
+        # placeholders filled as the agent fills them (only with --compat claude).
+        typed = f"/{args.name} {args.invoke}".rstrip()
+        fill = args.invoke.strip() if "claude" in args.compat else None
+        result = await tool.invoke_for_user(args.name, cwd=args.cwd, arguments=fill)
+        text = f"{typed}\n\n{result.text}" if not result.is_error else result.text
+    else:
+        arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
+        result = await tool.call(arguments, cwd=args.cwd)
+        text = result.text
     # The agent replaces lone surrogates before anything reaches the editor or the model.
-    text = replace_lone_surrogates(result.text)
+    text = replace_lone_surrogates(text)
+    warnings = await _custom_dir_warnings(provider)
+    left_out = await _skipped_files(provider, options)
+    if result.is_error and (hers := [d for d in left_out if _named_by_place(d) == args.name]):
+        warnings += [
+            f"warning: {clean(d.path or '')} was skipped: {clean(d.message)}" for d in hers
+        ]
+    else:
+        warnings += _skipped_warning(left_out)
     return Outcome(
         {"name": args.name, "text": text, "isError": result.is_error},
         [text],
         PROBLEMS if result.is_error else OK,
-        warnings=await _custom_dir_warnings(provider),
+        warnings=warnings,
     )
 
 
 async def _catalog(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = _skills_from(args)
     snapshot = await registry.snapshot(options)
-    fit = fit_catalog(snapshot.skills, budget=args.budget, pinned=args.pin, hidden=args.hide)
+    fit = _agent_catalog(args, snapshot)
     characters = len(fit.text or "")
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
     outcome = Outcome(
@@ -156,9 +209,6 @@ async def _catalog(args: argparse.Namespace, style: Style) -> Outcome:
         outcome.remarks.append(
             f"No catalog: no skill the model may load for {clean(args.cwd)} (0 characters)."
         )
-    elif args.budget is None and not args.pin and not args.hide:
-        outcome.text.append(fit.text)
-        outcome.remarks.append(f"{characters} characters, {plural(len(fit.listed), 'skill')}.")
     else:
         outcome.text.append(fit.text)
         outcome.remarks.extend(clean(line) for line in describe_catalog_fit(fit).splitlines())
@@ -169,7 +219,7 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = _skills_from(args)
     discovery = await provider.discover(options)
     snapshot = await registry.snapshot(options)
-    fit = fit_catalog(snapshot.skills)
+    fit = _agent_catalog(args, snapshot)
     characters = len(fit.text or "")
     problems = (*discovery.diagnostics, *map(shadow_diagnostic, snapshot.shadowed))
     left_out = skipped(problems)
@@ -221,22 +271,6 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     return Outcome(payload, lines, status_of(problems))
 
 
-def _skill_name(text: str) -> str:
-    if not is_skill_name(text):
-        raise argparse.ArgumentTypeError(f"not a skill name: {text!r}")
-    return text
-
-
-def _budget(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
-
-
 def _version() -> str:
     try:
         return metadata.version("acp-skills")
@@ -262,14 +296,11 @@ def build_parser() -> argparse.ArgumentParser:
         ("--dsh-home", "default: $DSH_HOME, else ~/.dsh"),
         ("--agents-home", "default: $DSH_AGENTS_HOME, else ~/.agents"),
     ):
-        roots.add_argument(flag, metavar="DIR", help=help)
-    roots.add_argument(
-        "--skills-dir",
-        action="append",
-        metavar="DIR",
-        help="an extra skills directory (repeatable), as the agent's --skills-dir "
-        "(default: $ACP_SKILLS_DIRS)",
-    )
+        roots.add_argument(flag, type=expand_path, metavar="DIR", help=help)
+    # The demo agent's own flags, with its variables as defaults (ACP_SKILLS_DIRS, ...).
+    settings.add_skill_arguments(roots)
+    fitted = argparse.ArgumentParser(add_help=False)
+    settings.add_catalog_arguments(fitted, "--budget", "--catalog-budget")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(run: _Command, help: str, *parents: ArgumentParser) -> ArgumentParser:
@@ -283,28 +314,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show = command(_show, "exactly what the skill tool returns for NAME", roots)
     show.add_argument("name", metavar="NAME")
-    show.add_argument("--path", metavar="REL", help="a file of the skill, as the tool's `path`")
-    catalog = command(
-        _catalog, "exactly the catalog message the model receives, and its size", roots
+    shown = show.add_mutually_exclusive_group()
+    shown.add_argument("--path", metavar="REL", help="a file of the skill, as the tool's `path`")
+    shown.add_argument(
+        "--invoke",
+        metavar="ARGS",
+        help="what `/NAME ARGS` puts into the turn instead (also for a skill only a person "
+        "may invoke); the placeholders are filled with --compat claude, as the agent fills them",
     )
-    catalog.add_argument(
-        "--budget",
-        type=_budget,
-        metavar="N",
-        help="the agent's catalog budget in characters (the demo agent's --catalog-budget); "
-        "shows what it shortens and leaves out",
+    command(
+        _catalog,
+        "exactly the catalog message the model receives, and its size",
+        roots,
+        fitted,
     )
-    for flag, help in (
-        ("--pin", "a skill listed in full, first (repeatable)"),
-        ("--hide", "a skill never listed (repeatable)"),
-    ):
-        catalog.add_argument(
-            flag, action="append", type=_skill_name, default=[], metavar="NAME", help=help
-        )
     check = command(validate, "check skill directories, skill files or directories of skills")
     check.add_argument(
         "paths",
         nargs="+",
+        type=expand_path,
         metavar="PATH",
         help="a skill directory, a skill file (SKILL.md or NAME.md), or a directory of skills",
     )
@@ -313,7 +341,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also apply the Agent Skills specification (agentskills.io)",
     )
-    command(_doctor, "every root, skipped file and shadowed skill, and the catalog's size", roots)
+    command(
+        _doctor,
+        "every root, skipped file and shadowed skill, and the catalog's size",
+        roots,
+        fitted,
+    )
     return parser
 
 
@@ -328,6 +361,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parser.error(f"--cwd: not a directory: {args.cwd}")
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else USAGE
+    if hasattr(args, "skills_dir"):
+        try:
+            settings.resolve_skill_settings(args)
+        except SettingError as error:
+            # A variable the person set, not a flag: one line, no usage block.
+            print(f"{PROG}: {error}", file=sys.stderr)
+            return USAGE
     # The commands report what the library would log; unconfigured structlog would also print
     # it to stdout, mixed into the output (and into the JSON).
     structlog.configure(

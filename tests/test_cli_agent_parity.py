@@ -1,0 +1,315 @@
+"""``acp-skills`` sees exactly what the demo agent sees: the installed ``acp-skills`` script and
+a real ``python -m demo_agent`` over stdio, in one sandbox, with the same flags or the same
+``ACP_SKILLS_*`` variables; and paths with ``~`` given without a shell, as editors give them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from demo_agent.models.openai_chat import openai_install_hint
+from tests.agent_client import Sandbox, spawn_agent, text_prompt, write_skill
+
+SCRIPT = Path(sys.executable).parent / "acp-skills"
+TEST_SECONDS = 60
+LONG_DESCRIPTION = "Fills PDF forms from a data file. " + "It checks every field twice. " * 45
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    """A sandbox whose project is a repository with skills of ours and of Claude Code."""
+    sandbox = Sandbox.create(tmp_path)
+    (sandbox.project / ".git").mkdir()
+    write_skill(sandbox.project / ".agents" / "skills", "lint-rules", "Apply the lint rules.")
+    claude = sandbox.project / ".claude" / "skills"
+    write_skill(claude, "pdf-forms", LONG_DESCRIPTION)
+    write_skill(claude, "explain-code", "Explain a piece of code line by line.")
+    sandbox.write_skill("team-notes", "Write the team's weekly notes.")
+    return sandbox
+
+
+def cli_env(sandbox: Sandbox, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What the agent gets from `Sandbox.env`, plus what a process needs to start."""
+    env = {"PATH": os.defpath, "LANG": "C.UTF-8", **sandbox.env()}
+    env.update(extra or {})
+    return env
+
+
+def cli(
+    sandbox: Sandbox, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), *args],
+        env=cli_env(sandbox, env),
+        cwd=sandbox.root,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=False,
+    )
+
+
+async def first_catalog(
+    sandbox: Sandbox, args: list[str], env: Mapping[str, str]
+) -> tuple[str, dict[str, Any], str]:
+    """The agent's first catalog (``_skills/prefix``), its budget, and its `/skills` reply."""
+    state = ["--state-dir", str(sandbox.state_dir)]
+    with anyio.fail_after(TEST_SECONDS):
+        async with spawn_agent(*state, *args, env=sandbox.env(env)) as agent:
+            created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
+            session_id = created.session_id
+            await agent.conn.prompt(session_id=session_id, prompt=text_prompt("hello"))
+            prefix = await agent.conn.ext_method("skills/prefix", {"sessionId": session_id})
+            since = len(agent.client.session_updates(session_id))
+            await agent.conn.prompt(session_id=session_id, prompt=text_prompt("/skills"))
+            report = agent.client.agent_text(session_id, since)
+    [message] = prefix["messages"]
+    return message["text"], prefix["budget"], report
+
+
+SAME_SETTINGS = [
+    pytest.param(["--compat", "claude", "--examples"], {}, [], id="flags"),
+    pytest.param(
+        ["--examples"],
+        {"ACP_SKILLS_COMPAT": "claude", "ACP_SKILLS_HIDE": "lint-rules"},
+        [],
+        id="variables",
+    ),
+    pytest.param(
+        ["--compat", "claude", "--examples", "--pin", "explain-code"],
+        {"ACP_SKILLS_CATALOG_BUDGET": "1400"},
+        [],
+        id="budget-from-env",
+    ),
+    pytest.param(["--compat", "claude", "--examples", "--catalog-budget", "none"], {}, ["none"]),
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("args", "env", "unlimited"), SAME_SETTINGS)
+async def test_catalog_is_byte_identical_to_the_agent_s_first_catalog(
+    sandbox: Sandbox, args: list[str], env: dict[str, str], unlimited: list[str]
+) -> None:
+    """Same directory, same flags or variables: `catalog` prints the agent's first catalog."""
+    skills = ["--skills-dir", str(sandbox.skills_dir)]
+    expected, budget, _ = await first_catalog(sandbox, [*skills, *args], env)
+    cli_args = [a if a != "--catalog-budget" else "--budget" for a in args]
+    result = cli(sandbox, "catalog", "--cwd", str(sandbox.project), *skills, *cli_args, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected + "\n"
+    assert "`pdf-forms`" in expected  # Claude Code's skills are there, and the examples too
+    assert "`code-review`" in expected
+    catalog = json.loads(
+        cli(
+            sandbox, "catalog", "--cwd", str(sandbox.project), *skills, *cli_args, "--json", env=env
+        ).stdout
+    )
+    assert catalog["text"] == expected
+    assert catalog["budget"] == budget
+    where = ["--cwd", str(sandbox.project), *skills, *cli_args, "--json"]
+    report = json.loads(cli(sandbox, "doctor", *where, env=env).stdout)
+    assert report["catalogCharacters"] == len(expected)
+    assert {"source": "examples", "rank": 300} in [
+        {"source": r["source"], "rank": r["rank"]} for r in report["roots"]
+    ]
+    assert (budget["limit"] is None) == bool(unlimited)
+
+
+@pytest.mark.anyio
+async def test_reports_say_how_many_descriptions_were_cut_and_where(sandbox: Sandbox) -> None:
+    """A description over 1,024 characters is cut there, and `catalog` and `/skills` say so;
+    the bundled examples are labelled as such in `/skills`."""
+    args = ["--skills-dir", str(sandbox.skills_dir), "--compat", "claude", "--examples"]
+    text, budget, report = await first_catalog(sandbox, args, {})
+    [line] = [entry for entry in text.splitlines() if entry.startswith("- `pdf-forms`")]
+    assert len(line) == len("- `pdf-forms`: ") + 1024
+    assert budget["shortened"] == 0
+    said = "1 description cut at 1,024 characters (the longest a catalog description may be)"
+    assert said in report
+    assert "every description in full" not in report
+    [example] = [entry for entry in report.splitlines() if "`/code-review`" in entry]
+    assert example.endswith("(examples)")
+    assert "(custom)" in next(e for e in report.splitlines() if "`/team-notes`" in e)
+    result = cli(sandbox, "catalog", "--cwd", str(sandbox.project), *args)
+    assert said in result.stderr
+    assert "every description in full" not in result.stderr
+    listed = json.loads(cli(sandbox, "list", "--cwd", str(sandbox.project), *args, "--json").stdout)
+    sources = {skill["name"]: skill["source"] for skill in listed["skills"]}
+    assert (sources["code-review"], sources["team-notes"]) == ("examples", "custom")
+
+
+@pytest.mark.anyio
+async def test_show_invoke_previews_what_the_slash_command_puts_into_the_turn(
+    sandbox: Sandbox,
+) -> None:
+    """`show NAME --invoke ARGS` prints the user message `/NAME ARGS` makes, even for a skill
+    only a person may invoke, with Claude Code's placeholders filled as the agent fills them."""
+    body = "# Ship\n\nShip $ARGUMENTS: first $0, then $1; keep $2 as written.\n"
+    sandbox.write_skill("ship", "Ship a build.", body, disableModelInvocation=True)
+    args = ["--skills-dir", str(sandbox.skills_dir), "--compat", "claude"]
+    state = ["--state-dir", str(sandbox.state_dir)]
+    with anyio.fail_after(TEST_SECONDS):
+        async with spawn_agent(*state, *args, env=sandbox.env()) as agent:
+            created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
+            prompt = text_prompt('/ship "eu west" canary')
+            await agent.conn.prompt(session_id=created.session_id, prompt=prompt)
+    [typed, *_] = sandbox.history(created.session_id)
+    preview = cli(
+        sandbox,
+        "show",
+        "ship",
+        "--invoke",
+        '"eu west" canary',
+        "--cwd",
+        str(sandbox.project),
+        *args,
+    )
+    assert preview.returncode == 0, preview.stderr
+    assert preview.stdout == typed["content"] + "\n"
+    assert "first eu west, then canary; keep $2 as written." in preview.stdout
+    refused = cli(sandbox, "show", "ship", "--cwd", str(sandbox.project), *args)
+    assert refused.returncode == 1  # the model may not load it, so the tool refuses
+    assert "not available for model invocation" in refused.stdout
+
+
+def test_list_and_show_say_when_files_were_skipped(sandbox: Sandbox) -> None:
+    """One stderr line pointing to `doctor`; `show` of a skipped skill says why it was."""
+    broken = sandbox.skills_dir / "broken" / "SKILL.md"
+    broken.parent.mkdir()
+    broken.write_text("---\nname: broken\ndescription: [unclosed\n---\nbody\n", encoding="utf-8")
+    where = ["--cwd", str(sandbox.project), "--skills-dir", str(sandbox.skills_dir)]
+    pointer = "warning: 1 skill file was skipped; `acp-skills doctor` says which and why.\n"
+    listed = cli(sandbox, "list", *where)
+    assert listed.returncode == 0
+    assert pointer in listed.stderr
+    assert "broken" not in listed.stdout
+    assert pointer in cli(sandbox, "list", *where, "--json").stderr
+    assert cli(sandbox, "show", "team-notes", *where).stderr == pointer
+    missing = cli(sandbox, "show", "broken", *where)
+    assert missing.returncode == 1
+    assert missing.stderr.startswith(f"warning: {broken} was skipped: invalid YAML: ")
+    assert len(missing.stderr.splitlines()) == 1
+
+
+@pytest.mark.anyio
+async def test_tilde_paths_from_args_and_env_without_a_shell(sandbox: Sandbox) -> None:
+    """`~/...` in --state-dir, ACP_SKILLS_STATE_DIR, --skills-dir and ACP_SKILLS_DIRS (no shell
+    to expand them): records land in the home, never in a `~` directory of the project."""
+    mine = sandbox.home / "my-skills"
+    write_skill(mine, "home-made", "A skill kept in the home directory.")
+    for args, env, records in (
+        (["--state-dir", "~/records-a", "--skills-dir", "~/my-skills"], {}, "records-a"),
+        (
+            [],
+            {"ACP_SKILLS_STATE_DIR": "~/records-b", "ACP_SKILLS_DIRS": "~/my-skills"},
+            "records-b",
+        ),
+    ):
+        with anyio.fail_after(TEST_SECONDS):
+            async with spawn_agent(*args, env=sandbox.env(env), cwd=sandbox.project) as agent:
+                created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
+                session_id = created.session_id
+                prompt = text_prompt("use home-made")
+                await agent.conn.prompt(session_id=session_id, prompt=prompt)
+                reply = agent.client.agent_text(session_id)
+        assert "home-made" in reply
+        assert list((sandbox.home / records / "sessions").glob("*.jsonl"))
+        assert not (sandbox.project / "~").exists()
+    for args, env in (
+        (["--skills-dir", "~/my-skills", "--cwd", "~"], {}),
+        ([], {"ACP_SKILLS_DIRS": "~/my-skills"}),
+    ):
+        listed = cli(sandbox, "list", "--json", *args, env=env)
+        assert listed.returncode == 0, listed.stderr
+        paths = [skill["path"] for skill in json.loads(listed.stdout)["skills"]]
+        assert str(mine / "home-made" / "SKILL.md") in paths
+    checked = cli(sandbox, "validate", "~/my-skills")
+    assert (checked.returncode, checked.stderr) == (0, ""), checked.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        (["--state-dir", "records"], {}, "--state-dir"),
+        ([], {"ACP_SKILLS_STATE_DIR": "records"}, "ACP_SKILLS_STATE_DIR"),
+    ],
+    ids=["flag", "variable"],
+)
+def test_a_relative_state_directory_is_refused_in_one_line(
+    sandbox: Sandbox, args: list[str], env: dict[str, str], named: str
+) -> None:
+    """Records never land inside whatever directory the editor started the agent in."""
+    result = subprocess.run(
+        [sys.executable, "-m", "demo_agent", *args],
+        env={**cli_env(sandbox), **env},
+        cwd=sandbox.project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"acp-skills-demo: {named} must be an absolute path (or start with ~), not 'records': "
+        "a relative one would put conversation records inside the editor's working directory\n"
+    )
+    assert not (sandbox.project / "records").exists()
+
+
+def test_a_bad_variable_names_itself_in_the_command_line_too(sandbox: Sandbox) -> None:
+    """The CLI reads the agent's variables and reports a bad one as the agent does."""
+    result = cli(sandbox, "catalog", env={"ACP_SKILLS_PIN": "Not-A-Name"})
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == "acp-skills: ACP_SKILLS_PIN holds 'Not-A-Name', which is not a skill name\n"
+    )
+
+
+def test_a_missing_openai_package_is_said_at_start_up_before_the_key(sandbox: Sandbox) -> None:
+    """`--model openai` without the package: one line with the install hint, before the key
+    file is even read."""
+    # `sys.modules["openai"] = None` is how Python spells "not installed" to `find_spec`.
+    starter = (
+        "import sys; sys.modules['openai'] = None; "
+        "from demo_agent.__main__ import main; sys.exit(main())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", starter, "--model", "openai", "--api-key-file", "~/no-such-key"],
+        env=cli_env(sandbox),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"acp-skills-demo: the openai model needs the `openai` package: {openai_install_hint()}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("prefix", "hint"),
+    [
+        ("/home/p/.local/share/pipx/venvs/acp-skills", "pipx install --force '.[openai]'"),
+        ("/home/p/.local/share/uv/tools/acp-skills", "uv tool install --reinstall '.[openai]'"),
+        ("/home/p/venv", "/home/p/venv/bin/python -m pip install 'openai>=1.40'"),
+    ],
+    ids=["pipx", "uv", "venv"],
+)
+def test_the_openai_hint_fits_how_the_agent_was_installed(prefix: str, hint: str) -> None:
+    """A tool install is told to reinstall the tool with the extra; a venv to pip install."""
+    assert hint in openai_install_hint(prefix)
