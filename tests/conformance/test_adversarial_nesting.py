@@ -1,0 +1,81 @@
+"""Adversarial cases: frames and model data nested deep, over raw stdio to the real agent.
+
+Each case is named after the failure it keeps away; each ends with the agent still serving.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .harness import AgentSpec, RawAgent, open_raw
+from .wire import CLIENT, Schema
+
+pytestmark = pytest.mark.anyio
+
+INVALID_REQUEST = -32600
+DEPTH = 500  # what a 1 KB frame reaches: "[" * 500
+
+
+def nested(depth: int) -> object:
+    value: object = 0
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+async def test_a_request_nested_500_deep_is_refused_by_its_id(
+    agent: AgentSpec, schema: Schema
+) -> None:
+    """`session/new` with params 500 deep: -32600 with its id, and the agent serves on."""
+    async with open_raw(agent, schema) as raw:
+        await raw.initialize()
+        raw.log.add(CLIENT, {"jsonrpc": "2.0", "id": 41, "method": "session/new"})
+        deep = b"[" * DEPTH + b"]" * DEPTH
+        await raw.write(
+            b'{"jsonrpc":"2.0","id":41,"method":"session/new","params":' + deep + b"}\n"
+        )
+        reply = await raw.response(41)
+        assert reply["error"]["code"] == INVALID_REQUEST, reply
+        assert "nested more than 64 levels deep" in reply["error"]["data"]["details"]
+        await raw.assert_serving(agent.cwd)
+
+
+async def test_an_unknown_notification_nested_500_deep_is_dropped(
+    agent: AgentSpec, schema: Schema
+) -> None:
+    """A notification 500 deep gets no answer and does not end the agent."""
+    async with open_raw(agent, schema) as raw:
+        await raw.initialize()
+        line = b'{"jsonrpc":"2.0","method":"_x/y","params":{"a":' + b"[" * DEPTH + b"]" * DEPTH
+        await raw.write(line + b"}}\n")
+        await raw.assert_serving(agent.cwd)
+        assert raw.take_inbox() == []
+
+
+async def test_a_deep_meta_on_a_prompt_is_refused_and_the_session_lives(
+    agent: AgentSpec, schema: Schema
+) -> None:
+    """A prompt whose `_meta` nests 500 deep: -32600 for it; the same session then prompts."""
+    async with open_raw(agent, schema) as raw:
+        await raw.initialize()
+        session_id = await raw.new_session(agent.cwd)
+        params = {
+            "sessionId": session_id,
+            "prompt": [{"type": "text", "text": "hi"}],
+            "_meta": {"deep": nested(DEPTH)},
+        }
+        reply = await raw.call("session/prompt", params)
+        assert reply["error"]["code"] == INVALID_REQUEST, reply
+        params = {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}
+        answer = await raw.call("session/prompt", params)
+        assert answer["result"]["stopReason"] == "end_turn", answer
+
+
+async def test_a_frame_at_the_limit_is_served(agent: AgentSpec, schema: Schema) -> None:
+    """The limit is not lower than documented: `_meta` reaching depth 64 is still served."""
+    async with open_raw(agent, schema) as raw:
+        await raw.initialize()
+        # message (1) > params (2) > _meta (3) > key (4...): 61 more levels make 64.
+        params = {"cwd": str(agent.cwd), "mcpServers": [], "_meta": {"k": nested(61)}}
+        reply = await raw.call("session/new", params)
+        assert "sessionId" in reply.get("result", {}), reply
