@@ -5,9 +5,13 @@ Each case is named after the failure it keeps away; each ends with the agent sti
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
-from .harness import AgentSpec, RawAgent, open_raw
+from .fake_model import FakeModel
+from .harness import AgentSpec, open_raw
 from .wire import CLIENT, Schema
 
 pytestmark = pytest.mark.anyio
@@ -79,3 +83,71 @@ async def test_a_frame_at_the_limit_is_served(agent: AgentSpec, schema: Schema) 
         params = {"cwd": str(agent.cwd), "mcpServers": [], "_meta": {"k": nested(61)}}
         reply = await raw.call("session/new", params)
         assert "sessionId" in reply.get("result", {}), reply
+
+
+def tool_updates(raw_inbox: list[dict[str, Any]], status: str) -> list[dict[str, Any]]:
+    """The ``tool_call_update`` updates of one status among the notifications read."""
+    updates = [m["params"]["update"] for m in raw_inbox if m.get("method") == "session/update"]
+    return [
+        u
+        for u in updates
+        if u.get("sessionUpdate") == "tool_call_update" and u.get("status") == status
+    ]
+
+
+@pytest.mark.demo_agent
+async def test_tool_arguments_nested_300_deep_fail_only_that_call_and_load_later(
+    agent: AgentSpec, schema: Schema, fake_model: FakeModel
+) -> None:
+    """The model's call nests 300 deep: that call fails, the turn ends, and the session loads."""
+    command = agent.with_fake_model(fake_model)
+    async with open_raw(agent, schema, command) as raw:
+        await raw.initialize()
+        session_id = await raw.new_session(agent.cwd)
+        params = {"sessionId": session_id, "prompt": [{"type": "text", "text": "[deep 300]"}]}
+        reply = await raw.call("session/prompt", params)
+        assert reply["result"]["stopReason"] == "end_turn", reply
+        failed = tool_updates(raw.take_inbox(), "failed")
+        assert failed and "nested more than 64 levels deep" in json.dumps(failed[0])
+    recorded = json.dumps(agent.history(session_id))
+    assert "[[[[" not in recorded and "nested more than 64 levels deep" in recorded
+    async with open_raw(agent, schema, command) as raw:
+        await raw.initialize()
+        params = {"sessionId": session_id, "cwd": str(agent.cwd), "mcpServers": []}
+        loaded = await raw.call("session/load", params)
+        assert "result" in loaded, loaded
+        await raw.assert_serving(agent.cwd)
+
+
+@pytest.mark.demo_agent
+async def test_a_recorded_call_nested_300_deep_is_summarised_on_load(
+    agent: AgentSpec, schema: Schema
+) -> None:
+    """A record already holding 300-deep arguments (an older agent's) loads, summarised."""
+    session_id = "deep-record"
+    path = agent.record_path(session_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deep = '{"name": ' + "[" * 300 + "]" * 300 + "}"
+    call = {"id": "c1", "type": "function", "function": {"name": "skill", "arguments": deep}}
+    lines = [
+        {"v": 1, "type": "history", "message": {"role": "user", "content": "hi"}},
+        {"v": 1, "type": "history", "message": {"role": "assistant", "tool_calls": [call]}},
+        {
+            "v": 1,
+            "type": "history",
+            "message": {"role": "tool", "tool_call_id": "c1", "content": "x"},
+        },
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    async with open_raw(agent, schema) as raw:
+        await raw.initialize()
+        params = {"sessionId": session_id, "cwd": str(agent.cwd), "mcpServers": []}
+        loaded = await raw.call("session/load", params)
+        assert "result" in loaded, loaded
+        updates = [
+            m["params"]["update"] for m in raw.take_inbox() if m.get("method") == "session/update"
+        ]
+        started = [u for u in updates if u.get("sessionUpdate") == "tool_call"]
+        assert "nested more than 64 levels deep" in json.dumps(started)
+        await raw.assert_serving(agent.cwd)
+    assert "session_replay_arguments_omitted" in agent.stderr_tail(100_000)
