@@ -108,9 +108,11 @@ async def test_tool_arguments_nested_300_deep_fail_only_that_call_and_load_later
         reply = await raw.call("session/prompt", params)
         assert reply["result"]["stopReason"] == "end_turn", reply
         failed = tool_updates(raw.take_inbox(), "failed")
-        assert failed and "nested more than 64 levels deep" in json.dumps(failed[0])
+        assert failed
+        assert "nested more than 64 levels deep" in json.dumps(failed[0])
     recorded = json.dumps(agent.history(session_id))
-    assert "[[[[" not in recorded and "nested more than 64 levels deep" in recorded
+    assert "[[[[" not in recorded
+    assert "nested more than 64 levels deep" in recorded
     async with open_raw(agent, schema, command) as raw:
         await raw.initialize()
         params = {"sessionId": session_id, "cwd": str(agent.cwd), "mcpServers": []}
