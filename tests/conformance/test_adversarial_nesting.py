@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from .fake_model import FakeModel
-from .harness import AgentSpec, open_raw
+from ..tmpfs import fill, small_tmpfs
+from .harness import AgentSpec, RawAgent, open_raw
 from .wire import CLIENT, Schema
 
 pytestmark = pytest.mark.anyio
@@ -153,3 +154,46 @@ async def test_a_recorded_call_nested_300_deep_is_summarised_on_load(
         assert "nested more than 64 levels deep" in json.dumps(started)
         await raw.assert_serving(agent.cwd)
     assert "session_replay_arguments_omitted" in agent.stderr_tail(100_000)
+
+
+FULL_DISK_TURN = "while the disk is full " + "x" * 3 * 4096
+
+
+def said_by_user(agent: AgentSpec, session_id: str) -> list[object]:
+    """What the person said, as the record holds it."""
+    return [m.get("content") for m in agent.history(session_id) if m.get("role") == "user"]
+
+
+@pytest.mark.demo_agent
+async def test_a_turn_waiting_for_a_full_disk_survives_a_load_of_its_live_session(
+    agent: AgentSpec, schema: Schema
+) -> None:
+    """Disk full, a turn is told it will be saved, the live session is loaded, the disk frees:
+    after the agent leaves, the record holds that turn, once."""
+    assert agent.state_dir is not None
+    with small_tmpfs(agent.state_dir, "1m") as state:
+        async with open_raw(agent, schema) as raw:
+            await raw.initialize()
+            session_id = await raw.new_session(agent.cwd)
+            assert await prompt_stop_reason(raw, session_id, "before the disk filled") == "end_turn"
+            filler = fill(state)
+            # Longer than a page: it cannot hide in the slack of the record's last page.
+            assert await prompt_stop_reason(raw, session_id, FULL_DISK_TURN) == "end_turn"
+            told = json.dumps(raw.take_inbox())
+            assert "could not be saved" in told
+            params = {"sessionId": session_id, "cwd": str(agent.cwd), "mcpServers": []}
+            loaded = await raw.call("session/load", params)
+            assert "result" in loaded, loaded
+            filler.unlink()
+        said = said_by_user(agent, session_id)
+    assert said.count(FULL_DISK_TURN) == 1, said
+    assert said.index("before the disk filled") < said.index(FULL_DISK_TURN)
+
+
+async def prompt_stop_reason(raw: RawAgent, session_id: str, text: str) -> str:
+    """Prompt with one text block; the turn's stop reason."""
+    params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+    reply = await raw.call("session/prompt", params)
+    reason = reply["result"]["stopReason"]
+    assert isinstance(reason, str)
+    return reason
