@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from .fake_model import FakeModel
 from ..tmpfs import fill, small_tmpfs
+from .fake_model import FakeModel
 from .harness import AgentSpec, RawAgent, open_raw
 from .wire import CLIENT, Schema
 
