@@ -22,6 +22,7 @@ DEPTH = 500  # what a 1 KB frame reaches: "[" * 500
 
 
 def nested(depth: int) -> object:
+    """Arrays ``depth - 1`` deep around a number (``depth`` levels, counting the number)."""
     value: object = 0
     for _ in range(depth - 1):
         value = [value]
@@ -80,8 +81,8 @@ async def test_a_frame_at_the_limit_is_served(agent: AgentSpec, schema: Schema) 
     """The limit is not lower than documented: `_meta` reaching depth 64 is still served."""
     async with open_raw(agent, schema) as raw:
         await raw.initialize()
-        # message (1) > params (2) > _meta (3) > key (4...): 61 more levels make 64.
-        params = {"cwd": str(agent.cwd), "mcpServers": [], "_meta": {"k": nested(61)}}
+        # frame (1) > params (2) > _meta (3) > 61 arrays (4 to 64).
+        params = {"cwd": str(agent.cwd), "mcpServers": [], "_meta": {"k": nested(62)}}
         reply = await raw.call("session/new", params)
         assert "sessionId" in reply.get("result", {}), reply
 
