@@ -73,18 +73,25 @@ def _record_file_name(session_id: str) -> str:
 
 
 class _JsonlRecord:
-    __slots__ = ("__weakref__", "_fsync", "_lock", "path")
+    __slots__ = ("__weakref__", "_failed", "_fsync", "_lock", "path")
 
     def __init__(self, path: Path, *, fsync: bool) -> None:
         # Serializes appends (the "ends with a newline?" check and its write) and keeps a read
         # from catching one half-written and calling it a torn line.
         self.path, self._fsync, self._lock = path, fsync, anyio.Lock()
+        self._failed: bytes | None = None  # the line whose append last failed
 
     async def append(self, entry: RecordEntry) -> None:
         line = _encode(require_entry(entry))
         async with self._lock:
-            # Not abandoned on cancellation (the default): an append is complete or never began.
-            await anyio.to_thread.run_sync(_append_line, self.path, line, self._fsync)
+            # A retry of the line that just failed may finish what that write began.
+            resume, self._failed = line == self._failed, None
+            try:
+                # Not abandoned on cancellation (the default): complete, or never began.
+                await anyio.to_thread.run_sync(_append_line, self.path, line, self._fsync, resume)
+            except OSError:
+                self._failed = line
+                raise
 
     async def entries(self) -> list[RecordEntry]:
         async with self._lock:
@@ -178,16 +185,12 @@ def _open_record(path: Path, flags: int) -> int:
     return descriptor
 
 
-def _append_line(path: Path, line: bytes, fsync: bool) -> None:
+def _append_line(path: Path, line: bytes, fsync: bool, resume: bool = False) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = _open_record(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
         if size := os.fstat(descriptor).st_size:
-            os.lseek(descriptor, size - 1, os.SEEK_SET)
-            if os.read(descriptor, 1) != b"\n":
-                # The previous write was torn: end its fragment so the new entry is a line of
-                # its own instead of being glued to garbage.
-                line = b"\n" + line
+            line = _after_torn_tail(descriptor, size, line, resume)
         # Unbuffered, one write call; O_APPEND puts it at the end whatever the offset. The loop
         # only runs again on a short write (a full disk, a signal).
         pending = memoryview(line)
@@ -197,6 +200,23 @@ def _append_line(path: Path, line: bytes, fsync: bool) -> None:
             os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+def _after_torn_tail(descriptor: int, size: int, line: bytes, resume: bool) -> bytes:
+    # What to write so the file ends with ``line`` once, whatever the last write left.
+    window = min(size, len(line)) if resume else 1
+    tail = os.pread(descriptor, window, size - window)
+    if tail.endswith(b"\n"):
+        return line
+    start = tail.rfind(b"\n") + 1
+    fragment = tail[start:]
+    if resume and (start or size <= len(line)) and line.startswith(fragment):
+        # This entry's own torn write (a full disk cut it short, before its newline at
+        # the latest): finish it rather than store it twice.
+        return line[len(fragment) :]
+    # Someone else's torn write: end its fragment so the new entry is a line of its own
+    # instead of being glued to garbage.
+    return b"\n" + line
 
 
 def _read_entries(path: Path) -> tuple[list[RecordEntry], list[tuple[int, str]]]:

@@ -51,15 +51,51 @@ class PrefixedSession:
         *,
         requested: bool = False,
         catalog_fit: CatalogFit | None = None,
+        predecessor: PrefixedSession | None = None,
     ) -> PrefixedSession:
-        """Start an instance over ``record`` (``requested``: bring one back after its release)."""
-        session = cls(prefix, context, record, entries=await record.entries())
+        """Start an instance over ``record`` (``requested``: bring one back after its release;
+        ``predecessor``: the instance this one replaces, whose unsaved entries it takes over)."""
+        if predecessor is None:
+            session = cls(prefix, context, record, entries=await record.entries())
+        else:
+            session = await cls._succeed(prefix, context, record, predecessor)
         header = session._last_header
         if requested and header is not None:
             session._frozen = header.message_prefix
             session._own_header = header
             session._catalog_fit = catalog_fit
         return session
+
+    @classmethod
+    async def _succeed(
+        cls,
+        prefix: SessionPrefix,
+        context: PrefixContext,
+        record: SessionRecord,
+        predecessor: PrefixedSession,
+    ) -> PrefixedSession:
+        # Under the predecessor's write lock, so no entry is half way between its queue and the
+        # record while the record is read: each entry is then either read or taken over, once.
+        async with predecessor._write_lock:
+            await predecessor._write_unsaved()
+            entries = [*await record.entries(), *predecessor._unsaved]
+            session = cls(prefix, context, record, entries=entries)
+            # Shared from now on: whichever instance writes next writes what either left unsaved,
+            # in order (the old one may still record its cancelled turn's last results).
+            session._write_lock, session._unsaved = predecessor._write_lock, predecessor._unsaved
+            session._save_error = predecessor._save_error
+        return session
+
+    async def flush(self) -> OSError | None:
+        """Try once more to write every unsaved entry; return why some are still unsaved."""
+        async with self._write_lock:
+            await self._write_unsaved()
+        return self._save_error
+
+    @property
+    def unsaved(self) -> int:
+        """How many entries the record has not taken yet."""
+        return len(self._unsaved)
 
     @property
     def context(self) -> PrefixContext:
@@ -153,6 +189,15 @@ class PrefixedSession:
     async def _save(self, entry: RecordEntry) -> None:
         self._unsaved.append(entry)
         try:
+            await self._write_unsaved()
+        except BaseException:
+            # Not a storage failure: nothing of this entry is kept, as if never appended. (A
+            # cancelled write the record had already finished stays there: nobody can say.)
+            self._unsaved.pop()
+            raise
+
+    async def _write_unsaved(self) -> None:
+        try:
             while self._unsaved:
                 await self._record.append(self._unsaved[0])
                 del self._unsaved[0]
@@ -166,11 +211,6 @@ class PrefixedSession:
                 )
             self._save_error = error
             return
-        except BaseException:
-            # Not a storage failure: nothing of this entry is kept, as if never appended. (A
-            # cancelled write the record had already finished stays there: nobody can say.)
-            self._unsaved.pop()
-            raise
         if self._save_error is not None:
             _log.info("session_record_caught_up", session_id=self._context.session_id)
             self._save_error = None

@@ -14,7 +14,9 @@ from structlog.testing import capture_logs
 
 from acp_skills import PrefixMessage
 from acp_skills.jsonl_store import JsonlSessionStore
+from acp_skills.record import HistoryEntry
 from tests.records import header, make_directory, make_fifo, said
+from tests.tmpfs import small_tmpfs
 
 pytestmark = pytest.mark.anyio
 
@@ -416,3 +418,35 @@ async def test_jsonl_file_io_runs_in_worker_threads(
     await record.entries()
     await jsonl.exists("s1")
     assert threads_started() == 3
+
+
+PAGE = 4096
+
+
+def entry_of_line_length(length: int) -> HistoryEntry:
+    """A history entry whose stored line (newline included) is ``length`` bytes."""
+    document = {"v": 1, "type": "history", "message": {"role": "user", "content": ""}}
+    base = len(json.dumps(document, separators=(",", ":"))) + 1
+    return HistoryEntry(message={"role": "user", "content": "x" * (length - base)})
+
+
+async def test_a_write_cut_short_before_its_newline_is_stored_once_after_the_retry(
+    tmp_path: Path,
+) -> None:
+    """ENOSPC after the object but before its newline; the retry stores the entry once."""
+    with small_tmpfs(tmp_path / "disk", "16k") as disk:
+        filler = disk / "filler"
+        filler.write_bytes(b"\0" * 3 * PAGE)  # one page left: the object fits, its newline not
+        store = JsonlSessionStore(disk)
+        record = await store.open("s")
+        entry = entry_of_line_length(PAGE + 1)
+        with pytest.raises(OSError, match="No space left"):
+            await record.append(entry)
+        assert store.path_for("s").stat().st_size == PAGE  # all of the object, no newline
+        filler.unlink()
+        await record.append(entry)
+        await record.append(said("after"))
+        lines = store.path_for("s").read_bytes().split(b"\n")
+        assert lines[-1] == b""
+        assert len(lines) == 3
+        assert await record.entries() == [entry, said("after")]

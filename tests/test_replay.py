@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from acp_skills import SkillRegistry
 from acp_skills.acp import AcpSkills
@@ -114,4 +115,26 @@ async def test_an_invoked_entry_that_does_not_fit_is_left_out(
     history: list[dict[str, Any]] = [{"role": "user", "content": "hello", "_invoked": [entry]}]
     assert [summary(update) for update in await replayed(tmp_path, history)] == [
         ("user_message_chunk", "hello"),
+    ]
+
+
+async def test_recorded_arguments_past_the_bounds_are_replayed_as_a_note(tmp_path: Path) -> None:
+    """300-deep arguments (recorded before the bound) replay as a note, and so does the rest."""
+    deep = '{"name": ' + "[" * 300 + "]" * 300 + "}"
+    call = {"id": "c1", "type": "function", "function": {"name": "skill", "arguments": deep}}
+    history: list[dict[str, Any]] = [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: no", "_is_error": True},
+        {"role": "assistant", "content": "after"},
+    ]
+    with capture_logs() as logs:
+        updates = [summary(update) for update in await replayed(tmp_path, history)]
+    note = {"omitted": "the arguments are nested more than 64 levels deep"}
+    assert updates == [
+        ("tool_call", "c1", "Load skill", note),
+        ("tool_call_update", "c1", "failed", "Error: no"),
+        ("agent_message_chunk", "after"),
+    ]
+    assert [entry["event"] for entry in logs if entry["log_level"] == "warning"] == [
+        "session_replay_arguments_omitted"
     ]

@@ -569,3 +569,50 @@ async def test_a_client_that_stops_reading_ends_the_connection_quietly() -> None
     assert [entry["event"] for entry in logs if entry["log_level"] == "warning"] == [
         "acp_output_closed"
     ]
+
+
+def nested_line(prefix: str, depth: int, suffix: str) -> str:
+    """A line whose value between ``prefix`` and ``suffix`` nests ``depth`` arrays deep."""
+    return prefix + "[" * depth + "]" * depth + suffix
+
+
+async def test_a_request_nested_past_the_limit_is_invalid_by_its_id() -> None:
+    """65 levels is refused with -32600 and the request's id; the transport serves on."""
+    async with guarded(TrivialAgent()) as client:
+        # The frame is level 1 and params level 2: 64 arrays reach level 65.
+        await client.send_line(
+            nested_line('{"jsonrpc":"2.0","id":9,"method":"x","params":', 64, "}")
+        )
+        assert await client.receive() == {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "error": {
+                "code": -32600,
+                "message": "Invalid request",
+                "data": {"details": "nested more than 64 levels deep"},
+            },
+        }
+        await client.assert_serving()
+
+
+async def test_a_notification_nested_past_the_limit_is_dropped_with_a_warning() -> None:
+    """No reply for a deep notification, one warning, and the next request is answered."""
+    with capture_logs() as logs:
+        async with guarded(TrivialAgent()) as client:
+            await client.send_line(
+                nested_line('{"jsonrpc":"2.0","method":"_x","params":', 300, "}")
+            )
+            await client.assert_serving()
+    refused = [entry for entry in logs if entry["event"] == "acp_line_rejected"]
+    assert [entry["reason"] for entry in refused] == ["nested too deep"]
+
+
+async def test_a_frame_at_the_limit_is_passed_on() -> None:
+    """64 levels is within the limit: the request reaches the agent (method not found)."""
+    async with guarded(TrivialAgent()) as client:
+        await client.send_line(
+            nested_line('{"jsonrpc":"2.0","id":5,"method":"x","params":', 63, "}")
+        )
+        reply = await client.receive()
+        assert reply["id"] == 5
+        assert reply["error"]["code"] == -32601

@@ -5,44 +5,71 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+import structlog
 from acp.helpers import update_agent_message_text, update_user_message_text
+from pydantic import ValidationError
 
 from ..session import PrefixedSession
 from ..tool import ToolResult
-from . import wire
+from . import call_bounds, wire
 from .turn import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
+
+_log = structlog.get_logger(__name__)
+
+# What building or sending one message's updates may raise on a recorded value gone odd (an
+# edited record, an entry written before a bound existed); the message is skipped, not fatal.
+_UNREPLAYABLE = (TypeError, ValueError, RecursionError, ValidationError)
 
 
 async def replay(link: wire.ClientLink, session: PrefixedSession, skill_tool_name: str) -> None:
     session_id = session.context.session_id
-    for message in session.history:
-        role, content = message.get("role"), message.get("content")
-        updates: list[Any] = []
-        if role == "user":
-            shown = message.get(DISPLAY_KEY, content)
-            if isinstance(shown, str):
-                updates.append(update_user_message_text(shown))
-            if isinstance(content, str):
-                for call_id, name, result in _invoked_calls(message, content):
-                    updates.append(wire.skill_tool_call_start(call_id, {"name": name}))
-                    updates.append(wire.tool_call_finished(call_id, result))
-        elif role == "assistant":
-            if isinstance(content, str) and content:
-                updates.append(update_agent_message_text(content))
-            for call in wire.sequence(message.get("tool_calls")):
-                updates.append(_replayed_call(call, skill_tool_name))
-        elif role == "tool" and isinstance(content, str):
-            result = ToolResult(text=content, is_error=message.get(ERROR_KEY) is True)
-            updates.append(wire.tool_call_finished(str(message.get("tool_call_id")), result))
-        for update in updates:
-            await link.send(session_id, update)
+    for position, message in enumerate(session.history):
+        try:
+            await _replay_message(link, session_id, message, skill_tool_name)
+        except _UNREPLAYABLE as error:
+            _log.warning(
+                "session_replay_message_skipped",
+                session_id=session_id,
+                position=position,
+                role=str(message.get("role"))[:40],
+                error=type(error).__name__,
+            )
+
+
+async def _replay_message(
+    link: wire.ClientLink, session_id: str, message: Mapping[str, Any], skill_tool_name: str
+) -> None:
+    role, content = message.get("role"), message.get("content")
+    updates: list[Any] = []
+    if role == "user":
+        shown = message.get(DISPLAY_KEY, content)
+        if isinstance(shown, str):
+            updates.append(update_user_message_text(shown))
+        if isinstance(content, str):
+            for call_id, name, result in _invoked_calls(message, content):
+                updates.append(wire.skill_tool_call_start(call_id, {"name": name}))
+                updates.append(wire.tool_call_finished(call_id, result))
+    elif role == "assistant":
+        if isinstance(content, str) and content:
+            updates.append(update_agent_message_text(content))
+        for call in wire.sequence(message.get("tool_calls")):
+            updates.append(_replayed_call(call, skill_tool_name))
+    elif role == "tool" and isinstance(content, str):
+        result = ToolResult(text=content, is_error=message.get(ERROR_KEY) is True)
+        updates.append(wire.tool_call_finished(str(message.get("tool_call_id")), result))
+    for update in updates:
+        await link.send(session_id, update)
 
 
 def _replayed_call(call: object, skill_tool_name: str) -> Any:
     function = wire.field(call, "function") if isinstance(call, Mapping) else None
     function = function if isinstance(function, Mapping) else {}
     call_id, name = str(wire.field(call, "id")), str(function.get("name", ""))
-    arguments = wire.decode_tool_arguments(function.get("arguments", ""))
+    arguments: object = function.get("arguments", "")
+    if (problem := call_bounds.arguments_problem(arguments)) is not None:
+        _log.warning("session_replay_arguments_omitted", tool=name[:100], reason=problem)
+        arguments = {"omitted": problem}
+    arguments = wire.decode_tool_arguments(arguments)
     if name == skill_tool_name:
         return wire.skill_tool_call_start(call_id, arguments)
     return wire.tool_call_started(call_id, name, arguments)

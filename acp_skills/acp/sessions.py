@@ -62,7 +62,12 @@ class SessionTable:
         context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=frozenset(tool_names))
         try:
             record = await self._store.open(session_id)
-            session = await PrefixedSession.open(self._prefix, context, record)
+            # A live instance being replaced (`session/load`) hands over what it has not saved.
+            previous = self._live.get(session_id)
+            predecessor = previous.session if previous is not None else None
+            session = await PrefixedSession.open(
+                self._prefix, context, record, predecessor=predecessor
+            )
         except OSError as error:
             problem = describe_os_error(error)
             _log.warning("session_record_unreadable", session_id=session_id, error=problem)
@@ -110,7 +115,7 @@ class SessionTable:
                 break
             session = live.session
             # Busy, or holding entries its record has not taken yet: releasing would lose them.
-            if live.turn is not None or session.save_error is not None:
+            if live.turn is not None or session.save_error is not None or session.unsaved:
                 continue
             del self._live[session_id]
             fit, sent = session.catalog_fit, live.commands_sent
@@ -120,6 +125,19 @@ class SessionTable:
         while len(self._released) > RELEASED_PER_LIVE * self._max_live:
             forgotten, _ = self._released.popitem(last=False)
             _log.debug("session_forgotten", session_id=forgotten, reason="too many released")
+
+
+async def flush_all(table: SessionTable) -> None:
+    """At the end of the connection: one last try at every unsaved entry, and a warning naming
+    each session whose record is still missing some."""
+    for session_id, live in table.running():
+        if live.session.unsaved and (error := await live.session.flush()) is not None:
+            _log.warning(
+                "session_record_entries_lost",
+                session_id=session_id,
+                missing=live.session.unsaved,
+                error=describe_os_error(error),
+            )
 
 
 def not_saved_notice(error: OSError) -> str:

@@ -23,7 +23,7 @@ from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from .commands import CommandsAnnouncer
 from .replay import replay
-from .sessions import SessionTable
+from .sessions import SessionTable, flush_all
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import AgentToolRunner, PromptTurn, TurnKit, open_turn
@@ -126,6 +126,7 @@ class AcpSkills:
                 await connection.listen()
             finally:
                 await asyncio.shield(connection.close())
+                await asyncio.shield(flush_all(self._sessions))
 
     def attach(self, client: AcpClient) -> None:
         """Reach the editor through ``client`` (the SDK's `AgentSideConnection`)."""

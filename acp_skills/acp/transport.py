@@ -11,6 +11,7 @@ from typing import Any, Final
 
 import structlog
 
+from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..text import replace_lone_surrogates
 from .stdio import OverlongLine, read_line
 
@@ -116,10 +117,12 @@ class GuardedTransport:
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         drain_seconds: float = DEFAULT_DRAIN_SECONDS,
+        max_depth: int = MAX_NESTING_DEPTH,
     ) -> None:
-        if max_line_bytes < 1 or not drain_seconds > 0:
-            raise ValueError("max_line_bytes and drain_seconds must be positive")
+        if max_line_bytes < 1 or not drain_seconds > 0 or max_depth < 2:
+            raise ValueError("max_line_bytes, drain_seconds and max_depth must be positive")
         self._reader, self._writer = reader, writer
+        self._max_depth = max_depth
         self._max_line_bytes, self._drain_seconds = max_line_bytes, drain_seconds
         self._write_lock = asyncio.Lock()
         self._closed = self._input_ended = self._output_lost = False
@@ -290,6 +293,25 @@ class GuardedTransport:
         self._line_task = None
         return line or None
 
+    async def _refuse_deep(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        # Refused before the SDK sees it: its observer deep-copies and its models validate
+        # recursively, and a RecursionError there escapes its receive loop and ends the agent.
+        request_id, method, limit = message.get("id"), message.get("method"), self._max_depth
+        method = method if isinstance(method, str) else None
+        _log.warning("acp_line_rejected", reason="nested too deep", limit=limit, method=method)
+        refusal = _error(None, _INVALID_REQUEST, f"nested more than {limit} levels deep")
+        valid_id = "id" in message and _is_valid_id(request_id)
+        if "method" in message:
+            if "id" in message:  # a notification is only dropped
+                await self._reply({**refusal, "id": request_id if valid_id else None})
+        elif valid_id:
+            if request_id in self._awaited:  # the agent's own request fails instead of hanging
+                self._awaited.discard(request_id)
+                return {**refusal, "id": request_id}
+        elif "id" not in message:
+            await self._reply(refusal)
+        return None
+
     async def _refuse_overlong(self, line: OverlongLine) -> dict[str, Any] | None:
         members = _leading_members(line.head)
         request_id = members.get("id")
@@ -308,6 +330,8 @@ class GuardedTransport:
         return None
 
     async def _check(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        if nests_deeper_than(message, self._max_depth):
+            return await self._refuse_deep(message)
         if "method" in message:
             method = message["method"]
             if not _is_valid_id(message.get("id")):

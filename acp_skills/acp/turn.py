@@ -19,7 +19,7 @@ from ..diagnostics import Diagnostic
 from ..model import PrefixMessage, SkillLookupOptions, SkillSnapshot
 from ..registry import SkillRegistry
 from ..tool import SkillTool, ToolResult
-from . import commands, wire
+from . import call_bounds, commands, wire
 from .sessions import LiveSession, SessionTable, not_saved_notice
 
 _log = structlog.get_logger(__name__)
@@ -154,17 +154,25 @@ class PromptTurn:
         text = message.get("content")
         if isinstance(text, str) and text and not self._streamed:
             await self._send(update_agent_message_text(text))
+        # Arguments over a bound are recorded as a note, so no later load can fail on them.
+        bounded, refused = call_bounds.bound_tool_calls({"role": "assistant", **message})
         # The tool calls are run from the recorded reply: the record made its text well-formed.
-        reply = (await self._session.append_history({"role": "assistant", **message})).message
-        calls = [c for c in wire.sequence(reply.get("tool_calls")) if isinstance(c, Mapping)]
+        reply = (await self._session.append_history(bounded)).message
+        listed = wire.sequence(reply.get("tool_calls"))
+        calls = [c for c in listed if isinstance(c, Mapping)]
         answered: set[str] = set()
         try:
-            for call in calls:
+            for index, call in enumerate(listed):
+                if not isinstance(call, Mapping):
+                    continue
                 call_id = str(call.get("id", ""))
                 function = call.get("function")
                 function = function if isinstance(function, Mapping) else {}
                 name, arguments = str(function.get("name", "")), function.get("arguments", "")
-                await self.call_tool(call_id, name, arguments)
+                if (problem := refused.get(index)) is not None:
+                    await self._refuse_call(call_id, name, problem)
+                else:
+                    await self.call_tool(call_id, name, arguments)
                 answered.add(call_id)
         except anyio.get_cancelled_exc_class():
             # Every tool call gets a result, so the next turn's request is well formed.
@@ -180,6 +188,8 @@ class PromptTurn:
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
         """Run one tool call (``arguments``: JSON text or decoded), report it, record the result."""
+        if (problem := call_bounds.arguments_problem(arguments)) is not None:
+            return await self._refuse_call(call_id, name, problem)
         decoded, kit = wire.decode_tool_arguments(arguments), self._kit
         try:
             if name == kit.tool.name:
@@ -206,6 +216,21 @@ class PromptTurn:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
                 await self._send(wire.tool_call_finished(call_id, _CANCELLED))
             raise
+        await self._record_result(call_id, result)
+        return result
+
+    async def _refuse_call(self, call_id: str, name: str, problem: str) -> ToolResult:
+        # Reported with a note for its input, never the arguments themselves.
+        _log.warning("tool_call_refused", session_id=self._session_id, tool=name, reason=problem)
+        note = {"omitted": problem}
+        started = (
+            wire.skill_tool_call_start(call_id, note)
+            if name == self._kit.tool.name
+            else wire.tool_call_started(call_id, name, note)
+        )
+        result = ToolResult(text=call_bounds.refusal_text(problem), is_error=True)
+        await self._send(started)
+        await self._send(wire.tool_call_finished(call_id, result))
         await self._record_result(call_id, result)
         return result
 

@@ -6,6 +6,7 @@ last message of the request:
 * a ``tool`` result -> a short text reply;
 * user text containing ``[slow]`` -> one text chunk (``SLOW_CHUNK``), then nothing until the
   client hangs up: a turn that is provably in the middle of a model request;
+* user text containing ``[deep N]`` -> a ``skill`` call whose arguments nest N levels deep;
 * user text containing ``load skill NAME`` (``... file PATH``) -> a ``skill`` tool call for NAME
   (and the resource PATH);
 * user text carrying a skill invoked as ``/name`` -> a reply naming that skill;
@@ -26,6 +27,7 @@ __all__ = ["PLAIN_REPLY", "SLOW_CHUNK", "FakeModel"]
 SLOW_CHUNK = "thinking slowly..."
 PLAIN_REPLY = "Hello from the fake model."
 _LOAD = re.compile(r"load skill ([a-z0-9-]+)(?: file (\S+))?")
+_DEEP = re.compile(r"\[deep (\d+)\]")
 _INVOKED = re.compile(r'<skill_content name="([^"]+)">')
 
 
@@ -114,6 +116,17 @@ class FakeModel:
             return
         elif (invoked := _INVOKED.search(content)) is not None:
             await self._text(writer, f"Following the {invoked.group(1)} skill.")
+        elif (deep := _DEEP.search(content)) is not None:
+            depth = int(deep.group(1))
+            text = '{"name": ' + "[" * depth + "]" * depth + "}"
+            call = {
+                "index": 0,
+                "id": f"call-{len(self.requests)}",
+                "type": "function",
+                "function": {"name": "skill", "arguments": text},
+            }
+            await self._chunk(writer, {"role": "assistant", "tool_calls": [call]})
+            await self._chunk(writer, {}, finish="tool_calls")
         elif (load := _LOAD.search(content)) is not None:
             arguments = {"name": load.group(1)}
             if load.group(2):
