@@ -10,8 +10,6 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 
-import structlog
-
 from .catalog import SKILL_TOOL_NAME
 from .confined import ConfinedReadError, ConfinedReadFailure
 from .fs import LocalFileSystem
@@ -23,12 +21,13 @@ from .model import (
     SkillSnapshot,
     UrlResource,
 )
+from .quiet_log import get_logger
 from .search import SkillMatch
 from .text import cut, escape_attribute, escape_text, normalize_description, quote
 
 MAX_RESOURCE_PATH_LENGTH = 4096
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 _FS = LocalFileSystem()
 # `C:`, `C:\x`, `C:/x`: a drive letter makes a path absolute (or drive-relative) on Windows.
 _DRIVE = re.compile(r"[A-Za-z]:")

@@ -10,8 +10,6 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-import structlog
-
 from . import _scan
 from ._scan import CUSTOM, USER_DSH, LocalDiscovery, RootReport, SkillRoot, unreadable_root
 from .diagnostics import Diagnostic, diagnostic, log_diagnostic, root_missing
@@ -20,11 +18,12 @@ from .frontmatter import ParsedSkill
 from .fs import FileReadError, LocalFileSystem, SkillFileSystem
 from .model import SkillCandidate, SkillDefinition, SkillLookupOptions, require_positive_int
 from .provider import ProviderHandle
+from .quiet_log import get_logger
 from .watch import RootWatch, WatchedRoot
 
 __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "unreadable_root"]
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 _PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE = "project-dsh", "project-agents", "project-claude"
 # The roots found from a session's cwd (watched per project, with a bound).

@@ -10,19 +10,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
-import structlog
 from acp import RequestError
 from acp.helpers import update_agent_message_text
 from acp.schema import PromptResponse
 
 from ..diagnostics import Diagnostic
 from ..model import PrefixMessage, SkillLookupOptions, SkillSnapshot
+from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..tool import SkillTool, ToolResult
 from . import commands, wire
 from .sessions import LiveSession, SessionTable, not_saved_notice
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 AgentToolRunner = Callable[[str, object], Awaitable[ToolResult | str]]
