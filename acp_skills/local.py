@@ -16,6 +16,7 @@ from .diagnostics import Diagnostic, diagnostic, log_diagnostic, root_missing
 from .errors import Problem
 from .frontmatter import ParsedSkill
 from .fs import FileReadError, LocalFileSystem, SkillFileSystem
+from .log_once import ReportedProblems
 from .model import SkillCandidate, SkillDefinition, SkillLookupOptions, require_positive_int
 from .provider import ProviderHandle
 from .quiet_log import get_logger
@@ -85,6 +86,7 @@ class LocalSkillProvider:
             _root(path if source == CUSTOM else os.path.join(path, "skills"), source)
             for path, source in fixed
         )
+        self._reported = ReportedProblems()  # each problem logged once per change
         self._watch: RootWatch | None = None
         if watch and isinstance(self._fs, LocalFileSystem):
             fixed_watched = [WatchedRoot(r.path, r.source == USER_DSH) for r in self._fixed_roots]
@@ -160,13 +162,14 @@ class LocalSkillProvider:
         """Every well-formed skill for ``options.cwd`` (by root, then name), logging problems."""
         started = time.perf_counter()
         discovery = await self.discover(options)
-        for record in discovery.diagnostics:
+        roots = [report.root.path for report in discovery.roots]
+        for record in self._reported.fresh(discovery.diagnostics, roots):
             log_diagnostic(_log, record, provider=self._name)
         _log.debug(
             "skills_discovered",
             provider=self._name,
             cwd=options.cwd,
-            roots=[report.root.path for report in discovery.roots],
+            roots=roots,
             skills=[candidate.name for candidate in discovery.candidates],
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
