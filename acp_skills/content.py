@@ -85,9 +85,16 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
     # Interpolated values are escaped like catalog descriptions (contract §7).
     base = definition.resource_base
     relative = "Relative paths in this skill (scripts, references, assets) resolve against that"
+    if isinstance(base, DirectoryResource) and is_flat_skill(definition.path, base):
+        # Its directory is shared with other skills: nothing in it belongs to this one.
+        return [
+            f"Base directory: {escape_text(base.path)}",
+            "This skill is a single file with no files of its own: the directory holds other "
+            "skills too, so no resource paths are offered.",
+        ]
     if isinstance(base, DirectoryResource):
         hints = [f"Base directory: {escape_text(base.path)}", f"{relative} directory."]
-        if not is_flat_skill(definition.path, base) and not definition.disable_model_invocation:
+        if not definition.disable_model_invocation:
             hints.append(
                 f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's "
                 "name and the file's path relative to that directory as `path`."
