@@ -77,6 +77,8 @@ async def scan(
                 path = prefix + name
                 if entry.kind == "dir":
                     files.append((root, path + _IN_BUNDLE, path, name))
+                elif entry.kind == "file" and name.upper() in NOT_SKILLS:
+                    report.append(diagnostic(not_a_skill_file(name), path))
                 elif entry.kind == "file" and name.endswith(".md"):
                     files.append((root, path, root.path, name[:-3]))
                 elif entry.kind == "broken_link":
@@ -100,7 +102,11 @@ async def scan(
         for index, (root, path, resource_dir, expected) in enumerate(files):
             content = read_local_file(path, max_bytes) if contents is None else contents[index]
             outcome = parse_file(content)
-            report.extend(file_diagnostics(path, outcome, expected_name=expected))
+            misnamed = contents is None and _lowercase_skill_file(outcome, resource_dir)
+            if misnamed:
+                report.append(diagnostic(misnamed_skill_file(), path))
+            else:
+                report.extend(file_diagnostics(path, outcome, expected_name=expected))
             if isinstance(outcome, ParsedSkill):
                 candidates.append(
                     build_skill(
@@ -175,6 +181,43 @@ def build_skill(
         metadata=parsed.metadata,
         argument_hint=parsed.argument_hint,
         **extra,
+    )
+
+
+# Markdown that sits beside skills in a root and is never one (compared upper-cased).
+NOT_SKILLS: Final = frozenset(
+    [
+        "README.MD",
+        "LICENSE.MD",
+        "CHANGELOG.MD",
+        "CONTRIBUTING.MD",
+        "CODE_OF_CONDUCT.MD",
+        "SECURITY.MD",
+    ]
+)
+_LOWERCASE_SKILL_FILE: Final = SKILL_FILE_NAME.lower()
+
+
+def not_a_skill_file(name: str) -> Problem:
+    """The note for a README.md (or LICENSE.md, ...) in a skills directory: not a skill."""
+    return Problem("markdown-ignored", f"{name} is documentation, not a skill (ignored)")
+
+
+def misnamed_skill_file() -> Problem:
+    """The warning for a bundle whose skill file is spelled ``skill.md``."""
+    message = (
+        f"this directory has {_LOWERCASE_SKILL_FILE} but no {SKILL_FILE_NAME}: the name is "
+        f"case-sensitive, so the skill is not loaded; rename it to {SKILL_FILE_NAME}"
+    )
+    return Problem("skill-file-lowercase", message)
+
+
+def _lowercase_skill_file(outcome: object, directory: str) -> bool:
+    # Only a bundle whose SKILL.md is absent is worth one more look at the disk.
+    return (
+        isinstance(outcome, FileReadError)
+        and outcome.not_found
+        and os.path.isfile(os.path.join(directory, _LOWERCASE_SKILL_FILE))
     )
 
 

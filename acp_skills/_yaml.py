@@ -78,7 +78,9 @@ _MISSING: Final = "frontmatter-missing"
 
 
 class _Refused(Exception):  # while building values: a `yaml-invalid` problem
-    pass
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.line = reason, line
 
 
 def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object] | Problem:
@@ -95,7 +97,11 @@ def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object]
         if mark is None:
             return _invalid(what)
         line = mark.line + first_line
-        return _invalid(f"{what} (line {line}, column {mark.column + 1})", line)
+        hint = ""
+        if what.startswith("mapping values are not allowed"):
+            # `description: Use it: always` — the second `: ` starts a mapping YAML refuses.
+            hint = "; a value holding ': ' must be quoted (description: \"Use it: always\")"
+        return _invalid(f"{what}{hint} (line {line}, column {mark.column + 1})", line)
     except yaml.YAMLError as exc:
         return _invalid(str(exc).splitlines()[0])
     except RecursionError:  # only the pure-Python composer recurses
@@ -103,7 +109,7 @@ def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object]
     except UnicodeEncodeError:  # LibYAML encodes to UTF-8 first: lone surrogates cannot be
         return _invalid("the text contains unpaired surrogates")
     except _Refused as exc:
-        return _invalid(str(exc))
+        return _invalid(exc.reason, exc.line)
     if root is None:
         return Problem(_MISSING, "missing frontmatter: the frontmatter block is empty")
     found = "a list" if isinstance(root, SequenceNode) else "a single value"
@@ -161,7 +167,9 @@ class _Walker:
                 # Python equality decides: `1`, `1.0` and `true` are one dict key, so they count
                 # as duplicates here although YAML would call them different.
                 if name in mapping:
-                    raise _Refused(f"duplicate key {name!r}{self.at(key_node)}")
+                    line = None if key_node.start_mark is None else key_node.start_mark.line
+                    where = None if line is None else line + self._first_line
+                    raise _Refused(f"duplicate key {name!r}{self.at(key_node)}", where)
                 mapping[name], value_size = self._value(value_node, depth)
                 size += 1 + value_size
             result = MappingProxyType(mapping)

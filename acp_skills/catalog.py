@@ -9,8 +9,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-import structlog
-
 from .model import (
     PrefixContext,
     PrefixMessage,
@@ -19,6 +17,7 @@ from .model import (
     SkillSnapshot,
     SkillSummary,
 )
+from .quiet_log import get_logger
 from .registry import SkillRegistry
 from .text import (
     DEFAULT_MAX_DESCRIPTION_LENGTH,
@@ -35,7 +34,7 @@ SKILL_TOOL_NAME = "skill"
 # is for, and omitting skills serves the model better.
 BUDGET_DESCRIPTION_FLOOR = 60
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 _FITS_KEPT = 16
 

@@ -10,8 +10,6 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 
-import structlog
-
 from .catalog import SKILL_TOOL_NAME
 from .confined import ConfinedReadError, ConfinedReadFailure
 from .fs import LocalFileSystem
@@ -23,12 +21,13 @@ from .model import (
     SkillSnapshot,
     UrlResource,
 )
+from .quiet_log import get_logger
 from .search import SkillMatch
 from .text import cut, escape_attribute, escape_text, normalize_description, quote
 
 MAX_RESOURCE_PATH_LENGTH = 4096
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 _FS = LocalFileSystem()
 # `C:`, `C:\x`, `C:/x`: a drive letter makes a path absolute (or drive-relative) on Windows.
 _DRIVE = re.compile(r"[A-Za-z]:")
@@ -86,9 +85,16 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
     # Interpolated values are escaped like catalog descriptions (contract §7).
     base = definition.resource_base
     relative = "Relative paths in this skill (scripts, references, assets) resolve against that"
+    if isinstance(base, DirectoryResource) and is_flat_skill(definition.path, base):
+        # Its directory is shared with other skills: nothing in it belongs to this one.
+        return [
+            f"Base directory: {escape_text(base.path)}",
+            "This skill is a single file with no files of its own: the directory holds other "
+            "skills too, so no resource paths are offered.",
+        ]
     if isinstance(base, DirectoryResource):
         hints = [f"Base directory: {escape_text(base.path)}", f"{relative} directory."]
-        if not is_flat_skill(definition.path, base) and not definition.disable_model_invocation:
+        if not definition.disable_model_invocation:
             hints.append(
                 f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's "
                 "name and the file's path relative to that directory as `path`."

@@ -75,6 +75,10 @@ CODES: Final[Mapping[str, CodeSpec]] = {
     **dict.fromkeys(_SKIPPED_CODES.split(), _SKIPPED),
     # A directory of a root without SKILL.md: shared helpers, or a skill nested too deep.
     "skill-file-absent": _code("info", "skill_file_absent", "debug"),
+    # A README.md, LICENSE.md, ... beside the skills: documentation, never a flat skill.
+    "markdown-ignored": _code("info", "skill_markdown_ignored", "debug"),
+    # A bundle with `skill.md`: left out (the name is case-sensitive), with a hint to rename.
+    "skill-file-lowercase": _code("warning", "skill_file_misnamed"),
     # A skill that is discovered, with something its author should know.
     "field-ignored": _code("warning", "skill_field_ignored"),
     "name-mismatch": _code("warning", "skill_name_mismatch"),

@@ -16,9 +16,9 @@ from typing import Any, NoReturn, cast
 
 import anyio
 import anyio.lowlevel
-import structlog
 
 from .model import PrefixMessage
+from .quiet_log import get_logger
 from .record import (
     HeaderEntry,
     HistoryEntry,
@@ -29,7 +29,7 @@ from .record import (
 )
 from .text import cut
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 _FORMAT_VERSION = 1
 

@@ -10,21 +10,21 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-import structlog
-
 from . import _scan
 from ._scan import CUSTOM, USER_DSH, LocalDiscovery, RootReport, SkillRoot, unreadable_root
 from .diagnostics import Diagnostic, diagnostic, log_diagnostic, root_missing
 from .errors import Problem
 from .frontmatter import ParsedSkill
 from .fs import FileReadError, LocalFileSystem, SkillFileSystem
+from .log_once import ReportedProblems
 from .model import SkillCandidate, SkillDefinition, SkillLookupOptions, require_positive_int
 from .provider import ProviderHandle
+from .quiet_log import get_logger
 from .watch import RootWatch, WatchedRoot
 
 __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "unreadable_root"]
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 _PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE = "project-dsh", "project-agents", "project-claude"
 # The roots found from a session's cwd (watched per project, with a bound).
@@ -94,6 +94,7 @@ class LocalSkillProvider:
             _root(path if source in (CUSTOM, _EXAMPLES) else os.path.join(path, "skills"), source)
             for path, source in fixed
         )
+        self._reported = ReportedProblems()  # each problem logged once per change
         self._watch: RootWatch | None = None
         if watch and isinstance(self._fs, LocalFileSystem):
             fixed_watched = [WatchedRoot(r.path, r.source == USER_DSH) for r in self._fixed_roots]
@@ -169,13 +170,14 @@ class LocalSkillProvider:
         """Every well-formed skill for ``options.cwd`` (by root, then name), logging problems."""
         started = time.perf_counter()
         discovery = await self.discover(options)
-        for record in discovery.diagnostics:
+        roots = [report.root.path for report in discovery.roots]
+        for record in self._reported.fresh(discovery.diagnostics, roots):
             log_diagnostic(_log, record, provider=self._name)
         _log.debug(
             "skills_discovered",
             provider=self._name,
             cwd=options.cwd,
-            roots=[report.root.path for report in discovery.roots],
+            roots=roots,
             skills=[candidate.name for candidate in discovery.candidates],
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )

@@ -10,8 +10,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import structlog
-
 from .errors import SkillContractError
 from .model import (
     DirectoryResource,
@@ -22,11 +20,12 @@ from .model import (
     UrlResource,
     is_skill_name,
 )
+from .quiet_log import get_logger
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 
 @runtime_checkable

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import anyio
-import structlog
 
 from .diagnostics import Diagnostic, provider_failed, shadow_diagnostic
 from .model import (
@@ -33,12 +32,13 @@ from .model import (
     summary_of,
 )
 from .provider import ProviderHandle, SkillProvider, provider_hooks, validate_offer
+from .quiet_log import get_logger
 
 RUNTIME_PROVIDER = "runtime"
 RUNTIME_RANK = 250
 _RUNTIME_ORDER = -1  # sorts runtime skills ahead of every provider when ranks tie
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 _Key = tuple[str | None, int]
 
 

@@ -7,14 +7,14 @@ from dataclasses import replace
 from typing import Any
 
 import anyio
-import structlog
 
 from .catalog import CatalogFit
 from .model import PrefixContext, PrefixMessage
 from .prefix import SessionPrefix
+from .quiet_log import get_logger
 from .record import HeaderEntry, HeaderReason, HistoryEntry, RecordEntry, SessionRecord
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 
 class PrefixedSession:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import anyio.to_thread
-import structlog
 
 from .catalog import SKILL_TOOL_NAME
 from .content import (
@@ -32,6 +31,7 @@ from .model import (
     kind_of_value,
     require_positive_int,
 )
+from .quiet_log import get_logger
 from .registry import SkillRegistry
 from .search import MAX_QUERY_LENGTH, SkillIndex
 from .text import quote
@@ -65,7 +65,7 @@ def expand_arguments(body: str, arguments: str) -> str:
     return _PLACEHOLDER.sub(fill, body)
 
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 _INDEXES_KEPT = 8
 
 _TOOL_DESCRIPTION = (

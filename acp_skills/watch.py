@@ -13,13 +13,13 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, NamedTuple
 
-import structlog
 from watchfiles import Change, watch
 
 from .model import SKILL_FILE_NAME
 from .provider import ProviderHandle
+from .quiet_log import get_logger
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 WATCHER_THREAD_NAME: Final = "acp-skills watcher"
 # A batch ends after STEP_MS without a new change (DEBOUNCE_MS at the latest); the thread also

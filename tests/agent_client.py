@@ -61,7 +61,8 @@ __all__ = [
 AGENT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "demo_agent")
 """How the agent is launched: this interpreter, so the test's installed packages are used."""
 
-DEFAULT_WAIT_SECONDS = 10.0
+# A safety net only: every wait ends on an event; a loaded machine may take seconds per step.
+DEFAULT_WAIT_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -251,3 +251,35 @@ def test_validate_several_paths_in_order(corpus: Corpus) -> None:
     found = json.loads(result.stdout)["diagnostics"]
     assert [d["code"] for d in found] == ["not-found", "name-mismatch"]
     assert found[0]["path"] == str(corpus.root / "project" / "nowhere")
+
+
+def test_documentation_markdown_is_a_note_and_a_lowercase_skill_file_a_warning(
+    tmp_path: Path,
+) -> None:
+    """README.md and LICENSE.md beside skills are notes, not errors; ``skill.md`` is a warning
+    to rename it, from ``validate`` of the root, of the bundle, and from ``doctor`` alike."""
+    root = tmp_path / "skills"
+    (root / "good").mkdir(parents=True)
+    (root / "good" / "SKILL.md").write_text("---\nname: good\ndescription: Fine.\n---\n")
+    (root / "README.md").write_text("# My skills\n")
+    (root / "LICENSE.md").write_text("MIT\n")
+    (root / "lower").mkdir()
+    (root / "lower" / "skill.md").write_text("---\nname: lower\ndescription: Lost.\n---\n")
+    expected = [
+        ("LICENSE.md", "markdown-ignored", "info"),
+        ("README.md", "markdown-ignored", "info"),
+        ("lower/SKILL.md", "skill-file-lowercase", "warning"),
+    ]
+
+    def seen(diagnostics: list[dict[str, str]]) -> list[tuple[str, str, str]]:
+        found = [(d["path"], d["code"], d["severity"]) for d in diagnostics]
+        return sorted((str(Path(p).relative_to(root)), c, s) for p, c, s in found)
+
+    found, status = run_json("validate", str(root))
+    assert (seen(found["diagnostics"]), status) == (expected, 1)
+    bundle, status = run_json("validate", str(root / "lower"))
+    assert (seen(bundle["diagnostics"]), status) == (expected[2:], 1)
+    assert "rename it to SKILL.md" in bundle["diagnostics"][0]["message"]
+    homes = ["--dsh-home", str(tmp_path / "d"), "--agents-home", str(tmp_path / "a")]
+    report, status = run_json("doctor", "--cwd", str(tmp_path), *homes, "--skills-dir", str(root))
+    assert seen(report["problems"]) == expected

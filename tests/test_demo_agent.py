@@ -536,6 +536,20 @@ TWIN_CATALOG = {
         pytest.param("what is the weather like today?", CATALOG, None, id="nothing-matches"),
         pytest.param("security", CATALOG, None, id="one-shared-word-is-not-enough"),
         pytest.param("hello", {}, None, id="empty-catalog"),
+        pytest.param(
+            "commit the python code",
+            {"git-commit": "Commit staged python code.", "py-style": "Style python code."},
+            None,
+            id="two-words-against-three-is-not-clear",
+        ),
+        pytest.param(
+            "review the branch diff for security",
+            {**CATALOG, "branch-tools": "Create a branch."},
+            "code-review",
+            id="four-words-against-one-is-clear",
+        ),
+        pytest.param("use python style please", CATALOG, "python-style", id="words-not-name"),
+        pytest.param("commit-message, not code-review", CATALOG, "commit-message", id="longest"),
     ],
 )
 def test_offline_choose_skill(
@@ -634,6 +648,21 @@ def tool_exchange(result: str) -> list[dict[str, Any]]:
                 "2. Report findings by severity.",
             ],
             id="tool-result-answers-from-instructions",
+        ),
+        pytest.param(
+            tool_exchange(
+                render_skill_content(
+                    SkillDefinition(
+                        name="code-review",
+                        description="Review.",
+                        content="".join(f"{n}. Step {n}.\n" for n in range(1, 8)),
+                    )
+                )
+            ),
+            [SKILL_TOOL],
+            None,
+            ["6. Step 6.", "(and 1 more step)"],
+            id="one-step-left-is-one-step",
         ),
         pytest.param(
             tool_exchange('Error: skill "code-review" is unknown or no longer available'),

@@ -206,3 +206,28 @@ async def test_the_agent_watches_by_default_and_exits_cleanly(
     assert "skill_watch_started" in text
     assert "skill_watch_stopped" in text
     assert "Traceback" not in text
+
+
+async def test_a_broken_file_is_warned_about_once_per_change_across_thirty_edits(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Thirty edits of a file that stays broken the same way give one warning; a different
+    problem gives one more (each edit is seen: a marker skill written beside it is listed)."""
+    broken = sandbox.skills_dir / "broken.md"
+    broken.write_text("---\nname: broken\n---\nno description, edit 0\n")
+    log = tmp_path / "stderr.log"
+    with anyio.fail_after(TEST_SECONDS * 3), log.open("w") as stderr:
+        async with sandbox.spawn(stderr=stderr) as agent:
+            a = await open_session(agent, sandbox.project)
+            assert await listed(agent, a) == []
+            for edit in range(1, 31):
+                broken.write_text(f"---\nname: broken\n---\nno description, edit {edit}\n")
+                sandbox.write_skill(f"marker-{edit:02d}", "A marker of one edit.", "# Marker\n")
+                await until_listed(agent, a, [f"marker-{n:02d}" for n in range(1, edit + 1)])
+            broken.write_text("---\nname: Broken\ndescription: now the name is wrong\n---\n")
+            sandbox.write_skill("marker-31", "The last marker.", "# Marker\n")
+            await until_listed(agent, a, [f"marker-{n:02d}" for n in range(1, 32)])
+    warnings = [line for line in log.read_text().splitlines() if "skill_file_skipped" in line]
+    assert len(warnings) == 2, warnings
+    assert "description" in warnings[0]
+    assert "name" in warnings[1]

@@ -47,7 +47,7 @@ _REFUSED = [
     ("too-large", b"---\nd: " + b"x" * 70_000 + b"\n---\n", "frontmatter-too-large", None),
     ("bad-yaml", b"---\nname: x\ndescription: [\n---\n", "yaml-invalid", 4),
     ("bad-indent", b"---\nname: x\n  description: y\n---\n", "yaml-invalid", 3),
-    ("duplicate", b"---\nname: x\nname: y\n---\n", "yaml-invalid", None),
+    ("duplicate", b"---\nname: x\nname: y\n---\n", "yaml-invalid", 3),
     ("no-name", b"---\ndescription: y\n---\n", "name-invalid", None),
     ("bad-name", b"---\nname: A_B\ndescription: y\n---\n", "name-invalid", None),
     ("number-name", b"---\nname: 404\ndescription: y\n---\n", "name-invalid", None),

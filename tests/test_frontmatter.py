@@ -230,7 +230,8 @@ def test_yaml_error_line_numbers_count_from_the_top_of_the_file() -> None:
     # Line 1 is `---`, line 2 `name`, line 3 the broken `description`.
     reason = problem(skill("name: demo\ndescription: x: y\nother: 1\n"))
     assert reason == (
-        "invalid YAML: mapping values are not allowed in this context (line 3, column 15)"
+        "invalid YAML: mapping values are not allowed in this context; a value holding ': ' "
+        'must be quoted (description: "Use it: always") (line 3, column 15)'
     )
 
 
@@ -699,3 +700,15 @@ def test_closing_line_is_the_first_whole_delimiter_line(rest: str) -> None:
     expected = _WHOLE_DELIMITER_LINE.search(text, 4)
     found = _closing_line(text, 4)
     assert found == (None if expected is None else expected.span())
+
+
+def test_a_duplicate_key_carries_its_line_and_an_unquoted_colon_a_hint_to_quote() -> None:
+    """The two mistakes people make most in frontmatter, each with where and what to do."""
+    duplicate = parse_skill_file("---\nname: a\ndescription: x\nname: b\n---\n")
+    assert isinstance(duplicate, Problem)
+    assert (duplicate.code, duplicate.line) == ("yaml-invalid", 4)
+    assert "duplicate key 'name'" in duplicate.message
+    colon = parse_skill_file("---\nname: a\ndescription: Use it: always\n---\n")
+    assert isinstance(colon, Problem)
+    assert (colon.code, colon.line) == ("yaml-invalid", 3)
+    assert "must be quoted" in colon.message

@@ -143,13 +143,14 @@ def test_the_snippet_is_one_self_contained_agent_class() -> None:
     assert all(callable(getattr(module.SkilledAgent, name, None)) for name in handlers)
 
 
-def test_the_snippet_touches_the_library_in_at_most_twelve_lines() -> None:
-    """Every line that uses `acp_skills` is marked ``# skills``, and there are at most 12."""
+def test_the_snippet_touches_the_library_in_at_most_thirteen_lines() -> None:
+    """Every line that uses `acp_skills` is marked ``# skills``, and there are at most 13
+    (twelve, plus the import of the on-disk store that makes `loadSession` honest)."""
     lines = integration_snippet().splitlines()
     uses = [line for line in lines if re.search(r"acp_skills|AcpSkills|skills\.|\bturn\b", line)]
     marked = [line for line in lines if line.rstrip().endswith("# skills") or "# skills:" in line]
     assert uses == marked
-    assert len(marked) <= 12
+    assert len(marked) <= 13
 
 
 @pytest.mark.anyio

@@ -401,6 +401,9 @@ async def test_a_flat_skill_is_not_told_to_read_files(tmp_path: Path, flat_root:
     assert not result.is_error
     assert f"Base directory: {flat_root}\n" in result.text
     assert "`path`" not in result.text
+    assert "Relative paths" not in result.text
+    assert "Load a resource" not in result.text
+    assert "no resource paths are offered" in result.text
 
 
 @pytest.fixture

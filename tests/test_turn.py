@@ -7,7 +7,9 @@ code does.
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ from tests.acp_peer import (
     text_content,
     write_fixture_skills,
 )
+from tests.fake_openai import Fail, FakeOpenAI, ReceivedRequest, Reply, text_reply, tool_call_reply
 from tests.providers import ListProvider, candidate
 
 pytestmark = pytest.mark.anyio
@@ -421,3 +424,76 @@ async def test_prompt_for_an_unknown_session_is_invalid_params(registry: SkillRe
             await peer.prompt("no-such-session", "hi")
     assert caught.value.code == -32602
     assert caught.value.data == {"sessionId": "no-such-session", "reason": "unknown session"}
+
+
+def _well_formed(messages: list[dict[str, Any]]) -> bool:
+    """What real Chat Completions endpoints insist on: every tool call answered by its result."""
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    calls = [c.get("id") for m in messages for c in m.get("tool_calls") or ()]
+    return all(call in answered for call in calls)
+
+
+def _post_chat(base_url: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """One streamed Chat Completions request over real HTTP; the reply as an assistant message."""
+    body = json.dumps({"model": "m", "messages": messages, "stream": True}).encode()
+    request = urllib.request.Request(
+        base_url + "/chat/completions", body, {"Content-Type": "application/json"}
+    )
+    content, calls = "", []
+    with urllib.request.urlopen(request, timeout=60) as response:
+        for raw in response:
+            line = raw.decode().strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            delta = json.loads(line[6:])["choices"][0]["delta"]
+            content += delta.get("content") or ""
+            for call in delta.get("tool_calls") or ():
+                if call.get("id"):
+                    calls.append(
+                        {
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["function"].get("name", ""), "arguments": ""},
+                        }
+                    )
+                calls[-1]["function"]["arguments"] += call["function"].get("arguments") or ""
+    return {"content": content, **({"tool_calls": calls} if calls else {})}
+
+
+async def test_a_tool_that_raises_fails_its_call_and_the_conversation_goes_on(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """``run_tool`` raising: the call ends ``failed`` with the error text, its result is
+    recorded, the turn ends ``end_turn``, and the next prompt's request is well formed."""
+
+    def respond(request: ReceivedRequest, index: int) -> Reply:
+        if not _well_formed(request.messages):
+            return Fail(400, {"error": {"message": "tool call without its result"}})
+        if index == 0:
+            return tool_call_reply("t1", "calc", ['{"expr": ', '"1/0"}'])
+        return text_reply(f"answer {index}")
+
+    async def run_tool(name: str, arguments: object) -> str:
+        raise ZeroDivisionError("division by zero")
+
+    with FakeOpenAI(respond) as fake:
+        async with connected(registry) as peer:
+            session_id = await peer.new_session(project)
+            for typed in ("compute 1/0", "and now?"):
+                prompt = [text_block(typed)]
+                async with peer.skills.turn(session_id, prompt, run_tool=run_tool) as turn:
+                    async for messages in turn.requests():
+                        reply = await anyio.to_thread.run_sync(_post_chat, fake.base_url, messages)
+                        await turn.add_reply(reply)
+                assert turn.response.stop_reason == "end_turn"
+            history = (await peer.skills.session(session_id)).history
+    assert [r.messages[-1]["role"] for r in fake.requests] == ["user", "tool", "user"]
+    assert all(_well_formed(r.messages) for r in fake.requests)
+    [finished] = [
+        u for u in peer.wire.updates(session_id, "tool_call_update") if u["toolCallId"] == "t1"
+    ]
+    assert finished["status"] == "failed"
+    assert "division by zero" in json.dumps(finished["content"])
+    tool = next(m for m in history if m["role"] == "tool")
+    assert tool["content"] == 'Error: the tool "calc" failed: division by zero'
+    assert [m["content"] for m in history if m["role"] == "assistant"][-1] == "answer 2"

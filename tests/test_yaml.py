@@ -39,6 +39,9 @@ def shape(value: object) -> object:
     return (type(value).__name__, value)
 
 
+QUOTE_IT = "; a value holding ': ' must be quoted (description: \"Use it: always\")"
+
+
 def invalid(reason: str, line: int | None = None) -> Problem:
     return Problem("yaml-invalid", f"invalid YAML: {reason}", line)
 
@@ -95,9 +98,9 @@ GOLDEN: list[tuple[str, str, object]] = [
     ("bom-inside", "a: \ufeffb\n", {"a": "\ufeffb"}),
     ("unicode", "é: 日本語\nemoji: 😀\n", {"é": "日本語", "emoji": "😀"}),
     # Problems.
-    ("duplicate", "a: 1\na: 2\n", invalid("duplicate key 'a' (line 3)")),
-    ("duplicate-by-value", "1: a\n1.0: b\n", invalid("duplicate key 1.0 (line 3)")),
-    ("duplicate-boolean", "true: a\nTrue: b\n", invalid("duplicate key True (line 3)")),
+    ("duplicate", "a: 1\na: 2\n", invalid("duplicate key 'a' (line 3)", 3)),
+    ("duplicate-by-value", "1: a\n1.0: b\n", invalid("duplicate key 1.0 (line 3)", 3)),
+    ("duplicate-boolean", "true: a\nTrue: b\n", invalid("duplicate key True (line 3)", 3)),
     ("bad-bool", "a: !!bool yes\n", invalid("'yes' is not a valid !!bool value (line 2)")),
     ("bad-int", "a: !!int 1_000\n", invalid("'1_000' is not a valid !!int value (line 2)")),
     ("bad-null", "a: !!null x\n", invalid("'x' is not a valid !!null value (line 2)")),
@@ -118,7 +121,8 @@ GOLDEN: list[tuple[str, str, object]] = [
      invalid("nested more than 100 levels deep (line 2)")),
     ("undefined-alias", "a: *nothing\n", invalid("found undefined alias (line 2, column 4)", 2)),
     ("colon-in-plain", "a: b: c\n",
-     invalid("mapping values are not allowed in this context (line 2, column 5)", 2)),
+     invalid("mapping values are not allowed in this context" + QUOTE_IT + " (line 2, column 5)",
+             2)),
     ("open-flow", "a: [b\n", invalid("did not find expected ',' or ']' (line 3, column 1)", 3)),
     ("open-quote", "a: 'b\n", invalid("found unexpected end of stream (line 3, column 1)", 3)),
     ("key-then-item", "a: b\n- c\n", invalid("did not find expected key (line 3, column 1)", 3)),

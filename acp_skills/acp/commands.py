@@ -8,7 +8,6 @@ import re
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import Final
 
-import structlog
 from acp.connection import StreamDirection, StreamEvent
 from acp.helpers import update_available_commands
 from acp.schema import AvailableCommand
@@ -18,12 +17,13 @@ from anyio.abc import TaskStatus
 from ..catalog import CatalogFit, describe_catalog_fit
 from ..diagnostics import Diagnostic
 from ..model import SkillLookupOptions, SkillSnapshot, SkillSummary
+from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..text import remove_unsafe_characters, shorten_description
 from .sessions import LiveSession, SessionTable
 from .wire import ClientLink, available_commands, field
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 SKILLS_COMMAND: Final = "skills"
 SKILLS_COMMAND_DESCRIPTION: Final = "Show the skills available here and any problems with them"

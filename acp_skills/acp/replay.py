@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-import structlog
 from acp.helpers import update_agent_message_text, update_user_message_text
 from pydantic import ValidationError
 
+from ..quiet_log import get_logger
 from ..session import PrefixedSession
 from ..tool import ToolResult
 from . import call_bounds, wire
 from .turn import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 # What building or sending one message's updates may raise on a recorded value gone odd (an
 # edited record, an entry written before a bound existed); the message is skipped, not fatal.

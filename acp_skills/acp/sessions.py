@@ -7,16 +7,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import anyio
-import structlog
 from acp import RequestError
 
 from ..catalog import CatalogFit
 from ..model import PrefixContext
 from ..prefix import SessionPrefix
+from ..quiet_log import get_logger
 from ..record import SessionStore
 from ..session import PrefixedSession
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 # A released session costs a few hundred bytes: 256 live sessions remember 4,096 released ones.
 RELEASED_PER_LIVE = 16

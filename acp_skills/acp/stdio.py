@@ -11,9 +11,9 @@ import threading
 from dataclasses import dataclass
 from typing import Final
 
-import structlog
+from ..quiet_log import get_logger
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 # Longer lines are still read, in pieces; the reader pauses the pipe at twice this.
 DEFAULT_BUFFER_BYTES: Final = 1024 * 1024

@@ -9,13 +9,12 @@ import json
 import math
 from typing import Any, Final
 
-import structlog
-
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
+from ..quiet_log import get_logger
 from ..text import replace_lone_surrogates
 from .stdio import OverlongLine, read_line
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 # More than any model's context, or a 1 MiB file read at JSON's sixfold worst-case escaping.
 DEFAULT_MAX_LINE_BYTES: Final = 8 * 1024 * 1024

@@ -10,19 +10,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
-import structlog
 from acp import RequestError
 from acp.helpers import update_agent_message_text
 from acp.schema import PromptResponse
 
 from ..diagnostics import Diagnostic
 from ..model import PrefixMessage, SkillLookupOptions, SkillSnapshot
+from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..tool import SkillTool, ToolResult
 from . import call_bounds, commands, wire
 from .sessions import LiveSession, SessionTable, not_saved_notice
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 AgentToolRunner = Callable[[str, object], Awaitable[ToolResult | str]]
@@ -195,9 +195,12 @@ class PromptTurn:
             if name == kit.tool.name:
                 await self._send(wire.skill_tool_call_start(call_id, decoded))
                 reader, searchable = kit.link.reader(self._session_id), self._omits()
-                result = await kit.tool.call(
-                    decoded, cwd=self._cwd, read_text=reader, searchable=searchable
-                )
+                try:
+                    result = await kit.tool.call(
+                        decoded, cwd=self._cwd, read_text=reader, searchable=searchable
+                    )
+                except Exception as error:
+                    result = _raised(name, error)
             elif self._run_tool is None:
                 await self._send(wire.tool_call_started(call_id, name, decoded))
                 result = ToolResult(
@@ -205,7 +208,10 @@ class PromptTurn:
                 )
             else:
                 await self._send(wire.tool_call_started(call_id, name, decoded))
-                outcome = await self._run_tool(name, decoded)
+                try:
+                    outcome = await self._run_tool(name, decoded)
+                except Exception as error:
+                    outcome = _raised(name, error)
                 result = (
                     outcome
                     if isinstance(outcome, ToolResult)
@@ -313,6 +319,14 @@ class PromptTurn:
             message[INVOKED_KEY] = calls
         await self._session.append_history(message)
         return tuple(invoked)
+
+
+def _raised(name: str, error: Exception) -> ToolResult:
+    # A tool that raises ends its call `failed`; the model reads why, and the turn goes on
+    # with a well-formed history (every tool call has its result).
+    _log.warning("tool_call_raised", tool=name[:100], error=repr(error), exc_info=error)
+    detail = str(error) or type(error).__name__
+    return ToolResult(text=f'Error: the tool "{name[:100]}" failed: {detail}', is_error=True)
 
 
 @asynccontextmanager

@@ -285,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="See the skills an acp-skills agent finds, exactly as it will see them, "
         "and why a skill is missing.",
         epilog="Exit status: 0 fine, 1 problems found, 2 usage error. "
-        "Diagnostic codes: docs/diagnostics.md.",
+        "Each problem reported carries a stable code (with --json: code, severity, path, line).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     as_json = argparse.ArgumentParser(add_help=False)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate
-from .._scan import parse_file
+from .._scan import misnamed_skill_file, parse_file
 from ..diagnostics import diagnostic, file_diagnostics, shadow_diagnostic, skipped
 from ..errors import Problem
 from ..frontmatter import ParsedSkill
@@ -93,8 +93,13 @@ class _Validation:
             self.add([diagnostic(unreadable_root(error), path)])
             return
         name = os.path.basename(path)
-        if entries is not None and any(entry.name == SKILL_FILE_NAME for entry in entries):
+        names = {entry.name for entry in entries or ()}
+        if SKILL_FILE_NAME in names:
             await self.file(os.path.join(path, SKILL_FILE_NAME), name)
+        elif SKILL_FILE_NAME.lower() in names:
+            # The agent would not load it: the same warning `doctor` gives for this bundle.
+            self.files += 1
+            self.add([diagnostic(misnamed_skill_file(), os.path.join(path, SKILL_FILE_NAME))])
         elif entries is not None:
             await self.root(path)
         elif not await self.fs.exists(path):

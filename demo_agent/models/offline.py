@@ -46,7 +46,7 @@ _STOPWORDS = frozenset(
     need of on one or our please so some that the their them then there these this to up us use
     used want was we what when which while who will with would you your""".split()  # noqa: SIM905
 )
-# A description match needs at least this many shared words, and a unique best score.
+# A description match needs at least this many shared words, and twice the runner-up's.
 _MIN_SHARED_WORDS = 2
 _MAX_STEPS_SHOWN = 6
 
@@ -81,12 +81,10 @@ class _CatalogIndex:
     fifty milliseconds (more patterns than Python's own regex cache holds).
     """
 
-    __slots__ = ("_patterns", "_spaced", "_words", "skills")
+    __slots__ = ("_patterns", "_words", "skills")
 
     def __init__(self, skills: Mapping[str, str]) -> None:
         self.skills: Mapping[str, str] = skills
-        # Each name as words (`pdf-tools` -> ` pdf tools `), to find it in a prompt's words.
-        self._spaced = [(name, f" {name.replace('-', ' ')} ") for name in skills]
         # Built when first needed: most prompts name no skill, or name one.
         self._patterns: dict[str, re.Pattern[str]] = {}
         self._words: list[tuple[str, set[str]]] | None = None
@@ -103,12 +101,8 @@ class _CatalogIndex:
 
     def choose(self, prompt: str) -> str | None:
         lowered = prompt.lower()
-        joined = f" {' '.join(_WORD.findall(lowered))} "
-        named = [
-            name
-            for name, spaced in self._spaced
-            if self._mentions(name, lowered) or spaced in joined
-        ]
+        # Only the exact name counts as naming a skill ("code review" is two description words).
+        named = [name for name in self.skills if self._mentions(name, lowered)]
         if len(named) == 1:
             return named[0]
         if len(named) > 1:
@@ -122,7 +116,8 @@ class _CatalogIndex:
         scores = sorted(((len(asked & words), name) for name, words in self._words), reverse=True)
         if not scores or scores[0][0] < _MIN_SHARED_WORDS:
             return None
-        if len(scores) > 1 and scores[1][0] == scores[0][0]:
+        # Clearly better: at least twice the shared words of the runner-up.
+        if len(scores) > 1 and scores[0][0] < 2 * scores[1][0]:
             return None
         return scores[0][1]
 
@@ -162,7 +157,8 @@ def _answer_from_skill(content: str) -> str:
         lines = [f"I loaded the `{html.unescape(name)}` skill. Its instructions, in short:"]
         lines += [f"{i}. {step}" for i, step in enumerate(steps[:_MAX_STEPS_SHOWN], start=1)]
         if len(steps) > _MAX_STEPS_SHOWN:
-            lines.append(f"(and {len(steps) - _MAX_STEPS_SHOWN} more steps)")
+            more = len(steps) - _MAX_STEPS_SHOWN
+            lines.append(f"(and {more} more {'step' if more == 1 else 'steps'})")
         if not steps:
             lines.append(body.strip()[:400] or "(the skill has no instructions)")
         parts.append("\n".join(lines))
