@@ -3,6 +3,7 @@ stdio and over streamable HTTP on 127.0.0.1 (contract §14)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -12,7 +13,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry, SkillTool
+from acp_skills import (
+    LocalSkillProvider,
+    SkillLookupOptions,
+    SkillRegistry,
+    SkillTool,
+    render_skill_content,
+)
+from acp_skills.content import Refusal
 from acp_skills.mcp import McpPool, McpServer, McpSkillProvider, parse_server_option
 
 pytestmark = pytest.mark.anyio
@@ -207,3 +215,57 @@ def test_server_options_parse() -> None:
     assert parse_server_option("hub=https://h/mcp").url == "https://h/mcp"
     with pytest.raises(ValueError, match="LABEL=COMMAND"):
         parse_server_option("nolabel")
+
+
+async def test_path_reads_are_limited_to_the_manifest_and_verified(
+    tmp_path: Path, registry: Kit
+) -> None:
+    skills, provider = registry
+    folder = write_skill(tmp_path / "root", "deploy-app")
+    options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root", "--reload"),))
+    found = (await skills.snapshot(options)).skills[0]
+    assert await provider.read_path(found, "notes.md", limit=1000) == "notes of deploy-app\n"
+    with pytest.raises(Refusal, match="not in its manifest"):
+        await provider.read_path(found, "missing.md", limit=1000)
+    with pytest.raises(Refusal, match="not a relative path"):
+        await provider.read_path(found, "../other/SKILL.md", limit=1000)
+    with pytest.raises(Refusal, match="over the 5-byte limit"):
+        await provider.read_path(found, "notes.md", limit=5)
+    (folder / "notes.md").write_text("tampered\n", encoding="utf-8")
+    with pytest.raises(Refusal, match="changed on its server since it was listed"):
+        await provider.read_path(found, "notes.md", limit=1000)
+
+
+async def test_the_skill_text_names_its_server_and_base_uri(tmp_path: Path, registry: Kit) -> None:
+    skills, _ = registry
+    write_skill(tmp_path / "root", "deploy-app")
+    options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root"),))
+    loaded = await skills.get("deploy-app", options)
+    assert loaded is not None
+    text = render_skill_content(loaded)
+    assert 'Served by the MCP server "team".' in text
+    assert "Base URL: skill://deploy-app/" in text
+
+
+def test_the_cli_lists_and_shows_skills_of_an_mcp_server(tmp_path: Path) -> None:
+    write_skill(tmp_path / "root", "deploy-app", "Run make deploy.")
+    server = f"team={sys.executable} {SERVER} {tmp_path / 'root'}"
+    cli = [sys.executable, "-m", "acp_skills", "--cwd", str(tmp_path)]
+    shown = subprocess.run(
+        [*cli[:3], "show", "deploy-app", "--cwd", str(tmp_path), "--mcp-server", server],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "Run make deploy." in shown.stdout, shown.stderr
+    doctor = subprocess.run(
+        [*cli[:3], "doctor", "--json", "--cwd", str(tmp_path), "--mcp-server", server],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    payload = json.loads(doctor.stdout)
+    assert payload["mcpServers"][0]["label"] == "team"
+    assert payload["mcpServers"][0]["skills"] == 1

@@ -48,24 +48,32 @@ class ServerState:
 
 
 class McpSkillProvider:
-    """Lists and loads skills of the servers in ``options.servers`` (`McpServer` values)
-    through ``pool``; a server slower than ``timeout`` seconds to list is skipped."""
+    """Lists and loads skills of ``servers`` (for every lookup, as ``--mcp-server`` gives
+    them) and then of those in ``options.servers`` (the session's `McpServer` values) through
+    ``pool``; a server slower than ``timeout`` seconds to list is skipped."""
 
-    def __init__(self, pool: McpPool, *, timeout: float = LISTING_DEADLINE) -> None:
+    def __init__(
+        self,
+        pool: McpPool,
+        *,
+        servers: Sequence[McpServer] = (),
+        timeout: float = LISTING_DEADLINE,
+    ) -> None:
         self.name = "mcp"
         self._pool = pool
+        self._fixed = tuple(servers)
         self._timeout = timeout
         self._listings: dict[McpServer, tuple[float, Listing]] = {}
         self.servers: dict[McpServer, ServerState] = {}
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
         # The listing keeps its own ttlMs; the registry asks again every time there are servers.
-        return not _servers(options)
+        return not self._servers_of(options)
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
         """Each server's skills in the session's order; a failing server is skipped, told."""
         found: list[SkillCandidate] = []
-        for server in _servers(options):
+        for server in self._servers_of(options):
             listing = await self._listing(server)
             for skill in listing.skills if listing is not None else ():
                 if (candidate := self._candidate(server, skill)) is not None:
@@ -113,6 +121,40 @@ class McpSkillProvider:
             metadata=candidate.metadata,
             argument_hint=candidate.argument_hint,
         )
+
+    async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str:
+        """The text of ``path`` (relative to the skill's base uri): only a manifest file, and
+        verified like the ``SKILL.md``; a ``"dynamic"`` skill's file is size-capped and its text
+        says it is unverified. Anything else is a `Refusal`."""
+        locator = candidate.locator
+        if not isinstance(locator, McpLocator):
+            raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
+        skill, name = locator.skill, candidate.name
+        if path.startswith("/") or any(part in ("", ".", "..") for part in path.split("/")):
+            raise Refusal(f'Error: cannot read "{path}" of skill "{name}": not a relative path')
+        uri = skill.base_uri + path
+        listed = skill.files.get(uri) if skill.files is not None else None
+        if skill.files is not None and listed is None:
+            raise Refusal(f'Error: cannot read "{path}" of skill "{name}": not in its manifest')
+        if listed is not None and listed.size > limit:
+            raise Refusal(
+                f'Error: cannot read "{path}" of skill "{name}": the file is {listed.size} '
+                f"bytes, over the {limit}-byte limit"
+            )
+        session = await self._pool.connection(locator.server).session()
+        data = text_of(await session.read_resource(uri), uri)
+        if data is None:
+            raise Refusal(f'Error: cannot read "{path}" of skill "{name}": no text at {uri}')
+        if listed is None:
+            if len(data) > limit:
+                raise Refusal(
+                    f'Error: cannot read "{path}" of skill "{name}": over the {limit}-byte limit'
+                )
+            return f"[unverified: this skill's files are not listed by its server]\n{data.decode()}"
+        if not matches(data, listed):
+            self._listings.pop(locator.server, None)
+            raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
+        return data.decode("utf-8", "replace")
 
     async def aclose(self) -> None:
         """Close every connection this provider opened."""
@@ -176,6 +218,7 @@ class McpSkillProvider:
             argument_hint=hint if isinstance(hint, str) else None,
         )
 
-
-def _servers(options: SkillLookupOptions) -> tuple[McpServer, ...]:
-    return tuple(server for server in options.servers if isinstance(server, McpServer))
+    def _servers_of(self, options: SkillLookupOptions) -> tuple[McpServer, ...]:
+        # The fixed servers first; a session naming one of them again does not list it twice.
+        extra = (s for s in options.servers if isinstance(s, McpServer) and s not in self._fixed)
+        return (*self._fixed, *extra)
