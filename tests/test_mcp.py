@@ -269,3 +269,36 @@ def test_the_cli_lists_and_shows_skills_of_an_mcp_server(tmp_path: Path) -> None
     payload = json.loads(doctor.stdout)
     assert payload["mcpServers"][0]["label"] == "team"
     assert payload["mcpServers"][0]["skills"] == 1
+
+
+def test_no_server_process_outlives_the_agent(tmp_path: Path) -> None:
+    """Even a server that ignores SIGTERM is gone once the agent has exited."""
+    write_skill(tmp_path / "root", "deploy-app")
+    pid_file = tmp_path / "server.pid"
+    server = (
+        f"team={sys.executable} {SERVER} {tmp_path / 'root'} --pid-file {pid_file} --ignore-eof"
+    )
+    frames = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "method": "_skills/list", "params": {"cwd": str(tmp_path)}},
+    ]
+    agent = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "demo_agent",
+            "--state-dir",
+            str(tmp_path / "state"),
+            *("--mcp-server", server),
+        ],
+        input="".join(json.dumps(frame) + "\n" for frame in frames),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    answers = [json.loads(line) for line in agent.stdout.splitlines()]
+    listed = next(answer for answer in answers if answer.get("id") == 2)
+    assert [skill["source"] for skill in listed["result"]["skills"]] == ["mcp:team"]
+    pid = int(pid_file.read_text())
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
