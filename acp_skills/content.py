@@ -101,6 +101,9 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
             )
     elif isinstance(base, UrlResource):
         hints = [f"Base URL: {escape_text(base.url)}", f"{relative} URL."]
+        if definition.source.startswith("mcp:"):  # the MCP provider's source: mcp:LABEL
+            label = escape_text(definition.source.removeprefix("mcp:"))
+            hints.insert(0, f'Served by the MCP server "{label}".')
     elif isinstance(base, OpaqueResource):
         hints = [f"How to reach this skill's resources: {escape_text(base.description)}"]
     else:

@@ -4,7 +4,7 @@ skill-name grammar."""
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeAlias
 
@@ -103,9 +103,11 @@ class SkillDefinition(SkillSummary):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillLookupOptions:
-    """What a lookup is for. ``cwd`` selects project skills; ``None`` means no project."""
+    """What a lookup is for. ``cwd`` selects project skills; ``None`` means no project.
+    ``servers`` are the session's remote skill servers (MCP): part of the catalog's scope."""
 
     cwd: str | None = None
+    servers: tuple[Hashable, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

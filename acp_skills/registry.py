@@ -2,7 +2,7 @@
 
 First wins: lower ``rank``; then earlier provider registration (runtime skills win rank ties
 against every provider); then earlier position in the provider's ``list()``. Winners are sorted
-by name. Only complete catalogs are cached, keyed by ``(cwd, revision)``.
+by name. Only complete catalogs are cached, keyed by ``(cwd, servers, revision)``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -39,7 +39,7 @@ RUNTIME_RANK = 250
 _RUNTIME_ORDER = -1  # sorts runtime skills ahead of every provider when ranks tie
 
 _log = get_logger(__name__)
-_Key = tuple[str | None, int]
+_Key = tuple[str | None, tuple[Hashable, ...], int]  # (cwd, servers, revision)
 
 
 class _Registration:
@@ -261,7 +261,7 @@ class SkillRegistry:
         return offer is not None and offer.locator is locator
 
     async def _collect(self, options: SkillLookupOptions) -> _Catalog:
-        key = (options.cwd, self._revision)
+        key = (options.cwd, options.servers, self._revision)
         if (cached := self._cache.get(key)) is not None:
             return cached
         if (shared := self._inflight.get(key)) is None:
@@ -298,7 +298,7 @@ class SkillRegistry:
         if complete and all(answer.cacheable for answer in answers):
             with self._lock:
                 if revision == self._revision:  # else invalidated meanwhile: already stale
-                    self._cache[(options.cwd, revision)] = catalog
+                    self._cache[(options.cwd, options.servers, revision)] = catalog
                     while len(self._cache) > self._cache_bound:
                         self._cache.popitem(last=False)
         return catalog

@@ -347,6 +347,8 @@ class SkillTool:
         try:
             # The snapshot's candidate: no second discovery when a provider timed out.
             definition = await self._registry.load(found, options)
+        except Refusal:
+            raise  # a provider's own `Error: ` text (a skill changed on its MCP server)
         except Exception as error:
             raise self._load_failed(name, error) from None
         if definition is None:

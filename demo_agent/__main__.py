@@ -16,12 +16,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio.lowlevel
 import structlog
 
 from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
 from acp_skills.acp import AcpSkills
+from acp_skills.cli.mcp_options import add_mcp_options, mcp_provider_from
 
 from . import EXAMPLE_SKILLS, __version__, settings
 from .agent import DemoAgent
@@ -268,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="append logs to this file instead of stderr. Env: ACP_SKILLS_LOG_FILE.",
     )
+    add_mcp_options(parser)
     parser.add_argument("--version", action="version", version=__version__)
     return parser
 
@@ -293,6 +296,9 @@ def build_provider(args: argparse.Namespace) -> LocalSkillProvider:
 def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoAgent:
     registry = SkillRegistry()
     registry.register_provider(provider)
+    if args.mcp_server:  # every session's servers, after the local roots (rank 600)
+        args.mcp = mcp_provider_from(args.mcp_server, args.mcp_timeout)
+        registry.register_provider(args.mcp)
     skills = AcpSkills(
         registry,
         store=JsonlSessionStore(_state_dir(args) / "sessions"),
@@ -306,7 +312,9 @@ def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoA
     return DemoAgent(skills, build_model(args))
 
 
-async def serve(agent: DemoAgent, provider: LocalSkillProvider | None = None) -> None:
+async def serve(
+    agent: DemoAgent, provider: LocalSkillProvider | None = None, *, mcp: Any = None
+) -> None:
     """Serve ACP on stdio until stdin closes or SIGTERM/SIGINT arrives.
 
     A ``--skills-dir`` that does not exist (or cannot be read) is a warning first: a typo in
@@ -326,6 +334,9 @@ async def serve(agent: DemoAgent, provider: LocalSkillProvider | None = None) ->
         await agent.skills.serve(agent)
     except asyncio.CancelledError:
         structlog.get_logger(__name__).info("agent_stopping", reason="signal")
+    finally:
+        if mcp is not None:
+            await mcp.aclose()  # every MCP server the agent started stops with it
 
 
 def closed_stdio() -> str | None:
@@ -436,7 +447,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     agent = build_agent(args, provider)
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(agent, provider))
+            asyncio.run(serve(agent, provider, mcp=getattr(args, "mcp", None)))
     finally:
         # Stops the watcher thread and closes its inotify descriptor before the process ends.
         provider.close()

@@ -30,6 +30,7 @@ from ..diagnostics import Diagnostic, shadow_diagnostic, skipped
 from ..model import SKILL_FILE_NAME, ShadowedSkill, SkillSnapshot
 from ..text import remove_unsafe_characters as clean
 from ..text import replace_lone_surrogates
+from .mcp_options import add_mcp_options, mcp_provider_from, mcp_server_lines, mcp_servers_json
 from .output import (
     BOLD,
     DIM,
@@ -60,6 +61,9 @@ def _skills_from(args: argparse.Namespace) -> _Skills:
     )
     registry = SkillRegistry()
     registry.register_provider(provider)
+    if args.mcp_server:
+        args.mcp = mcp_provider_from(args.mcp_server, args.mcp_timeout)
+        registry.register_provider(args.mcp)
     return provider, registry, SkillLookupOptions(cwd=args.cwd)
 
 
@@ -96,6 +100,14 @@ def _named_by_place(diagnostic: Diagnostic) -> str | None:
     if tail == SKILL_FILE_NAME:
         return os.path.basename(head)
     return tail[:-3] if tail.endswith(".md") else None
+
+
+async def _run(args: argparse.Namespace, style: Style) -> Outcome:
+    try:
+        return await args.run(args, style)  # type: ignore[no-any-return]
+    finally:
+        if (mcp := getattr(args, "mcp", None)) is not None:
+            await mcp.aclose()  # no server process outlives the command
 
 
 async def _custom_dir_warnings(provider: LocalSkillProvider) -> list[str]:
@@ -239,6 +251,8 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
         # Beyond the skipped and the shadowed: every record, as `_skills/list` has them.
         "problems": [d.to_json() for d in problems],
     }
+    if (mcp := getattr(args, "mcp", None)) is not None:
+        payload["mcpServers"] = mcp_servers_json(mcp)  # only with --mcp-server: shape kept
     lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}", ""]
     lines.append(
         style("Roots", BOLD) + style(" (in precedence order: the first of a name wins)", DIM)
@@ -266,6 +280,8 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
             lines.extend("  " + line for line in diagnostic_lines(found, style))
     lines.append("")
     visible = plural(len(fit.listed), "skill")
+    if servers := mcp_server_lines(getattr(args, "mcp", None)):
+        lines.extend([*servers, ""])
     lines.append(f"{style('Catalog', BOLD)}: {characters} characters, {visible} for the model")
     lines.append(f"{style('Result', BOLD)}: {tally(problems)}")
     return Outcome(payload, lines, status_of(problems))
@@ -301,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     settings.add_skill_arguments(roots)
     fitted = argparse.ArgumentParser(add_help=False)
     settings.add_catalog_arguments(fitted, "--budget", "--catalog-budget")
+    add_mcp_options(roots)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(run: _Command, help: str, *parents: ArgumentParser) -> ArgumentParser:
@@ -381,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # https://no-color.org: present and not empty disables colour.
     colour = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
     style = Style(colour and sys.stdout.isatty())
-    outcome: Outcome = asyncio.run(args.run(args, style))
+    outcome: Outcome = asyncio.run(_run(args, style))
     try:
         emit(outcome, args.json)
     except BrokenPipeError:

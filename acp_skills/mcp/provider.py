@@ -1,0 +1,224 @@
+"""`McpSkillProvider`: the skills of a session's MCP servers, listed lazily and loaded with
+verification (contract §14). Rank 600: every local root wins a name clash."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import anyio
+import structlog
+
+from ..content import Refusal
+from ..frontmatter import ParsedSkill, parse_skill_file
+from ..model import SkillCandidate, SkillDefinition, SkillLookupOptions, UrlResource
+from .config import McpServer
+from .listing import ListedSkill, Listing, frontmatter_of, list_skills, matches, plain, text_of
+from .pool import McpPool
+
+MCP_RANK: Final = 600
+MCP_SOURCE: Final = "mcp"
+LISTING_DEADLINE: Final = 10.0
+RETRY_AFTER: Final = 60.0  # a failed server is left alone this long
+
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpLocator:
+    """Where a candidate came from: what trust keys on (``server.identity``, ``skill.uri`` and
+    the manifest's digests) and what a load verifies against."""
+
+    server: McpServer
+    skill: ListedSkill
+
+
+@dataclass(slots=True)
+class ServerState:
+    """What `/skills` and doctor show of one server."""
+
+    server: McpServer
+    connected: bool = False
+    skills: int = 0
+    failure: str | None = None
+    failed_at: float | None = None
+    supports_skills: bool | None = None
+
+
+class McpSkillProvider:
+    """Lists and loads skills of ``servers`` (for every lookup, as ``--mcp-server`` gives
+    them) and then of those in ``options.servers`` (the session's `McpServer` values) through
+    ``pool``; a server slower than ``timeout`` seconds to list is skipped."""
+
+    def __init__(
+        self,
+        pool: McpPool,
+        *,
+        servers: Sequence[McpServer] = (),
+        timeout: float = LISTING_DEADLINE,
+    ) -> None:
+        self.name = "mcp"
+        self._pool = pool
+        self._fixed = tuple(servers)
+        self._timeout = timeout
+        self._listings: dict[McpServer, tuple[float, Listing]] = {}
+        self.servers: dict[McpServer, ServerState] = {}
+
+    def cacheable(self, options: SkillLookupOptions) -> bool:
+        # The listing keeps its own ttlMs; the registry asks again every time there are servers.
+        return not self._servers_of(options)
+
+    async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
+        """Each server's skills in the session's order; a failing server is skipped, told."""
+        found: list[SkillCandidate] = []
+        for server in self._servers_of(options):
+            listing = await self._listing(server)
+            for skill in listing.skills if listing is not None else ():
+                if (candidate := self._candidate(server, skill)) is not None:
+                    found.append(candidate)
+        return found
+
+    async def get(
+        self, candidate: SkillCandidate, options: SkillLookupOptions
+    ) -> SkillDefinition | None:
+        """One `resources/read` of the ``SKILL.md``, verified against the listing."""
+        locator = candidate.locator
+        if not isinstance(locator, McpLocator):
+            return None
+        server, skill = locator.server, locator.skill
+        session = await self._pool.connection(server).session()
+        result = await session.read_resource(skill.uri)
+        data = text_of(result, skill.uri)
+        listed = skill.files.get(skill.uri) if skill.files is not None else None
+        text = data.decode("utf-8", "replace") if data is not None else None
+        fields = frontmatter_of(text) if text is not None else None
+        if (
+            data is None
+            or text is None
+            or (listed is not None and not matches(data, listed))
+            or fields is None
+            or plain(fields) != plain(skill.frontmatter)
+        ):
+            self._listings.pop(server, None)
+            raise Refusal(
+                f'Error: skill "{candidate.name}" changed on its server since it was listed'
+            )
+        parsed = parse_skill_file(text)
+        body = parsed.body if isinstance(parsed, ParsedSkill) else text
+        return SkillDefinition(
+            name=candidate.name,
+            description=candidate.description,
+            when_to_use=candidate.when_to_use,
+            disable_model_invocation=candidate.disable_model_invocation,
+            user_invocable=candidate.user_invocable,
+            source=candidate.source,
+            provider=self.name,
+            resource_base=candidate.resource_base,
+            content=body,
+            path=None,
+            metadata=candidate.metadata,
+            argument_hint=candidate.argument_hint,
+        )
+
+    async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str:
+        """The text of ``path`` (relative to the skill's base uri): only a manifest file, and
+        verified like the ``SKILL.md``; a ``"dynamic"`` skill's file is size-capped and its text
+        says it is unverified. Anything else is a `Refusal`."""
+        locator = candidate.locator
+        if not isinstance(locator, McpLocator):
+            raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
+        skill, name = locator.skill, candidate.name
+        if path.startswith("/") or any(part in ("", ".", "..") for part in path.split("/")):
+            raise Refusal(f'Error: cannot read "{path}" of skill "{name}": not a relative path')
+        uri = skill.base_uri + path
+        listed = skill.files.get(uri) if skill.files is not None else None
+        if skill.files is not None and listed is None:
+            raise Refusal(f'Error: cannot read "{path}" of skill "{name}": not in its manifest')
+        if listed is not None and listed.size > limit:
+            raise Refusal(
+                f'Error: cannot read "{path}" of skill "{name}": the file is {listed.size} '
+                f"bytes, over the {limit}-byte limit"
+            )
+        session = await self._pool.connection(locator.server).session()
+        data = text_of(await session.read_resource(uri), uri)
+        if data is None:
+            raise Refusal(f'Error: cannot read "{path}" of skill "{name}": no text at {uri}')
+        if listed is None:
+            if len(data) > limit:
+                raise Refusal(
+                    f'Error: cannot read "{path}" of skill "{name}": over the {limit}-byte limit'
+                )
+            return f"[unverified: this skill's files are not listed by its server]\n{data.decode()}"
+        if not matches(data, listed):
+            self._listings.pop(locator.server, None)
+            raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
+        return data.decode("utf-8", "replace")
+
+    async def aclose(self) -> None:
+        """Close every connection this provider opened."""
+        await self._pool.aclose()
+
+    async def _listing(self, server: McpServer) -> Listing | None:
+        now = time.monotonic()
+        state = self.servers.setdefault(server, ServerState(server))
+        if (kept := self._listings.get(server)) is not None and now < kept[0]:
+            return kept[1]
+        if state.failed_at is not None and now - state.failed_at < RETRY_AFTER:
+            return None
+        reason: str | None = None
+        listing: Listing | None = None
+        with anyio.move_on_after(self._timeout) as scope:
+            try:
+                connection = self._pool.connection(server)
+                session = await connection.session()
+                state.connected = True
+                if not connection.supports_skills(session):
+                    state.supports_skills = False
+                    listing = Listing((), 0)
+                else:
+                    state.supports_skills = True
+                    listing = await list_skills(session)
+            except Exception as error:
+                reason = f"{type(error).__name__}: {error}" if str(error) else repr(error)
+        if scope.cancelled_caught:
+            reason = f"no answer within {self._timeout} s"
+        if reason is not None or listing is None:
+            state.connected, state.failure, state.failed_at = False, reason, time.monotonic()
+            _log.warning("mcp_server_skipped", server=server.label, reason=reason)
+            await self._pool.release(server)
+            # The others still count; `cacheable` keeps this degraded catalog out of the cache.
+            return None
+        state.failure, state.failed_at, state.skills = None, None, len(listing.skills)
+        if listing.ttl_ms > 0:
+            self._listings[server] = (time.monotonic() + listing.ttl_ms / 1000, listing)
+        return listing
+
+    def _candidate(self, server: McpServer, skill: ListedSkill) -> SkillCandidate | None:
+        name, description = skill.frontmatter.get("name"), skill.frontmatter.get("description")
+        if not isinstance(name, str) or not isinstance(description, str):
+            return None
+        when = skill.frontmatter.get("when_to_use", skill.frontmatter.get("when-to-use"))
+        hint = skill.frontmatter.get("argument-hint")
+        # allowed-tools is ignored: a server never widens what the agent may do.
+        return SkillCandidate(
+            name=name,
+            description=description,
+            when_to_use=when if isinstance(when, str) else None,
+            disable_model_invocation=skill.frontmatter.get("disable-model-invocation") is True,
+            user_invocable=skill.frontmatter.get("user-invocable") is not False,
+            source=f"{MCP_SOURCE}:{server.label}",
+            provider=self.name,
+            resource_base=UrlResource(url=skill.base_uri),
+            rank=MCP_RANK,
+            locator=McpLocator(server=server, skill=skill),
+            path=None,
+            metadata=None,
+            argument_hint=hint if isinstance(hint, str) else None,
+        )
+
+    def _servers_of(self, options: SkillLookupOptions) -> tuple[McpServer, ...]:
+        # The fixed servers first; a session naming one of them again does not list it twice.
+        extra = (s for s in options.servers if isinstance(s, McpServer) and s not in self._fixed)
+        return (*self._fixed, *extra)

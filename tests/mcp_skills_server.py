@@ -1,0 +1,63 @@
+"""A FastMCP 4.2.3 skills server (the independent peer): ``ROOT [--http PORT] [--plain]``.
+
+``--reload`` rescans the folder on every request; ``--plain`` serves no skills extension (a
+tool only); ``--pid-file FILE`` writes its pid; ``--ignore-eof`` ignores SIGTERM (only a kill
+stops it); ``--record FILE`` appends every MCP method the server receives, one a line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from fastmcp import FastMCP
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+from fastmcp.skills.provider import SkillsDirectoryProvider
+
+
+class _Recorder(Middleware):
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    async def on_message(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        with self._path.open("a", encoding="utf-8") as out:
+            out.write(f"{context.method}\n")
+        return await call_next(context)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--http", type=int)
+    parser.add_argument("--plain", action="store_true")
+    parser.add_argument("--reload", action="store_true")
+    parser.add_argument("--pid-file", type=Path)
+    parser.add_argument("--ignore-eof", action="store_true")
+    parser.add_argument("--record", type=Path)
+    args = parser.parse_args()
+    server = FastMCP("team-skills")
+    if args.plain:
+
+        @server.tool
+        def ping() -> str:
+            return "pong"
+    else:
+        server.add_provider(SkillsDirectoryProvider(roots=args.root, reload=args.reload))
+    if args.pid_file is not None:
+        args.pid_file.write_text(str(os.getpid()), encoding="utf-8")
+    if args.ignore_eof:  # a server that outlives the end of its input unless it is killed
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if args.record is not None:
+        server.add_middleware(_Recorder(args.record))
+    if args.http is not None:
+        server.run(transport="http", host="127.0.0.1", port=args.http, show_banner=False)
+    else:
+        server.run(show_banner=False)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

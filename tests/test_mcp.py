@@ -1,0 +1,304 @@
+"""McpSkillProvider against FastMCP 4.2.3's SkillsDirectoryProvider, a real subprocess over
+stdio and over streamable HTTP on 127.0.0.1 (contract §14)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_skills import (
+    LocalSkillProvider,
+    SkillLookupOptions,
+    SkillRegistry,
+    SkillTool,
+    render_skill_content,
+)
+from acp_skills.content import Refusal
+from acp_skills.mcp import McpPool, McpServer, McpSkillProvider, parse_server_option
+
+pytestmark = pytest.mark.anyio
+SERVER = str(Path(__file__).with_name("mcp_skills_server.py"))
+
+
+def write_skill(root: Path, name: str, body: str = "Do the thing.") -> Path:
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: Skill {name}.\nallowed-tools: Bash\n---\n{body}\n",
+        encoding="utf-8",
+    )
+    (folder / "notes.md").write_text(f"notes of {name}\n", encoding="utf-8")
+    return folder
+
+
+def stdio_server(root: Path, *extra: str, label: str = "team") -> McpServer:
+    return McpServer(label=label, command=sys.executable, args=(SERVER, str(root), *extra))
+
+
+@pytest.fixture
+async def registry() -> AsyncIterator[tuple[SkillRegistry, McpSkillProvider]]:
+    provider = McpSkillProvider(McpPool(), timeout=30)
+    found = SkillRegistry()
+    found.register_provider(provider)
+    try:
+        yield found, provider
+    finally:
+        await provider.aclose()
+
+
+Kit = tuple[SkillRegistry, McpSkillProvider]
+
+
+async def test_lists_and_loads_over_stdio_with_verification(tmp_path: Path, registry: Kit) -> None:
+    skills, provider = registry
+    write_skill(tmp_path / "root", "deploy-app", "Run make deploy.")
+    options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root"),))
+    snapshot = await skills.snapshot(options)
+    assert [skill.name for skill in snapshot.skills] == ["deploy-app"]
+    assert snapshot.skills[0].rank == 600
+    loaded = await skills.get("deploy-app", options)
+    assert loaded is not None
+    assert loaded.content == "Run make deploy."
+    text = await SkillTool(skills).call({"name": "deploy-app"}, cwd=str(tmp_path))
+    # The tool builds its own options without servers: the skill is not in that scope.
+    assert text.is_error
+    state = next(iter(provider.servers.values()))
+    assert (state.connected, state.skills, state.failure) == (True, 1, None)
+
+
+async def test_a_file_changed_after_listing_is_refused(tmp_path: Path, registry: Kit) -> None:
+    skills, _ = registry
+    folder = write_skill(tmp_path / "root", "deploy-app")
+    options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root", "--reload"),))
+    snapshot = await skills.snapshot(options)
+    (folder / "SKILL.md").write_text(
+        "---\nname: deploy-app\ndescription: Skill deploy-app.\n---\nSomething else.\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(Exception, match='skill "deploy-app" changed on its server'):
+        await skills.load(snapshot.skills[0], options)
+
+
+async def test_a_local_skill_wins_a_clash_and_the_clash_is_reported(tmp_path: Path) -> None:
+    write_skill(tmp_path / "root", "deploy-app")
+    local_root = tmp_path / "local"
+    write_skill(local_root, "deploy-app", "Local body.")
+    provider = McpSkillProvider(McpPool(), timeout=30)
+    skills = SkillRegistry()
+    skills.register_provider(
+        LocalSkillProvider(tmp_path / "h1", tmp_path / "h2", custom_skill_dirs=[str(local_root)])
+    )
+    skills.register_provider(provider)
+    try:
+        options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root"),))
+        snapshot = await skills.snapshot(options)
+        assert snapshot.skills[0].provider != "mcp"
+        assert [(s.skill.provider, s.winner.provider) for s in snapshot.shadowed] == [
+            ("mcp", snapshot.skills[0].provider)
+        ]
+    finally:
+        await provider.aclose()
+
+
+async def test_sessions_with_different_servers_never_share_a_catalog(
+    tmp_path: Path, registry: Kit
+) -> None:
+    skills, _ = registry
+    write_skill(tmp_path / "a", "alpha")
+    write_skill(tmp_path / "b", "beta")
+    first = SkillLookupOptions(servers=(stdio_server(tmp_path / "a"),))
+    second = SkillLookupOptions(servers=(stdio_server(tmp_path / "b"),))
+    assert [s.name for s in await skills.list(first)] == ["alpha"]
+    assert [s.name for s in await skills.list(second)] == ["beta"]
+    assert [s.name for s in await skills.list(SkillLookupOptions())] == []
+
+
+async def test_listing_fetches_no_file(tmp_path: Path, registry: Kit) -> None:
+    skills, _ = registry
+    write_skill(tmp_path / "root", "deploy-app")
+    record = tmp_path / "methods.txt"
+    options = SkillLookupOptions(
+        servers=(stdio_server(tmp_path / "root", "--record", str(record)),)
+    )
+    await skills.snapshot(options)
+    assert "resources/read" not in record.read_text().split()
+    assert "skills/list" in record.read_text().split()
+    await skills.get("deploy-app", options)
+    assert record.read_text().split().count("resources/read") == 1
+
+
+async def test_a_server_without_the_extension_contributes_nothing(
+    tmp_path: Path, registry: Kit
+) -> None:
+    skills, provider = registry
+    options = SkillLookupOptions(servers=(stdio_server(tmp_path, "--plain"),))
+    snapshot = await skills.snapshot(options)
+    assert snapshot.skills == ()
+    assert next(iter(provider.servers.values())).failure is None
+
+
+async def test_a_server_that_exits_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    provider = McpSkillProvider(McpPool(), timeout=30)
+    skills = SkillRegistry()
+    skills.register_provider(provider)
+    broken = McpServer(label="broken", command=sys.executable, args=("-c", "pass"))
+    try:
+        snapshot = await skills.snapshot(SkillLookupOptions(servers=(broken,)))
+        assert snapshot.skills == ()
+        state = provider.servers[broken]
+        assert state.failure
+        assert not state.connected
+    finally:
+        await provider.aclose()
+
+
+async def test_a_server_that_hangs_is_skipped_after_the_deadline(tmp_path: Path) -> None:
+    provider = McpSkillProvider(McpPool(), timeout=0.5)
+    skills = SkillRegistry()
+    skills.register_provider(provider)
+    hung = McpServer(
+        label="hung", command=sys.executable, args=("-c", "import time; time.sleep(60)")
+    )
+    try:
+        await skills.snapshot(SkillLookupOptions(servers=(hung,)))
+        assert "no answer within" in (provider.servers[hung].failure or "")
+    finally:
+        await provider.aclose()
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    write_skill(tmp_path / "http-root", "served-skill")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, SERVER, str(tmp_path / "http-root"), "--http", str(port)],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None:
+                    raise RuntimeError("the HTTP server exited") from None
+                subprocess.run([sys.executable, "-c", "import time; time.sleep(0.05)"], check=False)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def test_lists_and_loads_over_streamable_http(http_server: str, registry: Kit) -> None:
+    skills, _ = registry
+    options = SkillLookupOptions(servers=(parse_server_option(f"web={http_server}"),))
+    with anyio.fail_after(60):
+        assert [s.name for s in await skills.list(options)] == ["served-skill"]
+        loaded = await skills.get("served-skill", options)
+    assert loaded is not None
+    assert loaded.content == "Do the thing."
+
+
+def test_server_options_parse() -> None:
+    assert parse_server_option("team=uvx my-server --x 'a b'") == McpServer(
+        label="team", command="uvx", args=("my-server", "--x", "a b")
+    )
+    assert parse_server_option("hub=https://h/mcp").url == "https://h/mcp"
+    with pytest.raises(ValueError, match="LABEL=COMMAND"):
+        parse_server_option("nolabel")
+
+
+async def test_path_reads_are_limited_to_the_manifest_and_verified(
+    tmp_path: Path, registry: Kit
+) -> None:
+    skills, provider = registry
+    folder = write_skill(tmp_path / "root", "deploy-app")
+    options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root", "--reload"),))
+    found = (await skills.snapshot(options)).skills[0]
+    assert await provider.read_path(found, "notes.md", limit=1000) == "notes of deploy-app\n"
+    with pytest.raises(Refusal, match="not in its manifest"):
+        await provider.read_path(found, "missing.md", limit=1000)
+    with pytest.raises(Refusal, match="not a relative path"):
+        await provider.read_path(found, "../other/SKILL.md", limit=1000)
+    with pytest.raises(Refusal, match="over the 5-byte limit"):
+        await provider.read_path(found, "notes.md", limit=5)
+    (folder / "notes.md").write_text("tampered\n", encoding="utf-8")
+    with pytest.raises(Refusal, match="changed on its server since it was listed"):
+        await provider.read_path(found, "notes.md", limit=1000)
+
+
+async def test_the_skill_text_names_its_server_and_base_uri(tmp_path: Path, registry: Kit) -> None:
+    skills, _ = registry
+    write_skill(tmp_path / "root", "deploy-app")
+    options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root"),))
+    loaded = await skills.get("deploy-app", options)
+    assert loaded is not None
+    text = render_skill_content(loaded)
+    assert 'Served by the MCP server "team".' in text
+    assert "Base URL: skill://deploy-app/" in text
+
+
+def test_the_cli_lists_and_shows_skills_of_an_mcp_server(tmp_path: Path) -> None:
+    write_skill(tmp_path / "root", "deploy-app", "Run make deploy.")
+    server = f"team={sys.executable} {SERVER} {tmp_path / 'root'}"
+    cli = [sys.executable, "-m", "acp_skills", "--cwd", str(tmp_path)]
+    shown = subprocess.run(
+        [*cli[:3], "show", "deploy-app", "--cwd", str(tmp_path), "--mcp-server", server],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "Run make deploy." in shown.stdout, shown.stderr
+    doctor = subprocess.run(
+        [*cli[:3], "doctor", "--json", "--cwd", str(tmp_path), "--mcp-server", server],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    payload = json.loads(doctor.stdout)
+    assert payload["mcpServers"][0]["label"] == "team"
+    assert payload["mcpServers"][0]["skills"] == 1
+
+
+def test_no_server_process_outlives_the_agent(tmp_path: Path) -> None:
+    """Even a server that ignores SIGTERM is gone once the agent has exited."""
+    write_skill(tmp_path / "root", "deploy-app")
+    pid_file = tmp_path / "server.pid"
+    server = (
+        f"team={sys.executable} {SERVER} {tmp_path / 'root'} --pid-file {pid_file} --ignore-eof"
+    )
+    frames = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "method": "_skills/list", "params": {"cwd": str(tmp_path)}},
+    ]
+    agent = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "demo_agent",
+            "--state-dir",
+            str(tmp_path / "state"),
+            *("--mcp-server", server),
+        ],
+        input="".join(json.dumps(frame) + "\n" for frame in frames),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    answers = [json.loads(line) for line in agent.stdout.splitlines()]
+    listed = next(answer for answer in answers if answer.get("id") == 2)
+    assert [skill["source"] for skill in listed["result"]["skills"]] == ["mcp:team"]
+    pid = int(pid_file.read_text())
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
