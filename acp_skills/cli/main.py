@@ -44,6 +44,7 @@ from .output import (
     table,
     tally,
 )
+from .trust import add_trust_arguments, trust
 from .validate import validate
 
 PROG = "acp-skills"
@@ -314,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="also apply the Agent Skills specification (agentskills.io)",
     )
     command(_doctor, "every root, skipped file and shadowed skill, and the catalog's size", roots)
+    add_trust_arguments(
+        command(trust, "trust, refuse or forget a project's skills (docs/trust.md)")
+    )
     return parser
 
 
