@@ -32,3 +32,25 @@ def test_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "not found" in result.stdout
     assert not (tmp_path / "trust.json").exists()
+
+
+def test_list_marks_a_project_skill_that_waits_for_trust(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    skill = project / ".agents" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Deploy it.\n---\nBody\n")
+    env = cli_env(
+        ACP_SKILLS_TRUST="ask",
+        ACP_SKILLS_TRUST_FILE=str(tmp_path / "trust.json"),
+        DSH_HOME=str(tmp_path / "h1"),
+        DSH_AGENTS_HOME=str(tmp_path / "h2"),
+    )
+    listed = run("list", "--cwd", str(project), "--json", env=env)
+    assert [s["trust"] for s in json.loads(listed.stdout)["skills"]] == ["pending"]
+    assert "(waiting for trust)" in run("list", "--cwd", str(project), env=env).stdout
+    assert run("trust", str(project), env=env).returncode == 0
+    listed = run("list", "--cwd", str(project), "--json", env=env)
+    assert [s["trust"] for s in json.loads(listed.stdout)["skills"]] == ["trusted"]
+    refused = run("list", "--cwd", str(project), "--trust", "none", "--json", env=env)
+    assert [s["trust"] for s in json.loads(refused.stdout)["skills"]] == ["refused"]

@@ -28,6 +28,7 @@ from ..diagnostics import shadow_diagnostic, skipped
 from ..model import ShadowedSkill
 from ..text import remove_unsafe_characters as clean
 from ..text import replace_lone_surrogates
+from ..trust import TRUST_MODES
 from .output import (
     BOLD,
     DIM,
@@ -44,7 +45,7 @@ from .output import (
     table,
     tally,
 )
-from .trust import add_trust_arguments, trust
+from .trust import add_trust_arguments, trust, trust_of
 from .validate import validate
 
 PROG = "acp-skills"
@@ -84,6 +85,7 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
     for shadowed in snapshot.shadowed if args.all else ():
         losers.setdefault(shadowed.skill.name, []).append(shadowed)
     entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
+    states = trust_of(args, [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)])
     for skill in snapshot.skills:
         entries.append((skill, None))
         entries.extend((lost.skill, lost.winner) for lost in losers.get(skill.name, ()))
@@ -98,6 +100,7 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
             "modelInvocable": not skill.disable_model_invocation,
             "userInvocable": skill.user_invocable,
             "shadowedBy": _location(winner) if winner is not None else None,
+            "trust": states[skill],
         }
         for skill, winner in entries
     ]
@@ -111,6 +114,8 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
         path = clean(skill.path or f"({skill.provider})")
         if winner is not None:
             path += f"  (shadowed by {clean(winner.source)} {clean(winner.path or '')})"
+        if (state := states[skill]) in ("pending", "refused"):
+            path += "  (waiting for trust)" if state == "pending" else "  (trust refused)"
         model = "no" if skill.disable_model_invocation else "yes"
         user = "yes" if skill.user_invocable else "no"
         rows.append(
@@ -264,6 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
         ("--agents-home", "default: $DSH_AGENTS_HOME, else ~/.agents"),
     ):
         roots.add_argument(flag, metavar="DIR", help=help)
+    roots.add_argument(
+        "--trust",
+        choices=TRUST_MODES,
+        help="ask (stored decisions), all or none, as the agent's (default: $ACP_SKILLS_TRUST)",
+    )
     roots.add_argument(
         "--skills-dir",
         action="append",

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 
-from ..trust import Decision, TrustFileError, TrustStore, project_of
+from ..model import SkillCandidate
+from ..trust import (
+    PROJECT_SOURCES,
+    Decision,
+    TrustFileError,
+    TrustState,
+    TrustStore,
+    project_of,
+    trust_mode,
+    trust_states,
+)
 from .output import OK, PROBLEMS, USAGE, Outcome, Style
 
 
@@ -55,3 +66,17 @@ def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--refuse", action="store_true", help="never offer the project's skills")
     what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
     what.add_argument("--list", action="store_true", help="every stored decision")
+
+
+def trust_of(
+    args: argparse.Namespace, skills: Sequence[SkillCandidate]
+) -> dict[SkillCandidate, TrustState]:
+    """Each skill's trust state as a session at ``--cwd`` would see it (``--trust``, else
+    ``$ACP_SKILLS_TRUST``); an unreadable trust file counts as no decisions."""
+    mode = trust_mode(args.trust if args.trust is not None else os.environ.get("ACP_SKILLS_TRUST"))
+    try:
+        decisions = TrustStore().decisions()
+    except TrustFileError:
+        decisions = {}
+    project = project_of(args.cwd)
+    return trust_states(skills, dict.fromkeys(PROJECT_SOURCES, project), decisions, mode)
