@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,12 @@ from acp_skills.jsonl_store import JsonlSessionStore
 from acp_skills.model import PrefixContext
 from acp_skills.record import InMemorySessionStore, SessionStore
 from tests.installed import Installation, build_and_install
+
+# Trust (docs/trust.md) would hold back every project skill the other suites put in their
+# temporary projects; they test other things, so they run as a person who trusts everything.
+# Set here, in the environment, so the agent and CLI subprocesses inherit it; the trust tests
+# set their own mode.
+os.environ["ACP_SKILLS_TRUST"] = "all"
 
 
 @pytest.fixture

@@ -185,6 +185,7 @@ def test_list_json_has_the_stable_shape_and_all_adds_the_shadowed(corpus: Corpus
             "modelInvocable",
             "userInvocable",
             "shadowedBy",
+            "trust",
         )
     }
     by_name = {skill["name"]: skill for skill in skills}
@@ -198,6 +199,7 @@ def test_list_json_has_the_stable_shape_and_all_adds_the_shadowed(corpus: Corpus
         "modelInvocable": True,
         "userInvocable": True,
         "shadowedBy": None,
+        "trust": "trusted",
     }
     assert by_name["hidden-helper"]["modelInvocable"] is False
     assert by_name["model-only"]["userInvocable"] is False

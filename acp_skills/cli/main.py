@@ -30,6 +30,7 @@ from ..diagnostics import Diagnostic, shadow_diagnostic, skipped
 from ..model import SKILL_FILE_NAME, ShadowedSkill, SkillSnapshot
 from ..text import remove_unsafe_characters as clean
 from ..text import replace_lone_surrogates
+from ..trust import TRUST_MODES
 from .mcp_options import add_mcp_options, mcp_provider_from, mcp_server_lines, mcp_servers_json
 from .output import (
     BOLD,
@@ -47,6 +48,7 @@ from .output import (
     table,
     tally,
 )
+from .trust import add_trust_arguments, trust, trust_of
 from .validate import validate
 
 PROG = "acp-skills"
@@ -128,6 +130,7 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
     for shadowed in snapshot.shadowed if args.all else ():
         losers.setdefault(shadowed.skill.name, []).append(shadowed)
     entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
+    states = trust_of(args, [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)])
     for skill in snapshot.skills:
         entries.append((skill, None))
         entries.extend((lost.skill, lost.winner) for lost in losers.get(skill.name, ()))
@@ -142,6 +145,7 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
             "modelInvocable": not skill.disable_model_invocation,
             "userInvocable": skill.user_invocable,
             "shadowedBy": _location(winner) if winner is not None else None,
+            "trust": states[skill],
         }
         for skill, winner in entries
     ]
@@ -157,6 +161,8 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
         path = clean(skill.path or f"({skill.provider})")
         if winner is not None:
             path += f"  (shadowed by {clean(winner.source)} {clean(winner.path or '')})"
+        if (state := states[skill]) in ("pending", "refused"):
+            path += "  (waiting for trust)" if state == "pending" else "  (trust refused)"
         model = "no" if skill.disable_model_invocation else "yes"
         user = "yes" if skill.user_invocable else "no"
         rows.append(
@@ -318,6 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
     fitted = argparse.ArgumentParser(add_help=False)
     settings.add_catalog_arguments(fitted, "--budget", "--catalog-budget")
     add_mcp_options(roots)
+    roots.add_argument(
+        "--trust",
+        choices=TRUST_MODES,
+        help="ask (stored decisions), all or none, as the agent's (default: $ACP_SKILLS_TRUST)",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(run: _Command, help: str, *parents: ArgumentParser) -> ArgumentParser:
@@ -363,6 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
         "every root, skipped file and shadowed skill, and the catalog's size",
         roots,
         fitted,
+    )
+    add_trust_arguments(
+        command(trust, "trust, refuse or forget a project's skills (docs/trust.md)")
     )
     return parser
 

@@ -1,0 +1,82 @@
+"""``acp-skills trust``: store, refuse, forget or list the trust decisions of projects (§13)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+
+from ..model import SkillCandidate
+from ..trust import (
+    PROJECT_SOURCES,
+    Decision,
+    TrustFileError,
+    TrustState,
+    TrustStore,
+    project_of,
+    trust_mode,
+    trust_states,
+)
+from .output import OK, PROBLEMS, USAGE, Outcome, Style
+
+
+async def trust(args: argparse.Namespace, style: Style) -> Outcome:
+    """Trust (or ``--refuse``, ``--forget``) the project PATH belongs to, or ``--list`` them."""
+    # A few small local files: nothing here is worth a thread.
+    return _trust(args, style)
+
+
+def _trust(args: argparse.Namespace, style: Style) -> Outcome:
+    store = TrustStore()
+    try:
+        if args.list:
+            if args.path is not None:
+                return Outcome({"error": "--list takes no PATH"}, ["--list takes no PATH"], USAGE)
+            decisions = store.decisions()
+            projects = [{"path": k, "decision": v} for k, v in sorted(decisions.items())]
+            lines = [f"{style(p['decision'], 'bold')}  {p['path']}" for p in projects]
+            remark = [] if projects else [f"no decisions stored in {store.path}"]
+            return Outcome({"projects": projects}, lines, OK, remarks=remark)
+        path = os.path.abspath(args.path if args.path is not None else os.getcwd())
+        if not os.path.exists(path):
+            message = f"not found: {path}"
+            return Outcome({"error": message}, [message], USAGE)
+        project = project_of(path)
+        decision: Decision | None = (
+            None if args.forget else ("refused" if args.refuse else "trusted")
+        )
+        store.decide(project, decision)
+    except (TrustFileError, OSError) as error:
+        return Outcome({"error": str(error)}, [str(error)], PROBLEMS)
+    said = {"trusted": "trusted", "refused": "refused", None: "forgotten"}[decision]
+    return Outcome(
+        {"path": project.key, "decision": decision},
+        [f"{said}: {project.key}"],
+        OK,
+        remarks=[f"stored in {store.path}"],
+    )
+
+
+def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``trust`` command's own arguments."""
+    parser.add_argument(
+        "path", nargs="?", metavar="PATH", help="a path in the project (default: the current one)"
+    )
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--refuse", action="store_true", help="never offer the project's skills")
+    what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
+    what.add_argument("--list", action="store_true", help="every stored decision")
+
+
+def trust_of(
+    args: argparse.Namespace, skills: Sequence[SkillCandidate]
+) -> dict[SkillCandidate, TrustState]:
+    """Each skill's trust state as a session at ``--cwd`` would see it (``--trust``, else
+    ``$ACP_SKILLS_TRUST``); an unreadable trust file counts as no decisions."""
+    mode = trust_mode(args.trust if args.trust is not None else os.environ.get("ACP_SKILLS_TRUST"))
+    try:
+        decisions = TrustStore().decisions()
+    except TrustFileError:
+        decisions = {}
+    project = project_of(args.cwd)
+    return trust_states(skills, dict.fromkeys(PROJECT_SOURCES, project), decisions, mode)

@@ -1,0 +1,56 @@
+"""``acp-skills trust`` in subprocesses, with the trust file in a temporary directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.test_cli import cli_env, run
+
+
+def test_trust_refuse_forget_and_list(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "sub").mkdir()
+    env = cli_env(ACP_SKILLS_TRUST_FILE=str(tmp_path / "cfg" / "trust.json"))
+    key = str(project.resolve())
+    trusted = run("trust", str(project / "sub"), env=env)
+    assert trusted.returncode == 0, trusted.stderr
+    assert trusted.stdout == f"trusted: {key}\n"
+    listed = run("trust", "--list", "--json", env=env)
+    assert json.loads(listed.stdout) == {"projects": [{"path": key, "decision": "trusted"}]}
+    assert run("trust", "--refuse", str(project), env=env).returncode == 0
+    listed = run("trust", "--list", "--json", env=env)
+    assert json.loads(listed.stdout)["projects"][0]["decision"] == "refused"
+    assert run("trust", "--forget", str(project), env=env).returncode == 0
+    assert json.loads(run("trust", "--list", "--json", env=env).stdout) == {"projects": []}
+
+
+def test_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
+    env = cli_env(ACP_SKILLS_TRUST_FILE=str(tmp_path / "trust.json"))
+    result = run("trust", str(tmp_path / "nope"), env=env)
+    assert result.returncode == 2
+    assert "not found" in result.stdout
+    assert not (tmp_path / "trust.json").exists()
+
+
+def test_list_marks_a_project_skill_that_waits_for_trust(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    skill = project / ".agents" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Deploy it.\n---\nBody\n")
+    env = cli_env(
+        ACP_SKILLS_TRUST="ask",
+        ACP_SKILLS_TRUST_FILE=str(tmp_path / "trust.json"),
+        DSH_HOME=str(tmp_path / "h1"),
+        DSH_AGENTS_HOME=str(tmp_path / "h2"),
+    )
+    listed = run("list", "--cwd", str(project), "--json", env=env)
+    assert [s["trust"] for s in json.loads(listed.stdout)["skills"]] == ["pending"]
+    assert "(waiting for trust)" in run("list", "--cwd", str(project), env=env).stdout
+    assert run("trust", str(project), env=env).returncode == 0
+    listed = run("list", "--cwd", str(project), "--json", env=env)
+    assert [s["trust"] for s in json.loads(listed.stdout)["skills"]] == ["trusted"]
+    refused = run("list", "--cwd", str(project), "--trust", "none", "--json", env=env)
+    assert [s["trust"] for s in json.loads(refused.stdout)["skills"]] == ["refused"]

@@ -1,0 +1,124 @@
+"""The trust store and project identity (contract §13): real files, a real git worktree."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from acp_skills import SkillCandidate
+from acp_skills.trust import (
+    ProjectSource,
+    ServerSource,
+    TrustFileError,
+    TrustStore,
+    default_trust_file,
+    project_of,
+    trust_mode,
+    trust_states,
+)
+
+
+def _git(*args: str, cwd: Path) -> None:
+    env = os.environ | {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+def test_a_path_inside_a_repository_or_a_link_to_it_means_the_repository(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src" / "deep").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(repo)
+    assert project_of(repo / "src" / "deep") == ProjectSource(str(repo.resolve()))
+    assert project_of(tmp_path / "link" / "src") == ProjectSource(str(repo.resolve()))
+    assert project_of(repo).label == "repo"
+
+
+def test_a_directory_outside_any_repository_is_its_own_project(tmp_path: Path) -> None:
+    assert project_of(tmp_path).key == str(tmp_path.resolve())
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_worktrees_of_one_repository_share_one_decision(tmp_path: Path) -> None:
+    repo = tmp_path / "main"
+    repo.mkdir()
+    _git("init", "-q", cwd=repo)
+    (repo / "README").write_text("x\n")
+    _git("add", "README", cwd=repo)
+    _git("commit", "-q", "-m", "first", cwd=repo)
+    _git("worktree", "add", "-q", str(tmp_path / "feature"), cwd=repo)
+    assert (tmp_path / "feature" / ".git").is_file()
+    store = TrustStore(tmp_path / "config" / "trust.json")
+    store.decide(project_of(tmp_path / "feature"), "trusted")
+    assert store.decision(project_of(repo)) == "trusted"
+    assert project_of(tmp_path / "feature") == project_of(repo)
+
+
+def test_decisions_are_stored_atomically_outside_the_project(tmp_path: Path) -> None:
+    store = TrustStore(tmp_path / "config" / "acp-skills" / "trust.json")
+    project = ProjectSource(str(tmp_path / "p"))
+    store.decide(project, "refused")
+    data = json.loads(Path(store.path).read_text())
+    assert data == {"projects": [{"path": project.key, "decision": "refused"}]}
+    store.decide(project, None)
+    assert store.decisions() == {}
+    # Nothing left behind by the atomic write.
+    assert os.listdir(os.path.dirname(store.path)) == ["trust.json"]
+
+
+def test_a_broken_trust_file_is_an_error_and_is_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "trust.json"
+    path.write_text("{not json")
+    with pytest.raises(TrustFileError, match="cannot read"):
+        TrustStore(path).decide(ProjectSource("/x"), "trusted")
+    assert path.read_text() == "{not json"
+
+
+def test_the_trust_file_follows_the_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ACP_SKILLS_TRUST_FILE", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/cfg")
+    assert default_trust_file() == "/cfg/acp-skills/trust.json"
+    monkeypatch.setenv("ACP_SKILLS_TRUST_FILE", "/elsewhere/t.json")
+    assert default_trust_file() == "/elsewhere/t.json"
+
+
+def test_modes() -> None:
+    assert trust_mode(None) == "ask"
+    assert trust_mode(" ALL ") == "all"
+    assert trust_mode("none") == "none"
+    with pytest.raises(ValueError, match="unknown mode"):
+        trust_mode("yes")
+
+
+def _skill(name: str, source: str) -> SkillCandidate:
+    return SkillCandidate(name=name, description="d", source=source, rank=0)
+
+
+def test_trust_states_per_mode_decision_and_session_grant() -> None:
+    own, mine = _skill("a", "user-agents"), _skill("b", "project-agents")
+    project = ProjectSource("/p")
+    source_of = {"project-agents": project}
+    assert trust_states([own, mine], source_of, {}, "ask") == {own: "trusted", mine: "pending"}
+    assert trust_states([mine], source_of, {}, "all") == {mine: "trusted"}
+    assert trust_states([own, mine], source_of, {}, "none") == {own: "trusted", mine: "refused"}
+    assert trust_states([mine], source_of, {"/p": "refused"}, "ask") == {mine: "refused"}
+    assert trust_states([mine], source_of, {"/p": "trusted"}, "ask") == {mine: "trusted"}
+    assert trust_states([mine], source_of, {}, "ask", {"/p": True}) == {mine: "session"}
+    assert trust_states([mine], source_of, {}, "ask", {"/p": False}) == {mine: "pending"}
+
+
+def test_a_server_source_is_keyed_by_label_and_endpoint() -> None:
+    server = ServerSource("docs", "https://mcp.example/x", frozenset({("skill://a", "sha256:1")}))
+    skill = _skill("a", "mcp")
+    assert trust_states([skill], {"mcp": server}, {server.key: "trusted"}, "ask") == {
+        skill: "trusted"
+    }
