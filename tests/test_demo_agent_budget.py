@@ -154,7 +154,8 @@ async def test_a_pinned_or_hidden_name_no_skill_has_is_one_warning(sandbox: Sand
     [pin] = [line for line in warnings if "setting=pin" in line]
     [hide] = [line for line in warnings if "setting=hide" in line]
     assert "zebra-censsus" in pin
-    assert "no-such-hidden" in hide and "team-00" not in hide
+    assert "no-such-hidden" in hide
+    assert "team-00" not in hide
 
 
 # -- the command line --------------------------------------------------------------------------
