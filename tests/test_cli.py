@@ -388,7 +388,15 @@ async def test_doctor_json_reports_roots_skipped_shadowed_and_catalog_size(corpu
     typo = corpus.root / "typo"
     report, status = run_json("doctor", *corpus.roots(), "--skills-dir", str(typo))
     assert status == 1
-    assert list(report) == ["roots", "skipped", "shadowed", "catalogCharacters", "problems"]
+    assert list(report) == [
+        "roots",
+        "skipped",
+        "shadowed",
+        "catalogCharacters",
+        "unknownPinned",
+        "unknownHidden",
+        "problems",
+    ]
     assert report["roots"] == [
         {
             "path": str(corpus.project / ".dsh" / "skills"),
