@@ -234,10 +234,13 @@ async def test_a_broken_file_is_warned_about_once_per_change_across_thirty_edits
 
 
 async def log_lines_with(log: Path, event: str) -> list[str]:
-    """Wait until the log has a line with ``event``; every line that has it."""
-    while not (lines := [line for line in log.read_text().splitlines() if event in line]):
+    """Wait until the log has a line with ``event`` (the agent announces nothing a client
+    could wait for); every line that has it."""
+    while True:
+        lines = [line for line in log.read_text().splitlines() if event in line]  # noqa: ASYNC240
+        if lines:
+            return lines
         await anyio.sleep(POLL_SECONDS)
-    return lines
 
 
 async def test_changes_beside_a_missing_root_are_ignored_even_the_agents_own_log(
