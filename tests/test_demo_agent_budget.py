@@ -144,7 +144,15 @@ async def test_a_pinned_or_hidden_name_no_skill_has_is_one_warning(sandbox: Sand
     log = sandbox.root / "agent-stderr.log"
     with anyio.fail_after(TEST_SECONDS), log.open("w") as stderr:
         async with sandbox.spawn(
-            "--catalog-budget", "none", "--pin", "zebra-censsus", env=env, stderr=stderr
+            # Without watching, the skills stay cached from the start: until a watch is live
+            # each lookup is a new set of skills, and its catalog warns again, as documented.
+            "--no-watch",
+            "--catalog-budget",
+            "none",
+            "--pin",
+            "zebra-censsus",
+            env=env,
+            stderr=stderr,
         ) as agent:
             await turn(agent, sandbox, "hello")
             _, prefix = await turn(agent, sandbox, "hello again")
