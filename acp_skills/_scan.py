@@ -103,8 +103,11 @@ async def scan(
             content = read_local_file(path, max_bytes) if contents is None else contents[index]
             outcome = parse_file(content)
             misnamed = contents is None and _lowercase_skill_file(outcome, resource_dir)
+            nested = () if contents is not None else _nested_skill_dirs(outcome, resource_dir)
             if misnamed:
                 report.append(diagnostic(misnamed_skill_file(), path))
+            elif nested:
+                report.append(diagnostic(nested_skill_dirs(nested), path))
             else:
                 report.extend(file_diagnostics(path, outcome, expected_name=expected))
             if isinstance(outcome, ParsedSkill):
@@ -218,6 +221,36 @@ def _lowercase_skill_file(outcome: object, directory: str) -> bool:
         isinstance(outcome, FileReadError)
         and outcome.not_found
         and os.path.isfile(os.path.join(directory, _LOWERCASE_SKILL_FILE))
+    )
+
+
+def nested_skill_dirs(names: Sequence[str]) -> Problem:
+    """The warning for a directory of a root that holds skills one level too deep."""
+    shown = ", ".join(f"{name}/{SKILL_FILE_NAME}" for name in names[:3])
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    message = (
+        f"no {SKILL_FILE_NAME} here, but {shown}{more} one level further down: discovery is "
+        f"one level deep, so {'it is' if len(names) == 1 else 'they are'} not loaded; move "
+        f"{'it' if len(names) == 1 else 'them'} up into the skills directory, or "
+        "add this directory as a skills directory of its own (--skills-dir)"
+    )
+    return Problem("skill-nested-too-deep", message)
+
+
+def _nested_skill_dirs(outcome: object, directory: str) -> tuple[str, ...]:
+    # Only a directory without SKILL.md (helpers, or a group of skills) gets this look.
+    if not (isinstance(outcome, FileReadError) and outcome.not_found):
+        return ()
+    try:
+        with os.scandir(directory) as entries:
+            children = sorted(e.name for e in entries if e.is_dir())
+    except OSError:
+        return ()
+    return tuple(
+        name
+        for name in children
+        if os.path.isfile(os.path.join(directory, name, SKILL_FILE_NAME))
+        or os.path.isfile(os.path.join(directory, name, _LOWERCASE_SKILL_FILE))
     )
 
 

@@ -57,6 +57,9 @@ class CatalogFit:
     description_cap: int | None = None  # the uniform cap the budget chose
     truncated: int = 0  # listed descriptions cut at max_length and not shortened further
     max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH
+    # Pinned or hidden names no skill has (a typo, a skill removed): worth a warning.
+    unknown_pinned: tuple[str, ...] = ()
+    unknown_hidden: tuple[str, ...] = ()
 
     @property
     def within_budget(self) -> bool:
@@ -97,6 +100,13 @@ def fit_catalog(
     limit = check_catalog_budget(budget)
     hidden_names = frozenset(hidden)
     pinned_names = frozenset(pinned) - hidden_names
+    skills = list(skills)
+    unknown_pinned: tuple[str, ...] = ()
+    unknown_hidden: tuple[str, ...] = ()
+    if hidden_names or pinned_names:
+        known = {skill.name for skill in skills}
+        unknown_pinned = tuple(sorted(frozenset(pinned) - known))
+        unknown_hidden = tuple(sorted(hidden_names - known))
     # Comprehensions rather than one loop: with ten thousand skills this is most of the cost.
     visible = [skill for skill in skills if not skill.disable_model_invocation]
     hidden_found: tuple[str, ...] = ()
@@ -108,7 +118,15 @@ def fit_catalog(
         first = [_Line(s, bound) for s in visible if s.name in pinned_names]
         visible = [skill for skill in visible if skill.name not in pinned_names]
     if not first and not visible:
-        return CatalogFit(text=None, limit=limit, used=0, hidden=hidden_found, max_length=bound)
+        return CatalogFit(
+            text=None,
+            limit=limit,
+            used=0,
+            hidden=hidden_found,
+            max_length=bound,
+            unknown_pinned=unknown_pinned,
+            unknown_hidden=unknown_hidden,
+        )
     first.sort(key=_by_name)
     frame = _Frame(tool_name, first)
     made: dict[int, _Line] = {}
@@ -138,6 +156,8 @@ def fit_catalog(
             description_cap=cap if shortened or left_out else None,
             truncated=truncated,
             max_length=bound,
+            unknown_pinned=unknown_pinned,
+            unknown_hidden=unknown_hidden,
         )
 
     def every_skill_listed(cap: int | None) -> CatalogFit:
@@ -328,6 +348,10 @@ class SkillCatalogContributor:
                 description_cap=fit.description_cap,
                 within_budget=fit.within_budget,
             )
+        for setting, names in (("pin", fit.unknown_pinned), ("hide", fit.unknown_hidden)):
+            if names:
+                # Once per catalog fitted (a new set of skills), not per session sharing it.
+                _log.warning("skill_name_unknown", setting=setting, names=list(names))
         self._fits[id(snapshot)] = (snapshot, fit)
         while len(self._fits) > _FITS_KEPT:
             self._fits.popitem(last=False)

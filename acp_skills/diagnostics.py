@@ -79,6 +79,8 @@ CODES: Final[Mapping[str, CodeSpec]] = {
     "markdown-ignored": _code("info", "skill_markdown_ignored", "debug"),
     # A bundle with `skill.md`: left out (the name is case-sensitive), with a hint to rename.
     "skill-file-lowercase": _code("warning", "skill_file_misnamed"),
+    # A directory of a root holding bundles one level too deep: they are not loaded.
+    "skill-nested-too-deep": _code("warning", "skill_nested_too_deep"),
     # A skill that is discovered, with something its author should know.
     "field-ignored": _code("warning", "skill_field_ignored"),
     "name-mismatch": _code("warning", "skill_name_mismatch"),

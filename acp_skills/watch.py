@@ -257,7 +257,10 @@ class _Loop:
         while True:
             changes = watch(
                 *sorted(plan),
-                watch_filter=None,  # every change is judged against the plan
+                # Only a change that matters ends a batch: the rest (the agent's own log file
+                # in a directory watched for a missing root to appear) wakes nothing, logs
+                # nothing, and cannot feed itself through a debug line about it.
+                watch_filter=lambda change, path: _judge(plan, change, path)[0],
                 debounce=DEBOUNCE_MS,
                 step=STEP_MS,
                 stop_event=self._stop,

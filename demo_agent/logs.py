@@ -70,6 +70,10 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(number)
+    # watchfiles' debug lines report every raw file event, even one the watcher filters out:
+    # with the log file in a watched directory (beside a root that does not exist yet), each
+    # such line would be an event about itself, without end.
+    logging.getLogger("watchfiles").setLevel(max(number, logging.INFO))
     # Python's own warnings become log records too, rendered like the rest.
     logging.captureWarnings(True)
     structlog.configure(

@@ -223,6 +223,9 @@ async def initialize_agent(conn: ClientSideConnection) -> InitializeResponse:
     )
 
 
+SHUTDOWN_SECONDS = 30.0
+
+
 @asynccontextmanager
 async def spawn_agent(
     *args: str,
@@ -244,7 +247,8 @@ async def spawn_agent(
             reads: a full pipe would block the agent.
         cwd: the child's working directory.
 
-    On exit the SDK closes the agent's stdin and waits for it to exit (then terminates it).
+    On exit the SDK closes the agent's stdin and waits for it to exit (then, after
+    ``SHUTDOWN_SECONDS``, terminates it).
     """
     client = client if client is not None else RecordingClient()
     command, *prefix = AGENT_COMMAND
@@ -255,7 +259,10 @@ async def spawn_agent(
         *args,
         env=dict(env or {}),
         cwd=cwd,
-        transport_kwargs={"stderr": stderr},
+        # The SDK waits this long for the agent to exit on its own once stdin closes, then
+        # terminates it: the default 2 s is too short for a loaded machine, and a test that
+        # checks a clean exit would see -15. The wait ends when the process does.
+        transport_kwargs={"stderr": stderr, "shutdown_timeout": SHUTDOWN_SECONDS},
         observers=[client.observe],
     ) as (conn, proc):
         if initialize:

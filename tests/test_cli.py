@@ -390,7 +390,15 @@ async def test_doctor_json_reports_roots_skipped_shadowed_and_catalog_size(corpu
     typo = corpus.root / "typo"
     report, status = run_json("doctor", *corpus.roots(), "--skills-dir", str(typo))
     assert status == 1
-    assert list(report) == ["roots", "skipped", "shadowed", "catalogCharacters", "problems"]
+    assert list(report) == [
+        "roots",
+        "skipped",
+        "shadowed",
+        "catalogCharacters",
+        "unknownPinned",
+        "unknownHidden",
+        "problems",
+    ]
     assert report["roots"] == [
         {
             "path": str(corpus.project / ".dsh" / "skills"),
@@ -572,3 +580,29 @@ async def test_the_command_line_sees_what_the_library_sees(corpus: Corpus) -> No
     assert [(s["name"], s["path"]) for s in listed["skills"]] == [
         (skill.name, skill.path) for skill in snapshot.skills
     ]
+
+
+def test_catalog_and_doctor_warn_of_a_pinned_or_hidden_name_no_skill_has(tmp_path: Path) -> None:
+    """One stderr line per unknown name, naming it; doctor then exits 1, as for any warning."""
+    skills = tmp_path / "skills"
+    (skills / "deploy").mkdir(parents=True)
+    (skills / "deploy" / "SKILL.md").write_text("---\nname: deploy\ndescription: Ship it.\n---\n")
+    where = [*nowhere(tmp_path), "--skills-dir", str(skills)]
+    assert run("doctor", *where).returncode == 0
+    env = cli_env(ACP_SKILLS_HIDE="no-such-hidden")
+    catalog = run("catalog", *where, "--pin", "no-such-pinned", "--pin", "deploy", env=env)
+    assert catalog.returncode == 0
+    assert "- `deploy`: Ship it." in catalog.stdout
+    unknown = [line for line in catalog.stderr.splitlines() if "names no skill" in line]
+    assert unknown == [
+        "warning: --pin names no skill: no-such-pinned (ACP_SKILLS_PIN)",
+        "warning: --hide names no skill: no-such-hidden (ACP_SKILLS_HIDE)",
+    ]
+    doctor = run("doctor", *where, "--pin", "no-such-pinned", "--json", env=env)
+    assert doctor.returncode == 1
+    assert "warning: --pin names no skill: no-such-pinned" in doctor.stderr
+    payload = json.loads(doctor.stdout)
+    assert (payload["unknownPinned"], payload["unknownHidden"]) == (
+        ["no-such-pinned"],
+        ["no-such-hidden"],
+    )

@@ -283,3 +283,37 @@ def test_documentation_markdown_is_a_note_and_a_lowercase_skill_file_a_warning(
     homes = ["--dsh-home", str(tmp_path / "d"), "--agents-home", str(tmp_path / "a")]
     report, status = run_json("doctor", "--cwd", str(tmp_path), *homes, "--skills-dir", str(root))
     assert seen(report["problems"]) == expected
+
+
+@pytest.mark.parametrize("beside", [False, True], ids=["only-nested", "beside-a-skill"])
+def test_a_skill_nested_one_level_too_deep_is_a_warning_from_validate_and_doctor(
+    tmp_path: Path, beside: bool
+) -> None:
+    """root/group/bundle/SKILL.md is not loaded: ``validate root`` never says "no problems"
+    for it, and ``doctor`` over the same root reports the same record."""
+    root = tmp_path / "skills"
+    for place in ["group/bundle", "group/other", "helpers"] + (["good"] if beside else []):
+        (root / place).mkdir(parents=True)
+    for bundle in ["group/bundle", "group/other"] + (["good"] if beside else []):
+        name = bundle.rsplit("/", 1)[-1]
+        (root / bundle / "SKILL.md").write_text(f"---\nname: {name}\ndescription: A.\n---\n")
+
+    def seen(diagnostics: list[dict[str, str]]) -> list[tuple[str, str, str]]:
+        found = [(d["path"], d["code"], d["severity"]) for d in diagnostics]
+        return sorted((str(Path(p).relative_to(root)), c, s) for p, c, s in found)
+
+    nested = [
+        ("group/SKILL.md", "skill-nested-too-deep", "warning"),
+        ("helpers/SKILL.md", "skill-file-absent", "info"),
+    ]
+    found, status = run_json("validate", str(root))
+    no_skills = [] if beside else [(".", "no-skills", "warning")]
+    assert (seen(found["diagnostics"]), status) == (sorted(no_skills + nested), 1)
+    [warning] = [d for d in found["diagnostics"] if d["code"] == "skill-nested-too-deep"]
+    assert "bundle/SKILL.md, other/SKILL.md one level further down" in warning["message"]
+    text = run("validate", str(root))
+    assert "no problems" not in text.stdout
+    assert text.returncode == 1
+    homes = ["--dsh-home", str(tmp_path / "d"), "--agents-home", str(tmp_path / "a")]
+    report, status = run_json("doctor", "--cwd", str(tmp_path), *homes, "--skills-dir", str(root))
+    assert (seen(report["problems"]), status) == (nested, 1)

@@ -136,6 +136,36 @@ async def test_pinned_and_hidden_skills_from_flags_and_environment(sandbox: Sand
     assert prefix["budget"]["limit"] is None
 
 
+async def test_a_pinned_or_hidden_name_no_skill_has_is_one_warning(sandbox: Sandbox) -> None:
+    """A typo in --pin or ACP_SKILLS_HIDE is logged once per catalog fitted, naming the name;
+    a second session over the same skills does not repeat it."""
+    write_many_skills(sandbox)
+    env = {"ACP_SKILLS_HIDE": "team-00, no-such-hidden"}
+    log = sandbox.root / "agent-stderr.log"
+    with anyio.fail_after(TEST_SECONDS), log.open("w") as stderr:
+        async with sandbox.spawn(
+            # Without watching, the skills stay cached from the start: until a watch is live
+            # each lookup is a new set of skills, and its catalog warns again, as documented.
+            "--no-watch",
+            "--catalog-budget",
+            "none",
+            "--pin",
+            "zebra-censsus",
+            env=env,
+            stderr=stderr,
+        ) as agent:
+            await turn(agent, sandbox, "hello")
+            _, prefix = await turn(agent, sandbox, "hello again")
+    assert "team-00" not in prefix["messages"][0]["text"]
+    warnings = [line for line in log.read_text().splitlines() if "skill_name_unknown" in line]
+    assert len(warnings) == 2
+    [pin] = [line for line in warnings if "setting=pin" in line]
+    [hide] = [line for line in warnings if "setting=hide" in line]
+    assert "zebra-censsus" in pin
+    assert "no-such-hidden" in hide
+    assert "team-00" not in hide
+
+
 # -- the command line --------------------------------------------------------------------------
 
 

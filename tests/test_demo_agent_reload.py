@@ -231,3 +231,48 @@ async def test_a_broken_file_is_warned_about_once_per_change_across_thirty_edits
     assert len(warnings) == 2, warnings
     assert "description" in warnings[0]
     assert "name" in warnings[1]
+
+
+async def log_lines_with(log: Path, event: str) -> list[str]:
+    """Wait until the log has a line with ``event`` (the agent announces nothing a client
+    could wait for); every line that has it."""
+    while True:
+        lines = [line for line in log.read_text().splitlines() if event in line]  # noqa: ASYNC240
+        if lines:
+            return lines
+        await anyio.sleep(POLL_SECONDS)
+
+
+async def test_changes_beside_a_missing_root_are_ignored_even_the_agents_own_log(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The agent logs at debug level into the directory it watches for a missing root to
+    appear: its own log writes and other files there cause no rescan and no log line about
+    them (each would be a write about itself, without end); the root appearing still counts."""
+    area = tmp_path / "area"
+    area.mkdir()
+    missing = area / "later" / "skills"
+    log, notes = area / "agent.log", area / "notes.txt"
+    flags = ["--skills-dir", str(missing), "--log-file", str(log), "--log-level", "debug"]
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn(*flags) as agent:
+            a = await open_session(agent, sandbox.project)
+            assert await listed(agent, a) == []
+            await log_lines_with(log, "skill_watch_started")
+            assert await listed(agent, a) == []  # the catch-up rescan once the watch is live
+            before = log.read_text().count("skills_discovered")
+            for edit in range(30):
+                notes.write_text(f"edit {edit}\n")
+                # Each lookup would rescan if anything had invalidated the skills.
+                assert await listed(agent, a) == []
+            rescans = log.read_text().count("skills_discovered") - before
+            # The root appearing is seen, and only after every earlier change was.
+            write_skill(missing, "late", "Arrives in the root that was missing.", "# Late\n")
+            await until_listed(agent, a, ["late"])
+    lines = log.read_text().splitlines()
+    assert rescans <= 1  # at most the catch-up, had it not happened yet
+    about_files = [line for line in lines if "agent.log" in line or "notes.txt" in line]
+    assert about_files == []
+    changes = [line for line in lines if "skill_watch_changes" in line]
+    assert changes
+    assert all("relevant=True" in line for line in changes)

@@ -425,27 +425,21 @@ async def test_resource_changes_cause_no_invalidation(tmp_path: Path) -> None:
         await watched.live()
         # Cached again after the catch-up, so the change below is only seen through the watch.
         assert await watched.descriptions() == {"deploy": "Deploy.", "notes": "Notes."}
-        before = len(watched.invalidations)
         with capture_logs() as logs:
             (bundle / "references" / "guide.md").write_text("# Guide, edited\n")
             (bundle / "references" / "more.md").write_text("# More\n")
             (bundle / "scripts").mkdir()
             (bundle / "scripts" / "run.sh").write_text("echo run\n")
             (bundle / "checklist.txt").write_text("1. Check.\n")
-            checklist = str((bundle / "checklist.txt").resolve())
-
-            def handled() -> bool:
-                return any(checklist in entry.get("paths", ()) for entry in logs)
-
-            # The watcher has seen (and judged) the changes it can see.
-            await eventually(handled)
-            judged = [entry for entry in logs if checklist in entry.get("paths", ())]
-        assert [entry["relevant"] for entry in judged] == [False] * len(judged)
-        assert len(watched.invalidations) == before
-        # Still watching: a real change after them is seen.
-        write_skill(watched.skills / "notes.md", "notes", "More notes.")
-        await watched.until({"deploy": "Deploy.", "notes": "More notes."})
-        assert len(watched.invalidations) > before
+            # Changes arrive in order: once this one is seen, the ones above were judged.
+            write_skill(watched.skills / "notes.md", "notes", "More notes.")
+            notes = str((watched.skills / "notes.md").resolve())
+            await eventually(lambda: any(notes in entry.get("paths", ()) for entry in logs))
+            await watched.until({"deploy": "Deploy.", "notes": "More notes."})
+        # Only relevant changes end a batch and are logged: the notes file alone.
+        judged = [entry for entry in logs if entry.get("event") == "skill_watch_changes"]
+        assert {path for entry in judged for path in entry["paths"]} == {notes}
+        assert all(entry["relevant"] for entry in judged)
     finally:
         watched.handle.dispose()
 
@@ -461,15 +455,17 @@ async def test_changes_under_the_user_system_directory_cause_no_invalidation(
     try:
         await setup.until({"mine": "Mine."})
         await setup.live()
-        before = len(setup.invalidations)
         with capture_logs() as logs:
             write_skill(user_root / ".system" / "tool" / "SKILL.md", "tool", "Tool.")
-            system = str((user_root / ".system").resolve())
-            await eventually(lambda: any(system in entry.get("paths", ()) for entry in logs))
-            judged = [entry for entry in logs if system in entry.get("paths", ())]
-        assert [entry["relevant"] for entry in judged] == [False] * len(judged)
-        assert len(setup.invalidations) == before
-        assert await setup.descriptions() == {"mine": "Mine."}
+            # Changes arrive in order: once this one is seen, the one above was judged.
+            write_skill(user_root / "later.md", "later", "Later.")
+            later = str((user_root / "later.md").resolve())
+            await eventually(lambda: any(later in entry.get("paths", ()) for entry in logs))
+            await setup.until({"mine": "Mine.", "later": "Later."})
+        system = str((user_root / ".system").resolve())
+        judged = [entry for entry in logs if entry.get("event") == "skill_watch_changes"]
+        assert not [p for entry in judged for p in entry["paths"] if p.startswith(system)]
+        assert "tool" not in await setup.descriptions()
     finally:
         setup.handle.dispose()
 

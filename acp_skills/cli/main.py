@@ -80,6 +80,18 @@ def _agent_catalog(args: argparse.Namespace, snapshot: SkillSnapshot) -> Catalog
     )
 
 
+def _unknown_name_warnings(fit: CatalogFit) -> list[str]:
+    """One line per pinned or hidden name no skill has (a typo, a skill since removed)."""
+    return [
+        f"warning: {setting} names no skill: {clean(name)} ({env})"
+        for setting, env, names in (
+            ("--pin", "ACP_SKILLS_PIN", fit.unknown_pinned),
+            ("--hide", "ACP_SKILLS_HIDE", fit.unknown_hidden),
+        )
+        for name in names
+    ]
+
+
 async def _skipped_files(
     provider: LocalSkillProvider, options: SkillLookupOptions
 ) -> tuple[Diagnostic, ...]:
@@ -221,7 +233,7 @@ async def _catalog(args: argparse.Namespace, style: Style) -> Outcome:
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
     outcome = Outcome(
         {"text": fit.text, "characters": characters, "budget": budget},
-        warnings=await _custom_dir_warnings(provider),
+        warnings=await _custom_dir_warnings(provider) + _unknown_name_warnings(fit),
     )
     if fit.text is None:
         outcome.remarks.append(
@@ -254,6 +266,8 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
             for s in snapshot.shadowed
         ],
         "catalogCharacters": characters,
+        "unknownPinned": list(fit.unknown_pinned),
+        "unknownHidden": list(fit.unknown_hidden),
         # Beyond the skipped and the shadowed: every record, as `_skills/list` has them.
         "problems": [d.to_json() for d in problems],
     }
@@ -290,7 +304,10 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
         lines.extend([*servers, ""])
     lines.append(f"{style('Catalog', BOLD)}: {characters} characters, {visible} for the model")
     lines.append(f"{style('Result', BOLD)}: {tally(problems)}")
-    return Outcome(payload, lines, status_of(problems))
+    unknown = _unknown_name_warnings(fit)
+    # A name that matches nothing is a warning, and warnings make doctor exit with 1.
+    status = PROBLEMS if unknown else status_of(problems)
+    return Outcome(payload, lines, status, warnings=unknown)
 
 
 def _version() -> str:
