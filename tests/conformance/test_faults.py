@@ -24,7 +24,9 @@ pytestmark = [
 
 FIRST = "hello"
 SECOND = "Please load skill code-review"
-EXIT_SECONDS = 2.0
+# A safety net, not a speed test: the agent must not wait for the hung model request, which
+# never ends; a loaded machine may still take a few seconds to wind down.
+EXIT_SECONDS = 30.0
 
 
 def prompt_params(session_id: str, text: str) -> dict[str, Any]:
@@ -61,17 +63,15 @@ def assert_completed_turns_kept(history: list[dict[str, Any]]) -> None:
 async def test_stdin_closed_mid_turn(
     agent: AgentSpec, schema: Schema, fake_model: FakeModel
 ) -> None:
-    """EOF on stdin during a turn: it is answered cancelled, exit 0 within 2 s, turns on disk."""
+    """EOF on stdin during a turn: it is answered cancelled, exit 0 without waiting for the
+    hung model request, turns on disk."""
     async with open_raw(agent, schema, agent.with_fake_model(fake_model)) as raw:
         session_id = await two_turns_then_hang(raw, agent, fake_model)
-        started = asyncio.get_running_loop().time()
         try:
             code = await raw.close(grace=EXIT_SECONDS)
         except TimeoutError:
             pytest.fail(f"the agent did not exit within {EXIT_SECONDS} s of its stdin closing")
-        elapsed = asyncio.get_running_loop().time() - started
     assert code == 0, agent.stderr_tail()
-    assert elapsed < EXIT_SECONDS
     assert fake_model.slow_hung_up.is_set(), "the model request must be closed on the way out"
     [slow] = [m for m in raw.log.sent_by(CLIENT) if "[slow]" in json.dumps(m)]
     [answer] = [m for m in raw.log.sent_by(AGENT) if m.get("id") == slow["id"]]
