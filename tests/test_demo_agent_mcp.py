@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,8 @@ import anyio
 import pytest
 from acp.schema import EnvVariable, McpServerStdio
 
-from tests.agent_client import Agent, Sandbox
+from tests.agent_client import Agent, Sandbox, text_prompt
+from tests.fake_openai import FakeOpenAI, openai_agent_args, text_reply, tool_call_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -88,3 +90,79 @@ async def test_session_servers_bring_their_skills_and_sessions_do_not_share_cata
         {"label": "a", "connected": True, "skillsExtension": True, "skills": 1, "failure": None}
     ]
     assert none["mcpServers"] == []
+
+
+async def file_appears(path: Path) -> None:
+    """Return once ``path`` exists (the test's deadline bounds the wait)."""
+    while True:  # the caller's fail_after ends a hang
+        if await anyio.Path(path).exists():
+            return
+        await anyio.sleep(0.05)
+
+
+def skill_call(call_id: str, arguments: dict[str, str]) -> Any:
+    return tool_call_reply(call_id, "skill", [json.dumps(arguments)])
+
+
+async def test_the_skill_tool_reads_a_file_of_an_mcp_skill(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """``path`` of an MCP skill is read from its server, verified against the manifest."""
+    serve_skill(tmp_path / "root", "deploy-app")
+    call = {"name": "deploy-app", "path": "notes.md"}
+    missing = {"name": "deploy-app", "path": "missing.md"}
+    replies = [skill_call("c1", call), skill_call("c2", missing), text_reply("done")]
+    with FakeOpenAI(replies) as model:
+        with anyio.fail_after(TEST_SECONDS):
+            args = openai_agent_args(model.base_url)
+            async with sandbox.spawn(*args, env={"TEST_KEY": "secret"}) as agent:
+                created = await agent.conn.new_session(
+                    cwd=str(sandbox.project), mcp_servers=[stdio_entry(tmp_path / "root")]
+                )
+                sid = created.session_id
+                answer = await agent.conn.prompt(session_id=sid, prompt=text_prompt("deploy"))
+        tool_messages = [m for m in model.requests[-1].messages if m.get("role") == "tool"]
+    assert answer.stop_reason == "end_turn"
+    assert [m["content"] for m in tool_messages] == [
+        "notes of deploy-app\n",
+        'Error: cannot read "missing.md" of skill "deploy-app": not in its manifest',
+    ]
+
+
+async def test_cancel_during_a_slow_read_ends_the_turn_and_the_agent_keeps_serving(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """session/cancel while the server holds a read: the turn ends cancelled, the next works."""
+    serve_skill(tmp_path / "root", "deploy-app")
+    marker = tmp_path / "reading"
+    record = tmp_path / "methods"
+    server = stdio_entry(tmp_path / "root", "--slow-reads", str(marker), "--record", str(record))
+    replies = [skill_call("c1", {"name": "deploy-app", "path": "notes.md"}), text_reply("here")]
+    with FakeOpenAI(replies) as model:
+        with anyio.fail_after(TEST_SECONDS):
+            args = openai_agent_args(model.base_url)
+            async with sandbox.spawn(*args, env={"TEST_KEY": "secret"}) as agent:
+                created = await agent.conn.new_session(
+                    cwd=str(sandbox.project), mcp_servers=[server]
+                )
+                sid = created.session_id
+                stops: list[str] = []
+
+                async def run_prompt() -> None:
+                    answer = await agent.conn.prompt(session_id=sid, prompt=text_prompt("go"))
+                    stops.append(answer.stop_reason)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(run_prompt)
+                    await file_appears(marker)  # the read has reached the server
+                    await agent.conn.cancel(session_id=sid)
+                after = await agent.conn.prompt(session_id=sid, prompt=text_prompt("again"))
+                listing = await listed(agent, sid)
+    assert stops == ["cancelled"]
+    assert after.stop_reason == "end_turn"
+    assert names(listing) == [("deploy-app", "mcp:team")]
+    assert marker.read_text() == "skill://deploy-app/notes.md"
+    # The server was told (MCP's notifications/cancelled), ahead of the listing that followed.
+    methods = record.read_text().splitlines()
+    read = len(methods) - 1 - methods[::-1].index("resources/read")
+    assert "notifications/cancelled" in methods[read:], methods
