@@ -5,13 +5,16 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from acp.schema import EnvVariable, McpServerStdio
+from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
 
 from tests.agent_client import Agent, Sandbox, text_prompt
 from tests.fake_openai import FakeOpenAI, openai_agent_args, text_reply, tool_call_reply
@@ -100,6 +103,12 @@ async def file_appears(path: Path) -> None:
         await anyio.sleep(0.05)
 
 
+def process_gone(pid: int) -> bool:
+    """No such process, or only its zombie (an exited child the test runner has not reaped)."""
+    status = Path(f"/proc/{pid}/status")
+    return not status.exists() or "zombie" in status.read_text()
+
+
 def skill_call(call_id: str, arguments: dict[str, str]) -> Any:
     return tool_call_reply(call_id, "skill", [json.dumps(arguments)])
 
@@ -166,3 +175,103 @@ async def test_cancel_during_a_slow_read_ends_the_turn_and_the_agent_keeps_servi
     methods = record.read_text().splitlines()
     read = len(methods) - 1 - methods[::-1].index("resources/read")
     assert "notifications/cancelled" in methods[read:], methods
+
+
+async def test_skills_command_and_list_show_each_server_and_every_name_clash(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """/skills and _skills/list: each server's state, and a local skill hiding an MCP one."""
+    sandbox.write_skill("deploy-app", "Deploy the local way.")
+    serve_skill(tmp_path / "root", "deploy-app")
+    serve_skill(tmp_path / "root", "other-skill")
+    gone = McpServerStdio(name="gone", command=sys.executable, args=["-c", "pass"], env=[])
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            created = await agent.conn.new_session(
+                cwd=str(sandbox.project), mcp_servers=[stdio_entry(tmp_path / "root"), gone]
+            )
+            sid = created.session_id
+            listing = await listed(agent, sid)
+            await agent.conn.prompt(session_id=sid, prompt=text_prompt("/skills"))
+            shown = agent.client.agent_text(sid)
+    local = next(s for s in listing["skills"] if s["name"] == "deploy-app")
+    assert local["source"] != "mcp:team"
+    assert ("other-skill", "mcp:team") in names(listing)
+    assert listing["shadowed"] == [
+        {
+            "name": "deploy-app",
+            "winner": {"source": local["source"], "provider": local["provider"]},
+            "loser": {"source": "mcp:team", "provider": "mcp"},
+        }
+    ]
+    team, failed = listing["mcpServers"]
+    assert team == {
+        "label": "team",
+        "connected": True,
+        "skillsExtension": True,
+        "skills": 2,
+        "failure": None,
+    }
+    assert failed["label"] == "gone"
+    assert failed["connected"] is False
+    assert failed["failure"]
+    assert "**MCP servers** (2)" in shown
+    assert "- `team`: connected, 2 skills" in shown
+    assert f"- `gone`: skipped: {failed['failure']}" in shown
+    assert (
+        "- `deploy-app` of MCP server `team` is hidden by the skill of the same name from "
+        f"{local['source']}"
+    ) in shown
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    """A FastMCP skills server over streamable HTTP on 127.0.0.1 (a free port)."""
+    serve_skill(tmp_path / "http-root", "served-skill")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, SERVER, str(tmp_path / "http-root"), "--http", str(port)],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(1200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None:
+                    raise RuntimeError("the HTTP server exited") from None
+                subprocess.run([sys.executable, "-c", "import time; time.sleep(0.05)"], check=False)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def test_an_http_server_from_session_new_brings_its_skills(
+    sandbox: Sandbox, http_server: str
+) -> None:
+    """An HTTP entry (url, headers) of session/new is listed over streamable HTTP."""
+    entry = HttpMcpServer(
+        type="http", name="web", url=http_server, headers=[HttpHeader(name="X-Team", value="1")]
+    )
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[entry])
+            listing = await listed(agent, created.session_id)
+    assert names(listing) == [("served-skill", "mcp:web")]
+
+
+async def test_no_session_server_outlives_the_agent(sandbox: Sandbox, tmp_path: Path) -> None:
+    """A stdio server a session named, even one that ignores SIGTERM, ends with the agent."""
+    serve_skill(tmp_path / "root", "deploy-app")
+    pid_file = tmp_path / "server.pid"
+    entry = stdio_entry(tmp_path / "root", "--pid-file", str(pid_file), "--ignore-eof")
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[entry])
+            assert names(await listed(agent, created.session_id)) == [("deploy-app", "mcp:team")]
+        await agent.proc.wait()
+    assert process_gone(int(pid_file.read_text()))

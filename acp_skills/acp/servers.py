@@ -110,6 +110,38 @@ def servers_json(provider: ServerCloser | None, options: SkillLookupOptions) -> 
     ]
 
 
+def servers_report(
+    provider: ServerCloser | None, options: SkillLookupOptions, snapshot: SkillSnapshot
+) -> str:
+    """The ``/skills`` lines about MCP servers: each server (connected, skill count, why it
+    was skipped), and each MCP skill a local skill of the same name hides. Empty without any."""
+    clean = remove_unsafe_characters
+    lines: list[str] = []
+    states = list(provider.states(options)) if provider is not None else []
+    if states:
+        lines += [f"**MCP servers** ({len(states)})", ""]
+    for state in states:
+        if state.failure is not None:
+            how = f"skipped: {clean(state.failure)}"
+        elif state.supports_skills is False:
+            how = "connected, serves no skills (no skills extension)"
+        elif state.connected:
+            how = f"connected, {state.skills} skill{'' if state.skills == 1 else 's'}"
+        else:
+            how = "not connected yet"
+        lines.append(f"- `{clean(state.server.label)}`: {how}")
+    clashes = [s for s in snapshot.shadowed if s.skill.source.startswith("mcp:")]
+    if clashes:
+        lines += [*([""] if lines else []), "**Name clashes with MCP skills**", ""]
+        for clash in clashes:
+            server = clean(clash.skill.source.removeprefix("mcp:"))
+            lines.append(
+                f"- `{clean(clash.skill.name)}` of MCP server `{server}` is hidden by the "
+                f"skill of the same name from {clean(clash.winner.source)}"
+            )
+    return "\n".join(lines)
+
+
 def shadowed_json(snapshot: SkillSnapshot) -> list[dict[str, Any]]:
     """Every name clash of the snapshot: the name, and the winner's and loser's source and
     provider (a local skill beats an MCP one of the same name; never silently)."""

@@ -19,7 +19,7 @@ from ..model import PrefixMessage, SkillSnapshot
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..tool import SkillTool, ToolResult
-from . import call_bounds, commands, wire
+from . import call_bounds, commands, servers, wire
 from .sessions import LiveSession, SessionTable, not_saved_notice
 
 _log = get_logger(__name__)
@@ -291,7 +291,10 @@ class PromptTurn:
                 problems = await self._kit.registry.diagnose(self._session.context.lookup_options)
             except Exception as error:
                 _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
-            return commands.skills_report(cwd, snapshot, problems, self._session.catalog_fit)
+            report = commands.skills_report(cwd, snapshot, problems, self._session.catalog_fit)
+            options, mcp = self._session.context.lookup_options, self._kit.sessions.servers.provider
+            extra = servers.servers_report(mcp, options, snapshot)
+            return f"{report}\n\n{extra}" if extra else report
         # "/tmp is full" is about a path, not a command.
         if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
             return None
