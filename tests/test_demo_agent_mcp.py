@@ -275,3 +275,28 @@ async def test_no_session_server_outlives_the_agent(sandbox: Sandbox, tmp_path: 
             assert names(await listed(agent, created.session_id)) == [("deploy-app", "mcp:team")]
         await agent.proc.wait()
     assert process_gone(int(pid_file.read_text()))
+
+
+async def test_session_load_takes_its_own_servers_and_stops_the_one_it_dropped(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """session/load naming other servers changes the catalog; the dropped server stops."""
+    serve_skill(tmp_path / "a", "alpha-skill")
+    serve_skill(tmp_path / "b", "beta-skill")
+    pid_file = tmp_path / "a.pid"
+    first = stdio_entry(tmp_path / "a", "--pid-file", str(pid_file), label="a")
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[first])
+            sid = created.session_id
+            before = await listed(agent, sid)
+            await agent.conn.load_session(
+                cwd=str(sandbox.project),
+                session_id=sid,
+                mcp_servers=[stdio_entry(tmp_path / "b", label="b")],
+            )
+            stopped = process_gone(int(pid_file.read_text()))
+            after = await listed(agent, sid)
+    assert names(before) == [("alpha-skill", "mcp:a")]
+    assert stopped
+    assert names(after) == [("beta-skill", "mcp:b")]
