@@ -13,7 +13,6 @@ from .model import (
     PrefixContext,
     PrefixMessage,
     PrefixNext,
-    SkillLookupOptions,
     SkillSnapshot,
     SkillSummary,
 )
@@ -311,7 +310,7 @@ class SkillCatalogContributor:
     async def __call__(self, context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
         fit = CatalogFit(text=None, limit=self._budget, used=0)
         if self._tool_name in context.tool_names:  # else not even a discovery
-            snapshot = await self._registry.snapshot(SkillLookupOptions(cwd=context.cwd))
+            snapshot = await self._registry.snapshot(context.lookup_options)
             fit = self._fit(snapshot, context)
         later = await next()
         if self._on_fit is not None:

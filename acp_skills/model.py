@@ -156,6 +156,12 @@ class PrefixContext:
     session_id: str
     cwd: str
     tool_names: frozenset[str] = frozenset()
+    servers: tuple[Hashable, ...] = ()  # the session's MCP servers (`McpServer` values)
+
+    @property
+    def lookup_options(self) -> SkillLookupOptions:
+        """The options every lookup for this session uses: its ``cwd`` and its servers."""
+        return SkillLookupOptions(cwd=self.cwd, servers=self.servers)
 
 
 PrefixContributor: TypeAlias = Callable[

@@ -54,6 +54,17 @@ class SkillProvider(Protocol):
     ) -> SkillDefinition | None: ...
 
 
+@runtime_checkable
+class PathReader(Protocol):
+    """A provider that reads its skills' files itself (an MCP server's, under a url): the
+    ``skill`` tool's ``path`` goes to it instead of the skill's directory."""
+
+    async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str:
+        """The text of ``path`` (relative, already checked) in ``candidate``'s bundle, at most
+        ``limit`` bytes; a `Refusal` with the reason otherwise."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderHooks:
     """A provider's optional hooks, bound (``None`` when absent)."""

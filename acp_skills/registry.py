@@ -31,7 +31,13 @@ from .model import (
     shared_fields,
     summary_of,
 )
-from .provider import ProviderHandle, SkillProvider, provider_hooks, validate_offer
+from .provider import (
+    PathReader,
+    ProviderHandle,
+    SkillProvider,
+    provider_hooks,
+    validate_offer,
+)
 from .quiet_log import get_logger
 
 RUNTIME_PROVIDER = "runtime"
@@ -255,6 +261,16 @@ class SkillRegistry:
             self.invalidate()
             return None
         return loaded
+
+    async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str | None:
+        """``path`` of ``candidate``'s bundle read by its provider when that provider reads its
+        own files (a `PathReader`, such as an MCP server's); ``None`` when the file is to be
+        read from the skill's directory."""
+        registration = self._providers.get(candidate.provider)
+        provider = registration.provider if registration is not None else None
+        if not isinstance(provider, PathReader):
+            return None
+        return await provider.read_path(candidate, path, limit=limit)
 
     def _is_live_runtime(self, locator: object) -> bool:
         offer = self._runtime.get(locator.name) if isinstance(locator, SkillDefinition) else None

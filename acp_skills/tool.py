@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -249,6 +249,7 @@ class SkillTool:
         arguments: object,
         *,
         cwd: str,
+        servers: tuple[Hashable, ...] = (),
         read_text: ReadText | None = None,
         searchable: bool = False,
     ) -> ToolResult:
@@ -256,7 +257,7 @@ class SkillTool:
         text (through ``read_text`` if given, else from disk), a query's matches, or an error."""
         try:
             name, path, query = _parse_arguments(arguments, searchable)
-            options = SkillLookupOptions(cwd=cwd)
+            options = SkillLookupOptions(cwd=cwd, servers=servers)
             if name is None:
                 text = await self._search(query, options)
             else:
@@ -266,8 +267,14 @@ class SkillTool:
                     text = render_skill_content(definition)
                 else:
                     limit = self._max_resource_bytes
-                    text = await read_resource(
-                        definition, path, snapshot=snapshot, limit=limit, read_text=read_text
+                    candidate = next(s for s in snapshot.skills if s.name == name)
+                    found = await self._registry.read_path(candidate, path, limit=limit)
+                    text = (
+                        found
+                        if found is not None
+                        else await read_resource(
+                            definition, path, snapshot=snapshot, limit=limit, read_text=read_text
+                        )
                     )
             return ToolResult(text=text, is_error=False)
         except Refusal as refusal:
@@ -305,6 +312,7 @@ class SkillTool:
         name: str,
         *,
         cwd: str,
+        servers: tuple[Hashable, ...] = (),
         snapshot: SkillSnapshot | None = None,
         arguments: str | None = None,
     ) -> ToolResult:
@@ -312,7 +320,10 @@ class SkillTool:
         one), its placeholders filled from ``arguments`` if given."""
         try:
             definition = await self._load(
-                name, SkillLookupOptions(cwd=cwd), by_model=False, snapshot=snapshot
+                name,
+                SkillLookupOptions(cwd=cwd, servers=servers),
+                by_model=False,
+                snapshot=snapshot,
             )
         except Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)

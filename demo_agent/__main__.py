@@ -296,8 +296,10 @@ def build_provider(args: argparse.Namespace) -> LocalSkillProvider:
 def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoAgent:
     registry = SkillRegistry()
     registry.register_provider(provider)
-    if args.mcp_server:  # every session's servers, after the local roots (rank 600)
-        args.mcp = mcp_provider_from(args.mcp_server, args.mcp_timeout)
+    # MCP skills (rank 600, after the local roots): --mcp-server for every session, and each
+    # session's own `mcpServers`, whenever the mcp extra is installed.
+    if args.mcp_server or importlib.util.find_spec("mcp") is not None:
+        args.mcp = mcp_provider_from(args.mcp_server or (), args.mcp_timeout)
         registry.register_provider(args.mcp)
     skills = AcpSkills(
         registry,
@@ -308,6 +310,7 @@ def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoA
         hidden_skills=args.hide,
         max_requests_per_turn=args.max_steps,
         expand_arguments="claude" in args.compat,
+        mcp=getattr(args, "mcp", None),
     )
     return DemoAgent(skills, build_model(args))
 

@@ -22,6 +22,7 @@ from acp.schema import (
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -71,6 +72,8 @@ class DemoAgent:
                 prompt_capabilities=PromptCapabilities(
                     image=False, audio=False, embedded_context=True
                 ),
+                # Editors send HTTP servers only to an agent that says it takes them.
+                mcp_capabilities=McpCapabilities(http=self.skills.reads_mcp_servers, sse=False),
                 field_meta=meta,
             ),
             agent_info=Implementation(
@@ -86,9 +89,8 @@ class DemoAgent:
         additional_directories: Any = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
-        _ignore_mcp_servers(mcp_servers)
         session_id = uuid.uuid4().hex
-        await self.skills.open_session(session_id, cwd)
+        await self.skills.open_session(session_id, cwd, mcp_servers=mcp_servers)
         _log.info("session_created", session_id=session_id, cwd=cwd)
         return NewSessionResponse(session_id=session_id)
 
@@ -100,8 +102,7 @@ class DemoAgent:
         additional_directories: Any = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
-        _ignore_mcp_servers(mcp_servers)
-        session = await self.skills.load_session(session_id, cwd)
+        session = await self.skills.load_session(session_id, cwd, mcp_servers=mcp_servers)
         _log.info("session_loaded", session_id=session_id, messages=len(session.history))
         return LoadSessionResponse()
 
@@ -148,14 +149,6 @@ class DemoAgent:
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         _log.debug("extension_notification_ignored", method=method)
-
-
-def _ignore_mcp_servers(servers: Sequence[Any] | None) -> None:
-    if servers:
-        names = [getattr(server, "name", "?") for server in servers]
-        _log.warning(
-            "mcp_servers_ignored", servers=names, reason="the demo agent has no MCP client"
-        )
 
 
 def _assistant_message(reply: ModelReply) -> dict[str, Any]:

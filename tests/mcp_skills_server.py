@@ -2,7 +2,9 @@
 
 ``--reload`` rescans the folder on every request; ``--plain`` serves no skills extension (a
 tool only); ``--pid-file FILE`` writes its pid; ``--ignore-eof`` ignores SIGTERM (only a kill
-stops it); ``--record FILE`` appends every MCP method the server receives, one a line."""
+stops it); ``--record FILE`` appends every MCP method the server receives, one a line;
+``--slow-reads FILE`` holds every read of a file other than a ``SKILL.md`` for two minutes,
+after writing FILE (so a test knows the read has reached the server)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 from fastmcp import FastMCP
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.skills.provider import SkillsDirectoryProvider
@@ -28,6 +31,17 @@ class _Recorder(Middleware):
         return await call_next(context)
 
 
+class _SlowReads(Middleware):
+    def __init__(self, marker: Path) -> None:
+        self._marker = marker
+
+    async def on_read_resource(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        if not str(context.message.uri).endswith("/SKILL.md"):
+            self._marker.write_text(str(context.message.uri), encoding="utf-8")
+            await anyio.sleep(120)
+        return await call_next(context)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("root", type=Path)
@@ -37,6 +51,7 @@ def main() -> None:
     parser.add_argument("--pid-file", type=Path)
     parser.add_argument("--ignore-eof", action="store_true")
     parser.add_argument("--record", type=Path)
+    parser.add_argument("--slow-reads", type=Path)
     args = parser.parse_args()
     server = FastMCP("team-skills")
     if args.plain:
@@ -52,6 +67,8 @@ def main() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.record is not None:
         server.add_middleware(_Recorder(args.record))
+    if args.slow_reads is not None:
+        server.add_middleware(_SlowReads(args.slow_reads))
     if args.http is not None:
         server.run(transport="http", host="127.0.0.1", port=args.http, show_banner=False)
     else:

@@ -146,9 +146,9 @@ async def test_skills_list_by_session_and_by_cwd(registry: SkillRegistry, projec
         by_session = await peer.ext("skills/list", {"sessionId": session_id})
         by_cwd = await peer.ext("skills/list", {"cwd": str(project)})
         frame = peer.wire.response_to("_skills/list")
-    assert by_session == {"skills": LISTED, "problems": []}
-    assert by_cwd == {"skills": LISTED, "problems": []}
-    assert frame["result"] == {"skills": LISTED, "problems": []}
+    assert by_session == {"skills": LISTED, "problems": [], "shadowed": [], "mcpServers": []}
+    assert by_cwd == {"skills": LISTED, "problems": [], "shadowed": [], "mcpServers": []}
+    assert frame["result"] == {"skills": LISTED, "problems": [], "shadowed": [], "mcpServers": []}
 
 
 @pytest.mark.parametrize(

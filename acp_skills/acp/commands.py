@@ -16,7 +16,7 @@ from anyio.abc import TaskStatus
 
 from ..catalog import CatalogFit, describe_catalog_fit
 from ..diagnostics import Diagnostic
-from ..model import SkillLookupOptions, SkillSnapshot, SkillSummary
+from ..model import SkillSnapshot, SkillSummary
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..text import remove_unsafe_characters, shorten_description
@@ -54,7 +54,7 @@ class CommandsAnnouncer:
         self, session_id: str, live: LiveSession, snapshot: SkillSnapshot | None, *, force: bool
     ) -> None:
         if snapshot is None:
-            options = SkillLookupOptions(cwd=live.session.context.cwd)
+            options = live.session.context.lookup_options
             snapshot = await self._registry.snapshot(options)
         commands = [*available_commands(snapshot.skills), *builtin_commands(snapshot.skills)]
         key = tuple(
@@ -90,7 +90,7 @@ class CommandsAnnouncer:
     async def _announce(self, session_id: str) -> None:
         if (live := self._sessions.peek(session_id)) is None:
             return
-        snapshot = await self._registry.snapshot(SkillLookupOptions(cwd=live.session.context.cwd))
+        snapshot = await self._registry.snapshot(live.session.context.lookup_options)
         try:
             await self.refresh(session_id, live, snapshot, force=True)
         except ConnectionError:

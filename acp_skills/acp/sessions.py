@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
 
 import anyio
@@ -15,6 +15,7 @@ from ..prefix import SessionPrefix
 from ..quiet_log import get_logger
 from ..record import SessionStore
 from ..session import PrefixedSession
+from .servers import SessionServers
 
 _log = get_logger(__name__)
 
@@ -42,8 +43,17 @@ class _Released:
 
 
 class SessionTable:
-    def __init__(self, prefix: SessionPrefix, store: SessionStore, *, max_live: int) -> None:
+    def __init__(
+        self,
+        prefix: SessionPrefix,
+        store: SessionStore,
+        *,
+        max_live: int,
+        servers: SessionServers | None = None,
+    ) -> None:
         self._prefix, self._store, self._max_live = prefix, store, max_live
+        # Which live instance uses which MCP server: a released one lets its servers go.
+        self.servers = servers if servers is not None else SessionServers(None)
         self._live: OrderedDict[str, LiveSession] = OrderedDict()
         self._released: OrderedDict[str, _Released] = OrderedDict()
 
@@ -57,9 +67,16 @@ class SessionTable:
     def peek(self, session_id: object) -> LiveSession | None:
         return self._live.get(session_id) if isinstance(session_id, str) else None
 
-    async def open(self, session_id: str, cwd: str, tool_names: Iterable[str]) -> LiveSession:
+    async def open(
+        self,
+        session_id: str,
+        cwd: str,
+        tool_names: Iterable[str],
+        servers: tuple[Hashable, ...] = (),
+    ) -> LiveSession:
         """Start a new instance over the session's record (-32603 if it cannot be read)."""
-        context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=frozenset(tool_names))
+        names = frozenset(tool_names)
+        context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=names, servers=servers)
         try:
             record = await self._store.open(session_id)
             # A live instance being replaced (`session/load`) hands over what it has not saved.
@@ -76,7 +93,8 @@ class SessionTable:
         self._released.pop(session_id, None)
         live = self._live[session_id] = LiveSession(session=session)
         self._live.move_to_end(session_id)
-        self._release_idle()
+        await self.servers.bind(session_id, servers)
+        await self._release_idle()
         return live
 
     async def get(self, session_id: object) -> LiveSession:
@@ -100,19 +118,22 @@ class SessionTable:
         announced, sent = released.announced_in_turn, released.commands_sent
         live = LiveSession(session=session, announced_in_turn=announced, commands_sent=sent)
         self._live[session_id] = live
-        self._release_idle()
+        await self.servers.bind(session_id, released.context.servers)
+        await self._release_idle()
         return live
 
     def note_catalog_fit(self, context: PrefixContext, fit: CatalogFit) -> None:
         if (live := self.peek(context.session_id)) is not None and live.session.context is context:
             live.session.catalog_fit = fit
 
-    def _release_idle(self) -> None:
+    async def _release_idle(self) -> None:
         excess = len(self._live) - self._max_live
         # The most recent one is the session being opened: never released on its way in.
         for session_id, live in list(self._live.items())[:-1]:
             if excess <= 0:
                 break
+            if self._live.get(session_id) is not live:
+                continue  # changed while an earlier release closed a server
             session = live.session
             # Busy, or holding entries its record has not taken yet: releasing would lose them.
             if live.turn is not None or session.save_error is not None or session.unsaved:
@@ -122,6 +143,7 @@ class SessionTable:
             kept = _Released(session.context, session.requested, fit, live.announced_in_turn, sent)
             self._released[session_id] = kept
             excess -= 1
+            await self.servers.unbind(session_id)  # reopening binds them again
         while len(self._released) > RELEASED_PER_LIVE * self._max_live:
             forgotten, _ = self._released.popitem(last=False)
             _log.debug("session_forgotten", session_id=forgotten, reason="too many released")

@@ -23,6 +23,7 @@ from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from .commands import CommandsAnnouncer
 from .replay import replay
+from .servers import ServerCloser, SessionServers, servers_json, shadowed_json
 from .sessions import SessionTable, flush_all
 from .stdio import open_stdio
 from .transport import GuardedTransport
@@ -51,6 +52,7 @@ class AcpSkills:
         max_live_sessions: int = 256,
         max_requests_per_turn: int = 8,
         expand_arguments: bool = False,
+        mcp: ServerCloser | None = None,
     ) -> None:
         check_catalog_budget(catalog_budget)
         pinned = _skill_names("pinned_skills", pinned_skills)
@@ -66,7 +68,8 @@ class AcpSkills:
         self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
         self.prefix = SessionPrefix()
-        self._sessions = SessionTable(self.prefix, self.store, max_live=max_live)
+        servers = SessionServers(mcp)  # `mcp`: the `McpSkillProvider` the session servers use
+        self._sessions = SessionTable(self.prefix, self.store, max_live=max_live, servers=servers)
         self.prefix.add(
             SkillCatalogContributor(
                 registry,
@@ -148,6 +151,12 @@ class AcpSkills:
         return {"acp-skills": {"version": "1", "methods": list(EXTENSION_METHODS)}}
 
     @property
+    def reads_mcp_servers(self) -> bool:
+        """Whether sessions' ``mcpServers`` bring skills (an MCP provider was given): then
+        advertise ``agentCapabilities.mcpCapabilities.http``."""
+        return self._sessions.servers.provider is not None
+
+    @property
     def skill_tool_spec(self) -> dict[str, Any]:
         """The plain ``skill`` tool in the OpenAI function format (without ``query``)."""
         return self._kit.tool_spec(searchable=False)
@@ -157,15 +166,27 @@ class AcpSkills:
         return (await self.session(session_id)).catalog_fit
 
     async def open_session(
-        self, session_id: str, cwd: str, *, tool_names: Iterable[str] | None = None
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        tool_names: Iterable[str] | None = None,
+        mcp_servers: Sequence[object] | None = None,
     ) -> PrefixedSession:
-        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd``)."""
+        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd``);
+        ``mcp_servers`` (the request's) are the session's own MCP servers."""
         check_cwd(cwd)
         names = (self.tool.name,) if tool_names is None else tool_names
-        return (await self._sessions.open(session_id, cwd, names)).session
+        servers = self._sessions.servers.from_request(mcp_servers)
+        return (await self._sessions.open(session_id, cwd, names, servers)).session
 
     async def load_session(
-        self, session_id: str, cwd: str, *, tool_names: Iterable[str] | None = None
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        tool_names: Iterable[str] | None = None,
+        mcp_servers: Sequence[object] | None = None,
     ) -> PrefixedSession:
         """Start a new instance of a stored session for ``session/load``, and replay it."""
         check_cwd(cwd)
@@ -174,7 +195,9 @@ class AcpSkills:
                 {"sessionId": session_id, "reason": "unknown session"}
             )
         self.cancel(session_id)
-        session = await self.open_session(session_id, cwd, tool_names=tool_names)
+        session = await self.open_session(
+            session_id, cwd, tool_names=tool_names, mcp_servers=mcp_servers
+        )
         await replay(self._link, session, self.tool.name)
         return session
 
@@ -222,12 +245,11 @@ class AcpSkills:
 
     async def _list_skills(self, params: Mapping[str, Any]) -> dict[str, Any]:
         if "sessionId" in params:
-            cwd: str | None = (await self.session(params["sessionId"])).context.cwd
+            options = (await self.session(params["sessionId"])).context.lookup_options
         elif "cwd" in params:
-            cwd = check_cwd(params["cwd"])
+            options = SkillLookupOptions(cwd=check_cwd(params["cwd"]))
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
-        options = SkillLookupOptions(cwd=cwd)
         snapshot = await self.registry.snapshot(options)
         problems = await self.registry.diagnose(options)
         clean = remove_unsafe_characters  # the editor shows these
@@ -246,6 +268,8 @@ class AcpSkills:
             "problems": [
                 problem.to_json() | {"message": clean(problem.message)} for problem in problems
             ],
+            "shadowed": shadowed_json(snapshot),
+            "mcpServers": servers_json(self._sessions.servers.provider, options),
         }
 
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,11 +15,11 @@ from acp.helpers import update_agent_message_text
 from acp.schema import PromptResponse
 
 from ..diagnostics import Diagnostic
-from ..model import PrefixMessage, SkillLookupOptions, SkillSnapshot
+from ..model import PrefixMessage, SkillSnapshot
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..tool import SkillTool, ToolResult
-from . import call_bounds, commands, wire
+from . import call_bounds, commands, servers, wire
 from .sessions import LiveSession, SessionTable, not_saved_notice
 
 _log = get_logger(__name__)
@@ -197,7 +197,11 @@ class PromptTurn:
                 reader, searchable = kit.link.reader(self._session_id), self._omits()
                 try:
                     result = await kit.tool.call(
-                        decoded, cwd=self._cwd, read_text=reader, searchable=searchable
+                        decoded,
+                        cwd=self._cwd,
+                        servers=self._session.context.servers,
+                        read_text=reader,
+                        searchable=searchable,
                     )
                 except Exception as error:
                     result = _raised(name, error)
@@ -255,7 +259,9 @@ class PromptTurn:
         snapshots: list[SkillSnapshot] = []
 
         async def take_snapshot() -> None:
-            snapshots.append(await self._kit.registry.snapshot(SkillLookupOptions(cwd=self._cwd)))
+            snapshots.append(
+                await self._kit.registry.snapshot(self._session.context.lookup_options)
+            )
 
         # Side by side they share one discovery: a slow provider is waited for once.
         async with anyio.create_task_group() as group:
@@ -282,10 +288,13 @@ class PromptTurn:
         if word == commands.SKILLS_COMMAND:
             problems: tuple[Diagnostic, ...] | None = None
             try:
-                problems = await self._kit.registry.diagnose(SkillLookupOptions(cwd=cwd))
+                problems = await self._kit.registry.diagnose(self._session.context.lookup_options)
             except Exception as error:
                 _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
-            return commands.skills_report(cwd, snapshot, problems, self._session.catalog_fit)
+            report = commands.skills_report(cwd, snapshot, problems, self._session.catalog_fit)
+            options, mcp = self._session.context.lookup_options, self._kit.sessions.servers.provider
+            extra = servers.servers_report(mcp, options, snapshot)
+            return f"{report}\n\n{extra}" if extra else report
         # "/tmp is full" is about a path, not a command.
         if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
             return None
@@ -305,7 +314,11 @@ class PromptTurn:
             await self._send(wire.skill_tool_call_start(call_id, {"name": name}))
             expand = arguments if self._kit.expand_arguments else None
             result = await self._kit.tool.invoke_for_user(
-                name, cwd=self._cwd, snapshot=snapshot, arguments=expand
+                name,
+                cwd=self._cwd,
+                servers=self._session.context.servers,
+                snapshot=snapshot,
+                arguments=expand,
             )
             await self._send(wire.tool_call_finished(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))

@@ -156,6 +156,19 @@ class McpSkillProvider:
             raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
         return data.decode("utf-8", "replace")
 
+    async def release(self, server: object) -> None:
+        """No session names ``server`` any more: close its connection (a stdio server's
+        process stops), unless it is one of the fixed servers every lookup uses."""
+        if isinstance(server, McpServer) and server not in self._fixed:
+            self._listings.pop(server, None)
+            await self._pool.release(server)
+
+    def states(self, options: SkillLookupOptions) -> tuple[ServerState, ...]:
+        """What is known of each server a lookup with ``options`` uses, in its order."""
+        return tuple(
+            self.servers.get(server) or ServerState(server) for server in self._servers_of(options)
+        )
+
     async def aclose(self) -> None:
         """Close every connection this provider opened."""
         await self._pool.aclose()
@@ -181,7 +194,7 @@ class McpSkillProvider:
                     state.supports_skills = True
                     listing = await list_skills(session)
             except Exception as error:
-                reason = f"{type(error).__name__}: {error}" if str(error) else repr(error)
+                reason = _reason(error)
         if scope.cancelled_caught:
             reason = f"no answer within {self._timeout} s"
         if reason is not None or listing is None:
@@ -222,3 +235,10 @@ class McpSkillProvider:
         # The fixed servers first; a session naming one of them again does not list it twice.
         extra = (s for s in options.servers if isinstance(s, McpServer) and s not in self._fixed)
         return (*self._fixed, *extra)
+
+
+def _reason(error: BaseException) -> str:
+    # The SDK's task groups wrap the real failure: name the first leaf, not "unhandled errors".
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}" if str(error) else repr(error)

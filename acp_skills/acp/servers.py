@@ -1,0 +1,198 @@
+"""A session's MCP servers: the ``mcpServers`` of ``session/new`` and ``session/load`` made
+`McpServer` values (contract §14), and which live sessions use each one, so that a stdio
+server no live session names any more is closed.
+
+`acp_skills.mcp` (the ``mcp`` extra) is loaded only when a session names a server: an agent
+without the extra serves sessions as before, and says once that it ignores their servers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from acp.schema import HttpMcpServer, McpServerStdio
+
+from ..model import SkillCandidate, SkillLookupOptions, SkillSnapshot
+from ..quiet_log import get_logger
+from ..text import remove_unsafe_characters
+from .wire import field
+
+_log = get_logger(__name__)
+
+_MCP_MODULE = "acp_skills.mcp"
+
+
+class ServerCloser(Protocol):
+    """What closes a server no session uses, and tells how each one fares
+    (`McpSkillProvider`)."""
+
+    async def release(self, server: Any) -> None: ...
+
+    def states(self, options: SkillLookupOptions) -> Sequence[Any]: ...
+
+
+class SessionServers:
+    """Each live session's servers, counted per server; ``provider`` (an `McpSkillProvider`,
+    or ``None`` when the agent has no MCP client) closes a server when its count drops to 0."""
+
+    def __init__(self, provider: ServerCloser | None) -> None:
+        self.provider = provider
+        self._by_session: dict[str, tuple[Hashable, ...]] = {}
+        self._users: dict[Hashable, int] = {}
+
+    def from_request(self, entries: Sequence[object] | None) -> tuple[Hashable, ...]:
+        """The `McpServer` values of a request's ``mcpServers`` (SDK models or plain dicts), in
+        the client's order; an entry that cannot be used is left out with a warning."""
+        if not entries:
+            return ()
+        if self.provider is None:
+            labels = [str(field(entry, "name")) for entry in entries]
+            _log.warning("mcp_servers_ignored", servers=labels, reason="no MCP client")
+            return ()
+        mcp = importlib.import_module(_MCP_MODULE)
+        found: list[Hashable] = []
+        for entry in entries:
+            try:
+                server = _server_of(mcp.McpServer, entry)
+            except (TypeError, ValueError) as error:
+                label = field(entry, "name")
+                _log.warning("mcp_server_unusable", server=label, reason=str(error))
+                continue
+            if server not in found:
+                found.append(server)
+        return tuple(found)
+
+    async def bind(self, session_id: str, servers: tuple[Hashable, ...]) -> None:
+        """``session_id`` (now live) uses ``servers``; what its previous instance used and
+        this one does not is let go."""
+        previous = self._by_session.pop(session_id, ())
+        self._by_session[session_id] = servers
+        for server in servers:
+            self._users[server] = self._users.get(server, 0) + 1
+        await self._let_go(previous)
+
+    async def unbind(self, session_id: str) -> None:
+        """``session_id`` is no longer live (released, or the connection ended)."""
+        await self._let_go(self._by_session.pop(session_id, ()))
+
+    def users(self, server: Hashable) -> int:
+        """How many live sessions name ``server``."""
+        return self._users.get(server, 0)
+
+    async def _let_go(self, servers: Iterable[Hashable]) -> None:
+        for server in servers:
+            left = self._users.get(server, 0) - 1
+            if left > 0:
+                self._users[server] = left
+                continue
+            self._users.pop(server, None)
+            if self.provider is not None:
+                await self.provider.release(server)
+
+
+def servers_json(provider: ServerCloser | None, options: SkillLookupOptions) -> list[Any]:
+    """Each server a lookup with ``options`` uses (the agent's, then the session's): label,
+    connected, whether it serves skills, skill count, and why it was skipped."""
+    if provider is None:
+        return []
+    clean = remove_unsafe_characters  # a server's own error text
+    return [
+        {
+            "label": clean(state.server.label),
+            "connected": state.connected,
+            "skillsExtension": state.supports_skills,
+            "skills": state.skills,
+            "failure": clean(state.failure) if state.failure is not None else None,
+        }
+        for state in provider.states(options)
+    ]
+
+
+def servers_report(
+    provider: ServerCloser | None, options: SkillLookupOptions, snapshot: SkillSnapshot
+) -> str:
+    """The ``/skills`` lines about MCP servers: each server (connected, skill count, why it
+    was skipped), and each MCP skill a local skill of the same name hides. Empty without any."""
+    clean = remove_unsafe_characters
+    lines: list[str] = []
+    states = list(provider.states(options)) if provider is not None else []
+    if states:
+        lines += [f"**MCP servers** ({len(states)})", ""]
+    for state in states:
+        if state.failure is not None:
+            how = f"skipped: {clean(state.failure)}"
+        elif state.supports_skills is False:
+            how = "connected, serves no skills (no skills extension)"
+        elif state.connected:
+            how = f"connected, {state.skills} skill{'' if state.skills == 1 else 's'}"
+        else:
+            how = "not connected yet"
+        lines.append(f"- `{clean(state.server.label)}`: {how}")
+    clashes = [s for s in snapshot.shadowed if s.skill.source.startswith("mcp:")]
+    if clashes:
+        lines += [*([""] if lines else []), "**Name clashes with MCP skills**", ""]
+        for clash in clashes:
+            server = clean(clash.skill.source.removeprefix("mcp:"))
+            lines.append(
+                f"- `{clean(clash.skill.name)}` of MCP server `{server}` is hidden by the "
+                f"skill of the same name from {clean(clash.winner.source)}"
+            )
+    return "\n".join(lines)
+
+
+def shadowed_json(snapshot: SkillSnapshot) -> list[dict[str, Any]]:
+    """Every name clash of the snapshot: the name, and the winner's and loser's source and
+    provider (a local skill beats an MCP one of the same name; never silently)."""
+    return [
+        {
+            "name": shadowed.skill.name,
+            "winner": _side(shadowed.winner),
+            "loser": _side(shadowed.skill),
+        }
+        for shadowed in snapshot.shadowed
+    ]
+
+
+def _side(candidate: SkillCandidate) -> dict[str, str]:
+    clean = remove_unsafe_characters
+    return {"source": clean(candidate.source), "provider": clean(candidate.provider)}
+
+
+def _server_of(make: Any, entry: object) -> Hashable:
+    if isinstance(entry, McpServerStdio) or (_kind(entry) is None and field(entry, "command")):
+        pairs = _pairs(field(entry, "env"))
+        args = field(entry, "args") or ()
+        if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
+            raise TypeError("its args are not a list of strings")
+        command = field(entry, "command")
+        return make(label=_label(entry), command=command, args=tuple(args), env=pairs)  # type: ignore[no-any-return]
+    if isinstance(entry, HttpMcpServer) or _kind(entry) == "http":
+        url, headers = field(entry, "url"), _pairs(field(entry, "headers"))
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError("its url is not an http or https url")
+        return make(label=_label(entry), url=url, headers=headers)  # type: ignore[no-any-return]
+    raise ValueError(f"a server of type {_kind(entry)!r} is not supported (stdio and http are)")
+
+
+def _kind(entry: object) -> object:
+    return field(entry, "type")
+
+
+def _label(entry: object) -> str:
+    label = field(entry, "name")
+    if not isinstance(label, str) or not label.strip():
+        raise ValueError("it has no name")
+    return label.strip()
+
+
+def _pairs(items: object) -> tuple[tuple[str, str], ...]:
+    pairs: list[tuple[str, str]] = []
+    for item in items if isinstance(items, list | tuple) else ():
+        name = item.get("name") if isinstance(item, Mapping) else field(item, "name")
+        value = item.get("value") if isinstance(item, Mapping) else field(item, "value")
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise TypeError("a name/value pair is not two strings")
+        pairs.append((name, value))
+    return tuple(pairs)

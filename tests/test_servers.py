@@ -1,0 +1,86 @@
+"""A session's MCP servers: the request's ``mcpServers`` made `McpServer` values, and a server
+closed once no live session names it (acp_skills/acp/servers.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
+
+from acp_skills.acp.servers import SessionServers
+from acp_skills.mcp import McpServer
+from acp_skills.model import SkillLookupOptions
+
+pytestmark = pytest.mark.anyio
+
+
+class ClosingRecorder:
+    """Stands in for the MCP provider: records which servers were let go."""
+
+    def __init__(self) -> None:
+        self.released: list[Any] = []
+
+    async def release(self, server: Any) -> None:
+        self.released.append(server)
+
+    def states(self, options: SkillLookupOptions) -> Sequence[Any]:
+        return ()
+
+
+def test_request_entries_become_servers_in_order() -> None:
+    """stdio (command, args, env) and HTTP (url, headers) entries, SDK models or dicts."""
+    servers = SessionServers(ClosingRecorder())
+    entries: list[object] = [
+        McpServerStdio(
+            name="team", command="/bin/srv", args=["-x"], env=[EnvVariable(name="K", value="v")]
+        ),
+        HttpMcpServer(
+            type="http",
+            name="hub",
+            url="https://hub/mcp",
+            headers=[HttpHeader(name="Authorization", value="Bearer t")],
+        ),
+        {"type": "http", "name": "raw", "url": "http://127.0.0.1:1/mcp", "headers": []},
+    ]
+    assert servers.from_request(entries) == (
+        McpServer(label="team", command="/bin/srv", args=("-x",), env=(("K", "v"),)),
+        McpServer(label="hub", url="https://hub/mcp", headers=(("Authorization", "Bearer t"),)),
+        McpServer(label="raw", url="http://127.0.0.1:1/mcp"),
+    )
+
+
+def test_unusable_entries_are_left_out() -> None:
+    """An SSE server, a nameless one and a non-http url are skipped; the rest stay."""
+    servers = SessionServers(ClosingRecorder())
+    entries: list[object] = [
+        SseMcpServer(type="sse", name="old", url="http://h/sse", headers=[]),
+        McpServerStdio(name=" ", command="/bin/srv", args=[], env=[]),
+        {"type": "http", "name": "ftp", "url": "ftp://h/mcp", "headers": []},
+        McpServerStdio(name="ok", command="/bin/srv", args=[], env=[]),
+    ]
+    assert servers.from_request(entries) == (McpServer(label="ok", command="/bin/srv"),)
+
+
+def test_without_an_mcp_client_servers_are_ignored() -> None:
+    entries = [McpServerStdio(name="team", command="/bin/srv", args=[], env=[])]
+    assert SessionServers(None).from_request(entries) == ()
+
+
+async def test_a_server_is_let_go_when_no_live_session_names_it() -> None:
+    """Shared by two sessions: closed only after both let go; a reload that drops it too."""
+    recorder = ClosingRecorder()
+    servers = SessionServers(recorder)
+    shared, own = McpServer(label="a", command="a"), McpServer(label="b", command="b")
+    await servers.bind("s1", (shared,))
+    await servers.bind("s2", (shared, own))
+    await servers.unbind("s1")
+    assert recorder.released == []
+    assert servers.users(shared) == 1
+    await servers.bind("s2", (shared,))  # session/load of s2 without `own`
+    assert recorder.released == [own]
+    await servers.unbind("s2")
+    assert recorder.released == [own, shared]
+    await servers.unbind("s2")  # twice is harmless
+    assert recorder.released == [own, shared]
