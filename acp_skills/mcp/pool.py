@@ -10,16 +10,16 @@ from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import httpx2
-import structlog
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from ..quiet_log import get_logger
 from .config import McpServer
 
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 
 class McpConnection:

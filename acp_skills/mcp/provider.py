@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Final
 
 import anyio
-import structlog
 
 from ..content import Refusal
 from ..frontmatter import ParsedSkill, parse_skill_file
 from ..model import SkillCandidate, SkillDefinition, SkillLookupOptions, UrlResource
+from ..quiet_log import get_logger
 from .config import McpServer
 from .listing import ListedSkill, Listing, frontmatter_of, list_skills, matches, plain, text_of
 from .pool import McpPool
@@ -23,7 +23,7 @@ MCP_SOURCE: Final = "mcp"
 LISTING_DEADLINE: Final = 10.0
 RETRY_AFTER: Final = 60.0  # a failed server is left alone this long
 
-_log = structlog.get_logger(__name__)
+_log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
