@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 from acp import RequestError
@@ -15,6 +15,7 @@ from ..prefix import SessionPrefix
 from ..quiet_log import get_logger
 from ..record import SessionStore
 from ..session import PrefixedSession
+from .consent import SessionTrust
 
 _log = get_logger(__name__)
 
@@ -30,6 +31,7 @@ class LiveSession:
     turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
     announced_in_turn: bool = False  # whether a prompt turn has re-sent the commands
     commands_sent: CommandsKey | None = None
+    trust: SessionTrust = field(default_factory=SessionTrust)  # this instance's answers
 
 
 @dataclass(frozen=True, slots=True)
