@@ -307,3 +307,20 @@ async def test_a_projects_own_files_cannot_grant_trust(sandbox: Sandbox, tmp_pat
         trust = await listed_trust(agent, session_id)
         assert trust["sneaky"] == trust["review"] == "pending"
         assert "`sneaky`" not in await catalog_text(agent, session_id)
+
+
+@pytest.mark.anyio
+async def test_an_unreadable_trust_file_is_left_alone_and_the_answer_holds_for_the_session(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """A broken trust file grants nothing; ``Trust this project`` still admits this session."""
+    path = tmp_path / "config" / "trust.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json", encoding="utf-8")
+    client = AnsweringClient("allow_always")
+    async with sandbox.spawn(env=trust_env(tmp_path), client=client) as agent:
+        session_id = await new_session(agent, sandbox.project)
+        assert await prompt(agent, session_id, "hello") == "end_turn"
+        assert len(client.questions) == 1
+        assert "`review`" in await catalog_text(agent, session_id)
+    assert path.read_text(encoding="utf-8") == "{not json"

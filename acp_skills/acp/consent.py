@@ -296,7 +296,12 @@ async def ask(
             trust.grants[key] = False
         else:
             decision: Decision = "trusted" if choice == "allow_always" else "refused"
-            await anyio.to_thread.run_sync(store.decide, source, decision)
+            try:
+                await anyio.to_thread.run_sync(store.decide, source, decision)
+            except (TrustFileError, OSError) as error:
+                # Not stored: the answer still holds for this session.
+                _log.warning("trust_not_stored", path=store.path, error=str(error))
+                trust.grants[key] = decision == "trusted"
     admitted = choice in ("allow_once", "allow_always")
     _log.info("trust_answered", session_id=session_id, answer=choice, sources=len(sources))
     await link.send(

@@ -41,6 +41,7 @@ class _Released:
     catalog_fit: CatalogFit | None
     announced_in_turn: bool
     commands_sent: CommandsKey | None
+    trust: SessionTrust  # released to save memory, not closed: its answers still hold
 
 
 class SessionTable:
@@ -100,7 +101,9 @@ class SessionTable:
             return await self.get(session_id)
         del self._released[session_id]
         announced, sent = released.announced_in_turn, released.commands_sent
-        live = LiveSession(session=session, announced_in_turn=announced, commands_sent=sent)
+        live = LiveSession(
+            session=session, announced_in_turn=announced, commands_sent=sent, trust=released.trust
+        )
         self._live[session_id] = live
         self._release_idle()
         return live
@@ -121,7 +124,9 @@ class SessionTable:
                 continue
             del self._live[session_id]
             fit, sent = session.catalog_fit, live.commands_sent
-            kept = _Released(session.context, session.requested, fit, live.announced_in_turn, sent)
+            kept = _Released(
+                session.context, session.requested, fit, live.announced_in_turn, sent, live.trust
+            )
             self._released[session_id] = kept
             excess -= 1
         while len(self._released) > RELEASED_PER_LIVE * self._max_live:
