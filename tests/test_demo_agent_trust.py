@@ -59,9 +59,9 @@ def sandbox(tmp_path: Path) -> Sandbox:
 
 
 def trust_env(tmp_path: Path, mode: str | None = "ask") -> dict[str, str]:
+    # An empty value counts as unset (the suite's own mode would otherwise be passed on).
     env = {"ACP_SKILLS_TRUST_FILE": str(tmp_path / "config" / "trust.json")}
-    if mode is not None:
-        env["ACP_SKILLS_TRUST"] = mode
+    env["ACP_SKILLS_TRUST"] = mode if mode is not None else ""
     return env
 
 
