@@ -24,6 +24,7 @@ import structlog
 from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
 from acp_skills.acp import AcpSkills
 from acp_skills.cli.mcp_options import add_mcp_options, mcp_provider_from
+from acp_skills.trust import TRUST_MODES, trust_mode
 
 from . import EXAMPLE_SKILLS, __version__, settings
 from .agent import DemoAgent
@@ -162,6 +163,13 @@ def _settings_from_env(args: argparse.Namespace) -> None:
                 f"ACP_SKILLS_WATCH must be 1 or 0 (true/false, yes/no, on/off), not {watch!r}"
             )
         args.watch = watch
+    if args.trust is None:
+        value = _env("ACP_SKILLS_TRUST") or "ask"
+        try:
+            args.trust = trust_mode(value)
+        except ValueError:
+            known = ", ".join(TRUST_MODES)
+            raise SettingError(f"ACP_SKILLS_TRUST must be one of {known}, not {value!r}") from None
     args.state_dir_from_env = args.state_dir is None
     for flag, variable in (
         ("state_dir", "ACP_SKILLS_STATE_DIR"),
@@ -271,6 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="append logs to this file instead of stderr. Env: ACP_SKILLS_LOG_FILE.",
     )
     add_mcp_options(parser)
+    parser.add_argument(
+        "--trust",
+        choices=TRUST_MODES,
+        default=None,
+        help="skills of a project and of MCP servers: ask the person at the first prompt "
+        "(default), all (trust them all) or none (never offer them). Env: ACP_SKILLS_TRUST.",
+    )
     parser.add_argument("--version", action="version", version=__version__)
     return parser
 
@@ -311,6 +326,7 @@ def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoA
         max_requests_per_turn=args.max_steps,
         expand_arguments="claude" in args.compat,
         mcp=getattr(args, "mcp", None),
+        trust=args.trust,
     )
     return DemoAgent(skills, build_model(args))
 

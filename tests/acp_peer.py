@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -243,6 +244,8 @@ async def connected(
     agent_socket, client_socket = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
     client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
+    # As the agent would read it: the suites that do not test trust set `all` (conftest).
+    options.setdefault("trust", os.environ.get("ACP_SKILLS_TRUST") or "ask")
     skills = AcpSkills(registry, **options)
     agent = agent_type(skills)
     client = RecordingClient()

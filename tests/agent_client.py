@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -347,6 +348,9 @@ class Sandbox:
             "DSH_HOME": str(self.home / ".dsh"),
             "DSH_AGENTS_HOME": str(self.home / ".agents"),
             "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+            # The SDK trims the child's environment: the suite's trust mode (conftest) is passed on.
+            "ACP_SKILLS_TRUST": os.environ.get("ACP_SKILLS_TRUST", ""),
+            "ACP_SKILLS_TRUST_FILE": str(self.home / ".config" / "acp-skills" / "trust.json"),
         }
         env.update(extra or {})
         return env

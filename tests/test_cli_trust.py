@@ -54,3 +54,29 @@ def test_list_marks_a_project_skill_that_waits_for_trust(tmp_path: Path) -> None
     assert [s["trust"] for s in json.loads(listed.stdout)["skills"]] == ["trusted"]
     refused = run("list", "--cwd", str(project), "--trust", "none", "--json", env=env)
     assert [s["trust"] for s in json.loads(refused.stdout)["skills"]] == ["refused"]
+
+
+def test_show_catalog_and_doctor_mark_a_skill_that_waits_for_trust(tmp_path: Path) -> None:
+    """They say which skills a session would not offer, and the catalog leaves them out."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    skill = project / ".agents" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Deploy it.\n---\nBody\n")
+    env = cli_env(
+        ACP_SKILLS_TRUST="ask",
+        ACP_SKILLS_TRUST_FILE=str(tmp_path / "trust.json"),
+        DSH_HOME=str(tmp_path / "h1"),
+        DSH_AGENTS_HOME=str(tmp_path / "h2"),
+    )
+    cwd = ["--cwd", str(project)]
+    shown = run("show", "deploy", *cwd, env=env)
+    assert "deploy is waiting for trust in this project" in shown.stderr
+    catalog = run("catalog", *cwd, env=env)
+    assert "Deploy it." not in catalog.stdout
+    assert "deploy: waiting for trust" in catalog.stdout + catalog.stderr
+    doctor = run("doctor", *cwd, env=env)
+    assert "Waiting for trust or refused (1)" in doctor.stdout
+    assert run("trust", str(project), env=env).returncode == 0
+    assert "Deploy it." in run("catalog", *cwd, env=env).stdout
+    assert "waiting for trust" not in run("show", "deploy", *cwd, env=env).stderr

@@ -125,6 +125,7 @@ def listed(name: str, **overrides: object) -> dict[str, object]:
         "provider": "local",
         "userInvocable": True,
         "disableModelInvocation": False,
+        "trust": "trusted",
     }
     entry.update(overrides)
     return entry

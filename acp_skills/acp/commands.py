@@ -20,6 +20,7 @@ from ..model import SkillSnapshot, SkillSummary
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..text import remove_unsafe_characters, shorten_description
+from .consent import bound
 from .sessions import LiveSession, SessionTable
 from .wire import ClientLink, available_commands, field
 
@@ -55,7 +56,8 @@ class CommandsAnnouncer:
     ) -> None:
         if snapshot is None:
             options = live.session.context.lookup_options
-            snapshot = await self._registry.snapshot(options)
+            with bound(live.trust):  # the registry is the session's trusted view
+                snapshot = await self._registry.snapshot(options)
         commands = [*available_commands(snapshot.skills), *builtin_commands(snapshot.skills)]
         key = tuple(
             (c.name, c.description, c.input.root.hint if c.input is not None else "")
@@ -90,7 +92,8 @@ class CommandsAnnouncer:
     async def _announce(self, session_id: str) -> None:
         if (live := self._sessions.peek(session_id)) is None:
             return
-        snapshot = await self._registry.snapshot(live.session.context.lookup_options)
+        with bound(live.trust):
+            snapshot = await self._registry.snapshot(live.session.context.lookup_options)
         try:
             await self.refresh(session_id, live, snapshot, force=True)
         except ConnectionError:
@@ -160,11 +163,13 @@ def skills_report(
     snapshot: SkillSnapshot,
     diagnostics: Sequence[Diagnostic] | None,
     fit: CatalogFit | None = None,
+    trust_lines: Sequence[str] = (),
 ) -> str:
     lines = [f"**Skills for `{_clean(cwd)}`** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
     lines += [*(_skill_line(skill) for skill in snapshot.skills), ""]
+    lines += trust_lines
     if fit is not None:
         lines += [*(_clean(line) for line in describe_catalog_fit(fit).splitlines()), ""]
     if diagnostics is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 from acp import RequestError
@@ -15,6 +15,7 @@ from ..prefix import SessionPrefix
 from ..quiet_log import get_logger
 from ..record import SessionStore
 from ..session import PrefixedSession
+from .consent import SessionTrust
 from .servers import SessionServers
 
 _log = get_logger(__name__)
@@ -31,6 +32,7 @@ class LiveSession:
     turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
     announced_in_turn: bool = False  # whether a prompt turn has re-sent the commands
     commands_sent: CommandsKey | None = None
+    trust: SessionTrust = field(default_factory=SessionTrust)  # this instance's answers
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,7 @@ class _Released:
     catalog_fit: CatalogFit | None
     announced_in_turn: bool
     commands_sent: CommandsKey | None
+    trust: SessionTrust  # released to save memory, not closed: its answers still hold
 
 
 class SessionTable:
@@ -116,7 +119,9 @@ class SessionTable:
             return await self.get(session_id)
         del self._released[session_id]
         announced, sent = released.announced_in_turn, released.commands_sent
-        live = LiveSession(session=session, announced_in_turn=announced, commands_sent=sent)
+        live = LiveSession(
+            session=session, announced_in_turn=announced, commands_sent=sent, trust=released.trust
+        )
         self._live[session_id] = live
         await self.servers.bind(session_id, released.context.servers)
         await self._release_idle()
@@ -140,7 +145,9 @@ class SessionTable:
                 continue
             del self._live[session_id]
             fit, sent = session.catalog_fit, live.commands_sent
-            kept = _Released(session.context, session.requested, fit, live.announced_in_turn, sent)
+            kept = _Released(
+                session.context, session.requested, fit, live.announced_in_turn, sent, live.trust
+            )
             self._released[session_id] = kept
             excess -= 1
             await self.servers.unbind(session_id)  # reopening binds them again

@@ -21,7 +21,9 @@ from ..registry import SkillRegistry
 from ..session import PrefixedSession
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
+from ..trust import TrustMode, TrustStore, trust_mode
 from .commands import CommandsAnnouncer
+from .consent import TrustedRegistry
 from .replay import replay
 from .servers import ServerCloser, SessionServers, servers_json, shadowed_json
 from .sessions import SessionTable, flush_all
@@ -53,8 +55,11 @@ class AcpSkills:
         max_requests_per_turn: int = 8,
         expand_arguments: bool = False,
         mcp: ServerCloser | None = None,
+        trust: TrustMode = "ask",
+        trust_store: TrustStore | None = None,
     ) -> None:
         check_catalog_budget(catalog_budget)
+        mode = trust_mode(trust)
         pinned = _skill_names("pinned_skills", pinned_skills)
         hidden = _skill_names("hidden_skills", hidden_skills)
         max_live = require_positive_int("max_live_sessions", max_live_sessions)
@@ -65,14 +70,18 @@ class AcpSkills:
             self._own_provider = LocalSkillProvider()
             registry.register_provider(self._own_provider)
         self.registry = registry
-        self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
+        # What sessions see: the registry filtered by trust (docs/trust.md). The view has the
+        # registry's methods, so the tool, the catalog and the commands take it in its place.
+        self.trusted = trusted = TrustedRegistry(registry, mode, trust_store or TrustStore())
+        seen = cast(SkillRegistry, trusted)
+        self.tool = SkillTool(seen, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
         self.prefix = SessionPrefix()
         servers = SessionServers(mcp)  # `mcp`: the `McpSkillProvider` the session servers use
         self._sessions = SessionTable(self.prefix, self.store, max_live=max_live, servers=servers)
         self.prefix.add(
             SkillCatalogContributor(
-                registry,
+                seen,
                 max_length=catalog_max_length,
                 tool_name=self.tool.name,
                 budget=catalog_budget,
@@ -82,10 +91,9 @@ class AcpSkills:
             )
         )
         self._link = link = ClientLink()
-        self._announcer = announcer = CommandsAnnouncer(registry, self._sessions, link)
-        self._kit = TurnKit(
-            self._sessions, registry, self.tool, link, announcer, max_requests, expand_arguments
-        )
+        self._announcer = announcer = CommandsAnnouncer(seen, self._sessions, link)
+        options = (max_requests, expand_arguments, trusted)
+        self._kit = TurnKit(self._sessions, seen, self.tool, link, announcer, *options)
         self._unsubscribe = registry.on_change(self._announcer.on_registry_change)
         self._group: anyio.abc.TaskGroup | None = None
 
@@ -244,13 +252,17 @@ class AcpSkills:
         raise RequestError.method_not_found(f"_{name}")
 
     async def _list_skills(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        trust = None
         if "sessionId" in params:
-            options = (await self.session(params["sessionId"])).context.lookup_options
+            live = await self._sessions.get(params["sessionId"])
+            options = live.session.context.lookup_options
+            trust = live.trust
         elif "cwd" in params:
             options = SkillLookupOptions(cwd=check_cwd(params["cwd"]))
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
         snapshot = await self.registry.snapshot(options)
+        states = (await self.trusted.view(options, trust)).states
         problems = await self.registry.diagnose(options)
         clean = remove_unsafe_characters  # the editor shows these
         return {
@@ -262,6 +274,7 @@ class AcpSkills:
                     "provider": clean(skill.provider),
                     "userInvocable": skill.user_invocable,
                     "disableModelInvocation": skill.disable_model_invocation,
+                    "trust": states.get(skill.name, "trusted"),
                 }
                 for skill in snapshot.skills
             ],

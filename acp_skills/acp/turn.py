@@ -19,7 +19,7 @@ from ..model import PrefixMessage, SkillSnapshot
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..tool import SkillTool, ToolResult
-from . import call_bounds, commands, servers, wire
+from . import call_bounds, commands, consent, servers, wire
 from .sessions import LiveSession, SessionTable, not_saved_notice
 
 _log = get_logger(__name__)
@@ -57,6 +57,7 @@ class TurnKit:
     announcer: commands.CommandsAnnouncer
     max_requests: int
     expand_arguments: bool
+    trusted: consent.TrustedRegistry
 
     def tool_spec(self, *, searchable: bool) -> dict[str, Any]:
         function = {
@@ -92,6 +93,7 @@ class PromptTurn:
         self.invoked: tuple[InvokedSkill, ...] = ()
         self._stop_reason: StopReason | None = None
         self._requests, self._replied, self._streamed = 0, True, False
+        self._view = consent.TrustView(SkillSnapshot(skills=(), complete=True), {}, {})
 
     @property
     def prefix(self) -> tuple[PrefixMessage, ...]:
@@ -196,13 +198,16 @@ class PromptTurn:
                 await self._send(wire.skill_tool_call_start(call_id, decoded))
                 reader, searchable = kit.link.reader(self._session_id), self._omits()
                 try:
-                    result = await kit.tool.call(
-                        decoded,
-                        cwd=self._cwd,
-                        servers=self._session.context.servers,
-                        read_text=reader,
-                        searchable=searchable,
-                    )
+                    if (refusal := await self._trust_refusal(decoded)) is not None:
+                        result = refusal
+                    else:
+                        result = await kit.tool.call(
+                            decoded,
+                            cwd=self._cwd,
+                            servers=self._session.context.servers,
+                            read_text=reader,
+                            searchable=searchable,
+                        )
                 except Exception as error:
                     result = _raised(name, error)
             elif self._run_tool is None:
@@ -255,20 +260,45 @@ class PromptTurn:
         fit = self._session.catalog_fit
         return fit is not None and bool(fit.omitted)
 
-    async def _begin(self, prompt: Sequence[object]) -> None:
-        snapshots: list[SkillSnapshot] = []
+    async def _trust_refusal(self, arguments: object) -> ToolResult | None:
+        # A withheld skill has its own error by exact name, never "unknown".
+        name = arguments.get("name") if isinstance(arguments, Mapping) else None
+        if not isinstance(name, str) or self._kit.trusted.mode == "all":
+            return None
+        view = await self._kit.trusted.view(self._session.context.lookup_options)
+        if name in {skill.name for skill in view.snapshot.skills}:
+            return None
+        if (withheld := view.withheld.get(name)) is None:
+            return None
+        return ToolResult(text=consent.trust_error(name, withheld), is_error=True)
 
-        async def take_snapshot() -> None:
-            snapshots.append(
-                await self._kit.registry.snapshot(self._session.context.lookup_options)
-            )
+    async def _ask_for_trust(self) -> bool:
+        # Once per session instance, at its first turn, before its prefix is composed.
+        live, kit = self._live, self._kit
+        if live.trust.asked or kit.trusted.mode == "all":
+            return False
+        live.trust.asked = True
+        view = await kit.trusted.view(self._session.context.lookup_options)
+        consent.warn_once(self._session_id, live.trust, view)
+        if kit.trusted.mode != "ask" or self._session.composed or not view.pending():
+            return False
+        return await consent.ask(kit.link, self._session_id, live.trust, view, kit.trusted.store)
+
+    async def _begin(self, prompt: Sequence[object]) -> None:
+        admitted = await self._ask_for_trust()
+        views: list[consent.TrustView] = []
+
+        async def take_view() -> None:
+            views.append(await self._kit.trusted.view(self._session.context.lookup_options))
 
         # Side by side they share one discovery: a slow provider is waited for once.
         async with anyio.create_task_group() as group:
-            group.start_soon(take_snapshot)
+            group.start_soon(take_view)
             await self._session.prefix()
-        live, snapshot = self._live, snapshots[0]
-        force = not live.announced_in_turn
+        live, snapshot = self._live, views[0].snapshot
+        self._view = views[0]
+        # After an answer that admits skills, the commands go out again.
+        force = not live.announced_in_turn or admitted
         await self._kit.announcer.refresh(self._session_id, live, snapshot, force=force)
         live.announced_in_turn = True
         typed = wire.prompt_text(prompt)
@@ -285,13 +315,16 @@ class PromptTurn:
         cwd, word = self._cwd, commands.leading_slash_word(typed)
         if word is None or any(s.user_invocable and s.name == word for s in snapshot.skills):
             return None  # for the model (a skill invocation is expanded for it)
+        if (withheld := self._view.withheld.get(word)) is not None:
+            return consent.command_note(word, withheld)  # never expanded, never silent
         if word == commands.SKILLS_COMMAND:
             problems: tuple[Diagnostic, ...] | None = None
             try:
                 problems = await self._kit.registry.diagnose(self._session.context.lookup_options)
             except Exception as error:
                 _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
-            report = commands.skills_report(cwd, snapshot, problems, self._session.catalog_fit)
+            fit, trust_lines = self._session.catalog_fit, consent.report_lines(self._view)
+            report = commands.skills_report(cwd, snapshot, problems, fit, trust_lines)
             options, mcp = self._session.context.lookup_options, self._kit.sessions.servers.provider
             extra = servers.servers_report(mcp, options, snapshot)
             return f"{report}\n\n{extra}" if extra else report
@@ -327,6 +360,11 @@ class PromptTurn:
             start, content = len(content), content + result.text
             entry = {"id": call_id, "name": name, "is_error": result.is_error, "start": start}
             calls.append(entry | {"end": len(content)})
+        withheld = list(self._view.withheld)
+        for name, _ in wire.find_invocations_with_arguments(typed, withheld):
+            # Left as plain text for the model; the person is told why it did not run.
+            note = consent.command_note(name, self._view.withheld[name])
+            await self._send(update_agent_message_text(note + "\n\n"))
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
         if calls:
             message[INVOKED_KEY] = calls
@@ -363,7 +401,7 @@ async def open_turn(
     live.turn = scope
     began = False
     try:
-        with scope:
+        with scope, consent.bound(live.trust):
             await turn._begin(prompt)
             began = True
             yield turn

@@ -30,7 +30,7 @@ from ..diagnostics import Diagnostic, shadow_diagnostic, skipped
 from ..model import SKILL_FILE_NAME, ShadowedSkill, SkillSnapshot
 from ..text import remove_unsafe_characters as clean
 from ..text import replace_lone_surrogates
-from ..trust import TRUST_MODES
+from ..trust import TRUST_MODES, project_of
 from .mcp_options import add_mcp_options, mcp_provider_from, mcp_server_lines, mcp_servers_json
 from .output import (
     BOLD,
@@ -48,7 +48,7 @@ from .output import (
     table,
     tally,
 )
-from .trust import add_trust_arguments, trust, trust_of
+from .trust import add_trust_arguments, as_a_session_sees_it, trust, trust_of, withheld_lines
 from .validate import validate
 
 PROG = "acp-skills"
@@ -217,6 +217,13 @@ async def _show(args: argparse.Namespace, style: Style) -> Outcome:
         ]
     else:
         warnings += _skipped_warning(left_out)
+    _, withheld = as_a_session_sees_it(args, await registry.snapshot(options))
+    if (state := withheld.get(args.name)) is not None:
+        why = "is waiting for trust" if state == "pending" else "is not trusted"
+        warnings.append(
+            f"warning: {clean(args.name)} {why} in this project: an agent session does not "
+            f"offer it (`acp-skills trust {clean(project_of(args.cwd).key)}` admits it)"
+        )
     return Outcome(
         {"name": args.name, "text": text, "isError": result.is_error},
         [text],
@@ -227,7 +234,7 @@ async def _show(args: argparse.Namespace, style: Style) -> Outcome:
 
 async def _catalog(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = _skills_from(args)
-    snapshot = await registry.snapshot(options)
+    snapshot, withheld = as_a_session_sees_it(args, await registry.snapshot(options))
     fit = _agent_catalog(args, snapshot)
     characters = len(fit.text or "")
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
@@ -242,6 +249,7 @@ async def _catalog(args: argparse.Namespace, style: Style) -> Outcome:
     else:
         outcome.text.append(fit.text)
         outcome.remarks.extend(clean(line) for line in describe_catalog_fit(fit).splitlines())
+    outcome.remarks.extend(clean(line) for line in withheld_lines(args, withheld))
     return outcome
 
 
@@ -249,7 +257,8 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = _skills_from(args)
     discovery = await provider.discover(options)
     snapshot = await registry.snapshot(options)
-    fit = _agent_catalog(args, snapshot)
+    offered, withheld = as_a_session_sees_it(args, snapshot)
+    fit = _agent_catalog(args, offered)
     characters = len(fit.text or "")
     problems = (*discovery.diagnostics, *map(shadow_diagnostic, snapshot.shadowed))
     left_out = skipped(problems)
@@ -298,6 +307,9 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
         if found:
             lines += ["", style(f"{title} ({len(found)})", BOLD)]
             lines.extend("  " + line for line in diagnostic_lines(found, style))
+    if withheld:
+        lines += ["", style(f"Waiting for trust or refused ({len(withheld)})", BOLD)]
+        lines.extend("  " + clean(line) for line in withheld_lines(args, withheld))
     lines.append("")
     visible = plural(len(fit.listed), "skill")
     if servers := mcp_server_lines(getattr(args, "mcp", None)):

@@ -6,7 +6,7 @@ import argparse
 import os
 from collections.abc import Sequence
 
-from ..model import SkillCandidate
+from ..model import SkillCandidate, SkillSnapshot
 from ..trust import (
     PROJECT_SOURCES,
     Decision,
@@ -80,3 +80,38 @@ def trust_of(
         decisions = {}
     project = project_of(args.cwd)
     return trust_states(skills, dict.fromkeys(PROJECT_SOURCES, project), decisions, mode)
+
+
+def as_a_session_sees_it(
+    args: argparse.Namespace, snapshot: SkillSnapshot
+) -> tuple[SkillSnapshot, dict[str, TrustState]]:
+    """``snapshot`` as a session at ``--cwd`` would offer it (withheld winners left out, the
+    admitted skill they shadowed put back), and the state of each withheld winner by name."""
+    skills = [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)]
+    states = trust_of(args, skills)
+    admitted = ("trusted", "session")
+    withheld = {s.name: states[s] for s in snapshot.skills if states[s] not in admitted}
+    offered = [s for s in snapshot.skills if s.name not in withheld]
+    for lost in snapshot.shadowed:
+        name = lost.skill.name
+        if name in withheld and states[lost.skill] in admitted and name not in _names(offered):
+            offered.append(lost.skill)
+    offered.sort(key=lambda skill: skill.name)
+    seen = SkillSnapshot(skills=tuple(offered), complete=snapshot.complete)
+    return seen, withheld
+
+
+def withheld_lines(args: argparse.Namespace, withheld: dict[str, TrustState]) -> list[str]:
+    """One line per withheld skill, and how to admit them."""
+    if not withheld:
+        return []
+    lines = [
+        f"{name}: {'waiting for trust' if state == 'pending' else 'trust refused'}"
+        for name, state in sorted(withheld.items())
+    ]
+    project = project_of(args.cwd).key
+    return [*lines, f"a session does not offer these; `acp-skills trust {project}` admits them"]
+
+
+def _names(skills: Sequence[SkillCandidate]) -> set[str]:
+    return {skill.name for skill in skills}

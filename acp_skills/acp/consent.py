@@ -1,0 +1,348 @@
+"""Trust at the session layer (contract §13): what one session may offer, and asking for more.
+
+The registry still finds every skill; `TrustedRegistry` is the view the catalog, the tool, the
+commands and `/name` see. It filters each snapshot by the stored decisions, the mode and the
+running session's own answers (`SessionTrust`, bound to the turn's context), and puts back a
+user skill that a withheld project skill had shadowed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+from acp.helpers import start_tool_call, text_block, tool_content, update_tool_call
+from acp.schema import PermissionOption, ToolCallUpdate
+
+from ..model import SkillCandidate, SkillLookupOptions, SkillSnapshot
+from ..quiet_log import get_logger
+from ..registry import SkillRegistry
+from ..text import remove_unsafe_characters, shorten_description
+from ..trust import (
+    PROJECT_SOURCES,
+    Decision,
+    ProjectSource,
+    ServerSource,
+    TrustFileError,
+    TrustMode,
+    TrustSource,
+    TrustState,
+    TrustStore,
+    project_of,
+    trust_states,
+)
+from .wire import ClientLink
+
+_log = get_logger(__name__)
+
+ADMITTED: Final = frozenset({"trusted", "session"})
+# The four answers of the question, by option id (the id is the kind: one of each).
+OPTIONS: Final = (
+    ("allow_once", "Trust for this session"),
+    ("allow_always", "Trust this project"),
+    ("reject_once", "Not now"),
+    ("reject_always", "Never for this project"),
+)
+_VIEWS_KEPT = 16
+
+
+@dataclass(slots=True)
+class SessionTrust:
+    """One session instance's answers: ``grants`` by source key (``True`` allow once, ``False``
+    not now); ``asked`` once the question was put (never twice per instance)."""
+
+    grants: dict[str, bool] = field(default_factory=dict)
+    asked: bool = False
+    warned: bool = False
+
+
+_current: ContextVar[SessionTrust | None] = ContextVar("acp_skills_session_trust", default=None)
+
+
+@contextlib.contextmanager
+def bound(trust: SessionTrust) -> Iterator[None]:
+    """Lookups made inside see ``trust``'s answers (a turn, a commands refresh)."""
+    token = _current.set(trust)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+@dataclass(frozen=True, slots=True)
+class Withheld:
+    """A skill a session does not offer, and why."""
+
+    skill: SkillCandidate
+    state: TrustState
+    source: TrustSource
+
+
+@dataclass(frozen=True, slots=True)
+class TrustView:
+    """A snapshot as one session sees it: ``snapshot`` holds what it offers; ``states`` every
+    winner's state (by name); ``withheld`` the winners it does not offer, by name."""
+
+    snapshot: SkillSnapshot
+    states: Mapping[str, TrustState]
+    withheld: Mapping[str, Withheld]
+
+    def pending(self) -> list[Withheld]:
+        return [w for w in self.withheld.values() if w.state == "pending"]
+
+
+def source_of(skill: SkillCandidate, cwd: str | None) -> TrustSource | None:
+    """The trust source ``skill`` needs (``None``: an own root, always trusted)."""
+    if skill.source in PROJECT_SOURCES and cwd:
+        return project_of(cwd)
+    if skill.provider == "mcp":
+        server = getattr(skill.locator, "server", None)
+        identity = getattr(server, "identity", None)
+        label = getattr(server, "label", None)
+        if isinstance(identity, str) and isinstance(label, str):
+            return ServerSource(label=label, endpoint=identity)
+        return ServerSource(label=skill.source, endpoint=skill.source)  # fail closed
+    return None
+
+
+def trust_error(name: str, withheld: Withheld) -> str:
+    """The `skill` tool's answer for a withheld skill, by exact name."""
+    quoted = f'"{remove_unsafe_characters(name)}"'
+    if isinstance(withheld.source, ServerSource):
+        label = remove_unsafe_characters(withheld.source.label)
+        if withheld.state == "pending":
+            return f'Error: skill {quoted} from MCP server "{label}" is waiting for trust'
+        return f'Error: skill {quoted} from MCP server "{label}" is not trusted'
+    if withheld.state == "pending":
+        return f"Error: skill {quoted} is waiting for trust in this project"
+    return f"Error: skill {quoted} is not trusted in this project"
+
+
+def command_note(name: str, withheld: Withheld) -> str:
+    """The one line a person gets for a `/NAME` of a withheld skill."""
+    where = _label(withheld.source)
+    if withheld.state == "pending":
+        return (
+            f"`/{name}` comes from {where}, which is waiting for trust: it was not run. "
+            f"Trust it when asked, or run `acp-skills trust {_path(withheld)}`."
+        )
+    return (
+        f"`/{name}` comes from {where}, which is not trusted: it was not run. "
+        f"To undo a refusal, run `acp-skills trust {_path(withheld)}`."
+    )
+
+
+def _label(source: TrustSource) -> str:
+    if isinstance(source, ServerSource):
+        return f'MCP server "{remove_unsafe_characters(source.label)}"'
+    return f"project `{remove_unsafe_characters(source.label)}`"
+
+
+def _path(withheld: Withheld) -> str:
+    source = withheld.source
+    return remove_unsafe_characters(source.key if isinstance(source, ProjectSource) else ".")
+
+
+class TrustedRegistry:
+    """The registry as sessions see it under ``mode`` (everything else is the registry's)."""
+
+    def __init__(self, registry: SkillRegistry, mode: TrustMode, store: TrustStore) -> None:
+        self._registry, self.mode, self.store = registry, mode, store
+        self._views: OrderedDict[tuple[int, tuple[Any, ...]], tuple[SkillSnapshot, TrustView]]
+        self._views = OrderedDict()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._registry, name)
+
+    async def snapshot(self, options: SkillLookupOptions | None = None) -> SkillSnapshot:
+        """What the bound session offers (every skill under ``all``)."""
+        return (await self.view(options)).snapshot
+
+    async def view(
+        self, options: SkillLookupOptions | None = None, trust: SessionTrust | None = None
+    ) -> TrustView:
+        """The registry's snapshot for ``options`` filtered for ``trust`` (else the bound one)."""
+        options = options or SkillLookupOptions()
+        raw = await self._registry.snapshot(options)
+        if trust is None:
+            trust = _current.get()
+        grants = dict(trust.grants) if trust is not None else {}
+        skills = [*raw.skills, *(shadowed.skill for shadowed in raw.shadowed)]
+        sources = {s.source: source_of(s, options.cwd) for s in skills}
+        needed = any(source is not None for source in sources.values())
+        decisions: dict[str, Decision] = {}
+        if needed and self.mode == "ask":
+            decisions = await anyio.to_thread.run_sync(self._decisions)
+        states = trust_states(skills, sources, decisions, self.mode, grants)
+        key = (id(raw), tuple(states[s] for s in skills))
+        if (kept := self._views.get(key)) is not None and kept[0] is raw:
+            self._views.move_to_end(key)
+            return kept[1]
+        view = _filter(raw, states, sources)
+        self._views[key] = (raw, view)
+        while len(self._views) > _VIEWS_KEPT:
+            self._views.popitem(last=False)
+        return view
+
+    def _decisions(self) -> dict[str, Decision]:
+        try:
+            return self.store.decisions()
+        except TrustFileError as error:
+            # Fail closed: an unreadable file grants nothing, and is left for the person to fix.
+            _log.warning("trust_file_unreadable", path=self.store.path, error=str(error))
+            return {}
+
+
+def _filter(
+    raw: SkillSnapshot,
+    states: Mapping[SkillCandidate, TrustState],
+    sources: Mapping[str, TrustSource | None],
+) -> TrustView:
+    offered = [skill for skill in raw.skills if states[skill] in ADMITTED]
+    withheld: dict[str, Withheld] = {}
+    taken = {skill.name for skill in offered}
+    for skill in raw.skills:
+        source = sources.get(skill.source)
+        if states[skill] in ADMITTED or source is None:
+            continue
+        withheld[skill.name] = Withheld(skill, states[skill], source)
+    # A withheld winner takes no part in resolution: the next admitted skill of its name stands.
+    for shadowed in raw.shadowed:
+        skill = shadowed.skill
+        if skill.name in withheld and skill.name not in taken and states[skill] in ADMITTED:
+            offered.append(skill)
+            taken.add(skill.name)
+    offered.sort(key=lambda skill: skill.name)
+    snapshot = SkillSnapshot(
+        skills=tuple(offered),
+        complete=raw.complete,
+        shadowed=tuple(s for s in raw.shadowed if s.skill not in offered),
+    )
+    by_name = {skill.name: states[skill] for skill in raw.skills}
+    return TrustView(snapshot=snapshot, states=by_name, withheld=withheld)
+
+
+def question_title(pending: list[Withheld]) -> str:
+    """``Trust N skills from PROJECT?`` (or the server label)."""
+    labels = sorted({_plain_label(w.source) for w in pending})
+    count = len(pending)
+    noun = "skill" if count == 1 else "skills"
+    return f"Trust {count} {noun} from {', '.join(labels)}?"
+
+
+def _plain_label(source: TrustSource) -> str:
+    return remove_unsafe_characters(source.label)
+
+
+def question_text(pending: list[Withheld]) -> str:
+    """Every pending skill: name, description and path (or server and uri)."""
+    lines = []
+    for withheld in sorted(pending, key=lambda w: w.skill.name):
+        skill = withheld.skill
+        description = shorten_description(skill.description, 200)
+        where = remove_unsafe_characters(skill.path or "")
+        if isinstance(withheld.source, ServerSource):
+            uri = getattr(getattr(skill.locator, "skill", None), "uri", "")
+            where = f"MCP server {_plain_label(withheld.source)}, {uri}"
+        lines.append(f"- {skill.name}: {description} ({where})")
+    return "\n".join(lines)
+
+
+async def ask(
+    link: ClientLink, session_id: str, trust: SessionTrust, view: TrustView, store: TrustStore
+) -> bool:
+    """Put the question for ``view``'s pending skills; apply the answer. Whether it admitted
+    skills. Anything but a chosen option (a cancelled outcome, an error answer, the turn's
+    cancellation) counts as "not now"."""
+    pending = view.pending()
+    trust.asked = True
+    client = link.client
+    if not pending or client is None:
+        return False
+    call_id = f"trust-{uuid.uuid4().hex}"
+    content = [tool_content(text_block(question_text(pending)))]
+    start = start_tool_call(
+        call_id, question_title(pending), kind="read", status="pending", content=content
+    )
+    choice = "reject_once"
+    try:
+        await link.send(session_id, start)
+        options = [PermissionOption(option_id=k, name=n, kind=k) for k, n in OPTIONS]  # type: ignore[arg-type]
+        tool_call = ToolCallUpdate(tool_call_id=call_id, title=start.title, kind="read")
+        answer = await client.request_permission(  # type: ignore[attr-defined]
+            session_id=session_id, tool_call=tool_call, options=options
+        )
+        outcome = answer.outcome
+        if getattr(outcome, "outcome", None) == "selected":
+            picked = getattr(outcome, "option_id", "")
+            choice = picked if picked in dict(OPTIONS) else "reject_once"
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await link.send(session_id, update_tool_call(call_id, status="failed"))
+        raise
+    except Exception as error:
+        _log.warning("trust_question_failed", session_id=session_id, error=repr(error))
+    sources = {w.source.key: w.source for w in pending}
+    for key, source in sources.items():
+        if choice == "allow_once":
+            trust.grants[key] = True
+        elif choice == "reject_once":
+            trust.grants[key] = False
+        else:
+            decision: Decision = "trusted" if choice == "allow_always" else "refused"
+            try:
+                await anyio.to_thread.run_sync(store.decide, source, decision)
+            except (TrustFileError, OSError) as error:
+                # Not stored: the answer still holds for this session.
+                _log.warning("trust_not_stored", path=store.path, error=str(error))
+                trust.grants[key] = decision == "trusted"
+    admitted = choice in ("allow_once", "allow_always")
+    _log.info("trust_answered", session_id=session_id, answer=choice, sources=len(sources))
+    await link.send(
+        session_id, update_tool_call(call_id, status="completed" if admitted else "failed")
+    )
+    return admitted
+
+
+def warn_once(session_id: str, trust: SessionTrust, view: TrustView) -> None:
+    """One ``skills_waiting_for_trust`` warning per session instance with pending skills."""
+    pending = view.pending()
+    if trust.warned or not pending:
+        return
+    trust.warned = True
+    projects = sorted({w.source.label for w in pending})
+    _log.warning(
+        "skills_waiting_for_trust",
+        session_id=session_id,
+        project=", ".join(projects),
+        count=len(pending),
+    )
+
+
+def report_lines(view: TrustView) -> list[str]:
+    """The "Waiting for trust" and "Refused" parts of `/skills` (none when nothing is withheld)."""
+    lines: list[str] = []
+    for state, heading in (("pending", "Waiting for trust"), ("refused", "Refused")):
+        group = sorted(
+            (w for w in view.withheld.values() if w.state == state), key=lambda w: w.skill.name
+        )
+        if not group:
+            continue
+        lines += [f"**{heading}** ({len(group)})", ""]
+        for withheld in group:
+            description = shorten_description(withheld.skill.description, 120)
+            where = _label(withheld.source)
+            lines.append(f"- `{withheld.skill.name}` — {description} ({where})")
+        paths = sorted({_path(w) for w in group})
+        if state == "pending":
+            how = "Answer the question at your next prompt in a new session, or run"
+        else:
+            how = "To undo a refusal, run"
+        lines += ["", f"{how} {', '.join(f'`acp-skills trust {p}`' for p in paths)}.", ""]
+    return lines
