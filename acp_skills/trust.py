@@ -185,20 +185,36 @@ def needs_trust(skill: SkillCandidate) -> bool:
     return skill.source in PROJECT_SOURCES
 
 
+class TrustStates:
+    """Each skill's trust state, looked up by the skill itself: a candidate holds mappings (its
+    metadata), so it cannot be a dict key; the skill is kept, so its id stays its own."""
+
+    __slots__ = ("_states",)
+
+    def __init__(self) -> None:
+        self._states: dict[int, tuple[SkillCandidate, TrustState]] = {}
+
+    def __setitem__(self, skill: SkillCandidate, state: TrustState) -> None:
+        self._states[id(skill)] = (skill, state)
+
+    def __getitem__(self, skill: SkillCandidate) -> TrustState:
+        return self._states[id(skill)][1]
+
+
 def trust_states(
     skills: Iterable[SkillCandidate],
     source_of: Mapping[str, TrustSource | None],
     decisions: Mapping[str, Decision],
     mode: TrustMode,
     session_grants: Mapping[str, bool] | None = None,
-) -> dict[SkillCandidate, TrustState]:
+) -> TrustStates:
     """Each skill's trust state for one session, as a pure function.
 
     ``source_of`` maps a skill's ``source`` to its trust source (``None`` or absent: an own root,
     always trusted); ``session_grants`` holds the once-answers of this session by source key
     (``True`` allow once, ``False`` not now)."""
     grants = session_grants or {}
-    states: dict[SkillCandidate, TrustState] = {}
+    states = TrustStates()
     for skill in skills:
         source = source_of.get(skill.source)
         if source is None or mode == "all":

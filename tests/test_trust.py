@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,22 +104,25 @@ def _skill(name: str, source: str) -> SkillCandidate:
     return SkillCandidate(name=name, description="d", source=source, rank=0)
 
 
+def _states(skills: list[SkillCandidate], *args: Any) -> list[str]:
+    states = trust_states(skills, *args)
+    return [states[skill] for skill in skills]
+
+
 def test_trust_states_per_mode_decision_and_session_grant() -> None:
     own, mine = _skill("a", "user-agents"), _skill("b", "project-agents")
     project = ProjectSource("/p")
     source_of = {"project-agents": project}
-    assert trust_states([own, mine], source_of, {}, "ask") == {own: "trusted", mine: "pending"}
-    assert trust_states([mine], source_of, {}, "all") == {mine: "trusted"}
-    assert trust_states([own, mine], source_of, {}, "none") == {own: "trusted", mine: "refused"}
-    assert trust_states([mine], source_of, {"/p": "refused"}, "ask") == {mine: "refused"}
-    assert trust_states([mine], source_of, {"/p": "trusted"}, "ask") == {mine: "trusted"}
-    assert trust_states([mine], source_of, {}, "ask", {"/p": True}) == {mine: "session"}
-    assert trust_states([mine], source_of, {}, "ask", {"/p": False}) == {mine: "pending"}
+    assert _states([own, mine], source_of, {}, "ask") == ["trusted", "pending"]
+    assert _states([mine], source_of, {}, "all") == ["trusted"]
+    assert _states([own, mine], source_of, {}, "none") == ["trusted", "refused"]
+    assert _states([mine], source_of, {"/p": "refused"}, "ask") == ["refused"]
+    assert _states([mine], source_of, {"/p": "trusted"}, "ask") == ["trusted"]
+    assert _states([mine], source_of, {}, "ask", {"/p": True}) == ["session"]
+    assert _states([mine], source_of, {}, "ask", {"/p": False}) == ["pending"]
 
 
 def test_a_server_source_is_keyed_by_label_and_endpoint() -> None:
     server = ServerSource("docs", "https://mcp.example/x", frozenset({("skill://a", "sha256:1")}))
     skill = _skill("a", "mcp")
-    assert trust_states([skill], {"mcp": server}, {server.key: "trusted"}, "ask") == {
-        skill: "trusted"
-    }
+    assert _states([skill], {"mcp": server}, {server.key: "trusted"}, "ask") == ["trusted"]

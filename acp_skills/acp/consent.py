@@ -33,6 +33,7 @@ from ..trust import (
     TrustMode,
     TrustSource,
     TrustState,
+    TrustStates,
     TrustStore,
     project_of,
     trust_states,
@@ -201,7 +202,7 @@ class TrustedRegistry:
 
 def _filter(
     raw: SkillSnapshot,
-    states: Mapping[SkillCandidate, TrustState],
+    states: TrustStates,
     sources: Mapping[str, TrustSource | None],
 ) -> TrustView:
     offered = [skill for skill in raw.skills if states[skill] in ADMITTED]

@@ -12,6 +12,7 @@ from ..trust import (
     Decision,
     TrustFileError,
     TrustState,
+    TrustStates,
     TrustStore,
     project_of,
     trust_mode,
@@ -68,9 +69,7 @@ def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--list", action="store_true", help="every stored decision")
 
 
-def trust_of(
-    args: argparse.Namespace, skills: Sequence[SkillCandidate]
-) -> dict[SkillCandidate, TrustState]:
+def trust_of(args: argparse.Namespace, skills: Sequence[SkillCandidate]) -> TrustStates:
     """Each skill's trust state as a session at ``--cwd`` would see it (``--trust``, else
     ``$ACP_SKILLS_TRUST``); an unreadable trust file counts as no decisions."""
     mode = trust_mode(args.trust if args.trust is not None else os.environ.get("ACP_SKILLS_TRUST"))
