@@ -42,56 +42,6 @@ class PrefixedSession:
         self._save_error: OSError | None = None
         self._catalog_fit: CatalogFit | None = None
 
-    @classmethod
-    async def open(
-        cls,
-        prefix: SessionPrefix,
-        context: PrefixContext,
-        record: SessionRecord,
-        *,
-        requested: bool = False,
-        catalog_fit: CatalogFit | None = None,
-        predecessor: PrefixedSession | None = None,
-    ) -> PrefixedSession:
-        """Start an instance over ``record`` (``requested``: bring one back after its release;
-        ``predecessor``: the instance this one replaces, whose unsaved entries it takes over)."""
-        if predecessor is None:
-            session = cls(prefix, context, record, entries=await record.entries())
-        else:
-            session = await cls._succeed(prefix, context, record, predecessor)
-        header = session._last_header
-        if requested and header is not None:
-            session._frozen = header.message_prefix
-            session._own_header = header
-            session._catalog_fit = catalog_fit
-        return session
-
-    @classmethod
-    async def _succeed(
-        cls,
-        prefix: SessionPrefix,
-        context: PrefixContext,
-        record: SessionRecord,
-        predecessor: PrefixedSession,
-    ) -> PrefixedSession:
-        # Under the predecessor's write lock, so no entry is half way between its queue and the
-        # record while the record is read: each entry is then either read or taken over, once.
-        async with predecessor._write_lock:
-            await predecessor._write_unsaved()
-            entries = [*await record.entries(), *predecessor._unsaved]
-            session = cls(prefix, context, record, entries=entries)
-            # Shared from now on: whichever instance writes next writes what either left unsaved,
-            # in order (the old one may still record its cancelled turn's last results).
-            session._write_lock, session._unsaved = predecessor._write_lock, predecessor._unsaved
-            session._save_error = predecessor._save_error
-        return session
-
-    async def flush(self) -> OSError | None:
-        """Try once more to write every unsaved entry; return why some are still unsaved."""
-        async with self._write_lock:
-            await self._write_unsaved()
-        return self._save_error
-
     @property
     def unsaved(self) -> int:
         """How many entries the record has not taken yet."""
@@ -116,10 +66,6 @@ class PrefixedSession:
     def catalog_fit(self) -> CatalogFit | None:
         """What the catalog budget did to the frozen catalog (``None`` until composed)."""
         return self._catalog_fit if self._frozen is not None else None
-
-    @catalog_fit.setter
-    def catalog_fit(self, fit: CatalogFit | None) -> None:
-        self._catalog_fit = fit
 
     @property
     def last_header(self) -> HeaderEntry | None:
@@ -148,12 +94,6 @@ class PrefixedSession:
                 if self._frozen is None:
                     self._frozen = await self._registry.compose(self._context)
         return self._frozen
-
-    def discard_unused_prefix(self) -> None:
-        """Forget a composed prefix no request has used yet (a cancelled turn's)."""
-        if not self.requested:
-            self._frozen = None
-            self._catalog_fit = None
 
     async def record_request(
         self, *, config: Mapping[str, object], system: str, tools: Sequence[Mapping[str, object]]
@@ -224,3 +164,68 @@ class PrefixedSession:
             )
         prefix = [{"role": message.role, "content": message.text} for message in self._frozen]
         return [*prefix, *(entry.plain_message() for entry in self._history)]
+
+
+# The lifecycle of an instance belongs to the session table (`acp_skills.acp.sessions`) and
+# the turn: functions of this module, not methods, so a user of a session cannot call them.
+
+
+async def open_instance(
+    prefix: SessionPrefix,
+    context: PrefixContext,
+    record: SessionRecord,
+    *,
+    requested: bool = False,
+    catalog_fit: CatalogFit | None = None,
+    predecessor: PrefixedSession | None = None,
+) -> PrefixedSession:
+    """Start an instance over ``record`` (``requested``: bring one back after its release;
+    ``predecessor``: the instance this one replaces, whose unsaved entries it takes over)."""
+    if predecessor is None:
+        session = PrefixedSession(prefix, context, record, entries=await record.entries())
+    else:
+        session = await _succeed(prefix, context, record, predecessor)
+    header = session._last_header
+    if requested and header is not None:
+        session._frozen = header.message_prefix
+        session._own_header = header
+        session._catalog_fit = catalog_fit
+    return session
+
+
+async def _succeed(
+    prefix: SessionPrefix,
+    context: PrefixContext,
+    record: SessionRecord,
+    predecessor: PrefixedSession,
+) -> PrefixedSession:
+    # Under the predecessor's write lock, so no entry is half way between its queue and the
+    # record while the record is read: each entry is then either read or taken over, once.
+    async with predecessor._write_lock:
+        await predecessor._write_unsaved()
+        entries = [*await record.entries(), *predecessor._unsaved]
+        session = PrefixedSession(prefix, context, record, entries=entries)
+        # Shared from now on: whichever instance writes next writes what either left unsaved,
+        # in order (the old one may still record its cancelled turn's last results).
+        session._write_lock, session._unsaved = predecessor._write_lock, predecessor._unsaved
+        session._save_error = predecessor._save_error
+    return session
+
+
+async def flush_unsaved(session: PrefixedSession) -> OSError | None:
+    """Try once more to write every unsaved entry; return why some are still unsaved."""
+    async with session._write_lock:
+        await session._write_unsaved()
+    return session._save_error
+
+
+def note_catalog_fit(session: PrefixedSession, fit: CatalogFit | None) -> None:
+    """Keep what the catalog budget did to the prefix being composed for ``session``."""
+    session._catalog_fit = fit
+
+
+def discard_unused_prefix(session: PrefixedSession) -> None:
+    """Forget a composed prefix no request has used yet (a cancelled turn's)."""
+    if not session.requested:
+        session._frozen = None
+        session._catalog_fit = None

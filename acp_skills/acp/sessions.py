@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import anyio
 from acp import RequestError
 
+from .. import session as session_module
 from ..catalog import CatalogFit
 from ..model import PrefixContext
 from ..prefix import SessionPrefix
@@ -85,7 +86,7 @@ class SessionTable:
             # A live instance being replaced (`session/load`) hands over what it has not saved.
             previous = self._live.get(session_id)
             predecessor = previous.session if previous is not None else None
-            session = await PrefixedSession.open(
+            session = await session_module.open_instance(
                 self._prefix, context, record, predecessor=predecessor
             )
         except OSError as error:
@@ -111,7 +112,7 @@ class SessionTable:
             raise RequestError.invalid_params(unknown)
         requested, fit = released.requested, released.catalog_fit
         record = await self._store.open(session_id)
-        session = await PrefixedSession.open(
+        session = await session_module.open_instance(
             self._prefix, released.context, record, requested=requested, catalog_fit=fit
         )
         if self._released.get(session_id) is not released:
@@ -129,7 +130,7 @@ class SessionTable:
 
     def note_catalog_fit(self, context: PrefixContext, fit: CatalogFit) -> None:
         if (live := self.peek(context.session_id)) is not None and live.session.context is context:
-            live.session.catalog_fit = fit
+            session_module.note_catalog_fit(live.session, fit)
 
     async def _release_idle(self) -> None:
         excess = len(self._live) - self._max_live
@@ -160,7 +161,10 @@ async def flush_all(table: SessionTable) -> None:
     """At the end of the connection: one last try at every unsaved entry, and a warning naming
     each session whose record is still missing some."""
     for session_id, live in table.running():
-        if live.session.unsaved and (error := await live.session.flush()) is not None:
+        if (
+            live.session.unsaved
+            and (error := await session_module.flush_unsaved(live.session)) is not None
+        ):
             _log.warning(
                 "session_record_entries_lost",
                 session_id=session_id,

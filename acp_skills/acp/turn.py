@@ -14,6 +14,7 @@ from acp import RequestError
 from acp.helpers import update_agent_message_text
 from acp.schema import PromptResponse
 
+from .. import session as session_module
 from ..diagnostics import Diagnostic
 from ..model import PrefixMessage, SkillSnapshot
 from ..quiet_log import get_logger
@@ -304,7 +305,7 @@ class PromptTurn:
         typed = wire.prompt_text(prompt)
         if (answer := await self._answer_without_model(typed, snapshot)) is not None:
             # Nothing reaches the model or the record: the prefix waits for a turn that does.
-            self._session.discard_unused_prefix()
+            session_module.discard_unused_prefix(self._session)
             await self._send(update_agent_message_text(answer))
             self.stop("end_turn")
             return
@@ -407,7 +408,7 @@ async def open_turn(
             yield turn
         if scope.cancelled_caught:
             _log.info("turn_cancelled", session_id=session_id)
-            session.discard_unused_prefix()
+            session_module.discard_unused_prefix(session)
             turn.stop("cancelled")
         if not began:
             # Cancelled while the turn began: the block still runs, with nothing to do.
