@@ -8,6 +8,7 @@ the real console script. Frames nested deep have their own module:
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,30 @@ def test_lone_surrogate_session_id_and_cwd_in_error_frames(tmp_path: Path) -> No
             assert "\ufffd" in json.dumps(answer["error"], ensure_ascii=False), method
         assert agent.problems == []
         assert new_session(agent, sandbox)  # still serving
+
+
+@pytest.mark.parametrize("flag", ["--api-key-file", "--log-file"])
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_fifo_or_device_as_a_start_up_file(tmp_path: Path, flag: str, kind: str) -> None:
+    """A FIFO hung start-up and ``/dev/zero`` exhausted memory: refused, status 2, one line."""
+    sandbox = Sandbox.create(tmp_path)
+    if kind == "fifo":
+        target = tmp_path / "named-pipe"
+        os.mkfifo(target)
+    else:
+        target = Path("/dev/zero")
+    model = ["--model", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "NO_KEY"]
+    done = subprocess.run(
+        [*AGENT_COMMAND, *sandbox.args(*model, flag, str(target))],
+        env=agent_environment(sandbox.env()),
+        stdin=subprocess.PIPE,
+        capture_output=True,
+        timeout=60,  # a safety net only: the refusal comes before anything could wait
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == b""
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert "not a regular file" in lines[0]
+    assert str(target) in lines[0]
