@@ -107,8 +107,10 @@ def _read_by_walking(
         return ConfinedReadError(failure="not_found")
     except OSError as exc:
         return _unreadable(exc)
-    names: list[str] = []  # names[i] is the entry opened as fds[i + 1]; fds[0] is the root
-    fds: list[int] = [root_fd]
+    # Only the root and the current entry are open: a deep path holds two descriptors, not one
+    # per segment. `names` is the physical chain from the root, so ".." walks it again.
+    names: list[str] = []
+    current = root_fd
     pending = _segments(path)[::-1]  # a stack: the next segment is last
     links = 0
     try:
@@ -118,14 +120,15 @@ def _read_by_walking(
                 if not names:
                     return ConfinedReadError(failure="outside")
                 names.pop()
-                os.close(fds.pop())
+                current = _step_to(root_fd, current, root_fd)
+                current = _walk_again(root_fd, names)
                 continue
             flags = (OPEN_FLAGS if not pending else _ROOT_FLAGS) | _NO_FOLLOW
             try:
-                fd = os.open(name, flags, dir_fd=fds[-1])
+                fd = os.open(name, flags, dir_fd=current)
             except OSError as exc:
                 try:
-                    target = os.readlink(name, dir_fd=fds[-1])
+                    target = os.readlink(name, dir_fd=current)
                 except OSError:  # not a symbolic link (or gone): the open's own error stands
                     return _open_failure(exc)
                 links += 1
@@ -134,26 +137,47 @@ def _read_by_walking(
                 if os.path.isabs(target):
                     if (inside := _relative_inside(root, target)) is None:
                         return ConfinedReadError(failure="outside")
-                    while names:
-                        names.pop()
-                        os.close(fds.pop())
+                    names.clear()
+                    current = _step_to(root_fd, current, root_fd)
                     target = inside
                 pending.extend(_segments(target)[::-1])
                 continue
-            fds.append(fd)
+            current = _step_to(root_fd, current, fd)
             names.append(name)
             if _identity(os.fstat(fd)) in excluded:
                 return ConfinedReadError(failure="excluded")
-        read = read_descriptor(fds[-1], max_bytes)
+        read = read_descriptor(current, max_bytes)
     except OSError as exc:
         return _unreadable(exc)
     finally:
-        for fd in fds:
-            os.close(fd)
+        if current != root_fd:
+            os.close(current)
+        os.close(root_fd)
     if isinstance(read, ConfinedReadError):
         return read
     info, data = read
     return ConfinedFile(path=os.path.join(root, *names), data=data, identity=_identity(info))
+
+
+def _step_to(root_fd: int, current: int, following: int) -> int:
+    # Closes the entry left behind (never the root, held for the whole walk).
+    if current not in (root_fd, following):
+        os.close(current)
+    return following
+
+
+def _walk_again(root_fd: int, names: list[str]) -> int:
+    """The directory at ``names`` below the root, opened one segment at a time, never followed."""
+    current = root_fd
+    try:
+        for name in names:
+            current = _step_to(
+                root_fd, current, os.open(name, _ROOT_FLAGS | _NO_FOLLOW, dir_fd=current)
+            )
+    except BaseException:
+        _step_to(root_fd, current, root_fd)
+        raise
+    return current
 
 
 def _read_by_path(

@@ -3,15 +3,14 @@ marked ``is_error`` whose text starts ``Error: ``; it never raises but for cance
 
 from __future__ import annotations
 
-import re
-import shlex
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any
 
 import anyio.to_thread
 
+from .arguments import expand_arguments
 from .catalog import SKILL_TOOL_NAME
 from .content import (
     ReadText,
@@ -37,32 +36,6 @@ from .search import MAX_QUERY_LENGTH, SkillIndex
 from .text import quote
 
 DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
-# ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` (the N-th shell word from 0; a missing one stays).
-# At most six digits: no skill has a million arguments, and int() of a long digit run costs.
-_PLACEHOLDER: Final = re.compile(r"\$ARGUMENTS(?:\[(\d{1,6})\])?|\$(\d{1,6})")
-
-
-def split_arguments(text: str) -> tuple[str, ...]:
-    """Words of ``text``, shell-quoted; an unclosed quote falls back to whitespace splitting."""
-    try:
-        return tuple(shlex.split(text))
-    except ValueError:  # a typo must not lose the arguments
-        return tuple(text.split())
-
-
-def expand_arguments(body: str, arguments: str) -> str:
-    """``body`` with its placeholders filled from ``arguments`` (typed after ``/name``)."""
-    if "$" not in body:
-        return body
-    words = split_arguments(arguments)
-
-    def fill(match: re.Match[str]) -> str:
-        if (index := match.group(1) or match.group(2)) is None:
-            return arguments
-        position = int(index)
-        return words[position] if position < len(words) else match.group(0)
-
-    return _PLACEHOLDER.sub(fill, body)
 
 
 _log = get_logger(__name__)

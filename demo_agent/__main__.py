@@ -46,6 +46,7 @@ from .settings import (
     positive_float,
     positive_int,
 )
+from .start_files import NotARegularFile, open_log_file, read_key_file
 
 _LEVELS = LOG_LEVELS
 _env = settings.env
@@ -410,8 +411,9 @@ def _start_logging(args: argparse.Namespace) -> str | None:
     if args.log_file:
         path = Path(args.log_file).expanduser()
         try:
-            # Line-buffered, so a person following the file sees each event as it happens.
-            stream = path.open("a", encoding="utf-8", buffering=1)
+            stream = open_log_file(path)
+        except NotARegularFile as error:
+            return f"cannot use the log file: {error}"
         except OSError as error:
             return f"cannot open the log file {path}: {error.strerror or error}"
     configure_logging(args.log_level, log_format=args.log_format, stream=stream)
@@ -425,7 +427,9 @@ def _read_api_key(args: argparse.Namespace) -> str | None:
         return None
     path = Path(args.api_key_file).expanduser()
     try:
-        key = path.read_text(encoding="utf-8").strip()
+        key = read_key_file(path).strip()
+    except NotARegularFile as error:
+        return f"cannot use the API key file: {error}"
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         return f"cannot read the API key file {path}: {reason}"

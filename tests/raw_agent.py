@@ -161,9 +161,19 @@ class RawStdioAgent:
         Raises:
             AssertionError: the agent wrote a malformed frame, stopped, or took too long.
         """
+        return self.response_to(self.start_request(method, params), method)
+
+    def start_request(self, method: str, params: Mapping[str, Any]) -> int:
+        """Send a request without waiting; return its id, for `response_to`."""
         self._next_id += 1
-        request_id = self._next_id
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        self.send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        return self._next_id
+
+    def response_to(self, request_id: int, method: str = "a request") -> dict[str, Any]:
+        """The response to ``request_id``, kept in `frames` or awaited (as `request` does)."""
+        for frame in self.frames:
+            if frame.get("id") == request_id and "method" not in frame:
+                return frame
         deadline = time.monotonic() + WAIT_SECONDS
         while True:
             try:

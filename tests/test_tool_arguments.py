@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from acp_skills.acp.wire import find_invocations, find_invocations_with_arguments
-from acp_skills.tool import expand_arguments, split_arguments
+from acp_skills.arguments import (
+    MAX_ARGUMENTS_CHARS,
+    MAX_EXPANDED_CHARS,
+    expand_arguments,
+    split_arguments,
+)
 
 
 @pytest.mark.parametrize(
@@ -76,3 +85,39 @@ def test_invocation_arguments_end_at_the_line_or_the_next_invocation(
     """Arguments run from /name to the end of its line or the next known /name."""
     assert find_invocations_with_arguments(text, ["deploy", "review"]) == expected
     assert find_invocations(text, ["deploy", "review"]) == [name for name, _ in expected]
+
+
+_SHELL_TEXT = st.text(alphabet=st.sampled_from(list("ab \t\r\n'\"\\$é")), max_size=40)
+
+
+@given(_SHELL_TEXT)
+def test_split_arguments_matches_shlex_where_shlex_accepts(text: str) -> None:
+    """The linear splitter follows shlex's rules; where shlex refuses, whitespace splits."""
+    try:
+        expected = tuple(shlex.split(text))
+    except ValueError:
+        expected = tuple(text.split())
+    assert split_arguments(text) == expected
+
+
+def test_an_empty_quoted_pair_is_an_empty_word() -> None:
+    assert split_arguments("a '' \"\" b") == ("a", "", "", "b")
+
+
+def test_long_arguments_are_cut_with_a_note() -> None:
+    """Past MAX_ARGUMENTS_CHARS the arguments are cut, and the text says so."""
+    arguments = "w " * MAX_ARGUMENTS_CHARS
+    expanded = expand_arguments("Use $ARGUMENTS.", arguments)
+    assert expanded.startswith("Use " + arguments[:MAX_ARGUMENTS_CHARS] + ".")
+    assert f"cut to their first {MAX_ARGUMENTS_CHARS} of {len(arguments)} characters" in expanded
+
+
+def test_placeholders_past_the_output_bound_stay_as_written() -> None:
+    """20,000 placeholders of 4 KB would be 80 MB: filling stops at MAX_EXPANDED_CHARS."""
+    body = "$ARGUMENTS\n" * 20_000
+    expanded = expand_arguments(body, "x" * 4096)
+    assert len(expanded) < MAX_EXPANDED_CHARS + len(body) + 200
+    filled = expanded.count("x" * 4096)
+    assert 0 < filled <= MAX_EXPANDED_CHARS // 4096
+    assert expanded.count("$ARGUMENTS") == 20_000 - filled
+    assert f"{20_000 - filled} placeholders left unfilled" in expanded
