@@ -8,6 +8,11 @@ subprocess over stdio (`tests.agent_client`).
 from __future__ import annotations
 
 import json
+import os
+import pty
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +172,95 @@ async def test_tool_call_ids_are_unique_in_a_session_when_repeated_or_missing(
     assert len(set(call_ids)) == 4
     assert all(call_ids)
     assert result_ids == call_ids
+
+
+# -- terminal and log injection -----------------------------------------------------------------
+
+HOSTILE_DIR = "odd\r\x1b[2Kname\x0b\x0c\nerror:forged-row"
+HOSTILE_BODY = "\x1b]0;pwned title\x07\x1b[2J\x1b[Hcleared\r\x9bsneaky\n"
+SCRIPT = Path(sys.executable).parent / "acp-skills"
+# What our own styling writes; nothing else may start an escape sequence.
+OUR_STYLING = re.compile(r"\x1b\[[0-9]{1,2}(?:;[0-9]{1,2})*m")
+
+
+def hostile_skills(root: Path) -> Path:
+    skills = root / "skills"
+    for directory, name, body in (("tricky", "tricky", HOSTILE_BODY), (HOSTILE_DIR, "odd", "x")):
+        (skills / directory).mkdir(parents=True)
+        (skills / directory / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: A skill.\n---\n{body}", encoding="utf-8"
+        )
+    return skills
+
+
+def run_on_a_terminal(*args: str) -> str:
+    """What the console script wrote to a pseudo-terminal (its line endings undone)."""
+    main, secondary = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "ACP_SKILLS_DIRS")}
+    env["TERM"] = "xterm"
+    process = subprocess.Popen(
+        [str(SCRIPT), *args], stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, env=env
+    )
+    os.close(secondary)
+    output = bytearray()
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        output += data
+    os.close(main)
+    assert process.wait(timeout=60) in (0, 1)
+    return output.decode("utf-8").replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize("command", ["list", "doctor", "show tricky"])
+def test_cli_on_a_terminal_spells_out_controls_from_disk(tmp_path: Path, command: str) -> None:
+    """CR, LF, VT, FF, ESC and C1 from directory names and bodies never reach the terminal raw."""
+    skills = hostile_skills(tmp_path)
+    homes = ["--dsh-home", str(tmp_path / "d"), "--agents-home", str(tmp_path / "a")]
+    output = run_on_a_terminal(
+        *command.split(), "--cwd", str(tmp_path), *homes, "--skills-dir", str(skills)
+    )
+    bare = OUR_STYLING.sub("", output)
+    assert "\x1b" not in bare
+    assert not {"\r", "\x0b", "\x0c", "\x07", "\x9b"} & set(bare)
+    assert not any(line.startswith("error:forged") for line in bare.splitlines())
+    if command.startswith("show"):
+        assert "\\x1b]0;pwned title\\x07\\x1b[2J" in bare
+    else:
+        assert "odd\\x0d\\x1b[2Kname\\x0b\\x0c\\x0aerror:forged-row" in bare
+
+
+async def test_agent_console_log_spells_out_controls_from_disk(sandbox: Sandbox) -> None:
+    """A directory whose name holds CR, LF and escapes cannot forge or drive log lines."""
+    skills = hostile_skills(sandbox.root / "hostile")
+    project = sandbox.root / HOSTILE_DIR
+    project.mkdir()
+    stderr_path = sandbox.root / "stderr.log"
+    with stderr_path.open("w", encoding="utf-8") as stderr, anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn(
+            "--skills-dir", str(skills), "--log-level", "debug", stderr=stderr
+        ) as agent:
+            await agent.conn.new_session(cwd=str(project), mcp_servers=[])
+    log = stderr_path.read_text(encoding="utf-8")
+    assert "odd\\x0d\\x1b[2Kname\\x0b\\x0c\\x0aerror:forged-row" in log
+    assert "\x1b" not in log
+    assert "\r" not in log
+    assert not any(line.startswith("error:forged") for line in log.splitlines())
+
+
+async def test_skills_report_spells_out_controls_from_disk(sandbox: Sandbox) -> None:
+    """`/skills` for a project whose path holds CR, LF and escapes shows them spelt out."""
+    project = sandbox.root / HOSTILE_DIR
+    project.mkdir()
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn() as agent:
+            sid = (await agent.conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+            assert await ask(agent, sid, "/skills") == "end_turn"
+            text = agent.client.agent_text(sid)
+    assert "odd\\x0d\\x1b[2Kname\\x0b\\x0c\\x0aerror:forged-row" in text
+    assert not {"\r", "\x1b", "\x0b", "\x0c"} & set(text)
+    assert not any(line.startswith("error:forged") for line in text.splitlines())
