@@ -1,7 +1,9 @@
 """Text hygiene: `replace_lone_surrogates` makes text encodable where it crosses a boundary;
-`remove_unsafe_characters` also drops, from shown text, non-whitespace controls (C0 but tab to
-carriage return, DEL, C1; U+001C-U+001F too; NEL becomes a line feed) and the bidi overrides and
-isolates (the bidi marks stay: right-to-left writing needs them). Lone surrogates become U+FFFD.
+`terminal_safe` spells out, for a terminal, every control but tab (and line feed, on request)
+and the bidi overrides; `remove_unsafe_characters` drops, from shown text, non-whitespace
+controls (C0 but tab to carriage return, DEL, C1; U+001C-U+001F too; NEL becomes a line feed)
+and the bidi overrides and isolates (the bidi marks stay: right-to-left writing needs them).
+Lone surrogates become U+FFFD.
 """
 
 from __future__ import annotations
