@@ -1,7 +1,9 @@
 """Text hygiene: `replace_lone_surrogates` makes text encodable where it crosses a boundary;
-`remove_unsafe_characters` also drops, from shown text, non-whitespace controls (C0 but tab to
-carriage return, DEL, C1; U+001C-U+001F too; NEL becomes a line feed) and the bidi overrides and
-isolates (the bidi marks stay: right-to-left writing needs them). Lone surrogates become U+FFFD.
+`terminal_safe` spells out, for a terminal, every control but tab (and line feed, on request)
+and the bidi overrides; `remove_unsafe_characters` drops, from shown text, non-whitespace
+controls (C0 but tab to carriage return, DEL, C1; U+001C-U+001F too; NEL becomes a line feed)
+and the bidi overrides and isolates (the bidi marks stay: right-to-left writing needs them).
+Lone surrogates become U+FFFD.
 """
 
 from __future__ import annotations
@@ -122,3 +124,24 @@ def escape_attribute(value: str) -> str:
 def quote(value: str, limit: int = 100) -> str:
     """``value`` in JSON string syntax, cut to ``limit``, every unsafe character escaped."""
     return escape_unsafe_characters(json.dumps(cut(value, limit), ensure_ascii=False))
+
+
+# Every C0 control but tab, DEL, the C1 controls and the bidi overrides and isolates: a
+# terminal acts on them (ESC starts a sequence that can move the cursor, set the window title
+# or clear the screen; CR rewrites a row), so text from disk shows them spelt out instead.
+_TERMINAL_UNSAFE: Final = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_TERMINAL_UNSAFE_BUT_NEWLINE: Final = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _spelt(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` safe to print on a terminal: each control (but tab, and line feed when
+    ``keep_newlines``) and bidi override spelt as ``\\x1b`` or ``\\u202e``; surrogates U+FFFD."""
+    pattern = _TERMINAL_UNSAFE_BUT_NEWLINE if keep_newlines else _TERMINAL_UNSAFE
+    return pattern.sub(_spelt, replace_lone_surrogates(text))

@@ -16,7 +16,9 @@ import sys
 from typing import Final, TextIO
 
 import structlog
-from structlog.types import Processor
+from structlog.types import EventDict, Processor, WrappedLogger
+
+from acp_skills.text import terminal_safe
 
 __all__ = ["LOG_FORMATS", "LOG_LEVELS", "configure_logging"]
 
@@ -54,9 +56,10 @@ def configure_logging(
         renderer = [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
     else:
         renderer = [
+            _terminal_safe_values,
             structlog.dev.ConsoleRenderer(
                 colors=False, exception_formatter=structlog.dev.plain_traceback
-            )
+            ),
         ]
     handler = logging.StreamHandler(sys.stderr if stream is None else stream)
     handler.setFormatter(
@@ -84,3 +87,10 @@ def configure_logging(
         logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=True,
     )
+
+
+def _terminal_safe_values(_logger: WrappedLogger, _name: str, event: EventDict) -> EventDict:
+    """Each text value spelt safe for a terminal: a skill's name or path with a newline, a
+    carriage return or an escape sequence in it cannot forge a log line or drive the terminal."""
+    # JSON lines need no such step: the encoder escapes every control already.
+    return {key: terminal_safe(v) if isinstance(v, str) else v for key, v in event.items()}

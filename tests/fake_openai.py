@@ -25,6 +25,7 @@ __all__ = [
     "Fail",
     "FakeOpenAI",
     "Hang",
+    "Raw",
     "ReceivedRequest",
     "Reply",
     "Stream",
@@ -85,7 +86,23 @@ class Hang:
     """Never answer: hold the request until the client gives up."""
 
 
-Reply: TypeAlias = Stream | Fail | Hang
+@dataclass(frozen=True, slots=True)
+class Raw:
+    """Answer 200 with ``body`` as it is (a hostile or broken endpoint).
+
+    Attributes:
+        body: the bytes sent after the headers.
+        content_type: the ``Content-Type`` header.
+        drip: after the body, send one more byte every ``drip`` seconds until the client
+            closes the connection (0: end the response after the body).
+    """
+
+    body: bytes
+    content_type: str = "text/event-stream"
+    drip: float = 0.0
+
+
+Reply: TypeAlias = Stream | Fail | Hang | Raw
 Responder: TypeAlias = Callable[[ReceivedRequest, int], Reply]
 """Decides the reply from the request and its 0-based position among all requests."""
 
@@ -192,6 +209,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._fail(reply)
             elif isinstance(reply, Hang):
                 self._hold()
+            elif isinstance(reply, Raw):
+                self._raw(reply)
             else:
                 self._stream(reply)
         except ConnectionError:
@@ -204,6 +223,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _raw(self, reply: Raw) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", reply.content_type)
+        self.end_headers()
+        self.wfile.write(reply.body)
+        self.wfile.flush()
+        if not reply.drip:
+            return
+        deadline = time.monotonic() + _MAX_HOLD_SECONDS
+        fake = self.server.fake
+        while not fake.stopping.is_set() and time.monotonic() < deadline:
+            # An SSE comment, one byte at a time: every socket read succeeds.
+            self.wfile.write(b":")
+            self.wfile.flush()
+            if self._client_gone(reply.drip):
+                fake.client_closed.set()
+                return
 
     def _stream(self, reply: Stream) -> None:
         self.send_response(200)

@@ -31,6 +31,7 @@ from acp_skills.text import (
     replace_lone_surrogates,
     replace_lone_surrogates_in_json,
     shorten_description,
+    terminal_safe,
 )
 from tests.agent_client import AGENT_COMMAND, Sandbox
 
@@ -429,3 +430,16 @@ def test_json_values_nested_beyond_the_recursion_limit_are_copied() -> None:
         assert isinstance(copied, list)
         copied = copied[0]
     assert copied == "bottom \ufffd"
+
+
+def test_terminal_safe_spells_out_every_control_but_tab() -> None:
+    """C0 (but tab), DEL, C1 and the bidi overrides are spelt out; line feeds only on request."""
+    spelt = {chr(c) for c in [*range(0x00, 0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0)]}
+    spelt |= {chr(c) for c in BIDI_OVERRIDES_AND_ISOLATES}
+    text = "".join(sorted(spelt)) + "\tplain é"
+    safe = terminal_safe(text)
+    assert not spelt & set(safe)
+    assert safe.endswith("\tplain é")
+    assert terminal_safe("\x1b]0;title\x07\u202e") == "\\x1b]0;title\\x07\\u202e"
+    assert terminal_safe("a\r\nb", keep_newlines=True) == "a\\x0d\nb"
+    assert terminal_safe("\ud800") == "\ufffd"

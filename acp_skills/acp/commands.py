@@ -19,7 +19,7 @@ from ..diagnostics import Diagnostic
 from ..model import SkillSnapshot, SkillSummary
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
-from ..text import remove_unsafe_characters, shorten_description
+from ..text import shorten_description, terminal_safe
 from .consent import bound
 from .sessions import LiveSession, SessionTable
 from .wire import ClientLink, available_commands, field
@@ -40,7 +40,8 @@ _LEADING_SLASH_WORD: Final = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_-]*)(?!\S)"
 
 _SEVERITY_ORDER: Final = {"error": 0, "warning": 1, "info": 2}
 _SEVERITY_LABEL: Final = {"error": "error", "warning": "warning", "info": "note"}
-_clean = remove_unsafe_characters  # paths and messages can quote what is on disk
+# Paths and messages can quote what is on disk: a line feed in a name must not forge a line.
+_clean = terminal_safe
 
 
 class CommandsAnnouncer:

@@ -28,8 +28,8 @@ from .. import (
 from ..catalog import CatalogFit, describe_catalog_fit, fit_catalog
 from ..diagnostics import Diagnostic, shadow_diagnostic, skipped
 from ..model import SKILL_FILE_NAME, ShadowedSkill, SkillSnapshot
-from ..text import remove_unsafe_characters as clean
 from ..text import replace_lone_surrogates
+from ..text import terminal_safe as clean
 from ..trust import TRUST_MODES, project_of
 from .mcp_options import add_mcp_options, mcp_provider_from, mcp_server_lines, mcp_servers_json
 from .output import (

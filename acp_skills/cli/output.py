@@ -4,16 +4,20 @@ terminal, plain when piped, or JSON."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from .. import Diagnostic
-from ..text import remove_unsafe_characters as clean
-from ..text import replace_lone_surrogates, replace_lone_surrogates_in_json
+from ..text import replace_lone_surrogates_in_json, terminal_safe
+from ..text import terminal_safe as clean
 
 OK, PROBLEMS, USAGE = 0, 1, 2
+# The styling `Style` writes (bold, dim, three colours, reset) is all that reaches a terminal
+# unescaped: it cannot move the cursor, rewrite a row, set a title or clear the screen.
+_OUR_STYLING = re.compile(r"(\x1b\[(?:[0-9]{1,2})(?:;[0-9]{1,2})*m)")
 BOLD, DIM = "1", "2"
 # How each severity is said, and its colour.
 _SEVERITIES = {
@@ -101,7 +105,7 @@ def status_of(diagnostics: Sequence[Diagnostic]) -> int:
 
 def emit(outcome: Outcome, as_json: bool) -> None:
     def say(stream: TextIO, lines: Iterable[str]) -> None:
-        stream.writelines(replace_lone_surrogates(line) + "\n" for line in lines)
+        stream.writelines(_for_terminal(line) + "\n" for line in lines)
         stream.flush()
 
     say(sys.stderr, outcome.warnings)
@@ -111,3 +115,13 @@ def emit(outcome: Outcome, as_json: bool) -> None:
     else:
         say(sys.stdout, outcome.text)
         say(sys.stderr, outcome.remarks)
+
+
+def _for_terminal(line: str) -> str:
+    """``line`` with every control spelt out but its line feeds and our own styling."""
+    # The split keeps the styling at odd positions; everything between is escaped.
+    parts = _OUR_STYLING.split(line)
+    return "".join(
+        part if index % 2 else terminal_safe(part, keep_newlines=True)
+        for index, part in enumerate(parts)
+    )

@@ -14,12 +14,13 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import structlog
 
-from . import ModelError, ModelReply, ModelRequest, OnText, ToolCall
+from . import ModelError, ModelReply, ModelRequest, OnText
+from .chat_chunks import ReplyReader, malformed, used_call_ids
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -59,13 +60,6 @@ def _well_formed(text: str) -> str:
     if _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-@dataclass(slots=True)
-class _PartialCall:
-    id: str = ""
-    name: str = ""
-    arguments: str = ""
 
 
 class OpenAIChatModel:
@@ -147,26 +141,30 @@ class OpenAIChatModel:
             arguments["tools"] = list(request.tools)
         if self._max_tokens is not None:
             arguments["max_tokens"] = self._max_tokens
-        text: list[str] = []
-        calls: dict[int, _PartialCall] = {}
-        finish: str | None = None
+        reader = ReplyReader()
         try:
-            stream = await client.chat.completions.create(**arguments)
-            async with stream:
-                async for chunk in stream:
-                    for choice in chunk.choices or ():
-                        delta = choice.delta
-                        if delta is not None and delta.content:
-                            content = _well_formed(delta.content)
-                            text.append(content)
+            # The client's own timeout is per socket operation, so an endpoint dripping a byte
+            # at a time would run on for ever: the deadline covers the whole request.
+            with anyio.fail_after(self._timeout):
+                stream = await client.chat.completions.create(**arguments)
+                async with stream:
+                    iterator = stream.__aiter__()
+                    while True:
+                        try:
+                            chunk = await iterator.__anext__()
+                        except StopAsyncIteration:
+                            break
+                        except (ValueError, TypeError, KeyError, AttributeError) as error:
+                            # Bad SSE JSON, or a shape the client library could not build.
+                            raise malformed(
+                                f"{type(error).__name__}: {_short(str(error), 80)}"
+                            ) from error
+                        for content in reader.add(chunk):
                             await on_text(content)
-                        for piece in (delta.tool_calls if delta is not None else None) or ():
-                            partial = calls.setdefault(piece.index, _PartialCall())
-                            partial.id = piece.id or partial.id
-                            if piece.function is not None:
-                                partial.name += piece.function.name or ""
-                                partial.arguments += piece.function.arguments or ""
-                        finish = choice.finish_reason or finish
+        except TimeoutError as error:
+            raise ModelError(
+                f"The model endpoint did not answer within {self._timeout:g} s. Try again later."
+            ) from error
         except openai.AuthenticationError as error:
             raise ModelError(
                 f"The model endpoint rejected the API key (HTTP 401). Check {self._key_variable}."
@@ -190,18 +188,17 @@ class OpenAIChatModel:
             ) from error
         except openai.OpenAIError as error:
             raise ModelError(f"The model request failed: {_short(str(error))}") from error
-        tool_calls = tuple(
-            ToolCall(
-                id=_well_formed(call.id) or f"call-{index}",
-                name=_well_formed(call.name),
-                arguments=_well_formed(call.arguments),
+        if not reader.chunks:
+            # Most often a plain JSON body: the endpoint ignored ``stream``.
+            raise ModelError(
+                "The model endpoint sent no streamed reply the agent could read. "
+                "Check that --base-url points at a Chat Completions endpoint that streams."
             )
-            for index, call in sorted(calls.items())
-        )
-        if finish == "length":
-            return ModelReply(text="".join(text), tool_calls=(), finish="length")
+        tool_calls = reader.tool_calls(used_call_ids(request.messages))
+        if reader.finish == "length":
+            return ModelReply(text=reader.text, tool_calls=(), finish="length")
         return ModelReply(
-            text="".join(text),
+            text=reader.text,
             tool_calls=tool_calls,
             finish="tool_calls" if tool_calls else "stop",
         )
