@@ -9,22 +9,14 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from demo_agent.settings import positive_float
+
 # `acp_skills.mcp` (the mcp SDK, pydantic) is loaded only when --mcp-server is given: the
 # commands start on the core alone (pinned by tests/test_cli.py).
 _MCP_MODULE = "acp_skills.mcp"
 
 TIMEOUT_VARIABLE = "ACP_SKILLS_MCP_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0
-
-
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
-    return value
 
 
 def add_mcp_options(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +30,7 @@ def add_mcp_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mcp-timeout",
-        type=_timeout,
+        type=positive_float,
         metavar="SECONDS",
         help=f"the MCP listing deadline (default: ${TIMEOUT_VARIABLE}, else {DEFAULT_TIMEOUT:g})",
     )
@@ -56,7 +48,7 @@ def mcp_provider_from(options: Sequence[str], timeout: float | None) -> Any:
     if timeout is None:
         variable = os.environ.get(TIMEOUT_VARIABLE, "").strip()
         try:
-            timeout = _timeout(variable) if variable else DEFAULT_TIMEOUT
+            timeout = positive_float(variable) if variable else DEFAULT_TIMEOUT
         except argparse.ArgumentTypeError as error:
             raise SystemExit(f"{TIMEOUT_VARIABLE}: {error}") from None
     try:

@@ -12,7 +12,13 @@ import anyio
 
 from ..content import Refusal
 from ..frontmatter import ParsedSkill, parse_skill_file
-from ..model import SkillCandidate, SkillDefinition, SkillLookupOptions, UrlResource
+from ..model import (
+    SkillCandidate,
+    SkillDefinition,
+    SkillLookupOptions,
+    UrlResource,
+    shared_fields,
+)
 from ..quiet_log import get_logger
 from .config import McpServer
 from .listing import ListedSkill, Listing, frontmatter_of, list_skills, matches, plain, text_of
@@ -107,20 +113,9 @@ class McpSkillProvider:
             )
         parsed = parse_skill_file(text)
         body = parsed.body if isinstance(parsed, ParsedSkill) else text
-        return SkillDefinition(
-            name=candidate.name,
-            description=candidate.description,
-            when_to_use=candidate.when_to_use,
-            disable_model_invocation=candidate.disable_model_invocation,
-            user_invocable=candidate.user_invocable,
-            source=candidate.source,
-            provider=self.name,
-            resource_base=candidate.resource_base,
-            content=body,
-            path=None,
-            metadata=candidate.metadata,
-            argument_hint=candidate.argument_hint,
-        )
+        values = shared_fields(candidate, SkillDefinition)
+        values.update(content=body, path=None)
+        return SkillDefinition(**values)
 
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str:
         """The text of ``path`` (relative to the skill's base uri): only a manifest file, and
