@@ -106,8 +106,7 @@ def _skipped_warning(left_out: Sequence[Diagnostic]) -> list[str]:
 
 
 def _named_by_place(diagnostic: Diagnostic) -> str | None:
-    """The skill name a skipped file's place suggests: its bundle's directory, or a flat
-    file's name without ``.md``."""
+    # A bundle is named by its directory, a flat file by its name without `.md`.
     if diagnostic.path is None:
         return None
     head, tail = os.path.split(diagnostic.path)
