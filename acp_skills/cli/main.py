@@ -1,5 +1,4 @@
-"""``acp-skills``: the skills an agent finds, exactly as it sees them, and why (docs/cli.md);
-built as the demo agent builds them, from the core alone, never the ACP SDK."""
+"""``acp-skills``: the skills an agent finds, as the demo agent finds them, and why."""
 
 from __future__ import annotations
 
