@@ -30,7 +30,7 @@ from fastmcp.client.transports import StdioTransport
 from fastmcp.skills import SkillsClientExtension
 
 from acp_skills import SkillLookupOptions, SkillRegistry
-from acp_skills.mcp import McpPool, McpServer, McpSkillProvider
+from acp_skills.mcp import McpServer, McpSkillProvider
 
 SERVER = str(Path(__file__).resolve().parent.parent / "tests" / "mcp_skills_server.py")
 
@@ -52,7 +52,7 @@ async def measure(count: int, runs: int) -> dict[str, float]:
         make_skills(root, count)
         args = [SERVER, str(root), "--record", str(record)]
         server = McpServer(label="bench", command=sys.executable, args=tuple(args))
-        provider = McpSkillProvider(McpPool(), timeout=120)
+        provider = McpSkillProvider(timeout=120)
         registry = SkillRegistry()
         registry.register_provider(provider)
         options = SkillLookupOptions(servers=(server,))

@@ -21,7 +21,7 @@ from acp_skills import (
     render_skill_content,
 )
 from acp_skills.content import Refusal
-from acp_skills.mcp import McpPool, McpServer, McpSkillProvider, parse_server_option
+from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
 
 pytestmark = pytest.mark.anyio
 SERVER = str(Path(__file__).with_name("mcp_skills_server.py"))
@@ -44,7 +44,7 @@ def stdio_server(root: Path, *extra: str, label: str = "team") -> McpServer:
 
 @pytest.fixture
 async def registry() -> AsyncIterator[tuple[SkillRegistry, McpSkillProvider]]:
-    provider = McpSkillProvider(McpPool(), timeout=30)
+    provider = McpSkillProvider(timeout=30)
     found = SkillRegistry()
     found.register_provider(provider)
     try:
@@ -90,7 +90,7 @@ async def test_a_local_skill_wins_a_clash_and_the_clash_is_reported(tmp_path: Pa
     write_skill(tmp_path / "root", "deploy-app")
     local_root = tmp_path / "local"
     write_skill(local_root, "deploy-app", "Local body.")
-    provider = McpSkillProvider(McpPool(), timeout=30)
+    provider = McpSkillProvider(timeout=30)
     skills = SkillRegistry()
     skills.register_provider(
         LocalSkillProvider(tmp_path / "h1", tmp_path / "h2", custom_skill_dirs=[str(local_root)])
@@ -145,7 +145,7 @@ async def test_a_server_without_the_extension_contributes_nothing(
 
 
 async def test_a_server_that_exits_is_skipped_with_its_reason(tmp_path: Path) -> None:
-    provider = McpSkillProvider(McpPool(), timeout=30)
+    provider = McpSkillProvider(timeout=30)
     skills = SkillRegistry()
     skills.register_provider(provider)
     broken = McpServer(label="broken", command=sys.executable, args=("-c", "pass"))
@@ -160,7 +160,7 @@ async def test_a_server_that_exits_is_skipped_with_its_reason(tmp_path: Path) ->
 
 
 async def test_a_server_that_hangs_is_skipped_after_the_deadline(tmp_path: Path) -> None:
-    provider = McpSkillProvider(McpPool(), timeout=0.5)
+    provider = McpSkillProvider(timeout=0.5)
     skills = SkillRegistry()
     skills.register_provider(provider)
     hung = McpServer(

@@ -55,7 +55,7 @@ def mcp_provider_from(options: Sequence[str], timeout: float | None) -> Any:
         servers = [mcp.parse_server_option(option) for option in options]
     except ValueError as error:
         raise SystemExit(f"--mcp-server: {error}") from None
-    return mcp.McpSkillProvider(mcp.McpPool(), servers=servers, timeout=timeout)
+    return mcp.McpSkillProvider(servers=servers, timeout=timeout)
 
 
 def mcp_servers_json(provider: Any) -> list[dict[str, object]]:

@@ -2,7 +2,6 @@
 ``acp-skills[mcp]``."""
 
 from .config import McpServer, parse_server_option
-from .pool import McpPool
 from .provider import McpSkillProvider
 
-__all__ = ["McpPool", "McpServer", "McpSkillProvider", "parse_server_option"]
+__all__ = ["McpServer", "McpSkillProvider", "parse_server_option"]

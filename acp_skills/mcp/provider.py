@@ -3,10 +3,11 @@ verification (contract §14). Rank 600: every local root wins a name clash."""
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
@@ -21,8 +22,17 @@ from ..model import (
 )
 from ..quiet_log import get_logger
 from .config import McpServer
-from .listing import ListedSkill, Listing, frontmatter_of, list_skills, matches, plain, text_of
-from .pool import McpPool
+
+if TYPE_CHECKING:
+    from .listing import ListedSkill, Listing
+    from .pool import McpPool
+
+
+def _sdk(module: str) -> Any:
+    # The modules on the mcp SDK are loaded on first use: importing the SDK costs an agent's
+    # start-up about as much again as the rest, and most sessions name no MCP server.
+    return importlib.import_module(f"{__package__}.{module}")
+
 
 MCP_RANK: Final = 600
 MCP_SOURCE: Final = "mcp"
@@ -60,17 +70,23 @@ class McpSkillProvider:
 
     def __init__(
         self,
-        pool: McpPool,
+        pool: McpPool | None = None,
         *,
         servers: Sequence[McpServer] = (),
         timeout: float = LISTING_DEADLINE,
     ) -> None:
         self.name = "mcp"
-        self._pool = pool
+        self._opened = pool
         self._fixed = tuple(servers)
         self._timeout = timeout
         self._listings: dict[McpServer, tuple[float, Listing]] = {}
         self.servers: dict[McpServer, ServerState] = {}
+
+    @property
+    def _pool(self) -> McpPool:
+        if self._opened is None:
+            self._opened = _sdk("pool").McpPool()
+        return self._opened
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
         # The listing keeps its own ttlMs; the registry asks again every time there are servers.
@@ -96,16 +112,16 @@ class McpSkillProvider:
         server, skill = locator.server, locator.skill
         session = await self._pool.connection(server).session()
         result = await session.read_resource(skill.uri)
-        data = text_of(result, skill.uri)
+        data = _sdk("listing").text_of(result, skill.uri)
         listed = skill.files.get(skill.uri) if skill.files is not None else None
         text = data.decode("utf-8", "replace") if data is not None else None
-        fields = frontmatter_of(text) if text is not None else None
+        fields = _sdk("listing").frontmatter_of(text) if text is not None else None
         if (
             data is None
             or text is None
-            or (listed is not None and not matches(data, listed))
+            or (listed is not None and not _sdk("listing").matches(data, listed))
             or fields is None
-            or plain(fields) != plain(skill.frontmatter)
+            or _sdk("listing").plain(fields) != _sdk("listing").plain(skill.frontmatter)
         ):
             self._listings.pop(server, None)
             raise Refusal(
@@ -137,7 +153,7 @@ class McpSkillProvider:
                 f"bytes, over the {limit}-byte limit"
             )
         session = await self._pool.connection(locator.server).session()
-        data = text_of(await session.read_resource(uri), uri)
+        data: bytes | None = _sdk("listing").text_of(await session.read_resource(uri), uri)
         if data is None:
             raise Refusal(f'Error: cannot read "{path}" of skill "{name}": no text at {uri}')
         if listed is None:
@@ -146,7 +162,7 @@ class McpSkillProvider:
                     f'Error: cannot read "{path}" of skill "{name}": over the {limit}-byte limit'
                 )
             return f"[unverified: this skill's files are not listed by its server]\n{data.decode()}"
-        if not matches(data, listed):
+        if not _sdk("listing").matches(data, listed):
             self._listings.pop(locator.server, None)
             raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
         return data.decode("utf-8", "replace")
@@ -166,7 +182,8 @@ class McpSkillProvider:
 
     async def aclose(self) -> None:
         """Close every connection this provider opened."""
-        await self._pool.aclose()
+        if self._opened is not None:
+            await self._opened.aclose()
 
     async def _listing(self, server: McpServer) -> Listing | None:
         now = time.monotonic()
@@ -184,10 +201,10 @@ class McpSkillProvider:
                 state.connected = True
                 if not connection.supports_skills(session):
                     state.supports_skills = False
-                    listing = Listing((), 0)
+                    listing = _sdk("listing").Listing((), 0)
                 else:
                     state.supports_skills = True
-                    listing = await list_skills(session)
+                    listing = await _sdk("listing").list_skills(session)
             except Exception as error:
                 reason = _reason(error)
         if scope.cancelled_caught:
