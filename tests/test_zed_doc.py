@@ -94,6 +94,8 @@ async def test_main_snippet_serves_a_session_from_a_fresh_install(
     (project / ".git").mkdir(parents=True)
     write_skill(project / ".agents" / "skills", "deploy", "Deploy the service to staging.")
     env = {**isolated_env(home, path=str(installed.bin)), **entry["env"]}
+    # Not a test of trust: the suite's mode (tests/conftest.py) admits the project's skill.
+    env["ACP_SKILLS_TRUST"] = os.environ["ACP_SKILLS_TRUST"]
     client = RecordingClient()
     with (tmp_path / "stderr.log").open("w") as stderr, anyio.fail_after(TEST_SECONDS):
         async with spawn_agent_process(
