@@ -5,8 +5,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,10 +16,10 @@ from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
 
 from tests.agent_client import Agent, Sandbox, text_prompt
 from tests.fake_openai import FakeOpenAI, openai_agent_args, text_reply, tool_call_reply
+from tests.mcp_http import SERVER, http_skills_server
 
 pytestmark = pytest.mark.anyio
 
-SERVER = str(Path(__file__).with_name("mcp_skills_server.py"))
 # Generous: a FastMCP server takes a second or two to start on a loaded machine.
 TEST_SECONDS = 90
 
@@ -228,26 +226,8 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
 def http_server(tmp_path: Path) -> Iterator[str]:
     """A FastMCP skills server over streamable HTTP on 127.0.0.1 (a free port)."""
     serve_skill(tmp_path / "http-root", "served-skill")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, SERVER, str(tmp_path / "http-root"), "--http", str(port)],
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(1200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None:
-                    raise RuntimeError("the HTTP server exited") from None
-                subprocess.run([sys.executable, "-c", "import time; time.sleep(0.05)"], check=False)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
+    with http_skills_server(tmp_path / "http-root") as url:
+        yield url
 
 
 async def test_an_http_server_from_session_new_brings_its_skills(

@@ -4,7 +4,6 @@ stdio and over streamable HTTP on 127.0.0.1 (contract §14)."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -22,9 +21,9 @@ from acp_skills import (
 )
 from acp_skills.content import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
+from tests.mcp_http import SERVER, http_skills_server
 
 pytestmark = pytest.mark.anyio
-SERVER = str(Path(__file__).with_name("mcp_skills_server.py"))
 
 
 def write_skill(root: Path, name: str, body: str = "Do the thing.") -> Path:
@@ -175,27 +174,10 @@ async def test_a_server_that_hangs_is_skipped_after_the_deadline(tmp_path: Path)
 
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[str]:
+    """A FastMCP skills server over streamable HTTP on 127.0.0.1 (a free port)."""
     write_skill(tmp_path / "http-root", "served-skill")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, SERVER, str(tmp_path / "http-root"), "--http", str(port)],
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(600):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None:
-                    raise RuntimeError("the HTTP server exited") from None
-                subprocess.run([sys.executable, "-c", "import time; time.sleep(0.05)"], check=False)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
+    with http_skills_server(tmp_path / "http-root") as url:
+        yield url
 
 
 async def test_lists_and_loads_over_streamable_http(http_server: str, registry: Kit) -> None:

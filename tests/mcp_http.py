@@ -1,0 +1,37 @@
+"""The FastMCP skills server of `tests/mcp_skills_server.py` over streamable HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+SERVER = str(Path(__file__).with_name("mcp_skills_server.py"))
+
+
+@contextlib.contextmanager
+def http_skills_server(root: Path) -> Iterator[str]:
+    """Serve the skills under ``root`` on a free port until the block ends; yields the url."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, SERVER, str(root), "--http", str(port)], stderr=subprocess.DEVNULL
+    )
+    try:
+        # Up to a minute for a loaded machine: the server answers once it listens.
+        for _ in range(1200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None:
+                    raise RuntimeError("the HTTP server exited") from None
+                subprocess.run([sys.executable, "-c", "import time; time.sleep(0.05)"], check=False)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
