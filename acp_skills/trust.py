@@ -1,9 +1,10 @@
 """Trust decisions: which sources of skills a person has admitted (contract §13, docs/trust.md).
 
 A *trust source* is where skills come from that the person did not put there: a project (by the
-real path of its repository, shared by its git worktrees) or, later, an MCP server (by label and
-command or url, with the set of resources it served). Decisions live in one JSON file outside any
-project, so nothing a repository ships can grant itself trust.
+real path of its repository, shared by its git worktrees) or an MCP server (by label and command
+or url; a trusted server's decision also holds the ``{uri, digest}`` pairs it served, so a skill
+it adds or changes is asked about again). Decisions live in one JSON file outside any project, so
+nothing a repository ships can grant itself trust.
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias, get_args
+from typing import Literal, Protocol, TypeAlias, get_args, runtime_checkable
 
 from .model import SkillCandidate
 
 TrustMode: TypeAlias = Literal["ask", "all", "none"]
 Decision: TypeAlias = Literal["trusted", "refused"]
 TrustState: TypeAlias = Literal["trusted", "session", "pending", "refused"]
+# Why a skill of a trusted server is pending again: a uri it did not serve, or another digest.
+Change: TypeAlias = Literal["new", "changed"]
+Pair: TypeAlias = tuple[str, str]  # (resource uri, "sha256:..." digest) as a server listed it
 TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
 # The local provider's sources found from a session's working directory (contract §5).
 PROJECT_SOURCES = frozenset({"project-dsh", "project-agents", "project-claude"})
@@ -45,21 +49,60 @@ class ProjectSource:
         return os.path.basename(self.key) or self.key
 
 
+# Server decisions are stored under this prefix; a project key is an absolute path.
+SERVER_KEY_PREFIX = "mcp:"
+
+
 @dataclass(frozen=True, slots=True)
 class ServerSource:
-    """An MCP server: identified by label and command or url; ``items`` is its (uri, digest)
-    set, so a server that starts serving other text is asked about again."""
+    """An MCP server, as one of its skills needs it: ``endpoint`` is the server's identity
+    (label and command line or url), ``items`` that skill's (uri, digest) pairs as listed."""
 
     label: str
     endpoint: str
-    items: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    items: frozenset[Pair] = field(default_factory=frozenset)
 
     @property
     def key(self) -> str:
-        return f"mcp:{self.label}:{self.endpoint}"
+        return SERVER_KEY_PREFIX + self.endpoint
 
 
 TrustSource: TypeAlias = ProjectSource | ServerSource
+
+
+@runtime_checkable
+class ServedLocator(Protocol):
+    """What a skill served by an MCP server tells trust (the MCP provider's locator; trust does
+    not import that provider, whose SDK is optional)."""
+
+    @property
+    def server_label(self) -> str: ...
+
+    @property
+    def server_identity(self) -> str: ...
+
+    @property
+    def served(self) -> frozenset[Pair]: ...
+
+
+def sources_at(cwd: str | None) -> Callable[[SkillCandidate], TrustSource | None]:
+    """The trust source each skill of a session at ``cwd`` needs (``None``: an own root,
+    always trusted). The project is found once, at the first project skill."""
+    project: list[ProjectSource] = []
+
+    def source_of(skill: SkillCandidate) -> TrustSource | None:
+        if skill.source in PROJECT_SOURCES and cwd:
+            if not project:
+                project.append(project_of(cwd))
+            return project[0]
+        if skill.provider == "mcp":
+            locator = skill.locator
+            if isinstance(locator, ServedLocator):
+                return ServerSource(locator.server_label, locator.server_identity, locator.served)
+            return ServerSource(label=skill.source, endpoint=skill.source)  # fail closed
+        return None
+
+    return source_of
 
 
 def _read_gitdir_pointer(dot_git: str) -> str | None:
@@ -122,51 +165,87 @@ class TrustFileError(Exception):
     """The trust file exists but cannot be read as decisions (it is left untouched)."""
 
 
+@dataclass(frozen=True, slots=True)
+class StoredTrust:
+    """The trust file's contents: a decision per source key, and the (uri, digest) pairs each
+    trusted server was trusted with."""
+
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    served: dict[str, frozenset[Pair]] = field(default_factory=dict)
+
+
 class TrustStore:
     """Stored decisions, one per source key, in a JSON file written atomically."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = os.fspath(path) if path is not None else default_trust_file()
 
-    def decisions(self) -> dict[str, Decision]:
-        """Every stored decision by source key; a missing file means none."""
+    def read(self) -> StoredTrust:
+        """Everything stored; a missing file means nothing."""
         try:
             with open(self.path, encoding="utf-8") as file:
                 data = json.load(file)
         except FileNotFoundError:
-            return {}
+            return StoredTrust()
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise TrustFileError(f"{self.path}: cannot read trust decisions: {error}") from None
         projects = data.get("projects") if isinstance(data, dict) else None
-        if not isinstance(projects, list):
-            raise TrustFileError(f'{self.path}: expected {{"projects": [...]}}')
-        found: dict[str, Decision] = {}
+        servers = data.get("servers", []) if isinstance(data, dict) else None
+        if not isinstance(projects, list) or not isinstance(servers, list):
+            raise TrustFileError(f'{self.path}: expected {{"projects": [...], "servers": [...]}}')
+        stored = StoredTrust()
         for entry in projects:
-            if not isinstance(entry, dict):
-                continue
-            key, decision = entry.get("path"), entry.get("decision")
-            if isinstance(key, str) and decision in ("trusted", "refused"):
-                found[key] = "trusted" if decision == "trusted" else "refused"
-        return found
+            if isinstance(entry, dict) and isinstance(key := entry.get("path"), str):
+                _take(stored, key, entry)
+        for entry in servers:
+            if isinstance(entry, dict) and isinstance(server := entry.get("server"), str):
+                key = SERVER_KEY_PREFIX + server
+                if _take(stored, key, entry) == "trusted":
+                    stored.served[key] = _pairs(entry.get("resources"))
+        return stored
+
+    def decisions(self) -> dict[str, Decision]:
+        """Every stored decision by source key."""
+        return self.read().decisions
 
     def decision(self, source: TrustSource) -> Decision | None:
         """The stored decision for ``source``, if any."""
         return self.decisions().get(source.key)
 
     def decide(self, source: TrustSource, decision: Decision | None) -> None:
-        """Store ``decision`` for ``source`` (``None`` forgets it)."""
-        decisions = self.decisions()
+        """Store ``decision`` for ``source`` (``None`` forgets it). Trusting a server adds the
+        pairs of ``source.items``, in place of any it had stored for the same uris."""
+        stored = self.read()
+        key = source.key
+        kept = stored.served.pop(key, frozenset())
         if decision is None:
-            decisions.pop(source.key, None)
+            stored.decisions.pop(key, None)
         else:
-            decisions[source.key] = decision
-        self._write(decisions)
+            stored.decisions[key] = decision
+        if decision == "trusted" and isinstance(source, ServerSource):
+            replaced = {uri for uri, _ in source.items}
+            stored.served[key] = frozenset(
+                {pair for pair in kept if pair[0] not in replaced} | source.items
+            )
+        self._write(stored)
 
-    def _write(self, decisions: Mapping[str, Decision]) -> None:
+    def _write(self, stored: StoredTrust) -> None:
         directory = os.path.dirname(self.path) or "."
         os.makedirs(directory, exist_ok=True)
-        entries = [{"path": key, "decision": value} for key, value in sorted(decisions.items())]
-        text = json.dumps({"projects": entries}, indent=2) + "\n"
+        projects, servers = [], []
+        for key, value in sorted(stored.decisions.items()):
+            if not key.startswith(SERVER_KEY_PREFIX):
+                projects.append({"path": key, "decision": value})
+                continue
+            entry: dict[str, object] = {"server": key[len(SERVER_KEY_PREFIX) :], "decision": value}
+            if value == "trusted":
+                pairs = sorted(stored.served.get(key, ()))
+                entry["resources"] = [{"uri": uri, "digest": digest} for uri, digest in pairs]
+            servers.append(entry)
+        data: dict[str, object] = {"projects": projects}
+        if servers:
+            data["servers"] = servers
+        text = json.dumps(data, indent=2) + "\n"
         # Write beside the file and rename over it: a reader sees the old file or the new one.
         handle, temporary = tempfile.mkstemp(prefix=".trust-", suffix=".json", dir=directory)
         try:
@@ -180,51 +259,93 @@ class TrustStore:
             raise
 
 
+def _take(stored: StoredTrust, key: str, entry: Mapping[str, object]) -> Decision | None:
+    decision = entry.get("decision")
+    if decision == "trusted" or decision == "refused":
+        stored.decisions[key] = decision
+        return decision
+    return None
+
+
+def _pairs(resources: object) -> frozenset[Pair]:
+    if not isinstance(resources, list):
+        return frozenset()
+    return frozenset(
+        (item["uri"], item["digest"])
+        for item in resources
+        if isinstance(item, dict)
+        and isinstance(item.get("uri"), str)
+        and isinstance(item.get("digest"), str)
+    )
+
+
 def needs_trust(skill: SkillCandidate) -> bool:
     """Whether ``skill`` comes from a root the person did not choose (a project root)."""
     return skill.source in PROJECT_SOURCES
 
 
 class TrustStates:
-    """Each skill's trust state, looked up by the skill itself: a candidate holds mappings (its
-    metadata), so it cannot be a dict key; the skill is kept, so its id stays its own."""
+    """Each skill's trust state (and source) for one session, looked up by the skill itself: a
+    candidate holds mappings (its metadata), so it cannot be a dict key; the skill is kept, so
+    its id stays its own."""
 
-    __slots__ = ("_states",)
+    __slots__ = ("_states", "changes")
 
     def __init__(self) -> None:
-        self._states: dict[int, tuple[SkillCandidate, TrustState]] = {}
+        self._states: dict[int, tuple[SkillCandidate, TrustState, TrustSource | None]] = {}
+        self.changes: dict[int, Change] = {}
 
-    def __setitem__(self, skill: SkillCandidate, state: TrustState) -> None:
-        self._states[id(skill)] = (skill, state)
+    def set(
+        self, skill: SkillCandidate, state: TrustState, source: TrustSource | None = None
+    ) -> None:
+        self._states[id(skill)] = (skill, state, source)
 
     def __getitem__(self, skill: SkillCandidate) -> TrustState:
         return self._states[id(skill)][1]
 
+    def source(self, skill: SkillCandidate) -> TrustSource | None:
+        """Where ``skill`` needs trust from (``None``: an own root)."""
+        return self._states[id(skill)][2]
+
+    def change(self, skill: SkillCandidate) -> Change | None:
+        """For a pending skill of a trusted server: whether it is new there or changed."""
+        return self.changes.get(id(skill))
+
 
 def trust_states(
     skills: Iterable[SkillCandidate],
-    source_of: Mapping[str, TrustSource | None],
-    decisions: Mapping[str, Decision],
+    source_of: Callable[[SkillCandidate], TrustSource | None],
+    stored: StoredTrust,
     mode: TrustMode,
     session_grants: Mapping[str, bool] | None = None,
 ) -> TrustStates:
     """Each skill's trust state for one session, as a pure function.
 
-    ``source_of`` maps a skill's ``source`` to its trust source (``None`` or absent: an own root,
-    always trusted); ``session_grants`` holds the once-answers of this session by source key
-    (``True`` allow once, ``False`` not now)."""
+    ``source_of`` gives a skill's trust source (``None``: an own root, always trusted);
+    ``session_grants`` holds the once-answers of this session by source key (``True`` allow
+    once, ``False`` not now). A trusted server's skill stays trusted only while every pair it
+    is listed with is one the server was trusted with."""
     grants = session_grants or {}
     states = TrustStates()
     for skill in skills:
-        source = source_of.get(skill.source)
+        source = source_of(skill)
+        decision = stored.decisions.get(source.key) if source is not None else None
         if source is None or mode == "all":
-            states[skill] = "trusted"
-        elif mode == "none":
-            states[skill] = "refused"
-        elif (stored := decisions.get(source.key)) is not None:
-            states[skill] = stored
-        elif grants.get(source.key):
-            states[skill] = "session"
+            states.set(skill, "trusted", source)
+        elif mode == "none" or decision == "refused":
+            states.set(skill, "refused", source)
+        elif decision == "trusted" and _still_served(source, stored):
+            states.set(skill, "trusted", source)
         else:
-            states[skill] = "pending"
+            if decision == "trusted" and isinstance(source, ServerSource):
+                known = {uri for uri, _ in stored.served.get(source.key, ())}
+                changed = any(uri in known for uri, _ in source.items)
+                states.changes[id(skill)] = "changed" if changed else "new"
+            states.set(skill, "session" if grants.get(source.key) else "pending", source)
     return states
+
+
+def _still_served(source: TrustSource, stored: StoredTrust) -> bool:
+    if not isinstance(source, ServerSource):
+        return True
+    return bool(source.items) and source.items <= stored.served.get(source.key, frozenset())

@@ -26,6 +26,31 @@ def test_trust_refuse_forget_and_list(tmp_path: Path) -> None:
     assert json.loads(run("trust", "--list", "--json", env=env).stdout) == {"projects": []}
 
 
+def test_server_decisions_are_listed_refused_and_forgotten_but_never_granted(
+    tmp_path: Path,
+) -> None:
+    """A server is trusted only by answering its question (the answer stores its digests);
+    the command line lists it, refuses it and forgets it by the key it lists."""
+    path = tmp_path / "trust.json"
+    resources = [{"uri": "skill://deploy/SKILL.md", "digest": "sha256:" + "0" * 64}]
+    server = {"server": "team=uvx team-skills", "decision": "trusted", "resources": resources}
+    path.write_text(json.dumps({"projects": [], "servers": [server]}))
+    env = cli_env(ACP_SKILLS_TRUST_FILE=str(path))
+    key = "mcp:team=uvx team-skills"
+    listed = json.loads(run("trust", "--list", "--json", env=env).stdout)
+    assert listed["servers"] == [{"server": key, "decision": "trusted", "resources": 1}]
+    granted = run("trust", key, env=env)
+    assert granted.returncode == 2
+    assert "answering its question" in granted.stdout
+    assert run("trust", "--refuse", key, env=env).returncode == 0
+    assert json.loads(path.read_text())["servers"] == [
+        {"server": "team=uvx team-skills", "decision": "refused"}
+    ]
+    forgotten = run("trust", "--forget", key, env=env)
+    assert forgotten.stdout == f"forgotten: {key}\n"
+    assert json.loads(path.read_text()) == {"projects": []}
+
+
 def test_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     env = cli_env(ACP_SKILLS_TRUST_FILE=str(tmp_path / "trust.json"))
     result = run("trust", str(tmp_path / "nope"), env=env)
@@ -71,7 +96,8 @@ def test_show_catalog_and_doctor_mark_a_skill_that_waits_for_trust(tmp_path: Pat
     )
     cwd = ["--cwd", str(project)]
     shown = run("show", "deploy", *cwd, env=env)
-    assert "deploy is waiting for trust in this project" in shown.stderr
+    assert "warning: deploy: waiting for trust" in shown.stderr
+    assert "a session does not offer it; `acp-skills trust" in shown.stderr
     catalog = run("catalog", *cwd, env=env)
     assert "Deploy it." not in catalog.stdout
     assert "deploy: waiting for trust" in catalog.stdout + catalog.stderr

@@ -8,8 +8,15 @@ from typing import Any
 import pytest
 
 from acp_skills import LocalSkillProvider, SkillRegistry
-from acp_skills.acp.consent import Withheld, trust_error
-from acp_skills.model import SkillCandidate
+from acp_skills.acp.consent import (
+    TrustView,
+    Withheld,
+    command_note,
+    question_text,
+    report_lines,
+    trust_error,
+)
+from acp_skills.model import SkillCandidate, SkillSnapshot
 from acp_skills.trust import ProjectSource, ServerSource, TrustStore
 from tests.acp_peer import ScriptedModelAgent, connected, text_content, write_skill
 
@@ -133,3 +140,27 @@ def test_an_mcp_skill_withheld_names_its_server(state: Any, text: str) -> None:
     """The tool's error for an MCP skill names the server's label."""
     source = ServerSource(label="tools", endpoint="tools=run-tools")
     assert trust_error("fmt", Withheld(candidate("fmt", "mcp:tools"), state, source)) == text
+
+
+def test_what_a_person_reads_about_a_withheld_server_skill() -> None:
+    """The question marks a changed skill; `/skills` and the `/NAME` note never send a person
+    to trust a server from the command line, only to forget a refusal."""
+    items = frozenset({("skill://fmt/SKILL.md", "sha256:2"), ("skill://fmt/notes.md", "sha256:3")})
+    source = ServerSource(label="tools", endpoint="tools=run tools", items=items)
+    skill = candidate("fmt", "mcp:tools")
+    pending = Withheld(skill, "pending", source, "changed")
+    assert question_text([pending]) == (
+        "- fmt: d (MCP server tools, skill://fmt/SKILL.md)"
+        " — changed on the server since you trusted it"
+    )
+    note = command_note("fmt", pending)
+    assert "acp-skills trust" not in note
+    assert note.endswith("Trust it when asked in a new session.")
+    refused = Withheld(skill, "refused", source)
+    assert "`acp-skills trust --forget 'mcp:tools=run tools'`" in command_note("fmt", refused)
+    view = TrustView(
+        snapshot=SkillSnapshot(skills=(), complete=True), states={}, withheld={"fmt": refused}
+    )
+    assert "To undo a refusal, run `acp-skills trust --forget 'mcp:tools=run tools'`." in (
+        report_lines(view)
+    )

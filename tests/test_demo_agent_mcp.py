@@ -17,6 +17,7 @@ from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
 from tests.agent_client import Agent, Sandbox, text_prompt
 from tests.fake_openai import FakeOpenAI, openai_agent_args, text_reply, tool_call_reply
 from tests.mcp_http import SERVER, http_skills_server
+from tests.test_demo_agent_trust import AnsweringClient, trust_calls, trust_env
 
 pytestmark = pytest.mark.anyio
 
@@ -280,3 +281,63 @@ async def test_session_load_takes_its_own_servers_and_stops_the_one_it_dropped(
     assert names(before) == [("alpha-skill", "mcp:a")]
     assert stopped
     assert names(after) == [("beta-skill", "mcp:b")]
+
+
+async def test_a_trusted_server_is_asked_again_for_just_the_skills_it_added_or_changed(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """allow_always stores the server with its {uri, digest} pairs; after the server changes
+    one skill and adds another, only those two wait, and the question says what changed."""
+    root = tmp_path / "served"
+    for name in ("alpha-skill", "beta-skill"):
+        serve_skill(root, name)
+    env = trust_env(tmp_path)
+    first = AnsweringClient("allow_always")
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn(env=env, client=first) as agent:
+            sid = await mcp_session(agent, sandbox, stdio_entry(root))
+            assert await trust_of(agent, sid) == {"alpha-skill": "pending", "beta-skill": "pending"}
+            response = await agent.conn.prompt(session_id=sid, prompt=text_prompt("hi"))
+            assert response.stop_reason == "end_turn"
+            assert await trust_of(agent, sid) == {"alpha-skill": "trusted", "beta-skill": "trusted"}
+    (start, _end) = trust_calls(first, sid)
+    assert start.title == "Trust 2 skills from team?"
+    (server,) = json.loads((tmp_path / "config" / "trust.json").read_text())["servers"]
+    assert server["server"] == f"team={stdio_entry(root).command} {SERVER} {root}"
+    assert server["decision"] == "trusted"
+    uris = {entry["uri"] for entry in server["resources"]}
+    assert {"skill://alpha-skill/SKILL.md", "skill://beta-skill/SKILL.md"} <= uris
+
+    serve_skill(root, "beta-skill", body="Do another thing now.")
+    serve_skill(root, "gamma-skill")
+    second = AnsweringClient("reject_once")
+    with anyio.fail_after(TEST_SECONDS):
+        async with sandbox.spawn(env=env, client=second) as agent:
+            sid = await mcp_session(agent, sandbox, stdio_entry(root))
+            assert await trust_of(agent, sid) == {
+                "alpha-skill": "trusted",
+                "beta-skill": "pending",
+                "gamma-skill": "pending",
+            }
+            response = await agent.conn.prompt(session_id=sid, prompt=text_prompt("hi"))
+            assert response.stop_reason == "end_turn"
+    (start, end) = trust_calls(second, sid)
+    assert start.title == "Trust 2 skills from team?"
+    shown = start.content[0].content.text
+    assert "alpha-skill" not in shown
+    assert (
+        "- beta-skill: Skill beta-skill from the server. (MCP server team, "
+        "skill://beta-skill/SKILL.md) — changed on the server since you trusted it"
+    ) in shown
+    assert "gamma-skill" in shown
+    assert "— new on the server since you trusted it" in shown
+    assert end.status == "failed"
+
+
+async def mcp_session(agent: Agent, sandbox: Sandbox, entry: McpServerStdio) -> str:
+    created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[entry])
+    return created.session_id
+
+
+async def trust_of(agent: Agent, session_id: str) -> dict[str, str]:
+    return {skill["name"]: skill["trust"] for skill in (await listed(agent, session_id))["skills"]}

@@ -7,15 +7,19 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from acp_skills import SkillCandidate
 from acp_skills.trust import (
+    Decision,
+    Pair,
     ProjectSource,
     ServerSource,
+    StoredTrust,
     TrustFileError,
+    TrustMode,
+    TrustSource,
     TrustStore,
     default_trust_file,
     project_of,
@@ -104,15 +108,23 @@ def _skill(name: str, source: str) -> SkillCandidate:
     return SkillCandidate(name=name, description="d", source=source, rank=0)
 
 
-def _states(skills: list[SkillCandidate], *args: Any) -> list[str]:
-    states = trust_states(skills, *args)
+def _states(
+    skills: list[SkillCandidate],
+    sources: dict[str, TrustSource],
+    decisions: dict[str, Decision],
+    mode: TrustMode,
+    grants: dict[str, bool] | None = None,
+    served: dict[str, frozenset[Pair]] | None = None,
+) -> list[str]:
+    stored = StoredTrust(decisions, served or {})
+    states = trust_states(skills, lambda skill: sources.get(skill.source), stored, mode, grants)
     return [states[skill] for skill in skills]
 
 
 def test_trust_states_per_mode_decision_and_session_grant() -> None:
     own, mine = _skill("a", "user-agents"), _skill("b", "project-agents")
     project = ProjectSource("/p")
-    source_of = {"project-agents": project}
+    source_of: dict[str, TrustSource] = {"project-agents": project}
     assert _states([own, mine], source_of, {}, "ask") == ["trusted", "pending"]
     assert _states([mine], source_of, {}, "all") == ["trusted"]
     assert _states([own, mine], source_of, {}, "none") == ["trusted", "refused"]
@@ -122,7 +134,64 @@ def test_trust_states_per_mode_decision_and_session_grant() -> None:
     assert _states([mine], source_of, {}, "ask", {"/p": False}) == ["pending"]
 
 
-def test_a_server_source_is_keyed_by_label_and_endpoint() -> None:
-    server = ServerSource("docs", "https://mcp.example/x", frozenset({("skill://a", "sha256:1")}))
-    skill = _skill("a", "mcp")
-    assert _states([skill], {"mcp": server}, {server.key: "trusted"}, "ask") == ["trusted"]
+_SKILL_MD = ("skill://a/SKILL.md", "sha256:1")
+
+
+def test_a_trusted_server_covers_only_the_pairs_it_was_trusted_with() -> None:
+    server = ServerSource("docs", "docs=https://mcp.example/x", frozenset({_SKILL_MD}))
+    skill = _skill("a", "mcp:docs")
+    sources: dict[str, TrustSource] = {"mcp:docs": server}
+    trusted: dict[str, Decision] = {server.key: "trusted"}
+    assert _states([skill], sources, trusted, "ask", served={server.key: server.items}) == [
+        "trusted"
+    ]
+    # Trusted with nothing of this skill (a new skill, or a decision without pairs): pending.
+    assert _states([skill], sources, trusted, "ask") == ["pending"]
+    changed = ServerSource("docs", server.endpoint, frozenset({("skill://a/SKILL.md", "sha256:2")}))
+    served = {server.key: server.items}
+    states = trust_states([skill], lambda _: changed, StoredTrust(trusted, served), "ask")
+    assert (states[skill], states.change(skill)) == ("pending", "changed")
+    other = ServerSource("docs", server.endpoint, frozenset({("skill://b/SKILL.md", "sha256:3")}))
+    states = trust_states([skill], lambda _: other, StoredTrust(trusted, served), "ask")
+    assert (states[skill], states.change(skill)) == ("pending", "new")
+    # A refusal holds for the server whatever it serves; a once-grant admits a changed skill.
+    assert _states([skill], sources, {server.key: "refused"}, "ask") == ["refused"]
+    assert _states([skill], sources, trusted, "ask", {server.key: True}) == ["session"]
+
+
+def test_trusting_a_server_stores_its_pairs_and_replaces_those_of_the_same_uris(
+    tmp_path: Path,
+) -> None:
+    store = TrustStore(tmp_path / "trust.json")
+    endpoint = "team=uvx team-skills"
+    first = frozenset({_SKILL_MD, ("skill://b/SKILL.md", "sha256:b")})
+    store.decide(ServerSource("team", endpoint, first), "trusted")
+    store.decide(
+        ServerSource("team", endpoint, frozenset({("skill://a/SKILL.md", "sha256:9")})), "trusted"
+    )
+    stored = store.read()
+    key = ServerSource("team", endpoint).key
+    assert stored.decisions == {key: "trusted"}
+    assert stored.served[key] == {
+        ("skill://a/SKILL.md", "sha256:9"),
+        ("skill://b/SKILL.md", "sha256:b"),
+    }
+    data = json.loads(Path(store.path).read_text())
+    assert data["projects"] == []
+    assert data["servers"] == [
+        {
+            "server": endpoint,
+            "decision": "trusted",
+            "resources": [
+                {"uri": "skill://a/SKILL.md", "digest": "sha256:9"},
+                {"uri": "skill://b/SKILL.md", "digest": "sha256:b"},
+            ],
+        }
+    ]
+    store.decide(ServerSource("team", endpoint), "refused")
+    assert store.read().served == {}
+    assert json.loads(Path(store.path).read_text())["servers"] == [
+        {"server": endpoint, "decision": "refused"}
+    ]
+    store.decide(ServerSource("team", endpoint), None)
+    assert store.read() == StoredTrust()

@@ -9,6 +9,7 @@ user skill that a withheld project skill had shadowed.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -25,17 +26,18 @@ from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..text import remove_unsafe_characters, shorten_description
 from ..trust import (
-    PROJECT_SOURCES,
+    Change,
     Decision,
     ProjectSource,
     ServerSource,
+    StoredTrust,
     TrustFileError,
     TrustMode,
     TrustSource,
     TrustState,
     TrustStates,
     TrustStore,
-    project_of,
+    sources_at,
     trust_states,
 )
 from .wire import ClientLink
@@ -78,11 +80,13 @@ def bound(trust: SessionTrust) -> Iterator[None]:
 
 @dataclass(frozen=True, slots=True)
 class Withheld:
-    """A skill a session does not offer, and why."""
+    """A skill a session does not offer, and why (``change``: pending again because a trusted
+    server added it or changed it)."""
 
     skill: SkillCandidate
     state: TrustState
     source: TrustSource
+    change: Change | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,20 +100,6 @@ class TrustView:
 
     def pending(self) -> list[Withheld]:
         return [w for w in self.withheld.values() if w.state == "pending"]
-
-
-def source_of(skill: SkillCandidate, cwd: str | None) -> TrustSource | None:
-    """The trust source ``skill`` needs (``None``: an own root, always trusted)."""
-    if skill.source in PROJECT_SOURCES and cwd:
-        return project_of(cwd)
-    if skill.provider == "mcp":
-        server = getattr(skill.locator, "server", None)
-        identity = getattr(server, "identity", None)
-        label = getattr(server, "label", None)
-        if isinstance(identity, str) and isinstance(label, str):
-            return ServerSource(label=label, endpoint=identity)
-        return ServerSource(label=skill.source, endpoint=skill.source)  # fail closed
-    return None
 
 
 def trust_error(name: str, withheld: Withheld) -> str:
@@ -128,14 +118,16 @@ def trust_error(name: str, withheld: Withheld) -> str:
 def command_note(name: str, withheld: Withheld) -> str:
     """The one line a person gets for a `/NAME` of a withheld skill."""
     where = _label(withheld.source)
+    command = _admitting_command(withheld)
     if withheld.state == "pending":
+        how = f", or run `{command}`" if command else " in a new session"
         return (
             f"`/{name}` comes from {where}, which is waiting for trust: it was not run. "
-            f"Trust it when asked, or run `acp-skills trust {_path(withheld)}`."
+            f"Trust it when asked{how}."
         )
     return (
         f"`/{name}` comes from {where}, which is not trusted: it was not run. "
-        f"To undo a refusal, run `acp-skills trust {_path(withheld)}`."
+        f"To undo a refusal, run `{command}`."
     )
 
 
@@ -145,9 +137,15 @@ def _label(source: TrustSource) -> str:
     return f"project `{remove_unsafe_characters(source.label)}`"
 
 
-def _path(withheld: Withheld) -> str:
+def _admitting_command(withheld: Withheld) -> str | None:
+    # A project is trusted from the command line; a server only by answering its question (the
+    # answer stores the digests it lists), so the command line can only forget its refusal.
     source = withheld.source
-    return remove_unsafe_characters(source.key if isinstance(source, ProjectSource) else ".")
+    if isinstance(source, ProjectSource):
+        return f"acp-skills trust {remove_unsafe_characters(source.key)}"
+    if withheld.state == "pending":
+        return None
+    return f"acp-skills trust --forget {shlex.quote(remove_unsafe_characters(source.key))}"
 
 
 class TrustedRegistry:
@@ -175,44 +173,39 @@ class TrustedRegistry:
             trust = _current.get()
         grants = dict(trust.grants) if trust is not None else {}
         skills = [*raw.skills, *(shadowed.skill for shadowed in raw.shadowed)]
-        sources = {s.source: source_of(s, options.cwd) for s in skills}
-        needed = any(source is not None for source in sources.values())
-        decisions: dict[str, Decision] = {}
-        if needed and self.mode == "ask":
-            decisions = await anyio.to_thread.run_sync(self._decisions)
-        states = trust_states(skills, sources, decisions, self.mode, grants)
-        key = (id(raw), tuple(states[s] for s in skills))
+        source_of = sources_at(options.cwd)
+        stored = StoredTrust()
+        if self.mode == "ask" and any(source_of(s) is not None for s in skills):
+            stored = await anyio.to_thread.run_sync(self._stored)
+        states = trust_states(skills, source_of, stored, self.mode, grants)
+        key = (id(raw), tuple((states[s], states.change(s)) for s in skills))
         if (kept := self._views.get(key)) is not None and kept[0] is raw:
             self._views.move_to_end(key)
             return kept[1]
-        view = _filter(raw, states, sources)
+        view = _filter(raw, states)
         self._views[key] = (raw, view)
         while len(self._views) > _VIEWS_KEPT:
             self._views.popitem(last=False)
         return view
 
-    def _decisions(self) -> dict[str, Decision]:
+    def _stored(self) -> StoredTrust:
         try:
-            return self.store.decisions()
+            return self.store.read()
         except TrustFileError as error:
             # Fail closed: an unreadable file grants nothing, and is left for the person to fix.
             _log.warning("trust_file_unreadable", path=self.store.path, error=str(error))
-            return {}
+            return StoredTrust()
 
 
-def _filter(
-    raw: SkillSnapshot,
-    states: TrustStates,
-    sources: Mapping[str, TrustSource | None],
-) -> TrustView:
+def _filter(raw: SkillSnapshot, states: TrustStates) -> TrustView:
     offered = [skill for skill in raw.skills if states[skill] in ADMITTED]
     withheld: dict[str, Withheld] = {}
     taken = {skill.name for skill in offered}
     for skill in raw.skills:
-        source = sources.get(skill.source)
+        source = states.source(skill)
         if states[skill] in ADMITTED or source is None:
             continue
-        withheld[skill.name] = Withheld(skill, states[skill], source)
+        withheld[skill.name] = Withheld(skill, states[skill], source, states.change(skill))
     # A withheld winner takes no part in resolution: the next admitted skill of its name stands.
     for shadowed in raw.shadowed:
         skill = shadowed.skill
@@ -241,6 +234,19 @@ def _plain_label(source: TrustSource) -> str:
     return remove_unsafe_characters(source.label)
 
 
+_CHANGES: Final[Mapping[Change | None, str]] = {
+    "new": " — new on the server since you trusted it",
+    "changed": " — changed on the server since you trusted it",
+}
+
+
+def _skill_uri(source: ServerSource) -> str:
+    # The skill's own SKILL.md uri among its listed files (the one every manifest holds).
+    uris = sorted(uri for uri, _ in source.items)
+    found = [uri for uri in uris if uri.endswith("/SKILL.md")]
+    return remove_unsafe_characters((found or uris or [""])[0])
+
+
 def question_text(pending: list[Withheld]) -> str:
     """Every pending skill: name, description and path (or server and uri)."""
     lines = []
@@ -249,9 +255,8 @@ def question_text(pending: list[Withheld]) -> str:
         description = shorten_description(skill.description, 200)
         where = remove_unsafe_characters(skill.path or "")
         if isinstance(withheld.source, ServerSource):
-            uri = getattr(getattr(skill.locator, "skill", None), "uri", "")
-            where = f"MCP server {_plain_label(withheld.source)}, {uri}"
-        lines.append(f"- {skill.name}: {description} ({where})")
+            where = f"MCP server {_plain_label(withheld.source)}, {_skill_uri(withheld.source)}"
+        lines.append(f"- {skill.name}: {description} ({where}){_CHANGES.get(withheld.change, '')}")
     return "\n".join(lines)
 
 
@@ -289,7 +294,7 @@ async def ask(
         raise
     except Exception as error:
         _log.warning("trust_question_failed", session_id=session_id, error=repr(error))
-    sources = {w.source.key: w.source for w in pending}
+    sources = _merged_sources(pending)
     for key, source in sources.items():
         if choice == "allow_once":
             trust.grants[key] = True
@@ -309,6 +314,18 @@ async def ask(
         session_id, update_tool_call(call_id, status="completed" if admitted else "failed")
     )
     return admitted
+
+
+def _merged_sources(pending: list[Withheld]) -> dict[str, TrustSource]:
+    # One decision per source: a server's holds the pairs of every skill the question named.
+    sources: dict[str, TrustSource] = {}
+    for withheld in pending:
+        source, key = withheld.source, withheld.source.key
+        known = sources.get(key)
+        if isinstance(source, ServerSource) and isinstance(known, ServerSource):
+            source = ServerSource(source.label, source.endpoint, known.items | source.items)
+        sources[key] = source
+    return sources
 
 
 def warn_once(session_id: str, trust: SessionTrust, view: TrustView) -> None:
@@ -339,11 +356,14 @@ def report_lines(view: TrustView) -> list[str]:
         for withheld in group:
             description = shorten_description(withheld.skill.description, 120)
             where = _label(withheld.source)
-            lines.append(f"- `{withheld.skill.name}` — {description} ({where})")
-        paths = sorted({_path(w) for w in group})
+            change = _CHANGES.get(withheld.change, "")
+            lines.append(f"- `{withheld.skill.name}` — {description} ({where}){change}")
+        commands = sorted({c for w in group if (c := _admitting_command(w)) is not None})
+        listed = ", ".join(f"`{command}`" for command in commands)
         if state == "pending":
-            how = "Answer the question at your next prompt in a new session, or run"
+            how = "Answer the question at your next prompt in a new session"
+            how += f", or run {listed}." if listed else "."
         else:
-            how = "To undo a refusal, run"
-        lines += ["", f"{how} {', '.join(f'`acp-skills trust {p}`' for p in paths)}.", ""]
+            how = f"To undo a refusal, run {listed}."
+        lines += ["", how, ""]
     return lines

@@ -29,7 +29,7 @@ from ..diagnostics import Diagnostic, shadow_diagnostic, skipped
 from ..model import SKILL_FILE_NAME, ShadowedSkill, SkillSnapshot
 from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
-from ..trust import TRUST_MODES, project_of
+from ..trust import TRUST_MODES
 from .mcp_options import add_mcp_options, mcp_provider_from, mcp_server_lines, mcp_servers_json
 from .output import (
     BOLD,
@@ -216,12 +216,8 @@ async def _show(args: argparse.Namespace, style: Style) -> Outcome:
     else:
         warnings += _skipped_warning(left_out)
     _, withheld = as_a_session_sees_it(args, await registry.snapshot(options))
-    if (state := withheld.get(args.name)) is not None:
-        why = "is waiting for trust" if state == "pending" else "is not trusted"
-        warnings.append(
-            f"warning: {clean(args.name)} {why} in this project: an agent session does not "
-            f"offer it (`acp-skills trust {clean(project_of(args.cwd).key)}` admits it)"
-        )
+    if (held := withheld.get(args.name)) is not None:
+        warnings += [f"warning: {clean(line)}" for line in withheld_lines(args, {args.name: held})]
     return Outcome(
         {"name": args.name, "text": text, "isError": result.is_error},
         [text],

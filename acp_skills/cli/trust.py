@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 from collections.abc import Sequence
+from typing import TypeAlias
 
 from ..model import SkillCandidate, SkillSnapshot
 from ..trust import (
-    PROJECT_SOURCES,
+    SERVER_KEY_PREFIX,
     Decision,
+    ServerSource,
+    StoredTrust,
     TrustFileError,
+    TrustSource,
     TrustState,
     TrustStates,
     TrustStore,
     project_of,
+    sources_at,
     trust_mode,
     trust_states,
 )
@@ -33,29 +39,56 @@ def _trust(args: argparse.Namespace, style: Style) -> Outcome:
         if args.list:
             if args.path is not None:
                 return Outcome({"error": "--list takes no PATH"}, ["--list takes no PATH"], USAGE)
-            decisions = store.decisions()
-            projects = [{"path": k, "decision": v} for k, v in sorted(decisions.items())]
-            lines = [f"{style(p['decision'], 'bold')}  {p['path']}" for p in projects]
-            remark = [] if projects else [f"no decisions stored in {store.path}"]
-            return Outcome({"projects": projects}, lines, OK, remarks=remark)
-        path = os.path.abspath(args.path if args.path is not None else os.getcwd())
-        if not os.path.exists(path):
-            message = f"not found: {path}"
-            return Outcome({"error": message}, [message], USAGE)
-        project = project_of(path)
+            return _listed(store, style)
         decision: Decision | None = (
             None if args.forget else ("refused" if args.refuse else "trusted")
         )
-        store.decide(project, decision)
+        source: TrustSource
+        if args.path is not None and args.path.startswith(SERVER_KEY_PREFIX):
+            if decision == "trusted":
+                message = (
+                    "an MCP server is trusted by answering its question in a session (the answer "
+                    "stores the digests it lists); here it can only be --refuse'd or --forget'd"
+                )
+                return Outcome({"error": message}, [message], USAGE)
+            endpoint = args.path[len(SERVER_KEY_PREFIX) :]
+            source = ServerSource(endpoint.partition("=")[0], endpoint)
+        else:
+            path = os.path.abspath(args.path if args.path is not None else os.getcwd())
+            if not os.path.exists(path):
+                message = f"not found: {path}"
+                return Outcome({"error": message}, [message], USAGE)
+            source = project_of(path)
+        store.decide(source, decision)
     except (TrustFileError, OSError) as error:
         return Outcome({"error": str(error)}, [str(error)], PROBLEMS)
     said = {"trusted": "trusted", "refused": "refused", None: "forgotten"}[decision]
     return Outcome(
-        {"path": project.key, "decision": decision},
-        [f"{said}: {project.key}"],
+        {"path": source.key, "decision": decision},
+        [f"{said}: {source.key}"],
         OK,
         remarks=[f"stored in {store.path}"],
     )
+
+
+def _listed(store: TrustStore, style: Style) -> Outcome:
+    stored = store.read()
+    projects, servers = [], []
+    for key, decision in sorted(stored.decisions.items()):
+        if key.startswith(SERVER_KEY_PREFIX):
+            served = len(stored.served.get(key, ()))
+            servers.append({"server": key, "decision": decision, "resources": served})
+        else:
+            projects.append({"path": key, "decision": decision})
+    lines = [f"{style(p['decision'], 'bold')}  {p['path']}" for p in projects]
+    for server in servers:
+        count = f" ({server['resources']} resources)" if server["decision"] == "trusted" else ""
+        lines.append(f"{style(str(server['decision']), 'bold')}  {server['server']}{count}")
+    remark = [] if lines else [f"no decisions stored in {store.path}"]
+    listed: dict[str, object] = {"projects": projects}
+    if servers:
+        listed["servers"] = servers
+    return Outcome(listed, lines, OK, remarks=remark)
 
 
 def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,22 +107,26 @@ def trust_of(args: argparse.Namespace, skills: Sequence[SkillCandidate]) -> Trus
     ``$ACP_SKILLS_TRUST``); an unreadable trust file counts as no decisions."""
     mode = trust_mode(args.trust if args.trust is not None else os.environ.get("ACP_SKILLS_TRUST"))
     try:
-        decisions = TrustStore().decisions()
+        stored = TrustStore().read()
     except TrustFileError:
-        decisions = {}
-    project = project_of(args.cwd)
-    return trust_states(skills, dict.fromkeys(PROJECT_SOURCES, project), decisions, mode)
+        stored = StoredTrust()
+    return trust_states(skills, sources_at(args.cwd), stored, mode)
+
+
+Held: TypeAlias = tuple[TrustState, TrustSource | None]
 
 
 def as_a_session_sees_it(
     args: argparse.Namespace, snapshot: SkillSnapshot
-) -> tuple[SkillSnapshot, dict[str, TrustState]]:
+) -> tuple[SkillSnapshot, dict[str, Held]]:
     """``snapshot`` as a session at ``--cwd`` would offer it (withheld winners left out, the
-    admitted skill they shadowed put back), and the state of each withheld winner by name."""
+    admitted skill they shadowed put back), and each withheld winner's state and source by name."""
     skills = [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)]
     states = trust_of(args, skills)
     admitted = ("trusted", "session")
-    withheld = {s.name: states[s] for s in snapshot.skills if states[s] not in admitted}
+    withheld: dict[str, Held] = {
+        s.name: (states[s], states.source(s)) for s in snapshot.skills if states[s] not in admitted
+    }
     offered = [s for s in snapshot.skills if s.name not in withheld]
     for lost in snapshot.shadowed:
         name = lost.skill.name
@@ -100,16 +137,26 @@ def as_a_session_sees_it(
     return seen, withheld
 
 
-def withheld_lines(args: argparse.Namespace, withheld: dict[str, TrustState]) -> list[str]:
+def withheld_lines(args: argparse.Namespace, withheld: dict[str, Held]) -> list[str]:
     """One line per withheld skill, and how to admit them."""
     if not withheld:
         return []
-    lines = [
-        f"{name}: {'waiting for trust' if state == 'pending' else 'trust refused'}"
-        for name, state in sorted(withheld.items())
-    ]
-    project = project_of(args.cwd).key
-    return [*lines, f"a session does not offer these; `acp-skills trust {project}` admits them"]
+    lines = []
+    for name, (state, source) in sorted(withheld.items()):
+        where = f' (MCP server "{source.label}")' if isinstance(source, ServerSource) else ""
+        said = "waiting for trust" if state == "pending" else "trust refused"
+        lines.append(f"{name}: {said}{where}")
+    them = "it" if len(withheld) == 1 else "them"
+    sources = [source for _, source in withheld.values()]
+    if any(not isinstance(source, ServerSource) for source in sources):
+        project = project_of(args.cwd).key
+        lines.append(f"a session does not offer {them}; `acp-skills trust {project}` admits {them}")
+    for source in {s.key: s for s in sources if isinstance(s, ServerSource)}.values():
+        lines.append(
+            f'MCP server "{source.label}": answering its question in a session admits {them}; '
+            f"`acp-skills trust --forget {shlex.quote(source.key)}` undoes a refusal"
+        )
+    return lines
 
 
 def _names(skills: Sequence[SkillCandidate]) -> set[str]:

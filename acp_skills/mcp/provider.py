@@ -44,11 +44,27 @@ _log = get_logger(__name__)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class McpLocator:
-    """Where a candidate came from: what trust keys on (``server.identity``, ``skill.uri`` and
-    the manifest's digests) and what a load verifies against."""
+    """Where a candidate came from: what a load verifies against, and what trust keys on
+    (`acp_skills.trust.ServedLocator`)."""
 
     server: McpServer
     skill: ListedSkill
+
+    @property
+    def server_label(self) -> str:
+        return self.server.label
+
+    @property
+    def server_identity(self) -> str:
+        return self.server.identity
+
+    @property
+    def served(self) -> frozenset[tuple[str, str]]:
+        """The skill's (uri, digest) pairs as listed; a dynamic skill has only its uri (its
+        files are not listed, so nothing pins their text)."""
+        if self.skill.files is None:
+            return frozenset({(self.skill.uri, "")})
+        return frozenset((file.uri, file.digest) for file in self.skill.files.values())
 
 
 @dataclass(slots=True)
