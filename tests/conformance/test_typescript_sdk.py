@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from . import npm
 from .fake_model import FakeModel
 from .harness import AgentSpec
 from .npm import SdkUnavailable, node
-from .wire import AGENT, FrameLog, Schema, Side
+from .wire import AGENT, CLIENT, FrameLog, Schema, Side
 
 pytestmark = pytest.mark.anyio
 
@@ -190,6 +191,69 @@ async def test_trust_scenario(
     log.assert_valid()
     asked = [m for m in log.sent_by(AGENT) if m.get("method") == "session/request_permission"]
     assert len(asked) == (1 if answer in STORED else 2)
+
+
+# An agent that asks a malformed trust question (an option of no known kind) and then ends the
+# turn whatever the client answers: the SDK must refuse the request before the handler runs.
+MALFORMED_AGENT = """
+import json, sys
+
+def send(message):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", **message}) + "\\n")
+    sys.stdout.flush()
+
+def update(session_id, body):
+    send({"method": "session/update", "params": {"sessionId": session_id, "update": body}})
+
+sessions, prompts = 0, {}
+for line in sys.stdin:
+    message = json.loads(line)
+    method, request_id = message.get("method"), message.get("id")
+    if method == "initialize":
+        send({"id": request_id, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+    elif method == "session/new":
+        sessions += 1
+        send({"id": request_id, "result": {"sessionId": f"s{sessions}"}})
+        commands = {"sessionUpdate": "available_commands_update", "availableCommands": []}
+        update(f"s{sessions}", commands)
+    elif method == "_skills/list":
+        send({"id": request_id, "result": {"skills": []}})
+    elif method == "session/prompt":
+        session_id = message["params"]["sessionId"]
+        call = f"trust-{session_id}"
+        prompts[call] = (session_id, request_id)
+        update(session_id, {"sessionUpdate": "tool_call", "toolCallId": call, "title": "Trust?"})
+        option = {"optionId": "allow_once", "name": "Trust", "kind": "maybe"}
+        params = {"sessionId": session_id, "toolCall": {"toolCallId": call}, "options": [option]}
+        send({"id": call, "method": "session/request_permission", "params": params})
+    elif method is None and request_id in prompts:
+        session_id, prompt_id = prompts.pop(request_id)
+        update(session_id, {"sessionUpdate": "tool_call_update", "toolCallId": request_id})
+        send({"id": prompt_id, "result": {"stopReason": "end_turn"}})
+"""
+
+
+async def test_a_malformed_question_never_reaches_the_handler(
+    agent: AgentSpec, npm_prefix: Path, schema: Schema, tmp_path: Path
+) -> None:
+    """The trust scenario's handler is called through the SDK's schema check: a question the
+    schema rejects is answered with an error by the SDK and the scenario sees no question."""
+    script = tmp_path / "malformed_agent.py"
+    script.write_text(MALFORMED_AGENT, encoding="utf-8")
+    command = [sys.executable, str(script)]
+    code, records, log = await run_ts_client(
+        "trust", agent, command, npm_prefix, schema, ["--answer", "allow_once"]
+    )
+    assert code == 0, _failures(records, agent)
+    details = {r["step"]: r["detail"] for r in records if r["type"] == "step"}
+    assert details["first session"]["question"] is None
+    assert details["second session"]["question"] is None
+    answers = [m for m in log.sent_by(CLIENT) if str(m.get("id", "")).startswith("trust-")]
+    assert [m["error"]["code"] for m in answers] == [-32602, -32602]
+    # The official schema agrees: those two requests, and nothing else, are invalid.
+    problems = log.problems()
+    assert len(problems) == 2, problems
+    assert all("session/request_permission: options/0/kind" in p for p in problems), problems
 
 
 def test_missing_node_fails_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
