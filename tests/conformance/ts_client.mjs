@@ -319,7 +319,7 @@ async function trustTurn(acp, agent, updates, cwd, step) {
   const turn = updates.for(sessionId, mark);
   const callId = questions[0]?.toolCall?.toolCallId;
   const toolCall = turn.find((u) => u.sessionUpdate === "tool_call" && u.toolCallId === callId);
-  check(step, questions.length === 0 || toolCall, "the question's tool_call is reported first", turn);
+  check(step, questions.length === 0 || toolCall, "the question's tool_call is reported", turn);
   const ends = turn.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === callId);
   const after = { commands: commandNames(turn), skills: await skillTrust(agent, sessionId) };
   const detail = { before, question: questions[0] ?? null, toolCall: toolCall ?? null, after };
