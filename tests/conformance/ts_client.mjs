@@ -9,12 +9,17 @@
 //
 // It exits 0 when the scenario passed, 1 when it failed, 2 when it could not run at all.
 //
-// usage: node ts_client.mjs SCENARIO --sdk PREFIX --cwd DIR -- AGENT_COMMAND [ARGS...]
+// usage: node ts_client.mjs SCENARIO --sdk PREFIX --cwd DIR [--answer ANSWER] -- AGENT_COMMAND [ARGS...]
 //   SCENARIO  "core"   initialize, session/new, a prompt, a cancel racing its prompt, session/load
 //             "skills" the demo agent with the conformance suite's scripted model: a skill loaded
 //                      by the model, one of its files read through fs/read_text_file, a /slash
 //                      command, a cancel in the middle of a model request, _skills/list,
 //                      session/load with the replay
+//             "trust"  the trust question of a project's skills (the agent under ACP_SKILLS_TRUST=ask):
+//                      the skills before, the tool_call and session/request_permission delivered by
+//                      the SDK, the final status, the skills after, and a second session
+//   ANSWER    (--answer, trust only) how requestPermission answers: an option id, or "cancelled"
+//             (the default, and the answer of every other scenario)
 //   PREFIX    the npm prefix the SDK was installed into (its node_modules holds the package)
 //   DIR       the absolute working directory for sessions
 
@@ -35,9 +40,11 @@ function parseArgs(argv) {
   const [scenario, ...options] = argv.slice(0, split);
   const named = {};
   for (let i = 0; i < options.length; i += 2) named[options[i]] = options[i + 1];
-  if (!["core", "skills"].includes(scenario)) throw new Error(`unknown scenario ${scenario}`);
+  if (!Object.hasOwn(SCENARIOS, scenario)) throw new Error(`unknown scenario ${scenario}`);
   if (!named["--sdk"] || !named["--cwd"]) throw new Error("--sdk and --cwd are required");
-  return { scenario, sdk: named["--sdk"], cwd: named["--cwd"], command: argv.slice(split + 1) };
+  const answer = named["--answer"] ?? "cancelled";
+  if (!ANSWERS.includes(answer)) throw new Error(`unknown answer ${answer}`);
+  return { scenario, answer, sdk: named["--sdk"], cwd: named["--cwd"], command: argv.slice(split + 1) };
 }
 
 async function loadSdk(prefix) {
@@ -129,6 +136,7 @@ class Updates {
   constructor() {
     this.all = [];
     this.reads = [];
+    this.questions = [];
     this.waiters = [];
   }
   add(params) {
@@ -286,6 +294,47 @@ async function skills(acp, agent, updates, cwd) {
   emit({ type: "step", step: "after load", detail: after });
 }
 
+// Every skill's trust as `_skills/list` reports it, by name.
+async function skillTrust(agent, sessionId) {
+  const listed = await agent.request("_skills/list", { sessionId });
+  return Object.fromEntries(listed.skills.map((s) => [s.name, s.trust]));
+}
+
+function commandNames(list) {
+  const sent = list.filter((u) => u.sessionUpdate === "available_commands_update");
+  return sent.length ? sent[sent.length - 1].availableCommands.map((c) => c.name) : null;
+}
+
+// One session in the project: the skills before, one prompt (which may ask), the skills after.
+async function trustTurn(acp, agent, updates, cwd, step) {
+  const { sessionId } = await newSession(acp, agent, cwd);
+  await updates.until(step, () => commandNames(updates.for(sessionId)) !== null);
+  const before = { commands: commandNames(updates.for(sessionId)), skills: await skillTrust(agent, sessionId) };
+  const mark = updates.all.length;
+  const asked = updates.questions.length;
+  const done = await agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: text("hello") });
+  check(step, done.stopReason === "end_turn", "the turn ends properly whatever the answer", done);
+  const questions = updates.questions.slice(asked);
+  check(step, questions.length <= 1, "one question per turn at most", questions);
+  const turn = updates.for(sessionId, mark);
+  const callId = questions[0]?.toolCall?.toolCallId;
+  const toolCall = turn.find((u) => u.sessionUpdate === "tool_call" && u.toolCallId === callId);
+  check(step, questions.length === 0 || toolCall, "the question's tool_call is reported", turn);
+  const ends = turn.filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === callId);
+  const after = { commands: commandNames(turn), skills: await skillTrust(agent, sessionId) };
+  const detail = { before, question: questions[0] ?? null, toolCall: toolCall ?? null, after };
+  emit({ type: "step", step, detail: { ...detail, finalStatus: ends.at(-1)?.status ?? null } });
+}
+
+async function trust(acp, agent, updates, cwd) {
+  await initialize(acp, agent);
+  await trustTurn(acp, agent, updates, cwd, "first session");
+  await trustTurn(acp, agent, updates, cwd, "second session");
+}
+
+const SCENARIOS = { core, skills, trust };
+const ANSWERS = ["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"];
+
 async function main() {
   let options;
   let acp;
@@ -310,8 +359,13 @@ async function main() {
       updates.reads.push(params.path);
       return { content: `client copy of ${params.path}` };
     })
-    .onRequest(acp.methods.client.session.requestPermission, () => ({ outcome: { outcome: "cancelled" } }));
-  const scenario = options.scenario === "skills" ? skills : core;
+    // The SDK parses the request with its schema before this runs: a malformed one never arrives.
+    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+      updates.questions.push(params);
+      if (options.answer === "cancelled") return { outcome: { outcome: "cancelled" } };
+      return { outcome: { outcome: "selected", optionId: options.answer } };
+    });
+  const scenario = SCENARIOS[options.scenario];
   let failed = false;
   try {
     await app.connectWith(acp.ndJsonStream(output, input), (agent) =>
