@@ -18,6 +18,7 @@ from watchfiles import Change, watch
 from .model import SKILL_FILE_NAME
 from .provider import ProviderHandle
 from .quiet_log import get_logger
+from .sweep import SWEEP_SECONDS, SafetySweep
 
 _log = get_logger(__name__)
 
@@ -159,8 +160,14 @@ class _State:
 
 class _Loop:
     # The watcher thread's body: one watch of the fixed roots and the watched projects'.
-    def __init__(self, state: _State, on_change: weakref.WeakMethod[Callable[[], None]]):
+    def __init__(
+        self,
+        state: _State,
+        on_change: weakref.WeakMethod[Callable[[], None]],
+        sweep_seconds: float,
+    ) -> None:
         self._state, self._stop, self._on_change = state, state.stop, on_change
+        self._sweep = SafetySweep(sweep_seconds)  # for changes a native watch never reports
         self._changes: Generator[_Batch, None, None] | None = None
         self._plan: WatchPlan = {}
         self._covered: frozenset[_Project] | None = None  # the projects the watch covers
@@ -223,22 +230,33 @@ class _Loop:
         batch = next(self._changes, set()) if batch is None else batch
         judged = [_judge(self._plan, change, path) for change, path in batch]
         if relevant := any(r for r, _ in judged):
-            self._pending = True
-            with state.lock:  # a change clears every cache: watch the projects listed last
-                recent = dict.fromkeys(p for p in reversed(state.cwd_projects.values()) if p)
-                state.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
-        if any(structural for _, structural in judged):
-            # A little later, so the lookups this change causes do not compete with reopening.
-            self._replan_at = min(self._replan_at, now + DEBOUNCE_MS / 1000)
+            self._changed(now, structural=any(structural for _, structural in judged))
         if batch:
             paths = sorted(path for _, path in batch)[:20]
             _log.debug("skill_watch_changes", relevant=relevant, changes=len(batch), paths=paths)
+        # Never skipped because events came: an overflow drops the tail of a burst, not its head.
+        if self._sweep.due() and (roots := self._sweep.sweep()):
+            _log.debug("watch_sweep_found_changes", roots=roots)
+            self._changed(now, structural=True)  # a bundle may have come whose add was lost
+
+    def _changed(self, now: float, *, structural: bool) -> None:
+        state, self._pending = self._state, True
+        with state.lock:  # a change clears every cache: watch the projects listed last
+            recent = dict.fromkeys(p for p in reversed(state.cwd_projects.values()) if p)
+            state.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
+        if structural:
+            # A little later, so the lookups this change causes do not compete with reopening.
+            self._replan_at = min(self._replan_at, now + DEBOUNCE_MS / 1000)
 
     def _reopen(self, projects: frozenset[_Project]) -> _Batch | None:
         roots = [*self._state.fixed_roots, *(WatchedRoot(p) for ps in projects for p in ps)]
         first = None
         for _ in range(_MAX_REPLANS):
             if (plan := plan_watches(roots)) == self._plan:
+                if self._changes is not None and self._mode == "native":
+                    self._sweep.cover(roots)  # polling sees everything anyway
+                else:
+                    self._sweep.stop()
                 return first
             try:
                 changes, first = self._open(plan) if plan else (None, None)
@@ -285,6 +303,7 @@ class _Loop:
                 log("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
 
     def _close(self) -> None:
+        self._sweep.stop()
         if self._changes is not None:
             self._changes.close()
         self._changes, self._plan, self._covered = None, {}, None
@@ -304,8 +323,11 @@ class _Loop:
 class RootWatch:
     """Watches a local provider's roots and invalidates its registrations on relevant changes."""
 
-    def __init__(self, fixed_roots: Sequence[WatchedRoot]) -> None:
+    def __init__(
+        self, fixed_roots: Sequence[WatchedRoot], *, sweep_seconds: float = SWEEP_SECONDS
+    ) -> None:
         self._state = state = _State(tuple(fixed_roots))
+        self._sweep_seconds = sweep_seconds  # the safety sweep's shortest interval
         self._handles: list[ProviderHandle] = []
         self._closed = False
         weakref.finalize(self, lambda: state.stop.set())  # the running thread's stop event
@@ -360,7 +382,8 @@ class RootWatch:
                 state.wanted.add(project)
             if state.thread is None or not state.thread.is_alive():
                 state.stop, state.mode, state.active = threading.Event(), "starting", frozenset()
-                run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
+                invalidate = weakref.WeakMethod(self._invalidate)
+                run = _Loop(state, invalidate, self._sweep_seconds).run
                 state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
                 state.thread.start()
 

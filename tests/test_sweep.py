@@ -1,0 +1,170 @@
+"""The live-reload safety sweep: its fingerprint of a root (a pure function over real files),
+and the real watcher thread finding a change no event reported (an edit through a hard link
+whose other name is outside every watched directory)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import pytest
+from structlog.testing import capture_logs
+
+from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
+from acp_skills.sweep import fingerprint, fingerprint_root
+from acp_skills.watch import WATCHER_THREAD_NAME, RootWatch, WatchedRoot
+
+pytestmark = pytest.mark.anyio
+
+DEADLINE_SECONDS = 30
+POLL_SECONDS = 0.02
+
+
+async def eventually(condition: Callable[[], Awaitable[bool] | bool]) -> None:
+    """Return once ``condition()`` holds; fail the test if it does not within the deadline."""
+    with anyio.fail_after(DEADLINE_SECONDS):
+        while True:
+            outcome = condition()
+            if outcome if isinstance(outcome, bool) else await outcome:
+                return
+            await anyio.sleep(POLL_SECONDS)
+
+
+def rewrite_in_place(path: Path, text: str) -> None:
+    """Write ``text`` into the very file at ``path`` (the same inode, not a new file)."""
+    with open(path, "r+") as same_file:
+        same_file.write(text)
+        same_file.truncate()
+
+
+def write_skill(path: Path, name: str, description: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\nname: {name}\ndescription: {description}\n---\nDo it.\n")
+    return path
+
+
+def a_root(tmp_path: Path) -> Path:
+    """A root with two bundles, a flat skill, a resource and a file that is not a skill."""
+    root = tmp_path / "skills"
+    write_skill(root / "deploy" / "SKILL.md", "deploy", "Deploy.")
+    write_skill(root / "review" / "SKILL.md", "review", "Review.")
+    (root / "review" / "references").mkdir()
+    (root / "review" / "references" / "guide.md").write_text("# Guide\n")
+    write_skill(root / "notes.md", "notes", "Notes.")
+    (root / "README.txt").write_text("Not a skill.\n")
+    return root
+
+
+def later_mtime(path: Path) -> None:
+    stamp = path.stat()
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 10**9))
+
+
+def remove_bundle(bundle: Path) -> None:
+    for below in sorted(bundle.rglob("*"), reverse=True):
+        below.rmdir() if below.is_dir() else below.unlink()
+    bundle.rmdir()
+
+
+# Each change below is one discovery would see (and `is_relevant_change` counts).
+RELEVANT_CHANGES: dict[str, Callable[[Path], object]] = {
+    "SKILL.md mtime": lambda root: later_mtime(root / "deploy" / "SKILL.md"),
+    "SKILL.md size": lambda root: (root / "deploy" / "SKILL.md").write_text("---\n---\n"),
+    "SKILL.md mode": lambda root: (root / "deploy" / "SKILL.md").chmod(0o200),
+    "SKILL.md replaced": lambda root: write_skill(root / "x.new", "deploy", "Deploy.").replace(
+        root / "deploy" / "SKILL.md"
+    ),
+    "SKILL.md removed": lambda root: (root / "deploy" / "SKILL.md").unlink(),
+    "bundle added": lambda root: write_skill(root / "ship" / "SKILL.md", "ship", "Ship."),
+    "empty bundle added": lambda root: (root / "empty").mkdir(),
+    "bundle removed": lambda root: remove_bundle(root / "review"),
+    "bundle renamed": lambda root: (root / "review").rename(root / "critique"),
+    "flat renamed": lambda root: (root / "notes.md").rename(root / "memo.md"),
+    "flat mtime": lambda root: later_mtime(root / "notes.md"),
+    "flat added": lambda root: write_skill(root / "more.md", "more", "More."),
+    "flat removed": lambda root: (root / "notes.md").unlink(),
+}
+
+
+@pytest.mark.parametrize("change", list(RELEVANT_CHANGES.values()), ids=list(RELEVANT_CHANGES))
+def test_every_change_discovery_would_see_changes_the_fingerprint(
+    tmp_path: Path, change: Callable[[Path], object]
+) -> None:
+    root = a_root(tmp_path)
+    before = fingerprint_root(str(root))
+    change(root)
+    assert fingerprint_root(str(root)) != before
+
+
+def test_a_change_that_cannot_matter_leaves_the_fingerprint_alone(tmp_path: Path) -> None:
+    """What `is_relevant_change` ignores: other files in a root or a bundle, resources, the
+    bundle directory's own metadata, and ``.system`` where the root skips it."""
+    root = a_root(tmp_path)
+    (root / ".system").mkdir()
+    skips = [(str(root), True)]
+    before = fingerprint(skips)
+    (root / "README.txt").write_text("Edited.\n")
+    (root / ".deploy.md.swp").write_text("swap\n")
+    (root / "deploy" / "notes.md").write_text("# Notes\n")
+    (root / "deploy" / "scripts").mkdir()
+    (root / "review" / "references" / "guide.md").write_text("# Guide, edited\n")
+    (root / "review").chmod(0o750)
+    write_skill(root / ".system" / "tool" / "SKILL.md", "tool", "Tool.")
+    assert fingerprint(skips) == before
+    # Where ``.system`` is not skipped, it is a bundle like any other.
+    assert fingerprint([(str(root), False)]) != {str(root): before[str(root)]}
+
+
+def test_a_missing_root_and_its_appearing_differ(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    missing = fingerprint([(str(root), False)])
+    assert missing == {str(root): None}
+    root.mkdir()
+    assert fingerprint([(str(root), False)]) == {str(root): {}}
+
+
+async def test_an_edit_no_event_reports_is_found_by_the_sweep(tmp_path: Path) -> None:
+    """A ``SKILL.md`` that is a hard link, edited in place through its other name outside
+    every watched directory: the kernel reports the write at that name only, so no event
+    reaches the watch; the sweep finds it and the catalog shows the new description."""
+    outside = tmp_path / "elsewhere" / "deploy.md"
+    write_skill(outside, "deploy", "Deploy.")
+    skills = tmp_path / "skills"
+    (skills / "deploy").mkdir(parents=True)
+    os.link(outside, skills / "deploy" / "SKILL.md")
+    registry = SkillRegistry()
+    provider = LocalSkillProvider(
+        dsh_home=tmp_path / "home" / ".dsh",
+        agents_home=tmp_path / "home" / ".agents",
+        custom_skill_dirs=[skills],
+        watch=False,  # its answers are cached until the watch below invalidates them
+    )
+    handle = registry.register_provider(provider)
+    watch = RootWatch([WatchedRoot(str(skills))], sweep_seconds=0.2)
+    watch.attach(handle)
+
+    async def description() -> str:
+        snapshot = await registry.snapshot(SkillLookupOptions())
+        return {skill.name: skill.description for skill in snapshot.skills}["deploy"]
+
+    async def edited() -> bool:
+        return await description() == "Deploy, now edited."
+
+    try:
+        assert await description() == "Deploy."
+        watch.start(None, [])
+        await eventually(lambda: watch.mode in ("native", "polling"))
+        with capture_logs() as logs:
+            rewrite_in_place(outside, "---\nname: deploy\ndescription: Deploy, now edited.\n---\n")
+            await eventually(edited)
+        if watch.mode == "native":  # polling compares every file and needs no sweep
+            found = [entry for entry in logs if entry["event"] == "watch_sweep_found_changes"]
+            assert found  # (twice if a sweep fell between the write and the truncation)
+            assert all(entry["roots"] == [str(skills)] for entry in found)
+    finally:
+        watch.close()
+        handle.dispose()
+    assert not [t for t in threading.enumerate() if t.name == WATCHER_THREAD_NAME]
