@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +159,43 @@ def test_fifo_or_device_as_a_start_up_file(tmp_path: Path, flag: str, kind: str)
     assert len(lines) == 1, lines
     assert "not a regular file" in lines[0]
     assert str(target) in lines[0]
+
+
+def test_an_edit_no_watch_event_reports_reaches_the_agent(tmp_path: Path) -> None:
+    """A ``SKILL.md`` that is a hard link to a file outside every watched directory, rewritten
+    in place through that outside name: the kernel reports nothing to the watch (as when its
+    event queue overflows), and the catalog stayed stale for good. The watcher's safety sweep
+    finds it within seconds."""
+    sandbox = Sandbox.create(tmp_path)
+    skill_file = sandbox.write_skill("linked", "The first description.")
+    outside = tmp_path / "elsewhere" / "SKILL.md"
+    outside.parent.mkdir()
+    skill_file.unlink()
+    outside.write_text("---\nname: linked\ndescription: The first description.\n---\nBody\n")
+    os.link(outside, skill_file)
+    log = tmp_path / "agent.log"
+    with (
+        (tmp_path / "agent.stderr").open("wb") as stderr,
+        start_demo_agent(sandbox, stderr, "--log-file", str(log), "--log-level", "debug") as agent,
+    ):
+        session = new_session(agent, sandbox)
+
+        def description() -> str:
+            listed = agent.call("_skills/list", {"sessionId": session})
+            (entry,) = [s for s in listed["skills"] if s["name"] == "linked"]
+            return str(entry["description"])
+
+        def logged(event: str) -> bool:
+            return log.exists() and event in log.read_text(encoding="utf-8")
+
+        assert description() == "The first description."
+        deadline = time.monotonic() + 60
+        while not logged("skill_watch_started") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert description() == "The first description."  # the catch-up once the watch is live
+        with outside.open("r+", encoding="utf-8") as file:  # the same inode, rewritten
+            file.write("---\nname: linked\ndescription: The second description.\n---\nBody\n")
+        while (seen := description()) != "The second description." and time.monotonic() < deadline:
+            time.sleep(0.25)
+    assert seen == "The second description."
+    assert logged("watch_sweep_found_changes")
