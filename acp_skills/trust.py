@@ -289,16 +289,21 @@ class TrustStates:
     candidate holds mappings (its metadata), so it cannot be a dict key; the skill is kept, so
     its id stays its own."""
 
-    __slots__ = ("_states", "changes")
+    __slots__ = ("_states",)
 
     def __init__(self) -> None:
-        self._states: dict[int, tuple[SkillCandidate, TrustState, TrustSource | None]] = {}
-        self.changes: dict[int, Change] = {}
+        self._states: dict[
+            int, tuple[SkillCandidate, TrustState, TrustSource | None, Change | None]
+        ] = {}
 
     def set(
-        self, skill: SkillCandidate, state: TrustState, source: TrustSource | None = None
+        self,
+        skill: SkillCandidate,
+        state: TrustState,
+        source: TrustSource | None = None,
+        change: Change | None = None,
     ) -> None:
-        self._states[id(skill)] = (skill, state, source)
+        self._states[id(skill)] = (skill, state, source, change)
 
     def __getitem__(self, skill: SkillCandidate) -> TrustState:
         return self._states[id(skill)][1]
@@ -309,7 +314,7 @@ class TrustStates:
 
     def change(self, skill: SkillCandidate) -> Change | None:
         """For a pending skill of a trusted server: whether it is new there or changed."""
-        return self.changes.get(id(skill))
+        return self._states[id(skill)][3]
 
 
 def trust_states(
@@ -337,11 +342,12 @@ def trust_states(
         elif decision == "trusted" and _still_served(source, stored):
             states.set(skill, "trusted", source)
         else:
+            change: Change | None = None
             if decision == "trusted" and isinstance(source, ServerSource):
                 known = {uri for uri, _ in stored.served.get(source.key, ())}
-                changed = any(uri in known for uri, _ in source.items)
-                states.changes[id(skill)] = "changed" if changed else "new"
-            states.set(skill, "session" if grants.get(source.key) else "pending", source)
+                change = "changed" if any(uri in known for uri, _ in source.items) else "new"
+            state: TrustState = "session" if grants.get(source.key) else "pending"
+            states.set(skill, state, source, change)
     return states
 
 
