@@ -95,15 +95,23 @@ class SafetySweep:
         """Whether a sweep is due now."""
         return self._next_at is not None and time.monotonic() >= self._next_at
 
-    def sweep(self) -> list[str]:
-        """Fingerprint the roots again: the roots whose fingerprint changed since the last one."""
+    def sweep(self) -> tuple[list[str], bool]:
+        """Fingerprint the roots again: the roots whose fingerprint changed since the last one,
+        and whether any root's entries came, went or changed kind (not only a file's stamp)."""
         started = time.monotonic()
         current = fingerprint(self._roots)
         self._next_at = self._after(started)
         changed = [path for path, found in current.items() if self._baseline.get(path) != found]
+        structural = any(
+            _entries(self._baseline.get(path)) != _entries(current[path]) for path in changed
+        )
         self._baseline = current
-        return changed
+        return changed, structural
 
     def _after(self, started: float) -> float:
         ended = time.monotonic()
         return ended + max(self._interval, SWEEP_COST_FACTOR * (ended - started))
+
+
+def _entries(found: RootFingerprint) -> dict[str, bool] | None:
+    return None if found is None else {name: bundle for name, (bundle, _) in found.items()}

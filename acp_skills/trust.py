@@ -9,10 +9,13 @@ nothing a repository ships can grant itself trust.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, get_args, runtime_checkable
 
@@ -22,7 +25,7 @@ TrustMode: TypeAlias = Literal["ask", "all", "none"]
 Decision: TypeAlias = Literal["trusted", "refused"]
 TrustState: TypeAlias = Literal["trusted", "session", "pending", "refused"]
 # Why a skill of a trusted server is pending again: a uri it did not serve, or another digest.
-Change: TypeAlias = Literal["new", "changed"]
+ServerChange: TypeAlias = Literal["new", "changed"]
 Pair: TypeAlias = tuple[str, str]  # (resource uri, "sha256:..." digest) as a server listed it
 TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
 # The local provider's sources found from a session's working directory (contract §5).
@@ -55,12 +58,14 @@ SERVER_KEY_PREFIX = "mcp:"
 
 @dataclass(frozen=True, slots=True)
 class ServerSource:
-    """An MCP server, as one of its skills needs it: ``endpoint`` is the server's identity
-    (label and command line or url), ``items`` that skill's (uri, digest) pairs as listed."""
+    """An MCP server: ``endpoint`` is its identity (label and command line or url); ``items``
+    the (uri, digest) pairs to trust it with (those of one skill, or of every skill a question
+    named; none to refuse or forget it); ``uri`` the skill's own ``SKILL.md`` uri, if one."""
 
     label: str
     endpoint: str
     items: frozenset[Pair] = field(default_factory=frozenset)
+    uri: str = ""
 
     @property
     def key(self) -> str:
@@ -82,6 +87,9 @@ class ServedLocator(Protocol):
     def server_identity(self) -> str: ...
 
     @property
+    def skill_uri(self) -> str: ...
+
+    @property
     def served(self) -> frozenset[Pair]: ...
 
 
@@ -98,7 +106,9 @@ def sources_at(cwd: str | None) -> Callable[[SkillCandidate], TrustSource | None
         if skill.provider == "mcp":
             locator = skill.locator
             if isinstance(locator, ServedLocator):
-                return ServerSource(locator.server_label, locator.server_identity, locator.served)
+                return ServerSource(
+                    locator.server_label, locator.server_identity, locator.served, locator.skill_uri
+                )
             return ServerSource(label=skill.source, endpoint=skill.source)  # fail closed
         return None
 
@@ -165,7 +175,7 @@ class TrustFileError(Exception):
     """The trust file exists but cannot be read as decisions (it is left untouched)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StoredTrust:
     """The trust file's contents: a decision per source key, and the (uri, digest) pairs each
     trusted server was trusted with."""
@@ -179,6 +189,7 @@ class TrustStore:
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = os.fspath(path) if path is not None else default_trust_file()
+        self._lock = threading.Lock()
 
     def read(self) -> StoredTrust:
         """Everything stored; a missing file means nothing."""
@@ -196,7 +207,7 @@ class TrustStore:
         stored = StoredTrust()
         for entry in projects:
             if isinstance(entry, dict) and isinstance(key := entry.get("path"), str):
-                _take(stored, key, entry)
+                _take(stored, _current_key(key), entry)
         for entry in servers:
             if isinstance(entry, dict) and isinstance(server := entry.get("server"), str):
                 key = SERVER_KEY_PREFIX + server
@@ -212,10 +223,17 @@ class TrustStore:
         """The stored decision for ``source``, if any."""
         return self.decisions().get(source.key)
 
-    def decide(self, source: TrustSource, decision: Decision | None) -> None:
-        """Store ``decision`` for ``source`` (``None`` forgets it). Trusting a server adds the
-        pairs of ``source.items``, in place of any it had stored for the same uris."""
+    def decide(self, source: TrustSource, decision: Decision | None) -> bool:
+        """Store ``decision`` for ``source`` (``None`` forgets it); whether anything changed.
+        Trusting a server adds the pairs of ``source.items``, in place of any it had stored
+        for the same uris. Sessions, agents and the command line may decide at once: each
+        read-modify-write holds a lock, so no decision overwrites another."""
+        with self._lock, _locked_beside(self.path):
+            return self._decide(source, decision)
+
+    def _decide(self, source: TrustSource, decision: Decision | None) -> bool:
         stored = self.read()
+        before = (stored.decisions.get(source.key), stored.served.get(source.key))
         key = source.key
         kept = stored.served.pop(key, frozenset())
         if decision is None:
@@ -227,7 +245,10 @@ class TrustStore:
             stored.served[key] = frozenset(
                 {pair for pair in kept if pair[0] not in replaced} | source.items
             )
+        if (stored.decisions.get(key), stored.served.get(key)) == before:
+            return False
         self._write(stored)
+        return True
 
     def _write(self, stored: StoredTrust) -> None:
         directory = os.path.dirname(self.path) or "."
@@ -259,6 +280,29 @@ class TrustStore:
             raise
 
 
+@contextlib.contextmanager
+def _locked_beside(path: str) -> Iterator[None]:
+    # An advisory lock on a file beside the decisions (the decisions file itself is replaced by
+    # each write, so a lock on it would not hold across writers).
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _current_key(key: str) -> str:
+    # Server decisions were once stored among the projects as "mcp:LABEL:LABEL=WHERE"; read
+    # them under today's key, so that a refusal made then still holds.
+    label, separator, endpoint = key.removeprefix(SERVER_KEY_PREFIX).partition(":")
+    if key.startswith(SERVER_KEY_PREFIX) and separator and endpoint.startswith(label + "="):
+        return SERVER_KEY_PREFIX + endpoint
+    return key
+
+
 def _take(stored: StoredTrust, key: str, entry: Mapping[str, object]) -> Decision | None:
     decision = entry.get("decision")
     if decision == "trusted" or decision == "refused":
@@ -279,11 +323,6 @@ def _pairs(resources: object) -> frozenset[Pair]:
     )
 
 
-def needs_trust(skill: SkillCandidate) -> bool:
-    """Whether ``skill`` comes from a root the person did not choose (a project root)."""
-    return skill.source in PROJECT_SOURCES
-
-
 class TrustStates:
     """Each skill's trust state (and source) for one session, looked up by the skill itself: a
     candidate holds mappings (its metadata), so it cannot be a dict key; the skill is kept, so
@@ -293,7 +332,7 @@ class TrustStates:
 
     def __init__(self) -> None:
         self._states: dict[
-            int, tuple[SkillCandidate, TrustState, TrustSource | None, Change | None]
+            int, tuple[SkillCandidate, TrustState, TrustSource | None, ServerChange | None]
         ] = {}
 
     def set(
@@ -301,7 +340,7 @@ class TrustStates:
         skill: SkillCandidate,
         state: TrustState,
         source: TrustSource | None = None,
-        change: Change | None = None,
+        change: ServerChange | None = None,
     ) -> None:
         self._states[id(skill)] = (skill, state, source, change)
 
@@ -312,7 +351,7 @@ class TrustStates:
         """Where ``skill`` needs trust from (``None``: an own root)."""
         return self._states[id(skill)][2]
 
-    def change(self, skill: SkillCandidate) -> Change | None:
+    def change(self, skill: SkillCandidate) -> ServerChange | None:
         """For a pending skill of a trusted server: whether it is new there or changed."""
         return self._states[id(skill)][3]
 
@@ -342,7 +381,7 @@ def trust_states(
         elif decision == "trusted" and _still_served(source, stored):
             states.set(skill, "trusted", source)
         else:
-            change: Change | None = None
+            change: ServerChange | None = None
             if decision == "trusted" and isinstance(source, ServerSource):
                 known = {uri for uri, _ in stored.served.get(source.key, ())}
                 change = "changed" if any(uri in known for uri, _ in source.items) else "new"

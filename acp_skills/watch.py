@@ -235,9 +235,12 @@ class _Loop:
             paths = sorted(path for _, path in batch)[:20]
             _log.debug("skill_watch_changes", relevant=relevant, changes=len(batch), paths=paths)
         # Never skipped because events came: an overflow drops the tail of a burst, not its head.
-        if self._sweep.due() and (roots := self._sweep.sweep()):
-            _log.debug("watch_sweep_found_changes", roots=roots)
-            self._changed(now, structural=True)  # a bundle may have come whose add was lost
+        if self._sweep.due():
+            roots, structural = self._sweep.sweep()
+            if roots:
+                _log.debug("skill_watch_sweep_found_changes", roots=roots)
+                # A bundle whose add was lost needs watching too: only then a replan.
+                self._changed(now, structural=structural)
 
     def _changed(self, now: float, *, structural: bool) -> None:
         state, self._pending = self._state, True

@@ -146,7 +146,9 @@ def test_what_a_person_reads_about_a_withheld_server_skill() -> None:
     """The question marks a changed skill; `/skills` and the `/NAME` note never send a person
     to trust a server from the command line, only to forget a refusal."""
     items = frozenset({("skill://fmt/SKILL.md", "sha256:2"), ("skill://fmt/notes.md", "sha256:3")})
-    source = ServerSource(label="tools", endpoint="tools=run tools", items=items)
+    source = ServerSource(
+        label="tools", endpoint="tools=run tools", items=items, uri="skill://fmt/SKILL.md"
+    )
     skill = candidate("fmt", "mcp:tools")
     pending = Withheld(skill, "pending", source, "changed")
     assert question_text([pending]) == (

@@ -21,6 +21,8 @@ from acp_skills import (
 )
 from acp_skills.content import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
+from acp_skills.mcp.listing import ListedSkill, ManifestFile
+from acp_skills.mcp.provider import McpLocator
 from tests.mcp_http import SERVER, http_skills_server
 
 pytestmark = pytest.mark.anyio
@@ -284,3 +286,37 @@ def test_no_server_process_outlives_the_agent(tmp_path: Path) -> None:
     assert [skill["source"] for skill in listed["result"]["skills"]] == ["mcp:team"]
     pid = int(pid_file.read_text())
     assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+
+
+def _locator(name: str, description: str, *, files: bool = True) -> McpLocator:
+    uri = "skill://deploy/SKILL.md"
+    manifest = {uri: ManifestFile(uri=uri, digest="sha256:" + "1" * 64, size=10)}
+    listed = ListedSkill(
+        uri=uri,
+        frontmatter={"name": name, "description": description},
+        files=manifest if files else None,
+    )
+    return McpLocator(server=McpServer(label="team", command="serve"), skill=listed)
+
+
+def test_trust_pins_every_listed_file_and_the_listed_frontmatter() -> None:
+    """What trust stores for a skill changes when the catalog's text does, though no file
+    did: the description, and a new name at a trusted uri, come from the listing."""
+    served = _locator("deploy", "Deploy it.").served
+    assert ("skill://deploy/SKILL.md", "sha256:" + "1" * 64) in served
+    assert _locator("deploy", "Deploy it.").served == served
+    assert _locator("deploy", "Deploy it elsewhere.").served != served
+    assert _locator("other", "Deploy it.").served != served
+    dynamic = _locator("deploy", "Deploy it.", files=False).served
+    assert len(dynamic) == 1
+    assert _locator("deploy", "Changed.", files=False).served != dynamic
+
+
+def test_no_two_servers_share_an_identity() -> None:
+    """A label may hold "=": it is quoted, so label and command never read as another pair."""
+    one = McpServer(label="a=b", command="c").identity
+    other = McpServer(label="a", command="b=c").identity
+    assert one != other
+    assert McpServer(label="team", command="uvx", args=("team-skills",)).identity == (
+        "team=uvx team-skills"
+    )

@@ -14,7 +14,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
-from acp_skills.sweep import fingerprint, fingerprint_root
+from acp_skills.sweep import SafetySweep, fingerprint, fingerprint_root
 from acp_skills.watch import WATCHER_THREAD_NAME, RootWatch, WatchedRoot
 
 pytestmark = pytest.mark.anyio
@@ -161,10 +161,26 @@ async def test_an_edit_no_event_reports_is_found_by_the_sweep(tmp_path: Path) ->
             rewrite_in_place(outside, "---\nname: deploy\ndescription: Deploy, now edited.\n---\n")
             await eventually(edited)
         if watch.mode == "native":  # polling compares every file and needs no sweep
-            found = [entry for entry in logs if entry["event"] == "watch_sweep_found_changes"]
+            found = [entry for entry in logs if entry["event"] == "skill_watch_sweep_found_changes"]
             assert found  # (twice if a sweep fell between the write and the truncation)
             assert all(entry["roots"] == [str(skills)] for entry in found)
     finally:
         watch.close()
         handle.dispose()
     assert not [t for t in threading.enumerate() if t.name == WATCHER_THREAD_NAME]
+
+
+def test_the_sweep_tells_new_entries_from_new_stamps(tmp_path: Path) -> None:
+    """Only entries that came or went call for watching anew; an edited file does not."""
+    root = tmp_path / "skills"
+    (root / "one").mkdir(parents=True)
+    (root / "one" / "SKILL.md").write_text("---\nname: one\ndescription: d\n---\n")
+    sweep = SafetySweep(interval=0)
+    sweep.cover([(str(root), False)])
+    assert sweep.sweep() == ([], False)
+    (root / "one" / "SKILL.md").write_text("---\nname: one\ndescription: longer d\n---\n")
+    assert sweep.sweep() == ([str(root)], False)
+    (root / "two").mkdir()
+    assert sweep.sweep() == ([str(root)], True)
+    sweep.stop()
+    assert not sweep.due()

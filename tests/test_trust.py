@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,8 @@ def test_decisions_are_stored_atomically_outside_the_project(tmp_path: Path) -> 
     store.decide(project, None)
     assert store.decisions() == {}
     # Nothing left behind by the atomic write.
-    assert os.listdir(os.path.dirname(store.path)) == ["trust.json"]
+    # No temporary file is left behind (the lock file beside it stays, empty).
+    assert sorted(os.listdir(os.path.dirname(store.path))) == ["trust.json", "trust.json.lock"]
 
 
 def test_a_broken_trust_file_is_an_error_and_is_left_untouched(tmp_path: Path) -> None:
@@ -195,3 +197,35 @@ def test_trusting_a_server_stores_its_pairs_and_replaces_those_of_the_same_uris(
     ]
     store.decide(ServerSource("team", endpoint), None)
     assert store.read() == StoredTrust()
+
+
+def test_decisions_made_at_once_are_all_kept(tmp_path: Path) -> None:
+    """Sessions answering together (threads here, agents and the command line as well) each
+    read, merge and write under the lock: no decision overwrites another."""
+    path = tmp_path / "trust.json"
+    sources = [ProjectSource(str(tmp_path / f"p{index}")) for index in range(24)]
+    stores = [TrustStore(path), TrustStore(path)]  # two stores: the file lock, not the thread one
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: stores[i % 2].decide(sources[i], "trusted"), range(24)))
+    assert TrustStore(path).decisions() == {source.key: "trusted" for source in sources}
+
+
+def test_a_server_decision_stored_under_the_earlier_key_still_holds(tmp_path: Path) -> None:
+    """Server decisions were once kept among the projects as ``mcp:LABEL:IDENTITY``: a refusal
+    stored then still refuses, and the next write moves it to the servers."""
+    path = tmp_path / "trust.json"
+    old = {"path": "mcp:team:team=uvx team-skills", "decision": "refused"}
+    path.write_text(json.dumps({"projects": [old]}))
+    store = TrustStore(path)
+    server = ServerSource("team", "team=uvx team-skills")
+    assert store.decision(server) == "refused"
+    store.decide(ProjectSource(str(tmp_path / "p")), "trusted")
+    data = json.loads(path.read_text())
+    assert data["servers"] == [{"server": "team=uvx team-skills", "decision": "refused"}]
+
+
+def test_forgetting_what_was_never_stored_says_so(tmp_path: Path) -> None:
+    store = TrustStore(tmp_path / "trust.json")
+    assert store.decide(ServerSource("x", "x=nothing"), None) is False
+    assert store.decide(ServerSource("x", "x=nothing"), "refused") is True
+    assert store.decide(ServerSource("x", "x=nothing"), "refused") is False

@@ -26,9 +26,9 @@ from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..text import remove_unsafe_characters, shorten_description
 from ..trust import (
-    Change,
     Decision,
     ProjectSource,
+    ServerChange,
     ServerSource,
     StoredTrust,
     TrustFileError,
@@ -86,7 +86,7 @@ class Withheld:
     skill: SkillCandidate
     state: TrustState
     source: TrustSource
-    change: Change | None = None
+    change: ServerChange | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +142,7 @@ def _admitting_command(withheld: Withheld) -> str | None:
     # answer stores the digests it lists), so the command line can only forget its refusal.
     source = withheld.source
     if isinstance(source, ProjectSource):
-        return f"acp-skills trust {remove_unsafe_characters(source.key)}"
+        return f"acp-skills trust {shlex.quote(remove_unsafe_characters(source.key))}"
     if withheld.state == "pending":
         return None
     return f"acp-skills trust --forget {shlex.quote(remove_unsafe_characters(source.key))}"
@@ -234,17 +234,10 @@ def _plain_label(source: TrustSource) -> str:
     return remove_unsafe_characters(source.label)
 
 
-_CHANGES: Final[Mapping[Change | None, str]] = {
+_CHANGES: Final[Mapping[ServerChange | None, str]] = {
     "new": " — new on the server since you trusted it",
     "changed": " — changed on the server since you trusted it",
 }
-
-
-def _skill_uri(source: ServerSource) -> str:
-    # The skill's own SKILL.md uri among its listed files (the one every manifest holds).
-    uris = sorted(uri for uri, _ in source.items)
-    found = [uri for uri in uris if uri.endswith("/SKILL.md")]
-    return remove_unsafe_characters((found or uris or [""])[0])
 
 
 def question_text(pending: list[Withheld]) -> str:
@@ -255,7 +248,8 @@ def question_text(pending: list[Withheld]) -> str:
         description = shorten_description(skill.description, 200)
         where = remove_unsafe_characters(skill.path or "")
         if isinstance(withheld.source, ServerSource):
-            where = f"MCP server {_plain_label(withheld.source)}, {_skill_uri(withheld.source)}"
+            uri = remove_unsafe_characters(withheld.source.uri)
+            where = f"MCP server {_plain_label(withheld.source)}, {uri}"
         lines.append(f"- {skill.name}: {description} ({where}){_CHANGES.get(withheld.change, '')}")
     return "\n".join(lines)
 

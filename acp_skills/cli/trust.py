@@ -51,18 +51,20 @@ def _trust(args: argparse.Namespace, style: Style) -> Outcome:
                     "stores the digests it lists); here it can only be --refuse'd or --forget'd"
                 )
                 return Outcome({"error": message}, [message], USAGE)
-            endpoint = args.path[len(SERVER_KEY_PREFIX) :]
-            source = ServerSource(endpoint.partition("=")[0], endpoint)
+            # Only the key matters to a refusal or forgetting (the label is for messages).
+            source = ServerSource("", args.path[len(SERVER_KEY_PREFIX) :])
         else:
             path = os.path.abspath(args.path if args.path is not None else os.getcwd())
             if not os.path.exists(path):
                 message = f"not found: {path}"
                 return Outcome({"error": message}, [message], USAGE)
             source = project_of(path)
-        store.decide(source, decision)
+        changed = store.decide(source, decision)
     except (TrustFileError, OSError) as error:
         return Outcome({"error": str(error)}, [str(error)], PROBLEMS)
     said = {"trusted": "trusted", "refused": "refused", None: "forgotten"}[decision]
+    if decision is None and not changed:
+        said = "no decision was stored for"
     return Outcome(
         {"path": source.key, "decision": decision},
         [f"{said}: {source.key}"],
@@ -83,7 +85,8 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
     lines = [f"{style(p['decision'], 'bold')}  {p['path']}" for p in projects]
     for server in servers:
         count = f" ({server['resources']} resources)" if server["decision"] == "trusted" else ""
-        lines.append(f"{style(str(server['decision']), 'bold')}  {server['server']}{count}")
+        key = shlex.quote(str(server["server"]))  # as --forget and --refuse take it
+        lines.append(f"{style(str(server['decision']), 'bold')}  {key}{count}")
     remark = [] if lines else [f"no decisions stored in {store.path}"]
     listed: dict[str, object] = {"projects": projects}
     if servers:
@@ -94,10 +97,17 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
 def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``trust`` command's own arguments."""
     parser.add_argument(
-        "path", nargs="?", metavar="PATH", help="a path in the project (default: the current one)"
+        "path",
+        nargs="?",
+        metavar="PATH",
+        help="a path in the project (default: the current one), or a server's mcp:KEY from --list",
     )
     what = parser.add_mutually_exclusive_group()
-    what.add_argument("--refuse", action="store_true", help="never offer the project's skills")
+    what.add_argument(
+        "--refuse",
+        action="store_true",
+        help="never offer the project's (or the mcp:KEY server's) skills",
+    )
     what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
     what.add_argument("--list", action="store_true", help="every stored decision")
 
@@ -149,7 +159,7 @@ def withheld_lines(args: argparse.Namespace, withheld: dict[str, Held]) -> list[
     them = "it" if len(withheld) == 1 else "them"
     sources = [source for _, source in withheld.values()]
     if any(not isinstance(source, ServerSource) for source in sources):
-        project = project_of(args.cwd).key
+        project = shlex.quote(project_of(args.cwd).key)
         lines.append(f"a session does not offer {them}; `acp-skills trust {project}` admits {them}")
     for source in {s.key: s for s in sources if isinstance(s, ServerSource)}.values():
         lines.append(

@@ -3,6 +3,7 @@ identity trust stores for it."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 
@@ -30,7 +31,11 @@ class McpServer:
         """What trust remembers: the label and the command line or url (never the env or
         headers, which hold secrets)."""
         where = self.url if self.url is not None else shlex.join((self.command or "", *self.args))
-        return f"{self.label}={where}"
+        # A label holding "=" (or opening with a quote) is written as a JSON string, so that
+        # no other label and command read the same.
+        quoted = "=" in self.label or self.label.startswith('"')
+        label = json.dumps(self.label, ensure_ascii=False) if quoted else self.label
+        return f"{label}={where}"
 
 
 def parse_server_option(text: str) -> McpServer:

@@ -3,7 +3,9 @@ verification (contract §14). Rank 600: every local root wins a name clash."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +37,8 @@ def _sdk(module: str) -> Any:
 
 
 MCP_RANK: Final = 600
+# The pair trust keeps for a skill's listed frontmatter: its uri with this fragment.
+FRONTMATTER_FRAGMENT: Final = "#frontmatter"
 MCP_SOURCE: Final = "mcp"
 LISTING_DEADLINE: Final = 10.0
 RETRY_AFTER: Final = 60.0  # a failed server is left alone this long
@@ -59,12 +63,20 @@ class McpLocator:
         return self.server.identity
 
     @property
+    def skill_uri(self) -> str:
+        return self.skill.uri
+
+    @property
     def served(self) -> frozenset[tuple[str, str]]:
-        """The skill's (uri, digest) pairs as listed; a dynamic skill has only its uri (its
-        files are not listed, so nothing pins their text)."""
-        if self.skill.files is None:
-            return frozenset({(self.skill.uri, "")})
-        return frozenset((file.uri, file.digest) for file in self.skill.files.values())
+        """The skill's (uri, digest) pairs as listed, and one for the listed frontmatter (the
+        catalog's text comes from the listing, before any file is read). A dynamic skill lists
+        no files: only its frontmatter is pinned."""
+        listed = json.dumps(self.skill.frontmatter, sort_keys=True, ensure_ascii=False)
+        digest = "sha256:" + hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()
+        pairs = {(self.skill.uri + FRONTMATTER_FRAGMENT, digest)}
+        if self.skill.files is not None:
+            pairs.update((file.uri, file.digest) for file in self.skill.files.values())
+        return frozenset(pairs)
 
 
 @dataclass(slots=True)
