@@ -603,9 +603,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         chart = [python, str(HERE / "bench_env" / "chart.py"), str(series), str(CHART)]
         subprocess.run(chart, check=True)
     results.machine["load average (1, 5, 15 min) at the end"] = load_average()
-    DOC.write_text(render(results), encoding="utf-8")
+    DOC.write_text(render(results) + kept_sections(), encoding="utf-8")
     print(f"wrote {DOC.relative_to(ROOT)} and {CHART.relative_to(ROOT)}", file=sys.stderr)
     return 0
+
+
+# Sections other scripts measure (they need extras this environment does not install): a
+# rewrite keeps them as they are, after the ones written here.
+KEPT_HEADINGS = ("## Skills from an MCP server",)
+
+
+def kept_sections() -> str:
+    """The sections of the current docs/benchmarks.md named in `KEPT_HEADINGS`, verbatim."""
+    text = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
+    kept = []
+    for heading in KEPT_HEADINGS:
+        start = text.find("\n" + heading + "\n")
+        if start < 0:
+            continue
+        end = text.find("\n## ", start + 1)
+        kept.append(text[start : end if end >= 0 else len(text)].rstrip("\n") + "\n")
+    return "".join(kept)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import importlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -66,17 +66,23 @@ class McpLocator:
     def skill_uri(self) -> str:
         return self.skill.uri
 
-    @property
-    def served(self) -> frozenset[tuple[str, str]]:
-        """The skill's (uri, digest) pairs as listed, and one for the listed frontmatter (the
-        catalog's text comes from the listing, before any file is read). A dynamic skill lists
-        no files: only its frontmatter is pinned."""
-        listed = json.dumps(self.skill.frontmatter, sort_keys=True, ensure_ascii=False)
-        digest = "sha256:" + hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()
-        pairs = {(self.skill.uri + FRONTMATTER_FRAGMENT, digest)}
-        if self.skill.files is not None:
-            pairs.update((file.uri, file.digest) for file in self.skill.files.values())
-        return frozenset(pairs)
+    served: frozenset[tuple[str, str]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Worked out once: every lookup of a session asks trust about every skill.
+        object.__setattr__(self, "served", served_pairs(self.skill))
+
+
+def served_pairs(skill: ListedSkill) -> frozenset[tuple[str, str]]:
+    """The pairs trust keeps for ``skill``: (uri, digest) of each listed file, and one for the
+    listed frontmatter (the catalog's text comes from the listing, before any file is read).
+    A dynamic skill lists no files: only its frontmatter is pinned."""
+    listed = json.dumps(skill.frontmatter, sort_keys=True, ensure_ascii=False)
+    digest = "sha256:" + hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()
+    pairs = {(skill.uri + FRONTMATTER_FRAGMENT, digest)}
+    if skill.files is not None:
+        pairs.update((file.uri, file.digest) for file in skill.files.values())
+    return frozenset(pairs)
 
 
 @dataclass(slots=True)
