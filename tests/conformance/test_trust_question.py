@@ -35,6 +35,19 @@ async def test_the_trust_question_validates_against_the_schema(
         log.add(AGENT if frame.direction == "incoming" else CLIENT, frame.message)
     asked = [m for m in log.sent_by(AGENT) if m.get("method") == "session/request_permission"]
     assert len(asked) == 1
+    # On the wire the question follows its tool_call, so the card has a call to show (how a
+    # client dispatches the two is its own affair: the TypeScript SDK may run them out of order).
+    sent = log.sent_by(AGENT)
+    call_id = asked[0]["params"]["toolCall"]["toolCallId"]
+    announced = [
+        index
+        for index, message in enumerate(sent)
+        if message.get("method") == "session/update"
+        and message["params"]["update"].get("toolCallId") == call_id
+        and message["params"]["update"].get("sessionUpdate") == "tool_call"
+    ]
+    assert announced
+    assert announced[0] < sent.index(asked[0])
     assert [o["kind"] for o in asked[0]["params"]["options"]] == [
         "allow_once",
         "allow_always",

@@ -306,7 +306,7 @@ function commandNames(list) {
 }
 
 // One session in the project: the skills before, one prompt (which may ask), the skills after.
-async function trustTurn(acp, agent, updates, cwd, step) {
+async function trustSession(acp, agent, updates, cwd, step) {
   const { sessionId } = await newSession(acp, agent, cwd);
   await updates.until(step, () => commandNames(updates.for(sessionId)) !== null);
   const before = { commands: commandNames(updates.for(sessionId)), skills: await skillTrust(agent, sessionId) };
@@ -328,8 +328,8 @@ async function trustTurn(acp, agent, updates, cwd, step) {
 
 async function trust(acp, agent, updates, cwd) {
   await initialize(acp, agent);
-  await trustTurn(acp, agent, updates, cwd, "first session");
-  await trustTurn(acp, agent, updates, cwd, "second session");
+  await trustSession(acp, agent, updates, cwd, "first session");
+  await trustSession(acp, agent, updates, cwd, "second session");
 }
 
 const SCENARIOS = { core, skills, trust };
