@@ -1,4 +1,5 @@
-"""The FastMCP skills server of `tests/mcp_skills_server.py` over streamable HTTP on 127.0.0.1."""
+"""The FastMCP skills server of `tests/mcp_skills_server.py`: the bundles it serves, and the server
+over streamable HTTP on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -10,6 +11,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 SERVER = str(Path(__file__).with_name("mcp_skills_server.py"))
+
+
+def write_served_skill(
+    root: Path, name: str, description: str, body: str, *, extra: str = ""
+) -> Path:
+    """A bundle for the server to serve: ``root/name/SKILL.md`` (``extra`` frontmatter lines
+    after the description) and a ``notes.md`` resource."""
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}\n", encoding="utf-8"
+    )
+    (folder / "notes.md").write_text(f"notes of {name}\n", encoding="utf-8")
+    return folder
 
 
 @contextlib.contextmanager

@@ -59,7 +59,9 @@ def test_a_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     assert not (tmp_path / "trust.json").exists()
 
 
-def test_list_marks_a_project_skill_that_waits_for_trust(tmp_path: Path) -> None:
+def waiting_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A repository with one project skill, ``deploy``, and the CLI's environment in ``ask``
+    mode with a trust file of its own (nothing decided yet)."""
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
     skill = project / ".agents" / "skills" / "deploy"
@@ -71,6 +73,11 @@ def test_list_marks_a_project_skill_that_waits_for_trust(tmp_path: Path) -> None
         DSH_HOME=str(tmp_path / "h1"),
         DSH_AGENTS_HOME=str(tmp_path / "h2"),
     )
+    return project, env
+
+
+def test_list_marks_a_project_skill_that_waits_for_trust(tmp_path: Path) -> None:
+    project, env = waiting_project(tmp_path)
     listed = run("list", "--cwd", str(project), "--json", env=env)
     assert [s["trust"] for s in json.loads(listed.stdout)["skills"]] == ["pending"]
     assert "(waiting for trust)" in run("list", "--cwd", str(project), env=env).stdout
@@ -83,17 +90,7 @@ def test_list_marks_a_project_skill_that_waits_for_trust(tmp_path: Path) -> None
 
 def test_show_catalog_and_doctor_mark_a_skill_that_waits_for_trust(tmp_path: Path) -> None:
     """They say which skills a session would not offer, and the catalog leaves them out."""
-    project = tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
-    skill = project / ".agents" / "skills" / "deploy"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Deploy it.\n---\nBody\n")
-    env = cli_env(
-        ACP_SKILLS_TRUST="ask",
-        ACP_SKILLS_TRUST_FILE=str(tmp_path / "trust.json"),
-        DSH_HOME=str(tmp_path / "h1"),
-        DSH_AGENTS_HOME=str(tmp_path / "h2"),
-    )
+    project, env = waiting_project(tmp_path)
     cwd = ["--cwd", str(project)]
     shown = run("show", "deploy", *cwd, env=env)
     assert "warning: deploy: waiting for trust" in shown.stderr

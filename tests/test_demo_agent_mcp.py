@@ -16,7 +16,7 @@ from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
 
 from tests.agent_client import Agent, Sandbox, text_prompt
 from tests.fake_openai import FakeOpenAI, openai_agent_args, text_reply, tool_call_reply
-from tests.mcp_http import SERVER, http_skills_server
+from tests.mcp_http import SERVER, http_skills_server, write_served_skill
 from tests.test_demo_agent_trust import AnsweringClient, trust_calls, trust_env
 
 pytestmark = pytest.mark.anyio
@@ -31,14 +31,7 @@ def sandbox(tmp_path: Path) -> Sandbox:
 
 
 def serve_skill(root: Path, name: str, body: str = "Do the thing.") -> Path:
-    folder = root / name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "SKILL.md").write_text(
-        f"---\nname: {name}\ndescription: Skill {name} from the server.\n---\n{body}\n",
-        encoding="utf-8",
-    )
-    (folder / "notes.md").write_text(f"notes of {name}\n", encoding="utf-8")
-    return folder
+    return write_served_skill(root, name, f"Skill {name} from the server.", body)
 
 
 def stdio_entry(root: Path, *extra: str, label: str = "team") -> McpServerStdio:

@@ -92,6 +92,12 @@ async def listed_trust(agent: Agent, session_id: str) -> dict[str, str]:
     return {entry["name"]: entry["trust"] for entry in listed["skills"]}
 
 
+async def answer_in_an_earlier_agent(sandbox: Sandbox, tmp_path: Path, answer: str) -> None:
+    """One agent's first session in the project is asked and answers ``answer``; it exits."""
+    async with sandbox.spawn(env=trust_env(tmp_path), client=AnsweringClient(answer)) as agent:
+        await prompt(agent, await new_session(agent, sandbox.project), "hello")
+
+
 def last_commands(client: RecordingClient, session_id: str) -> set[str]:
     updates = [
         u
@@ -174,8 +180,7 @@ async def test_a_stored_answer_holds_across_an_agent_restart(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """``Trust this project`` is remembered; the next agent offers the skills without asking."""
-    async with sandbox.spawn(env=trust_env(tmp_path), client=AnsweringClient("allow_always")) as a:
-        await prompt(a, await new_session(a, sandbox.project), "hello")
+    await answer_in_an_earlier_agent(sandbox, tmp_path, "allow_always")
     client = AnsweringClient("reject_once")
     async with sandbox.spawn(env=trust_env(tmp_path), client=client) as agent:
         session_id = await new_session(agent, sandbox.project)
@@ -190,8 +195,7 @@ async def test_a_refused_project_is_never_asked_again_and_skills_says_how_to_und
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """After ``Never for this project`` a restarted agent does not ask; `/skills` explains."""
-    async with sandbox.spawn(env=trust_env(tmp_path), client=AnsweringClient("reject_always")) as a:
-        await prompt(a, await new_session(a, sandbox.project), "hello")
+    await answer_in_an_earlier_agent(sandbox, tmp_path, "reject_always")
     client = AnsweringClient("allow_once")
     async with sandbox.spawn(env=trust_env(tmp_path), client=client) as agent:
         session_id = await new_session(agent, sandbox.project)

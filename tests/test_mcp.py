@@ -23,20 +23,14 @@ from acp_skills.content import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
 from acp_skills.mcp.listing import ListedSkill, ManifestFile
 from acp_skills.mcp.provider import McpLocator
-from tests.mcp_http import SERVER, http_skills_server
+from tests.mcp_http import SERVER, http_skills_server, write_served_skill
 
 pytestmark = pytest.mark.anyio
 
 
 def write_skill(root: Path, name: str, body: str = "Do the thing.") -> Path:
-    folder = root / name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "SKILL.md").write_text(
-        f"---\nname: {name}\ndescription: Skill {name}.\nallowed-tools: Bash\n---\n{body}\n",
-        encoding="utf-8",
-    )
-    (folder / "notes.md").write_text(f"notes of {name}\n", encoding="utf-8")
-    return folder
+    # `allowed-tools` is there to be ignored (contract §14).
+    return write_served_skill(root, name, f"Skill {name}.", body, extra="allowed-tools: Bash\n")
 
 
 def stdio_server(root: Path, *extra: str, label: str = "team") -> McpServer:
@@ -234,22 +228,20 @@ async def test_the_skill_text_names_its_server_and_base_uri(tmp_path: Path, regi
 def test_the_cli_lists_and_shows_skills_of_an_mcp_server(tmp_path: Path) -> None:
     write_skill(tmp_path / "root", "deploy-app", "Run make deploy.")
     server = f"team={sys.executable} {SERVER} {tmp_path / 'root'}"
-    cli = [sys.executable, "-m", "acp_skills", "--cwd", str(tmp_path)]
-    shown = subprocess.run(
-        [*cli[:3], "show", "deploy-app", "--cwd", str(tmp_path), "--mcp-server", server],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "acp_skills", *args, "--cwd", str(tmp_path)]
+        return subprocess.run(
+            [*command, "--mcp-server", server],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    shown = cli("show", "deploy-app")
     assert "Run make deploy." in shown.stdout, shown.stderr
-    doctor = subprocess.run(
-        [*cli[:3], "doctor", "--json", "--cwd", str(tmp_path), "--mcp-server", server],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    doctor = cli("doctor", "--json")
     payload = json.loads(doctor.stdout)
     assert payload["mcpServers"][0]["label"] == "team"
     assert payload["mcpServers"][0]["skills"] == 1

@@ -174,10 +174,11 @@ class TrustedRegistry:
         grants = dict(trust.grants) if trust is not None else {}
         skills = [*raw.skills, *(shadowed.skill for shadowed in raw.shadowed)]
         source_of = sources_at(options.cwd)
+        sources = {id(skill): source_of(skill) for skill in skills}  # each found once
         stored = StoredTrust()
-        if self.mode == "ask" and any(source_of(s) is not None for s in skills):
+        if self.mode == "ask" and any(source is not None for source in sources.values()):
             stored = await anyio.to_thread.run_sync(self._stored)
-        states = trust_states(skills, source_of, stored, self.mode, grants)
+        states = trust_states(skills, lambda skill: sources[id(skill)], stored, self.mode, grants)
         key = (id(raw), tuple((states[s], states.change(s)) for s in skills))
         if (kept := self._views.get(key)) is not None and kept[0] is raw:
             self._views.move_to_end(key)
