@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from .skills import AcpSkills
-from .stdio import open_stdio
-from .transport import GuardedTransport
+from .transport import GuardedTransport, open_stdio
 from .turn import PromptTurn
 
 __all__ = ["AcpSkills", "GuardedTransport", "PromptTurn", "open_stdio"]

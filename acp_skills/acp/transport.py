@@ -1,18 +1,23 @@
-"""`GuardedTransport`: the SDK's transport over stdio, hardened (docs/integration.md)."""
+"""`GuardedTransport`: the SDK's transport, hardened (docs/integration.md); `open_stdio`."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 import contextlib
+import errno
 import json
 import math
+import os
+import selectors
+import sys
+import threading
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..quiet_log import get_logger
 from ..text import replace_lone_surrogates
-from .stdio import OverlongLine, read_line
 
 _log = get_logger(__name__)
 
@@ -20,6 +25,9 @@ _log = get_logger(__name__)
 DEFAULT_MAX_LINE_BYTES: Final = 8 * 1024 * 1024
 # Turns are cancelled at the end of input: this only bounds a handler ignoring cancellation.
 DEFAULT_DRAIN_SECONDS: Final = 30.0
+# Longer lines are still read, in pieces; the reader pauses the pipe at twice this.
+DEFAULT_BUFFER_BYTES: Final = 1024 * 1024
+_HEAD_BYTES: Final = 4096
 # No field of the protocol holds a number outside these (ids and counts are at most 64-bit).
 _MIN_INT: Final = -(2**63)
 _MAX_INT: Final = 2**64 - 1
@@ -28,18 +36,13 @@ _MAX_INT_DIGITS: Final = 21
 
 _PARSE_ERROR, _INVALID_REQUEST, _INVALID_PARAMS, _INTERNAL_ERROR = -32700, -32600, -32602, -32603
 _UNANSWERED: Final = "the client's input ended before it answered"
-_MESSAGES: Final = {
-    _PARSE_ERROR: "Parse error",
-    _INVALID_REQUEST: "Invalid request",
-    _INVALID_PARAMS: "Invalid params",
-    _INTERNAL_ERROR: "Internal error",
-}
+_MESSAGES: Final = {-32700: "Parse error", -32600: "Invalid request", -32602: "Invalid params"}
 
 
 def _error(
     request_id: object, code: int, details: str | None = None, message: str | None = None
 ) -> dict[str, Any]:
-    message = _MESSAGES[code] if message is None else message
+    message = _MESSAGES.get(code, "Internal error") if message is None else message
     error: dict[str, Any] = {"code": code, "message": message}
     if details is not None:
         error["data"] = {"details": details}
@@ -106,6 +109,37 @@ def _skip_blanks(text: str, position: int) -> int:
     return len(text) - len(text[position:].lstrip(" \t\r\n"))
 
 
+@dataclass(frozen=True, slots=True)
+class _OverlongLine:
+    head: bytes
+    size: int
+
+
+async def _read_line(reader: asyncio.StreamReader, max_bytes: int) -> bytes | _OverlongLine:
+    """Read one line; past ``max_bytes`` keep only its head and discard the rest as it is read."""
+    chunks: list[bytes] = []
+    head: bytes | None = None  # set once the line is known to be too long
+    size = 0
+    while True:
+        complete = True
+        try:
+            chunk = await reader.readuntil(b"\n")
+        except asyncio.LimitOverrunError as overrun:
+            chunk = await reader.readexactly(overrun.consumed)
+            complete = False
+        except asyncio.IncompleteReadError as end:
+            chunk = end.partial
+        size += len(chunk)
+        length = size - 1 if complete and chunk.endswith(b"\n") else size
+        if head is None:
+            chunks.append(chunk)
+            if length > max_bytes:
+                head = b"".join(chunks)[:_HEAD_BYTES]
+                chunks.clear()
+        if complete:
+            return b"".join(chunks) if head is None else _OverlongLine(head=head, size=length)
+
+
 class GuardedTransport:
     """The SDK's message-level transport over a pair of asyncio streams, with the guards above."""
 
@@ -131,7 +165,7 @@ class GuardedTransport:
         self._inbox: collections.deque[dict[str, Any]] = collections.deque()
         self._deadline = 0.0
         self._changed = asyncio.Event()  # an answer went out, or the output was lost
-        self._line_task: asyncio.Future[bytes | OverlongLine] | None = None
+        self._line_task: asyncio.Future[bytes | _OverlongLine] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one frame (dropped after ``close()`` or a lost output)."""
@@ -176,31 +210,11 @@ class GuardedTransport:
             if self._input_ended:
                 if await self._drained():
                     return None
-                continue
-            if (raw := await self._next_line()) is None:
+            elif (raw := await self._next_line()) is None:
                 if not self._output_lost:
                     self._end_input()
-                continue
-            if isinstance(raw, OverlongLine):
-                if (answer := await self._refuse_overlong(raw)) is not None:
-                    return answer
-                continue
-            if not (raw := raw.strip()):
-                continue
-            try:
-                message = json.loads(raw, parse_constant=_refuse_constant, parse_int=_parse_int)
-            except (ValueError, RecursionError):
-                _log.warning("acp_line_rejected", reason="not valid JSON", size=len(raw))
-                await self._reply(_error(None, _PARSE_ERROR))
-                continue
-            if not isinstance(message, dict):
-                kind = "a batch" if isinstance(message, list) else "not a JSON object"
-                _log.warning("acp_line_rejected", reason=kind)
-                await self._reply(_error(None, _INVALID_REQUEST, kind))
-                continue
-            if (checked := await self._check(message)) is not None:
-                self._note_incoming(checked)
-                return checked
+            elif (message := await self._parse(raw)) is not None:
+                return message
 
     async def close(self) -> None:
         """Stop sending and close the writer. Idempotent."""
@@ -216,6 +230,13 @@ class GuardedTransport:
     async def _reply(self, payload: dict[str, Any]) -> None:
         if not (self._closed or self._output_lost):
             await self._write(_dumps(payload))
+
+    def _fail_awaited(self, request_id: object, refusal: dict[str, Any]) -> dict[str, Any] | None:
+        # A refused answer to the agent's own request fails that request instead of hanging it.
+        if request_id not in self._awaited:
+            return None
+        self._awaited.discard(request_id)
+        return {**refusal, "id": request_id}
 
     def _note_incoming(self, message: dict[str, Any]) -> None:
         request_id = message.get("id")
@@ -236,8 +257,7 @@ class GuardedTransport:
                     self._inbox.append(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
                 else:
                     self._awaited.add(request_id)
-            return
-        if (count := self._owed.pop(request_id, 0) - 1) > 0:
+        elif (count := self._owed.pop(request_id, 0) - 1) > 0:
             self._owed[request_id] = count
         else:
             self._prompts.pop(request_id, None)
@@ -274,23 +294,41 @@ class GuardedTransport:
             self._line_task.cancel()
         self._changed.set()
 
-    async def _next_line(self) -> bytes | OverlongLine | None:
+    async def _next_line(self) -> bytes | _OverlongLine | None:
         if self._line_task is None:
-            self._line_task = asyncio.ensure_future(read_line(self._reader, self._max_line_bytes))
+            self._line_task = asyncio.ensure_future(_read_line(self._reader, self._max_line_bytes))
         task = self._line_task
         try:
             line = await asyncio.shield(task)
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise  # `receive` itself was cancelled: the line stays for the next call
-            self._line_task = None
-            return None  # cancelled by `_lose_output` or `close`
+            line = b""  # cancelled by `_lose_output` or `close`
         except (ConnectionError, OSError) as error:
-            self._line_task = None
             _log.warning("acp_input_failed", error=str(error))
-            return None
+            line = b""
         self._line_task = None
         return line or None
+
+    async def _parse(self, raw: bytes | _OverlongLine) -> dict[str, Any] | None:
+        if isinstance(raw, _OverlongLine):
+            return await self._refuse_overlong(raw)
+        if not (raw := raw.strip()):
+            return None
+        try:
+            message = json.loads(raw, parse_constant=_refuse_constant, parse_int=_parse_int)
+        except (ValueError, RecursionError):
+            _log.warning("acp_line_rejected", reason="not valid JSON", size=len(raw))
+            await self._reply(_error(None, _PARSE_ERROR))
+            return None
+        if not isinstance(message, dict):
+            kind = "a batch" if isinstance(message, list) else "not a JSON object"
+            _log.warning("acp_line_rejected", reason=kind)
+            await self._reply(_error(None, _INVALID_REQUEST, kind))
+            return None
+        if (checked := await self._check(message)) is not None:
+            self._note_incoming(checked)
+        return checked
 
     async def _refuse_deep(self, message: dict[str, Any]) -> dict[str, Any] | None:
         # Refused before the SDK sees it: its observer deep-copies and its models validate
@@ -304,14 +342,12 @@ class GuardedTransport:
             if "id" in message:  # a notification is only dropped
                 await self._reply({**refusal, "id": request_id if valid_id else None})
         elif valid_id:
-            if request_id in self._awaited:  # the agent's own request fails instead of hanging
-                self._awaited.discard(request_id)
-                return {**refusal, "id": request_id}
+            return self._fail_awaited(request_id, refusal)
         elif "id" not in message:
             await self._reply(refusal)
         return None
 
-    async def _refuse_overlong(self, line: OverlongLine) -> dict[str, Any] | None:
+    async def _refuse_overlong(self, line: _OverlongLine) -> dict[str, Any] | None:
         members = _leading_members(line.head)
         request_id = members.get("id")
         size, limit, method = line.size, self._max_line_bytes, members.get("method")
@@ -322,9 +358,9 @@ class GuardedTransport:
             if isinstance(method, str):
                 await self._reply({**refusal, "id": request_id})
                 return None
-            if ("result" in members or "error" in members) and request_id in self._awaited:
-                self._awaited.discard(request_id)
-                return {**refusal, "id": request_id}
+            answers = "result" in members or "error" in members
+            if answers and (failed := self._fail_awaited(request_id, refusal)) is not None:
+                return failed
         await self._reply(refusal)
         return None
 
@@ -367,3 +403,62 @@ class GuardedTransport:
         _log.warning("acp_line_rejected", reason="neither a request nor a response")
         await self._reply(_error(None, _INVALID_REQUEST, "neither a request nor a response"))
         return None
+
+
+async def open_stdio(
+    *, limit: int = DEFAULT_BUFFER_BYTES, protect_stdout: bool = True
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Open stdin and stdout as asyncio streams, frames on a private copy of fd 1 by default."""
+    for name in ("stdin", "stdout"):
+        if getattr(sys, name) is None:
+            raise OSError(errno.EBADF, f"{name} is closed")
+    loop, reader = asyncio.get_running_loop(), asyncio.StreamReader(limit=limit)
+    stdin_fd = sys.stdin.fileno()
+    # asyncio only watches pipes, sockets and terminals: other stdio is copied by a thread.
+    if not _pollable(stdin_fd):
+        read_end, write_end = os.pipe()
+        threading.Thread(target=_copy, args=(stdin_fd, write_end), daemon=True).start()
+        stdin_fd = read_end
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdin_fd, "rb", buffering=0)
+    )
+    sys.stdout.flush()
+    out_fd = os.dup(1) if protect_stdout else sys.stdout.fileno()
+    if protect_stdout:
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    if not _pollable(out_fd):
+        read_end, write_end = os.pipe()
+        # Not a daemon: the interpreter waits for it, so the last frames reach the target.
+        threading.Thread(target=_copy, args=(read_end, out_fd, True), daemon=False).start()
+        out_fd = write_end
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
+    )
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+def _pollable(fd: int) -> bool:
+    # epoll refuses regular files and /dev/null with EPERM; asking it is the one sure test.
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def _copy(source: int, target: int, close_source_on_error: bool = False) -> None:
+    # Closing the target lets its reader see the end; closing the source on a failure gives
+    # its writer EPIPE instead of blocking once the pipe is full.
+    try:
+        while chunk := os.read(source, 65536):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(target, view) :]
+    except OSError as error:
+        _log.warning("acp_stdio_copy_failed", error=repr(error))
+        if close_source_on_error:
+            os.close(source)
+    finally:
+        os.close(target)
