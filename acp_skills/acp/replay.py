@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from ..quiet_log import get_logger
 from ..session import PrefixedSession
 from ..tool import ToolResult
-from . import call_bounds, wire
+from . import wire
 from .turn import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
 
 _log = get_logger(__name__)
@@ -66,7 +66,7 @@ def _replayed_call(call: object, skill_tool_name: str) -> Any:
     function = function if isinstance(function, Mapping) else {}
     call_id, name = str(wire.field(call, "id")), str(function.get("name", ""))
     arguments: object = function.get("arguments", "")
-    if (problem := call_bounds.arguments_problem(arguments)) is not None:
+    if (problem := wire.arguments_problem(arguments)) is not None:
         _log.warning("session_replay_arguments_omitted", tool=name[:100], reason=problem)
         arguments = {"omitted": problem}
     arguments = wire.decode_tool_arguments(arguments)

@@ -20,7 +20,7 @@ from ..model import PrefixMessage, SkillSnapshot
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..tool import SkillTool, ToolResult
-from . import call_bounds, commands, consent, servers, wire
+from . import commands, consent, servers, wire
 from .sessions import LiveSession, SessionTable, not_saved_notice
 
 _log = get_logger(__name__)
@@ -158,7 +158,7 @@ class PromptTurn:
         if isinstance(text, str) and text and not self._streamed:
             await self._send(update_agent_message_text(text))
         # Arguments over a bound are recorded as a note, so no later load can fail on them.
-        bounded, refused = call_bounds.bound_tool_calls({"role": "assistant", **message})
+        bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
         # The tool calls are run from the recorded reply: the record made its text well-formed.
         reply = (await self._session.append_history(bounded)).message
         listed = wire.sequence(reply.get("tool_calls"))
@@ -191,7 +191,7 @@ class PromptTurn:
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
         """Run one tool call (``arguments``: JSON text or decoded), report it, record the result."""
-        if (problem := call_bounds.arguments_problem(arguments)) is not None:
+        if (problem := wire.arguments_problem(arguments)) is not None:
             return await self._refuse_call(call_id, name, problem)
         decoded, kit = wire.decode_tool_arguments(arguments), self._kit
         try:
@@ -244,7 +244,10 @@ class PromptTurn:
             if name == self._kit.tool.name
             else wire.tool_call_started(call_id, name, note)
         )
-        result = ToolResult(text=call_bounds.refusal_text(problem), is_error=True)
+        result = ToolResult(
+            text=f"Error: {problem}, so this call was not run. Send smaller arguments.",
+            is_error=True,
+        )
         await self._send(started)
         await self._send(wire.tool_call_finished(call_id, result))
         await self._record_result(call_id, result)

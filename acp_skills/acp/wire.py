@@ -1,4 +1,9 @@
-"""What skills put on the ACP wire: update builders, prompt text, ``cwd`` checks, `ClientLink`."""
+"""What skills put on the ACP wire: update builders, prompt text, ``cwd`` checks, `ClientLink`,
+and the bounds on a model's tool-call arguments.
+
+A call over a bound is not run: its recorded arguments become a short note, and its result is an
+error, so neither the turn nor any later `session/load` can fail on what the model sent.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +12,13 @@ import json
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol, TypeGuard
+from typing import Any, Final, Protocol, TypeGuard
 
 from acp import RequestError
+from acp import schema as acp_schema
 from acp.helpers import start_tool_call, text_block, tool_content, update_tool_call
-from acp.schema import (
-    AvailableCommand,
-    AvailableCommandInput,
-    ToolCallProgress,
-    ToolCallStart,
-    UnstructuredCommandInput,
-)
 
+from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..model import SkillSummary, is_skill_name
 from ..text import (
     cut,
@@ -30,6 +30,8 @@ from ..tool import ToolResult
 
 COMMAND_DESCRIPTION_MAX = 200  # in the editor's command menu
 _TITLE_QUERY_MAX = 80  # a search's words in a tool call's title
+# Far above any real call (a skill name, a path, a query), far below a frame's 8 MiB.
+MAX_ARGUMENTS_CHARS: Final = 1024 * 1024
 
 _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 
@@ -60,7 +62,7 @@ class ClientLink:
         return read_text
 
 
-def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart:
+def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.ToolCallStart:
     """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
     name, query = field(arguments, "name"), field(arguments, "query")
     # The editor shows the model's name in the title: no control characters in it.
@@ -69,21 +71,22 @@ def skill_tool_call_start(tool_call_id: str, arguments: object) -> ToolCallStart
     if not name and isinstance(query, str) and query.strip():
         words = " ".join(remove_unsafe_characters(query).split())
         title = f"Find skills: {cut(words, _TITLE_QUERY_MAX)}"
-    return _started(tool_call_id, title, "read", arguments)
+    raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
+    return start_tool_call(tool_call_id, title, kind="read", status="in_progress", raw_input=raw)
 
 
-def tool_call_started(tool_call_id: str, tool_name: str, arguments: object) -> ToolCallStart:
-    return _started(tool_call_id, remove_unsafe_characters(tool_name) or "Tool", "other", arguments)
+def tool_call_started(
+    tool_call_id: str, tool_name: str, arguments: object, skill_tool_name: str | None = None
+) -> acp_schema.ToolCallStart:
+    """The ``tool_call`` update of any call (`skill_tool_call_start` for ``skill_tool_name``)."""
+    if tool_name == skill_tool_name:
+        return skill_tool_call_start(tool_call_id, arguments)
+    title = remove_unsafe_characters(tool_name) or "Tool"
+    raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
+    return start_tool_call(tool_call_id, title, kind="other", status="in_progress", raw_input=raw)
 
 
-def _started(
-    call_id: str, title: str, kind: Literal["read", "other"], args: object
-) -> ToolCallStart:
-    raw = dict(args) if isinstance(args, Mapping) else {"arguments": args}
-    return start_tool_call(call_id, title, kind=kind, status="in_progress", raw_input=raw)
-
-
-def tool_call_finished(tool_call_id: str, result: ToolResult) -> ToolCallProgress:
+def tool_call_finished(tool_call_id: str, result: ToolResult) -> acp_schema.ToolCallProgress:
     return update_tool_call(
         tool_call_id,
         status="failed" if result.is_error else "completed",
@@ -91,7 +94,7 @@ def tool_call_finished(tool_call_id: str, result: ToolResult) -> ToolCallProgres
     )
 
 
-def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
+def available_commands(skills: Iterable[SkillSummary]) -> list[acp_schema.AvailableCommand]:
     """Slash commands for the user-invocable skills, cleaned and cut but not XML-escaped."""
     commands = []
     for skill in skills:
@@ -100,8 +103,13 @@ def available_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]
         hint = getattr(skill, "argument_hint", None)
         hint = shorten_description(hint, COMMAND_DESCRIPTION_MAX) if isinstance(hint, str) else None
         shown = shorten_description(skill.description, COMMAND_DESCRIPTION_MAX)
-        given = AvailableCommandInput(root=UnstructuredCommandInput(hint=hint)) if hint else None
-        commands.append(AvailableCommand(name=skill.name, description=shown, input=given))
+        given = None
+        if hint:
+            hinted = acp_schema.UnstructuredCommandInput(hint=hint)
+            given = acp_schema.AvailableCommandInput(root=hinted)
+        commands.append(
+            acp_schema.AvailableCommand(name=skill.name, description=shown, input=given)
+        )
     return commands
 
 
@@ -146,13 +154,12 @@ def prompt_context(prompt: Sequence[object]) -> list[str]:
     parts = []
     for block in prompt:
         resource = field(block, "resource")
-        text = field(resource, "text")
-        if isinstance(text, str):
+        if isinstance(text := field(resource, "text"), str):
             uri = field(resource, "uri")
-            uri = uri if isinstance(uri, str) else ""
-            parts.append(f'<context uri="{uri}">\n{text}\n</context>')
-        uri = field(block, "uri")
-        if field(block, "type") == "resource_link" and isinstance(uri, str):
+            parts.append(
+                f'<context uri="{uri if isinstance(uri, str) else ""}">\n{text}\n</context>'
+            )
+        if field(block, "type") == "resource_link" and isinstance(uri := field(block, "uri"), str):
             parts.append(f"(attached: {uri})")
     return parts
 
@@ -173,6 +180,49 @@ def decode_tool_arguments(arguments: object) -> object:
         with contextlib.suppress(ValueError, RecursionError):
             arguments = json.loads(arguments) if arguments.strip() else {}
     return replace_lone_surrogates_in_json(arguments)
+
+
+def arguments_problem(arguments: object) -> str | None:
+    """Why ``arguments`` (JSON text or decoded) may not be reported or recorded, or ``None``."""
+    over = f"the arguments are over the {MAX_ARGUMENTS_CHARS}-character limit"
+    deep = f"the arguments are nested more than {MAX_NESTING_DEPTH} levels deep"
+    if isinstance(arguments, str):
+        if len(arguments) > MAX_ARGUMENTS_CHARS:
+            return over
+        try:
+            decoded = json.loads(arguments)
+        except RecursionError:
+            return deep
+        except ValueError:
+            return None  # not JSON: reported and recorded as the text it is
+        return deep if nests_deeper_than(decoded, MAX_NESTING_DEPTH) else None
+    if nests_deeper_than(arguments, MAX_NESTING_DEPTH):
+        return deep
+    try:
+        return over if len(json.dumps(arguments)) > MAX_ARGUMENTS_CHARS else None
+    except (TypeError, ValueError):
+        return None  # not JSON at all: the record refuses it with its own message
+
+
+def bound_tool_calls(message: Mapping[str, Any]) -> tuple[dict[str, Any], dict[int, str]]:
+    """``message`` with each over-bound call's arguments replaced, and the problems by index."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list | tuple):
+        return dict(message), {}
+    problems: dict[int, str] = {}
+    bounded: list[object] = []
+    for index, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(call, Mapping) and isinstance(function, Mapping):
+            if (problem := arguments_problem(function.get("arguments", ""))) is not None:
+                problems[index] = problem
+                omitted = json.dumps({"omitted": f"{problem}; the call was not run"})
+                call = {**call, "function": {**function, "arguments": omitted}}
+        elif nests_deeper_than(call, MAX_NESTING_DEPTH):
+            problems[index] = f"the call is nested more than {MAX_NESTING_DEPTH} levels deep"
+            call = {"id": str(call.get("id", "")) if isinstance(call, Mapping) else ""}
+        bounded.append(call)
+    return {**message, "tool_calls": bounded}, problems
 
 
 def _path_limit() -> int:
