@@ -69,10 +69,9 @@ def _replayed_call(call: object, skill_tool_name: str) -> Any:
     if (problem := wire.arguments_problem(arguments)) is not None:
         _log.warning("session_replay_arguments_omitted", tool=name[:100], reason=problem)
         arguments = {"omitted": problem}
-    arguments = wire.decode_tool_arguments(arguments)
-    if name == skill_tool_name:
-        return wire.skill_tool_call_start(call_id, arguments)
-    return wire.tool_call_started(call_id, name, arguments)
+    return wire.tool_call_started(
+        call_id, name, wire.decode_tool_arguments(arguments), skill_tool_name
+    )
 
 
 def _invoked_calls(message: Mapping[str, Any], content: str) -> list[tuple[str, str, ToolResult]]:

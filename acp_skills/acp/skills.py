@@ -91,8 +91,9 @@ class AcpSkills:
         )
         self._link = link = ClientLink()
         self._announcer = announcer = CommandsAnnouncer(seen, self._sessions, link)
-        options = (max_requests, expand_arguments, trusted)
-        self._kit = TurnKit(self._sessions, seen, self.tool, link, announcer, *options)
+        self._kit = TurnKit(
+            self._sessions, self.tool, link, announcer, max_requests, expand_arguments, trusted
+        )
         self._unsubscribe = registry.on_change(self._announcer.on_registry_change)
         self._group: anyio.abc.TaskGroup | None = None
 

@@ -18,7 +18,6 @@ from .. import session as session_module
 from ..diagnostics import Diagnostic
 from ..model import PrefixMessage, SkillSnapshot
 from ..quiet_log import get_logger
-from ..registry import SkillRegistry
 from ..tool import SkillTool, ToolResult
 from . import commands, consent, servers, wire
 from .sessions import LiveSession, SessionTable, not_saved_notice
@@ -52,7 +51,6 @@ class InvokedSkill:
 @dataclass(frozen=True, slots=True)
 class TurnKit:
     sessions: SessionTable
-    registry: SkillRegistry
     tool: SkillTool
     link: wire.ClientLink
     announcer: commands.CommandsAnnouncer
@@ -85,10 +83,10 @@ class PromptTurn:
     ) -> None:
         if opener is not _OPENER:
             raise TypeError("a PromptTurn comes from AcpSkills.turn(...)")
-        self._kit = kit
-        self._live = live
-        self._session = live.session
-        self._session_id, self._cwd = live.session.context.session_id, live.session.context.cwd
+        self._kit, self._live, self._session = kit, live, live.session
+        context = live.session.context
+        self._session_id, self._cwd = context.session_id, context.cwd
+        self._options = context.lookup_options
         self._system, self._config, self._run_tool = system, config, run_tool
         self.tools = [kit.tool_spec(searchable=False), *(dict(t) for t in tools)]
         self.invoked: tuple[InvokedSkill, ...] = ()
@@ -161,28 +159,23 @@ class PromptTurn:
         bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
         # The tool calls are run from the recorded reply: the record made its text well-formed.
         reply = (await self._session.append_history(bounded)).message
-        listed = wire.sequence(reply.get("tool_calls"))
-        calls = [c for c in listed if isinstance(c, Mapping)]
+        listed = enumerate(wire.sequence(reply.get("tool_calls")))
+        calls = {index: call for index, call in listed if isinstance(call, Mapping)}
         answered: set[str] = set()
         try:
-            for index, call in enumerate(listed):
-                if not isinstance(call, Mapping):
-                    continue
+            for index, call in calls.items():
                 call_id = str(call.get("id", ""))
                 function = call.get("function")
                 function = function if isinstance(function, Mapping) else {}
                 name, arguments = str(function.get("name", "")), function.get("arguments", "")
-                if (problem := refused.get(index)) is not None:
-                    await self._refuse_call(call_id, name, problem)
-                else:
-                    await self.call_tool(call_id, name, arguments)
+                await self._call(call_id, name, arguments, refused.get(index))
                 answered.add(call_id)
         except anyio.get_cancelled_exc_class():
             # Every tool call gets a result, so the next turn's request is well formed.
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
-                for call in calls:
-                    if str(call.get("id", "")) not in answered:
-                        await self._record_result(str(call.get("id", "")), _CANCELLED)
+                for call_id in (str(call.get("id", "")) for call in calls.values()):
+                    if call_id not in answered:
+                        await self._record_result(call_id, _CANCELLED)
             raise
         if stop_reason is not None:
             self._stop_reason = stop_reason
@@ -191,42 +184,26 @@ class PromptTurn:
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
         """Run one tool call (``arguments``: JSON text or decoded), report it, record the result."""
-        if (problem := wire.arguments_problem(arguments)) is not None:
-            return await self._refuse_call(call_id, name, problem)
-        decoded, kit = wire.decode_tool_arguments(arguments), self._kit
+        return await self._call(call_id, name, arguments, wire.arguments_problem(arguments))
+
+    async def _call(
+        self, call_id: str, name: str, arguments: object, problem: str | None
+    ) -> ToolResult:
+        if problem is not None:
+            # Reported with a note for its input, never the arguments themselves.
+            _log.warning(
+                "tool_call_refused", session_id=self._session_id, tool=name, reason=problem
+            )
+            text = f"Error: {problem}, so this call was not run. Send smaller arguments."
+            arguments, result = {"omitted": problem}, ToolResult(text=text, is_error=True)
+        decoded = wire.decode_tool_arguments(arguments)
         try:
-            if name == kit.tool.name:
-                await self._send(wire.skill_tool_call_start(call_id, decoded))
-                reader, searchable = kit.link.reader(self._session_id), self._omits()
+            await self._send(wire.tool_call_started(call_id, name, decoded, self._kit.tool.name))
+            if problem is None:
                 try:
-                    if (refusal := await self._trust_refusal(decoded)) is not None:
-                        result = refusal
-                    else:
-                        result = await kit.tool.call(
-                            decoded,
-                            cwd=self._cwd,
-                            servers=self._session.context.servers,
-                            read_text=reader,
-                            searchable=searchable,
-                        )
+                    result = await self._run(name, decoded)
                 except Exception as error:
                     result = _raised(name, error)
-            elif self._run_tool is None:
-                await self._send(wire.tool_call_started(call_id, name, decoded))
-                result = ToolResult(
-                    text=f'Error: there is no tool called "{name[:100]}"', is_error=True
-                )
-            else:
-                await self._send(wire.tool_call_started(call_id, name, decoded))
-                try:
-                    outcome = await self._run_tool(name, decoded)
-                except Exception as error:
-                    outcome = _raised(name, error)
-                result = (
-                    outcome
-                    if isinstance(outcome, ToolResult)
-                    else ToolResult(text=str(outcome), is_error=False)
-                )
             await self._send(wire.tool_call_finished(call_id, result))
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
@@ -235,23 +212,26 @@ class PromptTurn:
         await self._record_result(call_id, result)
         return result
 
-    async def _refuse_call(self, call_id: str, name: str, problem: str) -> ToolResult:
-        # Reported with a note for its input, never the arguments themselves.
-        _log.warning("tool_call_refused", session_id=self._session_id, tool=name, reason=problem)
-        note = {"omitted": problem}
-        started = (
-            wire.skill_tool_call_start(call_id, note)
-            if name == self._kit.tool.name
-            else wire.tool_call_started(call_id, name, note)
+    async def _run(self, name: str, arguments: object) -> ToolResult:
+        kit = self._kit
+        if name == kit.tool.name:
+            if (refusal := await self._trust_refusal(arguments)) is not None:
+                return refusal
+            return await kit.tool.call(
+                arguments,
+                cwd=self._cwd,
+                servers=self._session.context.servers,
+                read_text=kit.link.reader(self._session_id),
+                searchable=self._omits(),
+            )
+        if self._run_tool is None:
+            return ToolResult(text=f'Error: there is no tool called "{name[:100]}"', is_error=True)
+        outcome = await self._run_tool(name, arguments)
+        return (
+            outcome
+            if isinstance(outcome, ToolResult)
+            else ToolResult(text=str(outcome), is_error=False)
         )
-        result = ToolResult(
-            text=f"Error: {problem}, so this call was not run. Send smaller arguments.",
-            is_error=True,
-        )
-        await self._send(started)
-        await self._send(wire.tool_call_finished(call_id, result))
-        await self._record_result(call_id, result)
-        return result
 
     async def _record_result(self, call_id: str, result: ToolResult) -> None:
         message = {"role": "tool", "tool_call_id": call_id, "content": result.text}
@@ -269,10 +249,9 @@ class PromptTurn:
         name = arguments.get("name") if isinstance(arguments, Mapping) else None
         if not isinstance(name, str) or self._kit.trusted.mode == "all":
             return None
-        view = await self._kit.trusted.view(self._session.context.lookup_options)
-        if name in {skill.name for skill in view.snapshot.skills}:
-            return None
-        if (withheld := view.withheld.get(name)) is None:
+        view = await self._kit.trusted.view(self._options)
+        withheld = view.withheld.get(name)
+        if withheld is None or name in {skill.name for skill in view.snapshot.skills}:
             return None
         return ToolResult(text=consent.trust_error(name, withheld), is_error=True)
 
@@ -282,7 +261,7 @@ class PromptTurn:
         if live.trust.asked or kit.trusted.mode == "all":
             return False
         live.trust.asked = True
-        view = await kit.trusted.view(self._session.context.lookup_options)
+        view = await kit.trusted.view(self._options)
         consent.warn_once(self._session_id, live.trust, view)
         if kit.trusted.mode != "ask" or self._session.composed or not view.pending():
             return False
@@ -290,17 +269,15 @@ class PromptTurn:
 
     async def _begin(self, prompt: Sequence[object]) -> None:
         admitted = await self._ask_for_trust()
-        views: list[consent.TrustView] = []
 
         async def take_view() -> None:
-            views.append(await self._kit.trusted.view(self._session.context.lookup_options))
+            self._view = await self._kit.trusted.view(self._options)
 
         # Side by side they share one discovery: a slow provider is waited for once.
         async with anyio.create_task_group() as group:
             group.start_soon(take_view)
             await self._session.prefix()
-        live, snapshot = self._live, views[0].snapshot
-        self._view = views[0]
+        live, snapshot = self._live, self._view.snapshot
         # After an answer that admits skills, the commands go out again.
         force = not live.announced_in_turn or admitted
         await self._kit.announcer.refresh(self._session_id, live, snapshot, force=force)
@@ -324,12 +301,12 @@ class PromptTurn:
         if word == commands.SKILLS_COMMAND:
             problems: tuple[Diagnostic, ...] | None = None
             try:
-                problems = await self._kit.registry.diagnose(self._session.context.lookup_options)
+                problems = await self._kit.trusted.diagnose(self._options)
             except Exception as error:
                 _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
             fit, trust_lines = self._session.catalog_fit, consent.report_lines(self._view)
             report = commands.skills_report(cwd, snapshot, problems, fit, trust_lines)
-            options, mcp = self._session.context.lookup_options, self._kit.sessions.servers.provider
+            options, mcp = self._options, self._kit.sessions.servers.provider
             extra = servers.servers_report(mcp, options, snapshot)
             return f"{report}\n\n{extra}" if extra else report
         # "/tmp is full" is about a path, not a command.
