@@ -105,30 +105,23 @@ class TrustView:
 def trust_error(name: str, withheld: Withheld) -> str:
     """The `skill` tool's answer for a withheld skill, by exact name."""
     quoted = f'"{remove_unsafe_characters(name)}"'
+    state = "is waiting for trust" if withheld.state == "pending" else "is not trusted"
     if isinstance(withheld.source, ServerSource):
         label = remove_unsafe_characters(withheld.source.label)
-        if withheld.state == "pending":
-            return f'Error: skill {quoted} from MCP server "{label}" is waiting for trust'
-        return f'Error: skill {quoted} from MCP server "{label}" is not trusted'
-    if withheld.state == "pending":
-        return f"Error: skill {quoted} is waiting for trust in this project"
-    return f"Error: skill {quoted} is not trusted in this project"
+        return f'Error: skill {quoted} from MCP server "{label}" {state}'
+    return f"Error: skill {quoted} {state} in this project"
 
 
 def command_note(name: str, withheld: Withheld) -> str:
     """The one line a person gets for a `/NAME` of a withheld skill."""
-    where = _label(withheld.source)
-    command = _admitting_command(withheld)
+    opening, command = (
+        f"`/{name}` comes from {_label(withheld.source)}",
+        _admitting_command(withheld),
+    )
     if withheld.state == "pending":
         how = f", or run `{command}`" if command else " in a new session"
-        return (
-            f"`/{name}` comes from {where}, which is waiting for trust: it was not run. "
-            f"Trust it when asked{how}."
-        )
-    return (
-        f"`/{name}` comes from {where}, which is not trusted: it was not run. "
-        f"To undo a refusal, run `{command}`."
-    )
+        return f"{opening}, which is waiting for trust: it was not run. Trust it when asked{how}."
+    return f"{opening}, which is not trusted: it was not run. To undo a refusal, run `{command}`."
 
 
 def _label(source: TrustSource) -> str:
@@ -140,12 +133,10 @@ def _label(source: TrustSource) -> str:
 def _admitting_command(withheld: Withheld) -> str | None:
     # A project is trusted from the command line; a server only by answering its question (the
     # answer stores the digests it lists), so the command line can only forget its refusal.
-    source = withheld.source
-    if isinstance(source, ProjectSource):
-        return f"acp-skills trust {shlex.quote(remove_unsafe_characters(source.key))}"
-    if withheld.state == "pending":
-        return None
-    return f"acp-skills trust --forget {shlex.quote(remove_unsafe_characters(source.key))}"
+    key = shlex.quote(remove_unsafe_characters(withheld.source.key))
+    if isinstance(withheld.source, ProjectSource):
+        return f"acp-skills trust {key}"
+    return None if withheld.state == "pending" else f"acp-skills trust --forget {key}"
 
 
 class TrustedRegistry:
@@ -225,14 +216,9 @@ def _filter(raw: SkillSnapshot, states: TrustStates) -> TrustView:
 
 def question_title(pending: list[Withheld]) -> str:
     """``Trust N skills from PROJECT?`` (or the server label)."""
-    labels = sorted({_plain_label(w.source) for w in pending})
-    count = len(pending)
-    noun = "skill" if count == 1 else "skills"
-    return f"Trust {count} {noun} from {', '.join(labels)}?"
-
-
-def _plain_label(source: TrustSource) -> str:
-    return remove_unsafe_characters(source.label)
+    labels = sorted({remove_unsafe_characters(w.source.label) for w in pending})
+    noun = "skill" if len(pending) == 1 else "skills"
+    return f"Trust {len(pending)} {noun} from {', '.join(labels)}?"
 
 
 _CHANGES: Final[Mapping[ServerChange | None, str]] = {
@@ -250,7 +236,7 @@ def question_text(pending: list[Withheld]) -> str:
         where = remove_unsafe_characters(skill.path or "")
         if isinstance(withheld.source, ServerSource):
             uri = remove_unsafe_characters(withheld.source.uri)
-            where = f"MCP server {_plain_label(withheld.source)}, {uri}"
+            where = f"MCP server {remove_unsafe_characters(withheld.source.label)}, {uri}"
         lines.append(f"- {skill.name}: {description} ({where}){_CHANGES.get(withheld.change, '')}")
     return "\n".join(lines)
 
@@ -261,9 +247,7 @@ async def ask(
     """Put the question for ``view``'s pending skills; apply the answer. Whether it admitted
     skills. Anything but a chosen option (a cancelled outcome, an error answer, the turn's
     cancellation) counts as "not now"."""
-    pending = view.pending()
-    trust.asked = True
-    client = link.client
+    pending, client = view.pending(), link.client
     if not pending or client is None:
         return False
     call_id = f"trust-{uuid.uuid4().hex}"
@@ -289,21 +273,17 @@ async def ask(
         raise
     except Exception as error:
         _log.warning("trust_question_failed", session_id=session_id, error=repr(error))
-    sources = _merged_sources(pending)
+    sources, admitted = _merged_sources(pending), choice in ("allow_once", "allow_always")
     for key, source in sources.items():
-        if choice == "allow_once":
-            trust.grants[key] = True
-        elif choice == "reject_once":
-            trust.grants[key] = False
-        else:
-            decision: Decision = "trusted" if choice == "allow_always" else "refused"
+        if choice.endswith("_always"):
+            decision: Decision = "trusted" if admitted else "refused"
             try:
                 await anyio.to_thread.run_sync(store.decide, source, decision)
+                continue
             except (TrustFileError, OSError) as error:
                 # Not stored: the answer still holds for this session.
                 _log.warning("trust_not_stored", path=store.path, error=str(error))
-                trust.grants[key] = decision == "trusted"
-    admitted = choice in ("allow_once", "allow_always")
+        trust.grants[key] = admitted
     _log.info("trust_answered", session_id=session_id, answer=choice, sources=len(sources))
     await link.send(
         session_id, update_tool_call(call_id, status="completed" if admitted else "failed")
@@ -325,16 +305,12 @@ def _merged_sources(pending: list[Withheld]) -> dict[str, TrustSource]:
 
 def warn_once(session_id: str, trust: SessionTrust, view: TrustView) -> None:
     """One ``skills_waiting_for_trust`` warning per session instance with pending skills."""
-    pending = view.pending()
-    if trust.warned or not pending:
+    if trust.warned or not (pending := view.pending()):
         return
     trust.warned = True
-    projects = sorted({w.source.label for w in pending})
+    projects = ", ".join(sorted({w.source.label for w in pending}))
     _log.warning(
-        "skills_waiting_for_trust",
-        session_id=session_id,
-        project=", ".join(projects),
-        count=len(pending),
+        "skills_waiting_for_trust", session_id=session_id, project=projects, count=len(pending)
     )
 
 
@@ -350,15 +326,13 @@ def report_lines(view: TrustView) -> list[str]:
         lines += [f"**{heading}** ({len(group)})", ""]
         for withheld in group:
             description = shorten_description(withheld.skill.description, 120)
-            where = _label(withheld.source)
-            change = _CHANGES.get(withheld.change, "")
+            where, change = _label(withheld.source), _CHANGES.get(withheld.change, "")
             lines.append(f"- `{withheld.skill.name}` — {description} ({where}){change}")
         commands = sorted({c for w in group if (c := _admitting_command(w)) is not None})
         listed = ", ".join(f"`{command}`" for command in commands)
+        how = f"To undo a refusal, run {listed}."
         if state == "pending":
             how = "Answer the question at your next prompt in a new session"
             how += f", or run {listed}." if listed else "."
-        else:
-            how = f"To undo a refusal, run {listed}."
         lines += ["", how, ""]
     return lines
