@@ -93,10 +93,8 @@ class CommandsAnnouncer:
     async def _announce(self, session_id: str) -> None:
         if (live := self._sessions.peek(session_id)) is None:
             return
-        with bound(live.trust):
-            snapshot = await self._registry.snapshot(live.session.context.lookup_options)
         try:
-            await self.refresh(session_id, live, snapshot, force=True)
+            await self.refresh(session_id, live, None, force=True)
         except ConnectionError:
             # The client left meanwhile: the SDK's close() would re-raise this from the
             # connection's task and turn a clean exit into a failed one. Nobody is left to tell.

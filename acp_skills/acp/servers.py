@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from acp.schema import HttpMcpServer, McpServerStdio
 
-from ..model import SkillCandidate, SkillLookupOptions, SkillSnapshot
+from ..model import SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
 from ..text import remove_unsafe_characters
 from .wire import field
@@ -145,39 +145,37 @@ def servers_report(
 def shadowed_json(snapshot: SkillSnapshot) -> list[dict[str, Any]]:
     """Every name clash of the snapshot: the name, and the winner's and loser's source and
     provider (a local skill beats an MCP one of the same name; never silently)."""
+    clean = remove_unsafe_characters
     return [
         {
             "name": shadowed.skill.name,
-            "winner": _side(shadowed.winner),
-            "loser": _side(shadowed.skill),
+            **{
+                side: {"source": clean(skill.source), "provider": clean(skill.provider)}
+                for side, skill in (("winner", shadowed.winner), ("loser", shadowed.skill))
+            },
         }
         for shadowed in snapshot.shadowed
     ]
 
 
-def _side(candidate: SkillCandidate) -> dict[str, str]:
-    clean = remove_unsafe_characters
-    return {"source": clean(candidate.source), "provider": clean(candidate.provider)}
-
-
 def _server_of(make: Any, entry: object) -> Hashable:
-    if isinstance(entry, McpServerStdio) or (_kind(entry) is None and field(entry, "command")):
+    if isinstance(entry, McpServerStdio) or (
+        field(entry, "type") is None and field(entry, "command")
+    ):
         pairs = _pairs(field(entry, "env"))
         args = field(entry, "args") or ()
         if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
             raise TypeError("its args are not a list of strings")
         command = field(entry, "command")
         return make(label=_label(entry), command=command, args=tuple(args), env=pairs)  # type: ignore[no-any-return]
-    if isinstance(entry, HttpMcpServer) or _kind(entry) == "http":
+    if isinstance(entry, HttpMcpServer) or field(entry, "type") == "http":
         url, headers = field(entry, "url"), _pairs(field(entry, "headers"))
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError("its url is not an http or https url")
         return make(label=_label(entry), url=url, headers=headers)  # type: ignore[no-any-return]
-    raise ValueError(f"a server of type {_kind(entry)!r} is not supported (stdio and http are)")
-
-
-def _kind(entry: object) -> object:
-    return field(entry, "type")
+    raise ValueError(
+        f"a server of type {field(entry, 'type')!r} is not supported (stdio and http are)"
+    )
 
 
 def _label(entry: object) -> str:

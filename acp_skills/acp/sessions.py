@@ -173,13 +173,5 @@ async def flush_all(table: SessionTable) -> None:
             )
 
 
-def not_saved_notice(error: OSError) -> str:
-    return (
-        f"Note: this conversation could not be saved ({describe_os_error(error)}). It goes on "
-        "here, and what is missing is saved as soon as writing works again; if the agent stops "
-        "first, reopening the session will not show it."
-    )
-
-
 def describe_os_error(error: OSError) -> str:
     return f"{error.strerror}: {error.filename}" if error.filename else str(error)

@@ -20,7 +20,7 @@ from ..model import PrefixMessage, SkillSnapshot
 from ..quiet_log import get_logger
 from ..tool import SkillTool, ToolResult
 from . import commands, consent, servers, wire
-from .sessions import LiveSession, SessionTable, not_saved_notice
+from .sessions import LiveSession, SessionTable, describe_os_error
 
 _log = get_logger(__name__)
 
@@ -395,7 +395,12 @@ async def open_turn(
             yield turn
         if session.save_error is not None:
             # The reply is out; the person also needs to know it will not survive a restart.
-            notice = f"\n\n{not_saved_notice(session.save_error)}"
+            notice = (
+                f"\n\nNote: this conversation could not be saved "
+                f"({describe_os_error(session.save_error)}). It goes on here, and what is missing "
+                "is saved as soon as writing works again; if the agent stops first, reopening the "
+                "session will not show it."
+            )
             await kit.link.send(session_id, update_agent_message_text(notice))
     finally:
         live.turn = None
