@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .skills import AcpSkills
-from .transport import GuardedTransport, open_stdio
+from .stdio import open_stdio
+from .transport import GuardedTransport
 from .turn import PromptTurn
 
 __all__ = ["AcpSkills", "GuardedTransport", "PromptTurn", "open_stdio"]

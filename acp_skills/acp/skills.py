@@ -27,7 +27,8 @@ from .consent import TrustedRegistry
 from .replay import replay
 from .servers import ServerCloser, SessionServers, servers_json, shadowed_json
 from .sessions import SessionTable, flush_all
-from .transport import GuardedTransport, open_stdio
+from .stdio import open_stdio
+from .transport import GuardedTransport
 from .turn import AgentToolRunner, PromptTurn, TurnKit, open_turn
 from .wire import AcpClient, ClientLink, check_cwd, field
 

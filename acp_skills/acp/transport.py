@@ -1,19 +1,13 @@
-"""`GuardedTransport`: the SDK's transport, hardened (docs/integration.md); `open_stdio`."""
+"""`GuardedTransport`: the SDK's transport over stdio, hardened (docs/integration.md)."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 import contextlib
-import errno
 import json
 import math
-import os
-import selectors
-import sys
-import threading
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..quiet_log import get_logger
@@ -25,12 +19,9 @@ _log = get_logger(__name__)
 DEFAULT_MAX_LINE_BYTES: Final = 8 * 1024 * 1024
 # Turns are cancelled at the end of input: this only bounds a handler ignoring cancellation.
 DEFAULT_DRAIN_SECONDS: Final = 30.0
-# Longer lines are still read, in pieces; the reader pauses the pipe at twice this.
-DEFAULT_BUFFER_BYTES: Final = 1024 * 1024
 _HEAD_BYTES: Final = 4096
 # No field of the protocol holds a number outside these (ids and counts are at most 64-bit).
-_MIN_INT: Final = -(2**63)
-_MAX_INT: Final = 2**64 - 1
+_MIN_INT, _MAX_INT = -(2**63), 2**64 - 1
 # More digits than this cannot be in range; bounding them also skips Python's 4300-digit guard.
 _MAX_INT_DIGITS: Final = 21
 
@@ -109,8 +100,7 @@ def _skip_blanks(text: str, position: int) -> int:
     return len(text) - len(text[position:].lstrip(" \t\r\n"))
 
 
-@dataclass(frozen=True, slots=True)
-class _OverlongLine:
+class _OverlongLine(NamedTuple):
     head: bytes
     size: int
 
@@ -154,8 +144,7 @@ class GuardedTransport:
     ) -> None:
         if max_line_bytes < 1 or not drain_seconds > 0 or max_depth < 2:
             raise ValueError("max_line_bytes, drain_seconds and max_depth must be positive")
-        self._reader, self._writer = reader, writer
-        self._max_depth = max_depth
+        self._reader, self._writer, self._max_depth = reader, writer, max_depth
         self._max_line_bytes, self._drain_seconds = max_line_bytes, drain_seconds
         self._write_lock = asyncio.Lock()
         self._closed = self._input_ended = self._output_lost = False
@@ -214,6 +203,7 @@ class GuardedTransport:
                 if not self._output_lost:
                     self._end_input()
             elif (message := await self._parse(raw)) is not None:
+                self._note_incoming(message)
                 return message
 
     async def close(self) -> None:
@@ -270,8 +260,8 @@ class GuardedTransport:
             self._inbox.append(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
         self._awaited.clear()
         for session_id in dict.fromkeys(self._prompts.values()):
-            cancel = {"sessionId": session_id}
-            self._inbox.append({"jsonrpc": "2.0", "method": "session/cancel", "params": cancel})
+            params = {"sessionId": session_id}
+            self._inbox.append({"jsonrpc": "2.0", "method": "session/cancel", "params": params})
 
     async def _drained(self) -> bool:
         self._changed.clear()
@@ -326,45 +316,6 @@ class GuardedTransport:
             _log.warning("acp_line_rejected", reason=kind)
             await self._reply(_error(None, _INVALID_REQUEST, kind))
             return None
-        if (checked := await self._check(message)) is not None:
-            self._note_incoming(checked)
-        return checked
-
-    async def _refuse_deep(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        # Refused before the SDK sees it: its observer deep-copies and its models validate
-        # recursively, and a RecursionError there escapes its receive loop and ends the agent.
-        request_id, method, limit = message.get("id"), message.get("method"), self._max_depth
-        method = method if isinstance(method, str) else None
-        _log.warning("acp_line_rejected", reason="nested too deep", limit=limit, method=method)
-        refusal = _error(None, _INVALID_REQUEST, f"nested more than {limit} levels deep")
-        valid_id = "id" in message and _is_valid_id(request_id)
-        if "method" in message:
-            if "id" in message:  # a notification is only dropped
-                await self._reply({**refusal, "id": request_id if valid_id else None})
-        elif valid_id:
-            return self._fail_awaited(request_id, refusal)
-        elif "id" not in message:
-            await self._reply(refusal)
-        return None
-
-    async def _refuse_overlong(self, line: _OverlongLine) -> dict[str, Any] | None:
-        members = _leading_members(line.head)
-        request_id = members.get("id")
-        size, limit, method = line.size, self._max_line_bytes, members.get("method")
-        _log.warning("acp_line_rejected", reason="too long", size=size, limit=limit, method=method)
-        details = f"the line is {size} bytes, over the {limit}-byte limit"
-        refusal = _error(None, _INVALID_REQUEST, details)
-        if "id" in members and _is_valid_id(request_id):
-            if isinstance(method, str):
-                await self._reply({**refusal, "id": request_id})
-                return None
-            answers = "result" in members or "error" in members
-            if answers and (failed := self._fail_awaited(request_id, refusal)) is not None:
-                return failed
-        await self._reply(refusal)
-        return None
-
-    async def _check(self, message: dict[str, Any]) -> dict[str, Any] | None:
         if nests_deeper_than(message, self._max_depth):
             return await self._refuse_deep(message)
         if "method" in message:
@@ -404,61 +355,36 @@ class GuardedTransport:
         await self._reply(_error(None, _INVALID_REQUEST, "neither a request nor a response"))
         return None
 
+    async def _refuse_deep(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        # Refused before the SDK sees it: its observer deep-copies and its models validate
+        # recursively, and a RecursionError there escapes its receive loop and ends the agent.
+        request_id, method, limit = message.get("id"), message.get("method"), self._max_depth
+        method = method if isinstance(method, str) else None
+        _log.warning("acp_line_rejected", reason="nested too deep", limit=limit, method=method)
+        refusal = _error(None, _INVALID_REQUEST, f"nested more than {limit} levels deep")
+        valid_id = "id" in message and _is_valid_id(request_id)
+        if "method" in message:
+            if "id" in message:  # a notification is only dropped
+                await self._reply({**refusal, "id": request_id if valid_id else None})
+        elif valid_id:
+            return self._fail_awaited(request_id, refusal)
+        elif "id" not in message:
+            await self._reply(refusal)
+        return None
 
-async def open_stdio(
-    *, limit: int = DEFAULT_BUFFER_BYTES, protect_stdout: bool = True
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Open stdin and stdout as asyncio streams, frames on a private copy of fd 1 by default."""
-    for name in ("stdin", "stdout"):
-        if getattr(sys, name) is None:
-            raise OSError(errno.EBADF, f"{name} is closed")
-    loop, reader = asyncio.get_running_loop(), asyncio.StreamReader(limit=limit)
-    stdin_fd = sys.stdin.fileno()
-    # asyncio only watches pipes, sockets and terminals: other stdio is copied by a thread.
-    if not _pollable(stdin_fd):
-        read_end, write_end = os.pipe()
-        threading.Thread(target=_copy, args=(stdin_fd, write_end), daemon=True).start()
-        stdin_fd = read_end
-    await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdin_fd, "rb", buffering=0)
-    )
-    sys.stdout.flush()
-    out_fd = os.dup(1) if protect_stdout else sys.stdout.fileno()
-    if protect_stdout:
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-    if not _pollable(out_fd):
-        read_end, write_end = os.pipe()
-        # Not a daemon: the interpreter waits for it, so the last frames reach the target.
-        threading.Thread(target=_copy, args=(read_end, out_fd, True), daemon=False).start()
-        out_fd = write_end
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(out_fd, "wb", buffering=0)
-    )
-    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
-
-
-def _pollable(fd: int) -> bool:
-    # epoll refuses regular files and /dev/null with EPERM; asking it is the one sure test.
-    with selectors.DefaultSelector() as selector:
-        try:
-            selector.register(fd, selectors.EVENT_READ)
-        except (OSError, ValueError):
-            return False
-    return True
-
-
-def _copy(source: int, target: int, close_source_on_error: bool = False) -> None:
-    # Closing the target lets its reader see the end; closing the source on a failure gives
-    # its writer EPIPE instead of blocking once the pipe is full.
-    try:
-        while chunk := os.read(source, 65536):
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(target, view) :]
-    except OSError as error:
-        _log.warning("acp_stdio_copy_failed", error=repr(error))
-        if close_source_on_error:
-            os.close(source)
-    finally:
-        os.close(target)
+    async def _refuse_overlong(self, line: _OverlongLine) -> dict[str, Any] | None:
+        members = _leading_members(line.head)
+        request_id = members.get("id")
+        size, limit, method = line.size, self._max_line_bytes, members.get("method")
+        _log.warning("acp_line_rejected", reason="too long", size=size, limit=limit, method=method)
+        details = f"the line is {size} bytes, over the {limit}-byte limit"
+        refusal = _error(None, _INVALID_REQUEST, details)
+        if "id" in members and _is_valid_id(request_id):
+            if isinstance(method, str):
+                await self._reply({**refusal, "id": request_id})
+                return None
+            answers = "result" in members or "error" in members
+            if answers and (failed := self._fail_awaited(request_id, refusal)) is not None:
+                return failed
+        await self._reply(refusal)
+        return None
