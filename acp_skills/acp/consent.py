@@ -80,8 +80,7 @@ def bound(trust: SessionTrust) -> Iterator[None]:
 
 @dataclass(frozen=True, slots=True)
 class Withheld:
-    """A skill a session does not offer, and why (``change``: pending again because a trusted
-    server added it or changed it)."""
+    """A skill a session does not offer, and why (``change``: new or changed on the server)."""
 
     skill: SkillCandidate
     state: TrustState
@@ -214,13 +213,6 @@ def _filter(raw: SkillSnapshot, states: TrustStates) -> TrustView:
     return TrustView(snapshot=snapshot, states=by_name, withheld=withheld)
 
 
-def question_title(pending: list[Withheld]) -> str:
-    """``Trust N skills from PROJECT?`` (or the server label)."""
-    labels = sorted({remove_unsafe_characters(w.source.label) for w in pending})
-    noun = "skill" if len(pending) == 1 else "skills"
-    return f"Trust {len(pending)} {noun} from {', '.join(labels)}?"
-
-
 _CHANGES: Final[Mapping[ServerChange | None, str]] = {
     "new": " — new on the server since you trusted it",
     "changed": " — changed on the server since you trusted it",
@@ -252,9 +244,9 @@ async def ask(
         return False
     call_id = f"trust-{uuid.uuid4().hex}"
     content = [tool_content(text_block(question_text(pending)))]
-    start = start_tool_call(
-        call_id, question_title(pending), kind="read", status="pending", content=content
-    )
+    labels = ", ".join(sorted({remove_unsafe_characters(w.source.label) for w in pending}))
+    title = f"Trust {len(pending)} skill{'' if len(pending) == 1 else 's'} from {labels}?"
+    start = start_tool_call(call_id, title, kind="read", status="pending", content=content)
     choice = "reject_once"
     try:
         await link.send(session_id, start)

@@ -25,8 +25,7 @@ _MCP_MODULE = "acp_skills.mcp"
 
 
 class ServerCloser(Protocol):
-    """What closes a server no session uses, and tells how each one fares
-    (`McpSkillProvider`)."""
+    """What closes a server no session uses and tells how each fares (`McpSkillProvider`)."""
 
     async def release(self, server: Any) -> None: ...
 
@@ -43,8 +42,7 @@ class SessionServers:
         self._users: dict[Hashable, int] = {}
 
     def from_request(self, entries: Sequence[object] | None) -> tuple[Hashable, ...]:
-        """The `McpServer` values of a request's ``mcpServers`` (SDK models or plain dicts), in
-        the client's order; an entry that cannot be used is left out with a warning."""
+        """A request's ``mcpServers`` as `McpServer` values, in order; unusable ones warned of."""
         if not entries:
             return ()
         if self.provider is None:
@@ -65,8 +63,7 @@ class SessionServers:
         return tuple(found)
 
     async def bind(self, session_id: str, servers: tuple[Hashable, ...]) -> None:
-        """``session_id`` (now live) uses ``servers``; what its previous instance used and
-        this one does not is let go."""
+        """``session_id`` (now live) uses ``servers``; its previous instance's others go."""
         previous = self._by_session.pop(session_id, ())
         self._by_session[session_id] = servers
         for server in servers:
@@ -93,8 +90,7 @@ class SessionServers:
 
 
 def servers_json(provider: ServerCloser | None, options: SkillLookupOptions) -> list[Any]:
-    """Each server a lookup with ``options`` uses (the agent's, then the session's): label,
-    connected, whether it serves skills, skill count, and why it was skipped."""
+    """Each server a lookup with ``options`` uses: how it fares, for ``_skills/list``."""
     if provider is None:
         return []
     clean = remove_unsafe_characters  # a server's own error text
@@ -113,8 +109,7 @@ def servers_json(provider: ServerCloser | None, options: SkillLookupOptions) -> 
 def servers_report(
     provider: ServerCloser | None, options: SkillLookupOptions, snapshot: SkillSnapshot
 ) -> str:
-    """The ``/skills`` lines about MCP servers: each server (connected, skill count, why it
-    was skipped), and each MCP skill a local skill of the same name hides. Empty without any."""
+    """The ``/skills`` lines on each MCP server and each MCP skill a local one hides, or ""."""
     clean = remove_unsafe_characters
     lines: list[str] = []
     states = list(provider.states(options)) if provider is not None else []
@@ -143,8 +138,7 @@ def servers_report(
 
 
 def shadowed_json(snapshot: SkillSnapshot) -> list[dict[str, Any]]:
-    """Every name clash of the snapshot: the name, and the winner's and loser's source and
-    provider (a local skill beats an MCP one of the same name; never silently)."""
+    """Every name clash of the snapshot: the name, the winner's and the loser's origins."""
     clean = remove_unsafe_characters
     return [
         {

@@ -158,8 +158,7 @@ class SessionTable:
 
 
 async def flush_all(table: SessionTable) -> None:
-    """At the end of the connection: one last try at every unsaved entry, and a warning naming
-    each session whose record is still missing some."""
+    """One last try at every unsaved entry; a warning names each session still missing some."""
     for session_id, live in table.running():
         if (
             live.session.unsaved

@@ -161,8 +161,7 @@ class AcpSkills:
 
     @property
     def reads_mcp_servers(self) -> bool:
-        """Whether sessions' ``mcpServers`` bring skills (an MCP provider was given): then
-        advertise ``agentCapabilities.mcpCapabilities.http``."""
+        """Whether sessions' ``mcpServers`` bring skills: advertise ``mcpCapabilities.http``."""
         return self._sessions.servers.provider is not None
 
     @property
@@ -182,8 +181,7 @@ class AcpSkills:
         tool_names: Iterable[str] | None = None,
         mcp_servers: Sequence[object] | None = None,
     ) -> PrefixedSession:
-        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd``);
-        ``mcp_servers`` (the request's) are the session's own MCP servers."""
+        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd``)."""
         check_cwd(cwd)
         names = (self.tool.name,) if tool_names is None else tool_names
         servers = self._sessions.servers.from_request(mcp_servers)
