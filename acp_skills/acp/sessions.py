@@ -106,8 +106,7 @@ class SessionTable:
         if (live := self.peek(session_id)) is not None:
             self._live.move_to_end(live.session.context.session_id)
             return live
-        released = self._released.get(session_id) if isinstance(session_id, str) else None
-        if released is None or not isinstance(session_id, str):
+        if not isinstance(session_id, str) or (released := self._released.get(session_id)) is None:
             unknown = {"sessionId": session_id, "reason": "unknown session"}
             raise RequestError.invalid_params(unknown)
         requested, fit = released.requested, released.catalog_fit

@@ -341,8 +341,7 @@ class PromptTurn:
             start, content = len(content), content + result.text
             entry = {"id": call_id, "name": name, "is_error": result.is_error, "start": start}
             calls.append(entry | {"end": len(content)})
-        withheld = list(self._view.withheld)
-        for name, _ in wire.find_invocations_with_arguments(typed, withheld):
+        for name in wire.find_invocations(typed, self._view.withheld):
             # Left as plain text for the model; the person is told why it did not run.
             note = consent.command_note(name, self._view.withheld[name])
             await self._send(update_agent_message_text(note + "\n\n"))
