@@ -53,11 +53,11 @@ class SessionTable:
         store: SessionStore,
         *,
         max_live: int,
-        servers: SessionServers | None = None,
+        servers: SessionServers,
     ) -> None:
         self._prefix, self._store, self._max_live = prefix, store, max_live
         # Which live instance uses which MCP server: a released one lets its servers go.
-        self.servers = servers if servers is not None else SessionServers(None)
+        self.servers = servers
         self._live: OrderedDict[str, LiveSession] = OrderedDict()
         self._released: OrderedDict[str, _Released] = OrderedDict()
 

@@ -254,8 +254,7 @@ class AcpSkills:
         trust = None
         if "sessionId" in params:
             live = await self._sessions.get(params["sessionId"])
-            options = live.session.context.lookup_options
-            trust = live.trust
+            options, trust = live.session.context.lookup_options, live.trust
         elif "cwd" in params:
             options = SkillLookupOptions(cwd=check_cwd(params["cwd"]))
         else:
