@@ -142,8 +142,7 @@ def leading_slash_word(text: str) -> str | None:
 
 def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
     commands = [skill.name for skill in snapshot.skills if skill.user_invocable]
-    if SKILLS_COMMAND not in commands:
-        commands.append(SKILLS_COMMAND)
+    commands += [command.name for command in builtin_commands(snapshot.skills)]
     if any(skill.name == word and not skill.user_invocable for skill in snapshot.skills):
         opening = (
             f"`/{word}` is not a command: the skill `{word}` is for the model only "
