@@ -89,7 +89,9 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
         # Quoted as --forget and --refuse take it.
         lines.append(f"{style(decision, BOLD)}  {shlex.quote(key)}{count}")
     remark = [] if lines else [f"no decisions stored in {store.path}"]
-    listed: dict[str, object] = {"projects": projects} | ({"servers": servers} if servers else {})
+    listed: dict[str, object] = {"projects": projects}
+    if servers:
+        listed["servers"] = servers
     return Outcome(listed, lines, OK, remarks=remark)
 
 
