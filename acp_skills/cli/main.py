@@ -41,7 +41,7 @@ from .output import (
     table,
     tally,
 )
-from .trust import add_trust_arguments, as_a_session_sees_it, trust, trust_of, withheld_lines
+from .trust import as_a_session_sees_it, trust, trust_of, withheld_lines
 from .validate import validate
 
 PROG = "acp-skills"
@@ -380,9 +380,21 @@ def build_parser() -> argparse.ArgumentParser:
         roots,
         fitted,
     )
-    add_trust_arguments(
-        command(trust, "trust, refuse or forget a project's skills (docs/trust.md)")
+    decide = command(trust, "trust, refuse or forget a project's skills (docs/trust.md)")
+    decide.add_argument(
+        "path",
+        nargs="?",
+        metavar="PATH",
+        help="a path in the project (default: the current one), or a server's mcp:KEY from --list",
     )
+    what = decide.add_mutually_exclusive_group()
+    what.add_argument(
+        "--refuse",
+        action="store_true",
+        help="never offer the project's (or the mcp:KEY server's) skills",
+    )
+    what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
+    what.add_argument("--list", action="store_true", help="every stored decision")
     return parser
 
 

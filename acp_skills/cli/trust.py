@@ -95,24 +95,6 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
     return Outcome(listed, lines, OK, remarks=remark)
 
 
-def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``trust`` command's own arguments."""
-    parser.add_argument(
-        "path",
-        nargs="?",
-        metavar="PATH",
-        help="a path in the project (default: the current one), or a server's mcp:KEY from --list",
-    )
-    what = parser.add_mutually_exclusive_group()
-    what.add_argument(
-        "--refuse",
-        action="store_true",
-        help="never offer the project's (or the mcp:KEY server's) skills",
-    )
-    what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
-    what.add_argument("--list", action="store_true", help="every stored decision")
-
-
 def trust_of(args: argparse.Namespace, skills: Sequence[SkillCandidate]) -> TrustStates:
     """Each skill's trust state as a session at ``--cwd`` would see it (``--trust``, else
     ``$ACP_SKILLS_TRUST``); an unreadable trust file counts as no decisions."""
