@@ -35,28 +35,14 @@ class Diagnostic:
         return {key: getattr(self, key) for key in ("code", "severity", "path", "line", "message")}
 
 
-def counts_as_problem(diagnostic: Diagnostic) -> bool:
-    """Whether ``diagnostic`` is an error or a warning (an ``info`` is not a problem)."""
-    return diagnostic.severity != "info"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class CodeSpec:
     """A code's severity, log event and level, and whether discovery leaves the thing out."""
 
     severity: Severity
     event: str
-    level: _Level
+    level: _Level = "warning"
     skipped: bool = False
-
-
-_SKIPPED: Final = CodeSpec(
-    severity="error", event="skill_file_skipped", level="warning", skipped=True
-)
-
-
-def _code(severity: Severity, event: str, level: _Level = "warning") -> CodeSpec:
-    return CodeSpec(severity=severity, event=event, level=level)
 
 
 _SKIPPED_CODES: Final = (
@@ -68,36 +54,34 @@ _SPEC_CODES: Final = (
     "name-too-long description-too-long compatibility-invalid metadata-invalid "
     "allowed-tools-invalid flat-skill"
 )
-_PATH: Final = _code("error", "skill_path_invalid")
 CODES: Final[Mapping[str, CodeSpec]] = {
-    "root-missing": _code("warning", "skill_root_missing", "debug"),
+    "root-missing": CodeSpec("warning", "skill_root_missing", "debug"),
     # A root, a file or a directory entry left out of discovery.
-    **dict.fromkeys(_SKIPPED_CODES.split(), _SKIPPED),
+    **dict.fromkeys(_SKIPPED_CODES.split(), CodeSpec("error", "skill_file_skipped", skipped=True)),
     # A directory of a root without SKILL.md: shared helpers, or a skill nested too deep.
-    "skill-file-absent": _code("info", "skill_file_absent", "debug"),
+    "skill-file-absent": CodeSpec("info", "skill_file_absent", "debug"),
     # A README.md, LICENSE.md, ... beside the skills: documentation, never a flat skill.
-    "markdown-ignored": _code("info", "skill_markdown_ignored", "debug"),
+    "markdown-ignored": CodeSpec("info", "skill_markdown_ignored", "debug"),
     # A bundle with `skill.md`: left out (the name is case-sensitive), with a hint to rename.
-    "skill-file-lowercase": _code("warning", "skill_file_misnamed"),
+    "skill-file-lowercase": CodeSpec("warning", "skill_file_misnamed"),
     # A directory of a root holding bundles one level too deep: they are not loaded.
-    "skill-nested-too-deep": _code("warning", "skill_nested_too_deep"),
+    "skill-nested-too-deep": CodeSpec("warning", "skill_nested_too_deep"),
     # A skill that is discovered, with something its author should know.
-    "field-ignored": _code("warning", "skill_field_ignored"),
-    "name-mismatch": _code("warning", "skill_name_mismatch"),
-    "unknown-key": _code("info", "skill_key_unknown", "info"),
+    "field-ignored": CodeSpec("warning", "skill_field_ignored"),
+    "name-mismatch": CodeSpec("warning", "skill_name_mismatch"),
+    "unknown-key": CodeSpec("info", "skill_key_unknown", "info"),
     # Resolution (reported by the registry, which logs `skill_shadowed` itself).
-    "skill-shadowed": _code("info", "skill_shadowed"),
-    "skill-duplicate": _code("warning", "skill_shadowed"),
-    "provider-failed": _code("error", "skill_provider_skipped"),
+    "skill-shadowed": CodeSpec("info", "skill_shadowed"),
+    "skill-duplicate": CodeSpec("warning", "skill_shadowed"),
+    "provider-failed": CodeSpec("error", "skill_provider_skipped"),
     # Strict validation against the Agent Skills specification (`acp-skills validate --strict`).
-    **dict.fromkeys(_SPEC_CODES.split(), _code("error", "skill_spec_violation")),
+    **dict.fromkeys(_SPEC_CODES.split(), CodeSpec("error", "skill_spec_violation")),
     # What `acp-skills validate` is pointed at.
-    "not-found": _PATH,
-    "not-a-skill": _PATH,
-    "no-skills": _code("warning", "skill_path_invalid"),
+    "not-found": CodeSpec("error", "skill_path_invalid"),
+    "not-a-skill": CodeSpec("error", "skill_path_invalid"),
+    "no-skills": CodeSpec("warning", "skill_path_invalid"),
 }
 """Every diagnostic code. Stable: documented in ``docs/diagnostics.md``."""
-
 
 # The frontmatter keys that are not "unknown": the Agent Skills specification's own, then the
 # ones this runtime reads (both spellings it accepts).
@@ -111,14 +95,10 @@ KNOWN_FRONTMATTER_KEYS: Final = frozenset(_KNOWN.split())
 
 def diagnostic(problem: Problem, path: str | None, *, skill: str | None = None) -> Diagnostic:
     """The record of ``problem`` (its code, message and line) at ``path``."""
-    code, severity = problem.code, CODES[problem.code].severity
+    severity = CODES[problem.code].severity
+    message, line = problem.message, problem.line
     return Diagnostic(
-        code=code,
-        severity=severity,
-        path=path,
-        line=problem.line,
-        message=problem.message,
-        skill=skill,
+        code=problem.code, severity=severity, path=path, line=line, message=message, skill=skill
     )
 
 
@@ -140,21 +120,18 @@ def file_diagnostics(
     name = outcome.name
     found = [diagnostic(note, path, skill=name) for note in outcome.notes]
     if expected_name is not None and name != expected_name:
-        found.append(_record("name-mismatch", path, _mismatch(path, name), skill=name))
+        where = f"its file name {os.path.basename(path)!r}"
+        if os.path.basename(path) == SKILL_FILE_NAME:
+            where = f"its directory {os.path.basename(os.path.dirname(path))!r}"
+        message = (
+            f"name {name!r} differs from {where}; the skill is known as {name!r} "
+            "(the Agent Skills specification wants them equal)"
+        )
+        found.append(_record("name-mismatch", path, message, skill=name))
     for key in [key for key in outcome.fields if key not in KNOWN_FRONTMATTER_KEYS]:
         message = f"unknown frontmatter key {key!r} (ignored by this runtime)"
         found.append(_record("unknown-key", path, message, skill=name))
     return tuple(found)
-
-
-def _mismatch(path: str, name: str) -> str:
-    where = f"its file name {os.path.basename(path)!r}"
-    if os.path.basename(path) == SKILL_FILE_NAME:
-        where = f"its directory {os.path.basename(os.path.dirname(path))!r}"
-    return (
-        f"name {name!r} differs from {where}; the skill is known as {name!r} "
-        "(the Agent Skills specification wants them equal)"
-    )
 
 
 def root_missing(path: str) -> Diagnostic:
@@ -166,9 +143,7 @@ def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:
     """A skill that lost a name clash (``skill-duplicate`` when only the order decided)."""
     loser, winner = shadowed.skill, shadowed.winner
     same_rank = loser.rank == winner.rank and loser.provider == winner.provider
-    where = f'the {winner.provider} provider (source "{winner.source}")'
-    if winner.path is not None:
-        where = winner.path
+    where = winner.path or f'the {winner.provider} provider (source "{winner.source}")'
     rank = str(int(winner.rank)) if float(winner.rank).is_integer() else str(winner.rank)
     message = f"skill {loser.name!r} is shadowed by {where} ({winner.source}, rank {rank})"
     if same_rank:
@@ -187,17 +162,14 @@ def log_diagnostic(
     logger: Any, diagnostic: Diagnostic, *, level: _Level | None = None, **context: object
 ) -> None:
     """Emit ``diagnostic`` as its structlog event (``level`` overrides the code's)."""
-    spec = CODES.get(diagnostic.code)
-    event = spec.event if spec is not None else "skill_problem"
-    method = getattr(logger, level or (spec.level if spec is not None else "warning"))
+    spec = CODES.get(diagnostic.code, CodeSpec("error", "skill_problem"))
     fields: dict[str, object] = {**context, "path": diagnostic.path}
     if diagnostic.skill is not None:
         fields["skill"] = diagnostic.skill
-    fields["reason"] = diagnostic.message
-    fields["code"] = diagnostic.code
+    fields |= {"reason": diagnostic.message, "code": diagnostic.code}
     if diagnostic.line is not None:
         fields["line"] = diagnostic.line
-    method(event, **fields)
+    getattr(logger, level or spec.level)(spec.event, **fields)
 
 
 def skipped(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:

@@ -42,13 +42,8 @@ _OPEN_FLAGS = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 # "<id>.jsonl" stays far below the 255-byte name limit of common file systems.
 _PLAIN_SESSION_ID = re.compile(r"[a-z0-9_-][a-z0-9._-]{0,99}")
 # Names Windows reserves for devices, whatever the extension ("nul.jsonl" is the null device).
-_WINDOWS_DEVICES = {
-    "con",
-    "prn",
-    "aux",
-    "nul",
-    *(f"{p}{d}" for p in ("com", "lpt") for d in range(10)),
-}
+_WINDOWS_DEVICES = {"con", "prn", "aux", "nul"}
+_WINDOWS_DEVICES |= {f"{p}{d}" for p in ("com", "lpt") for d in range(10)}
 _NOT_PLAIN = re.compile(r"[^a-z0-9_-]+")
 
 # What decoding any line may raise: UnicodeDecodeError and JSONDecodeError are ValueErrors, and
@@ -59,10 +54,8 @@ _KINDS |= {stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a
 
 
 def _record_file_name(session_id: str) -> str:
-    if (
-        _PLAIN_SESSION_ID.fullmatch(session_id)
-        and session_id.split(".", 1)[0] not in _WINDOWS_DEVICES
-    ):
+    plain = _PLAIN_SESSION_ID.fullmatch(session_id)
+    if plain and session_id.split(".", 1)[0] not in _WINDOWS_DEVICES:
         return f"{session_id}.jsonl"
     # Any other id is named by its SHA-256, behind a readable (lossy, lowercased) hint. The "~"
     # never occurs in a plain id, so a hashed name can never collide with a plain one.

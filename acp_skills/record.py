@@ -19,8 +19,6 @@ HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
 """``initial``: the first request on a fresh record; ``resume``: the first on a record holding a
 header already (``session/load``); ``change``: a later request whose header differs."""
 
-HEADER_REASONS: frozenset[str] = frozenset(get_args(HeaderReason))
-
 # Far above real messages and schemas, far below the recursion limit of any walk over a value.
 MAX_JSON_DEPTH = 100
 
@@ -67,11 +65,10 @@ def _freeze_json(value: object, where: str, depth: int = 1) -> object:
     if isinstance(value, Mapping):
         if odd := [key for key in value if not isinstance(key, str)]:
             raise TypeError(f"{where} has a non-string key {odd[0]!r}")
-        items = value.items()
         return _FrozenJsonObject(
             {
                 replace_lone_surrogates(k): _freeze_json(v, f"{where}[{k!r}]", depth + 1)
-                for k, v in items
+                for k, v in value.items()
             }
         )
     if isinstance(value, list | tuple):
@@ -104,30 +101,31 @@ class HeaderEntry:
     message_prefix: tuple[PrefixMessage, ...]
 
     def __post_init__(self) -> None:
-        if self.reason not in HEADER_REASONS:
-            raise ValueError(
-                f"header reason must be one of {sorted(HEADER_REASONS)}, got {self.reason!r}"
-            )
+        if self.reason not in (reasons := sorted(get_args(HeaderReason))):
+            raise ValueError(f"header reason must be one of {reasons}, got {self.reason!r}")
         if not isinstance(self.system, str):
             raise TypeError(f"header system must be a string, got {type(self.system).__name__}")
         for field in ("tools", "message_prefix"):
-            value = getattr(self, field)
-            if not isinstance(value, list | tuple):
+            if not isinstance(value := getattr(self, field), list | tuple):
                 raise TypeError(f"header {field} must be a sequence, got {type(value).__name__}")
         for message in self.message_prefix:
             if not isinstance(message, PrefixMessage):
                 raise TypeError(f"header message_prefix holds {message!r}, not a PrefixMessage")
-        tools = tuple(
-            _freeze_object(tool, f"header tools[{i}]") for i, tool in enumerate(self.tools)
-        )
+        tools = tuple(_freeze_object(t, f"header tools[{i}]") for i, t in enumerate(self.tools))
         object.__setattr__(self, "system", replace_lone_surrogates(self.system))
         object.__setattr__(self, "config", _freeze_object(self.config, "header config"))
         object.__setattr__(self, "tools", tools)
         object.__setattr__(self, "message_prefix", tuple(self.message_prefix))
 
     def same_request_as(self, other: HeaderEntry) -> bool:
-        """Whether both describe the same request (compared as JSON text)."""
-        return _canonical(self) == _canonical(other)
+        """Whether both describe the same request (compared as JSON text, but the reason)."""
+
+        def canonical(header: HeaderEntry) -> str:
+            payload = header.to_json()
+            del payload["reason"]
+            return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+        return canonical(self) == canonical(other)
 
     def to_json(self) -> dict[str, Any]:
         """``{"reason", "config", "system", "tools", "messagePrefix": [{"role", "text"}]}``."""
@@ -159,12 +157,6 @@ class HistoryEntry:
 
 
 RecordEntry: TypeAlias = HeaderEntry | HistoryEntry
-
-
-def _canonical(header: HeaderEntry) -> str:
-    payload = header.to_json()
-    del payload["reason"]
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 @runtime_checkable

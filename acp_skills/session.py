@@ -184,31 +184,20 @@ async def open_instance(
     if predecessor is None:
         session = PrefixedSession(prefix, context, record, entries=await record.entries())
     else:
-        session = await _succeed(prefix, context, record, predecessor)
-    header = session._last_header
-    if requested and header is not None:
+        # Under the predecessor's write lock, so no entry is half way between its queue and the
+        # record while the record is read: each entry is then either read or taken over, once.
+        async with predecessor._write_lock:
+            await predecessor._write_unsaved()
+            entries = [*await record.entries(), *predecessor._unsaved]
+            session = PrefixedSession(prefix, context, record, entries=entries)
+            # Shared from now on: whichever instance writes next writes what either left
+            # unsaved, in order (the old one may still record its cancelled turn's last results).
+            session._write_lock, session._unsaved = predecessor._write_lock, predecessor._unsaved
+            session._save_error = predecessor._save_error
+    if requested and (header := session._last_header) is not None:
         session._frozen = header.message_prefix
         session._own_header = header
         session._catalog_fit = catalog_fit
-    return session
-
-
-async def _succeed(
-    prefix: SessionPrefix,
-    context: PrefixContext,
-    record: SessionRecord,
-    predecessor: PrefixedSession,
-) -> PrefixedSession:
-    # Under the predecessor's write lock, so no entry is half way between its queue and the
-    # record while the record is read: each entry is then either read or taken over, once.
-    async with predecessor._write_lock:
-        await predecessor._write_unsaved()
-        entries = [*await record.entries(), *predecessor._unsaved]
-        session = PrefixedSession(prefix, context, record, entries=entries)
-        # Shared from now on: whichever instance writes next writes what either left unsaved,
-        # in order (the old one may still record its cancelled turn's last results).
-        session._write_lock, session._unsaved = predecessor._write_lock, predecessor._unsaved
-        session._save_error = predecessor._save_error
     return session
 
 
@@ -227,5 +216,4 @@ def note_catalog_fit(session: PrefixedSession, fit: CatalogFit | None) -> None:
 def discard_unused_prefix(session: PrefixedSession) -> None:
     """Forget a composed prefix no request has used yet (a cancelled turn's)."""
     if not session.requested:
-        session._frozen = None
-        session._catalog_fit = None
+        session._frozen = session._catalog_fit = None

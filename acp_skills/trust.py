@@ -17,7 +17,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeAlias, get_args, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 from .model import SkillCandidate
 
@@ -30,14 +30,14 @@ Pair: TypeAlias = tuple[str, str]  # (resource uri, "sha256:..." digest) as a se
 TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
 # The local provider's sources found from a session's working directory (contract §5).
 PROJECT_SOURCES = frozenset({"project-dsh", "project-agents", "project-claude"})
+# Server decisions are stored under this prefix; a project key is an absolute path.
+SERVER_KEY_PREFIX = "mcp:"
 
 
 def trust_mode(value: str | None) -> TrustMode:
     """``value`` (a flag or ``ACP_SKILLS_TRUST``) as a mode; empty or missing means ``ask``."""
-    text = (value or "").strip().lower() or "ask"
-    modes: dict[str, TrustMode] = {"ask": "ask", "all": "all", "none": "none"}
-    if text in modes:
-        return modes[text]
+    if (text := (value or "").strip().lower() or "ask") in TRUST_MODES:
+        return cast(TrustMode, text)
     raise ValueError(f"trust: unknown mode {value!r} (known: {', '.join(TRUST_MODES)})")
 
 
@@ -50,10 +50,6 @@ class ProjectSource:
     @property
     def label(self) -> str:
         return os.path.basename(self.key) or self.key
-
-
-# Server decisions are stored under this prefix; a project key is an absolute path.
-SERVER_KEY_PREFIX = "mcp:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,27 +111,12 @@ def sources_at(cwd: str | None) -> Callable[[SkillCandidate], TrustSource | None
     return source_of
 
 
-def _read_gitdir_pointer(dot_git: str) -> str | None:
-    # A worktree's (or submodule's) `.git` is a file: "gitdir: PATH".
+def _first_line(path: str) -> str:
     try:
-        with open(dot_git, encoding="utf-8") as file:
-            first = file.readline().strip()
+        with open(path, encoding="utf-8") as file:
+            return file.readline().strip()
     except (OSError, UnicodeDecodeError):
-        return None
-    if not first.startswith("gitdir:"):
-        return None
-    target = first[len("gitdir:") :].strip()
-    return os.path.normpath(os.path.join(os.path.dirname(dot_git), target)) if target else None
-
-
-def _common_dir(gitdir: str) -> str:
-    # A linked worktree's gitdir names the repository's common directory in `commondir`.
-    try:
-        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as file:
-            common = file.readline().strip()
-    except (OSError, UnicodeDecodeError):
-        return gitdir
-    return os.path.normpath(os.path.join(gitdir, common)) if common else gitdir
+        return ""
 
 
 def project_of(path: str | os.PathLike[str]) -> ProjectSource:
@@ -151,10 +132,14 @@ def project_of(path: str | os.PathLike[str]) -> ProjectSource:
         if os.path.isdir(dot_git):
             return ProjectSource(directory)
         if os.path.isfile(dot_git):
-            gitdir = _read_gitdir_pointer(dot_git)
-            if gitdir is None:
+            # A worktree's (or submodule's) `.git` is a file, "gitdir: PATH"; a linked
+            # worktree's gitdir names the repository's common directory in `commondir`.
+            field_name, _, target = _first_line(dot_git).partition(":")
+            if field_name != "gitdir" or not (target := target.strip()):
                 return ProjectSource(directory)
-            common = os.path.realpath(_common_dir(gitdir))
+            gitdir = os.path.normpath(os.path.join(directory, target))
+            commondir = _first_line(os.path.join(gitdir, "commondir"))
+            common = os.path.realpath(os.path.normpath(os.path.join(gitdir, commondir)))
             # A normal repository's common directory is `<main>/.git`; a bare one is itself.
             main = os.path.dirname(common) if os.path.basename(common) == ".git" else common
             return ProjectSource(main)
@@ -212,7 +197,14 @@ class TrustStore:
             if isinstance(entry, dict) and isinstance(server := entry.get("server"), str):
                 key = SERVER_KEY_PREFIX + server
                 if _take(stored, key, entry) == "trusted":
-                    stored.served[key] = _pairs(entry.get("resources"))
+                    resources = entry.get("resources")
+                    stored.served[key] = frozenset(
+                        (item["uri"], item["digest"])
+                        for item in (resources if isinstance(resources, list) else ())
+                        if isinstance(item, dict)
+                        and isinstance(item.get("uri"), str)
+                        and isinstance(item.get("digest"), str)
+                    )
         return stored
 
     def decisions(self) -> dict[str, Decision]:
@@ -228,27 +220,23 @@ class TrustStore:
         Trusting a server adds the pairs of ``source.items``, in place of any it had stored
         for the same uris. Sessions, agents and the command line may decide at once: each
         read-modify-write holds a lock, so no decision overwrites another."""
-        with self._lock, _locked_beside(self.path):
-            return self._decide(source, decision)
-
-    def _decide(self, source: TrustSource, decision: Decision | None) -> bool:
-        stored = self.read()
-        before = (stored.decisions.get(source.key), stored.served.get(source.key))
         key = source.key
-        kept = stored.served.pop(key, frozenset())
-        if decision is None:
-            stored.decisions.pop(key, None)
-        else:
-            stored.decisions[key] = decision
-        if decision == "trusted" and isinstance(source, ServerSource):
-            replaced = {uri for uri, _ in source.items}
-            stored.served[key] = frozenset(
-                {pair for pair in kept if pair[0] not in replaced} | source.items
-            )
-        if (stored.decisions.get(key), stored.served.get(key)) == before:
-            return False
-        self._write(stored)
-        return True
+        with self._lock, _locked_beside(self.path):
+            stored = self.read()
+            before = (stored.decisions.get(key), stored.served.get(key))
+            kept = stored.served.pop(key, frozenset())
+            if decision is None:
+                stored.decisions.pop(key, None)
+            else:
+                stored.decisions[key] = decision
+            if decision == "trusted" and isinstance(source, ServerSource):
+                replaced = {uri for uri, _ in source.items}
+                kept = frozenset(pair for pair in kept if pair[0] not in replaced)
+                stored.served[key] = kept | source.items
+            if (stored.decisions.get(key), stored.served.get(key)) == before:
+                return False
+            self._write(stored)
+            return True
 
     def _write(self, stored: StoredTrust) -> None:
         directory = os.path.dirname(self.path) or "."
@@ -311,16 +299,7 @@ def _take(stored: StoredTrust, key: str, entry: Mapping[str, object]) -> Decisio
     return None
 
 
-def _pairs(resources: object) -> frozenset[Pair]:
-    if not isinstance(resources, list):
-        return frozenset()
-    return frozenset(
-        (item["uri"], item["digest"])
-        for item in resources
-        if isinstance(item, dict)
-        and isinstance(item.get("uri"), str)
-        and isinstance(item.get("digest"), str)
-    )
+_Held: TypeAlias = tuple[SkillCandidate, TrustState, TrustSource | None, ServerChange | None]
 
 
 class TrustStates:
@@ -330,19 +309,8 @@ class TrustStates:
 
     __slots__ = ("_states",)
 
-    def __init__(self) -> None:
-        self._states: dict[
-            int, tuple[SkillCandidate, TrustState, TrustSource | None, ServerChange | None]
-        ] = {}
-
-    def set(
-        self,
-        skill: SkillCandidate,
-        state: TrustState,
-        source: TrustSource | None = None,
-        change: ServerChange | None = None,
-    ) -> None:
-        self._states[id(skill)] = (skill, state, source, change)
+    def __init__(self, held: Iterable[_Held] = ()) -> None:
+        self._states = {id(entry[0]): entry for entry in held}
 
     def __getitem__(self, skill: SkillCandidate) -> TrustState:
         return self._states[id(skill)][1]
@@ -370,24 +338,25 @@ def trust_states(
     once, ``False`` not now). A trusted server's skill stays trusted only while every pair it
     is listed with is one the server was trusted with."""
     grants = session_grants or {}
-    states = TrustStates()
+    held: list[_Held] = []
     for skill in skills:
         source = source_of(skill)
         decision = stored.decisions.get(source.key) if source is not None else None
+        change: ServerChange | None = None
+        state: TrustState
         if source is None or mode == "all":
-            states.set(skill, "trusted", source)
+            state = "trusted"
         elif mode == "none" or decision == "refused":
-            states.set(skill, "refused", source)
+            state = "refused"
         elif decision == "trusted" and _still_served(source, stored):
-            states.set(skill, "trusted", source)
+            state = "trusted"
         else:
-            change: ServerChange | None = None
             if decision == "trusted" and isinstance(source, ServerSource):
                 known = {uri for uri, _ in stored.served.get(source.key, ())}
                 change = "changed" if any(uri in known for uri, _ in source.items) else "new"
-            state: TrustState = "session" if grants.get(source.key) else "pending"
-            states.set(skill, state, source, change)
-    return states
+            state = "session" if grants.get(source.key) else "pending"
+        held.append((skill, state, source, change))
+    return TrustStates(held)
 
 
 def _still_served(source: TrustSource, stored: StoredTrust) -> bool:

@@ -17,16 +17,10 @@ import structlog
 from demo_agent import settings
 from demo_agent.settings import CATALOG_MAX_LENGTH, SettingError, expand_path
 
-from .. import (
-    LocalSkillProvider,
-    SkillCandidate,
-    SkillLookupOptions,
-    SkillRegistry,
-    SkillTool,
-)
+from .. import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegistry, SkillTool
 from ..catalog import CatalogFit, describe_catalog_fit, fit_catalog
 from ..diagnostics import Diagnostic, shadow_diagnostic, skipped
-from ..model import SKILL_FILE_NAME, ShadowedSkill, SkillSnapshot
+from ..model import SKILL_FILE_NAME, SkillSnapshot
 from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
 from ..trust import TRUST_MODES
@@ -47,7 +41,7 @@ from .output import (
     table,
     tally,
 )
-from .trust import add_trust_arguments, as_a_session_sees_it, trust, trust_of, withheld_lines
+from .trust import as_a_session_sees_it, trust, trust_of, withheld_lines
 from .validate import validate
 
 PROG = "acp-skills"
@@ -91,13 +85,13 @@ def _unknown_name_warnings(fit: CatalogFit) -> list[str]:
     ]
 
 
-async def _skipped_files(
-    provider: LocalSkillProvider, options: SkillLookupOptions
-) -> tuple[Diagnostic, ...]:
-    return skipped((await provider.discover(options)).diagnostics)
-
-
-def _skipped_warning(left_out: Sequence[Diagnostic]) -> list[str]:
+async def _skipped_warnings(
+    provider: LocalSkillProvider, options: SkillLookupOptions, *, named: str | None = None
+) -> list[str]:
+    """Each skipped file of the skill ``named`` with its reason, else how many were skipped."""
+    left_out = skipped((await provider.discover(options)).diagnostics)
+    if hers := [d for d in left_out if named is not None and _named_by_place(d) == named]:
+        return [f"warning: {clean(d.path or '')} was skipped: {clean(d.message)}" for d in hers]
     if not left_out:
         return []
     what = plural(len(left_out), "skill file") + (" was" if len(left_out) == 1 else " were")
@@ -136,14 +130,13 @@ def _location(skill: SkillCandidate) -> dict[str, Any]:
 async def _list(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = _skills_from(args)
     snapshot = await registry.snapshot(options)
-    losers: dict[str, list[ShadowedSkill]] = {}
-    for shadowed in snapshot.shadowed if args.all else ():
-        losers.setdefault(shadowed.skill.name, []).append(shadowed)
-    entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
     states = trust_of(args, [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)])
+    # Each skill that stands, then (with --all) each it shadows, with what shadows it.
+    entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
     for skill in snapshot.skills:
         entries.append((skill, None))
-        entries.extend((lost.skill, lost.winner) for lost in losers.get(skill.name, ()))
+        shadowed = snapshot.shadowed if args.all else ()
+        entries += [(lost.skill, lost.winner) for lost in shadowed if lost.skill.name == skill.name]
     listed = [
         {
             "name": skill.name,
@@ -159,8 +152,7 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
         }
         for skill, winner in entries
     ]
-    warnings = await _custom_dir_warnings(provider)
-    warnings += _skipped_warning(await _skipped_files(provider, options))
+    warnings = await _custom_dir_warnings(provider) + await _skipped_warnings(provider, options)
     outcome = Outcome({"skills": listed}, warnings=warnings)
     if not entries:
         outcome.text.append(f"No skills found for {clean(args.cwd)}.")
@@ -208,16 +200,11 @@ async def _show(args: argparse.Namespace, style: Style) -> Outcome:
     # The agent replaces lone surrogates before anything reaches the editor or the model.
     text = replace_lone_surrogates(text)
     warnings = await _custom_dir_warnings(provider)
-    left_out = await _skipped_files(provider, options)
-    if result.is_error and (hers := [d for d in left_out if _named_by_place(d) == args.name]):
-        warnings += [
-            f"warning: {clean(d.path or '')} was skipped: {clean(d.message)}" for d in hers
-        ]
-    else:
-        warnings += _skipped_warning(left_out)
+    named = args.name if result.is_error else None
+    warnings += await _skipped_warnings(provider, options, named=named)
     _, withheld = as_a_session_sees_it(args, await registry.snapshot(options))
     if (held := withheld.get(args.name)) is not None:
-        warnings += [f"warning: {clean(line)}" for line in withheld_lines(args, {args.name: held})]
+        warnings += [f"warning: {clean(line)}" for line in withheld_lines({args.name: held})]
     return Outcome(
         {"name": args.name, "text": text, "isError": result.is_error},
         [text],
@@ -243,7 +230,7 @@ async def _catalog(args: argparse.Namespace, style: Style) -> Outcome:
     else:
         outcome.text.append(fit.text)
         outcome.remarks.extend(clean(line) for line in describe_catalog_fit(fit).splitlines())
-    outcome.remarks.extend(clean(line) for line in withheld_lines(args, withheld))
+    outcome.remarks.extend(clean(line) for line in withheld_lines(withheld))
     return outcome
 
 
@@ -303,7 +290,7 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
             lines.extend("  " + line for line in diagnostic_lines(found, style))
     if withheld:
         lines += ["", style(f"Waiting for trust or refused ({len(withheld)})", BOLD)]
-        lines.extend("  " + clean(line) for line in withheld_lines(args, withheld))
+        lines.extend("  " + clean(line) for line in withheld_lines(withheld))
     lines.append("")
     visible = plural(len(fit.listed), "skill")
     if servers := mcp_server_lines(getattr(args, "mcp", None)):
@@ -373,12 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="what `/NAME ARGS` puts into the turn instead (also for a skill only a person "
         "may invoke); the placeholders are filled with --compat claude, as the agent fills them",
     )
-    command(
-        _catalog,
-        "exactly the catalog message the model receives, and its size",
-        roots,
-        fitted,
-    )
+    command(_catalog, "exactly the catalog message the model receives, and its size", roots, fitted)
     check = command(validate, "check skill directories, skill files or directories of skills")
     check.add_argument(
         "paths",
@@ -398,9 +380,21 @@ def build_parser() -> argparse.ArgumentParser:
         roots,
         fitted,
     )
-    add_trust_arguments(
-        command(trust, "trust, refuse or forget a project's skills (docs/trust.md)")
+    decide = command(trust, "trust, refuse or forget a project's skills (docs/trust.md)")
+    decide.add_argument(
+        "path",
+        nargs="?",
+        metavar="PATH",
+        help="a path in the project (default: the current one), or a server's mcp:KEY from --list",
     )
+    what = decide.add_mutually_exclusive_group()
+    what.add_argument(
+        "--refuse",
+        action="store_true",
+        help="never offer the project's (or the mcp:KEY server's) skills",
+    )
+    what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
+    what.add_argument("--list", action="store_true", help="every stored decision")
     return parser
 
 

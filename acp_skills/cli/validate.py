@@ -32,48 +32,44 @@ def under_strict_rules(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, .
     )
 
 
-def _over(what: str, length: int, limit: int) -> str:
-    return f"{what} is {length} characters, over the specification's {limit}"
-
-
 def strict_diagnostics(path: str, parsed: ParsedSkill) -> tuple[Diagnostic, ...]:
     """One ``error`` per specification rule a well-formed skill file breaks."""
-    name, description, fields = parsed.name, parsed.description, parsed.fields
-    found: list[tuple[str, str]] = []
-    if len(name) > MAX_NAME_LENGTH:
-        found.append(("name-too-long", _over("name", len(name), MAX_NAME_LENGTH)))
-    if len(description) > MAX_DESCRIPTION_LENGTH:
-        message = _over("description", len(description), MAX_DESCRIPTION_LENGTH)
-        found.append(("description-too-long", message))
+    name, fields = parsed.name, parsed.fields
+    found: dict[str, str] = {}  # by code: each rule is broken once at most
+
+    def over(code: str, what: str, value: str, limit: int) -> None:
+        if len(value) > limit:
+            found[code] = f"{what} is {len(value)} characters, over the specification's {limit}"
+
+    over("name-too-long", "name", name, MAX_NAME_LENGTH)
+    over("description-too-long", "description", parsed.description, MAX_DESCRIPTION_LENGTH)
     if "compatibility" in fields:
-        value = fields["compatibility"]
-        if not isinstance(value, str):
-            found.append(("compatibility-invalid", "'compatibility' must be a string"))
+        if not isinstance(value := fields["compatibility"], str):
+            found["compatibility-invalid"] = "'compatibility' must be a string"
         elif not value.strip():
-            found.append(
-                ("compatibility-invalid", "'compatibility' is empty (leave it out instead)")
-            )
-        elif len(value) > MAX_COMPATIBILITY_LENGTH:
-            message = _over("'compatibility'", len(value), MAX_COMPATIBILITY_LENGTH)
-            found.append(("compatibility-invalid", message))
+            found["compatibility-invalid"] = "'compatibility' is empty (leave it out instead)"
+        else:
+            over("compatibility-invalid", "'compatibility'", value, MAX_COMPATIBILITY_LENGTH)
     metadata = fields.get("metadata")
     # A metadata that is no mapping (or has non-string keys) is already a `field-ignored`.
     if isinstance(metadata, Mapping) and all(isinstance(key, str) for key in metadata):
         offending = [repr(key) for key, value in metadata.items() if not isinstance(value, str)]
         if offending:
             message = "metadata values must be strings (quote them); not a string: "
-            found.append(("metadata-invalid", message + ", ".join(offending)))
+            found["metadata-invalid"] = message + ", ".join(offending)
     tools = fields.get("allowed-tools", "")
     # The frontmatter reader turns YAML sequences into tuples.
     if not isinstance(tools, str) and not (
         isinstance(tools, tuple | list) and all(isinstance(item, str) for item in tools)
     ):
         message = "'allowed-tools' must be a space-separated string or a list of strings"
-        found.append(("allowed-tools-invalid", message))
+        found["allowed-tools-invalid"] = message
     if os.path.basename(path) != SKILL_FILE_NAME:
         message = f"a skill is a directory holding {SKILL_FILE_NAME}; move this file to "
-        found.append(("flat-skill", message + f"{name}/{SKILL_FILE_NAME}"))
-    return tuple(diagnostic(Problem(code, message), path, skill=name) for code, message in found)
+        found["flat-skill"] = message + f"{name}/{SKILL_FILE_NAME}"
+    return tuple(
+        diagnostic(Problem(code, message), path, skill=name) for code, message in found.items()
+    )
 
 
 class _Validation:
@@ -85,6 +81,9 @@ class _Validation:
 
     def add(self, found: Iterable[Diagnostic]) -> None:
         self.diagnostics.extend(under_strict_rules(found) if self.strict else found)
+
+    def problem(self, code: str, message: str, path: str) -> None:
+        self.add([diagnostic(Problem(code, message), path)])
 
     async def path(self, path: str) -> None:
         try:
@@ -103,7 +102,7 @@ class _Validation:
         elif entries is not None:
             await self.root(path)
         elif not await self.fs.exists(path):
-            self.add([diagnostic(Problem("not-found", "no such file or directory"), path)])
+            self.problem("not-found", "no such file or directory", path)
         elif name == SKILL_FILE_NAME:
             await self.file(path, os.path.basename(os.path.dirname(path)))
         elif name.endswith(".md"):
@@ -113,7 +112,7 @@ class _Validation:
                 f"not a skill file: the runtime reads {SKILL_FILE_NAME} in a skill "
                 "directory, or a flat <name>.md in a skills directory"
             )
-            self.add([diagnostic(Problem("not-a-skill", message), path)])
+            self.problem("not-a-skill", message, path)
 
     async def file(self, path: str, expected_name: str) -> None:
         (content,) = await self.fs.read_files([path], _MAX_FILE_BYTES)
@@ -154,20 +153,13 @@ class _Validation:
         self.add(found)
 
 
-async def validate_paths(
-    paths: Iterable[str | os.PathLike[str]], *, strict: bool = False
-) -> tuple[tuple[Diagnostic, ...], int]:
-    """Every record for ``paths``, in their order, and how many skill files were examined."""
-    validation = _Validation(strict)
-    for path in paths:
-        # String work, plus one getcwd() for a relative path: no disk access to speak of.
-        await validation.path(os.path.abspath(os.fspath(path)))  # noqa: ASYNC240
-    return tuple(validation.diagnostics), validation.files
-
-
 async def validate(args: argparse.Namespace, style: Style) -> Outcome:
-    """``acp-skills validate [--strict] PATH...``."""
-    diagnostics, files = await validate_paths(args.paths, strict=args.strict)
+    """``acp-skills validate [--strict] PATH...``: every record for the paths, in their order."""
+    validation = _Validation(args.strict)
+    for path in args.paths:
+        # String work, plus one getcwd() for a relative path: no disk access to speak of.
+        await validation.path(os.path.abspath(path))  # noqa: ASYNC240
+    diagnostics, files = validation.diagnostics, validation.files
     mode = "strict (Agent Skills specification)" if args.strict else "as the runtime reads them"
     summary = f"{plural(files, 'skill file')} checked {mode}: {tally(diagnostics)}."
     return Outcome(
