@@ -18,7 +18,7 @@ from watchfiles import Change, watch
 from .model import SKILL_FILE_NAME
 from .provider import ProviderHandle
 from .quiet_log import get_logger
-from .sweep import SWEEP_SECONDS, SafetySweep
+from .sweep import SWEEP_SECONDS, SafetySweep, root_entries
 
 _log = get_logger(__name__)
 
@@ -97,16 +97,10 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
             continue  # the provider cannot list it either
         bundles: list[str] = []
         try:
-            entries = list(os.scandir(resolved))
+            entries = root_entries(resolved, skips_system=root.skips_system)
         except OSError:
             entries = []
-        for entry in entries:
-            if root.skips_system and entry.name == ".system":
-                continue
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
+        for entry, is_dir in entries:
             if is_dir:
                 bundles.append(entry.name)
                 bundle = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
@@ -115,7 +109,7 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
                     add(bundle, _Role((entry.name,), root.skips_system))
                     if os.path.islink(skill_file := os.path.join(bundle, SKILL_FILE_NAME)):
                         add_entry(skill_file, target=True)
-            elif entry.name.endswith(".md") and entry.is_symlink():
+            elif entry.is_symlink():
                 add_entry(entry.path, target=True)
         add(resolved, _Role((), root.skips_system, frozenset(bundles)))
     return {directory: frozenset(roles) for directory, roles in plan.items()}
