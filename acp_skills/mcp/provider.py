@@ -212,15 +212,17 @@ class McpSkillProvider:
             try:
                 connection = self._pool.connection(server)
                 session = await connection.session()
-                state.connected = True
-                if not connection.supports_skills(session):
-                    state.supports_skills = False
-                    listing = _sdk("listing").Listing((), 0)
-                else:
-                    state.supports_skills = True
+                state.connected, state.supports_skills = True, connection.supports_skills(session)
+                listing = _sdk("listing").Listing((), 0)
+                if state.supports_skills:
                     listing = await _sdk("listing").list_skills(session)
             except Exception as error:
-                reason = _reason(error)
+                # The SDK's task groups wrap the real failure: name the first leaf, not
+                # "unhandled errors".
+                leaf: BaseException = error
+                while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
+                    leaf = leaf.exceptions[0]
+                reason = f"{type(leaf).__name__}: {leaf}" if str(leaf) else repr(leaf)
         if scope.cancelled_caught:
             reason = f"no answer within {self._timeout} s"
         if reason is not None or listing is None:
@@ -261,10 +263,3 @@ class McpSkillProvider:
         # The fixed servers first; a session naming one of them again does not list it twice.
         extra = (s for s in options.servers if isinstance(s, McpServer) and s not in self._fixed)
         return (*self._fixed, *extra)
-
-
-def _reason(error: BaseException) -> str:
-    # The SDK's task groups wrap the real failure: name the first leaf, not "unhandled errors".
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    return f"{type(error).__name__}: {error}" if str(error) else repr(error)
