@@ -18,13 +18,11 @@ MAX_EXPANDED_CHARS: Final = 262_144
 _BLANKS: Final = frozenset(" \t\r\n")
 
 
-class _Unfinished(ValueError):
-    """An unclosed quote or a trailing backslash: the caller splits on whitespace instead."""
-
-
-def _shell_words(text: str) -> list[str]:
+def split_arguments(text: str) -> tuple[str, ...]:
+    """Words of ``text``, shell-quoted; an unclosed quote falls back to whitespace splitting."""
     # The rules of shlex.split (POSIX mode, no comments) in one pass: a word is a run of bare,
     # single-quoted and double-quoted pieces; list appends and one join per word keep it linear.
+    # An unclosed quote or a trailing backslash is a typo, which must not lose the arguments.
     words: list[str] = []
     piece: list[str] = []
     in_word = False
@@ -41,14 +39,14 @@ def _shell_words(text: str) -> list[str]:
         if char == "'":
             close = text.find("'", index + 1)
             if close < 0:
-                raise _Unfinished
+                return tuple(text.split())
             piece.append(text[index + 1 : close])
             index = close + 1
         elif char == '"':
             index += 1
             while True:
                 if index >= size:
-                    raise _Unfinished
+                    return tuple(text.split())
                 char = text[index]
                 if char == '"':
                     index += 1
@@ -61,7 +59,7 @@ def _shell_words(text: str) -> list[str]:
                 index += 1
         elif char == "\\":
             if index + 1 >= size:
-                raise _Unfinished
+                return tuple(text.split())
             piece.append(text[index + 1])
             index += 2
         else:
@@ -69,15 +67,7 @@ def _shell_words(text: str) -> list[str]:
             index += 1
     if in_word:
         words.append("".join(piece))
-    return words
-
-
-def split_arguments(text: str) -> tuple[str, ...]:
-    """Words of ``text``, shell-quoted; an unclosed quote falls back to whitespace splitting."""
-    try:
-        return tuple(_shell_words(text))
-    except _Unfinished:  # a typo must not lose the arguments
-        return tuple(text.split())
+    return tuple(words)
 
 
 def expand_arguments(body: str, arguments: str) -> str:

@@ -3,19 +3,14 @@ rendering, its fit within a budget, and the session-prefix contributor."""
 
 from __future__ import annotations
 
+import functools
 import html
 import operator
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .model import (
-    PrefixContext,
-    PrefixMessage,
-    PrefixNext,
-    SkillSnapshot,
-    SkillSummary,
-)
+from .model import PrefixContext, PrefixMessage, PrefixNext, SkillSnapshot, SkillSummary
 from .quiet_log import get_logger
 from .registry import SkillRegistry
 from .text import (
@@ -116,16 +111,16 @@ def fit_catalog(
     if pinned_names:
         first = [_Line(s, bound) for s in visible if s.name in pinned_names]
         visible = [skill for skill in visible if skill.name not in pinned_names]
+    made_fit = functools.partial(
+        CatalogFit,
+        limit=limit,
+        hidden=hidden_found,
+        max_length=bound,
+        unknown_pinned=unknown_pinned,
+        unknown_hidden=unknown_hidden,
+    )
     if not first and not visible:
-        return CatalogFit(
-            text=None,
-            limit=limit,
-            used=0,
-            hidden=hidden_found,
-            max_length=bound,
-            unknown_pinned=unknown_pinned,
-            unknown_hidden=unknown_hidden,
-        )
+        return made_fit(text=None, used=0)
     first.sort(key=_by_name)
     frame = _Frame(tool_name, first)
     made: dict[int, _Line] = {}
@@ -144,19 +139,14 @@ def fit_catalog(
         shortened = sum(line.is_cut(cap) for line in listed)
         truncated = sum(line.over_max_length and not line.is_cut(cap) for line in listed)
         truncated += sum(line.over_max_length for line in first)
-        return CatalogFit(
+        return made_fit(
             text=text,
-            limit=limit,
             used=len(text),
             shortened=shortened,
             omitted=tuple(sorted(map(_by_name, left_out))),
             listed=tuple(line.name for line in (*first, *listed)),
-            hidden=hidden_found,
             description_cap=cap if shortened or left_out else None,
             truncated=truncated,
-            max_length=bound,
-            unknown_pinned=unknown_pinned,
-            unknown_hidden=unknown_hidden,
         )
 
     def every_skill_listed(cap: int | None) -> CatalogFit:
@@ -166,7 +156,10 @@ def fit_catalog(
         return every_skill_listed(None)
     floor = min(BUDGET_DESCRIPTION_FLOOR, bound)
     narrowest = floor if floor < bound else None  # None when the bound is already the floor
-    by_rank = _resolution_order(visible)
+    try:
+        by_rank = sorted(visible, key=_by_rank)
+    except AttributeError:  # a plain summary has no rank: it counts as 0
+        by_rank = sorted(visible, key=lambda skill: (getattr(skill, "rank", 0), skill.name))
     if narrowest is not None and frame.fits(lines_of(by_rank), narrowest, limit):
         # Step 1. Lengths only grow with the cap: bisect between the floor (fits) and `bound`.
         fitting, too_wide = narrowest, bound
@@ -195,13 +188,6 @@ def fit_catalog(
         # them all at the floor is shorter than the closing line that would replace them.
         return every_skill_listed(narrowest)
     return outcome(list(lines_of(by_rank[:kept])), narrowest, by_rank[kept:])
-
-
-def _resolution_order(skills: list[SkillSummary]) -> list[SkillSummary]:
-    try:
-        return sorted(skills, key=_by_rank)
-    except AttributeError:  # a plain summary has no rank: it counts as 0
-        return sorted(skills, key=lambda skill: (getattr(skill, "rank", 0), skill.name))
 
 
 class _Line:

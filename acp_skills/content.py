@@ -143,32 +143,6 @@ def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = SKIL
     return "\n".join(lines)
 
 
-def _hidden_from_model(snapshot: SkillSnapshot) -> tuple[str, ...]:
-    # A bundle's whole directory, a flat skill's file only (its directory is shared).
-    paths: list[str] = []
-    for skill in (skill for skill in snapshot.skills if skill.disable_model_invocation):
-        base = skill.resource_base
-        paths.extend([skill.path] if skill.path is not None else [])
-        if isinstance(base, DirectoryResource) and not is_flat_skill(skill.path, base):
-            paths.append(base.path)
-    return tuple(paths)
-
-
-def _read_refusal(name: str, path: str, problem: ConfinedReadError, limit: int) -> Refusal:
-    reasons: dict[ConfinedReadFailure, str] = {
-        "outside": "the path resolves outside the skill's directory",
-        "excluded": "it belongs to a skill that is not available for model invocation",
-        "not_found": "no such file in the skill's directory",
-        "directory": "it is a directory, not a file",
-        "not_regular": "it is not a regular file",
-        "too_large": f"the file is {problem.size} bytes, over the {limit}-byte limit",
-        "grew": f"the file is over the {limit}-byte limit",
-        "changed": "it changed while being read",
-        "unreadable": f"it could not be read ({problem.detail})",
-    }
-    return _cannot_read(name, path, reasons[problem.failure])
-
-
 async def read_resource(
     definition: SkillDefinition,
     path: str,
@@ -194,10 +168,27 @@ async def read_resource(
             "it is a single-file skill, so it has no resource files of its own; its "
             "directory holds other skills"
         )
-    excluded = _hidden_from_model(snapshot)
+    # Skills hidden from the model: a bundle's whole directory, a flat skill's file only.
+    excluded: list[str] = []
+    for skill in (skill for skill in snapshot.skills if skill.disable_model_invocation):
+        excluded.extend([skill.path] if skill.path is not None else [])
+        hidden = skill.resource_base
+        if isinstance(hidden, DirectoryResource) and not is_flat_skill(skill.path, hidden):
+            excluded.append(hidden.path)
     found = await _FS.read_confined(base.path, path, limit, excluded=excluded)
     if isinstance(found, ConfinedReadError):
-        raise _read_refusal(name, path, found, limit)
+        reasons: dict[ConfinedReadFailure, str] = {
+            "outside": "the path resolves outside the skill's directory",
+            "excluded": "it belongs to a skill that is not available for model invocation",
+            "not_found": "no such file in the skill's directory",
+            "directory": "it is a directory, not a file",
+            "not_regular": "it is not a regular file",
+            "too_large": f"the file is {found.size} bytes, over the {limit}-byte limit",
+            "grew": f"the file is over the {limit}-byte limit",
+            "changed": "it changed while being read",
+            "unreadable": f"it could not be read ({found.detail})",
+        }
+        raise refuse(reasons[found.failure])
     if b"\0" in found.data:
         raise refuse(_BINARY)
     try:

@@ -133,34 +133,25 @@ class SkillIndex:
     def __len__(self) -> int:
         return len(self._names)
 
-    def _compounds(self, query: str) -> set[str]:
-        # Adjacent query words the indexed text writes as one: "log in" finds "login".
-        words = _words(query)
-        joined = (
-            _stem(first + second)
-            for first, second in itertools.pairwise(words)
-            if len(first) > 1 and len(second) > 1 and len(first + second) >= _MIN_COMPOUND
-        )
-        return {term for term in joined if term in self._postings}
-
     def search(self, query: str, limit: int = MAX_MATCHES) -> tuple[SkillMatch, ...]:
         """At most ``limit`` skills sharing a term with ``query``, best first, ties by name."""
-        wanted = sorted({*terms(query), *self._compounds(query)})
+        # Adjacent query words the indexed text writes as one: "log in" finds "login".
+        compounds = (
+            _stem(first + second)
+            for first, second in itertools.pairwise(_words(query))
+            if len(first) > 1 and len(second) > 1 and len(first + second) >= _MIN_COMPOUND
+        )
         scores: dict[int, float] = {}
-        for term in wanted:
+        for term in sorted({*terms(query), *compounds}):
             if (posting := self._postings.get(term)) is None:
                 continue
             for position, score in zip(*posting, strict=True):
                 scores[position] = scores.get(position, 0.0) + score
         # `nlargest` keeps the input order among equal keys: sorted positions mean name order.
         best = heapq.nlargest(limit, sorted(scores), key=scores.__getitem__)
+        names, descriptions = self._names, self._descriptions
         return tuple(
-            SkillMatch(
-                name=self._names[position],
-                description=self._descriptions[position],
-                score=scores[position],
-            )
-            for position in best
+            SkillMatch(name=names[p], description=descriptions[p], score=scores[p]) for p in best
         )
 
 

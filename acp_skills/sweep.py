@@ -26,6 +26,26 @@ RootFingerprint = dict[str, tuple[bool, FileStamp]] | None  # None: the root can
 Root = tuple[str, bool]
 
 
+def root_entries(path: str, *, skips_system: bool = False) -> list[tuple[os.DirEntry[str], bool]]:
+    """The entries of a skills root that discovery reads, each with whether it is a bundle
+    directory (links followed): every directory and ``*.md`` file, but ``.system`` where the
+    root skips it; ``OSError`` if the root cannot be listed. Nothing else can change what is
+    listed (`acp_skills.watch.is_relevant_change`)."""
+    with os.scandir(path) as listing:
+        entries = list(listing)
+    found = []
+    for entry in entries:
+        if skips_system and entry.name == ".system":
+            continue
+        try:
+            is_dir = entry.is_dir()  # follows a link, as discovery does
+        except OSError:
+            is_dir = False
+        if is_dir or entry.name.endswith(".md"):
+            found.append((entry, is_dir))
+    return found
+
+
 def _stamp(path: str) -> FileStamp:
     try:
         info = os.stat(path)
@@ -37,27 +57,15 @@ def _stamp(path: str) -> FileStamp:
 
 
 def fingerprint_root(path: str, *, skips_system: bool = False) -> RootFingerprint:
-    """What a rescan of the root at ``path`` depends on (one ``scandir``, one ``stat`` per skill).
-
-    Entries that cannot change what is listed (`acp_skills.watch.is_relevant_change`) are left
-    out: files other than ``*.md``, and ``.system`` where the root skips it."""
+    """What a rescan of the root at ``path`` depends on: one ``scandir``, a ``stat`` per skill."""
     try:
-        with os.scandir(path) as listing:
-            entries = list(listing)
+        entries = root_entries(path, skips_system=skips_system)
     except OSError:
         return None
     found: dict[str, tuple[bool, FileStamp]] = {}
-    for entry in entries:
-        if skips_system and entry.name == ".system":
-            continue
-        try:
-            is_dir = entry.is_dir()  # follows a link, as discovery does
-        except OSError:
-            is_dir = False
-        if is_dir:
-            found[entry.name] = (True, _stamp(os.path.join(entry.path, SKILL_FILE_NAME)))
-        elif entry.name.endswith(".md"):
-            found[entry.name] = (False, _stamp(entry.path))
+    for entry, bundle in entries:
+        skill_file = os.path.join(entry.path, SKILL_FILE_NAME) if bundle else entry.path
+        found[entry.name] = (bundle, _stamp(skill_file))
     return found
 
 
@@ -103,7 +111,7 @@ class SafetySweep:
         self._next_at = self._after(started)
         changed = [path for path, found in current.items() if self._baseline.get(path) != found]
         structural = any(
-            _entries(self._baseline.get(path)) != _entries(current[path]) for path in changed
+            _kinds(self._baseline.get(path)) != _kinds(current[path]) for path in changed
         )
         self._baseline = current
         return changed, structural
@@ -113,5 +121,5 @@ class SafetySweep:
         return ended + max(self._interval, SWEEP_COST_FACTOR * (ended - started))
 
 
-def _entries(found: RootFingerprint) -> dict[str, bool] | None:
+def _kinds(found: RootFingerprint) -> dict[str, bool] | None:
     return None if found is None else {name: bundle for name, (bundle, _) in found.items()}

@@ -242,13 +242,11 @@ class SkillTool:
                     limit = self._max_resource_bytes
                     candidate = next(s for s in snapshot.skills if s.name == name)
                     found = await self._registry.read_path(candidate, path, limit=limit)
-                    text = (
-                        found
-                        if found is not None
-                        else await read_resource(
+                    if found is None:
+                        found = await read_resource(
                             definition, path, snapshot=snapshot, limit=limit, read_text=read_text
                         )
-                    )
+                    text = found
             return ToolResult(text=text, is_error=False)
         except Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
@@ -291,13 +289,9 @@ class SkillTool:
     ) -> ToolResult:
         """Load and render a skill a person invoked (``/name``; not a ``user_invocable=False``
         one), its placeholders filled from ``arguments`` if given."""
+        options = SkillLookupOptions(cwd=cwd, servers=servers)
         try:
-            definition = await self._load(
-                name,
-                SkillLookupOptions(cwd=cwd, servers=servers),
-                by_model=False,
-                snapshot=snapshot,
-            )
+            definition = await self._load(name, options, by_model=False, snapshot=snapshot)
         except Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
         if arguments is not None:
@@ -318,9 +312,11 @@ class SkillTool:
             return Refusal(f"Error: skill {quote(name)} {why}")
 
         gone = "is unknown or no longer available"
-        barred = "is not available for model invocation"
-        if not by_model:
-            barred = "cannot be invoked as a command"
+        barred = (
+            "is not available for model invocation"
+            if by_model
+            else "cannot be invoked as a command"
+        )
         if snapshot is None:
             snapshot = await self._snapshot(name, options)
         found = next((skill for skill in snapshot.skills if skill.name == name), None)

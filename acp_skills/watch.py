@@ -18,7 +18,7 @@ from watchfiles import Change, watch
 from .model import SKILL_FILE_NAME
 from .provider import ProviderHandle
 from .quiet_log import get_logger
-from .sweep import SWEEP_SECONDS, SafetySweep
+from .sweep import SWEEP_SECONDS, SafetySweep, root_entries
 
 _log = get_logger(__name__)
 
@@ -97,16 +97,10 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
             continue  # the provider cannot list it either
         bundles: list[str] = []
         try:
-            entries = list(os.scandir(resolved))
+            entries = root_entries(resolved, skips_system=root.skips_system)
         except OSError:
             entries = []
-        for entry in entries:
-            if root.skips_system and entry.name == ".system":
-                continue
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
+        for entry, is_dir in entries:
             if is_dir:
                 bundles.append(entry.name)
                 bundle = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
@@ -115,7 +109,7 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
                     add(bundle, _Role((entry.name,), root.skips_system))
                     if os.path.islink(skill_file := os.path.join(bundle, SKILL_FILE_NAME)):
                         add_entry(skill_file, target=True)
-            elif entry.name.endswith(".md") and entry.is_symlink():
+            elif entry.is_symlink():
                 add_entry(entry.path, target=True)
         add(resolved, _Role((), root.skips_system, frozenset(bundles)))
     return {directory: frozenset(roles) for directory, roles in plan.items()}
@@ -148,6 +142,7 @@ class _State:
     # of each cwd looked up (least recent first), the projects to watch and those the live watch
     # covers, and whether a lookup was answered before a watch covering it was live.
     fixed_roots: tuple[WatchedRoot, ...]
+    sweep_seconds: float  # the safety sweep's shortest interval
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
     cwd_projects: OrderedDict[str | None, _Project] = field(default_factory=OrderedDict)
@@ -160,14 +155,9 @@ class _State:
 
 class _Loop:
     # The watcher thread's body: one watch of the fixed roots and the watched projects'.
-    def __init__(
-        self,
-        state: _State,
-        on_change: weakref.WeakMethod[Callable[[], None]],
-        sweep_seconds: float,
-    ) -> None:
+    def __init__(self, state: _State, on_change: weakref.WeakMethod[Callable[[], None]]) -> None:
         self._state, self._stop, self._on_change = state, state.stop, on_change
-        self._sweep = SafetySweep(sweep_seconds)  # for changes a native watch never reports
+        self._sweep = SafetySweep(state.sweep_seconds)  # for changes a native watch never reports
         self._changes: Generator[_Batch, None, None] | None = None
         self._plan: WatchPlan = {}
         self._covered: frozenset[_Project] | None = None  # the projects the watch covers
@@ -329,8 +319,7 @@ class RootWatch:
     def __init__(
         self, fixed_roots: Sequence[WatchedRoot], *, sweep_seconds: float = SWEEP_SECONDS
     ) -> None:
-        self._state = state = _State(tuple(fixed_roots))
-        self._sweep_seconds = sweep_seconds  # the safety sweep's shortest interval
+        self._state = state = _State(tuple(fixed_roots), sweep_seconds)
         self._handles: list[ProviderHandle] = []
         self._closed = False
         weakref.finalize(self, lambda: state.stop.set())  # the running thread's stop event
@@ -386,7 +375,7 @@ class RootWatch:
             if state.thread is None or not state.thread.is_alive():
                 state.stop, state.mode, state.active = threading.Event(), "starting", frozenset()
                 invalidate = weakref.WeakMethod(self._invalidate)
-                run = _Loop(state, invalidate, self._sweep_seconds).run
+                run = _Loop(state, invalidate).run
                 state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
                 state.thread.start()
 

@@ -18,13 +18,9 @@ from .._yaml import load_frontmatter
 MAX_PAGES: Final = 1000
 
 
-class _ListParams(types.PaginatedRequestParams):
-    pass
-
-
-class _ListSkills(types.Request[_ListParams, Literal["skills/list"]]):
+class _ListSkills(types.Request[types.PaginatedRequestParams, Literal["skills/list"]]):
     method: Literal["skills/list"] = "skills/list"
-    params: _ListParams
+    params: types.PaginatedRequestParams
 
 
 class _Page(BaseModel):
@@ -73,7 +69,9 @@ async def list_skills(session: ClientSession) -> Listing:
     cursor: str | None = None
     ttl: int | None = None
     for _ in range(MAX_PAGES):
-        page = await session.send_request(_ListSkills(params=_ListParams(cursor=cursor)), _Page)
+        page = await session.send_request(
+            _ListSkills(params=types.PaginatedRequestParams(cursor=cursor)), _Page
+        )
         ttl = page.ttlMs if ttl is None else ttl
         found.extend(skill for entry in page.skills if (skill := _entry(entry)) is not None)
         if not (cursor := page.nextCursor):
@@ -105,37 +103,32 @@ def _entry(raw: Mapping[str, Any]) -> ListedSkill | None:
 def text_of(result: types.ReadResourceResult, uri: str) -> bytes | None:
     """The bytes of the one content block for ``uri`` (text as UTF-8), or ``None``."""
     for content in result.contents:
-        if content.uri != uri:
-            continue
-        if isinstance(content, types.TextResourceContents):
+        if content.uri == uri and isinstance(content, types.TextResourceContents):
             return content.text.encode("utf-8", "surrogatepass")
     return None
 
 
 def matches(data: bytes, listed: ManifestFile) -> bool:
     """Size first (cheap), then the SHA-256 digest."""
-    if len(data) != listed.size:
-        return False
-    return listed.digest == "sha256:" + hashlib.sha256(data).hexdigest()
+    return (
+        len(data) == listed.size and listed.digest == "sha256:" + hashlib.sha256(data).hexdigest()
+    )
 
 
-def frontmatter_of(text: str) -> Mapping[object, object] | None:
-    """The YAML frontmatter of a ``SKILL.md`` text as a mapping, or ``None``."""
+def same_frontmatter(text: str, listed: Mapping[str, object]) -> bool:
+    """Whether the YAML frontmatter of a ``SKILL.md`` text is the one the listing gave."""
     text = text.removeprefix("\ufeff")
-    if not text.startswith("---"):
-        return None
     head, separator, _ = text[3:].partition("\n---")
-    if not separator:
-        return None
+    if not text.startswith("---") or not separator:
+        return False
     fields = load_frontmatter(head.lstrip("\r\n"), first_line=2)
-    return fields if isinstance(fields, Mapping) else None
+    return isinstance(fields, Mapping) and _plain(fields) == _plain(listed)
 
 
-def plain(value: object) -> object:
-    """``value`` with mappings as dicts and sequences as lists, so YAML read-only values
-    compare equal to the JSON the listing carried."""
+def _plain(value: object) -> object:
+    # Mappings as dicts and sequences as lists: YAML's read-only values equal the listing's JSON.
     if isinstance(value, Mapping):
-        return {str(key): plain(item) for key, item in value.items()}
+        return {str(key): _plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
+        return [_plain(item) for item in value]
     return value

@@ -15,13 +15,7 @@ import anyio
 
 from ..content import Refusal
 from ..frontmatter import ParsedSkill, parse_skill_file
-from ..model import (
-    SkillCandidate,
-    SkillDefinition,
-    SkillLookupOptions,
-    UrlResource,
-    shared_fields,
-)
+from ..model import SkillCandidate, SkillDefinition, SkillLookupOptions, UrlResource, shared_fields
 from ..quiet_log import get_logger
 from .config import McpServer
 
@@ -69,20 +63,14 @@ class McpLocator:
     served: frozenset[tuple[str, str]] = field(init=False)
 
     def __post_init__(self) -> None:
-        # Worked out once: every lookup of a session asks trust about every skill.
-        object.__setattr__(self, "served", served_pairs(self.skill))
-
-
-def served_pairs(skill: ListedSkill) -> frozenset[tuple[str, str]]:
-    """The pairs trust keeps for ``skill``: (uri, digest) of each listed file, and one for the
-    listed frontmatter (the catalog's text comes from the listing, before any file is read).
-    A dynamic skill lists no files: only its frontmatter is pinned."""
-    listed = json.dumps(skill.frontmatter, sort_keys=True, ensure_ascii=False)
-    digest = "sha256:" + hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()
-    pairs = {(skill.uri + FRONTMATTER_FRAGMENT, digest)}
-    if skill.files is not None:
-        pairs.update((file.uri, file.digest) for file in skill.files.values())
-    return frozenset(pairs)
+        # The pairs trust keeps, worked out once (every lookup asks trust about every skill):
+        # (uri, digest) of each listed file, and one for the listed frontmatter (the catalog's
+        # text comes from the listing, before any file is read). A dynamic skill lists no files.
+        listed = json.dumps(self.skill.frontmatter, sort_keys=True, ensure_ascii=False)
+        digest = "sha256:" + hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()
+        pairs = {(self.skill.uri + FRONTMATTER_FRAGMENT, digest)}
+        pairs.update((file.uri, file.digest) for file in (self.skill.files or {}).values())
+        object.__setattr__(self, "served", frozenset(pairs))
 
 
 @dataclass(slots=True)
@@ -143,19 +131,15 @@ class McpSkillProvider:
         locator = candidate.locator
         if not isinstance(locator, McpLocator):
             return None
-        server, skill = locator.server, locator.skill
+        server, skill, listing = locator.server, locator.skill, _sdk("listing")
         session = await self._pool.connection(server).session()
-        result = await session.read_resource(skill.uri)
-        data = _sdk("listing").text_of(result, skill.uri)
+        data = listing.text_of(await session.read_resource(skill.uri), skill.uri)
         listed = skill.files.get(skill.uri) if skill.files is not None else None
         text = data.decode("utf-8", "replace") if data is not None else None
-        fields = _sdk("listing").frontmatter_of(text) if text is not None else None
         if (
-            data is None
-            or text is None
-            or (listed is not None and not _sdk("listing").matches(data, listed))
-            or fields is None
-            or _sdk("listing").plain(fields) != _sdk("listing").plain(skill.frontmatter)
+            text is None
+            or (listed is not None and not listing.matches(data, listed))
+            or not listing.same_frontmatter(text, skill.frontmatter)
         ):
             self._listings.pop(server, None)
             raise Refusal(
@@ -174,29 +158,25 @@ class McpSkillProvider:
         locator = candidate.locator
         if not isinstance(locator, McpLocator):
             raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
-        skill, name = locator.skill, candidate.name
+        skill, name, listing = locator.skill, candidate.name, _sdk("listing")
+        cannot = f'Error: cannot read "{path}" of skill "{name}"'
         if path.startswith("/") or any(part in ("", ".", "..") for part in path.split("/")):
-            raise Refusal(f'Error: cannot read "{path}" of skill "{name}": not a relative path')
+            raise Refusal(f"{cannot}: not a relative path")
         uri = skill.base_uri + path
         listed = skill.files.get(uri) if skill.files is not None else None
         if skill.files is not None and listed is None:
-            raise Refusal(f'Error: cannot read "{path}" of skill "{name}": not in its manifest')
+            raise Refusal(f"{cannot}: not in its manifest")
         if listed is not None and listed.size > limit:
-            raise Refusal(
-                f'Error: cannot read "{path}" of skill "{name}": the file is {listed.size} '
-                f"bytes, over the {limit}-byte limit"
-            )
+            raise Refusal(f"{cannot}: the file is {listed.size} bytes, over the {limit}-byte limit")
         session = await self._pool.connection(locator.server).session()
-        data: bytes | None = _sdk("listing").text_of(await session.read_resource(uri), uri)
+        data: bytes | None = listing.text_of(await session.read_resource(uri), uri)
         if data is None:
-            raise Refusal(f'Error: cannot read "{path}" of skill "{name}": no text at {uri}')
+            raise Refusal(f"{cannot}: no text at {uri}")
         if listed is None:
             if len(data) > limit:
-                raise Refusal(
-                    f'Error: cannot read "{path}" of skill "{name}": over the {limit}-byte limit'
-                )
+                raise Refusal(f"{cannot}: over the {limit}-byte limit")
             return f"[unverified: this skill's files are not listed by its server]\n{data.decode()}"
-        if not _sdk("listing").matches(data, listed):
+        if not listing.matches(data, listed):
             self._listings.pop(locator.server, None)
             raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
         return data.decode("utf-8", "replace")
@@ -232,15 +212,17 @@ class McpSkillProvider:
             try:
                 connection = self._pool.connection(server)
                 session = await connection.session()
-                state.connected = True
-                if not connection.supports_skills(session):
-                    state.supports_skills = False
-                    listing = _sdk("listing").Listing((), 0)
-                else:
-                    state.supports_skills = True
+                state.connected, state.supports_skills = True, connection.supports_skills(session)
+                listing = _sdk("listing").Listing((), 0)
+                if state.supports_skills:
                     listing = await _sdk("listing").list_skills(session)
             except Exception as error:
-                reason = _reason(error)
+                # The SDK's task groups wrap the real failure: name the first leaf, not
+                # "unhandled errors".
+                leaf: BaseException = error
+                while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
+                    leaf = leaf.exceptions[0]
+                reason = f"{type(leaf).__name__}: {leaf}" if str(leaf) else repr(leaf)
         if scope.cancelled_caught:
             reason = f"no answer within {self._timeout} s"
         if reason is not None or listing is None:
@@ -281,10 +263,3 @@ class McpSkillProvider:
         # The fixed servers first; a session naming one of them again does not list it twice.
         extra = (s for s in options.servers if isinstance(s, McpServer) and s not in self._fixed)
         return (*self._fixed, *extra)
-
-
-def _reason(error: BaseException) -> str:
-    # The SDK's task groups wrap the real failure: name the first leaf, not "unhandled errors".
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    return f"{type(error).__name__}: {error}" if str(error) else repr(error)
