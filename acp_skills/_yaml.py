@@ -8,6 +8,7 @@ resolvers; the values are built here, read-only, duplicate keys refused, aliases
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -44,6 +45,12 @@ for _tag, _pattern, _initials in (
     for _initial in _initials:
         _RESOLVERS.setdefault(_initial, []).append((_tag, _pattern))
 
+_EXPLICIT: Final = {_NULL: _NULL_PATTERN, _BOOL: _BOOL_PATTERN, _INT: _INT_PATTERN}
+_EXPLICIT[_FLOAT] = _FLOAT_PATTERN
+# Whether a plain scalar may be other than a string: it starts as a boolean or a number can, or
+# it is a null. One C call rules out most scalars (`name`, `skill-1`, `Apache-2.0`).
+_MAYBE_TYPED: Final = re.compile(r"[~tTfF+\-.0-9]|(?:null|Null|NULL)?\Z")
+
 if TYPE_CHECKING:
     _Parser = yaml.SafeLoader
 elif yaml.__with_libyaml__:
@@ -55,20 +62,15 @@ else:
 
 
 class _CoreSchemaLoader(_Parser):
-    def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
-        if kind is ScalarNode:
-            if implicit[0]:
-                for tag, pattern in _RESOLVERS.get(value[:1], ()):
-                    if pattern.match(value):
-                        return tag
-            return _STR
-        return _SEQ if kind is SequenceNode else _MAP
+    # The composer calls these hooks for every node; here they do no work. The tag of a node
+    # without one is what `resolve` returns, its implicit flags (a tuple for a scalar, a bool
+    # for a collection), and `_Walker` resolves each untagged plain scalar once, as it builds
+    # the value. There are no path resolvers: the other two hooks are C no-ops.
+    def resolve(self, kind: type[Node], value: str | None, implicit: object) -> str:
+        return implicit  # type: ignore[return-value]
 
-    def descend_resolver(self, current_node: Node | None, current_index: object) -> None:
-        pass  # no path resolvers, nothing to track
-
-    def ascend_resolver(self) -> None:
-        pass
+    descend_resolver = operator.is_  # type: ignore[assignment]
+    ascend_resolver = tuple  # type: ignore[assignment]
 
 
 # Hostile input becomes a problem, not a RecursionError or a "billion laughs" blow-up.
@@ -151,28 +153,37 @@ class _Walker:
         self._in_progress.add(key)
         size = 1
         result: object
-        if isinstance(node, SequenceNode) and node.tag == _SEQ:
-            items: list[object] = []
-            for child in node.value:
-                value, child_size = self._value(child, depth)
-                items.append(value)
-                size += child_size
-            result = tuple(items)
-        elif isinstance(node, MappingNode) and node.tag == _MAP:
+        tag: object = node.tag
+        if type(node) is MappingNode and (type(tag) is not str or tag == _MAP):
             mapping: dict[object, object] = {}
             for key_node, value_node in node.value:
                 if type(key_node) is not ScalarNode:
                     raise _Refused(f"a mapping key must be a single value{self.at(key_node)}")
-                name = key_node.value if key_node.tag == _STR else self._scalar(key_node)
+                name = self.scalar(key_node)
                 # Python equality decides: `1`, `1.0` and `true` are one dict key, so they count
                 # as duplicates here although YAML would call them different.
                 if name in mapping:
                     line = None if key_node.start_mark is None else key_node.start_mark.line
                     where = None if line is None else line + self._first_line
                     raise _Refused(f"duplicate key {name!r}{self.at(key_node)}", where)
-                mapping[name], value_size = self._value(value_node, depth)
-                size += 1 + value_size
+                if type(value_node) is ScalarNode:
+                    mapping[name] = self.scalar(value_node)
+                    size += 2
+                else:
+                    mapping[name], value_size = self.build(value_node, depth + 1)
+                    size += 1 + value_size
             result = MappingProxyType(mapping)
+        elif type(node) is SequenceNode and (type(tag) is not str or tag == _SEQ):
+            items: list[object] = []
+            for child in node.value:
+                if type(child) is ScalarNode:
+                    items.append(self.scalar(child))
+                    size += 1
+                else:
+                    value, child_size = self.build(child, depth + 1)
+                    items.append(value)
+                    size += child_size
+            result = tuple(items)
         else:
             raise _Refused(f"unsupported YAML tag {_short(node.tag)}{self.at(node)}")
         self._in_progress.discard(key)
@@ -183,18 +194,32 @@ class _Walker:
         self._built[key] = result, size
         return result, size
 
-    def _value(self, node: Node, depth: int) -> tuple[object, int]:
-        if type(node) is ScalarNode:
-            return (node.value if node.tag == _STR else self._scalar(node)), 1
-        return self.build(node, depth + 1)
+    def scalar(self, node: ScalarNode) -> object:
+        tag: object = node.tag
+        text: str = node.value
+        if type(tag) is tuple:  # untagged: (plain implicit, quoted implicit)
+            if not tag[0] or not _MAYBE_TYPED.match(text):
+                return text  # quoted, a block scalar, the non-specific tag `!`, or plain text
+            for kind, implicit_pattern in _RESOLVERS.get(text[:1], ()):
+                if match := implicit_pattern.match(text):
+                    return self._typed(node, kind, text, match)
+            return text
+        if tag == _STR:
+            return text
+        if (pattern := _EXPLICIT.get(node.tag)) is None:
+            raise _Refused(f"unsupported YAML tag {_short(node.tag)}{self.at(node)}")
+        # Only an explicit tag gets here, e.g. `!!bool yes` or `!!int 1_000`.
+        if match := pattern.match(text):
+            return self._typed(node, tag, text, match)
+        raise _Refused(f"{text!r} is not a valid {_short(node.tag)} value{self.at(node)}")
 
-    def _scalar(self, node: ScalarNode) -> object:
-        tag, text = node.tag, node.value
-        if tag == _NULL and _NULL_PATTERN.match(text):
+    def _typed(self, node: ScalarNode, kind: object, text: str, match: re.Match[str]) -> object:
+        # The value of a scalar that matched the pattern of ``kind``.
+        if kind == _NULL:
             return None
-        if tag == _BOOL and _BOOL_PATTERN.match(text):
+        if kind == _BOOL:
             return text[0] in "tT"
-        if tag == _INT and (match := _INT_PATTERN.match(text)):
+        if kind == _INT:
             decimal, octal, hexadecimal = match.groups()
             try:
                 if decimal is not None:
@@ -202,14 +227,7 @@ class _Walker:
                 return int(octal, 8) if octal is not None else int(hexadecimal, 16)
             except ValueError:  # over 4300 decimal digits (CVE-2020-10735)
                 raise _Refused(f"integer too long{self.at(node)}") from None
-        if tag == _FLOAT and _FLOAT_PATTERN.match(text):
-            special = text.lstrip("+-").lower()
-            if special == ".inf":
-                return -math.inf if text.startswith("-") else math.inf
-            return math.nan if special == ".nan" else float(text)
-        if tag == _STR:
-            return text
-        if tag not in (_NULL, _BOOL, _INT, _FLOAT):
-            raise _Refused(f"unsupported YAML tag {_short(tag)}{self.at(node)}")
-        # Only an explicit tag gets here, e.g. `!!bool yes` or `!!int 1_000`.
-        raise _Refused(f"{text!r} is not a valid {_short(tag)} value{self.at(node)}")
+        special = text.lstrip("+-").lower()
+        if special == ".inf":
+            return -math.inf if text.startswith("-") else math.inf
+        return math.nan if special == ".nan" else float(text)
