@@ -12,8 +12,15 @@ import anyio
 
 from .diagnostics import Diagnostic, diagnostic, file_diagnostics, root_missing
 from .errors import Problem
-from .frontmatter import MAX_FRONTMATTER_BYTES, ParsedSkill, decode_skill_bytes, parse_skill_file
-from .fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem, read_local_file
+from .frontmatter import ParsedSkill, decode_skill_bytes, parse_skill_file
+from .fs import (
+    DirEntry,
+    FileReadError,
+    LocalFileSystem,
+    SkillFileSystem,
+    list_local_dir,
+    read_local_file,
+)
 from .model import SKILL_FILE_NAME, DirectoryResource, ResourceBase, SkillCandidate, SkillDefinition
 
 CUSTOM: Final = "custom"
@@ -22,12 +29,13 @@ USER_DSH: Final = "user-dsh"
 _SYSTEM_DIR: Final = ".system"
 _BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
 _IN_BUNDLE: Final = os.sep + SKILL_FILE_NAME
-# Enough for the largest frontmatter allowed, its opening and closing lines.
-_HEAD_BYTES: Final = MAX_FRONTMATTER_BYTES + 16
+# Where discovery looks for the frontmatter first: real ones are a few hundred bytes.
+_HEAD_BYTES: Final = 4096
 _Listing: TypeAlias = Sequence[DirEntry] | Problem | None
 _Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
-# A file to read: its root, its path, its resource directory and the name its place suggests.
-_SkillFile: TypeAlias = tuple["SkillRoot", str, str, str]
+# A file to read: its root's index, its path, its resource directory and the name its place
+# suggests.
+_SkillFile: TypeAlias = tuple[int, str, str, str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,10 +69,29 @@ async def scan(
     fs: SkillFileSystem, roots: Sequence[SkillRoot], provider: str, max_bytes: int
 ) -> LocalDiscovery:
     """Discover the skills in ``roots`` through ``fs`` (`LocalSkillProvider.scan`)."""
-    report: list[Diagnostic] = []
-    files: list[_SkillFile] = []
+    if type(fs) is LocalFileSystem:
+        # The local disk: every listing, read and parse in one worker-thread hop.
+        def scan_local() -> LocalDiscovery:
+            listings = [_local_listing(root.path) for root in roots]
+            return _judge(roots, listings, None, provider, max_bytes)
+
+        return await anyio.to_thread.run_sync(scan_local)
     listings = await list_roots(fs, roots)
-    for root, listing in zip(roots, listings, strict=True):
+    paths = [path for _, path, _, _ in _skill_files(roots, listings, [])]
+    contents = await fs.read_files(paths, max_bytes)
+    if len(contents) != len(paths):
+        raise RuntimeError(
+            f"the filesystem returned {len(contents)} results for {len(paths)} files"
+        )
+    return await anyio.to_thread.run_sync(_judge, roots, listings, contents, provider, max_bytes)
+
+
+def _skill_files(
+    roots: Sequence[SkillRoot], listings: Sequence[_Listing], report: list[Diagnostic]
+) -> list[_SkillFile]:
+    # The files of each root discovery reads, in order; what it skips with a word goes in report.
+    files: list[_SkillFile] = []
+    for index, (root, listing) in enumerate(zip(roots, listings, strict=True)):
         if isinstance(listing, Problem):
             report.append(diagnostic(listing, root.path))
         elif listing is not None:
@@ -76,65 +103,75 @@ async def scan(
                     continue
                 path = prefix + name
                 if entry.kind == "dir":
-                    files.append((root, path + _IN_BUNDLE, path, name))
+                    files.append((index, path + _IN_BUNDLE, path, name))
                 elif entry.kind == "file" and name.upper() in NOT_SKILLS:
                     report.append(diagnostic(not_a_skill_file(name), path))
                 elif entry.kind == "file" and name.endswith(".md"):
-                    files.append((root, path, root.path, name[:-3]))
+                    files.append((index, path, root.path, name[:-3]))
                 elif entry.kind == "broken_link":
                     report.append(diagnostic(_BROKEN_LINK, path))
         elif root.source == CUSTOM:
             # Most people have no project skills; only a root asked for by name is worth a word.
             report.append(root_missing(root.path))
-    contents: Sequence[bytes | FileReadError] | None = None
-    if type(fs) is not LocalFileSystem:
-        contents = await fs.read_files([f[1] for f in files], max_bytes)
-        if len(contents) != len(files):
-            raise RuntimeError(
-                f"the filesystem returned {len(contents)} results for {len(files)} files"
-            )
-    found = dict.fromkeys(roots, 0)
+    return files
 
-    def judge_all() -> list[SkillCandidate]:
-        # Each local file is parsed as soon as read: a thousand files' bytes held at once cost
-        # fresh memory (page faults) that rivals the reads themselves.
-        candidates = []
-        for index, (root, path, resource_dir, expected) in enumerate(files):
-            content = read_local_file(path, max_bytes) if contents is None else contents[index]
-            outcome = parse_file(content)
-            misnamed = contents is None and _lowercase_skill_file(outcome, resource_dir)
-            nested = () if contents is not None else _nested_skill_dirs(outcome, resource_dir)
-            if misnamed:
-                report.append(diagnostic(misnamed_skill_file(), path))
-            elif nested:
-                report.append(diagnostic(nested_skill_dirs(nested), path))
-            else:
-                report.extend(file_diagnostics(path, outcome, expected_name=expected))
-            if isinstance(outcome, ParsedSkill):
-                candidates.append(
-                    build_skill(
-                        SkillCandidate,
-                        provider,
-                        outcome,
-                        root.source,
-                        resource_dir,
-                        path,
-                        rank=root.rank,
-                        locator=path,  # all `get` needs to find the file again
-                    )
+
+def _judge(
+    roots: Sequence[SkillRoot],
+    listings: Sequence[_Listing],
+    contents: Sequence[bytes | FileReadError] | None,
+    provider: str,
+    max_bytes: int,
+) -> LocalDiscovery:
+    # Off the event loop. Without ``contents`` (the local disk), each file is parsed as soon as
+    # read: a thousand files' bytes held at once cost fresh memory (page faults) that rivals
+    # the reads themselves.
+    report: list[Diagnostic] = []
+    found = [0 for _ in roots]
+    candidates = []
+    for position, (index, path, resource_dir, expected) in enumerate(
+        _skill_files(roots, listings, report)
+    ):
+        content = read_local_file(path, max_bytes) if contents is None else contents[position]
+        outcome = parse_file(content)
+        misnamed = contents is None and _lowercase_skill_file(outcome, resource_dir)
+        nested = () if contents is not None else _nested_skill_dirs(outcome, resource_dir)
+        if misnamed:
+            report.append(diagnostic(misnamed_skill_file(), path))
+        elif nested:
+            report.append(diagnostic(nested_skill_dirs(nested), path))
+        else:
+            report.extend(file_diagnostics(path, outcome, expected_name=expected))
+        if isinstance(outcome, ParsedSkill):
+            root = roots[index]
+            candidates.append(
+                build_skill(
+                    SkillCandidate,
+                    provider,
+                    outcome,
+                    root.source,
+                    resource_dir,
+                    path,
+                    rank=root.rank,
+                    locator=path,  # all `get` needs to find the file again
                 )
-                found[root] += 1
-        return candidates
-
-    candidates = await anyio.to_thread.run_sync(judge_all)
+            )
+            found[index] += 1
     return LocalDiscovery(
         roots=tuple(
-            RootReport(root=root, exists=listing is not None, skills=found[root])
-            for root, listing in zip(roots, listings, strict=True)
+            RootReport(root=root, exists=listing is not None, skills=count)
+            for root, listing, count in zip(roots, listings, found, strict=True)
         ),
         candidates=tuple(candidates),
         diagnostics=tuple(report),
     )
+
+
+def _local_listing(path: str) -> _Listing:
+    try:
+        return list_local_dir(path)
+    except OSError as exc:
+        return unreadable_root(exc)
 
 
 async def list_roots(fs: SkillFileSystem, roots: Sequence[SkillRoot]) -> Sequence[_Listing]:
@@ -266,10 +303,12 @@ def parse_file(
         return content
     if not with_body and content.isascii():
         # Decoding a 12 KB body only to drop it was a tenth of a discovery. ASCII is valid
-        # UTF-8 cut anywhere. A closing line cut short at the head's end would close a
-        # frontmatter over the limit: like any problem, that is looked at again in full.
-        head = content[:_HEAD_BYTES].decode("ascii")
-        parsed = parse_skill_file(head, with_body=False)
+        # UTF-8 cut anywhere; cut after a newline, a closing line in the head is whole. A
+        # frontmatter longer than the head is a problem here, and is looked at again in full.
+        head = content[:_HEAD_BYTES]
+        if len(head) < len(content):
+            head = head[: head.rfind(b"\n") + 1]
+        parsed = parse_skill_file(head.decode("ascii"), with_body=False)
         if not isinstance(parsed, Problem) or len(head) == len(content):
             return parsed
     text = decode_skill_bytes(content)

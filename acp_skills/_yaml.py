@@ -153,13 +153,17 @@ class _Walker:
         self._in_progress.add(key)
         size = 1
         result: object
+        # `tag` may be a tuple or a bool here (see `_CoreSchemaLoader`), whatever the stubs say.
         tag: object = node.tag
+        # Scalars are read inline where they are plain strings: most are.
         if type(node) is MappingNode and (type(tag) is not str or tag == _MAP):
             mapping: dict[object, object] = {}
             for key_node, value_node in node.value:
                 if type(key_node) is not ScalarNode:
                     raise _Refused(f"a mapping key must be a single value{self.at(key_node)}")
-                name = self.scalar(key_node)
+                tag, name = key_node.tag, key_node.value
+                if type(tag) is not tuple or (tag[0] and _MAYBE_TYPED.match(name)):  # type: ignore[comparison-overlap]
+                    name = self.scalar(key_node)  # else a string, the usual case
                 # Python equality decides: `1`, `1.0` and `true` are one dict key, so they count
                 # as duplicates here although YAML would call them different.
                 if name in mapping:
@@ -167,7 +171,10 @@ class _Walker:
                     where = None if line is None else line + self._first_line
                     raise _Refused(f"duplicate key {name!r}{self.at(key_node)}", where)
                 if type(value_node) is ScalarNode:
-                    mapping[name] = self.scalar(value_node)
+                    tag, value = value_node.tag, value_node.value
+                    if type(tag) is not tuple or (tag[0] and _MAYBE_TYPED.match(value)):  # type: ignore[comparison-overlap]
+                        value = self.scalar(value_node)
+                    mapping[name] = value
                     size += 2
                 else:
                     mapping[name], value_size = self.build(value_node, depth + 1)

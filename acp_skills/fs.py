@@ -66,7 +66,7 @@ class LocalFileSystem:
 
     async def list_dir(self, path: str) -> Sequence[DirEntry] | None:
         """A directory's entries (`SkillFileSystem.list_dir`)."""
-        return await anyio.to_thread.run_sync(_list_dir, path)
+        return await anyio.to_thread.run_sync(list_local_dir, path)
 
     async def read_files(
         self, paths: Sequence[str], max_bytes: int
@@ -87,7 +87,8 @@ class LocalFileSystem:
         )
 
 
-def _list_dir(path: str) -> list[DirEntry] | None:
+def list_local_dir(path: str) -> list[DirEntry] | None:
+    """`LocalFileSystem.list_dir`, in the calling thread (blocking)."""
     try:
         with os.scandir(path) as entries:
             return [DirEntry(name=entry.name, kind=_kind_of(entry)) for entry in entries]
