@@ -53,16 +53,21 @@ _CHUNK: Final = 8192
 def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | ConfinedReadError:
     """Read an opened regular file whole, within the cap (raises ``OSError``)."""
     info = os.fstat(fd)
-    if stat.S_ISDIR(info.st_mode):
-        return ConfinedReadError(failure="directory")
     if not stat.S_ISREG(info.st_mode):
-        return ConfinedReadError(failure="not_regular")
+        return ConfinedReadError(
+            failure="directory" if stat.S_ISDIR(info.st_mode) else "not_regular"
+        )
     if info.st_size > max_bytes:
         return ConfinedReadError(failure="too_large", size=info.st_size)
     # Asking for more than fstat's size, the usual case costs one call (a second "is that all?"
     # read adds a fifth to a large discovery); asking for max_bytes would allocate a megabyte.
-    chunks: list[bytes] = []
-    total = 0
+    first = os.read(fd, max(info.st_size + 1, _CHUNK))
+    if len(first) == info.st_size:
+        return info, first
+    chunks: list[bytes] = [first]
+    total = len(first)
+    if total > max_bytes:
+        return ConfinedReadError(failure="grew")
     while True:
         request = max(info.st_size + 1 - total, _CHUNK)
         if not (chunk := os.read(fd, request)):

@@ -118,6 +118,9 @@ def file_diagnostics(
     if isinstance(outcome, Problem):
         return (diagnostic(outcome, path),)
     name = outcome.name
+    clean = not outcome.notes and KNOWN_FRONTMATTER_KEYS.issuperset(outcome.fields)
+    if clean and name == expected_name:
+        return ()  # the usual case, first: discovery reads thousands of these
     found = [diagnostic(note, path, skill=name) for note in outcome.notes]
     if expected_name is not None and name != expected_name:
         where = f"its file name {os.path.basename(path)!r}"

@@ -65,12 +65,18 @@ class SkillSummary:
     resource_base: ResourceBase | None = None
 
 
-_SUMMARY_FIELDS = tuple(item.name for item in fields(SkillSummary))
-
-
 def summary_of(skill: SkillSummary) -> SkillSummary:
     """The plain `SkillSummary` of any summary, candidate or definition."""
-    return SkillSummary(**{name: getattr(skill, name) for name in _SUMMARY_FIELDS})
+    return SkillSummary(
+        name=skill.name,
+        description=skill.description,
+        when_to_use=skill.when_to_use,
+        disable_model_invocation=skill.disable_model_invocation,
+        user_invocable=skill.user_invocable,
+        source=skill.source,
+        provider=skill.provider,
+        resource_base=skill.resource_base,
+    )
 
 
 def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:

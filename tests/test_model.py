@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_skills import is_skill_name
+from acp_skills.model import DirectoryResource, SkillCandidate, SkillSummary, summary_of
 from tests.test_frontmatter import _NAMES
 
 
@@ -39,3 +42,30 @@ def test_is_skill_name_agrees_with_a_reference_definition(value: str) -> None:
 def test_is_skill_name_rejects_non_strings(value: object) -> None:
     """Only strings can be names."""
     assert not is_skill_name(value)
+
+
+def test_summary_of_keeps_every_summary_field_and_nothing_more() -> None:
+    """A candidate's summary carries each `SkillSummary` field, whatever fields are added later."""
+    candidate = SkillCandidate(
+        name="pdf-tools",
+        description="Fill PDF forms.",
+        when_to_use="When a PDF form is mentioned.",
+        disable_model_invocation=True,
+        user_invocable=False,
+        source="custom",
+        provider="local",
+        resource_base=DirectoryResource(path="/skills/pdf-tools"),
+        rank=300,
+        locator="/skills/pdf-tools/SKILL.md",
+        path="/skills/pdf-tools/SKILL.md",
+        argument_hint="FILE",
+    )
+    summary = summary_of(candidate)
+    assert type(summary) is SkillSummary
+    for item in dataclasses.fields(SkillSummary):
+        assert getattr(summary, item.name) == getattr(candidate, item.name), item.name
+    # Every field is given a non-default value above, so a forgotten one would show.
+    defaults = SkillSummary(name="x", description="y")
+    for item in dataclasses.fields(SkillSummary):
+        if item.name not in ("name", "description"):
+            assert getattr(summary, item.name) != getattr(defaults, item.name), item.name
