@@ -1,5 +1,6 @@
-"""One discovery of given roots: one ``list_dir`` per root (concurrently), one ``read_files``
-batch, the files parsed off the event loop (never inside that batch), and one report."""
+"""One discovery of given roots, and its report. On the local disk, listing, reading and
+parsing take one worker-thread hop; through a custom filesystem, one ``list_dir`` per root
+(concurrently), one ``read_files`` batch, and the files parsed off the event loop after it."""
 
 from __future__ import annotations
 
@@ -73,17 +74,22 @@ async def scan(
         # The local disk: every listing, read and parse in one worker-thread hop.
         def scan_local() -> LocalDiscovery:
             listings = [_local_listing(root.path) for root in roots]
-            return _judge(roots, listings, None, provider, max_bytes)
+            report: list[Diagnostic] = []
+            files = _skill_files(roots, listings, report)
+            return _judge(roots, listings, files, report, None, provider, max_bytes)
 
         return await anyio.to_thread.run_sync(scan_local)
     listings = await list_roots(fs, roots)
-    paths = [path for _, path, _, _ in _skill_files(roots, listings, [])]
-    contents = await fs.read_files(paths, max_bytes)
-    if len(contents) != len(paths):
+    report: list[Diagnostic] = []
+    files = _skill_files(roots, listings, report)
+    contents = await fs.read_files([path for _, path, _, _ in files], max_bytes)
+    if len(contents) != len(files):
         raise RuntimeError(
-            f"the filesystem returned {len(contents)} results for {len(paths)} files"
+            f"the filesystem returned {len(contents)} results for {len(files)} files"
         )
-    return await anyio.to_thread.run_sync(_judge, roots, listings, contents, provider, max_bytes)
+    return await anyio.to_thread.run_sync(
+        _judge, roots, listings, files, report, contents, provider, max_bytes
+    )
 
 
 def _skill_files(
@@ -119,6 +125,8 @@ def _skill_files(
 def _judge(
     roots: Sequence[SkillRoot],
     listings: Sequence[_Listing],
+    files: Sequence[_SkillFile],
+    report: list[Diagnostic],
     contents: Sequence[bytes | FileReadError] | None,
     provider: str,
     max_bytes: int,
@@ -126,12 +134,9 @@ def _judge(
     # Off the event loop. Without ``contents`` (the local disk), each file is parsed as soon as
     # read: a thousand files' bytes held at once cost fresh memory (page faults) that rivals
     # the reads themselves.
-    report: list[Diagnostic] = []
     found = [0 for _ in roots]
     candidates = []
-    for position, (index, path, resource_dir, expected) in enumerate(
-        _skill_files(roots, listings, report)
-    ):
+    for position, (index, path, resource_dir, expected) in enumerate(files):
         content = read_local_file(path, max_bytes) if contents is None else contents[position]
         outcome = parse_file(content)
         misnamed = contents is None and _lowercase_skill_file(outcome, resource_dir)

@@ -1,8 +1,9 @@
 """YAML 1.2 core-schema frontmatter: text in, a read-only mapping or a Problem out.
 
 PyYAML is YAML 1.1 (``yes`` is a boolean, a repeated key wins), and a flag read the wrong way can
-expose a skill. So PyYAML (LibYAML when installed) only composes nodes, tagged by core-schema
-resolvers; the values are built here, read-only, duplicate keys refused, aliases and depth bounded.
+expose a skill. So PyYAML (LibYAML when installed) only composes nodes, leaving each untagged
+node's implicit flags as its tag; the values are built here by the core schema, read-only,
+duplicate keys refused, aliases and depth bounded.
 """
 
 from __future__ import annotations
@@ -206,7 +207,7 @@ class _Walker:
         text: str = node.value
         if type(tag) is tuple:  # untagged: (plain implicit, quoted implicit)
             if not tag[0] or not _MAYBE_TYPED.match(text):
-                return text  # quoted, a block scalar, the non-specific tag `!`, or plain text
+                return text  # quoted, a block scalar, or plain text
             for kind, implicit_pattern in _RESOLVERS.get(text[:1], ()):
                 if match := implicit_pattern.match(text):
                     return self._typed(node, kind, text, match)

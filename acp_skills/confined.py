@@ -61,13 +61,8 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
         return ConfinedReadError(failure="too_large", size=info.st_size)
     # Asking for more than fstat's size, the usual case costs one call (a second "is that all?"
     # read adds a fifth to a large discovery); asking for max_bytes would allocate a megabyte.
-    first = os.read(fd, max(info.st_size + 1, _CHUNK))
-    if len(first) == info.st_size:
-        return info, first
-    chunks: list[bytes] = [first]
-    total = len(first)
-    if total > max_bytes:
-        return ConfinedReadError(failure="grew")
+    chunks: list[bytes] = []
+    total = 0
     while True:
         request = max(info.st_size + 1 - total, _CHUNK)
         if not (chunk := os.read(fd, request)):

@@ -16,6 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from acp_skills import _yaml
 from acp_skills._yaml import load_frontmatter
 from acp_skills.errors import Problem
 
@@ -72,6 +73,13 @@ GOLDEN: list[tuple[str, str, object]] = [
       "i": "-.NAN", "j": "1e"}),
     ("not-core", "a: 12:30\nb: =\n<<: {a: 1}\n2001-12-14t21:59:43.10-05:00: x\n",
      {"a": "12:30", "b": "=", "<<": {"a": 1}, "2001-12-14t21:59:43.10-05:00": "x"}),
+    # Keys and values are read inline when they are plain strings; each other kind of scalar
+    # takes the full path, in either place.
+    ("typed-keys", "2: a\ntrue: b\n~: c\n!!str 12: d\nname: e\n",
+     {2: "a", True: "b", None: "c", "12": "d", "name": "e"}),
+    ("explicit-and-non-specific-tags",
+     "a: !!str 12\nb: ! 12\nc: !\nd:\ne: [~, 1, \"2\", true, skill-1]\n",
+     {"a": "12", "b": 12, "c": "", "d": None, "e": (None, 1, "2", True, "skill-1")}),
     ("quoted", "a: \"x: y#z\"\nb: 'it''s'\nc: \"caf\\u00e9\"\n",
      {"a": "x: y#z", "b": "it's", "c": "café"}),
     ("flow", "tags: [review, git, 1]\nnone: []\nmap: {b: 1}\n",
@@ -344,3 +352,18 @@ def test_generated_frontmatter_reads_as_pyyaml_reads_it(
         assert isinstance(result, MappingProxyType) or (
             isinstance(result, Problem) and result.code in ("yaml-invalid", "frontmatter-missing")
         )
+
+
+@settings(max_examples=3000)
+@given(
+    st.one_of(
+        st.text(alphabet=st.sampled_from(list("01789+-.eExXoabfnlNtruTFsI~_ :")), max_size=8),
+        st.sampled_from(["null", "Null", "NULL", "true", "FALSE", ".inf", "-.Inf", ".nan", ""]),
+        st.text(max_size=6),
+    )
+)
+def test_the_quick_check_lets_through_every_scalar_a_core_pattern_types(text: str) -> None:
+    """A plain scalar read inline as a string is one no core-schema pattern would type."""
+    typed = any(pattern.match(text) for _, pattern in _yaml._RESOLVERS.get(text[:1], ()))
+    if typed:
+        assert _yaml._MAYBE_TYPED.match(text), text
