@@ -10,11 +10,17 @@ when the application set up no logging at all (docs/integration.md, "Logs").
 
 from __future__ import annotations
 
-import functools
 import logging
-from typing import Any
+from typing import Any, Final
 
 import structlog
+
+_LEVELS: Final = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
 
 
 class LibraryLogger:
@@ -27,18 +33,28 @@ class LibraryLogger:
         # A lazy proxy: it reads structlog's configuration when an event is logged.
         self._structured: Any = structlog.get_logger(name)
 
-    def _emit(self, level: str, event: str, **fields: Any) -> None:
+    def debug(self, event: str, **fields: Any) -> None:
+        self._emit("debug", event, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._emit("info", event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._emit("warning", event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._emit("error", event, fields)
+
+    def _emit(self, level: str, event: str, fields: dict[str, Any]) -> None:
         if structlog.is_configured():
             getattr(self._structured, level)(event, **fields)
-        elif (number := logging.getLevelNamesMapping()[level.upper()]) >= logging.WARNING:
-            error = fields.pop("exc_info", None)
-            words = " ".join(f"{key}={value!r}" for key, value in fields.items())
-            logging.getLogger(self._name).log(number, f"{event} {words}".rstrip(), exc_info=error)
-
-    debug = functools.partialmethod(_emit, "debug")
-    info = functools.partialmethod(_emit, "info")
-    warning = functools.partialmethod(_emit, "warning")
-    error = functools.partialmethod(_emit, "error")
+            return
+        number = _LEVELS[level]
+        if number < logging.WARNING:
+            return
+        error = fields.pop("exc_info", None)
+        words = " ".join(f"{key}={value!r}" for key, value in fields.items())
+        logging.getLogger(self._name).log(number, f"{event} {words}".rstrip(), exc_info=error)
 
 
 def get_logger(name: str) -> LibraryLogger:

@@ -8,7 +8,17 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn, Protocol, TypeAlias, cast, get_args, runtime_checkable
+from typing import (
+    Any,
+    Final,
+    Literal,
+    NoReturn,
+    Protocol,
+    TypeAlias,
+    cast,
+    get_args,
+    runtime_checkable,
+)
 
 import anyio.lowlevel
 
@@ -18,6 +28,7 @@ from .text import replace_lone_surrogates
 HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
 """``initial``: the first request on a fresh record; ``resume``: the first on a record holding a
 header already (``session/load``); ``change``: a later request whose header differs."""
+_HEADER_REASONS: Final = frozenset(get_args(HeaderReason))
 
 # Far above real messages and schemas, far below the recursion limit of any walk over a value.
 MAX_JSON_DEPTH = 100
@@ -101,7 +112,8 @@ class HeaderEntry:
     message_prefix: tuple[PrefixMessage, ...]
 
     def __post_init__(self) -> None:
-        if self.reason not in (reasons := sorted(get_args(HeaderReason))):
+        if self.reason not in _HEADER_REASONS:
+            reasons = sorted(_HEADER_REASONS)
             raise ValueError(f"header reason must be one of {reasons}, got {self.reason!r}")
         if not isinstance(self.system, str):
             raise TypeError(f"header system must be a string, got {type(self.system).__name__}")

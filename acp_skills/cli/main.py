@@ -132,11 +132,12 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
     snapshot = await registry.snapshot(options)
     states = trust_of(args, [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)])
     # Each skill that stands, then (with --all) each it shadows, with what shadows it.
+    lost_by_name: dict[str, list[tuple[SkillCandidate, SkillCandidate | None]]] = {}
+    for lost in snapshot.shadowed if args.all else ():
+        lost_by_name.setdefault(lost.skill.name, []).append((lost.skill, lost.winner))
     entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
     for skill in snapshot.skills:
-        entries.append((skill, None))
-        shadowed = snapshot.shadowed if args.all else ()
-        entries += [(lost.skill, lost.winner) for lost in shadowed if lost.skill.name == skill.name]
+        entries += [(skill, None), *lost_by_name.get(skill.name, ())]
     listed = [
         {
             "name": skill.name,

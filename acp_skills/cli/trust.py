@@ -73,21 +73,21 @@ def _trust(args: argparse.Namespace, style: Style) -> Outcome:
 
 
 def _listed(store: TrustStore, style: Style) -> Outcome:
-    # Sorted, a project's key (an absolute path) comes before every "mcp:" key.
     stored = store.read()
     projects: list[dict[str, object]] = []
     servers: list[dict[str, object]] = []
-    lines = []
+    project_lines, server_lines = [], []  # projects first, whatever their keys sort like
     for key, decision in sorted(stored.decisions.items()):
         if not key.startswith(SERVER_KEY_PREFIX):
             projects.append({"path": key, "decision": decision})
-            lines.append(f"{style(decision, BOLD)}  {key}")
+            project_lines.append(f"{style(decision, BOLD)}  {key}")
             continue
         resources = len(stored.served.get(key, ()))
         servers.append({"server": key, "decision": decision, "resources": resources})
         count = f" ({resources} resources)" if decision == "trusted" else ""
         # Quoted as --forget and --refuse take it.
-        lines.append(f"{style(decision, BOLD)}  {shlex.quote(key)}{count}")
+        server_lines.append(f"{style(decision, BOLD)}  {shlex.quote(key)}{count}")
+    lines = project_lines + server_lines
     remark = [] if lines else [f"no decisions stored in {store.path}"]
     listed: dict[str, object] = {"projects": projects}
     if servers:
