@@ -46,8 +46,13 @@ for _tag, _pattern, _initials in (
     for _initial in _initials:
         _RESOLVERS.setdefault(_initial, []).append((_tag, _pattern))
 
-_EXPLICIT: Final = {_NULL: _NULL_PATTERN, _BOOL: _BOOL_PATTERN, _INT: _INT_PATTERN}
-_EXPLICIT[_FLOAT] = _FLOAT_PATTERN
+# An explicit tag, e.g. `!!int 1_000`: the pattern its value must match.
+_EXPLICIT: Final = {
+    _NULL: _NULL_PATTERN,
+    _BOOL: _BOOL_PATTERN,
+    _INT: _INT_PATTERN,
+    _FLOAT: _FLOAT_PATTERN,
+}
 # Whether a plain scalar may be other than a string: it starts as a boolean or a number can, or
 # it is a null. One C call rules out most scalars (`name`, `skill-1`, `Apache-2.0`).
 _MAYBE_TYPED: Final = re.compile(r"[~tTfF+\-.0-9]|(?:null|Null|NULL)?\Z")
@@ -156,15 +161,12 @@ class _Walker:
         result: object
         # `tag` may be a tuple or a bool here (see `_CoreSchemaLoader`), whatever the stubs say.
         tag: object = node.tag
-        # Scalars are read inline where they are plain strings: most are.
         if type(node) is MappingNode and (type(tag) is not str or tag == _MAP):
             mapping: dict[object, object] = {}
             for key_node, value_node in node.value:
                 if type(key_node) is not ScalarNode:
                     raise _Refused(f"a mapping key must be a single value{self.at(key_node)}")
-                tag, name = key_node.tag, key_node.value
-                if type(tag) is not tuple or (tag[0] and _MAYBE_TYPED.match(name)):  # type: ignore[comparison-overlap]
-                    name = self.scalar(key_node)  # else a string, the usual case
+                name = self.scalar(key_node)
                 # Python equality decides: `1`, `1.0` and `true` are one dict key, so they count
                 # as duplicates here although YAML would call them different.
                 if name in mapping:
@@ -172,10 +174,7 @@ class _Walker:
                     where = None if line is None else line + self._first_line
                     raise _Refused(f"duplicate key {name!r}{self.at(key_node)}", where)
                 if type(value_node) is ScalarNode:
-                    tag, value = value_node.tag, value_node.value
-                    if type(tag) is not tuple or (tag[0] and _MAYBE_TYPED.match(value)):  # type: ignore[comparison-overlap]
-                        value = self.scalar(value_node)
-                    mapping[name] = value
+                    mapping[name] = self.scalar(value_node)
                     size += 2
                 else:
                     mapping[name], value_size = self.build(value_node, depth + 1)
@@ -203,6 +202,7 @@ class _Walker:
         return result, size
 
     def scalar(self, node: ScalarNode) -> object:
+        # A scalar's value; a plain string, the usual case, is told apart by one C call.
         tag: object = node.tag
         text: str = node.value
         if type(tag) is tuple:  # untagged: (plain implicit, quoted implicit)

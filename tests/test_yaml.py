@@ -73,7 +73,7 @@ GOLDEN: list[tuple[str, str, object]] = [
       "i": "-.NAN", "j": "1e"}),
     ("not-core", "a: 12:30\nb: =\n<<: {a: 1}\n2001-12-14t21:59:43.10-05:00: x\n",
      {"a": "12:30", "b": "=", "<<": {"a": 1}, "2001-12-14t21:59:43.10-05:00": "x"}),
-    # Keys and values are read inline when they are plain strings; each other kind of scalar
+    # A plain string is told apart from a typed scalar by a quick check; each other kind of scalar
     # takes the full path, in either place.
     ("typed-keys", "2: a\ntrue: b\n~: c\n!!str 12: d\nname: e\n",
      {2: "a", True: "b", None: "c", "12": "d", "name": "e"}),
@@ -363,7 +363,7 @@ def test_generated_frontmatter_reads_as_pyyaml_reads_it(
     )
 )
 def test_the_quick_check_lets_through_every_scalar_a_core_pattern_types(text: str) -> None:
-    """A plain scalar read inline as a string is one no core-schema pattern would type."""
+    """A plain scalar the quick check takes for a string is one no core-schema pattern would type."""
     typed = any(pattern.match(text) for _, pattern in _yaml._RESOLVERS.get(text[:1], ()))
     if typed:
         assert _yaml._MAYBE_TYPED.match(text), text
