@@ -363,7 +363,7 @@ def test_generated_frontmatter_reads_as_pyyaml_reads_it(
     )
 )
 def test_the_quick_check_lets_through_every_scalar_a_core_pattern_types(text: str) -> None:
-    """A plain scalar the quick check takes for a string is one no core-schema pattern would type."""
+    """A plain scalar the quick check takes for a string is one no core pattern would type."""
     typed = any(pattern.match(text) for _, pattern in _yaml._RESOLVERS.get(text[:1], ()))
     if typed:
         assert _yaml._MAYBE_TYPED.match(text), text
