@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_skills import is_skill_name
-from acp_skills.model import DirectoryResource, SkillCandidate, SkillSummary, summary_of
+from acp_skills.model import DirectoryResource, SkillSummary, summary_of
+from tests import providers
 from tests.test_frontmatter import _NAMES
 
 
@@ -46,18 +47,15 @@ def test_is_skill_name_rejects_non_strings(value: object) -> None:
 
 def test_summary_of_keeps_every_summary_field_and_nothing_more() -> None:
     """A candidate's summary carries each `SkillSummary` field, whatever fields are added later."""
-    candidate = SkillCandidate(
-        name="pdf-tools",
-        description="Fill PDF forms.",
+    candidate = providers.candidate(
+        "pdf-tools",
+        provider="local",
+        rank=300,
         when_to_use="When a PDF form is mentioned.",
         disable_model_invocation=True,
         user_invocable=False,
         source="custom",
-        provider="local",
         resource_base=DirectoryResource(path="/skills/pdf-tools"),
-        rank=300,
-        locator="/skills/pdf-tools/SKILL.md",
-        path="/skills/pdf-tools/SKILL.md",
         argument_hint="FILE",
     )
     summary = summary_of(candidate)
