@@ -34,11 +34,17 @@ class ConfinedFile:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfinedReadError:
-    """Why a read returned no file: its ``failure``, with ``size`` or ``detail`` when known."""
+    """Why a read returned no file: its ``failure``, with ``size`` or ``detail`` when known.
+
+    A ``not_found`` path may come with ``near``: the path whose names differ from it only in
+    case; a ``directory`` with ``entries``: its first names, sorted, a directory's with a
+    trailing ``/`` (entries that are excluded are left out)."""
 
     failure: ConfinedReadFailure
     size: int = 0
     detail: str = ""
+    near: str = ""
+    entries: tuple[str, ...] = ()
 
 
 # O_NONBLOCK: a FIFO swapped in for a file cannot hang open(); O_BINARY (Windows): no newline
@@ -48,6 +54,8 @@ OPEN_FLAGS: Final = _NONBLOCK | getattr(os, "O_BINARY", 0)
 _ROOT_FLAGS: Final = _NONBLOCK | getattr(os, "O_DIRECTORY", 0)
 # Smallest read request; it also bounds how far past the cap a growing file is read.
 _CHUNK: Final = 8192
+# A directory read by mistake is answered with at most this many of its names.
+MAX_LISTED_ENTRIES: Final = 50
 
 
 def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | ConfinedReadError:
@@ -130,7 +138,10 @@ def _read_by_walking(
                 try:
                     target = os.readlink(name, dir_fd=current)
                 except OSError:  # not a symbolic link (or gone): the open's own error stands
-                    return _open_failure(exc)
+                    failure = _open_failure(exc)
+                    if failure.failure == "not_found":
+                        failure = _with_near(failure, current, names, name, pending)
+                    return failure
                 links += 1
                 if links > _MAX_SYMBOLIC_LINKS:
                     return ConfinedReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
@@ -147,6 +158,8 @@ def _read_by_walking(
             if _identity(os.fstat(fd)) in excluded:
                 return ConfinedReadError(failure="excluded")
         read = read_descriptor(current, max_bytes)
+        if isinstance(read, ConfinedReadError) and read.failure == "directory":
+            read = _with_entries(read, current, excluded)
     except OSError as exc:
         return _unreadable(exc)
     finally:
@@ -203,7 +216,7 @@ def _read_by_path(
     try:
         read = read_descriptor(fd, max_bytes)
         if isinstance(read, ConfinedReadError):
-            return read
+            return _with_entries(read, target, excluded) if read.failure == "directory" else read
         info, data = read
         if os.path.realpath(target) != target or _identity(os.stat(target)) != _identity(info):
             return ConfinedReadError(failure="changed")
@@ -214,6 +227,37 @@ def _read_by_path(
     finally:
         os.close(fd)
     return ConfinedFile(path=target, data=data, identity=_identity(info))
+
+
+def _with_near(
+    failure: ConfinedReadError, directory: int, names: list[str], name: str, pending: list[str]
+) -> ConfinedReadError:
+    # The one entry of the directory reached so far whose name is the missing one but for case
+    # (none when two are); the rest of the path is proposed as it was asked.
+    folded = name.casefold()
+    matches = [entry for entry in os.listdir(directory) if entry.casefold() == folded]
+    if len(matches) != 1 or matches[0] == name:
+        return failure
+    near = "/".join([*names, matches[0], *pending[::-1]])
+    return ConfinedReadError(failure="not_found", near=near)
+
+
+def _with_entries(
+    failure: ConfinedReadError, directory: int | str, excluded: frozenset[tuple[int, int]]
+) -> ConfinedReadError:
+    # Names only, never followed into: what a directory holds, so the next read can be right.
+    listed: list[str] = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            try:
+                info = entry.stat()
+            except OSError:  # a broken link: still a name the path may have meant
+                listed.append(entry.name)
+                continue
+            if _identity(info) not in excluded:
+                listed.append(entry.name + ("/" if stat.S_ISDIR(info.st_mode) else ""))
+    listed.sort()
+    return ConfinedReadError(failure="directory", entries=tuple(listed[:MAX_LISTED_ENTRIES]))
 
 
 def _segments(path: str) -> list[str]:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 
 from .catalog import SKILL_TOOL_NAME
-from .confined import ConfinedReadError, ConfinedReadFailure
+from .confined import MAX_LISTED_ENTRIES, ConfinedReadError, ConfinedReadFailure
 from .fs import LocalFileSystem
 from .model import (
     SKILL_FILE_NAME,
@@ -43,6 +43,13 @@ class Refusal(Exception):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
+
+
+def _directory_listing(entries: Sequence[str]) -> str:
+    if not entries:
+        return "; it is empty"
+    more = " (and more)" if len(entries) >= MAX_LISTED_ENTRIES else ""
+    return f"; it holds: {', '.join(quote(entry) for entry in entries)}{more}"
 
 
 def _cannot_read(name: str, path: str, reason: str) -> Refusal:
@@ -188,7 +195,12 @@ async def read_resource(
             "changed": "it changed while being read",
             "unreadable": f"it could not be read ({found.detail})",
         }
-        raise refuse(reasons[found.failure])
+        reason = reasons[found.failure]
+        if found.near:
+            reason += f"; did you mean {quote(found.near)}?"
+        elif found.failure == "directory":
+            reason += _directory_listing(found.entries)
+        raise refuse(reason)
     if b"\0" in found.data:
         raise refuse(_BINARY)
     try:

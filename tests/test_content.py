@@ -14,8 +14,10 @@ from structlog.testing import capture_logs
 
 from acp_skills import (
     DirectoryResource,
+    LocalSkillProvider,
     OpaqueResource,
     SkillDefinition,
+    SkillRegistry,
     UrlResource,
 )
 from acp_skills.content import render_skill_content
@@ -207,6 +209,7 @@ async def test_unsafe_paths_are_refused_before_any_lookup(
 
 
 OUTSIDE = "the path resolves outside the skill's directory"
+NOT_FOUND = "no such file in the skill's directory"
 
 FILE_REFUSALS: list[tuple[str, str, str]] = [
     ("symlink-escaping", "escape.txt", OUTSIDE),
@@ -214,8 +217,23 @@ FILE_REFUSALS: list[tuple[str, str, str]] = [
     ("missing", "references/missing.md", "no such file in the skill's directory"),
     ("broken-symlink", "broken-link", "no such file in the skill's directory"),
     ("through-a-file", "SKILL.md/x", "no such file in the skill's directory"),
-    ("directory", "references", "it is a directory, not a file"),
-    ("skill-directory-itself", ".", "it is a directory, not a file"),
+    (
+        "directory",
+        "references",
+        'it is a directory, not a file; it holds: "..notes.md", "guide.md"',
+    ),
+    (
+        "skill-directory-itself",
+        ".",
+        'it is a directory, not a file; it holds: "SKILL.md", "assets/", "broken-link", '
+        '"escape.txt", "inside-link.md", "outside-dir/", "pipe", "references/", "scripts/"',
+    ),
+    ("case-of-a-name", "references/GUIDE.md", NOT_FOUND + '; did you mean "references/guide.md"?'),
+    (
+        "case-of-a-folder",
+        "References/guide.md",
+        NOT_FOUND + '; did you mean "references/guide.md"?',
+    ),
     ("binary", "assets/logo.png", "it is a binary file (it contains NUL bytes), not text"),
     ("not-utf8", "assets/latin1.txt", "it is not a UTF-8 text file"),
     ("over-cap", "assets/over-64.txt", "the file is 65 bytes, over the 64-byte limit"),
@@ -231,6 +249,33 @@ async def test_files_outside_or_unfit_are_refused(bundle: Path, path: str, reaso
     """Confinement (symlinks resolved), existence, kind, encoding and size are all checked."""
     tool, _ = bundle_tool(bundle, max_resource_bytes=64)
     assert await read(tool, path) == cannot_read(path, reason)
+
+
+async def test_a_directory_read_lists_at_most_fifty_names_and_never_a_hidden_skill(
+    tmp_path: Path,
+) -> None:
+    """The listing is bounded, and a skill hidden from the model is not named in it."""
+    skills = tmp_path / "skills"
+    deploy = skills / "deploy"
+    (deploy / "many").mkdir(parents=True)
+    for number in range(60):
+        (deploy / "many" / f"file-{number:02}.md").write_text("x")
+    (deploy / "SKILL.md").write_text("---\nname: deploy\ndescription: d\n---\nbody\n")
+    hidden = deploy / "many" / "a-secret"
+    hidden.mkdir()
+    (hidden / "SKILL.md").write_text(
+        "---\nname: a-secret\ndescription: d\ndisable-model-invocation: true\n---\nx\n"
+    )
+    registry = SkillRegistry()
+    home = tmp_path / "home"
+    registry.register_provider(
+        LocalSkillProvider(home, home, [skills, deploy / "many"], watch=False)
+    )
+    tool = SkillTool(registry)
+    listed = (await tool.call({"name": "deploy", "path": "many"}, cwd=CWD)).text
+    names = [f'"file-{number:02}.md"' for number in range(50)]
+    assert listed.endswith(f"it holds: {', '.join(names)} (and more)")
+    assert "a-secret" not in listed
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
