@@ -52,7 +52,7 @@ _SKIPPED_CODES: Final = (
 )
 _SPEC_CODES: Final = (
     "name-too-long description-too-long compatibility-invalid metadata-invalid "
-    "allowed-tools-invalid flat-skill"
+    "allowed-tools-invalid"
 )
 CODES: Final[Mapping[str, CodeSpec]] = {
     "root-missing": CodeSpec("warning", "skill_root_missing", "debug"),
@@ -76,6 +76,8 @@ CODES: Final[Mapping[str, CodeSpec]] = {
     "provider-failed": CodeSpec("error", "skill_provider_skipped"),
     # Strict validation against the Agent Skills specification (`acp-skills validate --strict`).
     **dict.fromkeys(_SPEC_CODES.split(), CodeSpec("error", "skill_spec_violation")),
+    # A flat <name>.md: this runtime's own format, which other tools may not read.
+    "flat-skill": CodeSpec("info", "skill_spec_note", "info"),
     # What `acp-skills validate` is pointed at.
     "not-found": CodeSpec("error", "skill_path_invalid"),
     "not-a-skill": CodeSpec("error", "skill_path_invalid"),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from acp_skills.cli.main import main
 from acp_skills.cli.validate import strict_diagnostics, under_strict_rules
 from acp_skills.diagnostics import Diagnostic, Severity
 from acp_skills.frontmatter import ParsedSkill, parse_skill_file
@@ -84,11 +85,43 @@ def test_specification_limits(frontmatter: str, codes: list[str]) -> None:
     assert all(d.severity == "error" for d in found)
 
 
-def test_a_flat_skill_is_outside_the_specification() -> None:
-    """The specification knows only <name>/SKILL.md; the message says where to move the file."""
+def test_a_flat_skill_is_a_note_under_the_specification() -> None:
+    """A flat file is this runtime's own format: a note, never an error, saying where to move
+    the file for other tools."""
     [found] = strict_diagnostics("/r/notes.md", parsed("name: notes\ndescription: d\n"))
-    assert found.code == "flat-skill"
+    assert (found.code, found.severity) == ("flat-skill", "info")
     assert "notes/SKILL.md" in found.message
+
+
+def test_validate_without_a_path_checks_the_roots_of_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As doctor does: every skills root a session there reads, project and user alike."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".git").mkdir(parents=True)
+    (project / ".agents" / "skills" / "ok").mkdir(parents=True)
+    (project / ".agents" / "skills" / "ok" / "SKILL.md").write_text(
+        "---\nname: ok\ndescription: d\n---\nbody\n"
+    )
+    (project / ".agents" / "skills" / "flat.md").write_text(
+        "---\nname: flat\ndescription: d\n---\nbody\n"
+    )
+    (home / ".agents" / "skills" / "broken").mkdir(parents=True)
+    (home / ".agents" / "skills" / "broken" / "SKILL.md").write_text("no frontmatter\n")
+    monkeypatch.setenv("HOME", str(home))
+    for variable in ("DSH_HOME", "DSH_AGENTS_HOME", "ACP_SKILLS_DIRS"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.chdir(project)
+    assert main(["validate", "--strict", "--json"]) == 1
+    records = json.loads(capsys.readouterr().out)["diagnostics"]
+    assert [(d["code"], d["severity"], Path(d["path"]).name) for d in records] == [
+        ("flat-skill", "info", "flat.md"),
+        ("frontmatter-missing", "error", "SKILL.md"),
+    ]
+    monkeypatch.setenv("HOME", str(tmp_path / "empty"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate"]) == 1
+    assert "no-skills: no skills roots here" in capsys.readouterr().out
 
 
 def test_strict_rules_turn_the_runtime_s_notes_into_errors() -> None:
@@ -194,7 +227,7 @@ def test_validate_strict_applies_the_specification(corpus: Corpus) -> None:
     ]
     severities = {d["code"]: d["severity"] for d in found["diagnostics"]}
     assert severities["name-mismatch"] == severities["unknown-key"] == "error"
-    assert severities["skill-file-absent"] == "info"
+    assert severities["skill-file-absent"] == severities["flat-skill"] == "info"
 
 
 @pytest.mark.parametrize(

@@ -362,13 +362,16 @@ def build_parser() -> argparse.ArgumentParser:
         "may invoke); the placeholders are filled with --compat claude, as the agent fills them",
     )
     command(_catalog, "exactly the catalog message the model receives, and its size", roots, fitted)
-    check = command(validate, "check skill directories, skill files or directories of skills")
+    check = command(
+        validate, "check skill directories, skill files or directories of skills", roots
+    )
     check.add_argument(
         "paths",
-        nargs="+",
+        nargs="*",
         type=expand_path,
         metavar="PATH",
-        help="a skill directory, a skill file (SKILL.md or NAME.md), or a directory of skills",
+        help="a skill directory, a skill file (SKILL.md or NAME.md), or a directory of skills "
+        "(default: every skills root a session at --cwd reads, as doctor lists them)",
     )
     check.add_argument(
         "--strict",

@@ -8,7 +8,15 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate
+from demo_agent import settings
+
+from .. import (
+    Diagnostic,
+    LocalFileSystem,
+    LocalSkillProvider,
+    SkillCandidate,
+    SkillLookupOptions,
+)
 from .._scan import misnamed_skill_file, parse_file
 from ..diagnostics import diagnostic, file_diagnostics, shadow_diagnostic, skipped
 from ..errors import Problem
@@ -33,7 +41,8 @@ def under_strict_rules(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, .
 
 
 def strict_diagnostics(path: str, parsed: ParsedSkill) -> tuple[Diagnostic, ...]:
-    """One ``error`` per specification rule a well-formed skill file breaks."""
+    """One record per specification rule a well-formed skill file breaks (an ``error``; a
+    flat skill, which this runtime reads, only a note)."""
     name, fields = parsed.name, parsed.fields
     found: dict[str, str] = {}  # by code: each rule is broken once at most
 
@@ -65,11 +74,24 @@ def strict_diagnostics(path: str, parsed: ParsedSkill) -> tuple[Diagnostic, ...]
         message = "'allowed-tools' must be a space-separated string or a list of strings"
         found["allowed-tools-invalid"] = message
     if os.path.basename(path) != SKILL_FILE_NAME:
-        message = f"a skill is a directory holding {SKILL_FILE_NAME}; move this file to "
-        found["flat-skill"] = message + f"{name}/{SKILL_FILE_NAME}"
+        message = (
+            "a single-file skill: the Agent Skills specification knows only a directory "
+            f"holding {SKILL_FILE_NAME}, so other tools may not read it (to share it, move it "
+            f"to {name}/{SKILL_FILE_NAME})"
+        )
+        found["flat-skill"] = message
     return tuple(
         diagnostic(Problem(code, message), path, skill=name) for code, message in found.items()
     )
+
+
+async def _existing_roots(args: argparse.Namespace, fs: LocalFileSystem) -> list[str]:
+    # The demo agent's own settings decide the roots, exactly as for `doctor`.
+    provider = settings.build_provider(
+        args, watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home
+    )
+    roots = await provider.roots(SkillLookupOptions(cwd=args.cwd))
+    return [root.path for root in roots if await fs.exists(root.path)]
 
 
 class _Validation:
@@ -154,11 +176,22 @@ class _Validation:
 
 
 async def validate(args: argparse.Namespace, style: Style) -> Outcome:
-    """``acp-skills validate [--strict] PATH...``: every record for the paths, in their order."""
+    """``acp-skills validate [--strict] [PATH...]``: every record for the paths, in their order;
+    without a path, for each skills root a session at ``--cwd`` reads (as ``doctor`` lists them)."""
     validation = _Validation(args.strict)
-    for path in args.paths:
+    if args.paths:
         # String work, plus one getcwd() for a relative path: no disk access to speak of.
-        await validation.path(os.path.abspath(path))  # noqa: ASYNC240
+        paths = [os.path.abspath(path) for path in args.paths]  # noqa: ASYNC240
+    else:
+        paths = await _existing_roots(args, validation.fs)
+        if not paths:
+            message = (
+                "no skills roots here: a project keeps its skills in .agents/skills/ (see "
+                "`acp-skills doctor` for every root looked at)"
+            )
+            validation.problem("no-skills", message, args.cwd)
+    for path in paths:
+        await validation.path(path)
     diagnostics, files = validation.diagnostics, validation.files
     mode = "strict (Agent Skills specification)" if args.strict else "as the runtime reads them"
     summary = f"{plural(files, 'skill file')} checked {mode}: {tally(diagnostics)}."
