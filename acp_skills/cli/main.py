@@ -42,6 +42,7 @@ from .output import (
     tally,
 )
 from .trust import as_a_session_sees_it, trust, trust_of, withheld_lines
+from .new import new
 from .validate import validate
 
 PROG = "acp-skills"
@@ -383,6 +384,17 @@ def build_parser() -> argparse.ArgumentParser:
         "every root, skipped file and shadowed skill, and the catalog's size",
         roots,
         fitted,
+    )
+    write = command(new, "write a new skill to start from (it passes validate --strict)")
+    write.add_argument("name", metavar="NAME", help="the skill's name, in kebab-case")
+    write.add_argument(
+        "--flat", action="store_true", help="a single NAME.md instead of NAME/SKILL.md"
+    )
+    write.add_argument(
+        "--dir",
+        type=expand_path,
+        metavar="DIR",
+        help="the skills directory to write in (default: the project's .agents/skills)",
     )
     decide = command(trust, "trust, refuse or forget a project's skills (docs/trust.md)")
     decide.add_argument(

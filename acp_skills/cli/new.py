@@ -1,0 +1,82 @@
+"""``acp-skills new NAME``: a skill to start from, in the project's ``.agents/skills/`` by default,
+that passes ``validate --strict`` as written (docs/cli.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..model import SKILL_FILE_NAME, is_skill_name
+from ..trust import project_of
+from .output import PROBLEMS, USAGE, Outcome, Style
+from .validate import MAX_NAME_LENGTH
+
+# Our own starting text: the description says what a description is for, the body what to write.
+_TEMPLATE = """\
+---
+name: {name}
+description: >-
+  Replace this line with what the skill does and when to use it, in one or two sentences:
+  the model sees only this description until it loads the skill.
+---
+# {title}
+
+Write the instructions the model follows once it loads this skill: the steps, the commands to
+run, what to check before calling the work done.
+
+{resources}"""
+_BUNDLE_RESOURCES = """\
+Files beside this one (say `references/checklist.md`) are read with the skill tool's `path`;
+name each one here, with when to read it.
+"""
+_FLAT_RESOURCES = """\
+A single-file skill has no files of its own; make it a directory holding SKILL.md when it needs
+some.
+"""
+
+
+def new_skill_text(name: str, *, flat: bool) -> str:
+    """The text ``acp-skills new NAME`` writes."""
+    title = name.replace("-", " ").capitalize()
+    resources = _FLAT_RESOURCES if flat else _BUNDLE_RESOURCES
+    return _TEMPLATE.format(name=name, title=title, resources=resources)
+
+
+async def new(args: argparse.Namespace, style: Style) -> Outcome:
+    """Write a new skill NAME under ``--dir`` (default: the project's ``.agents/skills``)."""
+    name: str = args.name
+    if not is_skill_name(name) or len(name) > MAX_NAME_LENGTH:
+        message = (
+            f"not a skill name: {name!r} (lowercase letters and digits in words joined by "
+            f"single hyphens, at most {MAX_NAME_LENGTH} characters)"
+        )
+        return Outcome({"error": message}, [message], USAGE)
+    # A few small local files: nothing here is worth a thread.
+    if args.dir is not None:
+        directory = os.path.abspath(args.dir)
+    else:
+        directory = os.path.join(project_of(os.getcwd()).key, ".agents", "skills")
+    path = os.path.join(
+        directory, f"{name}.md" if args.flat else os.path.join(name, SKILL_FILE_NAME)
+    )
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        # O_EXCL: an existing skill is never overwritten, not even by a race.
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644
+        )
+    except FileExistsError:
+        message = f"{path} exists already; nothing was written"
+        return Outcome({"error": message}, [message], PROBLEMS)
+    except OSError as error:
+        message = f"cannot write {path}: {error.strerror or error}"
+        return Outcome({"error": message}, [message], PROBLEMS)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(new_skill_text(name, flat=args.flat))
+    lines = [
+        f"Wrote {path}",
+        "Next: write its description and instructions, then check it with "
+        f"`acp-skills validate --strict {path}`. A new session offers it (a project's skills "
+        "after the session's trust question).",
+    ]
+    return Outcome({"path": path}, lines)
