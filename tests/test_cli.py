@@ -497,12 +497,12 @@ def test_doctor_is_happy_with_a_clean_setup(corpus: Corpus, tmp_path: Path) -> N
     [
         ((), "the following arguments are required: COMMAND"),
         (("nonsense",), "invalid choice: 'nonsense'"),
-        (("validate",), "the following arguments are required: PATH"),
+        (("new",), "the following arguments are required: NAME"),
         (("show",), "the following arguments are required: NAME"),
         (("list", "--cwd", "/no/such/dir"), "--cwd: not a directory: /no/such/dir"),
         (("list", "--frobnicate"), "unrecognized arguments: --frobnicate"),
     ],
-    ids=["no-command", "unknown-command", "no-path", "no-name", "bad-cwd", "bad-flag"],
+    ids=["no-command", "unknown-command", "no-new-name", "no-name", "bad-cwd", "bad-flag"],
 )
 def test_usage_errors_exit_2_with_a_message(args: tuple[str, ...], message: str) -> None:
     """A usage error says what is wrong on stderr, prints nothing on stdout, exits 2."""

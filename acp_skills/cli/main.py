@@ -25,6 +25,7 @@ from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
 from ..trust import TRUST_MODES
 from .mcp_options import add_mcp_options, mcp_provider_from, mcp_server_lines, mcp_servers_json
+from .new import new
 from .output import (
     BOLD,
     DIM,
@@ -42,7 +43,6 @@ from .output import (
     tally,
 )
 from .trust import as_a_session_sees_it, trust, trust_of, withheld_lines
-from .new import new
 from .validate import validate
 
 PROG = "acp-skills"

@@ -44,6 +44,11 @@ def new_skill_text(name: str, *, flat: bool) -> str:
 
 async def new(args: argparse.Namespace, style: Style) -> Outcome:
     """Write a new skill NAME under ``--dir`` (default: the project's ``.agents/skills``)."""
+    # A few small local files: nothing here is worth a thread.
+    return _new(args)
+
+
+def _new(args: argparse.Namespace) -> Outcome:
     name: str = args.name
     if not is_skill_name(name) or len(name) > MAX_NAME_LENGTH:
         message = (
@@ -51,7 +56,6 @@ async def new(args: argparse.Namespace, style: Style) -> Outcome:
             f"single hyphens, at most {MAX_NAME_LENGTH} characters)"
         )
         return Outcome({"error": message}, [message], USAGE)
-    # A few small local files: nothing here is worth a thread.
     if args.dir is not None:
         directory = os.path.abspath(args.dir)
     else:
