@@ -56,6 +56,8 @@ _SPEC_CODES: Final = (
 )
 CODES: Final[Mapping[str, CodeSpec]] = {
     "root-missing": CodeSpec("warning", "skill_root_missing", "debug"),
+    # `.agents/skill/` beside a missing `.agents/skills/` (reported by `acp-skills doctor`).
+    "root-misnamed": CodeSpec("warning", "skill_root_misnamed"),
     # A root, a file or a directory entry left out of discovery.
     **dict.fromkeys(_SKIPPED_CODES.split(), CodeSpec("error", "skill_file_skipped", skipped=True)),
     # A directory of a root without SKILL.md: shared helpers, or a skill nested too deep.
@@ -142,6 +144,12 @@ def file_diagnostics(
 def root_missing(path: str) -> Diagnostic:
     """A skill directory that was asked for explicitly does not exist (or is not a directory)."""
     return _record("root-missing", path, "skill directory does not exist or is not a directory")
+
+
+def root_misnamed(path: str, root: str) -> Diagnostic:
+    """``path`` looks like the skills root ``root`` (missing) with its name mistyped."""
+    message = f"not read: the skills directory is {os.path.basename(root)!r}, at {root}"
+    return _record("root-misnamed", path, message)
 
 
 def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:

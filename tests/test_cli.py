@@ -30,6 +30,7 @@ import pytest
 
 from acp_skills import SkillLookupOptions, SkillRegistry, SkillTool
 from acp_skills.catalog import SkillCatalogContributor
+from acp_skills.cli.main import main
 from acp_skills.local import LocalSkillProvider
 from acp_skills.model import PrefixContext, PrefixMessage
 from demo_agent.settings import CATALOG_MAX_LENGTH, DEFAULT_CATALOG_BUDGET
@@ -606,3 +607,34 @@ def test_catalog_and_doctor_warn_of_a_pinned_or_hidden_name_no_skill_has(tmp_pat
         ["no-such-pinned"],
         ["no-such-hidden"],
     )
+
+
+def test_doctor_says_of_the_catalog_what_catalog_says(
+    corpus: Corpus, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same fit, in the same words: descriptions cut at 1,024, numbers with separators."""
+    for variable in ("ACP_SKILLS_DIRS", "NO_COLOR", "DSH_HOME", "DSH_AGENTS_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    assert main(["catalog", *corpus.roots()]) == 0
+    catalog_says = capsys.readouterr().err.strip()
+    main(["doctor", *corpus.roots()])
+    doctor_says = capsys.readouterr().out
+    assert catalog_says.startswith("Catalog: ")
+    assert "1 description cut at 1,024 characters" in catalog_says
+    assert f"\n{catalog_says}\n" in doctor_says
+
+
+def test_doctor_points_at_a_mistyped_skills_directory(
+    corpus: Corpus, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`.dsh/skill` beside a missing `.dsh/skills`: a warning naming both, and status 1."""
+    for variable in ("ACP_SKILLS_DIRS", "NO_COLOR", "DSH_HOME", "DSH_AGENTS_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    (corpus.project / ".dsh" / "Skill" / "lost").mkdir(parents=True)
+    assert main(["doctor", "--json", *corpus.roots()]) == 1
+    [found] = [
+        d for d in json.loads(capsys.readouterr().out)["problems"] if d["code"] == "root-misnamed"
+    ]
+    assert found["path"] == str(corpus.project / ".dsh" / "Skill")
+    assert found["severity"] == "warning"
+    assert str(corpus.project / ".dsh" / "skills") in found["message"]

@@ -17,9 +17,16 @@ import structlog
 from demo_agent import settings
 from demo_agent.settings import CATALOG_MAX_LENGTH, SettingError, expand_path
 
-from .. import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegistry, SkillTool
+from .. import (
+    LocalFileSystem,
+    LocalSkillProvider,
+    SkillCandidate,
+    SkillLookupOptions,
+    SkillRegistry,
+    SkillTool,
+)
 from ..catalog import CatalogFit, describe_catalog_fit, fit_catalog
-from ..diagnostics import Diagnostic, shadow_diagnostic, skipped
+from ..diagnostics import Diagnostic, root_misnamed, shadow_diagnostic, skipped
 from ..model import SKILL_FILE_NAME, SkillSnapshot
 from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
@@ -243,9 +250,13 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     offered, withheld = as_a_session_sees_it(args, snapshot)
     fit = _agent_catalog(args, offered)
     characters = len(fit.text or "")
-    problems = (*discovery.diagnostics, *map(shadow_diagnostic, snapshot.shadowed))
-    left_out = skipped(problems)
     roots = discovery.roots
+    problems = (
+        *discovery.diagnostics,
+        *map(shadow_diagnostic, snapshot.shadowed),
+        *await _misnamed_roots([r.root.path for r in roots if not r.exists]),
+    )
+    left_out = skipped(problems)
     payload = {
         "roots": [
             {"path": r.root.path, "source": r.root.source, "rank": r.root.rank}
@@ -294,15 +305,41 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
         lines += ["", style(f"Waiting for trust or refused ({len(withheld)})", BOLD)]
         lines.extend("  " + clean(line) for line in withheld_lines(withheld))
     lines.append("")
-    visible = plural(len(fit.listed), "skill")
     if servers := mcp_server_lines(getattr(args, "mcp", None)):
         lines.extend([*servers, ""])
-    lines.append(f"{style('Catalog', BOLD)}: {characters} characters, {visible} for the model")
+    # What `catalog` says of the same fit, in the same words.
+    fitted, *omitted = describe_catalog_fit(fit).splitlines()
+    heading, _, rest = fitted.partition(":")
+    lines.extend([f"{style(heading, BOLD)}:{rest}", *map(clean, omitted)])
     lines.append(f"{style('Result', BOLD)}: {tally(problems)}")
     unknown = _unknown_name_warnings(fit)
     # A name that matches nothing is a warning, and warnings make doctor exit with 1.
     status = PROBLEMS if unknown else status_of(problems)
     return Outcome(payload, lines, status, warnings=unknown)
+
+
+async def _misnamed_roots(missing: Sequence[str]) -> list[Diagnostic]:
+    """A directory beside a missing root whose name is the root's but for case or a final
+    ``s`` (``.agents/skill``): skills a person put where the agent never looks."""
+    fs, found = LocalFileSystem(), []
+    for root in missing:
+        parent, name = os.path.split(root)
+        try:
+            entries = await fs.list_dir(parent)
+        except OSError:
+            continue  # an unreadable parent hides nothing a person could fix here
+        for entry in entries or ():
+            if (
+                entry.kind == "dir"
+                and entry.name != name
+                and entry.name.casefold()
+                in (
+                    name.casefold(),
+                    name.casefold().removesuffix("s"),
+                )
+            ):
+                found.append(root_misnamed(os.path.join(parent, entry.name), root))
+    return found
 
 
 def _version() -> str:
