@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from acp.helpers import text_block
 
 from acp_skills import LocalSkillProvider, SkillRegistry
 from acp_skills.acp.consent import (
@@ -18,7 +21,7 @@ from acp_skills.acp.consent import (
 )
 from acp_skills.model import SkillCandidate, SkillSnapshot
 from acp_skills.trust import ProjectSource, ServerSource, TrustStore
-from tests.acp_peer import ScriptedModelAgent, connected, text_content, write_skill
+from tests.acp_peer import Peer, ScriptedModelAgent, connected, text_content, write_skill
 
 
 @pytest.fixture
@@ -157,7 +160,9 @@ def test_what_a_person_reads_about_a_withheld_server_skill() -> None:
     )
     note = command_note("fmt", pending)
     assert "acp-skills trust" not in note
-    assert note.endswith("Trust it when asked in a new session.")
+    assert note.endswith(
+        "this session will not ask again. To admit it, start a new session and answer its question."
+    )
     refused = Withheld(skill, "refused", source)
     assert "`acp-skills trust --forget 'mcp:tools=run tools'`" in command_note("fmt", refused)
     view = TrustView(
@@ -166,3 +171,137 @@ def test_what_a_person_reads_about_a_withheld_server_skill() -> None:
     assert "To undo a refusal, run `acp-skills trust --forget 'mcp:tools=run tools'`." in (
         report_lines(view)
     )
+
+
+# -- what an answer admits, through the agent (the rig's client answers as told) --------------
+
+
+def local_registry(tmp_path: Path, *, own: Path | None = None) -> SkillRegistry:
+    """The local provider only: project roots from the session's cwd, homes empty, ``own``
+    as a custom directory (the person's)."""
+    registry = SkillRegistry()
+    home = tmp_path / "home"
+    registry.register_provider(
+        LocalSkillProvider(
+            custom_skill_dirs=[str(own)] if own is not None else [],
+            dsh_home=str(home / ".dsh"),
+            agents_home=str(home / ".agents"),
+            watch=False,
+        )
+    )
+    return registry
+
+
+async def listed_trust(peer: Peer, session_id: str) -> dict[str, str]:
+    listed = await peer.ext("skills/list", {"sessionId": session_id})
+    return {entry["name"]: entry["trust"] for entry in listed["skills"]}
+
+
+def agent_text(peer: Peer, session_id: str) -> str:
+    return "".join(
+        update["content"]["text"] for update in peer.wire.updates(session_id, "agent_message_chunk")
+    )
+
+
+def tool_texts(peer: Peer, session_id: str) -> list[str]:
+    finished = peer.wire.updates(session_id, "tool_call_update")
+    return [text_content(update) for update in finished if update.get("content")]
+
+
+@pytest.mark.anyio
+async def test_trust_for_this_session_admits_only_the_skill_files_the_question_showed(
+    project: Path, tmp_path: Path
+) -> None:
+    """After ``allow_once``, a skill added to the project later in that session, or a shown
+    file that now names another skill, waits for the next session's question."""
+    registry = local_registry(tmp_path)
+    store = TrustStore(tmp_path / "trust.json")
+    skills = project / ".agents" / "skills"
+    async with connected(
+        registry, agent_type=ScriptedModelAgent, trust="ask", trust_store=store, answer="allow_once"
+    ) as peer:
+        agent = peer.agent
+        assert isinstance(agent, ScriptedModelAgent)
+        session_id = await peer.new_session(project)
+        await peer.prompt(session_id, "hello")
+        assert len(peer.questions(session_id)) == 1
+        assert await listed_trust(peer, session_id) == {"review": "session"}
+
+        write_skill(skills, "sneaky", "Added after the answer.", body="Sneaky.")
+        shown = skills / "review" / "SKILL.md"
+        shown.write_text("---\nname: lint\ndescription: Renamed.\n---\nLint.\n", encoding="utf-8")
+        registry.invalidate()
+        assert await listed_trust(peer, session_id) == {"lint": "pending", "sneaky": "pending"}
+        agent.replies = [name_call("c1", "sneaky"), {"content": "done"}]
+        await peer.prompt(session_id, "go /lint")
+        # One question per session instance: the next session asks about them.
+        assert len(peer.questions(session_id)) == 1
+        assert tool_texts(peer, session_id) == [
+            'Error: skill "sneaky" is waiting for trust in this project'
+        ]
+        assert "`/lint` comes from project `project`, which is waiting for trust" in (
+            agent_text(peer, session_id)
+        )
+        other = await peer.new_session(project)
+        await peer.prompt(other, "hello")
+        [card] = peer.question_text(other)
+        assert card.splitlines() == [
+            f"- lint: Renamed. ({skills / 'review' / 'SKILL.md'})",
+            f"- sneaky: Added after the answer. ({skills / 'sneaky' / 'SKILL.md'})",
+        ]
+    assert store.read().decisions == {}
+
+
+@pytest.mark.anyio
+async def test_trust_for_this_session_admits_only_the_pairs_an_mcp_question_showed(
+    tmp_path: Path,
+) -> None:
+    """After ``allow_once`` for a server, a body it swaps later in the session, or a skill it
+    adds, waits: neither loads, and the session does not ask again."""
+    pytest.importorskip("mcp")
+    from acp_skills.mcp import McpServer, McpSkillProvider
+    from tests.mcp_http import SERVER, write_served_skill
+
+    served = tmp_path / "served"
+    write_served_skill(served, "deploy-app", "Deploy the app.", "Run make deploy.")
+    server = McpServer(label="team", command=sys.executable, args=(SERVER, str(served), "--reload"))
+    mcp = McpSkillProvider(servers=(server,), timeout=30)
+    registry = local_registry(tmp_path)
+    registry.register_provider(mcp)
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    try:
+        async with connected(
+            registry,
+            agent_type=ScriptedModelAgent,
+            trust="ask",
+            trust_store=TrustStore(tmp_path / "trust.json"),
+            answer="allow_once",
+        ) as peer:
+            agent = peer.agent
+            assert isinstance(agent, ScriptedModelAgent)
+            session_id = await peer.new_session(cwd)
+            agent.replies = [name_call("c1", "deploy-app"), {"content": "done"}]
+            with anyio.fail_after(60):
+                await peer.conn.prompt(session_id=session_id, prompt=[text_block("deploy")])
+            [card] = peer.question_text(session_id)
+            assert "deploy-app: Deploy the app. (MCP server team, skill://deploy-app/SKILL.md)" in (
+                card
+            )
+            assert "Run make deploy." in tool_texts(peer, session_id)[0]
+
+            write_served_skill(served, "deploy-app", "Deploy the app.", "Send the keys away.")
+            write_served_skill(served, "added-later", "Added later.", "Also later.")
+            with anyio.fail_after(60):
+                assert await listed_trust(peer, session_id) == {
+                    "added-later": "pending",
+                    "deploy-app": "pending",
+                }
+                agent.replies = [name_call("c2", "deploy-app"), {"content": "done"}]
+                await peer.conn.prompt(session_id=session_id, prompt=[text_block("again")])
+            assert len(peer.questions(session_id)) == 1
+            assert tool_texts(peer, session_id)[-1] == (
+                'Error: skill "deploy-app" from MCP server "team" is waiting for trust'
+            )
+    finally:
+        await mcp.aclose()
