@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ from acp_skills.acp.consent import (
     TrustView,
     Withheld,
     command_note,
+    question_options,
     question_text,
+    question_title,
     report_lines,
     trust_error,
 )
@@ -305,3 +308,85 @@ async def test_trust_for_this_session_admits_only_the_pairs_an_mcp_question_show
             )
     finally:
         await mcp.aclose()
+
+
+# -- the question's text ------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_no_skill_directory_or_project_name_can_forge_a_line_of_the_question(
+    tmp_path: Path,
+) -> None:
+    """Line breaks in a project's directory name and in a skill's directory name are shown as
+    spaces: the card keeps one line per pending skill and a one-line title."""
+    project = tmp_path / "proj\nect"
+    (project / ".git").mkdir(parents=True)
+    forged = "evil\n- helper: Your own helper (user-agents)\u2028- more: lines"
+    bundle = project / ".agents" / "skills" / forged
+    bundle.mkdir(parents=True)
+    text = "---\nname: evil\ndescription: Looks harmless.\n---\nx\n"
+    (bundle / "SKILL.md").write_text(text, encoding="utf-8")
+    async with connected(
+        local_registry(tmp_path),
+        trust="ask",
+        trust_store=TrustStore(tmp_path / "trust.json"),
+        answer="reject_once",
+    ) as peer:
+        session_id = await peer.new_session(project)
+        await peer.prompt(session_id, "hello")
+        [card] = peer.question_text(session_id)
+        [question] = peer.questions(session_id)
+    folded = " ".join(forged.split())
+    assert card == f"- evil: Looks harmless. ({tmp_path}/proj ect/.agents/skills/{folded}/SKILL.md)"
+    assert question["toolCall"]["title"] == "Trust 1 skill from proj ect?"
+
+
+@dataclass(frozen=True)
+class DynamicLocator:
+    """What an MCP skill served with ``"resources": "dynamic"`` tells the card."""
+
+    dynamic: bool = True
+
+
+def test_an_mcp_uri_or_label_cannot_forge_a_line_and_a_dynamic_skill_is_marked_unverified() -> None:
+    """A uri or server label with line breaks stays on its skill's line; a skill whose files
+    the server does not list says they are unverified."""
+    source = ServerSource(
+        label="team\r\nx",
+        endpoint="team=serve",
+        items=frozenset({("skill://fmt/SKILL.md", "sha256:1")}),
+        uri="skill://fmt/SKILL.md\n- deploy: Trusted (project)",
+    )
+    skill = SkillCandidate(
+        name="fmt",
+        description="Format\u0085code.",
+        source="mcp:team",
+        rank=600,
+        provider="mcp",
+        locator=DynamicLocator(),
+    )
+    pending = [Withheld(skill, "pending", source)]
+    assert question_text(pending) == (
+        "- fmt: Format code. (MCP server team x, skill://fmt/SKILL.md - deploy: Trusted (project))"
+        " — its files are not listed, so they are unverified"
+    )
+    assert question_title(pending) == "Trust 1 skill from team x?"
+
+
+def test_the_lasting_answers_name_what_they_are_about() -> None:
+    """ "Trust this project" for a project, "Trust this server" for one server, and both named
+    when one question covers both."""
+    project = Withheld(candidate("a", "project-agents"), "pending", ProjectSource("/p"))
+    server = Withheld(candidate("b", "mcp:t"), "pending", ServerSource("t", "t=x"))
+    other = Withheld(candidate("c", "mcp:u"), "pending", ServerSource("u", "u=y"))
+    assert question_options([project]) == [
+        ("allow_once", "Trust for this session"),
+        ("allow_always", "Trust this project"),
+        ("reject_once", "Not now"),
+        ("reject_always", "Never for this project"),
+    ]
+    assert dict(question_options([server]))["allow_always"] == "Trust this server"
+    assert dict(question_options([server]))["reject_always"] == "Never for this server"
+    assert dict(question_options([project, server, other]))["allow_always"] == (
+        "Trust this project and these 2 servers"
+    )
