@@ -390,3 +390,60 @@ def test_the_lasting_answers_name_what_they_are_about() -> None:
     assert dict(question_options([project, server, other]))["allow_always"] == (
         "Trust this project and these 2 servers"
     )
+
+
+# -- session/load -----------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("first", "asked_again"),
+    [("allow_once", True), ("reject_once", True), ("allow_always", False)],
+    ids=["allow-once", "not-now", "stored"],
+)
+async def test_session_load_makes_an_instance_that_asks_again_while_nothing_is_stored(
+    project: Path, tmp_path: Path, first: str, asked_again: bool
+) -> None:
+    """A live session reopened with ``session/load`` is a new instance: its once-answers are
+    gone, so its first turn asks again; a stored answer needs no question."""
+    registry = local_registry(tmp_path)
+    store = TrustStore(tmp_path / "trust.json")
+    async with connected(registry, trust="ask", trust_store=store, answer=first) as peer:
+        session_id = await peer.new_session(project)
+        await peer.prompt(session_id, "hello")
+        assert len(peer.questions(session_id)) == 1
+        await peer.load_session(session_id, project)
+        state = "trusted" if first == "allow_always" else "pending"
+        assert await listed_trust(peer, session_id) == {"review": state}
+        peer.client.answer = "allow_once"
+        await peer.prompt(session_id, "hello again")
+        assert len(peer.questions(session_id)) == (2 if asked_again else 1)
+        state = "session" if asked_again else "trusted"
+        assert await listed_trust(peer, session_id) == {"review": state}
+
+
+@pytest.mark.anyio
+async def test_session_load_while_the_question_is_open_asks_again_in_the_new_instance(
+    project: Path, tmp_path: Path
+) -> None:
+    """Reopening a session whose question is still unanswered ends that turn (as "Not now")
+    and the reopened session asks again at its first turn."""
+    registry = local_registry(tmp_path)
+    store = TrustStore(tmp_path / "trust.json")
+    async with connected(registry, trust="ask", trust_store=store, answer="hold") as peer:
+        session_id = await peer.new_session(project)
+        stops: list[str] = []
+        async with anyio.create_task_group() as group:
+
+            async def first_turn() -> None:
+                stops.append((await peer.prompt(session_id, "hello")).stop_reason)
+
+            group.start_soon(first_turn)
+            with anyio.fail_after(5):
+                await peer.client.asked.wait()
+            peer.client.answer = "allow_once"
+            await peer.load_session(session_id, project)
+        assert stops == ["cancelled"]
+        await peer.prompt(session_id, "hello again")
+        assert len(peer.questions(session_id)) == 2
+        assert await listed_trust(peer, session_id) == {"review": "session"}
