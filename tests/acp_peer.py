@@ -180,18 +180,20 @@ class RecordingClient:
     async def request_permission(self, **kwargs: Any) -> RequestPermissionResponse:
         self.questions.append(kwargs)
         self.asked.set()
-        answer = self.answers.pop(0) if self.answers else self.answer
-        if answer not in ANSWERS:
-            raise AssertionError(f"the rig's client has no answer {answer!r}")
-        if answer == "error":
-            raise RequestError.internal_error({"reason": "the editor failed"})
-        if answer == "hold":
-            await anyio.sleep_forever()
-        if answer == "cancelled":
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(
-            outcome=AllowedOutcome(outcome="selected", option_id=answer)
-        )
+        return await permission_answer(self.answers.pop(0) if self.answers else self.answer)
+
+
+async def permission_answer(answer: str) -> RequestPermissionResponse:
+    """A client's answer to ``session/request_permission``: ``answer`` is one of `ANSWERS`."""
+    if answer not in ANSWERS:
+        raise AssertionError(f"no such answer to a trust question: {answer!r}")
+    if answer == "error":
+        raise RequestError.internal_error({"reason": "the editor failed"})
+    if answer == "hold":
+        await anyio.sleep_forever()
+    if answer == "cancelled":
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+    return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=answer))
 
 
 class Wire:
