@@ -251,8 +251,6 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     left_out = skipped(problems)
     roots = discovery.roots
     payload = {
-        # Every skill that stands, as `list --json` has them: those a session withholds too.
-        "skills": [_skill_json(skill, None, states[skill]) for skill in snapshot.skills],
         "roots": [
             {"path": r.root.path, "source": r.root.source, "rank": r.root.rank}
             | {"exists": r.exists, "skills": r.skills}
@@ -268,6 +266,8 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
         "unknownHidden": list(fit.unknown_hidden),
         # Beyond the skipped and the shadowed: every record, as `_skills/list` has them.
         "problems": [d.to_json() for d in problems],
+        # Every skill that stands, as `list --json` has them: those a session withholds too.
+        "skills": [_skill_json(skill, None, states[skill]) for skill in snapshot.skills],
     }
     if (mcp := getattr(args, "mcp", None)) is not None:
         payload["mcpServers"] = mcp_servers_json(mcp)  # only with --mcp-server: shape kept
