@@ -412,6 +412,9 @@ async def test_a_pending_project_skill_named_skills_never_hides_the_report(
         await peer.prompt(session_id, "/skills")
         answer = shown(peer, session_id)
         [commands] = peer.wire.commands(session_id)[-1:]
+        # Later in a prompt it is plain text: no skill of that name could have run there.
+        await peer.prompt(session_id, "what does /skills show?")
+        assert shown(peer, session_id) == answer
     assert answer.startswith(f"**Skills for `{untrusted}`**")
     assert "was not run" not in answer
     assert "**Waiting for trust** (2)" in answer

@@ -350,8 +350,10 @@ class PromptTurn:
             start, content = len(content), content + result.text
             entry = {"id": call_id, "name": name, "is_error": result.is_error, "start": start}
             calls.append(entry | {"end": len(content)})
-        ran = {skill.name for skill in invoked}
-        for name in wire.find_invocations(typed, self._view.withheld.keys() - ran):
+        # A note for each withheld skill `/NAME` would have run, unless a skill of that name did.
+        withheld = commands.invocable(w.skill for w in self._view.withheld.values())
+        unrun = {skill.name for skill in withheld} - {skill.name for skill in invoked}
+        for name in wire.find_invocations(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
             note = consent.command_note(name, self._view.withheld[name])
             await self._send(update_agent_message_text(note + "\n\n"))
