@@ -95,14 +95,19 @@ def check_max_length(max_length: object) -> int:
     return max_length
 
 
+def one_line(text: str) -> str:
+    """``text`` cleaned (`remove_unsafe_characters`) with every run of whitespace, line breaks
+    included, as one space, stripped: shown on one line, it cannot start another."""
+    # `str.split()` breaks on all Unicode whitespace (line and paragraph separators, NEL and
+    # the file separators too); U+FEFF is not whitespace to Python, but a byte-order mark left
+    # inside concatenated text. Joiners (U+200B-U+200D, U+2060) carry meaning in emoji and
+    # some scripts, and are kept.
+    return " ".join(remove_unsafe_characters(text).replace("\ufeff", " ").split())
+
+
 def shorten_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
     """Clean, collapse whitespace and cut a description to ``max_length`` (>= 3), unescaped."""
-    limit = check_max_length(max_length)
-    # `str.split()` breaks on all Unicode whitespace; U+FEFF is not whitespace to Python, but a
-    # byte-order mark left inside concatenated text. Joiners (U+200B-U+200D, U+2060) carry
-    # meaning in emoji and some scripts, and are kept.
-    collapsed = " ".join(remove_unsafe_characters(text).replace("\ufeff", " ").split())
-    return cut(collapsed, limit)
+    return cut(one_line(text), check_max_length(max_length))
 
 
 def normalize_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:

@@ -299,6 +299,20 @@ def _take(stored: StoredTrust, key: str, entry: Mapping[str, object]) -> Decisio
     return None
 
 
+# What a question shows of one skill, and so what "Trust for this session" admits of it.
+ShownItem: TypeAlias = tuple[str, str]
+
+
+def shown_items(skill: SkillCandidate, source: TrustSource) -> frozenset[ShownItem]:
+    """What the question shows of ``skill`` from ``source``, and what a once-answer admits: an
+    MCP skill's (uri, digest) pairs as listed (its files and frontmatter); a project skill's
+    file and the name it was shown under (path, name). Another body on the server, another
+    file or another name is not what the person saw."""
+    if isinstance(source, ServerSource):
+        return source.items
+    return frozenset({(skill.path or "", skill.name)})
+
+
 _Held: TypeAlias = tuple[SkillCandidate, TrustState, TrustSource | None, ServerChange | None]
 
 
@@ -329,14 +343,16 @@ def trust_states(
     source_of: Callable[[SkillCandidate], TrustSource | None],
     stored: StoredTrust,
     mode: TrustMode,
-    session_grants: Mapping[str, bool] | None = None,
+    session_grants: Mapping[str, frozenset[ShownItem]] | None = None,
 ) -> TrustStates:
     """Each skill's trust state for one session, as a pure function.
 
     ``source_of`` gives a skill's trust source (``None``: an own root, always trusted);
-    ``session_grants`` holds the once-answers of this session by source key (``True`` allow
-    once, ``False`` not now). A trusted server's skill stays trusted only while every pair it
-    is listed with is one the server was trusted with."""
+    ``session_grants`` holds what this session's once-answers admitted, by source key: the
+    `shown_items` of each skill its question showed. A skill is ``session`` only while all it
+    is now is among them, so a skill added later, or changed on its server, waits. Likewise a
+    trusted server's skill stays trusted only while every pair it is listed with is one the
+    server was trusted with."""
     grants = session_grants or {}
     held: list[_Held] = []
     for skill in skills:
@@ -354,12 +370,18 @@ def trust_states(
             if decision == "trusted" and isinstance(source, ServerSource):
                 known = {uri for uri, _ in stored.served.get(source.key, ())}
                 change = "changed" if any(uri in known for uri, _ in source.items) else "new"
-            state = "session" if grants.get(source.key) else "pending"
+            admitted = _covered(shown_items(skill, source), grants.get(source.key))
+            state = "session" if admitted else "pending"
         held.append((skill, state, source, change))
     return TrustStates(held)
+
+
+def _covered(items: frozenset[ShownItem], admitted: frozenset[ShownItem] | None) -> bool:
+    # Nothing to compare (a server skill listed without pairs) is never covered: fail closed.
+    return bool(items) and admitted is not None and items <= admitted
 
 
 def _still_served(source: TrustSource, stored: StoredTrust) -> bool:
     if not isinstance(source, ServerSource):
         return True
-    return bool(source.items) and source.items <= stored.served.get(source.key, frozenset())
+    return _covered(source.items, stored.served.get(source.key))

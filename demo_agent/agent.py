@@ -126,7 +126,9 @@ class DemoAgent:
             streamed = streamed or bool(text)
             await turn.show_text(text)
 
-        request = ModelRequest(system=SYSTEM_PROMPT, tools=turn.tools, messages=messages)
+        request = ModelRequest(
+            system=SYSTEM_PROMPT, tools=turn.tools, messages=messages, trust_note=turn.trust_note
+        )
         try:
             reply = await self._model.complete(request, on_text)
         except ModelError as error:

@@ -20,19 +20,23 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
-from acp import PROTOCOL_VERSION
+from acp import PROTOCOL_VERSION, RequestError
 from acp.connection import StreamEvent
 from acp.core import AgentSideConnection, ClientSideConnection
 from acp.helpers import text_block
 from acp.schema import (
     AgentCapabilities,
+    AllowedOutcome,
     ClientCapabilities,
+    DeniedOutcome,
     FileSystemCapabilities,
     Implementation,
     InitializeResponse,
+    LoadSessionResponse,
     NewSessionResponse,
     PromptResponse,
     ReadTextFileResponse,
+    RequestPermissionResponse,
 )
 
 from acp_skills import (
@@ -96,7 +100,7 @@ class SkillsAgent:
         meta = self.skills.initialize(client_capabilities)
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=False, field_meta=meta),
+            agent_capabilities=AgentCapabilities(load_session=True, field_meta=meta),
             agent_info=Implementation(name="skills-test-agent", version="0"),
             auth_methods=[],
         )
@@ -107,6 +111,17 @@ class SkillsAgent:
         session_id = f"session-{next(self._ids)}"
         await self.skills.open_session(session_id, cwd)
         return NewSessionResponse(session_id=session_id)
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Any = None,
+        additional_directories: Any = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        await self.skills.load_session(session_id, cwd)
+        return LoadSessionResponse()
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         async with self.skills.turn(session_id, prompt, system=SYSTEM, config=CONFIG) as turn:
@@ -124,11 +139,29 @@ class SkillsAgent:
         return await self.skills.ext_method(method, params)
 
 
-class RecordingClient:
-    """A client whose ``fs/read_text_file`` answers with marker text, so its use is visible."""
+# How the rig's client answers `session/request_permission`: one of the option ids, or these.
+ANSWERS = (
+    "allow_once",
+    "allow_always",
+    "reject_once",
+    "reject_always",
+    "cancelled",  # the editor's "cancelled" outcome
+    "error",  # a JSON-RPC error answer
+    "hold",  # never answers; the turn's cancellation ends the wait
+)
 
-    def __init__(self) -> None:
+
+class RecordingClient:
+    """A client whose ``fs/read_text_file`` answers with marker text, so its use is visible,
+    and which answers each trust question as told: the next of ``answers``, else ``answer``
+    (one of `ANSWERS`). ``questions`` holds every question's parameters, in order."""
+
+    def __init__(self, answer: str = "error") -> None:
         self.reads: list[str] = []
+        self.answer = answer
+        self.answers: list[str] = []
+        self.questions: list[dict[str, Any]] = []
+        self.asked = anyio.Event()  # set at the first question (``hold`` tests wait on it)
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         """Updates are asserted on the recorded wire frames instead."""
@@ -143,6 +176,24 @@ class RecordingClient:
     ) -> ReadTextFileResponse:
         self.reads.append(path)
         return ReadTextFileResponse(content=f"{CLIENT_MARKER} {path}")
+
+    async def request_permission(self, **kwargs: Any) -> RequestPermissionResponse:
+        self.questions.append(kwargs)
+        self.asked.set()
+        return await permission_answer(self.answers.pop(0) if self.answers else self.answer)
+
+
+async def permission_answer(answer: str) -> RequestPermissionResponse:
+    """A client's answer to ``session/request_permission``: ``answer`` is one of `ANSWERS`."""
+    if answer not in ANSWERS:
+        raise AssertionError(f"no such answer to a trust question: {answer!r}")
+    if answer == "error":
+        raise RequestError.internal_error({"reason": "the editor failed"})
+    if answer == "hold":
+        await anyio.sleep_forever()
+    if answer == "cancelled":
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+    return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=answer))
 
 
 class Wire:
@@ -217,9 +268,33 @@ class Peer:
         await self.wire.wait_for(lambda: len(self.wire.commands(session_id)) == 1)
         return session_id
 
+    async def load_session(self, session_id: str, cwd: Path) -> None:
+        """Reopen a session with ``session/load`` and wait for its commands update."""
+        sent = len(self.wire.commands(session_id))
+        with anyio.fail_after(5):
+            await self.conn.load_session(cwd=str(cwd), session_id=session_id, mcp_servers=[])
+        await self.wire.wait_for(lambda: len(self.wire.commands(session_id)) > sent)
+
     async def prompt(self, session_id: str, text: str) -> PromptResponse:
         with anyio.fail_after(5):
             return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
+
+    def questions(self, session_id: str) -> list[dict[str, Any]]:
+        """The ``session/request_permission`` requests the agent sent for a session."""
+        return [
+            message["params"]
+            for message in self.wire.incoming()
+            if message.get("method") == "session/request_permission"
+            and message["params"]["sessionId"] == session_id
+        ]
+
+    def question_text(self, session_id: str) -> list[str]:
+        """The text of each trust question's card (its tool call's content), in order."""
+        return [
+            text_content(update)
+            for update in self.wire.updates(session_id, "tool_call")
+            if update["toolCallId"].startswith("trust-")
+        ]
 
     async def ext(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Call ``_<method>`` (the SDK adds the underscore on the wire)."""
@@ -234,12 +309,14 @@ async def connected(
     reads_files: bool = True,
     agent_type: type[SkillsAgent] = SkillsAgent,
     observe: bool = True,
+    answer: str = "error",
     **options: Any,
 ) -> AsyncIterator[Peer]:
     """An initialized agent/client pair over a socketpair; everything is closed on exit.
 
     ``options`` go to `AcpSkills` (``catalog_budget=...``, ``max_live_sessions=...``); without
-    ``observe`` the agent's connection is built without `AcpSkills.observe`.
+    ``observe`` the agent's connection is built without `AcpSkills.observe`; ``answer`` is how
+    the client answers trust questions (`RecordingClient`).
     """
     agent_socket, client_socket = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
@@ -248,7 +325,7 @@ async def connected(
     options.setdefault("trust", os.environ.get("ACP_SKILLS_TRUST") or "ask")
     skills = AcpSkills(registry, **options)
     agent = agent_type(skills)
-    client = RecordingClient()
+    client = RecordingClient(answer)
     wire = Wire()
     agent_conn = AgentSideConnection(
         cast(Any, agent), agent_writer, agent_reader, observers=[skills.observe] if observe else []

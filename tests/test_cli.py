@@ -399,6 +399,7 @@ async def test_doctor_json_reports_roots_skipped_shadowed_and_catalog_size(corpu
         "unknownPinned",
         "unknownHidden",
         "problems",
+        "skills",
     ]
     assert report["roots"] == [
         {

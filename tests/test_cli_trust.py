@@ -1,10 +1,18 @@
-"""``acp-skills trust`` in subprocesses, with the trust file in a temporary directory."""
+"""``acp-skills trust`` and what the other commands say of trust, with the trust file in a
+temporary directory: in subprocesses, and through `main(argv)` in this process."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+import structlog
+
+from acp_skills.cli.main import main
+from acp_skills.cli.trust import withheld_lines
+from acp_skills.trust import ServerSource
 from tests.test_cli import cli_env, run
 
 
@@ -103,3 +111,63 @@ def test_show_catalog_and_doctor_mark_a_skill_that_waits_for_trust(tmp_path: Pat
     assert run("trust", str(project), env=env).returncode == 0
     assert "Deploy it." in run("catalog", *cwd, env=env).stdout
     assert "waiting for trust" not in run("show", "deploy", *cwd, env=env).stderr
+
+
+@pytest.fixture
+def in_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[Callable[..., tuple[int, str]]]:
+    """``acp-skills ARGS`` through `main(argv)`; its exit status and what it printed. The
+    structlog set-up the command makes is undone after the test."""
+    for name in ("ACP_SKILLS_DIRS", "NO_COLOR", "DSH_HOME", "DSH_AGENTS_HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+    def run_main(*args: str, env: dict[str, str]) -> tuple[int, str]:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        status = main(list(args))
+        return status, capsys.readouterr().out
+
+    try:
+        yield run_main
+    finally:
+        structlog.reset_defaults()
+
+
+def test_doctor_json_carries_each_skills_trust_state_like_list_json(
+    tmp_path: Path, in_process: Callable[..., tuple[int, str]]
+) -> None:
+    """A skill that waits for trust is in ``doctor --json`` as it is in ``list --json``, with
+    its state; so is a skill of the person's own, trusted."""
+    project, env = waiting_project(tmp_path)
+    env = {key: env[key] for key in ("ACP_SKILLS_TRUST", "ACP_SKILLS_TRUST_FILE")} | {
+        "DSH_HOME": str(tmp_path / "h1"),
+        "DSH_AGENTS_HOME": str(tmp_path / "h2"),
+    }
+    own = tmp_path / "h2" / "skills" / "notes"
+    own.mkdir(parents=True)
+    (own / "SKILL.md").write_text("---\nname: notes\ndescription: Take notes.\n---\nBody\n")
+    _, listed = in_process("list", "--cwd", str(project), "--json", env=env)
+    _, doctor = in_process("doctor", "--cwd", str(project), "--json", env=env)
+    skills = json.loads(doctor)["skills"]
+    assert skills == json.loads(listed)["skills"]
+    assert [(s["name"], s["source"], s["trust"]) for s in skills] == [
+        ("deploy", "project-agents", "pending"),
+        ("notes", "user-agents", "trusted"),
+    ]
+
+
+def test_a_pending_servers_hint_speaks_of_its_question_not_of_a_refusal() -> None:
+    """For a server whose skills wait, the command line says a new session's question admits
+    them; only a refused server gets the command that forgets its refusal."""
+    server = ServerSource("team", "team=uvx team-skills")
+    pending = withheld_lines({"fmt": ("pending", server)})
+    assert pending == [
+        'fmt: waiting for trust (MCP server "team")',
+        'MCP server "team": answering its question in a new session admits it',
+    ]
+    refused = withheld_lines({"fmt": ("refused", server)})
+    assert refused[-1] == (
+        "MCP server \"team\": refused; `acp-skills trust --forget 'mcp:team=uvx team-skills'` "
+        "undoes the refusal"
+    )

@@ -22,8 +22,10 @@ from acp_skills import (
 from acp_skills.acp.commands import (
     SKILLS_COMMAND_DESCRIPTION,
     builtin_commands,
+    invocable,
     leading_slash_word,
 )
+from acp_skills.trust import TrustStore
 from tests.acp_peer import (
     COMMANDS,
     SKILLS_BUILTIN,
@@ -32,6 +34,7 @@ from tests.acp_peer import (
     connected,
     fixture_registry,
     write_fixture_skills,
+    write_skill,
 )
 from tests.providers import candidate
 
@@ -307,10 +310,11 @@ async def test_other_prompts_still_reach_the_model(
 
 
 @pytest.mark.anyio
-async def test_a_skill_named_skills_wins_over_the_built_in(
+async def test_skills_stays_the_report_when_a_skill_is_named_skills(
     registry: SkillRegistry, project: Path
 ) -> None:
-    """A person's own ``skills`` skill is invoked by ``/skills`` and advertised once."""
+    """A person's own ``skills`` skill neither replaces the built-in command nor hides the
+    report: ``/skills`` is the library's, and the report says why that skill is no command."""
     registry.register(
         SkillDefinition(name="skills", description="My own skills helper.", content="Mine.")
     )
@@ -320,11 +324,15 @@ async def test_a_skill_named_skills_wins_over_the_built_in(
         session_id = await peer.new_session(project)
         [commands] = peer.wire.commands(session_id)
         await peer.prompt(session_id, "/skills")
-    assert [c["description"] for c in commands if c["name"] == "skills"] == [
-        "My own skills helper."
-    ]
-    assert [turn.invoked[0].name for turn in agent.turns] == ["skills"]
-    assert len(agent.requests) == 1
+        answer = shown(peer, session_id)
+    assert [c for c in commands if c["name"] == "skills"] == [SKILLS_BUILTIN]
+    assert [turn.invoked for turn in agent.turns] == [()]
+    assert agent.requests == []
+    assert answer.startswith(f"**Skills for `{project}`**")
+    assert (
+        "- `skills` — My own skills helper. (runtime, not a command: `/skills` is this report)"
+        in (answer)
+    )
 
 
 @pytest.mark.anyio
@@ -359,13 +367,12 @@ def test_leading_slash_word(text: str, word: str | None) -> None:
     assert leading_slash_word(text) == word
 
 
-def test_the_built_in_is_advertised_unless_a_skill_takes_its_name() -> None:
-    """``/skills`` is offered, except when a user-invocable skill is itself called ``skills``."""
-    [offered] = builtin_commands([candidate("deploy", provider="p")])
+def test_the_built_in_is_always_advertised_and_no_skill_takes_its_name() -> None:
+    """``/skills`` is always offered; a skill called ``skills`` is never a command."""
+    [offered] = builtin_commands()
     assert (offered.name, offered.description) == ("skills", SKILLS_COMMAND_DESCRIPTION)
-    assert builtin_commands([candidate("skills", provider="p")]) == []
-    hidden = candidate("skills", provider="p", user_invocable=False)
-    assert [c.name for c in builtin_commands([hidden])] == ["skills"]
+    skills = [candidate("deploy", provider="p"), candidate("skills", provider="p")]
+    assert [skill.name for skill in invocable(skills)] == ["deploy"]
 
 
 @pytest.mark.anyio
@@ -380,3 +387,62 @@ async def test_skills_reports_what_the_catalog_budget_did(tmp_path: Path, projec
     assert fit is None  # nothing was frozen: /skills asks no model
     assert "Catalog: " in answer
     assert " of 700 characters; 3 skills listed" in answer
+
+
+@pytest.fixture
+def untrusted(project: Path) -> Path:
+    """The project as a repository whose skills wait for trust: ``skills`` and a ``deploy``
+    that shadows the person's own."""
+    (project / ".git").mkdir()
+    root = project / ".agents" / "skills"
+    write_skill(root, "skills", "The project's take on /skills.", body="Project text.")
+    write_skill(root, "deploy", "The project's deploy.", body="Project deploy.")
+    return project
+
+
+@pytest.mark.anyio
+async def test_a_pending_project_skill_named_skills_never_hides_the_report(
+    registry: SkillRegistry, untrusted: Path, tmp_path: Path
+) -> None:
+    """``/skills`` in an untrusted project is the library's report, listing the project's
+    ``skills`` as waiting, not a note that it was not run."""
+    store = TrustStore(tmp_path / "trust.json")
+    async with connected(registry, trust="ask", trust_store=store, answer="reject_once") as peer:
+        session_id = await peer.new_session(untrusted)
+        await peer.prompt(session_id, "/skills")
+        answer = shown(peer, session_id)
+        [commands] = peer.wire.commands(session_id)[-1:]
+        # Later in a prompt it is plain text: no skill of that name could have run there.
+        await peer.prompt(session_id, "what does /skills show?")
+        assert shown(peer, session_id) == answer
+    assert answer.startswith(f"**Skills for `{untrusted}`**")
+    assert "was not run" not in answer
+    assert "**Waiting for trust** (2)" in answer
+    assert "- `skills` — The project's take on /skills. (project `project`)" in answer
+    assert [c for c in commands if c["name"] == "skills"] == [SKILLS_BUILTIN]
+
+
+@pytest.mark.anyio
+async def test_no_was_not_run_note_when_the_persons_own_skill_of_that_name_ran(
+    registry: SkillRegistry, untrusted: Path, tmp_path: Path
+) -> None:
+    """While the project's ``deploy`` waits, ``/deploy`` runs the person's own ``deploy``, and
+    nobody is told that ``/deploy`` was not run."""
+    store = TrustStore(tmp_path / "trust.json")
+    async with connected(
+        registry,
+        agent_type=ScriptedModelAgent,
+        trust="ask",
+        trust_store=store,
+        answer="reject_once",
+    ) as peer:
+        agent = peer.agent
+        assert isinstance(agent, ScriptedModelAgent)
+        session_id = await peer.new_session(untrusted)
+        await peer.prompt(session_id, "/deploy staging")
+        answer = shown(peer, session_id)
+    [turn] = agent.turns
+    assert [invoked.name for invoked in turn.invoked] == ["deploy"]
+    assert "Run `scripts/deploy.sh`." in turn.invoked[0].text
+    assert "Project deploy." not in turn.invoked[0].text
+    assert "was not run" not in answer

@@ -708,6 +708,38 @@ async def test_offline_model_complete(
         assert streamed == []
 
 
+WAITING = "2 skills from project `p` wait for trust, and this session will not ask again."
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        (
+            [{"role": "user", "content": "tell me a joke"}],
+            "No skills are offered to me in this session yet. " + WAITING,
+        ),
+        (
+            [catalog_message(CATALOG), {"role": "user", "content": "tell me a joke"}],
+            "and I will load it.\n" + WAITING,
+        ),
+    ],
+    ids=["no-catalog", "with-catalog"],
+)
+async def test_offline_model_tells_what_waits_for_trust(
+    messages: list[dict[str, Any]], expected: str
+) -> None:
+    """With the turn's trust note, the offline model says what waits instead of claiming there
+    are no skills, and after the skills it lists."""
+
+    async def on_text(piece: str) -> None:
+        pass
+
+    request = ModelRequest(system="s", tools=[SKILL_TOOL], messages=messages, trust_note=WAITING)
+    reply = await OfflineModel().complete(request, on_text)
+    assert reply.text.endswith(expected)
+    assert "No skills are available" not in reply.text
+
+
 async def test_mcp_servers_are_accepted_and_attached_context_reaches_the_model(
     sandbox: Sandbox,
 ) -> None:

@@ -1,16 +1,22 @@
-"""Trust through the real demo agent over stdio: the question, each answer, and what follows."""
+"""Trust through the real demo agent: the question, each answer, and what follows (over stdio,
+and in this process over the test rig)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
-from acp import RequestError
-from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+from acp.schema import RequestPermissionResponse
 
+from acp_skills import LocalSkillProvider, SkillRegistry
+from acp_skills.acp import AcpSkills
+from acp_skills.trust import TrustStore
+from demo_agent.agent import DemoAgent
+from demo_agent.models.offline import OfflineModel
+from tests.acp_peer import Peer, connected, permission_answer
 from tests.agent_client import Agent, RecordingClient, Sandbox, text_prompt, write_skill
 
 OPTIONS = [
@@ -34,15 +40,7 @@ class AnsweringClient(RecordingClient):
     async def request_permission(self, **kwargs: Any) -> RequestPermissionResponse:
         self.questions.append(kwargs)
         self.asked.set()
-        if self.answer == "error":
-            raise RequestError.internal_error({"reason": "the editor failed"})
-        if self.answer == "hold":
-            await anyio.sleep_forever()
-        if self.answer == "cancelled":
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(
-            outcome=AllowedOutcome(outcome="selected", option_id=self.answer)
-        )
+        return await permission_answer(self.answer)
 
 
 @pytest.fixture
@@ -328,3 +326,64 @@ async def test_an_unreadable_trust_file_is_left_alone_and_the_answer_holds_for_t
         assert len(client.questions) == 1
         assert "`review`" in await catalog_text(agent, session_id)
     assert path.read_text(encoding="utf-8") == "{not json"
+
+
+class OfflineDemoAgent(DemoAgent):
+    """The demo agent on its offline model, attached as `AcpSkills.serve` attaches it."""
+
+    def __init__(self, skills: AcpSkills) -> None:
+        super().__init__(skills, OfflineModel())
+
+    def on_connect(self, conn: Any) -> None:
+        self.skills.attach(conn)
+
+
+@pytest.mark.anyio
+async def test_after_not_now_the_offline_model_and_the_name_note_say_what_waits_and_how(
+    tmp_path: Path,
+) -> None:
+    """The session will not ask again: the offline model's reply does not claim there are no
+    skills, and neither it nor the ``/NAME`` note says "when asked"; both name what waits and
+    how to admit it (the demo agent in this process, over the test rig)."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    skills = project / ".agents" / "skills"
+    write_skill(skills, "review", "Review the change against the checklist.")
+    write_skill(skills, "lint", "The project's lint steps.")
+    registry = SkillRegistry()
+    registry.register_provider(
+        LocalSkillProvider(
+            dsh_home=str(tmp_path / "home" / ".dsh"),
+            agents_home=str(tmp_path / "home" / ".agents"),
+            watch=False,
+        )
+    )
+    async with connected(
+        registry,
+        agent_type=cast(Any, OfflineDemoAgent),
+        trust="ask",
+        trust_store=TrustStore(tmp_path / "trust.json"),
+        answer="reject_once",
+    ) as peer:
+        session_id = await peer.new_session(project)
+        await peer.prompt(session_id, "hello")
+        reply = peer_text(peer, session_id)
+        await peer.prompt(session_id, "/review now")
+        note = peer_text(peer, session_id)[len(reply) :]
+    command = f"`acp-skills trust {project.resolve()}`"
+    how = f"To admit them, start a new session and answer its question, or run {command}."
+    assert "No skills are available" not in reply
+    assert (
+        "No skills are offered to me in this session yet. 2 skills from project `project` wait "
+        f"for trust, and this session will not ask again. {how}"
+    ) in reply
+    assert note == (
+        "`/review` comes from project `project`, which is waiting for trust: it was not run, and "
+        "this session will not ask again. " + how.replace("them", "it")
+    )
+
+
+def peer_text(peer: Peer, session_id: str) -> str:
+    return "".join(
+        update["content"]["text"] for update in peer.wire.updates(session_id, "agent_message_chunk")
+    )

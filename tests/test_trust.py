@@ -24,6 +24,7 @@ from acp_skills.trust import (
     TrustStore,
     default_trust_file,
     project_of,
+    shown_items,
     trust_mode,
     trust_states,
 )
@@ -115,7 +116,7 @@ def _states(
     sources: dict[str, TrustSource],
     decisions: dict[str, Decision],
     mode: TrustMode,
-    grants: dict[str, bool] | None = None,
+    grants: dict[str, frozenset[Pair]] | None = None,
     served: dict[str, frozenset[Pair]] | None = None,
 ) -> list[str]:
     stored = StoredTrust(decisions, served or {})
@@ -132,8 +133,10 @@ def test_trust_states_per_mode_decision_and_session_grant() -> None:
     assert _states([own, mine], source_of, {}, "none") == ["trusted", "refused"]
     assert _states([mine], source_of, {"/p": "refused"}, "ask") == ["refused"]
     assert _states([mine], source_of, {"/p": "trusted"}, "ask") == ["trusted"]
-    assert _states([mine], source_of, {}, "ask", {"/p": True}) == ["session"]
-    assert _states([mine], source_of, {}, "ask", {"/p": False}) == ["pending"]
+    once = {"/p": shown_items(mine, project)}
+    assert _states([mine], source_of, {}, "ask", once) == ["session"]
+    # A once-answer admits what its question showed: another skill of the project waits.
+    assert _states([_skill("c", "project-agents")], source_of, {}, "ask", once) == ["pending"]
 
 
 _SKILL_MD = ("skill://a/SKILL.md", "sha256:1")
@@ -156,9 +159,10 @@ def test_a_trusted_server_covers_only_the_pairs_it_was_trusted_with() -> None:
     other = ServerSource("docs", server.endpoint, frozenset({("skill://b/SKILL.md", "sha256:3")}))
     states = trust_states([skill], lambda _: other, StoredTrust(trusted, served), "ask")
     assert (states[skill], states.change(skill)) == ("pending", "new")
-    # A refusal holds for the server whatever it serves; a once-grant admits a changed skill.
+    # A refusal holds for the server whatever it serves; a once-grant admits the pairs shown.
     assert _states([skill], sources, {server.key: "refused"}, "ask") == ["refused"]
-    assert _states([skill], sources, trusted, "ask", {server.key: True}) == ["session"]
+    assert _states([skill], sources, trusted, "ask", {server.key: server.items}) == ["session"]
+    assert _states([skill], sources, trusted, "ask", {server.key: changed.items}) == ["pending"]
 
 
 def test_trusting_a_server_stores_its_pairs_and_replaces_those_of_the_same_uris(

@@ -59,7 +59,7 @@ class CommandsAnnouncer:
             options = live.session.context.lookup_options
             with bound(live.trust):  # the registry is the session's trusted view
                 snapshot = await self._registry.snapshot(options)
-        commands = [*available_commands(snapshot.skills), *builtin_commands(snapshot.skills)]
+        commands = [*available_commands(invocable(snapshot.skills)), *builtin_commands()]
         key = tuple(
             (c.name, c.description, c.input.root.hint if c.input is not None else "")
             for c in commands
@@ -129,10 +129,16 @@ class CommandsAnnouncer:
             self._loop = self._changed = None
 
 
-def builtin_commands(skills: Iterable[SkillSummary]) -> list[AvailableCommand]:
-    if any(skill.user_invocable and skill.name == SKILLS_COMMAND for skill in skills):
-        return []
+def builtin_commands() -> list[AvailableCommand]:
+    """The library's own commands, always offered (after the skills' own)."""
     return [AvailableCommand(name=SKILLS_COMMAND, description=SKILLS_COMMAND_DESCRIPTION)]
+
+
+def invocable(skills: Iterable[SkillSummary]) -> list[SkillSummary]:
+    """The skills a person runs as ``/NAME``: user-invocable ones, but for a skill named like a
+    built-in command. ``/skills`` is the library's report whatever a project or a person
+    names a skill: otherwise a skill could hide what the session offers and withholds."""
+    return [s for s in skills if s.user_invocable and s.name != SKILLS_COMMAND]
 
 
 def leading_slash_word(text: str) -> str | None:
@@ -141,8 +147,8 @@ def leading_slash_word(text: str) -> str | None:
 
 
 def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
-    commands = [skill.name for skill in snapshot.skills if skill.user_invocable]
-    commands += [command.name for command in builtin_commands(snapshot.skills)]
+    commands = [skill.name for skill in invocable(snapshot.skills)]
+    commands += [command.name for command in builtin_commands()]
     if any(skill.name == word and not skill.user_invocable for skill in snapshot.skills):
         opening = (
             f"`/{word}` is not a command: the skill `{word}` is for the model only "
@@ -190,9 +196,11 @@ def _skill_line(skill: SkillSummary) -> str:
     notes = [_clean(skill.source)]
     if not skill.user_invocable:
         notes.append("model only")
+    elif skill.name == SKILLS_COMMAND:
+        notes.append(f"not a command: `/{SKILLS_COMMAND}` is this report")
     if skill.disable_model_invocation:
         notes.append("hidden from the model")
-    shown = f"/{skill.name}" if skill.user_invocable else skill.name
+    shown = f"/{skill.name}" if invocable([skill]) else skill.name
     description = shorten_description(skill.description, _DESCRIPTION_SHOWN)
     return f"- `{shown}` — {description} ({', '.join(notes)})"
 

@@ -24,12 +24,13 @@ from acp.schema import PermissionOption, ToolCallUpdate
 from ..model import SkillCandidate, SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
-from ..text import remove_unsafe_characters, shorten_description
+from ..text import one_line, shorten_description
 from ..trust import (
     Decision,
     ProjectSource,
     ServerChange,
     ServerSource,
+    ShownItem,
     StoredTrust,
     TrustFileError,
     TrustMode,
@@ -37,6 +38,7 @@ from ..trust import (
     TrustState,
     TrustStates,
     TrustStore,
+    shown_items,
     sources_at,
     trust_states,
 )
@@ -45,24 +47,32 @@ from .wire import ClientLink
 _log = get_logger(__name__)
 
 ADMITTED: Final = frozenset({"trusted", "session"})
-# The four answers of the question, by option id (the id is the kind: one of each).
+# The four answers of the question, by option id (the id is the kind: one of each); WHOM is
+# what the question is about ("this project", "this server", ...).
 OPTIONS: Final = (
     ("allow_once", "Trust for this session"),
-    ("allow_always", "Trust this project"),
+    ("allow_always", "Trust {whom}"),
     ("reject_once", "Not now"),
-    ("reject_always", "Never for this project"),
+    ("reject_always", "Never for {whom}"),
 )
 _VIEWS_KEPT = 16
 
 
 @dataclass(slots=True)
 class SessionTrust:
-    """One session instance's answers: ``grants`` by source key (``True`` allow once, ``False``
-    not now); ``asked`` once the question was put (never twice per instance)."""
+    """One session instance's answers: ``grants``, what its once-answers admitted, by source
+    key (`acp_skills.trust.shown_items` of each skill its question showed); ``asked`` once the
+    question was put (never twice per instance)."""
 
-    grants: dict[str, bool] = field(default_factory=dict)
+    grants: dict[str, frozenset[ShownItem]] = field(default_factory=dict)
     asked: bool = False
     warned: bool = False
+
+    def admit(self, shown: list[Withheld]) -> None:
+        """Admit for this instance exactly what the question showed of ``shown``."""
+        for withheld in shown:
+            key, items = withheld.source.key, shown_items(withheld.skill, withheld.source)
+            self.grants[key] = self.grants.get(key, frozenset()) | items
 
 
 _current: ContextVar[SessionTrust | None] = ContextVar("acp_skills_session_trust", default=None)
@@ -103,36 +113,71 @@ class TrustView:
 
 def trust_error(name: str, withheld: Withheld) -> str:
     """The `skill` tool's answer for a withheld skill, by exact name."""
-    quoted = f'"{remove_unsafe_characters(name)}"'
+    quoted = f'"{one_line(name)}"'
     state = "is waiting for trust" if withheld.state == "pending" else "is not trusted"
     if isinstance(withheld.source, ServerSource):
-        label = remove_unsafe_characters(withheld.source.label)
-        return f'Error: skill {quoted} from MCP server "{label}" {state}'
+        return f'Error: skill {quoted} from MCP server "{one_line(withheld.source.label)}" {state}'
     return f"Error: skill {quoted} {state} in this project"
 
 
 def command_note(name: str, withheld: Withheld) -> str:
-    """The one line a person gets for a `/NAME` of a withheld skill."""
-    opening, command = (
-        f"`/{name}` comes from {_label(withheld.source)}",
-        _admitting_command(withheld),
-    )
+    """The one line a person gets for a `/NAME` of a withheld skill. It comes after the
+    session's one question (or instead of it), so it never says "when asked"."""
+    opening = f"`/{one_line(name)}` comes from {_label(withheld.source)}"
     if withheld.state == "pending":
-        how = f", or run `{command}`" if command else " in a new session"
-        return f"{opening}, which is waiting for trust: it was not run. Trust it when asked{how}."
+        waiting = "which is waiting for trust: it was not run, and this session will not ask again"
+        return f"{opening}, {waiting}. {_how_to_admit([withheld])}"
+    command = _admitting_command(withheld)
     return f"{opening}, which is not trusted: it was not run. To undo a refusal, run `{command}`."
+
+
+def waiting_note(view: TrustView) -> str | None:
+    """What a person should know about this session's pending skills, once its question has
+    been put (the session asks no more): how many wait, from where, and how to admit them.
+    ``None`` when nothing waits. Counts and places only: no text of a withheld skill."""
+    if not (pending := view.pending()):
+        return None
+    by_source: dict[str, list[Withheld]] = {}
+    for withheld in pending:
+        by_source.setdefault(withheld.source.key, []).append(withheld)
+    parts = [
+        f"{len(group)} skill{'' if len(group) == 1 else 's'} from {_label(group[0].source)}"
+        for group in sorted(by_source.values(), key=lambda group: _order(group[0].source))
+    ]
+    waits = "waits" if len(pending) == 1 else "wait"
+    opening = f"{_joined(parts)} {waits} for trust, and this session will not ask again."
+    return f"{opening} {_how_to_admit(pending)}"
+
+
+def _how_to_admit(pending: list[Withheld]) -> str:
+    # A project is trusted from the command line too; a server only by answering its question
+    # (the answer stores the digests it lists).
+    commands = sorted({c for w in pending if (c := _admitting_command(w)) is not None})
+    them = "it" if len(pending) == 1 else "them"
+    how = f"To admit {them}, start a new session and answer its question"
+    if not commands:
+        return how + "."
+    return how + ", or run " + " and ".join(f"`{c}`" for c in commands) + "."
 
 
 def _label(source: TrustSource) -> str:
     if isinstance(source, ServerSource):
-        return f'MCP server "{remove_unsafe_characters(source.label)}"'
-    return f"project `{remove_unsafe_characters(source.label)}`"
+        return f'MCP server "{one_line(source.label)}"'
+    return f"project `{one_line(source.label)}`"
+
+
+def _order(source: TrustSource) -> tuple[bool, str]:
+    return isinstance(source, ServerSource), source.label  # the project first
+
+
+def _joined(parts: list[str]) -> str:
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
 
 def _admitting_command(withheld: Withheld) -> str | None:
     # A project is trusted from the command line; a server only by answering its question (the
     # answer stores the digests it lists), so the command line can only forget its refusal.
-    key = shlex.quote(remove_unsafe_characters(withheld.source.key))
+    key = shlex.quote(one_line(withheld.source.key))
     if isinstance(withheld.source, ProjectSource):
         return f"acp-skills trust {key}"
     return None if withheld.state == "pending" else f"acp-skills trust --forget {key}"
@@ -219,18 +264,51 @@ _CHANGES: Final[Mapping[ServerChange | None, str]] = {
 }
 
 
+_UNVERIFIED: Final = " — its files are not listed, so they are unverified"
+
+
+def served_dynamic(skill: SkillCandidate) -> bool:
+    """Whether an MCP skill's files are served without a manifest (``"resources": "dynamic"``):
+    its locator says so with a ``dynamic`` attribute (anything else: listed files)."""
+    return getattr(skill.locator, "dynamic", False) is True
+
+
+# The question is the one place a person decides on text a project or server chose: every
+# value in it goes through `one_line` (descriptions through `shorten_description`, which
+# uses it), so no name, description, path, uri or label can start a line of its own.
+
+
+def question_title(pending: list[Withheld]) -> str:
+    """``Trust N skills from PROJECT?`` (the project's directory name or the server labels)."""
+    labels = ", ".join(sorted({one_line(w.source.label) for w in pending}))
+    return f"Trust {len(pending)} skill{'' if len(pending) == 1 else 's'} from {labels}?"
+
+
 def question_text(pending: list[Withheld]) -> str:
-    """Every pending skill: name, description and path (or server and uri)."""
+    """Every pending skill on a line: name, description and path (or server and uri)."""
     lines = []
     for withheld in sorted(pending, key=lambda w: w.skill.name):
-        skill = withheld.skill
+        skill, source = withheld.skill, withheld.source
         description = shorten_description(skill.description, 200)
-        where = remove_unsafe_characters(skill.path or "")
-        if isinstance(withheld.source, ServerSource):
-            uri = remove_unsafe_characters(withheld.source.uri)
-            where = f"MCP server {remove_unsafe_characters(withheld.source.label)}, {uri}"
-        lines.append(f"- {skill.name}: {description} ({where}){_CHANGES.get(withheld.change, '')}")
+        where = one_line(skill.path or "")
+        notes = _CHANGES.get(withheld.change, "")
+        if isinstance(source, ServerSource):
+            where = f"MCP server {one_line(source.label)}, {one_line(source.uri)}"
+            notes += _UNVERIFIED if served_dynamic(skill) else ""
+        lines.append(f"- {one_line(skill.name)}: {description} ({where}){notes}")
     return "\n".join(lines)
+
+
+def question_options(pending: list[Withheld]) -> list[tuple[str, str]]:
+    """The four answers (option id, label), the lasting ones naming what they are about."""
+    projects = len({w.source.key for w in pending if not isinstance(w.source, ServerSource)})
+    servers = len({w.source.key for w in pending if isinstance(w.source, ServerSource)})
+    whom = [
+        ("this " + noun) if count == 1 else f"these {count} {noun}s"
+        for count, noun in ((projects, "project"), (servers, "server"))
+        if count
+    ]
+    return [(kind, label.format(whom=" and ".join(whom))) for kind, label in OPTIONS]
 
 
 async def ask(
@@ -244,13 +322,15 @@ async def ask(
         return False
     call_id = f"trust-{uuid.uuid4().hex}"
     content = [tool_content(text_block(question_text(pending)))]
-    labels = ", ".join(sorted({remove_unsafe_characters(w.source.label) for w in pending}))
-    title = f"Trust {len(pending)} skill{'' if len(pending) == 1 else 's'} from {labels}?"
+    title = question_title(pending)
     start = start_tool_call(call_id, title, kind="read", status="pending", content=content)
     choice = "reject_once"
     try:
         await link.send(session_id, start)
-        options = [PermissionOption(option_id=k, name=n, kind=k) for k, n in OPTIONS]  # type: ignore[arg-type]
+        options = [
+            PermissionOption(option_id=kind, name=label, kind=kind)  # type: ignore[arg-type]
+            for kind, label in question_options(pending)
+        ]
         tool_call = ToolCallUpdate(tool_call_id=call_id, title=start.title, kind="read")
         answer = await client.request_permission(  # type: ignore[attr-defined]
             session_id=session_id, tool_call=tool_call, options=options
@@ -266,16 +346,18 @@ async def ask(
     except Exception as error:
         _log.warning("trust_question_failed", session_id=session_id, error=repr(error))
     sources, admitted = _merged_sources(pending), choice in ("allow_once", "allow_always")
-    for key, source in sources.items():
-        if choice.endswith("_always"):
-            decision: Decision = "trusted" if admitted else "refused"
+    if choice == "allow_once":
+        trust.admit(pending)
+    elif choice.endswith("_always"):
+        decision: Decision = "trusted" if admitted else "refused"
+        for key, source in sources.items():
             try:
                 await anyio.to_thread.run_sync(store.decide, source, decision)
-                continue
             except (TrustFileError, OSError) as error:
-                # Not stored: the answer still holds for this session.
+                # Not stored: a trust still holds for this session, for what it showed.
                 _log.warning("trust_not_stored", path=store.path, error=str(error))
-        trust.grants[key] = admitted
+                if admitted:
+                    trust.admit([w for w in pending if w.source.key == key])
     _log.info("trust_answered", session_id=session_id, answer=choice, sources=len(sources))
     await link.send(
         session_id, update_tool_call(call_id, status="completed" if admitted else "failed")
@@ -320,11 +402,10 @@ def report_lines(view: TrustView) -> list[str]:
             description = shorten_description(withheld.skill.description, 120)
             where, change = _label(withheld.source), _CHANGES.get(withheld.change, "")
             lines.append(f"- `{withheld.skill.name}` — {description} ({where}){change}")
-        commands = sorted({c for w in group if (c := _admitting_command(w)) is not None})
-        listed = ", ".join(f"`{command}`" for command in commands)
-        how = f"To undo a refusal, run {listed}."
         if state == "pending":
-            how = "Answer the question at your next prompt in a new session"
-            how += f", or run {listed}." if listed else "."
+            how = _how_to_admit(group)
+        else:
+            commands = sorted({c for w in group if (c := _admitting_command(w)) is not None})
+            how = "To undo a refusal, run " + ", ".join(f"`{c}`" for c in commands) + "."
         lines += ["", how, ""]
     return lines

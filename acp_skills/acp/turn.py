@@ -105,6 +105,14 @@ class PromptTurn:
         return self._stop_reason
 
     @property
+    def trust_note(self) -> str | None:
+        """For the person: how many skills this session withholds while they wait for trust,
+        from where, and how to admit them (``None`` when none wait). It holds no text of a
+        withheld skill. By the time a turn runs the session's one question has been put (it
+        asks no more), and the note says so."""
+        return consent.waiting_note(self._view)
+
+    @property
     def finished(self) -> bool:
         """Whether the turn has its stop reason (no further request is due)."""
         return self._stop_reason is not None
@@ -294,9 +302,10 @@ class PromptTurn:
 
     async def _answer_without_model(self, typed: str, snapshot: SkillSnapshot) -> str | None:
         cwd, word = self._cwd, commands.leading_slash_word(typed)
-        if word is None or any(s.user_invocable and s.name == word for s in snapshot.skills):
+        if word is None or any(s.name == word for s in commands.invocable(snapshot.skills)):
             return None  # for the model (a skill invocation is expanded for it)
-        if (withheld := self._view.withheld.get(word)) is not None:
+        # `/skills` is the library's, whatever skill is named so (`commands.invocable`).
+        if word != commands.SKILLS_COMMAND and (withheld := self._view.withheld.get(word)):
             return consent.command_note(word, withheld)  # never expanded, never silent
         if word == commands.SKILLS_COMMAND:
             problems: tuple[Diagnostic, ...] | None = None
@@ -318,7 +327,7 @@ class PromptTurn:
         self, typed: str, prompt: Sequence[object], snapshot: SkillSnapshot
     ) -> tuple[InvokedSkill, ...]:
         content = "\n\n".join(part for part in (typed, *wire.prompt_context(prompt)) if part)
-        names = [skill.name for skill in snapshot.skills if skill.user_invocable]
+        names = [skill.name for skill in commands.invocable(snapshot.skills)]
         invoked: list[InvokedSkill] = []
         # Where each skill's text sits in the content: `session/load` replays the calls from it.
         calls: list[dict[str, Any]] = []
@@ -341,7 +350,10 @@ class PromptTurn:
             start, content = len(content), content + result.text
             entry = {"id": call_id, "name": name, "is_error": result.is_error, "start": start}
             calls.append(entry | {"end": len(content)})
-        for name in wire.find_invocations(typed, self._view.withheld):
+        # A note for each withheld skill `/NAME` would have run, unless a skill of that name did.
+        withheld = commands.invocable(w.skill for w in self._view.withheld.values())
+        unrun = {skill.name for skill in withheld} - {skill.name for skill in invoked}
+        for name in wire.find_invocations(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
             note = consent.command_note(name, self._view.withheld[name])
             await self._send(update_agent_message_text(note + "\n\n"))

@@ -30,7 +30,7 @@ from ..diagnostics import Diagnostic, root_misnamed, shadow_diagnostic, skipped
 from ..model import SKILL_FILE_NAME, SkillSnapshot
 from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
-from ..trust import TRUST_MODES
+from ..trust import TRUST_MODES, TrustState
 from .mcp_options import add_mcp_options, mcp_provider_from, mcp_server_lines, mcp_servers_json
 from .new import new
 from .output import (
@@ -135,6 +135,24 @@ def _location(skill: SkillCandidate) -> dict[str, Any]:
     return {"source": skill.source, "path": skill.path}
 
 
+def _skill_json(
+    skill: SkillCandidate, winner: SkillCandidate | None, state: TrustState
+) -> dict[str, Any]:
+    """One skill as `list --json` and `doctor --json` give it (``winner``: what shadows it)."""
+    return {
+        "name": skill.name,
+        "description": skill.description,
+        "source": skill.source,
+        "rank": skill.rank,
+        "provider": skill.provider,
+        "path": skill.path,
+        "modelInvocable": not skill.disable_model_invocation,
+        "userInvocable": skill.user_invocable,
+        "shadowedBy": _location(winner) if winner is not None else None,
+        "trust": state,
+    }
+
+
 async def _list(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = _skills_from(args)
     snapshot = await registry.snapshot(options)
@@ -146,21 +164,7 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
     entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
     for skill in snapshot.skills:
         entries += [(skill, None), *lost_by_name.get(skill.name, ())]
-    listed = [
-        {
-            "name": skill.name,
-            "description": skill.description,
-            "source": skill.source,
-            "rank": skill.rank,
-            "provider": skill.provider,
-            "path": skill.path,
-            "modelInvocable": not skill.disable_model_invocation,
-            "userInvocable": skill.user_invocable,
-            "shadowedBy": _location(winner) if winner is not None else None,
-            "trust": states[skill],
-        }
-        for skill, winner in entries
-    ]
+    listed = [_skill_json(skill, winner, states[skill]) for skill, winner in entries]
     warnings = await _custom_dir_warnings(provider) + await _skipped_warnings(provider, options)
     outcome = Outcome({"skills": listed}, warnings=warnings)
     if not entries:
@@ -247,7 +251,8 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = _skills_from(args)
     discovery = await provider.discover(options)
     snapshot = await registry.snapshot(options)
-    offered, withheld = as_a_session_sees_it(args, snapshot)
+    states = trust_of(args, [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)])
+    offered, withheld = as_a_session_sees_it(args, snapshot, states)
     fit = _agent_catalog(args, offered)
     characters = len(fit.text or "")
     roots = discovery.roots
@@ -273,6 +278,8 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
         "unknownHidden": list(fit.unknown_hidden),
         # Beyond the skipped and the shadowed: every record, as `_skills/list` has them.
         "problems": [d.to_json() for d in problems],
+        # Every skill that stands, as `list --json` has them: those a session withholds too.
+        "skills": [_skill_json(skill, None, states[skill]) for skill in snapshot.skills],
     }
     if (mcp := getattr(args, "mcp", None)) is not None:
         payload["mcpServers"] = mcp_servers_json(mcp)  # only with --mcp-server: shape kept

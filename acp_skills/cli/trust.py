@@ -107,11 +107,13 @@ def trust_of(args: argparse.Namespace, skills: Sequence[SkillCandidate]) -> Trus
 
 
 def as_a_session_sees_it(
-    args: argparse.Namespace, snapshot: SkillSnapshot
+    args: argparse.Namespace, snapshot: SkillSnapshot, states: TrustStates | None = None
 ) -> tuple[SkillSnapshot, dict[str, Held]]:
     """``snapshot`` as a session at ``--cwd`` would offer it (withheld winners left out, the
-    admitted skill they shadowed put back), and each withheld winner's state and source by name."""
-    states = trust_of(args, [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)])
+    admitted skill they shadowed put back), and each withheld winner's state and source by name.
+    ``states``: `trust_of` every skill of ``snapshot``, shadowed ones too (else looked up here)."""
+    if states is None:
+        states = trust_of(args, [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)])
     admitted = ("trusted", "session")
     withheld: dict[str, Held] = {
         s.name: (states[s], states.source(s)) for s in snapshot.skills if states[s] not in admitted
@@ -133,16 +135,22 @@ def withheld_lines(withheld: dict[str, Held]) -> list[str]:
             f"{name}: {'waiting for trust' if state == 'pending' else 'trust refused'}{where}"
         )
     them = "it" if len(withheld) == 1 else "them"
-    sources = {source.key: source for _, source in withheld.values() if source is not None}
+    sources: dict[str, tuple[TrustSource, set[TrustState]]] = {}
+    for state, source in withheld.values():
+        if source is not None:
+            sources.setdefault(source.key, (source, set()))[1].add(state)
     # The project first; a server is trusted only by answering its question (the answer stores
     # the digests it lists), so the command line can only forget its refusal.
-    for source in sorted(sources.values(), key=lambda source: isinstance(source, ServerSource)):
+    for source, states in sorted(
+        sources.values(), key=lambda held: isinstance(held[0], ServerSource)
+    ):
         key = shlex.quote(source.key)
-        if isinstance(source, ServerSource):
-            lines.append(
-                f'MCP server "{source.label}": answering its question in a session admits {them}; '
-                f"`acp-skills trust --forget {key}` undoes a refusal"
-            )
-        else:
+        if not isinstance(source, ServerSource):
             lines.append(f"a session does not offer {them}; `acp-skills trust {key}` admits {them}")
+            continue
+        label = f'MCP server "{source.label}"'
+        if "pending" in states:
+            lines.append(f"{label}: answering its question in a new session admits {them}")
+        if "refused" in states:
+            lines.append(f"{label}: refused; `acp-skills trust --forget {key}` undoes the refusal")
     return lines

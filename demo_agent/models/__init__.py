@@ -50,6 +50,9 @@ class ModelRequest:
     system: str
     tools: Sequence[Mapping[str, Any]]
     messages: Sequence[Mapping[str, Any]]
+    # `PromptTurn.trust_note`: skills the session withholds, for a reply that lists skills
+    # (the offline model's) to tell the person; a hosted model is not sent it.
+    trust_note: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,8 @@ applies these rules:
    description, call the ``skill`` tool with that name, exactly like a real model's tool call.
 3. Otherwise, when the catalog left skills out (the tool then accepts ``query``), search them
    with the user's words.
-4. Otherwise, say which skills are available.
+4. Otherwise, say which skills are available (and, when the agent says some wait for the
+   person's trust, how many and how to admit them).
 
 A skill the user invoked as ``/name`` arrives already loaded inside the user's message; the
 model answers from it directly.
@@ -185,7 +186,13 @@ def _steps(body: str) -> list[str]:
     return steps
 
 
-def _list_skills(catalog: Mapping[str, str], can_load: bool) -> str:
+def _list_skills(catalog: Mapping[str, str], can_load: bool, trust_note: str | None) -> str:
+    if not catalog and trust_note:
+        # Skills are there, held back until the person trusts where they come from.
+        return (
+            "I am the offline demo model (rule-based, not an LLM). No skills are offered to me "
+            f"in this session yet. {trust_note}"
+        )
     if not catalog:
         # Said to someone who just installed the agent: tell them how to get some.
         return (
@@ -202,6 +209,8 @@ def _list_skills(catalog: Mapping[str, str], can_load: bool) -> str:
     ]
     if can_load:
         lines.append("Name one of them, or describe your task in its words, and I will load it.")
+    if trust_note:
+        lines.append(trust_note)
     return "\n".join(lines)
 
 
@@ -227,7 +236,8 @@ class OfflineModel:
                     "I searched the skills the catalog does not list, and none matches your "
                     "request.\n\n"
                 )
-                return await _say(searched + _list_skills(parse_catalog(messages), True), on_text)
+                listed = _list_skills(parse_catalog(messages), True, request.trust_note)
+                return await _say(searched + listed, on_text)
             return await _say(_answer_from_skill(text_content), on_text)
         if "<skill_content name=" in text_content:
             return await _say(
@@ -242,7 +252,7 @@ class OfflineModel:
             return _call_skill(len(messages), {"name": choice})
         if skill_tool is not None and _accepts_query(skill_tool) and text_content.strip():
             return _call_skill(len(messages), {"query": text_content.strip()[:500]})
-        return await _say(_list_skills(catalog, can_load), on_text)
+        return await _say(_list_skills(catalog, can_load, request.trust_note), on_text)
 
 
 def _call_skill(position: int, arguments: Mapping[str, str]) -> ModelReply:
