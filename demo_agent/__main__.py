@@ -23,6 +23,7 @@ import structlog
 
 from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
 from acp_skills.acp import AcpSkills
+from acp_skills.cli.install import extra_install_hint
 from acp_skills.cli.mcp_options import add_mcp_options, mcp_provider_from
 from acp_skills.trust import TRUST_MODES, trust_mode
 
@@ -36,7 +37,6 @@ from .models.openai_chat import (
     DEFAULT_KEY_VARIABLE,
     DEFAULT_MODEL,
     OpenAIChatModel,
-    openai_install_hint,
 )
 from .settings import (
     CATALOG_MAX_LENGTH,
@@ -452,7 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = relative_state_dir(args) or _start_logging(args)
     if problem is None and args.model == "openai" and importlib.util.find_spec("openai") is None:
         # Said now, before the key is looked at: a key cannot help without the package.
-        problem = f"the openai model needs the `openai` package: {openai_install_hint()}"
+        problem = f"the openai model needs the `openai` package: {extra_install_hint('openai')}"
     if problem is None:
         problem = _read_api_key(args)
     if problem is not None:

@@ -10,14 +10,14 @@ surrogates, which would fail the next request's encoding and every frame that sh
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
 import structlog
+
+from acp_skills.cli.install import extra_install_hint
 
 from . import ModelError, ModelReply, ModelRequest, OnText
 from .chat_chunks import ReplyReader, malformed, used_call_ids
@@ -27,7 +27,6 @@ __all__ = [
     "DEFAULT_KEY_VARIABLE",
     "DEFAULT_MODEL",
     "OpenAIChatModel",
-    "openai_install_hint",
 ]
 
 DEFAULT_BASE_URL = "https://api.deepseek.com"
@@ -37,21 +36,6 @@ DEFAULT_KEY_VARIABLE = "DEEPSEEK_API_KEY"
 _log = structlog.get_logger(__name__)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def openai_install_hint(prefix: str | None = None) -> str:
-    """How to add the ``openai`` package to the environment at ``prefix`` (this one by
-    default), worded for the way it was made: a pipx or uv tool, or any other environment."""
-    where = os.path.normpath(prefix if prefix is not None else sys.prefix).split(os.sep)
-    if "pipx" in where and "venvs" in where:
-        return (
-            "in your clone of acp-skills, run `pipx install --force '.[openai]'` "
-            "(or `pipx inject acp-skills openai`)"
-        )
-    if "uv" in where and "tools" in where:
-        return "in your clone of acp-skills, run `uv tool install --reinstall '.[openai]'`"
-    python = os.path.join(prefix, "bin", "python") if prefix is not None else sys.executable
-    return f"run `{python} -m pip install 'openai>=1.40'`"
 
 
 def _well_formed(text: str) -> str:
@@ -112,7 +96,7 @@ class OpenAIChatModel:
         if self._client is None:
             if self._openai is None:
                 raise ModelError(
-                    f"The openai model needs the `openai` package: {openai_install_hint()}."
+                    f"The openai model needs the `openai` package: {extra_install_hint('openai')}."
                 )
             # Retries would hide a failing endpoint behind long silences; the user can resend.
             self._client = self._openai.AsyncOpenAI(
