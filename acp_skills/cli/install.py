@@ -1,9 +1,10 @@
 """How this package was installed, and the command that adds one of its extras in that form.
 
 A pipx tool, a uv tool and any other environment each take a package their own way, and a tool
-reinstalled with only the extra asked for loses the extras it had: `pipx install --force
-'.[openai]'` over a tool installed with `[mcp]` drops the `mcp` package. The command offered
-here keeps them. The installers are told apart by the file each writes at the root of the
+reinstalled with only the extra asked for loses the extras it had: over a tool installed with
+`[mcp]`, `uv tool install --reinstall '.[openai]'` removes the `mcp` package, and `pipx install
+--force '.[openai]'` records only `[openai]`, so pipx's next reinstall drops it. The command
+offered here keeps them. The installers are told apart by the file each writes at the root of the
 environment it makes (pipx: ``pipx_metadata.json``; uv: ``uv-receipt.toml``), so a tool under a
 custom ``PIPX_HOME`` or ``UV_TOOL_DIR`` is recognised too. Which extras are installed is read
 from the environment itself: the package's own metadata says what each extra requires, and an
