@@ -6,7 +6,8 @@ README.md between the ``install-cost`` marker comments.
 
 What it does:
 
-1. Builds the wheel from this tree, as the README says (``python -m build --wheel``), and
+1. Builds the wheel from this tree with ``python -m build`` (the sdist, then the wheel from
+   the sdist, so files a ``build/`` directory kept from an earlier build cannot slip in), and
    takes its size in bytes.
 2. Fills a temporary directory, once and untimed, with everything the installs need: the
    wheel's dependencies with the ``openai`` extra, and the build backend that ``uv tool
@@ -121,7 +122,7 @@ def render(report: Report) -> str:
     runs = f"{report.runs} times" if report.runs != 1 else "once"
     prose = (
         f"The wheel built from this tree is about {shown_size(report.wheel_bytes):,} bytes "
-        "(`python -m build --wheel`; to the nearest hundred, since the wheel carries this "
+        "(`python -m build`; to the nearest hundred, since the wheel carries this "
         "README and its exact size moves by a few bytes as the figure is written). The table "
         f"is written by `bench/install_cost.py --write-readme` ({report.machine}). Each "
         f"command ran {runs}, each time in a fresh environment with a cold cache, taking "
@@ -177,11 +178,11 @@ def _run(command: Sequence[str], *, cwd: Path, env: dict[str, str] | None = None
 
 
 def build_wheel(work: Path) -> Path:
-    """The wheel of this tree, built into a new directory under ``work``."""
+    """The wheel of this tree, built from its sdist into a new directory under ``work``."""
     dist = Path(tempfile.mkdtemp(prefix="dist-", dir=work))
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     _run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)],
+        [sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)],
         cwd=work,
         env=env,
     )

@@ -3,17 +3,27 @@ environments laid out as pipx, uv and ``python -m venv`` leave them, in temporar
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
 import sysconfig
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from acp_skills.cli.install import extra_install_hint, installation
+from tests.installed import ROOT
 
-# This package's own metadata, as the wheel writes it: the extras and what each requires.
-OUR_METADATA = importlib.metadata.distribution("acp-skills").read_text("METADATA") or ""
+
+def our_metadata() -> str:
+    """This package's METADATA as a wheel carries it: its extras and what each requires, from
+    pyproject.toml (whatever this checkout's own install state)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    lines = ["Metadata-Version: 2.4", f"Name: {project['name']}", f"Version: {project['version']}"]
+    lines += [f"Requires-Dist: {requirement}" for requirement in project["dependencies"]]
+    for extra, requirements in project["optional-dependencies"].items():
+        lines.append(f"Provides-Extra: {extra}")
+        lines += [f'Requires-Dist: {item}; extra == "{extra}"' for item in requirements]
+    return "\n".join(lines) + "\n"
 
 
 def environment(root: Path, *, marker: str | None = None, has: tuple[str, ...] = ()) -> Path:
@@ -22,7 +32,7 @@ def environment(root: Path, *, marker: str | None = None, has: tuple[str, ...] =
     site = Path(sysconfig.get_path("purelib", "venv", vars={"base": root, "platbase": root}))
     ours = site / "acp_skills-0.1.0.dist-info"
     ours.mkdir(parents=True)
-    (ours / "METADATA").write_text(OUR_METADATA, encoding="utf-8")
+    (ours / "METADATA").write_text(our_metadata(), encoding="utf-8")
     for project in has:
         info = site / f"{project}-1.0.dist-info"
         info.mkdir()
@@ -82,7 +92,7 @@ def test_any_other_environment_is_told_to_pip_install_into_its_own_python(
     python = sysconfig.get_path("scripts", "venv", vars={"base": root, "platbase": root})
     assert found.kind == "environment"
     assert extra_install_hint("mcp", found) == (
-        f"run `{python}/python -m pip install 'mcp<3,>=2.2'`"
+        f"run `{python}/python -m pip install 'mcp>=2.2,<3'`"
     )
 
 
