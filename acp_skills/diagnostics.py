@@ -80,6 +80,9 @@ CODES: Final[Mapping[str, CodeSpec]] = {
     **dict.fromkeys(_SPEC_CODES.split(), CodeSpec("error", "skill_spec_violation")),
     # A flat <name>.md: this runtime's own format, which other tools may not read.
     "flat-skill": CodeSpec("info", "skill_spec_note", "info"),
+    # What `acp-skills doctor` finds of the install itself.
+    "command-not-on-path": CodeSpec("warning", "install_problem"),
+    "place-unusable": CodeSpec("warning", "install_problem"),
     # What `acp-skills validate` is pointed at.
     "not-found": CodeSpec("error", "skill_path_invalid"),
     "not-a-skill": CodeSpec("error", "skill_path_invalid"),

@@ -41,6 +41,7 @@ from .models.openai_chat import (
 from .settings import (
     CATALOG_MAX_LENGTH,
     SettingError,
+    default_state_dir,
     expand_path,
     from_env,
     positive_float,
@@ -50,17 +51,6 @@ from .start_files import NotARegularFile, open_log_file, read_key_file
 
 _LEVELS = LOG_LEVELS
 _env = settings.env
-
-
-def default_state_dir() -> Path:
-    """``$XDG_STATE_HOME/acp-skills-demo`` (``~/.local/state/acp-skills-demo`` when unset).
-
-    A relative ``XDG_STATE_HOME`` counts as unset, as the XDG specification says.
-    """
-    base = _env("XDG_STATE_HOME")
-    if base is None or not os.path.isabs(expand_path(base)):
-        base = os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(expand_path(base)) / "acp-skills-demo"
 
 
 def _state_dir(args: argparse.Namespace) -> Path:

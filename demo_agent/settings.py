@@ -14,6 +14,7 @@ import argparse
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Final, TypeVar
 
 from acp_skills import LocalSkillProvider, is_skill_name
@@ -48,6 +49,18 @@ def env(name: str) -> str | None:
 def expand_path(text: str) -> str:
     """``text`` with a leading ``~`` (or ``~user``) expanded, as a shell would."""
     return os.path.expanduser(text)
+
+
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/acp-skills-demo`` (``~/.local/state/acp-skills-demo`` when unset), where
+    the demo agent keeps its session records unless told otherwise.
+
+    A relative ``XDG_STATE_HOME`` counts as unset, as the XDG specification says.
+    """
+    base = env("XDG_STATE_HOME")
+    if base is None or not os.path.isabs(expand_path(base)):
+        base = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(expand_path(base)) / "acp-skills-demo"
 
 
 # -- value checkers: argparse `type`s, and the checks of variables -----------------------------

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,9 @@ from tests.installed import Installation, build_and_install
 # Set here, in the environment, so the agent and CLI subprocesses inherit it; the trust tests
 # set their own mode.
 os.environ["ACP_SKILLS_TRUST"] = "all"
+# As after an install: the environment's commands (acp-skills-demo) are on PATH, so `doctor`
+# finds the agent's command where an editor would; the doctor tests of a missing one say so.
+os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -400,6 +401,7 @@ async def test_doctor_json_reports_roots_skipped_shadowed_and_catalog_size(corpu
         "unknownHidden",
         "problems",
         "skills",
+        "install",
     ]
     assert report["roots"] == [
         {
@@ -639,3 +641,46 @@ def test_doctor_points_at_a_mistyped_skills_directory(
     assert found["path"] == str(corpus.project / ".dsh" / "Skill")
     assert found["severity"] == "warning"
     assert str(corpus.project / ".dsh" / "skills") in found["message"]
+
+
+def test_doctor_checks_the_install_and_says_how_to_fix_it(
+    corpus: Corpus, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Extras, the agent's command on PATH, the trust file, the state directory, the SDKs:
+    each problem a warning with the command that fixes it."""
+    monkeypatch.setenv("PATH", str(corpus.root / "empty-bin"))
+    trust_file = corpus.root / "trust.json"
+    trust_file.mkdir()  # not a file: the agent could never read or write its decisions there
+    monkeypatch.setenv("ACP_SKILLS_TRUST_FILE", str(trust_file))
+    state = corpus.root / "state"
+    state.write_text("not a directory")
+    monkeypatch.setenv("ACP_SKILLS_STATE_DIR", str(state))
+    assert main(["doctor", "--json", *corpus.roots()]) == 1
+    report = json.loads(capsys.readouterr().out)
+    found = {d["code"]: d for d in report["problems"] if d["code"] in INSTALL_CODES}
+    scripts = Path(sys.executable).parent
+    assert found["command-not-on-path"]["message"] == (
+        "acp-skills-demo is not on PATH: editors cannot start it by name; activate the "
+        f'environment, or run `export PATH="{scripts}:$PATH"`'
+    )
+    unusable = [d for d in report["problems"] if d["code"] == "place-unusable"]
+    assert [(d["path"], d["message"]) for d in unusable] == [
+        (
+            str(trust_file),
+            f"trust file: not a regular file; move it aside: run `mv {trust_file} "
+            f"{trust_file}.old`",
+        ),
+        (
+            str(state),
+            f"state directory: not a directory; move it aside: run `mv {state} {state}.old`",
+        ),
+    ]
+    install = report["install"]
+    assert install["agentCommand"] is None
+    assert set(install["extras"]) == {"openai", "mcp"}  # the test environment has both
+    assert install["sdks"]["agent-client-protocol"] == metadata.version("agent-client-protocol")
+    assert main(["doctor", *corpus.roots()]) == 1
+    assert "\nInstall\n  installed with " in capsys.readouterr().out
+
+
+INSTALL_CODES = ("command-not-on-path", "place-unusable")

@@ -31,6 +31,7 @@ from ..model import SKILL_FILE_NAME, SkillSnapshot
 from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
 from ..trust import TRUST_MODES, TrustState
+from .checkup import checkup
 from .mcp_options import add_mcp_options, mcp_provider_from, mcp_server_lines, mcp_servers_json
 from .new import new
 from .output import (
@@ -256,10 +257,13 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     fit = _agent_catalog(args, offered)
     characters = len(fit.text or "")
     roots = discovery.roots
+    # A few stats, a probe file and the package metadata: nothing here is worth a thread.
+    install = checkup()
     problems = (
         *discovery.diagnostics,
         *map(shadow_diagnostic, snapshot.shadowed),
         *await _misnamed_roots([r.root.path for r in roots if not r.exists]),
+        *install.problems,
     )
     left_out = skipped(problems)
     payload = {
@@ -283,6 +287,7 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     }
     if (mcp := getattr(args, "mcp", None)) is not None:
         payload["mcpServers"] = mcp_servers_json(mcp)  # only with --mcp-server: shape kept
+    payload["install"] = install.to_json()
     lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}", ""]
     lines.append(
         style("Roots", BOLD) + style(" (in precedence order: the first of a name wins)", DIM)
@@ -311,6 +316,8 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     if withheld:
         lines += ["", style(f"Waiting for trust or refused ({len(withheld)})", BOLD)]
         lines.extend("  " + clean(line) for line in withheld_lines(withheld))
+    lines += ["", style("Install", BOLD)]
+    lines.extend("  " + clean(line) for line in install.lines())
     lines.append("")
     if servers := mcp_server_lines(getattr(args, "mcp", None)):
         lines.extend([*servers, ""])

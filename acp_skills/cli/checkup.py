@@ -1,0 +1,162 @@
+"""What ``acp-skills doctor`` checks of the install itself: the extras, the agent's command on
+``PATH``, the trust file and the state directory, the SDK versions (docs/cli.md).
+
+Each problem says the command that fixes it, in the form that fits how the package was
+installed (`acp_skills.cli.install`)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shlex
+import shutil
+import sysconfig
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Final
+
+from demo_agent.settings import default_state_dir, env, expand_path
+
+from ..diagnostics import Diagnostic, diagnostic
+from ..errors import Problem
+from ..trust import default_trust_file
+from .install import Installation, extra_install_hint, installation
+
+AGENT_COMMAND: Final = "acp-skills-demo"
+# The optional parts a person may want, and what each is for (the `dev` extra is ours).
+EXTRAS: Final = {"openai": "--model openai", "mcp": "--mcp-server and editors' MCP servers"}
+SDKS: Final = ("agent-client-protocol", "mcp")
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A file or directory the agent reads and writes, and whether it can."""
+
+    what: str
+    path: str
+    usable: bool
+    problem: str = ""
+    fix: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkup:
+    """Everything ``doctor`` found about the install; ``problems`` are lines with their fix."""
+
+    install: Installation
+    agent_on_path: str | None
+    sdks: dict[str, str | None]
+    places: tuple[Place, ...]
+    problems: tuple[Diagnostic, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "installer": self.install.kind,
+            "extras": sorted(set(EXTRAS) & self.install.extras),
+            "agentCommand": self.agent_on_path,
+            "sdks": self.sdks,
+            "places": [
+                {"what": p.what, "path": p.path, "usable": p.usable, "problem": p.problem or None}
+                for p in self.places
+            ],
+        }
+
+    def lines(self) -> list[str]:
+        installed = self.install
+        lines = [f"installed with {installed.kind} in {installed.prefix}"]
+        for extra, use in EXTRAS.items():
+            if extra in installed.extras:
+                lines.append(f"extra {extra}: installed ({use})")
+            else:
+                lines.append(
+                    f"extra {extra}: not installed, needed for {use}; to add it, "
+                    + extra_install_hint(extra, installed)
+                )
+        lines.append(
+            f"{AGENT_COMMAND}: {self.agent_on_path}"
+            if self.agent_on_path
+            else f"{AGENT_COMMAND}: not on PATH"
+        )
+        for name, version in self.sdks.items():
+            lines.append(f"{name}: {version or 'not installed'}")
+        for place in self.places:
+            state = "readable and writable" if place.usable else place.problem
+            lines.append(f"{place.what}: {place.path} ({state})")
+        return lines
+
+
+def checkup(installed: Installation | None = None) -> Checkup:
+    """Check the install this command runs from (or ``installed``)."""
+    installed = installed if installed is not None else installation()
+    problems: list[Diagnostic] = []
+    agent = shutil.which(AGENT_COMMAND)
+    if agent is None:
+        message = f"{AGENT_COMMAND} is not on PATH: editors cannot start it by name; "
+        problems.append(
+            diagnostic(Problem("command-not-on-path", message + _path_fix(installed)), None)
+        )
+    state = env("ACP_SKILLS_STATE_DIR")
+    places = (
+        _check("trust file", default_trust_file(), directory=False),
+        _check(
+            "state directory",
+            expand_path(state) if state else str(default_state_dir()),
+            directory=True,
+        ),
+    )
+    problems.extend(
+        diagnostic(Problem("place-unusable", f"{p.what}: {p.problem}; {p.fix}"), p.path)
+        for p in places
+        if not p.usable
+    )
+    sdks = {name: _version(name) for name in SDKS}
+    return Checkup(installed, agent, sdks, places, tuple(problems))
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _path_fix(installed: Installation) -> str:
+    if installed.kind == "pipx":
+        return "run `pipx ensurepath` and open a new shell"
+    if installed.kind == "uv":
+        return "run `uv tool update-shell` and open a new shell"
+    scripts = sysconfig.get_path("scripts", "venv", vars={"base": installed.prefix})
+    return f'activate the environment, or run `export PATH="{scripts}:$PATH"`'
+
+
+def _existing(path: str) -> str:
+    """``path``, or its nearest ancestor that exists."""
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
+def _check(what: str, path: str, *, directory: bool) -> Place:
+    # Proved by doing, without changing anything a person keeps: permission bits alone do not
+    # tell (root, read-only mounts, access lists). Nothing is created but a probe, removed.
+    if os.path.lexists(path):
+        if directory != os.path.isdir(path) or not (directory or os.path.isfile(path)):
+            kind = "a directory" if directory else "a regular file"
+            fix = f"move it aside: run `mv {shlex.quote(path)} {shlex.quote(path + '.old')}`"
+            return Place(what, path, False, f"not {kind}", fix)
+        if not directory and not os.access(path, os.R_OK):
+            return Place(what, path, False, "not readable", _permission_fix(path))
+    # A file is replaced by a write beside it; a directory is written in.
+    probed = path if directory and os.path.isdir(path) else _existing(os.path.dirname(path))
+    try:
+        descriptor, probe = tempfile.mkstemp(dir=probed, prefix=".acp-skills-check-")
+        os.close(descriptor)
+        os.unlink(probe)
+    except OSError as error:
+        problem = f"cannot write in {probed}: {error.strerror or error}"
+        return Place(what, path, False, problem, _permission_fix(probed))
+    return Place(what, path, True)
+
+
+def _permission_fix(path: str) -> str:
+    return f"run `chmod u+rw {shlex.quote(path)}` (or give it to your user with chown)"
