@@ -8,6 +8,7 @@ are checked as tables.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -622,3 +623,42 @@ async def test_no_was_not_run_note_when_the_persons_own_skill_of_that_name_ran(
     assert "Run `scripts/deploy.sh`." in turn.invoked[0].text
     assert "Project deploy." not in turn.invoked[0].text
     assert "was not run" not in answer
+
+
+@pytest.mark.anyio
+async def test_skills_says_how_many_changes_the_sessions_catalog_predates(
+    tmp_path: Path, project: Path
+) -> None:
+    """Skills changed on disk after a session froze its catalog: its ``/skills`` lists them
+    as they are now and says the catalog predates the changes (a skill added, one removed, a
+    description edited; not an edit of whitespace, nor one to a skill no catalog lists) and
+    that a new session has them. A new session's ``/skills`` says nothing of the kind."""
+    skills_dir = write_fixture_skills(tmp_path)
+    registry = fixture_registry(tmp_path, skills_dir)
+
+    def edit(name: str, old: str, new: str) -> None:
+        path = skills_dir / name / "SKILL.md"
+        path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+
+    async with connected(registry, agent_type=ScriptedModelAgent) as peer:
+        running = await peer.new_session(project)
+        await peer.prompt(running, "hello")  # the catalog is frozen here
+        write_skill(skills_dir, "release", "Publish a release.", body="Tag it.")
+        shutil.rmtree(skills_dir / "compare")
+        edit("deploy", "Deploy the app", "Ship the app")
+        edit("internal", "Model-only helper.", "Model-only \\n  helper.")
+        edit("secret", "Only a person may run this.", "Only people run this.")
+        await peer.ext("skills/reload", {})
+        await peer.prompt(running, "/skills")
+        report = shown(peer, running)
+        fresh = await peer.new_session(project)
+        await peer.prompt(fresh, "hello")
+        await peer.prompt(fresh, "/skills")
+        fresh_report = shown(peer, fresh)
+    assert "- `/deploy` — Ship the app to production. (custom)" in report
+    assert (
+        "This session's catalog predates 3 changes to the skills above: 1 added (`release`); "
+        "1 removed (`compare`); 1 with a new description (`deploy`). The model here keeps the "
+        "catalog the session began with; a new session has them."
+    ) in report
+    assert "predates" not in fresh_report

@@ -14,7 +14,7 @@ from acp.schema import AvailableCommand
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
-from ..catalog import CatalogFit, describe_catalog_fit
+from ..catalog import CatalogFit, catalog_changes, describe_catalog_changes, describe_catalog_fit
 from ..diagnostics import Diagnostic
 from ..model import SkillSnapshot, SkillSummary
 from ..quiet_log import get_logger
@@ -205,6 +205,9 @@ def skills_report(
     lines += trust_lines
     if fit is not None:
         lines += [*(_clean(line) for line in describe_catalog_fit(fit).splitlines()), ""]
+        # The list above is a lookup made now; the model's catalog was frozen earlier.
+        if (stale := describe_catalog_changes(catalog_changes(fit, snapshot))) is not None:
+            lines += [stale, ""]
     if diagnostics is None:
         lines.append("The problems could not be gathered (see the agent's log).")
     elif not diagnostics:
