@@ -8,7 +8,7 @@ import html
 import operator
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .model import PrefixContext, PrefixMessage, PrefixNext, SkillSnapshot, SkillSummary
 from .quiet_log import get_logger
@@ -54,6 +54,11 @@ class CatalogFit:
     # Pinned or hidden names no skill has (a typo, a skill removed): worth a warning.
     unknown_pinned: tuple[str, ...] = ()
     unknown_hidden: tuple[str, ...] = ()
+    # What the catalog was made of, for `catalog_changes` (bookkeeping: two fits that render
+    # the same are equal): every skill it could list (listed, pinned or omitted for room; None
+    # when no catalog was made) and the names a person hid.
+    catalogued: tuple[SkillSummary, ...] | None = field(default=None, compare=False, repr=False)
+    hiding: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     @property
     def within_budget(self) -> bool:
@@ -101,12 +106,15 @@ def fit_catalog(
         known = {skill.name for skill in skills}
         unknown_pinned = tuple(sorted(frozenset(pinned) - known))
         unknown_hidden = tuple(sorted(hidden_names - known))
-    # Comprehensions rather than one loop: with ten thousand skills this is most of the cost.
-    visible = [skill for skill in skills if not skill.disable_model_invocation]
+    visible = _catalogued(skills, hidden_names)
     hidden_found: tuple[str, ...] = ()
     if hidden_names:
-        hidden_found = tuple(sorted(s.name for s in visible if s.name in hidden_names))
-        visible = [skill for skill in visible if skill.name not in hidden_names]
+        hidden_found = tuple(
+            sorted(
+                s.name for s in skills if s.name in hidden_names and not s.disable_model_invocation
+            )
+        )
+    catalogued = tuple(visible)
     first: list[_Line] = []
     if pinned_names:
         first = [_Line(s, bound) for s in visible if s.name in pinned_names]
@@ -118,6 +126,8 @@ def fit_catalog(
         max_length=bound,
         unknown_pinned=unknown_pinned,
         unknown_hidden=unknown_hidden,
+        catalogued=catalogued,
+        hiding=hidden_names,
     )
     if not first and not visible:
         return made_fit(text=None, used=0)
@@ -188,6 +198,48 @@ def fit_catalog(
         # them all at the floor is shorter than the closing line that would replace them.
         return every_skill_listed(narrowest)
     return outcome(list(lines_of(by_rank[:kept])), narrowest, by_rank[kept:])
+
+
+def _catalogued(skills: Sequence[SkillSummary], hidden: frozenset[str]) -> list[SkillSummary]:
+    # Comprehensions rather than one loop: with ten thousand skills this is most of the cost.
+    visible = [skill for skill in skills if not skill.disable_model_invocation]
+    return [skill for skill in visible if skill.name not in hidden] if hidden else visible
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogChanges:
+    """How the skills a catalog would list now differ from those a frozen catalog was made of
+    (names sorted)."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()  # the description as the catalog shows it
+
+    @property
+    def count(self) -> int:
+        """How many skills differ."""
+        return len(self.added) + len(self.removed) + len(self.changed)
+
+
+def catalog_changes(fit: CatalogFit, now: SkillSnapshot) -> CatalogChanges:
+    """What a catalog made of ``now`` (with ``fit``'s settings) would list differently from
+    the one ``fit`` describes: skills added, removed, and whose description as a catalog shows
+    it changed (an edit of its whitespace, or beyond ``max_length``, changes nothing). A skill
+    missing from an incomplete lookup (a provider did not answer) is not counted as removed."""
+    if fit.catalogued is None:
+        return CatalogChanges()
+    then = {skill.name: skill for skill in fit.catalogued}
+    current = {skill.name: skill for skill in _catalogued(now.skills, fit.hiding)}
+
+    def shown(skill: SkillSummary) -> str:
+        return shorten_description(skill.description, fit.max_length)
+
+    kept = then.keys() & current.keys()
+    return CatalogChanges(
+        added=tuple(sorted(current.keys() - then.keys())),
+        removed=tuple(sorted(then.keys() - current.keys())) if now.complete else (),
+        changed=tuple(sorted(n for n in kept if shown(then[n]) != shown(current[n]))),
+    )
 
 
 class _Line:
@@ -376,6 +428,31 @@ def describe_catalog_fit(fit: CatalogFit) -> str:
     verb = "is" if len(fit.omitted) == 1 else "are"
     found = f"not listed (the skill tool's query finds them): {names}"
     return f"{line}\n{_count(len(fit.omitted), 'skill')} {verb} {found}"
+
+
+def describe_catalog_changes(changes: CatalogChanges) -> str | None:
+    """For a person: that a session's frozen catalog predates ``changes`` (``None`` if none)."""
+    if not changes.count:
+        return None
+
+    def named(names: tuple[str, ...]) -> str:
+        shown = ", ".join(f"`{name}`" for name in names[:5])
+        return shown + (", ..." if len(names) > 5 else "")
+
+    parts = [
+        f"{len(names):,} {what} ({named(names)})"
+        for names, what in (
+            (changes.added, "added"),
+            (changes.removed, "removed"),
+            (changes.changed, "with a new description"),
+        )
+        if names
+    ]
+    return (
+        f"This session's catalog predates {_count(changes.count, 'change')} to the skills "
+        f"above: {'; '.join(parts)}. The model here keeps the catalog the session began with; "
+        "a new session has them."
+    )
 
 
 def _count(number: int, noun: str) -> str:

@@ -4,7 +4,8 @@
 tool only); ``--pid-file FILE`` writes its pid; ``--ignore-eof`` ignores SIGTERM (only a kill
 stops it); ``--record FILE`` appends every MCP method the server receives, one a line;
 ``--slow-reads FILE`` holds every read of a file other than a ``SKILL.md`` for two minutes,
-after writing FILE (so a test knows the read has reached the server)."""
+after writing FILE (so a test knows the read has reached the server); ``--hold-listing FILE``
+answers each ``skills/list`` only once FILE exists (so a test decides when a listing arrives)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,18 @@ class _SlowReads(Middleware):
         return await call_next(context)
 
 
+class _HeldListing(Middleware):
+    def __init__(self, release: Path) -> None:
+        self._release = release
+
+    async def on_message(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        if context.method == "skills/list":
+            # The release comes from another process, as a file: polled, no clock decides.
+            while not self._release.exists():  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+        return await call_next(context)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("root", type=Path)
@@ -52,6 +65,7 @@ def main() -> None:
     parser.add_argument("--ignore-eof", action="store_true")
     parser.add_argument("--record", type=Path)
     parser.add_argument("--slow-reads", type=Path)
+    parser.add_argument("--hold-listing", type=Path)
     args = parser.parse_args()
     server = FastMCP("team-skills")
     if args.plain:
@@ -69,6 +83,8 @@ def main() -> None:
         server.add_middleware(_Recorder(args.record))
     if args.slow_reads is not None:
         server.add_middleware(_SlowReads(args.slow_reads))
+    if args.hold_listing is not None:
+        server.add_middleware(_HeldListing(args.hold_listing))
     if args.http is not None:
         server.run(transport="http", host="127.0.0.1", port=args.http, show_banner=False)
     else:

@@ -9,13 +9,22 @@ import pytest
 from acp_skills import (
     DirectoryResource,
     PrefixMessage,
+    SkillCandidate,
     SkillContractError,
     SkillRegistry,
+    SkillSnapshot,
     SkillSummary,
     normalize_description,
     render_catalog,
 )
-from acp_skills.catalog import SkillCatalogContributor
+from acp_skills.catalog import (
+    CatalogChanges,
+    CatalogFit,
+    SkillCatalogContributor,
+    catalog_changes,
+    describe_catalog_changes,
+    fit_catalog,
+)
 from acp_skills.model import PrefixContext
 from tests.providers import ListProvider, assert_matches_golden, candidate
 
@@ -298,3 +307,95 @@ async def test_contributor_lets_provider_contract_errors_propagate() -> None:
     provider = ListProvider("p", [candidate("a", provider="other")])
     with pytest.raises(SkillContractError):
         await SkillCatalogContributor(registry_with(provider))(context("skill"), Next())
+
+
+# -- what a frozen catalog predates ------------------------------------------------------------
+
+
+def listed(name: str, description: str = "", *, hidden_from_model: bool = False) -> SkillCandidate:
+    description = description or f"The {name} skill."
+    return candidate(
+        name,
+        provider="local",
+        description=description,
+        disable_model_invocation=hidden_from_model,
+    )
+
+
+def snapshot_of(skills: list[SkillCandidate], *, complete: bool) -> SkillSnapshot:
+    return SkillSnapshot(skills=tuple(skills), complete=complete)
+
+
+BEFORE: list[SkillCandidate] = [listed("deploy"), listed("lint"), listed("notes")]
+
+CHANGES_CASES: list[tuple[str, list[SkillCandidate], bool, CatalogChanges]] = [
+    ("same-skills", BEFORE, True, CatalogChanges()),
+    (
+        "added-removed-changed",
+        [listed("deploy", "Ship it."), listed("notes"), listed("release")],
+        True,
+        CatalogChanges(added=("release",), removed=("lint",), changed=("deploy",)),
+    ),
+    (
+        "whitespace-is-no-change",
+        [listed("deploy", "The   deploy\n skill. "), listed("lint"), listed("notes")],
+        True,
+        CatalogChanges(),
+    ),
+    (
+        "beyond-max-length-is-no-change",
+        [listed("deploy", "The deploy skill. Longer now."), listed("lint"), listed("notes")],
+        True,
+        CatalogChanges(),
+    ),
+    (
+        "never-listed-is-no-change",
+        [*BEFORE, listed("vault", hidden_from_model=True), listed("secret")],
+        True,
+        CatalogChanges(),
+    ),
+    (
+        "now-hidden-from-the-model-is-removed",
+        [listed("deploy", hidden_from_model=True), listed("lint"), listed("notes")],
+        True,
+        CatalogChanges(removed=("deploy",)),
+    ),
+    (
+        "incomplete-lookup-removes-nothing",
+        [listed("deploy", "Ship it."), listed("release")],
+        False,
+        CatalogChanges(added=("release",), changed=("deploy",)),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("now", "complete", "expected"),
+    [case[1:] for case in CHANGES_CASES],
+    ids=[case[0] for case in CHANGES_CASES],
+)
+def test_catalog_changes_counts_what_a_catalog_made_now_would_list_differently(
+    now: list[SkillCandidate], complete: bool, expected: CatalogChanges
+) -> None:
+    """Added, removed and changed as a catalog shows them; hidden and model-only skills and
+    skills an incomplete lookup missed never count."""
+    fit = fit_catalog(BEFORE, max_length=12, hidden=["secret"])
+    assert catalog_changes(fit, snapshot_of(now, complete=complete)) == expected
+
+
+def test_a_catalog_never_made_predates_nothing() -> None:
+    """Without the skill tool no catalog is composed, so no skill is "added" to it."""
+    fit = CatalogFit(text=None, limit=None, used=0)
+    assert catalog_changes(fit, snapshot_of(BEFORE, complete=True)).count == 0
+
+
+def test_describe_catalog_changes_names_each_kind_and_bounds_the_names() -> None:
+    """One line: the count, then each kind with at most five names."""
+    added = tuple(f"skill-{index}" for index in range(7))
+    assert describe_catalog_changes(CatalogChanges()) is None
+    assert describe_catalog_changes(CatalogChanges(added=added, changed=("deploy",))) == (
+        "This session's catalog predates 8 changes to the skills above: 7 added (`skill-0`, "
+        "`skill-1`, `skill-2`, `skill-3`, `skill-4`, ...); 1 with a new description "
+        "(`deploy`). The model here keeps the catalog the session began with; a new session "
+        "has them."
+    )

@@ -8,17 +8,27 @@ are checked as tables.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from acp.helpers import text_block
+from acp.schema import (
+    LoadSessionResponse,
+    McpServerStdio,
+    NewSessionResponse,
+    PromptResponse,
+)
 
 from acp_skills import (
     SkillDefinition,
     SkillRegistry,
 )
+from acp_skills.acp import AcpSkills
 from acp_skills.acp.commands import (
     SKILLS_COMMAND_DESCRIPTION,
     builtin_commands,
@@ -31,11 +41,13 @@ from tests.acp_peer import (
     SKILLS_BUILTIN,
     Peer,
     ScriptedModelAgent,
+    SkillsAgent,
     connected,
     fixture_registry,
     write_fixture_skills,
     write_skill,
 )
+from tests.mcp_http import SERVER, write_served_skill
 from tests.providers import candidate
 
 # -- slash commands --------------------------------------------------------------------------
@@ -170,6 +182,171 @@ async def test_a_registry_change_from_another_thread_reaches_the_sessions(
         "hotfix",
         "secret",
         "skills",
+    ]
+
+
+class OpeningAgent(SkillsAgent):
+    """Passes each session's ``mcpServers`` on; says when a prompt arrived (``prompted``);
+    with ``hold_opening`` set, answers ``session/new`` only once it is set (after ``opened``)."""
+
+    def __init__(self, skills: AcpSkills) -> None:
+        super().__init__(skills)
+        self.prompted, self.opened = anyio.Event(), anyio.Event()
+        self.hold_opening: anyio.Event | None = None
+
+    async def new_session(
+        self, cwd: str, mcp_servers: Any = None, additional_directories: Any = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        session_id = f"session-{next(self._ids)}"
+        await self.skills.open_session(session_id, cwd, mcp_servers=mcp_servers)
+        self.opened.set()
+        if self.hold_opening is not None:
+            await self.hold_opening.wait()
+        return NewSessionResponse(session_id=session_id)
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Any = None,
+        additional_directories: Any = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        await self.skills.load_session(session_id, cwd, mcp_servers=mcp_servers)
+        return LoadSessionResponse()
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        self.prompted.set()
+        return await super().prompt(session_id, prompt, **kwargs)
+
+
+def timeline(peer: Peer, session_id: str) -> list[str]:
+    """What the client saw of a session, in wire order: each answer to a request naming it
+    (``<- session/prompt``) and each update's kind; a commands update as its command names."""
+    asked = {
+        message["id"]: message["method"]
+        for direction, message in peer.wire.frames
+        if direction == "outgoing"
+        and "id" in message
+        and message.get("method") in ("session/new", "session/load", "session/prompt")
+    }
+    seen: list[str] = []
+    for message in peer.wire.incoming():
+        if message.get("method") == "session/update":
+            if message["params"]["sessionId"] != session_id:
+                continue
+            update = message["params"]["update"]
+            kind = update["sessionUpdate"]
+            if kind == "available_commands_update":
+                kind = "commands: " + " ".join(c["name"] for c in update["availableCommands"])
+            seen.append(kind)
+        elif "method" not in message and message.get("id") in asked:
+            method = asked[message["id"]]
+            result = message.get("result") or {}
+            if method != "session/new" or result.get("sessionId") == session_id:
+                seen.append(f"<- {method}")
+    return seen
+
+
+@pytest.mark.anyio
+async def test_commands_go_out_once_when_an_mcp_listing_arrives_during_the_first_turn(
+    tmp_path: Path, project: Path
+) -> None:
+    """The list that follows a slow MCP listing goes out once, however many lookups waited
+    for it (the opening's, the first turn's, a registry change's): a turn is running, so the
+    editor has the session and needs no resend. Later prompts send nothing; ``session/load``
+    sends the list after its answer and once more at its first turn."""
+    pytest.importorskip("mcp")
+    from acp_skills.mcp import McpSkillProvider
+
+    served = tmp_path / "served"
+    write_served_skill(served, "deploy-app", "Deploy the app.", "Run make deploy.")
+    released = tmp_path / "listing-released"
+    args = [SERVER, str(served), "--hold-listing", str(released)]
+    server = McpServerStdio(name="team", command=sys.executable, args=args, env=[])
+    mcp = McpSkillProvider(timeout=60)
+    registry = fixture_registry(tmp_path, write_fixture_skills(tmp_path))
+    registry.register_provider(mcp)
+
+    async def prompt(text: str) -> None:
+        await peer.conn.prompt(session_id=session_id, prompt=[text_block(text)])
+
+    try:
+        async with connected(registry, agent_type=OpeningAgent, mcp=mcp) as peer:
+            agent = peer.agent
+            assert isinstance(agent, OpeningAgent)
+            with anyio.fail_after(60):
+                opened = await peer.conn.new_session(cwd=str(project), mcp_servers=[server])
+                session_id = opened.session_id
+                async with anyio.create_task_group() as group:
+                    group.start_soon(prompt, "first")  # as an editor does: no waiting
+                    await agent.prompted.wait()
+                    registry.invalidate()  # the registry follower looks the commands up too
+                    released.touch()
+                await prompt("second")
+                await prompt("third")
+                sent = len(peer.wire.commands(session_id))
+                await peer.conn.load_session(
+                    cwd=str(project), session_id=session_id, mcp_servers=[server]
+                )
+                await peer.wire.wait_for(lambda: len(peer.wire.commands(session_id)) > sent)
+                await prompt("fourth")
+                await prompt("fifth")
+    finally:
+        await mcp.aclose()
+    commands = "commands: compare deploy deploy-app secret skills"
+    assert timeline(peer, session_id) == [
+        "<- session/new",
+        commands,
+        "<- session/prompt",
+        "<- session/prompt",
+        "<- session/prompt",
+        *["user_message_chunk"] * 3,  # the replay
+        "<- session/load",
+        commands,
+        commands,  # the one resend: the first went out before any turn of this instance
+        "<- session/prompt",
+        "<- session/prompt",
+    ]
+
+
+@pytest.mark.anyio
+async def test_no_commands_update_reaches_a_session_before_its_opening_answer(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """A registry change while ``session/new`` is still being answered sends that session
+    nothing (the editor would drop it): its list goes out once, after the answer."""
+    hotfix = SkillDefinition(name="hotfix", description="Ship a hotfix.", content="Do it.")
+    async with connected(registry, agent_type=OpeningAgent) as peer:
+        agent = peer.agent
+        assert isinstance(agent, OpeningAgent)
+        first = await peer.new_session(project)
+        agent.opened, agent.hold_opening = anyio.Event(), anyio.Event()
+        async with anyio.create_task_group() as group:
+            opening = group.start_soon
+            answers: list[str] = []
+
+            async def open_second() -> None:
+                response = await peer.conn.new_session(cwd=str(project), mcp_servers=[])
+                answers.append(response.session_id)
+
+            opening(open_second)
+            await agent.opened.wait()
+            # The follower refreshes the least recently used session first: the second one,
+            # once the first is used again. The first one's update shows the round is over.
+            await peer.ext("skills/list", {"sessionId": first})
+            registry.register(hotfix)
+            await peer.wire.wait_for(lambda: len(peer.wire.commands(first)) == 2)
+            agent.hold_opening.set()
+        [second] = answers
+        await peer.wire.wait_for(lambda: len(peer.wire.commands(second)) >= 1)
+        await peer.prompt(second, "hello")
+    with_hotfix = "commands: compare deploy hotfix secret skills"
+    assert timeline(peer, second) == [
+        "<- session/new",
+        with_hotfix,
+        with_hotfix,
+        "<- session/prompt",
     ]
 
 
@@ -446,3 +623,42 @@ async def test_no_was_not_run_note_when_the_persons_own_skill_of_that_name_ran(
     assert "Run `scripts/deploy.sh`." in turn.invoked[0].text
     assert "Project deploy." not in turn.invoked[0].text
     assert "was not run" not in answer
+
+
+@pytest.mark.anyio
+async def test_skills_says_how_many_changes_the_sessions_catalog_predates(
+    tmp_path: Path, project: Path
+) -> None:
+    """Skills changed on disk after a session froze its catalog: its ``/skills`` lists them
+    as they are now and says the catalog predates the changes (a skill added, one removed, a
+    description edited; not an edit of whitespace, nor one to a skill no catalog lists) and
+    that a new session has them. A new session's ``/skills`` says nothing of the kind."""
+    skills_dir = write_fixture_skills(tmp_path)
+    registry = fixture_registry(tmp_path, skills_dir)
+
+    def edit(name: str, old: str, new: str) -> None:
+        path = skills_dir / name / "SKILL.md"
+        path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+
+    async with connected(registry, agent_type=ScriptedModelAgent) as peer:
+        running = await peer.new_session(project)
+        await peer.prompt(running, "hello")  # the catalog is frozen here
+        write_skill(skills_dir, "release", "Publish a release.", body="Tag it.")
+        shutil.rmtree(skills_dir / "compare")
+        edit("deploy", "Deploy the app", "Ship the app")
+        edit("internal", "Model-only helper.", "Model-only \\n  helper.")
+        edit("secret", "Only a person may run this.", "Only people run this.")
+        await peer.ext("skills/reload", {})
+        await peer.prompt(running, "/skills")
+        report = shown(peer, running)
+        fresh = await peer.new_session(project)
+        await peer.prompt(fresh, "hello")
+        await peer.prompt(fresh, "/skills")
+        fresh_report = shown(peer, fresh)
+    assert "- `/deploy` — Ship the app to production. (custom)" in report
+    assert (
+        "This session's catalog predates 3 changes to the skills above: 1 added (`release`); "
+        "1 removed (`compare`); 1 with a new description (`deploy`). The model here keeps the "
+        "catalog the session began with; a new session has them."
+    ) in report
+    assert "predates" not in fresh_report

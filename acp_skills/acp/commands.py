@@ -14,7 +14,7 @@ from acp.schema import AvailableCommand
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
-from ..catalog import CatalogFit, describe_catalog_fit
+from ..catalog import CatalogFit, catalog_changes, describe_catalog_changes, describe_catalog_fit
 from ..diagnostics import Diagnostic
 from ..model import SkillSnapshot, SkillSummary
 from ..quiet_log import get_logger
@@ -45,6 +45,12 @@ _clean = terminal_safe
 
 
 class CommandsAnnouncer:
+    """Keeps each session's slash commands current in its editor (contract §9), sending a list
+    only when it differs from the one the session was last sent, plus one resend: a list that
+    went out before the session's first prompt turn is sent again as that turn begins, since
+    editors drop updates that arrive right after the opening response. Nothing is sent before
+    that response has gone out (an editor drops updates for a session it does not know)."""
+
     def __init__(self, registry: SkillRegistry, sessions: SessionTable, link: ClientLink) -> None:
         self._registry, self._sessions, self._link = registry, sessions, link
         # `session/new` / `session/load` ids not answered yet -> the session a `session/load` names.
@@ -52,21 +58,42 @@ class CommandsAnnouncer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
 
-    async def refresh(
-        self, session_id: str, live: LiveSession, snapshot: SkillSnapshot | None, *, force: bool
+    async def begin_turn(self, session_id: str, live: LiveSession, snapshot: SkillSnapshot) -> None:
+        """A prompt turn of ``live`` begins with ``snapshot``: the first turn's resend is due
+        now, and a trust answer may have changed the commands."""
+        state = live.commands
+        resend, state.resend_due, state.turned = state.resend_due, False, True
+        await self._refresh(session_id, live, snapshot, resend=resend)
+
+    async def _refresh(
+        self,
+        session_id: str,
+        live: LiveSession,
+        snapshot: SkillSnapshot | None = None,
+        *,
+        resend: bool = False,
     ) -> None:
+        """Send the session's commands (looked up unless ``snapshot`` is given) if they differ
+        from what it was last sent, or if ``resend``."""
         if snapshot is None:
             options = live.session.context.lookup_options
             with bound(live.trust):  # the registry is the session's trusted view
                 snapshot = await self._registry.snapshot(options)
+        state = live.commands
+        # A running turn means the editor has the session; its opening response's observer
+        # announces it otherwise.
+        if not state.answered and live.turn is None:
+            return
         commands = [*available_commands(invocable(snapshot.skills)), *builtin_commands()]
         key = tuple(
             (c.name, c.description, c.input.root.hint if c.input is not None else "")
             for c in commands
         )
-        if not force and key == live.commands_sent:
+        if key == state.sent and not resend:
             return
-        live.commands_sent = key
+        # Set before the send awaits: a refresh resuming meanwhile sees this list as sent.
+        state.sent = key
+        state.resend_due = not state.turned and live.turn is None
         await self._link.send(session_id, update_available_commands(commands))
 
     def observe(self, event: StreamEvent) -> Awaitable[None] | None:
@@ -88,13 +115,15 @@ class CommandsAnnouncer:
             session_id = field(message.get("result"), "sessionId")
         if "error" in message or not isinstance(session_id, str):
             return None
+        if (live := self._sessions.peek(session_id)) is not None:
+            live.commands.answered = True  # now, before any other refresh can resume
         return self._announce(session_id)
 
     async def _announce(self, session_id: str) -> None:
         if (live := self._sessions.peek(session_id)) is None:
             return
         try:
-            await self.refresh(session_id, live, None, force=True)
+            await self._refresh(session_id, live)
         except ConnectionError:
             # The client left meanwhile: the SDK's close() would re-raise this from the
             # connection's task and turn a clean exit into a failed one. Nobody is left to tell.
@@ -121,7 +150,7 @@ class CommandsAnnouncer:
                 changed.clear()
                 for session_id, live in self._sessions.running():
                     try:
-                        await self.refresh(session_id, live, None, force=False)
+                        await self._refresh(session_id, live)
                     except Exception as error:
                         event = "skills_commands_refresh_failed"
                         _log.warning(event, session_id=session_id, error=repr(error))
@@ -176,6 +205,9 @@ def skills_report(
     lines += trust_lines
     if fit is not None:
         lines += [*(_clean(line) for line in describe_catalog_fit(fit).splitlines()), ""]
+        # The list above is a lookup made now; the model's catalog was frozen earlier.
+        if (stale := describe_catalog_changes(catalog_changes(fit, snapshot))) is not None:
+            lines += [stale, ""]
     if diagnostics is None:
         lines.append("The problems could not be gathered (see the agent's log).")
     elif not diagnostics:

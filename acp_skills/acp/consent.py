@@ -313,13 +313,12 @@ def question_options(pending: list[Withheld]) -> list[tuple[str, str]]:
 
 async def ask(
     link: ClientLink, session_id: str, trust: SessionTrust, view: TrustView, store: TrustStore
-) -> bool:
-    """Put the question for ``view``'s pending skills; apply the answer. Whether it admitted
-    skills. Anything but a chosen option (a cancelled outcome, an error answer, the turn's
-    cancellation) counts as "not now"."""
+) -> None:
+    """Put the question for ``view``'s pending skills; apply the answer. Anything but a chosen
+    option (a cancelled outcome, an error answer, the turn's cancellation) counts as "not now"."""
     pending, client = view.pending(), link.client
     if not pending or client is None:
-        return False
+        return
     call_id = f"trust-{uuid.uuid4().hex}"
     content = [tool_content(text_block(question_text(pending)))]
     title = question_title(pending)
@@ -362,7 +361,6 @@ async def ask(
     await link.send(
         session_id, update_tool_call(call_id, status="completed" if admitted else "failed")
     )
-    return admitted
 
 
 def _merged_sources(pending: list[Withheld]) -> dict[str, TrustSource]:

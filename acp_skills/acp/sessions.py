@@ -27,12 +27,21 @@ RELEASED_PER_LIVE = 16
 CommandsKey = tuple[tuple[str, str, str], ...]
 
 
+@dataclass(slots=True)
+class CommandsState:
+    """What an instance's editor has been sent of its slash commands (`CommandsAnnouncer`)."""
+
+    answered: bool = False  # the opening response (`session/new` or `session/load`) went out
+    sent: CommandsKey | None = None  # the list last sent
+    resend_due: bool = False  # that list went out before any prompt turn: the first resends it
+    turned: bool = False  # a prompt turn has begun: from then on the editor shows the session
+
+
 @dataclass(slots=True, kw_only=True)
 class LiveSession:
     session: PrefixedSession
     turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
-    announced_in_turn: bool = False  # whether a prompt turn has re-sent the commands
-    commands_sent: CommandsKey | None = None
+    commands: CommandsState = field(default_factory=CommandsState)
     trust: SessionTrust = field(default_factory=SessionTrust)  # this instance's answers
 
 
@@ -41,9 +50,9 @@ class _Released:
     context: PrefixContext
     requested: bool
     catalog_fit: CatalogFit | None
-    announced_in_turn: bool
-    commands_sent: CommandsKey | None
-    trust: SessionTrust  # released to save memory, not closed: its answers still hold
+    # Released to save memory, not closed: what its editor was sent and its answers still hold.
+    commands: CommandsState
+    trust: SessionTrust
 
 
 class SessionTable:
@@ -118,10 +127,7 @@ class SessionTable:
             # Opened or reopened by someone else while we read the record: theirs stands.
             return await self.get(session_id)
         del self._released[session_id]
-        announced, sent = released.announced_in_turn, released.commands_sent
-        live = LiveSession(
-            session=session, announced_in_turn=announced, commands_sent=sent, trust=released.trust
-        )
+        live = LiveSession(session=session, commands=released.commands, trust=released.trust)
         self._live[session_id] = live
         await self.servers.bind(session_id, released.context.servers)
         await self._release_idle()
@@ -144,10 +150,8 @@ class SessionTable:
             if live.turn is not None or session.save_error is not None or session.unsaved:
                 continue
             del self._live[session_id]
-            fit, sent = session.catalog_fit, live.commands_sent
-            kept = _Released(
-                session.context, session.requested, fit, live.announced_in_turn, sent, live.trust
-            )
+            fit = session.catalog_fit
+            kept = _Released(session.context, session.requested, fit, live.commands, live.trust)
             self._released[session_id] = kept
             excess -= 1
             await self.servers.unbind(session_id)  # reopening binds them again

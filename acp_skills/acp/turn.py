@@ -263,20 +263,20 @@ class PromptTurn:
             return None
         return ToolResult(text=consent.trust_error(name, withheld), is_error=True)
 
-    async def _ask_for_trust(self) -> bool:
+    async def _ask_for_trust(self) -> None:
         # Once per session instance, at its first turn, before its prefix is composed.
         live, kit = self._live, self._kit
         if live.trust.asked or kit.trusted.mode == "all":
-            return False
+            return
         live.trust.asked = True
         view = await kit.trusted.view(self._options)
         consent.warn_once(self._session_id, live.trust, view)
         if kit.trusted.mode != "ask" or self._session.composed or not view.pending():
-            return False
-        return await consent.ask(kit.link, self._session_id, live.trust, view, kit.trusted.store)
+            return
+        await consent.ask(kit.link, self._session_id, live.trust, view, kit.trusted.store)
 
     async def _begin(self, prompt: Sequence[object]) -> None:
-        admitted = await self._ask_for_trust()
+        await self._ask_for_trust()
 
         async def take_view() -> None:
             self._view = await self._kit.trusted.view(self._options)
@@ -285,11 +285,9 @@ class PromptTurn:
         async with anyio.create_task_group() as group:
             group.start_soon(take_view)
             await self._session.prefix()
-        live, snapshot = self._live, self._view.snapshot
-        # After an answer that admits skills, the commands go out again.
-        force = not live.announced_in_turn or admitted
-        await self._kit.announcer.refresh(self._session_id, live, snapshot, force=force)
-        live.announced_in_turn = True
+        snapshot = self._view.snapshot
+        # After the trust question: an answer that admits skills may have changed the commands.
+        await self._kit.announcer.begin_turn(self._session_id, self._live, snapshot)
         typed = wire.prompt_text(prompt)
         if (answer := await self._answer_without_model(typed, snapshot)) is not None:
             # Nothing reaches the model or the record: the prefix waits for a turn that does.
