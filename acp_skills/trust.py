@@ -10,16 +10,27 @@ nothing a repository ships can grant itself trust.
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import errno
 import json
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
+from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
+import anyio.to_thread
+
+try:  # POSIX advisory locks; Windows locks otherwise (`_lock_exclusively`)
+    import fcntl
+except ImportError:
+    fcntl = None  # type: ignore[assignment]
+
+from .fs import FileReadError, read_local_file
+from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from .model import SkillCandidate
+from .project import find_project
 
 TrustMode: TypeAlias = Literal["ask", "all", "none"]
 Decision: TypeAlias = Literal["trusted", "refused"]
@@ -32,6 +43,8 @@ TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
 PROJECT_SOURCES = frozenset({"project-dsh", "project-agents", "project-claude"})
 # Server decisions are stored under this prefix; a project key is an absolute path.
 SERVER_KEY_PREFIX = "mcp:"
+# Far above any person's decisions (a thousand projects take about 100 KiB), far below memory.
+MAX_TRUST_FILE_BYTES: Final = 16 * 1024 * 1024
 
 
 def trust_mode(value: str | None) -> TrustMode:
@@ -89,16 +102,19 @@ class ServedLocator(Protocol):
     def served(self) -> frozenset[Pair]: ...
 
 
-def sources_at(cwd: str | None) -> Callable[[SkillCandidate], TrustSource | None]:
+def sources_at(
+    cwd: str | None, project: ProjectSource | None = None
+) -> Callable[[SkillCandidate], TrustSource | None]:
     """The trust source each skill of a session at ``cwd`` needs (``None``: an own root,
-    always trusted). The project is found once, at the first project skill."""
-    project: list[ProjectSource] = []
+    always trusted). The project is ``project`` if given, else found at the first project
+    skill (reading git's pointer files: async code awaits `sources_for`)."""
+    found: list[ProjectSource] = [project] if project is not None else []
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
         if skill.source in PROJECT_SOURCES and cwd:
-            if not project:
-                project.append(project_of(cwd))
-            return project[0]
+            if not found:
+                found.append(project_of(cwd))
+            return found[0]
         if skill.provider == "mcp":
             locator = skill.locator
             if isinstance(locator, ServedLocator):
@@ -111,49 +127,45 @@ def sources_at(cwd: str | None) -> Callable[[SkillCandidate], TrustSource | None
     return source_of
 
 
-def _first_line(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as file:
-            return file.readline().strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
+async def sources_for(
+    cwd: str | None, skills: Iterable[SkillCandidate]
+) -> Callable[[SkillCandidate], TrustSource | None]:
+    """`sources_at` for ``skills``, the project found first in a worker thread (only when one
+    of them is a project's), so no read for trust runs on the event loop."""
+    project = None
+    if cwd and any(skill.source in PROJECT_SOURCES for skill in skills):
+        project = await anyio.to_thread.run_sync(project_of, cwd)
+    return sources_at(cwd, project)
 
 
 def project_of(path: str | os.PathLike[str]) -> ProjectSource:
-    """The project ``path`` belongs to: the nearest enclosing directory with ``.git`` (as the
-    local provider finds it), by real path; worktrees of one repository map to the repository's
-    main directory. A path outside any repository is its own project. Git is never run."""
-    start = os.path.realpath(os.fspath(path))
-    if not os.path.isdir(start):
-        start = os.path.dirname(start)
-    directory, parent = start, ""
-    while parent != directory:
-        dot_git = os.path.join(directory, ".git")
-        if os.path.isdir(dot_git):
-            return ProjectSource(directory)
-        if os.path.isfile(dot_git):
-            # A worktree's (or submodule's) `.git` is a file, "gitdir: PATH"; a linked
-            # worktree's gitdir names the repository's common directory in `commondir`.
-            field_name, _, target = _first_line(dot_git).partition(":")
-            if field_name != "gitdir" or not (target := target.strip()):
-                return ProjectSource(directory)
-            gitdir = os.path.normpath(os.path.join(directory, target))
-            commondir = _first_line(os.path.join(gitdir, "commondir"))
-            common = os.path.realpath(os.path.normpath(os.path.join(gitdir, commondir)))
-            # A normal repository's common directory is `<main>/.git`; a bare one is itself.
-            main = os.path.dirname(common) if os.path.basename(common) == ".git" else common
-            return ProjectSource(main)
-        directory, parent = os.path.dirname(directory), directory
-    return ProjectSource(start)
+    """The project ``path``'s skills need trust from: `acp_skills.project.find_project`'s
+    decision key (the real path of the project, or of the main work tree a linked git worktree
+    shares its decision with). Blocking: async code awaits `sources_for` instead."""
+    return ProjectSource(find_project(path).key)
 
 
 def default_trust_file() -> str:
     """``$ACP_SKILLS_TRUST_FILE``, else ``$XDG_CONFIG_HOME/acp-skills/trust.json`` (default
-    ``~/.config``)."""
+    ``~/.config``; a relative ``XDG_CONFIG_HOME`` counts as unset, as the XDG specification
+    says).
+
+    Raises:
+        ValueError: ``ACP_SKILLS_TRUST_FILE`` is a relative path (it would be read from
+            whatever directory the agent was started in, usually a project).
+    """
     if override := os.environ.get("ACP_SKILLS_TRUST_FILE", "").strip():
-        return os.path.abspath(os.path.expanduser(override))
-    config = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.expanduser("~/.config")
-    return os.path.join(os.path.abspath(config), "acp-skills", "trust.json")
+        if not os.path.isabs(path := os.path.expanduser(override)):
+            raise ValueError(
+                f"ACP_SKILLS_TRUST_FILE must be an absolute path (or start with ~), not "
+                f"{override!r}: a relative one would be read from the directory the agent "
+                "was started in, usually a project"
+            )
+        return os.path.normpath(path)
+    config = os.path.expanduser(os.environ.get("XDG_CONFIG_HOME", "").strip())
+    if not os.path.isabs(config):
+        config = os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(os.path.normpath(config), "acp-skills", "trust.json")
 
 
 class TrustFileError(Exception):
@@ -177,14 +189,31 @@ class TrustStore:
         self._lock = threading.Lock()
 
     def read(self) -> StoredTrust:
-        """Everything stored; a missing file means nothing."""
+        """Everything stored; a missing file (or a link to a missing file) means nothing.
+
+        The read is bounded: opened without blocking, a regular file only, at most
+        `MAX_TRUST_FILE_BYTES`, nested at most `MAX_NESTING_DEPTH` levels.
+
+        Raises:
+            TrustFileError: the file exists but cannot be read as decisions.
+        """
+        content = read_local_file(self.path, MAX_TRUST_FILE_BYTES)
+        if isinstance(content, FileReadError):
+            if content.not_found or content.code == "broken-link":
+                return StoredTrust()
+            raise TrustFileError(f"{self.path}: cannot read trust decisions: {content.reason}")
         try:
-            with open(self.path, encoding="utf-8") as file:
-                data = json.load(file)
-        except FileNotFoundError:
-            return StoredTrust()
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            data = json.loads(content.decode("utf-8"))
+            too_deep = nests_deeper_than(data, MAX_NESTING_DEPTH)
+        except RecursionError:  # the decoder's own limit, far below 100,000 brackets
+            too_deep = True
+        except ValueError as error:  # not UTF-8, not JSON, a number too long to convert
             raise TrustFileError(f"{self.path}: cannot read trust decisions: {error}") from None
+        if too_deep:
+            raise TrustFileError(
+                f"{self.path}: cannot read trust decisions: nested more than "
+                f"{MAX_NESTING_DEPTH} levels deep"
+            )
         projects = data.get("projects") if isinstance(data, dict) else None
         servers = data.get("servers", []) if isinstance(data, dict) else None
         if not isinstance(projects, list) or not isinstance(servers, list):
@@ -239,7 +268,9 @@ class TrustStore:
             return True
 
     def _write(self, stored: StoredTrust) -> None:
-        directory = os.path.dirname(self.path) or "."
+        # A symbolic link at the path (a dotfiles repository's) stays: its target is rewritten.
+        target = os.path.realpath(self.path)
+        directory = os.path.dirname(target)
         os.makedirs(directory, exist_ok=True)
         projects, servers = [], []
         for key, value in sorted(stored.decisions.items()):
@@ -262,7 +293,7 @@ class TrustStore:
                 file.write(text)
                 file.flush()
                 os.fsync(file.fileno())
-            os.replace(temporary, self.path)
+            os.replace(temporary, target)
         except BaseException:
             os.unlink(temporary)
             raise
@@ -276,10 +307,37 @@ def _locked_beside(path: str) -> Iterator[None]:
     os.makedirs(directory, exist_ok=True)
     fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _lock_exclusively(fd)
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+if fcntl is not None:
+
+    def _lock_exclusively(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+elif sys.platform == "win32":
+    import msvcrt
+
+    def _lock_exclusively(fd: int) -> None:
+        # Its first byte, waited for: LK_LOCK gives up after about ten seconds with
+        # EDEADLOCK, so it is asked again. Closing the file releases the lock.
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+                return
+            except OSError as error:
+                if error.errno != errno.EDEADLOCK:
+                    raise
+
+else:
+
+    def _lock_exclusively(fd: int) -> None:
+        # No advisory locks on this platform: writers at the very same moment may lose one
+        # decision (the write itself stays atomic). docs/trust.md says so.
+        return
 
 
 def _current_key(key: str) -> str:
