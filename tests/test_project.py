@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from acp_skills.project import Project, find_project
-from tests.git_repos import git, needs_git, repository, worktree
+from tests.git_repos import FORGERIES, git, needs_git, repository, worktree
 
 
 def real(path: Path) -> str:
@@ -52,90 +52,6 @@ def test_worktrees_of_a_bare_repository_share_a_decision_kept_under_it(tmp_path:
     one, two = worktree(bare, tmp_path / "one"), worktree(bare, tmp_path / "two")
     assert find_project(one) == Project(real(one), real(bare))
     assert find_project(two).key == find_project(one).key
-
-
-# Ways a directory's `.git` file may claim a trusted repository's decision: each makes the
-# claiming directory next to (or inside) ``trusted`` and returns it.
-
-
-def _sibling(trusted: Path) -> Path:
-    evil = trusted.parent / "evil"
-    evil.mkdir()
-    return evil
-
-
-def points_at_the_trusted_git(trusted: Path) -> Path:
-    evil = _sibling(trusted)
-    (evil / ".git").write_text(f"gitdir: {trusted / '.git'}\n")
-    return evil
-
-
-def points_at_a_real_worktrees_admin_dir(trusted: Path) -> Path:
-    # The back link names the real worktree's `.git`, not this one.
-    worktree(trusted, trusted.parent / "real-worktree")
-    evil = _sibling(trusted)
-    (evil / ".git").write_text(f"gitdir: {trusted / '.git' / 'worktrees' / 'real-worktree'}\n")
-    return evil
-
-
-def points_at_a_forged_admin_dir(trusted: Path) -> Path:
-    # Back link and commondir as git writes them, but the directory is not the repository's.
-    evil = _sibling(trusted)
-    forged = evil / "forged"
-    forged.mkdir()
-    (forged / "gitdir").write_text(f"{evil / '.git'}\n")
-    (forged / "commondir").write_text(f"{trusted / '.git'}\n")
-    (evil / ".git").write_text("gitdir: forged\n")
-    return evil
-
-
-def points_at_a_forged_worktrees_dir(trusted: Path) -> Path:
-    evil = _sibling(trusted)
-    forged = evil / "x" / "worktrees" / "w"
-    forged.mkdir(parents=True)
-    (forged / "gitdir").write_text(f"{evil / '.git'}\n")
-    (forged / "commondir").write_text(f"{trusted / '.git'}\n")
-    (evil / ".git").write_text(f"gitdir: {forged}\n")
-    return evil
-
-
-def poses_as_a_worktree_of_a_bare_repository(trusted: Path) -> Path:
-    # Files inside the trusted work tree, laid out as a bare repository's worktree entry.
-    evil = _sibling(trusted)
-    admin = trusted / "worktrees" / "w"
-    admin.mkdir(parents=True)
-    (admin / "gitdir").write_text(f"{evil / '.git'}\n")
-    (admin / "commondir").write_text("../..\n")
-    (evil / ".git").write_text(f"gitdir: {admin}\n")
-    return evil
-
-
-def points_up_from_inside(trusted: Path) -> Path:
-    package = trusted / "vendor" / "pkg"
-    package.mkdir(parents=True)
-    (package / ".git").write_text("gitdir: ../..\n")
-    return package
-
-
-FORGERIES = pytest.mark.parametrize(
-    "forge",
-    [
-        points_at_the_trusted_git,
-        points_at_a_real_worktrees_admin_dir,
-        points_at_a_forged_admin_dir,
-        points_at_a_forged_worktrees_dir,
-        poses_as_a_worktree_of_a_bare_repository,
-        points_up_from_inside,
-    ],
-    ids=[
-        "trusted-git",
-        "real-worktree-admin-dir",
-        "forged-admin-dir",
-        "forged-worktrees-dir",
-        "work-tree-as-bare",
-        "gitdir-dot-dot",
-    ],
-)
 
 
 @needs_git

@@ -15,7 +15,6 @@ import pytest
 
 from acp_skills import SkillCandidate
 from acp_skills.trust import (
-    MAX_TRUST_FILE_BYTES,
     Decision,
     Pair,
     ProjectSource,
@@ -111,7 +110,7 @@ def _fifo(path: Path) -> None:
 
 def _over_the_size_cap(path: Path) -> None:
     with path.open("wb") as file:  # sparse: no disk space taken
-        file.truncate(MAX_TRUST_FILE_BYTES + 1)
+        file.truncate(16 * 1024 * 1024 + 1)
 
 
 def _deeply_nested(path: Path) -> None:
@@ -164,7 +163,6 @@ def test_a_huge_git_file_is_never_read_whole(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     with (repo / ".git").open("wb") as file:
-        file.write(b"gitdir: ")
         file.truncate(64 * 1024 * 1024)
     tracemalloc.start()
     try:

@@ -20,8 +20,7 @@ from acp_skills.cli.main import main as cli
 from acp_skills.trust import ProjectSource, TrustStore
 from demo_agent.__main__ import parse_args as agent_args
 from tests.acp_peer import connected, write_skill
-from tests.git_repos import needs_git, repository, worktree
-from tests.test_project import FORGERIES, points_at_a_forged_admin_dir
+from tests.git_repos import FORGERIES, needs_git, points_at_a_forged_admin_dir, repository, worktree
 
 CliRun = Callable[..., tuple[int, str, str]]
 
