@@ -20,7 +20,7 @@ from .frontmatter import ParsedSkill
 from .fs import FileReadError, LocalFileSystem, SkillFileSystem
 from .log_once import ReportedProblems
 from .model import SkillCandidate, SkillDefinition, SkillLookupOptions, require_positive_int
-from .project import find_project
+from .project import PROJECT_SKILL_DIRS, find_project
 from .provider import ProviderHandle
 from .quiet_log import get_logger
 from .watch import RootWatch, WatchedRoot
@@ -29,9 +29,9 @@ __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "u
 
 _log = get_logger(__name__)
 
-_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE = "project-dsh", "project-agents", "project-claude"
 # The roots found from a session's cwd (watched per project, with a bound).
-_PROJECT_SOURCES: Final = (_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE)
+_PROJECT_SOURCES: Final = tuple(PROJECT_SKILL_DIRS)
+_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE = _PROJECT_SOURCES
 COMPAT_CLAUDE: Final = "claude"  # the `compat` value that adds Claude Code's `.claude/skills`
 _COMPAT_VALUES: Final = (COMPAT_CLAUDE,)
 # Examples rank with the custom roots, after them: an agent's bundled skills, labelled as such.
@@ -161,11 +161,11 @@ class LocalSkillProvider:
         if cwd:
             # The project trust judges (the same call gives trust its decision key), found on
             # the local disk whatever `fs` reads the roots through (docs/trust.md).
-            project = find_project(cwd).root
-            sources = [(".dsh", _PROJECT_DSH), (".agents", _PROJECT_AGENTS)]
+            project = find_project(cwd)
+            sources = [_PROJECT_DSH, _PROJECT_AGENTS]
             if self._claude_home is not None:
-                sources.append((".claude", _PROJECT_CLAUDE))
-            candidates += [_root(os.path.join(project, d, "skills"), s) for d, s in sources]
+                sources.append(_PROJECT_CLAUDE)
+            candidates += [_root(project.skill_root(source), source) for source in sources]
         # A directory reached as two roots is scanned once. The person's own root comes first:
         # with the project at $HOME (a dotfiles repository), `~/.agents/skills` stays a user
         # root, never gated by trust. Stable sorts, so custom roots keep their order.

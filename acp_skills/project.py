@@ -33,6 +33,14 @@ _POINTER_FLAGS: Final = OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0)
 _GITDIR_PREFIX: Final = "gitdir:"
 
 
+# The local provider's sources found in a project, and the directory of each (contract §5).
+PROJECT_SKILL_DIRS: Final = {
+    "project-dsh": ".dsh",
+    "project-agents": ".agents",
+    "project-claude": ".claude",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Project:
     """The project of a directory: ``root`` is where its skill roots are (the nearest directory
@@ -41,6 +49,10 @@ class Project:
 
     root: str
     key: str
+
+    def skill_root(self, source: str) -> str:
+        """The root of ``source`` (a key of `PROJECT_SKILL_DIRS`) in this project."""
+        return os.path.join(self.root, PROJECT_SKILL_DIRS[source], "skills")
 
 
 def find_project(path: str | os.PathLike[str]) -> Project:

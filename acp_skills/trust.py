@@ -30,7 +30,7 @@ except ImportError:
 from .fs import FileReadError, read_local_file
 from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from .model import SkillCandidate
-from .project import find_project
+from .project import PROJECT_SKILL_DIRS, Project, find_project
 
 TrustMode: TypeAlias = Literal["ask", "all", "none"]
 Decision: TypeAlias = Literal["trusted", "refused"]
@@ -40,7 +40,7 @@ ServerChange: TypeAlias = Literal["new", "changed"]
 Pair: TypeAlias = tuple[str, str]  # (resource uri, "sha256:..." digest) as a server listed it
 TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
 # The local provider's sources found from a session's working directory (contract §5).
-PROJECT_SOURCES = frozenset({"project-dsh", "project-agents", "project-claude"})
+PROJECT_SOURCES = frozenset(PROJECT_SKILL_DIRS)
 # Server decisions are stored under this prefix; a project key is an absolute path.
 SERVER_KEY_PREFIX = "mcp:"
 # Far above any person's decisions (a thousand projects take about 100 KiB), far below memory.
@@ -103,18 +103,19 @@ class ServedLocator(Protocol):
 
 
 def sources_at(
-    cwd: str | None, project: ProjectSource | None = None
+    cwd: str | None, project: Project | None = None
 ) -> Callable[[SkillCandidate], TrustSource | None]:
     """The trust source each skill of a session at ``cwd`` needs (``None``: an own root,
-    always trusted). The project is ``project`` if given, else found at the first project
-    skill (reading git's pointer files: async code awaits `sources_for`)."""
-    found: list[ProjectSource] = [project] if project is not None else []
+    always trusted). The project is ``project`` if given (`find_project` of ``cwd``), else
+    found at the first project skill (reading git's pointer files: async code awaits
+    `sources_for`)."""
+    found: list[Project] = [project] if project is not None else []
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
         if skill.source in PROJECT_SOURCES and cwd:
             if not found:
-                found.append(project_of(cwd))
-            return found[0]
+                found.append(find_project(cwd))
+            return _project_source(skill, found[0])
         if skill.provider == "mcp":
             locator = skill.locator
             if isinstance(locator, ServedLocator):
@@ -127,6 +128,17 @@ def sources_at(
     return source_of
 
 
+def _project_source(skill: SkillCandidate, project: Project) -> ProjectSource:
+    # The provider lists a project's skills from `project.skill_root`, found by the same
+    # `find_project` call. A listing cached before the project changed (a `.git` made or
+    # removed since) may hold skills of another root: they never take this project's
+    # decision, only an undecided one of their own.
+    path = skill.path or ""
+    if path.startswith(os.path.join(project.skill_root(skill.source), "")):
+        return ProjectSource(project.key)
+    return ProjectSource(os.path.dirname(path) or project.root)
+
+
 async def sources_for(
     cwd: str | None, skills: Iterable[SkillCandidate]
 ) -> Callable[[SkillCandidate], TrustSource | None]:
@@ -134,7 +146,7 @@ async def sources_for(
     of them is a project's), so no read for trust runs on the event loop."""
     project = None
     if cwd and any(skill.source in PROJECT_SOURCES for skill in skills):
-        project = await anyio.to_thread.run_sync(project_of, cwd)
+        project = await anyio.to_thread.run_sync(find_project, cwd)
     return sources_at(cwd, project)
 
 

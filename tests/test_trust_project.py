@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import structlog
 
@@ -127,6 +128,20 @@ async def test_a_nested_directory_whose_git_is_a_fifo_is_not_a_project(world: Wo
     sneaky_skill(nested)
     os.mkfifo(nested / ".git")
     assert await world.listed(nested) == {"notes": "trusted"}
+
+
+@pytest.mark.anyio
+async def test_skills_listed_before_their_project_changed_never_take_the_new_projects_decision(
+    world: World,
+) -> None:
+    """A nested repository's listing, cached, outlives its ``.git``: its skills still wait."""
+    nested = world.trusted / "vendor" / "nested"
+    (nested / ".git").mkdir(parents=True)
+    sneaky_skill(nested)
+    registry = world.registry()  # not watched: its listing stays cached until a reload
+    assert await world.listed(nested, registry) == {"sneaky": "pending"}
+    await anyio.Path(nested / ".git").rmdir()
+    assert await world.listed(nested, registry) == {"sneaky": "pending"}
 
 
 @pytest.mark.parametrize("into", ["link", "link/.."], ids=["link", "link-dot-dot"])
@@ -325,12 +340,19 @@ def cli_run(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Iterator[CliRun]:
     """``acp-skills ARGS`` in this process: (status, stdout, stderr), with the world's trust
-    file and homes. The logging the command line configures is put back afterwards."""
+    file and homes. The logging the command line configures is put back afterwards, and no
+    logger keeps it meanwhile (structlog's caching would hold it for the rest of the run)."""
     monkeypatch.setenv("ACP_SKILLS_TRUST_FILE", world.store.path)
     monkeypatch.setenv("DSH_HOME", str(world.home / ".dsh"))
     monkeypatch.setenv("DSH_AGENTS_HOME", str(world.home / ".agents"))
     monkeypatch.delenv("ACP_SKILLS_DIRS", raising=False)
     configured, config = structlog.is_configured(), structlog.get_config()
+    configure = structlog.configure
+    monkeypatch.setattr(
+        structlog,
+        "configure",
+        lambda **options: configure(**options | {"cache_logger_on_first_use": False}),
+    )
 
     def run(*args: str) -> tuple[int, str, str]:
         capsys.readouterr()
