@@ -22,11 +22,6 @@ from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_
 
 import anyio.to_thread
 
-try:  # POSIX advisory locks; Windows locks otherwise (`_lock_exclusively`)
-    import fcntl
-except ImportError:
-    fcntl = None  # type: ignore[assignment]
-
 from .fs import FileReadError, read_local_file
 from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from .model import SkillCandidate
@@ -317,39 +312,50 @@ def _locked_beside(path: str) -> Iterator[None]:
     # each write, so a lock on it would not hold across writers).
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
-        _lock_exclusively(fd)
-        yield
+        with _held(fd):
+            yield
     finally:
-        os.close(fd)  # closing releases the lock
+        os.close(fd)
 
 
-if fcntl is not None:
-
-    def _lock_exclusively(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-
-elif sys.platform == "win32":
+if sys.platform == "win32":
     import msvcrt
 
-    def _lock_exclusively(fd: int) -> None:
-        # Its first byte, waited for: LK_LOCK gives up after about ten seconds with
-        # EDEADLOCK, so it is asked again. Closing the file releases the lock.
+    @contextlib.contextmanager
+    def _held(fd: int) -> Iterator[None]:
+        # The lock file's first byte. LK_LOCK gives up after about ten seconds with
+        # EDEADLOCK, so it is asked again, as flock waits.
         while True:
             try:
                 msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
-                return
+                break
             except OSError as error:
                 if error.errno != errno.EDEADLOCK:
                     raise
+        try:
+            yield
+        finally:
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
 
 else:
+    try:
+        import fcntl
+    except ImportError:  # a platform without advisory locks
 
-    def _lock_exclusively(fd: int) -> None:
-        # No advisory locks on this platform: writers at the very same moment may lose one
-        # decision (the write itself stays atomic). docs/trust.md says so.
-        return
+        @contextlib.contextmanager
+        def _held(fd: int) -> Iterator[None]:
+            # Writers at the very same moment may lose one decision; each write stays atomic
+            # (docs/trust.md).
+            yield
+
+    else:
+
+        @contextlib.contextmanager
+        def _held(fd: int) -> Iterator[None]:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield  # closing the file releases the lock
 
 
 def _current_key(key: str) -> str:

@@ -6,11 +6,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+needs_posix = pytest.mark.skipif(
+    sys.platform == "win32", reason="needs POSIX FIFOs, sockets and symbolic links"
+)
 
 
 def git(*args: str, cwd: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from acp_skills.project import Project, find_project
-from tests.git_repos import FORGERIES, git, needs_git, repository, worktree
+from tests.git_repos import FORGERIES, git, needs_git, needs_posix, repository, worktree
 
 
 def real(path: Path) -> str:
@@ -73,6 +73,7 @@ def _socket(path: Path) -> None:
 
 
 @pytest.mark.parametrize("make", [_fifo, _socket], ids=["fifo", "socket"])
+@needs_posix
 def test_a_git_that_is_neither_directory_nor_regular_file_is_no_marker(
     tmp_path: Path, make: Callable[[Path], None]
 ) -> None:
@@ -85,6 +86,7 @@ def test_a_git_that_is_neither_directory_nor_regular_file_is_no_marker(
 
 
 @needs_git
+@needs_posix
 def test_a_git_link_to_a_worktrees_git_file_is_a_project_of_its_own(tmp_path: Path) -> None:
     repo = repository(tmp_path / "main")
     tree = worktree(repo, tmp_path / "feature")
@@ -96,6 +98,7 @@ def test_a_git_link_to_a_worktrees_git_file_is_a_project_of_its_own(tmp_path: Pa
 
 @needs_git
 @pytest.mark.parametrize("pointer", ["commondir", "gitdir"])
+@needs_posix
 def test_a_fifo_among_a_worktrees_pointers_makes_a_project_of_its_own(
     tmp_path: Path, pointer: str
 ) -> None:
@@ -108,6 +111,7 @@ def test_a_fifo_among_a_worktrees_pointers_makes_a_project_of_its_own(
     assert find_project(tree) == own(tree)
 
 
+@needs_posix
 def test_the_real_path_comes_first_then_dot_dot(tmp_path: Path) -> None:
     """``link/..`` is the parent of where the link leads, not the link's own directory."""
     outer, target = tmp_path / "outer", tmp_path / "repo" / "sub"

@@ -29,7 +29,7 @@ from acp_skills.trust import (
     trust_mode,
     trust_states,
 )
-from tests.git_repos import needs_git, repository, worktree
+from tests.git_repos import needs_git, needs_posix, repository, worktree
 
 
 def test_a_path_inside_a_repository_or_a_link_to_it_means_the_repository(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def _nested_past_the_depth_cap(path: Path) -> None:
 @pytest.mark.parametrize(
     ("make", "reason"),
     [
-        (_fifo, "not a regular file"),
+        pytest.param(_fifo, "not a regular file", marks=needs_posix),
         (_over_the_size_cap, "over the 16777216-byte limit"),
         (_deeply_nested, "nested more than 64 levels deep"),
         (_nested_past_the_depth_cap, "nested more than 64 levels deep"),
@@ -141,6 +141,7 @@ def test_a_trust_file_that_cannot_be_read_within_bounds_is_an_error_at_once(
         TrustStore(path).read()
 
 
+@needs_posix
 def test_a_link_at_the_trust_files_path_is_kept_and_its_target_rewritten(tmp_path: Path) -> None:
     """A dotfiles repository's link stays a link; a link to a file not made yet reads empty."""
     target = tmp_path / "dotfiles" / "trust.json"

@@ -21,7 +21,14 @@ from acp_skills.cli.main import main as cli
 from acp_skills.trust import ProjectSource, TrustStore
 from demo_agent.__main__ import parse_args as agent_args
 from tests.acp_peer import connected, write_skill
-from tests.git_repos import FORGERIES, needs_git, points_at_a_forged_admin_dir, repository, worktree
+from tests.git_repos import (
+    FORGERIES,
+    needs_git,
+    needs_posix,
+    points_at_a_forged_admin_dir,
+    repository,
+    worktree,
+)
 
 CliRun = Callable[..., tuple[int, str, str]]
 
@@ -110,6 +117,7 @@ async def test_a_real_worktree_offers_its_own_skills_under_the_repositorys_decis
 
 @needs_git
 @pytest.mark.anyio
+@needs_posix
 async def test_a_fifo_as_a_worktrees_commondir_never_stalls_the_agent(world: World) -> None:
     """The worktree is then a project of its own; the agent answers at once, and again."""
     tree = worktree(world.trusted, world.root / "feature")
@@ -122,6 +130,7 @@ async def test_a_fifo_as_a_worktrees_commondir_never_stalls_the_agent(world: Wor
 
 
 @pytest.mark.anyio
+@needs_posix
 async def test_a_nested_directory_whose_git_is_a_fifo_is_not_a_project(world: World) -> None:
     """Neither scanned nor judged as its own: the session is in the trusted repository."""
     nested = world.trusted / "nested"
@@ -146,6 +155,7 @@ async def test_skills_listed_before_their_project_changed_never_take_the_new_pro
 
 @pytest.mark.parametrize("into", ["link", "link/.."], ids=["link", "link-dot-dot"])
 @pytest.mark.anyio
+@needs_posix
 async def test_a_cwd_linked_from_an_untrusted_repository_is_scanned_and_judged_where_it_leads(
     world: World, into: str
 ) -> None:
@@ -181,7 +191,9 @@ def _deeply_nested(path: Path) -> None:
     path.write_text("[" * 100_000 + "]" * 100_000)
 
 
-@pytest.fixture(params=[_fifo, _deeply_nested], ids=["fifo", "100000-brackets"])
+@pytest.fixture(
+    params=[pytest.param(_fifo, marks=needs_posix), _deeply_nested], ids=["fifo", "100000-brackets"]
+)
 def unreadable_trust_file(world: World, request: pytest.FixtureRequest) -> Path:
     """The world's trust file replaced by one no bounded read accepts."""
     path = Path(world.store.path)
@@ -247,6 +259,7 @@ async def test_reads_for_trust_never_run_on_the_event_loop(world: World) -> None
 # -- the trust file and directories are the person's ------------------------------------------
 
 
+@needs_posix
 def test_a_linked_trust_file_stays_a_link_when_the_command_line_decides(
     world: World, cli_run: CliRun, monkeypatch: pytest.MonkeyPatch
 ) -> None:
