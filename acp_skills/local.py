@@ -10,6 +10,8 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+import anyio.to_thread
+
 from . import _scan
 from ._scan import CUSTOM, USER_DSH, LocalDiscovery, RootReport, SkillRoot, unreadable_root
 from .diagnostics import Diagnostic, diagnostic, log_diagnostic, root_missing
@@ -18,6 +20,7 @@ from .frontmatter import ParsedSkill
 from .fs import FileReadError, LocalFileSystem, SkillFileSystem
 from .log_once import ReportedProblems
 from .model import SkillCandidate, SkillDefinition, SkillLookupOptions, require_positive_int
+from .project import PROJECT_SKILL_DIRS, find_project
 from .provider import ProviderHandle
 from .quiet_log import get_logger
 from .watch import RootWatch, WatchedRoot
@@ -26,9 +29,9 @@ __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "u
 
 _log = get_logger(__name__)
 
-_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE = "project-dsh", "project-agents", "project-claude"
 # The roots found from a session's cwd (watched per project, with a bound).
-_PROJECT_SOURCES: Final = (_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE)
+_PROJECT_SOURCES: Final = tuple(PROJECT_SKILL_DIRS)
+_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE = _PROJECT_SOURCES
 COMPAT_CLAUDE: Final = "claude"  # the `compat` value that adds Claude Code's `.claude/skills`
 _COMPAT_VALUES: Final = (COMPAT_CLAUDE,)
 # Examples rank with the custom roots, after them: an agent's bundled skills, labelled as such.
@@ -151,20 +154,25 @@ class LocalSkillProvider:
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
         """The directories scanned for ``options.cwd``, in rank order, each listed once."""
+        return await anyio.to_thread.run_sync(self._roots_at, options.cwd)
+
+    def _roots_at(self, cwd: str | None) -> tuple[SkillRoot, ...]:
         candidates = list(self._fixed_roots)
-        if options.cwd:
-            # String work, plus one getcwd() for a relative path.
-            project = await self._project_root(os.path.abspath(options.cwd))  # noqa: ASYNC240
-            sources = [(".dsh", _PROJECT_DSH), (".agents", _PROJECT_AGENTS)]
+        if cwd:
+            # The project trust judges (the same call gives trust its decision key), found on
+            # the local disk whatever `fs` reads the roots through (docs/trust.md).
+            project = find_project(cwd)
+            sources = [_PROJECT_DSH, _PROJECT_AGENTS]
             if self._claude_home is not None:
-                sources.append((".claude", _PROJECT_CLAUDE))
-            candidates += [_root(os.path.join(project, d, "skills"), s) for d, s in sources]
-        # Stable, so custom roots keep their order; project-claude comes after our roots.
-        candidates.sort(key=lambda root: root.rank)
+                sources.append(_PROJECT_CLAUDE)
+            candidates += [_root(project.skill_root(source), source) for source in sources]
+        # A directory reached as two roots is scanned once. The person's own root comes first:
+        # with the project at $HOME (a dotfiles repository), `~/.agents/skills` stays a user
+        # root, never gated by trust. Stable sorts, so custom roots keep their order.
         unique: dict[str, SkillRoot] = {}
-        for root in candidates:
-            unique.setdefault(os.path.normcase(root.path), root)
-        return tuple(unique.values())
+        for root in sorted(candidates, key=lambda root: root.source in _PROJECT_SOURCES):
+            unique.setdefault(os.path.normcase(os.path.realpath(root.path)), root)
+        return tuple(sorted(unique.values(), key=lambda root: root.rank))
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
         """Every well-formed skill for ``options.cwd`` (by root, then name), logging problems."""
@@ -239,14 +247,6 @@ class LocalSkillProvider:
         return _scan.build_skill(
             SkillDefinition, self._name, parsed, candidate.source, base, path, content=parsed.body
         )
-
-    async def _project_root(self, cwd: str) -> str:
-        directory, parent = cwd, ""
-        while parent != directory:
-            if await self._fs.exists(os.path.join(directory, ".git")):
-                return directory
-            directory, parent = os.path.dirname(directory), directory
-        return cwd
 
 
 def _root(path: str, source: str) -> SkillRoot:

@@ -10,16 +10,22 @@ nothing a repository ships can grant itself trust.
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import errno
 import json
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
+from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
+import anyio.to_thread
+
+from .fs import FileReadError, read_local_file
+from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from .model import SkillCandidate
+from .project import PROJECT_SKILL_DIRS, Project, find_project
 
 TrustMode: TypeAlias = Literal["ask", "all", "none"]
 Decision: TypeAlias = Literal["trusted", "refused"]
@@ -29,9 +35,11 @@ ServerChange: TypeAlias = Literal["new", "changed"]
 Pair: TypeAlias = tuple[str, str]  # (resource uri, "sha256:..." digest) as a server listed it
 TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
 # The local provider's sources found from a session's working directory (contract §5).
-PROJECT_SOURCES = frozenset({"project-dsh", "project-agents", "project-claude"})
+PROJECT_SOURCES = frozenset(PROJECT_SKILL_DIRS)
 # Server decisions are stored under this prefix; a project key is an absolute path.
 SERVER_KEY_PREFIX = "mcp:"
+# Far above any person's decisions (a thousand projects take about 100 KiB), far below memory.
+MAX_TRUST_FILE_BYTES: Final = 16 * 1024 * 1024
 
 
 def trust_mode(value: str | None) -> TrustMode:
@@ -89,16 +97,20 @@ class ServedLocator(Protocol):
     def served(self) -> frozenset[Pair]: ...
 
 
-def sources_at(cwd: str | None) -> Callable[[SkillCandidate], TrustSource | None]:
+def sources_at(
+    cwd: str | None, project: Project | None = None
+) -> Callable[[SkillCandidate], TrustSource | None]:
     """The trust source each skill of a session at ``cwd`` needs (``None``: an own root,
-    always trusted). The project is found once, at the first project skill."""
-    project: list[ProjectSource] = []
+    always trusted). The project is ``project`` if given (`find_project` of ``cwd``), else
+    found at the first project skill (reading git's pointer files: async code awaits
+    `sources_for`)."""
+    found: list[Project] = [project] if project is not None else []
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
         if skill.source in PROJECT_SOURCES and cwd:
-            if not project:
-                project.append(project_of(cwd))
-            return project[0]
+            if not found:
+                found.append(find_project(cwd))
+            return _project_source(skill, found[0])
         if skill.provider == "mcp":
             locator = skill.locator
             if isinstance(locator, ServedLocator):
@@ -111,49 +123,56 @@ def sources_at(cwd: str | None) -> Callable[[SkillCandidate], TrustSource | None
     return source_of
 
 
-def _first_line(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as file:
-            return file.readline().strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
+def _project_source(skill: SkillCandidate, project: Project) -> ProjectSource:
+    # The provider lists a project's skills from `project.skill_root`, found by the same
+    # `find_project` call. A listing cached before the project changed (a `.git` made or
+    # removed since) may hold skills of another root: they never take this project's
+    # decision, only an undecided one of their own.
+    path = skill.path or ""
+    if path.startswith(os.path.join(project.skill_root(skill.source), "")):
+        return ProjectSource(project.key)
+    return ProjectSource(os.path.dirname(path) or project.root)
+
+
+async def sources_for(
+    cwd: str | None, skills: Iterable[SkillCandidate]
+) -> Callable[[SkillCandidate], TrustSource | None]:
+    """`sources_at` for ``skills``, the project found first in a worker thread (only when one
+    of them is a project's), so no read for trust runs on the event loop."""
+    project = None
+    if cwd and any(skill.source in PROJECT_SOURCES for skill in skills):
+        project = await anyio.to_thread.run_sync(find_project, cwd)
+    return sources_at(cwd, project)
 
 
 def project_of(path: str | os.PathLike[str]) -> ProjectSource:
-    """The project ``path`` belongs to: the nearest enclosing directory with ``.git`` (as the
-    local provider finds it), by real path; worktrees of one repository map to the repository's
-    main directory. A path outside any repository is its own project. Git is never run."""
-    start = os.path.realpath(os.fspath(path))
-    if not os.path.isdir(start):
-        start = os.path.dirname(start)
-    directory, parent = start, ""
-    while parent != directory:
-        dot_git = os.path.join(directory, ".git")
-        if os.path.isdir(dot_git):
-            return ProjectSource(directory)
-        if os.path.isfile(dot_git):
-            # A worktree's (or submodule's) `.git` is a file, "gitdir: PATH"; a linked
-            # worktree's gitdir names the repository's common directory in `commondir`.
-            field_name, _, target = _first_line(dot_git).partition(":")
-            if field_name != "gitdir" or not (target := target.strip()):
-                return ProjectSource(directory)
-            gitdir = os.path.normpath(os.path.join(directory, target))
-            commondir = _first_line(os.path.join(gitdir, "commondir"))
-            common = os.path.realpath(os.path.normpath(os.path.join(gitdir, commondir)))
-            # A normal repository's common directory is `<main>/.git`; a bare one is itself.
-            main = os.path.dirname(common) if os.path.basename(common) == ".git" else common
-            return ProjectSource(main)
-        directory, parent = os.path.dirname(directory), directory
-    return ProjectSource(start)
+    """The project ``path``'s skills need trust from: `acp_skills.project.find_project`'s
+    decision key (the real path of the project, or of the main work tree a linked git worktree
+    shares its decision with). Blocking: async code awaits `sources_for` instead."""
+    return ProjectSource(find_project(path).key)
 
 
 def default_trust_file() -> str:
     """``$ACP_SKILLS_TRUST_FILE``, else ``$XDG_CONFIG_HOME/acp-skills/trust.json`` (default
-    ``~/.config``)."""
+    ``~/.config``; a relative ``XDG_CONFIG_HOME`` counts as unset, as the XDG specification
+    says).
+
+    Raises:
+        ValueError: ``ACP_SKILLS_TRUST_FILE`` is a relative path (it would be read from
+            whatever directory the agent was started in, usually a project).
+    """
     if override := os.environ.get("ACP_SKILLS_TRUST_FILE", "").strip():
-        return os.path.abspath(os.path.expanduser(override))
-    config = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.expanduser("~/.config")
-    return os.path.join(os.path.abspath(config), "acp-skills", "trust.json")
+        if not os.path.isabs(path := os.path.expanduser(override)):
+            raise ValueError(
+                f"ACP_SKILLS_TRUST_FILE must be an absolute path (or start with ~), not "
+                f"{override!r}: a relative one would be read from the directory the agent "
+                "was started in, usually a project"
+            )
+        return os.path.normpath(path)
+    config = os.path.expanduser(os.environ.get("XDG_CONFIG_HOME", "").strip())
+    if not os.path.isabs(config):
+        config = os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(os.path.normpath(config), "acp-skills", "trust.json")
 
 
 class TrustFileError(Exception):
@@ -177,14 +196,31 @@ class TrustStore:
         self._lock = threading.Lock()
 
     def read(self) -> StoredTrust:
-        """Everything stored; a missing file means nothing."""
+        """Everything stored; a missing file (or a link to a missing file) means nothing.
+
+        The read is bounded: opened without blocking, a regular file only, at most
+        `MAX_TRUST_FILE_BYTES`, nested at most `MAX_NESTING_DEPTH` levels.
+
+        Raises:
+            TrustFileError: the file exists but cannot be read as decisions.
+        """
+        content = read_local_file(self.path, MAX_TRUST_FILE_BYTES)
+        if isinstance(content, FileReadError):
+            if content.not_found or content.code == "broken-link":
+                return StoredTrust()
+            raise TrustFileError(f"{self.path}: cannot read trust decisions: {content.reason}")
         try:
-            with open(self.path, encoding="utf-8") as file:
-                data = json.load(file)
-        except FileNotFoundError:
-            return StoredTrust()
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            data = json.loads(content.decode("utf-8"))
+            too_deep = nests_deeper_than(data, MAX_NESTING_DEPTH)
+        except RecursionError:  # the decoder's own limit, far below 100,000 brackets
+            too_deep = True
+        except ValueError as error:  # not UTF-8, not JSON, a number too long to convert
             raise TrustFileError(f"{self.path}: cannot read trust decisions: {error}") from None
+        if too_deep:
+            raise TrustFileError(
+                f"{self.path}: cannot read trust decisions: nested more than "
+                f"{MAX_NESTING_DEPTH} levels deep"
+            )
         projects = data.get("projects") if isinstance(data, dict) else None
         servers = data.get("servers", []) if isinstance(data, dict) else None
         if not isinstance(projects, list) or not isinstance(servers, list):
@@ -239,7 +275,9 @@ class TrustStore:
             return True
 
     def _write(self, stored: StoredTrust) -> None:
-        directory = os.path.dirname(self.path) or "."
+        # A symbolic link at the path (a dotfiles repository's) stays: its target is rewritten.
+        target = os.path.realpath(self.path)
+        directory = os.path.dirname(target)
         os.makedirs(directory, exist_ok=True)
         projects, servers = [], []
         for key, value in sorted(stored.decisions.items()):
@@ -262,7 +300,7 @@ class TrustStore:
                 file.write(text)
                 file.flush()
                 os.fsync(file.fileno())
-            os.replace(temporary, self.path)
+            os.replace(temporary, target)
         except BaseException:
             os.unlink(temporary)
             raise
@@ -274,12 +312,50 @@ def _locked_beside(path: str) -> Iterator[None]:
     # each write, so a lock on it would not hold across writers).
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        with _held(fd):
+            yield
     finally:
-        os.close(fd)  # closing releases the lock
+        os.close(fd)
+
+
+if sys.platform == "win32":
+    import msvcrt
+
+    @contextlib.contextmanager
+    def _held(fd: int) -> Iterator[None]:
+        # The lock file's first byte. LK_LOCK gives up after about ten seconds with
+        # EDEADLOCK, so it is asked again, as flock waits.
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+                break
+            except OSError as error:
+                if error.errno != errno.EDEADLOCK:
+                    raise
+        try:
+            yield
+        finally:
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:
+    try:
+        import fcntl
+    except ImportError:  # a platform without advisory locks
+
+        @contextlib.contextmanager
+        def _held(fd: int) -> Iterator[None]:
+            # Writers at the very same moment may lose one decision; each write stays atomic
+            # (docs/trust.md).
+            yield
+
+    else:
+
+        @contextlib.contextmanager
+        def _held(fd: int) -> Iterator[None]:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield  # closing the file releases the lock
 
 
 def _current_key(key: str) -> str:

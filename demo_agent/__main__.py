@@ -25,7 +25,7 @@ from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
 from acp_skills.acp import AcpSkills
 from acp_skills.cli.install import extra_install_hint
 from acp_skills.cli.mcp_options import add_mcp_options, mcp_provider_from
-from acp_skills.trust import TRUST_MODES, trust_mode
+from acp_skills.trust import TRUST_MODES, default_trust_file, trust_mode
 
 from . import EXAMPLE_SKILLS, __version__, settings
 from .agent import DemoAgent
@@ -169,7 +169,11 @@ def _settings_from_env(args: argparse.Namespace) -> None:
     ):
         if getattr(args, flag) is None and (path := _env(variable)) is not None:
             setattr(args, flag, expand_path(path))
-    settings.resolve_skill_settings(args)
+    settings.resolve_skill_settings(args, absolute_dirs=True)
+    try:
+        default_trust_file()
+    except ValueError as error:  # a relative ACP_SKILLS_TRUST_FILE
+        raise SettingError(str(error)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

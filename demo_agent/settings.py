@@ -186,15 +186,30 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *flags: str) -> None:
     )
 
 
-def resolve_skill_settings(args: argparse.Namespace) -> None:
+def resolve_skill_settings(args: argparse.Namespace, *, absolute_dirs: bool = False) -> None:
     """Fill what no flag gave from the ``ACP_SKILLS_*`` variables (flags win).
 
+    ``absolute_dirs`` (the agent): a relative skills directory is refused. An editor starts the
+    agent in a project, so a relative one would be that project's directory, its skills
+    trusted as the person's own. The command line, typed by a person, resolves it against its
+    own working directory.
+
     Raises:
-        SettingError: a variable holds a value its flag would refuse.
+        SettingError: a variable holds a value its flag would refuse, or (``absolute_dirs``) a
+            skills directory is relative.
     """
+    where = "--skills-dir"
     if not args.skills_dir:
+        where = "ACP_SKILLS_DIRS"
         dirs = (env("ACP_SKILLS_DIRS") or "").split(os.pathsep)
         args.skills_dir = [expand_path(d) for d in dirs if d.strip()]
+    for directory in args.skills_dir if absolute_dirs else ():
+        if not os.path.isabs(directory):
+            raise SettingError(
+                f"{where} must be an absolute path (or start with ~), not {directory!r}: a "
+                "relative one would be the directory the agent was started in, usually a "
+                "project, and its skills would be offered as your own"
+            )
     if args.compat is None:
         args.compat = [name.strip() for name in (env("ACP_SKILLS_COMPAT") or "").split(",")]
         args.compat = [name for name in args.compat if name]

@@ -270,14 +270,17 @@ async def test_roots_lists_the_scanned_directories(layout: Layout) -> None:
     )
 
 
-async def test_a_directory_reachable_as_two_roots_is_scanned_once(layout: Layout) -> None:
-    """When the project root is the agents home's parent, its skills are listed once."""
+async def test_a_directory_reachable_as_two_roots_is_scanned_once_as_the_persons_own(
+    layout: Layout,
+) -> None:
+    """When the project root is the agents home's parent ($HOME as a project, a dotfiles
+    repository), its skills are listed once, from the user root: never gated by trust."""
     write_skill(layout.project_agents / "shared.md", "shared")
     provider = LocalSkillProvider(
         dsh_home=str(layout.dsh_home), agents_home=layout.project / ".agents"
     )
     candidates = await provider.list(at(layout.project))
-    assert [(c.name, c.source, c.rank) for c in candidates] == [("shared", "project-agents", 200)]
+    assert [(c.name, c.source, c.rank) for c in candidates] == [("shared", "user-agents", 500)]
 
 
 async def test_missing_roots_are_empty_without_warnings(layout: Layout) -> None:
@@ -833,7 +836,8 @@ async def test_parsing_never_runs_inside_a_custom_filesystem_s_batch(
 
 
 async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Layout) -> None:
-    """Listing 60 skills takes one listing per root and a single read batch."""
+    """Listing 60 skills takes one listing per root and a single read batch (the project is
+    found on the local disk, not through the seam)."""
     for index in range(20):
         write_skill(layout.project_dsh / f"p{index}" / "SKILL.md", f"p{index}")
         write_skill(layout.user_dsh / f"u{index}.md", f"u{index}")
@@ -844,8 +848,25 @@ async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Lay
     candidates = await provider.list(at(layout.project))
 
     assert len(candidates) == 60
-    assert fs.calls == Counter(exists=1, list_dir=4, read_files=1)
+    assert fs.calls == Counter(list_dir=4, read_files=1)
     assert fs.read_batches == [60]
+
+
+async def test_a_custom_filesystem_reads_the_roots_of_the_project_on_the_local_disk(
+    layout: Layout,
+) -> None:
+    """Trust judges the project found on the local disk, so the provider scans that project's
+    roots, whatever a custom filesystem says about ``.git``."""
+
+    class ClaimsEveryGit(CountingFileSystem):
+        async def exists(self, path: str) -> bool:
+            return os.path.basename(path) == ".git" or await super().exists(path)
+
+    write_skill(layout.project_agents / "proj.md", "proj")
+    sub = layout.project / "sub"
+    write_skill(sub / ".agents" / "skills" / "sub.md", "sub")
+    provider = layout.provider(fs=ClaimsEveryGit())
+    assert await names(provider, sub) == ["proj"]
 
 
 async def test_get_reads_through_the_seam(layout: Layout) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import shutil
-import subprocess
+import sys
+import tracemalloc
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -28,16 +30,7 @@ from acp_skills.trust import (
     trust_mode,
     trust_states,
 )
-
-
-def _git(*args: str, cwd: Path) -> None:
-    env = os.environ | {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com",
-    }
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+from tests.git_repos import needs_git, needs_posix, repository, worktree
 
 
 def test_a_path_inside_a_repository_or_a_link_to_it_means_the_repository(tmp_path: Path) -> None:
@@ -54,15 +47,10 @@ def test_a_directory_outside_any_repository_is_its_own_project(tmp_path: Path) -
     assert project_of(tmp_path).key == str(tmp_path.resolve())
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@needs_git
 def test_git_worktrees_of_one_repository_share_one_decision(tmp_path: Path) -> None:
-    repo = tmp_path / "main"
-    repo.mkdir()
-    _git("init", "-q", cwd=repo)
-    (repo / "README").write_text("x\n")
-    _git("add", "README", cwd=repo)
-    _git("commit", "-q", "-m", "first", cwd=repo)
-    _git("worktree", "add", "-q", str(tmp_path / "feature"), cwd=repo)
+    repo = repository(tmp_path / "main")
+    worktree(repo, tmp_path / "feature")
     assert (tmp_path / "feature" / ".git").is_file()
     store = TrustStore(tmp_path / "config" / "trust.json")
     store.decide(project_of(tmp_path / "feature"), "trusted")
@@ -97,6 +85,109 @@ def test_the_trust_file_follows_the_variables(monkeypatch: pytest.MonkeyPatch) -
     assert default_trust_file() == "/cfg/acp-skills/trust.json"
     monkeypatch.setenv("ACP_SKILLS_TRUST_FILE", "/elsewhere/t.json")
     assert default_trust_file() == "/elsewhere/t.json"
+
+
+def test_a_relative_xdg_config_home_is_ignored(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """As the XDG specification says: a relative one would name a project's own directory."""
+    monkeypatch.delenv("ACP_SKILLS_TRUST_FILE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", ".config")
+    assert default_trust_file() == str(tmp_path / ".config" / "acp-skills" / "trust.json")
+
+
+def test_a_relative_trust_file_variable_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACP_SKILLS_TRUST_FILE", "trust.json")
+    with pytest.raises(ValueError, match="ACP_SKILLS_TRUST_FILE must be an absolute path"):
+        default_trust_file()
+    with pytest.raises(ValueError, match="ACP_SKILLS_TRUST_FILE"):
+        TrustStore()
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _over_the_size_cap(path: Path) -> None:
+    with path.open("wb") as file:  # sparse: no disk space taken
+        file.truncate(16 * 1024 * 1024 + 1)
+
+
+def _deeply_nested(path: Path) -> None:
+    path.write_text("[" * 100_000 + "]" * 100_000)
+
+
+def _nested_past_the_depth_cap(path: Path) -> None:
+    path.write_text('{"projects": ' + "[" * 70 + "]" * 70 + "}")  # the decoder parses it
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        pytest.param(_fifo, "not a regular file", marks=needs_posix),
+        (_over_the_size_cap, "over the 16777216-byte limit"),
+        (_deeply_nested, "nested more than 64 levels deep"),
+        (_nested_past_the_depth_cap, "nested more than 64 levels deep"),
+    ],
+    ids=["fifo", "over-16-MiB", "100000-brackets", "past-64-levels"],
+)
+def test_a_trust_file_that_cannot_be_read_within_bounds_is_an_error_at_once(
+    tmp_path: Path, make: Callable[[Path], None], reason: str
+) -> None:
+    """Never a hang, a RecursionError or the whole file in memory: a `TrustFileError`."""
+    path = tmp_path / "trust.json"
+    make(path)
+    with pytest.raises(TrustFileError, match=reason):
+        TrustStore(path).read()
+
+
+@needs_posix
+def test_a_link_at_the_trust_files_path_is_kept_and_its_target_rewritten(tmp_path: Path) -> None:
+    """A dotfiles repository's link stays a link; a link to a file not made yet reads empty."""
+    target = tmp_path / "dotfiles" / "trust.json"
+    link = tmp_path / "config" / "trust.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    store = TrustStore(link)
+    assert store.read() == StoredTrust()
+    store.decide(ProjectSource("/p"), "trusted")
+    assert link.is_symlink()
+    assert json.loads(target.read_text())["projects"] == [{"path": "/p", "decision": "trusted"}]
+    store.decide(ProjectSource("/q"), "refused")
+    assert link.is_symlink()
+    assert store.decisions() == {"/p": "trusted", "/q": "refused"}
+    assert sorted(os.listdir(target.parent)) == ["trust.json"]  # nothing left beside it
+
+
+def test_a_huge_git_file_is_never_read_whole(tmp_path: Path) -> None:
+    """A 64 MiB sparse ``.git`` file is not a pointer: read no further than its first 4 KiB."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    with (repo / ".git").open("wb") as file:
+        file.truncate(64 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        assert project_of(repo) == ProjectSource(str(repo.resolve()))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1024 * 1024
+
+
+def test_trust_imports_and_decides_without_fcntl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where there is no ``fcntl`` (Windows), the module still imports and stores decisions."""
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # `import fcntl` raises ImportError
+    spec = importlib.util.find_spec("acp_skills.trust")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # a copy: the imported module stays as it is
+    store = module.TrustStore(tmp_path / "trust.json")
+    assert store.decide(module.ProjectSource("/p"), "trusted") is True
+    assert store.decisions() == {"/p": "trusted"}
 
 
 def test_modes() -> None:

@@ -39,7 +39,7 @@ from ..trust import (
     TrustStates,
     TrustStore,
     shown_items,
-    sources_at,
+    sources_for,
     trust_states,
 )
 from .wire import ClientLink
@@ -208,7 +208,7 @@ class TrustedRegistry:
             trust = _current.get()
         grants = dict(trust.grants) if trust is not None else {}
         skills = [*raw.skills, *(shadowed.skill for shadowed in raw.shadowed)]
-        source_of = sources_at(options.cwd)
+        source_of = await sources_for(options.cwd, skills)  # the project found off the loop
         sources = {id(skill): source_of(skill) for skill in skills}  # each found once
         stored = StoredTrust()
         if self.mode == "ask" and any(source is not None for source in sources.values()):

@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from demo_agent import settings
-from demo_agent.settings import CATALOG_MAX_LENGTH, SettingError, expand_path
+from demo_agent.settings import CATALOG_MAX_LENGTH, expand_path
 
 from .. import (
     LocalFileSystem,
@@ -30,7 +30,7 @@ from ..diagnostics import Diagnostic, root_misnamed, shadow_diagnostic, skipped
 from ..model import SKILL_FILE_NAME, SkillSnapshot
 from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
-from ..trust import TRUST_MODES, TrustState
+from ..trust import TRUST_MODES, TrustState, default_trust_file
 from .checkup import checkup
 from .mcp_options import add_mcp_options, mcp_provider_from, mcp_server_lines, mcp_servers_json
 from .new import new
@@ -471,18 +471,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if hasattr(args, "cwd"):
-            args.cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
+            # Links resolved before `..`, as a session's cwd is (`acp_skills.project`).
+            args.cwd = os.path.realpath(args.cwd if args.cwd is not None else os.getcwd())
             if not os.path.isdir(args.cwd):
                 parser.error(f"--cwd: not a directory: {args.cwd}")
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else USAGE
-    if hasattr(args, "skills_dir"):
-        try:
+    try:
+        if hasattr(args, "skills_dir"):
             settings.resolve_skill_settings(args)
-        except SettingError as error:
-            # A variable the person set, not a flag: one line, no usage block.
-            print(f"{PROG}: {error}", file=sys.stderr)
-            return USAGE
+        if hasattr(args, "trust") or args.run is trust:  # the commands that read trust.json
+            default_trust_file()  # a relative ACP_SKILLS_TRUST_FILE is refused
+    except ValueError as error:
+        # A variable the person set, not a flag: one line, no usage block.
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return USAGE
     # The commands report what the library would log; unconfigured structlog would also print
     # it to stdout, mixed into the output (and into the JSON).
     structlog.configure(

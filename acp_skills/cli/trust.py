@@ -31,7 +31,7 @@ Held: TypeAlias = tuple[TrustState, TrustSource | None]
 
 async def trust(args: argparse.Namespace, style: Style) -> Outcome:
     """Trust (or ``--refuse``, ``--forget``) the project PATH belongs to, or ``--list`` them."""
-    # A few small local files: nothing here is worth a thread.
+    # A few small local files, each read bounded: nothing here is worth a thread.
     return _trust(args, style)
 
 
@@ -57,7 +57,8 @@ def _trust(args: argparse.Namespace, style: Style) -> Outcome:
             # Only the key matters to a refusal or forgetting (the label is for messages).
             source = ServerSource("", args.path.removeprefix(SERVER_KEY_PREFIX))
         else:
-            path = os.path.abspath(args.path if args.path is not None else os.getcwd())
+            # Links resolved before `..`, as the project is found (`acp_skills.project`).
+            path = os.path.realpath(args.path if args.path is not None else os.getcwd())
             if not os.path.exists(path):
                 return _failed(f"not found: {path}")
             source = project_of(path)
