@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from acp_skills.jsonl_store import JsonlSessionStore
 from acp_skills.model import PrefixContext
@@ -19,6 +21,18 @@ os.environ["ACP_SKILLS_TRUST"] = "all"
 # As after an install: the environment's commands (acp-skills-demo) are on PATH, so `doctor`
 # finds the agent's command where an editor would; the doctor tests of a missing one say so.
 os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+
+
+@pytest.fixture(autouse=True)
+def _structlog_as_it_was() -> Iterator[None]:
+    """The command line configures structlog when run in process (`main(argv)`); each test
+    starts from the configuration the one before found."""
+    configured, config = structlog.is_configured(), structlog.get_config()
+    yield
+    if configured:
+        structlog.configure(**config)
+    else:
+        structlog.reset_defaults()
 
 
 @pytest.fixture

@@ -4,11 +4,10 @@ temporary directory: in subprocesses, and through `main(argv)` in this process."
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import structlog
 
 from acp_skills.cli.main import main
 from acp_skills.cli.trust import withheld_lines
@@ -116,9 +115,8 @@ def test_show_catalog_and_doctor_mark_a_skill_that_waits_for_trust(tmp_path: Pat
 @pytest.fixture
 def in_process(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Iterator[Callable[..., tuple[int, str]]]:
-    """``acp-skills ARGS`` through `main(argv)`; its exit status and what it printed. The
-    structlog set-up the command makes is undone after the test."""
+) -> Callable[..., tuple[int, str]]:
+    """``acp-skills ARGS`` through `main(argv)`; its exit status and what it printed."""
     for name in ("ACP_SKILLS_DIRS", "NO_COLOR", "DSH_HOME", "DSH_AGENTS_HOME"):
         monkeypatch.delenv(name, raising=False)
 
@@ -128,10 +126,7 @@ def in_process(
         status = main(list(args))
         return status, capsys.readouterr().out
 
-    try:
-        yield run_main
-    finally:
-        structlog.reset_defaults()
+    return run_main
 
 
 def test_doctor_json_carries_each_skills_trust_state_like_list_json(

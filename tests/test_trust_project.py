@@ -7,14 +7,13 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-import structlog
 
 from acp_skills import LocalSkillProvider, SkillRegistry
 from acp_skills.cli.main import main as cli
@@ -351,21 +350,13 @@ def test_the_command_line_resolves_a_relative_skills_dir_against_its_own_directo
 @pytest.fixture
 def cli_run(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Iterator[CliRun]:
+) -> CliRun:
     """``acp-skills ARGS`` in this process: (status, stdout, stderr), with the world's trust
-    file and homes. The logging the command line configures is put back afterwards, and no
-    logger keeps it meanwhile (structlog's caching would hold it for the rest of the run)."""
+    file and homes."""
     monkeypatch.setenv("ACP_SKILLS_TRUST_FILE", world.store.path)
     monkeypatch.setenv("DSH_HOME", str(world.home / ".dsh"))
     monkeypatch.setenv("DSH_AGENTS_HOME", str(world.home / ".agents"))
     monkeypatch.delenv("ACP_SKILLS_DIRS", raising=False)
-    configured, config = structlog.is_configured(), structlog.get_config()
-    configure = structlog.configure
-    monkeypatch.setattr(
-        structlog,
-        "configure",
-        lambda **options: configure(**options | {"cache_logger_on_first_use": False}),
-    )
 
     def run(*args: str) -> tuple[int, str, str]:
         capsys.readouterr()
@@ -373,10 +364,4 @@ def cli_run(
         out, err = capsys.readouterr()
         return status, out, err
 
-    try:
-        yield run
-    finally:
-        if configured:
-            structlog.configure(**config)
-        else:
-            structlog.reset_defaults()
+    return run

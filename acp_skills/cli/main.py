@@ -491,7 +491,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     structlog.configure(
         wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
+        # Not cached: a logger bound now would keep this set-up for the process's lifetime,
+        # and main() may run more than once in one process (tests, embedding); one command
+        # logs too little for caching to pay.
     )
     for stream in (sys.stdout, sys.stderr):
         # A terminal that cannot show a character gets an escape, never a traceback.
