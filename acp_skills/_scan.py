@@ -209,7 +209,7 @@ def build_skill(
     parsed: ParsedSkill,
     source: str,
     base: ResourceBase | str | None,
-    path: str,
+    path: str | None,
     **extra: Any,
 ) -> _Skill:
     """A candidate or a definition of one parsed file."""

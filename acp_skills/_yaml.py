@@ -80,7 +80,7 @@ class _CoreSchemaLoader(_Parser):
 
 
 # Hostile input becomes a problem, not a RecursionError or a "billion laughs" blow-up.
-_MAX_DEPTH: Final = 100
+MAX_DEPTH: Final = 100
 _MAX_EXPANDED_VALUES: Final = 100_000
 _MISSING: Final = "frontmatter-missing"
 
@@ -154,8 +154,8 @@ class _Walker:
             return built
         if key in self._in_progress:
             raise _Refused(f"an alias refers to the collection that contains it{self.at(node)}")
-        if depth >= _MAX_DEPTH:
-            raise _Refused(f"nested more than {_MAX_DEPTH} levels deep{self.at(node)}")
+        if depth >= MAX_DEPTH:
+            raise _Refused(f"nested more than {MAX_DEPTH} levels deep{self.at(node)}")
         self._in_progress.add(key)
         size = 1
         result: object

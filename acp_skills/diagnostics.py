@@ -76,6 +76,10 @@ CODES: Final[Mapping[str, CodeSpec]] = {
     "skill-shadowed": CodeSpec("info", "skill_shadowed"),
     "skill-duplicate": CodeSpec("warning", "skill_shadowed"),
     "provider-failed": CodeSpec("error", "skill_provider_skipped"),
+    # MCP servers (contract §14a): a server left out of a lookup, and a listed skill whose
+    # frontmatter a local file could not have (or whose entry is not well formed).
+    "mcp-server-unavailable": CodeSpec("warning", "mcp_server_skipped"),
+    "mcp-skill-invalid": CodeSpec("error", "mcp_skill_skipped", skipped=True),
     # Strict validation against the Agent Skills specification (`acp-skills validate --strict`).
     **dict.fromkeys(_SPEC_CODES.split(), CodeSpec("error", "skill_spec_violation")),
     # A flat <name>.md: this runtime's own format, which other tools may not read.
@@ -172,6 +176,18 @@ def provider_failed(provider: str, error: BaseException | str) -> Diagnostic:
     """A provider could not say what is wrong with its skills (its ``diagnose`` failed)."""
     detail = error if isinstance(error, str) else repr(error)
     return _record("provider-failed", None, f"skill provider {provider!r} failed: {detail}")
+
+
+def mcp_server_unavailable(server: str, reason: str) -> Diagnostic:
+    """The MCP server labelled ``server`` was skipped by a lookup, and why."""
+    return _record("mcp-server-unavailable", None, f"MCP server {server!r} skipped: {reason}")
+
+
+def mcp_skill_invalid(server: str, uri: str | None, reason: str) -> Diagnostic:
+    """A skill the MCP server labelled ``server`` listed at ``uri`` was left out, and why."""
+    what = f"skill {uri!r}" if uri is not None else "an entry"
+    message = f"MCP server {server!r} lists {what} that is skipped: {reason}"
+    return _record("mcp-skill-invalid", uri, message)
 
 
 def log_diagnostic(

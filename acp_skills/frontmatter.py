@@ -1,16 +1,21 @@
 """Parse a skill file: ``---``, YAML frontmatter (`acp_skills._yaml`), ``---``, then the
 Markdown body. Pure: text in, a `ParsedSkill` or a `Problem` out.
+
+`read_fields` is the one reader of frontmatter fields: a local file's YAML and an MCP server's
+listed frontmatter (JSON, made the same read-only shape by `listed_fields`) go through the same
+rules (contract §5, §14a), so a skill is offered, hidden or skipped alike wherever it is served.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from types import MappingProxyType
 from typing import Final
 
-from ._yaml import load_frontmatter
+from ._yaml import MAX_DEPTH, load_frontmatter
 from .errors import Problem
 from .model import is_skill_name, kind_of_value
 
@@ -62,16 +67,67 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Prob
     if closing is None:
         return _UNTERMINATED
     frontmatter = text[first_line_end + 1 : closing[0]]
-    if (size := len(frontmatter.encode("utf-8", "surrogatepass"))) > MAX_FRONTMATTER_BYTES:
-        limit = f"over the {MAX_FRONTMATTER_BYTES}-byte limit"
-        return Problem("frontmatter-too-large", f"frontmatter too large: {size} bytes, {limit}")
+    if (too_large := _too_large(frontmatter)) is not None:
+        return too_large
     fields = load_frontmatter(frontmatter, first_line=2)  # it starts on the file's second line
     if isinstance(fields, Problem):
         return fields
+    return read_fields(fields, body=text[closing[1] :].strip() if with_body else "")
+
+
+def read_fields(fields: Mapping[object, object], *, body: str = "") -> ParsedSkill | Problem:
+    """The skill ``fields`` describe (a mapping as `acp_skills._yaml` or `listed_fields`
+    builds it), or why a skill with them is skipped."""
     try:
-        return _read_fields(fields, body=text[closing[1] :].strip() if with_body else "")
+        return _read_fields(fields, body=body)
     except _Invalid as exc:
         return exc.problem
+
+
+def listed_fields(value: object) -> Mapping[object, object] | Problem:
+    """An MCP listing's frontmatter (decoded JSON) in the shape `acp_skills._yaml` gives a
+    file's: mappings read-only, lists as tuples; bounded like a file's frontmatter."""
+    if not isinstance(value, Mapping):
+        found = "a list" if isinstance(value, list | tuple) else "a single value"
+        return Problem(_MISSING, f"missing frontmatter: expected a mapping of fields, got {found}")
+    try:
+        fields = MappingProxyType({key: _read_only(item, 1) for key, item in value.items()})
+    except _Invalid as exc:
+        return exc.problem
+    # Measured as JSON (a file's is measured as YAML): about the same text.
+    if (too_large := _too_large(canonical_json(fields))) is not None:
+        return too_large
+    return fields
+
+
+def _too_large(frontmatter: str) -> Problem | None:
+    if (size := len(frontmatter.encode("utf-8", "surrogatepass"))) > MAX_FRONTMATTER_BYTES:
+        limit = f"over the {MAX_FRONTMATTER_BYTES}-byte limit"
+        return Problem("frontmatter-too-large", f"frontmatter too large: {size} bytes, {limit}")
+    return None
+
+
+def _read_only(value: object, depth: int) -> object:
+    if depth >= MAX_DEPTH:
+        raise _Invalid(
+            "yaml-invalid", f"invalid frontmatter: nested more than {MAX_DEPTH} levels deep"
+        )
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: _read_only(item, depth + 1) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_read_only(item, depth + 1) for item in value)
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    raise _Invalid("yaml-invalid", f"invalid frontmatter: unsupported value {_kind(value)}")
+
+
+def canonical_json(fields: Mapping[object, object]) -> str:
+    """One text for equal frontmatter (keys sorted; ``true`` is never ``1``): what a listing is
+    compared with the file it lists, and what trust pins. ``""`` for keys JSON cannot hold."""
+    try:
+        return json.dumps(fields, sort_keys=True, ensure_ascii=False, default=dict)
+    except (TypeError, ValueError):
+        return ""  # e.g. `1: x` beside `a: y` (a YAML file's; a listing's keys are strings)
 
 
 def _closing_line(text: str, start: int) -> tuple[int, int] | None:

@@ -21,7 +21,7 @@ from acp_skills import (
 )
 from acp_skills.content import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
-from acp_skills.mcp.listing import ListedSkill, ManifestFile
+from acp_skills.mcp.listing import ListedSkill, read_entry
 from acp_skills.mcp.provider import McpLocator
 from tests.mcp_http import SERVER, http_skills_server, write_served_skill
 
@@ -282,12 +282,15 @@ def test_no_server_process_outlives_the_agent(tmp_path: Path) -> None:
 
 def _locator(name: str, description: str, *, files: bool = True) -> McpLocator:
     uri = "skill://deploy/SKILL.md"
-    manifest = {uri: ManifestFile(uri=uri, digest="sha256:" + "1" * 64, size=10)}
-    listed = ListedSkill(
-        uri=uri,
-        frontmatter={"name": name, "description": description},
-        files=manifest if files else None,
+    manifest = [{"uri": uri, "digest": "sha256:" + "1" * 64, "size": 10}]
+    listed = read_entry(
+        {
+            "uri": uri,
+            "frontmatter": {"name": name, "description": description},
+            "resources": manifest if files else "dynamic",
+        }
     )
+    assert isinstance(listed, ListedSkill)
     return McpLocator(server=McpServer(label="team", command="serve"), skill=listed)
 
 
@@ -300,8 +303,19 @@ def test_trust_pins_every_listed_file_and_the_listed_frontmatter() -> None:
     assert _locator("deploy", "Deploy it elsewhere.").served != served
     assert _locator("other", "Deploy it.").served != served
     dynamic = _locator("deploy", "Deploy it.", files=False).served
-    assert len(dynamic) == 1
     assert _locator("deploy", "Changed.", files=False).served != dynamic
+
+
+def test_a_switch_between_a_manifest_and_dynamic_is_a_change_for_trust() -> None:
+    """A dynamic skill's pairs are never among those its manifest was trusted with, nor the
+    other way round: a trusted server cannot switch a skill to dynamic and a new body."""
+    manifest = _locator("deploy", "Deploy it.").served
+    dynamic = _locator("deploy", "Deploy it.", files=False).served
+    assert not dynamic <= manifest
+    assert not manifest <= dynamic
+    assert ("skill://deploy/SKILL.md", "dynamic") in dynamic
+    assert _locator("deploy", "Deploy it.", files=False).dynamic
+    assert not _locator("deploy", "Deploy it.").dynamic
 
 
 def test_no_two_servers_share_an_identity() -> None:

@@ -1,10 +1,12 @@
-"""`skills/list` over an MCP session (every page) and the checks a read must pass: size, then
-SHA-256 digest, then (for ``SKILL.md``) the frontmatter the listing gave."""
+"""`skills/list` over an MCP session (every page), each entry read into a `ListedSkill` (its
+frontmatter by the local files' reader, `acp_skills.frontmatter`) or a `RejectedEntry` saying
+why it is left out; and the checks a read must pass: size, then SHA-256 digest."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -12,10 +14,13 @@ import mcp.types as types
 from mcp import ClientSession
 from pydantic import BaseModel, ConfigDict
 
-from .._yaml import load_frontmatter
+from ..errors import Problem
+from ..frontmatter import ParsedSkill, listed_fields, read_fields
+from .transport import MAX_RESPONSE_BYTES, ResponseTooLarge
 
 # A server that pages forever must not keep a listing going: 1,000 pages is far past any catalog.
 MAX_PAGES: Final = 1000
+_DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
 
 
 class _ListSkills(types.Request[types.PaginatedRequestParams, Literal["skills/list"]]):
@@ -26,7 +31,7 @@ class _ListSkills(types.Request[types.PaginatedRequestParams, Literal["skills/li
 class _Page(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    skills: list[dict[str, Any]] = []
+    skills: list[Any] = []
     nextCursor: str | None = None  # the wire spelling
     ttlMs: int | None = None
 
@@ -42,11 +47,13 @@ class ManifestFile:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListedSkill:
-    """A `skills/list` entry: the ``SKILL.md`` uri, its frontmatter verbatim, and the manifest
-    (``None`` for a ``"dynamic"`` skill, whose files are not listed)."""
+    """A `skills/list` entry: the ``SKILL.md`` uri, its frontmatter (read-only, as a file's
+    YAML is read) and what the local reader made of it, and the manifest (``None`` for a
+    ``"dynamic"`` skill, whose files are not listed)."""
 
     uri: str
-    frontmatter: Mapping[str, object]
+    frontmatter: Mapping[object, object]
+    parsed: ParsedSkill
     files: Mapping[str, ManifestFile] | None
 
     @property
@@ -55,49 +62,94 @@ class ListedSkill:
         return self.uri.rsplit("/", 1)[0] + "/"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RejectedEntry:
+    """A `skills/list` entry left out: its uri (when it has one) and why."""
+
+    uri: str | None
+    reason: str
+
+
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """What one server listed, and how long it may be kept (``ttl_ms``; 0: not at all)."""
+    """What one server listed, what it listed that is left out, and how long the listing may be
+    kept (``ttl_ms``; 0: not at all)."""
 
     skills: tuple[ListedSkill, ...]
+    rejected: tuple[RejectedEntry, ...]
     ttl_ms: int
 
 
-async def list_skills(session: ClientSession) -> Listing:
-    """Every page of `skills/list`; entries that are not well formed are left out."""
+NOTHING: Final = Listing((), (), 0)
+
+
+async def list_skills(session: ClientSession, received: Callable[[], int]) -> Listing:
+    """Every page of `skills/list`; `ResponseTooLarge` when the pages together are over
+    `MAX_RESPONSE_BYTES` (``received`` counts the connection's bytes)."""
     found: list[ListedSkill] = []
+    rejected: list[RejectedEntry] = []
     cursor: str | None = None
     ttl: int | None = None
+    start = received()
     for _ in range(MAX_PAGES):
         page = await session.send_request(
             _ListSkills(params=types.PaginatedRequestParams(cursor=cursor)), _Page
         )
+        if received() - start > MAX_RESPONSE_BYTES:
+            raise ResponseTooLarge()
         ttl = page.ttlMs if ttl is None else ttl
-        found.extend(skill for entry in page.skills if (skill := _entry(entry)) is not None)
+        for raw in page.skills:
+            if isinstance(entry := read_entry(raw), ListedSkill):
+                found.append(entry)
+            else:
+                rejected.append(entry)
         if not (cursor := page.nextCursor):
             break
-    return Listing(tuple(found), max(ttl or 0, 0))
+    return Listing(tuple(found), tuple(rejected), max(ttl or 0, 0))
 
 
-def _entry(raw: Mapping[str, Any]) -> ListedSkill | None:
-    uri, frontmatter, resources = raw.get("uri"), raw.get("frontmatter"), raw.get("resources")
-    if not isinstance(uri, str) or not isinstance(frontmatter, dict):
-        return None
+def read_entry(raw: object) -> ListedSkill | RejectedEntry:
+    """One `skills/list` entry: a skill whose frontmatter a local file could have, with a
+    manifest whose every file is verifiable, or why it is left out."""
+    if not isinstance(raw, Mapping):
+        return RejectedEntry(uri=None, reason="the entry is not an object")
+    uri = raw.get("uri")
+    if not isinstance(uri, str) or not uri:
+        return RejectedEntry(uri=None, reason="the entry has no uri")
+    fields = listed_fields(raw.get("frontmatter"))
+    if isinstance(fields, Problem):
+        return RejectedEntry(uri=uri, reason=fields.message)
+    parsed = read_fields(fields)
+    if isinstance(parsed, Problem):
+        return RejectedEntry(uri=uri, reason=parsed.message)
+    resources = raw.get("resources")
     if resources == "dynamic":
-        return ListedSkill(uri=uri, frontmatter=frontmatter, files=None)
+        return ListedSkill(uri=uri, frontmatter=fields, parsed=parsed, files=None)
+    files = _manifest(resources)
+    if isinstance(files, str):
+        return RejectedEntry(uri=uri, reason=files)
+    if uri not in files:
+        return RejectedEntry(uri=uri, reason="its manifest does not list its SKILL.md")
+    return ListedSkill(uri=uri, frontmatter=fields, parsed=parsed, files=files)
+
+
+def _manifest(resources: object) -> dict[str, ManifestFile] | str:
+    # The files of a manifest, or what is wrong with it.
     if not isinstance(resources, list):
-        return None
+        return 'its "resources" is neither a list nor "dynamic"'
     files: dict[str, ManifestFile] = {}
     for item in resources:
-        if not isinstance(item, dict):
-            return None
-        file_uri, digest, size = item.get("uri"), item.get("digest"), item.get("size")
-        if not (isinstance(file_uri, str) and isinstance(digest, str) and isinstance(size, int)):
-            return None
-        files[file_uri] = ManifestFile(uri=file_uri, digest=digest.lower(), size=size)
-    if uri not in files:  # the SKILL.md itself must be verifiable
-        return None
-    return ListedSkill(uri=uri, frontmatter=frontmatter, files=files)
+        file_uri = item.get("uri") if isinstance(item, Mapping) else None
+        digest = item.get("digest") if isinstance(item, Mapping) else None
+        size = item.get("size") if isinstance(item, Mapping) else None
+        if not isinstance(file_uri, str):
+            return "a file of its manifest has no uri"
+        if not isinstance(digest, str) or not _DIGEST.match(digest := digest.lower()):
+            return f'the digest of {file_uri!r} is not "sha256:" and 64 hexadecimal digits'
+        if type(size) is not int or size < 0:
+            return f"the size of {file_uri!r} is not a whole number of bytes"
+        files[file_uri] = ManifestFile(uri=file_uri, digest=digest, size=size)
+    return files
 
 
 def text_of(result: types.ReadResourceResult, uri: str) -> bytes | None:
@@ -113,22 +165,3 @@ def matches(data: bytes, listed: ManifestFile) -> bool:
     return (
         len(data) == listed.size and listed.digest == "sha256:" + hashlib.sha256(data).hexdigest()
     )
-
-
-def same_frontmatter(text: str, listed: Mapping[str, object]) -> bool:
-    """Whether the YAML frontmatter of a ``SKILL.md`` text is the one the listing gave."""
-    text = text.removeprefix("\ufeff")
-    head, separator, _ = text[3:].partition("\n---")
-    if not text.startswith("---") or not separator:
-        return False
-    fields = load_frontmatter(head.lstrip("\r\n"), first_line=2)
-    return isinstance(fields, Mapping) and _plain(fields) == _plain(listed)
-
-
-def _plain(value: object) -> object:
-    # Mappings as dicts and sequences as lists: YAML's read-only values equal the listing's JSON.
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    return value

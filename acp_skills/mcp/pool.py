@@ -1,41 +1,61 @@
 """Connections to MCP servers: one per configuration, opened on first use, shared by every
-session naming the same server, closed by `McpPool.aclose` (the agent's exit)."""
+session naming the same server, each closed within the deadline (`McpPool.release`, and
+`McpPool.aclose` at the agent's exit)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-from collections.abc import AsyncIterator
-from typing import Any, Final
+from typing import Final
 
-import httpx2
+import anyio
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from ..quiet_log import get_logger
 from .config import McpServer
+from .transport import HttpEndpoint, StdioProcess
 
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
+DEFAULT_TIMEOUT: Final = 10.0
+# After the deadline, a connection is cancelled: what is left to do then (reaping a killed
+# server) takes moments.
+_AFTER_CANCEL: Final = 1.0
 
 _log = get_logger(__name__)
 
 
 class McpConnection:
     """One live MCP session. A task of its own owns the transport, because the SDK's context
-    managers must be entered and left by the same task."""
+    managers must be entered and left by the same task; it is cancelled through an anyio scope,
+    which lets the transport's shielded clean-up (ending a server's process group) finish."""
 
-    def __init__(self, server: McpServer) -> None:
+    def __init__(self, server: McpServer, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.server = server
+        self._timeout = timeout
+        self._transport = (
+            StdioProcess(server) if server.command is not None else HttpEndpoint(server)
+        )
+        self._transport.stop_within = timeout
         self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
         self._closing = asyncio.Event()
+        self._scope = anyio.CancelScope()
         self._task = asyncio.ensure_future(self._run())
 
     @property
     def failed(self) -> bool:
         """The connection ended (or never started): a new one is needed."""
         return self._task.done()
+
+    @property
+    def ended(self) -> str | None:
+        """Why the server's messages stopped, when the transport knows (an exit and the last
+        lines of its stderr, a response over the size cap); ``None`` while they flow."""
+        return self._transport.ended
+
+    @property
+    def received(self) -> int:
+        """Bytes received from the server so far."""
+        return self._transport.received
 
     async def session(self) -> ClientSession:
         """The connected session (after ``server/discover``); raises why it could not connect."""
@@ -47,70 +67,66 @@ class McpConnection:
         extensions = capabilities.extensions if capabilities is not None else None
         return bool(extensions) and SKILLS_EXTENSION in (extensions or {})
 
-    async def aclose(self) -> None:
-        """End the session; a stdio server's whole process tree is stopped (the SDK closes its
-        input, then terminates and kills it if it ignores that)."""
+    async def aclose(self, *, at_once: bool = False) -> None:
+        """End the session within the deadline: a stdio server's input is closed, it is given
+        part of the deadline to leave, then its whole process group is ended, helpers
+        included. ``at_once`` (a server that failed or does not answer) skips the grace."""
+        if at_once or not self._ready.done():
+            # Nothing to say goodbye to: a server that is still connecting is not answering.
+            self._transport.stop_within = 0.0
+            self._scope.cancel()
         self._closing.set()
-        with contextlib.suppress(BaseException):
-            await self._task
+        done, _ = await asyncio.wait({self._task}, timeout=self._timeout)
+        if not done:
+            self._transport.stop_within = 0.0
+            self._scope.cancel()
+            await asyncio.wait({self._task}, timeout=_AFTER_CANCEL)
 
     async def _run(self) -> None:
+        error: Exception | None = None
         try:
-            async with (
-                self._transport() as (read, write),
-                ClientSession(read, write, extensions={SKILLS_EXTENSION: {}}) as session,
-            ):
-                await session.discover()
-                self._ready.set_result(session)
-                await self._closing.wait()
-        except BaseException as error:
-            if not self._ready.done():
-                self._ready.set_exception(
-                    error if isinstance(error, Exception) else ConnectionError("connection ended")
-                )
-            if not isinstance(error, Exception):
-                raise
-            _log.warning("mcp_server_ended", server=self.server.label, error=repr(error))
+            with self._scope:
+                try:
+                    async with (
+                        self._transport.open() as (read, write),
+                        ClientSession(read, write, extensions={SKILLS_EXTENSION: {}}) as session,
+                    ):
+                        await session.discover()
+                        self._ready.set_result(session)
+                        await self._closing.wait()
+                except Exception as caught:
+                    error = caught
+            if error is not None:
+                why = self.ended or repr(error)
+                _log.warning("mcp_server_ended", server=self.server.label, error=why)
         finally:
             if not self._ready.done():
-                self._ready.set_exception(ConnectionError("the server closed the connection"))
+                self._ready.set_exception(
+                    error or ConnectionError(self.ended or "the connection ended")
+                )
             with contextlib.suppress(BaseException):
                 self._ready.exception()  # retrieved: never reported as unretrieved
 
-    @contextlib.asynccontextmanager
-    async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
-        server = self.server
-        if server.url is not None:
-            async with (
-                httpx2.AsyncClient(headers=dict(server.headers)) as http,
-                streamable_http_client(server.url, http_client=http) as streams,
-            ):
-                yield streams[0], streams[1]
-            return
-        assert server.command is not None
-        env = {**os.environ, **dict(server.env)}
-        parameters = StdioServerParameters(command=server.command, args=list(server.args), env=env)
-        async with stdio_client(parameters) as streams:
-            yield streams[0], streams[1]
-
 
 class McpPool:
-    """The agent's MCP connections, keyed by configuration; shared across sessions."""
+    """The agent's MCP connections, keyed by configuration; shared across sessions. Each is
+    opened and closed under ``timeout`` seconds."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._timeout = timeout
         self._connections: dict[McpServer, McpConnection] = {}
 
     def connection(self, server: McpServer) -> McpConnection:
         """The live connection to ``server``, started now if there is none (or it ended)."""
         found = self._connections.get(server)
         if found is None or found.failed:
-            found = self._connections[server] = McpConnection(server)
+            found = self._connections[server] = McpConnection(server, timeout=self._timeout)
         return found
 
-    async def release(self, server: McpServer) -> None:
-        """Close the connection to ``server`` (no session uses it any more)."""
+    async def release(self, server: McpServer, *, at_once: bool = False) -> None:
+        """Close the connection to ``server`` (no session uses it any more, or it failed)."""
         if (found := self._connections.pop(server, None)) is not None:
-            await found.aclose()
+            await found.aclose(at_once=at_once)
 
     async def aclose(self) -> None:
         """Close every connection (at exit: no server process outlives the agent)."""

@@ -1,43 +1,55 @@
 """`McpSkillProvider`: the skills of a session's MCP servers, listed lazily and loaded with
-verification (contract §14). Rank 600: every local root wins a name clash."""
+verification (contract §14, §14a). Rank 600: every local root wins a name clash. Every request
+to a server is under the deadline; what a server gets wrong is a diagnostic, never a failed
+lookup."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib
-import json
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio
 
+from .._scan import build_skill
 from ..content import Refusal
-from ..frontmatter import ParsedSkill, parse_skill_file
+from ..diagnostics import (
+    Diagnostic,
+    log_diagnostic,
+    mcp_server_unavailable,
+    mcp_skill_invalid,
+)
+from ..frontmatter import ParsedSkill, canonical_json, parse_skill_file
 from ..model import SkillCandidate, SkillDefinition, SkillLookupOptions, UrlResource, shared_fields
 from ..quiet_log import get_logger
 from .config import McpServer
 
+# The modules on the mcp SDK (listing, pool, transport) are imported where first used:
+# importing the SDK costs an agent's start-up about as much again as the rest, and most
+# sessions name no MCP server.
 if TYPE_CHECKING:
+    from mcp import ClientSession
+
     from .listing import ListedSkill, Listing
-    from .pool import McpPool
-
-
-def _sdk(module: str) -> Any:
-    # The modules on the mcp SDK are loaded on first use: importing the SDK costs an agent's
-    # start-up about as much again as the rest, and most sessions name no MCP server.
-    return importlib.import_module(f"{__package__}.{module}")
+    from .pool import McpConnection, McpPool
 
 
 MCP_RANK: Final = 600
 # The pair trust keeps for a skill's listed frontmatter: its uri with this fragment.
 FRONTMATTER_FRAGMENT: Final = "#frontmatter"
+# The digest trust keeps for the SKILL.md of a skill listed without a manifest ("dynamic"): no
+# listed digest looks like it, so a switch between the two is a change either way.
+DYNAMIC_DIGEST: Final = "dynamic"
 MCP_SOURCE: Final = "mcp"
 LISTING_DEADLINE: Final = 10.0
 RETRY_AFTER: Final = 60.0  # a failed server is left alone this long
+DEFAULT_MAX_RESOURCE_BYTES: Final = 1_048_576  # as the `skill` tool's cap on a file
 
 _log = get_logger(__name__)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,22 +72,34 @@ class McpLocator:
     def skill_uri(self) -> str:
         return self.skill.uri
 
+    @property
+    def dynamic(self) -> bool:
+        """Whether the server lists no manifest for the skill (``"resources": "dynamic"``):
+        its files, ``SKILL.md`` included, are not verified, and the question that asks for
+        trust should say so."""
+        return self.skill.files is None
+
     served: frozenset[tuple[str, str]] = field(init=False)
 
     def __post_init__(self) -> None:
         # The pairs trust keeps, worked out once (every lookup asks trust about every skill):
-        # (uri, digest) of each listed file, and one for the listed frontmatter (the catalog's
-        # text comes from the listing, before any file is read). A dynamic skill lists no files.
-        listed = json.dumps(self.skill.frontmatter, sort_keys=True, ensure_ascii=False)
+        # one for the listed frontmatter (the catalog's text comes from the listing, before any
+        # file is read), and one for every listed file, or, for a dynamic skill, its SKILL.md
+        # marked dynamic: a skill that switches between the two never keeps its trust.
+        listed = canonical_json(self.skill.frontmatter)
         digest = "sha256:" + hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()
         pairs = {(self.skill.uri + FRONTMATTER_FRAGMENT, digest)}
-        pairs.update((file.uri, file.digest) for file in (self.skill.files or {}).values())
+        if self.skill.files is None:
+            pairs.add((self.skill.uri, DYNAMIC_DIGEST))
+        else:
+            pairs.update((file.uri, file.digest) for file in self.skill.files.values())
         object.__setattr__(self, "served", frozenset(pairs))
 
 
 @dataclass(slots=True)
 class ServerState:
-    """What `/skills` and doctor show of one server."""
+    """What `/skills` and doctor show of one server: how it fares, and the entries of its last
+    listing that were left out (``rejected``)."""
 
     server: McpServer
     connected: bool = False
@@ -83,12 +107,14 @@ class ServerState:
     failure: str | None = None
     failed_at: float | None = None
     supports_skills: bool | None = None
+    rejected: tuple[Diagnostic, ...] = ()
 
 
 class McpSkillProvider:
     """Lists and loads skills of ``servers`` (for every lookup, as ``--mcp-server`` gives
     them) and then of those in ``options.servers`` (the session's `McpServer` values) through
-    ``pool``; a server slower than ``timeout`` seconds to list is skipped."""
+    ``pool``. Each request to a server (connect, list, read, close) is under ``timeout``
+    seconds; a ``SKILL.md`` or file over ``max_resource_bytes`` is refused."""
 
     def __init__(
         self,
@@ -96,18 +122,22 @@ class McpSkillProvider:
         *,
         servers: Sequence[McpServer] = (),
         timeout: float = LISTING_DEADLINE,
+        max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
     ) -> None:
         self.name = "mcp"
         self._opened = pool
         self._fixed = tuple(servers)
         self._timeout = timeout
+        self._max_resource_bytes = max_resource_bytes
         self._listings: dict[McpServer, tuple[float, Listing]] = {}
         self.servers: dict[McpServer, ServerState] = {}
 
     @property
     def _pool(self) -> McpPool:
         if self._opened is None:
-            self._opened = _sdk("pool").McpPool()
+            from .pool import McpPool
+
+            self._opened = McpPool(timeout=self._timeout)
         return self._opened
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
@@ -119,36 +149,47 @@ class McpSkillProvider:
         found: list[SkillCandidate] = []
         for server in self._servers_of(options):
             listing = await self._listing(server)
-            for skill in listing.skills if listing is not None else ():
-                if (candidate := self._candidate(server, skill)) is not None:
-                    found.append(candidate)
+            found.extend(self._candidate(server, skill) for skill in listing.skills)
         return found
+
+    async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
+        """Each server of ``options`` that the last lookup skipped (`mcp-server-unavailable`)
+        and each entry its last listing left out (`mcp-skill-invalid`); asks no server."""
+        found: list[Diagnostic] = []
+        for state in self.states(options):
+            if state.failure is not None:
+                found.append(mcp_server_unavailable(state.server.label, state.failure))
+            found.extend(state.rejected)
+        return tuple(found)
 
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
     ) -> SkillDefinition | None:
-        """One `resources/read` of the ``SKILL.md``, verified against the listing."""
+        """One `resources/read` of the ``SKILL.md``, capped and verified against the listing."""
         locator = candidate.locator
         if not isinstance(locator, McpLocator):
             return None
-        server, skill, listing = locator.server, locator.skill, _sdk("listing")
-        session = await self._pool.connection(server).session()
-        data = listing.text_of(await session.read_resource(skill.uri), skill.uri)
+        server, skill, name = locator.server, locator.skill, candidate.name
         listed = skill.files.get(skill.uri) if skill.files is not None else None
-        text = data.decode("utf-8", "replace") if data is not None else None
+        limit = self._max_resource_bytes
+        if listed is not None and listed.size > limit:
+            raise Refusal(_over(f'skill "{name}"', listed.size, limit))
+        data = await self._read(locator, skill.uri, f'skill "{name}"')
+        if data is not None and len(data) > limit:
+            raise Refusal(_over(f'skill "{name}"', len(data), limit))
+        text = data.decode("utf-8", "replace") if data is not None else ""
+        parsed = parse_skill_file(text) if data is not None else None
+        from .listing import matches
+
         if (
-            text is None
-            or (listed is not None and not listing.matches(data, listed))
-            or not listing.same_frontmatter(text, skill.frontmatter)
+            not isinstance(parsed, ParsedSkill)
+            or (listed is not None and data is not None and not matches(data, listed))
+            or canonical_json(parsed.fields) != canonical_json(skill.frontmatter)
         ):
             self._listings.pop(server, None)
-            raise Refusal(
-                f'Error: skill "{candidate.name}" changed on its server since it was listed'
-            )
-        parsed = parse_skill_file(text)
-        body = parsed.body if isinstance(parsed, ParsedSkill) else text
+            raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
         values = shared_fields(candidate, SkillDefinition)
-        values.update(content=body, path=None)
+        values.update(content=parsed.body, path=None)
         return SkillDefinition(**values)
 
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str:
@@ -158,8 +199,9 @@ class McpSkillProvider:
         locator = candidate.locator
         if not isinstance(locator, McpLocator):
             raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
-        skill, name, listing = locator.skill, candidate.name, _sdk("listing")
-        cannot = f'Error: cannot read "{path}" of skill "{name}"'
+        skill, name = locator.skill, candidate.name
+        about = f'"{path}" of skill "{name}"'
+        cannot = f"Error: cannot read {about}"
         if path.startswith("/") or any(part in ("", ".", "..") for part in path.split("/")):
             raise Refusal(f"{cannot}: not a relative path")
         uri = skill.base_uri + path
@@ -167,25 +209,29 @@ class McpSkillProvider:
         if skill.files is not None and listed is None:
             raise Refusal(f"{cannot}: not in its manifest")
         if listed is not None and listed.size > limit:
-            raise Refusal(f"{cannot}: the file is {listed.size} bytes, over the {limit}-byte limit")
-        session = await self._pool.connection(locator.server).session()
-        data: bytes | None = listing.text_of(await session.read_resource(uri), uri)
+            raise Refusal(_over(about, listed.size, limit))
+        data = await self._read(locator, uri, about)
         if data is None:
             raise Refusal(f"{cannot}: no text at {uri}")
+        if len(data) > limit:
+            raise Refusal(_over(about, len(data), limit))
         if listed is None:
-            if len(data) > limit:
-                raise Refusal(f"{cannot}: over the {limit}-byte limit")
-            return f"[unverified: this skill's files are not listed by its server]\n{data.decode()}"
-        if not listing.matches(data, listed):
+            text = data.decode("utf-8", "replace")
+            return f"[unverified: this skill's files are not listed by its server]\n{text}"
+        from .listing import matches
+
+        if not matches(data, listed):
             self._listings.pop(locator.server, None)
             raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
         return data.decode("utf-8", "replace")
 
     async def release(self, server: object) -> None:
-        """No session names ``server`` any more: close its connection (a stdio server's
-        process stops), unless it is one of the fixed servers every lookup uses."""
+        """No session names ``server`` any more: close its connection within the deadline (a
+        stdio server's process group ends), unless it is one of the fixed servers every lookup
+        uses. What it failed at is forgotten: a session naming it again starts afresh."""
         if isinstance(server, McpServer) and server not in self._fixed:
             self._listings.pop(server, None)
+            self.servers.pop(server, None)
             await self._pool.release(server)
 
     def states(self, options: SkillLookupOptions) -> tuple[ServerState, ...]:
@@ -195,71 +241,118 @@ class McpSkillProvider:
         )
 
     async def aclose(self) -> None:
-        """Close every connection this provider opened."""
+        """Close every connection this provider opened (each within the deadline)."""
         if self._opened is not None:
             await self._opened.aclose()
 
-    async def _listing(self, server: McpServer) -> Listing | None:
+    async def _listing(self, server: McpServer) -> Listing:
         now = time.monotonic()
         state = self.servers.setdefault(server, ServerState(server))
         if (kept := self._listings.get(server)) is not None and now < kept[0]:
             return kept[1]
+        from .listing import NOTHING, list_skills
+
         if state.failed_at is not None and now - state.failed_at < RETRY_AFTER:
-            return None
-        reason: str | None = None
-        listing: Listing | None = None
-        with anyio.move_on_after(self._timeout) as scope:
-            try:
-                connection = self._pool.connection(server)
-                session = await connection.session()
-                state.connected, state.supports_skills = True, connection.supports_skills(session)
-                listing = _sdk("listing").Listing((), 0)
-                if state.supports_skills:
-                    listing = await _sdk("listing").list_skills(session)
-            except Exception as error:
-                # The SDK's task groups wrap the real failure: name the first leaf, not
-                # "unhandled errors".
-                leaf: BaseException = error
-                while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
-                    leaf = leaf.exceptions[0]
-                reason = f"{type(leaf).__name__}: {leaf}" if str(leaf) else repr(leaf)
-        if scope.cancelled_caught:
-            reason = f"no answer within {self._timeout} s"
-        if reason is not None or listing is None:
-            state.connected, state.failure, state.failed_at = False, reason, time.monotonic()
-            _log.warning("mcp_server_skipped", server=server.label, reason=reason)
-            await self._pool.release(server)
+            return NOTHING
+
+        async def listed(session: ClientSession, connection: McpConnection) -> Listing:
+            state.connected, state.supports_skills = True, connection.supports_skills(session)
+            if not state.supports_skills:
+                return NOTHING
+            return await list_skills(session, lambda: connection.received)
+
+        try:
+            listing = await self._ask(server, listed)
+        except _Unavailable as unavailable:
+            state.connected, state.failure = False, unavailable.reason
+            # Not asked again for a while; a server that sent too much, never in this session.
+            state.failed_at = math.inf if unavailable.spent else time.monotonic()
+            log_diagnostic(_log, mcp_server_unavailable(server.label, unavailable.reason))
+            await self._pool.release(server, at_once=True)  # its process group ends now
             # The others still count; `cacheable` keeps this degraded catalog out of the cache.
-            return None
-        state.failure, state.failed_at, state.skills = None, None, len(listing.skills)
+            return NOTHING
+        rejected = tuple(
+            mcp_skill_invalid(server.label, entry.uri, entry.reason) for entry in listing.rejected
+        )
+        if rejected != state.rejected:  # told once, not at every lookup
+            for record in rejected:
+                log_diagnostic(_log, record, server=server.label)
+        state.failure, state.failed_at = None, None
+        state.skills, state.rejected = len(listing.skills), rejected
         if listing.ttl_ms > 0:
             self._listings[server] = (time.monotonic() + listing.ttl_ms / 1000, listing)
         return listing
 
-    def _candidate(self, server: McpServer, skill: ListedSkill) -> SkillCandidate | None:
-        name, description = skill.frontmatter.get("name"), skill.frontmatter.get("description")
-        if not isinstance(name, str) or not isinstance(description, str):
-            return None
-        when = skill.frontmatter.get("when_to_use", skill.frontmatter.get("when-to-use"))
-        hint = skill.frontmatter.get("argument-hint")
+    async def _read(self, locator: McpLocator, uri: str, about: str) -> bytes | None:
+        """The text at ``uri`` as UTF-8 bytes (``None``: the server sent none)."""
+
+        from .listing import text_of
+
+        async def read(session: ClientSession, connection: McpConnection) -> bytes | None:
+            del connection
+            return text_of(await session.read_resource(uri), uri)
+
+        try:
+            return await self._ask(locator.server, read)
+        except _Unavailable as unavailable:
+            label = locator.server.label
+            if unavailable.spent:  # its use ends, as if a listing had been that large
+                state = self.servers.setdefault(locator.server, ServerState(locator.server))
+                state.connected, state.failure = False, unavailable.reason
+                state.failed_at = math.inf
+                await self._pool.release(locator.server, at_once=True)
+            raise Refusal(
+                f'Error: cannot read {about} from MCP server "{label}": {unavailable.reason}'
+            ) from None
+
+    async def _ask(
+        self, server: McpServer, request: Callable[[ClientSession, McpConnection], Awaitable[_T]]
+    ) -> _T:
+        # Connecting and the request, under the deadline; `_Unavailable` says why not, in words
+        # for a person (a server that exited: its status and the end of its stderr).
+        from .transport import TOO_LARGE
+
+        connection = self._pool.connection(server)
+        try:
+            with anyio.fail_after(self._timeout):
+                return await request(await connection.session(), connection)
+        except TimeoutError:
+            reason = f"no answer within {self._timeout:g} s"
+        except Exception as error:
+            reason = connection.ended or _leaf_reason(error)
+        raise _Unavailable(reason, spent=connection.ended == TOO_LARGE)
+
+    def _candidate(self, server: McpServer, skill: ListedSkill) -> SkillCandidate:
         # allowed-tools is ignored: a server never widens what the agent may do.
-        return SkillCandidate(
-            name=name,
-            description=description,
-            when_to_use=when if isinstance(when, str) else None,
-            disable_model_invocation=skill.frontmatter.get("disable-model-invocation") is True,
-            user_invocable=skill.frontmatter.get("user-invocable") is not False,
-            source=f"{MCP_SOURCE}:{server.label}",
-            provider=self.name,
-            resource_base=UrlResource(url=skill.base_uri),
+        return build_skill(
+            SkillCandidate,
+            self.name,
+            skill.parsed,
+            f"{MCP_SOURCE}:{server.label}",
+            UrlResource(url=skill.base_uri),
+            None,
             rank=MCP_RANK,
             locator=McpLocator(server=server, skill=skill),
-            path=None,
-            metadata=None,
-            argument_hint=hint if isinstance(hint, str) else None,
         )
 
     def _servers_of(self, options: SkillLookupOptions) -> tuple[McpServer, ...]:
         # The fixed servers first; a session naming one of them again does not list it twice.
         extra = (s for s in options.servers if isinstance(s, McpServer) and s not in self._fixed)
         return (*self._fixed, *extra)
+
+
+class _Unavailable(Exception):
+    def __init__(self, reason: str, *, spent: bool) -> None:
+        super().__init__(reason)
+        self.reason, self.spent = reason, spent
+
+
+def _leaf_reason(error: BaseException) -> str:
+    # The SDK's task groups wrap the real failure: name the first leaf, not "unhandled errors".
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}" if str(error) else repr(error)
+
+
+def _over(what: str, size: int, limit: int) -> str:
+    return f"Error: {what} is {size} bytes, over the {limit}-byte limit"

@@ -1,0 +1,80 @@
+"""A small MCP skills server over stdio that serves exactly what a JSON script says, read again
+at every request: ``SCRIPT``. Only the standard library, so it starts in a few milliseconds.
+
+The script (`write_script` in ``tests/mcp_scripted.py`` builds it):
+- ``skills``: the `skills/list` entries, verbatim (so an entry may be anything a server sends);
+- ``files``: ``{uri: text}`` answered by `resources/read`;
+- ``silent``: methods never answered (``server/discover`` for a server that never answers);
+- ``padding``: bytes of padding added to every `skills/list` and `resources/read` answer;
+- ``stderr`` and ``exit``: written to stderr, then exit with that status, before anything else;
+- ``helper``: a file to write the pid of a helper process (same process group) to; it sleeps;
+- ``extension``: ``false`` to declare no skills extension;
+- ``record``: a file each received method is appended to, one a line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+
+def _answer(request_id: object, result: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + "\n")
+    sys.stdout.flush()
+
+
+def _result(method: str, params: dict[str, Any], script: dict[str, Any]) -> dict[str, Any] | None:
+    cache = {"ttlMs": 0, "cacheScope": "private", "resultType": "complete"}
+    padding = {"padding": "x" * script.get("padding", 0)} if script.get("padding") else {}
+    if method == "server/discover":
+        extensions = {"io.modelcontextprotocol/skills": {}} if script.get("extension", True) else {}
+        capabilities = {"resources": {}, "extensions": extensions}
+        return {"supportedVersions": ["2026-07-28"], "capabilities": capabilities, **cache}
+    if method == "skills/list":
+        return {"skills": script.get("skills", []), **cache, **padding}
+    if method == "resources/read":
+        uri = params.get("uri")
+        text = script.get("files", {}).get(uri)
+        contents = [] if text is None else [{"uri": uri, "mimeType": "text/markdown", "text": text}]
+        return {"contents": contents, "resultType": "complete", **padding}
+    return None
+
+
+def main() -> None:
+    path = sys.argv[1]
+    with open(path, encoding="utf-8") as file:
+        script = json.load(file)
+    if (helper := script.get("helper")) is not None:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        with open(helper, "w", encoding="utf-8") as out:
+            out.write(str(child.pid))
+    if "stderr" in script:
+        sys.stderr.write(script["stderr"])
+        sys.stderr.flush()
+    if "exit" in script:
+        os._exit(script["exit"])
+    for line in sys.stdin:
+        message = json.loads(line)
+        method, request_id = message.get("method"), message.get("id")
+        with open(path, encoding="utf-8") as file:
+            script = json.load(file)
+        if (record := script.get("record")) is not None:
+            with open(record, "a", encoding="utf-8") as out:
+                out.write(f"{method}\n")
+        if request_id is None or method in script.get("silent", ()):
+            continue  # a notification, or a request this server never answers
+        result = _result(method, message.get("params") or {}, script)
+        if result is None:
+            error = {"code": -32601, "message": f"unknown method {method}"}
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        else:
+            _answer(request_id, result)
+
+
+if __name__ == "__main__":
+    main()
