@@ -24,7 +24,7 @@ import structlog
 from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
 from acp_skills.acp import AcpSkills
 from acp_skills.cli.install import extra_install_hint
-from acp_skills.cli.mcp_options import add_mcp_options, mcp_provider_from
+from acp_skills.cli.mcp_options import add_mcp_options, mcp_provider_from, mcp_timeout
 from acp_skills.trust import TRUST_MODES, default_trust_file, trust_mode
 
 from . import EXAMPLE_SKILLS, __version__, settings
@@ -161,6 +161,9 @@ def _settings_from_env(args: argparse.Namespace) -> None:
         except ValueError:
             known = ", ".join(TRUST_MODES)
             raise SettingError(f"ACP_SKILLS_TRUST must be one of {known}, not {value!r}") from None
+    args.mcp_timeout = mcp_timeout(args.mcp_timeout)
+    if args.mcp_server:  # refused now, not at the first session, without the mcp extra
+        args.mcp = mcp_provider_from(args.mcp_server, args.mcp_timeout)
     args.state_dir_from_env = args.state_dir is None
     for flag, variable in (
         ("state_dir", "ACP_SKILLS_STATE_DIR"),
@@ -306,10 +309,11 @@ def build_provider(args: argparse.Namespace) -> LocalSkillProvider:
 def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoAgent:
     registry = SkillRegistry()
     registry.register_provider(provider)
-    # MCP skills (rank 600, after the local roots): --mcp-server for every session, and each
-    # session's own `mcpServers`, whenever the mcp extra is installed.
-    if args.mcp_server or importlib.util.find_spec("mcp") is not None:
-        args.mcp = mcp_provider_from(args.mcp_server or (), args.mcp_timeout)
+    # MCP skills (rank 600, after the local roots): --mcp-server for every session (made by
+    # `parse_args`), and each session's own `mcpServers`, whenever the mcp extra is installed.
+    if getattr(args, "mcp", None) is None and importlib.util.find_spec("mcp") is not None:
+        args.mcp = mcp_provider_from((), args.mcp_timeout)
+    if getattr(args, "mcp", None) is not None:
         registry.register_provider(args.mcp)
     skills = AcpSkills(
         registry,

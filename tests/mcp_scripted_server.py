@@ -5,8 +5,9 @@ The script (`write_script` in ``tests/mcp_scripted.py`` builds it):
 - ``skills``: the `skills/list` entries, verbatim (so an entry may be anything a server sends);
 - ``files``: ``{uri: text}`` answered by `resources/read`;
 - ``silent``: methods never answered (``server/discover`` for a server that never answers);
-- ``padding``: bytes of padding added to every `skills/list` and `resources/read` answer;
+- ``padding``: ``{method: bytes}`` of padding added to that method's answers;
 - ``stderr`` and ``exit``: written to stderr, then exit with that status, before anything else;
+- ``pid``: a file to write the server's own pid to;
 - ``helper``: a file to write the pid of a helper process (same process group) to; it sleeps;
 - ``extension``: ``false`` to declare no skills extension;
 - ``record``: a file each received method is appended to, one a line.
@@ -26,11 +27,15 @@ def _answer(request_id: object, result: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _result(method: str, params: dict[str, Any], script: dict[str, Any]) -> dict[str, Any] | None:
+def result_for(
+    method: str, params: dict[str, Any], script: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The result the script gives ``method`` (``None``: an unknown method)."""
     cache = {"ttlMs": 0, "cacheScope": "private", "resultType": "complete"}
-    padding = {"padding": "x" * script.get("padding", 0)} if script.get("padding") else {}
+    padding = {"padding": "x" * size} if (size := script.get("padding", {}).get(method)) else {}
     if method == "server/discover":
-        extensions = {"io.modelcontextprotocol/skills": {}} if script.get("extension", True) else {}
+        declared = script.get("extension", True)
+        extensions: dict[str, Any] = {"io.modelcontextprotocol/skills": {}} if declared else {}
         capabilities = {"resources": {}, "extensions": extensions}
         return {"supportedVersions": ["2026-07-28"], "capabilities": capabilities, **cache}
     if method == "skills/list":
@@ -47,6 +52,9 @@ def main() -> None:
     path = sys.argv[1]
     with open(path, encoding="utf-8") as file:
         script = json.load(file)
+    if (pid := script.get("pid")) is not None:
+        with open(pid, "w", encoding="utf-8") as out:
+            out.write(str(os.getpid()))
     if (helper := script.get("helper")) is not None:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
         with open(helper, "w", encoding="utf-8") as out:
@@ -66,7 +74,7 @@ def main() -> None:
                 out.write(f"{method}\n")
         if request_id is None or method in script.get("silent", ()):
             continue  # a notification, or a request this server never answers
-        result = _result(method, message.get("params") or {}, script)
+        result = result_for(method, message.get("params") or {}, script)
         if result is None:
             error = {"code": -32601, "message": f"unknown method {method}"}
             sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))

@@ -32,7 +32,13 @@ from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
 from ..trust import TRUST_MODES, TrustState, default_trust_file
 from .checkup import checkup
-from .mcp_options import add_mcp_options, mcp_provider_from, mcp_server_lines, mcp_servers_json
+from .mcp_options import (
+    add_mcp_options,
+    mcp_provider_from,
+    mcp_server_lines,
+    mcp_servers_json,
+    mcp_warnings,
+)
 from .new import new
 from .output import (
     BOLD,
@@ -65,9 +71,8 @@ def _skills_from(args: argparse.Namespace) -> _Skills:
     )
     registry = SkillRegistry()
     registry.register_provider(provider)
-    if args.mcp_server:
-        args.mcp = mcp_provider_from(args.mcp_server, args.mcp_timeout)
-        registry.register_provider(args.mcp)
+    if (mcp := getattr(args, "mcp", None)) is not None:  # --mcp-server, made by `main`
+        registry.register_provider(mcp)
     return provider, registry, SkillLookupOptions(cwd=args.cwd)
 
 
@@ -167,6 +172,7 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
         entries += [(skill, None), *lost_by_name.get(skill.name, ())]
     listed = [_skill_json(skill, winner, states[skill]) for skill, winner in entries]
     warnings = await _custom_dir_warnings(provider) + await _skipped_warnings(provider, options)
+    warnings += await mcp_warnings(getattr(args, "mcp", None), options)
     outcome = Outcome({"skills": listed}, warnings=warnings)
     if not entries:
         outcome.text.append(f"No skills found for {clean(args.cwd)}.")
@@ -216,6 +222,7 @@ async def _show(args: argparse.Namespace, style: Style) -> Outcome:
     warnings = await _custom_dir_warnings(provider)
     named = args.name if result.is_error else None
     warnings += await _skipped_warnings(provider, options, named=named)
+    warnings += await mcp_warnings(getattr(args, "mcp", None), options)
     _, withheld = as_a_session_sees_it(args, await registry.snapshot(options))
     if (held := withheld.get(args.name)) is not None:
         warnings += [f"warning: {clean(line)}" for line in withheld_lines({args.name: held})]
@@ -233,9 +240,10 @@ async def _catalog(args: argparse.Namespace, style: Style) -> Outcome:
     fit = _agent_catalog(args, snapshot)
     characters = len(fit.text or "")
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
+    warnings = await _custom_dir_warnings(provider) + _unknown_name_warnings(fit)
+    warnings += await mcp_warnings(getattr(args, "mcp", None), options)
     outcome = Outcome(
-        {"text": fit.text, "characters": characters, "budget": budget},
-        warnings=await _custom_dir_warnings(provider) + _unknown_name_warnings(fit),
+        {"text": fit.text, "characters": characters, "budget": budget}, warnings=warnings
     )
     if fit.text is None:
         outcome.remarks.append(
@@ -256,11 +264,15 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     offered, withheld = as_a_session_sees_it(args, snapshot, states)
     fit = _agent_catalog(args, offered)
     characters = len(fit.text or "")
+    # A skipped MCP server and a listed skill left out are problems like a skipped file.
+    mcp = getattr(args, "mcp", None)
+    served = await mcp.diagnose(options) if mcp is not None else ()
     roots = discovery.roots
     # A few stats, a probe file and the package metadata: nothing here is worth a thread.
     install = checkup()
     problems = (
         *discovery.diagnostics,
+        *served,
         *map(shadow_diagnostic, snapshot.shadowed),
         *await _misnamed_roots([r.root.path for r in roots if not r.exists]),
         *install.problems,
@@ -285,7 +297,7 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
         # Every skill that stands, as `list --json` has them: those a session withholds too.
         "skills": [_skill_json(skill, None, states[skill]) for skill in snapshot.skills],
     }
-    if (mcp := getattr(args, "mcp", None)) is not None:
+    if mcp is not None:
         payload["mcpServers"] = mcp_servers_json(mcp)  # only with --mcp-server: shape kept
     payload["install"] = install.to_json()
     lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}", ""]
@@ -319,7 +331,7 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     lines += ["", style("Install", BOLD)]
     lines.extend("  " + clean(line) for line in install.lines())
     lines.append("")
-    if servers := mcp_server_lines(getattr(args, "mcp", None)):
+    if servers := mcp_server_lines(mcp):
         lines.extend([*servers, ""])
     # What `catalog` says of the same fit, in the same words.
     fitted, *omitted = describe_catalog_fit(fit).splitlines()
@@ -480,10 +492,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if hasattr(args, "skills_dir"):
             settings.resolve_skill_settings(args)
+            # Refused before anything runs: a malformed value, or no mcp extra installed.
+            if args.mcp_server:
+                args.mcp = mcp_provider_from(args.mcp_server, args.mcp_timeout)
         if hasattr(args, "trust") or args.run is trust:  # the commands that read trust.json
             default_trust_file()  # a relative ACP_SKILLS_TRUST_FILE is refused
     except ValueError as error:
-        # A variable the person set, not a flag: one line, no usage block.
+        # A variable the person set, or an --mcp-server that cannot be used: one line, no
+        # usage block.
         print(f"{PROG}: {error}", file=sys.stderr)
         return USAGE
     # The commands report what the library would log; unconfigured structlog would also print

@@ -98,7 +98,8 @@ class McpConnection:
                     error = caught
             if error is not None:
                 why = self.ended or repr(error)
-                _log.warning("mcp_server_ended", server=self.server.label, error=why)
+                # Told as a warning by the lookup that meets it (`mcp_server_skipped`).
+                _log.info("mcp_server_ended", server=self.server.label, error=why)
         finally:
             if not self._ready.done():
                 self._ready.set_exception(

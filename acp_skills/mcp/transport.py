@@ -32,6 +32,7 @@ MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 """One message from a server (a listing page, a read), and one listing's pages together."""
 TOO_LARGE: Final = f"it sent a response over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB"
 STDERR_TAIL_BYTES: Final = 2048
+_JOINED: Final = " | "  # between the lines of stderr in a reason, which is one line
 # A server whose input closed may leave by itself for this long (at most half the deadline),
 # then its group gets SIGTERM, then SIGKILL.
 _EXIT_GRACE: Final = 2.0
@@ -191,12 +192,23 @@ class StdioProcess:
 
 
 def last_lines(data: bytes, *, cut: bool) -> str:
-    """The non-blank lines of ``data`` (a tail of stderr) on one line, cleaned for a person:
-    the first dropped when ``cut`` (it is a piece of a line)."""
+    """The last non-blank lines of ``data`` (a tail of stderr) on one line, cleaned for a
+    person, at most `STDERR_TAIL_BYTES` of them; the first dropped when ``cut`` (it is a
+    piece of a line)."""
     lines = remove_unsafe_characters(data.decode("utf-8", "replace")).splitlines()
     if cut and len(lines) > 1:
         lines = lines[1:]
-    return " | ".join(line.strip() for line in lines if line.strip())
+    kept: list[str] = []
+    size = 0
+    for line in reversed([line.strip() for line in lines if line.strip()]):
+        size += len(line.encode()) + (len(_JOINED) if kept else 0)
+        if size > STDERR_TAIL_BYTES:
+            # One line longer than all the room: its end, where an error usually says what.
+            if not kept:
+                kept.append(line.encode()[-STDERR_TAIL_BYTES:].decode("utf-8", "ignore"))
+            break
+        kept.append(line)
+    return _JOINED.join(reversed(kept))
 
 
 async def _stop(process: Process, within: float) -> None:

@@ -1,0 +1,251 @@
+"""What a server cannot do to the agent (contract §14a): hold a lookup or a read past the
+deadline, put more than the caps into memory or the model's context, fail without saying why,
+or leave processes behind. Against the scripted stdio server (and its HTTP twin in process)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_skills import SkillLookupOptions, SkillRegistry
+from acp_skills.content import Refusal
+from acp_skills.mcp import McpServer, McpSkillProvider
+from tests.mcp_scripted import (
+    scripted_http_server,
+    scripted_server,
+    served,
+    skill_text,
+    write_script,
+)
+
+pytestmark = pytest.mark.anyio
+
+DEPLOY_FIELDS = {"name": "deploy", "description": "Deploy it."}
+DEPLOY = skill_text("name: deploy\ndescription: Deploy it.", "Run make deploy.")
+MIB = 1024 * 1024
+# A bound on each wait, far above what the code under test takes: a test that hangs fails.
+BOUND = 8
+
+
+@contextlib.asynccontextmanager
+async def lookups(**options: Any) -> AsyncIterator[tuple[SkillRegistry, McpSkillProvider]]:
+    provider = McpSkillProvider(**options)
+    registry = SkillRegistry()
+    registry.register_provider(provider)
+    try:
+        yield registry, provider
+    finally:
+        with anyio.fail_after(BOUND):
+            await provider.aclose()
+
+
+def process_gone(pid: int) -> bool:
+    """No such process, or only its zombie (exited, not reaped yet by whoever adopted it)."""
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "zombie" in status.read_text()
+    except FileNotFoundError:
+        return True
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Return once ``condition`` holds (the caller's bound ends a wait that never does)."""
+    while not condition():  # noqa: ASYNC110 (nothing signals another process's end)
+        await anyio.sleep(0.02)
+
+
+@pytest.mark.parametrize("method", ["server/discover", "skills/list"])
+async def test_a_server_that_never_answers_is_let_go_within_the_deadline(
+    tmp_path: Path, method: str
+) -> None:
+    """Connecting or listing, a silent server costs a lookup the deadline, not the SDK's own
+    timeouts and shutdown waits, and its process is ended before the lookup returns."""
+    pid = tmp_path / "server.pid"
+    server = scripted_server(
+        write_script(
+            tmp_path / "s.json",
+            [served("deploy", DEPLOY, DEPLOY_FIELDS)],
+            silent=[method],
+            pid=str(pid),
+        )
+    )
+    async with lookups(timeout=0.5) as (registry, provider):
+        with anyio.fail_after(BOUND):
+            snapshot = await registry.snapshot(SkillLookupOptions(servers=(server,)))
+        assert snapshot.skills == ()
+        assert provider.servers[server].failure == "no answer within 0.5 s"
+        assert process_gone(int(pid.read_text()))
+
+
+async def test_a_read_that_never_answers_is_refused_after_the_deadline(tmp_path: Path) -> None:
+    """`resources/read` has the deadline too: the load is refused, the turn goes on."""
+    script = [served("deploy", DEPLOY, DEPLOY_FIELDS)]
+    server = scripted_server(write_script(tmp_path / "s.json", script, silent=["resources/read"]))
+    options = SkillLookupOptions(servers=(server,))
+    async with lookups(timeout=0.5) as (registry, _):
+        (skill,) = (await registry.snapshot(options)).skills
+        with anyio.fail_after(BOUND), pytest.raises(Refusal) as refused:
+            await registry.load(skill, options)
+    assert refused.value.text == (
+        'Error: cannot read skill "deploy" from MCP server "team": no answer within 0.5 s'
+    )
+
+
+@pytest.mark.parametrize("listed_size", ["honest", "lying"])
+async def test_a_skill_file_over_the_cap_is_refused_naming_it(
+    tmp_path: Path, listed_size: str
+) -> None:
+    """A SKILL.md over max_resource_bytes never reaches the model: refused by its listed size,
+    or by the size read when the listing understated it."""
+    big = skill_text("name: deploy\ndescription: Deploy it.", "x" * (2 * MIB))
+    entry, files = served("deploy", big, DEPLOY_FIELDS)
+    if listed_size == "lying":
+        entry["resources"][0]["size"] = 100
+    server = scripted_server(write_script(tmp_path / "s.json", [(entry, files)]))
+    options = SkillLookupOptions(servers=(server,))
+    async with lookups(timeout=30) as (registry, _):
+        (skill,) = (await registry.snapshot(options)).skills
+        with pytest.raises(Refusal) as refused:
+            await registry.load(skill, options)
+    # The listed size when it is over; else the size read.
+    assert refused.value.text == (
+        f'Error: skill "deploy" is {len(big)} bytes, over the {MIB}-byte limit'
+    )
+
+
+async def test_a_dynamic_skill_file_over_the_cap_is_refused_naming_it(tmp_path: Path) -> None:
+    """A file of a skill without a manifest is capped by the size read."""
+    entry, files = served(
+        "deploy", DEPLOY, DEPLOY_FIELDS, dynamic=True, files={"big.md": "y" * 5000}
+    )
+    server = scripted_server(write_script(tmp_path / "s.json", [(entry, files)]))
+    options = SkillLookupOptions(servers=(server,))
+    async with lookups(timeout=30) as (registry, provider):
+        (skill,) = (await registry.snapshot(options)).skills
+        with pytest.raises(Refusal) as refused:
+            await provider.read_path(skill, "big.md", limit=1000)
+    assert refused.value.text == (
+        'Error: "big.md" of skill "deploy" is 5000 bytes, over the 1000-byte limit'
+    )
+
+
+@contextlib.contextmanager
+def serving(transport: str, script: Path) -> Iterator[McpServer]:
+    if transport == "stdio":
+        yield scripted_server(script)
+        return
+    with scripted_http_server(script) as url:
+        yield McpServer(label="team", url=url)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_listing_over_16_mib_ends_the_servers_use(tmp_path: Path, transport: str) -> None:
+    """A never-trusted server cannot push a huge listing into memory: past 16 MiB its answer
+    is dropped as it arrives, the server is skipped with a diagnostic and not asked again."""
+    record = tmp_path / "methods.txt"
+    script = write_script(
+        tmp_path / "s.json",
+        [served("deploy", DEPLOY, DEPLOY_FIELDS)],
+        padding={"skills/list": 17 * MIB},
+        record=str(record),
+    )
+    with serving(transport, script) as server:
+        options = SkillLookupOptions(servers=(server,))
+        async with lookups(timeout=30) as (registry, _):
+            assert (await registry.snapshot(options)).skills == ()
+            assert (await registry.snapshot(options)).skills == ()
+            (problem,) = await registry.diagnose(options)
+    assert problem.code == "mcp-server-unavailable"
+    assert problem.severity == "warning"
+    assert problem.message == "MCP server 'team' skipped: it sent a response over 16 MiB"
+    if transport == "stdio":
+        assert record.read_text().split().count("skills/list") == 1
+
+
+async def test_a_read_over_16_mib_ends_the_servers_use(tmp_path: Path) -> None:
+    """A read answer past 16 MiB is dropped as it arrives; the server is not used again."""
+    script = write_script(
+        tmp_path / "s.json",
+        [served("deploy", DEPLOY, DEPLOY_FIELDS)],
+        padding={"resources/read": 17 * MIB},
+    )
+    options = SkillLookupOptions(servers=(scripted_server(script),))
+    async with lookups(timeout=30) as (registry, _):
+        (skill,) = (await registry.snapshot(options)).skills
+        with pytest.raises(Refusal) as refused:
+            await registry.load(skill, options)
+        assert (await registry.snapshot(options)).skills == ()
+        (problem,) = await registry.diagnose(options)
+    assert refused.value.text == (
+        'Error: cannot read skill "deploy" from MCP server "team": it sent a response over 16 MiB'
+    )
+    assert problem.code == "mcp-server-unavailable"
+
+
+async def test_the_reason_of_a_server_that_exited_ends_with_its_stderr(tmp_path: Path) -> None:
+    """Not "Connection closed": the exit status and the last lines of its stderr, cleaned."""
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/serve.py", line 12, in <module>\n'
+        "\x1b[31mValueError: description is 1068 characters, over 1024\x1b[0m\n"
+    )
+    server = scripted_server(write_script(tmp_path / "s.json", stderr=stderr, exit=1))
+    async with lookups(timeout=30) as (registry, provider):
+        await registry.snapshot(SkillLookupOptions(servers=(server,)))
+    assert provider.servers[server].failure == (
+        "the server exited with status 1; its stderr ends: Traceback (most recent call last): | "
+        'File "/srv/serve.py", line 12, in <module> | '
+        "[31mValueError: description is 1068 characters, over 1024[0m"
+    )
+
+
+async def test_only_the_last_2_kib_of_stderr_are_kept(tmp_path: Path) -> None:
+    """A chatty server's reason holds its last whole lines, at most 2 KiB of them."""
+    stderr = "".join(f"line {number}\n" for number in range(2000))
+    server = scripted_server(write_script(tmp_path / "s.json", stderr=stderr, exit=3))
+    async with lookups(timeout=30) as (registry, provider):
+        await registry.snapshot(SkillLookupOptions(servers=(server,)))
+    failure = provider.servers[server].failure or ""
+    said, _, tail = failure.partition("; its stderr ends: ")
+    assert said == "the server exited with status 3"
+    assert tail.endswith("line 1998 | line 1999")
+    assert len(tail.encode()) <= 2048
+    assert tail.startswith("line ")  # a cut line is left out
+
+
+async def test_the_helpers_of_a_server_that_exits_at_once_end_with_it(tmp_path: Path) -> None:
+    """The whole process group ends, though the server itself had already gone."""
+    helper = tmp_path / "helper.pid"
+    server = scripted_server(write_script(tmp_path / "s.json", helper=str(helper), exit=0))
+    async with lookups(timeout=30) as (registry, provider):
+        with anyio.fail_after(BOUND):
+            await registry.snapshot(SkillLookupOptions(servers=(server,)))
+            assert (provider.servers[server].failure or "").startswith(
+                "the server exited with status 0"
+            )
+            await until(lambda: process_gone(int(helper.read_text())))
+
+
+@pytest.mark.parametrize("end", ["released", "agent-exit"])
+async def test_the_helpers_of_a_server_end_with_its_last_session(tmp_path: Path, end: str) -> None:
+    """A server that leaves when its input closes still has its helpers ended: when its last
+    session releases it, and when the agent exits."""
+    helper = tmp_path / "helper.pid"
+    script = write_script(
+        tmp_path / "s.json", [served("deploy", DEPLOY, DEPLOY_FIELDS)], helper=str(helper)
+    )
+    server = scripted_server(script)
+    async with lookups(timeout=30) as (registry, provider):
+        with anyio.fail_after(BOUND):
+            options = SkillLookupOptions(servers=(server,))
+            assert [s.name for s in (await registry.snapshot(options)).skills] == ["deploy"]
+            if end == "released":
+                await provider.release(server)
+            else:
+                await provider.aclose()
+            await until(lambda: process_gone(int(helper.read_text())))
