@@ -267,7 +267,8 @@ class McpSkillProvider:
             state.connected, state.failure = False, unavailable.reason
             # Not asked again for a while; a server that sent too much, never in this session.
             state.failed_at = math.inf if unavailable.spent else time.monotonic()
-            log_diagnostic(_log, mcp_server_unavailable(server.label, unavailable.reason))
+            record = mcp_server_unavailable(server.label, unavailable.reason)
+            log_diagnostic(_log, record, server=server.label)
             await self._pool.release(server, at_once=True)  # its process group ends now
             # The others still count; `cacheable` keeps this degraded catalog out of the cache.
             return NOTHING
