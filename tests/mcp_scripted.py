@@ -77,7 +77,7 @@ def scripted_server(script: Path, label: str = "team") -> McpServer:
 @contextlib.contextmanager
 def scripted_http_server(script: Path) -> Iterator[str]:
     """The same server over streamable HTTP (JSON answers), on 127.0.0.1 in this process, until
-    the block ends; yields its url."""
+    the block ends; yields its url. With ``unsized`` in the script, no answer says its length."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -91,7 +91,8 @@ def scripted_http_server(script: Path) -> Iterator[str]:
             body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
+            if not behaviour.get("unsized"):  # else the body ends when the connection does
+                self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 

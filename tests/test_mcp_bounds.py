@@ -5,6 +5,7 @@ or leave processes behind. Against the scripted stdio server (and its HTTP twin 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -139,11 +140,13 @@ def serving(transport: str, script: Path) -> Iterator[McpServer]:
     if transport == "stdio":
         yield scripted_server(script)
         return
+    if transport == "http-unsized":
+        script.write_text(json.dumps({**json.loads(script.read_text()), "unsized": True}))
     with scripted_http_server(script) as url:
         yield McpServer(label="team", url=url)
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("transport", ["stdio", "http", "http-unsized"])
 async def test_a_listing_over_16_mib_ends_the_servers_use(tmp_path: Path, transport: str) -> None:
     """A never-trusted server cannot push a huge listing into memory: past 16 MiB its answer
     is dropped as it arrives, the server is skipped with a diagnostic and not asked again."""
