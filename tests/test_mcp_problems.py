@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +16,14 @@ import pytest
 
 from acp_skills import LocalSkillProvider, SkillRegistry
 from acp_skills.cli.install import extra_install_hint
+from acp_skills.cli.main import main as cli_main
 from acp_skills.mcp import McpServer, McpSkillProvider
 from demo_agent.__main__ import parse_args
 from tests.acp_peer import Peer, ScriptedModelAgent, connected, write_skill
 from tests.mcp_scripted import scripted_server, served, skill_text, write_script
 
 DEAD = McpServer(label="dead", command=sys.executable, args=("-c", "import sys; sys.exit(3)"))
+Cli = Callable[..., tuple[int, str, str]]
 DEAD_OPTION = f"dead={sys.executable} -c 'import sys; sys.exit(3)'"
 
 
@@ -127,23 +128,19 @@ async def test_a_skipped_server_is_a_problem_in_skills_list_and_the_skills_comma
     ) in answer
 
 
-def cli(*argv: str, starter: str = "") -> tuple[int, str, str]:
-    """``acp-skills ARGV`` in a process of its own (the command line configures logging for
-    the whole process): its status, stdout and stderr. ``starter`` runs first."""
-    code = (
-        f"{starter}import sys; from acp_skills.cli.main import main; sys.exit(main(sys.argv[1:]))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    return done.returncode, done.stdout, done.stderr
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """``acp-skills ARGV`` in this process: its status, stdout and stderr."""
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        status = cli_main(list(argv))
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
+
+    return run
 
 
-def test_doctor_counts_a_dead_server_as_a_problem(tmp_path: Path) -> None:
+def test_doctor_counts_a_dead_server_as_a_problem(cli: Cli, tmp_path: Path) -> None:
     """`doctor --mcp-server dead=...` is no longer `Result: no problems`, exit 0."""
     status, out, _ = cli("doctor", "--cwd", str(tmp_path), "--mcp-server", DEAD_OPTION)
     assert status == 1
@@ -155,7 +152,7 @@ def test_doctor_counts_a_dead_server_as_a_problem(tmp_path: Path) -> None:
     assert [p["code"] for p in json.loads(out)["problems"]] == ["mcp-server-unavailable"]
 
 
-def test_list_warns_of_a_dead_server(tmp_path: Path) -> None:
+def test_list_warns_of_a_dead_server(cli: Cli, tmp_path: Path) -> None:
     """`list` says why the server's skills are missing."""
     status, _, err = cli("list", "--cwd", str(tmp_path), "--mcp-server", DEAD_OPTION)
     assert status == 0
@@ -170,10 +167,10 @@ def without_the_mcp_extra(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delitem(sys.modules, module)
 
 
-def test_the_cli_refuses_mcp_server_without_the_extra(tmp_path: Path) -> None:
+@pytest.mark.usefixtures("without_the_mcp_extra")
+def test_the_cli_refuses_mcp_server_without_the_extra(cli: Cli, tmp_path: Path) -> None:
     """A usage error before anything runs, with the command that installs the extra."""
-    argv = ("list", "--cwd", str(tmp_path), "--mcp-server", "team=serve")
-    status, out, err = cli(*argv, starter="import sys; sys.modules['mcp'] = None; ")
+    status, out, err = cli("list", "--cwd", str(tmp_path), "--mcp-server", "team=serve")
     assert status == 2
     assert out == ""
     assert err == (
