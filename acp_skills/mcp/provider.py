@@ -286,7 +286,6 @@ class McpSkillProvider:
 
     async def _read(self, locator: McpLocator, uri: str, about: str) -> bytes | None:
         """The text at ``uri`` as UTF-8 bytes (``None``: the server sent none)."""
-
         from .listing import text_of
 
         async def read(session: ClientSession, connection: McpConnection) -> bytes | None:
@@ -315,12 +314,12 @@ class McpSkillProvider:
 
         connection = self._pool.connection(server)
         try:
-            with anyio.fail_after(self._timeout):
+            with anyio.move_on_after(self._timeout):
                 return await request(await connection.session(), connection)
-        except TimeoutError:
-            reason = f"no answer within {self._timeout:g} s"
         except Exception as error:
             reason = connection.ended or _leaf_reason(error)
+        else:  # the deadline passed (an answer returns above)
+            reason = f"no answer within {self._timeout:g} s"
         raise _Unavailable(reason, spent=connection.ended == TOO_LARGE)
 
     def _candidate(self, server: McpServer, skill: ListedSkill) -> SkillCandidate:
