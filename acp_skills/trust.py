@@ -32,7 +32,8 @@ Decision: TypeAlias = Literal["trusted", "refused"]
 TrustState: TypeAlias = Literal["trusted", "session", "pending", "refused"]
 # Why a skill of a trusted server is pending again: a uri it did not serve, or another digest.
 ServerChange: TypeAlias = Literal["new", "changed"]
-Pair: TypeAlias = tuple[str, str]  # (resource uri, "sha256:..." digest) as a server listed it
+Pair: TypeAlias = tuple[str, str]  # (resource uri, "sha256:..." digest, or "dynamic" for a
+# dynamic skill's own SKILL.md) as a server listed it
 TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
 # The local provider's sources found from a session's working directory (contract §5).
 PROJECT_SOURCES = frozenset(PROJECT_SKILL_DIRS)
