@@ -26,15 +26,14 @@ from ..frontmatter import ParsedSkill, canonical_json, parse_skill_file
 from ..model import SkillCandidate, SkillDefinition, SkillLookupOptions, UrlResource, shared_fields
 from ..quiet_log import get_logger
 from .config import McpServer
+from .listing import NOTHING, ListedSkill, Listing, list_skills, matches, text_of
+from .pool import McpConnection, McpPool
+from .transport import TOO_LARGE
 
-# The modules on the mcp SDK (listing, pool, transport) are imported where first used:
-# importing the SDK costs an agent's start-up about as much again as the rest, and most
-# sessions name no MCP server.
+# The SDK loads with this module, as an agent that may meet MCP servers starts: never later,
+# when the code on disk may no longer be the code that started (tests/test_private_checkout.py).
 if TYPE_CHECKING:
     from mcp import ClientSession
-
-    from .listing import ListedSkill, Listing
-    from .pool import McpConnection, McpPool
 
 
 MCP_RANK: Final = 600
@@ -135,8 +134,6 @@ class McpSkillProvider:
     @property
     def _pool(self) -> McpPool:
         if self._opened is None:
-            from .pool import McpPool
-
             self._opened = McpPool(timeout=self._timeout)
         return self._opened
 
@@ -179,8 +176,6 @@ class McpSkillProvider:
             raise Refusal(_over(f'skill "{name}"', len(data), limit))
         text = data.decode("utf-8", "replace") if data is not None else ""
         parsed = parse_skill_file(text) if data is not None else None
-        from .listing import matches
-
         if (
             not isinstance(parsed, ParsedSkill)
             or (listed is not None and data is not None and not matches(data, listed))
@@ -218,8 +213,6 @@ class McpSkillProvider:
         if listed is None:
             text = data.decode("utf-8", "replace")
             return f"[unverified: this skill's files are not listed by its server]\n{text}"
-        from .listing import matches
-
         if not matches(data, listed):
             self._listings.pop(locator.server, None)
             raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
@@ -250,8 +243,6 @@ class McpSkillProvider:
         state = self.servers.setdefault(server, ServerState(server))
         if (kept := self._listings.get(server)) is not None and now < kept[0]:
             return kept[1]
-        from .listing import NOTHING, list_skills
-
         if state.failed_at is not None and now - state.failed_at < RETRY_AFTER:
             return NOTHING
 
@@ -286,7 +277,6 @@ class McpSkillProvider:
 
     async def _read(self, locator: McpLocator, uri: str, about: str) -> bytes | None:
         """The text at ``uri`` as UTF-8 bytes (``None``: the server sent none)."""
-        from .listing import text_of
 
         async def read(session: ClientSession, connection: McpConnection) -> bytes | None:
             del connection
@@ -310,8 +300,6 @@ class McpSkillProvider:
     ) -> _T:
         # Connecting and the request, under the deadline; `_Unavailable` says why not, in words
         # for a person (a server that exited: its status and the end of its stderr).
-        from .transport import TOO_LARGE
-
         connection = self._pool.connection(server)
         try:
             with anyio.move_on_after(self._timeout):
