@@ -11,7 +11,7 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
@@ -234,11 +234,9 @@ def _with_near(
 ) -> ConfinedReadError:
     # The one entry of the directory reached so far whose name is the missing one but for case
     # (none when two are); the rest of the path is proposed as it was asked.
-    folded = name.casefold()
-    matches = [entry for entry in os.listdir(directory) if entry.casefold() == folded]
-    if len(matches) != 1 or matches[0] == name:
+    if (match := case_match(name, os.listdir(directory))) is None:
         return failure
-    near = "/".join([*names, matches[0], *pending[::-1]])
+    near = "/".join([*names, match, *pending[::-1]])
     return ConfinedReadError(failure="not_found", near=near)
 
 
@@ -256,8 +254,22 @@ def _with_entries(
                 continue
             if _identity(info) not in excluded:
                 listed.append(entry.name + ("/" if stat.S_ISDIR(info.st_mode) else ""))
-    listed.sort()
-    return ConfinedReadError(failure="directory", entries=tuple(listed[:MAX_LISTED_ENTRIES]))
+    return ConfinedReadError(failure="directory", entries=listed_entries(listed))
+
+
+def case_match(name: str, names: Iterable[str]) -> str | None:
+    """The one of ``names`` that is ``name`` but for case: what a path that names nothing
+    probably meant (``None`` when none is, or two are). Shared by every kind of skill (a
+    directory's names, an MCP manifest's), so a model meets one rule."""
+    folded = name.casefold()
+    matches = [entry for entry in names if entry.casefold() == folded]
+    return matches[0] if len(matches) == 1 and matches[0] != name else None
+
+
+def listed_entries(names: Iterable[str]) -> tuple[str, ...]:
+    """What a directory read by mistake is answered with: its first `MAX_LISTED_ENTRIES`
+    names, sorted (a directory's with a trailing ``/``)."""
+    return tuple(sorted(names)[:MAX_LISTED_ENTRIES])
 
 
 def _segments(path: str) -> list[str]:

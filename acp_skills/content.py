@@ -52,13 +52,44 @@ def _directory_listing(entries: Sequence[str]) -> str:
     return f"; it holds: {', '.join(quote(entry) for entry in entries)}{more}"
 
 
-def _cannot_read(name: str, path: str, reason: str) -> Refusal:
+def cannot_read(name: str, path: str, reason: str) -> Refusal:
+    """The refusal of ``path`` of skill ``name``, whoever serves its files."""
     return Refusal(f"Error: cannot read {quote(path)} from skill {quote(name)}: {reason}")
+
+
+def unread_path(
+    name: str,
+    path: str,
+    failure: ConfinedReadError,
+    *,
+    limit: int,
+    within: str = "the skill's directory",
+) -> Refusal:
+    """Why ``path`` of skill ``name`` gave no file, in the words the model meets for every
+    skill, on disk or served (``within``: where the files are listed, such as an MCP
+    manifest): a name that differs only in case is proposed, a directory's names listed."""
+    reasons: dict[ConfinedReadFailure, str] = {
+        "outside": "the path resolves outside the skill's directory",
+        "excluded": "it belongs to a skill that is not available for model invocation",
+        "not_found": f"no such file in {within}",
+        "directory": "it is a directory, not a file",
+        "not_regular": "it is not a regular file",
+        "too_large": f"the file is {failure.size} bytes, over the {limit}-byte limit",
+        "grew": f"the file is over the {limit}-byte limit",
+        "changed": "it changed while being read",
+        "unreadable": f"it could not be read ({failure.detail})",
+    }
+    reason = reasons[failure.failure]
+    if failure.near:
+        reason += f"; did you mean {quote(failure.near)}?"
+    elif failure.failure == "directory":
+        reason += _directory_listing(failure.entries)
+    return cannot_read(name, path, reason)
 
 
 def check_resource_path(name: str, path: str) -> None:
     """Refuse paths that can never be a file inside the skill's directory, before any I/O."""
-    refuse = functools.partial(_cannot_read, name, path)
+    refuse = functools.partial(cannot_read, name, path)
     if not path:
         raise refuse("the path is empty")
     if len(path) > MAX_RESOURCE_PATH_LENGTH:
@@ -160,7 +191,7 @@ async def read_resource(
 ) -> str:
     """The text of ``path`` (already checked) in ``definition``'s bundle; else `Refusal`."""
     name, base = definition.name, definition.resource_base
-    refuse = functools.partial(_cannot_read, name, path)
+    refuse = functools.partial(cannot_read, name, path)
     if isinstance(base, UrlResource):
         raise refuse("its resources live under a URL, not in a local directory")
     if isinstance(base, OpaqueResource):
@@ -184,23 +215,7 @@ async def read_resource(
             excluded.append(hidden.path)
     found = await _FS.read_confined(base.path, path, limit, excluded=excluded)
     if isinstance(found, ConfinedReadError):
-        reasons: dict[ConfinedReadFailure, str] = {
-            "outside": "the path resolves outside the skill's directory",
-            "excluded": "it belongs to a skill that is not available for model invocation",
-            "not_found": "no such file in the skill's directory",
-            "directory": "it is a directory, not a file",
-            "not_regular": "it is not a regular file",
-            "too_large": f"the file is {found.size} bytes, over the {limit}-byte limit",
-            "grew": f"the file is over the {limit}-byte limit",
-            "changed": "it changed while being read",
-            "unreadable": f"it could not be read ({found.detail})",
-        }
-        reason = reasons[found.failure]
-        if found.near:
-            reason += f"; did you mean {quote(found.near)}?"
-        elif found.failure == "directory":
-            reason += _directory_listing(found.entries)
-        raise refuse(reason)
+        raise unread_path(name, path, found, limit=limit)
     if b"\0" in found.data:
         raise refuse(_BINARY)
     try:

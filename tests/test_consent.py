@@ -12,18 +12,10 @@ import pytest
 from acp.helpers import text_block
 
 from acp_skills import LocalSkillProvider, SkillRegistry
-from acp_skills.acp.consent import (
-    TrustView,
-    Withheld,
-    command_note,
-    question_options,
-    question_text,
-    question_title,
-    report_lines,
-    trust_error,
-)
+from acp_skills.acp.consent import TrustView, command_note, report_lines, trust_error
 from acp_skills.model import SkillCandidate, SkillSnapshot
 from acp_skills.trust import ProjectSource, ServerSource, TrustStore
+from acp_skills.trust_question import Withheld, question_options, question_text, question_title
 from tests.acp_peer import Peer, ScriptedModelAgent, connected, text_content, write_skill
 
 

@@ -126,7 +126,8 @@ async def test_the_skill_tool_reads_a_file_of_an_mcp_skill(
     assert answer.stop_reason == "end_turn"
     assert [m["content"] for m in tool_messages] == [
         "notes of deploy-app\n",
-        'Error: cannot read "missing.md" of skill "deploy-app": not in its manifest',
+        'Error: cannot read "missing.md" from skill "deploy-app": no such file in the '
+        "skill's manifest",
     ]
 
 

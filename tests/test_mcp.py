@@ -203,7 +203,7 @@ async def test_path_reads_are_limited_to_the_manifest_and_verified(
     options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root", "--reload"),))
     found = (await skills.snapshot(options)).skills[0]
     assert await provider.read_path(found, "notes.md", limit=1000) == "notes of deploy-app\n"
-    with pytest.raises(Refusal, match="not in its manifest"):
+    with pytest.raises(Refusal, match="no such file in the skill's manifest"):
         await provider.read_path(found, "missing.md", limit=1000)
     with pytest.raises(Refusal, match="not a relative path"):
         await provider.read_path(found, "../other/SKILL.md", limit=1000)

@@ -131,7 +131,8 @@ async def test_a_dynamic_skill_file_over_the_cap_is_refused_naming_it(tmp_path: 
         with pytest.raises(Refusal) as refused:
             await provider.read_path(skill, "big.md", limit=1000)
     assert refused.value.text == (
-        'Error: "big.md" of skill "deploy" is 5000 bytes, over the 1000-byte limit'
+        'Error: cannot read "big.md" from skill "deploy": the file is 5000 bytes, over the '
+        "1000-byte limit"
     )
 
 

@@ -21,14 +21,13 @@ import anyio
 from acp.helpers import start_tool_call, text_block, tool_content, update_tool_call
 from acp.schema import PermissionOption, ToolCallUpdate
 
-from ..model import SkillCandidate, SkillLookupOptions, SkillSnapshot
+from ..model import SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..text import one_line, shorten_description
 from ..trust import (
     Decision,
     ProjectSource,
-    ServerChange,
     ServerSource,
     ShownItem,
     StoredTrust,
@@ -42,19 +41,20 @@ from ..trust import (
     sources_for,
     trust_states,
 )
+from ..trust_question import (
+    CHANGES,
+    OPTIONS,
+    Withheld,
+    lasting_sources,
+    question_options,
+    question_text,
+    question_title,
+)
 from .wire import ClientLink
 
 _log = get_logger(__name__)
 
 ADMITTED: Final = frozenset({"trusted", "session"})
-# The four answers of the question, by option id (the id is the kind: one of each); WHOM is
-# what the question is about ("this project", "this server", ...).
-OPTIONS: Final = (
-    ("allow_once", "Trust for this session"),
-    ("allow_always", "Trust {whom}"),
-    ("reject_once", "Not now"),
-    ("reject_always", "Never for {whom}"),
-)
 _VIEWS_KEPT = 16
 
 
@@ -86,16 +86,6 @@ def bound(trust: SessionTrust) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
-
-
-@dataclass(frozen=True, slots=True)
-class Withheld:
-    """A skill a session does not offer, and why (``change``: new or changed on the server)."""
-
-    skill: SkillCandidate
-    state: TrustState
-    source: TrustSource
-    change: ServerChange | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +140,10 @@ def waiting_note(view: TrustView) -> str | None:
 
 
 def _how_to_admit(pending: list[Withheld]) -> str:
-    # A project is trusted from the command line too; a server only by answering its question
-    # (the answer stores the digests it lists).
+    # A project is trusted from the command line too; for a server, the question is offered:
+    # a server is trusted for the digests it lists, and the command that lists them
+    # (`acp-skills trust --mcp-server`) runs it without the editor entry's env or headers; a new
+    # session's question always has them.
     commands = sorted({c for w in pending if (c := _admitting_command(w)) is not None})
     them = "it" if len(pending) == 1 else "them"
     how = f"To admit {them}, start a new session and answer its question"
@@ -175,8 +167,10 @@ def _joined(parts: list[str]) -> str:
 
 
 def _admitting_command(withheld: Withheld) -> str | None:
-    # A project is trusted from the command line; a server only by answering its question (the
-    # answer stores the digests it lists), so the command line can only forget its refusal.
+    # A project is trusted from the command line; for a pending server no command is offered:
+    # a server is trusted for the digests it lists, and the command that lists them
+    # (`acp-skills trust --mcp-server`) runs it without the editor entry's env or headers; a new
+    # session's question always has them (a refusal is forgotten by its key).
     key = shlex.quote(one_line(withheld.source.key))
     if isinstance(withheld.source, ProjectSource):
         return f"acp-skills trust {key}"
@@ -258,59 +252,6 @@ def _filter(raw: SkillSnapshot, states: TrustStates) -> TrustView:
     return TrustView(snapshot=snapshot, states=by_name, withheld=withheld)
 
 
-_CHANGES: Final[Mapping[ServerChange | None, str]] = {
-    "new": " — new on the server since you trusted it",
-    "changed": " — changed on the server since you trusted it",
-}
-
-
-_UNVERIFIED: Final = " — its files are not listed, so they are unverified"
-
-
-def served_dynamic(skill: SkillCandidate) -> bool:
-    """Whether an MCP skill's files are served without a manifest (``"resources": "dynamic"``):
-    its locator says so with a ``dynamic`` attribute (anything else: listed files)."""
-    return getattr(skill.locator, "dynamic", False) is True
-
-
-# The question is the one place a person decides on text a project or server chose: every
-# value in it goes through `one_line` (descriptions through `shorten_description`, which
-# uses it), so no name, description, path, uri or label can start a line of its own.
-
-
-def question_title(pending: list[Withheld]) -> str:
-    """``Trust N skills from PROJECT?`` (the project's directory name or the server labels)."""
-    labels = ", ".join(sorted({one_line(w.source.label) for w in pending}))
-    return f"Trust {len(pending)} skill{'' if len(pending) == 1 else 's'} from {labels}?"
-
-
-def question_text(pending: list[Withheld]) -> str:
-    """Every pending skill on a line: name, description and path (or server and uri)."""
-    lines = []
-    for withheld in sorted(pending, key=lambda w: w.skill.name):
-        skill, source = withheld.skill, withheld.source
-        description = shorten_description(skill.description, 200)
-        where = one_line(skill.path or "")
-        notes = _CHANGES.get(withheld.change, "")
-        if isinstance(source, ServerSource):
-            where = f"MCP server {one_line(source.label)}, {one_line(source.uri)}"
-            notes += _UNVERIFIED if served_dynamic(skill) else ""
-        lines.append(f"- {one_line(skill.name)}: {description} ({where}){notes}")
-    return "\n".join(lines)
-
-
-def question_options(pending: list[Withheld]) -> list[tuple[str, str]]:
-    """The four answers (option id, label), the lasting ones naming what they are about."""
-    projects = len({w.source.key for w in pending if not isinstance(w.source, ServerSource)})
-    servers = len({w.source.key for w in pending if isinstance(w.source, ServerSource)})
-    whom = [
-        ("this " + noun) if count == 1 else f"these {count} {noun}s"
-        for count, noun in ((projects, "project"), (servers, "server"))
-        if count
-    ]
-    return [(kind, label.format(whom=" and ".join(whom))) for kind, label in OPTIONS]
-
-
 async def ask(
     link: ClientLink, session_id: str, trust: SessionTrust, view: TrustView, store: TrustStore
 ) -> None:
@@ -344,7 +285,7 @@ async def ask(
         raise
     except Exception as error:
         _log.warning("trust_question_failed", session_id=session_id, error=repr(error))
-    sources, admitted = _merged_sources(pending), choice in ("allow_once", "allow_always")
+    sources, admitted = lasting_sources(pending), choice in ("allow_once", "allow_always")
     if choice == "allow_once":
         trust.admit(pending)
     elif choice.endswith("_always"):
@@ -361,18 +302,6 @@ async def ask(
     await link.send(
         session_id, update_tool_call(call_id, status="completed" if admitted else "failed")
     )
-
-
-def _merged_sources(pending: list[Withheld]) -> dict[str, TrustSource]:
-    # One decision per source: a server's holds the pairs of every skill the question named.
-    sources: dict[str, TrustSource] = {}
-    for withheld in pending:
-        source, key = withheld.source, withheld.source.key
-        known = sources.get(key)
-        if isinstance(source, ServerSource) and isinstance(known, ServerSource):
-            source = ServerSource(source.label, source.endpoint, known.items | source.items)
-        sources[key] = source
-    return sources
 
 
 def warn_once(session_id: str, trust: SessionTrust, view: TrustView) -> None:
@@ -398,7 +327,7 @@ def report_lines(view: TrustView) -> list[str]:
         lines += [f"**{heading}** ({len(group)})", ""]
         for withheld in group:
             description = shorten_description(withheld.skill.description, 120)
-            where, change = _label(withheld.source), _CHANGES.get(withheld.change, "")
+            where, change = _label(withheld.source), CHANGES.get(withheld.change, "")
             lines.append(f"- `{withheld.skill.name}` — {description} ({where}){change}")
         if state == "pending":
             how = _how_to_admit(group)

@@ -30,7 +30,7 @@ from ..diagnostics import Diagnostic, root_misnamed, shadow_diagnostic, skipped
 from ..model import SKILL_FILE_NAME, SkillSnapshot
 from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
-from ..trust import TRUST_MODES, TrustState, default_trust_file
+from ..trust import TRUST_MODES, ServedLocator, TrustState, default_trust_file
 from .checkup import checkup
 from .mcp_options import (
     add_mcp_options,
@@ -141,10 +141,18 @@ def _location(skill: SkillCandidate) -> dict[str, Any]:
     return {"source": skill.source, "path": skill.path}
 
 
+def _served_uri(skill: SkillCandidate) -> str | None:
+    """The ``skill://`` uri of a skill an MCP server serves (it has no path)."""
+    locator = skill.locator
+    return locator.skill_uri if isinstance(locator, ServedLocator) else None
+
+
 def _skill_json(
     skill: SkillCandidate, winner: SkillCandidate | None, state: TrustState
 ) -> dict[str, Any]:
-    """One skill as `list --json` and `doctor --json` give it (``winner``: what shadows it)."""
+    """One skill as `list --json` and `doctor --json` give it (``winner``: what shadows it);
+    a skill an MCP server serves also has its ``uri``."""
+    served = {"uri": uri} if (uri := _served_uri(skill)) is not None else {}
     return {
         "name": skill.name,
         "description": skill.description,
@@ -152,6 +160,7 @@ def _skill_json(
         "rank": skill.rank,
         "provider": skill.provider,
         "path": skill.path,
+        **served,
         "modelInvocable": not skill.disable_model_invocation,
         "userInvocable": skill.user_invocable,
         "shadowedBy": _location(winner) if winner is not None else None,
@@ -180,7 +189,7 @@ async def _list(args: argparse.Namespace, style: Style) -> Outcome:
         return outcome
     rows = [["NAME", "SOURCE", "RANK", "MODEL", "USER", "PATH"]]
     for skill, winner in entries:
-        path = clean(skill.path or f"({skill.provider})")
+        path = clean(skill.path or _served_uri(skill) or f"({skill.provider})")
         if winner is not None:
             path += f"  (shadowed by {clean(winner.source)} {clean(winner.path or '')})"
         if (state := states[skill]) in ("pending", "refused"):
@@ -459,7 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the skills directory to write in (default: the project's .agents/skills)",
     )
-    decide = command(trust, "trust, refuse or forget a project's skills (docs/trust.md)")
+    decide = command(
+        trust, "trust, refuse or forget a project's or an MCP server's skills (docs/trust.md)"
+    )
     decide.add_argument(
         "path",
         nargs="?",
@@ -474,6 +485,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
     what.add_argument("--list", action="store_true", help="every stored decision")
+    add_mcp_options(
+        decide,
+        "an MCP server to trust for the skills it lists now, asked once on the terminal, as a "
+        "session's question asks (repeatable; with --refuse or --forget: by its identity, "
+        "without starting it)",
+    )
+    decide.add_argument(
+        "--yes",
+        action="store_true",
+        help="with --mcp-server: trust what it lists without asking (where no terminal is)",
+    )
     return parser
 
 
@@ -492,9 +514,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if hasattr(args, "skills_dir"):
             settings.resolve_skill_settings(args)
-            # Refused before anything runs: a malformed value, or no mcp extra installed.
-            if args.mcp_server:
-                args.mcp = mcp_provider_from(args.mcp_server, args.mcp_timeout)
+        # Refused before anything runs: a malformed value, or no mcp extra installed.
+        if getattr(args, "mcp_server", None):
+            args.mcp = mcp_provider_from(args.mcp_server, args.mcp_timeout)
         if hasattr(args, "trust") or args.run is trust:  # the commands that read trust.json
             default_trust_file()  # a relative ACP_SKILLS_TRUST_FILE is refused
     except ValueError as error:

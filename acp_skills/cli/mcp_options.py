@@ -25,14 +25,16 @@ TIMEOUT_VARIABLE = "ACP_SKILLS_MCP_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0
 
 
-def add_mcp_options(parser: argparse.ArgumentParser) -> None:
-    """Add the repeatable ``--mcp-server LABEL=COMMAND|URL`` and ``--mcp-timeout SECONDS``."""
+def add_mcp_options(parser: argparse.ArgumentParser, meaning: str | None = None) -> None:
+    """Add the repeatable ``--mcp-server LABEL=COMMAND|URL`` (``meaning``: what it is for, when
+    not a server whose skills join every session) and ``--mcp-timeout SECONDS``."""
+    meaning = meaning or "an MCP server whose skills join every session (repeatable)"
     parser.add_argument(
         "--mcp-server",
         action="append",
         metavar="LABEL=COMMAND|URL",
-        help="an MCP server whose skills join every session (repeatable): a command run over "
-        "stdio (split by shell rules) or an http(s) URL (streamable HTTP)",
+        help=f"{meaning}: a command run over stdio (split by shell rules) or an http(s) URL "
+        "(streamable HTTP)",
     )
     parser.add_argument(
         "--mcp-timeout",

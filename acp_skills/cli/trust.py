@@ -1,14 +1,18 @@
-"""``acp-skills trust``: store, refuse, forget or list the trust decisions of projects (§13)."""
+"""``acp-skills trust``: store, refuse, forget or list the trust decisions of projects and MCP
+servers (§13); a server is trusted for what it lists, asked about as a session's card asks."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import shlex
+import sys
 from collections.abc import Sequence
-from typing import TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..model import SkillCandidate, SkillSnapshot
+from ..model import SkillCandidate, SkillLookupOptions, SkillSnapshot
+from ..registry import SkillRegistry
+from ..text import terminal_safe
 from ..trust import (
     SERVER_KEY_PREFIX,
     Decision,
@@ -24,14 +28,30 @@ from ..trust import (
     trust_mode,
     trust_states,
 )
-from .output import BOLD, OK, PROBLEMS, USAGE, Outcome, Style
+from ..trust_question import (
+    Withheld,
+    lasting_sources,
+    question_options,
+    question_text,
+    question_title,
+)
+from .mcp_options import mcp_warnings
+from .output import BOLD, OK, PROBLEMS, USAGE, Outcome, Style, plural
+
+if TYPE_CHECKING:
+    from ..mcp.config import McpServer
 
 Held: TypeAlias = tuple[TrustState, TrustSource | None]
 
 
 async def trust(args: argparse.Namespace, style: Style) -> Outcome:
-    """Trust (or ``--refuse``, ``--forget``) the project PATH belongs to, or ``--list`` them."""
+    """Trust (or ``--refuse``, ``--forget``) the project PATH belongs to or the
+    ``--mcp-server`` servers, or ``--list`` every decision."""
     # A few small local files, each read bounded: nothing here is worth a thread.
+    if (mcp := getattr(args, "mcp", None)) is not None:  # --mcp-server, made by `main`
+        if args.path is not None or args.list:
+            return _failed("--mcp-server names the servers: it takes no PATH, nor --list")
+        return await _trust_servers(args, mcp)
     return _trust(args, style)
 
 
@@ -51,8 +71,10 @@ def _trust(args: argparse.Namespace, style: Style) -> Outcome:
         if args.path is not None and args.path.startswith(SERVER_KEY_PREFIX):
             if decision == "trusted":
                 return _failed(
-                    "an MCP server is trusted by answering its question in a session (the answer "
-                    "stores the digests it lists); here it can only be --refuse'd or --forget'd"
+                    "an MCP server is trusted for the skills it lists (their digests are "
+                    "stored): by answering its question in a session, or with --mcp-server "
+                    "LABEL=COMMAND or LABEL=URL, which lists them and asks; its key can only be "
+                    "--refuse'd or --forget'd"
                 )
             # Only the key matters to a refusal or forgetting (the label is for messages).
             source = ServerSource("", args.path.removeprefix(SERVER_KEY_PREFIX))
@@ -62,15 +84,100 @@ def _trust(args: argparse.Namespace, style: Style) -> Outcome:
             if not os.path.exists(path):
                 return _failed(f"not found: {path}")
             source = project_of(path)
-        changed = store.decide(source, decision)
+        said = _decided(store, source, decision)
     except (TrustFileError, OSError) as error:
         return _failed(str(error), PROBLEMS)
-    said = decision or ("forgotten" if changed else "no decision was stored for")
     return Outcome(
-        {"path": source.key, "decision": decision},
-        [f"{said}: {source.key}"],
-        remarks=[f"stored in {store.path}"],
+        {"path": source.key, "decision": decision}, [said], remarks=[f"stored in {store.path}"]
     )
+
+
+def _decided(store: TrustStore, source: TrustSource, decision: Decision | None) -> str:
+    """Store ``decision`` for ``source`` (``None``: forget it); the line that says so."""
+    changed = store.decide(source, decision)
+    said = decision or ("forgotten" if changed else "no decision was stored for")
+    return f"{said}: {source.key}"
+
+
+async def _trust_servers(args: argparse.Namespace, mcp: Any) -> Outcome:
+    """``--mcp-server``: refuse or forget each server by its identity; or trust it for the
+    skills it lists now, asked once (the card's question, on the terminal) unless ``--yes``,
+    storing exactly what the card's "Trust this server" stores (`lasting_sources`)."""
+    store = TrustStore()
+    options = SkillLookupOptions()
+    servers = [state.server for state in mcp.states(options)]
+    if args.refuse or args.forget:
+        return _refuse_or_forget(store, servers, "refused" if args.refuse else None)
+    if not args.yes and not sys.stdin.isatty():
+        # Said before any server starts: nothing is trusted unseen.
+        return _failed(
+            "trust --mcp-server asks on a terminal before it stores anything, and this is not "
+            "one: pass --yes to trust the skills the server lists now"
+        )
+    registry = SkillRegistry()
+    registry.register_provider(mcp)
+    snapshot = await registry.snapshot(options)
+    told = await mcp_warnings(mcp, options)
+    await mcp.aclose()  # all is listed: no server process waits on the person's answer
+    if failed := [state for state in mcp.states(options) if state.failure is not None]:
+        reasons = [f"MCP server {s.server.label!r} skipped: {s.failure}" for s in failed]
+        return Outcome({"error": reasons[0]}, [*reasons, "nothing stored"], PROBLEMS)
+    if not snapshot.skills:
+        none = "no skills are listed: nothing stored"
+        return Outcome({"error": none}, [none], PROBLEMS, warnings=told)
+    try:
+        states = trust_states(snapshot.skills, sources_at(None), store.read(), "ask")
+    except TrustFileError as error:
+        return _failed(str(error), PROBLEMS)
+    # What a session's card asks about: each listed skill not trusted as it is listed now.
+    pending = [
+        Withheld(skill, states[skill], source, states.change(skill))
+        for skill in snapshot.skills
+        if states[skill] != "trusted" and (source := states.source(skill)) is not None
+    ]
+    if not pending:
+        keys = [ServerSource(server.label, server.identity).key for server in servers]
+        payload = {"servers": [{"server": key, "decision": "trusted"} for key in keys]}
+        return Outcome(payload, [f"already trusted: {key}" for key in keys], warnings=told)
+    question = [question_title(pending), *question_text(pending).splitlines()]
+    trust_it = dict(question_options(pending))["allow_always"]  # "Trust this server"
+    if not args.yes and not _agreed([*told, *question], trust_it):
+        return Outcome({"servers": []}, ["not trusted: nothing stored"], PROBLEMS)
+    # With --yes, what was trusted is the command's output; asked, it was just shown.
+    lines = question if args.yes else []
+    decided: list[dict[str, object]] = []
+    try:
+        for key, lasting in lasting_sources(pending).items():
+            store.decide(lasting, "trusted")
+            count = sum(1 for withheld in pending if withheld.source.key == key)
+            lines.append(f"trusted: {key} ({plural(count, 'skill')})")
+            decided.append({"server": key, "decision": "trusted", "skills": count})
+    except (TrustFileError, OSError) as error:
+        return _failed(str(error), PROBLEMS)
+    remarks = [f"stored in {store.path}"]
+    return Outcome({"servers": decided}, lines, warnings=told if args.yes else [], remarks=remarks)
+
+
+def _refuse_or_forget(
+    store: TrustStore, servers: Sequence[McpServer], decision: Decision | None
+) -> Outcome:
+    # Only a server's identity matters to a refusal or forgetting: none is started.
+    sources = [ServerSource(server.label, server.identity) for server in servers]
+    try:
+        lines = [_decided(store, source, decision) for source in sources]
+    except (TrustFileError, OSError) as error:
+        return _failed(str(error), PROBLEMS)
+    decided = [{"server": source.key, "decision": decision} for source in sources]
+    return Outcome({"servers": decided}, lines, remarks=[f"stored in {store.path}"])
+
+
+def _agreed(question: list[str], answer: str) -> bool:
+    """Put ``question`` on the terminal (stderr: stdout is the command's output); whether the
+    person answers yes to ``answer``."""
+    for line in question:
+        print(terminal_safe(line), file=sys.stderr)
+    print(f"{answer}? [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def _listed(store: TrustStore, style: Style) -> Outcome:
@@ -140,8 +247,9 @@ def withheld_lines(withheld: dict[str, Held]) -> list[str]:
     for state, source in withheld.values():
         if source is not None:
             sources.setdefault(source.key, (source, set()))[1].add(state)
-    # The project first; a server is trusted only by answering its question (the answer stores
-    # the digests it lists), so the command line can only forget its refusal.
+    # The project first. A pending server is admitted by its question: it is trusted for the
+    # digests it lists, and `trust --mcp-server` runs it without the editor entry's env or
+    # headers, which a new session's question always has.
     for source, states in sorted(
         sources.values(), key=lambda held: isinstance(held[0], ServerSource)
     ):

@@ -1,12 +1,13 @@
 """`skills/list` over an MCP session (every page), each entry read into a `ListedSkill` (its
 frontmatter by the local files' reader, `acp_skills.frontmatter`) or a `RejectedEntry` saying
-why it is left out; and the checks a read must pass: size, then SHA-256 digest."""
+why it is left out; the checks a read must pass: size, then SHA-256 digest; and what a path the
+manifest does not list comes nearest to."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -14,6 +15,7 @@ import mcp.types as types
 from mcp import ClientSession
 from pydantic import BaseModel, ConfigDict
 
+from ..confined import ConfinedReadError, case_match, listed_entries
 from ..errors import Problem
 from ..frontmatter import ParsedSkill, listed_fields, read_fields
 from .transport import MAX_RESPONSE_BYTES, ResponseTooLarge
@@ -165,3 +167,31 @@ def matches(data: bytes, listed: ManifestFile) -> bool:
     return (
         len(data) == listed.size and listed.digest == "sha256:" + hashlib.sha256(data).hexdigest()
     )
+
+
+def unlisted(skill: ListedSkill, segments: Sequence[str]) -> ConfinedReadError:
+    """Why the path ``segments`` (below the skill's base uri) names no file of its manifest: a
+    directory of it (``directory``, with its names, as a directory on disk is listed), or no
+    file (``not_found``, with the path whose names differ from it only in case, if one)."""
+    # The manifest as a tree: each folder's names below the base uri, a folder's with "/".
+    children: dict[tuple[str, ...], set[str]] = {}
+    for uri in skill.files or ():
+        if not uri.startswith(skill.base_uri):
+            continue  # a file of the manifest outside the skill's own folder: no path names it
+        parts = uri[len(skill.base_uri) :].split("/")
+        for depth, part in enumerate(parts):
+            folder = "/" if depth < len(parts) - 1 else ""
+            children.setdefault(tuple(parts[:depth]), set()).add(part + folder)
+    if (names := children.get(tuple(segments))) is not None:
+        return ConfinedReadError(failure="directory", entries=listed_entries(names))
+    # The first name that is not there, proposed as it is there but for case; the rest of the
+    # path as it was asked (as `acp_skills.confined` proposes a path on disk).
+    for depth, segment in enumerate(segments):
+        here = {name.removesuffix("/") for name in children.get(tuple(segments[:depth]), ())}
+        if segment in here:
+            continue
+        if (match := case_match(segment, here)) is not None:
+            near = "/".join([*segments[:depth], match, *segments[depth + 1 :]])
+            return ConfinedReadError(failure="not_found", near=near)
+        break
+    return ConfinedReadError(failure="not_found")

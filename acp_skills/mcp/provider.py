@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Final, TypeVar
 import anyio
 
 from .._scan import build_skill
-from ..content import Refusal
+from ..confined import ConfinedReadError
+from ..content import Refusal, cannot_read, unread_path
 from ..diagnostics import (
     Diagnostic,
     log_diagnostic,
@@ -190,26 +191,31 @@ class McpSkillProvider:
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str:
         """The text of ``path`` (relative to the skill's base uri): only a manifest file, and
         verified like the ``SKILL.md``; a ``"dynamic"`` skill's file is size-capped and its text
-        says it is unverified. Anything else is a `Refusal`."""
+        says it is unverified. Anything else is a `Refusal`, in the words a skill on disk gets
+        (`acp_skills.content.unread_path`): a directory of the manifest is answered with its
+        names, a path that differs from a listed one only in case with that one."""
         locator = candidate.locator
         if not isinstance(locator, McpLocator):
             raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
         skill, name = locator.skill, candidate.name
-        about = f'"{path}" of skill "{name}"'
-        cannot = f"Error: cannot read {about}"
-        if path.startswith("/") or any(part in ("", ".", "..") for part in path.split("/")):
-            raise Refusal(f"{cannot}: not a relative path")
-        uri = skill.base_uri + path
+        # As on disk, `scripts/` and `./notes.md` name `scripts` and `notes.md`.
+        segments = [part for part in path.split("/") if part not in ("", ".")]
+        if path.startswith("/") or ".." in segments:
+            raise cannot_read(name, path, "not a relative path")
+        uri = skill.base_uri + "/".join(segments)
         listed = skill.files.get(uri) if skill.files is not None else None
+        from .listing import matches, unlisted
+
         if skill.files is not None and listed is None:
-            raise Refusal(f"{cannot}: not in its manifest")
+            missing = unlisted(skill, segments)
+            raise unread_path(name, path, missing, limit=limit, within="the skill's manifest")
         if listed is not None and listed.size > limit:
-            raise Refusal(_over(about, listed.size, limit))
-        data = await self._read(locator, uri, about)
+            raise unread_path(name, path, _too_large(listed.size), limit=limit)
+        data = await self._read(locator, uri, f'"{path}" of skill "{name}"')
         if data is None:
-            raise Refusal(f"{cannot}: no text at {uri}")
+            raise cannot_read(name, path, f"its server sent no text for {uri}")
         if len(data) > limit:
-            raise Refusal(_over(about, len(data), limit))
+            raise unread_path(name, path, _too_large(len(data)), limit=limit)
         if listed is None:
             text = data.decode("utf-8", "replace")
             return f"[unverified: this skill's files are not listed by its server]\n{text}"
@@ -340,6 +346,10 @@ def _leaf_reason(error: BaseException) -> str:
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
     return f"{type(error).__name__}: {error}" if str(error) else repr(error)
+
+
+def _too_large(size: int) -> ConfinedReadError:
+    return ConfinedReadError(failure="too_large", size=size)
 
 
 def _over(what: str, size: int, limit: int) -> str:
