@@ -27,7 +27,7 @@ from ..frontmatter import ParsedSkill, canonical_json, parse_skill_file
 from ..model import SkillCandidate, SkillDefinition, SkillLookupOptions, UrlResource, shared_fields
 from ..quiet_log import get_logger
 from .config import McpServer
-from .listing import NOTHING, ListedSkill, Listing, list_skills, matches, text_of
+from .listing import NOTHING, ListedSkill, Listing, list_skills, matches, text_of, unlisted
 from .pool import McpConnection, McpPool
 from .transport import TOO_LARGE
 
@@ -204,8 +204,6 @@ class McpSkillProvider:
             raise cannot_read(name, path, "not a relative path")
         uri = skill.base_uri + "/".join(segments)
         listed = skill.files.get(uri) if skill.files is not None else None
-        from .listing import matches, unlisted
-
         if skill.files is not None and listed is None:
             missing = unlisted(skill, segments)
             raise unread_path(name, path, missing, limit=limit, within="the skill's manifest")
