@@ -38,6 +38,7 @@ __all__ = [
     "codes_by_file",
     "environment",
     "nowhere",
+    "outside_the_event_loop",
     "run",
     "run_json",
     "run_on_a_terminal",
@@ -115,7 +116,9 @@ def _main(
     return status, _written(stderr)
 
 
-def _off_the_event_loop(call: Any, *args: Any) -> Any:
+def outside_the_event_loop(call: Any, *args: Any) -> Any:
+    """``call(*args)``, on a thread of its own when an event loop runs in this one (an async
+    test): ``asyncio.run`` cannot start inside a running loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -132,7 +135,7 @@ def run(*args: str, env: Mapping[str, str] | None = None, cwd: str | Path | None
         status, stderr = _main(args, env, cwd, stdout)
         return Result(status, _written(stdout), stderr)
 
-    result: Result = _off_the_event_loop(once)
+    result: Result = outside_the_event_loop(once)
     return result
 
 
@@ -165,7 +168,7 @@ def run_on_a_terminal(*args: str, env: Mapping[str, str] | None = None) -> Resul
     reader.start()
     try:
         with open(secondary, "w", encoding="utf-8") as terminal:
-            status, stderr = _off_the_event_loop(_main, args, env, None, terminal)
+            status, stderr = outside_the_event_loop(_main, args, env, None, terminal)
     finally:
         reader.join()
         os.close(primary)
