@@ -34,6 +34,7 @@ __all__ = [
     "CORPUS",
     "Corpus",
     "Result",
+    "captured_stream",
     "cli_env",
     "codes_by_file",
     "environment",
@@ -42,6 +43,7 @@ __all__ = [
     "run",
     "run_json",
     "run_on_a_terminal",
+    "written",
 ]
 
 CORPUS = Path(__file__).parent / "fixtures" / "skills-corpus"
@@ -82,12 +84,14 @@ def environment(env: Mapping[str, str], cwd: str | Path | None = None) -> Iterat
         os.environ.update(saved_env)
 
 
-def _text_stream() -> io.TextIOWrapper:
-    # As a piped stdout is: UTF-8, strict until `main` asks for escapes, not a terminal.
+def captured_stream() -> io.TextIOWrapper:
+    """A stream as a piped stdout is: UTF-8, strict until the program asks for escapes, not a
+    terminal, with no file descriptor; `written` reads it."""
     return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
 
 
-def _written(stream: io.TextIOWrapper) -> str:
+def written(stream: io.TextIOWrapper) -> str:
+    """What was written to a `captured_stream`."""
     stream.flush()
     buffer = stream.buffer
     assert isinstance(buffer, io.BytesIO)
@@ -98,7 +102,7 @@ def _main(
     args: Sequence[str], env: Mapping[str, str] | None, cwd: str | Path | None, stdout: TextIO
 ) -> tuple[int, str]:
     """``main(args)`` with ``stdout``; its status and what it wrote on stderr."""
-    stderr = _text_stream()
+    stderr = captured_stream()
     configured, config = structlog.is_configured(), structlog.get_config()
     try:
         with (
@@ -113,7 +117,7 @@ def _main(
             structlog.configure(**config)
         else:
             structlog.reset_defaults()
-    return status, _written(stderr)
+    return status, written(stderr)
 
 
 def outside_the_event_loop(call: Any, *args: Any) -> Any:
@@ -131,9 +135,9 @@ def run(*args: str, env: Mapping[str, str] | None = None, cwd: str | Path | None
     """``acp-skills ARGS`` in this process, with ``env`` (default `cli_env()`) and ``cwd``."""
 
     def once() -> Result:
-        stdout = _text_stream()
+        stdout = captured_stream()
         status, stderr = _main(args, env, cwd, stdout)
-        return Result(status, _written(stdout), stderr)
+        return Result(status, written(stdout), stderr)
 
     result: Result = outside_the_event_loop(once)
     return result

@@ -34,7 +34,13 @@ from acp.core import ClientSideConnection
 from acp_skills.acp import GuardedTransport
 from demo_agent.__main__ import build_agent, build_provider, main, parse_args
 from tests.agent_client import RecordingClient, initialize_agent
-from tests.cli_runner import Result, environment, outside_the_event_loop
+from tests.cli_runner import (
+    Result,
+    captured_stream,
+    environment,
+    outside_the_event_loop,
+    written,
+)
 
 __all__ = ["Served", "run_agent", "served"]
 
@@ -67,17 +73,6 @@ def _logging_as_it_was() -> Iterator[None]:
             structlog.reset_defaults()
 
 
-def _text_stream() -> io.TextIOWrapper:
-    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
-
-
-def _written(stream: io.TextIOWrapper) -> str:
-    stream.flush()
-    buffer = stream.buffer
-    assert isinstance(buffer, io.BytesIO)
-    return buffer.getvalue().decode("utf-8")
-
-
 def run_agent(
     *argv: str, env: Mapping[str, str] | None = None, cwd: str | Path | None = None
 ) -> Result:
@@ -85,7 +80,7 @@ def run_agent(
     environment) and ``cwd``; its exit status and what it wrote."""
 
     def once() -> Result:
-        stdout, stderr = _text_stream(), _text_stream()
+        stdout, stderr = captured_stream(), captured_stream()
         with (
             _logging_as_it_was(),
             environment(dict(os.environ) if env is None else env, cwd),
@@ -99,7 +94,7 @@ def run_agent(
                 status = exit.code if isinstance(exit.code, int) else 2
             finally:
                 sys.stdin = saved_stdin
-        return Result(status, _written(stdout), _written(stderr))
+        return Result(status, written(stdout), written(stderr))
 
     result: Result = outside_the_event_loop(once)
     return result
