@@ -1,7 +1,9 @@
-"""The ``acp-skills`` command line, run for real: ``python -m acp_skills`` and the installed
-``acp-skills`` script, in subprocesses, over a copy of the fixture corpus
+"""The ``acp-skills`` command line, through `main(argv)` in this process with its output
+captured (`tests/cli_runner.py`), over a copy of the fixture corpus
 (``tests/fixtures/skills-corpus``: valid and broken skills, and skills written for Claude Code
-and Codex).
+and Codex). Two tests start processes, for what only a process shows: the console script and
+``python -m acp_skills`` run this same `main`, and importing the command line loads neither the
+ACP SDK nor pydantic (a fresh interpreter's ``sys.modules``).
 
 The corpus, as the agent sees it from ``project`` (homes in ``home``):
 
@@ -18,25 +20,35 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from acp_skills import SkillLookupOptions, SkillRegistry, SkillTool
-from acp_skills.catalog import SkillCatalogContributor
+from acp_skills import (
+    PrefixMessage,
+    SkillCatalogContributor,
+    SkillLookupOptions,
+    SkillRegistry,
+    SkillTool,
+)
 from acp_skills.cli.main import main
-from acp_skills.local import LocalSkillProvider
-from acp_skills.model import PrefixContext, PrefixMessage
+from acp_skills.model import PrefixContext
 from demo_agent.settings import CATALOG_MAX_LENGTH, DEFAULT_CATALOG_BUDGET
+from tests.cli_runner import (
+    Corpus,
+    cli_env,
+    codes_by_file,
+    nowhere,
+    run,
+    run_json,
+    run_on_a_terminal,
+)
 
-CORPUS = Path(__file__).parent / "fixtures" / "skills-corpus"
 SCRIPT = Path(sys.executable).parent / ("acp-skills.exe" if os.name == "nt" else "acp-skills")
 ENTRY_POINTS = {
     "module": (sys.executable, "-m", "acp_skills"),
@@ -44,111 +56,18 @@ ENTRY_POINTS = {
 }
 
 
-@dataclass(frozen=True)
-class Corpus:
-    """A private copy of the corpus, and how to run the command line against it."""
-
-    root: Path
-
-    @property
-    def project(self) -> Path:
-        return self.root / "project"
-
-    @property
-    def home(self) -> Path:
-        return self.root / "home"
-
-    @property
-    def project_skills(self) -> Path:
-        return self.project / ".agents" / "skills"
-
-    @property
-    def claude_skills(self) -> Path:
-        return self.project / ".claude" / "skills"
-
-    @property
-    def codex_skills(self) -> Path:
-        return self.home / ".codex" / "skills"
-
-    def roots(self) -> list[str]:
-        """The options that make the command line look from the project, with these homes."""
-        return [
-            "--cwd",
-            str(self.project),
-            "--dsh-home",
-            str(self.home / ".dsh"),
-            "--agents-home",
-            str(self.home / ".agents"),
-        ]
-
-    def provider(self, *custom: Path) -> LocalSkillProvider:
-        return LocalSkillProvider(
-            dsh_home=self.home / ".dsh", agents_home=self.home / ".agents", custom_skill_dirs=custom
-        )
-
-    def registry(self, *custom: Path) -> SkillRegistry:
-        registry = SkillRegistry()
-        registry.register_provider(self.provider(*custom))
-        return registry
-
-
 @pytest.fixture
 def corpus(tmp_path: Path) -> Corpus:
     """A copy of the fixture corpus in a temporary directory (no .git above its project)."""
-    shutil.copytree(CORPUS, tmp_path / "corpus")
-    return Corpus(tmp_path / "corpus")
-
-
-def cli_env(**extra: str) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("ACP_SKILLS_DIRS", "NO_COLOR", "DSH_HOME", "DSH_AGENTS_HOME")
-    }
-    env.update(extra)
-    return env
-
-
-def run(
-    *args: str, entry: str = "module", env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*ENTRY_POINTS[entry], *args],
-        env=env if env is not None else cli_env(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-    )
-
-
-def run_json(*args: str) -> tuple[Any, int]:
-    result = run(*args, "--json")
-    assert "Traceback" not in result.stderr
-    return json.loads(result.stdout), result.returncode
-
-
-def nowhere(tmp_path: Path) -> list[str]:
-    """The options that look from an empty directory, with empty homes."""
-    homes = ["--dsh-home", str(tmp_path / "d"), "--agents-home", str(tmp_path / "a")]
-    return ["--cwd", str(tmp_path), *homes]
-
-
-def codes_by_file(diagnostics: Sequence[dict[str, Any]], base: Path) -> list[tuple[str, str]]:
-    """(code, path relative to ``base``) for each diagnostic, in order."""
-    return [(d["code"], str(Path(d["path"]).relative_to(base))) for d in diagnostics]
+    return Corpus.copy_to(tmp_path)
 
 
 # -- list ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("entry", ["module", "script"])
-def test_list_shows_the_resolved_skills_aligned_in_columns(corpus: Corpus, entry: str) -> None:
-    """Both entry points print the winners: name, source, rank, model/user, path; exit 0."""
-    assert SCRIPT.exists(), "the acp-skills console script is installed with the project"
-    result = run("list", *corpus.roots(), entry=entry)
+def test_list_shows_the_resolved_skills_aligned_in_columns(corpus: Corpus) -> None:
+    """The winners: name, source, rank, model/user, path; exit 0."""
+    result = run("list", *corpus.roots())
     assert result.returncode == 0
     header, *rows = result.stdout.splitlines()
     assert header.split() == ["NAME", "SOURCE", "RANK", "MODEL", "USER", "PATH"]
@@ -536,32 +455,36 @@ def test_colour_only_on_a_terminal_without_no_color(
     corpus: Corpus, no_color: str, coloured: bool
 ) -> None:
     """On a terminal the output is coloured, unless NO_COLOR is set (piped: see the tests above)."""
-    import pty
-
-    primary, secondary = pty.openpty()
     env = cli_env(NO_COLOR=no_color, TERM="xterm")
-    with subprocess.Popen(
-        [*ENTRY_POINTS["module"], "doctor", *corpus.roots()],
-        stdin=subprocess.DEVNULL,
-        stdout=secondary,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    ) as process:
-        os.close(secondary)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # the terminal's other side closed: the process is done
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        process.wait(timeout=60)
-    os.close(primary)
-    output = b"".join(chunks).decode("utf-8")
+    output = run_on_a_terminal("doctor", *corpus.roots(), env=env).stdout
     assert ("\x1b[" in output) is coloured
     assert "Skipped (3)" in output
+
+
+def test_both_entry_points_run_the_command_line(corpus: Corpus) -> None:
+    """The installed ``acp-skills`` script and ``python -m acp_skills`` are this `main`: the same
+    output and exit status as a run in this process."""
+    assert SCRIPT.exists(), "the acp-skills console script is installed with the project"
+    args = ("list", "--all", *corpus.roots())
+    expected = run(*args)
+    for command in ENTRY_POINTS.values():
+        started = subprocess.run(
+            [*command, *args],
+            env=cli_env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=60,
+            check=False,
+        )
+        assert (started.returncode, started.stdout, started.stderr) == (
+            expected.returncode,
+            expected.stdout,
+            expected.stderr,
+        )
+    assert expected.returncode == 0
+    assert "deploy" in expected.stdout
 
 
 def test_the_command_line_does_not_load_the_acp_sdk() -> None:

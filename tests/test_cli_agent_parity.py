@@ -1,13 +1,18 @@
-"""``acp-skills`` sees exactly what the demo agent sees: the installed ``acp-skills`` script and
-a real ``python -m demo_agent`` over stdio, in one sandbox, with the same flags or the same
-``ACP_SKILLS_*`` variables; and paths with ``~`` given without a shell, as editors give them.
+"""``acp-skills`` sees exactly what the demo agent sees, in one sandbox, with the same flags or
+the same ``ACP_SKILLS_*`` variables; and paths with ``~`` given without a shell, as editors
+give them.
+
+Both sides run in this process: the command line through `main(argv)`
+(`tests/cli_runner.py`), the agent as its entry point builds it from the same arguments and
+environment, served to the SDK's client over a socketpair (`tests/demo_in_process.py`); its
+start-up checks through its `main(argv)`. ``tests/test_cli.py`` checks that the console
+script runs this same `main`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,9 +22,10 @@ import anyio
 import pytest
 
 from acp_skills.cli.install import extra_install_hint
-from tests.agent_client import Sandbox, spawn_agent, text_prompt, write_skill
+from tests.agent_client import Sandbox, text_prompt, write_skill
+from tests.cli_runner import Result, run
+from tests.demo_in_process import run_agent, served
 
-SCRIPT = Path(sys.executable).parent / "acp-skills"
 TEST_SECONDS = 60
 LONG_DESCRIPTION = "Fills PDF forms from a data file. " + "It checks every field twice. " * 45
 
@@ -38,26 +44,15 @@ def sandbox(tmp_path: Path) -> Sandbox:
 
 
 def cli_env(sandbox: Sandbox, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """What the agent gets from `Sandbox.env`, plus what a process needs to start."""
+    """What the agent gets from `Sandbox.env`, with a plain PATH and locale."""
     env = {"PATH": os.defpath, "LANG": "C.UTF-8", **sandbox.env()}
     env.update(extra or {})
     return env
 
 
-def cli(
-    sandbox: Sandbox, *args: str, env: Mapping[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(SCRIPT), *args],
-        env=cli_env(sandbox, env),
-        cwd=sandbox.root,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-    )
+def cli(sandbox: Sandbox, *args: str, env: Mapping[str, str] | None = None) -> Result:
+    """``acp-skills ARGS`` from the sandbox's root, with the agent's environment."""
+    return run(*args, env=cli_env(sandbox, env), cwd=sandbox.root)
 
 
 async def first_catalog(
@@ -66,7 +61,7 @@ async def first_catalog(
     """The agent's first catalog (``_skills/prefix``), its budget, and its `/skills` reply."""
     state = ["--state-dir", str(sandbox.state_dir)]
     with anyio.fail_after(TEST_SECONDS):
-        async with spawn_agent(*state, *args, env=sandbox.env(env)) as agent:
+        async with served(*state, *args, env=sandbox.env(env)) as agent:
             created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
             session_id = created.session_id
             await agent.conn.prompt(session_id=session_id, prompt=text_prompt("hello"))
@@ -160,7 +155,7 @@ async def test_show_invoke_previews_what_the_slash_command_puts_into_the_turn(
     args = ["--skills-dir", str(sandbox.skills_dir), "--compat", "claude"]
     state = ["--state-dir", str(sandbox.state_dir)]
     with anyio.fail_after(TEST_SECONDS):
-        async with spawn_agent(*state, *args, env=sandbox.env()) as agent:
+        async with served(*state, *args, env=sandbox.env()) as agent:
             created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
             prompt = text_prompt('/ship "eu west" canary')
             await agent.conn.prompt(session_id=created.session_id, prompt=prompt)
@@ -217,7 +212,7 @@ async def test_tilde_paths_from_args_and_env_without_a_shell(sandbox: Sandbox) -
         ),
     ):
         with anyio.fail_after(TEST_SECONDS):
-            async with spawn_agent(*args, env=sandbox.env(env), cwd=sandbox.project) as agent:
+            async with served(*args, env=sandbox.env(env), cwd=sandbox.project) as agent:
                 created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
                 session_id = created.session_id
                 prompt = text_prompt("use home-made")
@@ -250,16 +245,7 @@ def test_a_relative_state_directory_is_refused_in_one_line(
     sandbox: Sandbox, args: list[str], env: dict[str, str], named: str
 ) -> None:
     """Records never land inside whatever directory the editor started the agent in."""
-    result = subprocess.run(
-        [sys.executable, "-m", "demo_agent", *args],
-        env={**cli_env(sandbox), **env},
-        cwd=sandbox.project,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_agent(*args, env={**cli_env(sandbox), **env}, cwd=sandbox.project)
     assert result.returncode == 2
     assert result.stderr == (
         f"acp-skills-demo: {named} must be an absolute path (or start with ~), not 'records': "
@@ -278,23 +264,15 @@ def test_a_bad_variable_names_itself_in_the_command_line_too(sandbox: Sandbox) -
     )
 
 
-def test_a_missing_openai_package_is_said_at_start_up_before_the_key(sandbox: Sandbox) -> None:
+def test_a_missing_openai_package_is_said_at_start_up_before_the_key(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`--model openai` without the package: one line with the install hint, before the key
     file is even read."""
     # `sys.modules["openai"] = None` is how Python spells "not installed" to `find_spec`.
-    starter = (
-        "import sys; sys.modules['openai'] = None; "
-        "from demo_agent.__main__ import main; sys.exit(main())"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", starter, "--model", "openai", "--api-key-file", "~/no-such-key"],
-        env=cli_env(sandbox),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    monkeypatch.setitem(sys.modules, "openai", None)
+    args = ("--model", "openai", "--api-key-file", "~/no-such-key")
+    result = run_agent(*args, env=cli_env(sandbox))
     assert result.returncode == 2
     hint = extra_install_hint("openai")
     assert (

@@ -1,5 +1,5 @@
 """``acp-skills trust`` and what the other commands say of trust, with the trust file in a
-temporary directory: in subprocesses, and through `main(argv)` in this process."""
+temporary directory, through `main(argv)` in this process (`tests/cli_runner.py`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from acp_skills.cli.main import main
 from acp_skills.cli.trust import withheld_lines
 from acp_skills.trust import ServerSource
-from tests.test_cli import cli_env, run
+from tests.cli_runner import cli_env, run
 
 
 def test_trust_refuse_forget_and_list(tmp_path: Path) -> None:

@@ -1,28 +1,26 @@
 """``acp-skills validate``: paths checked as the runtime reads them, or (``--strict``) against
-the Agent Skills specification's rules, beyond the runtime's. The corpus is described in
-``tests/test_cli.py``."""
+the Agent Skills specification's rules, beyond the runtime's; through `main(argv)` in this
+process (`tests/cli_runner.py`). The corpus is described in ``tests/test_cli.py``."""
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from acp_skills import Diagnostic
 from acp_skills.cli.main import main
 from acp_skills.cli.validate import strict_diagnostics, under_strict_rules
-from acp_skills.diagnostics import Diagnostic, Severity
+from acp_skills.diagnostics import Severity
 from acp_skills.frontmatter import ParsedSkill, parse_skill_file
-from tests.test_cli import CORPUS, ENTRY_POINTS, Corpus, cli_env, codes_by_file, run, run_json
+from tests.cli_runner import Corpus, codes_by_file, run, run_json
 
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Corpus:
     """A copy of the fixture corpus in a temporary directory (no .git above its project)."""
-    shutil.copytree(CORPUS, tmp_path / "corpus")
-    return Corpus(tmp_path / "corpus")
+    return Corpus.copy_to(tmp_path)
 
 
 def parsed(frontmatter: str) -> ParsedSkill:
@@ -266,20 +264,12 @@ def test_validate_takes_a_skill_directory_a_skill_file_or_a_root(
 
 def test_validate_several_paths_in_order(corpus: Corpus) -> None:
     """Records come in the order of the paths given; relative paths are taken from the cwd."""
-    result = subprocess.run(
-        [
-            *ENTRY_POINTS["module"],
-            "validate",
-            "--json",
-            "project/nowhere",
-            "project/.agents/skills/renamed-dir",
-        ],
+    result = run(
+        "validate",
+        "--json",
+        "project/nowhere",
+        "project/.agents/skills/renamed-dir",
         cwd=corpus.root,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
     )
     found = json.loads(result.stdout)["diagnostics"]
     assert [d["code"] for d in found] == ["not-found", "name-mismatch"]

@@ -1,22 +1,24 @@
 """Skills written for Claude Code: ``.claude/skills`` roots and ``$ARGUMENTS``, opt-in.
 
 The library option (``LocalSkillProvider(compat=("claude",))``) on real directories, then the
-demo agent's ``--compat claude`` end to end: a real subprocess, the official SDK client and a
-project laid out the way Claude Code expects.
+demo agent's ``--compat claude`` end to end: the agent as its entry point builds it from its
+arguments (in this process, `tests/demo_in_process.py`), the official SDK client over a
+socketpair, and a project laid out the way Claude Code expects.
 """
 
 from __future__ import annotations
 
+import os
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from acp_skills import SkillLookupOptions, SkillRegistry
-from acp_skills.local import LocalSkillProvider
-from tests.agent_client import Agent, Sandbox, text_prompt
-from tests.test_demo_agent_cli import run_agent
+from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
+from tests.agent_client import Sandbox, text_prompt
+from tests.demo_in_process import Served, run_agent, served
 
 pytestmark = pytest.mark.anyio
 
@@ -153,7 +155,12 @@ def claude_project(sandbox: Sandbox) -> None:
     write(sandbox.home / ".claude" / "skills" / "standup" / "SKILL.md", plain_skill("standup"))
 
 
-async def listed(agent: Agent, sandbox: Sandbox) -> dict[str, str]:
+def serve(sandbox: Sandbox, *args: str) -> AbstractAsyncContextManager[Served]:
+    """The agent with the sandbox's arguments and environment, and ``args``."""
+    return served(*sandbox.args(*args), env=sandbox.env())
+
+
+async def listed(agent: Served, sandbox: Sandbox) -> dict[str, str]:
     answer = await agent.conn.ext_method("skills/list", {"cwd": str(sandbox.project)})
     return {skill["name"]: skill["source"] for skill in answer["skills"]}
 
@@ -164,9 +171,9 @@ async def test_claude_project_is_discovered_with_compat_claude_only(tmp_path: Pa
     claude_project(sandbox)
     sandbox.write_skill("house-rules", "Our own conventions.")
     with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
+        async with serve(sandbox) as agent:
             assert await listed(agent, sandbox) == {"house-rules": "custom"}
-        async with sandbox.spawn("--compat", "claude") as agent:
+        async with serve(sandbox, "--compat", "claude") as agent:
             assert await listed(agent, sandbox) == {
                 "fix-issue": "project-claude",
                 "house-rules": "custom",
@@ -179,7 +186,7 @@ async def test_compat_claude_fills_arguments_of_a_slash_invocation(tmp_path: Pat
     sandbox = Sandbox.create(tmp_path)
     claude_project(sandbox)
     with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn("--compat", "claude") as agent:
+        async with serve(sandbox, "--compat", "claude") as agent:
             session = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
             sid = session.session_id
             response = await agent.conn.prompt(
@@ -199,7 +206,7 @@ async def test_without_compat_a_body_reaches_the_model_verbatim(tmp_path: Path) 
     sandbox = Sandbox.create(tmp_path)
     sandbox.write_skill("tally", "Count things.", "Count $0 with awk '{print $1}': $ARGUMENTS")
     with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
+        async with serve(sandbox) as agent:
             session = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
             sid = session.session_id
             await agent.conn.prompt(session_id=sid, prompt=text_prompt("/tally apples"))
@@ -209,7 +216,8 @@ async def test_without_compat_a_body_reaches_the_model_verbatim(tmp_path: Path) 
 
 def test_unknown_tool_in_acp_skills_compat_is_a_usage_error(tmp_path: Path) -> None:
     """ACP_SKILLS_COMPAT is checked like the flag: status 2, one line naming the value."""
-    result = run_agent("--state-dir", str(tmp_path), ACP_SKILLS_COMPAT="claude, cursor")
+    env = {**os.environ, "ACP_SKILLS_COMPAT": "claude, cursor"}
+    result = run_agent("--state-dir", str(tmp_path), env=env)
     assert result.returncode == 2
     assert "ACP_SKILLS_COMPAT: unknown tool 'cursor' (known: claude)" in result.stderr
     assert "Traceback" not in result.stderr

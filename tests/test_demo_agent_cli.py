@@ -1,4 +1,10 @@
-"""The demo agent's command line: flags and environment variables are checked up front."""
+"""The demo agent's command line: flags and environment variables are checked up front.
+
+The checks run through the entry point's `main(argv)` in this process (`run_agent`,
+`tests/demo_in_process.py`): each ends it with a status before it serves. One test starts a
+process, for what only a process shows: regular files as its stdin and stdout (an empty pipe:
+``tests/test_terminal_hint.py``).
+"""
 
 from __future__ import annotations
 
@@ -11,18 +17,13 @@ from pathlib import Path
 import pytest
 
 from demo_agent import __version__
+from tests.cli_runner import Result
+from tests.demo_in_process import run_agent as run_main
 
 
-def run_agent(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "demo_agent", *args],
-        env={**os.environ, **env},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def run_agent(*args: str, **env: str) -> Result:
+    """``acp-skills-demo ARGS`` in this process, with ``env`` over this process's environment."""
+    return run_main(*args, env={**os.environ, **env})
 
 
 @pytest.mark.parametrize(
@@ -106,13 +107,6 @@ def test_version_and_help() -> None:
         assert variable in help_text
     assert "--no-watch" in help_text
     assert "ACP_SKILLS_WATCH=0" in help_text
-
-
-def test_agent_exits_cleanly_when_stdin_is_empty(tmp_path: Path) -> None:
-    """With nothing to read (stdin is /dev/null), the agent stops with status 0, silently."""
-    result = run_agent(ACP_SKILLS_STATE_DIR=str(tmp_path / "state"))
-    assert result.returncode == 0
-    assert result.stdout == ""
 
 
 def test_agent_serves_files_as_well_as_pipes(tmp_path: Path) -> None:

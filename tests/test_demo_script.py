@@ -1,4 +1,8 @@
-"""The scripted demonstration (the README's main job) runs end to end and shows each step."""
+"""The scripted demonstration (the README's main job) runs end to end and shows each step.
+
+It starts the agent as ``python -m demo_agent`` over stdio, as a person running it does: that
+process is what the demonstration shows, so it is kept.
+"""
 
 from __future__ import annotations
 

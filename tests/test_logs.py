@@ -1,7 +1,11 @@
 """The demo agent's logs: one renderer (console or JSON), on stderr or in a file.
 
 A real agent subprocess does a real session; its logs are read back as a person or a log
-shipper would read them.
+shipper would read them. A process, because the logging the agent sets up belongs to its
+process: the standard library's root logger, Python's warnings, and structlog's configuration,
+whose loggers keep it once used (the agent caches them), so a test process could not set it
+up and put it back. The refusal of an unusable log file comes before any of that, and runs
+through the entry point's `main(argv)` in this process.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import anyio
 import pytest
 
 from tests.agent_client import Sandbox, text_prompt
-from tests.test_demo_agent_cli import run_agent
+from tests.demo_in_process import run_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -118,32 +122,13 @@ def test_an_sdk_error_with_its_traceback_is_one_json_record(tmp_path: Path) -> N
 
 def test_unusable_log_file_is_a_usage_error(tmp_path: Path) -> None:
     """A log file that cannot be opened stops the agent with one line and status 2."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "demo_agent",
-            "--state-dir",
-            str(tmp_path / "state"),
-            "--log-file",
-            str(tmp_path / "missing" / "agent.log"),
-        ],
-        env={**os.environ},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    result = run_agent(
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--log-file",
+        str(tmp_path / "missing" / "agent.log"),
     )
     assert result.returncode == 2
     assert result.stderr.startswith("acp-skills-demo: cannot open the log file ")
     assert len(result.stderr.splitlines()) == 1
     assert result.stdout == ""
-
-
-def test_unknown_log_format_in_the_environment_is_a_usage_error(tmp_path: Path) -> None:
-    """ACP_SKILLS_LOG_FORMAT is checked like the flag: status 2, one line."""
-    result = run_agent("--state-dir", str(tmp_path / "state"), ACP_SKILLS_LOG_FORMAT="xml")
-    assert result.returncode == 2
-    assert "ACP_SKILLS_LOG_FORMAT must be one of console, json" in result.stderr
-    assert "Traceback" not in result.stderr

@@ -1,4 +1,9 @@
-"""The suite holds wherever a checkout lives, including below a private (0700) directory."""
+"""The suite holds wherever a checkout lives, including below a private (0700) directory.
+
+A process, because the case is one of processes: the copy's own interpreter runs the tests that
+start the agent as a second user, who cannot reach anything below the private directory once
+it has given up root.
+"""
 
 from __future__ import annotations
 
@@ -38,8 +43,14 @@ def _private_checkout(private: Path) -> Path:
         check=True,
     ).stdout.strip()
     # What this environment has installed, with the project itself installed from the copy.
-    ours = shutil.ignore_patterns("__editable__*", "acp_skills*", "__pycache__")
-    shutil.copytree(sysconfig.get_paths()["purelib"], site, ignore=ours, dirs_exist_ok=True)
+    # Each package is linked, not copied (a copy is some 160 MB, whose modules the copy's
+    # interpreter then compiles again: seconds): the interpreter reaches a package through the
+    # link's own path, inside the private directory, so the second user can no more read it
+    # than a copy.
+    ours = ("__editable__", "acp_skills", "__pycache__")
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(ours):
+            Path(site, entry.name).symlink_to(entry)
     Path(site, "acp_skills_checkout.pth").write_text(f"{checkout}\n")
     return checkout
 

@@ -1,5 +1,10 @@
 """`acp_skills.quiet_log`: an application that configures no logging hears only warnings, on
-stderr; one that configures structlog gets every event through its own configuration."""
+stderr; one that configures structlog gets every event through its own configuration.
+
+Each application is a fresh interpreter: whether logging was configured is its process's state,
+and this test process has its own (pytest's handlers, the suite's structlog set-up); a process
+also shows that nothing reaches stdout.
+"""
 
 from __future__ import annotations
 

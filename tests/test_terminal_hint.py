@@ -1,4 +1,9 @@
-"""A person who starts the agent at a terminal is told what it is, and it still serves."""
+"""A person who starts the agent at a terminal is told what it is, and it still serves.
+
+Processes, because the hint is decided by what file descriptor 0 of the agent's own process is
+(a real pseudo-terminal here, a pipe for an editor), and the agent serves on its own stdin and
+stdout.
+"""
 
 from __future__ import annotations
 
@@ -83,7 +88,8 @@ def test_terminal_hint_then_the_agent_still_serves(
 
 
 def test_no_hint_when_stdin_is_not_a_terminal(tmp_path: Path) -> None:
-    """An editor's pipe gets no hint: stderr stays empty at the default log level."""
+    """An editor's pipe gets no hint: stderr stays empty at the default log level; with nothing
+    to read the agent stops with status 0 and writes nothing on stdout either."""
     result = subprocess.run(
         [sys.executable, "-m", "demo_agent", "--state-dir", str(tmp_path / "state")],
         input=b"",
@@ -94,3 +100,4 @@ def test_no_hint_when_stdin_is_not_a_terminal(tmp_path: Path) -> None:
     )
     assert result.returncode == 0
     assert result.stderr == b""
+    assert result.stdout == b""

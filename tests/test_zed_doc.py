@@ -1,10 +1,14 @@
 """docs/zed.md: its settings snippets are Zed custom agents whose command lines really work.
 
 Each ``json`` block of the page is parsed as Zed would read it (``agent_servers`` entries with
-``type``, ``command``, ``args``, ``env``), and the command lines are started over stdio with the
-official SDK client: the main one from a fresh install (the command found on the PATH of that
-venv), the DeepSeek ones against a local OpenAI-compatible server, with the key where the page
-says to keep it.
+``type``, ``command``, ``args``, ``env``), and the command lines are run with the official SDK
+client: the main one from a fresh install (the command found on the PATH of that venv, a
+process), the DeepSeek ones against a local OpenAI-compatible server with the key where the
+page says to keep it. A key kept in a file is read by the agent's start-up only, so that one
+runs as Zed runs it, a process started from the command on PATH; a key in the inherited
+environment reaches the agent its entry point builds from the snippet's arguments and
+environment, in this process (`tests/demo_in_process.py`). The start-up refusals run through
+the entry point's `main(argv)` in this process.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -24,6 +27,7 @@ from acp.stdio import spawn_agent_process
 
 from demo_agent.__main__ import build_parser
 from tests.agent_client import RecordingClient, initialize_agent, text_prompt, write_skill
+from tests.demo_in_process import run_agent, served
 from tests.fake_openai import FakeOpenAI, text_reply
 from tests.installed import ROOT, Installation, isolated_env
 
@@ -154,14 +158,12 @@ def keep_the_key(where: str, home: Path) -> tuple[dict[str, Any], dict[str, str]
     return entry, {}
 
 
-@pytest.mark.parametrize("where", ["environment", "file"])
 @pytest.mark.anyio
-async def test_deepseek_snippets_send_the_key_from_where_the_doc_keeps_it(
-    where: str, tmp_path: Path
-) -> None:
-    """The key reaches the endpoint from the inherited environment, or from the named file."""
+async def test_the_deepseek_snippet_sends_the_key_from_the_file_it_names(tmp_path: Path) -> None:
+    """The command on PATH, started with the snippet's arguments and environment, reads the key
+    from the file its ``env`` names (``~`` is the home) and sends it to the endpoint."""
     home = tmp_path / "home"
-    entry, inherited = keep_the_key(where, home)
+    entry, inherited = keep_the_key("file", home)
     command = shutil.which(entry["command"], path=str(DEV_BIN))
     assert command is not None
     client = RecordingClient()
@@ -188,6 +190,28 @@ async def test_deepseek_snippets_send_the_key_from_where_the_doc_keeps_it(
     assert client.agent_text(session.session_id) == "Hello from the endpoint."
 
 
+@pytest.mark.anyio
+async def test_the_deepseek_snippet_sends_the_key_from_the_inherited_environment(
+    tmp_path: Path,
+) -> None:
+    """With no key file in the snippet, the key Zed's environment holds reaches the endpoint."""
+    home = tmp_path / "home"
+    entry, inherited = keep_the_key("environment", home)
+    with FakeOpenAI([text_reply("Hello from the endpoint.")]) as server:
+        env = {**inherited, **deepseek_env(entry, home, server)}
+        with anyio.fail_after(TEST_SECONDS):
+            async with served(*entry["args"], env=env, cwd=tmp_path) as agent:
+                session = await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+                response = await agent.conn.prompt(
+                    session_id=session.session_id, prompt=text_prompt("hello")
+                )
+                assert response.stop_reason == "end_turn"
+    (request,) = server.requests
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert request.body["model"] == "deepseek-chat"
+    assert agent.client.agent_text(session.session_id) == "Hello from the endpoint."
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [(None, "cannot read the API key file"), ("  \n", "is empty")],
@@ -200,14 +224,12 @@ def test_an_unusable_key_file_stops_the_agent_with_one_line(
     key_file = tmp_path / "key"
     if content is not None:
         key_file.write_text(content, encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "demo_agent", "--model", "openai", "--state-dir", str(tmp_path)],
+    result = run_agent(
+        "--model",
+        "openai",
+        "--state-dir",
+        str(tmp_path),
         env={**os.environ, "ACP_SKILLS_API_KEY_FILE": str(key_file)},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
     )
     assert result.returncode == 2
     assert result.stderr.startswith("acp-skills-demo: ")
