@@ -678,19 +678,15 @@ def agent_environment(values: Mapping[str, str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def agent_logging(log_level: str, log_format: str, log_file: str | None) -> Iterator[io.StringIO]:
-    """The agent's logging as ``main()`` configures it, into the yielded buffer (its stderr)
-    or into ``log_file``; what the test process had is put back afterwards."""
+def kept_logging() -> Iterator[None]:
+    """Put back the logging configuration this process had, whatever the block configures (the
+    demo agent configures the standard library's root logger and structlog, as an application
+    does)."""
     root, watch = logging.getLogger(), logging.getLogger("watchfiles")
     handlers, level, watch_level = root.handlers[:], root.level, watch.level
     configured, config = structlog.is_configured(), structlog.get_config()
-    buffer = io.StringIO()
-    stream = open_log_file(Path(log_file).expanduser()) if log_file else buffer
-    configure_logging(log_level, log_format=log_format, stream=stream)
-    # The loggers of this process outlive the agent: none may keep the agent's configuration.
-    structlog.configure(cache_logger_on_first_use=False)
     try:
-        yield buffer
+        yield
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
@@ -700,8 +696,23 @@ def agent_logging(log_level: str, log_format: str, log_file: str | None) -> Iter
             structlog.configure(**config)
         else:
             structlog.reset_defaults()
-        if stream is not buffer:
-            stream.close()
+
+
+@contextlib.contextmanager
+def agent_logging(log_level: str, log_format: str, log_file: str | None) -> Iterator[io.StringIO]:
+    """The agent's logging as ``main()`` configures it, into the yielded buffer (its stderr)
+    or into ``log_file``; what the test process had is put back afterwards."""
+    buffer = io.StringIO()
+    with kept_logging():
+        stream = open_log_file(Path(log_file).expanduser()) if log_file else buffer
+        try:
+            configure_logging(log_level, log_format=log_format, stream=stream)
+            # The loggers of this process outlive the agent: none may keep its configuration.
+            structlog.configure(cache_logger_on_first_use=False)
+            yield buffer
+        finally:
+            if stream is not buffer:
+                stream.close()
 
 
 @dataclass
