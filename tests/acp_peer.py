@@ -189,6 +189,20 @@ class Changes:
         self._event.set()
         self._event = asyncio.Event()
 
+    def next(self) -> asyncio.Event:
+        """The event the next change sets: take it before looking, then wait on it."""
+        return self._event
+
+    def notifier(self) -> Callable[[], None]:
+        """`notify` for any thread (a watcher's, a logging call's), while this loop runs."""
+        loop = asyncio.get_running_loop()
+
+        def notify() -> None:
+            with suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(self.notify)
+
+        return notify
+
     async def until(self, predicate: Callable[[], bool], within: float = WAIT_SECONDS) -> None:
         """Return once ``predicate()`` holds, re-checking after every change.
 
@@ -715,6 +729,17 @@ def agent_logging(log_level: str, log_format: str, log_file: str | None) -> Iter
                 stream.close()
 
 
+class _Notifying(logging.Handler):
+    """Calls ``notify`` at each log record, whichever thread logs it."""
+
+    def __init__(self, notify: Callable[[], None]) -> None:
+        super().__init__()
+        self._notify = notify
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._notify()
+
+
 @dataclass
 class DemoPeer(Peer):
     """A `Peer` of the real demo agent, with what its process would show."""
@@ -726,8 +751,36 @@ class DemoPeer(Peer):
 
     @property
     def log(self) -> str:
-        """What the agent logged so far (its stderr; ``--log-file`` has its own file)."""
+        """What the agent logged so far: its stderr, or its ``--log-file``."""
+        if self.args is not None and self.args.log_file:
+            return Path(self.args.log_file).expanduser().read_text(encoding="utf-8")
         return self.stderr.getvalue()
+
+    async def log_lines_with(self, event: str) -> list[str]:
+        """Every line of the log that has ``event``, once there is one (woken by each record
+        the agent logs)."""
+        while True:
+            logged = self.client.changes.next()
+            lines = [line for line in self.log.splitlines() if event in line]
+            if lines:
+                return lines
+            with anyio.fail_after(WAIT_SECONDS):
+                await logged.wait()
+
+    async def listed(self, session_id: str) -> list[str]:
+        """The names ``_skills/list`` gives for the session."""
+        answer = await self.ext("skills/list", {"sessionId": session_id})
+        return [skill["name"] for skill in answer["skills"]]
+
+    async def until_listed(self, session_id: str, names: list[str]) -> None:
+        """Wait until ``_skills/list`` for the session gives exactly ``names``, asking again
+        after each change of the agent's skills (its registry's own notice)."""
+        while True:
+            changed = self.client.changes.next()
+            if await self.listed(session_id) == names:
+                return
+            with anyio.fail_after(WAIT_SECONDS):
+                await changed.wait()
 
     @property
     def serving(self) -> bool:
@@ -771,6 +824,10 @@ async def demo_peer(
         with agent_logging(options.log_level, options.log_format, options.log_file) as stderr:
             provider = build_provider(options)
             agent: DemoAgent = build_agent(options, provider)
+            # Waits end on what the agent does: each record it logs, each change of its skills.
+            notify = client.changes.notifier()
+            logging.getLogger().addHandler(_Notifying(notify))
+            agent.skills.registry.on_change(notify)
             (agent_reader, agent_writer), (client_reader, client_writer) = await _link()
             done = anyio.Event()
 
