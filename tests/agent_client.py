@@ -49,6 +49,7 @@ from tests.sandbox import write_skill
 __all__ = [
     "AGENT_COMMAND",
     "Agent",
+    "AnsweringClient",
     "Frame",
     "PromptBlock",
     "RecordingClient",
@@ -203,6 +204,26 @@ class RecordingClient:
                 and "method" not in frame.message
             )
         )
+
+
+class AnsweringClient(RecordingClient):
+    """A `RecordingClient` that answers the trust question as told: an option id,
+    ``cancelled``, ``error``, or ``hold`` (never answers, until the turn is cancelled)."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__()
+        self.answer = answer
+        self.questions: list[dict[str, Any]] = []
+        self.asked = anyio.Event()
+
+    async def request_permission(self, **kwargs: Any) -> RequestPermissionResponse:
+        # Imported here: the in-process rig imports the demo agent, which a process test need
+        # not load.
+        from tests.acp_peer import permission_answer
+
+        self.questions.append(kwargs)
+        self.asked.set()
+        return await permission_answer(self.answer)
 
 
 class Agent(NamedTuple):

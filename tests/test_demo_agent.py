@@ -18,8 +18,13 @@ from acp import RequestError
 from acp.helpers import embedded_text_resource, resource_block, resource_link_block, text_block
 from acp.schema import HttpMcpServer, McpServerStdio
 
-from acp_skills import SkillSummary, render_catalog, render_skill_content
-from acp_skills.model import DirectoryResource, SkillDefinition
+from acp_skills import (
+    DirectoryResource,
+    SkillDefinition,
+    SkillSummary,
+    render_catalog,
+    render_skill_content,
+)
 from demo_agent.models import ModelRequest
 from demo_agent.models.offline import OfflineModel, choose_skill
 from tests.acp_peer import DemoPeer, Frame, demo_peer

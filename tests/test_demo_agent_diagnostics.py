@@ -125,8 +125,9 @@ async def test_show_prints_exactly_the_skill_text_the_agent_gives_its_model(
     capsys.readouterr()
     with agent_environment({}), kept_logging():
         # A thread of its own: the command line runs its own event loop.
-        status = await anyio.to_thread.run_sync(cli_main, ["show", "alpha-notes", *where, *homes])
-    assert status == 0
+        argv = ["show", "alpha-notes", *where, *homes]
+        exit_status = await anyio.to_thread.run_sync(lambda: cli_main(argv))
+    assert exit_status == 0
     shown = capsys.readouterr()
     assert "Traceback" not in shown.err
     assert shown.out == result + "\n"
