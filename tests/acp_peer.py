@@ -65,14 +65,12 @@ from acp_skills import (
     LocalSkillProvider,
     SkillLookupOptions,
     SkillRegistry,
+    ToolResult,
     render_skill_content,
 )
 from acp_skills.acp import AcpSkills, GuardedTransport, PromptTurn
 from acp_skills.acp.commands import SKILLS_COMMAND_DESCRIPTION
-from acp_skills.acp.wire import (
-    AcpClient,
-)
-from acp_skills.tool import ToolResult
+from acp_skills.acp.wire import AcpClient
 from demo_agent.__main__ import build_agent, build_provider, parse_args
 from demo_agent.agent import DemoAgent
 from demo_agent.logs import configure_logging

@@ -7,6 +7,7 @@ imports before it answers).
 * `RecordingClient`: a plain ACP client (not a subclass of the SDK's ``Client`` protocol) that
   records every ``session/update`` and, as a connection observer, every JSON-RPC frame in wire
   order; `RecordingClient.wait_until` waits for a condition without sleeping.
+* `AnsweringClient`: a `RecordingClient` that answers the trust question as told.
 * `spawn_agent`: starts ``python -m demo_agent`` with explicit arguments and environment and
   yields an `Agent` ``(conn, proc, client)``, initialized unless asked otherwise.
 * `Sandbox`: one test's private world (`tests.sandbox.Sandbox`), with `Sandbox.spawn`.
