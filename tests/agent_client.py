@@ -1,21 +1,21 @@
 """Drive the demo agent as a real subprocess over stdio, with the official ACP SDK client.
 
-Shared by the agent tests and the conformance suite:
+For what only a process shows; everything else drives the agent in this process
+(`tests.acp_peer.demo_peer`), which is much cheaper (a process spends a second or more in
+imports before it answers).
 
 * `RecordingClient`: a plain ACP client (not a subclass of the SDK's ``Client`` protocol) that
   records every ``session/update`` and, as a connection observer, every JSON-RPC frame in wire
   order; `RecordingClient.wait_until` waits for a condition without sleeping.
+* `AnsweringClient`: a `RecordingClient` that answers the trust question as told.
 * `spawn_agent`: starts ``python -m demo_agent`` with explicit arguments and environment and
   yields an `Agent` ``(conn, proc, client)``, initialized unless asked otherwise.
-* `Sandbox`: one test's private world (home, state dir, skills dir, project cwd), so that no
-  test sees the user's skills or another test's sessions.
+* `Sandbox`: one test's private world (`tests.sandbox.Sandbox`), with `Sandbox.spawn`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -44,11 +44,13 @@ from acp.schema import (
 )
 from acp.stdio import spawn_agent_process
 
-from acp_skills import JsonlSessionStore
+from tests import sandbox
+from tests.sandbox import write_skill
 
 __all__ = [
     "AGENT_COMMAND",
     "Agent",
+    "AnsweringClient",
     "Frame",
     "PromptBlock",
     "RecordingClient",
@@ -205,6 +207,26 @@ class RecordingClient:
         )
 
 
+class AnsweringClient(RecordingClient):
+    """A `RecordingClient` that answers the trust question as told: an option id,
+    ``cancelled``, ``error``, or ``hold`` (never answers, until the turn is cancelled)."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__()
+        self.answer = answer
+        self.questions: list[dict[str, Any]] = []
+        self.asked = anyio.Event()
+
+    async def request_permission(self, **kwargs: Any) -> RequestPermissionResponse:
+        # Imported here: the in-process rig imports the demo agent, which a process test need
+        # not load.
+        from tests.acp_peer import permission_answer
+
+        self.questions.append(kwargs)
+        self.asked.set()
+        return await permission_answer(self.answer)
+
+
 class Agent(NamedTuple):
     """A running agent: the SDK connection, the child process and the recording client."""
 
@@ -271,89 +293,10 @@ async def spawn_agent(
         yield Agent(conn, proc, client)
 
 
-def write_skill(
-    root: Path,
-    name: str,
-    description: str,
-    body: str = "",
-    /,
-    **frontmatter: str | bool,
-) -> Path:
-    """Write ``root/name/SKILL.md`` with the given frontmatter and body; return its path.
+class Sandbox(sandbox.Sandbox):
+    """`tests.sandbox.Sandbox`, plus starting the agent in it as a process."""
 
-    Extra frontmatter keys are written as given (``disableModelInvocation=True``); values go
-    through JSON, which YAML reads back unchanged.
-    """
-    lines = ["---", f"name: {name}", f"description: {json.dumps(description)}"]
-    lines += [f"{key}: {json.dumps(value)}" for key, value in frontmatter.items()]
-    lines += ["---", body or f"# {name}\n\n1. Do the {name} thing.\n"]
-    path = root / name / "SKILL.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
-
-
-@dataclass(frozen=True, slots=True)
-class Sandbox:
-    """One test's private world for the agent.
-
-    Attributes:
-        root: everything lives below it.
-        home: the agent's ``HOME`` (and ``DSH_HOME`` / ``DSH_AGENTS_HOME`` below it), empty.
-        state_dir: ``--state-dir``: session records go to ``state_dir/sessions``.
-        skills_dir: ``--skills-dir``: write skills here with `write_skill`.
-        project: an absolute ``cwd`` for sessions (no ``.git`` and no project skills).
-    """
-
-    root: Path
-
-    @classmethod
-    def create(cls, root: Path) -> Sandbox:
-        """Make the directories below ``root``."""
-        sandbox = cls(root)
-        for directory in (sandbox.home, sandbox.state_dir, sandbox.skills_dir, sandbox.project):
-            directory.mkdir(parents=True, exist_ok=True)
-        return sandbox
-
-    @property
-    def home(self) -> Path:
-        return self.root / "home"
-
-    @property
-    def state_dir(self) -> Path:
-        return self.root / "state"
-
-    @property
-    def skills_dir(self) -> Path:
-        return self.root / "skills"
-
-    @property
-    def project(self) -> Path:
-        return self.root / "project"
-
-    def args(self, *extra: str) -> list[str]:
-        """The agent's arguments: this sandbox's skills and state dirs, then ``extra``."""
-        return [
-            "--skills-dir",
-            str(self.skills_dir),
-            "--state-dir",
-            str(self.state_dir),
-            *extra,
-        ]
-
-    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The agent's environment: a private home, then ``extra``."""
-        env = {
-            "HOME": str(self.home),
-            "DSH_HOME": str(self.home / ".dsh"),
-            "DSH_AGENTS_HOME": str(self.home / ".agents"),
-            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
-            # The SDK trims the child's environment: the suite's trust mode (conftest) is passed on.
-            "ACP_SKILLS_TRUST": os.environ.get("ACP_SKILLS_TRUST", ""),
-            "ACP_SKILLS_TRUST_FILE": str(self.home / ".config" / "acp-skills" / "trust.json"),
-        }
-        env.update(extra or {})
-        return env
+    __slots__ = ()
 
     def spawn(
         self,
@@ -371,31 +314,6 @@ class Sandbox:
             initialize=initialize,
             stderr=stderr,
         )
-
-    def write_skill(
-        self, name: str, description: str, body: str = "", /, **frontmatter: str | bool
-    ) -> Path:
-        """`write_skill` into this sandbox's skills dir."""
-        return write_skill(self.skills_dir, name, description, body, **frontmatter)
-
-    def record_path(self, session_id: str) -> Path:
-        """Where the agent keeps the session's JSON Lines record."""
-        return JsonlSessionStore(self.state_dir / "sessions").path_for(session_id)
-
-    def read_record(self, session_id: str) -> list[dict[str, Any]]:
-        """The session's record entries, as the JSON objects on disk."""
-        path = self.record_path(session_id)
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-    def headers(self, session_id: str) -> list[dict[str, Any]]:
-        """The request headers in the session's record, oldest first."""
-        return [entry for entry in self.read_record(session_id) if entry["type"] == "header"]
-
-    def history(self, session_id: str) -> list[dict[str, Any]]:
-        """The conversation messages in the session's record, oldest first."""
-        return [
-            entry["message"] for entry in self.read_record(session_id) if entry["type"] == "history"
-        ]
 
 
 PromptBlock: TypeAlias = (

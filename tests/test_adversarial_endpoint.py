@@ -1,25 +1,27 @@
-"""Named hostile inputs, each met once through the real agent or the real console script, so
+"""Named hostile inputs, each met once through the real agent or the real command line, so
 that a later change cannot quietly bring one of them back.
 
-The model endpoint is a real HTTP server on 127.0.0.1 (`tests.fake_openai`), the agent a real
-subprocess over stdio (`tests.agent_client`).
+The model endpoint is a real HTTP server on 127.0.0.1 (`tests.fake_openai`); the agent runs in
+this process (`tests.acp_peer.demo_peer`), and so does the command line (``main(argv)``),
+writing to a real pseudo-terminal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
 import re
-import subprocess
-import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from tests.agent_client import Agent, Sandbox, text_prompt
+from acp_skills.cli.main import main as cli_main
+from tests.acp_peer import agent_environment, demo_peer, kept_logging
 from tests.fake_openai import (
     FakeOpenAI,
     Raw,
@@ -30,10 +32,10 @@ from tests.fake_openai import (
     text_reply,
     tool_call_reply,
 )
+from tests.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
 
-TEST_SECONDS = 60
 NOTES_BODY = "# Meeting notes\n\n1. Read the notes.\n"
 UNREADABLE = "The model endpoint sent a reply the agent could not read"
 
@@ -53,9 +55,12 @@ def call_piece(**piece: Any) -> dict[str, Any]:
     return chunk({"tool_calls": [piece]})
 
 
-async def ask(agent: Agent, session_id: str, text: str) -> str:
-    response = await agent.conn.prompt(session_id=session_id, prompt=text_prompt(text))
-    return response.stop_reason
+@contextlib.asynccontextmanager
+async def agent_on(server: FakeOpenAI, sandbox: Sandbox, *args: str) -> Any:
+    """The demo agent on the ``openai`` model at ``server``, with a session open."""
+    flags = openai_agent_args(server.base_url, *args)
+    async with demo_peer(sandbox, *flags, env={"TEST_KEY": "k"}) as agent:
+        yield agent, await agent.open_session()
 
 
 # -- the model endpoint -------------------------------------------------------------------------
@@ -99,22 +104,16 @@ async def test_malformed_endpoint_output_is_a_model_error_with_end_turn(
     for _, reply, _ in MALFORMED_REPLIES:
         script += [reply, text_reply("Still here.")]
     with FakeOpenAI(script) as server:
-        with anyio.fail_after(TEST_SECONDS):
-            async with sandbox.spawn(
-                *openai_agent_args(server.base_url), env={"TEST_KEY": "k"}
-            ) as agent:
-                client = agent.client
-                sid = (
-                    await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
-                ).session_id
-                for name, _, expected in MALFORMED_REPLIES:
-                    mark = len(client.updates)
-                    assert await ask(agent, sid, name) == "end_turn", name
-                    assert expected in client.agent_text(sid, since=mark), name
-                    mark = len(client.updates)
-                    assert await ask(agent, sid, "again") == "end_turn", name
-                    assert client.agent_text(sid, since=mark) == "Still here.", name
-                assert agent.proc.returncode is None
+        async with agent_on(server, sandbox) as (agent, sid):
+            client = agent.client
+            for name, _, expected in MALFORMED_REPLIES:
+                mark = len(client.updates)
+                assert await agent.ask(sid, name) == "end_turn", name
+                assert expected in client.agent_text(sid, since=mark), name
+                mark = len(client.updates)
+                assert await agent.ask(sid, "again") == "end_turn", name
+                assert client.agent_text(sid, since=mark) == "Still here.", name
+            assert agent.serving
     assert len(server.requests) == 2 * len(MALFORMED_REPLIES)
 
 
@@ -122,16 +121,10 @@ async def test_a_one_byte_drip_is_stopped_by_the_overall_timeout(sandbox: Sandbo
     """An endpoint sending a byte every 0.2 s never trips a per-read timeout: --timeout holds."""
     drip = Raw(sse(chunk({"content": "Partial"}))[: -len(b"data: [DONE]\n\n")], drip=0.2)
     with FakeOpenAI([drip]) as server:
-        with anyio.fail_after(TEST_SECONDS):
-            async with sandbox.spawn(
-                *openai_agent_args(server.base_url, "--timeout", "1"), env={"TEST_KEY": "k"}
-            ) as agent:
-                sid = (
-                    await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
-                ).session_id
-                assert await ask(agent, sid, "hello") == "end_turn"
-                text = agent.client.agent_text(sid)
-            assert await anyio.to_thread.run_sync(server.client_closed.wait, 10.0)
+        async with agent_on(server, sandbox, "--timeout", "1") as (agent, sid):
+            assert await agent.ask(sid, "hello") == "end_turn"
+            text = agent.client.agent_text(sid)
+        assert await anyio.to_thread.run_sync(server.client_closed.wait, 10.0)
     assert text == "Partial\n\nThe model endpoint did not answer within 1 s. Try again later."
 
 
@@ -155,14 +148,8 @@ async def test_tool_call_ids_are_unique_in_a_session_when_repeated_or_missing(
         text_reply("Done."),
     ]
     with FakeOpenAI(script) as server:
-        with anyio.fail_after(TEST_SECONDS):
-            async with sandbox.spawn(
-                *openai_agent_args(server.base_url), env={"TEST_KEY": "k"}
-            ) as agent:
-                sid = (
-                    await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
-                ).session_id
-                assert await ask(agent, sid, "use the notes skill") == "end_turn"
+        async with agent_on(server, sandbox) as (agent, sid):
+            assert await agent.ask(sid, "use the notes skill") == "end_turn"
     messages = server.requests[-1].messages
     call_ids = [
         call["id"] for m in messages if m["role"] == "assistant" for call in m.get("tool_calls", [])
@@ -178,7 +165,6 @@ async def test_tool_call_ids_are_unique_in_a_session_when_repeated_or_missing(
 
 HOSTILE_DIR = "odd\r\x1b[2Kname\x0b\x0c\nerror:forged-row"
 HOSTILE_BODY = "\x1b]0;pwned title\x07\x1b[2J\x1b[Hcleared\r\x9bsneaky\n"
-SCRIPT = Path(sys.executable).parent / "acp-skills"
 # What our own styling writes; nothing else may start an escape sequence.
 OUR_STYLING = re.compile(r"\x1b\[[0-9]{1,2}(?:;[0-9]{1,2})*m")
 
@@ -194,25 +180,38 @@ def hostile_skills(root: Path) -> Path:
 
 
 def run_on_a_terminal(*args: str) -> str:
-    """What the console script wrote to a pseudo-terminal (its line endings undone)."""
+    """What ``acp-skills ARGS`` wrote to a pseudo-terminal (its line endings undone)."""
     main, secondary = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "ACP_SKILLS_DIRS")}
-    env["TERM"] = "xterm"
-    process = subprocess.Popen(
-        [str(SCRIPT), *args], stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, env=env
-    )
-    os.close(secondary)
     output = bytearray()
-    while True:
-        try:
-            data = os.read(main, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        output += data
-    os.close(main)
-    assert process.wait(timeout=60) in (0, 1)
+
+    def read() -> None:  # the terminal holds little: read while the command writes
+        while True:
+            try:
+                data = os.read(main, 65536)
+            except OSError:  # EIO: the writing side closed the terminal
+                return
+            if not data:
+                return
+            output.extend(data)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        with (
+            open(secondary, "w", encoding="utf-8", closefd=False) as terminal,
+            contextlib.redirect_stdout(terminal),
+            contextlib.redirect_stderr(terminal),
+            agent_environment({"TERM": "xterm"}),
+            kept_logging(),
+            pytest.MonkeyPatch.context() as patch,
+        ):
+            patch.delenv("NO_COLOR", raising=False)
+            status = cli_main(list(args))
+    finally:
+        os.close(secondary)
+        reader.join()
+        os.close(main)
+    assert status in (0, 1)
     return output.decode("utf-8").replace("\r\n", "\n")
 
 
@@ -239,13 +238,9 @@ async def test_agent_console_log_spells_out_controls_from_disk(sandbox: Sandbox)
     skills = hostile_skills(sandbox.root / "hostile")
     project = sandbox.root / HOSTILE_DIR
     project.mkdir()
-    stderr_path = sandbox.root / "stderr.log"
-    with stderr_path.open("w", encoding="utf-8") as stderr, anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn(
-            "--skills-dir", str(skills), "--log-level", "debug", stderr=stderr
-        ) as agent:
-            await agent.conn.new_session(cwd=str(project), mcp_servers=[])
-    log = stderr_path.read_text(encoding="utf-8")
+    async with demo_peer(sandbox, "--skills-dir", str(skills), "--log-level", "debug") as agent:
+        await agent.open_session(project)
+    log = agent.log
     assert "odd\\x0d\\x1b[2Kname\\x0b\\x0c\\x0aerror:forged-row" in log
     assert "\x1b" not in log
     assert "\r" not in log
@@ -256,11 +251,10 @@ async def test_skills_report_spells_out_controls_from_disk(sandbox: Sandbox) -> 
     """`/skills` for a project whose path holds CR, LF and escapes shows them spelt out."""
     project = sandbox.root / HOSTILE_DIR
     project.mkdir()
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            sid = (await agent.conn.new_session(cwd=str(project), mcp_servers=[])).session_id
-            assert await ask(agent, sid, "/skills") == "end_turn"
-            text = agent.client.agent_text(sid)
+    async with demo_peer(sandbox) as agent:
+        sid = await agent.open_session(project)
+        assert await agent.ask(sid, "/skills") == "end_turn"
+        text = agent.client.agent_text(sid)
     assert "odd\\x0d\\x1b[2Kname\\x0b\\x0c\\x0aerror:forged-row" in text
     assert not {"\r", "\x1b", "\x0b", "\x0c"} & set(text)
     assert not any(line.startswith("error:forged") for line in text.splitlines())

@@ -255,7 +255,8 @@ async def test_commands_go_out_once_when_an_mcp_listing_arrives_during_the_first
     """The list that follows a slow MCP listing goes out once, however many lookups waited
     for it (the opening's, the first turn's, a registry change's): a turn is running, so the
     editor has the session and needs no resend. Later prompts send nothing; ``session/load``
-    sends the list after its answer and once more at its first turn."""
+    sends the list after its answer and once more at its first turn. (The server is a
+    process: the MCP pool reaches servers over stdio or HTTP only.)"""
     pytest.importorskip("mcp")
     from acp_skills.mcp import McpSkillProvider
 

@@ -11,9 +11,8 @@ import anyio
 import pytest
 from acp.helpers import text_block
 
-from acp_skills import LocalSkillProvider, SkillRegistry
+from acp_skills import LocalSkillProvider, SkillCandidate, SkillRegistry, SkillSnapshot
 from acp_skills.acp.consent import TrustView, command_note, report_lines, trust_error
-from acp_skills.model import SkillCandidate, SkillSnapshot
 from acp_skills.trust import ProjectSource, ServerSource, TrustStore
 from acp_skills.trust_question import Withheld, question_options, question_text, question_title
 from tests.acp_peer import Peer, ScriptedModelAgent, connected, text_content, write_skill
@@ -252,7 +251,8 @@ async def test_trust_for_this_session_admits_only_the_pairs_an_mcp_question_show
     tmp_path: Path,
 ) -> None:
     """After ``allow_once`` for a server, a body it swaps later in the session, or a skill it
-    adds, waits: neither loads, and the session does not ask again."""
+    adds, waits: neither loads, and the session does not ask again. (The server is a process:
+    the MCP pool reaches servers over stdio or HTTP only.)"""
     pytest.importorskip("mcp")
     from acp_skills.mcp import McpServer, McpSkillProvider
     from tests.mcp_http import SERVER, write_served_skill

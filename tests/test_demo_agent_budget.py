@@ -1,4 +1,4 @@
-"""The catalog budget in the demo agent: a real ``python -m demo_agent`` over stdio.
+"""The catalog budget in the demo agent: the real agent in this process (`tests.acp_peer`).
 
 ``--catalog-budget``, ``--pin`` and ``--hide`` (and their variables), the ``skill`` tool's schema
 as recorded in each request header, the warning on stderr, and the offline model finding a skill
@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from acp_skills import SkillRegistry, SkillSummary, SkillTool, render_catalog
@@ -21,11 +20,10 @@ from demo_agent.__main__ import parse_args
 from demo_agent.models import ModelRequest
 from demo_agent.models.offline import OfflineModel
 from demo_agent.settings import DEFAULT_CATALOG_BUDGET
-from tests.agent_client import Agent, Sandbox, text_prompt
+from tests.acp_peer import DemoPeer, demo_peer
+from tests.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
-
-TEST_SECONDS = 30
 
 AREAS = ["billing", "search", "checkout", "accounts", "reports", "shipping"]
 
@@ -51,13 +49,11 @@ def write_many_skills(sandbox: Sandbox) -> None:
     )
 
 
-async def turn(agent: Agent, sandbox: Sandbox, text: str) -> tuple[str, dict[str, Any]]:
+async def turn(agent: DemoPeer, text: str) -> tuple[str, dict[str, Any]]:
     """A new session, one prompt; the session id and its ``_skills/prefix`` afterwards."""
-    created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
-    response = await agent.conn.prompt(session_id=created.session_id, prompt=text_prompt(text))
-    assert response.stop_reason == "end_turn"
-    prefix = await agent.conn.ext_method("skills/prefix", {"sessionId": created.session_id})
-    return created.session_id, prefix
+    session_id = await agent.open_session()
+    assert await agent.ask(session_id, text) == "end_turn"
+    return session_id, await agent.ext("skills/prefix", {"sessionId": session_id})
 
 
 def skill_properties(prefix: dict[str, Any]) -> set[str]:
@@ -68,9 +64,8 @@ def skill_properties(prefix: dict[str, Any]) -> set[str]:
 async def test_default_budget_keeps_a_small_catalog_whole(sandbox: Sandbox) -> None:
     """Under the default 8,000 characters nothing changes and the schema has no query."""
     sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.")
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            _, prefix = await turn(agent, sandbox, "hello")
+    async with demo_peer(sandbox) as agent:
+        _, prefix = await turn(agent, "hello")
     [catalog] = prefix["messages"]
     assert prefix["budget"] == {
         "limit": DEFAULT_CATALOG_BUDGET,
@@ -84,18 +79,14 @@ async def test_default_budget_keeps_a_small_catalog_whole(sandbox: Sandbox) -> N
 async def test_an_omitted_skill_is_found_with_query_and_loaded(sandbox: Sandbox) -> None:
     """Over budget: the schema gains query, the model searches, then loads the skill by name."""
     write_many_skills(sandbox)
-    log = sandbox.root / "agent-stderr.log"
-    with anyio.fail_after(TEST_SECONDS), log.open("w") as stderr:
-        async with sandbox.spawn("--catalog-budget", "1500", stderr=stderr) as agent:
-            session_id, prefix = await turn(
-                agent, sandbox, "count the zebras in my camera trap photos"
-            )
-            titles = [
-                update.title
-                for update in agent.client.tool_updates(session_id)
-                if update.session_update == "tool_call"
-            ]
-            reply = agent.client.agent_text(session_id)
+    async with demo_peer(sandbox, "--catalog-budget", "1500") as agent:
+        session_id, prefix = await turn(agent, "count the zebras in my camera trap photos")
+        titles = [
+            update.title
+            for update in agent.client.tool_updates(session_id)
+            if update.session_update == "tool_call"
+        ]
+        reply = agent.client.agent_text(session_id)
     assert skill_properties(prefix) == {"name", "path", "query"}
     budget = prefix["budget"]
     assert budget["limit"] == 1500
@@ -108,9 +99,7 @@ async def test_an_omitted_skill_is_found_with_query_and_loaded(sandbox: Sandbox)
         "Load skill zebra-census",
     ]
     assert "I loaded the `zebra-census` skill" in reply
-    [warning] = [
-        line for line in log.read_text().splitlines() if "skill_catalog_over_budget" in line
-    ]
+    [warning] = [line for line in agent.log.splitlines() if "skill_catalog_over_budget" in line]
     assert "limit=1500" in warning
     assert f"omitted={len(budget['omitted'])}" in warning
     assert f"shortened={budget['shortened']}" in warning
@@ -120,11 +109,10 @@ async def test_pinned_and_hidden_skills_from_flags_and_environment(sandbox: Sand
     """--pin leads the catalog in full; ACP_SKILLS_HIDE keeps a skill out of it."""
     write_many_skills(sandbox)
     env = {"ACP_SKILLS_HIDE": "team-00, team-01"}
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn(
-            "--catalog-budget", "none", "--pin", "zebra-census", env=env
-        ) as agent:
-            _, prefix = await turn(agent, sandbox, "hello")
+    async with demo_peer(
+        sandbox, "--catalog-budget", "none", "--pin", "zebra-census", env=env
+    ) as agent:
+        _, prefix = await turn(agent, "hello")
     [catalog] = prefix["messages"]
     entries = [line for line in catalog["text"].splitlines() if line.startswith("- `")]
     assert entries[0] == (
@@ -141,23 +129,21 @@ async def test_a_pinned_or_hidden_name_no_skill_has_is_one_warning(sandbox: Sand
     a second session over the same skills does not repeat it."""
     write_many_skills(sandbox)
     env = {"ACP_SKILLS_HIDE": "team-00, no-such-hidden"}
-    log = sandbox.root / "agent-stderr.log"
-    with anyio.fail_after(TEST_SECONDS), log.open("w") as stderr:
-        async with sandbox.spawn(
-            # Without watching, the skills stay cached from the start: until a watch is live
-            # each lookup is a new set of skills, and its catalog warns again, as documented.
-            "--no-watch",
-            "--catalog-budget",
-            "none",
-            "--pin",
-            "zebra-censsus",
-            env=env,
-            stderr=stderr,
-        ) as agent:
-            await turn(agent, sandbox, "hello")
-            _, prefix = await turn(agent, sandbox, "hello again")
+    async with demo_peer(
+        sandbox,
+        # Without watching, the skills stay cached from the start: until a watch is live
+        # each lookup is a new set of skills, and its catalog warns again, as documented.
+        "--no-watch",
+        "--catalog-budget",
+        "none",
+        "--pin",
+        "zebra-censsus",
+        env=env,
+    ) as agent:
+        await turn(agent, "hello")
+        _, prefix = await turn(agent, "hello again")
     assert "team-00" not in prefix["messages"][0]["text"]
-    warnings = [line for line in log.read_text().splitlines() if "skill_name_unknown" in line]
+    warnings = [line for line in agent.log.splitlines() if "skill_name_unknown" in line]
     assert len(warnings) == 2
     [pin] = [line for line in warnings if "setting=pin" in line]
     [hide] = [line for line in warnings if "setting=hide" in line]

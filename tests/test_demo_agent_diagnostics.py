@@ -1,25 +1,24 @@
-"""Diagnostics reach the person in the editor: the real demo agent over stdio.
+"""Diagnostics reach the person in the editor: the real demo agent, in this process
+(`tests.acp_peer.demo_peer`).
 
-``/skills`` and a ``/word`` that is no command are answered without the model; ``_skills/list``
-carries the problems; a ``--skills-dir`` that does not exist is a warning at start-up; and the
-``acp-skills`` command line shows exactly the catalog and the skill text this agent uses.
+``/skills`` is answered without the model, and ``_skills/list`` carries the problems, errors
+and warnings alike (what the library's commands say: tests/test_commands.py); a
+``--skills-dir`` that does not exist is a warning at start-up; and ``acp-skills show`` prints
+exactly the skill text this agent gives its model.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.agent_client import Agent, Sandbox, text_prompt
+from acp_skills.cli.main import main as cli_main
+from tests.acp_peer import DemoPeer, agent_environment, demo_peer, kept_logging
+from tests.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
-
-TEST_SECONDS = 30
 
 BROKEN = "---\nname: broken\ndescription: [never closed\n---\nbody\n"
 
@@ -39,18 +38,9 @@ def sandbox(tmp_path: Path) -> Sandbox:
     return sandbox
 
 
-async def open_session(agent: Agent, sandbox: Sandbox) -> str:
-    return (await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])).session_id
-
-
-async def ask(agent: Agent, session_id: str, text: str) -> str:
-    response = await agent.conn.prompt(session_id=session_id, prompt=text_prompt(text))
-    return response.stop_reason
-
-
-async def no_model_request_made(agent: Agent, session_id: str) -> bool:
+async def no_model_request_made(agent: DemoPeer, session_id: str) -> bool:
     """Every model request records a header first: no header, no request."""
-    prefix = await agent.conn.ext_method("skills/prefix", {"sessionId": session_id})
+    prefix = await agent.ext("skills/prefix", {"sessionId": session_id})
     return prefix["header"] is None and not prefix["composed"]
 
 
@@ -58,24 +48,23 @@ async def test_skills_command_answers_with_skills_and_problems_without_the_model
     sandbox: Sandbox,
 ) -> None:
     """``/skills`` is advertised, answered by the library, and nothing reaches the model."""
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            client = agent.client
-            sid = await open_session(agent, sandbox)
-            await client.wait_until(lambda: "available_commands_update" in client.kinds(sid))
-            [announced] = client.session_updates(sid)
-            assert [c.name for c in announced.available_commands] == [
-                "alpha-notes",
-                "new-name",
-                "skills",
-            ]
-            assert await ask(agent, sid, "/skills") == "end_turn"
-            answer = client.agent_text(sid)
-            assert await no_model_request_made(agent, sid)
-            assert client.tool_updates(sid) == []
-            # The catalog is still composed by the first turn that asks the model.
-            assert await ask(agent, sid, "please use alpha-notes") == "end_turn"
-            assert not await no_model_request_made(agent, sid)
+    async with demo_peer(sandbox) as agent:
+        client = agent.client
+        sid = await agent.open_session()
+        await client.wait_until(lambda: "available_commands_update" in client.kinds(sid))
+        [announced] = client.session_updates(sid)
+        assert [c.name for c in announced.available_commands] == [
+            "alpha-notes",
+            "new-name",
+            "skills",
+        ]
+        assert await agent.ask(sid, "/skills") == "end_turn"
+        answer = client.agent_text(sid)
+        assert await no_model_request_made(agent, sid)
+        assert client.tool_updates(sid) == []
+        # The catalog is still composed by the first turn that asks the model.
+        assert await agent.ask(sid, "please use alpha-notes") == "end_turn"
+        assert not await no_model_request_made(agent, sid)
     broken = sandbox.skills_dir / "broken" / "SKILL.md"
     assert answer.startswith(f"**Skills for `{sandbox.project}`** (3)\n")
     assert "- `/alpha-notes` — Summarise meeting notes into action items. (custom)" in answer
@@ -85,26 +74,11 @@ async def test_skills_command_answers_with_skills_and_problems_without_the_model
     assert "- warning `name-mismatch` " in answer
 
 
-async def test_an_unknown_command_gets_a_note_listing_the_commands(sandbox: Sandbox) -> None:
-    """``/alpha-note`` (a typo) is not sent to the model as text: a note answers it."""
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            sid = await open_session(agent, sandbox)
-            assert await ask(agent, sid, "/alpha-note for today") == "end_turn"
-            answer = agent.client.agent_text(sid)
-            assert await no_model_request_made(agent, sid)
-    assert answer == (
-        "`/alpha-note` is not a command here. Did you mean `/alpha-notes`?\n\n"
-        "Commands: `/alpha-notes`, `/new-name`, `/skills`.\n\nNothing was sent to the model."
-    )
-
-
 async def test_skills_list_carries_the_problems_over_the_wire(sandbox: Sandbox) -> None:
     """``_skills/list`` answers ``problems`` beside ``skills``: one record per problem."""
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            sid = await open_session(agent, sandbox)
-            listed = await agent.conn.ext_method("skills/list", {"sessionId": sid})
+    async with demo_peer(sandbox) as agent:
+        sid = await agent.open_session()
+        listed = await agent.ext("skills/list", {"sessionId": sid})
     assert [s["name"] for s in listed["skills"]] == ["alpha-notes", "model-helper", "new-name"]
     assert [(p["code"], p["severity"], p["line"]) for p in listed["problems"]] == [
         ("yaml-invalid", "error", 4),
@@ -113,103 +87,47 @@ async def test_skills_list_carries_the_problems_over_the_wire(sandbox: Sandbox) 
     assert listed["problems"][0]["path"] == str(sandbox.skills_dir / "broken" / "SKILL.md")
 
 
-def test_a_missing_skills_dir_is_a_warning_at_start_up(tmp_path: Path) -> None:
-    """The agent says so on stderr as it starts, before any session exists."""
+async def test_a_missing_skills_dir_is_a_warning_at_start_up(tmp_path: Path) -> None:
+    """The agent says so as it starts, before any session exists."""
+    sandbox = Sandbox.create(tmp_path)
     typo = tmp_path / "skils"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "demo_agent",
-            "--skills-dir",
-            str(typo),
-            "--state-dir",
-            str(tmp_path / "state"),
-        ],
-        env={
-            **os.environ,
-            "HOME": str(tmp_path),
-            "DSH_HOME": str(tmp_path / "d"),
-            "DSH_AGENTS_HOME": str(tmp_path / "a"),
-        },
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0
-    assert result.stdout == ""
-    [line] = [line for line in result.stderr.splitlines() if "skill_root_missing" in line]
+    async with demo_peer(sandbox, "--skills-dir", str(typo)) as agent:
+        [line] = [line for line in agent.log.splitlines() if "skill_root_missing" in line]
     assert "warning" in line
     assert f"path={typo}" in line
     assert "code=root-missing" in line
 
 
-def test_an_existing_skills_dir_starts_quietly(tmp_path: Path) -> None:
+async def test_an_existing_skills_dir_starts_quietly(tmp_path: Path) -> None:
     """No warning at all when every --skills-dir is there."""
-    (tmp_path / "skills").mkdir()
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "demo_agent",
-            "--skills-dir",
-            str(tmp_path / "skills"),
-            "--state-dir",
-            str(tmp_path / "state"),
-        ],
-        env={**os.environ, "HOME": str(tmp_path)},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert (result.returncode, result.stdout) == (0, "")
-    assert "skill_root_missing" not in result.stderr
+    async with demo_peer(Sandbox.create(tmp_path)) as agent:
+        pass
+    assert "skill_root_missing" not in agent.log
 
 
-def cli(sandbox: Sandbox, *args: str) -> str:
-    """Run ``acp-skills`` looking from the sandbox's project, as the agent does."""
-    env = {key: value for key, value in os.environ.items() if key != "ACP_SKILLS_DIRS"}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "acp_skills",
-            *args,
-            "--cwd",
-            str(sandbox.project),
-            "--dsh-home",
-            str(sandbox.home / ".dsh"),
-            "--agents-home",
-            str(sandbox.home / ".agents"),
-            "--skills-dir",
-            str(sandbox.skills_dir),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-    )
-    assert "Traceback" not in result.stderr
-    return result.stdout
-
-
-async def test_the_command_line_shows_exactly_the_agent_s_catalog_and_skill_text(
-    sandbox: Sandbox,
+async def test_show_prints_exactly_the_skill_text_the_agent_gives_its_model(
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`acp-skills catalog` is the agent's catalog message; `show` its skill tool result."""
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            client = agent.client
-            sid = await open_session(agent, sandbox)
-            assert await ask(agent, sid, "please use alpha-notes on today's notes") == "end_turn"
-            prefix = await agent.conn.ext_method("skills/prefix", {"sessionId": sid})
-            _, end = client.tool_updates(sid)
-    [catalog] = prefix["messages"]
-    assert cli(sandbox, "catalog") == catalog["text"] + "\n"
-    assert cli(sandbox, "show", "alpha-notes") == end.content[0].content.text + "\n"
+    """`acp-skills show NAME`, looking from the agent's project with its skills, prints the
+    agent's ``skill`` tool result (the catalog: tests/test_cli_agent_parity.py)."""
+    async with demo_peer(sandbox) as agent:
+        sid = await agent.open_session()
+        assert await agent.ask(sid, "please use alpha-notes on today's notes") == "end_turn"
+        [(status, result)] = agent.client.tool_results(sid)
+    assert status == "completed"
+    where = ["--cwd", str(sandbox.project), "--skills-dir", str(sandbox.skills_dir)]
+    homes = [
+        "--dsh-home",
+        str(sandbox.home / ".dsh"),
+        "--agents-home",
+        str(sandbox.home / ".agents"),
+    ]
+    capsys.readouterr()
+    with agent_environment({}), kept_logging():
+        # A thread of its own: the command line runs its own event loop.
+        argv = ["show", "alpha-notes", *where, *homes]
+        exit_status = await anyio.to_thread.run_sync(lambda: cli_main(argv))
+    assert exit_status == 0
+    shown = capsys.readouterr()
+    assert "Traceback" not in shown.err
+    assert shown.out == result + "\n"

@@ -1,16 +1,15 @@
 """No side route lets the model read a skill it may not load (contract §7), end to end: the real
-demo agent as a subprocess over stdio, a real OpenAI-compatible server on 127.0.0.1 scripting the
-model's tool calls, and real skill files in temporary directories."""
+demo agent in this process (`tests.acp_peer.demo_peer`), a real OpenAI-compatible server on
+127.0.0.1 scripting the model's tool calls, and real skill files in temporary directories."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests.agent_client import Sandbox, text_prompt
+from tests.acp_peer import demo_peer
 from tests.fake_openai import (
     FakeOpenAI,
     ReceivedRequest,
@@ -20,10 +19,10 @@ from tests.fake_openai import (
     text_reply,
 )
 from tests.fake_openai import tool_call_reply as tool_call
+from tests.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
 
-TEST_SECONDS = 30
 SECRET = "SECRET-STEPS-ONLY-A-PERSON-MAY-SEE"
 
 
@@ -54,22 +53,14 @@ async def run_turn(
     sandbox: Sandbox, server: FakeOpenAI, cwd: Path
 ) -> tuple[list[str], list[str], list[str]]:
     """One prompt turn; returns the tool results' statuses and texts and the client's reads."""
-    async with sandbox.spawn(
-        *openai_agent_args(server.base_url), env={"TEST_KEY": "secret"}
-    ) as agent:
-        session = await agent.conn.new_session(cwd=str(cwd), mcp_servers=[])
-        response = await agent.conn.prompt(
-            session_id=session.session_id, prompt=text_prompt("use the skills")
-        )
-        assert response.stop_reason == "end_turn"
-        ends = [
-            update
-            for update in agent.client.tool_updates(session.session_id)
-            if update.session_update == "tool_call_update"
-        ]
+    args = openai_agent_args(server.base_url)
+    async with demo_peer(sandbox, *args, env={"TEST_KEY": "secret"}) as agent:
+        session_id = await agent.open_session(cwd)
+        assert await agent.ask(session_id, "use the skills") == "end_turn"
+        results = agent.client.tool_results(session_id)
         return (
-            [end.status for end in ends],
-            [end.content[0].content.text for end in ends],
+            [status for status, _ in results],
+            [text for _, text in results],
             list(agent.client.reads),
         )
 
@@ -86,8 +77,7 @@ async def test_the_model_cannot_read_files_through_a_flat_skill(sandbox: Sandbox
     write_file_skill(root / "vault" / "SKILL.md", "vault", SECRET, hidden=True)
     paths = ["vault/SKILL.md", "quiet.md", "notes.md"]
     with FakeOpenAI(calling(*({"name": "notes", "path": p} for p in paths))) as server:
-        with anyio.fail_after(TEST_SECONDS):
-            statuses, texts, reads = await run_turn(sandbox, server, sandbox.project)
+        statuses, texts, reads = await run_turn(sandbox, server, sandbox.project)
     reason = (
         "it is a single-file skill, so it has no resource files of its own; its directory "
         "holds other skills"
@@ -114,8 +104,7 @@ async def test_a_session_inside_a_bundle_cannot_read_its_hidden_project_skills(
         {"name": "pub", "path": "checklist.md"},
     ]
     with FakeOpenAI(calling(*calls)) as server:
-        with anyio.fail_after(TEST_SECONDS):
-            statuses, texts, reads = await run_turn(sandbox, server, bundle)
+        statuses, texts, reads = await run_turn(sandbox, server, bundle)
     assert statuses == ["failed", "completed"]
     assert texts == [
         'Error: cannot read ".agents/skills/vault/SKILL.md" from skill "pub": it belongs to a '

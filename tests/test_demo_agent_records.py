@@ -1,9 +1,10 @@
 """A session is never bricked by its storage (contract §11): the demo agent end to end.
 
 The record on disk may be corrupt, or not a file at all; the state directory may be unusable
-at start-up or stop accepting writes mid-session. The agent runs as a real subprocess over
-stdio with a real state directory; where a check needs file permissions to mean something, the
-agent runs without root (`run_unprivileged`), since root ignores them.
+at start-up or stop accepting writes mid-session. The real agent runs in this process
+(`tests.acp_peer.demo_peer`, or its ``main()`` for start-up) with a real state directory; a
+restart is a new agent on the same directory. Where a check needs file permissions to mean
+something, the agent runs without root (`as_nobody`), since root ignores them.
 """
 
 from __future__ import annotations
@@ -11,34 +12,26 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
 import anyio
 import pytest
 from acp import RequestError
-from acp.stdio import spawn_agent_process
 
 from acp_skills import JsonlSessionStore
 from acp_skills.record import HistoryEntry
-from tests.agent_client import (
-    AGENT_COMMAND,
-    Agent,
-    RecordingClient,
-    Sandbox,
-    initialize_agent,
-    text_prompt,
-)
+from demo_agent.__main__ import main
+from tests.acp_peer import DemoPeer, agent_environment, demo_peer, kept_logging
 from tests.records import make_directory, make_fifo
+from tests.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
 
-TEST_SECONDS = 60
 NOT_SAVED = "this conversation could not be saved"
 needs_posix = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX FIFOs and owners")
 
@@ -49,17 +42,11 @@ def sandbox(tmp_path: Path) -> Sandbox:
     return Sandbox.create(tmp_path)
 
 
-async def new_session(agent: Agent, sandbox: Sandbox) -> str:
-    return (await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])).session_id
-
-
-async def ask(agent: Agent, session_id: str, text: str) -> str:
-    response = await agent.conn.prompt(session_id=session_id, prompt=text_prompt(text))
-    return response.stop_reason
-
-
-async def load(agent: Agent, sandbox: Sandbox, session_id: str) -> None:
-    await agent.conn.load_session(cwd=str(sandbox.project), session_id=session_id, mcp_servers=[])
+async def load(agent: DemoPeer, sandbox: Sandbox, session_id: str) -> None:
+    with anyio.fail_after(30):
+        await agent.conn.load_session(
+            cwd=str(sandbox.project), session_id=session_id, mcp_servers=[]
+        )
 
 
 async def users_said(sandbox: Sandbox, session_id: str) -> list[str]:
@@ -72,9 +59,9 @@ async def users_said(sandbox: Sandbox, session_id: str) -> list[str]:
     ]
 
 
-def log_lines(path: Path, event: str) -> list[str]:
-    """The agent's stderr lines that carry ``event``."""
-    return [line for line in path.read_text(encoding="utf-8").splitlines() if event in line]
+def log_lines(log: str, event: str) -> list[str]:
+    """The agent's log lines (its stderr) that carry ``event``."""
+    return [line for line in log.splitlines() if event in line]
 
 
 # -- a record that cannot be decoded ---------------------------------------------------------
@@ -103,10 +90,9 @@ async def test_undecodable_record_lines_are_skipped_and_the_session_keeps_workin
     sandbox: Sandbox,
 ) -> None:
     """Each bad line is skipped with a warning naming file and line; the next append is whole."""
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            session_id = await new_session(agent, sandbox)
-            assert await ask(agent, session_id, "hello") == "end_turn"
+    async with demo_peer(sandbox) as agent:
+        session_id = await agent.open_session()
+        assert await agent.ask(session_id, "hello") == "end_turn"
     path = sandbox.record_path(session_id)
     good = path.read_bytes().splitlines()
     torn = b'{"v":1,"type":"history","message":{"role":"us'
@@ -114,30 +100,26 @@ async def test_undecodable_record_lines_are_skipped_and_the_session_keeps_workin
     bad_line_numbers = list(range(2, 2 + len(UNDECODABLE_LINES)))
     torn_line_number = len(good) + len(UNDECODABLE_LINES) + 1
 
-    stderr_path = sandbox.root / "agent.stderr"
-    with anyio.fail_after(TEST_SECONDS), stderr_path.open("wb") as stderr:
-        async with sandbox.spawn(stderr=stderr) as agent:
-            await load(agent, sandbox, session_id)
-            client = agent.client
-            await client.wait_until(
-                lambda: "user_message_chunk" in client.kinds(session_id),
-            )
-            assert await ask(agent, session_id, "still there?") == "end_turn"
+    async with demo_peer(sandbox) as agent:
+        await load(agent, sandbox, session_id)
+        client = agent.client
+        await client.wait_until(lambda: "user_message_chunk" in client.kinds(session_id))
+        assert await agent.ask(session_id, "still there?") == "end_turn"
 
-    skipped = log_lines(stderr_path, "session_record_line_skipped")
+    skipped = log_lines(agent.log, "session_record_line_skipped")
     assert len(skipped) == len(UNDECODABLE_LINES) + 1
     for line_number, line in zip([*bad_line_numbers, torn_line_number], skipped, strict=True):
         assert f"line={line_number} " in line
         assert str(path) in line
-    assert "Traceback" not in stderr_path.read_text(encoding="utf-8")
+    assert "Traceback" not in agent.log
     # The torn fragment kept its own line: the entries appended after it are whole lines.
     lines = path.read_bytes().splitlines()
     assert lines[torn_line_number - 1] == torn
     assert users_said_after(lines[torn_line_number:]) == ["still there?"]
 
-    async with sandbox.spawn() as agent:
+    async with demo_peer(sandbox) as agent:
         await load(agent, sandbox, session_id)
-        assert await ask(agent, session_id, "and now?") == "end_turn"
+        assert await agent.ask(session_id, "and now?") == "end_turn"
     assert await users_said(sandbox, session_id) == ["hello", "still there?", "and now?"]
 
 
@@ -168,34 +150,31 @@ async def test_load_of_a_record_that_is_not_a_file_is_refused_without_blocking(
     path = sandbox.record_path(session_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     make(path)
-    stderr_path = sandbox.root / "agent.stderr"
-    with anyio.fail_after(TEST_SECONDS), stderr_path.open("wb") as stderr:
-        async with sandbox.spawn(stderr=stderr) as agent:
-            with pytest.raises(RequestError) as refused:
-                await load(agent, sandbox, session_id)
-            assert refused.value.code == -32603
-            reason = cast(Mapping[str, Any], refused.value.data)["reason"]
-            assert reason == (
-                f"the session record cannot be read: Is {described}, not a regular file: {path}"
-            )
-            other = await new_session(agent, sandbox)
-            assert await ask(agent, other, "hello") == "end_turn"
-    assert "Traceback" not in stderr_path.read_text(encoding="utf-8")
+    async with demo_peer(sandbox) as agent:
+        with pytest.raises(RequestError) as refused:
+            await load(agent, sandbox, session_id)
+        assert refused.value.code == -32603
+        reason = cast(Mapping[str, Any], refused.value.data)["reason"]
+        assert reason == (
+            f"the session record cannot be read: Is {described}, not a regular file: {path}"
+        )
+        other = await agent.open_session()
+        assert await agent.ask(other, "hello") == "end_turn"
+    assert "Traceback" not in agent.log
 
 
 # -- an unusable state directory at start-up -------------------------------------------------
 
 
-def run_agent(*args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*AGENT_COMMAND, *args],
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TEST_SECONDS,
-        check=False,
-    )
+def start_agent(
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, str, str]:
+    """The agent's ``main()`` with ``args`` in the sandbox's environment: its exit status,
+    stdout and stderr (it stops before it serves)."""
+    with agent_environment(sandbox.env()), kept_logging():
+        status = main(list(args))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
 
 
 def state_is_a_file(state: Path) -> str:
@@ -215,27 +194,26 @@ def sessions_is_a_file(state: Path) -> str:
     ids=["state-dir-is-a-file", "sessions-is-a-file"],
 )
 def test_a_state_dir_that_is_not_a_directory_stops_the_agent_at_start_up(
-    sandbox: Sandbox, spoil: Callable[[Path], str]
+    sandbox: Sandbox, spoil: Callable[[Path], str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Exit status 2 and one line on stderr saying which path is wrong; no traceback."""
     expected = spoil(sandbox.state_dir)
-    result = run_agent(*sandbox.args(), env=sandbox.env({"PATH": os.environ.get("PATH", "")}))
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert result.stderr.splitlines() == [f"acp-skills-demo: unusable state directory: {expected}"]
+    status, out, err = start_agent(sandbox, capsys, *sandbox.args())
+    assert status == 2
+    assert out == ""
+    assert err.splitlines() == [f"acp-skills-demo: unusable state directory: {expected}"]
 
 
 def test_a_state_dir_that_cannot_be_created_stops_the_agent_at_start_up(
-    sandbox: Sandbox,
+    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A state dir below a file cannot be created: status 2, one line, no traceback."""
     blocker = sandbox.root / "blocker"
     blocker.write_text("a file")
     state = blocker / "state"
-    env = sandbox.env({"PATH": os.environ.get("PATH", "")})
-    result = run_agent("--state-dir", str(state), env=env)
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
+    status, _, err = start_agent(sandbox, capsys, "--state-dir", str(state))
+    assert status == 2
+    assert err.splitlines() == [
         f"acp-skills-demo: unusable state directory: cannot create {state / 'sessions'}: "
         "Not a directory"
     ]
@@ -244,28 +222,27 @@ def test_a_state_dir_that_cannot_be_created_stops_the_agent_at_start_up(
 # -- without root, where permissions mean something ------------------------------------------
 
 NOBODY = 65534
-# Runs the agent's entry point after giving up root: everything it needs is imported first, while
-# the interpreter can still read its own installation (it may live under root's home).
-_AGENT_WITHOUT_ROOT = """
-import os, sys
-import anyio._backends._asyncio
-import demo_agent.__main__ as entry
-if os.geteuid() == 0:
-    os.setgroups([])
-    os.setgid(NOBODY)
-    os.setuid(NOBODY)
-sys.exit(entry.main(sys.argv[1:]))
-""".replace("NOBODY", str(NOBODY))
 
 
-def unprivileged_agent_command(*args: str) -> list[str]:
-    """The agent's command line, run without root when the tests run as root."""
-    return [sys.executable, "-c", _AGENT_WITHOUT_ROOT, *args]
+@contextmanager
+def as_nobody() -> Iterator[None]:
+    """This process acts as user nobody for the block when it runs as root (root ignores
+    file permissions), and as itself otherwise."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.setegid(NOBODY)
+    os.seteuid(NOBODY)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
 
 
 @pytest.fixture
 def unprivileged_sandbox() -> Iterator[Sandbox]:
-    """A sandbox the agent without root can reach and owns (its own when not root).
+    """A sandbox user nobody can reach and owns (its own when not root).
 
     It lives in a fresh directory of the system's temporary directory rather than below
     pytest's, whose root is kept private (0700) by every pytest run, including parallel ones.
@@ -311,44 +288,18 @@ def read_only(directory: Path) -> Iterator[None]:
 
 @needs_posix
 def test_a_read_only_state_dir_stops_the_agent_at_start_up(
-    unprivileged_sandbox: Sandbox,
+    unprivileged_sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A state dir the agent may not write in: status 2, one line, no traceback."""
     sandbox = unprivileged_sandbox
     sessions = sandbox.state_dir / "sessions"
-    env = sandbox.env({"PATH": os.environ.get("PATH", "")})
-    with read_only(sessions):
-        result = subprocess.run(
-            unprivileged_agent_command(*sandbox.args()),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=TEST_SECONDS,
-            check=False,
-        )
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
+    with as_nobody(), read_only(sessions):
+        status, _, err = start_agent(sandbox, capsys, *sandbox.args())
+    assert status == 2
+    assert err.splitlines() == [
         f"acp-skills-demo: unusable state directory: cannot write in {sessions}: Permission denied"
     ]
     assert list(sessions.iterdir()) == []
-
-
-@asynccontextmanager
-async def spawn_unprivileged(sandbox: Sandbox, stderr: Any) -> AsyncIterator[Agent]:
-    """The agent without root over stdio, with the SDK's client, initialized."""
-    client = RecordingClient()
-    command, *rest = unprivileged_agent_command(*sandbox.args())
-    async with spawn_agent_process(
-        cast(Any, client),
-        command,
-        *rest,
-        env=sandbox.env(),
-        transport_kwargs={"stderr": stderr},
-        observers=[client.observe],
-    ) as (conn, proc):
-        await initialize_agent(conn)
-        yield Agent(conn, proc, client)
 
 
 @needs_posix
@@ -358,23 +309,22 @@ async def test_a_state_dir_turned_read_only_mid_session_completes_the_turn_and_t
     """The reply arrives, then a notice that the conversation was not saved; it catches up."""
     sandbox = unprivileged_sandbox
     sessions = sandbox.state_dir / "sessions"
-    stderr_path = sandbox.root / "agent.stderr"
-    with anyio.fail_after(TEST_SECONDS), stderr_path.open("wb") as stderr:
-        async with spawn_unprivileged(sandbox, stderr) as agent:
+    with as_nobody():
+        async with demo_peer(sandbox) as agent:
             client = agent.client
-            session_id = await new_session(agent, sandbox)
+            session_id = await agent.open_session()
             with read_only(sessions):
-                assert await ask(agent, session_id, "hello") == "end_turn"
+                assert await agent.ask(session_id, "hello") == "end_turn"
                 text = client.agent_text(session_id)
                 assert text.startswith("I am the offline demo model")
                 assert NOT_SAVED in text
                 assert "Permission denied" in text
                 assert not sandbox.record_path(session_id).exists()
             since = len(client.updates)
-            assert await ask(agent, session_id, "saved now?") == "end_turn"
+            assert await agent.ask(session_id, "saved now?") == "end_turn"
             assert NOT_SAVED not in client.agent_text(session_id, since)
     assert await users_said(sandbox, session_id) == ["hello", "saved now?"]
-    assert len(log_lines(stderr_path, "session_record_write_failed")) == 1
+    assert len(log_lines(agent.log, "session_record_write_failed")) == 1
 
 
 # -- a record replaced mid-session -----------------------------------------------------------
@@ -384,36 +334,34 @@ async def test_a_record_that_cannot_be_written_mid_session_loses_no_reply(
     sandbox: Sandbox,
 ) -> None:
     """Every turn completes and tells the person; the record catches up once writable again."""
-    stderr_path = sandbox.root / "agent.stderr"
-    with anyio.fail_after(TEST_SECONDS), stderr_path.open("wb") as stderr:
-        async with sandbox.spawn(stderr=stderr) as agent:
-            client = agent.client
-            session_id = await new_session(agent, sandbox)
-            assert await ask(agent, session_id, "first") == "end_turn"
-            path = sandbox.record_path(session_id)
-            aside = path.with_name("aside.jsonl")
-            path.rename(aside)
-            path.mkdir()
-            for text in ("second", "third"):
-                since = len(client.updates)
-                assert await ask(agent, session_id, text) == "end_turn"
-                reply = client.agent_text(session_id, since)
-                assert reply.startswith("I am the offline demo model")
-                assert reply.endswith(
-                    f"\n\nNote: {NOT_SAVED} (Is a directory, not a regular file: {path}). It goes "
-                    "on here, and what is missing is saved as soon as writing works again; if "
-                    "the agent stops first, reopening the session will not show it."
-                )
-            path.rmdir()
-            aside.rename(path)
+    async with demo_peer(sandbox) as agent:
+        client = agent.client
+        session_id = await agent.open_session()
+        assert await agent.ask(session_id, "first") == "end_turn"
+        path = sandbox.record_path(session_id)
+        aside = path.with_name("aside.jsonl")
+        path.rename(aside)
+        path.mkdir()
+        for text in ("second", "third"):
             since = len(client.updates)
-            assert await ask(agent, session_id, "fourth") == "end_turn"
-            assert NOT_SAVED not in client.agent_text(session_id, since)
+            assert await agent.ask(session_id, text) == "end_turn"
+            reply = client.agent_text(session_id, since)
+            assert reply.startswith("I am the offline demo model")
+            assert reply.endswith(
+                f"\n\nNote: {NOT_SAVED} (Is a directory, not a regular file: {path}). It goes "
+                "on here, and what is missing is saved as soon as writing works again; if "
+                "the agent stops first, reopening the session will not show it."
+            )
+        path.rmdir()
+        aside.rename(path)
+        since = len(client.updates)
+        assert await agent.ask(session_id, "fourth") == "end_turn"
+        assert NOT_SAVED not in client.agent_text(session_id, since)
     assert await users_said(sandbox, session_id) == ["first", "second", "third", "fourth"]
-    assert len(log_lines(stderr_path, "session_record_write_failed")) == 1
-    assert "Traceback" not in stderr_path.read_text(encoding="utf-8")
+    assert len(log_lines(agent.log, "session_record_write_failed")) == 1
+    assert "Traceback" not in agent.log
     # The restored record loads like any other.
-    async with sandbox.spawn() as agent:
+    async with demo_peer(sandbox) as agent:
         await load(agent, sandbox, session_id)
-        assert await ask(agent, session_id, "fifth") == "end_turn"
+        assert await agent.ask(session_id, "fifth") == "end_turn"
     assert (await users_said(sandbox, session_id))[-1] == "fifth"

@@ -1,7 +1,9 @@
-"""Live reload end to end: the real demo agent as a subprocess over stdio, real skill files
-edited while it runs, and nothing but the files telling it (no ``_skills/reload``).
+"""Live reload end to end: the real demo agent in this process (`tests.acp_peer.demo_peer`),
+real skill files edited while it runs, and nothing but the files telling it (no
+``_skills/reload``).
 
-Every wait has a generous deadline; nothing depends on how fast the watcher is.
+Every wait ends on what the agent does (an update it sends, a change of its skills, a line it
+logs); nothing depends on how fast the watcher is.
 """
 
 from __future__ import annotations
@@ -10,15 +12,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from tests.agent_client import Agent, RecordingClient, Sandbox, text_prompt, write_skill
+from tests.acp_peer import DemoPeer, RecordingClient, demo_peer
+from tests.sandbox import Sandbox, write_skill
 
 pytestmark = pytest.mark.anyio
-
-TEST_SECONDS = 60
-POLL_SECONDS = 0.05
 
 NOTES_BODY = "# Meeting notes\n\n1. List every action item with its owner.\n"
 RELEASE_BODY = "# Release\n\n1. Tag the release.\n2. Publish the package.\n"
@@ -31,32 +30,8 @@ def sandbox(tmp_path: Path) -> Sandbox:
     return Sandbox.create(tmp_path)
 
 
-async def open_session(agent: Agent, cwd: Path) -> str:
-    response = await agent.conn.new_session(cwd=str(cwd), mcp_servers=[])
-    return response.session_id
-
-
-async def ask(agent: Agent, session_id: str, text: str) -> str:
-    response = await agent.conn.prompt(session_id=session_id, prompt=text_prompt(text))
-    return response.stop_reason
-
-
-async def listed(agent: Agent, session_id: str) -> list[str]:
-    answer = await agent.conn.ext_method("skills/list", {"sessionId": session_id})
-    return [skill["name"] for skill in answer["skills"]]
-
-
-async def until_listed(agent: Agent, session_id: str, names: list[str]) -> None:
-    """Wait until ``_skills/list`` for the session shows exactly ``names`` (asking again and
-    again: the agent announces nothing a client could wait for when no session is open)."""
-    while True:
-        if await listed(agent, session_id) == names:
-            return
-        await anyio.sleep(POLL_SECONDS)
-
-
-async def prefix_messages(agent: Agent, session_id: str) -> list[dict[str, Any]]:
-    answer = await agent.conn.ext_method("skills/prefix", {"sessionId": session_id})
+async def prefix_messages(agent: DemoPeer, session_id: str) -> list[dict[str, Any]]:
+    answer = await agent.ext("skills/prefix", {"sessionId": session_id})
     messages: list[dict[str, Any]] = answer["messages"]
     return messages
 
@@ -71,52 +46,42 @@ def commands_sent(client: RecordingClient, session_id: str) -> list[list[str]]:
     ]
 
 
-def tool_results(client: RecordingClient, session_id: str, since: int) -> list[tuple[str, str]]:
-    """(status, text) of the session's finished tool calls since position ``since``."""
-    return [
-        (update.status, update.content[0].content.text)
-        for update in client.tool_updates(session_id, since)
-        if update.session_update == "tool_call_update"
-    ]
-
-
 async def test_a_new_skill_reaches_lists_new_sessions_and_commands_but_not_running_prefixes(
     sandbox: Sandbox,
 ) -> None:
     """A skill written to disk shows up in ``_skills/list``, in a new session's catalog and in
     the open session's commands, while the running session keeps its frozen prefix."""
     sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            client = agent.client
-            a = await open_session(agent, sandbox.project)
-            assert await ask(agent, a, "hello") == "end_turn"
-            frozen = await prefix_messages(agent, a)
-            assert "alpha-notes" in frozen[0]["text"]
-            assert commands_sent(client, a)[-1] == ["alpha-notes"]
+    async with demo_peer(sandbox) as agent:
+        client = agent.client
+        a = await agent.open_session()
+        assert await agent.ask(a, "hello") == "end_turn"
+        frozen = await prefix_messages(agent, a)
+        assert "alpha-notes" in frozen[0]["text"]
+        assert commands_sent(client, a)[-1] == ["alpha-notes"]
 
-            sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY)
-            await until_listed(agent, a, ["alpha-notes", "beta-release"])
-            # The open session's commands are re-sent without anything being asked.
-            await client.wait_until(
-                lambda: commands_sent(client, a)[-1] == ["alpha-notes", "beta-release"]
-            )
-            # Its prefix stays as composed, for this and later turns.
-            assert await prefix_messages(agent, a) == frozen
-            assert await ask(agent, a, "hello again") == "end_turn"
-            assert await prefix_messages(agent, a) == frozen
-            assert "beta-release" not in frozen[0]["text"]
+        sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY)
+        await agent.until_listed(a, ["alpha-notes", "beta-release"])
+        # The open session's commands are re-sent without anything being asked.
+        await client.wait_until(
+            lambda: commands_sent(client, a)[-1] == ["alpha-notes", "beta-release"]
+        )
+        # Its prefix stays as composed, for this and later turns.
+        assert await prefix_messages(agent, a) == frozen
+        assert await agent.ask(a, "hello again") == "end_turn"
+        assert await prefix_messages(agent, a) == frozen
+        assert "beta-release" not in frozen[0]["text"]
 
-            b = await open_session(agent, sandbox.project)
-            mark = len(client.updates)
-            assert await ask(agent, b, "please run beta-release now") == "end_turn"
-            assert (
-                "- `beta-release`: Publish a new release."
-                in (await prefix_messages(agent, b))[0]["text"]
-            )
-            [(status, text)] = tool_results(client, b, mark)
-            assert status == "completed"
-            assert RELEASE_BODY.strip() in text
+        b = await agent.open_session()
+        mark = len(client.updates)
+        assert await agent.ask(b, "please run beta-release now") == "end_turn"
+        assert (
+            "- `beta-release`: Publish a new release."
+            in (await prefix_messages(agent, b))[0]["text"]
+        )
+        [(status, text)] = client.tool_results(b, mark)
+        assert status == "completed"
+        assert RELEASE_BODY.strip() in text
 
 
 async def test_an_edited_body_and_a_deleted_skill_reach_the_skill_tool(sandbox: Sandbox) -> None:
@@ -124,27 +89,26 @@ async def test_an_edited_body_and_a_deleted_skill_reach_the_skill_tool(sandbox: 
     a session whose frozen catalog still lists it."""
     sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
     sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY)
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            client = agent.client
-            a = await open_session(agent, sandbox.project)
-            assert await ask(agent, a, "hello") == "end_turn"
+    async with demo_peer(sandbox) as agent:
+        client = agent.client
+        a = await agent.open_session()
+        assert await agent.ask(a, "hello") == "end_turn"
 
-            sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY_EDITED)
-            shutil.rmtree(sandbox.skills_dir / "alpha-notes")
-            await until_listed(agent, a, ["beta-release"])
-            await client.wait_until(lambda: commands_sent(client, a)[-1] == ["beta-release"])
+        sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY_EDITED)
+        shutil.rmtree(sandbox.skills_dir / "alpha-notes")
+        await agent.until_listed(a, ["beta-release"])
+        await client.wait_until(lambda: commands_sent(client, a)[-1] == ["beta-release"])
 
-            mark = len(client.updates)
-            assert await ask(agent, a, "please run alpha-notes now") == "end_turn"
-            assert tool_results(client, a, mark) == [
-                ("failed", 'Error: skill "alpha-notes" is unknown or no longer available')
-            ]
-            mark = len(client.updates)
-            assert await ask(agent, a, "please run beta-release now") == "end_turn"
-            [(status, text)] = tool_results(client, a, mark)
-            assert status == "completed"
-            assert RELEASE_BODY_EDITED.strip() in text
+        mark = len(client.updates)
+        assert await agent.ask(a, "please run alpha-notes now") == "end_turn"
+        assert client.tool_results(a, mark) == [
+            ("failed", 'Error: skill "alpha-notes" is unknown or no longer available')
+        ]
+        mark = len(client.updates)
+        assert await agent.ask(a, "please run beta-release now") == "end_turn"
+        [(status, text)] = client.tool_results(a, mark)
+        assert status == "completed"
+        assert RELEASE_BODY_EDITED.strip() in text
 
 
 async def test_skills_of_an_open_sessions_project_are_watched(sandbox: Sandbox) -> None:
@@ -152,16 +116,15 @@ async def test_skills_of_an_open_sessions_project_are_watched(sandbox: Sandbox) 
     exist) reaches that session's list and commands."""
     project = sandbox.project
     (project / ".git").mkdir()
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            client = agent.client
-            a = await open_session(agent, project / "src")
-            assert await ask(agent, a, "hello") == "end_turn"
-            assert await listed(agent, a) == []
+    async with demo_peer(sandbox) as agent:
+        client = agent.client
+        a = await agent.open_session(project / "src")
+        assert await agent.ask(a, "hello") == "end_turn"
+        assert await agent.listed(a) == []
 
-            write_skill(project / ".agents" / "skills", "lint-rules", "Apply the lint rules.")
-            await until_listed(agent, a, ["lint-rules"])
-            await client.wait_until(lambda: commands_sent(client, a)[-1] == ["lint-rules"])
+        write_skill(project / ".agents" / "skills", "lint-rules", "Apply the lint rules.")
+        await agent.until_listed(a, ["lint-rules"])
+        await client.wait_until(lambda: commands_sent(client, a)[-1] == ["lint-rules"])
 
 
 @pytest.mark.parametrize(
@@ -170,77 +133,59 @@ async def test_skills_of_an_open_sessions_project_are_watched(sandbox: Sandbox) 
     ids=["flag", "variable"],
 )
 async def test_watching_can_be_turned_off(
-    sandbox: Sandbox, tmp_path: Path, args: tuple[str, ...], env: dict[str, str]
+    sandbox: Sandbox, args: tuple[str, ...], env: dict[str, str]
 ) -> None:
     """Without watching, a skill written to disk is not listed until ``_skills/reload``, and no
     watcher ever starts."""
     sandbox.write_skill("alpha-notes", "Summarise meeting notes into action items.", NOTES_BODY)
-    log = tmp_path / "stderr.log"
-    with anyio.fail_after(TEST_SECONDS), log.open("w") as stderr:
-        async with sandbox.spawn(*args, "--log-level", "debug", env=env, stderr=stderr) as agent:
-            a = await open_session(agent, sandbox.project)
-            assert await listed(agent, a) == ["alpha-notes"]
-            sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY)
-            # Cached, and nothing invalidates it.
-            assert await listed(agent, a) == ["alpha-notes"]
-            await agent.conn.ext_method("skills/reload", {})
-            assert await listed(agent, a) == ["alpha-notes", "beta-release"]
-    assert agent.proc.returncode == 0
-    assert "skill_watch" not in log.read_text()
+    async with demo_peer(sandbox, *args, "--log-level", "debug", env=env) as agent:
+        a = await agent.open_session()
+        assert await agent.listed(a) == ["alpha-notes"]
+        sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY)
+        # Cached, and nothing invalidates it.
+        assert await agent.listed(a) == ["alpha-notes"]
+        await agent.ext("skills/reload", {})
+        assert await agent.listed(a) == ["alpha-notes", "beta-release"]
+    assert "skill_watch" not in agent.log
 
 
-async def test_the_agent_watches_by_default_and_exits_cleanly(
-    sandbox: Sandbox, tmp_path: Path
+async def test_the_agent_watches_by_default_and_stops_watching_when_its_input_ends(
+    sandbox: Sandbox,
 ) -> None:
-    """By default the watcher starts with the first lookup, and the agent still exits with
-    status 0, without a traceback, when its input ends."""
-    log = tmp_path / "stderr.log"
-    with anyio.fail_after(TEST_SECONDS), log.open("w") as stderr:
-        async with sandbox.spawn("--log-level", "debug", stderr=stderr) as agent:
-            a = await open_session(agent, sandbox.project)
-            assert await listed(agent, a) == []
-            sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY)
-            await until_listed(agent, a, ["beta-release"])
-    assert agent.proc.returncode == 0
-    text = log.read_text()
-    assert "skill_watch_started" in text
-    assert "skill_watch_stopped" in text
-    assert "Traceback" not in text
+    """By default the watcher starts with the first lookup, and stops, without a traceback,
+    when the agent's input ends (its exit status then: the robustness tier)."""
+    async with demo_peer(sandbox, "--log-level", "debug") as agent:
+        a = await agent.open_session()
+        assert await agent.listed(a) == []
+        sandbox.write_skill("beta-release", "Publish a new release.", RELEASE_BODY)
+        await agent.until_listed(a, ["beta-release"])
+    assert not agent.serving
+    assert "skill_watch_started" in agent.log
+    assert "skill_watch_stopped" in agent.log
+    assert "Traceback" not in agent.log
 
 
 async def test_a_broken_file_is_warned_about_once_per_change_across_thirty_edits(
-    sandbox: Sandbox, tmp_path: Path
+    sandbox: Sandbox,
 ) -> None:
     """Thirty edits of a file that stays broken the same way give one warning; a different
     problem gives one more (each edit is seen: a marker skill written beside it is listed)."""
     broken = sandbox.skills_dir / "broken.md"
     broken.write_text("---\nname: broken\n---\nno description, edit 0\n")
-    log = tmp_path / "stderr.log"
-    with anyio.fail_after(TEST_SECONDS * 3), log.open("w") as stderr:
-        async with sandbox.spawn(stderr=stderr) as agent:
-            a = await open_session(agent, sandbox.project)
-            assert await listed(agent, a) == []
-            for edit in range(1, 31):
-                broken.write_text(f"---\nname: broken\n---\nno description, edit {edit}\n")
-                sandbox.write_skill(f"marker-{edit:02d}", "A marker of one edit.", "# Marker\n")
-                await until_listed(agent, a, [f"marker-{n:02d}" for n in range(1, edit + 1)])
-            broken.write_text("---\nname: Broken\ndescription: now the name is wrong\n---\n")
-            sandbox.write_skill("marker-31", "The last marker.", "# Marker\n")
-            await until_listed(agent, a, [f"marker-{n:02d}" for n in range(1, 32)])
-    warnings = [line for line in log.read_text().splitlines() if "skill_file_skipped" in line]
+    async with demo_peer(sandbox) as agent:
+        a = await agent.open_session()
+        assert await agent.listed(a) == []
+        for edit in range(1, 31):
+            broken.write_text(f"---\nname: broken\n---\nno description, edit {edit}\n")
+            sandbox.write_skill(f"marker-{edit:02d}", "A marker of one edit.", "# Marker\n")
+            await agent.until_listed(a, [f"marker-{n:02d}" for n in range(1, edit + 1)])
+        broken.write_text("---\nname: Broken\ndescription: now the name is wrong\n---\n")
+        sandbox.write_skill("marker-31", "The last marker.", "# Marker\n")
+        await agent.until_listed(a, [f"marker-{n:02d}" for n in range(1, 32)])
+    warnings = [line for line in agent.log.splitlines() if "skill_file_skipped" in line]
     assert len(warnings) == 2, warnings
     assert "description" in warnings[0]
     assert "name" in warnings[1]
-
-
-async def log_lines_with(log: Path, event: str) -> list[str]:
-    """Wait until the log has a line with ``event`` (the agent announces nothing a client
-    could wait for); every line that has it."""
-    while True:
-        lines = [line for line in log.read_text().splitlines() if event in line]  # noqa: ASYNC240
-        if lines:
-            return lines
-        await anyio.sleep(POLL_SECONDS)
 
 
 async def test_changes_beside_a_missing_root_are_ignored_even_the_agents_own_log(
@@ -254,21 +199,20 @@ async def test_changes_beside_a_missing_root_are_ignored_even_the_agents_own_log
     missing = area / "later" / "skills"
     log, notes = area / "agent.log", area / "notes.txt"
     flags = ["--skills-dir", str(missing), "--log-file", str(log), "--log-level", "debug"]
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn(*flags) as agent:
-            a = await open_session(agent, sandbox.project)
-            assert await listed(agent, a) == []
-            await log_lines_with(log, "skill_watch_started")
-            assert await listed(agent, a) == []  # the catch-up rescan once the watch is live
-            before = log.read_text().count("skills_discovered")
-            for edit in range(30):
-                notes.write_text(f"edit {edit}\n")
-                # Each lookup would rescan if anything had invalidated the skills.
-                assert await listed(agent, a) == []
-            rescans = log.read_text().count("skills_discovered") - before
-            # The root appearing is seen, and only after every earlier change was.
-            write_skill(missing, "late", "Arrives in the root that was missing.", "# Late\n")
-            await until_listed(agent, a, ["late"])
+    async with demo_peer(sandbox, *flags) as agent:
+        a = await agent.open_session()
+        assert await agent.listed(a) == []
+        await agent.log_lines_with("skill_watch_started")
+        assert await agent.listed(a) == []  # the catch-up rescan once the watch is live
+        before = agent.log.count("skills_discovered")
+        for edit in range(30):
+            notes.write_text(f"edit {edit}\n")
+            # Each lookup would rescan if anything had invalidated the skills.
+            assert await agent.listed(a) == []
+        rescans = agent.log.count("skills_discovered") - before
+        # The root appearing is seen, and only after every earlier change was.
+        write_skill(missing, "late", "Arrives in the root that was missing.", "# Late\n")
+        await agent.until_listed(a, ["late"])
     lines = log.read_text().splitlines()
     assert rescans <= 1  # at most the catch-up, had it not happened yet
     about_files = [line for line in lines if "agent.log" in line or "notes.txt" in line]

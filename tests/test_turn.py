@@ -23,11 +23,11 @@ from acp_skills import (
     SkillDefinition,
     SkillLookupOptions,
     SkillRegistry,
+    ToolResult,
     render_catalog,
 )
 from acp_skills.acp import AcpSkills
 from acp_skills.acp.turn import InvokedSkill
-from acp_skills.tool import ToolResult
 from tests.acp_peer import (
     CLIENT_MARKER,
     GUIDE_ON_DISK,

@@ -2,27 +2,30 @@
 
 A lone surrogate is valid JSON (``"\\ud800"``) but not Unicode text: it cannot be encoded for
 a model's HTTP API, and a strict JSON reader rejects a frame holding one. Here the demo agent
-runs as a subprocess spoken to in raw JSON lines (`tests.raw_agent`, which checks every frame
-it writes), with a real OpenAI-compatible server on 127.0.0.1 as its model. Lone surrogates
-come in through a prompt, a client's ``fs/read_text_file`` answer, a model's streamed text and
-tool-call arguments, and a record written before this rule existed; each becomes U+FFFD, and
-no turn fails, before or after a restart.
+runs in this process (`tests.acp_peer.demo_peer`, whose client checks every line the agent
+writes: strict UTF-8, JSON-RPC, no lone surrogate), with a real OpenAI-compatible server on
+127.0.0.1 as its model. Lone surrogates come in through a prompt, a client's
+``fs/read_text_file`` answer, a model's streamed text and tool-call arguments, and a record
+written before this rule existed; each becomes U+FFFD, and no turn fails, before or after a
+restart.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acp_skills.text import replace_lone_surrogates
-from tests.agent_client import AGENT_COMMAND, Sandbox
+from tests.acp_peer import DemoPeer, RecordingClient, demo_peer
 from tests.fake_openai import (
     FakeOpenAI,
     ReceivedRequest,
@@ -33,12 +36,10 @@ from tests.fake_openai import (
     text_reply,
     tool_call_reply,
 )
-from tests.raw_agent import (
-    RawStdioAgent,
-    agent_environment,
-    initialize_params,
-    lone_surrogates_in,
-)
+from tests.raw_agent import lone_surrogates_in
+from tests.sandbox import Sandbox
+
+pytestmark = pytest.mark.anyio
 
 GUIDE = "# Guide\n\nThe local copy of the guide.\n"
 
@@ -51,22 +52,20 @@ def write_notes_skill(sandbox: Sandbox) -> Path:
     return guide
 
 
-def start_agent(sandbox: Sandbox, server: FakeOpenAI, stderr: Any, read_text: Any) -> RawStdioAgent:
-    """The demo agent on the fake model, initialized as a client that reads files."""
-    agent = RawStdioAgent(
-        [*AGENT_COMMAND, *sandbox.args(*openai_agent_args(server.base_url))],
-        env=agent_environment(sandbox.env({"TEST_KEY": "secret"})),
-        stderr=stderr,
-        read_text=read_text,
-    )
-    agent.call("initialize", initialize_params(reads_files=True))
-    return agent
+@asynccontextmanager
+async def started(
+    sandbox: Sandbox, server: FakeOpenAI, read_text: Callable[[str], str]
+) -> AsyncIterator[DemoPeer]:
+    """The demo agent on the fake model, initialized by a client that reads files."""
+    args = openai_agent_args(server.base_url)
+    client = RecordingClient(read_text=read_text)
+    async with demo_peer(sandbox, *args, env={"TEST_KEY": "secret"}, client=client) as agent:
+        yield agent
 
 
-def prompt(agent: RawStdioAgent, session_id: str, text: str) -> str:
-    """One prompt turn; its stop reason (a JSON-RPC error fails the test)."""
-    params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
-    return str(agent.call("session/prompt", params)["stopReason"])
+def updates(agent: DemoPeer, session_id: str, kind: str, since: int = 0) -> list[Any]:
+    """The session's updates of one kind, from position ``since`` of the client's on."""
+    return [u for u in agent.client.session_updates(session_id, since) if u.session_update == kind]
 
 
 def tool_call(index: int, call_id: str, arguments: str) -> dict[str, Any]:
@@ -106,7 +105,7 @@ def respond(request: ReceivedRequest, index: int) -> Reply:
     return text_reply("Done \udbff.")
 
 
-def test_lone_surrogates_never_fail_a_turn_before_or_after_a_restart(tmp_path: Path) -> None:
+async def test_lone_surrogates_never_fail_a_turn_before_or_after_a_restart(tmp_path: Path) -> None:
     """Prompt, client file text, model text and tool arguments: replaced, stored, reloaded."""
     sandbox = Sandbox.create(tmp_path)
     guide = write_notes_skill(sandbox)
@@ -116,36 +115,21 @@ def test_lone_surrogates_never_fail_a_turn_before_or_after_a_restart(tmp_path: P
         reads.append(path)
         return "Guide \udc80 from the editor."
 
-    with (
-        FakeOpenAI(respond) as server,
-        (tmp_path / "agent.stderr").open("wb") as stderr,
-    ):
-        with start_agent(sandbox, server, stderr, read_text) as agent:
-            session_id = agent.call("session/new", {"cwd": str(sandbox.project), "mcpServers": []})[
-                "sessionId"
-            ]
-            assert prompt(agent, session_id, "read the guide \ud800 please") == "end_turn"
-            assert agent.agent_text(session_id) == "Reading \ufffd now.Done \ufffd."
-            ends = {
-                update["toolCallId"]: update
-                for update in agent.updates(session_id)
-                if update["sessionUpdate"] == "tool_call_update"
-            }
-            assert ends["read-guide"]["status"] == "completed"
-            assert ends["read-guide"]["content"][0]["content"]["text"] == (
-                "Guide \ufffd from the editor."
-            )
-            assert ends["raw-name"]["status"] == "failed"
-            assert '"notes\ufffd"' in ends["raw-name"]["content"][0]["content"]["text"]
-            assert ends["escaped-path"]["status"] == "failed"
-            assert '"x\ufffd.md"' in ends["escaped-path"]["content"][0]["content"]["text"]
-            starts = [
-                update["rawInput"]
-                for update in agent.updates(session_id)
-                if update["sessionUpdate"] == "tool_call"
-            ]
+    with FakeOpenAI(respond) as server:
+        async with started(sandbox, server, read_text) as agent:
+            session_id = await agent.open_session()
+            assert await agent.ask(session_id, "read the guide \ud800 please") == "end_turn"
+            assert agent.client.agent_text(session_id) == "Reading \ufffd now.Done \ufffd."
+            ends = {u.tool_call_id: u for u in updates(agent, session_id, "tool_call_update")}
+            assert ends["read-guide"].status == "completed"
+            assert ends["read-guide"].content[0].content.text == "Guide \ufffd from the editor."
+            assert ends["raw-name"].status == "failed"
+            assert '"notes\ufffd"' in ends["raw-name"].content[0].content.text
+            assert ends["escaped-path"].status == "failed"
+            assert '"x\ufffd.md"' in ends["escaped-path"].content[0].content.text
+            starts = [u.raw_input for u in updates(agent, session_id, "tool_call")]
             assert {"name": "notes", "path": "x\ufffd.md"} in starts
-            assert prompt(agent, session_id, "and again \udfff") == "end_turn"
+            assert await agent.ask(session_id, "and again \udfff") == "end_turn"
         assert reads == [str(guide)]
         for entry in sandbox.read_record(session_id):
             assert lone_surrogates_in(entry) == []
@@ -157,16 +141,14 @@ def test_lone_surrogates_never_fail_a_turn_before_or_after_a_restart(tmp_path: P
                 b'{"v":1,"type":"history","message":{"role":"assistant","content":"noted"}}\n'
             )
 
-        with start_agent(sandbox, server, stderr, read_text) as agent:
-            load = {"sessionId": session_id, "cwd": str(sandbox.project), "mcpServers": []}
-            agent.call("session/load", load)
-            shown = [
-                update["content"]["text"]
-                for update in agent.updates(session_id)
-                if update["sessionUpdate"] == "user_message_chunk"
-            ]
+        async with started(sandbox, server, read_text) as agent:
+            with anyio.fail_after(30):
+                await agent.conn.load_session(
+                    cwd=str(sandbox.project), session_id=session_id, mcp_servers=[]
+                )
+            shown = [u.content.text for u in updates(agent, session_id, "user_message_chunk")]
             assert shown == ["read the guide \ufffd please", "and again \ufffd", "old \ufffd"]
-            assert prompt(agent, session_id, "after the restart") == "end_turn"
+            assert await agent.ask(session_id, "after the restart") == "end_turn"
 
     assert server.errors == []
     for request in server.requests:
@@ -193,7 +175,7 @@ ANY_TEXT = st.text(alphabet=st.one_of(st.characters(), _ODD_CHARACTERS), max_siz
 class FuzzRig:
     """One agent and session serving every example, and what the client answers next."""
 
-    agent: RawStdioAgent
+    agent: DemoPeer
     server: FakeOpenAI
     session_id: str
     file_text: str = ""
@@ -207,57 +189,50 @@ def echo_tool_result(request: ReceivedRequest, index: int) -> Reply:
     return tool_call_reply(f"read-{index}", "skill", ['{"name": "notes", ', '"path": "guide.md"}'])
 
 
-@pytest.fixture(scope="module")
-def fuzz_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzRig]:
-    root = tmp_path_factory.mktemp("fuzz")
-    sandbox = Sandbox.create(root)
+@pytest.fixture
+async def fuzz_rig(tmp_path: Path) -> AsyncIterator[FuzzRig]:
+    """The agent every example of one test talks to (the examples share it)."""
+    sandbox = Sandbox.create(tmp_path)
     write_notes_skill(sandbox)
     holder: list[FuzzRig] = []
 
     def read_text(path: str) -> str:
         return holder[0].file_text
 
-    with (
-        FakeOpenAI(echo_tool_result) as server,
-        (root / "agent.stderr").open("wb") as stderr,
-        start_agent(sandbox, server, stderr, read_text) as agent,
-    ):
-        new = {"cwd": str(sandbox.project), "mcpServers": []}
-        holder.append(FuzzRig(agent, server, agent.call("session/new", new)["sessionId"]))
-        yield holder[0]
+    with FakeOpenAI(echo_tool_result) as server:
+        async with started(sandbox, server, read_text) as agent:
+            holder.append(FuzzRig(agent, server, await agent.open_session()))
+            yield holder[0]
     assert server.errors == []
 
 
 @settings(
     max_examples=40,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(text=ANY_TEXT, file_text=ANY_TEXT)
-def test_any_text_in_prompts_and_client_reads_keeps_every_frame_well_formed(
+async def test_any_text_in_prompts_and_client_reads_keeps_every_frame_well_formed(
     fuzz_rig: FuzzRig, text: str, file_text: str
 ) -> None:
     """Random text, lone surrogates and controls included: no JSON-RPC error, no bad frame."""
     agent, session_id = fuzz_rig.agent, fuzz_rig.session_id
     fuzz_rig.file_text = file_text
-    since = len(agent.frames)
+    since = len(agent.client.updates)
     requests_before = len(fuzz_rig.server.requests)
-    params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
-    response = agent.request("session/prompt", params)
-    # Every frame was checked as it arrived (strict UTF-8, JSON-RPC, no lone surrogate).
-    assert response.get("result") == {"stopReason": "end_turn"}, response
-    [end] = [
-        update
-        for update in agent.updates(session_id, since)
-        if update["sessionUpdate"] == "tool_call_update"
-    ]
-    result = end["content"][0]["content"]["text"]
+    # A JSON-RPC error would raise here.
+    assert await agent.ask(session_id, text) == "end_turn"
+    # Every line the agent wrote was checked as it arrived (strict UTF-8, JSON-RPC, no lone
+    # surrogate); the schema, when the agent stops.
+    assert agent.wire.malformed == []
+    [end] = updates(agent, session_id, "tool_call_update", since)
+    result = end.content[0].content.text
     if "\0" in file_text:
-        assert end["status"] == "failed"
+        assert end.status == "failed"
     else:
-        assert end["status"] == "completed"
+        assert end.status == "completed"
         assert result == replace_lone_surrogates(file_text)
-    assert agent.agent_text(session_id, since) == f"Read: {result}"
+    assert agent.client.agent_text(session_id, since) == f"Read: {result}"
     asked, answered = fuzz_rig.server.requests[requests_before:]
     assert asked.messages[-1]["content"].startswith(replace_lone_surrogates(text))
     assert lone_surrogates_in(asked.body) == lone_surrogates_in(answered.body) == []
