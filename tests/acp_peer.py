@@ -835,8 +835,8 @@ async def demo_peer(
                     await provider.check_custom_dirs()
                     await agent.skills.serve(agent, GuardedTransport(agent_reader, agent_writer))
                 finally:
-                    if options.mcp is not None:
-                        await options.mcp.aclose()
+                    if (mcp := getattr(options, "mcp", None)) is not None:
+                        await mcp.aclose()
                     provider.close()
                     done.set()
 
