@@ -26,7 +26,7 @@ from acp import RequestError
 from acp_skills import JsonlSessionStore
 from acp_skills.record import HistoryEntry
 from demo_agent.__main__ import main
-from tests.acp_peer import DemoPeer, agent_environment, demo_peer, kept_logging
+from tests.acp_peer import DemoPeer, acp_schema, agent_environment, demo_peer, kept_logging
 from tests.records import make_directory, make_fifo
 from tests.sandbox import Sandbox
 
@@ -231,6 +231,9 @@ def as_nobody() -> Iterator[None]:
     if os.geteuid() != 0:
         yield
         return
+    # What the rig builds lazily is built now: as nobody, a private checkout's packages cannot
+    # be read, so a module first imported inside the block would fail to load.
+    acp_schema()
     os.setegid(NOBODY)
     os.seteuid(NOBODY)
     try:
