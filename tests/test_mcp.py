@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -24,6 +25,7 @@ from acp_skills.cli.main import main as cli_main
 from acp_skills.content import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
 from acp_skills.mcp.listing import ListedSkill, read_entry
+from acp_skills.mcp.pool import McpPool
 from acp_skills.mcp.provider import McpLocator
 from tests.acp_peer import ScriptedModelAgent, connected
 from tests.acp_peer import skill_call as name_call
@@ -151,6 +153,32 @@ async def test_a_server_without_the_extension_contributes_nothing(
     snapshot = await skills.snapshot(options)
     assert snapshot.skills == ()
     assert next(iter(provider.servers.values())).failure is None
+
+
+async def test_a_transport_that_cannot_open_skips_its_server_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    """A transport factory that fails is a server skipped, told, never a failed lookup."""
+
+    def unreachable(server: McpServer) -> Any:
+        raise ConnectionRefusedError(f"no way to {server.label}")
+
+    provider = McpSkillProvider(timeout=30, transport=unreachable)
+    skills = SkillRegistry()
+    skills.register_provider(provider)
+    server = stdio_server(tmp_path)
+    try:
+        snapshot = await skills.snapshot(SkillLookupOptions(servers=(server,)))
+    finally:
+        await provider.aclose()
+    assert snapshot.skills == ()
+    assert provider.servers[server].failure == "ConnectionRefusedError: no way to team"
+
+
+def test_a_provider_takes_a_pool_or_a_transport_not_both() -> None:
+    """A pool opens connections through its own factory."""
+    with pytest.raises(ValueError, match="not both"):
+        McpSkillProvider(McpPool(), transport=InProcess())
 
 
 @pytest.fixture

@@ -40,11 +40,11 @@ class McpConnection:
     ) -> None:
         self.server = server
         self._timeout = timeout
-        self._transport = transport(server)
+        self._transport = transport
         # What only this package's transports tell (why the messages stopped, bytes received)
         # and take (how long stopping may take); any other transport goes without.
-        self._bounded = self._transport if isinstance(self._transport, BoundedTransport) else None
-        self._stop_within(timeout)
+        self._bounded: BoundedTransport | None = None
+        self._stop_seconds = timeout
         self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
         self._closing = asyncio.Event()
         self._scope = anyio.CancelScope()
@@ -93,6 +93,7 @@ class McpConnection:
             await asyncio.wait({self._task}, timeout=_AFTER_CANCEL)
 
     def _stop_within(self, seconds: float) -> None:
+        self._stop_seconds = seconds
         if self._bounded is not None:
             self._bounded.stop_within = seconds
 
@@ -101,8 +102,13 @@ class McpConnection:
         try:
             with self._scope:
                 try:
+                    # Made here, so that a factory that fails is a connection that failed.
+                    transport = self._transport(self.server)
+                    if isinstance(transport, BoundedTransport):
+                        self._bounded = transport
+                        self._stop_within(self._stop_seconds)
                     async with (
-                        self._transport as (read, write),
+                        transport as (read, write),
                         ClientSession(read, write, extensions={SKILLS_EXTENSION: {}}) as session,
                     ):
                         await session.discover()

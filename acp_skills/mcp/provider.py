@@ -118,7 +118,7 @@ class McpSkillProvider:
     seconds; a ``SKILL.md`` or file over ``max_resource_bytes`` is refused.
 
     Without a ``pool``, one is made on first use, which opens each connection through
-    ``transport`` (a `acp_skills.mcp.transport.TransportFactory`: given a server's
+    ``transport`` (an `acp_skills.mcp.transport.TransportFactory`: given a server's
     configuration, the streams of an MCP client session); by default the server's command is
     run over stdio, or its url reached over streamable HTTP.
 
