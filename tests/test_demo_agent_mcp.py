@@ -99,7 +99,7 @@ class Running:
 
 
 @asynccontextmanager
-async def demo_agent(
+async def running_agent(
     tmp_path: Path, *, own: Path | None = None, urls: Mapping[str, McpServer] | None = None
 ) -> AsyncIterator[Running]:
     """The demo agent as `build_agent` makes it (offline model, the state under ``tmp_path``,
@@ -150,7 +150,7 @@ def names(listing: dict[str, Any]) -> list[tuple[str, str]]:
 
 async def test_the_agent_advertises_http_mcp_servers(tmp_path: Path) -> None:
     """initialize answers agentCapabilities.mcpCapabilities.http: true."""
-    async with demo_agent(tmp_path) as agent:
+    async with running_agent(tmp_path) as agent:
         capabilities = agent.initialized.agent_capabilities
     assert capabilities is not None
     assert capabilities.mcp_capabilities is not None
@@ -164,7 +164,7 @@ async def test_session_servers_bring_their_skills_and_sessions_do_not_share_cata
     other session's; `_skills/list` reports each session's servers."""
     serve_skill(tmp_path / "a", "alpha-skill")
     serve_skill(tmp_path / "b", "beta-skill")
-    async with demo_agent(tmp_path) as agent:
+    async with running_agent(tmp_path) as agent:
         first = await agent.new_session(tmp_path, stdio_entry(tmp_path / "a", label="a"))
         second = await agent.new_session(tmp_path, stdio_entry(tmp_path / "b", label="b"))
         plain = await agent.new_session(tmp_path)
@@ -193,7 +193,7 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
     serve_skill(tmp_path / "root", "deploy-app")
     serve_skill(tmp_path / "root", "other-skill")
     gone = McpServerStdio(name="gone", command=sys.executable, args=["-c", "pass"], env=[])
-    async with demo_agent(tmp_path, own=own) as agent:
+    async with running_agent(tmp_path, own=own) as agent:
         sid = await agent.new_session(tmp_path, stdio_entry(tmp_path / "root"), gone)
         listing = await agent.listed(sid)
         await agent.conn.prompt(session_id=sid, prompt=[text_block("/skills")])
@@ -234,7 +234,7 @@ async def test_an_http_server_from_session_new_brings_its_skills(tmp_path: Path)
     entry = HttpMcpServer(
         type="http", name="web", url=url, headers=[HttpHeader(name="X-Team", value="1")]
     )
-    async with demo_agent(tmp_path, urls={url: configuration(tmp_path / "root")}) as agent:
+    async with running_agent(tmp_path, urls={url: configuration(tmp_path / "root")}) as agent:
         listing = await agent.listed(await agent.new_session(tmp_path, entry))
         opened = list(agent.servers.opened)
     assert names(listing) == [("served-skill", "mcp:web")]
@@ -248,7 +248,7 @@ async def test_session_load_takes_its_own_servers_and_stops_the_one_it_dropped(
     ends before the answer."""
     serve_skill(tmp_path / "a", "alpha-skill")
     serve_skill(tmp_path / "b", "beta-skill")
-    async with demo_agent(tmp_path) as agent:
+    async with running_agent(tmp_path) as agent:
         sid = await agent.new_session(tmp_path, stdio_entry(tmp_path / "a", label="a"))
         before = await agent.listed(sid)
         await agent.conn.load_session(

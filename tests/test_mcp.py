@@ -28,7 +28,6 @@ from acp_skills.mcp.listing import ListedSkill, read_entry
 from acp_skills.mcp.pool import McpPool
 from acp_skills.mcp.provider import McpLocator
 from tests.acp_peer import ScriptedModelAgent, connected
-from tests.acp_peer import skill_call as name_call
 from tests.mcp_http import SERVER, http_skills_server, write_served_skill
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
@@ -247,7 +246,7 @@ async def test_the_skill_text_names_its_server_and_base_uri(tmp_path: Path, regi
 
 async def test_the_skill_tool_reads_a_file_of_an_mcp_skill(tmp_path: Path) -> None:
     """``path`` of an MCP skill is read from its server, verified against the manifest; a file
-    the manifest does not list is refused without a request."""
+    the manifest does not list is refused."""
     write_skill(tmp_path / "root", "deploy-app")
     provider = McpSkillProvider(
         servers=[stdio_server(tmp_path / "root")], timeout=30, transport=InProcess()
@@ -283,10 +282,9 @@ async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usab
     provider = McpSkillProvider(servers=[server], timeout=30, transport=InProcess())
     skills = SkillRegistry()
     skills.register_provider(provider)
-    read_notes = name_call("c1", "deploy-app")
-    read_notes["tool_calls"][0]["function"]["arguments"] = json.dumps(
-        {"name": "deploy-app", "path": "notes.md"}
-    )
+    arguments = json.dumps({"name": "deploy-app", "path": "notes.md"})
+    call = {"id": "c1", "type": "function", "function": {"name": "skill", "arguments": arguments}}
+    read_notes = {"content": "", "tool_calls": [call]}
     stops: list[str] = []
     try:
         async with connected(skills, agent_type=ScriptedModelAgent, mcp=provider) as peer:
