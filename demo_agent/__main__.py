@@ -307,6 +307,10 @@ def build_provider(args: argparse.Namespace) -> LocalSkillProvider:
 
 
 def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoAgent:
+    """The agent over ``provider`` (the skills on disk) and ``args.mcp``, the `McpSkillProvider`
+    that `parse_args` makes from ``--mcp-server`` (without it, one for the sessions' own servers
+    when the mcp extra is installed). A caller may set ``args.mcp`` to a provider of its own, one
+    that reaches its servers through another transport (``transport=``, docs/mcp.md)."""
     registry = SkillRegistry()
     registry.register_provider(provider)
     # MCP skills (rank 600, after the local roots): --mcp-server for every session (made by

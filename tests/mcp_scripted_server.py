@@ -10,21 +10,25 @@ The script (`write_script` in ``tests/mcp_scripted.py`` builds it):
 - ``pid``: a file to write the server's own pid to;
 - ``helper``: a file to write the pid of a helper process (same process group) to; it sleeps;
 - ``extension``: ``false`` to declare no skills extension;
-- ``record``: a file each received method is appended to, one a line.
+- ``record``: a file each received method is appended to, one a line;
+- ``stubborn``: ``true`` for a server that ignores SIGTERM and the end of its input: only a
+  kill stops it.
+
+`answer` is what the server does with one message, so that a test can serve a script in its
+own process too (tests/mcp_memory.py); the keys about the process itself (``stderr``,
+``exit``, ``pid``, ``helper``, ``stubborn``) then have no meaning.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from typing import Any
 
-
-def _answer(request_id: object, result: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + "\n")
-    sys.stdout.flush()
+PROCESS_KEYS = ("stderr", "exit", "pid", "helper", "stubborn")
 
 
 def result_for(
@@ -48,6 +52,24 @@ def result_for(
     return None
 
 
+def answer(message: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """The answer to one received message, by the script at ``path`` as it is now (``None``:
+    no answer); the method is recorded first when the script says where."""
+    method, request_id = message.get("method"), message.get("id")
+    with open(path, encoding="utf-8") as file:
+        script = json.load(file)
+    if (record := script.get("record")) is not None:
+        with open(record, "a", encoding="utf-8") as out:
+            out.write(f"{method}\n")
+    if request_id is None or method in script.get("silent", ()):
+        return None  # a notification, or a request this server never answers
+    result = result_for(str(method), message.get("params") or {}, script)
+    if result is None:
+        error = {"code": -32601, "message": f"unknown method {method}"}
+        return {"jsonrpc": "2.0", "id": request_id, "error": error}
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
 def main() -> None:
     path = sys.argv[1]
     with open(path, encoding="utf-8") as file:
@@ -59,29 +81,21 @@ def main() -> None:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
         with open(helper, "w", encoding="utf-8") as out:
             out.write(str(child.pid))
+    if script.get("stubborn"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if "stderr" in script:
         sys.stderr.write(script["stderr"])
         sys.stderr.flush()
     if "exit" in script:
         os._exit(script["exit"])
     for line in sys.stdin:
-        message = json.loads(line)
-        method, request_id = message.get("method"), message.get("id")
-        with open(path, encoding="utf-8") as file:
-            script = json.load(file)
-        if (record := script.get("record")) is not None:
-            with open(record, "a", encoding="utf-8") as out:
-                out.write(f"{method}\n")
-        if request_id is None or method in script.get("silent", ()):
-            continue  # a notification, or a request this server never answers
-        result = result_for(method, message.get("params") or {}, script)
-        if result is None:
-            error = {"code": -32601, "message": f"unknown method {method}"}
-            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
-            sys.stdout.write("\n")
+        reply = answer(json.loads(line), path)
+        if reply is not None:
+            sys.stdout.write(json.dumps(reply) + "\n")
             sys.stdout.flush()
-        else:
-            _answer(request_id, result)
+    if script.get("stubborn"):
+        while True:  # its input ended: it stays all the same
+            signal.pause()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,11 @@ tool only); ``--pid-file FILE`` writes its pid; ``--ignore-eof`` ignores SIGTERM
 stops it); ``--record FILE`` appends every MCP method the server receives, one a line;
 ``--slow-reads FILE`` holds every read of a file other than a ``SKILL.md`` for two minutes,
 after writing FILE (so a test knows the read has reached the server); ``--hold-listing FILE``
-answers each ``skills/list`` only once FILE exists (so a test decides when a listing arrives)."""
+answers each ``skills/list`` only once FILE exists (so a test decides when a listing arrives).
+
+`build` makes the same server from the same arguments without running it, for a test that
+serves it in its own process (tests/mcp_memory.py); the options about the process itself
+(``--http``, ``--pid-file``, ``--ignore-eof``) are then the caller's."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +60,8 @@ class _HeldListing(Middleware):
         return await call_next(context)
 
 
-def main() -> None:
+def build(argv: Sequence[str]) -> tuple[FastMCP, argparse.Namespace]:
+    """The server the arguments describe, and the arguments read."""
     parser = argparse.ArgumentParser()
     parser.add_argument("root", type=Path)
     parser.add_argument("--http", type=int)
@@ -66,7 +72,7 @@ def main() -> None:
     parser.add_argument("--record", type=Path)
     parser.add_argument("--slow-reads", type=Path)
     parser.add_argument("--hold-listing", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     server = FastMCP("team-skills")
     if args.plain:
 
@@ -75,16 +81,21 @@ def main() -> None:
             return "pong"
     else:
         server.add_provider(SkillsDirectoryProvider(roots=args.root, reload=args.reload))
-    if args.pid_file is not None:
-        args.pid_file.write_text(str(os.getpid()), encoding="utf-8")
-    if args.ignore_eof:  # a server that outlives the end of its input unless it is killed
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.record is not None:
         server.add_middleware(_Recorder(args.record))
     if args.slow_reads is not None:
         server.add_middleware(_SlowReads(args.slow_reads))
     if args.hold_listing is not None:
         server.add_middleware(_HeldListing(args.hold_listing))
+    return server, args
+
+
+def main() -> None:
+    server, args = build(sys.argv[1:])
+    if args.pid_file is not None:
+        args.pid_file.write_text(str(os.getpid()), encoding="utf-8")
+    if args.ignore_eof:  # a server that outlives the end of its input unless it is killed
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.http is not None:
         server.run(transport="http", host="127.0.0.1", port=args.http, show_banner=False)
     else:

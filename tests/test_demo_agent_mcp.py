@@ -1,33 +1,56 @@
-"""The demo agent with skills from MCP servers named in ``session/new`` / ``session/load``
-(contract §14): a real ``python -m demo_agent`` over stdio, real FastMCP 4.2.3 skills servers
-(tests/mcp_skills_server.py) over stdio and streamable HTTP on 127.0.0.1."""
+"""What the demo agent adds to skills from MCP servers (contract §14): it advertises HTTP
+servers, passes each session's ``mcpServers`` (``session/new`` and ``session/load``) on, reports
+every server, and its ``--mcp-server`` servers, and its sessions', end with it.
+
+In process: the agent the demo builds (`build_agent`), over a socketpair, with an
+`McpSkillProvider` whose servers run in this process (tests/mcp_memory.py) in place of the one
+``--mcp-server`` makes. The agent's exit is tested with a real ``python -m demo_agent`` and real
+server processes. What the library does with a server (listing, loading, trust, bounds,
+cancellation) is tested in tests/test_mcp*.py.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
+import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
-from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
+from acp import PROTOCOL_VERSION
+from acp.core import ClientSideConnection
+from acp.helpers import text_block
+from acp.schema import (
+    ClientCapabilities,
+    EnvVariable,
+    FileSystemCapabilities,
+    HttpHeader,
+    HttpMcpServer,
+    Implementation,
+    InitializeResponse,
+    McpServerStdio,
+)
 
-from tests.agent_client import Agent, Sandbox, text_prompt
-from tests.fake_openai import FakeOpenAI, openai_agent_args, text_reply, tool_call_reply
-from tests.mcp_http import SERVER, http_skills_server, write_served_skill
-from tests.test_demo_agent_trust import AnsweringClient, trust_calls, trust_env
+from acp_skills import LocalSkillProvider
+from acp_skills.acp import GuardedTransport
+from acp_skills.mcp import McpServer, McpSkillProvider
+from demo_agent.__main__ import build_agent, parse_args
+from tests.acp_peer import RecordingClient, Wire, WireTransport, write_skill
+from tests.mcp_http import SERVER, write_served_skill
+from tests.mcp_memory import InProcess
+from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
 
 pytestmark = pytest.mark.anyio
 
-# Generous: a FastMCP server takes a second or two to start on a loaded machine.
-TEST_SECONDS = 90
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Sandbox:
-    return Sandbox.create(tmp_path)
+TEST_SECONDS = 30
 
 
 def serve_skill(root: Path, name: str, body: str = "Do the thing.") -> Path:
@@ -35,49 +58,118 @@ def serve_skill(root: Path, name: str, body: str = "Do the thing.") -> Path:
 
 
 def stdio_entry(root: Path, *extra: str, label: str = "team") -> McpServerStdio:
-    # The server's own marker variable: env entries reach the process.
+    # The server's own marker variable: env entries reach the server's configuration.
     env = [EnvVariable(name="SKILLS_SERVER_LABEL", value=label)]
     args = [SERVER, str(root), *extra]
     return McpServerStdio(name=label, command=sys.executable, args=args, env=env)
 
 
-async def listed(agent: Agent, session_id: str) -> dict[str, Any]:
-    return await agent.conn.ext_method("skills/list", {"sessionId": session_id})
+def configuration(root: Path, *, label: str = "team") -> McpServer:
+    """What the agent makes of `stdio_entry` (the server the transport is asked for)."""
+    return McpServer(
+        label=label,
+        command=sys.executable,
+        args=(SERVER, str(root)),
+        env=(("SKILLS_SERVER_LABEL", label),),
+    )
+
+
+@dataclass
+class Running:
+    """A client connected to the demo agent, every frame it saw, and the agent's servers."""
+
+    conn: ClientSideConnection
+    wire: Wire
+    servers: InProcess
+    initialized: InitializeResponse
+
+    async def new_session(self, cwd: Path, *servers: Any) -> str:
+        created = await self.conn.new_session(cwd=str(cwd), mcp_servers=list(servers))
+        return created.session_id
+
+    async def listed(self, session_id: str) -> dict[str, Any]:
+        return await self.conn.ext_method("skills/list", {"sessionId": session_id})
+
+    def shown(self, session_id: str) -> str:
+        """What the agent answered in the session, joined."""
+        return "".join(
+            update["content"]["text"]
+            for update in self.wire.updates(session_id, "agent_message_chunk")
+        )
+
+
+@asynccontextmanager
+async def running_agent(
+    tmp_path: Path, *, own: Path | None = None, urls: Mapping[str, McpServer] | None = None
+) -> AsyncIterator[Running]:
+    """The demo agent as `build_agent` makes it (offline model, the state under ``tmp_path``,
+    ``own`` as the person's skills directory), serving ACP on one end of a socketpair."""
+    args = parse_args(["--state-dir", str(tmp_path / "state")])
+    servers = InProcess(urls=urls)
+    # `build_agent` takes the MCP provider `parse_args` makes from --mcp-server as `args.mcp`.
+    args.mcp = mcp = McpSkillProvider(timeout=TEST_SECONDS, transport=servers)
+    local = LocalSkillProvider(
+        tmp_path / "h1", tmp_path / "h2", custom_skill_dirs=[str(own)] if own else [], watch=False
+    )
+    agent = build_agent(args, local)
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
+    wire = Wire()
+    conn = ClientSideConnection(
+        cast(Any, RecordingClient()), cast(Any, WireTransport(client_reader, client_writer, wire))
+    )
+    try:
+        with anyio.fail_after(TEST_SECONDS):
+            # Leaving the task group waits for the agent's serve(), which ends with its input.
+            async with anyio.create_task_group() as group:
+                group.start_soon(
+                    agent.skills.serve, agent, GuardedTransport(agent_reader, agent_writer)
+                )
+                try:
+                    initialized = await conn.initialize(
+                        protocol_version=PROTOCOL_VERSION,
+                        client_capabilities=ClientCapabilities(
+                            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False)
+                        ),
+                        client_info=Implementation(name="mcp-test-client", version="0"),
+                    )
+                    yield Running(conn, wire, servers, initialized)
+                finally:
+                    await conn.close()
+                    client_writer.close()
+                    with suppress(ConnectionError):
+                        await client_writer.wait_closed()
+    finally:
+        await mcp.aclose()  # as the demo's serve() does when the agent exits
 
 
 def names(listing: dict[str, Any]) -> list[tuple[str, str]]:
     return [(skill["name"], skill["source"]) for skill in listing["skills"]]
 
 
-async def test_the_agent_advertises_http_mcp_servers(sandbox: Sandbox) -> None:
+async def test_the_agent_advertises_http_mcp_servers(tmp_path: Path) -> None:
     """initialize answers agentCapabilities.mcpCapabilities.http: true."""
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn(initialize=False) as agent:
-            answer = await agent.conn.initialize(protocol_version=1)
-    capabilities = answer.agent_capabilities
+    async with running_agent(tmp_path) as agent:
+        capabilities = agent.initialized.agent_capabilities
     assert capabilities is not None
     assert capabilities.mcp_capabilities is not None
     assert capabilities.mcp_capabilities.http is True
 
 
 async def test_session_servers_bring_their_skills_and_sessions_do_not_share_catalogs(
-    sandbox: Sandbox, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
-    """Each session sees the skills of the servers it named, and no other session's."""
+    """Each session sees the skills of the servers it named (their env passed on), and no
+    other session's; `_skills/list` reports each session's servers."""
     serve_skill(tmp_path / "a", "alpha-skill")
     serve_skill(tmp_path / "b", "beta-skill")
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            first = await agent.conn.new_session(
-                cwd=str(sandbox.project), mcp_servers=[stdio_entry(tmp_path / "a", label="a")]
-            )
-            second = await agent.conn.new_session(
-                cwd=str(sandbox.project), mcp_servers=[stdio_entry(tmp_path / "b", label="b")]
-            )
-            plain = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
-            one = await listed(agent, first.session_id)
-            two = await listed(agent, second.session_id)
-            none = await listed(agent, plain.session_id)
+    async with running_agent(tmp_path) as agent:
+        first = await agent.new_session(tmp_path, stdio_entry(tmp_path / "a", label="a"))
+        second = await agent.new_session(tmp_path, stdio_entry(tmp_path / "b", label="b"))
+        plain = await agent.new_session(tmp_path)
+        one, two, none = [await agent.listed(sid) for sid in (first, second, plain)]
+        opened = list(agent.servers.opened)
     assert names(one) == [("alpha-skill", "mcp:a")]
     assert names(two) == [("beta-skill", "mcp:b")]
     assert names(none) == []
@@ -85,115 +177,34 @@ async def test_session_servers_bring_their_skills_and_sessions_do_not_share_cata
         {"label": "a", "connected": True, "skillsExtension": True, "skills": 1, "failure": None}
     ]
     assert none["mcpServers"] == []
-
-
-async def file_appears(path: Path) -> None:
-    """Return once ``path`` exists (the test's deadline bounds the wait)."""
-    while True:  # the caller's fail_after ends a hang
-        if await anyio.Path(path).exists():
-            return
-        await anyio.sleep(0.05)
-
-
-def process_gone(pid: int) -> bool:
-    """No such process, or only its zombie (an exited child the test runner has not reaped)."""
-    status = Path(f"/proc/{pid}/status")
-    return not status.exists() or "zombie" in status.read_text()
-
-
-def skill_call(call_id: str, arguments: dict[str, str]) -> Any:
-    return tool_call_reply(call_id, "skill", [json.dumps(arguments)])
-
-
-async def test_the_skill_tool_reads_a_file_of_an_mcp_skill(
-    sandbox: Sandbox, tmp_path: Path
-) -> None:
-    """``path`` of an MCP skill is read from its server, verified against the manifest."""
-    serve_skill(tmp_path / "root", "deploy-app")
-    call = {"name": "deploy-app", "path": "notes.md"}
-    missing = {"name": "deploy-app", "path": "missing.md"}
-    replies = [skill_call("c1", call), skill_call("c2", missing), text_reply("done")]
-    with FakeOpenAI(replies) as model:
-        with anyio.fail_after(TEST_SECONDS):
-            args = openai_agent_args(model.base_url)
-            async with sandbox.spawn(*args, env={"TEST_KEY": "secret"}) as agent:
-                created = await agent.conn.new_session(
-                    cwd=str(sandbox.project), mcp_servers=[stdio_entry(tmp_path / "root")]
-                )
-                sid = created.session_id
-                answer = await agent.conn.prompt(session_id=sid, prompt=text_prompt("deploy"))
-        tool_messages = [m for m in model.requests[-1].messages if m.get("role") == "tool"]
-    assert answer.stop_reason == "end_turn"
-    assert [m["content"] for m in tool_messages] == [
-        "notes of deploy-app\n",
-        'Error: cannot read "missing.md" from skill "deploy-app": no such file in the '
-        "skill's manifest",
+    assert opened == [
+        configuration(tmp_path / "a", label="a"),
+        configuration(tmp_path / "b", label="b"),
     ]
 
 
-async def test_cancel_during_a_slow_read_ends_the_turn_and_the_agent_keeps_serving(
-    sandbox: Sandbox, tmp_path: Path
-) -> None:
-    """session/cancel while the server holds a read: the turn ends cancelled, the next works."""
-    serve_skill(tmp_path / "root", "deploy-app")
-    marker = tmp_path / "reading"
-    record = tmp_path / "methods"
-    server = stdio_entry(tmp_path / "root", "--slow-reads", str(marker), "--record", str(record))
-    replies = [skill_call("c1", {"name": "deploy-app", "path": "notes.md"}), text_reply("here")]
-    with FakeOpenAI(replies) as model:
-        with anyio.fail_after(TEST_SECONDS):
-            args = openai_agent_args(model.base_url)
-            async with sandbox.spawn(*args, env={"TEST_KEY": "secret"}) as agent:
-                created = await agent.conn.new_session(
-                    cwd=str(sandbox.project), mcp_servers=[server]
-                )
-                sid = created.session_id
-                stops: list[str] = []
-
-                async def run_prompt() -> None:
-                    answer = await agent.conn.prompt(session_id=sid, prompt=text_prompt("go"))
-                    stops.append(answer.stop_reason)
-
-                async with anyio.create_task_group() as group:
-                    group.start_soon(run_prompt)
-                    await file_appears(marker)  # the read has reached the server
-                    await agent.conn.cancel(session_id=sid)
-                after = await agent.conn.prompt(session_id=sid, prompt=text_prompt("again"))
-                listing = await listed(agent, sid)
-    assert stops == ["cancelled"]
-    assert after.stop_reason == "end_turn"
-    assert names(listing) == [("deploy-app", "mcp:team")]
-    assert marker.read_text() == "skill://deploy-app/notes.md"
-    # The server was told (MCP's notifications/cancelled), ahead of the listing that followed.
-    methods = record.read_text().splitlines()
-    read = len(methods) - 1 - methods[::-1].index("resources/read")
-    assert "notifications/cancelled" in methods[read:], methods
-
-
 async def test_skills_command_and_list_show_each_server_and_every_name_clash(
-    sandbox: Sandbox, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
-    """/skills and _skills/list: each server's state, and a local skill hiding an MCP one."""
-    sandbox.write_skill("deploy-app", "Deploy the local way.")
+    """/skills and _skills/list: each server's state (one that exits, as a real process), and
+    a local skill hiding an MCP one."""
+    own = tmp_path / "own"
+    write_skill(own, "deploy-app", "Deploy the local way.", body="Local.")
     serve_skill(tmp_path / "root", "deploy-app")
     serve_skill(tmp_path / "root", "other-skill")
     gone = McpServerStdio(name="gone", command=sys.executable, args=["-c", "pass"], env=[])
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            created = await agent.conn.new_session(
-                cwd=str(sandbox.project), mcp_servers=[stdio_entry(tmp_path / "root"), gone]
-            )
-            sid = created.session_id
-            listing = await listed(agent, sid)
-            await agent.conn.prompt(session_id=sid, prompt=text_prompt("/skills"))
-            shown = agent.client.agent_text(sid)
+    async with running_agent(tmp_path, own=own) as agent:
+        sid = await agent.new_session(tmp_path, stdio_entry(tmp_path / "root"), gone)
+        listing = await agent.listed(sid)
+        await agent.conn.prompt(session_id=sid, prompt=[text_block("/skills")])
+        shown = agent.shown(sid)
     local = next(s for s in listing["skills"] if s["name"] == "deploy-app")
-    assert local["source"] != "mcp:team"
+    assert local["source"] == "custom"
     assert ("other-skill", "mcp:team") in names(listing)
     assert listing["shadowed"] == [
         {
             "name": "deploy-app",
-            "winner": {"source": local["source"], "provider": local["provider"]},
+            "winner": {"source": "custom", "provider": local["provider"]},
             "loser": {"source": "mcp:team", "provider": "mcp"},
         }
     ]
@@ -207,131 +218,129 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
     }
     assert failed["label"] == "gone"
     assert failed["connected"] is False
-    assert failed["failure"]
+    assert failed["failure"] == "the server exited with status 0"
     assert "**MCP servers** (2)" in shown
     assert "- `team`: connected, 2 skills" in shown
     assert f"- `gone`: skipped: {failed['failure']}" in shown
     assert (
-        "- `deploy-app` of MCP server `team` is hidden by the skill of the same name from "
-        f"{local['source']}"
+        "- `deploy-app` of MCP server `team` is hidden by the skill of the same name from custom"
     ) in shown
 
 
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[str]:
-    """A FastMCP skills server over streamable HTTP on 127.0.0.1 (a free port)."""
-    serve_skill(tmp_path / "http-root", "served-skill")
-    with http_skills_server(tmp_path / "http-root") as url:
-        yield url
-
-
-async def test_an_http_server_from_session_new_brings_its_skills(
-    sandbox: Sandbox, http_server: str
-) -> None:
-    """An HTTP entry (url, headers) of session/new is listed over streamable HTTP."""
+async def test_an_http_server_from_session_new_brings_its_skills(tmp_path: Path) -> None:
+    """An HTTP entry (url, headers) of session/new is a server of that url, with its headers."""
+    serve_skill(tmp_path / "root", "served-skill")
+    url = "https://skills.example/mcp"
     entry = HttpMcpServer(
-        type="http", name="web", url=http_server, headers=[HttpHeader(name="X-Team", value="1")]
+        type="http", name="web", url=url, headers=[HttpHeader(name="X-Team", value="1")]
     )
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[entry])
-            listing = await listed(agent, created.session_id)
+    async with running_agent(tmp_path, urls={url: configuration(tmp_path / "root")}) as agent:
+        listing = await agent.listed(await agent.new_session(tmp_path, entry))
+        opened = list(agent.servers.opened)
     assert names(listing) == [("served-skill", "mcp:web")]
-
-
-async def test_no_session_server_outlives_the_agent(sandbox: Sandbox, tmp_path: Path) -> None:
-    """A stdio server a session named, even one that ignores SIGTERM, ends with the agent."""
-    serve_skill(tmp_path / "root", "deploy-app")
-    pid_file = tmp_path / "server.pid"
-    entry = stdio_entry(tmp_path / "root", "--pid-file", str(pid_file), "--ignore-eof")
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[entry])
-            assert names(await listed(agent, created.session_id)) == [("deploy-app", "mcp:team")]
-        await agent.proc.wait()
-    assert process_gone(int(pid_file.read_text()))
+    assert opened == [McpServer(label="web", url=url, headers=(("X-Team", "1"),))]
 
 
 async def test_session_load_takes_its_own_servers_and_stops_the_one_it_dropped(
-    sandbox: Sandbox, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
-    """session/load naming other servers changes the catalog; the dropped server stops."""
+    """session/load naming other servers changes the catalog; the dropped server's connection
+    ends before the answer."""
     serve_skill(tmp_path / "a", "alpha-skill")
     serve_skill(tmp_path / "b", "beta-skill")
-    pid_file = tmp_path / "a.pid"
-    first = stdio_entry(tmp_path / "a", "--pid-file", str(pid_file), label="a")
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn() as agent:
-            created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[first])
-            sid = created.session_id
-            before = await listed(agent, sid)
-            await agent.conn.load_session(
-                cwd=str(sandbox.project),
-                session_id=sid,
-                mcp_servers=[stdio_entry(tmp_path / "b", label="b")],
-            )
-            stopped = process_gone(int(pid_file.read_text()))
-            after = await listed(agent, sid)
+    async with running_agent(tmp_path) as agent:
+        sid = await agent.new_session(tmp_path, stdio_entry(tmp_path / "a", label="a"))
+        before = await agent.listed(sid)
+        await agent.conn.load_session(
+            cwd=str(tmp_path), session_id=sid, mcp_servers=[stdio_entry(tmp_path / "b", label="b")]
+        )
+        stopped = list(agent.servers.closed)
+        after = await agent.listed(sid)
     assert names(before) == [("alpha-skill", "mcp:a")]
-    assert stopped
+    assert stopped == [configuration(tmp_path / "a", label="a")]
     assert names(after) == [("beta-skill", "mcp:b")]
 
 
-async def test_a_trusted_server_is_asked_again_for_just_the_skills_it_added_or_changed(
-    sandbox: Sandbox, tmp_path: Path
-) -> None:
-    """allow_always stores the server with its {uri, digest} pairs; after the server changes
-    one skill and adds another, only those two wait, and the question says what changed."""
-    root = tmp_path / "served"
-    for name in ("alpha-skill", "beta-skill"):
-        serve_skill(root, name)
-    env = trust_env(tmp_path)
-    first = AnsweringClient("allow_always")
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn(env=env, client=first) as agent:
-            sid = await mcp_session(agent, sandbox, stdio_entry(root))
-            assert await trust_of(agent, sid) == {"alpha-skill": "pending", "beta-skill": "pending"}
-            response = await agent.conn.prompt(session_id=sid, prompt=text_prompt("hi"))
-            assert response.stop_reason == "end_turn"
-            assert await trust_of(agent, sid) == {"alpha-skill": "trusted", "beta-skill": "trusted"}
-    (start, _end) = trust_calls(first, sid)
-    assert start.title == "Trust 2 skills from team?"
-    (server,) = json.loads((tmp_path / "config" / "trust.json").read_text())["servers"]
-    assert server["server"] == f"team={stdio_entry(root).command} {SERVER} {root}"
-    assert server["decision"] == "trusted"
-    uris = {entry["uri"] for entry in server["resources"]}
-    assert {"skill://alpha-skill/SKILL.md", "skill://beta-skill/SKILL.md"} <= uris
-
-    serve_skill(root, "beta-skill", body="Do another thing now.")
-    serve_skill(root, "gamma-skill")
-    second = AnsweringClient("reject_once")
-    with anyio.fail_after(TEST_SECONDS):
-        async with sandbox.spawn(env=env, client=second) as agent:
-            sid = await mcp_session(agent, sandbox, stdio_entry(root))
-            assert await trust_of(agent, sid) == {
-                "alpha-skill": "trusted",
-                "beta-skill": "pending",
-                "gamma-skill": "pending",
-            }
-            response = await agent.conn.prompt(session_id=sid, prompt=text_prompt("hi"))
-            assert response.stop_reason == "end_turn"
-    (start, end) = trust_calls(second, sid)
-    assert start.title == "Trust 2 skills from team?"
-    shown = start.content[0].content.text
-    assert "alpha-skill" not in shown
-    assert (
-        "- beta-skill: Skill beta-skill from the server. (MCP server team, "
-        "skill://beta-skill/SKILL.md) — changed on the server since you trusted it"
-    ) in shown
-    assert "gamma-skill" in shown
-    assert "— new on the server since you trusted it" in shown
-    assert end.status == "failed"
+def process_gone(pid: int) -> bool:
+    """No such process, or only its zombie (exited, not reaped yet by whoever adopted it)."""
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "zombie" in status.read_text()
+    except FileNotFoundError:
+        return True
 
 
-async def mcp_session(agent: Agent, sandbox: Sandbox, entry: McpServerStdio) -> str:
-    created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[entry])
-    return created.session_id
+def stubborn_server(tmp_path: Path, name: str) -> tuple[list[str], Path]:
+    """A scripted server serving skill ``name`` that ignores SIGTERM and the end of its input
+    (only a kill stops it): its command line, and the file it writes its pid to."""
+    fields = {"name": name, "description": f"Skill {name}."}
+    text = skill_text(f"name: {name}\ndescription: Skill {name}.")
+    pid = tmp_path / f"{name}.pid"
+    script = write_script(
+        tmp_path / f"{name}.json", [served(name, text, fields)], pid=str(pid), stubborn=True
+    )
+    return [sys.executable, SCRIPTED_SERVER, str(script)], pid
 
 
-async def trust_of(agent: Agent, session_id: str) -> dict[str, str]:
-    return {skill["name"]: skill["trust"] for skill in (await listed(agent, session_id))["skills"]}
+async def test_no_mcp_server_outlives_the_agent(tmp_path: Path) -> None:
+    """A real agent with an `--mcp-server` server and a session's own server, both of which
+    ignore SIGTERM and the end of their input: once the agent has exited, neither is left."""
+    fixed, fixed_pid = stubborn_server(tmp_path, "fixed-skill")
+    own, own_pid = stubborn_server(tmp_path, "own-skill")
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "DSH_HOME": str(home / ".dsh"),
+        "DSH_AGENTS_HOME": str(home / ".agents"),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "demo_agent",
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--mcp-server",
+        "team=" + " ".join(fixed),
+    ]
+    entry = {"name": "own", "command": own[0], "args": own[1:], "env": []}
+    agent = await asyncio.create_subprocess_exec(
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=env,
+    )
+    assert agent.stdin is not None
+    assert agent.stdout is not None
+    stdin, stdout = agent.stdin, agent.stdout
+
+    async def ask(request_id: int, method: str, params: dict[str, Any]) -> Any:
+        frame = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        stdin.write((json.dumps(frame) + "\n").encode())
+        await stdin.drain()
+        while True:  # notifications come before the answer
+            message = json.loads(await stdout.readline())
+            if message.get("id") == request_id and "method" not in message:
+                return message["result"]
+
+    try:
+        with anyio.fail_after(90):
+            await ask(1, "initialize", {"protocolVersion": 1})
+            created = await ask(2, "session/new", {"cwd": str(tmp_path), "mcpServers": [entry]})
+            agent_wide = await ask(3, "_skills/list", {"cwd": str(tmp_path)})
+            session = await ask(4, "_skills/list", {"sessionId": created["sessionId"]})
+            stdin.close()
+            await agent.wait()
+        left = [pid for pid in (fixed_pid, own_pid) if not process_gone(int(pid.read_text()))]
+    finally:
+        # Should the test fail, nothing it started is left running.
+        if agent.returncode is None:
+            agent.kill()
+            await agent.wait()
+        for pid in (fixed_pid, own_pid):
+            if pid.exists() and not process_gone(int(pid.read_text())):
+                os.kill(int(pid.read_text()), signal.SIGKILL)
+    assert [skill["source"] for skill in agent_wide["skills"]] == ["mcp:team"]
+    assert names(session) == [("fixed-skill", "mcp:team"), ("own-skill", "mcp:own")]
+    assert left == []

@@ -1,16 +1,18 @@
-"""McpSkillProvider against FastMCP 4.2.3's SkillsDirectoryProvider, a real subprocess over
-stdio and over streamable HTTP on 127.0.0.1 (contract §14)."""
+"""McpSkillProvider against FastMCP 4.2.3's SkillsDirectoryProvider (contract §14): in this
+process over memory streams (tests/mcp_memory.py), and end to end once as a real subprocess
+over stdio and once over streamable HTTP on 127.0.0.1."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from acp.helpers import text_block
 
 from acp_skills import (
     LocalSkillProvider,
@@ -19,11 +21,16 @@ from acp_skills import (
     SkillTool,
     render_skill_content,
 )
+from acp_skills.cli.main import main as cli_main
 from acp_skills.content import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
 from acp_skills.mcp.listing import ListedSkill, read_entry
+from acp_skills.mcp.pool import McpPool
 from acp_skills.mcp.provider import McpLocator
+from tests.acp_peer import ScriptedModelAgent, connected
 from tests.mcp_http import SERVER, http_skills_server, write_served_skill
+from tests.mcp_memory import InProcess
+from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +46,8 @@ def stdio_server(root: Path, *extra: str, label: str = "team") -> McpServer:
 
 @pytest.fixture
 async def registry() -> AsyncIterator[tuple[SkillRegistry, McpSkillProvider]]:
-    provider = McpSkillProvider(timeout=30)
+    """A registry with the MCP provider alone, its servers served in this process."""
+    provider = McpSkillProvider(timeout=30, transport=InProcess())
     found = SkillRegistry()
     found.register_provider(provider)
     try:
@@ -51,17 +59,24 @@ async def registry() -> AsyncIterator[tuple[SkillRegistry, McpSkillProvider]]:
 Kit = tuple[SkillRegistry, McpSkillProvider]
 
 
-async def test_lists_and_loads_over_stdio_with_verification(tmp_path: Path, registry: Kit) -> None:
-    skills, provider = registry
+async def test_lists_and_loads_over_stdio_with_verification(tmp_path: Path) -> None:
+    """End to end: the server as a child process over stdio, through the default transport."""
+    provider = McpSkillProvider(timeout=30)
+    skills = SkillRegistry()
+    skills.register_provider(provider)
     write_skill(tmp_path / "root", "deploy-app", "Run make deploy.")
     options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root"),))
-    snapshot = await skills.snapshot(options)
+    try:
+        with anyio.fail_after(60):
+            snapshot = await skills.snapshot(options)
+            loaded = await skills.get("deploy-app", options)
+            text = await SkillTool(skills).call({"name": "deploy-app"}, cwd=str(tmp_path))
+    finally:
+        await provider.aclose()
     assert [skill.name for skill in snapshot.skills] == ["deploy-app"]
     assert snapshot.skills[0].rank == 600
-    loaded = await skills.get("deploy-app", options)
     assert loaded is not None
     assert loaded.content == "Run make deploy."
-    text = await SkillTool(skills).call({"name": "deploy-app"}, cwd=str(tmp_path))
     # The tool builds its own options without servers: the skill is not in that scope.
     assert text.is_error
     state = next(iter(provider.servers.values()))
@@ -85,7 +100,7 @@ async def test_a_local_skill_wins_a_clash_and_the_clash_is_reported(tmp_path: Pa
     write_skill(tmp_path / "root", "deploy-app")
     local_root = tmp_path / "local"
     write_skill(local_root, "deploy-app", "Local body.")
-    provider = McpSkillProvider(timeout=30)
+    provider = McpSkillProvider(timeout=30, transport=InProcess())
     skills = SkillRegistry()
     skills.register_provider(
         LocalSkillProvider(tmp_path / "h1", tmp_path / "h2", custom_skill_dirs=[str(local_root)])
@@ -139,33 +154,30 @@ async def test_a_server_without_the_extension_contributes_nothing(
     assert next(iter(provider.servers.values())).failure is None
 
 
-async def test_a_server_that_exits_is_skipped_with_its_reason(tmp_path: Path) -> None:
-    provider = McpSkillProvider(timeout=30)
+async def test_a_transport_that_cannot_open_skips_its_server_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    """A transport factory that fails is a server skipped, told, never a failed lookup."""
+
+    def unreachable(server: McpServer) -> Any:
+        raise ConnectionRefusedError(f"no way to {server.label}")
+
+    provider = McpSkillProvider(timeout=30, transport=unreachable)
     skills = SkillRegistry()
     skills.register_provider(provider)
-    broken = McpServer(label="broken", command=sys.executable, args=("-c", "pass"))
+    server = stdio_server(tmp_path)
     try:
-        snapshot = await skills.snapshot(SkillLookupOptions(servers=(broken,)))
-        assert snapshot.skills == ()
-        state = provider.servers[broken]
-        assert state.failure
-        assert not state.connected
+        snapshot = await skills.snapshot(SkillLookupOptions(servers=(server,)))
     finally:
         await provider.aclose()
+    assert snapshot.skills == ()
+    assert provider.servers[server].failure == "ConnectionRefusedError: no way to team"
 
 
-async def test_a_server_that_hangs_is_skipped_after_the_deadline(tmp_path: Path) -> None:
-    provider = McpSkillProvider(timeout=0.5)
-    skills = SkillRegistry()
-    skills.register_provider(provider)
-    hung = McpServer(
-        label="hung", command=sys.executable, args=("-c", "import time; time.sleep(60)")
-    )
-    try:
-        await skills.snapshot(SkillLookupOptions(servers=(hung,)))
-        assert "no answer within" in (provider.servers[hung].failure or "")
-    finally:
-        await provider.aclose()
+def test_a_provider_takes_a_pool_or_a_transport_not_both() -> None:
+    """A pool opens connections through its own factory."""
+    with pytest.raises(ValueError, match="not both"):
+        McpSkillProvider(McpPool(), transport=InProcess())
 
 
 @pytest.fixture
@@ -176,12 +188,19 @@ def http_server(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-async def test_lists_and_loads_over_streamable_http(http_server: str, registry: Kit) -> None:
-    skills, _ = registry
+async def test_lists_and_loads_over_streamable_http(http_server: str) -> None:
+    """End to end: the server over streamable HTTP, through the default transport."""
+    provider = McpSkillProvider(timeout=30)
+    skills = SkillRegistry()
+    skills.register_provider(provider)
     options = SkillLookupOptions(servers=(parse_server_option(f"web={http_server}"),))
-    with anyio.fail_after(60):
-        assert [s.name for s in await skills.list(options)] == ["served-skill"]
-        loaded = await skills.get("served-skill", options)
+    try:
+        with anyio.fail_after(60):
+            listed = [s.name for s in await skills.list(options)]
+            loaded = await skills.get("served-skill", options)
+    finally:
+        await provider.aclose()
+    assert listed == ["served-skill"]
     assert loaded is not None
     assert loaded.content == "Do the thing."
 
@@ -225,59 +244,107 @@ async def test_the_skill_text_names_its_server_and_base_uri(tmp_path: Path, regi
     assert "Base URL: skill://deploy-app/" in text
 
 
-def test_the_cli_lists_and_shows_skills_of_an_mcp_server(tmp_path: Path) -> None:
-    write_skill(tmp_path / "root", "deploy-app", "Run make deploy.")
-    server = f"team={sys.executable} {SERVER} {tmp_path / 'root'}"
+async def test_the_skill_tool_reads_a_file_of_an_mcp_skill(tmp_path: Path) -> None:
+    """``path`` of an MCP skill is read from its server, verified against the manifest; a file
+    the manifest does not list is refused."""
+    write_skill(tmp_path / "root", "deploy-app")
+    provider = McpSkillProvider(
+        servers=[stdio_server(tmp_path / "root")], timeout=30, transport=InProcess()
+    )
+    skills = SkillRegistry()
+    skills.register_provider(provider)
+    tool = SkillTool(skills)
+    try:
+        read = await tool.call({"name": "deploy-app", "path": "notes.md"}, cwd=str(tmp_path))
+        missing = await tool.call({"name": "deploy-app", "path": "missing.md"}, cwd=str(tmp_path))
+    finally:
+        await provider.aclose()
+    assert (read.text, read.is_error) == ("notes of deploy-app\n", False)
+    assert missing.text == (
+        'Error: cannot read "missing.md" from skill "deploy-app": no such file in the '
+        "skill's manifest"
+    )
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "acp_skills", *args, "--cwd", str(tmp_path)]
-        return subprocess.run(
-            [*command, "--mcp-server", server],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
 
-    shown = cli("show", "deploy-app")
-    assert "Run make deploy." in shown.stdout, shown.stderr
-    doctor = cli("doctor", "--json")
-    payload = json.loads(doctor.stdout)
+async def file_appears(path: Path) -> None:
+    """Return once ``path`` exists (the caller's deadline bounds the wait)."""
+    while not await anyio.Path(path).exists():  # noqa: ASYNC110 (the server only writes a file)
+        await anyio.sleep(0.02)
+
+
+async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usable(
+    tmp_path: Path,
+) -> None:
+    """session/cancel while the server holds a read of the turn: the turn ends cancelled, the
+    server is told (MCP's notifications/cancelled), and the next turn and lookup still work."""
+    write_skill(tmp_path / "root", "deploy-app")
+    marker, record = tmp_path / "reading", tmp_path / "methods"
+    server = stdio_server(tmp_path / "root", "--slow-reads", str(marker), "--record", str(record))
+    provider = McpSkillProvider(servers=[server], timeout=30, transport=InProcess())
+    skills = SkillRegistry()
+    skills.register_provider(provider)
+    arguments = json.dumps({"name": "deploy-app", "path": "notes.md"})
+    call = {"id": "c1", "type": "function", "function": {"name": "skill", "arguments": arguments}}
+    read_notes = {"content": "", "tool_calls": [call]}
+    stops: list[str] = []
+    try:
+        async with connected(skills, agent_type=ScriptedModelAgent, mcp=provider) as peer:
+            agent = peer.agent
+            assert isinstance(agent, ScriptedModelAgent)
+            agent.replies = [read_notes, {"content": "here"}]
+            session_id = await peer.new_session(tmp_path)
+
+            async def run_prompt() -> None:
+                answer = await peer.conn.prompt(session_id=session_id, prompt=[text_block("go")])
+                stops.append(answer.stop_reason)
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(run_prompt)
+                    await file_appears(marker)  # the read has reached the server
+                    await peer.conn.cancel(session_id=session_id)
+                after = await peer.prompt(session_id, "again")
+                listing = await peer.ext("skills/list", {"sessionId": session_id})
+    finally:
+        await provider.aclose()
+    assert stops == ["cancelled"]
+    assert after.stop_reason == "end_turn"
+    assert [(s["name"], s["source"]) for s in listing["skills"]] == [("deploy-app", "mcp:team")]
+    assert marker.read_text() == "skill://deploy-app/notes.md"
+    # The server was told, ahead of the listing that followed.
+    methods = record.read_text().splitlines()
+    read = len(methods) - 1 - methods[::-1].index("resources/read")
+    assert "notifications/cancelled" in methods[read:], methods
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """``acp-skills ARGV`` in this process: its status, stdout and stderr."""
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        status = cli_main(list(argv))
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
+
+    return run
+
+
+def test_the_cli_lists_and_shows_skills_of_an_mcp_server(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    """``--mcp-server`` on ``show`` and ``doctor --json``, a real stdio server each time."""
+    text = skill_text("name: deploy-app\ndescription: Skill deploy-app.", "Run make deploy.")
+    fields = {"name": "deploy-app", "description": "Skill deploy-app."}
+    script = write_script(tmp_path / "s.json", [served("deploy-app", text, fields)])
+    server = f"team={sys.executable} {SCRIPTED_SERVER} {script}"
+    where = ("--cwd", str(tmp_path), "--mcp-server", server)
+    status, shown, err = cli("show", "deploy-app", *where)
+    assert status == 0, err
+    assert "Run make deploy." in shown
+    _, doctor, _ = cli("doctor", "--json", *where)
+    payload = json.loads(doctor)
     assert payload["mcpServers"][0]["label"] == "team"
     assert payload["mcpServers"][0]["skills"] == 1
-
-
-def test_no_server_process_outlives_the_agent(tmp_path: Path) -> None:
-    """Even a server that ignores SIGTERM is gone once the agent has exited."""
-    write_skill(tmp_path / "root", "deploy-app")
-    pid_file = tmp_path / "server.pid"
-    server = (
-        f"team={sys.executable} {SERVER} {tmp_path / 'root'} --pid-file {pid_file} --ignore-eof"
-    )
-    frames = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
-        {"jsonrpc": "2.0", "id": 2, "method": "_skills/list", "params": {"cwd": str(tmp_path)}},
-    ]
-    agent = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "demo_agent",
-            "--state-dir",
-            str(tmp_path / "state"),
-            *("--mcp-server", server),
-        ],
-        input="".join(json.dumps(frame) + "\n" for frame in frames),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    answers = [json.loads(line) for line in agent.stdout.splitlines()]
-    listed = next(answer for answer in answers if answer.get("id") == 2)
-    assert [skill["source"] for skill in listed["result"]["skills"]] == ["mcp:team"]
-    pid = int(pid_file.read_text())
-    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
 
 
 def _locator(name: str, description: str, *, files: bool = True) -> McpLocator:

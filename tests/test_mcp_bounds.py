@@ -1,6 +1,8 @@
 """What a server cannot do to the agent (contract §14a): hold a lookup or a read past the
 deadline, put more than the caps into memory or the model's context, fail without saying why,
-or leave processes behind. Against the scripted stdio server (and its HTTP twin in process)."""
+or leave processes behind. Against the scripted server: as a real stdio process (and its HTTP
+twin on 127.0.0.1) where the transport is the point (processes ended, stderr, the 16 MiB
+caps), else in this process over memory streams (tests/mcp_memory.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pytest
 from acp_skills import SkillLookupOptions, SkillRegistry
 from acp_skills.content import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider
+from tests.mcp_memory import InProcess
 from tests.mcp_scripted import (
     scripted_http_server,
     scripted_server,
@@ -88,7 +91,7 @@ async def test_a_read_that_never_answers_is_refused_after_the_deadline(tmp_path:
     script = [served("deploy", DEPLOY, DEPLOY_FIELDS)]
     server = scripted_server(write_script(tmp_path / "s.json", script, silent=["resources/read"]))
     options = SkillLookupOptions(servers=(server,))
-    async with lookups(timeout=0.5) as (registry, _):
+    async with lookups(timeout=0.5, transport=InProcess()) as (registry, _):
         (skill,) = (await registry.snapshot(options)).skills
         with anyio.fail_after(BOUND), pytest.raises(Refusal) as refused:
             await registry.load(skill, options)
@@ -109,7 +112,7 @@ async def test_a_skill_file_over_the_cap_is_refused_naming_it(
         entry["resources"][0]["size"] = 100
     server = scripted_server(write_script(tmp_path / "s.json", [(entry, files)]))
     options = SkillLookupOptions(servers=(server,))
-    async with lookups(timeout=30) as (registry, _):
+    async with lookups(timeout=30, transport=InProcess()) as (registry, _):
         (skill,) = (await registry.snapshot(options)).skills
         with pytest.raises(Refusal) as refused:
             await registry.load(skill, options)
@@ -126,7 +129,7 @@ async def test_a_dynamic_skill_file_over_the_cap_is_refused_naming_it(tmp_path: 
     )
     server = scripted_server(write_script(tmp_path / "s.json", [(entry, files)]))
     options = SkillLookupOptions(servers=(server,))
-    async with lookups(timeout=30) as (registry, provider):
+    async with lookups(timeout=30, transport=InProcess()) as (registry, provider):
         (skill,) = (await registry.snapshot(options)).skills
         with pytest.raises(Refusal) as refused:
             await provider.read_path(skill, "big.md", limit=1000)
@@ -191,8 +194,11 @@ async def test_a_read_over_16_mib_ends_the_servers_use(tmp_path: Path) -> None:
     assert problem.code == "mcp-server-unavailable"
 
 
-async def test_the_reason_of_a_server_that_exited_ends_with_its_stderr(tmp_path: Path) -> None:
-    """Not "Connection closed": the exit status and the last lines of its stderr, cleaned."""
+async def test_a_server_that_exits_is_skipped_and_its_reason_ends_with_its_stderr(
+    tmp_path: Path,
+) -> None:
+    """Skipped, not connected, and not "Connection closed": the exit status and the last lines
+    of its stderr, cleaned."""
     stderr = (
         "Traceback (most recent call last):\n"
         '  File "/srv/serve.py", line 12, in <module>\n'
@@ -200,7 +206,9 @@ async def test_the_reason_of_a_server_that_exited_ends_with_its_stderr(tmp_path:
     )
     server = scripted_server(write_script(tmp_path / "s.json", stderr=stderr, exit=1))
     async with lookups(timeout=30) as (registry, provider):
-        await registry.snapshot(SkillLookupOptions(servers=(server,)))
+        snapshot = await registry.snapshot(SkillLookupOptions(servers=(server,)))
+    assert snapshot.skills == ()
+    assert provider.servers[server].connected is False
     assert provider.servers[server].failure == (
         "the server exited with status 1; its stderr ends: Traceback (most recent call last): | "
         'File "/srv/serve.py", line 12, in <module> | '

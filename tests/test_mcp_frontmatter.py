@@ -1,6 +1,7 @@
 """One frontmatter reader (contract §14a): the same frontmatter, served from a local root and
 listed by an MCP server, gives the same outcome: offered with the same fields, or skipped for the
-same reason (over MCP with `mcp-skill-invalid` naming the server), never a failed lookup."""
+same reason (over MCP with `mcp-skill-invalid` naming the server), never a failed lookup. The
+server runs in this process (tests/mcp_memory.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from acp_skills import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegistry
 from acp_skills.mcp import McpSkillProvider
+from tests.mcp_memory import InProcess
 from tests.mcp_scripted import scripted_server, served, skill_text, write_script
 
 pytestmark = pytest.mark.anyio
@@ -119,7 +121,7 @@ async def both_ways(tmp_path: Path) -> AsyncIterator[tuple[dict[str, Any], dict[
             local_outcomes[Path(record.path).parent.name] = record.message
 
     server = scripted_server(write_script(tmp_path / "script.json", entries))
-    mcp = McpSkillProvider(timeout=30)
+    mcp = McpSkillProvider(timeout=30, transport=InProcess())
     mcp_registry = SkillRegistry()
     mcp_registry.register_provider(mcp)
     try:

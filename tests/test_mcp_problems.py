@@ -20,6 +20,7 @@ from acp_skills.cli.main import main as cli_main
 from acp_skills.mcp import McpServer, McpSkillProvider
 from demo_agent.__main__ import parse_args
 from tests.acp_peer import Peer, ScriptedModelAgent, connected, write_skill
+from tests.mcp_memory import InProcess
 from tests.mcp_scripted import scripted_server, served, skill_text, write_script
 
 DEAD = McpServer(label="dead", command=sys.executable, args=("-c", "import sys; sys.exit(3)"))
@@ -42,10 +43,11 @@ def bad_and_good_entries() -> list[tuple[dict[str, Any], dict[str, str]]]:
 
 @contextlib.asynccontextmanager
 async def agent_with(tmp_path: Path, *servers: McpServer) -> AsyncIterator[Peer]:
-    """The agent (in process) with the person's own skill and ``servers`` for every session."""
+    """The agent (in process) with the person's own skill and ``servers`` for every session:
+    the scripted server in this process too, a dead one as the real process it is."""
     own = tmp_path / "own"
     write_skill(own, "mine", "My own skill.", body="Mine.")
-    mcp = McpSkillProvider(servers=servers, timeout=30)
+    mcp = McpSkillProvider(servers=servers, timeout=30, transport=InProcess())
     registry = SkillRegistry()
     registry.register_provider(
         LocalSkillProvider(tmp_path / "h1", tmp_path / "h2", custom_skill_dirs=[str(own)])

@@ -1,6 +1,7 @@
 """Connections to MCP servers: one per configuration, opened on first use, shared by every
 session naming the same server, each closed within the deadline (`McpPool.release`, and
-`McpPool.aclose` at the agent's exit)."""
+`McpPool.aclose` at the agent's exit). Each is opened through the pool's `TransportFactory`:
+by default a child process over stdio or streamable HTTP (`open_transport`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from mcp import ClientSession
 
 from ..quiet_log import get_logger
 from .config import McpServer
-from .transport import HttpEndpoint, StdioProcess
+from .transport import BoundedTransport, TransportFactory, open_transport
 
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
 DEFAULT_TIMEOUT: Final = 10.0
@@ -25,17 +26,25 @@ _log = get_logger(__name__)
 
 
 class McpConnection:
-    """One live MCP session. A task of its own owns the transport, because the SDK's context
-    managers must be entered and left by the same task; it is cancelled through an anyio scope,
-    which lets the transport's shielded clean-up (ending a server's process group) finish."""
+    """One live MCP session, over what ``transport`` gives for ``server``. A task of its own
+    owns the transport, because the SDK's context managers must be entered and left by the same
+    task; it is cancelled through an anyio scope, which lets the transport's shielded clean-up
+    (ending a server's process group) finish."""
 
-    def __init__(self, server: McpServer, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        server: McpServer,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        transport: TransportFactory = open_transport,
+    ) -> None:
         self.server = server
         self._timeout = timeout
-        self._transport = (
-            StdioProcess(server) if server.command is not None else HttpEndpoint(server)
-        )
-        self._transport.stop_within = timeout
+        self._transport = transport
+        # What only this package's transports tell (why the messages stopped, bytes received)
+        # and take (how long stopping may take); any other transport goes without.
+        self._bounded: BoundedTransport | None = None
+        self._stop_seconds = timeout
         self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
         self._closing = asyncio.Event()
         self._scope = anyio.CancelScope()
@@ -49,13 +58,14 @@ class McpConnection:
     @property
     def ended(self) -> str | None:
         """Why the server's messages stopped, when the transport knows (an exit and the last
-        lines of its stderr, a response over the size cap); ``None`` while they flow."""
-        return self._transport.ended
+        lines of its stderr, a response over the size cap); ``None`` while they flow, or when
+        the transport does not say."""
+        return self._bounded.ended if self._bounded is not None else None
 
     @property
     def received(self) -> int:
-        """Bytes received from the server so far."""
-        return self._transport.received
+        """Bytes received from the server so far (0 when the transport does not count)."""
+        return self._bounded.received if self._bounded is not None else 0
 
     async def session(self) -> ClientSession:
         """The connected session (after ``server/discover``); raises why it could not connect."""
@@ -73,22 +83,32 @@ class McpConnection:
         included. ``at_once`` (a server that failed or does not answer) skips the grace."""
         if at_once or not self._ready.done():
             # Nothing to say goodbye to: a server that is still connecting is not answering.
-            self._transport.stop_within = 0.0
+            self._stop_within(0.0)
             self._scope.cancel()
         self._closing.set()
         done, _ = await asyncio.wait({self._task}, timeout=self._timeout)
         if not done:
-            self._transport.stop_within = 0.0
+            self._stop_within(0.0)
             self._scope.cancel()
             await asyncio.wait({self._task}, timeout=_AFTER_CANCEL)
+
+    def _stop_within(self, seconds: float) -> None:
+        self._stop_seconds = seconds
+        if self._bounded is not None:
+            self._bounded.stop_within = seconds
 
     async def _run(self) -> None:
         error: Exception | None = None
         try:
             with self._scope:
                 try:
+                    # Made here, so that a factory that fails is a connection that failed.
+                    transport = self._transport(self.server)
+                    if isinstance(transport, BoundedTransport):
+                        self._bounded = transport
+                        self._stop_within(self._stop_seconds)
                     async with (
-                        self._transport.open() as (read, write),
+                        transport as (read, write),
                         ClientSession(read, write, extensions={SKILLS_EXTENSION: {}}) as session,
                     ):
                         await session.discover()
@@ -111,17 +131,23 @@ class McpConnection:
 
 class McpPool:
     """The agent's MCP connections, keyed by configuration; shared across sessions. Each is
+    opened through ``transport`` (default: `open_transport`, stdio or streamable HTTP) and
     opened and closed under ``timeout`` seconds."""
 
-    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, *, timeout: float = DEFAULT_TIMEOUT, transport: TransportFactory | None = None
+    ) -> None:
         self._timeout = timeout
+        self._transport = transport if transport is not None else open_transport
         self._connections: dict[McpServer, McpConnection] = {}
 
     def connection(self, server: McpServer) -> McpConnection:
         """The live connection to ``server``, started now if there is none (or it ended)."""
         found = self._connections.get(server)
         if found is None or found.failed:
-            found = self._connections[server] = McpConnection(server, timeout=self._timeout)
+            found = self._connections[server] = McpConnection(
+                server, timeout=self._timeout, transport=self._transport
+            )
         return found
 
     async def release(self, server: McpServer, *, at_once: bool = False) -> None:

@@ -29,7 +29,7 @@ from ..quiet_log import get_logger
 from .config import McpServer
 from .listing import NOTHING, ListedSkill, Listing, list_skills, matches, text_of, unlisted
 from .pool import McpConnection, McpPool
-from .transport import TOO_LARGE
+from .transport import TOO_LARGE, TransportFactory
 
 # The SDK loads with this module, as an agent that may meet MCP servers starts: never later,
 # when the code on disk may no longer be the code that started (tests/test_private_checkout.py).
@@ -114,7 +114,16 @@ class McpSkillProvider:
     """Lists and loads skills of ``servers`` (for every lookup, as ``--mcp-server`` gives
     them) and then of those in ``options.servers`` (the session's `McpServer` values) through
     ``pool``. Each request to a server (connect, list, read, close) is under ``timeout``
-    seconds; a ``SKILL.md`` or file over ``max_resource_bytes`` is refused."""
+    seconds; a ``SKILL.md`` or file over ``max_resource_bytes`` is refused.
+
+    Without a ``pool``, one is made on first use, which opens each connection through
+    ``transport`` (an `acp_skills.mcp.transport.TransportFactory`: given a server's
+    configuration, the streams of an MCP client session); by default the server's command is
+    run over stdio, or its url reached over streamable HTTP.
+
+    Raises:
+        ValueError: both a ``pool`` and a ``transport`` were given (a pool has its own).
+    """
 
     def __init__(
         self,
@@ -123,9 +132,13 @@ class McpSkillProvider:
         servers: Sequence[McpServer] = (),
         timeout: float = LISTING_DEADLINE,
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
+        transport: TransportFactory | None = None,
     ) -> None:
+        if pool is not None and transport is not None:
+            raise ValueError("give an MCP pool or a transport, not both: a pool has its own")
         self.name = "mcp"
         self._opened = pool
+        self._transport = transport
         self._fixed = tuple(servers)
         self._timeout = timeout
         self._max_resource_bytes = max_resource_bytes
@@ -135,7 +148,7 @@ class McpSkillProvider:
     @property
     def _pool(self) -> McpPool:
         if self._opened is None:
-            self._opened = McpPool(timeout=self._timeout)
+            self._opened = McpPool(timeout=self._timeout, transport=self._transport)
         return self._opened
 
     def cacheable(self, options: SkillLookupOptions) -> bool:

@@ -6,16 +6,24 @@ is held in memory, over stdio or streamable HTTP.
 Both transports count what they receive (``received``) and say why their stream of messages
 ended (``ended``) before the session sees it end, so a failure is reported with its cause
 rather than the SDK's "Connection closed".
+
+`open_transport` picks one for a server's configuration. It is the default `TransportFactory`,
+the seam through which `McpPool` opens every connection: any other factory (a server running
+in the same process over memory streams, say) yields the streams of an MCP client session as
+well, and is used without the bounds of this module (docs/mcp.md).
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import AsyncIterator
-from typing import Any, Final, TypeAlias
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import anyio
 import httpx2
@@ -27,6 +35,9 @@ from mcp.shared.message import SessionMessage
 
 from ..text import remove_unsafe_characters
 from .config import McpServer
+
+if TYPE_CHECKING:
+    from mcp.client import Transport
 
 MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 """One message from a server (a listing page, a read), and one listing's pages together."""
@@ -49,6 +60,50 @@ Streams: TypeAlias = tuple[
 ]
 
 
+TransportFactory: TypeAlias = "Callable[[McpServer], Transport]"
+"""How a connection reaches a server: given the server's configuration, an async context
+manager (the MCP SDK's `mcp.client.Transport`) whose block holds the read and write streams of
+an MCP client session. One connection's task enters it and leaves it; leaving it ends the
+server's use. `open_transport` is the default."""
+
+
+def open_transport(server: McpServer) -> BoundedTransport:
+    """The default `TransportFactory`: the server's command as a child process over stdio, or
+    its url over streamable HTTP, both bounded as this module says."""
+    return StdioProcess(server) if server.command is not None else HttpEndpoint(server)
+
+
+class BoundedTransport(abc.ABC):
+    """A `mcp.client.Transport` that also tells its connection why the server's messages
+    stopped (``ended``, ``None`` while they flow) and how many bytes came (``received``, which
+    caps a listing's pages together), and stops the server within ``stop_within`` seconds when
+    its block ends (the connection lowers it to 0 for a server it gives up on)."""
+
+    def __init__(self) -> None:
+        self.ended: str | None = None
+        self.received = 0
+        self.stop_within = 10.0
+        self._block: AbstractAsyncContextManager[Any] | None = None
+
+    @abc.abstractmethod
+    def open(self) -> AbstractAsyncContextManager[Any]:
+        """Connect; the block holds the session's ``(read, write)`` streams."""
+
+    async def __aenter__(self) -> Any:
+        self._block = self.open()
+        return await self._block.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        block, self._block = self._block, None
+        assert block is not None, "left a transport that was never entered"
+        return await block.__aexit__(exc_type, exc, traceback)
+
+
 class ResponseTooLarge(Exception):
     """A server sent more than `MAX_RESPONSE_BYTES` for one answer."""
 
@@ -56,16 +111,14 @@ class ResponseTooLarge(Exception):
         super().__init__(TOO_LARGE)
 
 
-class StdioProcess:
+class StdioProcess(BoundedTransport):
     """One stdio server: started by `open`, in a session (process group) of its own."""
 
     def __init__(self, server: McpServer) -> None:
+        super().__init__()
         assert server.command is not None
         self._argv = [server.command, *server.args]
         self._env = {**os.environ, **dict(server.env)}
-        self.ended: str | None = None
-        self.received = 0
-        self.stop_within = 10.0  # seconds to stop the process group in, when the block ends
         self._stderr = bytearray()
         self._stderr_closed = anyio.Event()
         self._to_session: MemoryObjectSendStream[SessionMessage | Exception] | None = None
@@ -255,18 +308,17 @@ def _signal_group(group: int, signum: int) -> bool:
     return True
 
 
-class HttpEndpoint:
+class HttpEndpoint(BoundedTransport):
     """One streamable HTTP server, whose JSON answers are counted as they arrive (and refused
-    past `MAX_RESPONSE_BYTES`, never held whole) and whose SSE events are capped alike."""
+    past `MAX_RESPONSE_BYTES`, never held whole) and whose SSE events are capped alike. Its
+    ``stop_within`` is not used: the connection cancels the block after that long."""
 
     def __init__(self, server: McpServer) -> None:
+        super().__init__()
         assert server.url is not None
         self._url = server.url
         # Compressed bodies are refused (below): their size says nothing of what they expand to.
         self._headers = {**dict(server.headers), "Accept-Encoding": "identity"}
-        self.ended: str | None = None
-        self.received = 0
-        self.stop_within = 10.0  # the connection cancels the block after that long
 
     @contextlib.asynccontextmanager
     async def open(self) -> AsyncIterator[Any]:
