@@ -99,7 +99,9 @@ async def test_sigterm_exits_cleanly(
 ) -> None:
     """SIGTERM, idle or in the middle of a turn: exit code 0, and the record is intact.
     A process: signals."""
-    async with open_process(agent, schema, agent.with_fake_model(fake_model)) as raw:
+    # Idle, the offline model does (and spares the start-up the HTTP client's imports).
+    command = agent.with_fake_model(fake_model) if mid_turn else agent.command()
+    async with open_process(agent, schema, command) as raw:
         if mid_turn:
             session_id = await two_turns_then_hang(raw, agent, fake_model)
         else:
