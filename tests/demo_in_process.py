@@ -40,23 +40,29 @@ def environment(env: Mapping[str, str]) -> Iterator[None]:
 
 
 async def serve_demo_agent(options: Sequence[str], sock: socket.socket) -> None:
-    """Serve ACP on ``sock`` until its input ends, as the demo agent serves stdio.
+    """Serve ACP on ``sock`` until its input ends, as the demo agent serves stdio; ``sock`` is
+    closed at the end, however it ends, so the peer reads the end of the output.
 
     Raises:
-        SystemExit: ``options`` or the environment hold a bad setting (the parser's status 2).
+        AssertionError: ``options`` or the environment hold a bad setting (the entry point
+            would exit with status 2).
     """
-    args = parse_args(list(options))
-    reader, writer = await asyncio.open_connection(sock=sock, limit=READ_LIMIT)
-    provider = build_provider(args)
-    try:
-        agent = build_agent(args, provider)
-        mcp = getattr(args, "mcp", None)
+    with sock:
         try:
-            await provider.check_custom_dirs()
-            await agent.skills.serve(agent, GuardedTransport(reader, writer))
+            args = parse_args(list(options))
+        except SystemExit as refused:  # raised in a task, it would stop the event loop itself
+            raise AssertionError(f"the demo agent refuses {options!r}: {refused.code}") from None
+        reader, writer = await asyncio.open_connection(sock=sock, limit=READ_LIMIT)
+        provider = build_provider(args)
+        try:
+            agent = build_agent(args, provider)
+            mcp = getattr(args, "mcp", None)
+            try:
+                await provider.check_custom_dirs()
+                await agent.skills.serve(agent, GuardedTransport(reader, writer))
+            finally:
+                if mcp is not None:
+                    await mcp.aclose()
         finally:
-            if mcp is not None:
-                await mcp.aclose()
-    finally:
-        writer.close()
-        provider.close()
+            writer.close()
+            provider.close()

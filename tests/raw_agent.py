@@ -213,7 +213,8 @@ class RawStdioAgent:
     def _status(self) -> str:
         if self._proc is not None:
             return f"exit code {self._proc.poll()}"
-        return "served in process"
+        assert self._served is not None
+        return f"served in process, raised {self._served.error!r}"
 
     def _read_frames(self) -> None:
         for line in self._lines:

@@ -175,8 +175,17 @@ class RawAgent:
 
     async def write(self, data: bytes) -> None:
         """Write raw bytes, in one write."""
-        self._writer.write(data)
-        await self._writer.drain()
+        try:
+            self._writer.write(data)
+            await self._writer.drain()
+        except ConnectionError:
+            self._raise_what_the_agent_raised()
+            raise
+
+    def _raise_what_the_agent_raised(self) -> None:
+        # An agent served in process that has ended by raising: that is the test's failure.
+        if self._served is not None and self._served.done() and not self._served.cancelled():
+            self._served.result()
 
     async def send(self, *messages: object) -> None:
         """Write messages as JSON lines, all in one write; record them as the client's."""
@@ -201,8 +210,8 @@ class RawAgent:
         reader such as Rust's serde_json rejects a frame holding one), within `WAIT_SECONDS`."""
         async with asyncio.timeout(WAIT_SECONDS):
             line = await self._reader.readline()
-        if not line and self._served is not None and self._served.done():
-            self._served.result()  # the agent served in process raised: that is the failure
+        if not line:
+            self._raise_what_the_agent_raised()
         assert line, f"the agent closed its output (exit code {self._exit_code()})"
         try:
             message = json.loads(line)
@@ -338,7 +347,7 @@ async def open_raw(
             yield agent
         return
     ours, theirs = socket.socketpair()
-    with environment(spec.env):
+    with environment(spec.env), ours, theirs:
         served = asyncio.ensure_future(serve_demo_agent([*spec.options, *options], theirs))
         reader, writer = await asyncio.open_connection(sock=ours, limit=LINE_LIMIT)
         agent = RawAgent(reader, writer, FrameLog(schema, check_client=False), served=served)
@@ -350,14 +359,10 @@ async def open_raw(
                 await served
             writer.close()
             raise
-        try:
-            if not served.done():
-                await agent.close()
-            else:
-                await served  # finished already (the test closed it): any failure is raised
-        finally:
-            writer.close()
-            theirs.close()
+        if not served.done():
+            await agent.close()
+        writer.close()
+        await served  # what the agent raised, if it did, fails the test
     agent.log.assert_valid()
 
 
