@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 import structlog
+from hypothesis import HealthCheck, settings
 
 from acp_skills.jsonl_store import JsonlSessionStore
 from acp_skills.model import PrefixContext
 from acp_skills.record import InMemorySessionStore, SessionStore
+from tests.hypothesis_profiles import DEFAULT_EXAMPLES, PROFILE_VARIABLE, THOROUGH_EXAMPLES
 from tests.installed import Installation, build_and_install
 
 # Trust (docs/trust.md) would hold back every project skill the other suites put in their
@@ -21,6 +23,32 @@ os.environ["ACP_SKILLS_TRUST"] = "all"
 # As after an install: the environment's commands (acp-skills-demo) are on PATH, so `doctor`
 # finds the agent's command where an editor would; the doctor tests of a missing one say so.
 os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+
+# Hypothesis profiles (docs/testing.md): `default` fits the three-minute run, `thorough`
+# (HYPOTHESIS_PROFILE=thorough, or --hypothesis-profile=thorough) is what .ci/run adds. Neither
+# has a deadline or the too_slow health check: on a busy machine a timing is no verdict.
+settings.register_profile(
+    "default",
+    max_examples=DEFAULT_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=THOROUGH_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.load_profile(os.environ.get(PROFILE_VARIABLE) or "default")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test of the built wheel (the `installed` fixture) is in the slow interop tier."""
+    for item in items:
+        if "installed" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.interop)
 
 
 @pytest.fixture(autouse=True)

@@ -7,9 +7,13 @@ it: no process is started.
   rather than read this process's own stdin; stdout and stderr are captured. Afterwards the
   environment, the working directory, the standard library's logging and structlog's
   configuration are as they were.
-* `served`: the agent made by the entry point's own `parse_args`, `build_provider` and
-  `build_agent` from ``argv`` and an environment, served by `AcpSkills.serve` over a
-  socketpair to the official SDK client (a `RecordingClient`), initialized.
+* `serve_demo_agent`: the agent made by the entry point's own `parse_args`, `build_provider`
+  and `build_agent` from its options, serving ACP on one end of a socket pair through
+  `GuardedTransport` until its input ends, exactly as the entry point serves stdio; only the
+  process around it is missing (what only a process shows is tested with real processes,
+  ``tests/conformance/test_faults.py``).
+* `served`: `serve_demo_agent` with an environment, talking to the official SDK client (a
+  `RecordingClient`) on the other end, initialized.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import os
 import socket
 import sys
 import warnings
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +46,10 @@ from tests.cli_runner import (
     written,
 )
 
-__all__ = ["Served", "run_agent", "served"]
+__all__ = ["Served", "environment", "run_agent", "serve_demo_agent", "served"]
+
+# The reader's buffer, as `open_stdio` reads stdin (longer lines are still read, in pieces).
+READ_LIMIT = 1024 * 1024
 
 
 @contextmanager
@@ -100,6 +107,35 @@ def run_agent(
     return result
 
 
+async def serve_demo_agent(options: Sequence[str], sock: socket.socket) -> None:
+    """Serve ACP on ``sock`` until its input ends, as the demo agent serves stdio; ``sock`` is
+    closed at the end, however it ends, so the peer reads the end of the output.
+
+    Raises:
+        AssertionError: ``options`` or the environment hold a bad setting (the entry point
+            would exit with status 2).
+    """
+    with sock:
+        try:
+            args = parse_args(list(options))
+        except SystemExit as refused:  # raised in a task, it would stop the event loop itself
+            raise AssertionError(f"the demo agent refuses {options!r}: {refused.code}") from None
+        reader, writer = await asyncio.open_connection(sock=sock, limit=READ_LIMIT)
+        provider = build_provider(args)
+        try:
+            agent = build_agent(args, provider)
+            mcp = getattr(args, "mcp", None)
+            try:
+                await provider.check_custom_dirs()
+                await agent.skills.serve(agent, GuardedTransport(reader, writer))
+            finally:
+                if mcp is not None:
+                    await mcp.aclose()
+        finally:
+            writer.close()
+            provider.close()
+
+
 @dataclass(frozen=True)
 class Served:
     """The client's side of an agent served in this process."""
@@ -120,26 +156,16 @@ async def served(
     editor ends it."""
     client = client if client is not None else RecordingClient()
     with environment({"PATH": os.environ.get("PATH", os.defpath), **env}, cwd):
-        args = parse_args(list(argv))
-        provider = build_provider(args)
-        agent = build_agent(args, provider)
         agent_end, client_end = socket.socketpair()
-        agent_reader, agent_writer = await asyncio.open_connection(sock=agent_end)
         client_reader, client_writer = await asyncio.open_connection(sock=client_end)
         conn = ClientSideConnection(
             cast(Any, client), client_writer, client_reader, observers=[client.observe]
         )
-        transport = GuardedTransport(agent_reader, agent_writer)
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(agent.skills.serve, agent, transport)
-                try:
-                    await initialize_agent(conn)
-                    yield Served(conn, client)
-                finally:
-                    await conn.close()
-                    client_writer.close()  # the agent reads the end of its input and stops
-        finally:
-            if (mcp := getattr(args, "mcp", None)) is not None:
-                await mcp.aclose()
-            provider.close()
+        async with anyio.create_task_group() as group:
+            group.start_soon(serve_demo_agent, argv, agent_end)
+            try:
+                await initialize_agent(conn)
+                yield Served(conn, client)
+            finally:
+                await conn.close()
+                client_writer.close()  # the agent reads the end of its input and stops

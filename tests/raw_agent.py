@@ -1,25 +1,32 @@
-"""The demo agent as a subprocess spoken to in raw JSON lines, synchronously, every frame checked.
+"""The demo agent spoken to in raw JSON lines, synchronously, every frame checked.
 
 Raw lines let a test send what the SDK's client would refuse to build: a lone surrogate is
 valid JSON (``"\\ud800"``) but not Unicode text. A synchronous client lets a Hypothesis test
 drive one agent through many examples. Every line the agent writes must be a well-formed
 frame (`frame_problems`): strict UTF-8, one JSON-RPC 2.0 object, and no lone surrogate in any
 string, since a strict reader (Rust's serde_json, in Zed) rejects the whole frame.
+
+The agent is a subprocess (`RawStdioAgent`), or is served in a thread of this process through
+the transport it serves stdio with (`RawStdioAgent.in_process`, ``tests/demo_in_process.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import queue
 import re
+import socket
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any
+
+from tests.demo_in_process import environment, serve_demo_agent
 
 __all__ = [
     "RawStdioAgent",
@@ -79,10 +86,48 @@ def frame_problems(line: bytes) -> list[str]:
     return problems
 
 
+class _ServedInProcess:
+    """The demo agent served on one end of a socket pair by a thread with its own event loop;
+    ``os.environ`` is the agent's environment until `finish`."""
+
+    def __init__(self, options: Sequence[str], env: Mapping[str, str]) -> None:
+        self._environment = environment(env)
+        self._environment.__enter__()
+        self.sock, theirs = socket.socketpair()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._serve, args=(list(options), theirs), daemon=True
+        )
+        self._thread.start()
+
+    def _serve(self, options: list[str], sock: socket.socket) -> None:
+        try:
+            asyncio.run(serve_demo_agent(options, sock))
+        except BaseException as error:  # raised again in the test's thread, by `finish`
+            self.error = error
+        finally:
+            sock.close()
+
+    def finish(self) -> int:
+        """End the agent's input and wait for it to finish: 0, or what it raised is raised."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
+        try:
+            self._thread.join(WAIT_SECONDS)
+        finally:
+            self._environment.__exit__(None, None, None)
+        if self._thread.is_alive():
+            raise AssertionError(f"the agent did not finish within {WAIT_SECONDS} s")
+        if self.error is not None:
+            raise self.error
+        return 0
+
+
 class RawStdioAgent:
     """``argv`` as a child process, spoken to in JSON lines on its stdin and stdout.
 
     Use it as a context manager: leaving closes the agent's stdin and waits for it to exit.
+    `in_process` serves the demo agent in this process instead.
 
     Args:
         argv: the command.
@@ -99,14 +144,36 @@ class RawStdioAgent:
         stderr: IO[Any],
         read_text: ReadText | None = None,
     ) -> None:
+        self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(env)
+        )
+        self._served: _ServedInProcess | None = None
+        assert self._proc.stdout is not None
+        self._start(self._proc.stdout, read_text)
+
+    @classmethod
+    def in_process(
+        cls,
+        options: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        read_text: ReadText | None = None,
+    ) -> RawStdioAgent:
+        """The demo agent with ``options`` (``acp-skills-demo OPTIONS``), served in a thread of
+        this process with ``env`` as its whole environment, spoken to as `RawStdioAgent` is."""
+        agent = cls.__new__(cls)
+        agent._proc = None
+        agent._served = _ServedInProcess(options, env)
+        agent._start(agent._served.sock.makefile("rb"), read_text)
+        return agent
+
+    def _start(self, lines: IO[bytes], read_text: ReadText | None) -> None:
         self.read_text = read_text
         self.frames: list[dict[str, Any]] = []
         self.problems: list[str] = []
         self._inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._next_id = 0
-        self._proc = subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(env)
-        )
+        self._lines = lines
         self._reader = threading.Thread(target=self._read_frames, daemon=True)
         self._reader.start()
 
@@ -122,24 +189,35 @@ class RawStdioAgent:
         self.close()
 
     def close(self) -> int:
-        """Close the agent's stdin, wait for it to exit, and return its exit status."""
-        assert self._proc.stdin is not None
-        if not self._proc.stdin.closed:
-            with contextlib.suppress(BrokenPipeError):
-                self._proc.stdin.close()
+        """Close the agent's stdin, wait for it to exit, and return its exit status (0 for an
+        agent served in process, which raises here what it raised)."""
         try:
-            code = self._proc.wait(timeout=WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            code = self._proc.wait()
-        self._reader.join(timeout=WAIT_SECONDS)
-        assert self._proc.stdout is not None
-        self._proc.stdout.close()
-        return code
+            if self._served is not None:
+                return self._served.finish()
+            assert self._proc is not None
+            assert self._proc.stdin is not None
+            if not self._proc.stdin.closed:
+                with contextlib.suppress(BrokenPipeError):
+                    self._proc.stdin.close()
+            try:
+                return self._proc.wait(timeout=WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                return self._proc.wait()
+        finally:
+            self._reader.join(timeout=WAIT_SECONDS)
+            self._lines.close()
+            if self._served is not None:
+                self._served.sock.close()
+
+    def _status(self) -> str:
+        if self._proc is not None:
+            return f"exit code {self._proc.poll()}"
+        assert self._served is not None
+        return f"served in process, raised {self._served.error!r}"
 
     def _read_frames(self) -> None:
-        assert self._proc.stdout is not None
-        for line in self._proc.stdout:
+        for line in self._lines:
             problems = frame_problems(line)
             if problems:
                 self.problems.append(f"{line[:300]!r}: {'; '.join(problems)}")
@@ -149,8 +227,13 @@ class RawStdioAgent:
 
     def send(self, message: Mapping[str, Any]) -> None:
         """Write one message as a JSON line (non-ASCII, lone surrogates included, as escapes)."""
+        data = json.dumps(message).encode("ascii") + b"\n"
+        if self._served is not None:
+            self._served.sock.sendall(data)
+            return
+        assert self._proc is not None
         assert self._proc.stdin is not None
-        self._proc.stdin.write(json.dumps(message).encode("ascii") + b"\n")
+        self._proc.stdin.write(data)
         self._proc.stdin.flush()
 
     def request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -181,7 +264,7 @@ class RawStdioAgent:
             except queue.Empty:
                 raise AssertionError(f"no answer to {method} within {WAIT_SECONDS} s") from None
             assert not self.problems, f"malformed frames: {self.problems}"
-            assert message is not None, f"the agent stopped (exit code {self._proc.poll()})"
+            assert message is not None, f"the agent stopped ({self._status()})"
             self.frames.append(message)
             if "method" in message and "id" in message:
                 self.send(self._answer(message))

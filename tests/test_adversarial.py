@@ -1,36 +1,35 @@
 """Named hostile inputs, each kept here so a later change cannot quietly bring it back.
 
-Every case is written the way the failure was met, through the real demo agent over stdio or
-the real console script. Frames nested deep have their own module:
-``tests/conformance/test_adversarial_nesting.py``.
+Every case is written the way the failure was met: raw lines to the real demo agent (served in
+this process through the transport it serves stdio with), or its entry point ``main(argv)``.
+Frames nested deep have their own module: ``tests/conformance/test_adversarial_nesting.py``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from acp_skills.arguments import MAX_ARGUMENTS_CHARS, MAX_EXPANDED_CHARS
-from tests.agent_client import AGENT_COMMAND, Sandbox
+from demo_agent.__main__ import main as demo_main
+from tests.agent_client import Sandbox
+from tests.demo_in_process import environment
 from tests.raw_agent import RawStdioAgent, agent_environment, initialize_params
 
 PASTE_CHARS = 1_500_000
 
 
-def start_demo_agent(sandbox: Sandbox, stderr: Any, *extra: str) -> RawStdioAgent:
+def start_demo_agent(sandbox: Sandbox, *extra: str) -> RawStdioAgent:
     """The demo agent on its offline model, initialized."""
-    agent = RawStdioAgent(
-        [*AGENT_COMMAND, *sandbox.args(*extra)],
-        env=agent_environment(sandbox.env()),
-        stderr=stderr,
-    )
+    agent = RawStdioAgent.in_process(sandbox.args(*extra), env=agent_environment(sandbox.env()))
     agent.call("initialize", initialize_params(reads_files=False))
     return agent
 
@@ -51,10 +50,7 @@ def test_arguments_paste_of_one_and_a_half_megabytes(tmp_path: Path) -> None:
     body = "# Echo\n\n" + " ".join(["$ARGUMENTS $0 $ARGUMENTS[1]"] * 2_000) + "\n"
     sandbox.write_skill("echo", "Repeat the arguments.", body)
     paste = " ".join(['\'a quoted word\' plain "double \\" quoted"'] * 40_000)[:PASTE_CHARS]
-    with (
-        (tmp_path / "agent.stderr").open("wb") as stderr,
-        start_demo_agent(sandbox, stderr, "--compat", "claude") as agent,
-    ):
+    with start_demo_agent(sandbox, "--compat", "claude") as agent:
         pasted, other = new_session(agent, sandbox), new_session(agent, sandbox)
         since = len(agent.frames)
         typed = prompt_params(pasted, f"/echo {paste}")
@@ -94,7 +90,8 @@ print(type(result).__name__, getattr(result, "data", b"").decode(), left_open)
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
 def test_confined_read_of_a_path_three_hundred_segments_deep(tmp_path: Path) -> None:
-    """A confined read held one descriptor per segment: a deep path ran out of descriptors."""
+    """A confined read held one descriptor per segment: a deep path ran out of descriptors.
+    A process: the descriptor limit it lowers is the whole process's."""
     segments = [f"d{index}" for index in range(300)]
     deep = tmp_path.joinpath(*segments)
     deep.mkdir(parents=True)
@@ -122,10 +119,7 @@ def test_lone_surrogate_session_id_and_cwd_in_error_frames(tmp_path: Path) -> No
         ("session/new", {"cwd": "relative\ud800", "mcpServers": []}),
         ("_skills/list", {"sessionId": "\udbff"}),
     ]
-    with (
-        (tmp_path / "agent.stderr").open("wb") as stderr,
-        start_demo_agent(sandbox, stderr) as agent,
-    ):
+    with start_demo_agent(sandbox) as agent:
         for method, params in hostile:
             answer = agent.request(method, params)
             assert "error" in answer, method
@@ -134,9 +128,25 @@ def test_lone_surrogate_session_id_and_cwd_in_error_frames(tmp_path: Path) -> No
         assert new_session(agent, sandbox)  # still serving
 
 
+@pytest.fixture
+def logging_as_it_was() -> Iterator[None]:
+    """The entry point configures logging, as an application does; put it back afterwards."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    watchfiles_level = logging.getLogger("watchfiles").level
+    yield
+    logging.captureWarnings(False)
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logging.getLogger("watchfiles").setLevel(watchfiles_level)
+
+
+@pytest.mark.usefixtures("logging_as_it_was")
 @pytest.mark.parametrize("flag", ["--api-key-file", "--log-file"])
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
-def test_fifo_or_device_as_a_start_up_file(tmp_path: Path, flag: str, kind: str) -> None:
+def test_fifo_or_device_as_a_start_up_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, kind: str
+) -> None:
     """A FIFO hung start-up and ``/dev/zero`` exhausted memory: refused, status 2, one line."""
     sandbox = Sandbox.create(tmp_path)
     if kind == "fifo":
@@ -145,64 +155,12 @@ def test_fifo_or_device_as_a_start_up_file(tmp_path: Path, flag: str, kind: str)
     else:
         target = Path("/dev/zero")
     model = ["--model", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "NO_KEY"]
-    done = subprocess.run(
-        [*AGENT_COMMAND, *sandbox.args(*model, flag, str(target))],
-        env=agent_environment(sandbox.env()),
-        stdin=subprocess.PIPE,
-        capture_output=True,
-        timeout=60,  # a safety net only: the refusal comes before anything could wait
-        check=False,
-    )
-    assert done.returncode == 2
-    assert done.stdout == b""
-    lines = done.stderr.decode().splitlines()
+    with environment(agent_environment(sandbox.env())):
+        status = demo_main(sandbox.args(*model, flag, str(target)))
+    assert status == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
     assert len(lines) == 1, lines
     assert "not a regular file" in lines[0]
     assert str(target) in lines[0]
-
-
-def test_an_edit_no_watch_event_reports_reaches_the_agent(tmp_path: Path) -> None:
-    """A ``SKILL.md`` that is a hard link to a file outside every watched directory, rewritten
-    in place through that outside name: the kernel reports nothing to the watch (as when its
-    event queue overflows), and the catalog stayed stale for good. The watcher's safety sweep
-    finds it within seconds."""
-    sandbox = Sandbox.create(tmp_path)
-    skill_file = sandbox.write_skill("linked", "The first description.")
-    outside = tmp_path / "elsewhere" / "SKILL.md"
-    outside.parent.mkdir()
-    skill_file.unlink()
-    outside.write_text("---\nname: linked\ndescription: The first description.\n---\nBody\n")
-    os.link(outside, skill_file)
-    log = tmp_path / "agent.log"
-    with (
-        (tmp_path / "agent.stderr").open("wb") as stderr,
-        start_demo_agent(sandbox, stderr, "--log-file", str(log), "--log-level", "debug") as agent,
-    ):
-        session = new_session(agent, sandbox)
-
-        def description() -> str:
-            listed = agent.call("_skills/list", {"sessionId": session})
-            (entry,) = [s for s in listed["skills"] if s["name"] == "linked"]
-            return str(entry["description"])
-
-        def logged(event: str) -> list[str]:
-            lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-            return [line for line in lines if f" {event} " in line]
-
-        assert description() == "The first description."
-        deadline = time.monotonic() + 60
-        while not (started := logged("skill_watch_started")) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert started, "the watch never went live"
-        # Where inotify is out of watches the agent polls, and polling stats files itself.
-        native = started[0].endswith(" mode=native")
-        with outside.open("r+", encoding="utf-8") as file:  # the same inode, rewritten
-            file.write("---\nname: linked\ndescription: The second description.\n---\nBody\n")
-
-        def found() -> bool:
-            swept = not native or logged("skill_watch_sweep_found_changes")
-            return bool(swept) and description() == "The second description."
-
-        while not (done := found()) and time.monotonic() < deadline:
-            time.sleep(0.25)
-    assert done, "the edit was never found"

@@ -26,6 +26,7 @@ from acp_skills.catalog import (
     fit_catalog,
 )
 from acp_skills.model import PrefixContext
+from tests.hypothesis_profiles import examples
 from tests.providers import ListProvider, assert_matches_golden, candidate
 
 SKILLS = [
@@ -355,7 +356,7 @@ def skill_sets(draw: st.DrawFn) -> list[SkillCandidate]:
     max_length=st.sampled_from([3, 20, 60, 61, 200, 500]),
     data=st.data(),
 )
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_budget_is_never_exceeded_when_it_can_be_met(
     skills: list[SkillCandidate], budget: int, max_length: int, data: st.DataObject
 ) -> None:
@@ -384,7 +385,7 @@ def test_budget_is_never_exceeded_when_it_can_be_met(
 
 
 @given(skills=skill_sets(), budget=st.integers(min_value=1, max_value=8_000), seed=st.integers())
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_same_skills_and_budget_give_the_same_bytes(
     skills: list[SkillCandidate], budget: int, seed: int
 ) -> None:
@@ -395,7 +396,7 @@ def test_same_skills_and_budget_give_the_same_bytes(
 
 
 @given(skills=skill_sets())
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 def test_a_budget_the_catalog_fits_changes_nothing(skills: list[SkillCandidate]) -> None:
     """Any budget at or above the plain catalog's length gives the plain catalog."""
     plain = render_catalog(skills)

@@ -19,6 +19,7 @@ from acp_skills.frontmatter import (
     decode_skill_bytes,
     parse_skill_file,
 )
+from tests.hypothesis_profiles import examples
 
 MINIMAL = "name: demo\ndescription: Does demo things.\n"
 
@@ -637,7 +638,7 @@ def test_decode_skill_bytes_names_the_first_bad_byte(data: bytes, offset: int) -
 # --- properties -----------------------------------------------------------------------------
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.text())
 def test_parse_never_raises_on_arbitrary_text(text: str) -> None:
     """Any text gives a ParsedSkill or a Problem, never an exception."""
@@ -647,7 +648,7 @@ def test_parse_never_raises_on_arbitrary_text(text: str) -> None:
 _YAML_ISH = st.text(alphabet=st.sampled_from(list("ab:-[]{}&*!'\"#|>~?,. \n\t\r0\ufeff")))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.one_of(_YAML_ISH, st.text()), st.text())
 def test_parse_never_raises_on_arbitrary_frontmatter(frontmatter: str, body: str) -> None:
     """Whatever sits between the delimiters, parsing returns a value."""
@@ -655,7 +656,7 @@ def test_parse_never_raises_on_arbitrary_frontmatter(frontmatter: str, body: str
     assert isinstance(result, ParsedSkill | Problem)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.binary())
 def test_decode_then_parse_never_raises_on_arbitrary_bytes(data: bytes) -> None:
     """The provider's path from bytes to a skill never raises."""
@@ -672,7 +673,7 @@ _DESCRIPTIONS = st.text(
 ).filter(lambda text: text.strip() == text and text != "")
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(_NAMES, _DESCRIPTIONS, st.text())
 def test_well_formed_files_round_trip(name: str, description: str, body: str) -> None:
     """A file built from a valid name, description and body parses back to them."""
@@ -692,7 +693,7 @@ def test_parsed_skill_metadata_is_a_mapping_type() -> None:
 _WHOLE_DELIMITER_LINE = re.compile(r"^---\r?$", re.MULTILINE)
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.text(alphabet=st.sampled_from(list("-\r\n a")), max_size=40))
 def test_closing_line_is_the_first_whole_delimiter_line(rest: str) -> None:
     """The frontmatter ends where a whole-line `---` (optionally `---\\r`) first appears."""

@@ -23,6 +23,7 @@ from acp_skills.frontmatter import ParsedSkill
 from acp_skills.fs import DirEntry, FileReadError, LocalFileSystem
 from acp_skills.local import LocalSkillProvider, SkillRoot
 from acp_skills.model import DirectoryResource, SkillCandidate
+from tests.hypothesis_profiles import examples
 
 pytestmark = pytest.mark.anyio
 
@@ -900,7 +901,7 @@ async def test_a_broken_filesystem_error_propagates_as_itself(layout: Layout) ->
 # --- properties -----------------------------------------------------------------------------
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.one_of(
         st.binary(max_size=300),
@@ -951,7 +952,7 @@ _LINES = st.sampled_from(
 )
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(
     lines=st.lists(_LINES, max_size=12),
     tail=st.sampled_from(["", "\n", "\r\n", "\n---", "\n---\n"]),

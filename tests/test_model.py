@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from acp_skills import is_skill_name
 from acp_skills.model import DirectoryResource, SkillSummary, summary_of
 from tests import providers
+from tests.hypothesis_profiles import examples
 from tests.test_frontmatter import _NAMES
 
 
@@ -28,7 +29,7 @@ def test_is_skill_name_accepts_every_name_of_the_grammar(name: str) -> None:
     assert reference_is_skill_name(name)
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.one_of(st.text(), st.text(alphabet=st.sampled_from(list("ab09-_A\n é")))))
 def test_is_skill_name_agrees_with_a_reference_definition(value: str) -> None:
     """The regex-based check matches a word-splitting restatement of the grammar."""

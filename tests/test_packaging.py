@@ -16,7 +16,7 @@ import pytest
 from demo_agent import __version__
 from tests.installed import ROOT, Installation, isolated_env
 
-pytestmark = [pytest.mark.wheel, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.interop, pytest.mark.wheel, pytest.mark.timeout(1200)]
 
 EXAMPLES = (
     "code-review/SKILL.md",

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from typing import Any
+
+import pytest
 
 import acp_skills
 import acp_skills.acp
@@ -60,25 +64,40 @@ def test_acp_module_exports_exactly_its_public_api() -> None:
         assert getattr(acp_skills.acp, name) is not None
 
 
-def test_library_never_configures_logging() -> None:
+# What a fresh interpreter shows after each import: other tests capture logs, which
+# configures structlog in this one, and have imported everything long ago.
+FRESH_IMPORTS = """
+import json, sys
+import structlog
+facts = {}
+import acp_skills
+facts["loaded by acp_skills"] = sorted(m for m in ("acp", "pydantic") if m in sys.modules)
+acp_skills.AcpSkills
+facts["loaded by AcpSkills"] = sorted(m for m in ("acp", "pydantic") if m in sys.modules)
+import acp_skills.acp
+facts["structlog configured"] = structlog.is_configured()
+print(json.dumps(facts))
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh_imports() -> dict[str, Any]:
+    """`FRESH_IMPORTS` run once, in a new interpreter."""
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH_IMPORTS], capture_output=True, text=True, check=True
+    )
+    facts: dict[str, Any] = json.loads(result.stdout)
+    return facts
+
+
+def test_library_never_configures_logging(fresh_imports: dict[str, Any]) -> None:
     """Importing the whole library leaves structlog unconfigured (only applications do that)."""
-    # A fresh interpreter: other tests capture logs, which configures structlog in this one.
-    probe = "import acp_skills, acp_skills.acp, structlog; print(structlog.is_configured())"
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "False"
+    assert fresh_imports["structlog configured"] is False
 
 
-def test_importing_the_package_loads_neither_the_acp_sdk_nor_pydantic() -> None:
+def test_importing_the_package_loads_neither_the_acp_sdk_nor_pydantic(
+    fresh_imports: dict[str, Any],
+) -> None:
     """``import acp_skills`` alone stays light: the ACP glue is imported on first use."""
-    probe = (
-        "import sys, acp_skills; "
-        "print(sorted(m for m in ('acp', 'pydantic') if m in sys.modules)); "
-        "acp_skills.AcpSkills; "
-        "print(sorted(m for m in ('acp', 'pydantic') if m in sys.modules))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.splitlines() == ["[]", "['acp', 'pydantic']"]
+    assert fresh_imports["loaded by acp_skills"] == []
+    assert fresh_imports["loaded by AcpSkills"] == ["acp", "pydantic"]

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from acp_skills import _yaml
 from acp_skills._yaml import load_frontmatter
 from acp_skills.errors import Problem
+from tests.hypothesis_profiles import examples
 
 INF, NAN = math.inf, math.nan
 
@@ -337,7 +338,7 @@ def edit(lines: list[str], rng: random.Random) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_documents, st.integers(0, 2**32 - 1))
 def test_generated_frontmatter_reads_as_pyyaml_reads_it(
     document: list[tuple[str, object, bool]], seed: int
@@ -354,7 +355,7 @@ def test_generated_frontmatter_reads_as_pyyaml_reads_it(
         )
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000))
 @given(
     st.one_of(
         st.text(alphabet=st.sampled_from(list("01789+-.eExXoabfnlNtruTFsI~_ :")), max_size=8),

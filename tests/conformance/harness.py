@@ -4,6 +4,11 @@ The agent command is ``ACP_CONFORMANCE_AGENT`` (split like a shell would) when s
 interpreter running ``-m demo_agent`` with the example skills and a private state directory.
 Tests that depend on the demo agent's own options, skills or records are marked ``demo_agent``
 and are skipped for any other agent.
+
+`open_raw` serves the demo agent in this process, over a socket pair, through the same
+transport it serves stdio with (``tests/demo_in_process.py``); any other agent runs as a
+process. `open_process` always starts a process, for what only a process shows: stdout purity,
+closed pipes, signals and the exit status.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import contextlib
 import json
 import os
 import shlex
+import socket
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +27,8 @@ from typing import Any
 
 from demo_agent import EXAMPLE_SKILLS
 
+from ..demo_in_process import environment, serve_demo_agent
+from ..raw_agent import lone_surrogates_in
 from .fake_model import FakeModel
 from .wire import AGENT, CLIENT, FrameLog, Schema
 
@@ -32,6 +40,7 @@ __all__ = [
     "RawAgent",
     "agent_spec",
     "close_transport",
+    "open_process",
     "open_raw",
 ]
 
@@ -40,6 +49,8 @@ FAKE_KEY_VARIABLE = "ACP_CONFORMANCE_FAKE_KEY"
 FAKE_KEY = "sk-conformance-fake-key"
 # Generous on purpose: every wait ends as soon as its frame arrives.
 WAIT_SECONDS = 20.0
+# The test's end of the connection reads whole lines of up to this size.
+LINE_LIMIT = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,13 +58,14 @@ class AgentSpec:
     """How to start the agent under test, and where its sessions work."""
 
     argv: tuple[str, ...]  # the command
-    env: Mapping[str, str]  # the child's complete environment
+    env: Mapping[str, str]  # the child's complete environment (the in-process agent's too)
     # An absolute, empty project directory for sessions. The agent itself starts in the
     # directory the tests run from, so a relative command works.
     cwd: Path
     state_dir: Path | None  # the demo agent's --state-dir; None for another agent
     stderr_path: Path  # the child's stderr goes here (never to a pipe nobody reads)
     is_demo: bool = True
+    options: tuple[str, ...] = ()  # the demo agent's own options (in ``argv`` after the module)
 
     def command(self, *demo_options: str) -> list[str]:
         """The command line; ``demo_options`` are appended for the demo agent only."""
@@ -61,16 +73,7 @@ class AgentSpec:
 
     def with_fake_model(self, model: FakeModel) -> list[str]:
         """The demo agent's command line using ``model`` (the ``openai`` model over HTTP)."""
-        return self.command(
-            "--model",
-            "openai",
-            "--base-url",
-            model.base_url,
-            "--model-name",
-            "fake-model",
-            "--api-key-env",
-            FAKE_KEY_VARIABLE,
-        )
+        return self.command(*fake_model_options(model))
 
     def record_path(self, session_id: str) -> Path:
         """The demo agent's JSON Lines record of a session."""
@@ -89,6 +92,20 @@ class AgentSpec:
             return self.stderr_path.read_text(encoding="utf-8", errors="replace")[-limit:]
         except OSError:
             return ""
+
+
+def fake_model_options(model: FakeModel) -> list[str]:
+    """The demo agent's options for ``model`` (its ``openai`` model over HTTP)."""
+    return [
+        "--model",
+        "openai",
+        "--base-url",
+        model.base_url,
+        "--model-name",
+        "fake-model",
+        "--api-key-env",
+        FAKE_KEY_VARIABLE,
+    ]
 
 
 def agent_spec(tmp: Path) -> AgentSpec:
@@ -123,39 +140,52 @@ def agent_spec(tmp: Path) -> AgentSpec:
         ACP_SKILLS_TRUST="all",
     )
     env[FAKE_KEY_VARIABLE] = FAKE_KEY
-    argv = (
-        sys.executable,
-        "-m",
-        "demo_agent",
-        "--state-dir",
-        str(state),
-        "--skills-dir",
-        str(EXAMPLE_SKILLS),
-    )
+    options = ("--state-dir", str(state), "--skills-dir", str(EXAMPLE_SKILLS))
     return AgentSpec(
-        argv=argv, env=env, cwd=project, state_dir=state, stderr_path=tmp / "agent.stderr"
+        argv=(sys.executable, "-m", "demo_agent", *options),
+        env=env,
+        cwd=project,
+        state_dir=state,
+        stderr_path=tmp / "agent.stderr",
+        options=options,
     )
 
 
 class RawAgent:
-    """The agent as a child process spoken to in raw bytes; every stdout line is recorded."""
+    """The agent spoken to in raw bytes; every line it writes is recorded.
 
-    def __init__(self, proc: asyncio.subprocess.Process, log: FrameLog) -> None:
+    Made by `open_raw` or `open_process`; ``proc`` is the child process, or ``None`` when the
+    agent is served in this process.
+    """
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        log: FrameLog,
+        *,
+        proc: asyncio.subprocess.Process | None = None,
+        served: asyncio.Future[None] | None = None,
+    ) -> None:
         self.proc = proc
         self.log = log
+        self._reader, self._writer, self._served = reader, writer, served
         self._next_id = 1000
         self._inbox: list[dict[str, Any]] = []
 
-    @property
-    def stdin(self) -> asyncio.StreamWriter:
-        """The agent's stdin."""
-        assert self.proc.stdin is not None
-        return self.proc.stdin
-
     async def write(self, data: bytes) -> None:
         """Write raw bytes, in one write."""
-        self.stdin.write(data)
-        await self.stdin.drain()
+        try:
+            self._writer.write(data)
+            await self._writer.drain()
+        except ConnectionError:
+            self._raise_what_the_agent_raised()
+            raise
+
+    def _raise_what_the_agent_raised(self) -> None:
+        # An agent served in process that has ended by raising: that is the test's failure.
+        if self._served is not None and self._served.done() and not self._served.cancelled():
+            self._served.result()
 
     async def send(self, *messages: object) -> None:
         """Write messages as JSON lines, all in one write; record them as the client's."""
@@ -176,18 +206,25 @@ class RawAgent:
         return message
 
     async def read(self) -> dict[str, Any]:
-        """The next line from the agent, which must be a JSON object (within `WAIT_SECONDS`)."""
-        assert self.proc.stdout is not None
+        """The next line from the agent, a JSON object free of lone surrogates (a strict
+        reader such as Rust's serde_json rejects a frame holding one), within `WAIT_SECONDS`."""
         async with asyncio.timeout(WAIT_SECONDS):
-            line = await self.proc.stdout.readline()
-        assert line, f"the agent closed stdout (exit code {self.proc.returncode})"
+            line = await self._reader.readline()
+        if not line:
+            self._raise_what_the_agent_raised()
+        assert line, f"the agent closed its output (exit code {self._exit_code()})"
         try:
             message = json.loads(line)
         except ValueError as error:
-            raise AssertionError(f"stdout line is not JSON: {line[:300]!r}") from error
+            raise AssertionError(f"output line is not JSON: {line[:300]!r}") from error
         self.log.add(AGENT, message)
-        assert isinstance(message, dict), f"stdout line is not a JSON object: {line[:300]!r}"
+        assert isinstance(message, dict), f"output line is not a JSON object: {line[:300]!r}"
+        bad = lone_surrogates_in(message)
+        assert not bad, f"lone surrogates in a frame: {bad[:3]!r}"
         return message
+
+    def _exit_code(self) -> int | None:
+        return self.proc.returncode if self.proc is not None else None
 
     async def next_response(self) -> dict[str, Any]:
         """The next response (or error) the agent writes; notifications are kept in `inbox`."""
@@ -247,27 +284,50 @@ class RawAgent:
         session_id = await self.new_session(cwd)
         assert session_id
 
-    async def close(self, grace: float = 10.0) -> int:
-        """Close stdin and wait for the exit code (killing the agent if it does not exit)."""
+    async def end_input(self) -> None:
+        """End the agent's input (its stdin closes; in process, the socket's sending half)."""
         with contextlib.suppress(ConnectionError):
-            self.stdin.close()
-            await self.stdin.wait_closed()
+            if self.proc is None:
+                self._writer.write_eof()
+            else:
+                self._writer.close()
+                await self._writer.wait_closed()
+
+    async def close(self, grace: float = 10.0) -> int:
+        """End the agent's input and wait for it to finish; its exit status (0 in process)."""
+        await self.end_input()
         return await self.wait(grace)
 
     async def wait(self, grace: float = 10.0) -> int:
-        """Wait for the exit (draining stdout into the log); kill it after ``grace`` seconds."""
+        """Wait for the agent to finish, reading the rest of its output into the log.
+
+        A process is killed after ``grace`` seconds; an agent served in process that raised
+        raises here.
+        """
         try:
             async with asyncio.timeout(grace):
                 await self._drain()
-                return await self.proc.wait()
+                if self.proc is not None:
+                    return await self.proc.wait()
+                assert self._served is not None
+                await self._served
+                return 0
         except TimeoutError:
-            self.proc.kill()
-            await self.proc.wait()
+            self.stop()
+            if self.proc is not None:
+                await self.proc.wait()
             raise
 
+    def stop(self) -> None:
+        """Kill the process, or cancel the agent served in process."""
+        if self.proc is not None:
+            if self.proc.returncode is None:
+                self.proc.kill()
+        elif self._served is not None:
+            self._served.cancel()
+
     async def _drain(self) -> None:
-        assert self.proc.stdout is not None
-        for line in (await self.proc.stdout.read()).splitlines():
+        for line in (await self._reader.read()).splitlines():
             if line.strip():
                 try:
                     self.log.add(AGENT, json.loads(line))
@@ -277,9 +337,41 @@ class RawAgent:
 
 @contextlib.asynccontextmanager
 async def open_raw(
+    spec: AgentSpec, schema: Schema, options: Sequence[str] = ()
+) -> AsyncIterator[RawAgent]:
+    """The agent under test, spoken to in raw lines: the demo agent in this process with
+    ``options`` added, any other agent as a process. At the end of the block the agent must
+    finish cleanly at the end of its input, and every frame it wrote must be valid."""
+    if not spec.is_demo:
+        async with open_process(spec, schema) as agent:
+            yield agent
+        return
+    ours, theirs = socket.socketpair()
+    with environment(spec.env), ours, theirs:
+        served = asyncio.ensure_future(serve_demo_agent([*spec.options, *options], theirs))
+        reader, writer = await asyncio.open_connection(sock=ours, limit=LINE_LIMIT)
+        agent = RawAgent(reader, writer, FrameLog(schema, check_client=False), served=served)
+        try:
+            yield agent
+        except BaseException:
+            agent.stop()
+            with contextlib.suppress(BaseException):
+                await served
+            writer.close()
+            raise
+        if not served.done():
+            await agent.close()
+        writer.close()
+        await served  # what the agent raised, if it did, fails the test
+    agent.log.assert_valid()
+
+
+@contextlib.asynccontextmanager
+async def open_process(
     spec: AgentSpec, schema: Schema, argv: Sequence[str] | None = None
 ) -> AsyncIterator[RawAgent]:
-    """Start the agent; on exit it must exit 0 at EOF and every frame it wrote must be valid."""
+    """Start the agent as a process (``argv``, else the spec's command); on exit it must exit 0
+    at the end of its input, and every frame it wrote must be valid."""
     # The client's own frames are not checked: the tests send malformed ones on purpose.
     command = list(argv) if argv is not None else spec.command()
     with spec.stderr_path.open("ab") as stderr:
@@ -289,9 +381,11 @@ async def open_raw(
             stdout=asyncio.subprocess.PIPE,
             stderr=stderr,
             env=dict(spec.env),
-            limit=64 * 1024 * 1024,
+            limit=LINE_LIMIT,
         )
-    agent = RawAgent(proc, FrameLog(schema, check_client=False))
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    agent = RawAgent(proc.stdout, proc.stdin, FrameLog(schema, check_client=False), proc=proc)
     try:
         yield agent
     except BaseException:

@@ -1,5 +1,9 @@
-"""Faults: stdin closed mid-turn, SIGTERM, SIGKILL mid-turn, debug logging on stdout, a client
-that stops reading, and stdin or stdout closed from the start."""
+"""Faults only a process shows: stdin closed mid-turn, SIGTERM, SIGKILL mid-turn, debug logging
+beside stdout, a client that stops reading, and stdin or stdout closed from the start.
+
+Each test starts the agent as a real process (`open_process`) and says why it needs one; the
+rest of the robustness cases are served in process (``test_robustness.py``).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,16 @@ from typing import Any
 import pytest
 
 from .fake_model import PLAIN_REPLY, FakeModel
-from .harness import FAKE_KEY, WAIT_SECONDS, AgentSpec, RawAgent, close_transport, open_raw
+from .harness import (
+    FAKE_KEY,
+    WAIT_SECONDS,
+    AgentSpec,
+    RawAgent,
+    close_transport,
+    fake_model_options,
+    open_process,
+    open_raw,
+)
 from .wire import AGENT, CLIENT, Schema
 
 pytestmark = [
@@ -64,8 +77,9 @@ async def test_stdin_closed_mid_turn(
     agent: AgentSpec, schema: Schema, fake_model: FakeModel
 ) -> None:
     """EOF on stdin during a turn: it is answered cancelled, exit 0 without waiting for the
-    hung model request, turns on disk."""
-    async with open_raw(agent, schema, agent.with_fake_model(fake_model)) as raw:
+    hung model request, turns on disk. A process: that it exits (no thread or open request
+    keeps it alive) and its status show only there."""
+    async with open_process(agent, schema, agent.with_fake_model(fake_model)) as raw:
         session_id = await two_turns_then_hang(raw, agent, fake_model)
         try:
             code = await raw.close(grace=EXIT_SECONDS)
@@ -83,13 +97,17 @@ async def test_stdin_closed_mid_turn(
 async def test_sigterm_exits_cleanly(
     agent: AgentSpec, schema: Schema, fake_model: FakeModel, mid_turn: bool
 ) -> None:
-    """SIGTERM, idle or in the middle of a turn: exit code 0, and the record is intact."""
-    async with open_raw(agent, schema, agent.with_fake_model(fake_model)) as raw:
+    """SIGTERM, idle or in the middle of a turn: exit code 0, and the record is intact.
+    A process: signals."""
+    # Idle, the offline model does (and spares the start-up the HTTP client's imports).
+    command = agent.with_fake_model(fake_model) if mid_turn else agent.command()
+    async with open_process(agent, schema, command) as raw:
         if mid_turn:
             session_id = await two_turns_then_hang(raw, agent, fake_model)
         else:
             await raw.initialize()
             session_id = await raw.new_session(agent.cwd)
+        assert raw.proc is not None
         raw.proc.send_signal(signal.SIGTERM)
         code = await raw.wait(grace=5.0)
     assert code == 0, agent.stderr_tail()
@@ -100,15 +118,16 @@ async def test_sigterm_exits_cleanly(
 async def test_sigkill_mid_turn_then_load(
     agent: AgentSpec, schema: Schema, fake_model: FakeModel
 ) -> None:
-    """SIGKILL mid-turn: a new agent loads the session with every completed turn."""
-    command = agent.with_fake_model(fake_model)
-    async with open_raw(agent, schema, command) as raw:
+    """SIGKILL mid-turn: a new agent loads the session with every completed turn. A process:
+    a signal that cannot be handled (the new agent is served in process)."""
+    async with open_process(agent, schema, agent.with_fake_model(fake_model)) as raw:
         session_id = await two_turns_then_hang(raw, agent, fake_model)
+        assert raw.proc is not None
         raw.proc.kill()
         assert await raw.wait() == -signal.SIGKILL
     assert_completed_turns_kept(agent.history(session_id))
 
-    async with open_raw(agent, schema, command) as raw:
+    async with open_raw(agent, schema, fake_model_options(fake_model)) as raw:
         await raw.initialize()
         params = {"sessionId": session_id, "cwd": str(agent.cwd), "mcpServers": []}
         loaded = await raw.call("session/load", params)
@@ -132,9 +151,10 @@ async def test_sigkill_mid_turn_then_load(
 async def test_debug_logging_keeps_stdout_clean(
     agent: AgentSpec, schema: Schema, fake_model: FakeModel
 ) -> None:
-    """With ``--log-level debug`` every stdout line is a valid frame; the logs go to stderr."""
+    """With ``--log-level debug`` every stdout line is a valid frame; the logs go to stderr.
+    A process: stdout and stderr are the process's own."""
     command = [*agent.with_fake_model(fake_model), "--log-level", "debug"]
-    async with open_raw(agent, schema, command) as raw:
+    async with open_process(agent, schema, command) as raw:
         session_id = await two_turns_then_hang(raw, agent, fake_model)
         await raw.send(
             {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
@@ -169,7 +189,8 @@ def request_line(request_id: int, method: str, params: dict[str, Any]) -> bytes:
 
 
 async def test_agent_leaves_when_its_output_is_no_longer_read(agent: AgentSpec) -> None:
-    """The client closes its end of stdout: the agent exits by itself, with one warning."""
+    """The client closes its end of stdout: the agent exits by itself, with one warning.
+    A process: a broken pipe (EPIPE) on the real stdout."""
     read_end, write_end = os.pipe()
     try:
         with agent.stderr_path.open("ab") as stderr:
@@ -214,7 +235,8 @@ async def test_agent_leaves_when_its_output_is_no_longer_read(agent: AgentSpec) 
 async def test_started_with_stdio_closed_exits_with_one_line(
     agent: AgentSpec, redirect: str, stream: str
 ) -> None:
-    """``agent <&-`` or ``agent >&-``: exit status 2 and one line on stderr, no traceback."""
+    """``agent <&-`` or ``agent >&-``: exit status 2 and one line on stderr, no traceback.
+    A process: file descriptors 0 and 1 themselves are missing."""
     proc = await asyncio.create_subprocess_exec(
         "/bin/sh",
         "-c",

@@ -20,7 +20,7 @@ from .harness import AgentSpec
 from .npm import SdkUnavailable, node
 from .wire import AGENT, CLIENT, FrameLog, Schema, Side
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.interop]
 
 CLIENT_SCRIPT = Path(__file__).with_name("ts_client.mjs")
 RUN_SECONDS = 60.0
