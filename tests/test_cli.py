@@ -607,3 +607,19 @@ def test_doctor_checks_the_install_and_says_how_to_fix_it(
 
 
 INSTALL_CODES = ("command-not-on-path", "place-unusable")
+
+
+def test_doctor_says_when_the_trust_file_holds_no_decisions_it_can_read(
+    corpus: Corpus, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trust file that does not parse grants nothing: a warning, not "readable and
+    writable"."""
+    trust_file = corpus.root / "trust.json"
+    trust_file.write_text('{"projects": [')
+    monkeypatch.setenv("ACP_SKILLS_TRUST_FILE", str(trust_file))
+    assert main(["doctor", "--json", *corpus.roots()]) == 1
+    report = json.loads(capsys.readouterr().out)
+    [found] = [d for d in report["problems"] if d["code"] == "place-unusable"]
+    assert found["path"] == str(trust_file)
+    assert found["message"].startswith("trust file: cannot read trust decisions: ")
+    assert found["message"].endswith(f"run `mv {trust_file} {trust_file}.old`")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from acp_skills.cli.main import main
+from tests.git_repos import repository, worktree
 
 
 @pytest.fixture
@@ -60,3 +61,16 @@ def test_new_takes_a_directory_and_refuses_a_bad_name(
     assert main(["new", "Deploy App", "--dir", str(tmp_path / "skills")]) == 2
     assert "not a skill name: 'Deploy App'" in capsys.readouterr().out
     assert main(["new", "a" * 65, "--dir", str(tmp_path / "skills")]) == 2
+
+
+def test_new_in_a_linked_worktree_writes_in_that_worktree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A worktree shares its repository's trust decision, not its files: the skill lands in
+    the worktree the person works in."""
+    main_tree = repository(tmp_path / "repo")
+    linked = worktree(main_tree, tmp_path / "linked")
+    monkeypatch.chdir(linked)
+    assert main(["new", "tidy"]) == 0
+    assert (linked / ".agents" / "skills" / "tidy" / "SKILL.md").is_file()
+    assert not (main_tree / ".agents").exists()

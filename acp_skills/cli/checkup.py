@@ -19,7 +19,7 @@ from demo_agent.settings import default_state_dir, env, expand_path
 
 from ..diagnostics import Diagnostic, diagnostic
 from ..errors import Problem
-from ..trust import default_trust_file
+from ..trust import TrustFileError, TrustStore, default_trust_file
 from .install import Installation, extra_install_hint, installation
 
 AGENT_COMMAND: Final = "acp-skills-demo"
@@ -97,7 +97,7 @@ def checkup(installed: Installation | None = None) -> Checkup:
         )
     state = env("ACP_SKILLS_STATE_DIR")
     places = (
-        _check("trust file", default_trust_file(), directory=False),
+        _check_trust_file(default_trust_file()),
         _check(
             "state directory",
             expand_path(state) if state else str(default_state_dir()),
@@ -142,12 +142,15 @@ def _check(what: str, path: str, *, directory: bool) -> Place:
     if os.path.lexists(path):
         if directory != os.path.isdir(path) or not (directory or os.path.isfile(path)):
             kind = "a directory" if directory else "a regular file"
-            fix = f"move it aside: run `mv {shlex.quote(path)} {shlex.quote(path + '.old')}`"
-            return Place(what, path, False, f"not {kind}", fix)
+            return Place(what, path, False, f"not {kind}", _move_aside(path))
         if not directory and not os.access(path, os.R_OK):
             return Place(what, path, False, "not readable", _permission_fix(path))
-    # A file is replaced by a write beside it; a directory is written in.
-    probed = path if directory and os.path.isdir(path) else _existing(os.path.dirname(path))
+    # A file is replaced by a write beside it (beside its target, when it is a link); a
+    # directory is written in.
+    if directory and os.path.isdir(path):
+        probed = path
+    else:
+        probed = _existing(os.path.dirname(os.path.realpath(path)))
     try:
         descriptor, probe = tempfile.mkstemp(dir=probed, prefix=".acp-skills-check-")
         os.close(descriptor)
@@ -156,6 +159,24 @@ def _check(what: str, path: str, *, directory: bool) -> Place:
         problem = f"cannot write in {probed}: {error.strerror or error}"
         return Place(what, path, False, problem, _permission_fix(probed))
     return Place(what, path, True)
+
+
+def _check_trust_file(path: str) -> Place:
+    # Readable bytes are not enough: decisions that do not parse grant nothing, and every
+    # session would then ask again about projects the person trusted.
+    place = _check("trust file", path, directory=False)
+    if not place.usable or not os.path.lexists(path):
+        return place
+    try:
+        TrustStore(path).read()
+    except TrustFileError as error:
+        problem = str(error).removeprefix(f"{path}: ")
+        return Place("trust file", path, False, problem, "repair it, or " + _move_aside(path))
+    return place
+
+
+def _move_aside(path: str) -> str:
+    return f"move it aside: run `mv {shlex.quote(path)} {shlex.quote(path + '.old')}`"
 
 
 def _permission_fix(path: str) -> str:

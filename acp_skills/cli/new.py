@@ -7,7 +7,7 @@ import argparse
 import os
 
 from ..model import SKILL_FILE_NAME, is_skill_name
-from ..trust import project_of
+from ..project import find_project
 from .output import PROBLEMS, USAGE, Outcome, Style
 from .validate import MAX_NAME_LENGTH
 
@@ -59,7 +59,8 @@ def _new(args: argparse.Namespace) -> Outcome:
     if args.dir is not None:
         directory = os.path.abspath(args.dir)
     else:
-        directory = os.path.join(project_of(os.getcwd()).key, ".agents", "skills")
+        # Where the project's own skills are read from (a linked worktree's own tree).
+        directory = find_project(os.getcwd()).skill_root("project-agents")
     path = os.path.join(
         directory, f"{name}.md" if args.flat else os.path.join(name, SKILL_FILE_NAME)
     )
