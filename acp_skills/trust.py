@@ -10,10 +10,8 @@ nothing a repository ships can grant itself trust.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -321,42 +319,22 @@ def _locked_beside(path: str) -> Iterator[None]:
         os.close(fd)
 
 
-if sys.platform == "win32":
-    import msvcrt
+try:
+    import fcntl
+except ImportError:  # Windows (not supported, docs/architecture.md): importing still works
 
     @contextlib.contextmanager
     def _held(fd: int) -> Iterator[None]:
-        # The lock file's first byte. LK_LOCK gives up after about ten seconds with
-        # EDEADLOCK, so it is asked again, as flock waits.
-        while True:
-            try:
-                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
-                break
-            except OSError as error:
-                if error.errno != errno.EDEADLOCK:
-                    raise
-        try:
-            yield
-        finally:
-            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        # Writers at the very same moment may lose one decision; each write stays atomic
+        # (docs/trust.md).
+        yield
 
 else:
-    try:
-        import fcntl
-    except ImportError:  # a platform without advisory locks
 
-        @contextlib.contextmanager
-        def _held(fd: int) -> Iterator[None]:
-            # Writers at the very same moment may lose one decision; each write stays atomic
-            # (docs/trust.md).
-            yield
-
-    else:
-
-        @contextlib.contextmanager
-        def _held(fd: int) -> Iterator[None]:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield  # closing the file releases the lock
+    @contextlib.contextmanager
+    def _held(fd: int) -> Iterator[None]:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
 
 
 def _current_key(key: str) -> str:

@@ -6,6 +6,7 @@ it here, so a server pre-trusted from the command line stores exactly what the c
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -96,3 +97,15 @@ def lasting_sources(pending: Sequence[Withheld]) -> dict[str, TrustSource]:
             source = ServerSource(source.label, source.endpoint, known.items | source.items)
         sources[key] = source
     return sources
+
+
+def admitting_command(source: TrustSource, state: TrustState) -> str | None:
+    """The command that admits a withheld skill of ``source``, for every surface that says
+    how (a session's notes, ``/skills``, the command line's reports). A project is trusted by
+    path; a pending server has none: it is trusted for the digests it lists, and the command
+    that lists them (``acp-skills trust --mcp-server``) runs it without the editor entry's env
+    or headers, which a new session's question always has. A refusal is forgotten by its key."""
+    key = shlex.quote(one_line(source.key))
+    if not isinstance(source, ServerSource):
+        return f"acp-skills trust {key}"
+    return None if state == "pending" else f"acp-skills trust --forget {key}"

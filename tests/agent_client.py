@@ -7,7 +7,6 @@ imports before it answers).
 * `RecordingClient`: a plain ACP client (not a subclass of the SDK's ``Client`` protocol) that
   records every ``session/update`` and, as a connection observer, every JSON-RPC frame in wire
   order; `RecordingClient.wait_until` waits for a condition without sleeping.
-* `AnsweringClient`: a `RecordingClient` that answers the trust question as told.
 * `spawn_agent`: starts ``python -m demo_agent`` with explicit arguments and environment and
   yields an `Agent` ``(conn, proc, client)``, initialized unless asked otherwise.
 * `Sandbox`: one test's private world (`tests.sandbox.Sandbox`), with `Sandbox.spawn`.
@@ -50,7 +49,6 @@ from tests.sandbox import write_skill
 __all__ = [
     "AGENT_COMMAND",
     "Agent",
-    "AnsweringClient",
     "Frame",
     "PromptBlock",
     "RecordingClient",
@@ -205,26 +203,6 @@ class RecordingClient:
                 and "method" not in frame.message
             )
         )
-
-
-class AnsweringClient(RecordingClient):
-    """A `RecordingClient` that answers the trust question as told: an option id,
-    ``cancelled``, ``error``, or ``hold`` (never answers, until the turn is cancelled)."""
-
-    def __init__(self, answer: str) -> None:
-        super().__init__()
-        self.answer = answer
-        self.questions: list[dict[str, Any]] = []
-        self.asked = anyio.Event()
-
-    async def request_permission(self, **kwargs: Any) -> RequestPermissionResponse:
-        # Imported here: the in-process rig imports the demo agent, which a process test need
-        # not load.
-        from tests.acp_peer import permission_answer
-
-        self.questions.append(kwargs)
-        self.asked.set()
-        return await permission_answer(self.answer)
 
 
 class Agent(NamedTuple):

@@ -15,7 +15,6 @@ import anyio
 import pytest
 
 from tests.acp_peer import DemoPeer, RecordingClient, demo_peer
-from tests.agent_client import AnsweringClient as AnsweringClient  # tests/test_demo_agent_mcp.py's
 from tests.sandbox import Sandbox, write_skill
 
 pytestmark = pytest.mark.anyio
@@ -80,7 +79,7 @@ def last_commands(client: RecordingClient, session_id: str) -> set[str]:
     return {command.name for command in updates[-1].available_commands}
 
 
-def trust_calls(client: RecordingClient | AnsweringClient, session_id: str) -> list[Any]:
+def trust_calls(client: RecordingClient, session_id: str) -> list[Any]:
     return [
         u
         for u in client.tool_updates(session_id)

@@ -9,7 +9,6 @@ user skill that a withheld project skill had shadowed.
 from __future__ import annotations
 
 import contextlib
-import shlex
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -27,7 +26,6 @@ from ..registry import SkillRegistry
 from ..text import one_line, shorten_description
 from ..trust import (
     Decision,
-    ProjectSource,
     ServerSource,
     ShownItem,
     StoredTrust,
@@ -45,6 +43,7 @@ from ..trust_question import (
     CHANGES,
     OPTIONS,
     Withheld,
+    admitting_command,
     lasting_sources,
     question_options,
     question_text,
@@ -140,10 +139,7 @@ def waiting_note(view: TrustView) -> str | None:
 
 
 def _how_to_admit(pending: list[Withheld]) -> str:
-    # A project is trusted from the command line too; for a server, the question is offered:
-    # a server is trusted for the digests it lists, and the command that lists them
-    # (`acp-skills trust --mcp-server`) runs it without the editor entry's env or headers; a new
-    # session's question always has them.
+    # A new session's question admits anything; a command where one fits (`admitting_command`).
     commands = sorted({c for w in pending if (c := _admitting_command(w)) is not None})
     them = "it" if len(pending) == 1 else "them"
     how = f"To admit {them}, start a new session and answer its question"
@@ -167,14 +163,7 @@ def _joined(parts: list[str]) -> str:
 
 
 def _admitting_command(withheld: Withheld) -> str | None:
-    # A project is trusted from the command line; for a pending server no command is offered:
-    # a server is trusted for the digests it lists, and the command that lists them
-    # (`acp-skills trust --mcp-server`) runs it without the editor entry's env or headers; a new
-    # session's question always has them (a refusal is forgotten by its key).
-    key = shlex.quote(one_line(withheld.source.key))
-    if isinstance(withheld.source, ProjectSource):
-        return f"acp-skills trust {key}"
-    return None if withheld.state == "pending" else f"acp-skills trust --forget {key}"
+    return admitting_command(withheld.source, withheld.state)
 
 
 class TrustedRegistry:

@@ -30,6 +30,7 @@ from ..trust import (
 )
 from ..trust_question import (
     Withheld,
+    admitting_command,
     lasting_sources,
     question_options,
     question_text,
@@ -247,19 +248,18 @@ def withheld_lines(withheld: dict[str, Held]) -> list[str]:
     for state, source in withheld.values():
         if source is not None:
             sources.setdefault(source.key, (source, set()))[1].add(state)
-    # The project first. A pending server is admitted by its question: it is trusted for the
-    # digests it lists, and `trust --mcp-server` runs it without the editor entry's env or
-    # headers, which a new session's question always has.
+    # The project first; the commands are the ones a session's notes give (`admitting_command`).
     for source, states in sorted(
         sources.values(), key=lambda held: isinstance(held[0], ServerSource)
     ):
-        key = shlex.quote(source.key)
         if not isinstance(source, ServerSource):
-            lines.append(f"a session does not offer {them}; `acp-skills trust {key}` admits {them}")
+            command = admitting_command(source, "pending")
+            lines.append(f"a session does not offer {them}; `{command}` admits {them}")
             continue
         label = f'MCP server "{source.label}"'
         if "pending" in states:
             lines.append(f"{label}: answering its question in a new session admits {them}")
         if "refused" in states:
-            lines.append(f"{label}: refused; `acp-skills trust --forget {key}` undoes the refusal")
+            command = admitting_command(source, "refused")
+            lines.append(f"{label}: refused; `{command}` undoes the refusal")
     return lines
