@@ -78,6 +78,7 @@ from demo_agent.start_files import open_log_file
 from tests.conformance.wire import AGENT, CLIENT, FrameLog, Schema
 from tests.raw_agent import frame_problems
 from tests.sandbox import Sandbox
+from tests.updates import SessionUpdates
 
 SYSTEM = "You are the test agent."
 CONFIG: dict[str, Any] = {"model": "scripted"}
@@ -342,7 +343,7 @@ def read_from_disk(path: str) -> str:
         raise RequestError.resource_not_found(path) from error
 
 
-class RecordingClient:
+class RecordingClient(SessionUpdates):
     """An ACP client that records what the agent sends it.
 
     It answers ``fs/read_text_file`` with ``read_text(path)`` (marker text naming the path by
@@ -395,34 +396,6 @@ class RecordingClient:
     async def wait_until(self, predicate: Callable[[], bool], within: float = WAIT_SECONDS) -> None:
         """Return once ``predicate()`` holds, re-checking after every update or frame."""
         await self.changes.until(predicate, within)
-
-    def session_updates(self, session_id: str, since: int = 0) -> list[Any]:
-        """The updates for ``session_id``, from position ``since`` of `updates` on."""
-        return [update for sid, update in self.updates[since:] if sid == session_id]
-
-    def kinds(self, session_id: str, since: int = 0) -> list[str]:
-        """The ``sessionUpdate`` discriminators of a session's updates, in order."""
-        return [update.session_update for update in self.session_updates(session_id, since)]
-
-    def agent_chunks(self, session_id: str, since: int = 0) -> list[str]:
-        """The texts of the session's ``agent_message_chunk`` updates."""
-        return [
-            update.content.text
-            for update in self.session_updates(session_id, since)
-            if update.session_update == "agent_message_chunk"
-        ]
-
-    def agent_text(self, session_id: str, since: int = 0) -> str:
-        """The session's agent message chunks joined."""
-        return "".join(self.agent_chunks(session_id, since))
-
-    def tool_updates(self, session_id: str, since: int = 0) -> list[Any]:
-        """The session's ``tool_call`` and ``tool_call_update`` updates."""
-        return [
-            update
-            for update in self.session_updates(session_id, since)
-            if update.session_update in ("tool_call", "tool_call_update")
-        ]
 
     def tool_results(self, session_id: str, since: int = 0) -> list[tuple[str, str]]:
         """``(status, text)`` of the session's finished tool calls."""

@@ -45,6 +45,7 @@ from acp.stdio import spawn_agent_process
 
 from tests import sandbox
 from tests.sandbox import write_skill
+from tests.updates import SessionUpdates
 
 __all__ = [
     "AGENT_COMMAND",
@@ -74,7 +75,7 @@ class Frame:
     message: dict[str, Any]
 
 
-class RecordingClient:
+class RecordingClient(SessionUpdates):
     """An ACP client that records what the agent sends and answers file reads from disk."""
 
     def __init__(self) -> None:
@@ -142,34 +143,6 @@ class RecordingClient:
         with anyio.fail_after(within):
             while not predicate():
                 await self._changed.wait()
-
-    def session_updates(self, session_id: str, since: int = 0) -> list[Any]:
-        """The updates for ``session_id``, from position ``since`` of `updates` on."""
-        return [update for sid, update in self.updates[since:] if sid == session_id]
-
-    def kinds(self, session_id: str, since: int = 0) -> list[str]:
-        """The ``sessionUpdate`` discriminators of a session's updates, in order."""
-        return [update.session_update for update in self.session_updates(session_id, since)]
-
-    def agent_chunks(self, session_id: str, since: int = 0) -> list[str]:
-        """The texts of the session's ``agent_message_chunk`` updates."""
-        return [
-            update.content.text
-            for update in self.session_updates(session_id, since)
-            if update.session_update == "agent_message_chunk"
-        ]
-
-    def agent_text(self, session_id: str, since: int = 0) -> str:
-        """The session's agent message chunks joined."""
-        return "".join(self.agent_chunks(session_id, since))
-
-    def tool_updates(self, session_id: str, since: int = 0) -> list[Any]:
-        """The session's ``tool_call`` and ``tool_call_update`` updates."""
-        return [
-            update
-            for update in self.session_updates(session_id, since)
-            if update.session_update in ("tool_call", "tool_call_update")
-        ]
 
     def frame_index(self, predicate: Callable[[Frame], bool]) -> int:
         """The position of the first frame matching ``predicate``.
