@@ -140,6 +140,7 @@ async def running_agent(
                     client_writer.close()
                     with suppress(ConnectionError):
                         await client_writer.wait_closed()
+        wire.assert_valid()  # every frame of both sides, against the ACP schema
     finally:
         await mcp.aclose()  # as the demo's serve() does when the agent exits
 
