@@ -458,7 +458,7 @@ class SkillsAgent:
         self, cwd: str, mcp_servers: Any = None, additional_directories: Any = None, **kwargs: Any
     ) -> NewSessionResponse:
         session_id = f"session-{next(self._ids)}"
-        await self.skills.open_session(session_id, cwd)
+        await self.skills.open_session(session_id, cwd, mcp_servers=mcp_servers)
         return NewSessionResponse(session_id=session_id)
 
     async def load_session(
@@ -469,7 +469,7 @@ class SkillsAgent:
         additional_directories: Any = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
-        await self.skills.load_session(session_id, cwd)
+        await self.skills.load_session(session_id, cwd, mcp_servers=mcp_servers)
         return LoadSessionResponse()
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:

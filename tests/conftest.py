@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import structlog
 from hypothesis import HealthCheck, settings
 
+from acp_skills.cli.main import main as cli_main
 from acp_skills.jsonl_store import JsonlSessionStore
 from acp_skills.model import PrefixContext
 from acp_skills.record import InMemorySessionStore, SessionStore
@@ -61,6 +62,18 @@ def _structlog_as_it_was() -> Iterator[None]:
         structlog.configure(**config)
     else:
         structlog.reset_defaults()
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """``acp-skills ARGV`` in this process: its status, stdout and stderr."""
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        status = cli_main(list(argv))
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
+
+    return run
 
 
 @pytest.fixture

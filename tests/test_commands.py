@@ -18,7 +18,6 @@ import anyio
 import pytest
 from acp.helpers import text_block
 from acp.schema import (
-    LoadSessionResponse,
     McpServerStdio,
     NewSessionResponse,
     PromptResponse,
@@ -186,7 +185,7 @@ async def test_a_registry_change_from_another_thread_reaches_the_sessions(
 
 
 class OpeningAgent(SkillsAgent):
-    """Passes each session's ``mcpServers`` on; says when a prompt arrived (``prompted``);
+    """Says when a prompt arrived (``prompted``);
     with ``hold_opening`` set, answers ``session/new`` only once it is set (after ``opened``)."""
 
     def __init__(self, skills: AcpSkills) -> None:
@@ -197,23 +196,11 @@ class OpeningAgent(SkillsAgent):
     async def new_session(
         self, cwd: str, mcp_servers: Any = None, additional_directories: Any = None, **kwargs: Any
     ) -> NewSessionResponse:
-        session_id = f"session-{next(self._ids)}"
-        await self.skills.open_session(session_id, cwd, mcp_servers=mcp_servers)
+        opened = await super().new_session(cwd, mcp_servers)
         self.opened.set()
         if self.hold_opening is not None:
             await self.hold_opening.wait()
-        return NewSessionResponse(session_id=session_id)
-
-    async def load_session(
-        self,
-        cwd: str,
-        session_id: str,
-        mcp_servers: Any = None,
-        additional_directories: Any = None,
-        **kwargs: Any,
-    ) -> LoadSessionResponse:
-        await self.skills.load_session(session_id, cwd, mcp_servers=mcp_servers)
-        return LoadSessionResponse()
+        return opened
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         self.prompted.set()

@@ -21,7 +21,6 @@ from acp_skills import (
     SkillTool,
     render_skill_content,
 )
-from acp_skills.cli.main import main as cli_main
 from acp_skills.content import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
 from acp_skills.mcp.listing import ListedSkill, read_entry
@@ -315,18 +314,6 @@ async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usab
     methods = record.read_text().splitlines()
     read = len(methods) - 1 - methods[::-1].index("resources/read")
     assert "notifications/cancelled" in methods[read:], methods
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
-    """``acp-skills ARGV`` in this process: its status, stdout and stderr."""
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        status = cli_main(list(argv))
-        captured = capsys.readouterr()
-        return status, captured.out, captured.err
-
-    return run
 
 
 def test_the_cli_lists_and_shows_skills_of_an_mcp_server(

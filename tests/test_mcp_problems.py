@@ -16,7 +16,6 @@ import pytest
 
 from acp_skills import LocalSkillProvider, SkillRegistry
 from acp_skills.cli.install import extra_install_hint
-from acp_skills.cli.main import main as cli_main
 from acp_skills.mcp import McpServer, McpSkillProvider
 from demo_agent.__main__ import parse_args
 from tests.acp_peer import Peer, ScriptedModelAgent, connected, write_skill
@@ -128,18 +127,6 @@ async def test_a_skipped_server_is_a_problem_in_skills_list_and_the_skills_comma
         "- warning `mcp-server-unavailable`: MCP server 'dead' skipped: the server exited "
         "with status 3"
     ) in answer
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
-    """``acp-skills ARGV`` in this process: its status, stdout and stderr."""
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        status = cli_main(list(argv))
-        captured = capsys.readouterr()
-        return status, captured.out, captured.err
-
-    return run
 
 
 def test_doctor_counts_a_dead_server_as_a_problem(cli: Cli, tmp_path: Path) -> None:
