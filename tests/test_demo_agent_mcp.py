@@ -47,6 +47,7 @@ from tests.acp_peer import RecordingClient, Wire, WireTransport, write_skill
 from tests.mcp_http import SERVER, write_served_skill
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
+from tests.test_mcp_bounds import process_gone
 
 pytestmark = pytest.mark.anyio
 
@@ -260,15 +261,6 @@ async def test_session_load_takes_its_own_servers_and_stops_the_one_it_dropped(
     assert names(before) == [("alpha-skill", "mcp:a")]
     assert stopped == [configuration(tmp_path / "a", label="a")]
     assert names(after) == [("beta-skill", "mcp:b")]
-
-
-def process_gone(pid: int) -> bool:
-    """No such process, or only its zombie (exited, not reaped yet by whoever adopted it)."""
-    status = Path(f"/proc/{pid}/status")
-    try:
-        return "zombie" in status.read_text()
-    except FileNotFoundError:
-        return True
 
 
 def stubborn_server(tmp_path: Path, name: str) -> tuple[list[str], Path]:
