@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import pty
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from acp_skills.cli.main import main as cli_main
-from tests.acp_peer import agent_environment, demo_peer, kept_logging
+from tests.acp_peer import demo_peer
+from tests.cli_runner import cli_env
+from tests.cli_runner import run_on_a_terminal as cli_on_a_terminal
 from tests.fake_openai import (
     FakeOpenAI,
     Raw,
@@ -180,39 +178,11 @@ def hostile_skills(root: Path) -> Path:
 
 
 def run_on_a_terminal(*args: str) -> str:
-    """What ``acp-skills ARGS`` wrote to a pseudo-terminal (its line endings undone)."""
-    main, secondary = pty.openpty()
-    output = bytearray()
-
-    def read() -> None:  # the terminal holds little: read while the command writes
-        while True:
-            try:
-                data = os.read(main, 65536)
-            except OSError:  # EIO: the writing side closed the terminal
-                return
-            if not data:
-                return
-            output.extend(data)
-
-    reader = threading.Thread(target=read)
-    reader.start()
-    try:
-        with (
-            open(secondary, "w", encoding="utf-8", closefd=False) as terminal,
-            contextlib.redirect_stdout(terminal),
-            contextlib.redirect_stderr(terminal),
-            agent_environment({"TERM": "xterm"}),
-            kept_logging(),
-            pytest.MonkeyPatch.context() as patch,
-        ):
-            patch.delenv("NO_COLOR", raising=False)
-            status = cli_main(list(args))
-    finally:
-        os.close(secondary)
-        reader.join()
-        os.close(main)
-    assert status in (0, 1)
-    return output.decode("utf-8").replace("\r\n", "\n")
+    """What ``acp-skills ARGS`` wrote to a pseudo-terminal and to stderr (the terminal's line
+    endings undone)."""
+    result = cli_on_a_terminal(*args, env=cli_env(TERM="xterm"))
+    assert result.returncode in (0, 1)
+    return (result.stdout + result.stderr).replace("\r\n", "\n")
 
 
 @pytest.mark.parametrize("command", ["list", "doctor", "show tricky"])
