@@ -43,7 +43,6 @@ import structlog
 from acp import PROTOCOL_VERSION, RequestError
 from acp import schema as acp_schema_models
 from acp.core import AgentSideConnection, ClientSideConnection
-from acp.helpers import text_block
 from acp.schema import (
     AgentCapabilities,
     AllowedOutcome,
@@ -57,6 +56,7 @@ from acp.schema import (
     PromptResponse,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    TextContentBlock,
 )
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
@@ -75,7 +75,7 @@ from demo_agent.__main__ import build_agent, build_provider, parse_args
 from demo_agent.agent import DemoAgent
 from demo_agent.logs import configure_logging
 from demo_agent.start_files import open_log_file
-from tests.conformance.wire import AGENT, CLIENT, FrameLog, Schema
+from tests.conformance.wire import AGENT, CLIENT, PROTOCOL, FrameLog, Schema
 from tests.raw_agent import frame_problems
 from tests.sandbox import Sandbox
 from tests.updates import SessionUpdates
@@ -127,6 +127,9 @@ _METHODS: dict[str, tuple[type[BaseModel], type[BaseModel] | None, str]] = {
         AGENT,
     ),
     "session/cancel": (acp_schema_models.CancelNotification, None, AGENT),
+    # Either side withdraws a request of its own with it (the SDK's 1.x line sends it when a
+    # request's task is cancelled: a trust question cancelled with its turn).
+    "$/cancel_request": (acp_schema_models.CancelRequestNotification, None, PROTOCOL),
     "session/update": (acp_schema_models.SessionNotification, None, CLIENT),
     "session/request_permission": (
         acp_schema_models.RequestPermissionRequest,
@@ -220,6 +223,8 @@ class Wire:
         self.frames: list[Frame] = []
         # What was wrong with each line the agent wrote that was not a well-formed frame.
         self.malformed: list[str] = []
+        # Every line the agent wrote, byte for byte (its end of line left out).
+        self.written: list[bytes] = []
         self.changes = changes if changes is not None else Changes()
 
     def add(self, direction: str, message: dict[str, Any]) -> None:
@@ -305,6 +310,7 @@ class WireTransport:
                 return None
             if not line.strip():
                 continue
+            self._wire.written.append(line.rstrip(b"\r\n"))
             problems = frame_problems(line.rstrip(b"\r\n"))
             self._wire.malformed += [f"{problem}: {line[:200]!r}" for problem in problems]
             try:
@@ -547,7 +553,9 @@ class Peer:
 
     async def prompt(self, session_id: str, text: str) -> PromptResponse:
         with anyio.fail_after(WAIT_SECONDS):
-            return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
+            return await self.conn.prompt(
+                session_id=session_id, prompt=[TextContentBlock(type="text", text=text)]
+            )
 
     async def ask(self, session_id: str, text: str) -> str:
         """One prompt turn of ``text``; its stop reason."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from acp.helpers import text_block
+from acp.schema import TextContentBlock
 
 from acp_skills import LocalSkillProvider, SkillCandidate, SkillRegistry, SkillSnapshot
 from acp_skills.acp.consent import TrustView, command_note, report_lines, trust_error
@@ -278,7 +278,9 @@ async def test_trust_for_this_session_admits_only_the_pairs_an_mcp_question_show
             session_id = await peer.new_session(cwd)
             agent.replies = [name_call("c1", "deploy-app"), {"content": "done"}]
             with anyio.fail_after(60):
-                await peer.conn.prompt(session_id=session_id, prompt=[text_block("deploy")])
+                await peer.conn.prompt(
+                    session_id=session_id, prompt=[TextContentBlock(type="text", text="deploy")]
+                )
             [card] = peer.question_text(session_id)
             assert "deploy-app: Deploy the app. (MCP server team, skill://deploy-app/SKILL.md)" in (
                 card
@@ -293,7 +295,9 @@ async def test_trust_for_this_session_admits_only_the_pairs_an_mcp_question_show
                     "deploy-app": "pending",
                 }
                 agent.replies = [name_call("c2", "deploy-app"), {"content": "done"}]
-                await peer.conn.prompt(session_id=session_id, prompt=[text_block("again")])
+                await peer.conn.prompt(
+                    session_id=session_id, prompt=[TextContentBlock(type="text", text="again")]
+                )
             assert len(peer.questions(session_id)) == 1
             assert tool_texts(peer, session_id)[-1] == (
                 'Error: skill "deploy-app" from MCP server "team" is waiting for trust'

@@ -16,12 +16,12 @@ import pytest
 from acp import PROTOCOL_VERSION
 from acp.connection import StreamEvent
 from acp.core import ClientSideConnection
-from acp.helpers import text_block
 from acp.schema import (
     ClientCapabilities,
     FileSystemCapabilities,
     Implementation,
     ReadTextFileResponse,
+    TextContentBlock,
 )
 
 from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry, render_skill_content
@@ -171,7 +171,8 @@ async def test_the_snippet_agent_loads_a_skill_over_acp(
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
             await frames.wait_for_update("available_commands_update")
             response = await conn.prompt(
-                session_id=session.session_id, prompt=[text_block("please use the deploy skill")]
+                session_id=session.session_id,
+                prompt=[TextContentBlock(type="text", text="please use the deploy skill")],
             )
             listed = await conn.ext_method("skills/list", {"sessionId": session.session_id})
             prefix = await conn.ext_method("skills/prefix", {"sessionId": session.session_id})
@@ -210,7 +211,10 @@ async def test_the_snippet_agent_expands_a_slash_command(
         with anyio.fail_after(10):
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-            await conn.prompt(session_id=session.session_id, prompt=[text_block("/deploy now")])
+            await conn.prompt(
+                session_id=session.session_id,
+                prompt=[TextContentBlock(type="text", text="/deploy now")],
+            )
     definition = await registry.get("deploy", SkillLookupOptions(cwd=str(tmp_path)))
     assert definition is not None
     [start] = frames.updates("tool_call")

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Iterable, Sequence
 from typing import Final
 
 from acp.connection import StreamDirection, StreamEvent
-from acp.helpers import update_available_commands
 from acp.schema import AvailableCommand
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
@@ -22,7 +21,7 @@ from ..registry import SkillRegistry
 from ..text import shorten_description, terminal_safe
 from .consent import bound
 from .sessions import LiveSession, SessionTable
-from .wire import ClientLink, available_commands, field
+from .wire import ClientLink, available_commands, commands_update, field
 
 _log = get_logger(__name__)
 
@@ -94,7 +93,7 @@ class CommandsAnnouncer:
         # Set before the send awaits: a refresh resuming meanwhile sees this list as sent.
         state.sent = key
         state.resend_due = not state.turned and live.turn is None
-        await self._link.send(session_id, update_available_commands(commands))
+        await self._link.send(session_id, commands_update(commands))
 
     def observe(self, event: StreamEvent) -> Awaitable[None] | None:
         # The SDK calls observers after writing a frame, and runs the returned coroutine as a

@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 import anyio
 from acp import RequestError
-from acp.helpers import update_agent_message_text
 from acp.schema import PromptResponse
 
 from .. import session as session_module
@@ -151,7 +150,7 @@ class PromptTurn:
         """Stream a piece of the model's reply to the editor (`add_reply` then shows no text)."""
         if text:
             self._streamed = True
-            await self._send(update_agent_message_text(text))
+            await self._send(wire.agent_text(text))
 
     async def add_reply(
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
@@ -162,7 +161,7 @@ class PromptTurn:
         self._replied = True
         text = message.get("content")
         if isinstance(text, str) and text and not self._streamed:
-            await self._send(update_agent_message_text(text))
+            await self._send(wire.agent_text(text))
         # Arguments over a bound are recorded as a note, so no later load can fail on them.
         bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
         # The tool calls are run from the recorded reply: the record made its text well-formed.
@@ -292,7 +291,7 @@ class PromptTurn:
         if (answer := await self._answer_without_model(typed, snapshot)) is not None:
             # Nothing reaches the model or the record: the prefix waits for a turn that does.
             session_module.discard_unused_prefix(self._session)
-            await self._send(update_agent_message_text(answer))
+            await self._send(wire.agent_text(answer))
             self.stop("end_turn")
             return
         self.invoked = await self._record_prompt(typed, prompt, snapshot)
@@ -354,7 +353,7 @@ class PromptTurn:
         for name in wire.find_invocations(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
             note = consent.command_note(name, self._view.withheld[name])
-            await self._send(update_agent_message_text(note + "\n\n"))
+            await self._send(wire.agent_text(note + "\n\n"))
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
         if calls:
             message[INVOKED_KEY] = calls
@@ -410,6 +409,6 @@ async def open_turn(
                 "is saved as soon as writing works again; if the agent stops first, reopening the "
                 "session will not show it."
             )
-            await kit.link.send(session_id, update_agent_message_text(notice))
+            await kit.link.send(session_id, wire.agent_text(notice))
     finally:
         live.turn = None
