@@ -49,6 +49,8 @@ from tests.acp_peer import (
 from tests.mcp_http import SERVER, write_served_skill
 from tests.providers import candidate
 
+pytestmark = pytest.mark.sdk
+
 # -- slash commands --------------------------------------------------------------------------
 
 

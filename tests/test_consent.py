@@ -17,6 +17,8 @@ from acp_skills.trust import ProjectSource, ServerSource, TrustStore
 from acp_skills.trust_question import Withheld, question_options, question_text, question_title
 from tests.acp_peer import Peer, ScriptedModelAgent, connected, text_content, write_skill
 
+pytestmark = pytest.mark.sdk
+
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:

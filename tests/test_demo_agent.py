@@ -37,7 +37,7 @@ from tests.acp_peer import DemoPeer, Frame, demo_peer
 from tests.fake_openai import FakeOpenAI, openai_agent_args, text_reply
 from tests.sandbox import Sandbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 NOTES_BODY = """# Meeting notes
 

@@ -49,7 +49,7 @@ from tests.mcp_memory import InProcess
 from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
 from tests.test_mcp_bounds import process_gone
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 TEST_SECONDS = 30
 

@@ -17,7 +17,7 @@ import pytest
 from tests.acp_peer import DemoPeer, RecordingClient, demo_peer
 from tests.sandbox import Sandbox, write_skill
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 OPTIONS = [
     {"optionId": "allow_once", "name": "Trust for this session", "kind": "allow_once"},

@@ -27,6 +27,8 @@ from acp.schema import (
 from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry, render_skill_content
 from acp_skills.acp import AcpSkills, GuardedTransport
 
+pytestmark = pytest.mark.sdk
+
 DOC = Path(__file__).resolve().parent.parent / "docs" / "integration.md"
 HEADING = "## The whole integration"
 

@@ -39,7 +39,7 @@ from tests.acp_peer import (
 from tests.providers import assert_matches_golden
 from tests.sandbox import Sandbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 _RANDOM_ID = re.compile(rb"[0-9a-f]{32}")
 ROOT = Path(__file__).resolve().parents[1]

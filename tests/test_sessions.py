@@ -13,7 +13,7 @@ from acp_skills.acp import AcpSkills
 from acp_skills.acp.sessions import RELEASED_PER_LIVE
 from tests.acp_peer import fixture_registry, make_project, write_fixture_skills
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 
 @pytest.fixture

@@ -44,6 +44,8 @@ from tests.acp_peer import (
 )
 from tests.providers import ListProvider, candidate
 
+pytestmark = pytest.mark.sdk
+
 
 @pytest.fixture
 def skills_dir(tmp_path: Path) -> Path:

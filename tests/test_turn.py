@@ -42,7 +42,7 @@ from tests.acp_peer import (
 from tests.fake_openai import Fail, FakeOpenAI, ReceivedRequest, Reply, text_reply, tool_call_reply
 from tests.providers import ListProvider, candidate
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 
 @pytest.fixture

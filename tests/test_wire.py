@@ -21,6 +21,8 @@ from acp_skills.acp.wire import (
 from acp_skills.tool import ToolResult
 from tests.providers import candidate
 
+pytestmark = pytest.mark.sdk
+
 # -- pure builders ---------------------------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ from .fake_model import FakeModel
 from .harness import EXAMPLE_SKILLS, WAIT_SECONDS, AgentSpec, close_transport
 from .wire import AGENT, CLIENT, FrameLog, Schema
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 
 class ScenarioClient:
