@@ -41,6 +41,7 @@ import anyio
 import pytest
 import structlog
 from acp import PROTOCOL_VERSION, RequestError
+from acp import meta as acp_meta
 from acp import schema as acp_schema_models
 from acp.core import AgentSideConnection, ClientSideConnection
 from acp.schema import (
@@ -98,6 +99,9 @@ COMMANDS = [
 ]
 # A safety net only: every wait ends on an event; a loaded machine may take seconds per step.
 WAIT_SECONDS = 30.0
+# The SDK's 1.x line withdraws a request of the agent's whose task is cancelled (a trust question
+# cancelled with its turn) with `$/cancel_request`; on 0.12.x it stays pending at the client.
+SDK_WITHDRAWS_CANCELLED_REQUESTS = "cancel_request" in getattr(acp_meta, "PROTOCOL_METHODS", {})
 
 
 # -- the ACP schema ----------------------------------------------------------------------------
@@ -274,6 +278,29 @@ class Wire:
             )
         )
         return index
+
+    def request_ids(self, method: str) -> list[Any]:
+        """The ids of the agent's ``method`` requests, in order."""
+        return [m["id"] for m in self.incoming() if m.get("method") == method and "id" in m]
+
+    def withdrawn(self) -> list[Any]:
+        """The ids of the requests the agent withdrew with ``$/cancel_request``, in order."""
+        return [
+            m["params"]["requestId"]
+            for m in self.incoming()
+            if m.get("method") == "$/cancel_request" and "id" not in m
+        ]
+
+    def answer_to(self, request_id: Any) -> dict[str, Any] | None:
+        """The client's response to the agent's request ``request_id``, if it sent one."""
+        answers = [
+            message
+            for direction, message in self.frames
+            if direction == "outgoing"
+            and "method" not in message
+            and message.get("id") == request_id
+        ]
+        return answers[0] if answers else None
 
     def response_to(self, method: str) -> dict[str, Any]:
         """The response frame to the client's last request of ``method``."""

@@ -15,7 +15,15 @@ from acp_skills import LocalSkillProvider, SkillCandidate, SkillRegistry, SkillS
 from acp_skills.acp.consent import TrustView, command_note, report_lines, trust_error
 from acp_skills.trust import ProjectSource, ServerSource, TrustStore
 from acp_skills.trust_question import Withheld, question_options, question_text, question_title
-from tests.acp_peer import Peer, ScriptedModelAgent, connected, text_content, write_skill
+from tests.acp_peer import (
+    SDK_WITHDRAWS_CANCELLED_REQUESTS,
+    WAIT_SECONDS,
+    Peer,
+    ScriptedModelAgent,
+    connected,
+    text_content,
+    write_skill,
+)
 
 pytestmark = pytest.mark.sdk
 
@@ -418,6 +426,54 @@ async def test_session_load_makes_an_instance_that_asks_again_while_nothing_is_s
         assert len(peer.questions(session_id)) == (2 if asked_again else 1)
         state = "session" if asked_again else "trusted"
         assert await listed_trust(peer, session_id) == {"review": state}
+
+
+@pytest.mark.anyio
+async def test_a_turn_cancelled_while_its_question_is_open_ends_cancelled_as_not_now(
+    project: Path, tmp_path: Path
+) -> None:
+    """``session/cancel`` while the client holds the question open ends the turn ``cancelled``
+    and counts as "Not now": the card ends failed, nothing is stored, the skill waits and the
+    session does not ask again. On the SDK's 1.x line the question is also withdrawn from the
+    client with ``$/cancel_request``; on 0.12.x it stays pending there."""
+    registry = local_registry(tmp_path)
+    store = TrustStore(tmp_path / "trust.json")
+    async with connected(registry, trust="ask", trust_store=store, answer="hold") as peer:
+        session_id = await peer.new_session(project)
+        stops: list[str] = []
+        async with anyio.create_task_group() as group:
+
+            async def turn() -> None:
+                stops.append(await peer.ask(session_id, "hello"))
+
+            group.start_soon(turn)
+            with anyio.fail_after(WAIT_SECONDS):
+                await peer.client.asked.wait()
+            await peer.conn.cancel(session_id=session_id)
+        assert stops == ["cancelled"]
+        [asked] = peer.wire.request_ids("session/request_permission")
+        if SDK_WITHDRAWS_CANCELLED_REQUESTS:
+            await peer.wire.wait_for(lambda: peer.wire.answer_to(asked) is not None)
+            assert peer.wire.withdrawn() == [asked]
+            # The client's handler was stopped, and the SDK answered for it.
+            answer = peer.wire.answer_to(asked)
+            assert answer is not None
+            assert answer["error"]["code"] == -32800
+        else:
+            assert peer.wire.withdrawn() == []
+            assert peer.wire.answer_to(asked) is None
+        [card] = peer.wire.updates(session_id, "tool_call")
+        ends = [
+            update["status"]
+            for update in peer.wire.updates(session_id, "tool_call_update")
+            if update["toolCallId"] == card["toolCallId"]
+        ]
+        assert ends == ["failed"]
+        assert not (tmp_path / "trust.json").exists()
+        assert await listed_trust(peer, session_id) == {"review": "pending"}
+        peer.client.answer = "allow_once"
+        assert await peer.ask(session_id, "hello again") == "end_turn"
+        assert len(peer.questions(session_id)) == 1
 
 
 @pytest.mark.anyio
