@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,25 @@ def local_registry(tmp_path: Path, *, own: Path | None = None) -> SkillRegistry:
 async def listed_trust(peer: Peer, session_id: str) -> dict[str, str]:
     listed = await peer.ext("skills/list", {"sessionId": session_id})
     return {entry["name"]: entry["trust"] for entry in listed["skills"]}
+
+
+async def turn_ended_while_asking(
+    peer: Peer, session_id: str, end: Callable[[], Awaitable[object]]
+) -> str:
+    """The stop reason of a turn whose trust question the client holds open until ``end()``
+    has run (the client's answer must be ``hold``)."""
+    stops: list[str] = []
+    async with anyio.create_task_group() as group:
+
+        async def turn() -> None:
+            stops.append(await peer.ask(session_id, "hello"))
+
+        group.start_soon(turn)
+        with anyio.fail_after(WAIT_SECONDS):
+            await peer.client.asked.wait()
+        await end()
+    [stop] = stops
+    return stop
 
 
 def agent_text(peer: Peer, session_id: str) -> str:
@@ -440,17 +460,10 @@ async def test_a_turn_cancelled_while_its_question_is_open_ends_cancelled_as_not
     store = TrustStore(tmp_path / "trust.json")
     async with connected(registry, trust="ask", trust_store=store, answer="hold") as peer:
         session_id = await peer.new_session(project)
-        stops: list[str] = []
-        async with anyio.create_task_group() as group:
-
-            async def turn() -> None:
-                stops.append(await peer.ask(session_id, "hello"))
-
-            group.start_soon(turn)
-            with anyio.fail_after(WAIT_SECONDS):
-                await peer.client.asked.wait()
-            await peer.conn.cancel(session_id=session_id)
-        assert stops == ["cancelled"]
+        stop = await turn_ended_while_asking(
+            peer, session_id, lambda: peer.conn.cancel(session_id=session_id)
+        )
+        assert stop == "cancelled"
         [asked] = peer.wire.request_ids("session/request_permission")
         if SDK_WITHDRAWS_CANCELLED_REQUESTS:
             await peer.wire.wait_for(lambda: peer.wire.answer_to(asked) is not None)
@@ -486,18 +499,12 @@ async def test_session_load_while_the_question_is_open_asks_again_in_the_new_ins
     store = TrustStore(tmp_path / "trust.json")
     async with connected(registry, trust="ask", trust_store=store, answer="hold") as peer:
         session_id = await peer.new_session(project)
-        stops: list[str] = []
-        async with anyio.create_task_group() as group:
 
-            async def first_turn() -> None:
-                stops.append((await peer.prompt(session_id, "hello")).stop_reason)
-
-            group.start_soon(first_turn)
-            with anyio.fail_after(5):
-                await peer.client.asked.wait()
+        async def reopen() -> None:
             peer.client.answer = "allow_once"
             await peer.load_session(session_id, project)
-        assert stops == ["cancelled"]
+
+        assert await turn_ended_while_asking(peer, session_id, reopen) == "cancelled"
         await peer.prompt(session_id, "hello again")
         assert len(peer.questions(session_id)) == 2
         assert await listed_trust(peer, session_id) == {"review": "session"}

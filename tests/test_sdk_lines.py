@@ -25,13 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from acp_skills import LocalSkillProvider, SkillRegistry
 from acp_skills.trust import TrustStore
 from demo_agent import __version__
 from tests.acp_peer import (
     ScriptedModelAgent,
     connected,
     demo_peer,
+    fixture_registry,
     skill_call,
     write_fixture_skills,
     write_skill,
@@ -112,23 +112,10 @@ async def test_a_session_s_frames_are_pinned_byte_for_byte(tmp_path: Path) -> No
         "Review the change — against the checklist.",
         body="1. Read the diff.",
     )
-    registry = SkillRegistry()
-    home = tmp_path / "home"
-    registry.register_provider(
-        LocalSkillProvider(
-            custom_skill_dirs=[str(skills)],
-            dsh_home=str(home / ".dsh"),
-            agents_home=str(home / ".agents"),
-            watch=False,
-        )
-    )
+    registry = fixture_registry(tmp_path, skills)
     store = TrustStore(tmp_path / "trust.json")
     async with connected(
-        registry,
-        agent_type=ScriptedModelAgent,
-        trust="ask",
-        trust_store=store,
-        answer="allow_once",
+        registry, agent_type=ScriptedModelAgent, trust="ask", trust_store=store, answer="allow_once"
     ) as peer:
         agent = peer.agent
         assert isinstance(agent, ScriptedModelAgent)
