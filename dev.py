@@ -11,9 +11,9 @@ also runs the ACP-facing tests (the `sdk` marker) on the newest 1.x line of the 
 second environment, at the same time as the rest (docs/sdk-versions.md).
 
 Only the standard library is used here, so this works on a fresh clone with nothing but
-Python 3.11+ on PATH. The environments live in `.venv/` (the lowest supported ACP SDK, as
-pyproject.toml resolves it) and `.venv-acp1/` (the same, then the SDK's newest 1.x), and are
-reinstalled whenever `pyproject.toml` changes.
+Python 3.11+ on PATH. The environments live in `.venv/` (with the lowest ACP SDK pyproject.toml
+allows) and `.venv-acp1/` (with the SDK's newest 1.x), and are reinstalled whenever
+`pyproject.toml` changes.
 """
 
 from __future__ import annotations
