@@ -19,13 +19,16 @@ import structlog
 from acp import PROTOCOL_VERSION
 from acp.schema import (
     AgentCapabilities,
+    CloseSessionResponse,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
 )
 
 from acp_skills.acp import AcpSkills, PromptTurn
@@ -74,6 +77,7 @@ class DemoAgent:
                 ),
                 # Editors send HTTP servers only to an agent that says it takes them.
                 mcp_capabilities=McpCapabilities(http=self.skills.reads_mcp_servers, sse=False),
+                session_capabilities=self.skills.session_capabilities,
                 field_meta=meta,
             ),
             agent_info=Implementation(
@@ -105,6 +109,28 @@ class DemoAgent:
         session = await self.skills.load_session(session_id, cwd, mcp_servers=mcp_servers)
         _log.info("session_loaded", session_id=session_id, messages=len(session.history))
         return LoadSessionResponse()
+
+    async def resume_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Sequence[Any] | None = None,
+        additional_directories: Any = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        await self.skills.resume_session(session_id, cwd, mcp_servers=mcp_servers)
+        _log.info("session_resumed", session_id=session_id)
+        return ResumeSessionResponse()
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        await self.skills.close_session(session_id)
+        _log.info("session_closed", session_id=session_id)
+        return CloseSessionResponse()
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        return await self.skills.list_sessions(cwd, cursor)
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         config = dict(self._model.config)

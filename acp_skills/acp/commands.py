@@ -29,7 +29,7 @@ _log = get_logger(__name__)
 SKILLS_COMMAND: Final = "skills"
 SKILLS_COMMAND_DESCRIPTION: Final = "Show the skills available here and any problems with them"
 
-_SESSION_OPENERS: Final = ("session/new", "session/load")
+_SESSION_OPENERS: Final = ("session/new", "session/load", "session/resume")
 
 _MAX_PROBLEMS_SHOWN: Final = 20
 _DESCRIPTION_SHOWN: Final = 120
@@ -53,7 +53,7 @@ class CommandsAnnouncer:
 
     def __init__(self, registry: SkillRegistry, sessions: SessionTable, link: ClientLink) -> None:
         self._registry, self._sessions, self._link = registry, sessions, link
-        # `session/new` / `session/load` ids not answered yet -> the session a `session/load` names.
+        # Ids of session openers not answered yet -> the session a load or resume names.
         self._awaiting: dict[str | int, str | None] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None

@@ -359,6 +359,7 @@ class PromptTurn:
         if calls:
             message[INVOKED_KEY] = calls
         await self._session.append_history(message)
+        await self._kit.sessions.describe(self._live, typed)
         return tuple(invoked)
 
 
@@ -388,7 +389,7 @@ async def open_turn(
     turn = PromptTurn(_OPENER, kit, live, system, config, tools, run_tool)
     scope = anyio.CancelScope()
     # Set before anything awaits: a `session/cancel` read right after the prompt finds it.
-    live.turn = scope
+    live.turn, live.turn_ended = scope, anyio.Event()
     began = False
     try:
         with scope, consent.bound(live.trust):
@@ -413,3 +414,4 @@ async def open_turn(
             await kit.link.send(session_id, update_agent_message_text(notice))
     finally:
         live.turn = None
+        live.turn_ended.set()
