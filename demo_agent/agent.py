@@ -90,11 +90,16 @@ class DemoAgent:
         self,
         cwd: str,
         mcp_servers: Sequence[Any] | None = None,
-        additional_directories: Any = None,
+        additional_directories: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
         session_id = uuid.uuid4().hex
-        await self.skills.open_session(session_id, cwd, mcp_servers=mcp_servers)
+        await self.skills.open_session(
+            session_id,
+            cwd,
+            mcp_servers=mcp_servers,
+            additional_directories=additional_directories,
+        )
         _log.info("session_created", session_id=session_id, cwd=cwd)
         return NewSessionResponse(session_id=session_id)
 
@@ -103,10 +108,15 @@ class DemoAgent:
         cwd: str,
         session_id: str,
         mcp_servers: Sequence[Any] | None = None,
-        additional_directories: Any = None,
+        additional_directories: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
-        session = await self.skills.load_session(session_id, cwd, mcp_servers=mcp_servers)
+        session = await self.skills.load_session(
+            session_id,
+            cwd,
+            mcp_servers=mcp_servers,
+            additional_directories=additional_directories,
+        )
         _log.info("session_loaded", session_id=session_id, messages=len(session.history))
         return LoadSessionResponse()
 
@@ -115,10 +125,15 @@ class DemoAgent:
         cwd: str,
         session_id: str,
         mcp_servers: Sequence[Any] | None = None,
-        additional_directories: Any = None,
+        additional_directories: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> ResumeSessionResponse:
-        await self.skills.resume_session(session_id, cwd, mcp_servers=mcp_servers)
+        await self.skills.resume_session(
+            session_id,
+            cwd,
+            mcp_servers=mcp_servers,
+            additional_directories=additional_directories,
+        )
         _log.info("session_resumed", session_id=session_id)
         return ResumeSessionResponse()
 

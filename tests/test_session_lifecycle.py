@@ -40,6 +40,9 @@ from tests.test_integration_doc import load_snippet, serve
 
 pytestmark = pytest.mark.anyio
 
+# `sessionCapabilities` as advertised: each one supported (`additionalDirectories`: its own tests).
+EVERYTHING: dict[str, Any] = {"list": {}, "resume": {}, "close": {}, "additionalDirectories": {}}
+
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Sandbox:
@@ -91,9 +94,10 @@ def conversation_updates(agent: Peer, session_id: str) -> list[dict[str, Any]]:
 
 
 async def test_the_agent_advertises_list_resume_and_close(sandbox: Sandbox) -> None:
-    """``initialize`` says the agent lists, resumes and closes sessions."""
+    """``initialize`` says the agent lists, resumes and closes sessions (and takes additional
+    directories)."""
     async with demo_peer(sandbox) as agent:
-        assert advertised(agent.initialized) == {"list": {}, "resume": {}, "close": {}}
+        assert advertised(agent.initialized) == EVERYTHING
 
 
 # -- session/list ----------------------------------------------------------------------------
@@ -293,18 +297,26 @@ class ClosingAgent(ScriptedModelAgent):
 
 
 async def test_the_documented_lifecycle_handlers_list_resume_and_close(tmp_path: Path) -> None:
-    """docs/integration.md's lifecycle block, as written, advertises and serves all three."""
+    """docs/integration.md's lifecycle block, as written, advertises and serves all three, and
+    its sessions take additional directories."""
     registry = fixture_registry(tmp_path, write_fixture_skills(tmp_path))
     project = make_project(tmp_path)
+    other = tmp_path / "other"
+    write_skill(other / ".agents" / "skills", "publish", "Publish the release.")
     module = load_snippet("## Listing, resuming and closing sessions")
     agent = module.ListingAgent()
     agent.skills = AcpSkills(registry)
     async with serve(agent) as (conn, _frames):
         with anyio.fail_after(WAIT_SECONDS):
             initialized = await conn.initialize(protocol_version=PROTOCOL_VERSION)
-            assert advertised(initialized) == {"list": {}, "resume": {}, "close": {}}
-            session = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+            assert advertised(initialized) == EVERYTHING
+            opened = await conn.new_session(
+                cwd=str(project), mcp_servers=[], additional_directories=[str(other)]
+            )
+            session = opened.session_id
             await conn.prompt(session_id=session, prompt=[text("Ship the release")])
+            skills = await conn.ext_method("skills/list", {"sessionId": session})
+            assert "publish" in [skill["name"] for skill in skills["skills"]]
             [info] = (await conn.list_sessions()).sessions
             assert (info.session_id, info.title) == (session, "Ship the release")
             await conn.close_session(session_id=session)

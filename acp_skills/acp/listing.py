@@ -6,6 +6,7 @@ from __future__ import annotations
 from acp import RequestError
 from acp.schema import (
     ListSessionsResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionInfo,
@@ -20,10 +21,15 @@ from .wire import check_cwd
 
 
 def session_capabilities(store: SessionStore) -> SessionCapabilities:
-    """``list`` when ``store`` lists its sessions; ``resume`` and ``close`` always."""
+    """``list`` when ``store`` lists its sessions; ``resume``, ``close`` and
+    ``additionalDirectories`` always (editors send that field only to an agent that says it
+    takes it)."""
     listed = SessionListCapabilities() if isinstance(store, ListedSessionStore) else None
     return SessionCapabilities(
-        list=listed, resume=SessionResumeCapabilities(), close=SessionCloseCapabilities()
+        list=listed,
+        resume=SessionResumeCapabilities(),
+        close=SessionCloseCapabilities(),
+        additional_directories=SessionAdditionalDirectoriesCapabilities(),
     )
 
 

@@ -92,10 +92,16 @@ class SessionTable:
         cwd: str,
         tool_names: Iterable[str],
         servers: tuple[Hashable, ...] = (),
+        additional_directories: tuple[str, ...] = (),
     ) -> LiveSession:
         """Start a new instance over the session's record (-32603 if it cannot be read)."""
-        names = frozenset(tool_names)
-        context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=names, servers=servers)
+        context = PrefixContext(
+            session_id=session_id,
+            cwd=cwd,
+            tool_names=frozenset(tool_names),
+            servers=servers,
+            additional_directories=additional_directories,
+        )
         try:
             record = await self._store.open(session_id)
             # A live instance being replaced (`session/load`) hands over what it has not saved.
@@ -155,7 +161,10 @@ class SessionTable:
             return
         context = session.context
         description = SessionDescription(
-            session_id=context.session_id, cwd=context.cwd, title=session_title(prompt_text)
+            session_id=context.session_id,
+            cwd=context.cwd,
+            additional_directories=context.additional_directories,
+            title=session_title(prompt_text),
         )
         try:
             await store.describe_session(description)

@@ -32,7 +32,7 @@ from .sessions import SessionTable, flush_all
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import AgentToolRunner, PromptTurn, TurnKit, open_turn
-from .wire import AcpClient, ClientLink, check_cwd, field
+from .wire import AcpClient, ClientLink, check_additional_directories, check_cwd, field
 
 # The Python SDK hands `ext_method` these without their leading underscore.
 EXTENSION_METHODS = ("_skills/list", "_skills/prefix", "_skills/reload")
@@ -42,10 +42,13 @@ FOLLOWER_TASK_NAME = "acp-skills registry follower"
 class SessionOpening(TypedDict, total=False):
     """What opening a session instance takes besides its id and ``cwd`` (``session/new``,
     ``load`` and ``resume`` alike): ``tool_names``, the tools its model can call (default: the
-    ``skill`` tool alone); ``mcp_servers``, the request's ``mcpServers``."""
+    ``skill`` tool alone); ``mcp_servers``, the request's ``mcpServers``;
+    ``additional_directories``, its ``additionalDirectories`` (each one's project adds its
+    project skills, gated by that project's own trust decision)."""
 
     tool_names: Iterable[str] | None
     mcp_servers: Sequence[object] | None
+    additional_directories: Sequence[str] | None
 
 
 class AcpSkills:
@@ -179,7 +182,7 @@ class AcpSkills:
     @property
     def session_capabilities(self) -> SessionCapabilities:
         """``agentCapabilities.sessionCapabilities`` for what this object serves: ``list`` (when
-        its store lists sessions), ``resume`` and ``close``."""
+        its store lists sessions), ``resume``, ``close`` and ``additionalDirectories``."""
         return session_capabilities(self.store)
 
     @property
@@ -199,12 +202,15 @@ class AcpSkills:
     async def open_session(
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
     ) -> PrefixedSession:
-        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd``)."""
+        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd`` or
+        additional directory)."""
         check_cwd(cwd)
+        additional = check_additional_directories(opening.get("additional_directories"))
         tool_names = opening.get("tool_names")
         names = (self.tool.name,) if tool_names is None else tool_names
         servers = self._sessions.servers.from_request(opening.get("mcp_servers"))
-        return (await self._sessions.open(session_id, cwd, names, servers)).session
+        opened = await self._sessions.open(session_id, cwd, names, servers, additional)
+        return opened.session
 
     async def load_session(
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]

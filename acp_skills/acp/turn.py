@@ -231,6 +231,7 @@ class PromptTurn:
                 servers=self._session.context.servers,
                 read_text=kit.link.reader(self._session_id),
                 searchable=self._omits(),
+                additional_directories=self._session.context.additional_directories,
             )
         if self._run_tool is None:
             return ToolResult(text=f'Error: there is no tool called "{name[:100]}"', is_error=True)
@@ -340,6 +341,7 @@ class PromptTurn:
                 servers=self._session.context.servers,
                 snapshot=snapshot,
                 arguments=expand,
+                additional_directories=self._session.context.additional_directories,
             )
             await self._send(wire.tool_call_finished(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
