@@ -230,3 +230,28 @@ async def test_directories_that_are_not_absolute_or_too_many_are_invalid_params(
             await open_with(agent, sandbox.project, *map(Path, directories))
         assert refused.value.code == -32602
         assert await agent.open_session()
+
+
+async def test_a_multi_root_thread_reopens_from_the_history_as_zed_reopens_it(
+    sandbox: Sandbox,
+) -> None:
+    """Zed's flow (docs/zed.md): a thread of two folders, closed; the history lists it with
+    both; reopened with what the listing gave (``session/load``), it replays and offers the
+    skills of both folders."""
+    other = git_project(sandbox.root / "other", "deploy")
+    async with demo_peer(sandbox, env=trust("all")) as agent:
+        session_id = await open_with(agent, sandbox.project, other)
+        await agent.ask(session_id, "Release both")
+        with anyio.fail_after(WAIT_SECONDS):
+            await agent.conn.close_session(session_id=session_id)
+            [info] = (await agent.conn.list_sessions()).sessions  # no cwd, as Zed asks
+            await agent.conn.load_session(
+                session_id=info.session_id,
+                cwd=info.cwd,
+                mcp_servers=[],
+                additional_directories=info.additional_directories,
+            )
+        assert (info.cwd, info.additional_directories) == (str(sandbox.project), [str(other)])
+        assert await trust_of(agent, session_id) == {"deploy": "trusted", "review": "trusted"}
+        replayed = agent.wire.updates(session_id, "user_message_chunk")
+        assert [update["content"]["text"] for update in replayed] == ["Release both"]
