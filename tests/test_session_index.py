@@ -215,3 +215,13 @@ async def test_a_cursor_goes_on_from_where_it_points_in_a_restarted_agent_too(
     assert ids(kept) == ids(fresh) == [f"s{number:02}" for number in reversed(range(25))]
     assert kept.next_cursor is None
     assert fresh.next_cursor is None
+
+
+async def test_a_listing_reads_no_record(tmp_path: Path) -> None:
+    """A record whose content is no longer readable as entries is still listed from its
+    summary: the listing stats records, it never reads them."""
+    store = JsonlSessionStore(tmp_path / "sessions")
+    await record(store, "garbled", tmp_path, title="Still listed")
+    store.path_for("garbled").write_bytes(b"\xff\xfe not json at all \x00" * 1000)
+    [summary] = (await store.list_sessions()).sessions
+    assert (summary.session_id, summary.title) == ("garbled", "Still listed")

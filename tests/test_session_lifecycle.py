@@ -6,6 +6,7 @@ closed session lets go. Every frame is checked against the ACP schema."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -141,6 +142,43 @@ async def test_a_listing_by_cwd_keeps_that_directory_by_real_path(sandbox: Sandb
         by_other = await listed(agent, elsewhere)
     assert [info.session_id for info in by_link.sessions] == [here]
     assert [info.session_id for info in by_other.sessions] == [there]
+
+
+async def test_a_record_without_a_summary_is_listed_once_reopened_under_its_first_prompt(
+    sandbox: Sandbox,
+) -> None:
+    """A record from before summaries existed is not listed; reopened and prompted, it is,
+    titled by its first prompt."""
+    async with demo_peer(sandbox) as agent:
+        session_id = await agent.open_session()
+        await agent.ask(session_id, "The very first question")
+    shutil.rmtree(sandbox.state_dir / "sessions" / "index")
+    async with demo_peer(sandbox) as restarted:
+        assert (await listed(restarted)).sessions == []
+        await restarted.load_session(session_id, sandbox.project)
+        await restarted.ask(session_id, "A later question")
+        [info] = (await listed(restarted)).sessions
+    assert (info.session_id, info.title) == (session_id, "The very first question")
+
+
+async def test_a_summary_that_cannot_be_written_is_said_once_and_written_later(
+    sandbox: Sandbox,
+) -> None:
+    """The turns go on; one warning says why; once writing works again the next turn writes
+    the summary, titled by the first prompt."""
+    index = sandbox.state_dir / "sessions" / "index"
+    index.parent.mkdir(parents=True, exist_ok=True)
+    index.write_text("in the way", encoding="utf-8")
+    async with demo_peer(sandbox) as agent:
+        session_id = await agent.open_session()
+        assert await agent.ask(session_id, "First") == "end_turn"
+        assert await agent.ask(session_id, "Second") == "end_turn"
+        assert (await listed(agent)).sessions == []
+        assert len(await agent.log_lines_with("session_summary_not_written")) == 1
+        index.unlink()
+        await agent.ask(session_id, "Third")
+        [info] = (await listed(agent)).sessions
+    assert info.title == "First"
 
 
 async def test_a_relative_cwd_or_a_made_up_cursor_is_invalid_params(sandbox: Sandbox) -> None:

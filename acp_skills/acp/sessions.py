@@ -48,6 +48,7 @@ class LiveSession:
     commands: CommandsState = field(default_factory=CommandsState)
     trust: SessionTrust = field(default_factory=SessionTrust)  # this instance's answers
     described: bool = False  # the store has this instance's summary (`session/list`)
+    describe_failed: bool = False  # writing it failed (said once)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,8 +153,9 @@ class SessionTable:
 
     async def describe(self, live: LiveSession, prompt_text: str) -> None:
         """Tell a store that lists its sessions what a listing shows of ``live``, once per
-        instance, after its first recorded prompt (``prompt_text`` gives a new session its
-        title). Never fails the turn: a summary not written is tried again at the next one."""
+        instance, after its first recorded prompt (``prompt_text``, the session's first
+        prompt, gives it its title). Never fails the turn: a summary not written is tried
+        again at the next one."""
         store, session = self._store, live.session
         if live.described or session.save_error is not None:
             return  # a record not written yet would list nothing
@@ -169,11 +171,14 @@ class SessionTable:
         try:
             await store.describe_session(description)
         except OSError as error:
-            _log.warning(
+            # Once per instance: the next turns try again quietly.
+            log = _log.debug if live.describe_failed else _log.warning
+            log(
                 "session_summary_not_written",
                 session_id=context.session_id,
                 error=describe_os_error(error),
             )
+            live.describe_failed = True
             return
         live.described = True
 

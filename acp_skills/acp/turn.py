@@ -361,8 +361,18 @@ class PromptTurn:
         if calls:
             message[INVOKED_KEY] = calls
         await self._session.append_history(message)
-        await self._kit.sessions.describe(self._live, typed)
+        await self._kit.sessions.describe(self._live, _first_prompt(self._session.history))
         return tuple(invoked)
+
+
+def _first_prompt(history: Sequence[Mapping[str, object]]) -> str:
+    # A session's title is its first recorded prompt as the person typed it (also for a record
+    # older than session summaries, or one whose summary could not be written until now).
+    for message in history:
+        if message.get("role") == "user":
+            shown = message.get(DISPLAY_KEY, message.get("content"))
+            return shown if isinstance(shown, str) else ""
+    return ""
 
 
 def _raised(name: str, error: Exception) -> ToolResult:
