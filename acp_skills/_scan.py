@@ -12,11 +12,10 @@ from typing import Any, Final, TypeAlias, TypeVar
 import anyio
 
 from .diagnostics import Diagnostic, diagnostic, file_diagnostics, root_missing
-from .errors import Problem
+from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill, decode_skill_bytes, parse_skill_file
 from .fs import (
     DirEntry,
-    FileReadError,
     LocalFileSystem,
     SkillFileSystem,
     list_local_dir,
@@ -127,7 +126,7 @@ def _judge(
     listings: Sequence[_Listing],
     files: Sequence[_SkillFile],
     report: list[Diagnostic],
-    contents: Sequence[bytes | FileReadError] | None,
+    contents: Sequence[bytes | ReadError] | None,
     provider: str,
     max_bytes: int,
 ) -> LocalDiscovery:
@@ -260,8 +259,8 @@ def misnamed_skill_file() -> Problem:
 def _lowercase_skill_file(outcome: object, directory: str) -> bool:
     # Only a bundle whose SKILL.md is absent is worth one more look at the disk.
     return (
-        isinstance(outcome, FileReadError)
-        and outcome.not_found
+        isinstance(outcome, ReadError)
+        and outcome.failure == "not_found"
         and os.path.isfile(os.path.join(directory, _LOWERCASE_SKILL_FILE))
     )
 
@@ -281,7 +280,7 @@ def nested_skill_dirs(names: Sequence[str]) -> Problem:
 
 def _nested_skill_dirs(outcome: object, directory: str) -> tuple[str, ...]:
     # Only a directory without SKILL.md (helpers, or a group of skills) gets this look.
-    if not (isinstance(outcome, FileReadError) and outcome.not_found):
+    if not (isinstance(outcome, ReadError) and outcome.failure == "not_found"):
         return ()
     try:
         with os.scandir(directory) as entries:
@@ -302,9 +301,9 @@ def unreadable_root(error: OSError) -> Problem:
 
 
 def parse_file(
-    content: bytes | FileReadError, *, with_body: bool = False
-) -> ParsedSkill | Problem | FileReadError:
-    if isinstance(content, FileReadError):
+    content: bytes | ReadError, *, with_body: bool = False
+) -> ParsedSkill | Problem | ReadError:
+    if isinstance(content, ReadError):
         return content
     if not with_body and content.isascii():
         # Decoding a 12 KB body only to drop it was a tenth of a discovery. ASCII is valid

@@ -8,9 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
-from .errors import Problem
+from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill
-from .fs import FileReadError
 from .model import SKILL_FILE_NAME, ShadowedSkill
 
 Severity: TypeAlias = Literal["error", "warning", "info"]
@@ -118,11 +117,11 @@ def _record(code: str, path: str | None, message: str, *, skill: str | None = No
 
 
 def file_diagnostics(
-    path: str, outcome: ParsedSkill | Problem | FileReadError, *, expected_name: str | None = None
+    path: str, outcome: ParsedSkill | Problem | ReadError, *, expected_name: str | None = None
 ) -> tuple[Diagnostic, ...]:
     """What reading and parsing one skill file found (nothing for a clean skill)."""
-    if isinstance(outcome, FileReadError):
-        if outcome.not_found:
+    if isinstance(outcome, ReadError):
+        if outcome.failure == "not_found":
             absent = f"no {os.path.basename(path)} here, so this is not a skill (ignored)"
             return (_record("skill-file-absent", path, absent),)
         return (_record(outcome.code, path, outcome.reason),)

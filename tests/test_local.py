@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from acp_skills import SkillLookupOptions, SkillProvider, SkillRegistry, _scan
+from acp_skills.errors import ReadError
 from acp_skills.frontmatter import ParsedSkill
-from acp_skills.fs import DirEntry, FileReadError, LocalFileSystem
+from acp_skills.fs import DirEntry, LocalFileSystem
 from acp_skills.local import LocalSkillProvider, SkillRoot
 from acp_skills.model import DirectoryResource, SkillCandidate
 from tests.hypothesis_profiles import examples
@@ -779,9 +780,7 @@ class CountingFileSystem:
         self.calls["list_dir"] += 1
         return await self.disk.list_dir(path)
 
-    async def read_files(
-        self, paths: Sequence[str], max_bytes: int
-    ) -> Sequence[bytes | FileReadError]:
+    async def read_files(self, paths: Sequence[str], max_bytes: int) -> Sequence[bytes | ReadError]:
         self.calls["read_files"] += 1
         self.read_batches.append(len(paths))
         return await self.disk.read_files(paths, max_bytes)
@@ -820,7 +819,7 @@ async def test_parsing_never_runs_inside_a_custom_filesystem_s_batch(
     class Batches(CountingFileSystem):
         async def read_files(
             self, paths: Sequence[str], max_bytes: int
-        ) -> Sequence[bytes | FileReadError]:
+        ) -> Sequence[bytes | ReadError]:
             nonlocal in_batch
             in_batch = True
             try:

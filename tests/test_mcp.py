@@ -21,7 +21,7 @@ from acp_skills import (
     SkillTool,
     render_skill_content,
 )
-from acp_skills.content import Refusal
+from acp_skills.errors import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
 from acp_skills.mcp.listing import ListedSkill, read_entry
 from acp_skills.mcp.pool import McpPool
