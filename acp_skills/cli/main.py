@@ -14,9 +14,6 @@ from typing import Any
 
 import structlog
 
-from demo_agent import settings
-from demo_agent.settings import CATALOG_MAX_LENGTH, expand_path
-
 from .. import (
     LocalFileSystem,
     LocalSkillProvider,
@@ -30,15 +27,10 @@ from ..diagnostics import Diagnostic, root_misnamed, shadow_diagnostic, skipped
 from ..model import SKILL_FILE_NAME, SkillSnapshot
 from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
-from ..trust import TRUST_MODES, ServedLocator, TrustState, default_trust_file
+from ..trust import ServedLocator, TrustState
+from . import settings
 from .checkup import checkup
-from .mcp_options import (
-    add_mcp_options,
-    mcp_provider_from,
-    mcp_server_lines,
-    mcp_servers_json,
-    mcp_warnings,
-)
+from .mcp_options import mcp_server_lines, mcp_servers_json, mcp_warnings
 from .new import new
 from .output import (
     BOLD,
@@ -80,7 +72,7 @@ def _agent_catalog(args: argparse.Namespace, snapshot: SkillSnapshot) -> Catalog
     """The catalog the demo agent would freeze for a session, with the same settings."""
     return fit_catalog(
         snapshot.skills,
-        CATALOG_MAX_LENGTH,
+        settings.CATALOG_MAX_LENGTH,
         budget=args.catalog_budget,
         pinned=args.pin,
         hidden=args.hide,
@@ -402,16 +394,14 @@ def build_parser() -> argparse.ArgumentParser:
         ("--dsh-home", "default: $DSH_HOME, else ~/.dsh"),
         ("--agents-home", "default: $DSH_AGENTS_HOME, else ~/.agents"),
     ):
-        roots.add_argument(flag, type=expand_path, metavar="DIR", help=help)
+        roots.add_argument(flag, type=settings.expand_path, metavar="DIR", help=help)
     # The demo agent's own flags, with its variables as defaults (ACP_SKILLS_DIRS, ...).
     settings.add_skill_arguments(roots)
     fitted = argparse.ArgumentParser(add_help=False)
     settings.add_catalog_arguments(fitted, "--budget", "--catalog-budget")
-    add_mcp_options(roots)
-    roots.add_argument(
-        "--trust",
-        choices=TRUST_MODES,
-        help="ask (stored decisions), all or none, as the agent's (default: $ACP_SKILLS_TRUST)",
+    settings.add_mcp_options(roots)
+    settings.add_trust_argument(
+        roots, "ask (stored decisions), all or none, as the agent's (default: $ACP_SKILLS_TRUST)"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -441,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "paths",
         nargs="*",
-        type=expand_path,
+        type=settings.expand_path,
         metavar="PATH",
         help="a skill directory, a skill file (SKILL.md or NAME.md), or a directory of skills "
         "(default: every skills root a session at --cwd reads, as doctor lists them)",
@@ -464,7 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     write.add_argument(
         "--dir",
-        type=expand_path,
+        type=settings.expand_path,
         metavar="DIR",
         help="the skills directory to write in (default: the project's .agents/skills)",
     )
@@ -485,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
     what.add_argument("--list", action="store_true", help="every stored decision")
-    add_mcp_options(
+    settings.add_mcp_options(
         decide,
         "an MCP server to trust for the skills it lists now, asked once on the terminal, as a "
         "session's question asks (repeatable; with --refuse or --forget: by its identity, "
@@ -516,9 +506,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings.resolve_skill_settings(args)
         # Refused before anything runs: a malformed value, or no mcp extra installed.
         if getattr(args, "mcp_server", None):
-            args.mcp = mcp_provider_from(args.mcp_server, args.mcp_timeout)
+            args.mcp = settings.mcp_provider_from(args.mcp_server, args.mcp_timeout)
         if hasattr(args, "trust") or args.run is trust:  # the commands that read trust.json
-            default_trust_file()  # a relative ACP_SKILLS_TRUST_FILE is refused
+            settings.resolve_trust(args)
     except ValueError as error:
         # A variable the person set, or an --mcp-server that cannot be used: one line, no
         # usage block.

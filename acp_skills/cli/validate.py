@@ -8,8 +8,6 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from demo_agent import settings
-
 from .. import (
     Diagnostic,
     LocalFileSystem,
@@ -23,6 +21,7 @@ from ..errors import Problem
 from ..frontmatter import ParsedSkill
 from ..local import SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
+from . import settings
 from .output import Outcome, Style, diagnostic_lines, plural, status_of, tally
 
 MAX_NAME_LENGTH = 64
