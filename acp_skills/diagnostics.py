@@ -10,7 +10,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill
-from .model import SKILL_FILE_NAME, ShadowedSkill
+from .model import SKILL_FILE_NAME, ShadowedSkill, rank_text
 
 Severity: TypeAlias = Literal["error", "warning", "info"]
 """``error``: a skill is lost (or, in strict validation, breaks the specification);
@@ -163,8 +163,8 @@ def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:
     loser, winner = shadowed.skill, shadowed.winner
     same_rank = loser.rank == winner.rank and loser.provider == winner.provider
     where = winner.path or f'the {winner.provider} provider (source "{winner.source}")'
-    rank = str(int(winner.rank)) if float(winner.rank).is_integer() else str(winner.rank)
-    message = f"skill {loser.name!r} is shadowed by {where} ({winner.source}, rank {rank})"
+    message = f"skill {loser.name!r} is shadowed by {where} ({winner.source}, rank "
+    message += f"{rank_text(winner.rank)})"
     if same_rank:
         message += "; both have the same rank, so the order of discovery decided"
     code = "skill-duplicate" if same_rank else "skill-shadowed"

@@ -24,13 +24,13 @@ from .. import (
 )
 from ..catalog import CatalogFit, describe_catalog_fit, fit_catalog
 from ..diagnostics import Diagnostic, root_misnamed, shadow_diagnostic, skipped
-from ..model import SKILL_FILE_NAME, SkillSnapshot
+from ..model import SKILL_FILE_NAME, SkillSnapshot, rank_text
+from ..report import diagnostic_line, plural, server_json, server_line, tally
 from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
 from ..trust import ServedLocator, TrustState
 from . import settings
 from .checkup import checkup
-from .mcp_options import mcp_server_lines, mcp_servers_json, mcp_warnings
 from .new import new
 from .output import (
     BOLD,
@@ -40,13 +40,10 @@ from .output import (
     USAGE,
     Outcome,
     Style,
-    diagnostic_lines,
     emit,
-    plural,
-    rank_text,
+    mcp_warnings,
     status_of,
     table,
-    tally,
 )
 from .trust import as_a_session_sees_it, trust, trust_of, withheld_lines
 from .validate import validate
@@ -298,8 +295,9 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
         # Every skill that stands, as `list --json` has them: those a session withholds too.
         "skills": [_skill_json(skill, None, states[skill]) for skill in snapshot.skills],
     }
-    if mcp is not None:
-        payload["mcpServers"] = mcp_servers_json(mcp)  # only with --mcp-server: shape kept
+    servers = mcp.states(options) if mcp is not None else ()
+    if mcp is not None:  # only with --mcp-server: the shape is kept otherwise
+        payload["mcpServers"] = [server_json(state) for state in servers]
     payload["install"] = install.to_json()
     lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}", ""]
     lines.append(
@@ -325,15 +323,16 @@ async def _doctor(args: argparse.Namespace, style: Style) -> Outcome:
     for title, found in sections:
         if found:
             lines += ["", style(f"{title} ({len(found)})", BOLD)]
-            lines.extend("  " + line for line in diagnostic_lines(found, style))
+            lines.extend(f"  {diagnostic_line(d, style)}" for d in found)
     if withheld:
         lines += ["", style(f"Waiting for trust or refused ({len(withheld)})", BOLD)]
         lines.extend("  " + clean(line) for line in withheld_lines(withheld))
     lines += ["", style("Install", BOLD)]
     lines.extend("  " + clean(line) for line in install.lines())
     lines.append("")
-    if servers := mcp_server_lines(mcp):
-        lines.extend([*servers, ""])
+    if servers:
+        lines.append(style(f"MCP servers ({len(servers)})", BOLD))
+        lines.extend([*(f"  {server_line(state, style)}" for state in servers), ""])
     # What `catalog` says of the same fit, in the same words.
     fitted, *omitted = describe_catalog_fit(fit).splitlines()
     heading, _, rest = fitted.partition(":")

@@ -64,6 +64,7 @@ _UNLIMITED: Final = ("none", "unlimited")
 
 _T = TypeVar("_T")
 _D = TypeVar("_D")
+_N = TypeVar("_N", int, float)
 
 # A budget flag's value when the flag is absent: `--catalog-budget none` parses to None.
 _NOT_GIVEN: Final = object()
@@ -145,22 +146,20 @@ def unusable_state_dir(state_dir: Path, *, create: bool = True) -> UnusableState
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
+    return _positive(text, int, "a whole number", "at least 1")
 
 
 def positive_float(text: str) -> float:
+    return _positive(text, float, "a number", "more than 0")
+
+
+def _positive(text: str, convert: Callable[[str], _N], kind: str, bound: str) -> _N:
     try:
-        value = float(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not {kind}: {text!r}") from None
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {bound}: {text!r}")
     return value
 
 

@@ -21,8 +21,9 @@ from ..errors import Problem
 from ..frontmatter import ParsedSkill
 from ..local import SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
+from ..report import diagnostic_line, plural, tally
 from . import settings
-from .output import Outcome, Style, diagnostic_lines, plural, status_of, tally
+from .output import Outcome, Style, status_of
 
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024
@@ -196,6 +197,6 @@ async def validate(args: argparse.Namespace, style: Style) -> Outcome:
     summary = f"{plural(files, 'skill file')} checked {mode}: {tally(diagnostics)}."
     return Outcome(
         {"diagnostics": [d.to_json() for d in diagnostics]},
-        [*diagnostic_lines(diagnostics, style), summary],
+        [*(diagnostic_line(d, style) for d in diagnostics), summary],
         status_of(diagnostics),
     )
