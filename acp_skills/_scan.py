@@ -29,8 +29,6 @@ USER_DSH: Final = "user-dsh"
 _SYSTEM_DIR: Final = ".system"
 _BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
 _IN_BUNDLE: Final = os.sep + SKILL_FILE_NAME
-# Where discovery looks for the frontmatter first: real ones are a few hundred bytes.
-_HEAD_BYTES: Final = 4096
 _Listing: TypeAlias = Sequence[DirEntry] | Problem | None
 _Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
 # A file to read: its root's index, its path, its resource directory and the name its place
@@ -305,15 +303,5 @@ def parse_file(
 ) -> ParsedSkill | Problem | ReadError:
     if isinstance(content, ReadError):
         return content
-    if not with_body and content.isascii():
-        # Decoding a 12 KB body only to drop it was a tenth of a discovery. ASCII is valid
-        # UTF-8 cut anywhere; cut after a newline, a closing line in the head is whole. A
-        # frontmatter longer than the head is a problem here, and is looked at again in full.
-        head = content[:_HEAD_BYTES]
-        if len(head) < len(content):
-            head = head[: head.rfind(b"\n") + 1]
-        parsed = parse_skill_file(head.decode("ascii"), with_body=False)
-        if not isinstance(parsed, Problem) or len(head) == len(content):
-            return parsed
     text = decode_skill_bytes(content)
     return text if isinstance(text, Problem) else parse_skill_file(text, with_body=with_body)
