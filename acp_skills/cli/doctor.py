@@ -11,7 +11,7 @@ from .. import LocalFileSystem
 from ..catalog import describe_catalog_fit
 from ..diagnostics import Diagnostic, root_misnamed, shadow_diagnostic, skipped
 from ..model import rank_text
-from ..report import diagnostic_line, server_json, server_line, tally
+from ..report import diagnostic_json, diagnostic_line, server_json, server_line, tally
 from ..text import terminal_safe as clean
 from .checkup import checkup
 from .output import BOLD, DIM, PROBLEMS, Outcome, Style, status_of, table
@@ -47,7 +47,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
             | {"exists": r.exists, "skills": r.skills}
             for r in roots
         ],
-        "skipped": [d.to_json() for d in left_out],
+        "skipped": [diagnostic_json(d) for d in left_out],
         "shadowed": [
             {"name": s.skill.name, "winner": location(s.winner), "loser": location(s.skill)}
             for s in snapshot.shadowed
@@ -56,7 +56,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         "unknownPinned": list(fit.unknown_pinned),
         "unknownHidden": list(fit.unknown_hidden),
         # Beyond the skipped and the shadowed: every record, as `_skills/list` has them.
-        "problems": [d.to_json() for d in problems],
+        "problems": [diagnostic_json(d) for d in problems],
         # Every skill that stands, as `list --json` has them: those a session withholds too.
         "skills": [skill_json(skill, None, states[skill]) for skill in snapshot.skills],
     }

@@ -21,7 +21,7 @@ from ..errors import Problem
 from ..frontmatter import ParsedSkill
 from ..local import SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
-from ..report import diagnostic_line, plural, tally
+from ..report import diagnostic_json, diagnostic_line, plural, tally
 from . import settings
 from .output import Outcome, Style, status_of
 
@@ -196,7 +196,7 @@ async def validate(args: argparse.Namespace, style: Style) -> Outcome:
     mode = "strict (Agent Skills specification)" if args.strict else "as the runtime reads them"
     summary = f"{plural(files, 'skill file')} checked {mode}: {tally(diagnostics)}."
     return Outcome(
-        {"diagnostics": [d.to_json() for d in diagnostics]},
+        {"diagnostics": [diagnostic_json(d) for d in diagnostics]},
         [*(diagnostic_line(d, style) for d in diagnostics), summary],
         status_of(diagnostics),
     )
