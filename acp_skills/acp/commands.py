@@ -39,7 +39,7 @@ _DESCRIPTION_SHOWN: Final = 120
 # command" note rather than silently reaching the model; `/usr/bin` and `5/8` are no words.
 _LEADING_SLASH_WORD: Final = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_-]*)(?!\S)")
 
-# A working directory, a source can quote what is on disk: a line feed must not forge a line.
+# A working directory or a source may quote what is on disk: a line feed must not forge a line.
 _clean = terminal_safe
 
 
