@@ -15,9 +15,9 @@ import anyio.to_thread
 from . import _scan
 from ._scan import CUSTOM, USER_DSH, LocalDiscovery, RootReport, SkillRoot, unreadable_root
 from .diagnostics import Diagnostic, diagnostic, log_diagnostic, root_missing
-from .errors import Problem
+from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill
-from .fs import FileReadError, LocalFileSystem, SkillFileSystem
+from .fs import LocalFileSystem, SkillFileSystem
 from .log_once import ReportedProblems
 from .model import SkillCandidate, SkillDefinition, SkillLookupOptions, require_positive_int
 from .project import PROJECT_SKILL_DIRS, find_project
@@ -252,7 +252,7 @@ class LocalSkillProvider:
         (content,) = await self._fs.read_files([path], self._max_file_bytes)
         parsed = _scan.parse_file(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
-            reason = parsed.reason if isinstance(parsed, FileReadError) else parsed.message
+            reason = parsed.reason if isinstance(parsed, ReadError) else parsed.message
             what = {"provider": self._name, "skill": candidate.name, "path": path}
             _log.warning("skill_load_failed", **what, reason=reason)
             return None

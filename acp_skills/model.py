@@ -197,3 +197,8 @@ def kind_of_value(value: object, *, words: Literal["yaml", "json"]) -> str:
     if isinstance(value, Mapping):
         return "a mapping" if words == "yaml" else "an object"
     return f"a {type(value).__name__}"
+
+
+def rank_text(rank: int | float) -> str:
+    """A rank as a person writes it: ``300``, not ``300.0``; ``250.5`` as it is."""
+    return str(int(rank)) if float(rank).is_integer() else str(rank)

@@ -14,13 +14,13 @@ from .arguments import expand_arguments
 from .catalog import SKILL_TOOL_NAME
 from .content import (
     ReadText,
-    Refusal,
     check_resource_path,
     describe_error,
     read_resource,
     render_skill_content,
     render_skill_matches,
 )
+from .errors import Refusal
 from .model import (
     SkillDefinition,
     SkillLookupOptions,

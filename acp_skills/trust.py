@@ -20,7 +20,8 @@ from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_
 
 import anyio.to_thread
 
-from .fs import FileReadError, read_local_file
+from .errors import ReadError
+from .fs import read_local_file
 from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from .model import SkillCandidate
 from .project import PROJECT_SKILL_DIRS, Project, find_project
@@ -212,8 +213,8 @@ class TrustStore:
             TrustFileError: the file exists but cannot be read as decisions.
         """
         content = read_local_file(self.path, MAX_TRUST_FILE_BYTES)
-        if isinstance(content, FileReadError):
-            if content.not_found or content.code == "broken-link":
+        if isinstance(content, ReadError):
+            if content.failure in ("not_found", "broken_link"):
                 return StoredTrust()
             raise TrustFileError(f"{self.path}: cannot read trust decisions: {content.reason}")
         try:

@@ -19,6 +19,7 @@ from ..model import SkillLookupOptions, is_skill_name, require_positive_int
 from ..prefix import SessionPrefix
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
+from ..report import diagnostic_json
 from ..session import PrefixedSession
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
@@ -319,9 +320,7 @@ class AcpSkills:
                 }
                 for skill in snapshot.skills
             ],
-            "problems": [
-                problem.to_json() | {"message": clean(problem.message)} for problem in problems
-            ],
+            "problems": [diagnostic_json(problem) for problem in problems],
             "shadowed": shadowed_json(snapshot),
             "mcpServers": servers_json(self._sessions.servers.provider, options),
         }
