@@ -381,7 +381,7 @@ def _read_summary(path: str | Path) -> dict[str, object] | str | None:
     (bounded, regular files only)."""
     content = read_local_file(os.fspath(path), MAX_SUMMARY_BYTES)
     if not isinstance(content, bytes):
-        return None if content.not_found else content.reason
+        return None if content.failure == "not_found" else content.reason
     try:
         document = json.loads(content.decode("utf-8"))
     except (ValueError, RecursionError) as error:
