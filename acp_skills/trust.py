@@ -103,10 +103,9 @@ def sources_at(
     additional_directories: Sequence[str] = (),
 ) -> Callable[[SkillCandidate], TrustSource | None]:
     """The trust source each skill of a session at ``cwd`` needs (``None``: an own root,
-    always trusted). A project skill needs its own project's decision: ``cwd``'s, or that of
-    the additional directory whose project it comes from. The projects are ``projects`` if
-    given (`find_project` of ``cwd``, then of each additional directory), else found at the
-    first project skill (reading git's pointer files: async code awaits `sources_for`)."""
+    always trusted); a project skill needs its own project's decision (``cwd``'s, or an
+    additional directory's). The projects are ``projects`` if given (`find_project` of each
+    directory), else found at the first project skill (async code awaits `sources_for`)."""
     found: list[Project] = list(projects) if projects is not None else []
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
