@@ -125,6 +125,21 @@ _METHODS: dict[str, tuple[type[BaseModel], type[BaseModel] | None, str]] = {
         acp_schema_models.LoadSessionResponse,
         AGENT,
     ),
+    "session/resume": (
+        acp_schema_models.ResumeSessionRequest,
+        acp_schema_models.ResumeSessionResponse,
+        AGENT,
+    ),
+    "session/close": (
+        acp_schema_models.CloseSessionRequest,
+        acp_schema_models.CloseSessionResponse,
+        AGENT,
+    ),
+    "session/list": (
+        acp_schema_models.ListSessionsRequest,
+        acp_schema_models.ListSessionsResponse,
+        AGENT,
+    ),
     "session/prompt": (
         acp_schema_models.PromptRequest,
         acp_schema_models.PromptResponse,
@@ -657,7 +672,11 @@ async def connected(
     client = RecordingClient(answer)
     wire = Wire(client.changes)
     agent_conn = AgentSideConnection(
-        cast(Any, agent), agent_writer, agent_reader, observers=[skills.observe] if observe else []
+        cast(Any, agent),
+        agent_writer,
+        agent_reader,
+        observers=[skills.observe] if observe else [],
+        use_unstable_protocol=True,  # `session/resume` and `session/close` on the 0.12 SDK
     )
     client_conn = ClientSideConnection(
         cast(Any, client), cast(Any, WireTransport(client_reader, client_writer, wire))

@@ -401,7 +401,7 @@ async def test_skills_is_answered_without_the_model_and_not_recorded(
     assert "- `/secret` — Only a person may run this. (custom, hidden from the model)" in answer
     assert "**Problems** (1 error)" in answer
     assert (
-        f"- error `yaml-invalid` `{skills_dir / 'broken' / 'SKILL.md'}:4`: invalid YAML" in answer
+        f"- `{skills_dir / 'broken' / 'SKILL.md'}:4`: error `yaml-invalid`: invalid YAML" in answer
     )
     assert f"Run `acp-skills doctor --cwd {project}` in a terminal for details." in answer
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from acp_skills import SkillRegistry, SkillSummary, SkillTool, render_catalog
+from acp_skills.cli.settings import DEFAULT_CATALOG_BUDGET
 from acp_skills.content import render_skill_matches
 from acp_skills.search import SkillMatch
 from demo_agent.__main__ import parse_args
 from demo_agent.models import ModelRequest
 from demo_agent.models.offline import OfflineModel
-from demo_agent.settings import DEFAULT_CATALOG_BUDGET
 from tests.acp_peer import DemoPeer, demo_peer
 from tests.sandbox import Sandbox
 

@@ -70,8 +70,8 @@ async def test_skills_command_answers_with_skills_and_problems_without_the_model
     assert "- `/alpha-notes` — Summarise meeting notes into action items. (custom)" in answer
     assert "- `model-helper` — Conventions for the model. (custom, model only)" in answer
     assert "**Problems** (1 error, 1 warning)" in answer
-    assert f"- error `yaml-invalid` `{broken}:4`: invalid YAML: " in answer
-    assert "- warning `name-mismatch` " in answer
+    assert f"- `{broken}:4`: error `yaml-invalid`: invalid YAML: " in answer
+    assert ": warning `name-mismatch`: " in answer
 
 
 async def test_skills_list_carries_the_problems_over_the_wire(sandbox: Sandbox) -> None:

@@ -176,7 +176,8 @@ async def test_session_servers_bring_their_skills_and_sessions_do_not_share_cata
     assert names(two) == [("beta-skill", "mcp:b")]
     assert names(none) == []
     assert one["mcpServers"] == [
-        {"label": "a", "connected": True, "skillsExtension": True, "skills": 1, "failure": None}
+        {"label": "a", "identity": configuration(tmp_path / "a", label="a").identity}
+        | {"connected": True, "skillsExtension": True, "skills": 1, "failure": None}
     ]
     assert none["mcpServers"] == []
     assert opened == [
@@ -215,6 +216,7 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
     team, failed = listing["mcpServers"]
     assert team == {
         "label": "team",
+        "identity": configuration(tmp_path / "root").identity,
         "connected": True,
         "skillsExtension": True,
         "skills": 2,

@@ -33,20 +33,23 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "integration.md"
 HEADING = "## The whole integration"
 
 
-def integration_snippet() -> str:
-    """The first ```python block after the "The whole integration" heading."""
+def integration_snippet(heading: str = HEADING) -> str:
+    """The first ```python block after ``heading`` ("The whole integration" by default)."""
     text = DOC.read_text(encoding="utf-8")
-    _, found, after = text.partition(f"\n{HEADING}\n")
-    assert found, f"{DOC} has no {HEADING!r} heading"
+    _, found, after = text.partition(f"\n{heading}\n")
+    assert found, f"{DOC} has no {heading!r} heading"
     match = re.search(r"^```python\n(.*?)^```$", after, re.DOTALL | re.MULTILINE)
-    assert match is not None, f"no python block after {HEADING!r}"
+    assert match is not None, f"no python block after {heading!r}"
     return match.group(1)
 
 
-def load_snippet() -> types.ModuleType:
+def load_snippet(*more: str) -> types.ModuleType:
+    """The whole integration's block, then the blocks after the headings ``more``, run as one
+    module (a later block builds on the earlier ones)."""
     module = types.ModuleType("integration_snippet")
     module.__file__ = str(DOC)
-    exec(compile(integration_snippet(), str(DOC), "exec"), module.__dict__)
+    for heading in (HEADING, *more):
+        exec(compile(integration_snippet(heading), str(DOC), "exec"), module.__dict__)
     return module
 
 

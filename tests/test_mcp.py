@@ -21,7 +21,7 @@ from acp_skills import (
     SkillTool,
     render_skill_content,
 )
-from acp_skills.content import Refusal
+from acp_skills.errors import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
 from acp_skills.mcp.listing import ListedSkill, read_entry
 from acp_skills.mcp.pool import McpPool
@@ -334,6 +334,23 @@ def test_the_cli_lists_and_shows_skills_of_an_mcp_server(
     payload = json.loads(doctor)
     assert payload["mcpServers"][0]["label"] == "team"
     assert payload["mcpServers"][0]["skills"] == 1
+
+
+def test_doctor_says_how_a_server_fares_in_the_words_of_skills(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    """``doctor`` and ``/skills`` share one wording of a server's state (``1 skill``, not
+    ``1 skills``); ``--json`` names its identity as ``_skills/list`` does."""
+    text = skill_text("name: deploy-app\ndescription: Skill deploy-app.", "Run make deploy.")
+    fields = {"name": "deploy-app", "description": "Skill deploy-app."}
+    script = write_script(tmp_path / "s.json", [served("deploy-app", text, fields)])
+    server = f"team={sys.executable} {SCRIPTED_SERVER} {script}"
+    where = ("--cwd", str(tmp_path), "--mcp-server", server)
+    _, doctor, _ = cli("doctor", *where)
+    assert "\nMCP servers (1)\n  team: connected, 1 skill\n" in doctor
+    _, doctor, _ = cli("doctor", "--json", *where)
+    [listed] = json.loads(doctor)["mcpServers"]
+    assert listed["identity"] == server
 
 
 def _locator(name: str, description: str, *, files: bool = True) -> McpLocator:

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from acp_skills import SkillLookupOptions, SkillRegistry
-from acp_skills.content import Refusal
+from acp_skills.errors import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import (

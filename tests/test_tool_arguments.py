@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from acp_skills.acp.wire import find_invocations, find_invocations_with_arguments
 from acp_skills.arguments import (
@@ -85,19 +81,6 @@ def test_invocation_arguments_end_at_the_line_or_the_next_invocation(
     """Arguments run from /name to the end of its line or the next known /name."""
     assert find_invocations_with_arguments(text, ["deploy", "review"]) == expected
     assert find_invocations(text, ["deploy", "review"]) == [name for name, _ in expected]
-
-
-_SHELL_TEXT = st.text(alphabet=st.sampled_from(list("ab \t\r\n'\"\\$é")), max_size=40)
-
-
-@given(_SHELL_TEXT)
-def test_split_arguments_matches_shlex_where_shlex_accepts(text: str) -> None:
-    """The linear splitter follows shlex's rules; where shlex refuses, whitespace splits."""
-    try:
-        expected = tuple(shlex.split(text))
-    except ValueError:
-        expected = tuple(text.split())
-    assert split_arguments(text) == expected
 
 
 def test_an_empty_quoted_pair_is_an_empty_word() -> None:

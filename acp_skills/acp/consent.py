@@ -190,7 +190,8 @@ class TrustedRegistry:
             trust = _current.get()
         grants = dict(trust.grants) if trust is not None else {}
         skills = [*raw.skills, *(shadowed.skill for shadowed in raw.shadowed)]
-        source_of = await sources_for(options.cwd, skills)  # the project found off the loop
+        # The projects (the session's, its additional directories') found off the loop.
+        source_of = await sources_for(options.cwd, skills, options.additional_directories)
         sources = {id(skill): source_of(skill) for skill in skills}  # each found once
         stored = StoredTrust()
         if self.mode == "ask" and any(source is not None for source in sources.values()):

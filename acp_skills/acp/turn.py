@@ -230,6 +230,7 @@ class PromptTurn:
                 servers=self._session.context.servers,
                 read_text=kit.link.reader(self._session_id),
                 searchable=self._omits(),
+                additional_directories=self._session.context.additional_directories,
             )
         if self._run_tool is None:
             return ToolResult(text=f'Error: there is no tool called "{name[:100]}"', is_error=True)
@@ -339,6 +340,7 @@ class PromptTurn:
                 servers=self._session.context.servers,
                 snapshot=snapshot,
                 arguments=expand,
+                additional_directories=self._session.context.additional_directories,
             )
             await self._send(wire.tool_call_finished(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
@@ -358,7 +360,18 @@ class PromptTurn:
         if calls:
             message[INVOKED_KEY] = calls
         await self._session.append_history(message)
+        await self._kit.sessions.describe(self._live, _first_prompt(self._session.history))
         return tuple(invoked)
+
+
+def _first_prompt(history: Sequence[Mapping[str, object]]) -> str:
+    # A session's title is its first recorded prompt as the person typed it (also for a record
+    # older than session summaries, or one whose summary could not be written until now).
+    for message in history:
+        if message.get("role") == "user":
+            shown = message.get(DISPLAY_KEY, message.get("content"))
+            return shown if isinstance(shown, str) else ""
+    return ""
 
 
 def _raised(name: str, error: Exception) -> ToolResult:
@@ -387,7 +400,7 @@ async def open_turn(
     turn = PromptTurn(_OPENER, kit, live, system, config, tools, run_tool)
     scope = anyio.CancelScope()
     # Set before anything awaits: a `session/cancel` read right after the prompt finds it.
-    live.turn = scope
+    live.turn, live.turn_ended = scope, anyio.Event()
     began = False
     try:
         with scope, consent.bound(live.trust):
@@ -412,3 +425,4 @@ async def open_turn(
             await kit.link.send(session_id, wire.agent_text(notice))
     finally:
         live.turn = None
+        live.turn_ended.set()

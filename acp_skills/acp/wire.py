@@ -321,12 +321,32 @@ def is_absolute_cwd(cwd: object) -> TypeGuard[str]:
     return os.path.isabs(cwd) and "\0" not in cwd and _path_bytes(cwd) < _PATH_LIMIT
 
 
-def check_cwd(cwd: object) -> str:
-    """Return ``cwd`` if `is_absolute_cwd`, else raise invalid params (-32602) saying why."""
+def check_cwd(cwd: object, what: str = "cwd") -> str:
+    """Return ``cwd`` if `is_absolute_cwd`, else raise invalid params (-32602) saying why
+    (``what`` names the parameter in the reason)."""
     if isinstance(cwd, str) and _path_bytes(cwd) >= _PATH_LIMIT:
-        reason = "cwd is longer than the platform's path limit"
+        reason = f"{what} is longer than the platform's path limit"
         length, limit = _path_bytes(cwd), _PATH_LIMIT - 1
         raise RequestError.invalid_params({"reason": reason, "length": length, "limit": limit})
     if not is_absolute_cwd(cwd):
-        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
+        raise RequestError.invalid_params({what: cwd, "reason": f"{what} must be an absolute path"})
     return cwd
+
+
+# Far above any editor's workspace (each directory costs a project lookup, its roots' scans
+# and a watch), far below what would make one session's discovery slow for everyone.
+MAX_ADDITIONAL_DIRECTORIES = 64
+
+
+def check_additional_directories(directories: object) -> tuple[str, ...]:
+    """A request's ``additionalDirectories`` (``None``: none), each absolute and within the
+    platform's path limit, at most `MAX_ADDITIONAL_DIRECTORIES`; else invalid params."""
+    if directories is None:
+        return ()
+    if isinstance(directories, str) or not isinstance(directories, Sequence):
+        reason = "additionalDirectories must be a list of absolute paths"
+        raise RequestError.invalid_params({"reason": reason})
+    if len(directories) > MAX_ADDITIONAL_DIRECTORIES:
+        reason = f"at most {MAX_ADDITIONAL_DIRECTORIES} additional directories"
+        raise RequestError.invalid_params({"reason": reason, "count": len(directories)})
+    return tuple(check_cwd(directory, "additionalDirectories") for directory in directories)
