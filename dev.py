@@ -126,8 +126,8 @@ def check() -> int:
         except BaseException:  # Ctrl-C: its own group does not get the terminal's signal
             _stop(other)
             raise
-        if code != 0:
-            _stop(other)
+        if code != 0 and other.poll() is None:
+            _stop(other)  # a step failed early: its verdict is not worth the wait
             return code
         other_code = other.wait()
         if other_code == NO_TESTS_COLLECTED:
@@ -136,7 +136,7 @@ def check() -> int:
         print(f"\n== the ACP-facing tests on {ACP1_REQUIREMENT} ({ACP1.path.name}) ==", flush=True)
         sys.stdout.buffer.write(output.read())
         sys.stdout.flush()
-        return other_code
+        return code or other_code
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
