@@ -415,8 +415,10 @@ def _write_atomically(target: Path, document: dict[str, object]) -> None:
     text = json.dumps(document, ensure_ascii=True, separators=(",", ":")) + "\n"
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".summary-", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="ascii") as file:
-            file.write(text)
+        # Bytes, not a text file: a text codec may be loaded lazily, and an agent that dropped
+        # its privileges after start-up may no longer be able to import one.
+        with os.fdopen(handle, "wb") as file:
+            file.write(text.encode())
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
