@@ -1,11 +1,12 @@
 """A FastMCP 4.2.3 skills server (the independent peer): ``ROOT [--http PORT] [--plain]``.
 
 ``--reload`` rescans the folder on every request; ``--plain`` serves no skills extension (a
-tool only); ``--pid-file FILE`` writes its pid; ``--ignore-eof`` ignores SIGTERM (only a kill
-stops it); ``--record FILE`` appends every MCP method the server receives, one a line;
-``--slow-reads FILE`` holds every read of a file other than a ``SKILL.md`` for two minutes,
-after writing FILE (so a test knows the read has reached the server); ``--hold-listing FILE``
-answers each ``skills/list`` only once FILE exists (so a test decides when a listing arrives).
+tool only); ``--tool`` serves that tool (``ping``) beside the skills; ``--pid-file FILE``
+writes its pid; ``--ignore-eof`` ignores SIGTERM (only a kill stops it); ``--record FILE``
+appends every MCP method the server receives, one a line; ``--slow-reads FILE`` holds every
+read of a file other than a ``SKILL.md`` for two minutes, after writing FILE (so a test knows
+the read has reached the server); ``--hold-listing FILE`` answers each ``skills/list`` only
+once FILE exists (so a test decides when a listing arrives).
 
 `build` makes the same server from the same arguments without running it, for a test that
 serves it in its own process (tests/mcp_memory.py); the options about the process itself
@@ -66,6 +67,7 @@ def build(argv: Sequence[str]) -> tuple[FastMCP, argparse.Namespace]:
     parser.add_argument("root", type=Path)
     parser.add_argument("--http", type=int)
     parser.add_argument("--plain", action="store_true")
+    parser.add_argument("--tool", action="store_true")
     parser.add_argument("--reload", action="store_true")
     parser.add_argument("--pid-file", type=Path)
     parser.add_argument("--ignore-eof", action="store_true")
@@ -74,12 +76,13 @@ def build(argv: Sequence[str]) -> tuple[FastMCP, argparse.Namespace]:
     parser.add_argument("--hold-listing", type=Path)
     args = parser.parse_args(argv)
     server = FastMCP("team-skills")
-    if args.plain:
+    if args.plain or args.tool:
 
         @server.tool
         def ping() -> str:
             return "pong"
-    else:
+
+    if not args.plain:
         server.add_provider(SkillsDirectoryProvider(roots=args.root, reload=args.reload))
     if args.record is not None:
         server.add_middleware(_Recorder(args.record))

@@ -18,10 +18,14 @@ pytestmark = pytest.mark.anyio
 
 
 class ClosingRecorder:
-    """Stands in for the MCP provider: records which servers were let go."""
+    """Stands in for the MCP provider: records which servers were connected and let go."""
 
     def __init__(self) -> None:
+        self.connected: list[Any] = []
         self.released: list[Any] = []
+
+    def connect(self, server: Any) -> None:
+        self.connected.append(server)
 
     async def release(self, server: Any) -> None:
         self.released.append(server)

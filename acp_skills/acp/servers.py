@@ -1,6 +1,7 @@
-"""A session's MCP servers: the ``mcpServers`` of ``session/new`` and ``session/load`` made
-`McpServer` values (contract §14), and which live sessions use each one, so that a stdio
-server no live session names any more is closed.
+"""A session's MCP servers: the ``mcpServers`` of ``session/new``, ``load`` and ``resume`` made
+`McpServer` values (contract §14), each connected in the background as the session opens, and
+which live sessions use each one, so that a stdio server no live session names any more is
+closed.
 
 `acp_skills.mcp` (the ``mcp`` extra) is loaded only when a session names a server: an agent
 without the extra serves sessions as before, and says once that it ignores their servers.
@@ -9,10 +10,8 @@ without the extra serves sessions as before, and says once that it ignores their
 from __future__ import annotations
 
 import importlib
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, Protocol
-
-from acp.schema import HttpMcpServer, McpServerStdio
 
 from ..model import SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
@@ -26,7 +25,10 @@ _MCP_MODULE = "acp_skills.mcp"
 
 
 class ServerCloser(Protocol):
-    """What closes a server no session uses and tells how each fares (`McpSkillProvider`)."""
+    """What starts connecting to a server a session names, closes a server no session uses,
+    and tells how each fares (`McpSkillProvider`)."""
+
+    def connect(self, server: Any) -> None: ...
 
     async def release(self, server: Any) -> None: ...
 
@@ -35,7 +37,9 @@ class ServerCloser(Protocol):
 
 class SessionServers:
     """Each live session's servers, counted per server; ``provider`` (an `McpSkillProvider`,
-    or ``None`` when the agent has no MCP client) closes a server when its count drops to 0."""
+    or ``None`` when the agent has no MCP client) starts connecting to a server as a session
+    names it, in the background (so the session's first prompt waits only for what is not
+    ready yet), and closes it when its count drops to 0."""
 
     def __init__(self, provider: ServerCloser | None) -> None:
         self.provider = provider
@@ -54,8 +58,8 @@ class SessionServers:
         found: list[Hashable] = []
         for entry in entries:
             try:
-                server = _server_of(mcp.McpServer, entry)
-            except (TypeError, ValueError) as error:
+                server = mcp.McpServer.from_acp(entry)
+            except ValueError as error:
                 label = field(entry, "name")
                 _log.warning("mcp_server_unusable", server=label, reason=str(error))
                 continue
@@ -64,11 +68,14 @@ class SessionServers:
         return tuple(found)
 
     async def bind(self, session_id: str, servers: tuple[Hashable, ...]) -> None:
-        """``session_id`` (now live) uses ``servers``; its previous instance's others go."""
+        """``session_id`` (now live) uses ``servers``, each connecting from now on; its
+        previous instance's others go."""
         previous = self._by_session.pop(session_id, ())
         self._by_session[session_id] = servers
         for server in servers:
             self._users[server] = self._users.get(server, 0) + 1
+            if self.provider is not None:
+                self.provider.connect(server)
         await self._let_go(previous)
 
     async def unbind(self, session_id: str) -> None:
@@ -131,41 +138,3 @@ def shadowed_json(snapshot: SkillSnapshot) -> list[dict[str, Any]]:
         }
         for shadowed in snapshot.shadowed
     ]
-
-
-def _server_of(make: Any, entry: object) -> Hashable:
-    if isinstance(entry, McpServerStdio) or (
-        field(entry, "type") is None and field(entry, "command")
-    ):
-        pairs = _pairs(field(entry, "env"))
-        args = field(entry, "args") or ()
-        if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
-            raise TypeError("its args are not a list of strings")
-        command = field(entry, "command")
-        return make(label=_label(entry), command=command, args=tuple(args), env=pairs)  # type: ignore[no-any-return]
-    if isinstance(entry, HttpMcpServer) or field(entry, "type") == "http":
-        url, headers = field(entry, "url"), _pairs(field(entry, "headers"))
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ValueError("its url is not an http or https url")
-        return make(label=_label(entry), url=url, headers=headers)  # type: ignore[no-any-return]
-    raise ValueError(
-        f"a server of type {field(entry, 'type')!r} is not supported (stdio and http are)"
-    )
-
-
-def _label(entry: object) -> str:
-    label = field(entry, "name")
-    if not isinstance(label, str) or not label.strip():
-        raise ValueError("it has no name")
-    return label.strip()
-
-
-def _pairs(items: object) -> tuple[tuple[str, str], ...]:
-    pairs: list[tuple[str, str]] = []
-    for item in items if isinstance(items, list | tuple) else ():
-        name = item.get("name") if isinstance(item, Mapping) else field(item, "name")
-        value = item.get("value") if isinstance(item, Mapping) else field(item, "value")
-        if not isinstance(name, str) or not isinstance(value, str):
-            raise TypeError("a name/value pair is not two strings")
-        pairs.append((name, value))
-    return tuple(pairs)

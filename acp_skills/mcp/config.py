@@ -1,10 +1,11 @@
-"""One MCP server's configuration: what the session (or ``--mcp-server``) names, and the
-identity trust stores for it."""
+"""One MCP server's configuration: what the session (an ``mcpServers`` entry of an ACP
+request) or ``--mcp-server`` names, and the identity trust stores for it."""
 
 from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -25,6 +26,34 @@ class McpServer:
             raise ValueError("an MCP server needs a label")
         if (self.command is None) == (self.url is None):
             raise ValueError(f'MCP server "{self.label}" needs exactly one of a command or a url')
+
+    @classmethod
+    def from_acp(cls, entry: object) -> McpServer:
+        """An ``mcpServers`` entry of ``session/new``, ``load`` or ``resume`` (the ACP SDK's
+        model, or the dict its lenient parsing may leave): stdio (``name``, ``command``,
+        ``args``, ``env`` as ``[{name, value}]``) or HTTP (``type: "http"``, ``name``, ``url``,
+        ``headers`` as ``[{name, value}]``). Equal entries make equal servers, so an agent that
+        connects an entry itself names the server as its sessions do.
+
+        Raises:
+            ValueError: an entry no server can be made of (SSE, no name, a url that is not http
+                or https, args or pairs that are not strings), with the reason.
+        """
+        kind, command = _entry_field(entry, "type"), _entry_field(entry, "command")
+        if kind is None and command is not None:
+            args = _entry_field(entry, "args") or ()
+            if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
+                raise ValueError("its args are not a list of strings")
+            if not isinstance(command, str) or not command.strip():
+                raise ValueError("it has no command")
+            env = _pairs(_entry_field(entry, "env"))
+            return cls(label=_label(entry), command=command, args=tuple(args), env=env)
+        if kind == "http":
+            url, headers = _entry_field(entry, "url"), _pairs(_entry_field(entry, "headers"))
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise ValueError("its url is not an http or https url")
+            return cls(label=_label(entry), url=url, headers=headers)
+        raise ValueError(f"a server of type {kind!r} is not supported (stdio and http are)")
 
     @property
     def identity(self) -> str:
@@ -54,3 +83,24 @@ def parse_server_option(text: str) -> McpServer:
     if not words:
         raise ValueError(f"MCP server {label!r} has an empty command")
     return McpServer(label=label, command=words[0], args=tuple(words[1:]))
+
+
+def _entry_field(entry: object, name: str) -> object:
+    return entry.get(name) if isinstance(entry, Mapping) else getattr(entry, name, None)
+
+
+def _label(entry: object) -> str:
+    label = _entry_field(entry, "name")
+    if not isinstance(label, str) or not label.strip():
+        raise ValueError("it has no name")
+    return label.strip()
+
+
+def _pairs(items: object) -> tuple[tuple[str, str], ...]:
+    pairs: list[tuple[str, str]] = []
+    for item in items if isinstance(items, list | tuple) else ():
+        name, value = _entry_field(item, "name"), _entry_field(item, "value")
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ValueError("a name/value pair is not two strings")
+        pairs.append((name, value))
+    return tuple(pairs)

@@ -1,7 +1,10 @@
-"""Connections to MCP servers: one per configuration, opened on first use, shared by every
-session naming the same server, each closed within the deadline (`McpPool.release`, and
-`McpPool.aclose` at the agent's exit). Each is opened through the pool's `TransportFactory`:
-by default a child process over stdio or streamable HTTP (`open_transport`)."""
+"""Connections to MCP servers: one per configuration, opened on first use (or as soon as a
+session names the server), shared by every session naming the same server, each closed within
+the deadline (`McpPool.release`, and `McpPool.aclose` at the agent's exit). Each is opened
+through the pool's `TransportFactory`: by default a child process over stdio or streamable HTTP
+(`open_transport`). An agent that already holds a client session for a server (for tools of its
+own) lends it instead (`McpPool.share`): the server is then connected once, and the pool never
+closes what it did not open."""
 
 from __future__ import annotations
 
@@ -29,7 +32,8 @@ class McpConnection:
     """One live MCP session, over what ``transport`` gives for ``server``. A task of its own
     owns the transport, because the SDK's context managers must be entered and left by the same
     task; it is cancelled through an anyio scope, which lets the transport's shielded clean-up
-    (ending a server's process group) finish."""
+    (ending a server's process group) finish. Given ``lent``, a session the agent opened, it
+    wraps that one instead: no task, and closing it is the agent's business."""
 
     def __init__(
         self,
@@ -37,6 +41,7 @@ class McpConnection:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         transport: TransportFactory = open_transport,
+        lent: ClientSession | None = None,
     ) -> None:
         self.server = server
         self._timeout = timeout
@@ -46,14 +51,28 @@ class McpConnection:
         self._bounded: BoundedTransport | None = None
         self._stop_seconds = timeout
         self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+        # Whether a caller has been told why it could not connect: until then, a connection
+        # that failed to start is still the one to ask, so the lookup that comes to it reports
+        # that failure instead of starting the server a second time.
+        self._failure_told = False
         self._closing = asyncio.Event()
         self._scope = anyio.CancelScope()
-        self._task = asyncio.ensure_future(self._run())
+        self._task: asyncio.Future[None] | None = None
+        if lent is not None:  # opened, and to be closed, by the agent
+            self._ready.set_result(lent)
+        else:
+            self._task = asyncio.ensure_future(self._run())
 
     @property
     def failed(self) -> bool:
-        """The connection ended (or never started): a new one is needed."""
-        return self._task.done()
+        """A new connection is needed: this one ended after it was up, or its failure to
+        start has been told (a lent session is the agent's to replace, never failed here)."""
+        if self._task is None or not self._task.done():
+            return False
+        ready = self._ready
+        if self._failure_told or not ready.done() or ready.cancelled():
+            return True
+        return ready.exception() is None
 
     @property
     def ended(self) -> str | None:
@@ -69,7 +88,11 @@ class McpConnection:
 
     async def session(self) -> ClientSession:
         """The connected session (after ``server/discover``); raises why it could not connect."""
-        return await asyncio.shield(self._ready)
+        try:
+            return await asyncio.shield(self._ready)
+        except Exception:
+            self._failure_told = True
+            raise
 
     def supports_skills(self, session: ClientSession) -> bool:
         """Whether the server declared the skills extension."""
@@ -80,17 +103,21 @@ class McpConnection:
     async def aclose(self, *, at_once: bool = False) -> None:
         """End the session within the deadline: a stdio server's input is closed, it is given
         part of the deadline to leave, then its whole process group is ended, helpers
-        included. ``at_once`` (a server that failed or does not answer) skips the grace."""
+        included. ``at_once`` (a server that failed or does not answer) skips the grace. A lent
+        session is left open."""
+        if self._task is None:
+            return
         if at_once or not self._ready.done():
             # Nothing to say goodbye to: a server that is still connecting is not answering.
             self._stop_within(0.0)
             self._scope.cancel()
         self._closing.set()
-        done, _ = await asyncio.wait({self._task}, timeout=self._timeout)
+        task = self._task
+        done, _ = await asyncio.wait({task}, timeout=self._timeout)
         if not done:
             self._stop_within(0.0)
             self._scope.cancel()
-            await asyncio.wait({self._task}, timeout=_AFTER_CANCEL)
+            await asyncio.wait({task}, timeout=_AFTER_CANCEL)
 
     def _stop_within(self, seconds: float) -> None:
         self._stop_seconds = seconds
@@ -132,7 +159,8 @@ class McpConnection:
 class McpPool:
     """The agent's MCP connections, keyed by configuration; shared across sessions. Each is
     opened through ``transport`` (default: `open_transport`, stdio or streamable HTTP) and
-    opened and closed under ``timeout`` seconds."""
+    opened and closed under ``timeout`` seconds, unless the agent lent its own session for that
+    server (`share`)."""
 
     def __init__(
         self, *, timeout: float = DEFAULT_TIMEOUT, transport: TransportFactory | None = None
@@ -140,9 +168,13 @@ class McpPool:
         self._timeout = timeout
         self._transport = transport if transport is not None else open_transport
         self._connections: dict[McpServer, McpConnection] = {}
+        self._lent: dict[McpServer, McpConnection] = {}
 
     def connection(self, server: McpServer) -> McpConnection:
-        """The live connection to ``server``, started now if there is none (or it ended)."""
+        """The session lent for ``server``, else the pool's own connection to it, started now
+        if there is none (or it ended)."""
+        if (lent := self._lent.get(server)) is not None:
+            return lent
         found = self._connections.get(server)
         if found is None or found.failed:
             found = self._connections[server] = McpConnection(
@@ -150,12 +182,35 @@ class McpPool:
             )
         return found
 
+    async def share(self, server: McpServer, session: ClientSession) -> None:
+        """Reach ``server`` over ``session`` from now on: a client session the agent opened
+        (for tools of its own), after its handshake, and keeps open. The pool never closes
+        it; a connection of the pool's own to ``server`` is closed now.
+
+        Raises:
+            ValueError: ``session`` has had no handshake yet (``discover()``).
+        """
+        if session.server_capabilities is None:
+            raise ValueError(
+                f'the session lent for MCP server "{server.label}" has had no handshake: '
+                "lend it after its discover()"
+            )
+        self._lent[server] = McpConnection(server, lent=session)
+        await self.release(server)
+
+    def unshare(self, server: McpServer) -> None:
+        """Stop using the session lent for ``server`` (the agent is about to close it); a
+        later request opens a connection of the pool's own."""
+        self._lent.pop(server, None)
+
     async def release(self, server: McpServer, *, at_once: bool = False) -> None:
-        """Close the connection to ``server`` (no session uses it any more, or it failed)."""
+        """Close the pool's own connection to ``server`` (no session uses it any more, or it
+        failed); a session lent for it stays lent, and open."""
         if (found := self._connections.pop(server, None)) is not None:
             await found.aclose(at_once=at_once)
 
     async def aclose(self) -> None:
-        """Close every connection (at exit: no server process outlives the agent)."""
-        connections, self._connections = list(self._connections.values()), {}
+        """Close every connection the pool opened (at exit: no server process outlives the
+        agent), and forget the lent ones without closing them."""
+        connections, self._connections, self._lent = list(self._connections.values()), {}, {}
         await asyncio.gather(*(connection.aclose() for connection in connections))

@@ -235,10 +235,33 @@ class McpSkillProvider:
             raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
         return data.decode("utf-8", "replace")
 
+    def connect(self, server: object) -> None:
+        """A session names ``server`` from now on: start connecting to it in the background,
+        so that its first lookup waits only for what is not ready yet. Nothing is started for
+        a server left alone after a failure (for 60 s); what fails is told by that lookup."""
+        if isinstance(server, McpServer) and not self._resting(server):
+            self._pool.connection(server)
+
+    async def share(self, server: McpServer, session: ClientSession) -> None:
+        """List and load ``server``'s skills over ``session``, a client session the agent
+        opened for tools of its own (its handshake done) and keeps open: the server is
+        connected once. The provider never closes it; see `McpPool.share`.
+
+        Raises:
+            ValueError: ``session`` has had no handshake yet.
+        """
+        await self._pool.share(server, session)
+
+    def unshare(self, server: McpServer) -> None:
+        """Stop using the session shared for ``server`` (call it before closing that session);
+        a later lookup naming the server connects to it on its own."""
+        self._pool.unshare(server)
+
     async def release(self, server: object) -> None:
         """No session names ``server`` any more: close its connection within the deadline (a
         stdio server's process group ends), unless it is one of the fixed servers every lookup
-        uses. What it failed at is forgotten: a session naming it again starts afresh."""
+        uses; a shared session stays open. What it failed at is forgotten: a session naming it
+        again starts afresh."""
         if isinstance(server, McpServer) and server not in self._fixed:
             self._listings.pop(server, None)
             self.servers.pop(server, None)
@@ -260,7 +283,7 @@ class McpSkillProvider:
         state = self.servers.setdefault(server, ServerState(server))
         if (kept := self._listings.get(server)) is not None and now < kept[0]:
             return kept[1]
-        if state.failed_at is not None and now - state.failed_at < RETRY_AFTER:
+        if self._resting(server):
             return NOTHING
 
         async def listed(session: ClientSession, connection: McpConnection) -> Listing:
@@ -291,6 +314,12 @@ class McpSkillProvider:
         if listing.ttl_ms > 0:
             self._listings[server] = (time.monotonic() + listing.ttl_ms / 1000, listing)
         return listing
+
+    def _resting(self, server: McpServer) -> bool:
+        # A server that failed is left alone for a while (one that sent too much: for good).
+        state = self.servers.get(server)
+        failed_at = state.failed_at if state is not None else None
+        return failed_at is not None and time.monotonic() - failed_at < RETRY_AFTER
 
     async def _read(self, locator: McpLocator, uri: str, about: str) -> bytes | None:
         """The text at ``uri`` as UTF-8 bytes (``None``: the server sent none)."""

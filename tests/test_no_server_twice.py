@@ -1,0 +1,250 @@
+"""No MCP server twice (contract §16): an agent lends its own client sessions to
+`McpSkillProvider` (one connection per server, never closed by the provider); a session's
+servers start connecting at ``session/new``, in the background; the demo agent's
+``--mcp-session-servers off`` never starts the servers the editor forwards.
+
+In process against FastMCP servers (tests/mcp_memory.py) wherever a connection is the point;
+real stdio servers only where a process is: a server that exits as it starts, and one that
+must not outlive a session closed while it was still connecting.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import structlog
+from acp.schema import McpServerStdio
+from mcp import ClientSession
+from mcp.client import Transport
+
+from acp_skills import SkillRegistry
+from acp_skills.acp import AcpSkills
+from acp_skills.mcp import McpServer, McpSkillProvider
+from acp_skills.mcp.transport import open_transport
+from acp_skills.trust import TrustStore
+from tests.mcp_http import SERVER, write_served_skill
+from tests.mcp_memory import InProcess, fastmcp_streams
+from tests.mcp_scripted import SCRIPTED_SERVER, write_script
+from tests.test_integration_doc import load_snippet
+from tests.test_mcp_bounds import process_gone, until
+
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
+
+TEST_SECONDS = 30
+SHARING = "## One connection per MCP server"
+
+
+class Starts:
+    """A transport factory that counts the connections it is asked to open."""
+
+    def __init__(self, inner: Callable[[McpServer], Transport] = open_transport) -> None:
+        self.inner = inner
+        self.started: list[McpServer] = []
+
+    def __call__(self, server: McpServer) -> Transport:
+        self.started.append(server)
+        return self.inner(server)
+
+
+def skills_entry(root: Path, *extra: str) -> McpServerStdio:
+    """The FastMCP skills server of ``root`` as an editor forwards it."""
+    write_served_skill(root, "served-skill", "A skill from the server.", "Do the thing.")
+    return McpServerStdio(
+        name="team", command=sys.executable, args=[SERVER, str(root), *extra], env=[]
+    )
+
+
+def methods(record: Path) -> list[str]:
+    return record.read_text(encoding="utf-8").split() if record.exists() else []
+
+
+def names(listing: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(skill["name"], skill["source"]) for skill in listing["skills"]]
+
+
+@asynccontextmanager
+async def mounted(
+    tmp_path: Path, transport: Callable[[McpServer], Transport]
+) -> AsyncIterator[tuple[AcpSkills, McpSkillProvider]]:
+    """`AcpSkills` with only an MCP provider reaching servers through ``transport``, not
+    served: nothing but what the test calls looks anything up."""
+    provider = McpSkillProvider(timeout=TEST_SECONDS, transport=transport)
+    registry = SkillRegistry()
+    registry.register_provider(provider)
+    store = TrustStore(tmp_path / "trust.json")
+    try:
+        yield AcpSkills(registry, mcp=provider, trust="all", trust_store=store), provider
+    finally:
+        await provider.aclose()
+
+
+# -- the agent's own sessions, lent ------------------------------------------------------------
+
+
+async def test_the_agents_own_session_carries_its_tools_and_the_skills(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/integration.md's sharing agent, as written: its tool call and the skills' listing go
+    over the session it opened, the server sees one handshake, and the session is still open
+    after the skills let go of the server and close."""
+    for variable in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+        monkeypatch.setenv(variable, str(tmp_path / "home"))
+    monkeypatch.delenv("ACP_SKILLS_TRUST_FILE", raising=False)
+    record = tmp_path / "methods.txt"
+    entry = skills_entry(tmp_path / "served", "--tool", "--record", str(record))
+    lent: list[McpServer] = []
+    with anyio.fail_after(TEST_SECONDS):
+        async with (
+            fastmcp_streams(entry.args[1:]) as (read, write),
+            ClientSession(read, write) as own,
+        ):
+            await own.discover()
+
+            class Agent(load_snippet(SHARING).ToolfulAgent):  # type: ignore[misc]
+                async def connect_mcp(self, server: McpServer) -> ClientSession:
+                    lent.append(server)
+                    return own
+
+            agent = Agent()
+            created = await agent.new_session(str(tmp_path), mcp_servers=[entry])
+            listing = await agent.skills.ext_method(
+                "skills/list", {"sessionId": created.session_id}
+            )
+            tool = await agent.mcp_sessions[McpServer.from_acp(entry)].call_tool("ping")
+            await agent.skills.close_session(created.session_id)  # no session names it now
+            await agent.mcp.aclose()
+            agent.local.close()
+            after = await own.call_tool("ping")
+    assert lent == [McpServer.from_acp(entry)]
+    assert names(listing) == [("served-skill", "mcp:team")]
+    assert [tool.content[0].text, after.content[0].text] == ["pong", "pong"]  # type: ignore[union-attr]
+    seen = methods(record)
+    assert (seen.count("server/discover"), seen.count("initialize")) == (1, 0)
+    assert {"skills/list", "tools/call"} <= set(seen)
+
+
+async def test_lending_a_session_closes_the_providers_own_connection(tmp_path: Path) -> None:
+    """A server the provider had connected itself is let go when the agent lends its session;
+    the next listing goes over the lent one."""
+    record = tmp_path / "methods.txt"
+    entry = skills_entry(tmp_path / "served", "--record", str(record))
+    server, servers = McpServer.from_acp(entry), InProcess()
+    async with mounted(tmp_path, servers) as (skills, provider):
+        await skills.open_session("s1", str(tmp_path), mcp_servers=[entry])
+        first = await skills.ext_method("skills/list", {"sessionId": "s1"})
+        async with (
+            fastmcp_streams(entry.args[1:]) as (read, write),
+            ClientSession(read, write) as own,
+        ):
+            await own.discover()
+            await provider.share(server, own)
+            closed = list(servers.closed)
+            second = await skills.ext_method("skills/list", {"sessionId": "s1"})
+            provider.unshare(server)
+    assert closed == [server]
+    assert names(first) == names(second) == [("served-skill", "mcp:team")]
+    # The provider's own connection's handshake, then the agent's; nothing after the lending.
+    assert methods(record).count("server/discover") == 2
+    assert servers.opened == [server]
+
+
+async def test_a_session_lent_before_its_handshake_is_refused(tmp_path: Path) -> None:
+    """Lending a session that has not done its handshake is a ValueError naming the call."""
+    entry = skills_entry(tmp_path / "served")
+    provider = McpSkillProvider(transport=InProcess())
+    async with (
+        fastmcp_streams(entry.args[1:]) as (read, write),
+        ClientSession(read, write) as own,
+    ):
+        with pytest.raises(ValueError, match=r"has had no handshake: lend it after its discover"):
+            await provider.share(McpServer.from_acp(entry), own)
+    await provider.aclose()
+
+
+# -- a session's servers connect from session/new -----------------------------------------------
+
+
+async def test_session_new_starts_connecting_before_anything_looks_the_server_up(
+    tmp_path: Path,
+) -> None:
+    """Opening a session starts its server in the background: it has its handshake before any
+    lookup, and the first lookup lists over that connection, with no second handshake."""
+    record = tmp_path / "methods.txt"
+    entry = skills_entry(tmp_path / "served", "--record", str(record))
+    servers = InProcess()
+    async with mounted(tmp_path, servers) as (skills, _):
+        await skills.open_session("s1", str(tmp_path), mcp_servers=[entry])
+        with anyio.fail_after(10):  # without a start at session/new, nothing ever connects
+            await until(lambda: "server/discover" in methods(record))
+        listing = await skills.ext_method("skills/list", {"sessionId": "s1"})
+    assert names(listing) == [("served-skill", "mcp:team")]
+    assert methods(record)[:2] == ["server/discover", "skills/list"]
+    assert methods(record).count("server/discover") == 1
+    assert servers.opened == [McpServer.from_acp(entry)]
+
+
+async def test_a_server_that_exits_as_it_connects_is_started_once_and_told(
+    tmp_path: Path,
+) -> None:
+    """A server that exits while it connects in the background is not started a second time
+    by the lookup that comes after: that lookup reports its exit and the end of its stderr
+    (`mcp-server-unavailable`), and the session goes on. A process is the point: it exits."""
+    script = write_script(tmp_path / "exits.json", exit=3, stderr="no token configured\n")
+    entry = McpServerStdio(
+        name="team", command=sys.executable, args=[SCRIPTED_SERVER, str(script)], env=[]
+    )
+    starts = Starts()
+    with structlog.testing.capture_logs() as logs:
+        async with mounted(tmp_path, starts) as (skills, _):
+            await skills.open_session("s1", str(tmp_path), mcp_servers=[entry])
+            with anyio.fail_after(TEST_SECONDS):
+                await until(lambda: any(log["event"] == "mcp_server_ended" for log in logs))
+            listing = await skills.ext_method("skills/list", {"sessionId": "s1"})
+    assert starts.started == [McpServer.from_acp(entry)]
+    assert listing["skills"] == []
+    [problem] = listing["problems"]
+    assert problem["code"] == "mcp-server-unavailable"
+    assert (
+        "the server exited with status 3; its stderr ends: no token configured"
+        in (problem["message"])
+    )
+
+
+@pytest.mark.parametrize("ending", ["closed", "resumed without it", "the agent exits"])
+async def test_a_server_still_connecting_when_its_session_ends_leaves_no_process(
+    tmp_path: Path, ending: str
+) -> None:
+    """A server that never answers its handshake, and ignores SIGTERM and the end of its
+    input, is still connecting when its session is closed, reopened without it, or the agent
+    exits: neither it nor the helper it started is left. A process is the point."""
+    pid, helper = tmp_path / "server.pid", tmp_path / "helper.pid"
+    script = write_script(
+        tmp_path / "slow.json",
+        pid=str(pid),
+        helper=str(helper),
+        stubborn=True,
+        silent=["server/discover"],
+    )
+    entry = McpServerStdio(
+        name="slow", command=sys.executable, args=[SCRIPTED_SERVER, str(script)], env=[]
+    )
+    async with mounted(tmp_path, open_transport) as (skills, provider):
+        await skills.open_session("s1", str(tmp_path), mcp_servers=[entry])
+        with anyio.fail_after(TEST_SECONDS):
+            await until(lambda: all(p.exists() and p.read_text().strip() for p in (pid, helper)))
+        pids = [int(pid.read_text()), int(helper.read_text())]
+        if ending == "closed":
+            await skills.close_session("s1")
+        elif ending == "resumed without it":
+            await skills.resume_session("s1", str(tmp_path))
+        else:
+            await provider.aclose()
+        with anyio.fail_after(TEST_SECONDS):
+            await until(lambda: all(process_gone(p) for p in pids))
+
