@@ -75,14 +75,14 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
 
-def _watch_default() -> bool | str:
-    """``ACP_SKILLS_WATCH`` as a boolean (unset: on); the raw text when it is neither."""
-    value = (_env("ACP_SKILLS_WATCH") or "1").lower()
+def _switch_from_env(variable: str) -> bool:
+    """A switch that is on unless ``variable`` turns it off; `SettingError` for other text."""
+    value = (_env(variable) or "1").lower()
     if value in _TRUE:
         return True
     if value in _FALSE:
         return False
-    return value
+    raise SettingError(f"{variable} must be 1 or 0 (true/false, yes/no, on/off), not {value!r}")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -124,12 +124,11 @@ def _settings_from_env(args: argparse.Namespace) -> None:
     if args.timeout is None:
         args.timeout = from_env("ACP_SKILLS_TIMEOUT", positive_float, 120.0)
     if args.watch is None:
-        watch = _watch_default()
-        if not isinstance(watch, bool):
-            raise SettingError(
-                f"ACP_SKILLS_WATCH must be 1 or 0 (true/false, yes/no, on/off), not {watch!r}"
-            )
-        args.watch = watch
+        args.watch = _switch_from_env("ACP_SKILLS_WATCH")
+    if args.mcp_session_servers is None:
+        args.mcp_session_servers = _switch_from_env("ACP_SKILLS_MCP_SESSION_SERVERS")
+    else:
+        args.mcp_session_servers = args.mcp_session_servers == "on"
     settings.resolve_trust(args)
     args.mcp_timeout = settings.mcp_timeout(args.mcp_timeout)
     if args.mcp_server:  # refused now, not at the first session, without the mcp extra
@@ -243,6 +242,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="append logs to this file instead of stderr. Env: ACP_SKILLS_LOG_FILE.",
     )
     settings.add_mcp_options(parser)
+    parser.add_argument(
+        "--mcp-session-servers",
+        choices=("on", "off"),
+        default=None,
+        help="on (default): the MCP servers the editor forwards with each session (Zed's "
+        "context servers) are started, and their skills offered; off: they are left alone, "
+        "never started (--mcp-server ones still count). Env: ACP_SKILLS_MCP_SESSION_SERVERS.",
+    )
     settings.add_trust_argument(
         parser,
         "skills of a project and of MCP servers: ask the person at the first prompt "
@@ -273,13 +280,15 @@ def build_provider(args: argparse.Namespace) -> LocalSkillProvider:
 def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoAgent:
     """The agent over ``provider`` (the skills on disk) and ``args.mcp``, the `McpSkillProvider`
     that `parse_args` makes from ``--mcp-server`` (without it, one for the sessions' own servers
-    when the mcp extra is installed). A caller may set ``args.mcp`` to a provider of its own, one
-    that reaches its servers through another transport (``transport=``, docs/mcp.md)."""
+    when the mcp extra is installed and ``--mcp-session-servers`` is on). A caller may set
+    ``args.mcp`` to a provider of its own, one that reaches its servers through another
+    transport (``transport=``, docs/mcp.md)."""
     registry = SkillRegistry()
     registry.register_provider(provider)
     # MCP skills (rank 600, after the local roots): --mcp-server for every session (made by
     # `parse_args`), and each session's own `mcpServers`, whenever the mcp extra is installed.
-    if getattr(args, "mcp", None) is None and importlib.util.find_spec("mcp") is not None:
+    forwarded = args.mcp_session_servers
+    if getattr(args, "mcp", None) is None and forwarded and importlib.util.find_spec("mcp"):
         args.mcp = settings.mcp_provider_from((), args.mcp_timeout)
     if getattr(args, "mcp", None) is not None:
         registry.register_provider(args.mcp)
@@ -295,7 +304,7 @@ def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoA
         mcp=getattr(args, "mcp", None),
         trust=args.trust,
     )
-    return DemoAgent(skills, build_model(args))
+    return DemoAgent(skills, build_model(args), session_servers=forwarded)
 
 
 async def serve(

@@ -53,11 +53,16 @@ class DemoAgent:
     Args:
         skills: the mounted skill system (registry, store, sessions, turns).
         model: the model that answers prompts.
+        session_servers: whether the MCP servers the editor forwards with a session are
+            passed on (started, their skills offered); when not, they are never started.
     """
 
-    def __init__(self, skills: AcpSkills, model: ChatModel) -> None:
+    def __init__(
+        self, skills: AcpSkills, model: ChatModel, *, session_servers: bool = True
+    ) -> None:
         self.skills = skills
         self._model = model
+        self._session_servers = session_servers
 
     async def initialize(
         self,
@@ -76,7 +81,7 @@ class DemoAgent:
                     image=False, audio=False, embedded_context=True
                 ),
                 # Editors send HTTP servers only to an agent that says it takes them.
-                mcp_capabilities=McpCapabilities(http=self.skills.reads_mcp_servers, sse=False),
+                mcp_capabilities=McpCapabilities(http=self._takes_session_servers, sse=False),
                 session_capabilities=self.skills.session_capabilities,
                 field_meta=meta,
             ),
@@ -97,7 +102,7 @@ class DemoAgent:
         await self.skills.open_session(
             session_id,
             cwd,
-            mcp_servers=mcp_servers,
+            mcp_servers=self._forwarded(mcp_servers),
             additional_directories=additional_directories,
         )
         _log.info("session_created", session_id=session_id, cwd=cwd)
@@ -114,7 +119,7 @@ class DemoAgent:
         session = await self.skills.load_session(
             session_id,
             cwd,
-            mcp_servers=mcp_servers,
+            mcp_servers=self._forwarded(mcp_servers),
             additional_directories=additional_directories,
         )
         _log.info("session_loaded", session_id=session_id, messages=len(session.history))
@@ -131,7 +136,7 @@ class DemoAgent:
         await self.skills.resume_session(
             session_id,
             cwd,
-            mcp_servers=mcp_servers,
+            mcp_servers=self._forwarded(mcp_servers),
             additional_directories=additional_directories,
         )
         _log.info("session_resumed", session_id=session_id)
@@ -183,6 +188,18 @@ class DemoAgent:
         await turn.add_reply(
             _assistant_message(reply), stop_reason="max_tokens" if cut_off else None
         )
+
+    @property
+    def _takes_session_servers(self) -> bool:
+        return self._session_servers and self.skills.reads_mcp_servers
+
+    def _forwarded(self, servers: Sequence[Any] | None) -> Sequence[Any] | None:
+        """The editor's servers for a session, or none when they are to be left alone."""
+        if servers and not self._session_servers:
+            labels = [str(getattr(server, "name", "?")) for server in servers]
+            _log.debug("mcp_session_servers_left_alone", servers=labels)
+            return None
+        return servers
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.skills.cancel(session_id)

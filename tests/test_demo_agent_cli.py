@@ -32,8 +32,13 @@ def run_agent(*args: str, **env: str) -> Result:
         (("--max-steps", "0"), {}, "--max-steps: must be at least 1: '0'"),
         (("--model", "gpt"), {}, "argument --model: invalid choice: 'gpt'"),
         (("--catalog-budget", "x"), {}, "argument --catalog-budget: not a whole number: 'x'"),
+        (
+            ("--mcp-session-servers", "maybe"),
+            {},
+            "argument --mcp-session-servers: invalid choice: 'maybe'",
+        ),
     ],
-    ids=["steps-flag", "model-flag", "budget-flag"],
+    ids=["steps-flag", "model-flag", "budget-flag", "session-servers-flag"],
 )
 def test_bad_flags_are_usage_errors(
     args: tuple[str, ...], env: dict[str, str], message: str
@@ -67,6 +72,11 @@ def test_bad_flags_are_usage_errors(
             "ACP_SKILLS_WATCH must be 1 or 0 (true/false, yes/no, on/off), not 'maybe'",
         ),
         (
+            {"ACP_SKILLS_MCP_SESSION_SERVERS": "maybe"},
+            "ACP_SKILLS_MCP_SESSION_SERVERS must be 1 or 0 (true/false, yes/no, on/off), "
+            "not 'maybe'",
+        ),
+        (
             {"ACP_SKILLS_CATALOG_BUDGET": "lots"},
             "ACP_SKILLS_CATALOG_BUDGET: not a whole number: 'lots' (a number of characters, "
             "or none)",
@@ -85,6 +95,7 @@ def test_bad_flags_are_usage_errors(
         "format",
         "model",
         "watch",
+        "session-servers",
         "budget",
         "pin",
         "compat",

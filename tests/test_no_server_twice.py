@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 import structlog
-from acp.schema import McpServerStdio
+from acp.schema import McpServerStdio, TextContentBlock
 from mcp import ClientSession
 from mcp.client import Transport
 
@@ -28,9 +28,11 @@ from acp_skills.acp import AcpSkills
 from acp_skills.mcp import McpServer, McpSkillProvider
 from acp_skills.mcp.transport import open_transport
 from acp_skills.trust import TrustStore
+from tests.acp_peer import demo_peer
 from tests.mcp_http import SERVER, write_served_skill
 from tests.mcp_memory import InProcess, fastmcp_streams
-from tests.mcp_scripted import SCRIPTED_SERVER, write_script
+from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
+from tests.sandbox import Sandbox
 from tests.test_integration_doc import load_snippet
 from tests.test_mcp_bounds import process_gone, until
 
@@ -248,3 +250,49 @@ async def test_a_server_still_connecting_when_its_session_ends_leaves_no_process
         with anyio.fail_after(TEST_SECONDS):
             await until(lambda: all(process_gone(p) for p in pids))
 
+
+# -- the demo agent: --mcp-session-servers ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "starts"),
+    [
+        ((), {}, 1),
+        (("--mcp-session-servers", "off"), {}, 0),
+        ((), {"ACP_SKILLS_MCP_SESSION_SERVERS": "off"}, 0),
+        (("--mcp-session-servers", "on"), {"ACP_SKILLS_MCP_SESSION_SERVERS": "off"}, 1),
+    ],
+    ids=["default", "flag-off", "variable-off", "flag-over-variable"],
+)
+async def test_a_forwarded_server_starts_only_when_the_agent_takes_the_editors_servers(
+    tmp_path: Path, flags: tuple[str, ...], env: dict[str, str], starts: int
+) -> None:
+    """With ``--mcp-session-servers off`` (or its variable) a server the editor forwards with
+    session/new is never started, through a prompt, ``/skills`` and ``_skills/list``, and the
+    agent does not ask for HTTP servers; on (the default), it is started once. The server, a
+    real stdio process, records every request it gets: one handshake per start."""
+    record = tmp_path / "methods.txt"
+    fields = {"name": "team-skill", "description": "A team skill."}
+    text = skill_text("name: team-skill\ndescription: A team skill.")
+    script = write_script(
+        tmp_path / "team.json", [served("team-skill", text, fields)], record=str(record)
+    )
+    entry = McpServerStdio(
+        name="team", command=sys.executable, args=[SCRIPTED_SERVER, str(script)], env=[]
+    )
+    sandbox = Sandbox.create(tmp_path / "box")
+    async with demo_peer(sandbox, *flags, env=env) as agent:
+        created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[entry])
+        session_id = created.session_id
+        for words in ("hello", "/skills"):
+            await agent.conn.prompt(
+                session_id=session_id, prompt=[TextContentBlock(type="text", text=words)]
+            )
+        listing = await agent.conn.ext_method("skills/list", {"sessionId": session_id})
+        capabilities = agent.initialized.agent_capabilities
+    assert methods(record).count("server/discover") == starts
+    served_skills = [skill["name"] for skill in listing["skills"] if skill["provider"] == "mcp"]
+    assert served_skills == ["team-skill"] * starts
+    assert capabilities is not None
+    assert capabilities.mcp_capabilities is not None
+    assert capabilities.mcp_capabilities.http is bool(starts)

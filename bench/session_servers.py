@@ -1,0 +1,150 @@
+"""Benchmark: a stdio MCP server the editor forwards, from `session/new` to the first prompt's
+catalog, side by side with the same server started by hand.
+
+    python bench/session_servers.py [--runs 7] [--skills 10]
+
+One FastMCP 4.2.3 skills server (tests/mcp_skills_server.py) serving ``--skills`` skills; in
+the same run, alternating, ``--runs`` times each:
+1. by hand: spawn the server, `server/discover` (its handshake answer), then one `skills/list`
+   (every page), over the MCP SDK's own stdio client: the server's start-up time;
+2. the demo agent (a fresh process, offline model, ``--trust all``): after `initialize`, the time
+   from sending `session/new` with the server in ``mcpServers`` to the answer of a first
+   `session/prompt` sent as soon as `session/new` is answered; the catalog that prompt froze
+   (`_skills/prefix`) must name every served skill (or the catalog budget must have left it
+   out).
+Target: the agent's median <= the server's own median + 10 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, cast
+
+from acp.schema import ClientCapabilities, Implementation, McpServerStdio, TextContentBlock
+from acp.stdio import spawn_agent_process
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from acp_skills.mcp.listing import list_skills
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = str(ROOT / "tests" / "mcp_skills_server.py")
+QUIET = open(os.devnull, "w")  # noqa: SIM115 (the servers' stderr, for the whole run)
+
+
+class Client:
+    """Answers nothing: with ``--trust all`` no question is put, and the model reads no file."""
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        return None
+
+    async def request_permission(self, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    async def read_text_file(self, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    async def write_text_file(self, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+def make_skills(root: Path, count: int) -> list[str]:
+    names = [f"served-{index:03d}" for index in range(count)]
+    for name in names:
+        (root / name).mkdir(parents=True)
+        (root / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: Served skill {name}.\n---\nSteps.\n",
+            encoding="utf-8",
+        )
+    return names
+
+
+async def by_hand(root: Path, count: int) -> float:
+    """Spawn -> handshake answer -> one whole listing, in seconds."""
+    started = time.perf_counter()
+    params = StdioServerParameters(command=sys.executable, args=[SERVER, str(root)])
+    async with (
+        stdio_client(params, errlog=QUIET) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.discover()
+        listing = await list_skills(session, lambda: 0)
+        elapsed = time.perf_counter() - started
+    assert len(listing.skills) == count, listing
+    return elapsed
+
+
+async def through_the_agent(scratch: Path, root: Path, names: list[str]) -> float:
+    """`session/new` sent -> the first prompt answered, in seconds; checks its catalog."""
+    env = {
+        "HOME": str(scratch / "home"),
+        "DSH_HOME": str(scratch / "home" / "dsh"),
+        "DSH_AGENTS_HOME": str(scratch / "home" / "agents"),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path]),
+        "ACP_SKILLS_TRUST_FILE": str(scratch / "trust.json"),
+    }
+    argv = ["-m", "demo_agent", "--state-dir", str(scratch / "state"), "--trust", "all"]
+    entry = McpServerStdio(name="team", command=sys.executable, args=[SERVER, str(root)], env=[])
+    async with spawn_agent_process(
+        cast(Any, Client()), sys.executable, *argv, env=env, transport_kwargs={"stderr": None}
+    ) as (conn, _process):
+        await conn.initialize(
+            protocol_version=1,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="bench", version="0"),
+        )
+        started = time.perf_counter()
+        created = await conn.new_session(cwd=str(scratch), mcp_servers=[entry])
+        await conn.prompt(
+            session_id=created.session_id, prompt=[TextContentBlock(type="text", text="hello")]
+        )
+        elapsed = time.perf_counter() - started
+        prefix = await conn.ext_method("skills/prefix", {"sessionId": created.session_id})
+    # Every served skill is in the catalog, or left out of it by the catalog budget.
+    catalog, omitted = json.dumps(prefix["messages"]), (prefix["budget"] or {}).get("omitted", [])
+    missing = [name for name in names if f"`{name}`" not in catalog and name not in omitted]
+    assert not missing, f"the first prompt's catalog lacks {missing[:3]}"
+    return elapsed
+
+
+async def measure(runs: int, count: int) -> tuple[list[float], list[float]]:
+    hand: list[float] = []
+    agent: list[float] = []
+    with tempfile.TemporaryDirectory() as temp:
+        root = Path(temp) / "skills"
+        names = make_skills(root, count)
+        for run in range(runs):
+            hand.append(await by_hand(root, count))
+            scratch = Path(temp) / f"agent-{run}"
+            scratch.mkdir()
+            agent.append(await through_the_agent(scratch, root, names))
+    return hand, agent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--skills", type=int, default=10)
+    args = parser.parse_args()
+    hand, agent = asyncio.run(measure(args.runs, args.skills))
+    hand_ms, agent_ms = statistics.median(hand) * 1000, statistics.median(agent) * 1000
+    print(f"one stdio MCP server with {args.skills} skills, medians of {args.runs}:")
+    print(f"  by hand: spawn -> handshake -> listing      : {hand_ms:7.1f} ms")
+    print(
+        f"  demo agent: session/new -> first catalog   : {agent_ms:7.1f} ms  "
+        f"({agent_ms / hand_ms:.2f}x; target <= 1.10x)"
+    )
+    print("  runs, by hand (ms): " + " ".join(f"{t * 1000:.0f}" for t in hand))
+    print("  runs, agent (ms)  : " + " ".join(f"{t * 1000:.0f}" for t in agent))
+
+
+if __name__ == "__main__":
+    main()
