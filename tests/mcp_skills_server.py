@@ -5,7 +5,12 @@ tool only); ``--pid-file FILE`` writes its pid; ``--ignore-eof`` ignores SIGTERM
 stops it); ``--record FILE`` appends every MCP method the server receives, one a line;
 ``--slow-reads FILE`` holds every read of a file other than a ``SKILL.md`` for two minutes,
 after writing FILE (so a test knows the read has reached the server); ``--hold-listing FILE``
-answers each ``skills/list`` only once FILE exists (so a test decides when a listing arrives).
+answers each ``skills/list`` only once FILE exists (so a test decides when a listing arrives);
+``--unlisted URI`` (repeatable) leaves that skill out of ``skills/list`` (a partial listing:
+``skills/get`` still answers for it); ``--ttl-ms N`` and ``--cache-scope SCOPE`` are the
+``ttlMs`` and ``cacheScope`` of every ``skills/list`` and ``skills/get`` answer (FastMCP's own:
+0 and private); ``--page-size N`` pages ``skills/list`` by N skills, and ``--first-page-ttl-ms
+N`` and ``--first-page-scope SCOPE`` then give its first page hints of its own.
 
 `build` makes the same server from the same arguments without running it, for a test that
 serves it in its own process (tests/mcp_memory.py); the options about the process itself
@@ -60,6 +65,33 @@ class _HeldListing(Middleware):
         return await call_next(context)
 
 
+class _Hints(Middleware):
+    """Rewrites what the skills answers say of how long and how widely they may be kept, and
+    leaves some skills out of the listing."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+
+    async def on_message(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        result = await call_next(context)
+        if context.method not in ("skills/list", "skills/get") or not isinstance(result, dict):
+            return result
+        args, result = self._args, dict(result)
+        if args.ttl_ms is not None:
+            result["ttlMs"] = args.ttl_ms
+        if args.cache_scope is not None:
+            result["cacheScope"] = args.cache_scope
+        if context.method == "skills/list":
+            result["skills"] = [s for s in result["skills"] if s["uri"] not in args.unlisted]
+            params = context.message  # the request's params, as sent
+            if not (isinstance(params, dict) and params.get("cursor")):  # the first page
+                if args.first_page_ttl_ms is not None:
+                    result["ttlMs"] = args.first_page_ttl_ms
+                if args.first_page_scope is not None:
+                    result["cacheScope"] = args.first_page_scope
+        return result
+
+
 def build(argv: Sequence[str]) -> tuple[FastMCP, argparse.Namespace]:
     """The server the arguments describe, and the arguments read."""
     parser = argparse.ArgumentParser()
@@ -72,8 +104,14 @@ def build(argv: Sequence[str]) -> tuple[FastMCP, argparse.Namespace]:
     parser.add_argument("--record", type=Path)
     parser.add_argument("--slow-reads", type=Path)
     parser.add_argument("--hold-listing", type=Path)
+    parser.add_argument("--unlisted", action="append", default=[])
+    parser.add_argument("--ttl-ms", type=int)
+    parser.add_argument("--cache-scope")
+    parser.add_argument("--page-size", type=int)
+    parser.add_argument("--first-page-ttl-ms", type=int)
+    parser.add_argument("--first-page-scope")
     args = parser.parse_args(argv)
-    server = FastMCP("team-skills")
+    server = FastMCP("team-skills", list_page_size=args.page_size)
     if args.plain:
 
         @server.tool
@@ -87,6 +125,7 @@ def build(argv: Sequence[str]) -> tuple[FastMCP, argparse.Namespace]:
         server.add_middleware(_SlowReads(args.slow_reads))
     if args.hold_listing is not None:
         server.add_middleware(_HeldListing(args.hold_listing))
+    server.add_middleware(_Hints(args))
     return server, args
 
 
