@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import (
@@ -21,8 +22,16 @@ from typing import (
 )
 
 import anyio.lowlevel
+import anyio.to_thread
 
 from .model import PrefixMessage
+from .session_index import (
+    PAGE_SIZE,
+    MemorySessionIndex,
+    SessionDescription,
+    SessionPage,
+    real_directory,
+)
 from .text import replace_lone_surrogates
 
 HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
@@ -179,16 +188,18 @@ def require_session_id(session_id: object) -> None:
 
 
 class _MemoryRecord:
-    __slots__ = ("kept",)
+    __slots__ = ("kept", "updated")
 
     def __init__(self) -> None:
         self.kept: list[RecordEntry] = []
+        self.updated = 0  # when an entry was last appended (ns since the epoch)
 
     async def append(self, entry: RecordEntry) -> None:
         require_entry(entry)
         # Checkpoint first, like a real store: a cancelled append leaves nothing behind.
         await anyio.lowlevel.checkpoint()
         self.kept.append(entry)
+        self.updated = time.time_ns()
 
     async def entries(self) -> list[RecordEntry]:
         await anyio.lowlevel.checkpoint()
@@ -200,6 +211,7 @@ class InMemorySessionStore:
 
     def __init__(self) -> None:
         self._records: dict[str, _MemoryRecord] = {}
+        self._index = MemorySessionIndex()
 
     async def open(self, session_id: str) -> SessionRecord:
         require_session_id(session_id)
@@ -210,3 +222,23 @@ class InMemorySessionStore:
         require_session_id(session_id)
         await anyio.lowlevel.checkpoint()
         return bool(self._records.get(session_id, _MemoryRecord()).kept)
+
+    async def describe_session(self, description: SessionDescription) -> None:
+        """Keep what ``session/list`` shows of the session (`acp_skills.session_index`)."""
+        self._index.describe(description, await _real_directory(description.cwd))
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = PAGE_SIZE
+    ) -> SessionPage:
+        """One page of the described sessions that have a record, newest first."""
+        real = await _real_directory(cwd) if cwd is not None else None
+
+        def updated(session_id: str) -> int | None:
+            record = self._records.get(session_id)
+            return record.updated if record is not None and record.kept else None
+
+        return self._index.page(real, cursor, limit, updated)
+
+
+async def _real_directory(path: str) -> str:
+    return await anyio.to_thread.run_sync(real_directory, path)

@@ -347,6 +347,8 @@ _SKILL_LOOKUP_HELP = f"""\
 where skills are looked up (the first skill of a name wins):
   1. <project>/.dsh/skills      the project is the nearest ancestor of the session's
   2. <project>/.agents/skills   working directory that contains .git
+     then the same two of each additional directory's project, in the order the
+     editor gives them (the other roots of a multi-root workspace)
   3. each --skills-dir, in order, then the bundled examples with --examples:
      {EXAMPLE_SKILLS}
   4. $DSH_HOME/skills           (default ~/.dsh/skills)

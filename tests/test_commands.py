@@ -16,11 +16,11 @@ from typing import Any
 
 import anyio
 import pytest
-from acp.helpers import text_block
 from acp.schema import (
     McpServerStdio,
     NewSessionResponse,
     PromptResponse,
+    TextContentBlock,
 )
 
 from acp_skills import (
@@ -48,6 +48,8 @@ from tests.acp_peer import (
 )
 from tests.mcp_http import SERVER, write_served_skill
 from tests.providers import candidate
+
+pytestmark = pytest.mark.sdk
 
 # -- slash commands --------------------------------------------------------------------------
 
@@ -257,7 +259,9 @@ async def test_commands_go_out_once_when_an_mcp_listing_arrives_during_the_first
     registry.register_provider(mcp)
 
     async def prompt(text: str) -> None:
-        await peer.conn.prompt(session_id=session_id, prompt=[text_block(text)])
+        await peer.conn.prompt(
+            session_id=session_id, prompt=[TextContentBlock(type="text", text=text)]
+        )
 
     try:
         async with connected(registry, agent_type=OpeningAgent, mcp=mcp) as peer:

@@ -18,7 +18,7 @@ from acp_skills.cli.main import main as cli_main
 from tests.acp_peer import DemoPeer, agent_environment, demo_peer, kept_logging
 from tests.sandbox import Sandbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 BROKEN = "---\nname: broken\ndescription: [never closed\n---\nbody\n"
 

@@ -27,7 +27,6 @@ import anyio
 import pytest
 from acp import PROTOCOL_VERSION
 from acp.core import ClientSideConnection
-from acp.helpers import text_block
 from acp.schema import (
     ClientCapabilities,
     EnvVariable,
@@ -37,6 +36,7 @@ from acp.schema import (
     Implementation,
     InitializeResponse,
     McpServerStdio,
+    TextContentBlock,
 )
 
 from acp_skills import LocalSkillProvider
@@ -49,7 +49,7 @@ from tests.mcp_memory import InProcess
 from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
 from tests.test_mcp_bounds import process_gone
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 TEST_SECONDS = 30
 
@@ -199,7 +199,9 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
     async with running_agent(tmp_path, own=own) as agent:
         sid = await agent.new_session(tmp_path, stdio_entry(tmp_path / "root"), gone)
         listing = await agent.listed(sid)
-        await agent.conn.prompt(session_id=sid, prompt=[text_block("/skills")])
+        await agent.conn.prompt(
+            session_id=sid, prompt=[TextContentBlock(type="text", text="/skills")]
+        )
         shown = agent.shown(sid)
     local = next(s for s in listing["skills"] if s["name"] == "deploy-app")
     assert local["source"] == "custom"

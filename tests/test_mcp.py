@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from acp.helpers import text_block
+from acp.schema import TextContentBlock
 
 from acp_skills import (
     LocalSkillProvider,
@@ -294,7 +294,9 @@ async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usab
             session_id = await peer.new_session(tmp_path)
 
             async def run_prompt() -> None:
-                answer = await peer.conn.prompt(session_id=session_id, prompt=[text_block("go")])
+                answer = await peer.conn.prompt(
+                    session_id=session_id, prompt=[TextContentBlock(type="text", text="go")]
+                )
                 stops.append(answer.stop_reason)
 
             with anyio.fail_after(30):

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from acp import RequestError
-from acp.helpers import resource_link_block, text_block
+from acp.schema import ResourceContentBlock, TextContentBlock
 
 from acp_skills.acp.wire import (
     available_commands,
@@ -20,6 +20,8 @@ from acp_skills.acp.wire import (
 )
 from acp_skills.tool import ToolResult
 from tests.providers import candidate
+
+pytestmark = pytest.mark.sdk
 
 # -- pure builders ---------------------------------------------------------------------------
 
@@ -151,8 +153,8 @@ def test_find_invocations(text: str, expected: list[str]) -> None:
 def test_prompt_text_joins_text_blocks_and_skips_the_rest() -> None:
     """Text blocks (models or raw dicts) are joined with newlines; other blocks are skipped."""
     prompt: list[object] = [
-        text_block("first"),
-        resource_link_block("notes", "file:///notes.md"),
+        TextContentBlock(type="text", text="first"),
+        ResourceContentBlock(type="resource_link", name="notes", uri="file:///notes.md"),
         {"type": "text", "text": "second"},
         {"type": "image", "data": "..."},
     ]

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Iterable, Sequence
 from typing import Final
 
 from acp.connection import StreamDirection, StreamEvent
-from acp.helpers import update_available_commands
 from acp.schema import AvailableCommand
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
@@ -23,14 +22,14 @@ from ..report import Markdown, by_severity, diagnostic_line, tally
 from ..text import shorten_description, terminal_safe
 from .consent import bound
 from .sessions import LiveSession, SessionTable
-from .wire import ClientLink, available_commands, field
+from .wire import ClientLink, available_commands, commands_update, field
 
 _log = get_logger(__name__)
 
 SKILLS_COMMAND: Final = "skills"
 SKILLS_COMMAND_DESCRIPTION: Final = "Show the skills available here and any problems with them"
 
-_SESSION_OPENERS: Final = ("session/new", "session/load")
+_SESSION_OPENERS: Final = ("session/new", "session/load", "session/resume")
 
 _MAX_PROBLEMS_SHOWN: Final = 20
 _DESCRIPTION_SHOWN: Final = 120
@@ -52,7 +51,7 @@ class CommandsAnnouncer:
 
     def __init__(self, registry: SkillRegistry, sessions: SessionTable, link: ClientLink) -> None:
         self._registry, self._sessions, self._link = registry, sessions, link
-        # `session/new` / `session/load` ids not answered yet -> the session a `session/load` names.
+        # Ids of session openers not answered yet -> the session a load or resume names.
         self._awaiting: dict[str | int, str | None] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
@@ -93,7 +92,7 @@ class CommandsAnnouncer:
         # Set before the send awaits: a refresh resuming meanwhile sees this list as sent.
         state.sent = key
         state.resend_due = not state.turned and live.turn is None
-        await self._link.send(session_id, update_available_commands(commands))
+        await self._link.send(session_id, commands_update(commands))
 
     def observe(self, event: StreamEvent) -> Awaitable[None] | None:
         # The SDK calls observers after writing a frame, and runs the returned coroutine as a
