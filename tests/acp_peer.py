@@ -76,6 +76,7 @@ from demo_agent.agent import DemoAgent
 from demo_agent.logs import configure_logging
 from demo_agent.start_files import open_log_file
 from tests.conformance.wire import AGENT, CLIENT, FrameLog, Schema
+from tests.events import WAIT_SECONDS, Changes
 from tests.raw_agent import frame_problems
 from tests.sandbox import Sandbox
 from tests.updates import SessionUpdates
@@ -96,8 +97,6 @@ COMMANDS = [
     {"name": "secret", "description": "Only a person may run this."},
     SKILLS_BUILTIN,
 ]
-# A safety net only: every wait ends on an event; a loaded machine may take seconds per step.
-WAIT_SECONDS = 30.0
 
 
 # -- the ACP schema ----------------------------------------------------------------------------
@@ -176,41 +175,6 @@ class Frame(NamedTuple):
 
     direction: str
     message: dict[str, Any]
-
-
-class Changes:
-    """Wakes whoever waits for a condition whenever the wire or the client records something."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-
-    def notify(self) -> None:
-        self._event.set()
-        self._event = asyncio.Event()
-
-    def next(self) -> asyncio.Event:
-        """The event the next change sets: take it before looking, then wait on it."""
-        return self._event
-
-    def notifier(self) -> Callable[[], None]:
-        """`notify` for any thread (a watcher's, a logging call's), while this loop runs."""
-        loop = asyncio.get_running_loop()
-
-        def notify() -> None:
-            with suppress(RuntimeError):  # the loop is closed: nobody waits any more
-                loop.call_soon_threadsafe(self.notify)
-
-        return notify
-
-    async def until(self, predicate: Callable[[], bool], within: float = WAIT_SECONDS) -> None:
-        """Return once ``predicate()`` holds, re-checking after every change.
-
-        Raises:
-            TimeoutError: it did not hold within ``within`` seconds.
-        """
-        with anyio.fail_after(within):
-            while not predicate():
-                await self._event.wait()
 
 
 class Wire:

@@ -23,6 +23,7 @@ from acp_skills import (
 from acp_skills.content import render_skill_content
 from acp_skills.model import ResourceBase
 from acp_skills.tool import SkillTool, ToolResult
+from tests.events import Hang, cancelled_when
 from tests.providers import ListProvider, assert_matches_golden, candidate, definition_of
 from tests.test_tool import CWD, error, make_tool
 
@@ -390,14 +391,11 @@ async def test_read_text_failures_become_error_results(
 async def test_read_text_cancellation_propagates(bundle: Path) -> None:
     """A cancelled client read cancels the call."""
 
-    async def hang(path: str) -> str:
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")
-
+    hang = Hang()
     tool, _ = bundle_tool(bundle)
-    with anyio.fail_after(5), anyio.move_on_after(0.05) as scope:
-        await read(tool, "references/guide.md", read_text=hang)
-    assert scope.cancelled_caught
+    assert await cancelled_when(
+        hang.reached, lambda: read(tool, "references/guide.md", read_text=hang)
+    )
 
 
 # -- confinement under races -----------------------------------------------------------------

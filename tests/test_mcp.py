@@ -27,6 +27,7 @@ from acp_skills.mcp.listing import ListedSkill, read_entry
 from acp_skills.mcp.pool import McpPool
 from acp_skills.mcp.provider import McpLocator
 from tests.acp_peer import ScriptedModelAgent, connected
+from tests.events import named_pipe, read_pipe
 from tests.mcp_http import SERVER, http_skills_server, write_served_skill
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
@@ -265,19 +266,13 @@ async def test_the_skill_tool_reads_a_file_of_an_mcp_skill(tmp_path: Path) -> No
     )
 
 
-async def file_appears(path: Path) -> None:
-    """Return once ``path`` exists (the caller's deadline bounds the wait)."""
-    while not await anyio.Path(path).exists():  # noqa: ASYNC110 (the server only writes a file)
-        await anyio.sleep(0.02)
-
-
 async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usable(
     tmp_path: Path,
 ) -> None:
     """session/cancel while the server holds a read of the turn: the turn ends cancelled, the
     server is told (MCP's notifications/cancelled), and the next turn and lookup still work."""
     write_skill(tmp_path / "root", "deploy-app")
-    marker, record = tmp_path / "reading", tmp_path / "methods"
+    marker, record = named_pipe(tmp_path / "reading"), tmp_path / "methods"
     server = stdio_server(tmp_path / "root", "--slow-reads", str(marker), "--record", str(record))
     provider = McpSkillProvider(servers=[server], timeout=30, transport=InProcess())
     skills = SkillRegistry()
@@ -286,6 +281,7 @@ async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usab
     call = {"id": "c1", "type": "function", "function": {"name": "skill", "arguments": arguments}}
     read_notes = {"content": "", "tool_calls": [call]}
     stops: list[str] = []
+    reading: list[str] = []
     try:
         async with connected(skills, agent_type=ScriptedModelAgent, mcp=provider) as peer:
             agent = peer.agent
@@ -300,7 +296,7 @@ async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usab
             with anyio.fail_after(30):
                 async with anyio.create_task_group() as group:
                     group.start_soon(run_prompt)
-                    await file_appears(marker)  # the read has reached the server
+                    reading.append(await read_pipe(marker))  # the read has reached the server
                     await peer.conn.cancel(session_id=session_id)
                 after = await peer.prompt(session_id, "again")
                 listing = await peer.ext("skills/list", {"sessionId": session_id})
@@ -309,7 +305,7 @@ async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usab
     assert stops == ["cancelled"]
     assert after.stop_reason == "end_turn"
     assert [(s["name"], s["source"]) for s in listing["skills"]] == [("deploy-app", "mcp:team")]
-    assert marker.read_text() == "skill://deploy-app/notes.md"
+    assert reading == ["skill://deploy-app/notes.md"]
     # The server was told, ahead of the listing that followed.
     methods = record.read_text().splitlines()
     read = len(methods) - 1 - methods[::-1].index("resources/read")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest
 from acp_skills import SkillLookupOptions, SkillRegistry
 from acp_skills.content import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider
+from tests.events import process_ends
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import (
     scripted_http_server,
@@ -55,12 +56,6 @@ def process_gone(pid: int) -> bool:
         return "zombie" in status.read_text()
     except FileNotFoundError:
         return True
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Return once ``condition`` holds (the caller's bound ends a wait that never does)."""
-    while not condition():  # noqa: ASYNC110 (nothing signals another process's end)
-        await anyio.sleep(0.02)
 
 
 @pytest.mark.parametrize("method", ["server/discover", "skills/list"])
@@ -240,7 +235,7 @@ async def test_the_helpers_of_a_server_that_exits_at_once_end_with_it(tmp_path: 
             assert (provider.servers[server].failure or "").startswith(
                 "the server exited with status 0"
             )
-            await until(lambda: process_gone(int(helper.read_text())))
+            await process_ends(int(helper.read_text()))
 
 
 @pytest.mark.parametrize("end", ["released", "agent-exit"])
@@ -260,4 +255,4 @@ async def test_the_helpers_of_a_server_end_with_its_last_session(tmp_path: Path,
                 await provider.release(server)
             else:
                 await provider.aclose()
-            await until(lambda: process_gone(int(helper.read_text())))
+            await process_ends(int(helper.read_text()))

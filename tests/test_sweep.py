@@ -6,31 +6,18 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
-import anyio
 import pytest
 from structlog.testing import capture_logs
 
 from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
 from acp_skills.sweep import SafetySweep, fingerprint, fingerprint_root
 from acp_skills.watch import WATCHER_THREAD_NAME, RootWatch, WatchedRoot
+from tests.events import registry_changes
 
 pytestmark = pytest.mark.anyio
-
-DEADLINE_SECONDS = 30
-POLL_SECONDS = 0.02
-
-
-async def eventually(condition: Callable[[], Awaitable[bool] | bool]) -> None:
-    """Return once ``condition()`` holds; fail the test if it does not within the deadline."""
-    with anyio.fail_after(DEADLINE_SECONDS):
-        while True:
-            outcome = condition()
-            if outcome if isinstance(outcome, bool) else await outcome:
-                return
-            await anyio.sleep(POLL_SECONDS)
 
 
 def rewrite_in_place(path: Path, text: str) -> None:
@@ -143,6 +130,7 @@ async def test_an_edit_no_event_reports_is_found_by_the_sweep(tmp_path: Path) ->
         watch=False,  # its answers are cached until the watch below invalidates them
     )
     handle = registry.register_provider(provider)
+    changes = registry_changes(registry)
     watch = RootWatch([WatchedRoot(str(skills))], sweep_seconds=0.2)
     watch.attach(handle)
 
@@ -155,11 +143,15 @@ async def test_an_edit_no_event_reports_is_found_by_the_sweep(tmp_path: Path) ->
 
     try:
         assert await description() == "Deploy."
+        # As the provider does around a scan: once the watch is live, it invalidates.
+        watch.cover(None, [])
         watch.start(None, [])
-        await eventually(lambda: watch.mode in ("native", "polling"))
+        await changes.until(lambda: watch.mode in ("native", "polling"))
+        # Cached again after the catch-up, so the edit below is only seen through the watch.
+        assert await description() == "Deploy."
         with capture_logs() as logs:
             rewrite_in_place(outside, "---\nname: deploy\ndescription: Deploy, now edited.\n---\n")
-            await eventually(edited)
+            await changes.until(edited)
         if watch.mode == "native":  # polling compares every file and needs no sweep
             found = [entry for entry in logs if entry["event"] == "skill_watch_sweep_found_changes"]
             assert found  # (twice if a sweep fell between the write and the truncation)

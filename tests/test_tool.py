@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from structlog.testing import capture_logs
 
@@ -23,6 +22,7 @@ from acp_skills import (
 )
 from acp_skills.content import render_skill_content
 from acp_skills.tool import SkillTool, ToolResult
+from tests.events import Hang, cancelled_when
 from tests.providers import ListProvider, assert_matches_golden, candidate, definition_of
 
 pytestmark = pytest.mark.anyio
@@ -318,18 +318,21 @@ async def test_malformed_resource_base_is_an_error_result(path: str | None) -> N
 async def test_cancellation_propagates() -> None:
     """Cancelling the caller cancels the call; it is not turned into an error result."""
 
+    hang = Hang()
+
     class HangingProvider(ListProvider):
         async def get(
             self, candidate: SkillCandidate, options: SkillLookupOptions
         ) -> SkillDefinition | None:
-            await anyio.sleep_forever()
-            raise AssertionError("unreachable")
+            await hang()
 
     tool, _ = make_tool(candidate("deploy", provider="p"), provider=HangingProvider("p"))
     results: list[ToolResult] = []
-    with anyio.fail_after(5), anyio.move_on_after(0.05) as scope:
+
+    async def call() -> None:
         results.append(await tool.call({"name": "deploy"}, cwd=CWD))
-    assert scope.cancelled_caught
+
+    assert await cancelled_when(hang.reached, call)
     assert results == []
 
 
