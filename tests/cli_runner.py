@@ -71,7 +71,10 @@ def cli_env(**extra: str) -> dict[str, str]:
 @contextmanager
 def environment(env: Mapping[str, str], cwd: str | Path | None = None) -> Iterator[None]:
     """Exactly ``env`` as the environment (and ``cwd`` as the working directory), then back."""
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_env = dict(os.environ)
+    # Only a working directory that changes is put back: the one this process started in may
+    # be out of its reach by then (a test that gave up root).
+    saved_cwd = os.getcwd() if cwd is not None else None
     os.environ.clear()
     os.environ.update(env)
     try:
@@ -79,7 +82,8 @@ def environment(env: Mapping[str, str], cwd: str | Path | None = None) -> Iterat
             os.chdir(cwd)
         yield
     finally:
-        os.chdir(saved_cwd)
+        if saved_cwd is not None:
+            os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
 

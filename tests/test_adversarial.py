@@ -8,21 +8,18 @@ Frames nested deep have their own module: ``tests/conformance/test_adversarial_n
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from acp_skills.arguments import MAX_ARGUMENTS_CHARS, MAX_EXPANDED_CHARS
-from demo_agent.__main__ import main as demo_main
 from tests.agent_client import Sandbox
-from tests.demo_in_process import environment
-from tests.raw_agent import RawStdioAgent, agent_environment, initialize_params
+from tests.demo_in_process import agent_environment, run_agent
+from tests.raw_agent import RawStdioAgent, initialize_params
 
 PASTE_CHARS = 1_500_000
 
@@ -128,25 +125,9 @@ def test_lone_surrogate_session_id_and_cwd_in_error_frames(tmp_path: Path) -> No
         assert new_session(agent, sandbox)  # still serving
 
 
-@pytest.fixture
-def logging_as_it_was() -> Iterator[None]:
-    """The entry point configures logging, as an application does; put it back afterwards."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    watchfiles_level = logging.getLogger("watchfiles").level
-    yield
-    logging.captureWarnings(False)
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    logging.getLogger("watchfiles").setLevel(watchfiles_level)
-
-
-@pytest.mark.usefixtures("logging_as_it_was")
 @pytest.mark.parametrize("flag", ["--api-key-file", "--log-file"])
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
-def test_fifo_or_device_as_a_start_up_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, kind: str
-) -> None:
+def test_fifo_or_device_as_a_start_up_file(tmp_path: Path, flag: str, kind: str) -> None:
     """A FIFO hung start-up and ``/dev/zero`` exhausted memory: refused, status 2, one line."""
     sandbox = Sandbox.create(tmp_path)
     if kind == "fifo":
@@ -155,12 +136,12 @@ def test_fifo_or_device_as_a_start_up_file(
     else:
         target = Path("/dev/zero")
     model = ["--model", "openai", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "NO_KEY"]
-    with environment(agent_environment(sandbox.env())):
-        status = demo_main(sandbox.args(*model, flag, str(target)))
-    assert status == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    lines = err.splitlines()
+    result = run_agent(
+        *sandbox.args(*model, flag, str(target)), env=agent_environment(sandbox.env())
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
     assert len(lines) == 1, lines
     assert "not a regular file" in lines[0]
     assert str(target) in lines[0]

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from acp_skills.cli.main import main as cli_main
-from tests.acp_peer import DemoPeer, agent_environment, demo_peer, kept_logging
+from tests.acp_peer import DemoPeer, demo_peer
+from tests.cli_runner import run
+from tests.demo_in_process import agent_environment
 from tests.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
@@ -106,7 +106,7 @@ async def test_an_existing_skills_dir_starts_quietly(tmp_path: Path) -> None:
 
 
 async def test_show_prints_exactly_the_skill_text_the_agent_gives_its_model(
-    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
+    sandbox: Sandbox,
 ) -> None:
     """`acp-skills show NAME`, looking from the agent's project with its skills, prints the
     agent's ``skill`` tool result (the catalog: tests/test_cli_agent_parity.py)."""
@@ -122,12 +122,7 @@ async def test_show_prints_exactly_the_skill_text_the_agent_gives_its_model(
         "--agents-home",
         str(sandbox.home / ".agents"),
     ]
-    capsys.readouterr()
-    with agent_environment({}), kept_logging():
-        # A thread of its own: the command line runs its own event loop.
-        argv = ["show", "alpha-notes", *where, *homes]
-        exit_status = await anyio.to_thread.run_sync(lambda: cli_main(argv))
-    assert exit_status == 0
-    shown = capsys.readouterr()
-    assert "Traceback" not in shown.err
-    assert shown.out == result + "\n"
+    shown = run("show", "alpha-notes", *where, *homes, env=agent_environment({}))
+    assert shown.returncode == 0
+    assert "Traceback" not in shown.stderr
+    assert shown.stdout == result + "\n"

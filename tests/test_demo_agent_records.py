@@ -25,8 +25,8 @@ from acp import RequestError
 
 from acp_skills import JsonlSessionStore
 from acp_skills.record import HistoryEntry
-from demo_agent.__main__ import main
-from tests.acp_peer import DemoPeer, acp_schema, agent_environment, demo_peer, kept_logging
+from tests.acp_peer import DemoPeer, acp_schema, demo_peer
+from tests.demo_in_process import agent_environment, run_agent
 from tests.records import make_directory, make_fifo
 from tests.sandbox import Sandbox
 
@@ -166,15 +166,11 @@ async def test_load_of_a_record_that_is_not_a_file_is_refused_without_blocking(
 # -- an unusable state directory at start-up -------------------------------------------------
 
 
-def start_agent(
-    sandbox: Sandbox, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[int, str, str]:
+def start_agent(sandbox: Sandbox, *args: str) -> tuple[int, str, str]:
     """The agent's ``main()`` with ``args`` in the sandbox's environment: its exit status,
     stdout and stderr (it stops before it serves)."""
-    with agent_environment(sandbox.env()), kept_logging():
-        status = main(list(args))
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
+    result = run_agent(*args, env=agent_environment(sandbox.env()))
+    return result.returncode, result.stdout, result.stderr
 
 
 def state_is_a_file(state: Path) -> str:
@@ -194,24 +190,22 @@ def sessions_is_a_file(state: Path) -> str:
     ids=["state-dir-is-a-file", "sessions-is-a-file"],
 )
 def test_a_state_dir_that_is_not_a_directory_stops_the_agent_at_start_up(
-    sandbox: Sandbox, spoil: Callable[[Path], str], capsys: pytest.CaptureFixture[str]
+    sandbox: Sandbox, spoil: Callable[[Path], str]
 ) -> None:
     """Exit status 2 and one line on stderr saying which path is wrong; no traceback."""
     expected = spoil(sandbox.state_dir)
-    status, out, err = start_agent(sandbox, capsys, *sandbox.args())
+    status, out, err = start_agent(sandbox, *sandbox.args())
     assert status == 2
     assert out == ""
     assert err.splitlines() == [f"acp-skills-demo: unusable state directory: {expected}"]
 
 
-def test_a_state_dir_that_cannot_be_created_stops_the_agent_at_start_up(
-    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_state_dir_that_cannot_be_created_stops_the_agent_at_start_up(sandbox: Sandbox) -> None:
     """A state dir below a file cannot be created: status 2, one line, no traceback."""
     blocker = sandbox.root / "blocker"
     blocker.write_text("a file")
     state = blocker / "state"
-    status, _, err = start_agent(sandbox, capsys, "--state-dir", str(state))
+    status, _, err = start_agent(sandbox, "--state-dir", str(state))
     assert status == 2
     assert err.splitlines() == [
         f"acp-skills-demo: unusable state directory: cannot create {state / 'sessions'}: "
@@ -290,14 +284,12 @@ def read_only(directory: Path) -> Iterator[None]:
 
 
 @needs_posix
-def test_a_read_only_state_dir_stops_the_agent_at_start_up(
-    unprivileged_sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_read_only_state_dir_stops_the_agent_at_start_up(unprivileged_sandbox: Sandbox) -> None:
     """A state dir the agent may not write in: status 2, one line, no traceback."""
     sandbox = unprivileged_sandbox
     sessions = sandbox.state_dir / "sessions"
     with as_nobody(), read_only(sessions):
-        status, _, err = start_agent(sandbox, capsys, *sandbox.args())
+        status, _, err = start_agent(sandbox, *sandbox.args())
     assert status == 2
     assert err.splitlines() == [
         f"acp-skills-demo: unusable state directory: cannot write in {sessions}: Permission denied"
