@@ -117,6 +117,15 @@ async def process_ends(pid: int) -> None:
         os.close(descriptor)
 
 
+def process_gone(pid: int) -> bool:
+    """No such process, or only its zombie (exited, not reaped yet by whoever adopted it)."""
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "zombie" in status.read_text()
+    except FileNotFoundError:
+        return True
+
+
 def named_pipe(path: Path) -> Path:
     """A named pipe at ``path``: another process's signal to this one, or back."""
     os.mkfifo(path)

@@ -26,11 +26,11 @@ from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
 
 from acp_skills.mcp import McpServer
 from tests.acp_peer import DemoPeer, demo_peer, write_skill
+from tests.events import process_gone
 from tests.mcp_http import SERVER, write_served_skill
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
 from tests.sandbox import Sandbox
-from tests.test_mcp_bounds import process_gone
 
 pytestmark = pytest.mark.anyio
 

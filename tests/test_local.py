@@ -8,7 +8,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,11 +18,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-from acp_skills import SkillLookupOptions, SkillProvider, SkillRegistry, _scan
-from acp_skills.frontmatter import ParsedSkill
-from acp_skills.fs import DirEntry, FileReadError, LocalFileSystem
-from acp_skills.local import LocalSkillProvider, SkillRoot
-from acp_skills.model import DirectoryResource, SkillCandidate
+from acp_skills import (
+    DirectoryResource,
+    LocalFileSystem,
+    LocalSkillProvider,
+    SkillCandidate,
+    SkillLookupOptions,
+    SkillProvider,
+    SkillRegistry,
+)
+from acp_skills.fs import DirEntry, FileReadError
+from acp_skills.local import RootReport, SkillRoot
 from tests.hypothesis_profiles import examples
 
 pytestmark = pytest.mark.anyio
@@ -638,6 +644,88 @@ async def test_mistyped_optional_field_is_dropped_with_a_warning(layout: Layout)
     ]
 
 
+# --- discover and scan: what a report shows ---------------------------------------------------
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def homes(tmp_path: Path) -> tuple[Path, Path]:
+    return tmp_path / "dsh", tmp_path / "agents"
+
+
+def provider_for(homes: tuple[Path, Path], *custom: Path) -> LocalSkillProvider:
+    dsh, agents = homes
+    return LocalSkillProvider(dsh_home=dsh, agents_home=agents, custom_skill_dirs=custom)
+
+
+async def test_discover_reports_every_root_with_its_skills_and_every_problem(
+    tmp_path: Path, homes: tuple[Path, Path]
+) -> None:
+    """Roots in rank order, whether they exist, how many skills; problems in scanning order."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    skills = project / ".agents" / "skills"
+    write(skills / "good" / "SKILL.md", "---\nname: good\ndescription: d\n---\n")
+    write(skills / "moved" / "SKILL.md", "---\nname: other\ndescription: d\n---\n")
+    bad = write(skills / "bad" / "SKILL.md", "---\nname: bad\ndescription: [\n---\n")
+    missing = tmp_path / "nowhere"
+    provider = provider_for(homes, missing)
+    discovery = await provider.discover(SkillLookupOptions(cwd=str(project)))
+    assert [(r.root.source, r.exists, r.skills) for r in discovery.roots] == [
+        ("project-dsh", False, 0),
+        ("project-agents", True, 2),
+        ("custom", False, 0),
+        ("user-dsh", False, 0),
+        ("user-agents", False, 0),
+    ]
+    assert isinstance(discovery.roots[0], RootReport)
+    assert [c.name for c in discovery.candidates] == ["good", "other"]
+    assert [(d.code, d.path) for d in discovery.diagnostics] == [
+        ("root-missing", str(missing)),
+        ("yaml-invalid", str(bad)),
+        ("name-mismatch", str(skills / "moved" / "SKILL.md")),
+    ]
+
+
+async def test_a_missing_custom_directory_is_a_warning_at_start_up_only(
+    tmp_path: Path, homes: tuple[Path, Path]
+) -> None:
+    """check_custom_dirs warns; discovery keeps the record but logs it at debug level."""
+    missing = tmp_path / "typo"
+    provider = provider_for(homes, missing)
+    with capture_logs() as logs:
+        [problem] = await provider.check_custom_dirs()
+        await provider.list(SkillLookupOptions())
+    assert (problem.code, problem.path) == ("root-missing", str(missing))
+    assert [(e["event"], e["log_level"], e.get("path")) for e in logs] == [
+        ("skill_root_missing", "warning", str(missing)),
+        ("skill_root_missing", "debug", str(missing)),
+        ("skills_discovered", "debug", None),
+    ]
+
+
+async def test_an_existing_custom_directory_checks_clean(
+    tmp_path: Path, homes: tuple[Path, Path]
+) -> None:
+    """Nothing to say about a custom directory that is there (even if empty)."""
+    (tmp_path / "skills").mkdir()
+    assert await provider_for(homes, tmp_path / "skills").check_custom_dirs() == ()
+
+
+async def test_scan_reads_any_roots_given(tmp_path: Path, homes: tuple[Path, Path]) -> None:
+    """scan() takes roots directly (what `acp-skills validate` does with a directory)."""
+    write(tmp_path / "a" / "x.md", "---\nname: x\ndescription: d\n---\n")
+    root = SkillRoot(path=str(tmp_path / "a"), source="custom", rank=300)
+    discovery = await provider_for(homes).scan([root])
+    assert [c.name for c in discovery.candidates] == ["x"]
+    assert discovery.roots == (RootReport(root=root, exists=True, skills=1),)
+
+
 # --- candidate fields -----------------------------------------------------------------------
 
 
@@ -927,68 +1015,3 @@ def test_arbitrary_file_contents_never_make_discovery_raise(data: bytes) -> None
                     assert definition.name == candidate.name
 
         anyio.run(discover_and_load)
-
-
-# Discovery parses an ASCII file from its head (the body is never decoded); whatever the file,
-# the outcome must be the one the whole file's text gives.
-_LINES = st.sampled_from(
-    [
-        "---",
-        "---\r",
-        "----",
-        "--- ",
-        "name: demo",
-        "description: Does things.",
-        "a: b: c",
-        "- x",
-        "  folded",
-        "...",
-        "",
-        "disableModelInvocation: yes",
-        "name: Demo",
-        "# note",
-        "x" * 200,
-    ]
-)
-
-
-@settings(max_examples=examples(800), deadline=None)
-@given(
-    lines=st.lists(_LINES, max_size=12),
-    tail=st.sampled_from(["", "\n", "\r\n", "\n---", "\n---\n"]),
-    # Around the 4 KiB head (the frontmatter's end falls just before, on and after its cut),
-    # and around the frontmatter size limit.
-    padding=st.sampled_from(
-        [0, 1, *range(4096 - 48, 4096 + 8, 3), 64 * 1024 - 40, 64 * 1024, 70_000]
-    ),
-)
-def test_a_file_read_from_its_head_parses_as_the_whole_file(
-    lines: list[str], tail: str, padding: int
-) -> None:
-    body = "\n".join(lines)
-    # Padding inside the frontmatter moves its end around the head's cut and the size limit.
-    text = "---\nname: demo\ndescription: d\nnote: " + "p" * padding + "\n" + body + tail
-    content = text.encode("ascii")
-    expected = _scan.parse_file(content, with_body=True)
-    got = _scan.parse_file(content)
-    if isinstance(expected, ParsedSkill):
-        assert isinstance(got, ParsedSkill)
-        assert replace(expected, body="") == got
-    else:
-        assert got == expected
-
-
-@pytest.mark.parametrize("line", ["----", "---x", "--- #"])
-@pytest.mark.parametrize("shift", [-2, -1, 0, 1, 2])
-def test_a_line_cut_by_the_head_is_never_taken_for_the_closing_one(line: str, shift: int) -> None:
-    """A `---...` line that the 4 KiB head cuts short does not end the frontmatter there."""
-    start = "---\nname: demo\ndescription: d\nnote: "
-    # The line's first three characters end at the head's cut (moved by `shift`).
-    padding = 4096 - 4 - len(start) + shift
-    text = start + "p" * padding + "\n" + line + "\nmore: x\n---\nbody\n"
-    assert text.index("\n" + line) + 4 == 4096 + shift
-    content = text.encode("ascii")
-    expected = _scan.parse_file(content, with_body=True)
-    got = _scan.parse_file(content)
-    assert not isinstance(expected, ParsedSkill)  # the `---...` line is not valid YAML here
-    assert got == expected

@@ -18,7 +18,7 @@ import pytest
 from acp_skills import SkillLookupOptions, SkillRegistry
 from acp_skills.content import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider
-from tests.events import process_ends
+from tests.events import process_ends, process_gone
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import (
     scripted_http_server,
@@ -47,15 +47,6 @@ async def lookups(**options: Any) -> AsyncIterator[tuple[SkillRegistry, McpSkill
     finally:
         with anyio.fail_after(BOUND):
             await provider.aclose()
-
-
-def process_gone(pid: int) -> bool:
-    """No such process, or only its zombie (exited, not reaped yet by whoever adopted it)."""
-    status = Path(f"/proc/{pid}/status")
-    try:
-        return "zombie" in status.read_text()
-    except FileNotFoundError:
-        return True
 
 
 @pytest.mark.parametrize("method", ["server/discover", "skills/list"])

@@ -14,13 +14,9 @@ from acp_skills import (
     SkillRegistry,
 )
 from tests.events import Hang, cancelled_when
-from tests.providers import ListProvider, candidate, definition_of
+from tests.providers import ListProvider, candidate, definition_of, names
 
 pytestmark = pytest.mark.anyio
-
-
-def names(skills: Any) -> list[str]:
-    return [skill.name for skill in skills]
 
 
 def winner_providers(snapshot: Any) -> dict[str, str]:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
+from acp_skills import SkillLookupOptions
 from acp_skills.acp.servers import SessionServers
 from acp_skills.mcp import McpServer
-from acp_skills.model import SkillLookupOptions
 
 pytestmark = pytest.mark.anyio
 

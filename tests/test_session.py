@@ -12,19 +12,23 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
-from acp_skills import PrefixMessage, SkillDefinition, SkillRegistry
+from acp_skills import (
+    JsonlSessionStore,
+    PrefixedSession,
+    PrefixMessage,
+    SessionPrefix,
+    SkillCatalogContributor,
+    SkillDefinition,
+    SkillRegistry,
+)
 from acp_skills import session as session_module
-from acp_skills.catalog import SkillCatalogContributor
-from acp_skills.jsonl_store import JsonlSessionStore
 from acp_skills.model import PrefixContext, PrefixNext
-from acp_skills.prefix import SessionPrefix
 from acp_skills.record import (
     HistoryEntry,
     InMemorySessionStore,
     RecordEntry,
     SessionStore,
 )
-from acp_skills.session import PrefixedSession
 from tests.events import cancelled_when
 from tests.prefixes import (
     CONFIG,

@@ -6,7 +6,6 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -18,31 +17,23 @@ from acp_skills import (
     SkillDefinition,
     SkillLookupOptions,
     SkillRegistry,
+    SkillTool,
+    ToolResult,
     UrlResource,
+    render_skill_content,
 )
-from acp_skills.content import render_skill_content
-from acp_skills.tool import SkillTool, ToolResult
 from tests.events import Hang, cancelled_when
-from tests.providers import ListProvider, assert_matches_golden, candidate, definition_of
+from tests.providers import (
+    CWD,
+    ListProvider,
+    assert_matches_golden,
+    candidate,
+    definition_of,
+    error,
+    make_tool,
+)
 
 pytestmark = pytest.mark.anyio
-
-CWD = "/work/project"
-
-
-def error(text: str) -> ToolResult:
-    return ToolResult(text=text, is_error=True)
-
-
-def make_tool(
-    *candidates: SkillCandidate, provider: ListProvider | None = None, **options: Any
-) -> tuple[SkillTool, ListProvider]:
-    provider = provider or ListProvider("p")
-    provider.candidates.extend(candidates)
-    registry = SkillRegistry()
-    registry.register_provider(provider)
-    return SkillTool(registry, **options), provider
-
 
 # -- the tool's shape ------------------------------------------------------------------------
 

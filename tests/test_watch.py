@@ -30,6 +30,7 @@ from acp_skills.provider import ProviderHandle
 from acp_skills.watch import (
     MAX_WATCHED_PROJECTS,
     WATCHER_THREAD_NAME,
+    RootWatch,
     WatchedRoot,
     is_relevant_change,
     plan_watches,
@@ -484,6 +485,62 @@ async def test_invalidations_come_from_the_watcher_thread(watched: Watched) -> N
     write_skill(watched.skills / "notes.md", "notes", "Notes.")
     await watched.until({"notes": "Notes."})
     assert WATCHER_THREAD_NAME in watched.invalidations
+
+
+def rewrite_in_place(path: Path, text: str) -> None:
+    """Write ``text`` into the very file at ``path`` (the same inode, not a new file)."""
+    with open(path, "r+") as same_file:
+        same_file.write(text)
+        same_file.truncate()
+
+
+async def test_an_edit_no_event_reports_is_found_by_the_sweep(tmp_path: Path) -> None:
+    """A ``SKILL.md`` that is a hard link, edited in place through its other name outside
+    every watched directory: the kernel reports the write at that name only, so no event
+    reaches the watch; the sweep finds it and the catalog shows the new description."""
+    outside = tmp_path / "elsewhere" / "deploy.md"
+    write_skill(outside, "deploy", "Deploy.")
+    skills = tmp_path / "skills"
+    (skills / "deploy").mkdir(parents=True)
+    os.link(outside, skills / "deploy" / "SKILL.md")
+    registry = SkillRegistry()
+    provider = LocalSkillProvider(
+        dsh_home=tmp_path / "home" / ".dsh",
+        agents_home=tmp_path / "home" / ".agents",
+        custom_skill_dirs=[skills],
+        watch=False,  # its answers are cached until the watch below invalidates them
+    )
+    handle = registry.register_provider(provider)
+    changes = registry_changes(registry)
+    watch = RootWatch([WatchedRoot(str(skills))], sweep_seconds=0.2)
+    watch.attach(handle)
+
+    async def description() -> str:
+        snapshot = await registry.snapshot(SkillLookupOptions())
+        return {skill.name: skill.description for skill in snapshot.skills}["deploy"]
+
+    async def edited() -> bool:
+        return await description() == "Deploy, now edited."
+
+    try:
+        assert await description() == "Deploy."
+        # As the provider does around a scan: once the watch is live, it invalidates.
+        watch.cover(None, [])
+        watch.start(None, [])
+        await changes.until(lambda: watch.mode in ("native", "polling"))
+        # Cached again after the catch-up, so the edit below is only seen through the watch.
+        assert await description() == "Deploy."
+        with capture_logs() as logs:
+            rewrite_in_place(outside, "---\nname: deploy\ndescription: Deploy, now edited.\n---\n")
+            await changes.until(edited)
+        if watch.mode == "native":  # polling compares every file and needs no sweep
+            found = [entry for entry in logs if entry["event"] == "skill_watch_sweep_found_changes"]
+            assert found  # (twice if a sweep fell between the write and the truncation)
+            assert all(entry["roots"] == [str(skills)] for entry in found)
+    finally:
+        watch.close()
+        handle.dispose()
+    assert not [t for t in threading.enumerate() if t.name == WATCHER_THREAD_NAME]
 
 
 # -- project roots -----------------------------------------------------------------------------
