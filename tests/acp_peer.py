@@ -71,8 +71,6 @@ from acp_skills import (
     render_skill_content,
 )
 from acp_skills.acp import AcpSkills, PromptTurn
-from acp_skills.acp.commands import SKILLS_COMMAND_DESCRIPTION
-from acp_skills.acp.wire import AcpClient
 from demo_agent.logs import configure_logging
 from demo_agent.start_files import open_log_file
 from tests.cli_runner import environment
@@ -96,7 +94,10 @@ GUIDE_ON_DISK = "# Guide\nRead me from disk.\n"
 METHODS = ["_skills/list", "_skills/prefix", "_skills/reload"]
 DEPLOY_RAW_DESCRIPTION = "Deploy the app\n   to\tproduction."
 # The library's built-in `/skills`, advertised after the skills' own commands.
-SKILLS_BUILTIN = {"name": "skills", "description": SKILLS_COMMAND_DESCRIPTION}
+SKILLS_BUILTIN = {
+    "name": "skills",
+    "description": "Show the skills available here and any problems with them",
+}
 # Every user-invocable skill of the fixture set, as the editor receives it (sorted by name),
 # then the built-in.
 COMMANDS = [
@@ -408,7 +409,7 @@ class SkillsAgent:
         self.results: list[ToolResult] = []
         self._ids = itertools.count(1)
 
-    def on_connect(self, conn: AcpClient) -> None:
+    def on_connect(self, conn: Any) -> None:
         self.skills.attach(conn)
 
     async def initialize(

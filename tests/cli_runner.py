@@ -16,6 +16,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import shutil
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,6 +39,7 @@ __all__ = [
     "cli_env",
     "codes_by_file",
     "environment",
+    "install_hint",
     "nowhere",
     "outside_the_event_loop",
     "run",
@@ -50,6 +52,13 @@ CORPUS = Path(__file__).parent / "fixtures" / "skills-corpus"
 
 # The variables a person may have set that would change what the command line finds.
 _PERSONAL = ("ACP_SKILLS_DIRS", "NO_COLOR", "DSH_HOME", "DSH_AGENTS_HOME")
+
+
+def install_hint(extra: str) -> str:
+    """A regular expression for the hint that adds ``extra`` to the running installation, as
+    every edge words it: one command, in backquotes, that names the extra's package (which
+    command is decided by how the package was installed: tests/test_cli_install.py)."""
+    return rf"(?:in your clone of acp-skills, )?run `[^`\n]*{re.escape(extra)}[^`\n]*`"
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ import pytest
 from acp import RequestError
 
 from acp_skills import JsonlSessionStore
-from acp_skills.record import HistoryEntry
 from tests.acp_peer import DemoPeer, acp_schema, demo_peer
 from tests.demo_in_process import agent_environment, run_agent
 from tests.records import make_directory, make_fifo
@@ -52,11 +51,8 @@ async def load(agent: DemoPeer, sandbox: Sandbox, session_id: str) -> None:
 async def users_said(sandbox: Sandbox, session_id: str) -> list[str]:
     """The user messages in the session's record, oldest first, as the store reads them."""
     record = await JsonlSessionStore(sandbox.state_dir / "sessions").open(session_id)
-    return [
-        str(entry.message["content"])
-        for entry in await record.entries()
-        if isinstance(entry, HistoryEntry) and entry.message["role"] == "user"
-    ]
+    messages = [getattr(entry, "message", None) for entry in await record.entries()]
+    return [str(m["content"]) for m in messages if m is not None and m["role"] == "user"]
 
 
 def log_lines(log: str, event: str) -> list[str]:

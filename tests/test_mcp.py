@@ -21,7 +21,6 @@ from acp_skills import (
     SkillTool,
     render_skill_content,
 )
-from acp_skills.content import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
 from acp_skills.mcp.listing import ListedSkill, read_entry
 from acp_skills.mcp.pool import McpPool
@@ -214,23 +213,34 @@ def test_server_options_parse() -> None:
         parse_server_option("nolabel")
 
 
-async def test_path_reads_are_limited_to_the_manifest_and_verified(
-    tmp_path: Path, registry: Kit
-) -> None:
-    skills, provider = registry
+async def test_path_reads_are_limited_to_the_manifest_and_verified(tmp_path: Path) -> None:
+    """The `skill` tool's ``path`` of an MCP skill is refused, with the reason, when the manifest
+    does not list it, when it leaves the skill and when it is over the size limit; the provider
+    refuses a path that leaves the skill itself too, and a file that changed on its server since
+    the skill was listed."""
     folder = write_skill(tmp_path / "root", "deploy-app")
-    options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root", "--reload"),))
-    found = (await skills.snapshot(options)).skills[0]
-    assert await provider.read_path(found, "notes.md", limit=1000) == "notes of deploy-app\n"
-    with pytest.raises(Refusal, match="no such file in the skill's manifest"):
-        await provider.read_path(found, "missing.md", limit=1000)
-    with pytest.raises(Refusal, match="not a relative path"):
-        await provider.read_path(found, "../other/SKILL.md", limit=1000)
-    with pytest.raises(Refusal, match="over the 5-byte limit"):
-        await provider.read_path(found, "notes.md", limit=5)
-    (folder / "notes.md").write_text("tampered\n", encoding="utf-8")
-    with pytest.raises(Refusal, match="changed on its server since it was listed"):
-        await provider.read_path(found, "notes.md", limit=1000)
+    server = stdio_server(tmp_path / "root", "--reload")
+    provider = McpSkillProvider(servers=[server], timeout=30, transport=InProcess())
+    skills = SkillRegistry()
+    skills.register_provider(provider)
+
+    async def read(path: str, **options: Any) -> str:
+        tool = SkillTool(skills, **options)
+        return (await tool.call({"name": "deploy-app", "path": path}, cwd=str(tmp_path))).text
+
+    try:
+        assert await read("notes.md") == "notes of deploy-app\n"
+        assert "no such file in the skill's manifest" in await read("missing.md")
+        assert 'contains a ".." segment' in await read("../other/SKILL.md")
+        assert "over the 5-byte limit" in await read("notes.md", max_resource_bytes=5)
+        [listed] = (await skills.snapshot(SkillLookupOptions(servers=(server,)))).skills
+        with pytest.raises(Exception, match="not a relative path"):
+            await provider.read_path(listed, "../other/SKILL.md", limit=1000)
+        (folder / "notes.md").write_text("tampered\n", encoding="utf-8")
+        with pytest.raises(Exception, match="changed on its server since it was listed"):
+            await provider.read_path(listed, "notes.md", limit=1000)
+    finally:
+        await provider.aclose()
 
 
 async def test_the_skill_text_names_its_server_and_base_uri(tmp_path: Path, registry: Kit) -> None:

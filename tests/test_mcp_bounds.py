@@ -15,8 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_skills import SkillLookupOptions, SkillRegistry
-from acp_skills.content import Refusal
+from acp_skills import SkillLookupOptions, SkillRegistry, SkillTool
 from acp_skills.mcp import McpServer, McpSkillProvider
 from tests.events import process_ends, process_gone
 from tests.mcp_memory import InProcess
@@ -76,13 +75,12 @@ async def test_a_read_that_never_answers_is_refused_after_the_deadline(tmp_path:
     """`resources/read` has the deadline too: the load is refused, the turn goes on."""
     script = [served("deploy", DEPLOY, DEPLOY_FIELDS)]
     server = scripted_server(write_script(tmp_path / "s.json", script, silent=["resources/read"]))
-    options = SkillLookupOptions(servers=(server,))
-    async with lookups(timeout=0.5, transport=InProcess()) as (registry, _):
-        (skill,) = (await registry.snapshot(options)).skills
-        with anyio.fail_after(BOUND), pytest.raises(Refusal) as refused:
-            await registry.load(skill, options)
-    assert refused.value.text == (
-        'Error: cannot read skill "deploy" from MCP server "team": no answer within 0.5 s'
+    async with lookups(servers=[server], timeout=0.5, transport=InProcess()) as (registry, _):
+        with anyio.fail_after(BOUND):
+            refused = await SkillTool(registry).call({"name": "deploy"}, cwd=str(tmp_path))
+    assert (refused.is_error, refused.text) == (
+        True,
+        'Error: cannot read skill "deploy" from MCP server "team": no answer within 0.5 s',
     )
 
 
@@ -97,14 +95,12 @@ async def test_a_skill_file_over_the_cap_is_refused_naming_it(
     if listed_size == "lying":
         entry["resources"][0]["size"] = 100
     server = scripted_server(write_script(tmp_path / "s.json", [(entry, files)]))
-    options = SkillLookupOptions(servers=(server,))
-    async with lookups(timeout=30, transport=InProcess()) as (registry, _):
-        (skill,) = (await registry.snapshot(options)).skills
-        with pytest.raises(Refusal) as refused:
-            await registry.load(skill, options)
+    async with lookups(servers=[server], timeout=30, transport=InProcess()) as (registry, _):
+        refused = await SkillTool(registry).call({"name": "deploy"}, cwd=str(tmp_path))
     # The listed size when it is over; else the size read.
-    assert refused.value.text == (
-        f'Error: skill "deploy" is {len(big)} bytes, over the {MIB}-byte limit'
+    assert (refused.is_error, refused.text) == (
+        True,
+        f'Error: skill "deploy" is {len(big)} bytes, over the {MIB}-byte limit',
     )
 
 
@@ -114,14 +110,13 @@ async def test_a_dynamic_skill_file_over_the_cap_is_refused_naming_it(tmp_path: 
         "deploy", DEPLOY, DEPLOY_FIELDS, dynamic=True, files={"big.md": "y" * 5000}
     )
     server = scripted_server(write_script(tmp_path / "s.json", [(entry, files)]))
-    options = SkillLookupOptions(servers=(server,))
-    async with lookups(timeout=30, transport=InProcess()) as (registry, provider):
-        (skill,) = (await registry.snapshot(options)).skills
-        with pytest.raises(Refusal) as refused:
-            await provider.read_path(skill, "big.md", limit=1000)
-    assert refused.value.text == (
+    async with lookups(servers=[server], timeout=30, transport=InProcess()) as (registry, _):
+        tool = SkillTool(registry, max_resource_bytes=1000)
+        refused = await tool.call({"name": "deploy", "path": "big.md"}, cwd=str(tmp_path))
+    assert (refused.is_error, refused.text) == (
+        True,
         'Error: cannot read "big.md" from skill "deploy": the file is 5000 bytes, over the '
-        "1000-byte limit"
+        "1000-byte limit",
     )
 
 
@@ -167,15 +162,13 @@ async def test_a_read_over_16_mib_ends_the_servers_use(tmp_path: Path) -> None:
         [served("deploy", DEPLOY, DEPLOY_FIELDS)],
         padding={"resources/read": 17 * MIB},
     )
-    options = SkillLookupOptions(servers=(scripted_server(script),))
-    async with lookups(timeout=30) as (registry, _):
-        (skill,) = (await registry.snapshot(options)).skills
-        with pytest.raises(Refusal) as refused:
-            await registry.load(skill, options)
-        assert (await registry.snapshot(options)).skills == ()
-        (problem,) = await registry.diagnose(options)
-    assert refused.value.text == (
-        'Error: cannot read skill "deploy" from MCP server "team": it sent a response over 16 MiB'
+    async with lookups(servers=[scripted_server(script)], timeout=30) as (registry, _):
+        refused = await SkillTool(registry).call({"name": "deploy"}, cwd=str(tmp_path))
+        assert (await registry.snapshot()).skills == ()
+        (problem,) = await registry.diagnose()
+    assert (refused.is_error, refused.text) == (
+        True,
+        'Error: cannot read skill "deploy" from MCP server "team": it sent a response over 16 MiB',
     )
     assert problem.code == "mcp-server-unavailable"
 
