@@ -5,6 +5,8 @@ implementation."""
 
 from __future__ import annotations
 
+import html
+
 from hypothesis import strategies as st
 
 # Hyphen-separated words of lower-case ASCII letters and digits.
@@ -52,3 +54,14 @@ any_character = st.one_of(
     st.integers(0xD800, 0xDFFF).map(chr),  # lone surrogates: st.characters() never draws them
 )
 descriptions = st.lists(any_character, max_size=120).map("".join)
+
+
+def expected_catalog_description(text: str, limit: int) -> str:
+    """§6 spelled out: remove, collapse whitespace (and U+FEFF), truncate, escape."""
+    kept = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    kept = kept.replace("\x85", "\n")
+    kept = "".join(c for c in kept if not is_forbidden(c))
+    collapsed = " ".join(kept.replace("\ufeff", " ").split())
+    if len(collapsed) > limit:
+        collapsed = collapsed[: limit - 3] + "..."
+    return html.escape(collapsed, quote=False)

@@ -1,8 +1,8 @@
 """Diagnostics reach the person in the editor: the real demo agent, in this process
 (`tests.acp_peer.demo_peer`).
 
-``/skills`` is answered without the model, and ``_skills/list`` carries the problems, errors
-and warnings alike (what the library's commands say: tests/test_commands.py); a
+``/skills`` is answered without the model, its problems errors and warnings alike (what the
+library's commands say, and ``_skills/list``'s problems: tests/test_commands.py); a
 ``--skills-dir`` that does not exist is a warning at start-up; and ``acp-skills show`` prints
 exactly the skill text this agent gives its model.
 """
@@ -72,19 +72,6 @@ async def test_skills_command_answers_with_skills_and_problems_without_the_model
     assert "**Problems** (1 error, 1 warning)" in answer
     assert f"- error `yaml-invalid` `{broken}:4`: invalid YAML: " in answer
     assert "- warning `name-mismatch` " in answer
-
-
-async def test_skills_list_carries_the_problems_over_the_wire(sandbox: Sandbox) -> None:
-    """``_skills/list`` answers ``problems`` beside ``skills``: one record per problem."""
-    async with demo_peer(sandbox) as agent:
-        sid = await agent.open_session()
-        listed = await agent.ext("skills/list", {"sessionId": sid})
-    assert [s["name"] for s in listed["skills"]] == ["alpha-notes", "model-helper", "new-name"]
-    assert [(p["code"], p["severity"], p["line"]) for p in listed["problems"]] == [
-        ("yaml-invalid", "error", 4),
-        ("name-mismatch", "warning", None),
-    ]
-    assert listed["problems"][0]["path"] == str(sandbox.skills_dir / "broken" / "SKILL.md")
 
 
 async def test_a_missing_skills_dir_is_a_warning_at_start_up(tmp_path: Path) -> None:
