@@ -240,31 +240,16 @@ def test_log_events_carry_the_record() -> None:
 # -- discovery ---------------------------------------------------------------------------------
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def homes(tmp_path: Path) -> tuple[Path, Path]:
-    return tmp_path / "dsh", tmp_path / "agents"
-
-
-def provider_for(homes: tuple[Path, Path], *custom: Path) -> LocalSkillProvider:
-    dsh, agents = homes
-    return LocalSkillProvider(dsh_home=dsh, agents_home=agents, custom_skill_dirs=custom)
-
-
-async def test_list_logs_the_records_discover_returns(
-    tmp_path: Path, homes: tuple[Path, Path]
-) -> None:
+async def test_list_logs_the_records_discover_returns(tmp_path: Path) -> None:
     """The warnings in the log are the same records: one event per record, and besides them
     only the one debug summary of the discovery."""
     root = tmp_path / "custom"
-    write(root / "moved" / "SKILL.md", "---\nname: other\ndescription: d\nextra: 1\n---\n")
-    write(root / "bad.md", "no frontmatter\n")
-    provider = provider_for(homes, root)
+    (root / "moved").mkdir(parents=True)
+    (root / "moved" / "SKILL.md").write_text("---\nname: other\ndescription: d\nextra: 1\n---\n")
+    (root / "bad.md").write_text("no frontmatter\n")
+    provider = LocalSkillProvider(
+        dsh_home=tmp_path / "dsh", agents_home=tmp_path / "agents", custom_skill_dirs=[root]
+    )
     discovery = await provider.discover(SkillLookupOptions())
     with capture_logs() as captured:
         await provider.list(SkillLookupOptions())
