@@ -12,11 +12,10 @@ from typing import Any, Final, TypeAlias, TypeVar
 import anyio
 
 from .diagnostics import Diagnostic, diagnostic, file_diagnostics, root_missing
-from .errors import Problem
+from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill, decode_skill_bytes, parse_skill_file
 from .fs import (
     DirEntry,
-    FileReadError,
     LocalFileSystem,
     SkillFileSystem,
     list_local_dir,
@@ -30,8 +29,6 @@ USER_DSH: Final = "user-dsh"
 _SYSTEM_DIR: Final = ".system"
 _BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
 _IN_BUNDLE: Final = os.sep + SKILL_FILE_NAME
-# Where discovery looks for the frontmatter first: real ones are a few hundred bytes.
-_HEAD_BYTES: Final = 4096
 _Listing: TypeAlias = Sequence[DirEntry] | Problem | None
 _Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
 # A file to read: its root's index, its path, its resource directory and the name its place
@@ -127,7 +124,7 @@ def _judge(
     listings: Sequence[_Listing],
     files: Sequence[_SkillFile],
     report: list[Diagnostic],
-    contents: Sequence[bytes | FileReadError] | None,
+    contents: Sequence[bytes | ReadError] | None,
     provider: str,
     max_bytes: int,
 ) -> LocalDiscovery:
@@ -260,8 +257,8 @@ def misnamed_skill_file() -> Problem:
 def _lowercase_skill_file(outcome: object, directory: str) -> bool:
     # Only a bundle whose SKILL.md is absent is worth one more look at the disk.
     return (
-        isinstance(outcome, FileReadError)
-        and outcome.not_found
+        isinstance(outcome, ReadError)
+        and outcome.failure == "not_found"
         and os.path.isfile(os.path.join(directory, _LOWERCASE_SKILL_FILE))
     )
 
@@ -281,7 +278,7 @@ def nested_skill_dirs(names: Sequence[str]) -> Problem:
 
 def _nested_skill_dirs(outcome: object, directory: str) -> tuple[str, ...]:
     # Only a directory without SKILL.md (helpers, or a group of skills) gets this look.
-    if not (isinstance(outcome, FileReadError) and outcome.not_found):
+    if not (isinstance(outcome, ReadError) and outcome.failure == "not_found"):
         return ()
     try:
         with os.scandir(directory) as entries:
@@ -302,19 +299,9 @@ def unreadable_root(error: OSError) -> Problem:
 
 
 def parse_file(
-    content: bytes | FileReadError, *, with_body: bool = False
-) -> ParsedSkill | Problem | FileReadError:
-    if isinstance(content, FileReadError):
+    content: bytes | ReadError, *, with_body: bool = False
+) -> ParsedSkill | Problem | ReadError:
+    if isinstance(content, ReadError):
         return content
-    if not with_body and content.isascii():
-        # Decoding a 12 KB body only to drop it was a tenth of a discovery. ASCII is valid
-        # UTF-8 cut anywhere; cut after a newline, a closing line in the head is whole. A
-        # frontmatter longer than the head is a problem here, and is looked at again in full.
-        head = content[:_HEAD_BYTES]
-        if len(head) < len(content):
-            head = head[: head.rfind(b"\n") + 1]
-        parsed = parse_skill_file(head.decode("ascii"), with_body=False)
-        if not isinstance(parsed, Problem) or len(head) == len(content):
-            return parsed
     text = decode_skill_bytes(content)
     return text if isinstance(text, Problem) else parse_skill_file(text, with_body=with_body)

@@ -1,13 +1,14 @@
 """Claude Code's ``$ARGUMENTS`` placeholders, filled from what a person typed after ``/name``.
 
-Both jobs are linear and bounded, so they can run on the event loop: the words come from one
-pass with the shell's quoting rules, the arguments are cut at `MAX_ARGUMENTS_CHARS` and the
-filled text stops growing at `MAX_EXPANDED_CHARS`; what was cut is said in a note.
+Both jobs are bounded, so they can run on the event loop: the arguments are cut at
+`MAX_ARGUMENTS_CHARS` before `shlex` splits them into words, and the filled text stops growing
+at `MAX_EXPANDED_CHARS`; what was cut is said in a note.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Final
 
 # ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` (the N-th shell word from 0; a missing one stays).
@@ -15,59 +16,17 @@ from typing import Final
 _PLACEHOLDER: Final = re.compile(r"\$ARGUMENTS(?:\[(\d{1,6})\])?|\$(\d{1,6})")
 MAX_ARGUMENTS_CHARS: Final = 16_384
 MAX_EXPANDED_CHARS: Final = 262_144
-_BLANKS: Final = frozenset(" \t\r\n")
 
 
 def split_arguments(text: str) -> tuple[str, ...]:
     """Words of ``text``, shell-quoted; an unclosed quote falls back to whitespace splitting."""
-    # The rules of shlex.split (POSIX mode, no comments) in one pass: a word is a run of bare,
-    # single-quoted and double-quoted pieces; list appends and one join per word keep it linear.
-    # An unclosed quote or a trailing backslash is a typo, which must not lose the arguments.
-    words: list[str] = []
-    piece: list[str] = []
-    in_word = False
-    index, size = 0, len(text)
-    while index < size:
-        char = text[index]
-        if char in _BLANKS:
-            if in_word:
-                words.append("".join(piece))
-                piece, in_word = [], False
-            index += 1
-            continue
-        in_word = True
-        if char == "'":
-            close = text.find("'", index + 1)
-            if close < 0:
-                return tuple(text.split())
-            piece.append(text[index + 1 : close])
-            index = close + 1
-        elif char == '"':
-            index += 1
-            while True:
-                if index >= size:
-                    return tuple(text.split())
-                char = text[index]
-                if char == '"':
-                    index += 1
-                    break
-                if char == "\\" and index + 1 < size and text[index + 1] in '\\"':
-                    piece.append(text[index + 1])
-                    index += 2
-                    continue
-                piece.append(char)
-                index += 1
-        elif char == "\\":
-            if index + 1 >= size:
-                return tuple(text.split())
-            piece.append(text[index + 1])
-            index += 2
-        else:
-            piece.append(char)
-            index += 1
-    if in_word:
-        words.append("".join(piece))
-    return tuple(words)
+    # shlex is quadratic in the length of a word; the cut at MAX_ARGUMENTS_CHARS bounds it to a
+    # few milliseconds. An unclosed quote or a trailing backslash is a typo, which must not lose
+    # the arguments.
+    try:
+        return tuple(shlex.split(text))
+    except ValueError:
+        return tuple(text.split())
 
 
 def expand_arguments(body: str, arguments: str) -> str:

@@ -13,14 +13,9 @@ import re
 import stat
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Final
 
-# fmt: off
-ConfinedReadFailure: TypeAlias = Literal[
-    "outside", "excluded", "not_found", "directory", "not_regular", "too_large", "grew",
-    "changed", "unreadable",
-]
-# fmt: on
+from .errors import ReadError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,21 +25,6 @@ class ConfinedFile:
     path: str
     data: bytes
     identity: tuple[int, int]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConfinedReadError:
-    """Why a read returned no file: its ``failure``, with ``size`` or ``detail`` when known.
-
-    A ``not_found`` path may come with ``near``: the path whose names differ from it only in
-    case; a ``directory`` with ``entries``: its first names, sorted, a directory's with a
-    trailing ``/`` (entries that are excluded are left out)."""
-
-    failure: ConfinedReadFailure
-    size: int = 0
-    detail: str = ""
-    near: str = ""
-    entries: tuple[str, ...] = ()
 
 
 # O_NONBLOCK: a FIFO swapped in for a file cannot hang open(); O_BINARY (Windows): no newline
@@ -58,15 +38,13 @@ _CHUNK: Final = 8192
 MAX_LISTED_ENTRIES: Final = 50
 
 
-def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | ConfinedReadError:
+def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | ReadError:
     """Read an opened regular file whole, within the cap (raises ``OSError``)."""
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
-        return ConfinedReadError(
-            failure="directory" if stat.S_ISDIR(info.st_mode) else "not_regular"
-        )
+        return ReadError(failure="directory" if stat.S_ISDIR(info.st_mode) else "not_regular")
     if info.st_size > max_bytes:
-        return ConfinedReadError(failure="too_large", size=info.st_size)
+        return ReadError(failure="too_large", size=info.st_size, limit=max_bytes)
     # Asking for more than fstat's size, the usual case costs one call (a second "is that all?"
     # read adds a fifth to a large discovery); asking for max_bytes would allocate a megabyte.
     chunks: list[bytes] = []
@@ -78,7 +56,7 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
         chunks.append(chunk)
         total += len(chunk)
         if total > max_bytes:
-            return ConfinedReadError(failure="grew")
+            return ReadError(failure="grew", limit=max_bytes)
         if total == info.st_size and len(chunk) < request:
             break
     return info, b"".join(chunks)
@@ -86,10 +64,10 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | C
 
 def read_confined(
     directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
-) -> ConfinedFile | ConfinedReadError:
+) -> ConfinedFile | ReadError:
     """Read ``path`` (relative) inside ``directory``, never outside it nor ``excluded``."""
     if "\0" in directory or "\0" in path:
-        return ConfinedReadError(failure="not_found")  # no file name holds a NUL
+        return ReadError(failure="not_found")  # no file name holds a NUL
     root = os.path.realpath(directory)
     identities = _identities(excluded)
     if _WALKS_FROM_DESCRIPTORS:
@@ -108,11 +86,11 @@ _WALKS_FROM_DESCRIPTORS: Final = {os.open, os.readlink} <= os.supports_dir_fd an
 
 def _read_by_walking(
     root: str, path: str, max_bytes: int, excluded: frozenset[tuple[int, int]]
-) -> ConfinedFile | ConfinedReadError:
+) -> ConfinedFile | ReadError:
     try:
         root_fd = os.open(root, _ROOT_FLAGS)
     except (FileNotFoundError, NotADirectoryError):
-        return ConfinedReadError(failure="not_found")
+        return ReadError(failure="not_found")
     except OSError as exc:
         return _unreadable(exc)
     # Only the root and the current entry are open: a deep path holds two descriptors, not one
@@ -126,7 +104,7 @@ def _read_by_walking(
             name = pending.pop()
             if name == "..":
                 if not names:
-                    return ConfinedReadError(failure="outside")
+                    return ReadError(failure="outside")
                 names.pop()
                 current = _step_to(root_fd, current, root_fd)
                 current = _walk_again(root_fd, names)
@@ -144,10 +122,10 @@ def _read_by_walking(
                     return failure
                 links += 1
                 if links > _MAX_SYMBOLIC_LINKS:
-                    return ConfinedReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
+                    return ReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
                 if os.path.isabs(target):
                     if (inside := _relative_inside(root, target)) is None:
-                        return ConfinedReadError(failure="outside")
+                        return ReadError(failure="outside")
                     names.clear()
                     current = _step_to(root_fd, current, root_fd)
                     target = inside
@@ -156,9 +134,9 @@ def _read_by_walking(
             current = _step_to(root_fd, current, fd)
             names.append(name)
             if _identity(os.fstat(fd)) in excluded:
-                return ConfinedReadError(failure="excluded")
+                return ReadError(failure="excluded")
         read = read_descriptor(current, max_bytes)
-        if isinstance(read, ConfinedReadError) and read.failure == "directory":
+        if isinstance(read, ReadError) and read.failure == "directory":
             read = _with_entries(read, current, excluded)
     except OSError as exc:
         return _unreadable(exc)
@@ -166,7 +144,7 @@ def _read_by_walking(
         if current != root_fd:
             os.close(current)
         os.close(root_fd)
-    if isinstance(read, ConfinedReadError):
+    if isinstance(read, ReadError):
         return read
     info, data = read
     return ConfinedFile(path=os.path.join(root, *names), data=data, identity=_identity(info))
@@ -195,18 +173,18 @@ def _walk_again(root_fd: int, names: list[str]) -> int:
 
 def _read_by_path(
     root: str, path: str, max_bytes: int, excluded: frozenset[tuple[int, int]]
-) -> ConfinedFile | ConfinedReadError:
+) -> ConfinedFile | ReadError:
     # Where descriptors cannot be walked: resolve, open, then prove the opened file is the one
     # the resolved path names (same identity, same real path) after the read.
     target = os.path.realpath(os.path.join(root, *_segments(path)))
     if (inside := _relative_inside(root, target)) is None:
-        return ConfinedReadError(failure="outside")
+        return ReadError(failure="outside")
     directory = root
     for name in _segments(inside):
         directory = os.path.join(directory, name)
         try:
             if _identity(os.stat(directory)) in excluded:
-                return ConfinedReadError(failure="excluded")
+                return ReadError(failure="excluded")
         except OSError:
             break  # the open below reports what is missing
     try:
@@ -215,13 +193,13 @@ def _read_by_path(
         return _open_failure(exc)
     try:
         read = read_descriptor(fd, max_bytes)
-        if isinstance(read, ConfinedReadError):
+        if isinstance(read, ReadError):
             return _with_entries(read, target, excluded) if read.failure == "directory" else read
         info, data = read
         if os.path.realpath(target) != target or _identity(os.stat(target)) != _identity(info):
-            return ConfinedReadError(failure="changed")
+            return ReadError(failure="changed")
     except FileNotFoundError:
-        return ConfinedReadError(failure="changed")
+        return ReadError(failure="changed")
     except OSError as exc:
         return _unreadable(exc)
     finally:
@@ -230,19 +208,19 @@ def _read_by_path(
 
 
 def _with_near(
-    failure: ConfinedReadError, directory: int, names: list[str], name: str, pending: list[str]
-) -> ConfinedReadError:
+    failure: ReadError, directory: int, names: list[str], name: str, pending: list[str]
+) -> ReadError:
     # The one entry of the directory reached so far whose name is the missing one but for case
     # (none when two are); the rest of the path is proposed as it was asked.
     if (match := case_match(name, os.listdir(directory))) is None:
         return failure
     near = "/".join([*names, match, *pending[::-1]])
-    return ConfinedReadError(failure="not_found", near=near)
+    return ReadError(failure="not_found", near=near)
 
 
 def _with_entries(
-    failure: ConfinedReadError, directory: int | str, excluded: frozenset[tuple[int, int]]
-) -> ConfinedReadError:
+    failure: ReadError, directory: int | str, excluded: frozenset[tuple[int, int]]
+) -> ReadError:
     # Names only, never followed into: what a directory holds, so the next read can be right.
     listed: list[str] = []
     with os.scandir(directory) as entries:
@@ -254,7 +232,7 @@ def _with_entries(
                 continue
             if _identity(info) not in excluded:
                 listed.append(entry.name + ("/" if stat.S_ISDIR(info.st_mode) else ""))
-    return ConfinedReadError(failure="directory", entries=listed_entries(listed))
+    return ReadError(failure="directory", entries=listed_entries(listed))
 
 
 def case_match(name: str, names: Iterable[str]) -> str | None:
@@ -287,17 +265,17 @@ def _relative_inside(root: str, target: str) -> str | None:
     return os.path.relpath(resolved, root)
 
 
-def _open_failure(exc: OSError) -> ConfinedReadError:
+def _open_failure(exc: OSError) -> ReadError:
     if isinstance(exc, FileNotFoundError | NotADirectoryError):
-        return ConfinedReadError(failure="not_found")
+        return ReadError(failure="not_found")
     if exc.errno in (errno.ELOOP, errno.EMLINK):
         # O_NOFOLLOW met a link, yet it was no link by the time it was looked at.
-        return ConfinedReadError(failure="changed")
+        return ReadError(failure="changed")
     return _unreadable(exc)
 
 
-def _unreadable(exc: OSError) -> ConfinedReadError:
-    return ConfinedReadError(failure="unreadable", detail=exc.strerror or str(exc))
+def _unreadable(exc: OSError) -> ReadError:
+    return ReadError(failure="unreadable", detail=exc.strerror or str(exc))
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:

@@ -11,7 +11,8 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 
 from .catalog import SKILL_TOOL_NAME
-from .confined import MAX_LISTED_ENTRIES, ConfinedReadError, ConfinedReadFailure
+from .confined import MAX_LISTED_ENTRIES
+from .errors import ReadError, ReadFailure, Refusal
 from .fs import LocalFileSystem
 from .model import (
     SKILL_FILE_NAME,
@@ -37,14 +38,6 @@ _BINARY = "it is a binary file (it contains NUL bytes), not text"
 ReadText = Callable[[str], Awaitable[str]]
 
 
-class Refusal(Exception):
-    """A check failed; ``text`` is the whole ``Error: `` text for the model."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-
 def _directory_listing(entries: Sequence[str]) -> str:
     if not entries:
         return "; it is empty"
@@ -60,7 +53,7 @@ def cannot_read(name: str, path: str, reason: str) -> Refusal:
 def unread_path(
     name: str,
     path: str,
-    failure: ConfinedReadError,
+    failure: ReadError,
     *,
     limit: int,
     within: str = "the skill's directory",
@@ -68,7 +61,7 @@ def unread_path(
     """Why ``path`` of skill ``name`` gave no file, in the words the model meets for every
     skill, on disk or served (``within``: where the files are listed, such as an MCP
     manifest): a name that differs only in case is proposed, a directory's names listed."""
-    reasons: dict[ConfinedReadFailure, str] = {
+    reasons: dict[ReadFailure, str] = {
         "outside": "the path resolves outside the skill's directory",
         "excluded": "it belongs to a skill that is not available for model invocation",
         "not_found": f"no such file in {within}",
@@ -214,7 +207,7 @@ async def read_resource(
         if isinstance(hidden, DirectoryResource) and not is_flat_skill(skill.path, hidden):
             excluded.append(hidden.path)
     found = await _FS.read_confined(base.path, path, limit, excluded=excluded)
-    if isinstance(found, ConfinedReadError):
+    if isinstance(found, ReadError):
         raise unread_path(name, path, found, limit=limit)
     if b"\0" in found.data:
         raise refuse(_BINARY)
@@ -240,6 +233,6 @@ async def read_resource(
     # The client read by path, out of our hands: the path must still name the checked file,
     # so a directory swapped for a symbolic link meanwhile cannot pass an outside file off.
     again = await _FS.read_confined(base.path, path, limit, excluded=excluded)
-    if isinstance(again, ConfinedReadError) or again.identity != found.identity:
+    if isinstance(again, ReadError) or again.identity != found.identity:
         raise refuse("it changed while being read")
     return text

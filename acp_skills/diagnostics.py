@@ -8,10 +8,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
-from .errors import Problem
+from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill
-from .fs import FileReadError
-from .model import SKILL_FILE_NAME, ShadowedSkill
+from .model import SKILL_FILE_NAME, ShadowedSkill, rank_text
 
 Severity: TypeAlias = Literal["error", "warning", "info"]
 """``error``: a skill is lost (or, in strict validation, breaks the specification);
@@ -118,11 +117,11 @@ def _record(code: str, path: str | None, message: str, *, skill: str | None = No
 
 
 def file_diagnostics(
-    path: str, outcome: ParsedSkill | Problem | FileReadError, *, expected_name: str | None = None
+    path: str, outcome: ParsedSkill | Problem | ReadError, *, expected_name: str | None = None
 ) -> tuple[Diagnostic, ...]:
     """What reading and parsing one skill file found (nothing for a clean skill)."""
-    if isinstance(outcome, FileReadError):
-        if outcome.not_found:
+    if isinstance(outcome, ReadError):
+        if outcome.failure == "not_found":
             absent = f"no {os.path.basename(path)} here, so this is not a skill (ignored)"
             return (_record("skill-file-absent", path, absent),)
         return (_record(outcome.code, path, outcome.reason),)
@@ -164,8 +163,8 @@ def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:
     loser, winner = shadowed.skill, shadowed.winner
     same_rank = loser.rank == winner.rank and loser.provider == winner.provider
     where = winner.path or f'the {winner.provider} provider (source "{winner.source}")'
-    rank = str(int(winner.rank)) if float(winner.rank).is_integer() else str(winner.rank)
-    message = f"skill {loser.name!r} is shadowed by {where} ({winner.source}, rank {rank})"
+    message = f"skill {loser.name!r} is shadowed by {where} ({winner.source}, rank "
+    message += f"{rank_text(winner.rank)})"
     if same_rank:
         message += "; both have the same rank, so the order of discovery decided"
     code = "skill-duplicate" if same_rank else "skill-shadowed"

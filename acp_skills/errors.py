@@ -1,8 +1,18 @@
-"""The one exception (a provider breaking its contract) and `Problem`, every reported problem."""
+"""What can go wrong, in one place:
+
+- `SkillContractError` (a `ValueError`), raised: a provider returned a value that breaks the
+  contract;
+- `Refusal`, raised inside the ``skill`` tool (and by a provider that reads its own files): a
+  check failed, and its text is the error result the model reads;
+- `ReadError`, returned, never raised: why a read gave no file, on disk or inside a skill's
+  directory;
+- `Problem`, returned: a problem made where it arises, which every report shows unchanged.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias
 
 
 class SkillContractError(ValueError):
@@ -12,6 +22,67 @@ class SkillContractError(ValueError):
         super().__init__(f'skill provider "{provider}" returned {problem}')
         self.provider = provider
         self.problem = problem
+
+
+class Refusal(Exception):
+    """A check of the ``skill`` tool failed; ``text`` is the whole ``Error: `` text for the
+    model."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+# fmt: off
+ReadFailure: TypeAlias = Literal[
+    "not_found", "broken_link", "outside", "excluded", "directory", "not_regular", "too_large",
+    "grew", "changed", "unreadable",
+]
+# fmt: on
+
+# A skill file discovery could not read, in a report's words (the model's are
+# `acp_skills.content.unread_path`'s).
+_REASONS: Final[dict[ReadFailure, str]] = {
+    "not_found": "file not found",
+    "broken_link": "broken symbolic link",
+    "outside": "the path resolves outside the directory",
+    "excluded": "it belongs to another skill",
+    "directory": "is a directory",
+    "not_regular": "not a regular file",
+    "too_large": "file is {size} bytes, over the {limit}-byte limit",
+    "grew": "file grew past the {limit}-byte limit while being read",
+    "changed": "it changed while being read",
+    "unreadable": "{detail}",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadError:
+    """Why a read gave no file: its ``failure``, with the file's ``size`` and the ``limit`` it
+    passed, or ``detail`` (the system's words) when it could not be read.
+
+    A read inside a skill's directory adds, for a ``not_found`` path, ``near`` (the path whose
+    names differ from it only in case), and for a ``directory``, ``entries`` (its first names,
+    sorted, a directory's with a trailing ``/``; excluded ones left out)."""
+
+    failure: ReadFailure
+    size: int = 0
+    limit: int = 0
+    detail: str = ""
+    near: str = ""
+    entries: tuple[str, ...] = ()
+
+    @property
+    def code(self) -> str:
+        """The diagnostic code of a skill file left out for this reason."""
+        if self.failure == "broken_link":
+            return "broken-link"
+        return "file-too-large" if self.failure in ("too_large", "grew") else "file-unreadable"
+
+    @property
+    def reason(self) -> str:
+        """Why, in the words a report shows."""
+        return _REASONS[self.failure].format(size=self.size, limit=self.limit, detail=self.detail)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 import anyio.to_thread
@@ -18,7 +17,8 @@ import anyio.to_thread
 with contextlib.suppress(ImportError):
     import anyio._backends._asyncio
 
-from .confined import OPEN_FLAGS, ConfinedFile, ConfinedReadError, read_confined, read_descriptor
+from .confined import OPEN_FLAGS, ConfinedFile, read_confined, read_descriptor
+from .errors import ReadError
 
 DirEntryKind: TypeAlias = Literal["dir", "file", "broken_link", "other"]
 """What an entry is, following links (``broken_link``: the target is missing or unreachable)."""
@@ -32,15 +32,6 @@ class DirEntry(NamedTuple):
     kind: DirEntryKind
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FileReadError:
-    """Why a file of a batch could not be read (a broken link is not ``not_found``)."""
-
-    reason: str
-    not_found: bool = False
-    code: str = "file-unreadable"
-
-
 @runtime_checkable
 class SkillFileSystem(Protocol):
     """The file operations skill discovery needs. Paths are absolute, in the host's syntax."""
@@ -51,9 +42,7 @@ class SkillFileSystem(Protocol):
     async def list_dir(self, path: str) -> Sequence[DirEntry] | None:
         """A directory's entries, ``None`` if it is none, ``OSError`` if it cannot be read."""
 
-    async def read_files(
-        self, paths: Sequence[str], max_bytes: int
-    ) -> Sequence[bytes | FileReadError]:
+    async def read_files(self, paths: Sequence[str], max_bytes: int) -> Sequence[bytes | ReadError]:
         """Whole files as one batch, one result per path; a file over ``max_bytes`` is an error."""
 
 
@@ -68,9 +57,7 @@ class LocalFileSystem:
         """A directory's entries (`SkillFileSystem.list_dir`)."""
         return await anyio.to_thread.run_sync(list_local_dir, path)
 
-    async def read_files(
-        self, paths: Sequence[str], max_bytes: int
-    ) -> Sequence[bytes | FileReadError]:
+    async def read_files(self, paths: Sequence[str], max_bytes: int) -> Sequence[bytes | ReadError]:
         """Every file in one worker-thread hop (`SkillFileSystem.read_files`)."""
         if not (batch := tuple(paths)):
             return ()
@@ -80,7 +67,7 @@ class LocalFileSystem:
 
     async def read_confined(
         self, directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
-    ) -> ConfinedFile | ConfinedReadError:
+    ) -> ConfinedFile | ReadError:
         """`acp_skills.confined.read_confined` in a worker thread."""
         return await anyio.to_thread.run_sync(
             lambda: read_confined(directory, path, max_bytes, excluded=tuple(excluded))
@@ -107,12 +94,7 @@ def _kind_of(entry: os.DirEntry[str]) -> DirEntryKind:
         return "broken_link"  # following the link failed: unusable, like a broken link
 
 
-_REASONS = {"directory": "is a directory", "not_regular": "not a regular file"}
-_REASONS["grew"] = "file grew past the {max_bytes}-byte limit while being read"
-_REASONS["too_large"] = "file is {size} bytes, over the {max_bytes}-byte limit"
-
-
-def read_local_file(path: str, max_bytes: int) -> bytes | FileReadError:
+def read_local_file(path: str, max_bytes: int) -> bytes | ReadError:
     """One file of `LocalFileSystem.read_files`, read in the calling thread (blocking)."""
     try:
         fd = os.open(path, OPEN_FLAGS)
@@ -121,17 +103,11 @@ def read_local_file(path: str, max_bytes: int) -> bytes | FileReadError:
         finally:
             os.close(fd)
     except FileNotFoundError:
-        if os.path.islink(path):
-            return FileReadError(reason="broken symbolic link", code="broken-link")
-        return FileReadError(reason="file not found", not_found=True)
+        return ReadError(failure="broken_link" if os.path.islink(path) else "not_found")
     except PermissionError:
-        return FileReadError(reason="permission denied")
+        return ReadError(failure="unreadable", detail="permission denied")
     except IsADirectoryError:
-        return FileReadError(reason="is a directory")
+        return ReadError(failure="directory")
     except OSError as exc:
-        return FileReadError(reason=f"cannot read file: {exc.strerror or exc}")
-    if isinstance(read, ConfinedReadError):
-        reason = _REASONS[read.failure].format(size=read.size, max_bytes=max_bytes)
-        large = read.failure in ("too_large", "grew")
-        return FileReadError(reason=reason, code="file-too-large" if large else "file-unreadable")
-    return read[1]
+        return ReadError(failure="unreadable", detail=f"cannot read file: {exc.strerror or exc}")
+    return read if isinstance(read, ReadError) else read[1]

@@ -27,6 +27,7 @@ from .record import (
     require_entry,
     require_session_id,
 )
+from .session_index import PAGE_SIZE, SessionDescription, SessionPage, SummaryDirectory
 from .text import cut
 
 _log = get_logger(__name__)
@@ -108,6 +109,7 @@ class JsonlSessionStore:
         # Shared while someone holds them, so that two session instances over the same id (an
         # old one still running when session/load opens a new one) share a lock.
         self._records = weakref.WeakValueDictionary[Path, _JsonlRecord]()
+        self._summaries = SummaryDirectory(self.directory)  # what session/list shows
 
     def path_for(self, session_id: str) -> Path:
         """The file that holds (or will hold) the record of ``session_id``."""
@@ -126,6 +128,24 @@ class JsonlSessionStore:
         """Whether anything is at the session's path, readable or not (reading what is not a
         record raises an `OSError` saying so, which tells more than "unknown session")."""
         return await anyio.to_thread.run_sync(_something_at, self.path_for(session_id))
+
+    async def describe_session(self, description: SessionDescription) -> None:
+        """Keep what ``session/list`` shows of the session in its summary, under ``index/``
+        (`acp_skills.session_index`); `OSError` when it cannot be written."""
+        record = self.path_for(description.session_id)
+        await anyio.to_thread.run_sync(self._summaries.describe, description, record)
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = PAGE_SIZE
+    ) -> SessionPage:
+        """One page of the summarized sessions whose record is here, newest first (by the
+        record's modification time); each record or summary that cannot be read is skipped
+        with a warning naming it."""
+        page, skipped = await anyio.to_thread.run_sync(self._summaries.page, cwd, cursor, limit)
+        # Logged here, not in the worker thread, so the log lines carry the caller's context.
+        for path, reason in skipped:
+            _log.warning("session_record_skipped", path=path, reason=reason)
+        return page
 
 
 def _something_at(path: Path) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Final
 
 import anyio.to_thread
@@ -15,9 +15,9 @@ import anyio.to_thread
 from . import _scan
 from ._scan import CUSTOM, USER_DSH, LocalDiscovery, RootReport, SkillRoot, unreadable_root
 from .diagnostics import Diagnostic, diagnostic, log_diagnostic, root_missing
-from .errors import Problem
+from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill
-from .fs import FileReadError, LocalFileSystem, SkillFileSystem
+from .fs import LocalFileSystem, SkillFileSystem
 from .log_once import ReportedProblems
 from .model import SkillCandidate, SkillDefinition, SkillLookupOptions, require_positive_int
 from .project import PROJECT_SKILL_DIRS, find_project
@@ -39,6 +39,10 @@ _EXAMPLES: Final = "examples"
 _SOURCE_RANKS: Final = {_PROJECT_DSH: 100, _PROJECT_AGENTS: 200, CUSTOM: 300, _EXAMPLES: 300}
 _SOURCE_RANKS[USER_DSH] = 400
 _SOURCE_RANKS.update({"user-agents": 500, _PROJECT_CLAUDE: 600, "user-claude": 700})
+# The project roots of a session's additional directories: after its own project's, before the
+# custom roots; among themselves in the order the directories were given (ties keep the order).
+# Under `--compat claude` their `.claude/skills` follow the session's own, at its rank.
+_ADDITIONAL_RANKS: Final = {_PROJECT_DSH: 250, _PROJECT_AGENTS: 250, _PROJECT_CLAUDE: 600}
 
 
 class LocalSkillProvider:
@@ -145,7 +149,7 @@ class LocalSkillProvider:
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
         """Whether the registry may cache `list` for ``options`` (a registry hook)."""
-        return self._watch is None or self._watch.vouches_for(options.cwd)
+        return self._watch is None or self._watch.vouches_for(_watch_scope(options))
 
     def close(self) -> None:
         """Stop watching for good and wait for the watcher to end (idempotent)."""
@@ -153,19 +157,27 @@ class LocalSkillProvider:
             self._watch.close()
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
-        """The directories scanned for ``options.cwd``, in rank order, each listed once."""
-        return await anyio.to_thread.run_sync(self._roots_at, options.cwd)
+        """The directories scanned for ``options.cwd`` and its additional directories, in rank
+        order, each listed once."""
+        extra = options.additional_directories
+        return await anyio.to_thread.run_sync(self._roots_at, options.cwd, extra)
 
-    def _roots_at(self, cwd: str | None) -> tuple[SkillRoot, ...]:
+    def _roots_at(self, cwd: str | None, additional: tuple[str, ...] = ()) -> tuple[SkillRoot, ...]:
         candidates = list(self._fixed_roots)
+        sources = [_PROJECT_DSH, _PROJECT_AGENTS]
+        if self._claude_home is not None:
+            sources.append(_PROJECT_CLAUDE)
         if cwd:
             # The project trust judges (the same call gives trust its decision key), found on
             # the local disk whatever `fs` reads the roots through (docs/trust.md).
             project = find_project(cwd)
-            sources = [_PROJECT_DSH, _PROJECT_AGENTS]
-            if self._claude_home is not None:
-                sources.append(_PROJECT_CLAUDE)
             candidates += [_root(project.skill_root(source), source) for source in sources]
+            for directory in additional:  # each one's project, judged by trust on its own
+                found = find_project(directory)
+                candidates += [
+                    SkillRoot(path=found.skill_root(s), source=s, rank=_ADDITIONAL_RANKS[s])
+                    for s in sources
+                ]
         # A directory reached as two roots is scanned once. The person's own root comes first:
         # with the project at $HOME (a dotfiles repository), `~/.agents/skills` stays a user
         # root, never gated by trust. Stable sorts, so custom roots keep their order.
@@ -198,9 +210,10 @@ class LocalSkillProvider:
             return await self.scan(roots)
         # Never waited for: one invalidation follows as soon as the watch is live.
         project = [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES]
-        self._watch.cover(options.cwd, project)
+        scope = _watch_scope(options)
+        self._watch.cover(scope, project)
         discovery = await self.scan(roots)
-        self._watch.start(options.cwd, project)
+        self._watch.start(scope, project)
         return discovery
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
@@ -239,7 +252,7 @@ class LocalSkillProvider:
         (content,) = await self._fs.read_files([path], self._max_file_bytes)
         parsed = _scan.parse_file(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
-            reason = parsed.reason if isinstance(parsed, FileReadError) else parsed.message
+            reason = parsed.reason if isinstance(parsed, ReadError) else parsed.message
             what = {"provider": self._name, "skill": candidate.name, "path": path}
             _log.warning("skill_load_failed", **what, reason=reason)
             return None
@@ -247,6 +260,13 @@ class LocalSkillProvider:
         return _scan.build_skill(
             SkillDefinition, self._name, parsed, candidate.source, base, path, content=parsed.body
         )
+
+
+def _watch_scope(options: SkillLookupOptions) -> Hashable:
+    # What the watch keeps the project roots of a lookup under: its cwd, with its additional
+    # directories when it has some (they add project roots of their own).
+    extra = options.additional_directories
+    return (options.cwd, extra) if extra else options.cwd
 
 
 def _root(path: str, source: str) -> SkillRoot:

@@ -110,10 +110,13 @@ class SkillDefinition(SkillSummary):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillLookupOptions:
     """What a lookup is for. ``cwd`` selects project skills; ``None`` means no project.
-    ``servers`` are the session's remote skill servers (MCP): part of the catalog's scope."""
+    ``servers`` are the session's remote skill servers (MCP): part of the catalog's scope.
+    ``additional_directories`` are the session's other workspace roots (absolute): each one's
+    project adds its project skills after ``cwd``'s, in this order."""
 
     cwd: str | None = None
     servers: tuple[Hashable, ...] = ()
+    additional_directories: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,11 +166,15 @@ class PrefixContext:
     cwd: str
     tool_names: frozenset[str] = frozenset()
     servers: tuple[Hashable, ...] = ()  # the session's MCP servers (`McpServer` values)
+    additional_directories: tuple[str, ...] = ()  # its other workspace roots, in order
 
     @property
     def lookup_options(self) -> SkillLookupOptions:
-        """The options every lookup for this session uses: its ``cwd`` and its servers."""
-        return SkillLookupOptions(cwd=self.cwd, servers=self.servers)
+        """The options every lookup for this session uses: its ``cwd``, its servers and its
+        additional directories."""
+        return SkillLookupOptions(
+            cwd=self.cwd, servers=self.servers, additional_directories=self.additional_directories
+        )
 
 
 PrefixContributor: TypeAlias = Callable[
@@ -190,3 +197,8 @@ def kind_of_value(value: object, *, words: Literal["yaml", "json"]) -> str:
     if isinstance(value, Mapping):
         return "a mapping" if words == "yaml" else "an object"
     return f"a {type(value).__name__}"
+
+
+def rank_text(rank: int | float) -> str:
+    """A rank as a person writes it: ``300``, not ``300.0``; ``250.5`` as it is."""
+    return str(int(rank)) if float(rank).is_integer() else str(rank)

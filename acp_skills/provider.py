@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Sequence
@@ -93,11 +92,10 @@ class ProviderHooks:
 
 
 _HOOKS = ("on_register", "on_dispose", "cacheable", "diagnose")
-_KNOWN = frozenset({"name", "list", "get", *_HOOKS})
 
 
 def provider_hooks(provider: SkillProvider) -> ProviderHooks:
-    """The hooks ``provider`` implements; ``TypeError`` for a bad or misspelled one."""
+    """The hooks ``provider`` implements; ``TypeError`` for one that cannot be called as one."""
     found = {hook: getattr(provider, hook, None) for hook in _HOOKS}
     for hook, value in found.items():
         if value is not None and not callable(value):
@@ -107,14 +105,6 @@ def provider_hooks(provider: SkillProvider) -> ProviderHooks:
         # Only `diagnose` is awaited; an async `cacheable` would answer a coroutine, never True.
         if hook != "diagnose" and inspect.iscoroutinefunction(value):
             raise TypeError(f'skill provider "{provider.name}": hook {hook} must not be async')
-    for attribute in dir(provider):
-        if attribute.startswith("_") or attribute in _KNOWN:
-            continue
-        if near := difflib.get_close_matches(attribute, _HOOKS, n=1, cutoff=0.8):
-            raise TypeError(
-                f'skill provider "{provider.name}" has {attribute!r}, which is not a provider '
-                f"hook; did you mean {near[0]!r}?"
-            )
     return ProviderHooks(**found)
 
 

@@ -1,18 +1,19 @@
 """The durable record of a session (contract §8): append-only `HeaderEntry` and `HistoryEntry`
 values behind the `SessionStore` / `SessionRecord` protocols. The storage choke point for text:
-an entry deep-copies what it is given into read-only, well-formed JSON."""
+an entry deep-copies what it is given into well-formed JSON, so the caller's later changes
+never reach the record, and what reads the history gets copies (`PrefixedSession.history`)."""
 
 from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import (
     Any,
     Final,
     Literal,
-    NoReturn,
     Protocol,
     TypeAlias,
     cast,
@@ -21,8 +22,16 @@ from typing import (
 )
 
 import anyio.lowlevel
+import anyio.to_thread
 
 from .model import PrefixMessage
+from .session_index import (
+    PAGE_SIZE,
+    MemorySessionIndex,
+    SessionDescription,
+    SessionPage,
+    real_directory,
+)
 from .text import replace_lone_surrogates
 
 HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
@@ -34,37 +43,13 @@ _HEADER_REASONS: Final = frozenset(get_args(HeaderReason))
 MAX_JSON_DEPTH = 100
 
 
-def _refuse_mutation(self: object, *args: object, **kwargs: object) -> NoReturn:
-    raise TypeError("a recorded JSON value is read-only; copy it (dict(), list()) to change it")
-
-
-class _FrozenJsonObject(dict[str, object]):
-    # A dict subclass, not a MappingProxyType: json.dumps, pydantic, isinstance(value, dict)
-    # and equality with the plain dict it came from keep working on recorded values.
-    __slots__ = ()
-    __setitem__ = __delitem__ = __ior__ = _refuse_mutation
-    clear = pop = popitem = setdefault = update = _refuse_mutation
-
-    def __reduce__(self) -> tuple[type[_FrozenJsonObject], tuple[dict[str, object]]]:
-        # The default rebuilds through the refused __setitem__, breaking copy, deepcopy, pickle.
-        return (type(self), (dict(self),))
-
-
-class _FrozenJsonArray(list[object]):
-    # A list subclass, not a tuple: a recorded message still equals the plain one ((1,) != [1]).
-    __slots__ = ()
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse_mutation
-    append = clear = extend = insert = pop = remove = reverse = sort = _refuse_mutation
-
-    def __reduce__(self) -> tuple[type[_FrozenJsonArray], tuple[list[object]]]:
-        return (type(self), (list(self),))
-
-
-def _freeze_json(value: object, where: str, depth: int = 1) -> object:
+def _checked_json(value: object, where: str, depth: int = 1) -> object:
+    # A checked, well-formed deep copy in plain dicts and lists: json.dumps, pydantic and
+    # equality with the value it came from work on it as on any message.
     if isinstance(value, str):
         return replace_lone_surrogates(value)
-    if value is None or isinstance(value, bool | int | _FrozenJsonObject | _FrozenJsonArray):
-        return value  # frozen containers are only built here, from checked parts
+    if value is None or isinstance(value, bool | int):
+        return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"{where} holds {value!r}, which JSON cannot carry")
@@ -76,23 +61,21 @@ def _freeze_json(value: object, where: str, depth: int = 1) -> object:
     if isinstance(value, Mapping):
         if odd := [key for key in value if not isinstance(key, str)]:
             raise TypeError(f"{where} has a non-string key {odd[0]!r}")
-        return _FrozenJsonObject(
-            {
-                replace_lone_surrogates(k): _freeze_json(v, f"{where}[{k!r}]", depth + 1)
-                for k, v in value.items()
-            }
-        )
+        return {
+            replace_lone_surrogates(k): _checked_json(v, f"{where}[{k!r}]", depth + 1)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
-        return _FrozenJsonArray(
-            _freeze_json(item, f"{where}[{index}]", depth + 1) for index, item in enumerate(value)
-        )
+        return [
+            _checked_json(item, f"{where}[{index}]", depth + 1) for index, item in enumerate(value)
+        ]
     raise TypeError(f"{where} holds a {type(value).__name__}, which is not JSON")
 
 
-def _freeze_object(value: object, where: str) -> Mapping[str, object]:
+def _checked_object(value: object, where: str) -> Mapping[str, object]:
     if not isinstance(value, Mapping):
         raise TypeError(f"{where} must be a JSON object (a mapping), got {type(value).__name__}")
-    return cast(Mapping[str, object], _freeze_json(value, where))
+    return cast(Mapping[str, object], _checked_json(value, where))
 
 
 def _thaw_json(value: object) -> Any:
@@ -103,7 +86,7 @@ def _thaw_json(value: object) -> Any:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeaderEntry:
-    """What a model request is built from besides the history (read-only JSON)."""
+    """What a model request is built from besides the history (a checked copy, as JSON)."""
 
     reason: HeaderReason
     config: Mapping[str, object]
@@ -123,9 +106,9 @@ class HeaderEntry:
         for message in self.message_prefix:
             if not isinstance(message, PrefixMessage):
                 raise TypeError(f"header message_prefix holds {message!r}, not a PrefixMessage")
-        tools = tuple(_freeze_object(t, f"header tools[{i}]") for i, t in enumerate(self.tools))
+        tools = tuple(_checked_object(t, f"header tools[{i}]") for i, t in enumerate(self.tools))
         object.__setattr__(self, "system", replace_lone_surrogates(self.system))
-        object.__setattr__(self, "config", _freeze_object(self.config, "header config"))
+        object.__setattr__(self, "config", _checked_object(self.config, "header config"))
         object.__setattr__(self, "tools", tools)
         object.__setattr__(self, "message_prefix", tuple(self.message_prefix))
 
@@ -152,12 +135,12 @@ class HeaderEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HistoryEntry:
-    """One conversation message, opaque to this package, kept as read-only, well-formed JSON."""
+    """One conversation message, opaque to this package, kept as a well-formed JSON copy."""
 
     message: Mapping[str, object]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "message", _freeze_object(self.message, "history message"))
+        object.__setattr__(self, "message", _checked_object(self.message, "history message"))
 
     def plain_message(self) -> dict[str, Any]:
         """A fresh, mutable deep copy of ``message``."""
@@ -205,16 +188,18 @@ def require_session_id(session_id: object) -> None:
 
 
 class _MemoryRecord:
-    __slots__ = ("kept",)
+    __slots__ = ("kept", "updated")
 
     def __init__(self) -> None:
         self.kept: list[RecordEntry] = []
+        self.updated = 0  # when an entry was last appended (ns since the epoch)
 
     async def append(self, entry: RecordEntry) -> None:
         require_entry(entry)
         # Checkpoint first, like a real store: a cancelled append leaves nothing behind.
         await anyio.lowlevel.checkpoint()
         self.kept.append(entry)
+        self.updated = time.time_ns()
 
     async def entries(self) -> list[RecordEntry]:
         await anyio.lowlevel.checkpoint()
@@ -226,6 +211,7 @@ class InMemorySessionStore:
 
     def __init__(self) -> None:
         self._records: dict[str, _MemoryRecord] = {}
+        self._index = MemorySessionIndex()
 
     async def open(self, session_id: str) -> SessionRecord:
         require_session_id(session_id)
@@ -236,3 +222,23 @@ class InMemorySessionStore:
         require_session_id(session_id)
         await anyio.lowlevel.checkpoint()
         return bool(self._records.get(session_id, _MemoryRecord()).kept)
+
+    async def describe_session(self, description: SessionDescription) -> None:
+        """Keep what ``session/list`` shows of the session (`acp_skills.session_index`)."""
+        self._index.describe(description, await _real_directory(description.cwd))
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = PAGE_SIZE
+    ) -> SessionPage:
+        """One page of the described sessions that have a record, newest first."""
+        real = await _real_directory(cwd) if cwd is not None else None
+
+        def updated(session_id: str) -> int | None:
+            record = self._records.get(session_id)
+            return record.updated if record is not None and record.kept else None
+
+        return self._index.page(real, cursor, limit, updated)
+
+
+async def _real_directory(path: str) -> str:
+    return await anyio.to_thread.run_sync(real_directory, path)

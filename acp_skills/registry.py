@@ -2,7 +2,8 @@
 
 First wins: lower ``rank``; then earlier provider registration (runtime skills win rank ties
 against every provider); then earlier position in the provider's ``list()``. Winners are sorted
-by name. Only complete catalogs are cached, keyed by ``(cwd, servers, revision)``.
+by name. Only complete catalogs are cached, keyed by ``(cwd, additional directories, servers,
+revision)``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ RUNTIME_RANK = 250
 _RUNTIME_ORDER = -1  # sorts runtime skills ahead of every provider when ranks tie
 
 _log = get_logger(__name__)
-_Key = tuple[str | None, tuple[Hashable, ...], int]  # (cwd, servers, revision)
+# (cwd, additional directories, servers, revision)
+_Key = tuple[str | None, tuple[str, ...], tuple[Hashable, ...], int]
 
 
 class _Registration:
@@ -277,7 +279,7 @@ class SkillRegistry:
         return offer is not None and offer.locator is locator
 
     async def _collect(self, options: SkillLookupOptions) -> _Catalog:
-        key = (options.cwd, options.servers, self._revision)
+        key = _key(options, self._revision)
         if (cached := self._cache.get(key)) is not None:
             return cached
         if (shared := self._inflight.get(key)) is None:
@@ -314,7 +316,7 @@ class SkillRegistry:
         if complete and all(answer.cacheable for answer in answers):
             with self._lock:
                 if revision == self._revision:  # else invalidated meanwhile: already stale
-                    self._cache[(options.cwd, options.servers, revision)] = catalog
+                    self._cache[_key(options, revision)] = catalog
                     while len(self._cache) > self._cache_bound:
                         self._cache.popitem(last=False)
         return catalog
@@ -379,3 +381,7 @@ class SkillRegistry:
         snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
         visible = tuple(summary_of(skill) for skill in skills if not skill.disable_model_invocation)
         return _Catalog(ordered, snapshot, visible)
+
+
+def _key(options: SkillLookupOptions, revision: int) -> _Key:
+    return (options.cwd, options.additional_directories, options.servers, revision)

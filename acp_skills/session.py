@@ -79,8 +79,9 @@ class PrefixedSession:
 
     @property
     def history(self) -> tuple[Mapping[str, object], ...]:
-        """The conversation messages recorded so far, oldest first, read-only."""
-        return tuple(entry.message for entry in self._history)
+        """The conversation messages recorded so far, oldest first, as copies: changing one
+        changes nothing recorded."""
+        return tuple(entry.plain_message() for entry in self._history)
 
     @property
     def requested(self) -> bool:

@@ -14,13 +14,13 @@ from .arguments import expand_arguments
 from .catalog import SKILL_TOOL_NAME
 from .content import (
     ReadText,
-    Refusal,
     check_resource_path,
     describe_error,
     read_resource,
     render_skill_content,
     render_skill_matches,
 )
+from .errors import Refusal
 from .model import (
     SkillDefinition,
     SkillLookupOptions,
@@ -225,12 +225,16 @@ class SkillTool:
         servers: tuple[Hashable, ...] = (),
         read_text: ReadText | None = None,
         searchable: bool = False,
+        additional_directories: tuple[str, ...] = (),
     ) -> ToolResult:
         """Run the tool once on the model's decoded ``arguments``: the rendered skill, a file's
-        text (through ``read_text`` if given, else from disk), a query's matches, or an error."""
+        text (through ``read_text`` if given, else from disk), a query's matches, or an error.
+        The lookup is the session's: ``cwd``, ``servers``, ``additional_directories``."""
         try:
             name, path, query = _parse_arguments(arguments, searchable)
-            options = SkillLookupOptions(cwd=cwd, servers=servers)
+            options = SkillLookupOptions(
+                cwd=cwd, servers=servers, additional_directories=additional_directories
+            )
             if name is None:
                 text = await self._search(query, options)
             else:
@@ -286,10 +290,13 @@ class SkillTool:
         servers: tuple[Hashable, ...] = (),
         snapshot: SkillSnapshot | None = None,
         arguments: str | None = None,
+        additional_directories: tuple[str, ...] = (),
     ) -> ToolResult:
         """Load and render a skill a person invoked (``/name``; not a ``user_invocable=False``
         one), its placeholders filled from ``arguments`` if given."""
-        options = SkillLookupOptions(cwd=cwd, servers=servers)
+        options = SkillLookupOptions(
+            cwd=cwd, servers=servers, additional_directories=additional_directories
+        )
         try:
             definition = await self._load(name, options, by_model=False, snapshot=snapshot)
         except Refusal as refusal:

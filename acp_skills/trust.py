@@ -14,13 +14,14 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 import anyio.to_thread
 
-from .fs import FileReadError, read_local_file
+from .errors import ReadError
+from .fs import read_local_file
 from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from .model import SkillCandidate
 from .project import PROJECT_SKILL_DIRS, Project, find_project
@@ -97,19 +98,21 @@ class ServedLocator(Protocol):
 
 
 def sources_at(
-    cwd: str | None, project: Project | None = None
+    cwd: str | None,
+    projects: Sequence[Project] | None = None,
+    additional_directories: Sequence[str] = (),
 ) -> Callable[[SkillCandidate], TrustSource | None]:
     """The trust source each skill of a session at ``cwd`` needs (``None``: an own root,
-    always trusted). The project is ``project`` if given (`find_project` of ``cwd``), else
-    found at the first project skill (reading git's pointer files: async code awaits
-    `sources_for`)."""
-    found: list[Project] = [project] if project is not None else []
+    always trusted); a project skill needs its own project's decision (``cwd``'s, or an
+    additional directory's). The projects are ``projects`` if given (`find_project` of each
+    directory), else found at the first project skill (async code awaits `sources_for`)."""
+    found: list[Project] = list(projects) if projects is not None else []
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
         if skill.source in PROJECT_SOURCES and cwd:
             if not found:
-                found.append(find_project(cwd))
-            return _project_source(skill, found[0])
+                found.extend(_projects_of(cwd, additional_directories))
+            return _project_source(skill, found)
         if skill.provider == "mcp":
             locator = skill.locator
             if isinstance(locator, ServedLocator):
@@ -122,26 +125,31 @@ def sources_at(
     return source_of
 
 
-def _project_source(skill: SkillCandidate, project: Project) -> ProjectSource:
+def _projects_of(cwd: str, additional_directories: Sequence[str]) -> list[Project]:
+    return [find_project(directory) for directory in (cwd, *additional_directories)]
+
+
+def _project_source(skill: SkillCandidate, projects: Sequence[Project]) -> ProjectSource:
     # The provider lists a project's skills from `project.skill_root`, found by the same
     # `find_project` call. A listing cached before the project changed (a `.git` made or
-    # removed since) may hold skills of another root: they never take this project's
-    # decision, only an undecided one of their own.
+    # removed since) may hold skills of another root: they never take a project's decision,
+    # only an undecided one of their own.
     path = skill.path or ""
-    if path.startswith(os.path.join(project.skill_root(skill.source), "")):
-        return ProjectSource(project.key)
-    return ProjectSource(os.path.dirname(path) or project.root)
+    for project in projects:
+        if path.startswith(os.path.join(project.skill_root(skill.source), "")):
+            return ProjectSource(project.key)
+    return ProjectSource(os.path.dirname(path) or projects[0].root)
 
 
 async def sources_for(
-    cwd: str | None, skills: Iterable[SkillCandidate]
+    cwd: str | None, skills: Iterable[SkillCandidate], additional_directories: Sequence[str] = ()
 ) -> Callable[[SkillCandidate], TrustSource | None]:
-    """`sources_at` for ``skills``, the project found first in a worker thread (only when one
+    """`sources_at` for ``skills``, the projects found first in a worker thread (only when one
     of them is a project's), so no read for trust runs on the event loop."""
-    project = None
+    projects = None
     if cwd and any(skill.source in PROJECT_SOURCES for skill in skills):
-        project = await anyio.to_thread.run_sync(find_project, cwd)
-    return sources_at(cwd, project)
+        projects = await anyio.to_thread.run_sync(_projects_of, cwd, additional_directories)
+    return sources_at(cwd, projects, additional_directories)
 
 
 def project_of(path: str | os.PathLike[str]) -> ProjectSource:
@@ -204,8 +212,8 @@ class TrustStore:
             TrustFileError: the file exists but cannot be read as decisions.
         """
         content = read_local_file(self.path, MAX_TRUST_FILE_BYTES)
-        if isinstance(content, FileReadError):
-            if content.not_found or content.code == "broken-link":
+        if isinstance(content, ReadError):
+            if content.failure in ("not_found", "broken_link"):
                 return StoredTrust()
             raise TrustFileError(f"{self.path}: cannot read trust decisions: {content.reason}")
         try:

@@ -9,7 +9,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, NamedTuple
 
@@ -145,7 +145,7 @@ class _State:
     sweep_seconds: float  # the safety sweep's shortest interval
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
-    cwd_projects: OrderedDict[str | None, _Project] = field(default_factory=OrderedDict)
+    cwd_projects: OrderedDict[Hashable, _Project] = field(default_factory=OrderedDict)
     wanted: set[_Project] = field(default_factory=set)
     active: frozenset[_Project] = frozenset()
     mode: Mode = "off"
@@ -352,7 +352,7 @@ class RootWatch:
         for handle in handles:
             handle.invalidate()
 
-    def cover(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
+    def cover(self, cwd: Hashable, project_roots: Sequence[WatchedRoot]) -> None:
         """Before a scan: unless its roots are watched, one invalidation follows once they are."""
         state, project = self._state, tuple(root.path for root in project_roots)
         with state.lock:
@@ -360,8 +360,9 @@ class RootWatch:
             covered = state.mode in _HEALTHY and (project in state.active or beyond)
             state.unseen = state.unseen or not covered
 
-    def start(self, cwd: str | None, project_roots: Sequence[WatchedRoot]) -> None:
-        """After a scan (not beside it, which it would slow down): watch ``cwd``'s project too."""
+    def start(self, cwd: Hashable, project_roots: Sequence[WatchedRoot]) -> None:
+        """After a scan (not beside it, which it would slow down): watch ``cwd``'s project too
+        (``cwd``: a lookup's working directory, with its additional directories if any)."""
         if not self._handles:  # none once closed
             return
         state, project, cwd = self._state, tuple(root.path for root in project_roots), cwd or None
@@ -379,7 +380,7 @@ class RootWatch:
                 state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
                 state.thread.start()
 
-    def vouches_for(self, cwd: str | None) -> bool:
+    def vouches_for(self, cwd: Hashable) -> bool:
         """Whether catalogs for ``cwd`` may be cached (an invalidation follows if they go stale)."""
         with self._state.lock:
             project = self._state.cwd_projects.get(cwd or None)

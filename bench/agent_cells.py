@@ -27,8 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, cast
 
-from acp.helpers import text_block
-from acp.schema import ClientCapabilities, Implementation
+from acp.schema import ClientCapabilities, Implementation, TextContentBlock
 from acp.stdio import spawn_agent_process
 
 HERE = Path(__file__).resolve().parent
@@ -116,17 +115,17 @@ async def turns(skills: Path, project: Path, runs: int, later_turns: int) -> dic
                 await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
                 started = time.perf_counter()
                 session = await conn.new_session(cwd=str(project), mcp_servers=[])
-                await conn.prompt(
-                    session_id=session.session_id, prompt=[text_block("use skill-00005")]
-                )
+                first_block = TextContentBlock(type="text", text="use skill-00005")
+                await conn.prompt(session_id=session.session_id, prompt=[first_block])
                 first = time.perf_counter() - started
                 times = []
                 for turn in range(later_turns):
                     started = time.perf_counter()
+                    # Skills 0-9 exist in every tree measured.
+                    text = f"use skill-{(turn + 6) % 10:05d}"
                     await conn.prompt(
                         session_id=session.session_id,
-                        # Skills 0-9 exist in every tree measured.
-                        prompt=[text_block(f"use skill-{(turn + 6) % 10:05d}")],
+                        prompt=[TextContentBlock(type="text", text=text)],
                     )
                     times.append(time.perf_counter() - started)
             if run:  # the first agent only warms the file cache and the bytecode

@@ -13,7 +13,6 @@ import importlib.util
 import os
 import signal
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,20 @@ import structlog
 
 from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
 from acp_skills.acp import AcpSkills
-from acp_skills.cli.install import extra_install_hint
-from acp_skills.cli.mcp_options import add_mcp_options, mcp_provider_from, mcp_timeout
-from acp_skills.trust import TRUST_MODES, default_trust_file, trust_mode
+from acp_skills.cli import settings
+from acp_skills.cli.settings import (
+    CATALOG_MAX_LENGTH,
+    EXAMPLE_SKILLS,
+    SettingError,
+    default_state_dir,
+    expand_path,
+    extra_install_hint,
+    from_env,
+    positive_float,
+    positive_int,
+)
 
-from . import EXAMPLE_SKILLS, __version__, settings
+from . import __version__
 from .agent import DemoAgent
 from .logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from .models import ChatModel
@@ -37,15 +45,6 @@ from .models.openai_chat import (
     DEFAULT_KEY_VARIABLE,
     DEFAULT_MODEL,
     OpenAIChatModel,
-)
-from .settings import (
-    CATALOG_MAX_LENGTH,
-    SettingError,
-    default_state_dir,
-    expand_path,
-    from_env,
-    positive_float,
-    positive_int,
 )
 from .start_files import NotARegularFile, open_log_file, read_key_file
 
@@ -70,29 +69,6 @@ def relative_state_dir(args: argparse.Namespace) -> str | None:
         f"{where} must be an absolute path (or start with ~), not {args.state_dir!r}: "
         "a relative one would put conversation records inside the editor's working directory"
     )
-
-
-def unusable_state_dir(state_dir: Path) -> str | None:
-    """Why session records cannot be kept under ``state_dir``, or ``None`` when they can.
-
-    Creates ``state_dir/sessions`` if needed and proves it writable by creating (and removing)
-    a file in it: permission bits alone do not tell (root, read-only mounts, ACLs).
-    """
-    sessions = state_dir / "sessions"
-    try:
-        for directory in (state_dir, sessions):
-            if directory.exists() and not directory.is_dir():
-                return f"{directory} is not a directory"
-        sessions.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        return f"cannot create {sessions}: {error.strerror or error}"
-    try:
-        descriptor, probe = tempfile.mkstemp(dir=sessions, prefix=".write-check-")
-        os.close(descriptor)
-        os.unlink(probe)
-    except OSError as error:
-        return f"cannot write in {sessions}: {error.strerror or error}"
-    return None
 
 
 _TRUE = ("1", "true", "yes", "on")
@@ -154,16 +130,10 @@ def _settings_from_env(args: argparse.Namespace) -> None:
                 f"ACP_SKILLS_WATCH must be 1 or 0 (true/false, yes/no, on/off), not {watch!r}"
             )
         args.watch = watch
-    if args.trust is None:
-        value = _env("ACP_SKILLS_TRUST") or "ask"
-        try:
-            args.trust = trust_mode(value)
-        except ValueError:
-            known = ", ".join(TRUST_MODES)
-            raise SettingError(f"ACP_SKILLS_TRUST must be one of {known}, not {value!r}") from None
-    args.mcp_timeout = mcp_timeout(args.mcp_timeout)
+    settings.resolve_trust(args)
+    args.mcp_timeout = settings.mcp_timeout(args.mcp_timeout)
     if args.mcp_server:  # refused now, not at the first session, without the mcp extra
-        args.mcp = mcp_provider_from(args.mcp_server, args.mcp_timeout)
+        args.mcp = settings.mcp_provider_from(args.mcp_server, args.mcp_timeout)
     args.state_dir_from_env = args.state_dir is None
     for flag, variable in (
         ("state_dir", "ACP_SKILLS_STATE_DIR"),
@@ -173,10 +143,6 @@ def _settings_from_env(args: argparse.Namespace) -> None:
         if getattr(args, flag) is None and (path := _env(variable)) is not None:
             setattr(args, flag, expand_path(path))
     settings.resolve_skill_settings(args, absolute_dirs=True)
-    try:
-        default_trust_file()
-    except ValueError as error:  # a relative ACP_SKILLS_TRUST_FILE
-        raise SettingError(str(error)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -276,12 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="append logs to this file instead of stderr. Env: ACP_SKILLS_LOG_FILE.",
     )
-    add_mcp_options(parser)
-    parser.add_argument(
-        "--trust",
-        choices=TRUST_MODES,
-        default=None,
-        help="skills of a project and of MCP servers: ask the person at the first prompt "
+    settings.add_mcp_options(parser)
+    settings.add_trust_argument(
+        parser,
+        "skills of a project and of MCP servers: ask the person at the first prompt "
         "(default), all (trust them all) or none (never offer them). Env: ACP_SKILLS_TRUST.",
     )
     parser.add_argument("--version", action="version", version=__version__)
@@ -316,7 +280,7 @@ def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoA
     # MCP skills (rank 600, after the local roots): --mcp-server for every session (made by
     # `parse_args`), and each session's own `mcpServers`, whenever the mcp extra is installed.
     if getattr(args, "mcp", None) is None and importlib.util.find_spec("mcp") is not None:
-        args.mcp = mcp_provider_from((), args.mcp_timeout)
+        args.mcp = settings.mcp_provider_from((), args.mcp_timeout)
     if getattr(args, "mcp", None) is not None:
         registry.register_provider(args.mcp)
     skills = AcpSkills(
@@ -383,6 +347,8 @@ _SKILL_LOOKUP_HELP = f"""\
 where skills are looked up (the first skill of a name wins):
   1. <project>/.dsh/skills      the project is the nearest ancestor of the session's
   2. <project>/.agents/skills   working directory that contains .git
+     then the same two of each additional directory's project, in the order the
+     editor gives them (the other roots of a multi-root workspace)
   3. each --skills-dir, in order, then the bundled examples with --examples:
      {EXAMPLE_SKILLS}
   4. $DSH_HOME/skills           (default ~/.dsh/skills)
@@ -462,9 +428,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     # Checked before serving: an editor shows a failed start, not a session that silently
     # saves nothing. One line, no traceback, the usage-error status.
-    problem = unusable_state_dir(_state_dir(args))
-    if problem is not None:
-        print(f"acp-skills-demo: unusable state directory: {problem}", file=sys.stderr)
+    if (unusable := settings.unusable_state_dir(_state_dir(args))) is not None:
+        print(f"acp-skills-demo: unusable state directory: {unusable}", file=sys.stderr)
         return 2
     if _stdin_is_terminal():
         print(TERMINAL_HINT, file=sys.stderr, flush=True)

@@ -19,13 +19,16 @@ import structlog
 from acp import PROTOCOL_VERSION
 from acp.schema import (
     AgentCapabilities,
+    CloseSessionResponse,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
 )
 
 from acp_skills.acp import AcpSkills, PromptTurn
@@ -74,6 +77,7 @@ class DemoAgent:
                 ),
                 # Editors send HTTP servers only to an agent that says it takes them.
                 mcp_capabilities=McpCapabilities(http=self.skills.reads_mcp_servers, sse=False),
+                session_capabilities=self.skills.session_capabilities,
                 field_meta=meta,
             ),
             agent_info=Implementation(
@@ -86,11 +90,16 @@ class DemoAgent:
         self,
         cwd: str,
         mcp_servers: Sequence[Any] | None = None,
-        additional_directories: Any = None,
+        additional_directories: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
         session_id = uuid.uuid4().hex
-        await self.skills.open_session(session_id, cwd, mcp_servers=mcp_servers)
+        await self.skills.open_session(
+            session_id,
+            cwd,
+            mcp_servers=mcp_servers,
+            additional_directories=additional_directories,
+        )
         _log.info("session_created", session_id=session_id, cwd=cwd)
         return NewSessionResponse(session_id=session_id)
 
@@ -99,12 +108,44 @@ class DemoAgent:
         cwd: str,
         session_id: str,
         mcp_servers: Sequence[Any] | None = None,
-        additional_directories: Any = None,
+        additional_directories: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
-        session = await self.skills.load_session(session_id, cwd, mcp_servers=mcp_servers)
+        session = await self.skills.load_session(
+            session_id,
+            cwd,
+            mcp_servers=mcp_servers,
+            additional_directories=additional_directories,
+        )
         _log.info("session_loaded", session_id=session_id, messages=len(session.history))
         return LoadSessionResponse()
+
+    async def resume_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Sequence[Any] | None = None,
+        additional_directories: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        await self.skills.resume_session(
+            session_id,
+            cwd,
+            mcp_servers=mcp_servers,
+            additional_directories=additional_directories,
+        )
+        _log.info("session_resumed", session_id=session_id)
+        return ResumeSessionResponse()
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        await self.skills.close_session(session_id)
+        _log.info("session_closed", session_id=session_id)
+        return CloseSessionResponse()
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        return await self.skills.list_sessions(cwd, cursor)
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         config = dict(self._model.config)

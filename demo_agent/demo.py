@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
-from acp.helpers import text_block
 from acp.schema import (
     AgentMessageChunk,
     AvailableCommandsUpdate,
@@ -30,6 +29,7 @@ from acp.schema import (
     FileSystemCapabilities,
     Implementation,
     ReadTextFileResponse,
+    TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
 )
@@ -171,7 +171,7 @@ async def run(skills_dir: Path | None, agent_args: Sequence[str], out: Any) -> i
             for index, text in enumerate(PROMPTS):
                 print(f"\n{_RULE}\nuser  > {text}", file=out)
                 response = await conn.prompt(
-                    session_id=session.session_id, prompt=[text_block(text)]
+                    session_id=session.session_id, prompt=[TextContentBlock(type="text", text=text)]
                 )
                 client.finish_message()
                 print(f"[turn ended: {response.stop_reason}]", file=out)

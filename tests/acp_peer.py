@@ -43,9 +43,9 @@ from typing import Any, NamedTuple, cast
 import anyio
 import structlog
 from acp import PROTOCOL_VERSION, RequestError
+from acp import meta as acp_meta
 from acp import schema as acp_schema_models
 from acp.core import AgentSideConnection, ClientSideConnection
-from acp.helpers import text_block
 from acp.schema import (
     AgentCapabilities,
     AllowedOutcome,
@@ -59,6 +59,7 @@ from acp.schema import (
     PromptResponse,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    TextContentBlock,
 )
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
@@ -74,7 +75,7 @@ from acp_skills.acp import AcpSkills, PromptTurn
 from demo_agent.logs import configure_logging
 from demo_agent.start_files import open_log_file
 from tests.cli_runner import environment
-from tests.conformance.wire import AGENT, CLIENT, FrameLog, Schema
+from tests.conformance.wire import AGENT, CLIENT, PROTOCOL, FrameLog, Schema
 from tests.demo_in_process import (
     agent_environment,
     build_demo_agent,
@@ -82,7 +83,8 @@ from tests.demo_in_process import (
     logging_as_it_was,
     serve_demo,
 )
-from tests.events import WAIT_SECONDS, Changes
+from tests.events import WAIT_SECONDS as WAIT_SECONDS  # re-exported: the rig's safety net
+from tests.events import Changes
 from tests.raw_agent import frame_problems
 from tests.sandbox import Sandbox
 from tests.updates import SessionUpdates
@@ -106,6 +108,9 @@ COMMANDS = [
     {"name": "secret", "description": "Only a person may run this."},
     SKILLS_BUILTIN,
 ]
+# The SDK's 1.x line withdraws a request of the agent's whose task is cancelled (a trust question
+# cancelled with its turn) with `$/cancel_request`; on 0.12.x it stays pending at the client.
+SDK_WITHDRAWS_CANCELLED_REQUESTS = "cancel_request" in getattr(acp_meta, "PROTOCOL_METHODS", {})
 
 
 # -- the ACP schema ----------------------------------------------------------------------------
@@ -129,12 +134,30 @@ _METHODS: dict[str, tuple[type[BaseModel], type[BaseModel] | None, str]] = {
         acp_schema_models.LoadSessionResponse,
         AGENT,
     ),
+    "session/resume": (
+        acp_schema_models.ResumeSessionRequest,
+        acp_schema_models.ResumeSessionResponse,
+        AGENT,
+    ),
+    "session/close": (
+        acp_schema_models.CloseSessionRequest,
+        acp_schema_models.CloseSessionResponse,
+        AGENT,
+    ),
+    "session/list": (
+        acp_schema_models.ListSessionsRequest,
+        acp_schema_models.ListSessionsResponse,
+        AGENT,
+    ),
     "session/prompt": (
         acp_schema_models.PromptRequest,
         acp_schema_models.PromptResponse,
         AGENT,
     ),
     "session/cancel": (acp_schema_models.CancelNotification, None, AGENT),
+    # Either side withdraws a request of its own with it (the SDK's 1.x line sends it when a
+    # request's task is cancelled: a trust question cancelled with its turn).
+    "$/cancel_request": (acp_schema_models.CancelRequestNotification, None, PROTOCOL),
     "session/update": (acp_schema_models.SessionNotification, None, CLIENT),
     "session/request_permission": (
         acp_schema_models.RequestPermissionRequest,
@@ -193,6 +216,8 @@ class Wire:
         self.frames: list[Frame] = []
         # What was wrong with each line the agent wrote that was not a well-formed frame.
         self.malformed: list[str] = []
+        # Every line the agent wrote, byte for byte (its end of line left out).
+        self.written: list[bytes] = []
         self.changes = changes if changes is not None else Changes()
 
     def add(self, direction: str, message: dict[str, Any]) -> None:
@@ -243,6 +268,29 @@ class Wire:
         )
         return index
 
+    def request_ids(self, method: str) -> list[Any]:
+        """The ids of the agent's ``method`` requests, in order."""
+        return [m["id"] for m in self.incoming() if m.get("method") == method and "id" in m]
+
+    def withdrawn(self) -> list[Any]:
+        """The ids of the requests the agent withdrew with ``$/cancel_request``, in order."""
+        return [
+            m["params"]["requestId"]
+            for m in self.incoming()
+            if m.get("method") == "$/cancel_request" and "id" not in m
+        ]
+
+    def answer_to(self, request_id: Any) -> dict[str, Any] | None:
+        """The client's response to the agent's request ``request_id``, if it sent one."""
+        answers = [
+            message
+            for direction, message in self.frames
+            if direction == "outgoing"
+            and "method" not in message
+            and message.get("id") == request_id
+        ]
+        return answers[0] if answers else None
+
     def response_to(self, method: str) -> dict[str, Any]:
         """The response frame to the client's last request of ``method``."""
         return self.frames[self.response_index(method)].message
@@ -278,6 +326,7 @@ class WireTransport:
                 return None
             if not line.strip():
                 continue
+            self._wire.written.append(line.rstrip(b"\r\n"))
             problems = frame_problems(line.rstrip(b"\r\n"))
             self._wire.malformed += [f"{problem}: {line[:200]!r}" for problem in problems]
             try:
@@ -520,7 +569,9 @@ class Peer:
 
     async def prompt(self, session_id: str, text: str) -> PromptResponse:
         with anyio.fail_after(WAIT_SECONDS):
-            return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
+            return await self.conn.prompt(
+                session_id=session_id, prompt=[TextContentBlock(type="text", text=text)]
+            )
 
     async def ask(self, session_id: str, text: str) -> str:
         """One prompt turn of ``text``; its stop reason."""
@@ -595,7 +646,11 @@ async def connected(
     client = RecordingClient(answer)
     wire = Wire(client.changes)
     agent_conn = AgentSideConnection(
-        cast(Any, agent), agent_writer, agent_reader, observers=[skills.observe] if observe else []
+        cast(Any, agent),
+        agent_writer,
+        agent_reader,
+        observers=[skills.observe] if observe else [],
+        use_unstable_protocol=True,  # `session/resume` and `session/close` on the 0.12 SDK
     )
     client_conn = ClientSideConnection(
         cast(Any, client), cast(Any, WireTransport(client_reader, client_writer, wire))

@@ -26,7 +26,6 @@ import anyio
 from acp import RequestError
 from acp.connection import StreamEvent
 from acp.core import ClientSideConnection
-from acp.helpers import text_block
 from acp.schema import (
     AudioContentBlock,
     ClientCapabilities,
@@ -279,4 +278,4 @@ PromptBlock: TypeAlias = (
 
 def text_prompt(text: str) -> list[PromptBlock]:
     """A prompt of one text block."""
-    return [text_block(text)]
+    return [TextContentBlock(type="text", text=text)]

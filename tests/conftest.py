@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,11 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile(os.environ.get(PROFILE_VARIABLE) or "default")
+
+
+def pytest_report_header() -> str:
+    """Which line of the ACP SDK this run tests (`python3 dev.py check` runs two)."""
+    return f"agent-client-protocol {metadata.version('agent-client-protocol')}"
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -3,11 +3,7 @@ placeholders they fill, within bounds."""
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from acp_skills.arguments import (
     MAX_ARGUMENTS_CHARS,
@@ -64,19 +60,6 @@ def test_a_long_digit_run_is_not_a_placeholder() -> None:
     """Digits beyond six are left as text, so a body cannot make int() expensive."""
     body = "$" + "9" * 5000
     assert expand_arguments(body, "x") == body
-
-
-_SHELL_TEXT = st.text(alphabet=st.sampled_from(list("ab \t\r\n'\"\\$é")), max_size=40)
-
-
-@given(_SHELL_TEXT)
-def test_split_arguments_matches_shlex_where_shlex_accepts(text: str) -> None:
-    """The linear splitter follows shlex's rules; where shlex refuses, whitespace splits."""
-    try:
-        expected = tuple(shlex.split(text))
-    except ValueError:
-        expected = tuple(text.split())
-    assert split_arguments(text) == expected
 
 
 def test_an_empty_quoted_pair_is_an_empty_word() -> None:

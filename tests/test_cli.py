@@ -562,7 +562,9 @@ def test_doctor_checks_the_install_and_says_how_to_fix_it(
         ),
         (
             str(state),
-            f"state directory: not a directory; move it aside: run `mv {state} {state}.old`",
+            # In the words the agent's start-up uses (`settings.unusable_state_dir`).
+            f"state directory: {state} is not a directory; move it aside: run "
+            f"`mv {state} {state}.old`",
         ),
     ]
     install = report["install"]
@@ -574,6 +576,22 @@ def test_doctor_checks_the_install_and_says_how_to_fix_it(
 
 
 INSTALL_CODES = ("command-not-on-path", "place-unusable")
+
+
+def test_doctor_judges_the_state_directory_as_the_agent_will(
+    corpus: Corpus, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``sessions`` file where the agent keeps its records stops the agent at start-up, so
+    doctor says so, in the agent's words, and creates nothing."""
+    state = corpus.root / "state"
+    (state / "sessions").parent.mkdir()
+    (state / "sessions").write_text("not a directory")
+    monkeypatch.setenv("ACP_SKILLS_STATE_DIR", str(state))
+    assert main(["doctor", "--json", *corpus.roots()]) == 1
+    report = json.loads(capsys.readouterr().out)
+    [found] = [d for d in report["problems"] if d["path"] == str(state)]
+    assert found["message"].startswith(f"state directory: {state / 'sessions'} is not a directory")
+    assert sorted(p.name for p in state.iterdir()) == ["sessions"]
 
 
 def test_doctor_says_when_the_trust_file_holds_no_decisions_it_can_read(

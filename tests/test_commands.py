@@ -16,11 +16,11 @@ from typing import Any
 
 import anyio
 import pytest
-from acp.helpers import text_block
 from acp.schema import (
     McpServerStdio,
     NewSessionResponse,
     PromptResponse,
+    TextContentBlock,
 )
 
 from acp_skills import (
@@ -49,6 +49,8 @@ from tests.acp_peer import (
 from tests.events import named_pipe, write_pipe
 from tests.mcp_http import SERVER, write_served_skill
 from tests.providers import candidate
+
+pytestmark = pytest.mark.sdk
 
 # -- slash commands --------------------------------------------------------------------------
 
@@ -258,7 +260,9 @@ async def test_commands_go_out_once_when_an_mcp_listing_arrives_during_the_first
     registry.register_provider(mcp)
 
     async def prompt(text: str) -> None:
-        await peer.conn.prompt(session_id=session_id, prompt=[text_block(text)])
+        await peer.conn.prompt(
+            session_id=session_id, prompt=[TextContentBlock(type="text", text=text)]
+        )
 
     try:
         async with connected(registry, agent_type=OpeningAgent, mcp=mcp) as peer:
@@ -398,7 +402,7 @@ async def test_skills_is_answered_without_the_model_and_not_recorded(
     assert "- `/secret` — Only a person may run this. (custom, hidden from the model)" in answer
     assert "**Problems** (1 error)" in answer
     assert (
-        f"- error `yaml-invalid` `{skills_dir / 'broken' / 'SKILL.md'}:4`: invalid YAML" in answer
+        f"- `{skills_dir / 'broken' / 'SKILL.md'}:4`: error `yaml-invalid`: invalid YAML" in answer
     )
     assert f"Run `acp-skills doctor --cwd {project}` in a terminal for details." in answer
 

@@ -14,11 +14,11 @@ import pytest
 from acp_skills import LocalFileSystem
 from acp_skills.confined import (
     ConfinedFile,
-    ConfinedReadError,
     _identities,
     _read_by_path,
     read_confined,
 )
+from acp_skills.errors import ReadError
 from tests.unprivileged import run_unprivileged
 
 needs_posix = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX symlinks")
@@ -94,7 +94,7 @@ def test_read_confined_follows_links_only_inside(
 def test_read_confined_refuses_a_symbolic_link_loop(confined: Path) -> None:
     """A link to itself ends the walk with the system's own ELOOP text, not a hang."""
     result = read_confined(str(confined), "loop", 64)
-    assert result == ConfinedReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
+    assert result == ReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
 
 
 @needs_posix
@@ -131,8 +131,8 @@ def test_read_confined_applies_the_size_cap(tmp_path: Path) -> None:
     (tmp_path / "edge.txt").write_bytes(b"x" * 64)
     (tmp_path / "over.txt").write_bytes(b"x" * 65)
     assert walked(tmp_path, "edge.txt") == b"x" * 64
-    assert read_confined(str(tmp_path), "over.txt", 64) == ConfinedReadError(
-        failure="too_large", size=65
+    assert read_confined(str(tmp_path), "over.txt", 64) == ReadError(
+        failure="too_large", size=65, limit=64
     )
 
 
@@ -143,8 +143,8 @@ def test_read_confined_in_a_missing_directory_finds_nothing(tmp_path: Path) -> N
 
 def test_read_confined_finds_nothing_at_a_path_holding_a_nul(tmp_path: Path) -> None:
     """A NUL can be in no file name: "not found", not the ValueError the system calls raise."""
-    assert read_confined(str(tmp_path), "a\0b", 64) == ConfinedReadError(failure="not_found")
-    assert read_confined(f"{tmp_path}\0x", "a", 64) == ConfinedReadError(failure="not_found")
+    assert read_confined(str(tmp_path), "a\0b", 64) == ReadError(failure="not_found")
+    assert read_confined(f"{tmp_path}\0x", "a", 64) == ReadError(failure="not_found")
 
 
 @needs_posix
@@ -162,7 +162,7 @@ def test_read_confined_reports_permission_denied(tmp_path: Path) -> None:
         print(read_confined(sys.argv[1], "locked/file.txt", 64))
     """
     assert run_unprivileged(setup, check, tmp_path) == (
-        "ConfinedReadError(failure='unreadable', size=0, detail='Permission denied', "
+        "ReadError(failure='unreadable', size=0, limit=0, detail='Permission denied', "
         "near='', entries=())"
     )
 

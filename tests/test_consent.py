@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from acp.helpers import text_block
+from acp.schema import TextContentBlock
 
 from acp_skills import LocalSkillProvider, SkillCandidate, SkillRegistry, SkillSnapshot
 from acp_skills.acp.consent import TrustView, command_note, report_lines, trust_error
 from acp_skills.trust import ProjectSource, ServerSource, TrustStore
 from acp_skills.trust_question import Withheld
-from tests.acp_peer import Peer, ScriptedModelAgent, connected, text_content, write_skill
+from tests.acp_peer import (
+    SDK_WITHDRAWS_CANCELLED_REQUESTS,
+    WAIT_SECONDS,
+    Peer,
+    ScriptedModelAgent,
+    connected,
+    text_content,
+    write_skill,
+)
+
+pytestmark = pytest.mark.sdk
 
 
 @pytest.fixture
@@ -186,6 +197,25 @@ async def listed_trust(peer: Peer, session_id: str) -> dict[str, str]:
     return {entry["name"]: entry["trust"] for entry in listed["skills"]}
 
 
+async def turn_ended_while_asking(
+    peer: Peer, session_id: str, end: Callable[[], Awaitable[object]]
+) -> str:
+    """The stop reason of a turn whose trust question the client holds open until ``end()``
+    has run (the client's answer must be ``hold``)."""
+    stops: list[str] = []
+    async with anyio.create_task_group() as group:
+
+        async def turn() -> None:
+            stops.append(await peer.ask(session_id, "hello"))
+
+        group.start_soon(turn)
+        with anyio.fail_after(WAIT_SECONDS):
+            await peer.client.asked.wait()
+        await end()
+    [stop] = stops
+    return stop
+
+
 def agent_text(peer: Peer, session_id: str) -> str:
     return "".join(
         update["content"]["text"] for update in peer.wire.updates(session_id, "agent_message_chunk")
@@ -273,7 +303,9 @@ async def test_trust_for_this_session_admits_only_the_pairs_an_mcp_question_show
             session_id = await peer.new_session(cwd)
             agent.replies = [name_call("c1", "deploy-app"), {"content": "done"}]
             with anyio.fail_after(60):
-                await peer.conn.prompt(session_id=session_id, prompt=[text_block("deploy")])
+                await peer.conn.prompt(
+                    session_id=session_id, prompt=[TextContentBlock(type="text", text="deploy")]
+                )
             [card] = peer.question_text(session_id)
             assert "deploy-app: Deploy the app. (MCP server team, skill://deploy-app/SKILL.md)" in (
                 card
@@ -288,7 +320,9 @@ async def test_trust_for_this_session_admits_only_the_pairs_an_mcp_question_show
                     "deploy-app": "pending",
                 }
                 agent.replies = [name_call("c2", "deploy-app"), {"content": "done"}]
-                await peer.conn.prompt(session_id=session_id, prompt=[text_block("again")])
+                await peer.conn.prompt(
+                    session_id=session_id, prompt=[TextContentBlock(type="text", text="again")]
+                )
             assert len(peer.questions(session_id)) == 1
             assert tool_texts(peer, session_id)[-1] == (
                 'Error: skill "deploy-app" from MCP server "team" is waiting for trust'
@@ -359,6 +393,47 @@ async def test_session_load_makes_an_instance_that_asks_again_while_nothing_is_s
 
 
 @pytest.mark.anyio
+async def test_a_turn_cancelled_while_its_question_is_open_ends_cancelled_as_not_now(
+    project: Path, tmp_path: Path
+) -> None:
+    """``session/cancel`` while the client holds the question open ends the turn ``cancelled``
+    and counts as "Not now": the card ends failed, nothing is stored, the skill waits and the
+    session does not ask again. On the SDK's 1.x line the question is also withdrawn from the
+    client with ``$/cancel_request``; on 0.12.x it stays pending there."""
+    registry = local_registry(tmp_path)
+    store = TrustStore(tmp_path / "trust.json")
+    async with connected(registry, trust="ask", trust_store=store, answer="hold") as peer:
+        session_id = await peer.new_session(project)
+        stop = await turn_ended_while_asking(
+            peer, session_id, lambda: peer.conn.cancel(session_id=session_id)
+        )
+        assert stop == "cancelled"
+        [asked] = peer.wire.request_ids("session/request_permission")
+        if SDK_WITHDRAWS_CANCELLED_REQUESTS:
+            await peer.wire.wait_for(lambda: peer.wire.answer_to(asked) is not None)
+            assert peer.wire.withdrawn() == [asked]
+            # The client's handler was stopped, and the SDK answered for it.
+            answer = peer.wire.answer_to(asked)
+            assert answer is not None
+            assert answer["error"]["code"] == -32800
+        else:
+            assert peer.wire.withdrawn() == []
+            assert peer.wire.answer_to(asked) is None
+        [card] = peer.wire.updates(session_id, "tool_call")
+        ends = [
+            update["status"]
+            for update in peer.wire.updates(session_id, "tool_call_update")
+            if update["toolCallId"] == card["toolCallId"]
+        ]
+        assert ends == ["failed"]
+        assert not (tmp_path / "trust.json").exists()
+        assert await listed_trust(peer, session_id) == {"review": "pending"}
+        peer.client.answer = "allow_once"
+        assert await peer.ask(session_id, "hello again") == "end_turn"
+        assert len(peer.questions(session_id)) == 1
+
+
+@pytest.mark.anyio
 async def test_session_load_while_the_question_is_open_asks_again_in_the_new_instance(
     project: Path, tmp_path: Path
 ) -> None:
@@ -368,18 +443,12 @@ async def test_session_load_while_the_question_is_open_asks_again_in_the_new_ins
     store = TrustStore(tmp_path / "trust.json")
     async with connected(registry, trust="ask", trust_store=store, answer="hold") as peer:
         session_id = await peer.new_session(project)
-        stops: list[str] = []
-        async with anyio.create_task_group() as group:
 
-            async def first_turn() -> None:
-                stops.append((await peer.prompt(session_id, "hello")).stop_reason)
-
-            group.start_soon(first_turn)
-            with anyio.fail_after(5):
-                await peer.client.asked.wait()
+        async def reopen() -> None:
             peer.client.answer = "allow_once"
             await peer.load_session(session_id, project)
-        assert stops == ["cancelled"]
+
+        assert await turn_ended_while_asking(peer, session_id, reopen) == "cancelled"
         await peer.prompt(session_id, "hello again")
         assert len(peer.questions(session_id)) == 2
         assert await listed_trust(peer, session_id) == {"review": "session"}

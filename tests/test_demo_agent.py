@@ -15,13 +15,19 @@ from typing import Any
 import anyio
 import pytest
 from acp import RequestError
-from acp.helpers import embedded_text_resource, resource_block, resource_link_block, text_block
-from acp.schema import HttpMcpServer, McpServerStdio
+from acp.schema import (
+    EmbeddedResourceContentBlock,
+    HttpMcpServer,
+    McpServerStdio,
+    ResourceContentBlock,
+    TextContentBlock,
+    TextResourceContents,
+)
 
 from tests.acp_peer import DemoPeer, Frame, demo_peer
 from tests.sandbox import Sandbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 NOTES_BODY = """# Meeting notes
 
@@ -411,7 +417,12 @@ async def test_bad_requests_get_invalid_params_and_agent_keeps_serving(sandbox: 
         missing = "0" * 32
         project = str(sandbox.project)
         attempts: list[tuple[str, Any]] = [
-            ("prompt", lambda: conn.prompt(session_id=missing, prompt=[text_block("hi")])),
+            (
+                "prompt",
+                lambda: conn.prompt(
+                    session_id=missing, prompt=[TextContentBlock(type="text", text="hi")]
+                ),
+            ),
             (
                 "load",
                 lambda: conn.load_session(cwd=project, session_id=missing, mcp_servers=[]),
@@ -441,9 +452,12 @@ async def test_mcp_servers_are_accepted_and_attached_context_reaches_the_model(
         McpServerStdio(name="local", command="/bin/true", args=[], env=[]),
     ]
     prompt: list[Any] = [
-        text_block("Summarise the attached notes."),
-        resource_block(embedded_text_resource("file:///notes.md", "Ship on Friday.")),
-        resource_link_block("plan", "file:///plan.md"),
+        TextContentBlock(type="text", text="Summarise the attached notes."),
+        EmbeddedResourceContentBlock(
+            type="resource",
+            resource=TextResourceContents(uri="file:///notes.md", text="Ship on Friday."),
+        ),
+        ResourceContentBlock(type="resource_link", name="plan", uri="file:///plan.md"),
     ]
     async with demo_peer(sandbox) as agent:
         sid = await agent.open_session(mcp_servers=servers)

@@ -16,7 +16,7 @@ from demo_agent.__main__ import parse_args
 from tests.acp_peer import DemoPeer, demo_peer
 from tests.sandbox import Sandbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 AREAS = ["billing", "search", "checkout", "accounts", "reports", "shipping"]
 

@@ -18,7 +18,7 @@ from tests.cli_runner import run
 from tests.demo_in_process import agent_environment
 from tests.sandbox import Sandbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 BROKEN = "---\nname: broken\ndescription: [never closed\n---\nbody\n"
 
@@ -70,8 +70,8 @@ async def test_skills_command_answers_with_skills_and_problems_without_the_model
     assert "- `/alpha-notes` — Summarise meeting notes into action items. (custom)" in answer
     assert "- `model-helper` — Conventions for the model. (custom, model only)" in answer
     assert "**Problems** (1 error, 1 warning)" in answer
-    assert f"- error `yaml-invalid` `{broken}:4`: invalid YAML: " in answer
-    assert "- warning `name-mismatch` " in answer
+    assert f"- `{broken}:4`: error `yaml-invalid`: invalid YAML: " in answer
+    assert ": warning `name-mismatch`: " in answer
 
 
 async def test_a_missing_skills_dir_is_a_warning_at_start_up(tmp_path: Path) -> None:

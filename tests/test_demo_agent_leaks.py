@@ -21,7 +21,7 @@ from tests.fake_openai import (
 from tests.fake_openai import tool_call_reply as tool_call
 from tests.sandbox import Sandbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 SECRET = "SECRET-STEPS-ONLY-A-PERSON-MAY-SEE"
 

@@ -21,8 +21,7 @@ from typing import Any
 
 import anyio
 import pytest
-from acp.helpers import text_block
-from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
+from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, TextContentBlock
 
 from acp_skills.mcp import McpServer
 from tests.acp_peer import DemoPeer, demo_peer, write_skill
@@ -32,7 +31,7 @@ from tests.mcp_memory import InProcess
 from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
 from tests.sandbox import Sandbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 
 def serve_skill(root: Path, name: str, body: str = "Do the thing.") -> Path:
@@ -101,7 +100,8 @@ async def test_session_servers_bring_their_skills_and_sessions_do_not_share_cata
     assert names(two) == [("beta-skill", "mcp:b")]
     assert names(none) == []
     assert one["mcpServers"] == [
-        {"label": "a", "connected": True, "skillsExtension": True, "skills": 1, "failure": None}
+        {"label": "a", "identity": configuration(tmp_path / "a", label="a").identity}
+        | {"connected": True, "skillsExtension": True, "skills": 1, "failure": None}
     ]
     assert none["mcpServers"] == []
     assert opened == [
@@ -122,7 +122,9 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
     async with agent_with_servers(sandbox) as agent:
         sid = await agent.open_session(tmp_path, [stdio_entry(tmp_path / "root"), gone])
         listing = await agent.listing(sid)
-        await agent.conn.prompt(session_id=sid, prompt=[text_block("/skills")])
+        await agent.conn.prompt(
+            session_id=sid, prompt=[TextContentBlock(type="text", text="/skills")]
+        )
         shown = agent.client.agent_text(sid)
     local = next(s for s in listing["skills"] if s["name"] == "deploy-app")
     assert local["source"] == "custom"
@@ -137,6 +139,7 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
     team, failed = listing["mcpServers"]
     assert team == {
         "label": "team",
+        "identity": configuration(tmp_path / "root").identity,
         "connected": True,
         "skillsExtension": True,
         "skills": 2,

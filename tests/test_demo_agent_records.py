@@ -29,7 +29,7 @@ from tests.demo_in_process import agent_environment, run_agent
 from tests.records import make_directory, make_fifo
 from tests.sandbox import Sandbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 NOT_SAVED = "this conversation could not be saved"
 needs_posix = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX FIFOs and owners")

@@ -14,10 +14,15 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.acp_peer import DemoPeer, RecordingClient, demo_peer
+from tests.acp_peer import (
+    SDK_WITHDRAWS_CANCELLED_REQUESTS,
+    DemoPeer,
+    RecordingClient,
+    demo_peer,
+)
 from tests.sandbox import Sandbox, write_skill
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 OPTIONS = [
     {"optionId": "allow_once", "name": "Trust for this session", "kind": "allow_once"},
@@ -231,7 +236,8 @@ async def test_a_slash_command_of_a_pending_skill_gets_a_note_and_is_not_expande
 async def test_cancelling_the_turn_while_asking_counts_as_not_now(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    """``session/cancel`` during the question ends the turn cancelled; nothing is stored."""
+    """``session/cancel`` during the question ends the turn cancelled; nothing is stored. On
+    the SDK's 1.x line the agent's transport carries the question's withdrawal to the client."""
     async with demo_peer(sandbox, env=trust_env(tmp_path), answer="hold") as agent:
         client = agent.client
         session_id = await agent.open_session()
@@ -246,6 +252,11 @@ async def test_cancelling_the_turn_while_asking_counts_as_not_now(
                 await client.asked.wait()
             await agent.conn.cancel(session_id=session_id)
         assert results == ["cancelled"]
+        asked = agent.wire.request_ids("session/request_permission")
+        if SDK_WITHDRAWS_CANCELLED_REQUESTS:
+            await agent.wire.wait_for(lambda: agent.wire.withdrawn() == asked)
+        else:
+            assert agent.wire.withdrawn() == []
         assert trust_calls(client, session_id)[-1].status == "failed"
         assert stored(tmp_path) == []
         client.answer = "allow_once"

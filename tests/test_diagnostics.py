@@ -21,13 +21,12 @@ from acp_skills.diagnostics import (
     log_diagnostic,
     shadow_diagnostic,
 )
-from acp_skills.errors import Problem
+from acp_skills.errors import Problem, ReadError
 from acp_skills.frontmatter import (
     ParsedSkill,
     decode_skill_bytes,
     parse_skill_file,
 )
-from acp_skills.fs import FileReadError
 from acp_skills.model import ShadowedSkill
 from tests.providers import ListProvider, candidate
 
@@ -94,19 +93,17 @@ def test_each_refused_file_has_its_own_code_and_the_parser_s_reason(
 @pytest.mark.parametrize(
     ("error", "code"),
     [
-        (FileReadError(reason="broken symbolic link", code="broken-link"), "broken-link"),
+        (ReadError(failure="broken_link"), "broken-link"),
+        (ReadError(failure="too_large", size=900, limit=200), "file-too-large"),
+        (ReadError(failure="unreadable", detail="permission denied"), "file-unreadable"),
         (
-            FileReadError(
-                reason="file is 900 bytes, over the 200-byte limit", code="file-too-large"
-            ),
-            "file-too-large",
+            ReadError(failure="unreadable", detail="file is 900 bytes, over the 200-byte limit"),
+            "file-unreadable",
         ),
-        (FileReadError(reason="permission denied"), "file-unreadable"),
-        (FileReadError(reason="file is 900 bytes, over the 200-byte limit"), "file-unreadable"),
     ],
     ids=["broken-link", "too-large", "permission", "code-not-read-from-text"],
 )
-def test_unreadable_files_are_errors_by_kind(error: FileReadError, code: str) -> None:
+def test_unreadable_files_are_errors_by_kind(error: ReadError, code: str) -> None:
     """The code the filesystem gave is the record's (never guessed from the reason, which is
     the message)."""
     [diagnostic] = file_diagnostics("/r/x.md", error)
@@ -119,9 +116,7 @@ def test_unreadable_files_are_errors_by_kind(error: FileReadError, code: str) ->
 
 def test_a_directory_without_skill_md_is_an_info_not_an_error() -> None:
     """A helper directory in a root is worth a note (a skill nested too deep looks like it)."""
-    [diagnostic] = file_diagnostics(
-        "/r/helpers/SKILL.md", FileReadError(reason="file not found", not_found=True)
-    )
+    [diagnostic] = file_diagnostics("/r/helpers/SKILL.md", ReadError(failure="not_found"))
     assert (diagnostic.code, diagnostic.severity) == ("skill-file-absent", "info")
     assert not CODES["skill-file-absent"].skipped
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_skills.fs import DirEntry, FileReadError, LocalFileSystem, SkillFileSystem
+from acp_skills.errors import ReadError
+from acp_skills.fs import DirEntry, LocalFileSystem, SkillFileSystem
 from tests.unprivileged import run_unprivileged
 
 needs_posix = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX symlinks and FIFOs")
@@ -100,11 +101,11 @@ async def test_read_files_returns_one_result_per_path_in_order(tmp_path: Path) -
 
     assert list(results) == [
         b"alpha",
-        FileReadError(reason="file not found", not_found=True),
+        ReadError(failure="not_found"),
         b"",
-        FileReadError(reason="file is 11 bytes, over the 10-byte limit", code="file-too-large"),
-        FileReadError(reason="is a directory"),
-        FileReadError(reason="broken symbolic link", code="broken-link"),
+        ReadError(failure="too_large", size=11, limit=10),
+        ReadError(failure="directory"),
+        ReadError(failure="broken_link"),
         b"alpha",
     ]
 
@@ -129,7 +130,7 @@ async def test_read_files_refuses_a_fifo_without_blocking(tmp_path: Path) -> Non
     os.mkfifo(tmp_path / "pipe.md")
     with anyio.fail_after(5):
         results = await LocalFileSystem().read_files([str(tmp_path / "pipe.md")], 10)
-    assert list(results) == [FileReadError(reason="not a regular file")]
+    assert list(results) == [ReadError(failure="not_regular")]
 
 
 @needs_posix
@@ -145,7 +146,8 @@ def test_read_files_reports_permission_denied(tmp_path: Path) -> None:
         print(anyio.run(LocalFileSystem().read_files, [secret], 10))
     """
     assert run_unprivileged(setup, check, tmp_path) == (
-        "[FileReadError(reason='permission denied', not_found=False, code='file-unreadable')]"
+        "[ReadError(failure='unreadable', size=0, limit=0, detail='permission denied', "
+        "near='', entries=())]"
     )
 
 

@@ -16,35 +16,40 @@ import pytest
 from acp import PROTOCOL_VERSION
 from acp.connection import StreamEvent
 from acp.core import ClientSideConnection
-from acp.helpers import text_block
 from acp.schema import (
     ClientCapabilities,
     FileSystemCapabilities,
     Implementation,
     ReadTextFileResponse,
+    TextContentBlock,
 )
 
 from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry, render_skill_content
 from acp_skills.acp import AcpSkills, GuardedTransport
 
+pytestmark = pytest.mark.sdk
+
 DOC = Path(__file__).resolve().parent.parent / "docs" / "integration.md"
 HEADING = "## The whole integration"
 
 
-def integration_snippet() -> str:
-    """The first ```python block after the "The whole integration" heading."""
+def integration_snippet(heading: str = HEADING) -> str:
+    """The first ```python block after ``heading`` ("The whole integration" by default)."""
     text = DOC.read_text(encoding="utf-8")
-    _, found, after = text.partition(f"\n{HEADING}\n")
-    assert found, f"{DOC} has no {HEADING!r} heading"
+    _, found, after = text.partition(f"\n{heading}\n")
+    assert found, f"{DOC} has no {heading!r} heading"
     match = re.search(r"^```python\n(.*?)^```$", after, re.DOTALL | re.MULTILINE)
-    assert match is not None, f"no python block after {HEADING!r}"
+    assert match is not None, f"no python block after {heading!r}"
     return match.group(1)
 
 
-def load_snippet() -> types.ModuleType:
+def load_snippet(*more: str) -> types.ModuleType:
+    """The whole integration's block, then the blocks after the headings ``more``, run as one
+    module (a later block builds on the earlier ones)."""
     module = types.ModuleType("integration_snippet")
     module.__file__ = str(DOC)
-    exec(compile(integration_snippet(), str(DOC), "exec"), module.__dict__)
+    for heading in (HEADING, *more):
+        exec(compile(integration_snippet(heading), str(DOC), "exec"), module.__dict__)
     return module
 
 
@@ -171,7 +176,8 @@ async def test_the_snippet_agent_loads_a_skill_over_acp(
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
             await frames.wait_for_update("available_commands_update")
             response = await conn.prompt(
-                session_id=session.session_id, prompt=[text_block("please use the deploy skill")]
+                session_id=session.session_id,
+                prompt=[TextContentBlock(type="text", text="please use the deploy skill")],
             )
             listed = await conn.ext_method("skills/list", {"sessionId": session.session_id})
             prefix = await conn.ext_method("skills/prefix", {"sessionId": session.session_id})
@@ -210,7 +216,10 @@ async def test_the_snippet_agent_expands_a_slash_command(
         with anyio.fail_after(10):
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-            await conn.prompt(session_id=session.session_id, prompt=[text_block("/deploy now")])
+            await conn.prompt(
+                session_id=session.session_id,
+                prompt=[TextContentBlock(type="text", text="/deploy now")],
+            )
     definition = await registry.get("deploy", SkillLookupOptions(cwd=str(tmp_path)))
     assert definition is not None
     [start] = frames.updates("tool_call")

@@ -27,7 +27,8 @@ from acp_skills import (
     SkillProvider,
     SkillRegistry,
 )
-from acp_skills.fs import DirEntry, FileReadError
+from acp_skills.errors import ReadError
+from acp_skills.fs import DirEntry
 from acp_skills.local import RootReport, SkillRoot
 from tests.hypothesis_profiles import examples
 
@@ -867,9 +868,7 @@ class CountingFileSystem:
         self.calls["list_dir"] += 1
         return await self.disk.list_dir(path)
 
-    async def read_files(
-        self, paths: Sequence[str], max_bytes: int
-    ) -> Sequence[bytes | FileReadError]:
+    async def read_files(self, paths: Sequence[str], max_bytes: int) -> Sequence[bytes | ReadError]:
         self.calls["read_files"] += 1
         self.read_batches.append(len(paths))
         return await self.disk.read_files(paths, max_bytes)
@@ -908,7 +907,7 @@ async def test_parsing_never_runs_inside_a_custom_filesystem_s_batch(
     class Batches(CountingFileSystem):
         async def read_files(
             self, paths: Sequence[str], max_bytes: int
-        ) -> Sequence[bytes | FileReadError]:
+        ) -> Sequence[bytes | ReadError]:
             nonlocal in_batch
             in_batch = True
             try:

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from acp.helpers import text_block
+from acp.schema import TextContentBlock
 
 from acp_skills import (
     LocalSkillProvider,
@@ -300,7 +300,9 @@ async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usab
             session_id = await peer.new_session(tmp_path)
 
             async def run_prompt() -> None:
-                answer = await peer.conn.prompt(session_id=session_id, prompt=[text_block("go")])
+                answer = await peer.conn.prompt(
+                    session_id=session_id, prompt=[TextContentBlock(type="text", text="go")]
+                )
                 stops.append(answer.stop_reason)
 
             with anyio.fail_after(30):
@@ -338,6 +340,23 @@ def test_the_cli_lists_and_shows_skills_of_an_mcp_server(
     payload = json.loads(doctor)
     assert payload["mcpServers"][0]["label"] == "team"
     assert payload["mcpServers"][0]["skills"] == 1
+
+
+def test_doctor_says_how_a_server_fares_in_the_words_of_skills(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    """``doctor`` and ``/skills`` share one wording of a server's state (``1 skill``, not
+    ``1 skills``); ``--json`` names its identity as ``_skills/list`` does."""
+    text = skill_text("name: deploy-app\ndescription: Skill deploy-app.", "Run make deploy.")
+    fields = {"name": "deploy-app", "description": "Skill deploy-app."}
+    script = write_script(tmp_path / "s.json", [served("deploy-app", text, fields)])
+    server = f"team={sys.executable} {SCRIPTED_SERVER} {script}"
+    where = ("--cwd", str(tmp_path), "--mcp-server", server)
+    _, doctor, _ = cli("doctor", *where)
+    assert "\nMCP servers (1)\n  team: connected, 1 skill\n" in doctor
+    _, doctor, _ = cli("doctor", "--json", *where)
+    [listed] = json.loads(doctor)["mcpServers"]
+    assert listed["identity"] == server
 
 
 def _locator(name: str, description: str, *, files: bool = True) -> McpLocator:

@@ -94,7 +94,7 @@ async def test_a_bad_listed_skill_is_skipped_and_every_other_skill_stays(tmp_pat
             "skipped: field 'description' is empty",
         },
     ]
-    assert "`mcp-skill-invalid` `skill://empty/SKILL.md`:" in answer
+    assert "`skill://empty/SKILL.md`: error `mcp-skill-invalid`:" in answer
 
 
 def shown(peer: Peer, session_id: str) -> str:

@@ -70,12 +70,12 @@ def test_build_makes_wheel_and_sdist_with_license_and_metadata(installed: Instal
     assert not [c for c in classifiers if c.startswith("License ::")]
     assert "agent-client-protocol" in (metadata["Keywords"] or "")
     for example in EXAMPLES:
-        assert f"demo_agent/example_skills/{example}" in names
+        assert f"acp_skills/cli/example_skills/{example}" in names
     with tarfile.open(installed.sdist) as sdist:
         members = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     assert {"LICENSE", "README.md", "pyproject.toml"} <= members
     for example in EXAMPLES:
-        assert f"demo_agent/example_skills/{example}" in members
+        assert f"acp_skills/cli/example_skills/{example}" in members
 
 
 def test_installed_demonstration_runs_in_any_directory(

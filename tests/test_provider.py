@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, fields
-from typing import Any
 
 import pytest
 
@@ -113,16 +112,6 @@ async def test_malformed_definition_fails_fast(override: object, message: str) -
 # -- provider hooks are checked at registration ---------------------------------------------
 
 
-class Misspelled(ListProvider):
-    def on_registered(self, handle: Any) -> None:
-        raise AssertionError("never called")
-
-
-class MisspelledCacheable(ListProvider):
-    def cachable(self, options: SkillLookupOptions) -> bool:
-        return False
-
-
 class NotCallable(ListProvider):
     on_dispose = "not a function"
 
@@ -136,22 +125,14 @@ class AsyncCacheable(ListProvider):
     ("provider", "message"),
     [
         (
-            Misspelled("p"),
-            r"'on_registered', which is not a provider hook; did you mean 'on_register'",
-        ),
-        (
-            MisspelledCacheable("p"),
-            r"'cachable', which is not a provider hook; did you mean 'cacheable'",
-        ),
-        (
             NotCallable("p"),
             r"skill provider \"p\": hook on_dispose is not callable, got 'not a function'",
         ),
         (AsyncCacheable("p"), r"skill provider \"p\": hook cacheable must not be async"),
     ],
-    ids=["on-registered", "cachable", "not-callable", "async-cacheable"],
+    ids=["not-callable", "async-cacheable"],
 )
-async def test_a_misspelled_or_uncallable_hook_is_refused_at_registration(
+async def test_an_uncallable_hook_is_refused_at_registration(
     provider: ListProvider, message: str
 ) -> None:
     """A hook the registry would never call is a TypeError at register_provider, and nothing

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -101,3 +103,43 @@ def test_importing_the_package_loads_neither_the_acp_sdk_nor_pydantic(
     """``import acp_skills`` alone stays light: the ACP glue is imported on first use."""
     assert fresh_imports["loaded by acp_skills"] == []
     assert fresh_imports["loaded by AcpSkills"] == ["acp", "pydantic"]
+
+
+# What docs/integration.md ("The layers underneath") names as public beyond the two modules.
+DOCUMENTED_FOR_APPLICATIONS = {
+    "acp_skills": None,
+    "acp_skills.acp": None,
+    "acp_skills.mcp": None,
+    "acp_skills.cli.settings": None,
+    "acp_skills.text": {"terminal_safe"},
+}
+
+
+def _imports(package: str) -> list[tuple[str, str, set[str]]]:
+    """Every ``import``/``from`` in ``package``'s files: (file, module, names)."""
+    found = []
+    for path in sorted((Path(__file__).parent.parent / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.append((path.name, node.module, {alias.name for alias in node.names}))
+            elif isinstance(node, ast.Import):
+                found.extend((path.name, alias.name, set()) for alias in node.names)
+    return found
+
+
+def test_the_library_imports_nothing_of_its_demo() -> None:
+    """The demo agent is an edge on the library, never the other way round."""
+    assert [i for i in _imports("acp_skills") if i[1].split(".")[0] == "demo_agent"] == []
+
+
+def test_the_demo_agent_uses_only_what_the_docs_call_public() -> None:
+    """``demo_agent`` imports `acp_skills`, `acp_skills.acp`, `acp_skills.mcp`,
+    `acp_skills.cli.settings` and `acp_skills.text.terminal_safe`, nothing else."""
+    for file, module, names in _imports("demo_agent"):
+        if module.split(".")[0] != "acp_skills":
+            continue
+        if {f"{module}.{name}" for name in names} <= DOCUMENTED_FOR_APPLICATIONS.keys():
+            continue  # `from acp_skills.cli import settings`
+        assert module in DOCUMENTED_FOR_APPLICATIONS, (file, module)
+        allowed = DOCUMENTED_FOR_APPLICATIONS[module]
+        assert allowed is None or names <= allowed, (file, module, names)

@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 from acp_skills import SkillRegistry
 from acp_skills.acp import AcpSkills
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 
 class Updates:

@@ -4,13 +4,14 @@ closed once no live session names it (acp_skills/acp/servers.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
-from acp_skills import SkillLookupOptions
-from acp_skills.acp.servers import SessionServers
+from acp_skills import SkillLookupOptions, SkillSnapshot
+from acp_skills.acp.servers import SessionServers, servers_report
 from acp_skills.mcp import McpServer
 
 pytestmark = pytest.mark.anyio
@@ -84,3 +85,24 @@ async def test_a_server_is_let_go_when_no_live_session_names_it() -> None:
     assert recorder.released == [own, shared]
     await servers.unbind("s2")  # twice is harmless
     assert recorder.released == [own, shared]
+
+
+class FaringRecorder(ClosingRecorder):
+    """A provider whose one server was skipped, for a reason its stderr wrote over lines."""
+
+    def states(self, options: SkillLookupOptions) -> Sequence[Any]:
+        reason = "the server exited with status 1: boom\n- error `forged`: not from us"
+        server = McpServer(label="team", command="srv")
+        return (SimpleNamespace(server=server, failure=reason, connected=False, skills=0),)
+
+
+def test_a_server_reason_cannot_forge_a_line_of_the_skills_report() -> None:
+    """What a server wrote stays on its server's line of ``/skills``, line feeds spelt out."""
+    empty = SkillSnapshot(skills=(), complete=True)
+    report = servers_report(FaringRecorder(), SkillLookupOptions(), empty)
+    assert report.splitlines() == [
+        "**MCP servers** (1)",
+        "",
+        "- `team`: skipped: the server exited with status 1: boom\\x0a- error `forged`: not "
+        "from us",
+    ]

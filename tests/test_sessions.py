@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 from acp import RequestError
-from acp.helpers import text_block
+from acp.schema import TextContentBlock
 
 from acp_skills import SkillDefinition, SkillRegistry
 from acp_skills.acp import AcpSkills
 from acp_skills.acp.sessions import RELEASED_PER_LIVE
 from tests.acp_peer import fixture_registry, make_project, write_fixture_skills
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ async def test_idle_sessions_beyond_the_bound_are_released_and_come_back_unchang
     """With room for two, the third session releases the first, which reopens as it was."""
     skills = AcpSkills(registry, max_live_sessions=2)
     await skills.open_session("s1", str(project))
-    async with skills.turn("s1", [text_block("first")]) as turn:
+    async with skills.turn("s1", [TextContentBlock(type="text", text="first")]) as turn:
         await turn.request_messages()
         await turn.add_reply({"content": "one"})
     frozen = turn.prefix
@@ -47,7 +47,7 @@ async def test_idle_sessions_beyond_the_bound_are_released_and_come_back_unchang
     live = [sid for sid in ("s1", "s2", "s3") if skills._sessions.peek(sid) is not None]
     assert live == ["s2", "s3"]
     assert skills.has_session("s1")
-    async with skills.turn("s1", [text_block("second")]) as turn:
+    async with skills.turn("s1", [TextContentBlock(type="text", text="second")]) as turn:
         messages = await turn.request_messages()
     # The released session kept its frozen catalog (without "late") and its history.
     assert turn.prefix == frozen
@@ -77,7 +77,7 @@ async def test_a_forgotten_session_is_unknown_to_a_prompt_but_loads_from_its_rec
     """Forgotten is not lost: ``session/load`` reopens it from its record, history and all."""
     skills = AcpSkills(registry, max_live_sessions=1)
     await skills.open_session("first", str(project))
-    async with skills.turn("first", [text_block("remember me")]) as turn:
+    async with skills.turn("first", [TextContentBlock(type="text", text="remember me")]) as turn:
         await turn.request_messages()
         await turn.add_reply({"content": "noted"})
     for index in range(RELEASED_PER_LIVE + 1):
@@ -95,7 +95,7 @@ async def test_a_busy_session_is_not_released(registry: SkillRegistry, project: 
     """A session whose turn is running stays live past the bound; it is released once idle."""
     skills = AcpSkills(registry, max_live_sessions=1)
     await skills.open_session("busy", str(project))
-    async with skills.turn("busy", [text_block("hold on")]) as turn:
+    async with skills.turn("busy", [TextContentBlock(type="text", text="hold on")]) as turn:
         await skills.open_session("next", str(project))
         assert live_ids(skills) == ["busy", "next"]
         await turn.request_messages()

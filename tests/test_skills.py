@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import pytest
 from acp import RequestError
-from acp.helpers import text_block
+from acp.schema import TextContentBlock
 from structlog.testing import capture_logs
 
 from acp_skills import (
@@ -42,6 +42,8 @@ from tests.acp_peer import (
     write_skill,
 )
 from tests.providers import ListProvider, candidate
+
+pytestmark = pytest.mark.sdk
 
 
 @pytest.fixture
@@ -376,7 +378,9 @@ async def first_turn(skills: AcpSkills, session_id: str, cwd: Path) -> PromptTur
 async def another_turn(
     skills: AcpSkills, session_id: str, calls: list[dict[str, Any]] | None = None
 ) -> PromptTurn:
-    async with skills.turn(session_id, [text_block("hello")], system="s") as turn:
+    async with skills.turn(
+        session_id, [TextContentBlock(type="text", text="hello")], system="s"
+    ) as turn:
         await turn.request_messages()
         for number, arguments in enumerate(calls or []):
             await turn.call_tool(f"call-{number}", "skill", arguments)

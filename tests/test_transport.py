@@ -28,7 +28,7 @@ from structlog.testing import capture_logs
 
 from acp_skills.acp import GuardedTransport
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 INITIALIZE_PARAMS: dict[str, Any] = {"protocolVersion": PROTOCOL_VERSION}
 

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from acp import RequestError
-from acp.helpers import text_block
+from acp.schema import TextContentBlock
 
 from acp_skills import (
     PrefixMessage,
@@ -42,7 +42,7 @@ from tests.acp_peer import (
 from tests.fake_openai import Fail, FakeOpenAI, ReceivedRequest, Reply, text_reply, tool_call_reply
 from tests.providers import ListProvider, candidate
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 
 @pytest.fixture
@@ -103,9 +103,11 @@ async def test_the_agent_s_own_tools_go_to_its_runner_and_unknown_tools_get_an_e
             ran.append((name, arguments))
             return "42"
 
-        async with peer.skills.turn(session_id, [text_block("x")], run_tool=run_tool) as turn:
+        async with peer.skills.turn(
+            session_id, [TextContentBlock(type="text", text="x")], run_tool=run_tool
+        ) as turn:
             answer = await turn.call_tool("t1", "calc", '{"expr": "6*7"}')
-        async with peer.skills.turn(session_id, [text_block("y")]) as turn:
+        async with peer.skills.turn(session_id, [TextContentBlock(type="text", text="y")]) as turn:
             refused = await turn.call_tool("t2", "calc", "{}")
     assert ran == [("calc", {"expr": "6*7"})]
     assert (answer.text, answer.is_error) == ("42", False)
@@ -163,7 +165,7 @@ async def test_a_cancelled_tool_call_still_gets_a_result_in_the_record(
         async with anyio.create_task_group() as group:
 
             async def run() -> None:
-                prompt = [text_block("wait")]
+                prompt = [TextContentBlock(type="text", text="wait")]
                 async with peer.skills.turn(session_id, prompt, run_tool=run_tool) as turn:
                     await turn.request_messages()
                     await turn.add_reply(call)
@@ -202,7 +204,7 @@ async def test_a_turn_cancelled_while_composing_discards_its_prefix(
     async with anyio.create_task_group() as group:
 
         async def run() -> None:
-            async with skills.turn(session_id, [text_block("hi")]) as turn:
+            async with skills.turn(session_id, [TextContentBlock(type="text", text="hi")]) as turn:
                 assert turn.finished
                 assert [m async for m in turn.requests()] == []
             assert turn.response.stop_reason == "cancelled"
@@ -214,7 +216,7 @@ async def test_a_turn_cancelled_while_composing_discards_its_prefix(
     session = await skills.session(session_id)
     assert not session.composed
     release.set()
-    async with skills.turn(session_id, [text_block("again")]) as turn:
+    async with skills.turn(session_id, [TextContentBlock(type="text", text="again")]) as turn:
         await turn.request_messages()
     assert session.composed
 
@@ -225,9 +227,9 @@ async def test_a_second_turn_while_one_runs_is_an_invalid_request(
     """Two turns of one session at once: the second is refused with -32600."""
     skills = AcpSkills(registry)
     await skills.open_session("s1", str(project))
-    async with skills.turn("s1", [text_block("one")]):
+    async with skills.turn("s1", [TextContentBlock(type="text", text="one")]):
         with pytest.raises(RequestError) as caught:
-            async with skills.turn("s1", [text_block("two")]):
+            async with skills.turn("s1", [TextContentBlock(type="text", text="two")]):
                 pass
     assert caught.value.code == -32600
 
@@ -236,7 +238,7 @@ async def test_requests_stop_at_the_turn_limit(registry: SkillRegistry, project:
     """A model that calls tools forever is stopped with ``max_turn_requests``."""
     skills = AcpSkills(registry, max_requests_per_turn=3)
     await skills.open_session("s1", str(project))
-    async with skills.turn("s1", [text_block("loop")]) as turn:
+    async with skills.turn("s1", [TextContentBlock(type="text", text="loop")]) as turn:
         count = 0
         async for _messages in turn.requests():
             count += 1
@@ -252,7 +254,7 @@ async def test_a_request_left_unanswered_is_a_clear_error(
     await skills.open_session("s1", str(project))
 
     async def loop_without_replies() -> None:
-        async with skills.turn("s1", [text_block("x")]) as turn:
+        async with skills.turn("s1", [TextContentBlock(type="text", text="x")]) as turn:
             async for _messages in turn.requests():
                 pass
 
@@ -480,7 +482,7 @@ async def test_a_tool_that_raises_fails_its_call_and_the_conversation_goes_on(
         async with connected(registry) as peer:
             session_id = await peer.new_session(project)
             for typed in ("compute 1/0", "and now?"):
-                prompt = [text_block(typed)]
+                prompt = [TextContentBlock(type="text", text=typed)]
                 async with peer.skills.turn(session_id, prompt, run_tool=run_tool) as turn:
                     async for messages in turn.requests():
                         reply = await anyio.to_thread.run_sync(_post_chat, fake.base_url, messages)

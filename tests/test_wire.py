@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 from acp import RequestError
-from acp.helpers import resource_link_block, text_block
+from acp.schema import ResourceContentBlock, TextContentBlock
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,6 +26,8 @@ from acp_skills.acp.wire import (
 )
 from tests.providers import candidate
 from tests.strategies import descriptions, forbidden_in
+
+pytestmark = pytest.mark.sdk
 
 # -- pure builders ---------------------------------------------------------------------------
 
@@ -157,8 +159,8 @@ def test_find_invocations(text: str, expected: list[str]) -> None:
 def test_prompt_text_joins_text_blocks_and_skips_the_rest() -> None:
     """Text blocks (models or raw dicts) are joined with newlines; other blocks are skipped."""
     prompt: list[object] = [
-        text_block("first"),
-        resource_link_block("notes", "file:///notes.md"),
+        TextContentBlock(type="text", text="first"),
+        ResourceContentBlock(type="resource_link", name="notes", uri="file:///notes.md"),
         {"type": "text", "text": "second"},
         {"type": "image", "data": "..."},
     ]

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Iterable, Sequence
 from typing import Final
 
 from acp.connection import StreamDirection, StreamEvent
-from acp.helpers import update_available_commands
 from acp.schema import AvailableCommand
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
@@ -19,17 +18,18 @@ from ..diagnostics import Diagnostic
 from ..model import SkillSnapshot, SkillSummary
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
+from ..report import Markdown, by_severity, diagnostic_line, tally
 from ..text import shorten_description, terminal_safe
 from .consent import bound
 from .sessions import LiveSession, SessionTable
-from .wire import ClientLink, available_commands, field
+from .wire import ClientLink, available_commands, commands_update, field
 
 _log = get_logger(__name__)
 
 SKILLS_COMMAND: Final = "skills"
 SKILLS_COMMAND_DESCRIPTION: Final = "Show the skills available here and any problems with them"
 
-_SESSION_OPENERS: Final = ("session/new", "session/load")
+_SESSION_OPENERS: Final = ("session/new", "session/load", "session/resume")
 
 _MAX_PROBLEMS_SHOWN: Final = 20
 _DESCRIPTION_SHOWN: Final = 120
@@ -38,9 +38,7 @@ _DESCRIPTION_SHOWN: Final = 120
 # command" note rather than silently reaching the model; `/usr/bin` and `5/8` are no words.
 _LEADING_SLASH_WORD: Final = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_-]*)(?!\S)")
 
-_SEVERITY_ORDER: Final = {"error": 0, "warning": 1, "info": 2}
-_SEVERITY_LABEL: Final = {"error": "error", "warning": "warning", "info": "note"}
-# Paths and messages can quote what is on disk: a line feed in a name must not forge a line.
+# A working directory or a source may quote what is on disk: a line feed must not forge a line.
 _clean = terminal_safe
 
 
@@ -53,7 +51,7 @@ class CommandsAnnouncer:
 
     def __init__(self, registry: SkillRegistry, sessions: SessionTable, link: ClientLink) -> None:
         self._registry, self._sessions, self._link = registry, sessions, link
-        # `session/new` / `session/load` ids not answered yet -> the session a `session/load` names.
+        # Ids of session openers not answered yet -> the session a load or resume names.
         self._awaiting: dict[str | int, str | None] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
@@ -94,7 +92,7 @@ class CommandsAnnouncer:
         # Set before the send awaits: a refresh resuming meanwhile sees this list as sent.
         state.sent = key
         state.resend_due = not state.turned and live.turn is None
-        await self._link.send(session_id, update_available_commands(commands))
+        await self._link.send(session_id, commands_update(commands))
 
     def observe(self, event: StreamEvent) -> Awaitable[None] | None:
         # The SDK calls observers after writing a frame, and runs the returned coroutine as a
@@ -213,9 +211,9 @@ def skills_report(
     elif not diagnostics:
         lines.append("No problems found.")
     else:
-        ordered = sorted(diagnostics, key=lambda d: _SEVERITY_ORDER.get(d.severity, 3))
-        lines += [f"**Problems** ({_tally(ordered)})", ""]
-        lines.extend(_diagnostic_line(d) for d in ordered[:_MAX_PROBLEMS_SHOWN])
+        ordered = by_severity(diagnostics)
+        lines += [f"**Problems** ({tally(ordered)})", ""]
+        lines.extend(f"- {diagnostic_line(d, Markdown())}" for d in ordered[:_MAX_PROBLEMS_SHOWN])
         if (hidden := len(ordered) - _MAX_PROBLEMS_SHOWN) > 0:
             lines.append(f"- ... and {hidden} more")
         lines += ["", f"Run `acp-skills doctor --cwd {_clean(cwd)}` in a terminal for details."]
@@ -235,18 +233,3 @@ def _skill_line(skill: SkillSummary) -> str:
     shown = f"/{skill.name}" if invocable([skill]) else skill.name
     description = shorten_description(skill.description, _DESCRIPTION_SHOWN)
     return f"- `{shown}` — {description} ({', '.join(notes)})"
-
-
-def _diagnostic_line(diagnostic: Diagnostic) -> str:
-    where = _clean(diagnostic.path) if diagnostic.path is not None else ""
-    if where and diagnostic.line is not None:
-        where += f":{diagnostic.line}"
-    label = _SEVERITY_LABEL.get(diagnostic.severity, diagnostic.severity)
-    located = f" `{where}`:" if where else ":"
-    return f"- {label} `{diagnostic.code}`{located} {_clean(diagnostic.message)}"
-
-
-def _tally(diagnostics: Sequence[Diagnostic]) -> str:
-    labels = _SEVERITY_LABEL.items()
-    counts = {label: sum(d.severity == key for d in diagnostics) for key, label in labels}
-    return ", ".join(f"{n} {label}{'' if n == 1 else 's'}" for label, n in counts.items() if n)

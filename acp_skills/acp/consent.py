@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
-from acp.helpers import start_tool_call, text_block, tool_content, update_tool_call
 from acp.schema import PermissionOption, ToolCallUpdate
 
 from ..model import SkillLookupOptions, SkillSnapshot
@@ -49,7 +48,7 @@ from ..trust_question import (
     question_text,
     question_title,
 )
-from .wire import ClientLink
+from .wire import ClientLink, text_tool_content, tool_call_progress, tool_call_start
 
 _log = get_logger(__name__)
 
@@ -191,7 +190,8 @@ class TrustedRegistry:
             trust = _current.get()
         grants = dict(trust.grants) if trust is not None else {}
         skills = [*raw.skills, *(shadowed.skill for shadowed in raw.shadowed)]
-        source_of = await sources_for(options.cwd, skills)  # the project found off the loop
+        # The projects (the session's, its additional directories') found off the loop.
+        source_of = await sources_for(options.cwd, skills, options.additional_directories)
         sources = {id(skill): source_of(skill) for skill in skills}  # each found once
         stored = StoredTrust()
         if self.mode == "ask" and any(source is not None for source in sources.values()):
@@ -250,9 +250,9 @@ async def ask(
     if not pending or client is None:
         return
     call_id = f"trust-{uuid.uuid4().hex}"
-    content = [tool_content(text_block(question_text(pending)))]
+    content = text_tool_content(question_text(pending))
     title = question_title(pending)
-    start = start_tool_call(call_id, title, kind="read", status="pending", content=content)
+    start = tool_call_start(call_id, title, kind="read", status="pending", content=content)
     choice = "reject_once"
     try:
         await link.send(session_id, start)
@@ -270,7 +270,7 @@ async def ask(
             choice = picked if picked in dict(OPTIONS) else "reject_once"
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await link.send(session_id, update_tool_call(call_id, status="failed"))
+            await link.send(session_id, tool_call_progress(call_id, status="failed"))
         raise
     except Exception as error:
         _log.warning("trust_question_failed", session_id=session_id, error=repr(error))
@@ -289,7 +289,7 @@ async def ask(
                     trust.admit([w for w in pending if w.source.key == key])
     _log.info("trust_answered", session_id=session_id, answer=choice, sources=len(sources))
     await link.send(
-        session_id, update_tool_call(call_id, status="completed" if admitted else "failed")
+        session_id, tool_call_progress(call_id, status="completed" if admitted else "failed")
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-from acp.helpers import update_agent_message_text, update_user_message_text
 from pydantic import ValidationError
 
 from ..quiet_log import get_logger
@@ -44,14 +43,14 @@ async def _replay_message(
     if role == "user":
         shown = message.get(DISPLAY_KEY, content)
         if isinstance(shown, str):
-            updates.append(update_user_message_text(shown))
+            updates.append(wire.user_text(shown))
         if isinstance(content, str):
             for call_id, name, result in _invoked_calls(message, content):
                 updates.append(wire.skill_tool_call_start(call_id, {"name": name}))
                 updates.append(wire.tool_call_finished(call_id, result))
     elif role == "assistant":
         if isinstance(content, str) and content:
-            updates.append(update_agent_message_text(content))
+            updates.append(wire.agent_text(content))
         for call in wire.sequence(message.get("tool_calls")):
             updates.append(_replayed_call(call, skill_tool_name))
     elif role == "tool" and isinstance(content, str):

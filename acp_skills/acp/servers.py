@@ -16,7 +16,8 @@ from acp.schema import HttpMcpServer, McpServerStdio
 
 from ..model import SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
-from ..text import remove_unsafe_characters
+from ..report import Markdown, server_json, server_line
+from ..text import remove_unsafe_characters, terminal_safe
 from .wire import field
 
 _log = get_logger(__name__)
@@ -91,40 +92,20 @@ class SessionServers:
 
 def servers_json(provider: ServerCloser | None, options: SkillLookupOptions) -> list[Any]:
     """Each server a lookup with ``options`` uses: how it fares, for ``_skills/list``."""
-    if provider is None:
-        return []
-    clean = remove_unsafe_characters  # a server's own error text
-    return [
-        {
-            "label": clean(state.server.label),
-            "connected": state.connected,
-            "skillsExtension": state.supports_skills,
-            "skills": state.skills,
-            "failure": clean(state.failure) if state.failure is not None else None,
-        }
-        for state in provider.states(options)
-    ]
+    states = provider.states(options) if provider is not None else ()
+    return [server_json(state) for state in states]
 
 
 def servers_report(
     provider: ServerCloser | None, options: SkillLookupOptions, snapshot: SkillSnapshot
 ) -> str:
     """The ``/skills`` lines on each MCP server and each MCP skill a local one hides, or ""."""
-    clean = remove_unsafe_characters
+    clean = terminal_safe  # a line of the report: a line feed in a name must not forge one
     lines: list[str] = []
     states = list(provider.states(options)) if provider is not None else []
     if states:
         lines += [f"**MCP servers** ({len(states)})", ""]
-    for state in states:
-        if state.failure is not None:
-            how = f"skipped: {clean(state.failure)}"
-        elif state.supports_skills is False:
-            how = "connected, serves no skills (no skills extension)"
-        elif state.connected:
-            how = f"connected, {state.skills} skill{'' if state.skills == 1 else 's'}"
-        else:
-            how = "not connected yet"
-        lines.append(f"- `{clean(state.server.label)}`: {how}")
+    lines.extend(f"- {server_line(state, Markdown())}" for state in states)
     clashes = [s for s in snapshot.shadowed if s.skill.source.startswith("mcp:")]
     if clashes:
         lines += [*([""] if lines else []), "**Name clashes with MCP skills**", ""]

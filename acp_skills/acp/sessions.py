@@ -16,6 +16,7 @@ from ..prefix import SessionPrefix
 from ..quiet_log import get_logger
 from ..record import SessionStore
 from ..session import PrefixedSession
+from ..session_index import ListedSessionStore, SessionDescription, session_title
 from .consent import SessionTrust
 from .servers import SessionServers
 
@@ -23,6 +24,8 @@ _log = get_logger(__name__)
 
 # A released session costs a few hundred bytes: 256 live sessions remember 4,096 released ones.
 RELEASED_PER_LIVE = 16
+# How long `session/close` waits for the turn it cancelled to record its last results.
+CLOSE_WAIT_SECONDS = 5.0
 
 CommandsKey = tuple[tuple[str, str, str], ...]
 
@@ -41,8 +44,11 @@ class CommandsState:
 class LiveSession:
     session: PrefixedSession
     turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
+    turn_ended: anyio.Event = field(default_factory=anyio.Event)  # set as that turn ends
     commands: CommandsState = field(default_factory=CommandsState)
     trust: SessionTrust = field(default_factory=SessionTrust)  # this instance's answers
+    described: bool = False  # the store has this instance's summary (`session/list`)
+    describe_failed: bool = False  # writing it failed (said once)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +59,7 @@ class _Released:
     # Released to save memory, not closed: what its editor was sent and its answers still hold.
     commands: CommandsState
     trust: SessionTrust
+    described: bool
 
 
 class SessionTable:
@@ -86,10 +93,16 @@ class SessionTable:
         cwd: str,
         tool_names: Iterable[str],
         servers: tuple[Hashable, ...] = (),
+        additional_directories: tuple[str, ...] = (),
     ) -> LiveSession:
         """Start a new instance over the session's record (-32603 if it cannot be read)."""
-        names = frozenset(tool_names)
-        context = PrefixContext(session_id=session_id, cwd=cwd, tool_names=names, servers=servers)
+        context = PrefixContext(
+            session_id=session_id,
+            cwd=cwd,
+            tool_names=frozenset(tool_names),
+            servers=servers,
+            additional_directories=additional_directories,
+        )
         try:
             record = await self._store.open(session_id)
             # A live instance being replaced (`session/load`) hands over what it has not saved.
@@ -127,11 +140,63 @@ class SessionTable:
             # Opened or reopened by someone else while we read the record: theirs stands.
             return await self.get(session_id)
         del self._released[session_id]
-        live = LiveSession(session=session, commands=released.commands, trust=released.trust)
+        live = LiveSession(
+            session=session,
+            commands=released.commands,
+            trust=released.trust,
+            described=released.described,
+        )
         self._live[session_id] = live
         await self.servers.bind(session_id, released.context.servers)
         await self._release_idle()
         return live
+
+    async def describe(self, live: LiveSession, prompt_text: str) -> None:
+        """Tell a store that lists its sessions what a listing shows of ``live``, once per
+        instance, after its first recorded prompt (``prompt_text``, the session's first
+        prompt, gives it its title). Never fails the turn: a summary not written is tried
+        again at the next one."""
+        store, session = self._store, live.session
+        if live.described or session.save_error is not None:
+            return  # a record not written yet would list nothing
+        if not isinstance(store, ListedSessionStore):
+            return
+        context = session.context
+        description = SessionDescription(
+            session_id=context.session_id,
+            cwd=context.cwd,
+            additional_directories=context.additional_directories,
+            title=session_title(prompt_text),
+        )
+        try:
+            await store.describe_session(description)
+        except OSError as error:
+            # Once per instance: the next turns try again quietly.
+            log = _log.debug if live.describe_failed else _log.warning
+            log(
+                "session_summary_not_written",
+                session_id=context.session_id,
+                error=describe_os_error(error),
+            )
+            live.describe_failed = True
+            return
+        live.described = True
+
+    async def close(self, session_id: str) -> bool:
+        """End the session's instance (``session/close``): its turn cancelled and waited for, the
+        servers only it used let go, what its record has not taken yet tried once more. The
+        record stays. Whether the session was open here (live or released)."""
+        if (live := self.peek(session_id)) is None:
+            return self._released.pop(session_id, None) is not None  # holds no server
+        if live.turn is not None:
+            live.turn.cancel()
+            with anyio.move_on_after(CLOSE_WAIT_SECONDS):
+                await live.turn_ended.wait()
+        if self._live.get(session_id) is live:  # not replaced meanwhile (`session/load`)
+            del self._live[session_id]
+            await self.servers.unbind(session_id)
+        await _flush(session_id, live)
+        return True
 
     def note_catalog_fit(self, context: PrefixContext, fit: CatalogFit) -> None:
         if (live := self.peek(context.session_id)) is not None and live.session.context is context:
@@ -151,7 +216,9 @@ class SessionTable:
                 continue
             del self._live[session_id]
             fit = session.catalog_fit
-            kept = _Released(session.context, session.requested, fit, live.commands, live.trust)
+            kept = _Released(
+                session.context, session.requested, fit, live.commands, live.trust, live.described
+            )
             self._released[session_id] = kept
             excess -= 1
             await self.servers.unbind(session_id)  # reopening binds them again
@@ -163,16 +230,20 @@ class SessionTable:
 async def flush_all(table: SessionTable) -> None:
     """One last try at every unsaved entry; a warning names each session still missing some."""
     for session_id, live in table.running():
-        if (
-            live.session.unsaved
-            and (error := await session_module.flush_unsaved(live.session)) is not None
-        ):
-            _log.warning(
-                "session_record_entries_lost",
-                session_id=session_id,
-                missing=live.session.unsaved,
-                error=describe_os_error(error),
-            )
+        await _flush(session_id, live)
+
+
+async def _flush(session_id: str, live: LiveSession) -> None:
+    if (
+        live.session.unsaved
+        and (error := await session_module.flush_unsaved(live.session)) is not None
+    ):
+        _log.warning(
+            "session_record_entries_lost",
+            session_id=session_id,
+            missing=live.session.unsaved,
+            error=describe_os_error(error),
+        )
 
 
 def describe_os_error(error: OSError) -> str:

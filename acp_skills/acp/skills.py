@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, cast
+from typing import Any, TypedDict, Unpack, cast
 
 import anyio
 from acp import RequestError
 from acp.connection import StreamEvent
 from acp.core import AgentSideConnection
+from acp.schema import ListSessionsResponse, SessionCapabilities
 
 from ..catalog import CatalogFit, SkillCatalogContributor, check_catalog_budget
 from ..local import LocalSkillProvider
@@ -18,23 +19,37 @@ from ..model import SkillLookupOptions, is_skill_name, require_positive_int
 from ..prefix import SessionPrefix
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
+from ..report import diagnostic_json
 from ..session import PrefixedSession
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from ..trust import TrustMode, TrustStore, trust_mode
 from .commands import CommandsAnnouncer
 from .consent import TrustedRegistry
+from .listing import listed_sessions, session_capabilities
 from .replay import replay
 from .servers import ServerCloser, SessionServers, servers_json, shadowed_json
 from .sessions import SessionTable, flush_all
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import AgentToolRunner, PromptTurn, TurnKit, open_turn
-from .wire import AcpClient, ClientLink, check_cwd, field
+from .wire import AcpClient, ClientLink, check_additional_directories, check_cwd, field
 
 # The Python SDK hands `ext_method` these without their leading underscore.
 EXTENSION_METHODS = ("_skills/list", "_skills/prefix", "_skills/reload")
 FOLLOWER_TASK_NAME = "acp-skills registry follower"
+
+
+class SessionOpening(TypedDict, total=False):
+    """What opening a session instance takes besides its id and ``cwd`` (``session/new``,
+    ``load`` and ``resume`` alike): ``tool_names``, the tools its model can call (default: the
+    ``skill`` tool alone); ``mcp_servers``, the request's ``mcpServers``;
+    ``additional_directories``, its ``additionalDirectories`` (each one's project adds its
+    project skills, gated by that project's own trust decision)."""
+
+    tool_names: Iterable[str] | None
+    mcp_servers: Sequence[object] | None
+    additional_directories: Sequence[str] | None
 
 
 class AcpSkills:
@@ -130,8 +145,14 @@ class AcpSkills:
             transport = GuardedTransport(*await open_stdio())
         async with self:
             # Only the handlers it supports (the SDK answers others): not a full `acp.Agent`.
+            # The 0.12 SDK routes `session/resume` and `session/close` only with its unstable
+            # protocol on (1.x routes them anyway); a method the agent lacks stays unrouted.
             connection = AgentSideConnection(
-                cast(Any, agent), transport, listening=False, observers=[self.observe]
+                cast(Any, agent),
+                transport,
+                listening=False,
+                observers=[self.observe],
+                use_unstable_protocol=True,
             )
             self.attach(connection)
             try:
@@ -160,6 +181,12 @@ class AcpSkills:
         return {"acp-skills": {"version": "1", "methods": list(EXTENSION_METHODS)}}
 
     @property
+    def session_capabilities(self) -> SessionCapabilities:
+        """``agentCapabilities.sessionCapabilities`` for what this object serves: ``list`` (when
+        its store lists sessions), ``resume``, ``close`` and ``additionalDirectories``."""
+        return session_capabilities(self.store)
+
+    @property
     def reads_mcp_servers(self) -> bool:
         """Whether sessions' ``mcpServers`` bring skills: advertise ``mcpCapabilities.http``."""
         return self._sessions.servers.provider is not None
@@ -174,39 +201,56 @@ class AcpSkills:
         return (await self.session(session_id)).catalog_fit
 
     async def open_session(
-        self,
-        session_id: str,
-        cwd: str,
-        *,
-        tool_names: Iterable[str] | None = None,
-        mcp_servers: Sequence[object] | None = None,
+        self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
     ) -> PrefixedSession:
-        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd``)."""
+        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd`` or
+        additional directory)."""
         check_cwd(cwd)
+        additional = check_additional_directories(opening.get("additional_directories"))
+        tool_names = opening.get("tool_names")
         names = (self.tool.name,) if tool_names is None else tool_names
-        servers = self._sessions.servers.from_request(mcp_servers)
-        return (await self._sessions.open(session_id, cwd, names, servers)).session
+        servers = self._sessions.servers.from_request(opening.get("mcp_servers"))
+        opened = await self._sessions.open(session_id, cwd, names, servers, additional)
+        return opened.session
 
     async def load_session(
-        self,
-        session_id: str,
-        cwd: str,
-        *,
-        tool_names: Iterable[str] | None = None,
-        mcp_servers: Sequence[object] | None = None,
+        self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
     ) -> PrefixedSession:
         """Start a new instance of a stored session for ``session/load``, and replay it."""
+        session = await self.resume_session(session_id, cwd, **opening)
+        await replay(self._link, session, self.tool.name)
+        return session
+
+    async def resume_session(
+        self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
+    ) -> PrefixedSession:
+        """Start a new instance of a stored session for ``session/resume``, without replaying
+        it; a turn still running on the old one is cancelled (-32602 for an unknown id)."""
         check_cwd(cwd)
+        await self._require_known(session_id)
+        self.cancel(session_id)
+        return await self.open_session(session_id, cwd, **opening)
+
+    async def close_session(self, session_id: str) -> None:
+        """``session/close``: cancel the session's turn, release its instance and the MCP
+        servers only it used; its record stays, for load and resume (-32602 for an unknown
+        id). A later prompt for it is -32602 until it is opened again."""
+        if not await self._sessions.close(session_id):
+            await self._require_known(session_id)  # stored, not open here: nothing to release
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None
+    ) -> ListSessionsResponse:
+        """``session/list``: the recorded sessions, newest first, at most 50 a page, those whose
+        ``cwd`` has the real path of ``cwd`` if given (-32602 for a relative ``cwd`` or a
+        cursor this agent did not hand out)."""
+        return await listed_sessions(self.store, cwd, cursor)
+
+    async def _require_known(self, session_id: str) -> None:
         if session_id not in self._sessions and not await self.store.exists(session_id):
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "reason": "unknown session"}
             )
-        self.cancel(session_id)
-        session = await self.open_session(
-            session_id, cwd, tool_names=tool_names, mcp_servers=mcp_servers
-        )
-        await replay(self._link, session, self.tool.name)
-        return session
 
     def has_session(self, session_id: str) -> bool:
         """Whether ``session_id`` is a session of this connection (live or released)."""
@@ -276,9 +320,7 @@ class AcpSkills:
                 }
                 for skill in snapshot.skills
             ],
-            "problems": [
-                problem.to_json() | {"message": clean(problem.message)} for problem in problems
-            ],
+            "problems": [diagnostic_json(problem) for problem in problems],
             "shadowed": shadowed_json(snapshot),
             "mcpServers": servers_json(self._sessions.servers.provider, options),
         }

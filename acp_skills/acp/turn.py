@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 import anyio
 from acp import RequestError
-from acp.helpers import update_agent_message_text
 from acp.schema import PromptResponse
 
 from .. import session as session_module
@@ -151,7 +150,7 @@ class PromptTurn:
         """Stream a piece of the model's reply to the editor (`add_reply` then shows no text)."""
         if text:
             self._streamed = True
-            await self._send(update_agent_message_text(text))
+            await self._send(wire.agent_text(text))
 
     async def add_reply(
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
@@ -162,7 +161,7 @@ class PromptTurn:
         self._replied = True
         text = message.get("content")
         if isinstance(text, str) and text and not self._streamed:
-            await self._send(update_agent_message_text(text))
+            await self._send(wire.agent_text(text))
         # Arguments over a bound are recorded as a note, so no later load can fail on them.
         bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
         # The tool calls are run from the recorded reply: the record made its text well-formed.
@@ -231,6 +230,7 @@ class PromptTurn:
                 servers=self._session.context.servers,
                 read_text=kit.link.reader(self._session_id),
                 searchable=self._omits(),
+                additional_directories=self._session.context.additional_directories,
             )
         if self._run_tool is None:
             return ToolResult(text=f'Error: there is no tool called "{name[:100]}"', is_error=True)
@@ -292,7 +292,7 @@ class PromptTurn:
         if (answer := await self._answer_without_model(typed, snapshot)) is not None:
             # Nothing reaches the model or the record: the prefix waits for a turn that does.
             session_module.discard_unused_prefix(self._session)
-            await self._send(update_agent_message_text(answer))
+            await self._send(wire.agent_text(answer))
             self.stop("end_turn")
             return
         self.invoked = await self._record_prompt(typed, prompt, snapshot)
@@ -340,6 +340,7 @@ class PromptTurn:
                 servers=self._session.context.servers,
                 snapshot=snapshot,
                 arguments=expand,
+                additional_directories=self._session.context.additional_directories,
             )
             await self._send(wire.tool_call_finished(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
@@ -354,12 +355,23 @@ class PromptTurn:
         for name in wire.find_invocations(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
             note = consent.command_note(name, self._view.withheld[name])
-            await self._send(update_agent_message_text(note + "\n\n"))
+            await self._send(wire.agent_text(note + "\n\n"))
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
         if calls:
             message[INVOKED_KEY] = calls
         await self._session.append_history(message)
+        await self._kit.sessions.describe(self._live, _first_prompt(self._session.history))
         return tuple(invoked)
+
+
+def _first_prompt(history: Sequence[Mapping[str, object]]) -> str:
+    # A session's title is its first recorded prompt as the person typed it (also for a record
+    # older than session summaries, or one whose summary could not be written until now).
+    for message in history:
+        if message.get("role") == "user":
+            shown = message.get(DISPLAY_KEY, message.get("content"))
+            return shown if isinstance(shown, str) else ""
+    return ""
 
 
 def _raised(name: str, error: Exception) -> ToolResult:
@@ -388,7 +400,7 @@ async def open_turn(
     turn = PromptTurn(_OPENER, kit, live, system, config, tools, run_tool)
     scope = anyio.CancelScope()
     # Set before anything awaits: a `session/cancel` read right after the prompt finds it.
-    live.turn = scope
+    live.turn, live.turn_ended = scope, anyio.Event()
     began = False
     try:
         with scope, consent.bound(live.trust):
@@ -410,6 +422,7 @@ async def open_turn(
                 "is saved as soon as writing works again; if the agent stops first, reopening the "
                 "session will not show it."
             )
-            await kit.link.send(session_id, update_agent_message_text(notice))
+            await kit.link.send(session_id, wire.agent_text(notice))
     finally:
         live.turn = None
+        live.turn_ended.set()

@@ -1,6 +1,11 @@
 """What skills put on the ACP wire: update builders, prompt text, ``cwd`` checks, `ClientLink`,
 and the bounds on a model's tool-call arguments.
 
+Every update is built from the SDK's ``acp.schema`` models with its discriminator
+(``sessionUpdate``, a content block's ``type``) passed explicitly: the SDK's 1.x line dropped
+``acp.helpers`` and gave discriminators defaults, 0.12.x requires them, and built this way the
+frames are the same JSON on both (``tests/test_sdk_lines.py``).
+
 A call over a bound is not run: its recorded arguments become a short note, and its result is an
 error, so neither the turn nor any later `session/load` can fail on what the model sent.
 """
@@ -16,7 +21,6 @@ from typing import Any, Final, Protocol, TypeGuard
 
 from acp import RequestError
 from acp import schema as acp_schema
-from acp.helpers import start_tool_call, text_block, tool_content, update_tool_call
 
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..model import SkillSummary, is_skill_name
@@ -62,6 +66,75 @@ class ClientLink:
         return read_text
 
 
+def text_block(text: str) -> acp_schema.TextContentBlock:
+    """A text content block."""
+    return acp_schema.TextContentBlock(type="text", text=text)
+
+
+def agent_text(text: str) -> acp_schema.AgentMessageChunk:
+    """An ``agent_message_chunk`` update carrying ``text``."""
+    return acp_schema.AgentMessageChunk(
+        session_update="agent_message_chunk", content=text_block(text)
+    )
+
+
+def user_text(text: str) -> acp_schema.UserMessageChunk:
+    """A ``user_message_chunk`` update carrying ``text`` (``session/load`` replay)."""
+    return acp_schema.UserMessageChunk(
+        session_update="user_message_chunk", content=text_block(text)
+    )
+
+
+def text_tool_content(text: str) -> list[acp_schema.ContentToolCallContent]:
+    """A tool call's content: one text block."""
+    return [acp_schema.ContentToolCallContent(type="content", content=text_block(text))]
+
+
+def tool_call_start(
+    tool_call_id: str,
+    title: str,
+    *,
+    kind: acp_schema.ToolKind,
+    status: acp_schema.ToolCallStatus,
+    content: Sequence[acp_schema.ContentToolCallContent] | None = None,
+    raw_input: object = None,
+) -> acp_schema.ToolCallStart:
+    """A ``tool_call`` update announcing a call."""
+    return acp_schema.ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=tool_call_id,
+        title=title,
+        kind=kind,
+        status=status,
+        content=None if content is None else [*content],
+        raw_input=raw_input,
+    )
+
+
+def tool_call_progress(
+    tool_call_id: str,
+    *,
+    status: acp_schema.ToolCallStatus,
+    content: Sequence[acp_schema.ContentToolCallContent] | None = None,
+) -> acp_schema.ToolCallProgress:
+    """A ``tool_call_update`` changing a call's status (and content, when given)."""
+    return acp_schema.ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=tool_call_id,
+        status=status,
+        content=None if content is None else [*content],
+    )
+
+
+def commands_update(
+    commands: Iterable[acp_schema.AvailableCommand],
+) -> acp_schema.AvailableCommandsUpdate:
+    """An ``available_commands_update`` advertising ``commands``."""
+    return acp_schema.AvailableCommandsUpdate(
+        session_update="available_commands_update", available_commands=list(commands)
+    )
+
+
 def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.ToolCallStart:
     """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
     name, query = field(arguments, "name"), field(arguments, "query")
@@ -72,7 +145,7 @@ def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.To
         words = " ".join(remove_unsafe_characters(query).split())
         title = f"Find skills: {cut(words, _TITLE_QUERY_MAX)}"
     raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
-    return start_tool_call(tool_call_id, title, kind="read", status="in_progress", raw_input=raw)
+    return tool_call_start(tool_call_id, title, kind="read", status="in_progress", raw_input=raw)
 
 
 def tool_call_started(
@@ -83,14 +156,14 @@ def tool_call_started(
         return skill_tool_call_start(tool_call_id, arguments)
     title = remove_unsafe_characters(tool_name) or "Tool"
     raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
-    return start_tool_call(tool_call_id, title, kind="other", status="in_progress", raw_input=raw)
+    return tool_call_start(tool_call_id, title, kind="other", status="in_progress", raw_input=raw)
 
 
 def tool_call_finished(tool_call_id: str, result: ToolResult) -> acp_schema.ToolCallProgress:
-    return update_tool_call(
+    return tool_call_progress(
         tool_call_id,
         status="failed" if result.is_error else "completed",
-        content=[tool_content(text_block(result.text))],
+        content=text_tool_content(result.text),
     )
 
 
@@ -248,12 +321,32 @@ def is_absolute_cwd(cwd: object) -> TypeGuard[str]:
     return os.path.isabs(cwd) and "\0" not in cwd and _path_bytes(cwd) < _PATH_LIMIT
 
 
-def check_cwd(cwd: object) -> str:
-    """Return ``cwd`` if `is_absolute_cwd`, else raise invalid params (-32602) saying why."""
+def check_cwd(cwd: object, what: str = "cwd") -> str:
+    """Return ``cwd`` if `is_absolute_cwd`, else raise invalid params (-32602) saying why
+    (``what`` names the parameter in the reason)."""
     if isinstance(cwd, str) and _path_bytes(cwd) >= _PATH_LIMIT:
-        reason = "cwd is longer than the platform's path limit"
+        reason = f"{what} is longer than the platform's path limit"
         length, limit = _path_bytes(cwd), _PATH_LIMIT - 1
         raise RequestError.invalid_params({"reason": reason, "length": length, "limit": limit})
     if not is_absolute_cwd(cwd):
-        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
+        raise RequestError.invalid_params({what: cwd, "reason": f"{what} must be an absolute path"})
     return cwd
+
+
+# Far above any editor's workspace (each directory costs a project lookup, its roots' scans
+# and a watch), far below what would make one session's discovery slow for everyone.
+MAX_ADDITIONAL_DIRECTORIES = 64
+
+
+def check_additional_directories(directories: object) -> tuple[str, ...]:
+    """A request's ``additionalDirectories`` (``None``: none), each absolute and within the
+    platform's path limit, at most `MAX_ADDITIONAL_DIRECTORIES`; else invalid params."""
+    if directories is None:
+        return ()
+    if isinstance(directories, str) or not isinstance(directories, Sequence):
+        reason = "additionalDirectories must be a list of absolute paths"
+        raise RequestError.invalid_params({"reason": reason})
+    if len(directories) > MAX_ADDITIONAL_DIRECTORIES:
+        reason = f"at most {MAX_ADDITIONAL_DIRECTORIES} additional directories"
+        raise RequestError.invalid_params({"reason": reason, "count": len(directories)})
+    return tuple(check_cwd(directory, "additionalDirectories") for directory in directories)

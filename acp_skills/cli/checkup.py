@@ -13,14 +13,14 @@ import shutil
 import sysconfig
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
-
-from demo_agent.settings import default_state_dir, env, expand_path
 
 from ..diagnostics import Diagnostic, diagnostic
 from ..errors import Problem
 from ..trust import TrustFileError, TrustStore, default_trust_file
 from .install import Installation, extra_install_hint, installation
+from .settings import default_state_dir, env, expand_path, unusable_state_dir
 
 AGENT_COMMAND: Final = "acp-skills-demo"
 # The optional parts a person may want, and what each is for (the `dev` extra is ours).
@@ -98,11 +98,7 @@ def checkup(installed: Installation | None = None) -> Checkup:
     state = env("ACP_SKILLS_STATE_DIR")
     places = (
         _check_trust_file(default_trust_file()),
-        _check(
-            "state directory",
-            expand_path(state) if state else str(default_state_dir()),
-            directory=True,
-        ),
+        _check_state_dir(Path(expand_path(state)) if state else default_state_dir()),
     )
     problems.extend(
         diagnostic(Problem("place-unusable", f"{p.what}: {p.problem}; {p.fix}"), p.path)
@@ -136,36 +132,36 @@ def _existing(path: str) -> str:
     return path
 
 
-def _check(what: str, path: str, *, directory: bool) -> Place:
+def _check_state_dir(path: Path) -> Place:
+    # The verdict the agent's start-up gives, here without creating anything but a probe.
+    if (unusable := unusable_state_dir(path, create=False)) is None:
+        return Place("state directory", str(path), True)
+    where = str(unusable.path)
+    fix = _permission_fix(where) if unusable.failed else _move_aside(where)
+    return Place("state directory", str(path), False, str(unusable), fix)
+
+
+def _check_trust_file(path: str) -> Place:
     # Proved by doing, without changing anything a person keeps: permission bits alone do not
     # tell (root, read-only mounts, access lists). Nothing is created but a probe, removed.
     if os.path.lexists(path):
-        if directory != os.path.isdir(path) or not (directory or os.path.isfile(path)):
-            kind = "a directory" if directory else "a regular file"
-            return Place(what, path, False, f"not {kind}", _move_aside(path))
-        if not directory and not os.access(path, os.R_OK):
-            return Place(what, path, False, "not readable", _permission_fix(path))
-    # A file is replaced by a write beside it (beside its target, when it is a link); a
-    # directory is written in.
-    if directory and os.path.isdir(path):
-        probed = path
-    else:
-        probed = _existing(os.path.dirname(os.path.realpath(path)))
+        if not os.path.isfile(path):
+            return Place("trust file", path, False, "not a regular file", _move_aside(path))
+        if not os.access(path, os.R_OK):
+            return Place("trust file", path, False, "not readable", _permission_fix(path))
+    # The file is replaced by a write beside it (beside its target, when it is a link).
+    probed = _existing(os.path.dirname(os.path.realpath(path)))
     try:
-        descriptor, probe = tempfile.mkstemp(dir=probed, prefix=".acp-skills-check-")
+        descriptor, probe = tempfile.mkstemp(dir=probed, prefix=".write-check-")
         os.close(descriptor)
         os.unlink(probe)
     except OSError as error:
         problem = f"cannot write in {probed}: {error.strerror or error}"
-        return Place(what, path, False, problem, _permission_fix(probed))
-    return Place(what, path, True)
-
-
-def _check_trust_file(path: str) -> Place:
+        return Place("trust file", path, False, problem, _permission_fix(probed))
     # Readable bytes are not enough: decisions that do not parse grant nothing, and every
     # session would then ask again about projects the person trusted.
-    place = _check("trust file", path, directory=False)
-    if not place.usable or not os.path.lexists(path):
+    place = Place("trust file", path, True)
+    if not os.path.lexists(path):
         return place
     try:
         TrustStore(path).read()

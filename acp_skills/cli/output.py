@@ -10,21 +10,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from .. import Diagnostic
+from ..diagnostics import Diagnostic, Severity
+from ..model import SkillLookupOptions
+from ..report import SEVERITIES
 from ..text import replace_lone_surrogates_in_json, terminal_safe
-from ..text import terminal_safe as clean
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 # The styling `Style` writes (bold, dim, three colours, reset) is all that reaches a terminal
 # unescaped: it cannot move the cursor, rewrite a row, set a title or clear the screen.
 _OUR_STYLING = re.compile(r"(\x1b\[(?:[0-9]{1,2})(?:;[0-9]{1,2})*m)")
 BOLD, DIM = "1", "2"
-# How each severity is said, and its colour.
-_SEVERITIES = {
-    "error": ("error", "1", "31"),
-    "warning": ("warning", "1", "33"),
-    "info": ("note", "36"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +30,17 @@ class Style:
 
     def __call__(self, text: str, *codes: str) -> str:
         return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if self.enabled and text else text
+
+    # The terminal's `acp_skills.report.Markup`: bold places, dim codes, coloured severities.
+    def place(self, text: str) -> str:
+        return self(text, BOLD)
+
+    def code(self, text: str) -> str:
+        return self(text, DIM)
+
+    def severity(self, severity: Severity) -> str:
+        label, colour = SEVERITIES[severity]
+        return self(label, *colour)
 
 
 @dataclass(slots=True)
@@ -48,14 +54,6 @@ class Outcome:
     remarks: list[str] = field(default_factory=list)
     # Said on stderr whatever the mode: something the person must not miss.
     warnings: list[str] = field(default_factory=list)
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def rank_text(rank: int | float) -> str:
-    return str(int(rank)) if float(rank).is_integer() else str(rank)
 
 
 def table(
@@ -75,27 +73,12 @@ def table(
     return lines
 
 
-def diagnostic_lines(diagnostics: Sequence[Diagnostic], style: Style) -> list[str]:
-    lines = []
-    for d in diagnostics:
-        where = (clean(d.path) if d.path is not None else "-") + (
-            f":{d.line}" if d.line is not None else ""
-        )
-        label, *colour = _SEVERITIES[d.severity]
-        lines.append(
-            f"{style(where, BOLD)}: {style(label, *colour)} {style(d.code, DIM)}: "
-            + clean(d.message)
-        )
-    return lines
-
-
-def tally(diagnostics: Sequence[Diagnostic]) -> str:
-    counts = [
-        plural(count, label)
-        for severity, (label, *_) in _SEVERITIES.items()
-        if (count := sum(1 for d in diagnostics if d.severity == severity))
-    ]
-    return ", ".join(counts) or "no problems"
+async def mcp_warnings(provider: Any, options: SkillLookupOptions) -> list[str]:
+    """One ``warning:`` line per MCP server the lookup skipped and per listed skill it left out
+    (``provider``: the `McpSkillProvider` of ``--mcp-server``, or ``None``), for the commands
+    that do not list every problem, as doctor does."""
+    found = await provider.diagnose(options) if provider is not None else ()
+    return [f"warning: {terminal_safe(d.message)}" for d in found]
 
 
 def status_of(diagnostics: Sequence[Diagnostic]) -> int:

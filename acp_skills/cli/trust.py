@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..model import SkillCandidate, SkillLookupOptions, SkillSnapshot
 from ..registry import SkillRegistry
+from ..report import plural
 from ..text import terminal_safe
 from ..trust import (
     SERVER_KEY_PREFIX,
@@ -36,8 +37,7 @@ from ..trust_question import (
     question_text,
     question_title,
 )
-from .mcp_options import mcp_warnings
-from .output import BOLD, OK, PROBLEMS, USAGE, Outcome, Style, plural
+from .output import BOLD, OK, PROBLEMS, USAGE, Outcome, Style, mcp_warnings
 
 if TYPE_CHECKING:
     from ..mcp.config import McpServer

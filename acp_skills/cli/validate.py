@@ -8,8 +8,6 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from demo_agent import settings
-
 from .. import (
     Diagnostic,
     LocalFileSystem,
@@ -23,7 +21,9 @@ from ..errors import Problem
 from ..frontmatter import ParsedSkill
 from ..local import SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
-from .output import Outcome, Style, diagnostic_lines, plural, status_of, tally
+from ..report import diagnostic_json, diagnostic_line, plural, tally
+from . import settings
+from .output import Outcome, Style, status_of
 
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024
@@ -196,7 +196,7 @@ async def validate(args: argparse.Namespace, style: Style) -> Outcome:
     mode = "strict (Agent Skills specification)" if args.strict else "as the runtime reads them"
     summary = f"{plural(files, 'skill file')} checked {mode}: {tally(diagnostics)}."
     return Outcome(
-        {"diagnostics": [d.to_json() for d in diagnostics]},
-        [*diagnostic_lines(diagnostics, style), summary],
+        {"diagnostics": [diagnostic_json(d) for d in diagnostics]},
+        [*(diagnostic_line(d, style) for d in diagnostics), summary],
         status_of(diagnostics),
     )

@@ -15,8 +15,8 @@ import mcp.types as types
 from mcp import ClientSession
 from pydantic import BaseModel, ConfigDict
 
-from ..confined import ConfinedReadError, case_match, listed_entries
-from ..errors import Problem
+from ..confined import case_match, listed_entries
+from ..errors import Problem, ReadError
 from ..frontmatter import ParsedSkill, listed_fields, read_fields
 from .transport import MAX_RESPONSE_BYTES, ResponseTooLarge
 
@@ -169,7 +169,7 @@ def matches(data: bytes, listed: ManifestFile) -> bool:
     )
 
 
-def unlisted(skill: ListedSkill, segments: Sequence[str]) -> ConfinedReadError:
+def unlisted(skill: ListedSkill, segments: Sequence[str]) -> ReadError:
     """Why the path ``segments`` (below the skill's base uri) names no file of its manifest: a
     directory of it (``directory``, with its names, as a directory on disk is listed), or no
     file (``not_found``, with the path whose names differ from it only in case, if one)."""
@@ -183,7 +183,7 @@ def unlisted(skill: ListedSkill, segments: Sequence[str]) -> ConfinedReadError:
             folder = "/" if depth < len(parts) - 1 else ""
             children.setdefault(tuple(parts[:depth]), set()).add(part + folder)
     if (names := children.get(tuple(segments))) is not None:
-        return ConfinedReadError(failure="directory", entries=listed_entries(names))
+        return ReadError(failure="directory", entries=listed_entries(names))
     # The first name that is not there, proposed as it is there but for case; the rest of the
     # path as it was asked (as `acp_skills.confined` proposes a path on disk).
     for depth, segment in enumerate(segments):
@@ -192,6 +192,6 @@ def unlisted(skill: ListedSkill, segments: Sequence[str]) -> ConfinedReadError:
             continue
         if (match := case_match(segment, here)) is not None:
             near = "/".join([*segments[:depth], match, *segments[depth + 1 :]])
-            return ConfinedReadError(failure="not_found", near=near)
+            return ReadError(failure="not_found", near=near)
         break
-    return ConfinedReadError(failure="not_found")
+    return ReadError(failure="not_found")

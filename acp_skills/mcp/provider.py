@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Final, TypeVar
 import anyio
 
 from .._scan import build_skill
-from ..confined import ConfinedReadError
-from ..content import Refusal, cannot_read, unread_path
+from ..content import cannot_read, unread_path
 from ..diagnostics import (
     Diagnostic,
     log_diagnostic,
     mcp_server_unavailable,
     mcp_skill_invalid,
 )
+from ..errors import ReadError, Refusal
 from ..frontmatter import ParsedSkill, canonical_json, parse_skill_file
 from ..model import SkillCandidate, SkillDefinition, SkillLookupOptions, UrlResource, shared_fields
 from ..quiet_log import get_logger
@@ -359,8 +359,8 @@ def _leaf_reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}" if str(error) else repr(error)
 
 
-def _too_large(size: int) -> ConfinedReadError:
-    return ConfinedReadError(failure="too_large", size=size)
+def _too_large(size: int) -> ReadError:
+    return ReadError(failure="too_large", size=size)
 
 
 def _over(what: str, size: int, limit: int) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import structlog
 
-from acp_skills.cli.install import extra_install_hint
+from acp_skills.cli.settings import extra_install_hint
 
 from . import ModelError, ModelReply, ModelRequest, OnText
 from .chat_chunks import ReplyReader, malformed, used_call_ids

@@ -18,7 +18,7 @@ from .fake_model import FakeModel
 from .harness import AgentSpec, RawAgent, fake_model_options, open_raw
 from .wire import CLIENT, Schema
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 INVALID_REQUEST = -32600
 DEPTH = 500  # what a 1 KB frame reaches: "[" * 500

@@ -31,6 +31,7 @@ from .wire import AGENT, CLIENT, Schema
 
 pytestmark = [
     pytest.mark.anyio,
+    pytest.mark.sdk,
     pytest.mark.demo_agent,
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and pipes"),
 ]

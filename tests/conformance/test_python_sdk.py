@@ -13,7 +13,6 @@ import pytest
 from acp import RequestError
 from acp.connection import StreamDirection, StreamEvent
 from acp.core import ClientSideConnection
-from acp.helpers import text_block
 from acp.schema import (
     ClientCapabilities,
     DeniedOutcome,
@@ -22,6 +21,7 @@ from acp.schema import (
     InitializeResponse,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    TextContentBlock,
 )
 from acp.transports import spawn_stdio_transport
 
@@ -29,7 +29,7 @@ from .fake_model import FakeModel
 from .harness import EXAMPLE_SKILLS, WAIT_SECONDS, AgentSpec, close_transport
 from .wire import AGENT, CLIENT, FrameLog, Schema
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 
 class ScenarioClient:
@@ -211,13 +211,18 @@ async def test_core_scenario(agent: AgentSpec, schema: Schema) -> None:
         conn, init = agent_conn.conn, agent_conn.init
         assert init.protocol_version == 1
         session = await conn.new_session(cwd=str(agent.cwd), mcp_servers=[])
-        first = await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
+        first = await conn.prompt(
+            session_id=session.session_id, prompt=[TextContentBlock(type="text", text="hello")]
+        )
         assert first.stop_reason in ("end_turn", "max_tokens", "max_turn_requests", "refusal")
 
         # The prompt and its cancel leave in one write.
         agent_conn.transport.cork()
         racing = asyncio.ensure_future(
-            conn.prompt(session_id=session.session_id, prompt=[text_block("hello again")])
+            conn.prompt(
+                session_id=session.session_id,
+                prompt=[TextContentBlock(type="text", text="hello again")],
+            )
         )
         sent = len(client.log.frames)
         await client.wait_until(
@@ -262,7 +267,8 @@ async def test_skills_scenario(agent: AgentSpec, schema: Schema, fake_model: Fak
         # A skill the model loads with the `skill` tool.
         mark = len(client.updates)
         loaded = await conn.prompt(
-            session_id=sid, prompt=[text_block("Please load skill code-review")]
+            session_id=sid,
+            prompt=[TextContentBlock(type="text", text="Please load skill code-review")],
         )
         assert loaded.stop_reason == "end_turn"
         start, end = tool_pair(client.since(sid, mark), "Load skill code-review")
@@ -280,7 +286,9 @@ async def test_skills_scenario(agent: AgentSpec, schema: Schema, fake_model: Fak
         # A resource of the skill, read through the client's fs/read_text_file.
         mark = len(client.updates)
         resource = "Please load skill code-review file references/checklist.md"
-        read = await conn.prompt(session_id=sid, prompt=[text_block(resource)])
+        read = await conn.prompt(
+            session_id=sid, prompt=[TextContentBlock(type="text", text=resource)]
+        )
         assert read.stop_reason == "end_turn"
         checklist = str(EXAMPLE_SKILLS / "code-review" / "references" / "checklist.md")
         assert client.reads == [checklist]
@@ -291,7 +299,8 @@ async def test_skills_scenario(agent: AgentSpec, schema: Schema, fake_model: Fak
         # A slash command: the skill is in the turn before the model runs.
         mark = len(client.updates)
         slash = await conn.prompt(
-            session_id=sid, prompt=[text_block("/commit-message tidy up the parser")]
+            session_id=sid,
+            prompt=[TextContentBlock(type="text", text="/commit-message tidy up the parser")],
         )
         assert slash.stop_reason == "end_turn"
         assert tool_pair(client.since(sid, mark), "Load skill commit-message")[1].status == (
@@ -302,7 +311,9 @@ async def test_skills_scenario(agent: AgentSpec, schema: Schema, fake_model: Fak
         # A turn cancelled in the middle of its model request.
         mark = len(client.updates)
         slow = asyncio.ensure_future(
-            conn.prompt(session_id=sid, prompt=[text_block("[slow] take your time")])
+            conn.prompt(
+                session_id=sid, prompt=[TextContentBlock(type="text", text="[slow] take your time")]
+            )
         )
         await client.wait_until(lambda: "thinking" in agent_text(client.since(sid, mark)))
         await conn.cancel(session_id=sid)
@@ -321,7 +332,9 @@ async def test_skills_scenario(agent: AgentSpec, schema: Schema, fake_model: Fak
         assert users[1] == resource
         assert users[2] == "/commit-message tidy up the parser"  # what the person typed
         assert tool_pair(replay, "Load skill code-review")[1].status == "completed"
-        after = await conn.prompt(session_id=sid, prompt=[text_block("and now?")])
+        after = await conn.prompt(
+            session_id=sid, prompt=[TextContentBlock(type="text", text="and now?")]
+        )
         assert after.stop_reason == "end_turn"
     client.log.assert_valid()
     agent_methods = {m.get("method") for m in client.log.sent_by(AGENT)}

@@ -23,7 +23,7 @@ from .fake_model import FakeModel
 from .harness import WAIT_SECONDS, AgentSpec, RawAgent, fake_model_options, open_raw
 from .wire import AGENT, CLIENT, Schema
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.acp_peer import SDK_WITHDRAWS_CANCELLED_REQUESTS
 from tests.agent_client import write_skill
 
 from . import npm
@@ -191,6 +192,41 @@ async def test_trust_scenario(
     log.assert_valid()
     asked = [m for m in log.sent_by(AGENT) if m.get("method") == "session/request_permission"]
     assert len(asked) == (1 if answer in STORED else 2)
+
+
+@pytest.mark.demo_agent
+async def test_cancel_scenario(
+    agent: AgentSpec, npm_prefix: Path, schema: Schema, tmp_path: Path
+) -> None:
+    """A turn cancelled while the client holds the trust question open ends ``cancelled`` and
+    counts as "Not now" (the card fails, nothing is stored, the session does not ask again). An
+    agent on the Python SDK's 1.x line withdraws the question with ``$/cancel_request``, which
+    the TypeScript SDK hands the handler as an abort and answers with -32800."""
+    agent, trust_file, _ = _asking_agent(agent, tmp_path)
+    code, records, log = await run_ts_client("cancel", agent, agent.command(), npm_prefix, schema)
+    assert code == 0, _failures(records, agent)
+    steps = ["initialize", "session/new", "question", "cancel", "after cancel"]
+    assert _steps(records) == steps
+    details = {r["step"]: r["detail"] for r in records if r["type"] == "step"}
+    after = details["after cancel"]
+    assert after["skills"]["review"] == "pending"
+    assert not trust_file.exists()
+    [asked] = [
+        m["id"] for m in log.sent_by(AGENT) if m.get("method") == "session/request_permission"
+    ]
+    withdrawn = [
+        m["params"]["requestId"]
+        for m in log.sent_by(AGENT)
+        if m.get("method") == "$/cancel_request"
+    ]
+    answers = [m for m in log.sent_by(CLIENT) if "method" not in m and m.get("id") == asked]
+    if SDK_WITHDRAWS_CANCELLED_REQUESTS:
+        assert withdrawn == [asked]
+        assert after["withdrawn"] == [details["question"]["toolCallId"]]
+        assert [answer["error"]["code"] for answer in answers] == [-32800]
+    else:
+        assert withdrawn == after["withdrawn"] == answers == []
+    log.assert_valid()
 
 
 # An agent that asks a malformed trust question (an option of no known kind) and then ends the

@@ -69,3 +69,11 @@ def test_client_frames_can_be_exempted(schema: Schema) -> None:
     ]
     assert _problems(schema, frames, check_client=False) == []
     assert _problems(schema, frames, check_client=True) != []
+
+
+def test_either_side_may_withdraw_its_request(schema: Schema) -> None:
+    """``$/cancel_request`` is accepted from either side; one without ``requestId`` is not."""
+    withdraw = {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 0}}
+    assert _problems(schema, [("agent", withdraw), ("client", withdraw)]) == []
+    broken = {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {}}
+    assert any("requestId" in p for p in _problems(schema, [("agent", broken)]))

@@ -18,8 +18,13 @@
 //             "trust"  the trust question of a project's skills (the agent under ACP_SKILLS_TRUST=ask):
 //                      the skills before, the tool_call and session/request_permission delivered by
 //                      the SDK, the final status, the skills after, and a second session
-//   ANSWER    (--answer, trust only) how requestPermission answers: an option id, or "cancelled"
-//             (the default, and the answer of every other scenario)
+//             "cancel" the trust question held open (never answered) while the turn is cancelled:
+//                      the stop reason, the card's final status, the skills after, a second turn,
+//                      and whether the agent withdrew the question ($/cancel_request, which the
+//                      SDK hands the handler as its signal's abort)
+//   ANSWER    (--answer) how requestPermission answers: an option id, "cancelled", or "hold"
+//             (never answers; the request's abort ends the wait). "hold" is the cancel
+//             scenario's default, "cancelled" every other's
 //   PREFIX    the npm prefix the SDK was installed into (its node_modules holds the package)
 //   DIR       the absolute working directory for sessions
 
@@ -42,7 +47,7 @@ function parseArgs(argv) {
   for (let i = 0; i < options.length; i += 2) named[options[i]] = options[i + 1];
   if (!Object.hasOwn(SCENARIOS, scenario)) throw new Error(`unknown scenario ${scenario}`);
   if (!named["--sdk"] || !named["--cwd"]) throw new Error("--sdk and --cwd are required");
-  const answer = named["--answer"] ?? "cancelled";
+  const answer = named["--answer"] ?? (scenario === "cancel" ? "hold" : "cancelled");
   if (!ANSWERS.includes(answer)) throw new Error(`unknown answer ${answer}`);
   return { scenario, answer, sdk: named["--sdk"], cwd: named["--cwd"], command: argv.slice(split + 1) };
 }
@@ -137,10 +142,14 @@ class Updates {
     this.all = [];
     this.reads = [];
     this.questions = [];
+    this.withdrawn = []; // the tool call ids of questions the agent withdrew
     this.waiters = [];
   }
   add(params) {
     this.all.push(params);
+    this.changed();
+  }
+  changed() {
     this.waiters = this.waiters.filter((w) => !w.test());
   }
   for(sessionId, since = 0) {
@@ -332,8 +341,33 @@ async function trust(acp, agent, updates, cwd) {
   await trustSession(acp, agent, updates, cwd, "second session");
 }
 
-const SCENARIOS = { core, skills, trust };
-const ANSWERS = ["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"];
+// The question held open while the turn is cancelled: that counts as "Not now".
+async function cancel(acp, agent, updates, cwd) {
+  await initialize(acp, agent);
+  const { sessionId } = await newSession(acp, agent, cwd);
+  await updates.until("session/new", () => commandNames(updates.for(sessionId)) !== null);
+  const mark = updates.all.length;
+  const turn = agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: text("hello") });
+  await updates.until("question", () => updates.questions.length === 1);
+  const callId = updates.questions[0].toolCall.toolCallId;
+  emit({ type: "step", step: "question", detail: { toolCallId: callId } });
+
+  await agent.notify(acp.methods.agent.session.cancel, { sessionId });
+  const cancelled = await turn;
+  check("cancel", cancelled.stopReason === "cancelled", "a cancelled turn must stop with cancelled", cancelled);
+  const ends = updates.for(sessionId, mark).filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === callId);
+  check("cancel", ends.at(-1)?.status === "failed", "the question's card ends failed", ends);
+  emit({ type: "step", step: "cancel", detail: cancelled });
+
+  const skills = await skillTrust(agent, sessionId);
+  const again = await agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: text("hello again") });
+  check("after cancel", again.stopReason === "end_turn", "the next turn ends properly", again);
+  check("after cancel", updates.questions.length === 1, "the session does not ask again", updates.questions);
+  emit({ type: "step", step: "after cancel", detail: { skills, withdrawn: [...updates.withdrawn] } });
+}
+
+const SCENARIOS = { core, skills, trust, cancel };
+const ANSWERS = ["allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "hold"];
 
 async function main() {
   let options;
@@ -360,8 +394,22 @@ async function main() {
       return { content: `client copy of ${params.path}` };
     })
     // The SDK parses the request with its schema before this runs: a malformed one never arrives.
-    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+    .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) => {
       updates.questions.push(params);
+      updates.changed();
+      if (options.answer === "hold") {
+        // Held until the agent withdraws it: the SDK aborts the signal at `$/cancel_request`.
+        return new Promise((_, reject) =>
+          signal.addEventListener(
+            "abort",
+            () => {
+              updates.withdrawn.push(params.toolCall.toolCallId);
+              reject(signal.reason);
+            },
+            { once: true },
+          ),
+        );
+      }
       if (options.answer === "cancelled") return { outcome: { outcome: "cancelled" } };
       return { outcome: { outcome: "selected", optionId: options.answer } };
     });

@@ -2,8 +2,9 @@
 
 The schema ships in the npm package ``@agentclientprotocol/sdk`` as ``schema/v1/schema.json``.
 Each method's types carry ``x-method`` (the wire name) and ``x-side`` (the side that handles
-the request or notification, or that sends the response); a response is checked against the
-response type of the request it answers, found by id among the requests the other side sent.
+the request or notification, or that sends the response; ``protocol`` for a notification either
+side sends, ``$/cancel_request``); a response is checked against the response type of the
+request it answers, found by id among the requests the other side sent.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
-__all__ = ["AGENT", "CLIENT", "Frame", "FrameLog", "Schema", "Side"]
+__all__ = ["AGENT", "CLIENT", "PROTOCOL", "Frame", "FrameLog", "Schema", "Side"]
 
 Side = Literal["client", "agent"]
 CLIENT: Side = "client"
 AGENT: Side = "agent"
+# The ``x-side`` of a method either side may send (``$/cancel_request``).
+PROTOCOL = "protocol"
 
 _KINDS = ("Request", "Response", "Notification")
 
@@ -147,7 +150,7 @@ class FrameLog:
             if found is None:
                 return [*errors, f"{method!r} is not an ACP v1 {kind.lower()}"]
             definition, handler = found
-            if handler != _other(sender):
+            if handler not in (_other(sender), PROTOCOL):
                 errors.append(f"{method!r} is handled by the {handler}, not sent by it")
             params = message.get("params")
             errors += [f"params of {method}: {e}" for e in self.schema.errors(definition, params)]

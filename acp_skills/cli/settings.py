@@ -1,7 +1,8 @@
-"""The settings the demo agent and ``acp-skills`` share, so the command line sees exactly the
-skills and the catalog the agent sees: where skills come from (``--skills-dir``,
-``--examples``, ``--compat``) and how the catalog is fitted (budget, pins, hidden skills, the
-description cap), given as flags or as ``ACP_SKILLS_*`` variables.
+"""The settings the demo agent and ``acp-skills`` share (public, docs/cli.md), so the command
+line sees exactly the skills, the catalog and the trust the agent sees: where skills come from
+(``--skills-dir``, ``--examples``, ``--compat``, ``--mcp-server``), how the catalog is fitted
+(budget, pins, hidden skills, the description cap), the trust mode, and where the agent keeps
+its state, given as flags or as ``ACP_SKILLS_*`` variables.
 
 Editors start the agent without a shell, so nothing expands ``~`` for it: every path setting
 is expanded here. A bad variable is a `SettingError` naming the variable (never a flag the
@@ -11,16 +12,48 @@ person did not pass); a bad flag stays argparse's usage error.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
-from acp_skills import LocalSkillProvider, is_skill_name
+from ..local import LocalSkillProvider
+from ..model import is_skill_name
+from ..trust import TRUST_MODES, default_trust_file, trust_mode
+from .install import extra_install_hint
 
-from . import EXAMPLE_SKILLS
+__all__ = [
+    "CATALOG_MAX_LENGTH",
+    "DEFAULT_CATALOG_BUDGET",
+    "EXAMPLE_SKILLS",
+    "SettingError",
+    "UnusableStateDir",
+    "add_catalog_arguments",
+    "add_mcp_options",
+    "add_skill_arguments",
+    "add_trust_argument",
+    "build_provider",
+    "catalog_budget",
+    "default_state_dir",
+    "env",
+    "expand_path",
+    "extra_install_hint",
+    "from_env",
+    "mcp_provider_from",
+    "mcp_timeout",
+    "positive_float",
+    "positive_int",
+    "resolve_skill_settings",
+    "resolve_trust",
+    "unusable_state_dir",
+]
 
+EXAMPLE_SKILLS: Final = Path(__file__).resolve().parent / "example_skills"
+"""The example skills shipped with the package (package data): ``--examples`` offers them."""
 DEFAULT_CATALOG_BUDGET: Final = 8000
 """The catalog budget, in characters, when neither a flag nor a variable sets one."""
 CATALOG_MAX_LENGTH: Final = 1024
@@ -31,6 +64,7 @@ _UNLIMITED: Final = ("none", "unlimited")
 
 _T = TypeVar("_T")
 _D = TypeVar("_D")
+_N = TypeVar("_N", int, float)
 
 # A budget flag's value when the flag is absent: `--catalog-budget none` parses to None.
 _NOT_GIVEN: Final = object()
@@ -66,23 +100,66 @@ def default_state_dir() -> Path:
 # -- value checkers: argparse `type`s, and the checks of variables -----------------------------
 
 
-def positive_int(text: str) -> int:
+@dataclass(frozen=True, slots=True)
+class UnusableStateDir:
+    """Why session records cannot be kept: the directory at fault, what could not be done there
+    (``create`` or ``write in``; empty when it is not a directory) and the system's reason."""
+
+    path: Path
+    failed: str = ""
+    reason: str = ""
+
+    def __str__(self) -> str:
+        if not self.failed:
+            return f"{self.path} is not a directory"
+        return f"cannot {self.failed} {self.path}: {self.reason}"
+
+
+def unusable_state_dir(state_dir: Path, *, create: bool = True) -> UnusableStateDir | None:
+    """Why session records cannot be kept under ``state_dir``, or ``None`` when they can: the
+    one verdict of the agent's start-up and of ``acp-skills doctor``.
+
+    Proved by doing, as permission bits alone do not tell (root, read-only mounts, ACLs): a
+    file is created in ``state_dir/sessions`` and removed. With ``create`` (the agent) that
+    directory is made first; without (doctor) nothing is made but the probe, written where the
+    agent would write or, while that does not exist yet, in its nearest existing ancestor.
+    """
+    sessions = state_dir / "sessions"
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
+        for directory in (state_dir, sessions):
+            if directory.exists() and not directory.is_dir():
+                return UnusableStateDir(directory)
+        if create:
+            sessions.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return UnusableStateDir(sessions, "create", error.strerror or str(error))
+    probed = sessions
+    while not probed.exists() and probed.parent != probed:
+        probed = probed.parent
+    try:
+        descriptor, probe = tempfile.mkstemp(dir=probed, prefix=".write-check-")
+        os.close(descriptor)
+        os.unlink(probe)
+    except OSError as error:
+        return UnusableStateDir(probed, "write in", error.strerror or str(error))
+    return None
+
+
+def positive_int(text: str) -> int:
+    return _positive(text, int, "a whole number", "at least 1")
 
 
 def positive_float(text: str) -> float:
+    return _positive(text, float, "a number", "more than 0")
+
+
+def _positive(text: str, convert: Callable[[str], _N], kind: str, bound: str) -> _N:
     try:
-        value = float(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not {kind}: {text!r}") from None
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {bound}: {text!r}")
     return value
 
 
@@ -224,6 +301,92 @@ def resolve_skill_settings(args: argparse.Namespace, *, absolute_dirs: bool = Fa
             )
         args.pin = args.pin if args.pin is not None else names_from_env("ACP_SKILLS_PIN")
         args.hide = args.hide if args.hide is not None else names_from_env("ACP_SKILLS_HIDE")
+
+
+def add_trust_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--trust ask|all|none``; `resolve_trust` fills it from ``ACP_SKILLS_TRUST``."""
+    parser.add_argument("--trust", choices=TRUST_MODES, default=None, help=help)
+
+
+def resolve_trust(args: argparse.Namespace) -> None:
+    """``args.trust`` from ``ACP_SKILLS_TRUST`` when no flag gave it (``ask`` when neither), if
+    the command has the flag; and the trust file's place checked.
+
+    Raises:
+        SettingError: ``ACP_SKILLS_TRUST`` is no mode, or ``ACP_SKILLS_TRUST_FILE`` is relative
+            (it would be read from the directory the agent was started in, usually a project).
+    """
+    if hasattr(args, "trust") and args.trust is None:
+        value = env("ACP_SKILLS_TRUST") or "ask"
+        try:
+            args.trust = trust_mode(value)
+        except ValueError:
+            known = ", ".join(TRUST_MODES)
+            raise SettingError(f"ACP_SKILLS_TRUST must be one of {known}, not {value!r}") from None
+    try:
+        default_trust_file()
+    except ValueError as error:
+        raise SettingError(str(error)) from None
+
+
+# -- MCP servers: `acp_skills.mcp` (the mcp SDK, pydantic) is loaded only when a server is named,
+# so the commands start on the core alone (pinned by tests/test_cli.py). Its connections need
+# the SDK itself, so that module is what tells whether the extra is installed.
+_MCP_MODULE = "acp_skills.mcp"
+_MCP_SDK_MODULE = "acp_skills.mcp.pool"
+MCP_TIMEOUT_VARIABLE: Final = "ACP_SKILLS_MCP_TIMEOUT"
+DEFAULT_MCP_TIMEOUT: Final = 10.0
+
+
+def add_mcp_options(parser: argparse.ArgumentParser, meaning: str | None = None) -> None:
+    """Add the repeatable ``--mcp-server LABEL=COMMAND|URL`` (``meaning``: what it is for, when
+    not a server whose skills join every session) and ``--mcp-timeout SECONDS``."""
+    meaning = meaning or "an MCP server whose skills join every session (repeatable)"
+    parser.add_argument(
+        "--mcp-server",
+        action="append",
+        metavar="LABEL=COMMAND|URL",
+        help=f"{meaning}: a command run over stdio (split by shell rules) or an http(s) URL "
+        "(streamable HTTP)",
+    )
+    parser.add_argument(
+        "--mcp-timeout",
+        type=positive_float,
+        metavar="SECONDS",
+        help=f"the MCP listing deadline (default: ${MCP_TIMEOUT_VARIABLE}, else "
+        f"{DEFAULT_MCP_TIMEOUT:g})",
+    )
+
+
+def mcp_provider_from(options: Sequence[str], timeout: float | None) -> Any:
+    """The `McpSkillProvider` for ``--mcp-server`` values (none: for the sessions' own
+    servers); `SettingError` with the reason, in one line, when a value is malformed or the
+    ``mcp`` extra is not installed (with the command that installs it in the form this
+    package was installed, `extra_install_hint`)."""
+    try:
+        mcp = importlib.import_module(_MCP_MODULE)
+        if options:  # else the SDK is loaded by the first session that names a server
+            importlib.import_module(_MCP_SDK_MODULE)
+    except ImportError as error:
+        missing = f"no module {error.name!r}" if error.name else str(error)
+        raise SettingError(
+            f"--mcp-server needs the mcp extra, which is not installed ({missing}): "
+            + extra_install_hint("mcp")
+        ) from None
+    timeout = mcp_timeout(timeout)
+    try:
+        servers = [mcp.parse_server_option(option) for option in options]
+    except ValueError as error:
+        raise SettingError(f"--mcp-server: {error}") from None
+    return mcp.McpSkillProvider(servers=servers, timeout=timeout)
+
+
+def mcp_timeout(flag: float | None) -> float:
+    """``--mcp-timeout``, else ``ACP_SKILLS_MCP_TIMEOUT``, else 10 s; `SettingError` for a
+    variable that is not a positive number."""
+    if flag is not None:
+        return flag
+    return from_env(MCP_TIMEOUT_VARIABLE, positive_float, DEFAULT_MCP_TIMEOUT)
 
 
 def build_provider(

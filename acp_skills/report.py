@@ -1,0 +1,113 @@
+"""What a person reads of problems and MCP servers, in one wording for every surface: the
+``/skills`` report in the editor, ``acp-skills doctor``, ``validate`` and ``list`` at a terminal,
+and the JSON of ``_skills/list`` and ``--json``. Only the markup differs (Markdown in the
+editor; colour, or none, at a terminal): a `Markup` sets off a place, a code and a severity.
+
+Text from disk or from a server (a path, a message, a server's reason) is spelt safe for a
+terminal here, where it becomes a line; JSON keeps it as data, without the characters no
+person should be shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final, Protocol
+
+from .diagnostics import Diagnostic, Severity
+from .text import remove_unsafe_characters, terminal_safe
+
+SEVERITIES: Final[dict[Severity, tuple[str, tuple[str, ...]]]] = {
+    "error": ("error", ("1", "31")),
+    "warning": ("warning", ("1", "33")),
+    "info": ("note", ("36",)),
+}
+"""Each severity, most severe first (the order reports list them in): how it is said, and its
+colour at a terminal (ANSI codes)."""
+
+
+class Markup(Protocol):
+    """How a surface sets off the parts of a line."""
+
+    def place(self, text: str) -> str:
+        """A path (with its line) or a server's label."""
+
+    def code(self, text: str) -> str:
+        """A diagnostic code."""
+
+    def severity(self, severity: Severity) -> str:
+        """A severity, as `SEVERITIES` says it."""
+
+
+class Markdown:
+    """The editor's markup: places and codes as code spans, severities as words."""
+
+    def place(self, text: str) -> str:
+        return f"`{text}`"
+
+    def code(self, text: str) -> str:
+        return f"`{text}`"
+
+    def severity(self, severity: Severity) -> str:
+        return SEVERITIES[severity][0]
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 skill``, ``2 skills``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def tally(diagnostics: Iterable[Diagnostic]) -> str:
+    """``1 error, 2 warnings, 3 notes`` (a severity with none is left out), or ``no problems``."""
+    counts = dict.fromkeys(SEVERITIES, 0)
+    for d in diagnostics:
+        counts[d.severity] += 1
+    said = [plural(n, SEVERITIES[severity][0]) for severity, n in counts.items() if n]
+    return ", ".join(said) or "no problems"
+
+
+def by_severity(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The records, most severe first; in their own order within a severity."""
+    order = list(SEVERITIES)
+    return sorted(diagnostics, key=lambda d: order.index(d.severity))
+
+
+def diagnostic_line(d: Diagnostic, markup: Markup) -> str:
+    """``PATH:LINE: SEVERITY CODE: MESSAGE``; without a path, from the severity on."""
+    said = f"{markup.severity(d.severity)} {markup.code(d.code)}: {terminal_safe(d.message)}"
+    if d.path is None:
+        return said
+    where = terminal_safe(d.path) + (f":{d.line}" if d.line is not None else "")
+    return f"{markup.place(where)}: {said}"
+
+
+def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
+    """``{"code", "severity", "path", "line", "message"}``, the stable shape of every JSON."""
+    return d.to_json() | {"message": remove_unsafe_characters(d.message)}
+
+
+def server_state(state: Any) -> str:
+    """How one MCP server fares (an `acp_skills.mcp.provider.ServerState`), in a few words."""
+    if state.failure is not None:
+        return f"skipped: {terminal_safe(state.failure)}"
+    if state.supports_skills is False:
+        return "connected, serves no skills (no skills extension)"
+    return f"connected, {plural(state.skills, 'skill')}" if state.connected else "not connected yet"
+
+
+def server_line(state: Any, markup: Markup) -> str:
+    """``LABEL: STATE``: one MCP server, as `server_state` says it."""
+    return f"{markup.place(terminal_safe(state.server.label))}: {server_state(state)}"
+
+
+def server_json(state: Any) -> dict[str, Any]:
+    """One MCP server: label, identity (what trust remembers), connected, whether it has the
+    skills extension, its skills and why it was skipped."""
+    clean = remove_unsafe_characters
+    return {
+        "label": clean(state.server.label),
+        "identity": clean(state.server.identity),
+        "connected": state.connected,
+        "skillsExtension": state.supports_skills,
+        "skills": state.skills,
+        "failure": clean(state.failure) if state.failure is not None else None,
+    }
