@@ -22,11 +22,13 @@ from .content import (
 )
 from .errors import Refusal
 from .model import (
+    SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
     SkillSnapshot,
     SkillSummary,
     is_skill_name,
+    is_skill_uri,
     kind_of_value,
     require_positive_int,
 )
@@ -143,7 +145,7 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
     name: str = _typed(arguments, "name", None, given=True)
     _refuse_unexpected(arguments, accepted, name)
     path: str | None = _typed(arguments, "path", name)
-    if not is_skill_name(name):
+    if not is_skill_name(name) and not is_skill_uri(name):
         raise Refusal(
             f"Error: skill name {quote(name)} is not valid: use the exact name from the skill "
             'catalog (lowercase letters and digits in hyphen-separated words, like "deploy-app")'
@@ -238,15 +240,16 @@ class SkillTool:
             if name is None:
                 text = await self._search(query, options)
             else:
-                snapshot = await self._snapshot(name, options)
-                definition = await self._load(name, options, snapshot=snapshot)
+                # One snapshot for the lookup and a read (a uri is looked up without one).
+                snapshot = None if is_skill_uri(name) else await self._snapshot(name, options)
+                candidate, definition = await self._load(name, options, snapshot=snapshot)
                 if path is None:
                     text = render_skill_content(definition)
                 else:
                     limit = self._max_resource_bytes
-                    candidate = next(s for s in snapshot.skills if s.name == name)
                     found = await self._registry.read_path(candidate, path, limit=limit)
                     if found is None:
+                        snapshot = snapshot or await self._snapshot(name, options)
                         found = await read_resource(
                             definition, path, snapshot=snapshot, limit=limit, read_text=read_text
                         )
@@ -298,7 +301,7 @@ class SkillTool:
             cwd=cwd, servers=servers, additional_directories=additional_directories
         )
         try:
-            definition = await self._load(name, options, by_model=False, snapshot=snapshot)
+            _, definition = await self._load(name, options, by_model=False, snapshot=snapshot)
         except Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
         if arguments is not None:
@@ -314,7 +317,7 @@ class SkillTool:
         *,
         by_model: bool = True,
         snapshot: SkillSnapshot | None = None,
-    ) -> SkillDefinition:
+    ) -> tuple[SkillCandidate, SkillDefinition]:
         def refused(why: str) -> Refusal:  # made only when raised, so quoted only then
             return Refusal(f"Error: skill {quote(name)} {why}")
 
@@ -324,9 +327,21 @@ class SkillTool:
             if by_model
             else "cannot be invoked as a command"
         )
-        if snapshot is None:
-            snapshot = await self._snapshot(name, options)
-        found = next((skill for skill in snapshot.skills if skill.name == name), None)
+        if is_skill_uri(name):
+            # The providers that find skills by uri decide, trust included (the registry the
+            # tool holds may be a session's view of it); naming a uri names that skill, even
+            # one a skill of the same name shadows.
+            try:
+                found = await self._registry.find_uri(name, options)
+            except Refusal:
+                raise
+            except Exception as error:
+                raise self._load_failed(name, error) from None
+            gone = "is not served by any server of this session"
+        else:
+            if snapshot is None:
+                snapshot = await self._snapshot(name, options)
+            found = next((skill for skill in snapshot.skills if skill.name == name), None)
         if found is None:
             raise refused(gone)
         if _refuses(found, by_model=by_model):
@@ -342,7 +357,7 @@ class SkillTool:
             raise refused(gone)
         if _refuses(definition, by_model=by_model):  # the file may have changed since
             raise refused(barred)
-        return definition
+        return found, definition
 
     async def _snapshot(self, name: str, options: SkillLookupOptions) -> SkillSnapshot:
         try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from acp.schema import TextContentBlock
 from acp_skills import LocalSkillProvider, SkillCandidate, SkillRegistry, SkillSnapshot
 from acp_skills.acp.consent import TrustView, command_note, report_lines, trust_error
 from acp_skills.trust import ProjectSource, ServerSource, TrustStore
-from acp_skills.trust_question import Withheld, question_options, question_text, question_title
+from acp_skills.trust_question import Withheld
 from tests.acp_peer import (
     SDK_WITHDRAWS_CANCELLED_REQUESTS,
     WAIT_SECONDS,
@@ -151,18 +150,14 @@ def test_an_mcp_skill_withheld_names_its_server(state: Any, text: str) -> None:
 
 
 def test_what_a_person_reads_about_a_withheld_server_skill() -> None:
-    """The question marks a changed skill; `/skills` and the `/NAME` note never send a person
-    to trust a server from the command line, only to forget a refusal."""
+    """`/skills` and the `/NAME` note never send a person to trust a server from the command
+    line, only to forget a refusal."""
     items = frozenset({("skill://fmt/SKILL.md", "sha256:2"), ("skill://fmt/notes.md", "sha256:3")})
     source = ServerSource(
         label="tools", endpoint="tools=run tools", items=items, uri="skill://fmt/SKILL.md"
     )
     skill = candidate("fmt", "mcp:tools")
     pending = Withheld(skill, "pending", source, "changed")
-    assert question_text([pending]) == (
-        "- fmt: d (MCP server tools, skill://fmt/SKILL.md)"
-        " — changed on the server since you trusted it"
-    )
     note = command_note("fmt", pending)
     assert "acp-skills trust" not in note
     assert note.endswith(
@@ -365,57 +360,6 @@ async def test_no_skill_directory_or_project_name_can_forge_a_line_of_the_questi
     folded = " ".join(forged.split())
     assert card == f"- evil: Looks harmless. ({tmp_path}/proj ect/.agents/skills/{folded}/SKILL.md)"
     assert question["toolCall"]["title"] == "Trust 1 skill from proj ect?"
-
-
-@dataclass(frozen=True)
-class DynamicLocator:
-    """What an MCP skill served with ``"resources": "dynamic"`` tells the card."""
-
-    dynamic: bool = True
-
-
-def test_an_mcp_uri_or_label_cannot_forge_a_line_and_a_dynamic_skill_is_marked_unverified() -> None:
-    """A uri or server label with line breaks stays on its skill's line; a skill whose files
-    the server does not list says they are unverified."""
-    source = ServerSource(
-        label="team\r\nx",
-        endpoint="team=serve",
-        items=frozenset({("skill://fmt/SKILL.md", "sha256:1")}),
-        uri="skill://fmt/SKILL.md\n- deploy: Trusted (project)",
-    )
-    skill = SkillCandidate(
-        name="fmt",
-        description="Format\u0085code.",
-        source="mcp:team",
-        rank=600,
-        provider="mcp",
-        locator=DynamicLocator(),
-    )
-    pending = [Withheld(skill, "pending", source)]
-    assert question_text(pending) == (
-        "- fmt: Format code. (MCP server team x, skill://fmt/SKILL.md - deploy: Trusted (project))"
-        " — its files are not listed, so they are unverified"
-    )
-    assert question_title(pending) == "Trust 1 skill from team x?"
-
-
-def test_the_lasting_answers_name_what_they_are_about() -> None:
-    """ "Trust this project" for a project, "Trust this server" for one server, and both named
-    when one question covers both."""
-    project = Withheld(candidate("a", "project-agents"), "pending", ProjectSource("/p"))
-    server = Withheld(candidate("b", "mcp:t"), "pending", ServerSource("t", "t=x"))
-    other = Withheld(candidate("c", "mcp:u"), "pending", ServerSource("u", "u=y"))
-    assert question_options([project]) == [
-        ("allow_once", "Trust for this session"),
-        ("allow_always", "Trust this project"),
-        ("reject_once", "Not now"),
-        ("reject_always", "Never for this project"),
-    ]
-    assert dict(question_options([server]))["allow_always"] == "Trust this server"
-    assert dict(question_options([server]))["reject_always"] == "Never for this server"
-    assert dict(question_options([project, server, other]))["allow_always"] == (
-        "Trust this project and these 2 servers"
-    )
 
 
 # -- session/load -----------------------------------------------------------------------------

@@ -1,10 +1,13 @@
-"""docs/integration.md: its "whole integration" snippet runs, as written, over a real connection."""
+"""docs/integration.md: its "whole integration" snippet runs, as written, over a real connection;
+so does the block that lends the agent's own MCP sessions to the skills, against a FastMCP
+server in this process."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 import socket
+import sys
 import types
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
@@ -20,12 +23,18 @@ from acp.schema import (
     ClientCapabilities,
     FileSystemCapabilities,
     Implementation,
+    McpServerStdio,
     ReadTextFileResponse,
     TextContentBlock,
 )
+from mcp import ClientSession
 
 from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry, render_skill_content
 from acp_skills.acp import AcpSkills, GuardedTransport
+from acp_skills.mcp import McpServer
+from tests.events import WAIT_SECONDS
+from tests.mcp_http import SERVER, write_served_skill
+from tests.mcp_memory import fastmcp_streams
 
 pytestmark = pytest.mark.sdk
 
@@ -229,3 +238,51 @@ async def test_the_snippet_agent_expands_a_slash_command(
         "user",
         f"/deploy now\n\n{render_skill_content(definition)}",
     )
+
+
+SHARING = "## One connection per MCP server"
+
+
+@pytest.mark.anyio
+async def test_the_sharing_agent_lends_its_own_mcp_session_to_the_skills(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sharing block, as written, over a session the agent opened: its tool call and the
+    skills' listing go over that session, the server sees one handshake, and the session is
+    still open once the skills have let go of the server and closed."""
+    for variable in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+        monkeypatch.setenv(variable, str(tmp_path / "home"))
+    monkeypatch.delenv("ACP_SKILLS_TRUST_FILE", raising=False)
+    root, record = tmp_path / "served", tmp_path / "methods.txt"
+    write_served_skill(root, "served-skill", "A skill from the server.", "Do the thing.")
+    arguments = [str(root), "--tool", "--record", str(record)]
+    entry = McpServerStdio(name="team", command=sys.executable, args=[SERVER, *arguments], env=[])
+    lent: list[McpServer] = []
+    with anyio.fail_after(WAIT_SECONDS):
+        async with (
+            fastmcp_streams(arguments) as (read, write),
+            ClientSession(read, write) as own,
+        ):
+            await own.discover()
+
+            class Agent(load_snippet(SHARING).ToolfulAgent):  # type: ignore[misc]
+                async def connect_mcp(self, server: McpServer) -> ClientSession:
+                    lent.append(server)
+                    return own
+
+            agent = Agent()
+            created = await agent.new_session(str(tmp_path), mcp_servers=[entry])
+            listed = await agent.skills.ext_method("skills/list", {"sessionId": created.session_id})
+            tool = await agent.mcp_sessions[McpServer.from_acp(entry)].call_tool("ping")
+            await agent.skills.close_session(created.session_id)  # no session names it now
+            await agent.mcp.aclose()
+            agent.local.close()
+            after = await own.call_tool("ping")
+    assert lent == [McpServer.from_acp(entry)]
+    assert [(skill["name"], skill["source"]) for skill in listed["skills"]] == [
+        ("served-skill", "mcp:team")
+    ]
+    assert [block.text for block in (*tool.content, *after.content)] == ["pong", "pong"]
+    methods = record.read_text(encoding="utf-8").split()
+    assert (methods.count("server/discover"), methods.count("initialize")) == (1, 0)
+    assert {"skills/list", "tools/call"} <= set(methods)

@@ -1,17 +1,19 @@
-"""No MCP server twice (contract §16): an agent lends its own client sessions to
-`McpSkillProvider` (one connection per server, never closed by the provider); a session's
-servers start connecting at ``session/new``, in the background; the demo agent's
-``--mcp-session-servers off`` never starts the servers the editor forwards.
+"""No MCP server twice (contract §16): a session lent by the agent carries the skills, and the
+provider's own connection to that server goes; a session's servers start connecting at
+``session/new``, in the background; the demo agent's ``--mcp-session-servers off`` never
+starts the servers the editor forwards. (The agent's own session carrying its tools and the
+skills at once: docs/integration.md's sharing block, tests/test_integration_doc.py.)
 
 In process against FastMCP servers (tests/mcp_memory.py) wherever a connection is the point;
-real stdio servers only where a process is: a server that exits as it starts, and one that
-must not outlive a session closed while it was still connecting.
+real stdio servers only where a process is: a server that exits as it starts, one that must
+not outlive a session closed while it was still connecting, and the count of a forwarded
+server's starts through the demo agent as its command line builds it.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -29,28 +31,27 @@ from acp_skills.mcp import McpServer, McpSkillProvider
 from acp_skills.mcp.transport import open_transport
 from acp_skills.trust import TrustStore
 from tests.acp_peer import demo_peer
+from tests.events import WAIT_SECONDS, named_pipe, process_ends, read_pipe
 from tests.mcp_http import SERVER, write_served_skill
 from tests.mcp_memory import InProcess, fastmcp_streams
 from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
 from tests.sandbox import Sandbox
-from tests.test_integration_doc import load_snippet
-from tests.test_mcp_bounds import process_gone, until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
-TEST_SECONDS = 30
-SHARING = "## One connection per MCP server"
-
 
 class Starts:
-    """A transport factory that counts the connections it is asked to open."""
+    """A transport factory that counts the connections it is asked to open; ``called`` is set
+    by the first."""
 
     def __init__(self, inner: Callable[[McpServer], Transport] = open_transport) -> None:
         self.inner = inner
         self.started: list[McpServer] = []
+        self.called = anyio.Event()
 
     def __call__(self, server: McpServer) -> Transport:
         self.started.append(server)
+        self.called.set()
         return self.inner(server)
 
 
@@ -59,6 +60,12 @@ def skills_entry(root: Path, *extra: str) -> McpServerStdio:
     write_served_skill(root, "served-skill", "A skill from the server.", "Do the thing.")
     return McpServerStdio(
         name="team", command=sys.executable, args=[SERVER, str(root), *extra], env=[]
+    )
+
+
+def scripted_entry(script: Path, label: str = "team") -> McpServerStdio:
+    return McpServerStdio(
+        name=label, command=sys.executable, args=[SCRIPTED_SERVER, str(script)], env=[]
     )
 
 
@@ -76,7 +83,7 @@ async def mounted(
 ) -> AsyncIterator[tuple[AcpSkills, McpSkillProvider]]:
     """`AcpSkills` with only an MCP provider reaching servers through ``transport``, not
     served: nothing but what the test calls looks anything up."""
-    provider = McpSkillProvider(timeout=TEST_SECONDS, transport=transport)
+    provider = McpSkillProvider(timeout=WAIT_SECONDS, transport=transport)
     registry = SkillRegistry()
     registry.register_provider(provider)
     store = TrustStore(tmp_path / "trust.json")
@@ -86,49 +93,7 @@ async def mounted(
         await provider.aclose()
 
 
-# -- the agent's own sessions, lent ------------------------------------------------------------
-
-
-async def test_the_agents_own_session_carries_its_tools_and_the_skills(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """docs/integration.md's sharing agent, as written: its tool call and the skills' listing go
-    over the session it opened, the server sees one handshake, and the session is still open
-    after the skills let go of the server and close."""
-    for variable in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
-        monkeypatch.setenv(variable, str(tmp_path / "home"))
-    monkeypatch.delenv("ACP_SKILLS_TRUST_FILE", raising=False)
-    record = tmp_path / "methods.txt"
-    entry = skills_entry(tmp_path / "served", "--tool", "--record", str(record))
-    lent: list[McpServer] = []
-    with anyio.fail_after(TEST_SECONDS):
-        async with (
-            fastmcp_streams(entry.args[1:]) as (read, write),
-            ClientSession(read, write) as own,
-        ):
-            await own.discover()
-
-            class Agent(load_snippet(SHARING).ToolfulAgent):  # type: ignore[misc]
-                async def connect_mcp(self, server: McpServer) -> ClientSession:
-                    lent.append(server)
-                    return own
-
-            agent = Agent()
-            created = await agent.new_session(str(tmp_path), mcp_servers=[entry])
-            listing = await agent.skills.ext_method(
-                "skills/list", {"sessionId": created.session_id}
-            )
-            tool = await agent.mcp_sessions[McpServer.from_acp(entry)].call_tool("ping")
-            await agent.skills.close_session(created.session_id)  # no session names it now
-            await agent.mcp.aclose()
-            agent.local.close()
-            after = await own.call_tool("ping")
-    assert lent == [McpServer.from_acp(entry)]
-    assert names(listing) == [("served-skill", "mcp:team")]
-    assert [tool.content[0].text, after.content[0].text] == ["pong", "pong"]  # type: ignore[union-attr]
-    seen = methods(record)
-    assert (seen.count("server/discover"), seen.count("initialize")) == (1, 0)
-    assert {"skills/list", "tools/call"} <= set(seen)
+# -- a session lent by the agent ----------------------------------------------------------------
 
 
 async def test_lending_a_session_closes_the_providers_own_connection(tmp_path: Path) -> None:
@@ -175,20 +140,20 @@ async def test_a_session_lent_before_its_handshake_is_refused(tmp_path: Path) ->
 async def test_session_new_starts_connecting_before_anything_looks_the_server_up(
     tmp_path: Path,
 ) -> None:
-    """Opening a session starts its server in the background: it has its handshake before any
-    lookup, and the first lookup lists over that connection, with no second handshake."""
+    """Opening a session starts its server in the background, before any lookup; the first
+    lookup then lists over that connection, with no second handshake."""
     record = tmp_path / "methods.txt"
     entry = skills_entry(tmp_path / "served", "--record", str(record))
-    servers = InProcess()
-    async with mounted(tmp_path, servers) as (skills, _):
+    starts = Starts(InProcess())
+    async with mounted(tmp_path, starts) as (skills, _):
         await skills.open_session("s1", str(tmp_path), mcp_servers=[entry])
-        with anyio.fail_after(10):  # without a start at session/new, nothing ever connects
-            await until(lambda: "server/discover" in methods(record))
+        with anyio.fail_after(WAIT_SECONDS):  # nothing else here would ever connect
+            await starts.called.wait()
         listing = await skills.ext_method("skills/list", {"sessionId": "s1"})
     assert names(listing) == [("served-skill", "mcp:team")]
     assert methods(record)[:2] == ["server/discover", "skills/list"]
     assert methods(record).count("server/discover") == 1
-    assert servers.opened == [McpServer.from_acp(entry)]
+    assert starts.started == [McpServer.from_acp(entry)]
 
 
 async def test_a_server_that_exits_as_it_connects_is_started_once_and_told(
@@ -196,26 +161,27 @@ async def test_a_server_that_exits_as_it_connects_is_started_once_and_told(
 ) -> None:
     """A server that exits while it connects in the background is not started a second time
     by the lookup that comes after: that lookup reports its exit and the end of its stderr
-    (`mcp-server-unavailable`), and the session goes on. A process is the point: it exits."""
-    script = write_script(tmp_path / "exits.json", exit=3, stderr="no token configured\n")
-    entry = McpServerStdio(
-        name="team", command=sys.executable, args=[SCRIPTED_SERVER, str(script)], env=[]
-    )
+    (`mcp-server-unavailable`). A process is the point: it exits."""
+    entry = scripted_entry(write_script(tmp_path / "exits.json", exit=3, stderr="no token\n"))
+    ended = anyio.Event()
+
+    def note_the_end(_: Any, __: str, event: MutableMapping[str, Any]) -> Any:
+        if event["event"] == "mcp_server_ended":  # the connection has given up
+            ended.set()
+        raise structlog.DropEvent
+
+    structlog.configure(processors=[note_the_end])  # conftest puts the configuration back
     starts = Starts()
-    with structlog.testing.capture_logs() as logs:
-        async with mounted(tmp_path, starts) as (skills, _):
-            await skills.open_session("s1", str(tmp_path), mcp_servers=[entry])
-            with anyio.fail_after(TEST_SECONDS):
-                await until(lambda: any(log["event"] == "mcp_server_ended" for log in logs))
-            listing = await skills.ext_method("skills/list", {"sessionId": "s1"})
+    async with mounted(tmp_path, starts) as (skills, _):
+        await skills.open_session("s1", str(tmp_path), mcp_servers=[entry])
+        with anyio.fail_after(WAIT_SECONDS):
+            await ended.wait()
+        listing = await skills.ext_method("skills/list", {"sessionId": "s1"})
     assert starts.started == [McpServer.from_acp(entry)]
     assert listing["skills"] == []
     [problem] = listing["problems"]
     assert problem["code"] == "mcp-server-unavailable"
-    assert (
-        "the server exited with status 3; its stderr ends: no token configured"
-        in (problem["message"])
-    )
+    assert "the server exited with status 3; its stderr ends: no token" in problem["message"]
 
 
 @pytest.mark.parametrize("ending", ["closed", "resumed without it", "the agent exits"])
@@ -225,7 +191,7 @@ async def test_a_server_still_connecting_when_its_session_ends_leaves_no_process
     """A server that never answers its handshake, and ignores SIGTERM and the end of its
     input, is still connecting when its session is closed, reopened without it, or the agent
     exits: neither it nor the helper it started is left. A process is the point."""
-    pid, helper = tmp_path / "server.pid", tmp_path / "helper.pid"
+    pid, helper = named_pipe(tmp_path / "server.pid"), named_pipe(tmp_path / "helper.pid")
     script = write_script(
         tmp_path / "slow.json",
         pid=str(pid),
@@ -233,22 +199,19 @@ async def test_a_server_still_connecting_when_its_session_ends_leaves_no_process
         stubborn=True,
         silent=["server/discover"],
     )
-    entry = McpServerStdio(
-        name="slow", command=sys.executable, args=[SCRIPTED_SERVER, str(script)], env=[]
-    )
     async with mounted(tmp_path, open_transport) as (skills, provider):
-        await skills.open_session("s1", str(tmp_path), mcp_servers=[entry])
-        with anyio.fail_after(TEST_SECONDS):
-            await until(lambda: all(p.exists() and p.read_text().strip() for p in (pid, helper)))
-        pids = [int(pid.read_text()), int(helper.read_text())]
+        await skills.open_session("s1", str(tmp_path), mcp_servers=[scripted_entry(script)])
+        with anyio.fail_after(WAIT_SECONDS):
+            pids = [int(await read_pipe(pid)), int(await read_pipe(helper))]
         if ending == "closed":
             await skills.close_session("s1")
         elif ending == "resumed without it":
             await skills.resume_session("s1", str(tmp_path))
         else:
             await provider.aclose()
-        with anyio.fail_after(TEST_SECONDS):
-            await until(lambda: all(process_gone(p) for p in pids))
+        with anyio.fail_after(WAIT_SECONDS):
+            for each in pids:
+                await process_ends(each)
 
 
 # -- the demo agent: --mcp-session-servers ---------------------------------------------------------
@@ -277,9 +240,7 @@ async def test_a_forwarded_server_starts_only_when_the_agent_takes_the_editors_s
     script = write_script(
         tmp_path / "team.json", [served("team-skill", text, fields)], record=str(record)
     )
-    entry = McpServerStdio(
-        name="team", command=sys.executable, args=[SCRIPTED_SERVER, str(script)], env=[]
-    )
+    entry = scripted_entry(script)
     sandbox = Sandbox.create(tmp_path / "box")
     async with demo_peer(sandbox, *flags, env=env) as agent:
         created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[entry])

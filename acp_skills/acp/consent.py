@@ -19,7 +19,8 @@ from typing import Any, Final
 import anyio
 from acp.schema import PermissionOption, ToolCallUpdate
 
-from ..model import SkillLookupOptions, SkillSnapshot
+from ..errors import Refusal
+from ..model import SkillCandidate, SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..text import one_line, shorten_description
@@ -186,17 +187,8 @@ class TrustedRegistry:
         """The registry's snapshot for ``options`` filtered for ``trust`` (else the bound one)."""
         options = options or SkillLookupOptions()
         raw = await self._registry.snapshot(options)
-        if trust is None:
-            trust = _current.get()
-        grants = dict(trust.grants) if trust is not None else {}
         skills = [*raw.skills, *(shadowed.skill for shadowed in raw.shadowed)]
-        # The projects (the session's, its additional directories') found off the loop.
-        source_of = await sources_for(options.cwd, skills, options.additional_directories)
-        sources = {id(skill): source_of(skill) for skill in skills}  # each found once
-        stored = StoredTrust()
-        if self.mode == "ask" and any(source is not None for source in sources.values()):
-            stored = await anyio.to_thread.run_sync(self._stored)
-        states = trust_states(skills, lambda skill: sources[id(skill)], stored, self.mode, grants)
+        states = await self._states(skills, options, trust)
         key = (id(raw), tuple((states[s], states.change(s)) for s in skills))
         if (kept := self._views.get(key)) is not None and kept[0] is raw:
             self._views.move_to_end(key)
@@ -206,6 +198,41 @@ class TrustedRegistry:
         while len(self._views) > _VIEWS_KEPT:
             self._views.popitem(last=False)
         return view
+
+    async def find_uri(
+        self, uri: str, options: SkillLookupOptions | None = None
+    ) -> SkillCandidate | None:
+        """The registry's skill at ``uri`` (`SkillRegistry.find_uri`) if the bound session may
+        load it; a withheld one is a `Refusal` with the tool's trust error. A skill its server
+        confirmed by uri is new to every decision, so it waits until a session's question names
+        it (it joins the server's skills at later lookups)."""
+        options = options or SkillLookupOptions()
+        found = await self._registry.find_uri(uri, options)
+        if found is None:
+            return None
+        states = await self._states([found], options, None)
+        state, source = states[found], states.source(found)
+        if state in ADMITTED or source is None:
+            return found
+        raise Refusal(trust_error(uri, Withheld(found, state, source, states.change(found))))
+
+    async def _states(
+        self,
+        skills: list[SkillCandidate],
+        options: SkillLookupOptions,
+        trust: SessionTrust | None,
+    ) -> TrustStates:
+        # Each skill's state for ``trust`` (else the bound session's answers).
+        if trust is None:
+            trust = _current.get()
+        grants = dict(trust.grants) if trust is not None else {}
+        # The projects (the session's, its additional directories') found off the loop.
+        source_of = await sources_for(options.cwd, skills, options.additional_directories)
+        sources = {id(skill): source_of(skill) for skill in skills}  # each found once
+        stored = StoredTrust()
+        if self.mode == "ask" and any(source is not None for source in sources.values()):
+            stored = await anyio.to_thread.run_sync(self._stored)
+        return trust_states(skills, lambda skill: sources[id(skill)], stored, self.mode, grants)
 
     def _stored(self) -> StoredTrust:
         try:

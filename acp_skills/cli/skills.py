@@ -183,9 +183,13 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
     named = args.name if result.is_error else None
     warnings += await skipped_warnings(provider, options, named=named)
     warnings += await mcp_warnings(getattr(args, "mcp", None), options)
-    _, withheld = as_a_session_sees_it(args, await registry.snapshot(options))
-    if (held := withheld.get(args.name)) is not None:
-        warnings += [f"warning: {clean(line)}" for line in withheld_lines({args.name: held})]
+    snapshot = await registry.snapshot(options)
+    _, withheld = as_a_session_sees_it(args, snapshot)
+    # A skill named by its uri is told about by its name (a uri its server confirmed is among
+    # the server's skills from then on).
+    name = next((s.name for s in snapshot.skills if served_uri(s) == args.name), args.name)
+    if (held := withheld.get(name)) is not None:
+        warnings += [f"warning: {clean(line)}" for line in withheld_lines({name: held})]
     return Outcome(
         {"name": args.name, "text": text, "isError": result.is_error},
         [text],
