@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -70,8 +72,10 @@ def demo_argv(scratch: Path, *more: str) -> list[str]:
     return ["-m", "demo_agent", "--state-dir", str(scratch / "state"), *more]
 
 
-async def time_initialize(argv: list[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
+@asynccontextmanager
+async def initialized_agent(argv: list[str], env: dict[str, str]) -> AsyncIterator[Any]:
+    """A fresh agent process of ``argv`` with this interpreter, initialized; the client's
+    connection to it, until the block ends."""
     async with spawn_agent_process(
         cast(Any, Client()), sys.executable, *argv, env=env, transport_kwargs={"stderr": None}
     ) as (conn, _process):
@@ -80,6 +84,12 @@ async def time_initialize(argv: list[str], env: dict[str, str]) -> float:
             client_capabilities=ClientCapabilities(),
             client_info=Implementation(name="bench", version="0"),
         )
+        yield conn
+
+
+async def time_initialize(argv: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    async with initialized_agent(argv, env):
         return time.perf_counter() - started
 
 

@@ -610,7 +610,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # Sections other scripts measure (extras this environment does not install, or a store of
 # 10,000 sessions): a rewrite keeps them as they are, after the ones written here.
-KEPT_HEADINGS = ("## Skills from an MCP server", "## Listing sessions")
+KEPT_HEADINGS = (
+    "## Skills from an MCP server",
+    "## A forwarded MCP server's first catalog",
+    "## Listing sessions",
+)
 
 
 def kept_sections() -> str:

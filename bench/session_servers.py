@@ -1,7 +1,7 @@
 """Benchmark: a stdio MCP server the editor forwards, from `session/new` to the first prompt's
 catalog, side by side with the same server started by hand.
 
-    python bench/session_servers.py [--runs 7] [--skills 10]
+    python bench/session_servers.py [--runs 7] [--skills 10] [--agent-flag=--no-watch ...]
 
 One FastMCP 4.2.3 skills server (tests/mcp_skills_server.py) serving ``--skills`` skills; in
 the same run, alternating, ``--runs`` times each:
@@ -26,10 +26,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, cast
 
-from acp.schema import ClientCapabilities, Implementation, McpServerStdio, TextContentBlock
-from acp.stdio import spawn_agent_process
+from acp.schema import McpServerStdio, TextContentBlock
+from agent_cells import agent_env, demo_argv, initialized_agent
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -38,22 +37,6 @@ from acp_skills.mcp.listing import list_skills
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "mcp_skills_server.py")
 QUIET = open(os.devnull, "w")  # noqa: SIM115 (the servers' stderr, for the whole run)
-
-
-class Client:
-    """Answers nothing: with ``--trust all`` no question is put, and the model reads no file."""
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        return None
-
-    async def request_permission(self, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    async def read_text_file(self, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    async def write_text_file(self, **kwargs: Any) -> Any:
-        raise NotImplementedError
 
 
 def make_skills(root: Path, count: int) -> list[str]:
@@ -82,25 +65,13 @@ async def by_hand(root: Path, count: int) -> float:
     return elapsed
 
 
-async def through_the_agent(scratch: Path, root: Path, names: list[str]) -> float:
+async def through_the_agent(scratch: Path, root: Path, names: list[str], flags: list[str]) -> float:
     """`session/new` sent -> the first prompt answered, in seconds; checks its catalog."""
-    env = {
-        "HOME": str(scratch / "home"),
-        "DSH_HOME": str(scratch / "home" / "dsh"),
-        "DSH_AGENTS_HOME": str(scratch / "home" / "agents"),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path]),
-        "ACP_SKILLS_TRUST_FILE": str(scratch / "trust.json"),
-    }
-    argv = ["-m", "demo_agent", "--state-dir", str(scratch / "state"), "--trust", "all"]
+    home = scratch / "home"
+    env = agent_env(home, HOME=str(home), ACP_SKILLS_TRUST_FILE=str(scratch / "trust.json"))
+    argv = demo_argv(scratch, "--trust", "all", *flags)
     entry = McpServerStdio(name="team", command=sys.executable, args=[SERVER, str(root)], env=[])
-    async with spawn_agent_process(
-        cast(Any, Client()), sys.executable, *argv, env=env, transport_kwargs={"stderr": None}
-    ) as (conn, _process):
-        await conn.initialize(
-            protocol_version=1,
-            client_capabilities=ClientCapabilities(),
-            client_info=Implementation(name="bench", version="0"),
-        )
+    async with initialized_agent(argv, env) as conn:
         started = time.perf_counter()
         created = await conn.new_session(cwd=str(scratch), mcp_servers=[entry])
         await conn.prompt(
@@ -115,7 +86,7 @@ async def through_the_agent(scratch: Path, root: Path, names: list[str]) -> floa
     return elapsed
 
 
-async def measure(runs: int, count: int) -> tuple[list[float], list[float]]:
+async def measure(runs: int, count: int, flags: list[str]) -> tuple[list[float], list[float]]:
     hand: list[float] = []
     agent: list[float] = []
     with tempfile.TemporaryDirectory() as temp:
@@ -125,7 +96,7 @@ async def measure(runs: int, count: int) -> tuple[list[float], list[float]]:
             hand.append(await by_hand(root, count))
             scratch = Path(temp) / f"agent-{run}"
             scratch.mkdir()
-            agent.append(await through_the_agent(scratch, root, names))
+            agent.append(await through_the_agent(scratch, root, names, flags))
     return hand, agent
 
 
@@ -133,10 +104,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--skills", type=int, default=10)
+    parser.add_argument(
+        "--agent-flag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="one more argument for the demo agent (repeatable), e.g. --agent-flag=--no-watch",
+    )
     args = parser.parse_args()
-    hand, agent = asyncio.run(measure(args.runs, args.skills))
+    hand, agent = asyncio.run(measure(args.runs, args.skills, args.agent_flag))
     hand_ms, agent_ms = statistics.median(hand) * 1000, statistics.median(agent) * 1000
-    print(f"one stdio MCP server with {args.skills} skills, medians of {args.runs}:")
+    flags = " ".join(args.agent_flag)
+    print(
+        f"one stdio MCP server with {args.skills} skills, medians of {args.runs}"
+        + (f", the agent with {flags}:" if flags else ":")
+    )
     print(f"  by hand: spawn -> handshake -> listing      : {hand_ms:7.1f} ms")
     print(
         f"  demo agent: session/new -> first catalog   : {agent_ms:7.1f} ms  "

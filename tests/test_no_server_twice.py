@@ -1,6 +1,6 @@
 """No MCP server twice (contract §16): a session lent by the agent carries the skills, and the
-provider's own connection to that server goes; a session's servers start connecting at
-``session/new``, in the background; the demo agent's ``--mcp-session-servers off`` never
+provider's own connection to that server goes; a session's servers are connected and listed
+from ``session/new`` on, in the background; the demo agent's ``--mcp-session-servers off`` never
 starts the servers the editor forwards. (The agent's own session carrying its tools and the
 skills at once: docs/integration.md's sharing block, tests/test_integration_doc.py.)
 
@@ -25,7 +25,7 @@ from acp.schema import McpServerStdio, TextContentBlock
 from mcp import ClientSession
 from mcp.client import Transport
 
-from acp_skills import SkillRegistry
+from acp_skills import SkillLookupOptions, SkillRegistry
 from acp_skills.acp import AcpSkills
 from acp_skills.mcp import McpServer, McpSkillProvider
 from acp_skills.mcp.transport import open_transport
@@ -140,8 +140,8 @@ async def test_a_session_lent_before_its_handshake_is_refused(tmp_path: Path) ->
 async def test_session_new_starts_connecting_before_anything_looks_the_server_up(
     tmp_path: Path,
 ) -> None:
-    """Opening a session starts its server in the background, before any lookup; the first
-    lookup then lists over that connection, with no second handshake."""
+    """Opening a session starts its server in the background, before any lookup, and lists
+    it there; the lookup that comes later finds it connected: one handshake in all."""
     record = tmp_path / "methods.txt"
     entry = skills_entry(tmp_path / "served", "--record", str(record))
     starts = Starts(InProcess())
@@ -154,6 +154,19 @@ async def test_session_new_starts_connecting_before_anything_looks_the_server_up
     assert methods(record)[:2] == ["server/discover", "skills/list"]
     assert methods(record).count("server/discover") == 1
     assert starts.started == [McpServer.from_acp(entry)]
+
+
+async def test_the_first_lookup_takes_the_listing_its_session_started(tmp_path: Path) -> None:
+    """A lookup that comes while the listing the session's opening started is under way takes
+    that listing: the server is asked once."""
+    record = tmp_path / "methods.txt"
+    entry = skills_entry(tmp_path / "served", "--record", str(record))
+    options = SkillLookupOptions(cwd=str(tmp_path), servers=(McpServer.from_acp(entry),))
+    async with mounted(tmp_path, InProcess()) as (skills, _):
+        await skills.open_session("s1", str(tmp_path), mcp_servers=[entry])
+        snapshot = await skills.registry.snapshot(options)
+    assert [skill.name for skill in snapshot.skills] == ["served-skill"]
+    assert methods(record) == ["server/discover", "skills/list"]
 
 
 async def test_a_server_that_exits_as_it_connects_is_started_once_and_told(

@@ -59,7 +59,7 @@ def snippet(name: str, *, env_names: set[str]) -> dict[str, Any]:
 def test_every_snippet_is_a_custom_agent_with_no_key_in_it() -> None:
     """Each entry is a custom agent with flags the agent accepts and no literal key in env."""
     entries = snippets()
-    assert len(entries) == 4
+    assert len(entries) == 5
     for name, entry in entries:
         assert set(entry) == {"type", "command", "args", "env"}, name
         assert entry["type"] == "custom"

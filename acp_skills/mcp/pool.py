@@ -4,13 +4,16 @@ the deadline (`McpPool.release`, and `McpPool.aclose` at the agent's exit). Each
 through the pool's `TransportFactory`: by default a child process over stdio or streamable HTTP
 (`open_transport`). An agent that already holds a client session for a server (for tools of its
 own) lends it instead (`McpPool.share`): the server is then connected once, and the pool never
-closes what it did not open."""
+closes what it did not open. `Underway` is the work started on a connection in the background
+(a session's first listing) that a request coming meanwhile takes instead of asking again."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Final
+from collections.abc import Awaitable, Callable, Hashable
+from functools import partial
+from typing import Final, Generic, TypeVar
 
 import anyio
 from mcp import ClientSession
@@ -26,6 +29,7 @@ DEFAULT_TIMEOUT: Final = 10.0
 _AFTER_CANCEL: Final = 1.0
 
 _log = get_logger(__name__)
+_T = TypeVar("_T")
 
 
 class McpConnection:
@@ -51,10 +55,6 @@ class McpConnection:
         self._bounded: BoundedTransport | None = None
         self._stop_seconds = timeout
         self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
-        # Whether a caller has been told why it could not connect: until then, a connection
-        # that failed to start is still the one to ask, so the lookup that comes to it reports
-        # that failure instead of starting the server a second time.
-        self._failure_told = False
         self._closing = asyncio.Event()
         self._scope = anyio.CancelScope()
         self._task: asyncio.Future[None] | None = None
@@ -65,14 +65,9 @@ class McpConnection:
 
     @property
     def failed(self) -> bool:
-        """A new connection is needed: this one ended after it was up, or its failure to
-        start has been told (a lent session is the agent's to replace, never failed here)."""
-        if self._task is None or not self._task.done():
-            return False
-        ready = self._ready
-        if self._failure_told or not ready.done() or ready.cancelled():
-            return True
-        return ready.exception() is None
+        """The connection ended (or never started): a new one is needed. A lent session is
+        the agent's to replace, never failed here."""
+        return self._task is not None and self._task.done()
 
     @property
     def ended(self) -> str | None:
@@ -88,11 +83,7 @@ class McpConnection:
 
     async def session(self) -> ClientSession:
         """The connected session (after ``server/discover``); raises why it could not connect."""
-        try:
-            return await asyncio.shield(self._ready)
-        except Exception:
-            self._failure_told = True
-            raise
+        return await asyncio.shield(self._ready)
 
     def supports_skills(self, session: ClientSession) -> bool:
         """Whether the server declared the skills extension."""
@@ -214,3 +205,45 @@ class McpPool:
         agent), and forget the lent ones without closing them."""
         connections, self._connections, self._lent = list(self._connections.values()), {}, {}
         await asyncio.gather(*(connection.aclose() for connection in connections))
+
+
+class Underway(Generic[_T]):
+    """Work started in the background, at most one per key, owned here until it ends or is
+    cancelled: whoever asks for that key meanwhile takes its result (the listing a session's
+    opening started is its first prompt's), or does the work anew if it gave none (cancelled,
+    or failed)."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[Hashable, asyncio.Future[_T]] = {}
+
+    def start(self, key: Hashable, work: Callable[[], Awaitable[_T]]) -> None:
+        """Start ``work()`` for ``key`` in the background, unless work for it is under way."""
+        if key not in self._tasks:
+            task = self._tasks[key] = asyncio.ensure_future(work())
+            task.add_done_callback(partial(self._ended, key))
+
+    async def join(self, key: Hashable, work: Callable[[], Awaitable[_T]]) -> _T:
+        """The result of the work under way for ``key``, else of ``work()`` done now. Being
+        cancelled while waiting leaves that work going."""
+        task = self._tasks.get(key)
+        if task is not None:
+            await asyncio.wait({task})
+            if not task.cancelled() and task.exception() is None:
+                return task.result()
+        return await work()
+
+    async def cancel(self, key: Hashable) -> None:
+        """Cancel the work under way for ``key``, and wait for it to unwind."""
+        if (task := self._tasks.pop(key, None)) is not None:
+            task.cancel()
+            await asyncio.wait({task})
+
+    async def aclose(self) -> None:
+        """Cancel all the work under way, and wait for it to unwind."""
+        await asyncio.gather(*(self.cancel(key) for key in list(self._tasks)))
+
+    def _ended(self, key: Hashable, task: asyncio.Future[_T]) -> None:
+        if self._tasks.get(key) is task:
+            del self._tasks[key]
+        if not task.cancelled():
+            task.exception()  # retrieved: a caller who comes later does the work itself

@@ -9,6 +9,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio
@@ -48,7 +49,7 @@ from .listing import (
 )
 from .locator import McpLocator as McpLocator
 from .locator import ServerState as ServerState
-from .pool import McpConnection, McpPool
+from .pool import McpConnection, McpPool, Underway
 from .transport import TOO_LARGE, TransportFactory
 
 # The SDK loads with this module, as an agent that may meet MCP servers starts: never later,
@@ -103,6 +104,7 @@ class McpSkillProvider:
         self._timeout = timeout
         self._max_resource_bytes = max_resource_bytes
         self._kept = KeptAnswers()
+        self._first_listings = Underway[Listing]()  # started as a session names a server
         self._confirmed: dict[McpServer, OrderedDict[str, None]] = {}
         self.servers: dict[McpServer, ServerState] = {}
 
@@ -121,7 +123,7 @@ class McpSkillProvider:
         ones it lists; a failing server is skipped, told."""
         found: list[SkillCandidate] = []
         for server in self._servers_of(options):
-            listing = await self._listing(server)
+            listing = await self._first_listings.join(server, partial(self._listing, server))
             skills = [*listing.skills, *await self._confirmed_skills(server, listing)]
             found.extend(self._candidate(server, skill) for skill in skills)
         return found
@@ -140,7 +142,8 @@ class McpSkillProvider:
                 f'its {SKILL_FILE_NAME}, such as "skill://deploy-app/{SKILL_FILE_NAME}"'
             )
         for server in servers:  # a listed entry needs no request (the extension's own advice)
-            for skill in (await self._listing(server)).skills:
+            listed = await self._first_listings.join(server, partial(self._listing, server))
+            for skill in listed.skills:
                 if skill.uri == uri:
                     return self._candidate(server, skill)
         unasked: list[str] = []
@@ -237,25 +240,20 @@ class McpSkillProvider:
         return data.decode("utf-8", "replace")
 
     def connect(self, server: object) -> None:
-        """A session names ``server`` from now on: start connecting to it in the background,
-        so that its first lookup waits only for what is not ready yet. Nothing is started for
-        a server left alone after a failure (for 60 s); what fails is told by that lookup."""
-        if isinstance(server, McpServer) and not _resting(self.servers.get(server)):
-            self._pool.connection(server)
+        """A session names ``server``: connect and list it in the background now, so that the
+        session's first lookup waits only for what is not ready yet (and takes that listing if
+        it comes while it is under way). What fails is told as by a lookup."""
+        if isinstance(server, McpServer):
+            self._first_listings.start(server, partial(self._listing, server))
 
     async def share(self, server: McpServer, session: ClientSession) -> None:
-        """List and load ``server``'s skills over ``session``, a client session the agent
-        opened for tools of its own (its handshake done) and keeps open: the server is
-        connected once. The provider never closes it; see `McpPool.share`.
-
-        Raises:
-            ValueError: ``session`` has had no handshake yet.
-        """
+        """List and load ``server``'s skills over ``session``, a client session the agent keeps
+        open for tools of its own: the server is connected once (`McpPool.share`)."""
+        await self._first_listings.cancel(server)  # it would go over the connection that goes
         await self._pool.share(server, session)
 
     def unshare(self, server: McpServer) -> None:
-        """Stop using the session shared for ``server`` (call it before closing that session);
-        a later lookup naming the server connects to it on its own."""
+        """Stop using the session shared for ``server`` (`McpPool.unshare`)."""
         self._pool.unshare(server)
 
     async def release(self, server: object) -> None:
@@ -264,6 +262,7 @@ class McpSkillProvider:
         uses; a shared session stays open. What it failed at is forgotten: a session naming it
         again starts afresh."""
         if isinstance(server, McpServer) and server not in self._fixed:
+            await self._first_listings.cancel(server)
             self._kept.forget(server)
             self._confirmed.pop(server, None)
             self.servers.pop(server, None)
@@ -277,6 +276,7 @@ class McpSkillProvider:
 
     async def aclose(self) -> None:
         """Close every connection this provider opened (each within the deadline)."""
+        await self._first_listings.aclose()
         if self._opened is not None:
             await self._opened.aclose()
 
@@ -420,10 +420,9 @@ class McpSkillProvider:
         return (*self._fixed, *extra)
 
 
-def _resting(state: ServerState | None) -> bool:
+def _resting(state: ServerState) -> bool:
     # A server that failed is left alone for a while (one that sent too much: for good).
-    failed_at = state.failed_at if state is not None else None
-    return failed_at is not None and time.monotonic() - failed_at < RETRY_AFTER
+    return state.failed_at is not None and time.monotonic() - state.failed_at < RETRY_AFTER
 
 
 class _Unavailable(Exception):
