@@ -226,19 +226,21 @@ class SkillTool:
         read_text: ReadText | None = None,
         searchable: bool = False,
         additional_directories: tuple[str, ...] = (),
+        snapshot: SkillSnapshot | None = None,
     ) -> ToolResult:
         """Run the tool once on the model's decoded ``arguments``: the rendered skill, a file's
         text (through ``read_text`` if given, else from disk), a query's matches, or an error.
-        The lookup is the session's: ``cwd``, ``servers``, ``additional_directories``."""
+        The lookup is the session's: ``cwd``, ``servers``, ``additional_directories``; its
+        skills are ``snapshot`` if given (what the session offers), else the registry's."""
         try:
             name, path, query = _parse_arguments(arguments, searchable)
             options = SkillLookupOptions(
                 cwd=cwd, servers=servers, additional_directories=additional_directories
             )
             if name is None:
-                text = await self._search(query, options)
+                text = await self._search(query, snapshot or await self._lookup(None, options))
             else:
-                snapshot = await self._snapshot(name, options)
+                snapshot = snapshot or await self._lookup(name, options)
                 definition = await self._load(name, options, snapshot=snapshot)
                 if path is None:
                     text = render_skill_content(definition)
@@ -264,12 +266,7 @@ class SkillTool:
                 text=f"Error: {subject} failed unexpectedly: {describe_error(error)}", is_error=True
             )
 
-    async def _search(self, query: str, options: SkillLookupOptions) -> str:
-        try:
-            snapshot = await self._registry.snapshot(options)
-        except Exception as error:
-            _log.warning("skill_search_failed", error=repr(error))
-            raise Refusal(f"Error: the skill search failed: {describe_error(error)}") from None
+    async def _search(self, query: str, snapshot: SkillSnapshot) -> str:
         # One index per snapshot (the same object while cached); holding it keeps its id unique.
         if (kept := self._indexes.get(id(snapshot))) is not None and kept[0] is snapshot:
             self._indexes.move_to_end(id(snapshot))
@@ -325,7 +322,7 @@ class SkillTool:
             else "cannot be invoked as a command"
         )
         if snapshot is None:
-            snapshot = await self._snapshot(name, options)
+            snapshot = await self._lookup(name, options)
         found = next((skill for skill in snapshot.skills if skill.name == name), None)
         if found is None:
             raise refused(gone)
@@ -344,10 +341,13 @@ class SkillTool:
             raise refused(barred)
         return definition
 
-    async def _snapshot(self, name: str, options: SkillLookupOptions) -> SkillSnapshot:
+    async def _lookup(self, name: str | None, options: SkillLookupOptions) -> SkillSnapshot:
         try:
             return await self._registry.snapshot(options)
         except Exception as error:
+            if name is None:
+                _log.warning("skill_search_failed", error=repr(error))
+                raise Refusal(f"Error: the skill search failed: {describe_error(error)}") from None
             raise self._load_failed(name, error) from None
 
     def _load_failed(self, name: str, error: Exception) -> Refusal:

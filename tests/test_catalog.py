@@ -22,10 +22,10 @@ from acp_skills.catalog import (
     CatalogFit,
     SkillCatalogContributor,
     catalog_changes,
-    describe_catalog_changes,
     fit_catalog,
 )
 from acp_skills.model import PrefixContext
+from acp_skills.report import describe_catalog_changes
 from tests.providers import ListProvider, assert_matches_golden, candidate
 
 # -- normalize_description -------------------------------------------------------------------

@@ -12,10 +12,17 @@ import anyio
 import pytest
 from acp.schema import TextContentBlock
 
-from acp_skills import LocalSkillProvider, SkillCandidate, SkillRegistry, SkillSnapshot
-from acp_skills.acp.consent import TrustView, command_note, report_lines, trust_error
-from acp_skills.trust import ProjectSource, ServerSource, TrustStore
-from acp_skills.trust_question import Withheld, question_options, question_text, question_title
+from acp_skills import LocalSkillProvider, SkillCandidate, SkillRegistry
+from acp_skills.trust import ProjectSource, ServerSource, TrustStore, Withheld
+from acp_skills.trust_text import (
+    command_note,
+    how_to_admit,
+    question_options,
+    question_text,
+    question_title,
+    trust_error,
+    withheld_parts,
+)
 from tests.acp_peer import (
     SDK_WITHDRAWS_CANCELLED_REQUESTS,
     WAIT_SECONDS,
@@ -170,11 +177,29 @@ def test_what_a_person_reads_about_a_withheld_server_skill() -> None:
     )
     refused = Withheld(skill, "refused", source)
     assert "`acp-skills trust --forget 'mcp:tools=run tools'`" in command_note("fmt", refused)
-    view = TrustView(
-        snapshot=SkillSnapshot(skills=(), complete=True), states={}, withheld={"fmt": refused}
+    [(title, lines, how)] = withheld_parts([refused])
+    assert (title, lines) == ("Refused", ['- `fmt` — d (MCP server "tools")'])
+    assert how == "To undo a refusal, run `acp-skills trust --forget 'mcp:tools=run tools'`."
+
+
+def test_how_to_admit_is_one_wording_for_projects_servers_and_refusals() -> None:
+    """A pending server's skills are admitted by a new session's question (no command line
+    trusts what a server lists without showing it); a project's also by ``acp-skills trust
+    PATH``; a refusal is undone by its command."""
+    server = ServerSource("team", "team=uvx team-skills")
+    project = ProjectSource("/work/my repo")
+    waiting = Withheld(candidate("fmt", "mcp:team"), "pending", server)
+    assert how_to_admit([waiting]) == "To admit it, start a new session and answer its question."
+    theirs = Withheld(candidate("lint", "project-agents"), "pending", project)
+    assert how_to_admit([waiting, theirs]) == (
+        "To admit them, start a new session and answer its question, or run "
+        "`acp-skills trust '/work/my repo'`."
     )
-    assert "To undo a refusal, run `acp-skills trust --forget 'mcp:tools=run tools'`." in (
-        report_lines(view)
+    refused = Withheld(candidate("fmt", "mcp:team"), "refused", server)
+    assert how_to_admit([refused, theirs]) == (
+        "To admit it, start a new session and answer its question, or run "
+        "`acp-skills trust '/work/my repo'`. "
+        "To undo a refusal, run `acp-skills trust --forget 'mcp:team=uvx team-skills'`."
     )
 
 

@@ -13,23 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from acp_skills import SkillCandidate
+from acp_skills import SkillCandidate, SkillSnapshot
+from acp_skills.model import ShadowedSkill
 from acp_skills.trust import (
-    Decision,
-    Pair,
     ProjectSource,
     ServerSource,
-    StoredTrust,
-    TrustFileError,
     TrustMode,
     TrustSource,
     TrustStore,
-    default_trust_file,
     project_of,
     shown_items,
     trust_mode,
-    trust_states,
+    view,
 )
+from acp_skills.trust_store import Decision, Pair, StoredTrust, TrustFileError, default_trust_file
 from tests.git_repos import needs_git, needs_posix, repository, worktree
 
 
@@ -211,11 +208,12 @@ def _states(
     served: dict[str, frozenset[Pair]] | None = None,
 ) -> list[str]:
     stored = StoredTrust(decisions, served or {})
-    states = trust_states(skills, lambda skill: sources.get(skill.source), stored, mode, grants)
-    return [states[skill] for skill in skills]
+    found = SkillSnapshot(skills=tuple(skills), complete=True)
+    seen = view(found, lambda skill: sources.get(skill.source), stored, mode, grants)
+    return [seen.state(skill) for skill in skills]
 
 
-def test_trust_states_per_mode_decision_and_session_grant() -> None:
+def test_each_skills_state_per_mode_decision_and_session_grant() -> None:
     own, mine = _skill("a", "user-agents"), _skill("b", "project-agents")
     project = ProjectSource("/p")
     source_of: dict[str, TrustSource] = {"project-agents": project}
@@ -245,11 +243,12 @@ def test_a_trusted_server_covers_only_the_pairs_it_was_trusted_with() -> None:
     assert _states([skill], sources, trusted, "ask") == ["pending"]
     changed = ServerSource("docs", server.endpoint, frozenset({("skill://a/SKILL.md", "sha256:2")}))
     served = {server.key: server.items}
-    states = trust_states([skill], lambda _: changed, StoredTrust(trusted, served), "ask")
-    assert (states[skill], states.change(skill)) == ("pending", "changed")
+    found = SkillSnapshot(skills=(skill,), complete=True)
+    seen = view(found, lambda _: changed, StoredTrust(trusted, served), "ask")
+    assert (seen.state(skill), seen.withheld["a"].change) == ("pending", "changed")
     other = ServerSource("docs", server.endpoint, frozenset({("skill://b/SKILL.md", "sha256:3")}))
-    states = trust_states([skill], lambda _: other, StoredTrust(trusted, served), "ask")
-    assert (states[skill], states.change(skill)) == ("pending", "new")
+    seen = view(found, lambda _: other, StoredTrust(trusted, served), "ask")
+    assert (seen.state(skill), seen.withheld["a"].change) == ("pending", "new")
     # A refusal holds for the server whatever it serves; a once-grant admits the pairs shown.
     assert _states([skill], sources, {server.key: "refused"}, "ask") == ["refused"]
     assert _states([skill], sources, trusted, "ask", {server.key: server.items}) == ["session"]
@@ -324,3 +323,26 @@ def test_forgetting_what_was_never_stored_says_so(tmp_path: Path) -> None:
     assert store.decide(ServerSource("x", "x=nothing"), None) is False
     assert store.decide(ServerSource("x", "x=nothing"), "refused") is True
     assert store.decide(ServerSource("x", "x=nothing"), "refused") is False
+
+
+def test_a_view_offers_the_own_skill_a_withheld_one_shadowed() -> None:
+    """A withheld project skill takes no part in resolution: the person's own skill of that
+    name is offered in its place, and the withheld one says why. With nothing withheld the
+    view offers the snapshot itself, and a view that would not differ is the previous one."""
+    theirs, mine, other = _skill("a", "project-agents"), _skill("a", "user-agents"), _skill("b", "")
+    lost = ShadowedSkill(skill=mine, winner=theirs)
+    found = SkillSnapshot(skills=(theirs, other), complete=True, shadowed=(lost,))
+    project = ProjectSource("/p")
+
+    def source_of(skill: SkillCandidate) -> TrustSource | None:
+        return project if skill.source == "project-agents" else None
+
+    seen = view(found, source_of, StoredTrust(), "ask")
+    assert seen.offered.skills == (mine, other)
+    assert seen.offered.shadowed == ()
+    assert (seen.state(theirs), seen.state(mine)) == ("pending", "trusted")
+    assert [(w.skill, w.state, w.source) for w in seen.pending] == [(theirs, "pending", project)]
+    assert view(found, source_of, StoredTrust(), "ask", previous=seen) is seen
+    trusted = view(found, source_of, StoredTrust({"/p": "trusted"}), "ask", previous=seen)
+    assert trusted.offered is found
+    assert trusted.withheld == {}
