@@ -6,17 +6,21 @@ Serves `AcpSkills` over the in-process pair of the tests (`tests.acp_peer.connec
 SDK's own connections on a socket pair), opens a session, then runs one prompt turn whose
 scripted model calls the ``skill`` tool once and then ends the turn. While that turn runs (the
 client's ``session/prompt`` until its answer), `sys.setprofile` records every function of
-``acp_skills`` that is called on the event loop's thread. A coroutine resumed after an await
-is not a new call, and neither is a call inside the module already being walked: the trace is
-the sequence of modules entered, consecutive calls within one module collapsed into one
-entry. Leaf helpers (`LEAVES`: text hygiene, the values, the errors, logging) are left out of
-the sequence, so a call into one never splits a module's run in two.
+``acp_skills`` called on the event loop's thread. A module is *entered* when one of its
+functions is called from outside it: from another module of ``acp_skills`` (the nearest one
+on the stack) or from outside the package (the SDK, the agent). A call within a module is no
+entry, and neither is a coroutine resumed after an await. The trace is the sequence of
+modules entered, consecutive entries into one module collapsed into one. Leaf helpers
+(`LEAVES`: text hygiene, the values, the errors, logging) are left out: a call into one is
+no hop, and a module they call back into is entered from the module that called them.
 
 With ``--project`` the session's project has a skill that waits for trust, and the turn also
 puts the trust question (answered "Trust for this session"); without it, the skill is one of
 the person's own (a custom directory) and nothing is asked.
 
-Prints each module's entry count, most first, then the hops in order. Worker threads (the
+Prints each module's entry count, most first (and how many of them came from outside the
+package: the agent calling the turn, the SDK calling its stream observer for every frame),
+then the hops in order, an entry from outside marked ``^``. Worker threads (the
 discovery's file reads, the project lookups) are not traced: the registry's cache is warm
 before the turn, as it is in a running agent.
 """
@@ -37,7 +41,13 @@ sys.path.insert(0, str(ROOT))
 
 from acp_skills import LocalSkillProvider, SkillRegistry  # noqa: E402
 from acp_skills.trust import TrustStore  # noqa: E402
-from tests.acp_peer import ScriptedModelAgent, connected, skill_call, write_skill  # noqa: E402
+from tests.acp_peer import (  # noqa: E402
+    ScriptedModelAgent,
+    connected,
+    skill_call,
+    text_content,
+    write_skill,
+)
 
 PACKAGE = "acp_skills"
 # Helpers every module may use (docs/architecture.md): a call into one is not a hop.
@@ -57,22 +67,31 @@ class HopRecorder:
 
     def __init__(self) -> None:
         self.hops: list[str] = []
+        self.from_outside: list[bool] = []  # each hop: entered from outside ``acp_skills``
         self._seen: set[FrameType] = set()  # held: a resumed coroutine is no new call
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
-        if event != "call":
-            return
-        module = frame.f_globals.get("__name__", "")
-        if not isinstance(module, str) or not module.startswith(PACKAGE) or module in LEAVES:
-            return
-        if frame in self._seen:
+        if event != "call" or (module := _module(frame)) is None or frame in self._seen:
             return
         self._seen.add(frame)
-        if not self.hops or self.hops[-1] != module:
+        caller = frame.f_back
+        while caller is not None and _module(caller) is None:
+            caller = caller.f_back
+        entered = caller is None or _module(caller) != module
+        if entered and (not self.hops or self.hops[-1] != module):
             self.hops.append(module)
+            self.from_outside.append(caller is None)
 
 
-async def one_turn(project_skill: bool) -> list[str]:
+def _module(frame: FrameType) -> str | None:
+    """The ``acp_skills`` module ``frame`` runs in, ``None`` outside it or in a leaf helper."""
+    module = frame.f_globals.get("__name__", "")
+    if not isinstance(module, str) or not module.startswith(PACKAGE) or module in LEAVES:
+        return None
+    return module
+
+
+async def one_turn(project_skill: bool) -> HopRecorder:
     with tempfile.TemporaryDirectory() as temporary:
         root = Path(temporary)
         own, project = root / "own", root / "project"
@@ -109,9 +128,10 @@ async def one_turn(project_skill: bool) -> list[str]:
             finally:
                 sys.setprofile(None)
             assert stop == "end_turn", stop
-            results = [text for _, text in peer.client.tool_results(session_id)]
+            finished = peer.wire.updates(session_id, "tool_call_update")
+            results = [text_content(update) for update in finished if update.get("content")]
             assert any("R." in text or "Review carefully." in text for text in results), results
-        return recorder.hops
+        return recorder
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,14 +140,22 @@ def main(argv: list[str] | None = None) -> int:
         "--project", action="store_true", help="a project skill, admitted by the trust question"
     )
     args = parser.parse_args(argv)
-    hops = asyncio.run(one_turn(args.project))
-    counts = collections.Counter(hops)
-    short = [hop.removeprefix(PACKAGE + ".") for hop in hops]
+    recorder = asyncio.run(one_turn(args.project))
+    hops, counts = recorder.hops, collections.Counter(recorder.hops)
+    outside = collections.Counter(
+        h for h, out in zip(hops, recorder.from_outside, strict=True) if out
+    )
     print(f"{len(hops)} hops, {len(counts)} modules, most entries {max(counts.values())}")
+    print("entries  module  (of them from outside acp_skills: the agent, the SDK)")
     for module, count in counts.most_common():
-        print(f"{count:4}  {module.removeprefix(PACKAGE + '.')}")
+        print(f"{count:7}  {module.removeprefix(PACKAGE + '.')}  ({outside[module]})")
     print()
-    print(" -> ".join(short))
+    # An entry from outside the package (the agent's call, an SDK callback) is marked with ^.
+    shown = [
+        ("^" if out else "") + hop.removeprefix(PACKAGE + ".")
+        for hop, out in zip(hops, recorder.from_outside, strict=True)
+    ]
+    print(" -> ".join(shown))
     return 0
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypedDict, Unpack, cast
 
@@ -170,9 +170,10 @@ class AcpSkills:
         """Reach the editor through ``client`` (the SDK's `AgentSideConnection`)."""
         self._link.client = client
 
-    def observe(self, event: StreamEvent) -> Awaitable[None] | None:
+    @property
+    def observe(self) -> Callable[[StreamEvent], Awaitable[None] | None]:
         """The SDK stream observer sending a session's commands after its opening response."""
-        return self._announcer.observe(event)
+        return self._announcer.observe
 
     def initialize(self, client_capabilities: object) -> dict[str, Any]:
         """Note what the client can do; return the ``agentCapabilities._meta`` entries to add."""

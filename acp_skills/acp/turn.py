@@ -85,12 +85,13 @@ class PromptTurn:
     ) -> None:
         if opener is not _OPENER:
             raise TypeError("a PromptTurn comes from AcpSkills.turn(...)")
-        self._kit, self._live, self._session = kit, live, live.session
-        context = live.session.context
+        self._kit, self._live, self._session, self._link = kit, live, live.session, kit.link
+        self._context = context = live.session.context
         self._session_id, self._cwd = context.session_id, context.cwd
         self._options = context.lookup_options
         self._system, self._config, self._run_tool = system, config, run_tool
         self.tools = [kit.tool_spec(searchable=False), *(dict(t) for t in tools)]
+        self._searchable = False  # the catalog left skills out: the tool takes `query` too
         self.invoked: tuple[InvokedSkill, ...] = ()
         self._stop_reason: StopReason | None = None
         self._requests, self._replied, self._streamed = 0, True, False
@@ -154,7 +155,7 @@ class PromptTurn:
         """Stream a piece of the model's reply to the editor (`add_reply` then shows no text)."""
         if text:
             self._streamed = True
-            await self._send(wire.agent_text(text))
+            await self._link.send(self._session_id, wire.agent_text(text))
 
     async def add_reply(
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
@@ -165,7 +166,7 @@ class PromptTurn:
         self._replied = True
         text = message.get("content")
         if isinstance(text, str) and text and not self._streamed:
-            await self._send(wire.agent_text(text))
+            await self._link.send(self._session_id, wire.agent_text(text))
         # Arguments over a bound are recorded as a note, so no later load can fail on them.
         bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
         # The tool calls are run from the recorded reply: the record made its text well-formed.
@@ -209,16 +210,21 @@ class PromptTurn:
             arguments, result = {"omitted": problem}, ToolResult(text=text, is_error=True)
         decoded = wire.decode_tool_arguments(arguments)
         try:
-            await self._send(wire.tool_call_started(call_id, name, decoded, self._kit.tool.name))
+            await self._link.send(
+                self._session_id,
+                wire.tool_call_started(call_id, name, decoded, self._kit.tool.name),
+            )
             if problem is None:
                 try:
                     result = await self._run(name, decoded)
                 except Exception as error:
                     result = _raised(name, error)
-            await self._send(wire.tool_call_finished(call_id, result))
+            await self._link.send(self._session_id, wire.tool_call_finished(call_id, result))
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
-                await self._send(wire.tool_call_finished(call_id, _CANCELLED))
+                await self._link.send(
+                    self._session_id, wire.tool_call_finished(call_id, _CANCELLED)
+                )
             raise
         await self._record_result(call_id, result)
         return result
@@ -235,10 +241,10 @@ class PromptTurn:
             return await kit.tool.call(
                 arguments,
                 cwd=self._cwd,
-                servers=self._session.context.servers,
+                servers=self._options.servers,
                 read_text=kit.link.reader(self._session_id),
-                searchable=self._omits(),
-                additional_directories=self._session.context.additional_directories,
+                searchable=self._searchable,
+                additional_directories=self._options.additional_directories,
                 snapshot=view.offered,
             )
         if self._run_tool is None:
@@ -253,13 +259,6 @@ class PromptTurn:
     async def _record_result(self, call_id: str, result: ToolResult) -> None:
         message = {"role": "tool", "tool_call_id": call_id, "content": result.text}
         await self._session.append_history(message | {ERROR_KEY: result.is_error})
-
-    async def _send(self, update: Any) -> None:
-        await self._kit.link.send(self._session_id, update)
-
-    def _omits(self) -> bool:
-        fit = self._live.catalog_fit
-        return fit is not None and bool(fit.omitted)
 
     async def _taken_view(self, *, asking: bool = True) -> SessionView:
         # The session's view, taken once a turn and handed to the catalog, the tool and the
@@ -284,7 +283,7 @@ class PromptTurn:
         if self._session.composed:
             return
         view = await self._taken_view(asking=asking)
-        context = replace(self._session.context, skills=view.offered)
+        context = replace(self._context, skills=view.offered)
         self._live.catalog = await self._kit.catalog.fit(context)
         await self._session.prefix(view.offered)
 
@@ -297,11 +296,13 @@ class PromptTurn:
         if (answer := await self._answer_without_model(typed, view)) is not None:
             # Nothing reaches the model or the record: the prefix waits for a turn that does.
             self._session.discard_unused_prefix()
-            await self._send(wire.agent_text(answer))
+            await self._link.send(self._session_id, wire.agent_text(answer))
             self.stop("end_turn")
             return
         self.invoked = await self._record_prompt(typed, prompt, view)
-        self.tools[0] = self._kit.tool_spec(searchable=self._omits())
+        fit = self._live.catalog_fit
+        self._searchable = fit is not None and bool(fit.omitted)
+        self.tools[0] = self._kit.tool_spec(searchable=self._searchable)
 
     async def _answer_without_model(self, typed: str, view: SessionView) -> str | None:
         cwd, word, offered = self._cwd, commands.leading_slash_word(typed), view.offered
@@ -337,17 +338,19 @@ class PromptTurn:
         for name, arguments in wire.find_invocations_with_arguments(typed, names):
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
-            await self._send(wire.skill_tool_call_start(call_id, {"name": name}))
+            await self._link.send(
+                self._session_id, wire.skill_tool_call_start(call_id, {"name": name})
+            )
             expand = arguments if self._kit.expand_arguments else None
             result = await self._kit.tool.invoke_for_user(
                 name,
                 cwd=self._cwd,
-                servers=self._session.context.servers,
+                servers=self._options.servers,
                 snapshot=view.offered,
                 arguments=expand,
-                additional_directories=self._session.context.additional_directories,
+                additional_directories=self._options.additional_directories,
             )
-            await self._send(wire.tool_call_finished(call_id, result))
+            await self._link.send(self._session_id, wire.tool_call_finished(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
             if content and result.text:
                 content += "\n\n"
@@ -360,7 +363,7 @@ class PromptTurn:
         for name in wire.find_invocations(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
             note = command_note(name, view.withheld[name])
-            await self._send(wire.agent_text(note + "\n\n"))
+            await self._link.send(self._session_id, wire.agent_text(note + "\n\n"))
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
         if calls:
             message[INVOKED_KEY] = calls
