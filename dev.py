@@ -155,8 +155,15 @@ def _steps(*steps: tuple[str | Path, ...]) -> int:
 
 
 def check_interop() -> int:
-    """The interop tier: the wheel built and installed, the official TypeScript SDK's client."""
-    return _run(PYTHON, "-m", "pytest", "-m", "interop", *sys.argv[2:])
+    """The interop tier: the wheel built and installed, the official TypeScript SDK's client;
+    then the TypeScript scenarios again against the agent on the SDK's 1.x line."""
+    code = _run(PYTHON, "-m", "pytest", "-m", "interop", *sys.argv[2:])
+    if code != 0:
+        return code
+    ACP1.ensure()
+    typescript = ("tests/conformance/test_typescript_sdk.py", "-m", "interop")
+    code = _run(ACP1.python, "-m", "pytest", "-p", "no:cacheprovider", *typescript, *sys.argv[2:])
+    return 0 if code == NO_TESTS_COLLECTED else code
 
 
 def check_thorough() -> int:

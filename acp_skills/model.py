@@ -20,6 +20,16 @@ def is_skill_name(value: object) -> bool:
     return isinstance(value, str) and _SKILL_NAME.fullmatch(value) is not None
 
 
+# A uri with a scheme, no spaces, of a sane length: what may name a served skill's SKILL.md.
+_SKILL_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S{1,2048}")
+
+
+def is_skill_uri(value: object) -> bool:
+    """Whether ``value`` has the form of a uri (``skill://deploy-app/SKILL.md``): the ``skill``
+    tool then looks the skill up by the uri of its ``SKILL.md`` instead of by name."""
+    return isinstance(value, str) and _SKILL_URI.fullmatch(value) is not None
+
+
 def require_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")

@@ -1,5 +1,6 @@
 """The provider seam: `SkillProvider`, its optional hooks (``on_register``, ``on_dispose``,
-``cacheable``, ``diagnose``), checked at registration, and `validate_offer` (contract §4)."""
+``cacheable``, ``diagnose``), checked at registration, the optional abilities `PathReader` and
+`UriFinder`, and `validate_offer` (contract §4)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,17 @@ class PathReader(Protocol):
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str:
         """The text of ``path`` (relative, already checked) in ``candidate``'s bundle, at most
         ``limit`` bytes; a `Refusal` with the reason otherwise."""
+        ...
+
+
+@runtime_checkable
+class UriFinder(Protocol):
+    """A provider that finds a skill by the uri of its ``SKILL.md`` (an MCP server's, which may
+    serve skills it does not list): the ``skill`` tool's ``name`` may be such a uri."""
+
+    async def find_uri(self, uri: str, options: SkillLookupOptions) -> SkillCandidate | None:
+        """The skill at ``uri`` for a lookup with ``options``, or ``None`` when this provider
+        serves none there; a `Refusal` with the reason when it cannot tell or cannot use it."""
         ...
 
 

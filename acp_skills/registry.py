@@ -36,6 +36,7 @@ from .provider import (
     PathReader,
     ProviderHandle,
     SkillProvider,
+    UriFinder,
     provider_hooks,
     validate_offer,
 )
@@ -273,6 +274,23 @@ class SkillRegistry:
         if not isinstance(provider, PathReader):
             return None
         return await provider.read_path(candidate, path, limit=limit)
+
+    async def find_uri(
+        self, uri: str, options: SkillLookupOptions | None = None
+    ) -> SkillCandidate | None:
+        """The skill whose ``SKILL.md`` is at ``uri``, from the first provider (in registration
+        order) that finds skills by uri (a `UriFinder`, such as an MCP server's) and serves
+        one there; ``None`` when none does. It may be one no catalog lists, or one a skill of
+        the same name shadows: naming its uri is naming it. Provider errors propagate."""
+        options = options or SkillLookupOptions()
+        for registration in list(self._providers.values()):
+            provider = registration.provider
+            if not isinstance(provider, UriFinder):
+                continue
+            if (found := await provider.find_uri(uri, options)) is not None:
+                validate_offer(found, provider.name, SkillCandidate)
+                return found
+        return None
 
     def _is_live_runtime(self, locator: object) -> bool:
         offer = self._runtime.get(locator.name) if isinstance(locator, SkillDefinition) else None

@@ -22,11 +22,13 @@ from .content import (
 )
 from .errors import Refusal
 from .model import (
+    SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
     SkillSnapshot,
     SkillSummary,
     is_skill_name,
+    is_skill_uri,
     kind_of_value,
     require_positive_int,
 )
@@ -34,6 +36,8 @@ from .quiet_log import get_logger
 from .registry import SkillRegistry
 from .search import MAX_QUERY_LENGTH, SkillIndex
 from .text import quote
+from .trust import SessionView
+from .trust_text import trust_error
 
 DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
 
@@ -143,7 +147,7 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
     name: str = _typed(arguments, "name", None, given=True)
     _refuse_unexpected(arguments, accepted, name)
     path: str | None = _typed(arguments, "path", name)
-    if not is_skill_name(name):
+    if not is_skill_name(name) and not is_skill_uri(name):
         raise Refusal(
             f"Error: skill name {quote(name)} is not valid: use the exact name from the skill "
             'catalog (lowercase letters and digits in hyphen-separated words, like "deploy-app")'
@@ -226,29 +230,34 @@ class SkillTool:
         read_text: ReadText | None = None,
         searchable: bool = False,
         additional_directories: tuple[str, ...] = (),
-        snapshot: SkillSnapshot | None = None,
+        view: SessionView | None = None,
     ) -> ToolResult:
         """Run the tool once on the model's decoded ``arguments``: the rendered skill, a file's
         text (through ``read_text`` if given, else from disk), a query's matches, or an error.
-        The lookup is the session's: ``cwd``, ``servers``, ``additional_directories``; its
-        skills are ``snapshot`` if given (what the session offers), else the registry's."""
+        The lookup is the session's: ``cwd``, ``servers``, ``additional_directories``; ``view``
+        is what the session offers and withholds (`acp_skills.trust.view`; without it, every
+        skill the registry finds)."""
+        offered = view.offered if view is not None else None
         try:
             name, path, query = _parse_arguments(arguments, searchable)
             options = SkillLookupOptions(
                 cwd=cwd, servers=servers, additional_directories=additional_directories
             )
             if name is None:
-                text = await self._search(query, snapshot or await self._lookup(None, options))
+                text = await self._search(query, offered or await self._lookup(None, options))
             else:
-                snapshot = snapshot or await self._lookup(name, options)
-                definition = await self._load(name, options, snapshot=snapshot)
+                # One snapshot for the lookup and a read (a uri is looked up without one).
+                snapshot = offered
+                if snapshot is None and not is_skill_uri(name):
+                    snapshot = await self._lookup(name, options)
+                candidate, definition = await self._load(name, options, snapshot, view=view)
                 if path is None:
                     text = render_skill_content(definition)
                 else:
                     limit = self._max_resource_bytes
-                    candidate = next(s for s in snapshot.skills if s.name == name)
                     found = await self._registry.read_path(candidate, path, limit=limit)
                     if found is None:
+                        snapshot = snapshot or await self._lookup(name, options)
                         found = await read_resource(
                             definition, path, snapshot=snapshot, limit=limit, read_text=read_text
                         )
@@ -295,7 +304,7 @@ class SkillTool:
             cwd=cwd, servers=servers, additional_directories=additional_directories
         )
         try:
-            definition = await self._load(name, options, by_model=False, snapshot=snapshot)
+            _, definition = await self._load(name, options, snapshot, by_model=False)
         except Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
         if arguments is not None:
@@ -308,10 +317,11 @@ class SkillTool:
         self,
         name: str,
         options: SkillLookupOptions,
+        snapshot: SkillSnapshot | None,
         *,
         by_model: bool = True,
-        snapshot: SkillSnapshot | None = None,
-    ) -> SkillDefinition:
+        view: SessionView | None = None,
+    ) -> tuple[SkillCandidate, SkillDefinition]:
         def refused(why: str) -> Refusal:  # made only when raised, so quoted only then
             return Refusal(f"Error: skill {quote(name)} {why}")
 
@@ -321,9 +331,23 @@ class SkillTool:
             if by_model
             else "cannot be invoked as a command"
         )
-        if snapshot is None:
-            snapshot = await self._lookup(name, options)
-        found = next((skill for skill in snapshot.skills if skill.name == name), None)
+        if is_skill_uri(name):
+            # The providers that find skills by uri decide; naming a uri names that skill, even
+            # one a skill of the same name shadows. The session's trust judges it as it would
+            # judge it listed: one no question named waits.
+            try:
+                found = await self._registry.find_uri(name, options)
+            except Refusal:
+                raise
+            except Exception as error:
+                raise self._load_failed(name, error) from None
+            if found is not None and view is not None and (held := view.judged(found)):
+                raise Refusal(trust_error(name, held))
+            gone = "is not served by any server of this session"
+        else:
+            if snapshot is None:
+                snapshot = await self._lookup(name, options)
+            found = next((skill for skill in snapshot.skills if skill.name == name), None)
         if found is None:
             raise refused(gone)
         if _refuses(found, by_model=by_model):
@@ -339,7 +363,7 @@ class SkillTool:
             raise refused(gone)
         if _refuses(definition, by_model=by_model):  # the file may have changed since
             raise refused(barred)
-        return definition
+        return found, definition
 
     async def _lookup(self, name: str | None, options: SkillLookupOptions) -> SkillSnapshot:
         try:

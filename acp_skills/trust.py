@@ -12,6 +12,7 @@ to the catalog, the `skill` tool and the commands, and the command line calls th
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -191,6 +192,11 @@ class SessionView:
     offered: SkillSnapshot
     withheld: Mapping[str, Withheld] = field(default_factory=dict)
     states: Mapping[int, TrustState] = field(default_factory=dict, repr=False)
+    # Why the session would withhold a skill not in ``found`` (one named by its uri), by the
+    # same rule; ``None`` when it would offer it.
+    judged: Callable[[SkillCandidate], Withheld | None] = field(
+        default=lambda skill: None, repr=False, compare=False
+    )
 
     def state(self, skill: SkillCandidate) -> TrustState:
         """The state of ``skill``, a winner or a shadowed skill of ``found``."""
@@ -222,16 +228,17 @@ def view(
     nothing differs, so the session keeps one ``offered`` snapshot, and the caches keyed by it.
     """
     grants = grants or {}
+    judge = functools.partial(_judged, source_of=source_of, stored=stored, mode=mode, grants=grants)
     states: dict[int, TrustState] = {}
     withheld: dict[str, Withheld] = {}
     for skill in found.skills:
-        state, source, change = _judged(skill, source_of, stored, mode, grants)
+        state, source, change = judge(skill)
         if state != "trusted":
             states[id(skill)] = state
         if source is not None and state not in ADMITTED:
             withheld[skill.name] = Withheld(skill, state, source, change)
     for lost in found.shadowed:
-        if (state := _judged(lost.skill, source_of, stored, mode, grants)[0]) != "trusted":
+        if (state := judge(lost.skill)[0]) != "trusted":
             states[id(lost.skill)] = state
     if (
         previous is not None
@@ -239,8 +246,13 @@ def view(
         and (previous.states, previous.withheld) == (states, withheld)
     ):
         return previous
+
+    def held(skill: SkillCandidate) -> Withheld | None:
+        state, source, change = judge(skill)
+        return Withheld(skill, state, source, change) if source and state not in ADMITTED else None
+
     if not withheld:
-        return SessionView(found, found, withheld, states)
+        return SessionView(found, found, withheld, states, held)
     offered = [skill for skill in found.skills if skill.name not in withheld]
     taken = {skill.name for skill in offered}
     for lost in found.shadowed:  # in resolution order: the first admitted one stands
@@ -255,11 +267,12 @@ def view(
         complete=found.complete,
         shadowed=tuple(lost for lost in found.shadowed if id(lost.skill) not in kept),
     )
-    return SessionView(found, snapshot, withheld, states)
+    return SessionView(found, snapshot, withheld, states, held)
 
 
 def _judged(
     skill: SkillCandidate,
+    *,
     source_of: Callable[[SkillCandidate], TrustSource | None],
     stored: StoredTrust,
     mode: TrustMode,
@@ -301,14 +314,16 @@ async def session_view(
 ) -> SessionView:
     """`view` of the registry's snapshot for ``options``: the projects are found and the
     decisions read in worker threads, each only when a skill needs it (under ``all``, neither).
-    A trust file that cannot be read grants nothing (`trust_file_unreadable`, once per read)."""
+    A trust file that cannot be read grants nothing (`trust_file_unreadable`, once per read).
+    The decisions are read for a session naming MCP servers too: a skill named by its uri
+    (`SessionView.judged`) may be one of theirs."""
     found = await registry.snapshot(options)
     if mode == "all":
         return view(found, lambda _: None, StoredTrust(), mode, previous=previous)
     skills = [*found.skills, *(lost.skill for lost in found.shadowed)]
     source_of = await sources_for(options.cwd, skills, options.additional_directories)
     stored = StoredTrust()
-    if mode == "ask" and any(source_of(skill) is not None for skill in skills):
+    if mode == "ask" and (options.servers or any(source_of(s) is not None for s in skills)):
         stored = await anyio.to_thread.run_sync(_stored, store)
     return view(found, source_of, stored, mode, grants, previous)
 

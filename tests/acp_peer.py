@@ -6,10 +6,13 @@ crosses real JSON framing. Two kinds of agent are served:
 * `connected`: any `AcpSkills`-based agent (`SkillsAgent`, `ScriptedModelAgent`, or a test's
   own), mounted as an agent author mounts it on their own connection (`AcpSkills.attach` and
   `AcpSkills.observe`).
-* `demo_peer`: the REAL demo agent, built from its command line and environment by
-  ``demo_agent.__main__`` (`parse_args`, `build_provider`, `build_agent`) and served by
-  `AcpSkills.serve` over its `GuardedTransport`, as ``main()`` serves it on stdio; only stdio
-  and the signal handlers are left out, which the robustness tier tests with a process.
+* `demo_agent_peer` (and `demo_peer`, the same over a `Sandbox`): the REAL demo agent, built
+  from its command line and environment by ``demo_agent.__main__`` (`parse_args`,
+  `build_provider`, `build_agent`) and served by `AcpSkills.serve` over its `GuardedTransport`,
+  as ``main()`` serves it on stdio (`tests.demo_in_process`, which the raw-lines rigs share);
+  its logging is configured as ``main()`` configures it, its MCP servers may run in this
+  process (``mcp_transport``); only stdio and the signal handlers are left out, which the
+  robustness tier tests with a process.
 
 The client (`RecordingClient`) answers ``session/request_permission`` with any outcome
 (`ANSWERS`), answers ``fs/read_text_file`` with marker text or from disk, and records every
@@ -38,7 +41,6 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 import anyio
-import pytest
 import structlog
 from acp import PROTOCOL_VERSION, RequestError
 from acp import meta as acp_meta
@@ -69,14 +71,20 @@ from acp_skills import (
     ToolResult,
     render_skill_content,
 )
-from acp_skills.acp import AcpSkills, GuardedTransport, PromptTurn
-from acp_skills.acp.commands import SKILLS_COMMAND_DESCRIPTION
-from acp_skills.acp.wire import AcpClient
-from demo_agent.__main__ import build_agent, build_provider, parse_args
-from demo_agent.agent import DemoAgent
+from acp_skills.acp import AcpSkills, PromptTurn
 from demo_agent.logs import configure_logging
 from demo_agent.start_files import open_log_file
+from tests.cli_runner import environment
 from tests.conformance.wire import AGENT, CLIENT, PROTOCOL, FrameLog, Schema
+from tests.demo_in_process import (
+    agent_environment,
+    build_demo_agent,
+    demo_args,
+    logging_as_it_was,
+    serve_demo,
+)
+from tests.events import WAIT_SECONDS as WAIT_SECONDS  # re-exported: the rig's safety net
+from tests.events import Changes
 from tests.raw_agent import frame_problems
 from tests.sandbox import Sandbox
 from tests.updates import SessionUpdates
@@ -88,7 +96,10 @@ GUIDE_ON_DISK = "# Guide\nRead me from disk.\n"
 METHODS = ["_skills/list", "_skills/prefix", "_skills/reload"]
 DEPLOY_RAW_DESCRIPTION = "Deploy the app\n   to\tproduction."
 # The library's built-in `/skills`, advertised after the skills' own commands.
-SKILLS_BUILTIN = {"name": "skills", "description": SKILLS_COMMAND_DESCRIPTION}
+SKILLS_BUILTIN = {
+    "name": "skills",
+    "description": "Show the skills available here and any problems with them",
+}
 # Every user-invocable skill of the fixture set, as the editor receives it (sorted by name),
 # then the built-in.
 COMMANDS = [
@@ -97,8 +108,6 @@ COMMANDS = [
     {"name": "secret", "description": "Only a person may run this."},
     SKILLS_BUILTIN,
 ]
-# A safety net only: every wait ends on an event; a loaded machine may take seconds per step.
-WAIT_SECONDS = 30.0
 # The SDK's 1.x line withdraws a request of the agent's whose task is cancelled (a trust question
 # cancelled with its turn) with `$/cancel_request`; on 0.12.x it stays pending at the client.
 SDK_WITHDRAWS_CANCELLED_REQUESTS = "cancel_request" in getattr(acp_meta, "PROTOCOL_METHODS", {})
@@ -198,41 +207,6 @@ class Frame(NamedTuple):
 
     direction: str
     message: dict[str, Any]
-
-
-class Changes:
-    """Wakes whoever waits for a condition whenever the wire or the client records something."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-
-    def notify(self) -> None:
-        self._event.set()
-        self._event = asyncio.Event()
-
-    def next(self) -> asyncio.Event:
-        """The event the next change sets: take it before looking, then wait on it."""
-        return self._event
-
-    def notifier(self) -> Callable[[], None]:
-        """`notify` for any thread (a watcher's, a logging call's), while this loop runs."""
-        loop = asyncio.get_running_loop()
-
-        def notify() -> None:
-            with suppress(RuntimeError):  # the loop is closed: nobody waits any more
-                loop.call_soon_threadsafe(self.notify)
-
-        return notify
-
-    async def until(self, predicate: Callable[[], bool], within: float = WAIT_SECONDS) -> None:
-        """Return once ``predicate()`` holds, re-checking after every change.
-
-        Raises:
-            TimeoutError: it did not hold within ``within`` seconds.
-        """
-        with anyio.fail_after(within):
-            while not predicate():
-                await self._event.wait()
 
 
 class Wire:
@@ -484,7 +458,7 @@ class SkillsAgent:
         self.results: list[ToolResult] = []
         self._ids = itertools.count(1)
 
-    def on_connect(self, conn: AcpClient) -> None:
+    def on_connect(self, conn: Any) -> None:
         self.skills.attach(conn)
 
     async def initialize(
@@ -697,52 +671,13 @@ async def connected(
 
 # -- the demo agent in this process ------------------------------------------------------------
 
-# The variables an editor's environment may hold that the agent (or its HTTP client) reads:
-# none of the test's own may reach it, as none reach a process the SDK starts.
-_AGENT_VARIABLE_PREFIXES = ("ACP_SKILLS_", "DSH_", "XDG_", "CLAUDE_", "OPENAI_", "DEEPSEEK_")
-_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
-
-
-@contextlib.contextmanager
-def agent_environment(values: Mapping[str, str]) -> Iterator[None]:
-    """The environment the agent reads, for as long as it runs: ``values`` and nothing else of
-    the agent's own variables."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name in list(os.environ):
-            if name.startswith(_AGENT_VARIABLE_PREFIXES) or name.lower() in _PROXY_VARIABLES:
-                patch.delenv(name)
-        for name, value in values.items():
-            patch.setenv(name, value)
-        yield
-
-
-@contextlib.contextmanager
-def kept_logging() -> Iterator[None]:
-    """Put back the logging configuration this process had, whatever the block configures (the
-    demo agent configures the standard library's root logger and structlog, as an application
-    does)."""
-    root, watch = logging.getLogger(), logging.getLogger("watchfiles")
-    handlers, level, watch_level = root.handlers[:], root.level, watch.level
-    configured, config = structlog.is_configured(), structlog.get_config()
-    try:
-        yield
-    finally:
-        root.handlers[:] = handlers
-        root.setLevel(level)
-        watch.setLevel(watch_level)
-        logging.captureWarnings(False)
-        if configured:
-            structlog.configure(**config)
-        else:
-            structlog.reset_defaults()
-
 
 @contextlib.contextmanager
 def agent_logging(log_level: str, log_format: str, log_file: str | None) -> Iterator[io.StringIO]:
     """The agent's logging as ``main()`` configures it, into the yielded buffer (its stderr)
     or into ``log_file``; what the test process had is put back afterwards."""
     buffer = io.StringIO()
-    with kept_logging():
+    with logging_as_it_was():
         stream = open_log_file(Path(log_file).expanduser()) if log_file else buffer
         try:
             configure_logging(log_level, log_format=log_format, stream=stream)
@@ -792,10 +727,13 @@ class DemoPeer(Peer):
             with anyio.fail_after(WAIT_SECONDS):
                 await logged.wait()
 
+    async def listing(self, session_id: str) -> dict[str, Any]:
+        """What ``_skills/list`` answers for the session."""
+        return await self.ext("skills/list", {"sessionId": session_id})
+
     async def listed(self, session_id: str) -> list[str]:
         """The names ``_skills/list`` gives for the session."""
-        answer = await self.ext("skills/list", {"sessionId": session_id})
-        return [skill["name"] for skill in answer["skills"]]
+        return [skill["name"] for skill in (await self.listing(session_id))["skills"]]
 
     async def until_listed(self, session_id: str, names: list[str]) -> None:
         """Wait until ``_skills/list`` for the session gives exactly ``names``, asking again
@@ -817,54 +755,59 @@ class DemoPeer(Peer):
     ) -> str:
         """``session/new`` in ``cwd`` (the sandbox's project by default); the session id, as
         soon as the response arrives."""
-        assert self.sandbox is not None
+        if cwd is None:
+            assert self.sandbox is not None, "no sandbox: give the session's cwd"
+            cwd = self.sandbox.project
         with anyio.fail_after(WAIT_SECONDS):
-            created = await self.conn.new_session(
-                cwd=str(cwd if cwd is not None else self.sandbox.project),
-                mcp_servers=mcp_servers or [],
-            )
+            created = await self.conn.new_session(cwd=str(cwd), mcp_servers=mcp_servers or [])
         return created.session_id
 
 
+def demo_peer(
+    sandbox: Sandbox, *args: str, env: Mapping[str, str] | None = None, **options: Any
+) -> contextlib.AbstractAsyncContextManager[DemoPeer]:
+    """`demo_agent_peer` with ``sandbox``'s arguments before ``args``, and its environment
+    with ``env`` over it."""
+    return demo_agent_peer(*sandbox.args(*args), env=sandbox.env(env), sandbox=sandbox, **options)
+
+
 @asynccontextmanager
-async def demo_peer(
-    sandbox: Sandbox,
-    *args: str,
-    env: Mapping[str, str] | None = None,
+async def demo_agent_peer(
+    *argv: str,
+    env: Mapping[str, str],
+    cwd: str | Path | None = None,
+    sandbox: Sandbox | None = None,
     client: RecordingClient | None = None,
     answer: str = "error",
     reads_files: bool = True,
+    mcp_transport: Any = None,
 ) -> AsyncIterator[DemoPeer]:
-    """The demo agent started with ``sandbox``'s arguments and ``args``, in ``sandbox``'s
-    environment plus ``env``, served to an initialized client; closed (its input ended) on
-    exit, and every frame checked.
+    """The demo agent of ``argv``, built and served as its entry point builds and serves it
+    (`tests.demo_in_process`), with exactly ``env`` (``PATH`` added) as its environment and
+    ``cwd`` as its working directory for as long as it runs, served to an initialized client;
+    ended by closing its input, as an editor ends it, and every frame checked.
 
     The client reads files from disk, as an editor does, and answers trust questions with
-    ``answer`` (unless ``client`` is given).
+    ``answer`` (unless ``client`` is given). With ``mcp_transport`` (``tests/mcp_memory.py``),
+    the agent reaches its MCP servers through it.
     """
     client = client if client is not None else RecordingClient(answer, read_from_disk)
     wire = Wire(client.changes)
-    with agent_environment(sandbox.env(env)):
-        options = parse_args(sandbox.args(*args))
+    with environment(agent_environment(env), cwd):
+        options = demo_args(argv)
         with agent_logging(options.log_level, options.log_format, options.log_file) as stderr:
-            provider = build_provider(options)
-            agent: DemoAgent = build_agent(options, provider)
+            built = build_demo_agent(options, mcp_transport=mcp_transport)
             # Waits end on what the agent does: each record it logs, each change of its skills.
             notify = client.changes.notifier()
             logging.getLogger().addHandler(_Notifying(notify))
-            agent.skills.registry.on_change(notify)
+            built.agent.skills.registry.on_change(notify)
             (agent_reader, agent_writer), (client_reader, client_writer) = await _link()
             done = anyio.Event()
 
             async def serve() -> None:
-                # As `demo_agent.__main__.serve`, on the link instead of stdio.
                 try:
-                    await provider.check_custom_dirs()
-                    await agent.skills.serve(agent, GuardedTransport(agent_reader, agent_writer))
+                    await serve_demo(built, agent_reader, agent_writer)
                 finally:
-                    if (mcp := getattr(options, "mcp", None)) is not None:
-                        await mcp.aclose()
-                    provider.close()
                     done.set()
 
             client_conn = ClientSideConnection(
@@ -876,7 +819,7 @@ async def demo_peer(
                     initialized = await _initialize(client_conn, reads_files=reads_files)
                     yield DemoPeer(
                         conn=client_conn,
-                        agent=agent,
+                        agent=built.agent,
                         client=client,
                         wire=wire,
                         initialized=initialized,

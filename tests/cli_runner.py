@@ -16,6 +16,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import shutil
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,6 +39,7 @@ __all__ = [
     "cli_env",
     "codes_by_file",
     "environment",
+    "install_hint",
     "nowhere",
     "outside_the_event_loop",
     "run",
@@ -50,6 +52,13 @@ CORPUS = Path(__file__).parent / "fixtures" / "skills-corpus"
 
 # The variables a person may have set that would change what the command line finds.
 _PERSONAL = ("ACP_SKILLS_DIRS", "NO_COLOR", "DSH_HOME", "DSH_AGENTS_HOME")
+
+
+def install_hint(extra: str) -> str:
+    """A regular expression for the hint that adds ``extra`` to the running installation, as
+    every edge words it: one command, in backquotes, that names the extra's package (which
+    command is decided by how the package was installed: tests/test_cli_install.py)."""
+    return rf"(?:in your clone of acp-skills, )?run `[^`\n]*{re.escape(extra)}[^`\n]*`"
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,10 @@ def cli_env(**extra: str) -> dict[str, str]:
 @contextmanager
 def environment(env: Mapping[str, str], cwd: str | Path | None = None) -> Iterator[None]:
     """Exactly ``env`` as the environment (and ``cwd`` as the working directory), then back."""
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_env = dict(os.environ)
+    # Only a working directory that changes is put back: the one this process started in may
+    # be out of its reach by then (a test that gave up root).
+    saved_cwd = os.getcwd() if cwd is not None else None
     os.environ.clear()
     os.environ.update(env)
     try:
@@ -79,7 +91,8 @@ def environment(env: Mapping[str, str], cwd: str | Path | None = None) -> Iterat
             os.chdir(cwd)
         yield
     finally:
-        os.chdir(saved_cwd)
+        if saved_cwd is not None:
+            os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
 

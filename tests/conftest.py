@@ -10,8 +10,8 @@ import pytest
 import structlog
 from hypothesis import HealthCheck, settings
 
+from acp_skills import JsonlSessionStore
 from acp_skills.cli.main import main as cli_main
-from acp_skills.jsonl_store import JsonlSessionStore
 from acp_skills.model import PrefixContext
 from acp_skills.record import InMemorySessionStore, SessionStore
 from tests.hypothesis_profiles import DEFAULT_EXAMPLES, PROFILE_VARIABLE, THOROUGH_EXAMPLES

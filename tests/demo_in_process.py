@@ -7,17 +7,19 @@ it: no process is started.
   rather than read this process's own stdin; stdout and stderr are captured. Afterwards the
   environment, the working directory, the standard library's logging and structlog's
   configuration are as they were.
-* `serve_demo_agent`: the agent made by the entry point's own `parse_args`, `build_provider`
-  and `build_agent` from its options, serving ACP on one end of a socket pair through
+* `demo_args`, `build_demo_agent`, `serve_demo`: the agent made by the entry point's own
+  `parse_args`, `build_provider` and `build_agent` from its options, serving ACP through
   `GuardedTransport` until its input ends, exactly as the entry point serves stdio; only the
   process around it is missing (what only a process shows is tested with real processes,
-  ``tests/conformance/test_faults.py``).
-* `served`: `serve_demo_agent` with an environment, talking to the official SDK client (a
-  `RecordingClient`) on the other end, initialized.
+  ``tests/conformance/test_faults.py``). The one place the demo agent is built and served in
+  process: the SDK client's rig (`tests.acp_peer.demo_peer`) and the raw-lines rigs
+  (`serve_demo_agent` on a socket: ``tests/raw_agent.py``, ``tests/conformance/harness.py``)
+  all go through it.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import io
 import logging
@@ -25,19 +27,18 @@ import os
 import socket
 import sys
 import warnings
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager, redirect_stderr, redirect_stdout
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-import anyio
 import structlog
-from acp.core import ClientSideConnection
 
+from acp_skills import LocalSkillProvider
 from acp_skills.acp import GuardedTransport
 from demo_agent.__main__ import build_agent, build_provider, main, parse_args
-from tests.agent_client import RecordingClient, initialize_agent
+from demo_agent.agent import DemoAgent
 from tests.cli_runner import (
     Result,
     captured_stream,
@@ -46,16 +47,32 @@ from tests.cli_runner import (
     written,
 )
 
-__all__ = ["Served", "environment", "run_agent", "serve_demo_agent", "served"]
+__all__ = [
+    "DemoAgentBuild",
+    "agent_environment",
+    "build_demo_agent",
+    "demo_args",
+    "environment",
+    "logging_as_it_was",
+    "run_agent",
+    "serve_demo",
+    "serve_demo_agent",
+]
 
 # The reader's buffer, as `open_stdio` reads stdin (longer lines are still read, in pieces).
 READ_LIMIT = 1024 * 1024
 
 
+def agent_environment(extra: Mapping[str, str]) -> dict[str, str]:
+    """The agent's whole environment, as a process started with ``env=`` gets it: ``PATH``
+    from the test's, then ``extra`` (nothing else of the test's leaks in)."""
+    return {"PATH": os.environ.get("PATH", os.defpath), **extra}
+
+
 @contextmanager
-def _logging_as_it_was() -> Iterator[None]:
+def logging_as_it_was() -> Iterator[None]:
     """The agent configures the standard library's logging and structlog for its process;
-    this one goes on with its own."""
+    this one goes on with its own afterwards."""
     root, watchfiles = logging.getLogger(), logging.getLogger("watchfiles")
     handlers, level, watch_level = list(root.handlers), root.level, watchfiles.level
     show = warnings.showwarning
@@ -89,7 +106,7 @@ def run_agent(
     def once() -> Result:
         stdout, stderr = captured_stream(), captured_stream()
         with (
-            _logging_as_it_was(),
+            logging_as_it_was(),
             environment(dict(os.environ) if env is None else env, cwd),
             redirect_stdout(stdout),
             redirect_stderr(stderr),
@@ -107,6 +124,61 @@ def run_agent(
     return result
 
 
+def demo_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The agent's options from ``argv`` and the environment, as its entry point reads them.
+
+    Raises:
+        AssertionError: a bad setting (the entry point would exit with status 2).
+    """
+    try:
+        return parse_args(list(argv))
+    except SystemExit as refused:  # raised in a task, it would stop the event loop itself
+        raise AssertionError(f"the demo agent refuses {list(argv)!r}: {refused.code}") from None
+
+
+@dataclass(frozen=True)
+class DemoAgentBuild:
+    """The demo agent as its entry point builds it: its options, its skills on disk, itself."""
+
+    args: argparse.Namespace
+    provider: LocalSkillProvider
+    agent: DemoAgent
+
+
+def build_demo_agent(args: argparse.Namespace, *, mcp_transport: Any = None) -> DemoAgentBuild:
+    """`build_provider` and `build_agent` of ``args``. With ``mcp_transport`` (a transport
+    factory, ``tests/mcp_memory.py``), the agent's MCP provider reaches its servers, the
+    ``--mcp-server`` ones and the sessions' own, through it: `build_agent` takes a provider
+    the caller made as ``args.mcp``."""
+    if mcp_transport is not None:
+        from acp_skills.mcp import McpSkillProvider, parse_server_option
+
+        servers = [parse_server_option(option) for option in args.mcp_server or ()]
+        args.mcp = McpSkillProvider(
+            servers=servers, timeout=args.mcp_timeout, transport=mcp_transport
+        )
+    provider = build_provider(args)
+    return DemoAgentBuild(args, provider, build_agent(args, provider))
+
+
+async def serve_demo(
+    built: DemoAgentBuild, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Serve ACP on ``reader`` and ``writer`` until the input ends, as the entry point serves
+    stdio (its signal handlers aside), then let go of what it holds as ``main`` does: its MCP
+    servers, its watcher, and the output (closed, so the peer reads its end)."""
+    try:
+        await built.provider.check_custom_dirs()
+        await built.agent.skills.serve(built.agent, GuardedTransport(reader, writer))
+    finally:
+        try:
+            if (mcp := getattr(built.args, "mcp", None)) is not None:
+                await mcp.aclose()
+        finally:
+            writer.close()
+            built.provider.close()
+
+
 async def serve_demo_agent(options: Sequence[str], sock: socket.socket) -> None:
     """Serve ACP on ``sock`` until its input ends, as the demo agent serves stdio; ``sock`` is
     closed at the end, however it ends, so the peer reads the end of the output.
@@ -116,56 +188,6 @@ async def serve_demo_agent(options: Sequence[str], sock: socket.socket) -> None:
             would exit with status 2).
     """
     with sock:
-        try:
-            args = parse_args(list(options))
-        except SystemExit as refused:  # raised in a task, it would stop the event loop itself
-            raise AssertionError(f"the demo agent refuses {options!r}: {refused.code}") from None
+        args = demo_args(options)
         reader, writer = await asyncio.open_connection(sock=sock, limit=READ_LIMIT)
-        provider = build_provider(args)
-        try:
-            agent = build_agent(args, provider)
-            mcp = getattr(args, "mcp", None)
-            try:
-                await provider.check_custom_dirs()
-                await agent.skills.serve(agent, GuardedTransport(reader, writer))
-            finally:
-                if mcp is not None:
-                    await mcp.aclose()
-        finally:
-            writer.close()
-            provider.close()
-
-
-@dataclass(frozen=True)
-class Served:
-    """The client's side of an agent served in this process."""
-
-    conn: ClientSideConnection
-    client: RecordingClient
-
-
-@asynccontextmanager
-async def served(
-    *argv: str,
-    env: Mapping[str, str],
-    cwd: str | Path | None = None,
-    client: RecordingClient | None = None,
-) -> AsyncIterator[Served]:
-    """The demo agent of ``argv`` with ``env`` (``PATH`` added) as its environment for as long
-    as it serves, and ``cwd`` as the working directory; ended by closing its input, as an
-    editor ends it."""
-    client = client if client is not None else RecordingClient()
-    with environment({"PATH": os.environ.get("PATH", os.defpath), **env}, cwd):
-        agent_end, client_end = socket.socketpair()
-        client_reader, client_writer = await asyncio.open_connection(sock=client_end)
-        conn = ClientSideConnection(
-            cast(Any, client), client_writer, client_reader, observers=[client.observe]
-        )
-        async with anyio.create_task_group() as group:
-            group.start_soon(serve_demo_agent, argv, agent_end)
-            try:
-                await initialize_agent(conn)
-                yield Served(conn, client)
-            finally:
-                await conn.close()
-                client_writer.close()  # the agent reads the end of its input and stops
+        await serve_demo(build_demo_agent(args), reader, writer)

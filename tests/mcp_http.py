@@ -29,23 +29,21 @@ def write_served_skill(
 
 @contextlib.contextmanager
 def http_skills_server(root: Path) -> Iterator[str]:
-    """Serve the skills under ``root`` on a free port until the block ends; yields the url."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, SERVER, str(root), "--http", str(port)], stderr=subprocess.DEVNULL
-    )
+    """Serve the skills under ``root`` on a free port until the block ends; yields the url.
+
+    The socket listens before the server process starts and is handed to it: a request made
+    before the server is ready waits in the socket's backlog, so nothing waits for readiness.
+    """
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        process = subprocess.Popen(
+            [sys.executable, SERVER, str(root), "--http", str(listening.fileno())],
+            pass_fds=[listening.fileno()],
+            stderr=subprocess.DEVNULL,
+        )
     try:
-        # Up to a minute for a loaded machine: the server answers once it listens.
-        for _ in range(1200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None:
-                    raise RuntimeError("the HTTP server exited") from None
-                subprocess.run([sys.executable, "-c", "import time; time.sleep(0.05)"], check=False)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()

@@ -8,11 +8,9 @@ from typing import Any
 
 import anyio
 
-from acp_skills import PrefixMessage
+from acp_skills import PrefixedSession, PrefixMessage, SessionPrefix
 from acp_skills.model import PrefixContext, PrefixNext
-from acp_skills.prefix import SessionPrefix
 from acp_skills.record import HeaderEntry, SessionRecord, SessionStore
-from acp_skills.session import PrefixedSession
 
 CONFIG: dict[str, Any] = {"model": "m1", "temperature": 0.2}
 SYSTEM = "You are a careful assistant."

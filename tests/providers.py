@@ -7,9 +7,25 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from acp_skills import SkillCandidate, SkillDefinition, SkillLookupOptions
+from acp_skills import (
+    SkillCandidate,
+    SkillDefinition,
+    SkillLookupOptions,
+    SkillRegistry,
+    SkillTool,
+    ToolResult,
+)
 from acp_skills.provider import ProviderHandle
+
+# The session's working directory the tool tests look skills up for.
+CWD = "/work/project"
+
+
+def names(skills: Any) -> list[str]:
+    """The names of skills (summaries, candidates, definitions), in order."""
+    return [skill.name for skill in skills]
 
 
 def candidate(
@@ -123,3 +139,19 @@ def assert_matches_golden(file_name: str, actual: str) -> None:
             f"output differs from {golden}; if the change is intended, rerun with "
             "UPDATE_GOLDEN=1\n" + "".join(diff)
         )
+
+
+def error(text: str) -> ToolResult:
+    """The tool's result for a refusal the model reads: ``text``, marked as an error."""
+    return ToolResult(text=text, is_error=True)
+
+
+def make_tool(
+    *candidates: SkillCandidate, provider: ListProvider | None = None, **options: Any
+) -> tuple[SkillTool, ListProvider]:
+    """A `SkillTool` over a registry of one `ListProvider` holding ``candidates``."""
+    provider = provider or ListProvider("p")
+    provider.candidates.extend(candidates)
+    registry = SkillRegistry()
+    registry.register_provider(provider)
+    return SkillTool(registry, **options), provider

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import queue
 import re
 import socket
@@ -30,7 +29,6 @@ from tests.demo_in_process import environment, serve_demo_agent
 
 __all__ = [
     "RawStdioAgent",
-    "agent_environment",
     "frame_problems",
     "initialize_params",
     "lone_surrogates_in",
@@ -304,11 +302,6 @@ class RawStdioAgent:
             for update in self.updates(session_id, since)
             if update.get("sessionUpdate") == "agent_message_chunk"
         )
-
-
-def agent_environment(extra: Mapping[str, str]) -> dict[str, str]:
-    """A child environment: ``PATH`` from the test's, then ``extra`` (nothing else leaks in)."""
-    return {"PATH": os.environ.get("PATH", ""), **extra}
 
 
 def initialize_params(*, reads_files: bool) -> dict[str, Any]:

@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -30,15 +29,10 @@ from typing import Any
 import pytest
 
 from acp_skills import (
-    PrefixMessage,
-    SkillCatalogContributor,
     SkillLookupOptions,
-    SkillRegistry,
     SkillTool,
 )
 from acp_skills.cli.main import main
-from acp_skills.cli.settings import CATALOG_MAX_LENGTH, DEFAULT_CATALOG_BUDGET
-from acp_skills.model import PrefixContext
 from tests.cli_runner import (
     Corpus,
     cli_env,
@@ -214,24 +208,12 @@ def test_show_path_reads_a_file_of_the_skill(corpus: Corpus) -> None:
 # -- catalog ---------------------------------------------------------------------------------
 
 
-async def contributed_catalog(registry: SkillRegistry, cwd: Path) -> str | None:
-    async def nothing() -> Sequence[PrefixMessage]:
-        return ()
-
-    context = PrefixContext(session_id="s", cwd=str(cwd), tool_names=frozenset({"skill"}))
-    # The demo agent's catalog settings, which the command line takes by default.
-    contributor = SkillCatalogContributor(
-        registry, max_length=CATALOG_MAX_LENGTH, budget=DEFAULT_CATALOG_BUDGET
-    )
-    messages = await contributor(context, nothing)
-    return messages[0].text if messages else None
-
-
-@pytest.mark.anyio
-async def test_catalog_prints_exactly_the_catalog_message_and_its_size(corpus: Corpus) -> None:
-    """stdout is the message the catalog contributor composes; stderr its size in characters."""
-    expected = await contributed_catalog(corpus.registry(), corpus.project)
-    assert expected is not None
+def test_catalog_prints_exactly_the_catalog_message_and_its_size(corpus: Corpus) -> None:
+    """stdout is the catalog message, every description within the agent's bound; stderr its
+    size in characters (that it is the agent's own: tests/test_cli_agent_parity.py)."""
+    catalog, status = run_json("catalog", *corpus.roots())
+    assert status == 0
+    expected = catalog["text"]
     result = run("catalog", *corpus.roots())
     assert result.returncode == 0
     assert result.stdout == expected + "\n"
@@ -242,47 +224,34 @@ async def test_catalog_prints_exactly_the_catalog_message_and_its_size(corpus: C
     )
     assert "every description in full" not in result.stderr
     assert "hidden-helper" not in result.stdout
-    catalog, status = run_json("catalog", *corpus.roots())
+    listed = [line for line in expected.splitlines() if line.startswith("- `")]
+    assert len(listed) == 8
+    assert all(len(line) <= 1024 + len("- `wordy`: ") for line in listed)
     unlimited: dict[str, Any] = {
-        "limit": DEFAULT_CATALOG_BUDGET,
+        "limit": 8000,
         "used": len(expected),
         "shortened": 0,
         "omitted": [],
     }
-    assert (catalog, status) == (
-        {"text": expected, "characters": len(expected), "budget": unlimited},
-        0,
-    )
+    assert catalog == {"text": expected, "characters": len(expected), "budget": unlimited}
 
 
-@pytest.mark.anyio
-async def test_catalog_with_a_budget_is_the_agent_s_and_says_what_it_did(corpus: Corpus) -> None:
-    """``--budget N`` (with ``--hide``): the agent's budgeted catalog, and its outcome reported."""
-    contributor = SkillCatalogContributor(
-        corpus.registry(),
-        max_length=CATALOG_MAX_LENGTH,
-        budget=800,
-        hidden_skills=["format-json"],
-    )
-    context = PrefixContext(
-        session_id="s", cwd=str(corpus.project), tool_names=frozenset({"skill"})
-    )
-
-    async def nothing_after() -> Sequence[PrefixMessage]:
-        return ()
-
-    [expected] = await contributor(context, nothing_after)
+def test_catalog_with_a_budget_says_what_it_did(corpus: Corpus) -> None:
+    """``--budget N`` (with ``--hide``): a catalog within the budget, and its outcome reported
+    (the agent's own: tests/test_cli_agent_parity.py)."""
     options = [*corpus.roots(), "--budget", "800", "--hide", "format-json"]
     catalog, status = run_json("catalog", *options)
     assert status == 0
-    assert catalog["text"] == expected.text
+    text = catalog["text"]
     budget = catalog["budget"]
-    assert (budget["limit"], budget["used"]) == (800, len(expected.text))
+    assert (budget["limit"], budget["used"]) == (800, len(text))
     assert budget["used"] <= 800
     assert budget["omitted"], "800 characters cannot hold every skill of the corpus"
     assert "format-json" not in budget["omitted"]
-    assert all(f"`{name}`" not in expected.text for name in budget["omitted"])
+    assert "`format-json`" not in text
+    assert all(f"`{name}`" not in text for name in budget["omitted"])
     result = run("catalog", *options)
+    assert result.stdout == text + "\n"
     assert "of 800 characters" in result.stderr
     assert "not listed (the skill tool's query finds them)" in result.stderr
     assert run("catalog", *corpus.roots(), "--budget", "0").returncode == 2
@@ -305,8 +274,7 @@ def test_catalog_without_skills_is_null_and_zero(tmp_path: Path) -> None:
 # -- doctor ----------------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
-async def test_doctor_json_reports_roots_skipped_shadowed_and_catalog_size(corpus: Corpus) -> None:
+def test_doctor_json_reports_roots_skipped_shadowed_and_catalog_size(corpus: Corpus) -> None:
     """Every root with existence and count, each skipped file, each shadowed pair, the size."""
     typo = corpus.root / "typo"
     report, status = run_json("doctor", *corpus.roots(), "--skills-dir", str(typo))
@@ -371,9 +339,8 @@ async def test_doctor_json_reports_roots_skipped_shadowed_and_catalog_size(corpu
             },
         }
     ]
-    catalog = await contributed_catalog(corpus.registry(typo), corpus.project)
-    assert catalog is not None
-    assert report["catalogCharacters"] == len(catalog)
+    catalog, _ = run_json("catalog", *corpus.roots(), "--skills-dir", str(typo))
+    assert report["catalogCharacters"] == len(catalog["text"])
     assert [d["code"] for d in report["problems"]] == [
         "root-missing",
         "flag-invalid",

@@ -4,7 +4,7 @@ give them.
 
 Both sides run in this process: the command line through `main(argv)`
 (`tests/cli_runner.py`), the agent as its entry point builds it from the same arguments and
-environment, served to the SDK's client over a socketpair (`tests/demo_in_process.py`); its
+environment, served to the SDK's client over a socketpair (`tests.acp_peer.demo_agent_peer`); its
 start-up checks through its `main(argv)`. ``tests/test_cli.py`` checks that the console
 script runs this same `main`.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,10 +22,10 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_skills.cli.install import extra_install_hint
+from tests.acp_peer import demo_agent_peer
 from tests.agent_client import Sandbox, text_prompt, write_skill
-from tests.cli_runner import Result, run
-from tests.demo_in_process import run_agent, served
+from tests.cli_runner import Result, install_hint, run
+from tests.demo_in_process import run_agent
 
 TEST_SECONDS = 60
 LONG_DESCRIPTION = "Fills PDF forms from a data file. " + "It checks every field twice. " * 45
@@ -61,7 +62,7 @@ async def first_catalog(
     """The agent's first catalog (``_skills/prefix``), its budget, and its `/skills` reply."""
     state = ["--state-dir", str(sandbox.state_dir)]
     with anyio.fail_after(TEST_SECONDS):
-        async with served(*state, *args, env=sandbox.env(env)) as agent:
+        async with demo_agent_peer(*state, *args, env=sandbox.env(env)) as agent:
             created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
             session_id = created.session_id
             await agent.conn.prompt(session_id=session_id, prompt=text_prompt("hello"))
@@ -155,7 +156,7 @@ async def test_show_invoke_previews_what_the_slash_command_puts_into_the_turn(
     args = ["--skills-dir", str(sandbox.skills_dir), "--compat", "claude"]
     state = ["--state-dir", str(sandbox.state_dir)]
     with anyio.fail_after(TEST_SECONDS):
-        async with served(*state, *args, env=sandbox.env()) as agent:
+        async with demo_agent_peer(*state, *args, env=sandbox.env()) as agent:
             created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
             prompt = text_prompt('/ship "eu west" canary')
             await agent.conn.prompt(session_id=created.session_id, prompt=prompt)
@@ -212,7 +213,7 @@ async def test_tilde_paths_from_args_and_env_without_a_shell(sandbox: Sandbox) -
         ),
     ):
         with anyio.fail_after(TEST_SECONDS):
-            async with served(*args, env=sandbox.env(env), cwd=sandbox.project) as agent:
+            async with demo_agent_peer(*args, env=sandbox.env(env), cwd=sandbox.project) as agent:
                 created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
                 session_id = created.session_id
                 prompt = text_prompt("use home-made")
@@ -285,7 +286,5 @@ def test_a_missing_openai_package_is_said_at_start_up_before_the_key(
     args = ("--model", "openai", "--api-key-file", "~/no-such-key")
     result = run_agent(*args, env=cli_env(sandbox))
     assert result.returncode == 2
-    hint = extra_install_hint("openai")
-    assert (
-        result.stderr == f"acp-skills-demo: the openai model needs the `openai` package: {hint}\n"
-    )
+    said = "acp-skills-demo: the openai model needs the `openai` package: "
+    assert re.fullmatch(re.escape(said) + install_hint("openai") + "\n", result.stderr)

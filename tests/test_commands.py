@@ -46,6 +46,7 @@ from tests.acp_peer import (
     write_fixture_skills,
     write_skill,
 )
+from tests.events import named_pipe, write_pipe
 from tests.mcp_http import SERVER, write_served_skill
 from tests.providers import candidate
 
@@ -251,7 +252,7 @@ async def test_commands_go_out_once_when_an_mcp_listing_arrives_during_the_first
 
     served = tmp_path / "served"
     write_served_skill(served, "deploy-app", "Deploy the app.", "Run make deploy.")
-    released = tmp_path / "listing-released"
+    released = named_pipe(tmp_path / "listing-released")
     args = [SERVER, str(served), "--hold-listing", str(released)]
     server = McpServerStdio(name="team", command=sys.executable, args=args, env=[])
     mcp = McpSkillProvider(timeout=60)
@@ -274,7 +275,7 @@ async def test_commands_go_out_once_when_an_mcp_listing_arrives_during_the_first
                     group.start_soon(prompt, "first")  # as an editor does: no waiting
                     await agent.prompted.wait()
                     registry.invalidate()  # the registry follower looks the commands up too
-                    released.touch()
+                    await write_pipe(released)  # once the listing is held
                 await prompt("second")
                 await prompt("third")
                 sent = len(peer.wire.commands(session_id))

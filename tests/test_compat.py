@@ -9,7 +9,6 @@ socketpair, and a project laid out the way Claude Code expects.
 from __future__ import annotations
 
 import os
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,9 @@ import anyio
 import pytest
 
 from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
+from tests.acp_peer import DemoPeer, demo_peer
 from tests.agent_client import Sandbox, text_prompt
-from tests.demo_in_process import Served, run_agent, served
+from tests.demo_in_process import run_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -155,12 +155,7 @@ def claude_project(sandbox: Sandbox) -> None:
     write(sandbox.home / ".claude" / "skills" / "standup" / "SKILL.md", plain_skill("standup"))
 
 
-def serve(sandbox: Sandbox, *args: str) -> AbstractAsyncContextManager[Served]:
-    """The agent with the sandbox's arguments and environment, and ``args``."""
-    return served(*sandbox.args(*args), env=sandbox.env())
-
-
-async def listed(agent: Served, sandbox: Sandbox) -> dict[str, str]:
+async def listed(agent: DemoPeer, sandbox: Sandbox) -> dict[str, str]:
     answer = await agent.conn.ext_method("skills/list", {"cwd": str(sandbox.project)})
     return {skill["name"]: skill["source"] for skill in answer["skills"]}
 
@@ -171,9 +166,9 @@ async def test_claude_project_is_discovered_with_compat_claude_only(tmp_path: Pa
     claude_project(sandbox)
     sandbox.write_skill("house-rules", "Our own conventions.")
     with anyio.fail_after(TEST_SECONDS):
-        async with serve(sandbox) as agent:
+        async with demo_peer(sandbox) as agent:
             assert await listed(agent, sandbox) == {"house-rules": "custom"}
-        async with serve(sandbox, "--compat", "claude") as agent:
+        async with demo_peer(sandbox, "--compat", "claude") as agent:
             assert await listed(agent, sandbox) == {
                 "fix-issue": "project-claude",
                 "house-rules": "custom",
@@ -186,7 +181,7 @@ async def test_compat_claude_fills_arguments_of_a_slash_invocation(tmp_path: Pat
     sandbox = Sandbox.create(tmp_path)
     claude_project(sandbox)
     with anyio.fail_after(TEST_SECONDS):
-        async with serve(sandbox, "--compat", "claude") as agent:
+        async with demo_peer(sandbox, "--compat", "claude") as agent:
             session = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
             sid = session.session_id
             response = await agent.conn.prompt(
@@ -206,7 +201,7 @@ async def test_without_compat_a_body_reaches_the_model_verbatim(tmp_path: Path) 
     sandbox = Sandbox.create(tmp_path)
     sandbox.write_skill("tally", "Count things.", "Count $0 with awk '{print $1}': $ARGUMENTS")
     with anyio.fail_after(TEST_SECONDS):
-        async with serve(sandbox) as agent:
+        async with demo_peer(sandbox) as agent:
             session = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
             sid = session.session_id
             await agent.conn.prompt(session_id=sid, prompt=text_prompt("/tally apples"))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from acp_skills import LocalFileSystem
 from acp_skills.confined import (
     ConfinedFile,
     _identities,
@@ -17,8 +19,7 @@ from acp_skills.confined import (
     read_confined,
 )
 from acp_skills.errors import ReadError
-from acp_skills.fs import LocalFileSystem
-from tests.test_fs import run_unprivileged
+from tests.unprivileged import run_unprivileged
 
 needs_posix = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX symlinks")
 
@@ -173,3 +174,37 @@ async def test_local_file_system_reads_confined_files_in_a_worker_thread(tmp_pat
     result = await LocalFileSystem().read_confined(str(tmp_path), "a.txt", 64)
     assert isinstance(result, ConfinedFile)
     assert result.data == b"alpha"
+
+
+_DEEP_READ = """
+import os, resource, sys
+from acp_skills.confined import read_confined
+root, path = sys.argv[1], sys.argv[2]
+open_now = len(os.listdir("/proc/self/fd"))
+# Room for the root, the current entry and a few spare: one per segment would not fit.
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (open_now + 6, hard))
+result = read_confined(root, path, 1024)
+left_open = len(os.listdir("/proc/self/fd")) - open_now
+print(type(result).__name__, getattr(result, "data", b"").decode(), left_open)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
+def test_confined_read_of_a_path_three_hundred_segments_deep(tmp_path: Path) -> None:
+    """A confined read held one descriptor per segment: a deep path ran out of descriptors.
+    A process: the descriptor limit it lowers is the whole process's."""
+    segments = [f"d{index}" for index in range(300)]
+    deep = tmp_path.joinpath(*segments)
+    deep.mkdir(parents=True)
+    (deep / "file.md").write_text("deep text", encoding="utf-8")
+    path = "/".join([*segments[:150], "..", *segments[149:], "file.md"])
+    done = subprocess.run(
+        [sys.executable, "-c", _DEEP_READ, str(tmp_path), path],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ConfinedFile", "deep", "text", "0"]

@@ -18,13 +18,23 @@ from acp_skills import (
     OpaqueResource,
     SkillDefinition,
     SkillRegistry,
+    SkillTool,
+    ToolResult,
     UrlResource,
 )
-from acp_skills.content import render_skill_content
+from acp_skills.content import render_skill_content, render_skill_matches
 from acp_skills.model import ResourceBase
-from acp_skills.tool import SkillTool, ToolResult
-from tests.providers import ListProvider, assert_matches_golden, candidate, definition_of
-from tests.test_tool import CWD, error, make_tool
+from acp_skills.search import SkillMatch
+from tests.events import Hang, cancelled_when
+from tests.providers import (
+    CWD,
+    ListProvider,
+    assert_matches_golden,
+    candidate,
+    definition_of,
+    error,
+    make_tool,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -93,6 +103,32 @@ async def test_skill_content_never_lists_the_directory(tmp_path: Path) -> None:
     )
     assert "listed-nowhere" not in text
     assert "references" not in text.replace("(scripts, references, assets)", "")
+
+
+# -- the answer to a query --------------------------------------------------------------------
+
+
+def test_matches_render_as_name_and_description_lines() -> None:
+    """One "name: description" line per match, after a line saying how to load one."""
+    text = render_skill_matches(
+        [
+            SkillMatch(
+                name="review-code", description="Review a diff\n for <bugs> & style.", score=2
+            ),
+            SkillMatch(name="write-tests", description="x" * 300, score=1),
+        ]
+    )
+    assert text.splitlines() == [
+        "Skills matching the query, best first. Load one by calling the `skill` tool with its "
+        "exact name:",
+        "review-code: Review a diff for &lt;bugs&gt; &amp; style.",
+        "write-tests: " + "x" * 197 + "...",
+    ]
+
+
+def test_no_match_says_so() -> None:
+    """Without matches, the answer says there is none and how to go on."""
+    assert render_skill_matches([]).startswith("No skill matches the query.")
 
 
 # -- confined resource reads -----------------------------------------------------------------
@@ -390,14 +426,11 @@ async def test_read_text_failures_become_error_results(
 async def test_read_text_cancellation_propagates(bundle: Path) -> None:
     """A cancelled client read cancels the call."""
 
-    async def hang(path: str) -> str:
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")
-
+    hang = Hang()
     tool, _ = bundle_tool(bundle)
-    with anyio.fail_after(5), anyio.move_on_after(0.05) as scope:
-        await read(tool, "references/guide.md", read_text=hang)
-    assert scope.cancelled_caught
+    assert await cancelled_when(
+        hang.reached, lambda: read(tool, "references/guide.md", read_text=hang)
+    )
 
 
 # -- confinement under races -----------------------------------------------------------------

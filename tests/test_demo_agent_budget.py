@@ -7,19 +7,12 @@ the catalog left out with ``query``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from acp_skills import SkillRegistry, SkillSummary, SkillTool, render_catalog
-from acp_skills.cli.settings import DEFAULT_CATALOG_BUDGET
-from acp_skills.content import render_skill_matches
-from acp_skills.search import SkillMatch
 from demo_agent.__main__ import parse_args
-from demo_agent.models import ModelRequest
-from demo_agent.models.offline import OfflineModel
 from tests.acp_peer import DemoPeer, demo_peer
 from tests.sandbox import Sandbox
 
@@ -68,7 +61,7 @@ async def test_default_budget_keeps_a_small_catalog_whole(sandbox: Sandbox) -> N
         _, prefix = await turn(agent, "hello")
     [catalog] = prefix["messages"]
     assert prefix["budget"] == {
-        "limit": DEFAULT_CATALOG_BUDGET,
+        "limit": 8000,
         "used": len(catalog["text"]),
         "shortened": 0,
         "omitted": [],
@@ -169,7 +162,7 @@ def test_budget_flags_and_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     from_flags = parse_args(["--catalog-budget", "None", "--pin", "a", "--pin", "b", "--hide", "c"])
     assert (from_flags.catalog_budget, from_flags.pin, from_flags.hide) == (None, ["a", "b"], ["c"])
     monkeypatch.delenv("ACP_SKILLS_CATALOG_BUDGET")
-    assert parse_args([]).catalog_budget == DEFAULT_CATALOG_BUDGET == 8000
+    assert parse_args([]).catalog_budget == 8000
 
 
 @pytest.mark.parametrize(
@@ -198,60 +191,3 @@ def test_bad_budget_settings_are_usage_errors(
         parse_args(argv)
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
-
-
-# -- the offline model with query --------------------------------------------------------------
-
-
-async def offline_reply(tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> Any:
-    async def ignore(_text: str) -> None:
-        return None
-
-    request = ModelRequest(system="s", tools=tools, messages=messages)
-    return await OfflineModel().complete(request, ignore)
-
-
-async def test_offline_model_searches_only_when_the_schema_has_query() -> None:
-    """No listed skill matches: with `query` it searches, without it lists the skills."""
-    catalog = text_of_catalog(["alpha-notes"])
-    messages = [{"role": "user", "content": catalog}, {"role": "user", "content": "zebras?"}]
-    tool = SkillTool(SkillRegistry())
-    plain_tool, searching_tool = (
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description_for(searchable=searchable),
-                "parameters": tool.parameters_for(searchable=searchable),
-            },
-        }
-        for searchable in (False, True)
-    )
-    listed = await offline_reply([plain_tool], messages)
-    searched = await offline_reply([searching_tool], messages)
-    assert listed.tool_calls == ()
-    assert "Available skills" in listed.text
-    [call] = searched.tool_calls
-    assert (call.name, json.loads(call.arguments)) == ("skill", {"query": "zebras?"})
-
-
-async def test_offline_model_loads_the_best_match_or_says_none_matched() -> None:
-    """After a search it loads the first match; with no match it says so and lists skills."""
-    catalog = text_of_catalog(["alpha-notes"])
-    asked = [{"role": "user", "content": catalog}, {"role": "user", "content": "zebras?"}]
-    found = render_skill_matches(
-        [SkillMatch(name="zebra-census", description="Counts zebras.", score=1.0)]
-    )
-    load = await offline_reply([], [*asked, {"role": "tool", "content": found}])
-    [call] = load.tool_calls
-    assert json.loads(call.arguments) == {"name": "zebra-census"}
-    none = await offline_reply([], [*asked, {"role": "tool", "content": render_skill_matches([])}])
-    assert none.tool_calls == ()
-    assert none.text.startswith("I searched the skills the catalog does not list")
-    assert "- `alpha-notes`: Alpha." in none.text
-
-
-def text_of_catalog(names: list[str]) -> str:
-    catalog = render_catalog([SkillSummary(name=n, description="Alpha.") for n in names])
-    assert catalog is not None
-    return catalog

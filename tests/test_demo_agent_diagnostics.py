@@ -1,8 +1,8 @@
 """Diagnostics reach the person in the editor: the real demo agent, in this process
 (`tests.acp_peer.demo_peer`).
 
-``/skills`` is answered without the model, and ``_skills/list`` carries the problems, errors
-and warnings alike (what the library's commands say: tests/test_commands.py); a
+``/skills`` is answered without the model, its problems errors and warnings alike (what the
+library's commands say, and ``_skills/list``'s problems: tests/test_commands.py); a
 ``--skills-dir`` that does not exist is a warning at start-up; and ``acp-skills show`` prints
 exactly the skill text this agent gives its model.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from acp_skills.cli.main import main as cli_main
-from tests.acp_peer import DemoPeer, agent_environment, demo_peer, kept_logging
+from tests.acp_peer import DemoPeer, demo_peer
+from tests.cli_runner import run
+from tests.demo_in_process import agent_environment
 from tests.sandbox import Sandbox
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
@@ -74,19 +74,6 @@ async def test_skills_command_answers_with_skills_and_problems_without_the_model
     assert ": warning `name-mismatch`: " in answer
 
 
-async def test_skills_list_carries_the_problems_over_the_wire(sandbox: Sandbox) -> None:
-    """``_skills/list`` answers ``problems`` beside ``skills``: one record per problem."""
-    async with demo_peer(sandbox) as agent:
-        sid = await agent.open_session()
-        listed = await agent.ext("skills/list", {"sessionId": sid})
-    assert [s["name"] for s in listed["skills"]] == ["alpha-notes", "model-helper", "new-name"]
-    assert [(p["code"], p["severity"], p["line"]) for p in listed["problems"]] == [
-        ("yaml-invalid", "error", 4),
-        ("name-mismatch", "warning", None),
-    ]
-    assert listed["problems"][0]["path"] == str(sandbox.skills_dir / "broken" / "SKILL.md")
-
-
 async def test_a_missing_skills_dir_is_a_warning_at_start_up(tmp_path: Path) -> None:
     """The agent says so as it starts, before any session exists."""
     sandbox = Sandbox.create(tmp_path)
@@ -106,7 +93,7 @@ async def test_an_existing_skills_dir_starts_quietly(tmp_path: Path) -> None:
 
 
 async def test_show_prints_exactly_the_skill_text_the_agent_gives_its_model(
-    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
+    sandbox: Sandbox,
 ) -> None:
     """`acp-skills show NAME`, looking from the agent's project with its skills, prints the
     agent's ``skill`` tool result (the catalog: tests/test_cli_agent_parity.py)."""
@@ -122,12 +109,7 @@ async def test_show_prints_exactly_the_skill_text_the_agent_gives_its_model(
         "--agents-home",
         str(sandbox.home / ".agents"),
     ]
-    capsys.readouterr()
-    with agent_environment({}), kept_logging():
-        # A thread of its own: the command line runs its own event loop.
-        argv = ["show", "alpha-notes", *where, *homes]
-        exit_status = await anyio.to_thread.run_sync(lambda: cli_main(argv))
-    assert exit_status == 0
-    shown = capsys.readouterr()
-    assert "Traceback" not in shown.err
-    assert shown.out == result + "\n"
+    shown = run("show", "alpha-notes", *where, *homes, env=agent_environment({}))
+    assert shown.returncode == 0
+    assert "Traceback" not in shown.stderr
+    assert shown.stdout == result + "\n"

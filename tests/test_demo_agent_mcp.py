@@ -2,11 +2,10 @@
 servers, passes each session's ``mcpServers`` (``session/new`` and ``session/load``) on, reports
 every server, and its ``--mcp-server`` servers, and its sessions', end with it.
 
-In process: the agent the demo builds (`build_agent`), over a socketpair, with an
-`McpSkillProvider` whose servers run in this process (tests/mcp_memory.py) in place of the one
-``--mcp-server`` makes. The agent's exit is tested with a real ``python -m demo_agent`` and real
-server processes. What the library does with a server (listing, loading, trust, bounds,
-cancellation) is tested in tests/test_mcp*.py.
+In process: the demo agent in the rig every demo agent test uses (`tests.acp_peer.demo_peer`),
+its MCP servers in this process too (``mcp_transport``, tests/mcp_memory.py). The agent's exit
+is tested with a real ``python -m demo_agent`` and real server processes. What the library does
+with a server (listing, loading, trust, bounds, cancellation) is tested in tests/test_mcp*.py.
 """
 
 from __future__ import annotations
@@ -15,43 +14,24 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import pytest
-from acp import PROTOCOL_VERSION
-from acp.core import ClientSideConnection
-from acp.schema import (
-    ClientCapabilities,
-    EnvVariable,
-    FileSystemCapabilities,
-    HttpHeader,
-    HttpMcpServer,
-    Implementation,
-    InitializeResponse,
-    McpServerStdio,
-    TextContentBlock,
-)
+from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, TextContentBlock
 
-from acp_skills import LocalSkillProvider
-from acp_skills.acp import GuardedTransport
-from acp_skills.mcp import McpServer, McpSkillProvider
-from demo_agent.__main__ import build_agent, parse_args
-from tests.acp_peer import RecordingClient, Wire, WireTransport, write_skill
+from acp_skills.mcp import McpServer
+from tests.acp_peer import DemoPeer, demo_peer, write_skill
+from tests.events import process_gone
 from tests.mcp_http import SERVER, write_served_skill
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
-from tests.test_mcp_bounds import process_gone
+from tests.sandbox import Sandbox
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
-
-TEST_SECONDS = 30
 
 
 def serve_skill(root: Path, name: str, body: str = "Do the thing.") -> Path:
@@ -75,84 +55,27 @@ def configuration(root: Path, *, label: str = "team") -> McpServer:
     )
 
 
-@dataclass
-class Running:
-    """A client connected to the demo agent, every frame it saw, and the agent's servers."""
-
-    conn: ClientSideConnection
-    wire: Wire
-    servers: InProcess
-    initialized: InitializeResponse
-
-    async def new_session(self, cwd: Path, *servers: Any) -> str:
-        created = await self.conn.new_session(cwd=str(cwd), mcp_servers=list(servers))
-        return created.session_id
-
-    async def listed(self, session_id: str) -> dict[str, Any]:
-        return await self.conn.ext_method("skills/list", {"sessionId": session_id})
-
-    def shown(self, session_id: str) -> str:
-        """What the agent answered in the session, joined."""
-        return "".join(
-            update["content"]["text"]
-            for update in self.wire.updates(session_id, "agent_message_chunk")
-        )
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    """A private home, state dir, skills dir and project for one test."""
+    return Sandbox.create(tmp_path)
 
 
-@asynccontextmanager
-async def running_agent(
-    tmp_path: Path, *, own: Path | None = None, urls: Mapping[str, McpServer] | None = None
-) -> AsyncIterator[Running]:
-    """The demo agent as `build_agent` makes it (offline model, the state under ``tmp_path``,
-    ``own`` as the person's skills directory), serving ACP on one end of a socketpair."""
-    args = parse_args(["--state-dir", str(tmp_path / "state")])
-    servers = InProcess(urls=urls)
-    # `build_agent` takes the MCP provider `parse_args` makes from --mcp-server as `args.mcp`.
-    args.mcp = mcp = McpSkillProvider(timeout=TEST_SECONDS, transport=servers)
-    local = LocalSkillProvider(
-        tmp_path / "h1", tmp_path / "h2", custom_skill_dirs=[str(own)] if own else [], watch=False
-    )
-    agent = build_agent(args, local)
-    agent_socket, client_socket = socket.socketpair()
-    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
-    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
-    wire = Wire()
-    conn = ClientSideConnection(
-        cast(Any, RecordingClient()), cast(Any, WireTransport(client_reader, client_writer, wire))
-    )
-    try:
-        with anyio.fail_after(TEST_SECONDS):
-            # Leaving the task group waits for the agent's serve(), which ends with its input.
-            async with anyio.create_task_group() as group:
-                group.start_soon(
-                    agent.skills.serve, agent, GuardedTransport(agent_reader, agent_writer)
-                )
-                try:
-                    initialized = await conn.initialize(
-                        protocol_version=PROTOCOL_VERSION,
-                        client_capabilities=ClientCapabilities(
-                            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False)
-                        ),
-                        client_info=Implementation(name="mcp-test-client", version="0"),
-                    )
-                    yield Running(conn, wire, servers, initialized)
-                finally:
-                    await conn.close()
-                    client_writer.close()
-                    with suppress(ConnectionError):
-                        await client_writer.wait_closed()
-        wire.assert_valid()  # every frame of both sides, against the ACP schema
-    finally:
-        await mcp.aclose()  # as the demo's serve() does when the agent exits
+def agent_with_servers(
+    sandbox: Sandbox, servers: InProcess | None = None
+) -> AbstractAsyncContextManager[DemoPeer]:
+    """The demo agent in this process (offline model, not watching), reaching its MCP servers
+    through ``servers`` (in this process too)."""
+    return demo_peer(sandbox, "--no-watch", mcp_transport=servers or InProcess())
 
 
 def names(listing: dict[str, Any]) -> list[tuple[str, str]]:
     return [(skill["name"], skill["source"]) for skill in listing["skills"]]
 
 
-async def test_the_agent_advertises_http_mcp_servers(tmp_path: Path) -> None:
+async def test_the_agent_advertises_http_mcp_servers(sandbox: Sandbox) -> None:
     """initialize answers agentCapabilities.mcpCapabilities.http: true."""
-    async with running_agent(tmp_path) as agent:
+    async with agent_with_servers(sandbox) as agent:
         capabilities = agent.initialized.agent_capabilities
     assert capabilities is not None
     assert capabilities.mcp_capabilities is not None
@@ -160,18 +83,19 @@ async def test_the_agent_advertises_http_mcp_servers(tmp_path: Path) -> None:
 
 
 async def test_session_servers_bring_their_skills_and_sessions_do_not_share_catalogs(
-    tmp_path: Path,
+    sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """Each session sees the skills of the servers it named (their env passed on), and no
     other session's; `_skills/list` reports each session's servers."""
     serve_skill(tmp_path / "a", "alpha-skill")
     serve_skill(tmp_path / "b", "beta-skill")
-    async with running_agent(tmp_path) as agent:
-        first = await agent.new_session(tmp_path, stdio_entry(tmp_path / "a", label="a"))
-        second = await agent.new_session(tmp_path, stdio_entry(tmp_path / "b", label="b"))
-        plain = await agent.new_session(tmp_path)
-        one, two, none = [await agent.listed(sid) for sid in (first, second, plain)]
-        opened = list(agent.servers.opened)
+    servers = InProcess()
+    async with agent_with_servers(sandbox, servers) as agent:
+        first = await agent.open_session(tmp_path, [stdio_entry(tmp_path / "a", label="a")])
+        second = await agent.open_session(tmp_path, [stdio_entry(tmp_path / "b", label="b")])
+        plain = await agent.open_session(tmp_path)
+        one, two, none = [await agent.listing(sid) for sid in (first, second, plain)]
+        opened = list(servers.opened)
     assert names(one) == [("alpha-skill", "mcp:a")]
     assert names(two) == [("beta-skill", "mcp:b")]
     assert names(none) == []
@@ -187,22 +111,21 @@ async def test_session_servers_bring_their_skills_and_sessions_do_not_share_cata
 
 
 async def test_skills_command_and_list_show_each_server_and_every_name_clash(
-    tmp_path: Path,
+    sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """/skills and _skills/list: each server's state (one that exits, as a real process), and
     a local skill hiding an MCP one."""
-    own = tmp_path / "own"
-    write_skill(own, "deploy-app", "Deploy the local way.", body="Local.")
+    write_skill(sandbox.skills_dir, "deploy-app", "Deploy the local way.", body="Local.")
     serve_skill(tmp_path / "root", "deploy-app")
     serve_skill(tmp_path / "root", "other-skill")
     gone = McpServerStdio(name="gone", command=sys.executable, args=["-c", "pass"], env=[])
-    async with running_agent(tmp_path, own=own) as agent:
-        sid = await agent.new_session(tmp_path, stdio_entry(tmp_path / "root"), gone)
-        listing = await agent.listed(sid)
+    async with agent_with_servers(sandbox) as agent:
+        sid = await agent.open_session(tmp_path, [stdio_entry(tmp_path / "root"), gone])
+        listing = await agent.listing(sid)
         await agent.conn.prompt(
             session_id=sid, prompt=[TextContentBlock(type="text", text="/skills")]
         )
-        shown = agent.shown(sid)
+        shown = agent.client.agent_text(sid)
     local = next(s for s in listing["skills"] if s["name"] == "deploy-app")
     assert local["source"] == "custom"
     assert ("other-skill", "mcp:team") in names(listing)
@@ -233,35 +156,39 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
     ) in shown
 
 
-async def test_an_http_server_from_session_new_brings_its_skills(tmp_path: Path) -> None:
+async def test_an_http_server_from_session_new_brings_its_skills(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     """An HTTP entry (url, headers) of session/new is a server of that url, with its headers."""
     serve_skill(tmp_path / "root", "served-skill")
     url = "https://skills.example/mcp"
     entry = HttpMcpServer(
         type="http", name="web", url=url, headers=[HttpHeader(name="X-Team", value="1")]
     )
-    async with running_agent(tmp_path, urls={url: configuration(tmp_path / "root")}) as agent:
-        listing = await agent.listed(await agent.new_session(tmp_path, entry))
-        opened = list(agent.servers.opened)
+    servers = InProcess(urls={url: configuration(tmp_path / "root")})
+    async with agent_with_servers(sandbox, servers) as agent:
+        listing = await agent.listing(await agent.open_session(tmp_path, [entry]))
+        opened = list(servers.opened)
     assert names(listing) == [("served-skill", "mcp:web")]
     assert opened == [McpServer(label="web", url=url, headers=(("X-Team", "1"),))]
 
 
 async def test_session_load_takes_its_own_servers_and_stops_the_one_it_dropped(
-    tmp_path: Path,
+    sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """session/load naming other servers changes the catalog; the dropped server's connection
     ends before the answer."""
     serve_skill(tmp_path / "a", "alpha-skill")
     serve_skill(tmp_path / "b", "beta-skill")
-    async with running_agent(tmp_path) as agent:
-        sid = await agent.new_session(tmp_path, stdio_entry(tmp_path / "a", label="a"))
-        before = await agent.listed(sid)
+    servers = InProcess()
+    async with agent_with_servers(sandbox, servers) as agent:
+        sid = await agent.open_session(tmp_path, [stdio_entry(tmp_path / "a", label="a")])
+        before = await agent.listing(sid)
         await agent.conn.load_session(
             cwd=str(tmp_path), session_id=sid, mcp_servers=[stdio_entry(tmp_path / "b", label="b")]
         )
-        stopped = list(agent.servers.closed)
-        after = await agent.listed(sid)
+        stopped = list(servers.closed)
+        after = await agent.listing(sid)
     assert names(before) == [("alpha-skill", "mcp:a")]
     assert stopped == [configuration(tmp_path / "a", label="a")]
     assert names(after) == [("beta-skill", "mcp:b")]

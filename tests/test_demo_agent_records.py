@@ -24,9 +24,8 @@ import pytest
 from acp import RequestError
 
 from acp_skills import JsonlSessionStore
-from acp_skills.record import HistoryEntry
-from demo_agent.__main__ import main
-from tests.acp_peer import DemoPeer, acp_schema, agent_environment, demo_peer, kept_logging
+from tests.acp_peer import DemoPeer, acp_schema, demo_peer
+from tests.demo_in_process import agent_environment, run_agent
 from tests.records import make_directory, make_fifo
 from tests.sandbox import Sandbox
 
@@ -52,11 +51,8 @@ async def load(agent: DemoPeer, sandbox: Sandbox, session_id: str) -> None:
 async def users_said(sandbox: Sandbox, session_id: str) -> list[str]:
     """The user messages in the session's record, oldest first, as the store reads them."""
     record = await JsonlSessionStore(sandbox.state_dir / "sessions").open(session_id)
-    return [
-        str(entry.message["content"])
-        for entry in await record.entries()
-        if isinstance(entry, HistoryEntry) and entry.message["role"] == "user"
-    ]
+    messages = [getattr(entry, "message", None) for entry in await record.entries()]
+    return [str(m["content"]) for m in messages if m is not None and m["role"] == "user"]
 
 
 def log_lines(log: str, event: str) -> list[str]:
@@ -166,15 +162,11 @@ async def test_load_of_a_record_that_is_not_a_file_is_refused_without_blocking(
 # -- an unusable state directory at start-up -------------------------------------------------
 
 
-def start_agent(
-    sandbox: Sandbox, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[int, str, str]:
+def start_agent(sandbox: Sandbox, *args: str) -> tuple[int, str, str]:
     """The agent's ``main()`` with ``args`` in the sandbox's environment: its exit status,
     stdout and stderr (it stops before it serves)."""
-    with agent_environment(sandbox.env()), kept_logging():
-        status = main(list(args))
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
+    result = run_agent(*args, env=agent_environment(sandbox.env()))
+    return result.returncode, result.stdout, result.stderr
 
 
 def state_is_a_file(state: Path) -> str:
@@ -194,24 +186,22 @@ def sessions_is_a_file(state: Path) -> str:
     ids=["state-dir-is-a-file", "sessions-is-a-file"],
 )
 def test_a_state_dir_that_is_not_a_directory_stops_the_agent_at_start_up(
-    sandbox: Sandbox, spoil: Callable[[Path], str], capsys: pytest.CaptureFixture[str]
+    sandbox: Sandbox, spoil: Callable[[Path], str]
 ) -> None:
     """Exit status 2 and one line on stderr saying which path is wrong; no traceback."""
     expected = spoil(sandbox.state_dir)
-    status, out, err = start_agent(sandbox, capsys, *sandbox.args())
+    status, out, err = start_agent(sandbox, *sandbox.args())
     assert status == 2
     assert out == ""
     assert err.splitlines() == [f"acp-skills-demo: unusable state directory: {expected}"]
 
 
-def test_a_state_dir_that_cannot_be_created_stops_the_agent_at_start_up(
-    sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_state_dir_that_cannot_be_created_stops_the_agent_at_start_up(sandbox: Sandbox) -> None:
     """A state dir below a file cannot be created: status 2, one line, no traceback."""
     blocker = sandbox.root / "blocker"
     blocker.write_text("a file")
     state = blocker / "state"
-    status, _, err = start_agent(sandbox, capsys, "--state-dir", str(state))
+    status, _, err = start_agent(sandbox, "--state-dir", str(state))
     assert status == 2
     assert err.splitlines() == [
         f"acp-skills-demo: unusable state directory: cannot create {state / 'sessions'}: "
@@ -290,14 +280,12 @@ def read_only(directory: Path) -> Iterator[None]:
 
 
 @needs_posix
-def test_a_read_only_state_dir_stops_the_agent_at_start_up(
-    unprivileged_sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_read_only_state_dir_stops_the_agent_at_start_up(unprivileged_sandbox: Sandbox) -> None:
     """A state dir the agent may not write in: status 2, one line, no traceback."""
     sandbox = unprivileged_sandbox
     sessions = sandbox.state_dir / "sessions"
     with as_nobody(), read_only(sessions):
-        status, _, err = start_agent(sandbox, capsys, *sandbox.args())
+        status, _, err = start_agent(sandbox, *sandbox.args())
     assert status == 2
     assert err.splitlines() == [
         f"acp-skills-demo: unusable state directory: cannot write in {sessions}: Permission denied"

@@ -13,14 +13,13 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from acp_skills import SkillLookupOptions, SkillRegistry
+from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
 from acp_skills.diagnostics import (
     CODES,
     Diagnostic,
     file_diagnostics,
     log_diagnostic,
     shadow_diagnostic,
-    skipped,
 )
 from acp_skills.errors import Problem, ReadError
 from acp_skills.frontmatter import (
@@ -28,7 +27,6 @@ from acp_skills.frontmatter import (
     decode_skill_bytes,
     parse_skill_file,
 )
-from acp_skills.local import LocalSkillProvider, RootReport, SkillRoot
 from acp_skills.model import ShadowedSkill
 from tests.providers import ListProvider, candidate
 
@@ -237,61 +235,16 @@ def test_log_events_carry_the_record() -> None:
 # -- discovery ---------------------------------------------------------------------------------
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def homes(tmp_path: Path) -> tuple[Path, Path]:
-    return tmp_path / "dsh", tmp_path / "agents"
-
-
-def provider_for(homes: tuple[Path, Path], *custom: Path) -> LocalSkillProvider:
-    dsh, agents = homes
-    return LocalSkillProvider(dsh_home=dsh, agents_home=agents, custom_skill_dirs=custom)
-
-
-async def test_discover_reports_every_root_with_its_skills_and_every_problem(
-    tmp_path: Path, homes: tuple[Path, Path]
-) -> None:
-    """Roots in rank order, whether they exist, how many skills; problems in scanning order."""
-    project = tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
-    skills = project / ".agents" / "skills"
-    write(skills / "good" / "SKILL.md", "---\nname: good\ndescription: d\n---\n")
-    write(skills / "moved" / "SKILL.md", "---\nname: other\ndescription: d\n---\n")
-    bad = write(skills / "bad" / "SKILL.md", "---\nname: bad\ndescription: [\n---\n")
-    missing = tmp_path / "nowhere"
-    provider = provider_for(homes, missing)
-    discovery = await provider.discover(SkillLookupOptions(cwd=str(project)))
-    assert [(r.root.source, r.exists, r.skills) for r in discovery.roots] == [
-        ("project-dsh", False, 0),
-        ("project-agents", True, 2),
-        ("custom", False, 0),
-        ("user-dsh", False, 0),
-        ("user-agents", False, 0),
-    ]
-    assert isinstance(discovery.roots[0], RootReport)
-    assert [c.name for c in discovery.candidates] == ["good", "other"]
-    assert [(d.code, d.path) for d in discovery.diagnostics] == [
-        ("root-missing", str(missing)),
-        ("yaml-invalid", str(bad)),
-        ("name-mismatch", str(skills / "moved" / "SKILL.md")),
-    ]
-    assert [d.code for d in skipped(discovery.diagnostics)] == ["yaml-invalid"]
-
-
-async def test_list_logs_the_records_discover_returns(
-    tmp_path: Path, homes: tuple[Path, Path]
-) -> None:
+async def test_list_logs_the_records_discover_returns(tmp_path: Path) -> None:
     """The warnings in the log are the same records: one event per record, and besides them
     only the one debug summary of the discovery."""
     root = tmp_path / "custom"
-    write(root / "moved" / "SKILL.md", "---\nname: other\ndescription: d\nextra: 1\n---\n")
-    write(root / "bad.md", "no frontmatter\n")
-    provider = provider_for(homes, root)
+    (root / "moved").mkdir(parents=True)
+    (root / "moved" / "SKILL.md").write_text("---\nname: other\ndescription: d\nextra: 1\n---\n")
+    (root / "bad.md").write_text("no frontmatter\n")
+    provider = LocalSkillProvider(
+        dsh_home=tmp_path / "dsh", agents_home=tmp_path / "agents", custom_skill_dirs=[root]
+    )
     discovery = await provider.discover(SkillLookupOptions())
     with capture_logs() as captured:
         await provider.list(SkillLookupOptions())
@@ -301,40 +254,6 @@ async def test_list_logs_the_records_discover_returns(
         (CODES[d.code].event, d.code, d.path, d.message) for d in discovery.diagnostics
     ]
     assert [e["log_level"] for e in logs] == ["warning", "warning", "info"]
-
-
-async def test_a_missing_custom_directory_is_a_warning_at_start_up_only(
-    tmp_path: Path, homes: tuple[Path, Path]
-) -> None:
-    """check_custom_dirs warns; discovery keeps the record but logs it at debug level."""
-    missing = tmp_path / "typo"
-    provider = provider_for(homes, missing)
-    with capture_logs() as logs:
-        [problem] = await provider.check_custom_dirs()
-        await provider.list(SkillLookupOptions())
-    assert (problem.code, problem.path) == ("root-missing", str(missing))
-    assert [(e["event"], e["log_level"], e.get("path")) for e in logs] == [
-        ("skill_root_missing", "warning", str(missing)),
-        ("skill_root_missing", "debug", str(missing)),
-        ("skills_discovered", "debug", None),
-    ]
-
-
-async def test_an_existing_custom_directory_checks_clean(
-    tmp_path: Path, homes: tuple[Path, Path]
-) -> None:
-    """Nothing to say about a custom directory that is there (even if empty)."""
-    (tmp_path / "skills").mkdir()
-    assert await provider_for(homes, tmp_path / "skills").check_custom_dirs() == ()
-
-
-async def test_scan_reads_any_roots_given(tmp_path: Path, homes: tuple[Path, Path]) -> None:
-    """scan() takes roots directly (what `acp-skills validate` does with a directory)."""
-    write(tmp_path / "a" / "x.md", "---\nname: x\ndescription: d\n---\n")
-    root = SkillRoot(path=str(tmp_path / "a"), source="custom", rank=300)
-    discovery = await provider_for(homes).scan([root])
-    assert [c.name for c in discovery.candidates] == ["x"]
-    assert discovery.roots == (RootReport(root=root, exists=True, skills=1),)
 
 
 # -- the registry --------------------------------------------------------------------------------

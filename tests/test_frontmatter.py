@@ -20,6 +20,7 @@ from acp_skills.frontmatter import (
     parse_skill_file,
 )
 from tests.hypothesis_profiles import examples
+from tests.strategies import SKILL_NAMES
 
 MINIMAL = "name: demo\ndescription: Does demo things.\n"
 
@@ -665,7 +666,6 @@ def test_decode_then_parse_never_raises_on_arbitrary_bytes(data: bytes) -> None:
         assert isinstance(parse_skill_file(text), ParsedSkill | Problem)
 
 
-_NAMES = st.from_regex(r"[a-z0-9]+(?:-[a-z0-9]+)*", fullmatch=True)
 # Characters a description may contain without YAML quoting rules getting in the way once the
 # value is written as a single-quoted scalar (where only `'` needs doubling).
 _DESCRIPTIONS = st.text(
@@ -674,7 +674,7 @@ _DESCRIPTIONS = st.text(
 
 
 @settings(max_examples=examples(200))
-@given(_NAMES, _DESCRIPTIONS, st.text())
+@given(SKILL_NAMES, _DESCRIPTIONS, st.text())
 def test_well_formed_files_round_trip(name: str, description: str, body: str) -> None:
     """A file built from a valid name, description and body parses back to them."""
     # Quoted, because a name like `12` or `true` would otherwise be read as a number or boolean.

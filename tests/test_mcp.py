@@ -21,12 +21,12 @@ from acp_skills import (
     SkillTool,
     render_skill_content,
 )
-from acp_skills.errors import Refusal
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
 from acp_skills.mcp.listing import ListedSkill, read_entry
 from acp_skills.mcp.pool import McpPool
 from acp_skills.mcp.provider import McpLocator
 from tests.acp_peer import ScriptedModelAgent, connected
+from tests.events import named_pipe, read_pipe
 from tests.mcp_http import SERVER, http_skills_server, write_served_skill
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
@@ -213,23 +213,34 @@ def test_server_options_parse() -> None:
         parse_server_option("nolabel")
 
 
-async def test_path_reads_are_limited_to_the_manifest_and_verified(
-    tmp_path: Path, registry: Kit
-) -> None:
-    skills, provider = registry
+async def test_path_reads_are_limited_to_the_manifest_and_verified(tmp_path: Path) -> None:
+    """The `skill` tool's ``path`` of an MCP skill is refused, with the reason, when the manifest
+    does not list it, when it leaves the skill and when it is over the size limit; the provider
+    refuses a path that leaves the skill itself too, and a file that changed on its server since
+    the skill was listed."""
     folder = write_skill(tmp_path / "root", "deploy-app")
-    options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root", "--reload"),))
-    found = (await skills.snapshot(options)).skills[0]
-    assert await provider.read_path(found, "notes.md", limit=1000) == "notes of deploy-app\n"
-    with pytest.raises(Refusal, match="no such file in the skill's manifest"):
-        await provider.read_path(found, "missing.md", limit=1000)
-    with pytest.raises(Refusal, match="not a relative path"):
-        await provider.read_path(found, "../other/SKILL.md", limit=1000)
-    with pytest.raises(Refusal, match="over the 5-byte limit"):
-        await provider.read_path(found, "notes.md", limit=5)
-    (folder / "notes.md").write_text("tampered\n", encoding="utf-8")
-    with pytest.raises(Refusal, match="changed on its server since it was listed"):
-        await provider.read_path(found, "notes.md", limit=1000)
+    server = stdio_server(tmp_path / "root", "--reload")
+    provider = McpSkillProvider(servers=[server], timeout=30, transport=InProcess())
+    skills = SkillRegistry()
+    skills.register_provider(provider)
+
+    async def read(path: str, **options: Any) -> str:
+        tool = SkillTool(skills, **options)
+        return (await tool.call({"name": "deploy-app", "path": path}, cwd=str(tmp_path))).text
+
+    try:
+        assert await read("notes.md") == "notes of deploy-app\n"
+        assert "no such file in the skill's manifest" in await read("missing.md")
+        assert 'contains a ".." segment' in await read("../other/SKILL.md")
+        assert "over the 5-byte limit" in await read("notes.md", max_resource_bytes=5)
+        [listed] = (await skills.snapshot(SkillLookupOptions(servers=(server,)))).skills
+        with pytest.raises(Exception, match="not a relative path"):
+            await provider.read_path(listed, "../other/SKILL.md", limit=1000)
+        (folder / "notes.md").write_text("tampered\n", encoding="utf-8")
+        with pytest.raises(Exception, match="changed on its server since it was listed"):
+            await provider.read_path(listed, "notes.md", limit=1000)
+    finally:
+        await provider.aclose()
 
 
 async def test_the_skill_text_names_its_server_and_base_uri(tmp_path: Path, registry: Kit) -> None:
@@ -265,19 +276,13 @@ async def test_the_skill_tool_reads_a_file_of_an_mcp_skill(tmp_path: Path) -> No
     )
 
 
-async def file_appears(path: Path) -> None:
-    """Return once ``path`` exists (the caller's deadline bounds the wait)."""
-    while not await anyio.Path(path).exists():  # noqa: ASYNC110 (the server only writes a file)
-        await anyio.sleep(0.02)
-
-
 async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usable(
     tmp_path: Path,
 ) -> None:
     """session/cancel while the server holds a read of the turn: the turn ends cancelled, the
     server is told (MCP's notifications/cancelled), and the next turn and lookup still work."""
     write_skill(tmp_path / "root", "deploy-app")
-    marker, record = tmp_path / "reading", tmp_path / "methods"
+    marker, record = named_pipe(tmp_path / "reading"), tmp_path / "methods"
     server = stdio_server(tmp_path / "root", "--slow-reads", str(marker), "--record", str(record))
     provider = McpSkillProvider(servers=[server], timeout=30, transport=InProcess())
     skills = SkillRegistry()
@@ -286,6 +291,7 @@ async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usab
     call = {"id": "c1", "type": "function", "function": {"name": "skill", "arguments": arguments}}
     read_notes = {"content": "", "tool_calls": [call]}
     stops: list[str] = []
+    reading: list[str] = []
     try:
         async with connected(skills, agent_type=ScriptedModelAgent, mcp=provider) as peer:
             agent = peer.agent
@@ -302,7 +308,7 @@ async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usab
             with anyio.fail_after(30):
                 async with anyio.create_task_group() as group:
                     group.start_soon(run_prompt)
-                    await file_appears(marker)  # the read has reached the server
+                    reading.append(await read_pipe(marker))  # the read has reached the server
                     await peer.conn.cancel(session_id=session_id)
                 after = await peer.prompt(session_id, "again")
                 listing = await peer.ext("skills/list", {"sessionId": session_id})
@@ -311,7 +317,7 @@ async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usab
     assert stops == ["cancelled"]
     assert after.stop_reason == "end_turn"
     assert [(s["name"], s["source"]) for s in listing["skills"]] == [("deploy-app", "mcp:team")]
-    assert marker.read_text() == "skill://deploy-app/notes.md"
+    assert reading == ["skill://deploy-app/notes.md"]
     # The server was told, ahead of the listing that followed.
     methods = record.read_text().splitlines()
     read = len(methods) - 1 - methods[::-1].index("resources/read")

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from acp_skills import SkillLookupOptions, SkillRegistry
-from acp_skills.errors import Refusal
+from acp_skills import SkillLookupOptions, SkillRegistry, SkillTool
 from acp_skills.mcp import McpServer, McpSkillProvider
+from tests.events import process_ends, process_gone
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import (
     scripted_http_server,
@@ -48,21 +48,6 @@ async def lookups(**options: Any) -> AsyncIterator[tuple[SkillRegistry, McpSkill
             await provider.aclose()
 
 
-def process_gone(pid: int) -> bool:
-    """No such process, or only its zombie (exited, not reaped yet by whoever adopted it)."""
-    status = Path(f"/proc/{pid}/status")
-    try:
-        return "zombie" in status.read_text()
-    except FileNotFoundError:
-        return True
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Return once ``condition`` holds (the caller's bound ends a wait that never does)."""
-    while not condition():  # noqa: ASYNC110 (nothing signals another process's end)
-        await anyio.sleep(0.02)
-
-
 @pytest.mark.parametrize("method", ["server/discover", "skills/list"])
 async def test_a_server_that_never_answers_is_let_go_within_the_deadline(
     tmp_path: Path, method: str
@@ -90,13 +75,12 @@ async def test_a_read_that_never_answers_is_refused_after_the_deadline(tmp_path:
     """`resources/read` has the deadline too: the load is refused, the turn goes on."""
     script = [served("deploy", DEPLOY, DEPLOY_FIELDS)]
     server = scripted_server(write_script(tmp_path / "s.json", script, silent=["resources/read"]))
-    options = SkillLookupOptions(servers=(server,))
-    async with lookups(timeout=0.5, transport=InProcess()) as (registry, _):
-        (skill,) = (await registry.snapshot(options)).skills
-        with anyio.fail_after(BOUND), pytest.raises(Refusal) as refused:
-            await registry.load(skill, options)
-    assert refused.value.text == (
-        'Error: cannot read skill "deploy" from MCP server "team": no answer within 0.5 s'
+    async with lookups(servers=[server], timeout=0.5, transport=InProcess()) as (registry, _):
+        with anyio.fail_after(BOUND):
+            refused = await SkillTool(registry).call({"name": "deploy"}, cwd=str(tmp_path))
+    assert (refused.is_error, refused.text) == (
+        True,
+        'Error: cannot read skill "deploy" from MCP server "team": no answer within 0.5 s',
     )
 
 
@@ -111,14 +95,12 @@ async def test_a_skill_file_over_the_cap_is_refused_naming_it(
     if listed_size == "lying":
         entry["resources"][0]["size"] = 100
     server = scripted_server(write_script(tmp_path / "s.json", [(entry, files)]))
-    options = SkillLookupOptions(servers=(server,))
-    async with lookups(timeout=30, transport=InProcess()) as (registry, _):
-        (skill,) = (await registry.snapshot(options)).skills
-        with pytest.raises(Refusal) as refused:
-            await registry.load(skill, options)
+    async with lookups(servers=[server], timeout=30, transport=InProcess()) as (registry, _):
+        refused = await SkillTool(registry).call({"name": "deploy"}, cwd=str(tmp_path))
     # The listed size when it is over; else the size read.
-    assert refused.value.text == (
-        f'Error: skill "deploy" is {len(big)} bytes, over the {MIB}-byte limit'
+    assert (refused.is_error, refused.text) == (
+        True,
+        f'Error: skill "deploy" is {len(big)} bytes, over the {MIB}-byte limit',
     )
 
 
@@ -128,14 +110,13 @@ async def test_a_dynamic_skill_file_over_the_cap_is_refused_naming_it(tmp_path: 
         "deploy", DEPLOY, DEPLOY_FIELDS, dynamic=True, files={"big.md": "y" * 5000}
     )
     server = scripted_server(write_script(tmp_path / "s.json", [(entry, files)]))
-    options = SkillLookupOptions(servers=(server,))
-    async with lookups(timeout=30, transport=InProcess()) as (registry, provider):
-        (skill,) = (await registry.snapshot(options)).skills
-        with pytest.raises(Refusal) as refused:
-            await provider.read_path(skill, "big.md", limit=1000)
-    assert refused.value.text == (
+    async with lookups(servers=[server], timeout=30, transport=InProcess()) as (registry, _):
+        tool = SkillTool(registry, max_resource_bytes=1000)
+        refused = await tool.call({"name": "deploy", "path": "big.md"}, cwd=str(tmp_path))
+    assert (refused.is_error, refused.text) == (
+        True,
         'Error: cannot read "big.md" from skill "deploy": the file is 5000 bytes, over the '
-        "1000-byte limit"
+        "1000-byte limit",
     )
 
 
@@ -181,15 +162,13 @@ async def test_a_read_over_16_mib_ends_the_servers_use(tmp_path: Path) -> None:
         [served("deploy", DEPLOY, DEPLOY_FIELDS)],
         padding={"resources/read": 17 * MIB},
     )
-    options = SkillLookupOptions(servers=(scripted_server(script),))
-    async with lookups(timeout=30) as (registry, _):
-        (skill,) = (await registry.snapshot(options)).skills
-        with pytest.raises(Refusal) as refused:
-            await registry.load(skill, options)
-        assert (await registry.snapshot(options)).skills == ()
-        (problem,) = await registry.diagnose(options)
-    assert refused.value.text == (
-        'Error: cannot read skill "deploy" from MCP server "team": it sent a response over 16 MiB'
+    async with lookups(servers=[scripted_server(script)], timeout=30) as (registry, _):
+        refused = await SkillTool(registry).call({"name": "deploy"}, cwd=str(tmp_path))
+        assert (await registry.snapshot()).skills == ()
+        (problem,) = await registry.diagnose()
+    assert (refused.is_error, refused.text) == (
+        True,
+        'Error: cannot read skill "deploy" from MCP server "team": it sent a response over 16 MiB',
     )
     assert problem.code == "mcp-server-unavailable"
 
@@ -240,7 +219,7 @@ async def test_the_helpers_of_a_server_that_exits_at_once_end_with_it(tmp_path: 
             assert (provider.servers[server].failure or "").startswith(
                 "the server exited with status 0"
             )
-            await until(lambda: process_gone(int(helper.read_text())))
+            await process_ends(int(helper.read_text()))
 
 
 @pytest.mark.parametrize("end", ["released", "agent-exit"])
@@ -260,4 +239,4 @@ async def test_the_helpers_of_a_server_end_with_its_last_session(tmp_path: Path,
                 await provider.release(server)
             else:
                 await provider.aclose()
-            await until(lambda: process_gone(int(helper.read_text())))
+            await process_ends(int(helper.read_text()))

@@ -12,7 +12,7 @@ from acp_skills import is_skill_name
 from acp_skills.model import DirectoryResource, SkillSummary, summary_of
 from tests import providers
 from tests.hypothesis_profiles import examples
-from tests.test_frontmatter import _NAMES
+from tests.strategies import SKILL_NAMES
 
 
 def reference_is_skill_name(value: str) -> bool:
@@ -22,7 +22,7 @@ def reference_is_skill_name(value: str) -> bool:
     return all(word != "" and set(word) <= allowed for word in words)
 
 
-@given(_NAMES)
+@given(SKILL_NAMES)
 def test_is_skill_name_accepts_every_name_of_the_grammar(name: str) -> None:
     """Strings generated from the grammar are names."""
     assert is_skill_name(name)

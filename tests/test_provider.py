@@ -18,8 +18,7 @@ from acp_skills import (
     SkillSummary,
     UrlResource,
 )
-from tests.providers import ListProvider, candidate, definition_of
-from tests.test_registry import names
+from tests.providers import ListProvider, candidate, definition_of, names
 
 pytestmark = pytest.mark.anyio
 

@@ -13,13 +13,10 @@ from acp_skills import (
     SkillLookupOptions,
     SkillRegistry,
 )
-from tests.providers import ListProvider, candidate, definition_of
+from tests.events import Hang, cancelled_when
+from tests.providers import ListProvider, candidate, definition_of, names
 
 pytestmark = pytest.mark.anyio
-
-
-def names(skills: Any) -> list[str]:
-    return [skill.name for skill in skills]
 
 
 def winner_providers(snapshot: Any) -> dict[str, str]:
@@ -490,15 +487,10 @@ async def test_one_change_during_discovery_is_retried_and_cached() -> None:
 async def test_cancelled_caller_with_hanging_provider_returns_promptly() -> None:
     """Cancelling the caller propagates; it is not turned into a skipped-provider warning."""
     registry = SkillRegistry(provider_timeout=None)
-
-    async def hang() -> None:
-        await anyio.sleep_forever()
-
+    hang = Hang()
     registry.register_provider(ListProvider("hangs", before_list=hang))
-    with capture_logs() as logs, anyio.fail_after(5):
-        with anyio.move_on_after(0.05) as scope:
-            await registry.list()
-    assert scope.cancelled_caught
+    with capture_logs() as logs:
+        assert await cancelled_when(hang.reached, registry.list)
     assert [entry["event"] for entry in logs] == []
 
 
@@ -523,7 +515,7 @@ async def test_hundred_concurrent_cold_lookups_share_one_discovery() -> None:
         async with anyio.create_task_group() as group:
             for _ in range(100):
                 group.start_soon(look)
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()  # every caller waits on the discovery
             gate.set()
     assert results == [["a", "b"]] * 100
     assert (first.list_calls, second.list_calls) == (1, 1)
@@ -550,8 +542,10 @@ async def test_cancelled_waiter_does_not_cancel_the_others() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(patient)
             await started.wait()
-            with anyio.move_on_after(0.01):
-                await registry.list()
+            async with anyio.create_task_group() as impatient:
+                impatient.start_soon(registry.list)
+                await anyio.wait_all_tasks_blocked()  # it waits on the discovery too
+                impatient.cancel_scope.cancel()
             gate.set()
     assert results == [["x"]]
     assert provider.list_calls == 1
@@ -560,9 +554,10 @@ async def test_cancelled_waiter_does_not_cancel_the_others() -> None:
 async def test_discovery_ends_when_its_last_waiter_leaves() -> None:
     """No shared discovery outlives the callers that wanted it."""
     registry = SkillRegistry(provider_timeout=None)
-    cancelled = anyio.Event()
+    reached, cancelled = anyio.Event(), anyio.Event()
 
     async def hang() -> None:
+        reached.set()
         try:
             await anyio.sleep_forever()
         finally:
@@ -570,8 +565,7 @@ async def test_discovery_ends_when_its_last_waiter_leaves() -> None:
 
     provider = ListProvider("p", before_list=hang)
     registry.register_provider(provider)
-    with anyio.move_on_after(0.02):
-        await registry.list()
+    assert await cancelled_when(reached, registry.list)
     with anyio.fail_after(5):
         await cancelled.wait()
     # A new caller starts a fresh discovery rather than joining the cancelled one.

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from acp_skills import SkillSummary
-from acp_skills.content import render_skill_matches
-from acp_skills.search import MAX_MATCHES, SkillIndex, SkillMatch, terms
+from acp_skills.search import MAX_MATCHES, SkillIndex, terms
 
 CORPUS_FILE = Path(__file__).parent / "fixtures" / "search_corpus.json"
 
@@ -144,32 +143,6 @@ def test_adjacent_words_written_as_one_are_found() -> None:
     )
     assert [m.name for m in index.search("let users log in")] == ["auth-login"]
     assert index.search("i am lost") == ()
-
-
-# -- rendering the answer --------------------------------------------------------------------
-
-
-def test_matches_render_as_name_and_description_lines() -> None:
-    """One "name: description" line per match, after a line saying how to load one."""
-    text = render_skill_matches(
-        [
-            SkillMatch(
-                name="review-code", description="Review a diff\n for <bugs> & style.", score=2
-            ),
-            SkillMatch(name="write-tests", description="x" * 300, score=1),
-        ]
-    )
-    assert text.splitlines() == [
-        "Skills matching the query, best first. Load one by calling the `skill` tool with its "
-        "exact name:",
-        "review-code: Review a diff for &lt;bugs&gt; &amp; style.",
-        "write-tests: " + "x" * 197 + "...",
-    ]
-
-
-def test_no_match_says_so() -> None:
-    """Without matches, the answer says there is none and how to go on."""
-    assert render_skill_matches([]).startswith("No skill matches the query.")
 
 
 # -- relevance on a fixed corpus -------------------------------------------------------------

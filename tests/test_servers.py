@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
+from acp_skills import SkillLookupOptions, SkillSnapshot
 from acp_skills.acp.servers import SessionServers, servers_report
 from acp_skills.mcp import McpServer
-from acp_skills.model import SkillLookupOptions, SkillSnapshot
 
 pytestmark = pytest.mark.anyio
 

@@ -29,7 +29,6 @@ from acp_skills import (
 )
 from acp_skills.acp import AcpSkills, PromptTurn
 from acp_skills.acp.skills import EXTENSION_METHODS, FOLLOWER_TASK_NAME
-from acp_skills.catalog import fit_catalog
 from tests.acp_peer import (
     COMMANDS,
     CONFIG,
@@ -550,7 +549,9 @@ async def test_the_warning_names_the_counts_once(tmp_path: Path) -> None:
         await first_turn(skills, "s2", tmp_path)
     warnings = [entry for entry in logs if entry["event"] == "skill_catalog_over_budget"]
     assert len(warnings) == 1
-    expected = fit_catalog(many_skills(), budget=1500)
+    expected = await skills.catalog_fit("s1")
+    assert expected is not None
+    assert expected == await skills.catalog_fit("s2")
     assert (warnings[0]["omitted"], warnings[0]["shortened"], warnings[0]["used"]) == (
         len(expected.omitted),
         expected.shortened,
@@ -568,7 +569,8 @@ async def test_skills_prefix_reports_the_budget(tmp_path: Path) -> None:
         peer.agent.tool_calls = [{"query": "zebras"}]
         await peer.prompt(session_id, "hello")
         after = await peer.ext("skills/prefix", {"sessionId": session_id})
-    expected = fit_catalog(many_skills(), budget=1500)
+        expected = await peer.skills.catalog_fit(session_id)
+    assert expected is not None
     assert before["budget"] is None
     assert after["budget"] == {
         "limit": 1500,

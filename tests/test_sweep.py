@@ -1,43 +1,16 @@
-"""The live-reload safety sweep: its fingerprint of a root (a pure function over real files),
-and the real watcher thread finding a change no event reported (an edit through a hard link
-whose other name is outside every watched directory)."""
+"""The live-reload safety sweep (`acp_skills.sweep`): its fingerprint of a root (a pure function
+over real files), and what a sweep finds. The watcher thread finding a change no event reported
+through it: tests/test_watch.py."""
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
-import anyio
 import pytest
-from structlog.testing import capture_logs
 
-from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
 from acp_skills.sweep import SafetySweep, fingerprint, fingerprint_root
-from acp_skills.watch import WATCHER_THREAD_NAME, RootWatch, WatchedRoot
-
-pytestmark = pytest.mark.anyio
-
-DEADLINE_SECONDS = 30
-POLL_SECONDS = 0.02
-
-
-async def eventually(condition: Callable[[], Awaitable[bool] | bool]) -> None:
-    """Return once ``condition()`` holds; fail the test if it does not within the deadline."""
-    with anyio.fail_after(DEADLINE_SECONDS):
-        while True:
-            outcome = condition()
-            if outcome if isinstance(outcome, bool) else await outcome:
-                return
-            await anyio.sleep(POLL_SECONDS)
-
-
-def rewrite_in_place(path: Path, text: str) -> None:
-    """Write ``text`` into the very file at ``path`` (the same inode, not a new file)."""
-    with open(path, "r+") as same_file:
-        same_file.write(text)
-        same_file.truncate()
 
 
 def write_skill(path: Path, name: str, description: str) -> Path:
@@ -124,50 +97,6 @@ def test_a_missing_root_and_its_appearing_differ(tmp_path: Path) -> None:
     assert missing == {str(root): None}
     root.mkdir()
     assert fingerprint([(str(root), False)]) == {str(root): {}}
-
-
-async def test_an_edit_no_event_reports_is_found_by_the_sweep(tmp_path: Path) -> None:
-    """A ``SKILL.md`` that is a hard link, edited in place through its other name outside
-    every watched directory: the kernel reports the write at that name only, so no event
-    reaches the watch; the sweep finds it and the catalog shows the new description."""
-    outside = tmp_path / "elsewhere" / "deploy.md"
-    write_skill(outside, "deploy", "Deploy.")
-    skills = tmp_path / "skills"
-    (skills / "deploy").mkdir(parents=True)
-    os.link(outside, skills / "deploy" / "SKILL.md")
-    registry = SkillRegistry()
-    provider = LocalSkillProvider(
-        dsh_home=tmp_path / "home" / ".dsh",
-        agents_home=tmp_path / "home" / ".agents",
-        custom_skill_dirs=[skills],
-        watch=False,  # its answers are cached until the watch below invalidates them
-    )
-    handle = registry.register_provider(provider)
-    watch = RootWatch([WatchedRoot(str(skills))], sweep_seconds=0.2)
-    watch.attach(handle)
-
-    async def description() -> str:
-        snapshot = await registry.snapshot(SkillLookupOptions())
-        return {skill.name: skill.description for skill in snapshot.skills}["deploy"]
-
-    async def edited() -> bool:
-        return await description() == "Deploy, now edited."
-
-    try:
-        assert await description() == "Deploy."
-        watch.start(None, [])
-        await eventually(lambda: watch.mode in ("native", "polling"))
-        with capture_logs() as logs:
-            rewrite_in_place(outside, "---\nname: deploy\ndescription: Deploy, now edited.\n---\n")
-            await eventually(edited)
-        if watch.mode == "native":  # polling compares every file and needs no sweep
-            found = [entry for entry in logs if entry["event"] == "skill_watch_sweep_found_changes"]
-            assert found  # (twice if a sweep fell between the write and the truncation)
-            assert all(entry["roots"] == [str(skills)] for entry in found)
-    finally:
-        watch.close()
-        handle.dispose()
-    assert not [t for t in threading.enumerate() if t.name == WATCHER_THREAD_NAME]
 
 
 def test_the_sweep_tells_new_entries_from_new_stamps(tmp_path: Path) -> None:

@@ -1,29 +1,19 @@
 """Text hygiene (`acp_skills.text`): characters that never reach a model or an editor (contract
-§6), in the cleaning functions, the catalog and slash commands built from runtime skills whatever
-their descriptions hold, and the real demo agent's frames for random descriptions on disk; and
-lone surrogates made well-formed."""
+§6), in the cleaning functions and the catalog built from runtime skills whatever their
+descriptions hold; and lone surrogates made well-formed. The same through the demo agent, for
+random descriptions on disk: tests/test_well_formed_text.py."""
 
 from __future__ import annotations
 
 import html
 import json
-import os
-import queue
-import shutil
-import subprocess
-import threading
-from collections.abc import Iterator
-from pathlib import Path
-from typing import IO, Any
 
 import anyio
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_skills import SkillDefinition, SkillLookupOptions, SkillRegistry
-from acp_skills.acp.wire import available_commands
-from acp_skills.catalog import render_catalog
+from acp_skills import SkillDefinition, SkillLookupOptions, SkillRegistry, render_catalog
 from acp_skills.text import (
     escape_unsafe_characters,
     normalize_description,
@@ -33,50 +23,12 @@ from acp_skills.text import (
     shorten_description,
     terminal_safe,
 )
-from tests.agent_client import AGENT_COMMAND, Sandbox
-
-# The contract's list, written out independently of the implementation.
-BIDI_OVERRIDES_AND_ISOLATES = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A))
-KEPT_CONTROLS = frozenset("\t\n\x0b\x0c\r")  # ASCII whitespace; NEL becomes a line feed
-
-
-def is_forbidden(character: str) -> bool:
-    """C0 and C1 controls but whitespace, DEL, bidi overrides and isolates, surrogates."""
-    point = ord(character)
-    if character in KEPT_CONTROLS:
-        return False
-    return (
-        point < 0x20
-        or 0x7F <= point <= 0x9F
-        or point in BIDI_OVERRIDES_AND_ISOLATES
-        or 0xD800 <= point <= 0xDFFF
-    )
-
-
-def forbidden_in(text: str) -> list[str]:
-    return [character for character in text if is_forbidden(character)]
-
-
-# Characters a hostile or careless description may hold, drawn often on purpose.
-SPECIAL_CHARACTERS = [
-    *map(chr, range(0x00, 0x20)),
-    *map(chr, range(0x7F, 0xA0)),
-    *map(chr, sorted(BIDI_OVERRIDES_AND_ISOLATES)),
-    "\u200e",  # left-to-right mark: kept
-    "\ufeff",
-    "\u2028",
-    "\u00a0",
-    "<",
-    "&",
-]
-
-any_character = st.one_of(
-    st.characters(),
-    st.sampled_from(SPECIAL_CHARACTERS),
-    st.integers(0xD800, 0xDFFF).map(chr),  # lone surrogates: st.characters() never draws them
+from tests.strategies import (
+    BIDI_OVERRIDES_AND_ISOLATES,
+    descriptions,
+    expected_catalog_description,
+    forbidden_in,
 )
-descriptions = st.lists(any_character, max_size=120).map("".join)
-
 
 # -- the cleaning functions ------------------------------------------------------------------
 
@@ -144,17 +96,6 @@ def test_normalize_and_shorten_remove_unsafe_characters_first(
 # -- properties ------------------------------------------------------------------------------
 
 
-def expected_catalog_description(text: str, limit: int) -> str:
-    """§6 spelled out: remove, collapse whitespace (and U+FEFF), truncate, escape."""
-    kept = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
-    kept = kept.replace("\x85", "\n")
-    kept = "".join(c for c in kept if not is_forbidden(c))
-    collapsed = " ".join(kept.replace("\ufeff", " ").split())
-    if len(collapsed) > limit:
-        collapsed = collapsed[: limit - 3] + "..."
-    return html.escape(collapsed, quote=False)
-
-
 @settings(max_examples=300, deadline=None)
 @given(descriptions, st.integers(3, 60))
 def test_normalize_description_matches_the_contract(text: str, limit: int) -> None:
@@ -167,9 +108,9 @@ def test_normalize_description_matches_the_contract(text: str, limit: int) -> No
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(descriptions, min_size=1, max_size=5))
-def test_runtime_skills_render_a_clean_catalog_and_commands(texts: list[str]) -> None:
-    """Runtime skills (where lone surrogates can enter) give a catalog and commands that are
-    free of forbidden characters and encode as JSON and UTF-8."""
+def test_runtime_skills_render_a_clean_catalog(texts: list[str]) -> None:
+    """Runtime skills (where lone surrogates can enter) give a catalog that is free of
+    forbidden characters and encodes as JSON and UTF-8 (their commands: tests/test_wire.py)."""
 
     async def render() -> None:
         registry = SkillRegistry()
@@ -184,178 +125,10 @@ def test_runtime_skills_render_a_clean_catalog_and_commands(texts: list[str]) ->
         for index, text in enumerate(texts):
             line = f"- `skill-{index}`: {expected_catalog_description('d ' + text, 500)}"
             assert line in catalog.split("\n")
-        commands = available_commands((await registry.snapshot(options)).skills)
-        assert [command.name for command in commands] == [f"skill-{i}" for i in range(len(texts))]
-        for command in commands:
-            assert forbidden_in(command.description) == []
-            assert "\n" not in command.description
         assert forbidden_in(catalog) == []
-        frame = json.dumps(
-            {
-                "catalog": catalog,
-                "commands": [command.model_dump(mode="json") for command in commands],
-            },
-            ensure_ascii=False,
-        )
-        frame.encode("utf-8")
+        json.dumps({"catalog": catalog}, ensure_ascii=False).encode("utf-8")
 
     anyio.run(render)
-
-
-# -- through the demo agent, over stdio ------------------------------------------------------
-
-
-def parse_frame(line: bytes) -> dict[str, Any]:
-    """One stdout line as a well-formed frame: strict UTF-8, a JSON object, Unicode strings."""
-    message = json.loads(line.decode("utf-8"))
-    assert isinstance(message, dict), line
-    # A `\ud800` escape is valid JSON but not Unicode: re-encoding strictly catches it.
-    json.dumps(message, ensure_ascii=False).encode("utf-8")
-    return message
-
-
-class LineAgent:
-    """The demo agent spoken to in raw JSON lines, synchronously, so that one process can serve
-    every example of a property test (starting one per example would take minutes)."""
-
-    def __init__(self, sandbox: Sandbox, stderr: IO[bytes]) -> None:
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("ACP_SKILLS_")}
-        self.proc = subprocess.Popen(
-            [*AGENT_COMMAND, *sandbox.args()],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            env={**environment, **sandbox.env()},
-        )
-        self.frames: list[dict[str, Any]] = []
-        self._lines: queue.Queue[bytes] = queue.Queue()
-        self._reader = threading.Thread(target=self._read_lines)
-        self._reader.start()
-        self._next_id = 0
-
-    def _read_lines(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line)
-        self._lines.put(b"")
-
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        """Send a request; return its result (failing on a JSON-RPC error)."""
-        assert self.proc.stdin is not None
-        self._next_id += 1
-        request = {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
-        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-        self.proc.stdin.flush()
-        while True:
-            line = self._lines.get(timeout=30)
-            assert line, f"the agent closed stdout (exit code {self.proc.poll()})"
-            message = parse_frame(line)
-            self.frames.append(message)
-            if message.get("id") == self._next_id and "method" not in message:
-                assert "error" not in message, message
-                return message["result"]
-
-    def close(self) -> int:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        code = self.proc.wait(timeout=30)
-        self._reader.join(timeout=30)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
-        return code
-
-
-@pytest.fixture
-def line_agent(tmp_path: Path) -> Iterator[tuple[LineAgent, Sandbox]]:
-    """One demo agent (offline model) for a whole test, with its sandbox."""
-    sandbox = Sandbox.create(tmp_path)
-    with (tmp_path / "agent.stderr").open("wb") as stderr:
-        agent = LineAgent(sandbox, stderr)
-        try:
-            agent.call(
-                "initialize",
-                {
-                    "protocolVersion": 1,
-                    "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
-                },
-            )
-            yield agent, sandbox
-        finally:
-            assert agent.close() == 0
-
-
-def yaml_quoted(text: str) -> str:
-    """``text`` as a YAML double-quoted scalar: any character survives through an escape."""
-    escaped = [
-        "\\" + c if c in '"\\' else c if " " <= c <= "~" else f"\\U{ord(c):08x}" for c in text
-    ]
-    return '"' + "".join(escaped) + '"'
-
-
-def expected_in_list(text: str) -> str:
-    """What ``_skills/list`` shows: the description without forbidden characters, NEL as a line
-    feed, all other whitespace kept."""
-    return "".join(c for c in text.replace("\x85", "\n") if not is_forbidden(c))
-
-
-# Text a UTF-8 file can hold (st.characters() draws no surrogates), special characters often.
-disk_descriptions = st.lists(
-    st.one_of(st.characters(), st.sampled_from(SPECIAL_CHARACTERS)),
-    max_size=80,
-).map("".join)
-
-
-# The agent is shared by every example on purpose (see `LineAgent`); each example writes its own
-# skills and reloads, and every frame is checked as it is read.
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(texts=st.lists(disk_descriptions, min_size=1, max_size=4))
-@example(texts=["Run\x1b[2J \u202eexe.evil\u202c now\x00\x85then\x9b\u2066x\u2069"])
-def test_descriptions_on_disk_reach_the_model_and_editor_clean(
-    line_agent: tuple[LineAgent, Sandbox], texts: list[str]
-) -> None:
-    """Random descriptions in SKILL.md files: every frame the real agent writes is well-formed,
-    and the catalog, the slash commands and ``_skills/list`` hold no forbidden character."""
-    agent, sandbox = line_agent
-    shutil.rmtree(sandbox.skills_dir)
-    descriptions = {f"skill-{i}": f"d {text}" for i, text in enumerate(texts)}
-    for name, description in descriptions.items():
-        (sandbox.skills_dir / name).mkdir(parents=True)
-        (sandbox.skills_dir / name / "SKILL.md").write_text(
-            f"---\nname: {name}\ndescription: {yaml_quoted(description)}\n---\nBody.\n",
-            encoding="utf-8",
-        )
-    agent.call("_skills/reload", {})
-    session_id = agent.call("session/new", {"cwd": str(sandbox.project), "mcpServers": []})[
-        "sessionId"
-    ]
-    prompt = [{"type": "text", "text": "hello"}]
-    agent.call("session/prompt", {"sessionId": session_id, "prompt": prompt})
-    [catalog] = agent.call("_skills/prefix", {"sessionId": session_id})["messages"]
-    listed = agent.call("_skills/list", {"sessionId": session_id})["skills"]
-    commands = next(
-        frame["params"]["update"]["availableCommands"]
-        for frame in reversed(agent.frames)
-        if frame.get("method") == "session/update"
-        and frame["params"]["sessionId"] == session_id
-        and frame["params"]["update"]["sessionUpdate"] == "available_commands_update"
-    )
-
-    catalog_lines = catalog["text"].split("\n")
-    for name, description in descriptions.items():
-        assert f"- `{name}`: {expected_catalog_description(description, 500)}" in catalog_lines
-    assert forbidden_in(catalog["text"]) == []
-    assert {s["name"]: s["description"] for s in listed} == {
-        name: expected_in_list(description) for name, description in descriptions.items()
-    }
-    # Every skill is a command, then the library's built-in `/skills`.
-    assert sorted(c["name"] for c in commands) == sorted([*descriptions, "skills"])
-    for command in commands:
-        assert forbidden_in(command["description"]) == []
-        assert command["description"] == " ".join(command["description"].split())
 
 
 # -- well-formed text: lone surrogates become U+FFFD, everything else is left alone ------

@@ -6,9 +6,7 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 from structlog.testing import capture_logs
 
@@ -19,30 +17,23 @@ from acp_skills import (
     SkillDefinition,
     SkillLookupOptions,
     SkillRegistry,
+    SkillTool,
+    ToolResult,
     UrlResource,
+    render_skill_content,
 )
-from acp_skills.content import render_skill_content
-from acp_skills.tool import SkillTool, ToolResult
-from tests.providers import ListProvider, assert_matches_golden, candidate, definition_of
+from tests.events import Hang, cancelled_when
+from tests.providers import (
+    CWD,
+    ListProvider,
+    assert_matches_golden,
+    candidate,
+    definition_of,
+    error,
+    make_tool,
+)
 
 pytestmark = pytest.mark.anyio
-
-CWD = "/work/project"
-
-
-def error(text: str) -> ToolResult:
-    return ToolResult(text=text, is_error=True)
-
-
-def make_tool(
-    *candidates: SkillCandidate, provider: ListProvider | None = None, **options: Any
-) -> tuple[SkillTool, ListProvider]:
-    provider = provider or ListProvider("p")
-    provider.candidates.extend(candidates)
-    registry = SkillRegistry()
-    registry.register_provider(provider)
-    return SkillTool(registry, **options), provider
-
 
 # -- the tool's shape ------------------------------------------------------------------------
 
@@ -318,18 +309,21 @@ async def test_malformed_resource_base_is_an_error_result(path: str | None) -> N
 async def test_cancellation_propagates() -> None:
     """Cancelling the caller cancels the call; it is not turned into an error result."""
 
+    hang = Hang()
+
     class HangingProvider(ListProvider):
         async def get(
             self, candidate: SkillCandidate, options: SkillLookupOptions
         ) -> SkillDefinition | None:
-            await anyio.sleep_forever()
-            raise AssertionError("unreachable")
+            await hang()
 
     tool, _ = make_tool(candidate("deploy", provider="p"), provider=HangingProvider("p"))
     results: list[ToolResult] = []
-    with anyio.fail_after(5), anyio.move_on_after(0.05) as scope:
+
+    async def call() -> None:
         results.append(await tool.call({"name": "deploy"}, cwd=CWD))
-    assert scope.cancelled_caught
+
+    assert await cancelled_when(hang.reached, call)
     assert results == []
 
 

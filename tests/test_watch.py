@@ -1,6 +1,7 @@
 """Live reload in-process: a real `LocalSkillProvider` in a real `SkillRegistry`, real files in
-temporary directories and the real watcher thread; every wait has a generous deadline and no
-assertion depends on timing."""
+temporary directories and the real watcher thread. Every wait ends on the registry's own change
+notice (`tests.events.registry_changes`), except where only the operating system can end it (the
+file watcher's own thread and descriptors going away), and no assertion depends on timing."""
 
 from __future__ import annotations
 
@@ -29,15 +30,17 @@ from acp_skills.provider import ProviderHandle
 from acp_skills.watch import (
     MAX_WATCHED_PROJECTS,
     WATCHER_THREAD_NAME,
+    RootWatch,
     WatchedRoot,
     is_relevant_change,
     plan_watches,
 )
+from tests.events import WAIT_SECONDS, Changes, registry_changes
 
 pytestmark = pytest.mark.anyio
 
-DEADLINE_SECONDS = 30
-POLL_SECONDS = 0.02
+# How often to look again at what only the operating system changes (`settles`).
+OS_POLL_SECONDS = 0.02
 
 
 def write_skill(path: Path, name: str, description: str, body: str = "Do it.") -> Path:
@@ -47,16 +50,13 @@ def write_skill(path: Path, name: str, description: str, body: str = "Do it.") -
     return path
 
 
-async def eventually(condition: Callable[[], Awaitable[bool] | bool]) -> None:
-    """Return once ``condition()`` holds; fail the test if it does not within the deadline."""
-    with anyio.fail_after(DEADLINE_SECONDS):
-        while True:
-            outcome = condition()
-            if not isinstance(outcome, bool):
-                outcome = await outcome
-            if outcome:
-                return
-            await anyio.sleep(POLL_SECONDS)
+async def settles(condition: Callable[[], bool]) -> None:
+    """Return once ``condition()`` holds, for what only the operating system changes: the
+    file watcher's own thread and descriptor end just after it is closed, and nothing tells.
+    Looked at again every few milliseconds; the bound ends a wait that never would."""
+    with anyio.fail_after(WAIT_SECONDS):
+        while not condition():  # noqa: ASYNC110 (no event tells a descriptor was closed)
+            await anyio.sleep(OS_POLL_SECONDS)
 
 
 @dataclass
@@ -68,6 +68,7 @@ class Watched:
     provider: LocalSkillProvider
     handle: ProviderHandle
     skills: Path
+    changes: Changes
     invalidations: list[str] = field(default_factory=list)
 
     async def catalog(self, cwd: str | None = None) -> dict[str, tuple[str, str | None]]:
@@ -78,13 +79,17 @@ class Watched:
     async def descriptions(self, cwd: str | None = None) -> dict[str, str]:
         return {name: value[0] for name, value in (await self.catalog(cwd)).items()}
 
+    async def when(self, condition: Callable[[], Awaitable[bool] | bool]) -> None:
+        """Wait until ``condition()`` holds, looking again at each change of the registry."""
+        await self.changes.until(condition)
+
     async def until(self, expected: dict[str, str], cwd: str | None = None) -> None:
         """Wait until the registry lists exactly ``expected`` (name -> description)."""
 
         async def shows() -> bool:
             return await self.descriptions(cwd) == expected
 
-        await eventually(shows)
+        await self.when(shows)
 
     async def live(self) -> None:
         """Wait until the watch is live and has caught up (one invalidation) on the lookups
@@ -94,7 +99,7 @@ class Watched:
             healthy = self.provider.watch_mode in ("native", "polling")
             return healthy and len(self.invalidations) > 0
 
-        await eventually(caught_up)
+        await self.when(caught_up)
 
 
 def watched_registry(tmp: Path, *custom: Path, **options: Any) -> Watched:
@@ -106,9 +111,12 @@ def watched_registry(tmp: Path, *custom: Path, **options: Any) -> Watched:
         **options,
     )
     handle = registry.register_provider(provider)
-    watched = Watched(tmp, registry, provider, handle, custom[0] if custom else tmp)
-    registry.on_change(lambda: watched.invalidations.append(threading.current_thread().name))
-    return watched
+    invalidations: list[str] = []
+    registry.on_change(lambda: invalidations.append(threading.current_thread().name))
+    # Subscribed after the line above: a wait woken by a change sees it counted.
+    changes = registry_changes(registry)
+    skills = custom[0] if custom else tmp
+    return Watched(tmp, registry, provider, handle, skills, changes, invalidations)
 
 
 @pytest.fixture(autouse=True)
@@ -120,7 +128,7 @@ def no_watcher_left_behind() -> Iterator[None]:
 
 
 @pytest.fixture
-def watched(tmp_path: Path) -> Iterator[Watched]:
+async def watched(tmp_path: Path) -> AsyncIterator[Watched]:
     """A watched provider over ``tmp_path/skills`` (created empty); disposed after the test."""
     skills = tmp_path / "skills"
     skills.mkdir()
@@ -264,7 +272,7 @@ async def test_the_first_lookup_does_not_wait_for_the_watch_and_nothing_is_misse
         if not changed.is_set() and any(root.path == str(skills) for root in roots):
             # Hold the set-up until the first lookup has been answered (which it could not be
             # if that lookup waited for the watch), then change the skill before it is watched.
-            answered.wait(DEADLINE_SECONDS * 2)
+            answered.wait(WAIT_SECONDS * 2)
             write_skill(skills / "deploy" / "SKILL.md", "deploy", "Changed during set-up.")
             changed.set()
         return plan
@@ -272,7 +280,7 @@ async def test_the_first_lookup_does_not_wait_for_the_watch_and_nothing_is_misse
     monkeypatch.setattr(watch_module, "plan_watches", plan_then_change)
     setup = watched_registry(tmp_path, skills)
     try:
-        with anyio.fail_after(DEADLINE_SECONDS):
+        with anyio.fail_after(WAIT_SECONDS):
             assert await setup.descriptions() == {"deploy": "Deploy."}
         assert setup.provider.watch_mode == "starting"
         # Cached meanwhile: the invalidation once the watch is live drops it.
@@ -303,7 +311,7 @@ async def test_a_bundle_created_changed_renamed_and_deleted_shows_up(watched: Wa
     async def renamed() -> bool:
         return await watched.catalog() == {"deploy": ("Deploy it twice.", moved)}
 
-    await eventually(renamed)
+    await watched.when(renamed)
     shutil.rmtree(watched.skills / "ship")
     await watched.until({})
 
@@ -322,7 +330,7 @@ async def test_a_flat_skill_created_changed_renamed_and_deleted_shows_up(watched
     async def renamed() -> bool:
         return await watched.catalog() == {"notes": ("Take better notes.", moved)}
 
-    await eventually(renamed)
+    await watched.when(renamed)
     (watched.skills / "memo.md").unlink()
     await watched.until({})
 
@@ -434,7 +442,8 @@ async def test_resource_changes_cause_no_invalidation(tmp_path: Path) -> None:
             # Changes arrive in order: once this one is seen, the ones above were judged.
             write_skill(watched.skills / "notes.md", "notes", "More notes.")
             notes = str((watched.skills / "notes.md").resolve())
-            await eventually(lambda: any(notes in entry.get("paths", ()) for entry in logs))
+            # Logged before the invalidation that follows it.
+            await watched.when(lambda: any(notes in entry.get("paths", ()) for entry in logs))
             await watched.until({"deploy": "Deploy.", "notes": "More notes."})
         # Only relevant changes end a batch and are logged: the notes file alone.
         judged = [entry for entry in logs if entry.get("event") == "skill_watch_changes"]
@@ -460,7 +469,7 @@ async def test_changes_under_the_user_system_directory_cause_no_invalidation(
             # Changes arrive in order: once this one is seen, the one above was judged.
             write_skill(user_root / "later.md", "later", "Later.")
             later = str((user_root / "later.md").resolve())
-            await eventually(lambda: any(later in entry.get("paths", ()) for entry in logs))
+            await setup.when(lambda: any(later in entry.get("paths", ()) for entry in logs))
             await setup.until({"mine": "Mine.", "later": "Later."})
         system = str((user_root / ".system").resolve())
         judged = [entry for entry in logs if entry.get("event") == "skill_watch_changes"]
@@ -476,6 +485,62 @@ async def test_invalidations_come_from_the_watcher_thread(watched: Watched) -> N
     write_skill(watched.skills / "notes.md", "notes", "Notes.")
     await watched.until({"notes": "Notes."})
     assert WATCHER_THREAD_NAME in watched.invalidations
+
+
+def rewrite_in_place(path: Path, text: str) -> None:
+    """Write ``text`` into the very file at ``path`` (the same inode, not a new file)."""
+    with open(path, "r+") as same_file:
+        same_file.write(text)
+        same_file.truncate()
+
+
+async def test_an_edit_no_event_reports_is_found_by_the_sweep(tmp_path: Path) -> None:
+    """A ``SKILL.md`` that is a hard link, edited in place through its other name outside
+    every watched directory: the kernel reports the write at that name only, so no event
+    reaches the watch; the sweep finds it and the catalog shows the new description."""
+    outside = tmp_path / "elsewhere" / "deploy.md"
+    write_skill(outside, "deploy", "Deploy.")
+    skills = tmp_path / "skills"
+    (skills / "deploy").mkdir(parents=True)
+    os.link(outside, skills / "deploy" / "SKILL.md")
+    registry = SkillRegistry()
+    provider = LocalSkillProvider(
+        dsh_home=tmp_path / "home" / ".dsh",
+        agents_home=tmp_path / "home" / ".agents",
+        custom_skill_dirs=[skills],
+        watch=False,  # its answers are cached until the watch below invalidates them
+    )
+    handle = registry.register_provider(provider)
+    changes = registry_changes(registry)
+    watch = RootWatch([WatchedRoot(str(skills))], sweep_seconds=0.2)
+    watch.attach(handle)
+
+    async def description() -> str:
+        snapshot = await registry.snapshot(SkillLookupOptions())
+        return {skill.name: skill.description for skill in snapshot.skills}["deploy"]
+
+    async def edited() -> bool:
+        return await description() == "Deploy, now edited."
+
+    try:
+        assert await description() == "Deploy."
+        # As the provider does around a scan: once the watch is live, it invalidates.
+        watch.cover(None, [])
+        watch.start(None, [])
+        await changes.until(lambda: watch.mode in ("native", "polling"))
+        # Cached again after the catch-up, so the edit below is only seen through the watch.
+        assert await description() == "Deploy."
+        with capture_logs() as logs:
+            rewrite_in_place(outside, "---\nname: deploy\ndescription: Deploy, now edited.\n---\n")
+            await changes.until(edited)
+        if watch.mode == "native":  # polling compares every file and needs no sweep
+            found = [entry for entry in logs if entry["event"] == "skill_watch_sweep_found_changes"]
+            assert found  # (twice if a sweep fell between the write and the truncation)
+            assert all(entry["roots"] == [str(skills)] for entry in found)
+    finally:
+        watch.close()
+        handle.dispose()
+    assert not [t for t in threading.enumerate() if t.name == WATCHER_THREAD_NAME]
 
 
 # -- project roots -----------------------------------------------------------------------------
@@ -518,11 +583,11 @@ async def test_projects_beyond_the_bound_are_served_fresh_but_not_watched(
         await watched.until({"task": f"Task {index}."}, cwd=str(project))
         if index < MAX_WATCHED_PROJECTS:
             # Its watch is live once the invalidation catching up on that lookup has come.
-            await eventually(lambda: len(watched.invalidations) > told)  # noqa: B023
+            await watched.when(lambda: len(watched.invalidations) > told)  # noqa: B023
     # The fixed roots plus exactly MAX_WATCHED_PROJECTS projects (a replaced watch lets go of
     # its descriptor just after it is closed).
     expected = fixed + MAX_WATCHED_PROJECTS * per_project
-    await eventually(lambda: inotify_watch_count() == expected)
+    await settles(lambda: inotify_watch_count() == expected)
 
     beyond = projects[-1]
     options = SkillLookupOptions(cwd=str(beyond))
@@ -570,7 +635,7 @@ async def test_a_watcher_failure_is_logged_once_and_lookups_stay_fresh(watched: 
             # Failing invalidates once: cached catalogs can no longer be vouched for.
             return watched.provider.watch_mode == "failed" and len(watched.invalidations) > told
 
-        await eventually(failed)
+        await watched.when(failed)
         # Uncached while failed: an edit is listed with no invalidation at all.
         before = len(watched.invalidations)
         write_skill(watched.skills / "notes.md", "notes", "Edited while failing.")
@@ -585,7 +650,7 @@ async def test_a_watcher_failure_is_logged_once_and_lookups_stay_fresh(watched: 
             healthy = watched.provider.watch_mode in ("native", "polling")
             return healthy and len(watched.invalidations) > before
 
-        await eventually(recovered)
+        await watched.when(recovered)
         warnings = [entry for entry in logs if entry["log_level"] == "warning"]
         recoveries = [entry for entry in logs if entry["event"] == "skill_watch_recovered"]
     assert [entry["event"] for entry in warnings] == ["skill_watch_failed"]
@@ -607,7 +672,8 @@ async def test_polling_can_be_forced(tmp_path: Path, monkeypatch: pytest.MonkeyP
     setup = watched_registry(tmp_path, skills)
     try:
         await setup.until({})
-        await eventually(lambda: setup.provider.watch_mode == "polling")
+        await setup.live()
+        assert setup.provider.watch_mode == "polling"
         write_skill(skills / "deploy" / "SKILL.md", "deploy", "Deploy.")
         await setup.until({"deploy": "Deploy."})
     finally:
@@ -646,19 +712,25 @@ FALLBACK_SCRIPT = textwrap.dedent(
             pass
         for fd in held[-2:]:
             os.close(fd)
+        # Each wait ends on the registry's change notice, from the watcher's thread.
+        loop, changed = asyncio.get_running_loop(), asyncio.Event()
+        registry.on_change(lambda: loop.call_soon_threadsafe(changed.set))
+
+        async def listed_once(condition):
+            while True:
+                changed.clear()
+                names = [s.name for s in await registry.list(SkillLookupOptions())]
+                if condition(names):
+                    return names
+                await changed.wait()
+
         registry.register_provider(provider)
         names = [s.name for s in await registry.list(SkillLookupOptions())]
-        for _ in range(600):
-            if provider.watch_mode != "starting":
-                break
-            await asyncio.sleep(0.05)
+        # Live once the invalidation catching up on that first lookup has come.
+        await listed_once(lambda _: provider.watch_mode != "starting")
         print(json.dumps({"event": "listed", "names": names, "mode": provider.watch_mode}))
         (tmp / "skills" / "later.md").write_text("---\\nname: later\\ndescription: L.\\n---\\n")
-        for _ in range(600):
-            names = [s.name for s in await registry.list(SkillLookupOptions())]
-            if "later" in names:
-                break
-            await asyncio.sleep(0.05)
+        names = await listed_once(lambda names: "later" in names)
         print(json.dumps({"event": "listed", "names": names, "mode": provider.watch_mode}))
         provider.close()
 
@@ -675,7 +747,7 @@ async def test_watching_falls_back_to_polling_when_native_watching_is_unavailabl
     write_skill(tmp_path / "skills" / "notes.md", "notes", "Notes.")
     script = tmp_path / "fallback.py"
     script.write_text(FALLBACK_SCRIPT)
-    with anyio.fail_after(DEADLINE_SECONDS * 2):
+    with anyio.fail_after(WAIT_SECONDS * 2):
         result = await anyio.run_process([sys.executable, str(script), str(tmp_path)], check=False)
     assert result.returncode == 0, result.stderr.decode()
     events = [json.loads(line) for line in result.stdout.decode().splitlines()]
@@ -713,7 +785,7 @@ async def released_afterwards() -> AsyncIterator[None]:
     assert watcher_threads() == []
     assert len(asyncio.all_tasks()) == tasks
     # The Rust side lets go of its own thread and inotify descriptor just after the close.
-    await eventually(lambda: os_threads() <= threads and open_fds() <= fds)
+    await settles(lambda: os_threads() <= threads and open_fds() <= fds)
 
 
 async def exercise(setup: Watched) -> None:
@@ -757,13 +829,11 @@ async def test_a_provider_nobody_closed_stops_watching_when_collected(tmp_path: 
     async with released_afterwards():
         setup = watched_registry(tmp_path, tmp_path / "skills")
         await exercise(setup)
+        [thread] = watcher_threads()
         del setup
-
-        def collected() -> bool:
-            gc.collect()
-            return watcher_threads() == []
-
-        await eventually(collected)
+        gc.collect()
+        await anyio.to_thread.run_sync(thread.join, WAIT_SECONDS)
+        assert not thread.is_alive()
 
 
 async def test_a_provider_registered_again_watches_again(tmp_path: Path) -> None:
@@ -774,6 +844,7 @@ async def test_a_provider_registered_again_watches_again(tmp_path: Path) -> None
     setup.handle.dispose()
     assert watcher_threads() == []
     registry = SkillRegistry()
+    changes = registry_changes(registry)
     handle = registry.register_provider(setup.provider)
     try:
         assert [s.name for s in await registry.list()] == ["notes"]
@@ -783,7 +854,7 @@ async def test_a_provider_registered_again_watches_again(tmp_path: Path) -> None
         async def seen() -> bool:
             return [s.description for s in await registry.list()] == ["Again."]
 
-        await eventually(seen)
+        await changes.until(seen)
     finally:
         handle.dispose()
 

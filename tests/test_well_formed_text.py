@@ -7,13 +7,16 @@ writes: strict UTF-8, JSON-RPC, no lone surrogate), with a real OpenAI-compatibl
 127.0.0.1 as its model. Lone surrogates come in through a prompt, a client's
 ``fs/read_text_file`` answer, a model's streamed text and tool-call arguments, and a record
 written before this rule existed; each becomes U+FFFD, and no turn fails, before or after a
-restart.
+restart. And random descriptions in skill files (controls, bidi overrides, any character)
+reach the catalog, the slash commands and ``_skills/list`` without a forbidden character
+(contract §6), spoken to in raw lines (`tests.raw_agent.RawStdioAgent.in_process`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+import shutil
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +24,11 @@ from typing import Any
 
 import anyio
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from acp_skills.text import replace_lone_surrogates
 from tests.acp_peer import DemoPeer, RecordingClient, demo_peer
+from tests.demo_in_process import agent_environment
 from tests.fake_openai import (
     FakeOpenAI,
     ReceivedRequest,
@@ -36,12 +39,36 @@ from tests.fake_openai import (
     text_reply,
     tool_call_reply,
 )
-from tests.raw_agent import lone_surrogates_in
+from tests.raw_agent import RawStdioAgent, initialize_params, lone_surrogates_in
 from tests.sandbox import Sandbox
+from tests.strategies import (
+    SPECIAL_CHARACTERS,
+    expected_catalog_description,
+    forbidden_in,
+    is_forbidden,
+)
 
 pytestmark = pytest.mark.anyio
 
 GUIDE = "# Guide\n\nThe local copy of the guide.\n"
+
+
+def well_formed(text: str) -> str:
+    """What a strict reader may receive of ``text`` (§11), restated code point by code point: a
+    high surrogate followed by a low one is the one character they encode, and every other
+    surrogate is U+FFFD."""
+    out: list[str] = []
+    index = 0
+    while index < len(text):
+        point = ord(text[index])
+        low = ord(text[index + 1]) if index + 1 < len(text) else 0
+        if 0xD800 <= point <= 0xDBFF and 0xDC00 <= low <= 0xDFFF:
+            out.append(chr(0x10000 + ((point - 0xD800) << 10) + (low - 0xDC00)))
+            index += 2
+            continue
+        out.append("\ufffd" if 0xD800 <= point <= 0xDFFF else text[index])
+        index += 1
+    return "".join(out)
 
 
 def write_notes_skill(sandbox: Sandbox) -> Path:
@@ -231,8 +258,97 @@ async def test_any_text_in_prompts_and_client_reads_keeps_every_frame_well_forme
         assert end.status == "failed"
     else:
         assert end.status == "completed"
-        assert result == replace_lone_surrogates(file_text)
+        assert result == well_formed(file_text)
     assert agent.client.agent_text(session_id, since) == f"Read: {result}"
     asked, answered = fuzz_rig.server.requests[requests_before:]
-    assert asked.messages[-1]["content"].startswith(replace_lone_surrogates(text))
+    assert asked.messages[-1]["content"].startswith(well_formed(text))
     assert lone_surrogates_in(asked.body) == lone_surrogates_in(answered.body) == []
+
+
+# -- descriptions on disk -----------------------------------------------------------------
+
+
+@pytest.fixture
+def raw_agent(tmp_path: Path) -> Iterator[tuple[RawStdioAgent, Sandbox]]:
+    """One demo agent (offline model) for a whole test, spoken to in raw lines in this process,
+    with its sandbox."""
+    sandbox = Sandbox.create(tmp_path)
+    with RawStdioAgent.in_process(sandbox.args(), env=agent_environment(sandbox.env())) as agent:
+        agent.call("initialize", initialize_params(reads_files=False))
+        yield agent, sandbox
+    assert agent.problems == []
+
+
+def yaml_quoted(text: str) -> str:
+    """``text`` as a YAML double-quoted scalar: any character survives through an escape."""
+    escaped = [
+        "\\" + c if c in '"\\' else c if " " <= c <= "~" else f"\\U{ord(c):08x}" for c in text
+    ]
+    return '"' + "".join(escaped) + '"'
+
+
+def expected_in_list(text: str) -> str:
+    """What ``_skills/list`` shows: the description without forbidden characters, NEL as a line
+    feed, all other whitespace kept."""
+    return "".join(c for c in text.replace("\x85", "\n") if not is_forbidden(c))
+
+
+# Text a UTF-8 file can hold (st.characters() draws no surrogates), special characters often.
+disk_descriptions = st.lists(
+    st.one_of(st.characters(), st.sampled_from(SPECIAL_CHARACTERS)),
+    max_size=80,
+).map("".join)
+
+
+# The agent is shared by every example on purpose (starting one per example would cost far more
+# than the example); each writes its own skills and reloads, and every frame is checked as it is
+# read.
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(texts=st.lists(disk_descriptions, min_size=1, max_size=4))
+@example(texts=["Run\x1b[2J \u202eexe.evil\u202c now\x00\x85then\x9b\u2066x\u2069"])
+def test_descriptions_on_disk_reach_the_model_and_editor_clean(
+    raw_agent: tuple[RawStdioAgent, Sandbox], texts: list[str]
+) -> None:
+    """Random descriptions in SKILL.md files: every frame the real agent writes is well-formed,
+    and the catalog, the slash commands and ``_skills/list`` hold no forbidden character."""
+    agent, sandbox = raw_agent
+    shutil.rmtree(sandbox.skills_dir)
+    descriptions = {f"skill-{i}": f"d {text}" for i, text in enumerate(texts)}
+    for name, description in descriptions.items():
+        (sandbox.skills_dir / name).mkdir(parents=True)
+        (sandbox.skills_dir / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: {yaml_quoted(description)}\n---\nBody.\n",
+            encoding="utf-8",
+        )
+    agent.call("_skills/reload", {})
+    session_id = agent.call("session/new", {"cwd": str(sandbox.project), "mcpServers": []})[
+        "sessionId"
+    ]
+    prompt = [{"type": "text", "text": "hello"}]
+    agent.call("session/prompt", {"sessionId": session_id, "prompt": prompt})
+    [catalog] = agent.call("_skills/prefix", {"sessionId": session_id})["messages"]
+    listed = agent.call("_skills/list", {"sessionId": session_id})["skills"]
+    commands = next(
+        frame["params"]["update"]["availableCommands"]
+        for frame in reversed(agent.frames)
+        if frame.get("method") == "session/update"
+        and frame["params"]["sessionId"] == session_id
+        and frame["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    )
+
+    catalog_lines = catalog["text"].split("\n")
+    for name, description in descriptions.items():
+        assert f"- `{name}`: {expected_catalog_description(description, 500)}" in catalog_lines
+    assert forbidden_in(catalog["text"]) == []
+    assert {s["name"]: s["description"] for s in listed} == {
+        name: expected_in_list(description) for name, description in descriptions.items()
+    }
+    # Every skill is a command, then the library's built-in `/skills`.
+    assert sorted(c["name"] for c in commands) == sorted([*descriptions, "skills"])
+    for command in commands:
+        assert forbidden_in(command["description"]) == []
+        assert command["description"] == " ".join(command["description"].split())

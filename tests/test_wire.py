@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
+import anyio
 import pytest
 from acp import RequestError
 from acp.schema import ResourceContentBlock, TextContentBlock
+from hypothesis import given
+from hypothesis import strategies as st
 
+from acp_skills import SkillDefinition, SkillLookupOptions, SkillRegistry, ToolResult
 from acp_skills.acp.wire import (
     available_commands,
     check_cwd,
     find_invocations,
+    find_invocations_with_arguments,
     is_absolute_cwd,
     prompt_text,
     skill_tool_call_start,
     tool_call_finished,
 )
-from acp_skills.tool import ToolResult
 from tests.providers import candidate
+from tests.strategies import descriptions, forbidden_in
 
 pytestmark = pytest.mark.sdk
 
@@ -222,3 +228,50 @@ def test_tool_call_titles_show_no_control_characters() -> None:
     update = skill_tool_call_start("c", {"name": "de\u202eploy\x1b"})
     assert update.title == "Load skill deploy"
     assert update.raw_input == {"name": "de\u202eploy\x1b"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/deploy prod eu-west", [("deploy", "prod eu-west")]),
+        ("/deploy", [("deploy", "")]),
+        ("please /deploy prod\nthen tell me", [("deploy", "prod")]),
+        ("/deploy prod /review main", [("deploy", "prod"), ("review", "main")]),
+        ("/deploy to /tmp/x and /unknown", [("deploy", "to /tmp/x and /unknown")]),
+        ("/deploy a\n/deploy b", [("deploy", "a")]),
+        ("see docs/deploy", []),
+    ],
+    ids=["args", "none", "end-of-line", "next-invocation", "unknown-stays", "first-wins", "path"],
+)
+def test_invocation_arguments_end_at_the_line_or_the_next_invocation(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    """Arguments run from /name to the end of its line or the next known /name."""
+    assert find_invocations_with_arguments(text, ["deploy", "review"]) == expected
+    assert find_invocations(text, ["deploy", "review"]) == [name for name, _ in expected]
+
+
+# -- commands from any description -------------------------------------------------------------
+
+
+@given(st.lists(descriptions, min_size=1, max_size=5))
+def test_runtime_skills_give_clean_commands(texts: list[str]) -> None:
+    """Runtime skills (where lone surrogates can enter) give commands, one line each, free of
+    forbidden characters, that encode as JSON and UTF-8."""
+
+    async def commands_of() -> list[Any]:
+        registry = SkillRegistry()
+        for index, text in enumerate(texts):
+            # "d " keeps every description non-empty, as registration requires.
+            registry.register(
+                SkillDefinition(name=f"skill-{index}", description=f"d {text}", content="body")
+            )
+        return list(available_commands((await registry.snapshot(SkillLookupOptions())).skills))
+
+    commands = anyio.run(commands_of)
+    assert [command.name for command in commands] == [f"skill-{i}" for i in range(len(texts))]
+    for command in commands:
+        assert forbidden_in(command.description) == []
+        assert "\n" not in command.description
+    dumped = [command.model_dump(mode="json") for command in commands]
+    json.dumps(dumped, ensure_ascii=False).encode("utf-8")

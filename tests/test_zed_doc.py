@@ -7,7 +7,7 @@ process), the DeepSeek ones against a local OpenAI-compatible server with the ke
 page says to keep it. A key kept in a file is read by the agent's start-up only, so that one
 runs as Zed runs it, a process started from the command on PATH; a key in the inherited
 environment reaches the agent its entry point builds from the snippet's arguments and
-environment, in this process (`tests/demo_in_process.py`). The start-up refusals run through
+environment, in this process (`tests.acp_peer.demo_agent_peer`). The start-up refusals run through
 the entry point's `main(argv)` in this process.
 """
 
@@ -26,8 +26,9 @@ import pytest
 from acp.stdio import spawn_agent_process
 
 from demo_agent.__main__ import build_parser
+from tests.acp_peer import demo_agent_peer
 from tests.agent_client import RecordingClient, initialize_agent, text_prompt, write_skill
-from tests.demo_in_process import run_agent, served
+from tests.demo_in_process import run_agent
 from tests.fake_openai import FakeOpenAI, text_reply
 from tests.installed import ROOT, Installation, isolated_env
 
@@ -200,7 +201,7 @@ async def test_the_deepseek_snippet_sends_the_key_from_the_inherited_environment
     with FakeOpenAI([text_reply("Hello from the endpoint.")]) as server:
         env = {**inherited, **deepseek_env(entry, home, server)}
         with anyio.fail_after(TEST_SECONDS):
-            async with served(*entry["args"], env=env, cwd=tmp_path) as agent:
+            async with demo_agent_peer(*entry["args"], env=env, cwd=tmp_path) as agent:
                 session = await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=[])
                 response = await agent.conn.prompt(
                     session_id=session.session_id, prompt=text_prompt("hello")

@@ -245,7 +245,7 @@ class PromptTurn:
                 read_text=kit.link.reader(self._session_id),
                 searchable=self._searchable,
                 additional_directories=self._options.additional_directories,
-                snapshot=view.offered,
+                view=view,
             )
         if self._run_tool is None:
             return ToolResult(text=f'Error: there is no tool called "{name[:100]}"', is_error=True)

@@ -83,7 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="also the shadowed skills, and what shadows them"
     )
     showing = command(show, "exactly what the skill tool returns for NAME", roots)
-    showing.add_argument("name", metavar="NAME")
+    showing.add_argument(
+        "name", metavar="NAME", help="a skill's name, or the uri of a server's skill (skill://...)"
+    )
     shown = showing.add_mutually_exclusive_group()
     shown.add_argument("--path", metavar="REL", help="a file of the skill, as the tool's `path`")
     shown.add_argument(

@@ -192,8 +192,12 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
     warnings += await skipped_warnings(provider, options, named=named)
     warnings += await mcp_warnings(getattr(args, "mcp", None), options)
     view = await as_a_session_sees_it(args, registry, options)
-    if (held := view.withheld.get(args.name)) is not None:
-        said = f"{why_withheld(args.name, held)}: a session does not offer it."
+    # A skill named by its uri is told about by its name (a uri its server confirmed is among
+    # the server's skills from then on).
+    found = view.found.skills
+    name = next((s.name for s in found if served_uri(s) == args.name), args.name)
+    if (held := view.withheld.get(name)) is not None:
+        said = f"{why_withheld(name, held)}: a session does not offer it."
         warnings.append(f"warning: {clean(said)} {clean(how_to_admit([held]))}")
     return Outcome(
         {"name": args.name, "text": text, "isError": result.is_error},

@@ -1,7 +1,8 @@
-"""`skills/list` over an MCP session (every page), each entry read into a `ListedSkill` (its
-frontmatter by the local files' reader, `acp_skills.frontmatter`) or a `RejectedEntry` saying
-why it is left out; the checks a read must pass: size, then SHA-256 digest; and what a path the
-manifest does not list comes nearest to."""
+"""`skills/list` over an MCP session (every page) and `skills/get` of one uri, each entry read
+into a `ListedSkill` (its frontmatter by the local files' reader, `acp_skills.frontmatter`) or a
+`RejectedEntry` saying why it is left out, with how long and how widely the answer may be kept
+(``ttlMs``, ``cacheScope``); the checks a read must pass: size, then SHA-256 digest; and what a
+path the manifest does not list comes nearest to."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias
 
 import mcp.types as types
-from mcp import ClientSession
+from mcp import ClientSession, MCPError
 from pydantic import BaseModel, ConfigDict
 
 from ..confined import case_match, listed_entries
@@ -22,7 +23,19 @@ from .transport import MAX_RESPONSE_BYTES, ResponseTooLarge
 
 # A server that pages forever must not keep a listing going: 1,000 pages is far past any catalog.
 MAX_PAGES: Final = 1000
+# What the extension's stable page says every host accepts of one skill, counted over its
+# manifest (its SKILL.md included), and no more: beyond either, the entry is left out, told.
+MAX_SKILL_FILES: Final = 512
+MAX_SKILL_BYTES: Final = 16 * 1024 * 1024
+# However long a server says an answer stays fresh, it is asked again within a day.
+MAX_TTL_MS: Final = 24 * 60 * 60 * 1000
 _DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
+_INVALID_PARAMS: Final = -32602  # how a server says it serves no skill at a uri
+
+# "public": the answer holds nothing of the caller's, so any configuration reaching the same
+# server may reuse it; "private" (and anything else a server sends): only the configuration
+# (with its env or headers, its authorization) that asked.
+CacheScope: TypeAlias = Literal["public", "private"]
 
 
 class _ListSkills(types.Request[types.PaginatedRequestParams, Literal["skills/list"]]):
@@ -30,12 +43,40 @@ class _ListSkills(types.Request[types.PaginatedRequestParams, Literal["skills/li
     params: types.PaginatedRequestParams
 
 
-class _Page(BaseModel):
+class _UriParams(types.RequestParams):
+    uri: str
+
+
+class _GetSkill(types.Request[_UriParams, Literal["skills/get"]]):
+    method: Literal["skills/get"] = "skills/get"
+    params: _UriParams
+
+
+class _Cacheable(BaseModel):
+    # Read leniently: a missing or malformed hint is the strictest one (0, private), never a
+    # failed request.
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
+    ttlMs: Any = None  # the wire spelling
+    cacheScope: Any = None
+
+    @property
+    def ttl_ms(self) -> int:
+        ttl = self.ttlMs
+        return min(ttl, MAX_TTL_MS) if type(ttl) is int and ttl > 0 else 0
+
+    @property
+    def scope(self) -> CacheScope:
+        return "public" if self.cacheScope == "public" else "private"
+
+
+class _Page(_Cacheable):
     skills: list[Any] = []
-    nextCursor: str | None = None  # the wire spelling
-    ttlMs: int | None = None
+    nextCursor: str | None = None
+
+
+class _Got(_Cacheable):
+    skill: Any = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,12 +115,23 @@ class RejectedEntry:
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """What one server listed, what it listed that is left out, and how long the listing may be
-    kept (``ttl_ms``; 0: not at all)."""
+    """What one server listed, what it listed that is left out, how long the listing may be
+    kept (``ttl_ms``; 0: not at all) and by whom (``scope``)."""
 
     skills: tuple[ListedSkill, ...]
     rejected: tuple[RejectedEntry, ...]
     ttl_ms: int
+    scope: CacheScope = "private"
+
+
+@dataclass(frozen=True, slots=True)
+class GotSkill:
+    """A `skills/get` answer: the entry (or why it cannot be used), how long it may be kept and
+    by whom."""
+
+    entry: ListedSkill | RejectedEntry
+    ttl_ms: int
+    scope: CacheScope
 
 
 NOTHING: Final = Listing((), (), 0)
@@ -87,11 +139,13 @@ NOTHING: Final = Listing((), (), 0)
 
 async def list_skills(session: ClientSession, received: Callable[[], int]) -> Listing:
     """Every page of `skills/list`; `ResponseTooLarge` when the pages together are over
-    `MAX_RESPONSE_BYTES` (``received`` counts the connection's bytes)."""
+    `MAX_RESPONSE_BYTES` (``received`` counts the connection's bytes). The listing is kept no
+    longer than its shortest-lived page, and is public only if every page is."""
     found: list[ListedSkill] = []
     rejected: list[RejectedEntry] = []
     cursor: str | None = None
-    ttl: int | None = None
+    scope: CacheScope
+    ttl, scope = MAX_TTL_MS, "public"  # narrowed by each page
     start = received()
     for _ in range(MAX_PAGES):
         page = await session.send_request(
@@ -99,7 +153,8 @@ async def list_skills(session: ClientSession, received: Callable[[], int]) -> Li
         )
         if received() - start > MAX_RESPONSE_BYTES:
             raise ResponseTooLarge()
-        ttl = page.ttlMs if ttl is None else ttl
+        ttl = min(ttl, page.ttl_ms)
+        scope = "private" if page.scope == "private" else scope
         for raw in page.skills:
             if isinstance(entry := read_entry(raw), ListedSkill):
                 found.append(entry)
@@ -107,7 +162,22 @@ async def list_skills(session: ClientSession, received: Callable[[], int]) -> Li
                 rejected.append(entry)
         if not (cursor := page.nextCursor):
             break
-    return Listing(tuple(found), tuple(rejected), max(ttl or 0, 0))
+    return Listing(tuple(found), tuple(rejected), ttl, scope)
+
+
+async def get_skill(session: ClientSession, uri: str) -> GotSkill | None:
+    """`skills/get` of ``uri``; ``None`` when the server serves no skill there (it answers
+    invalid params, as the extension says). An entry for another uri is no answer for this one."""
+    try:
+        got = await session.send_request(_GetSkill(params=_UriParams(uri=uri)), _Got)
+    except MCPError as error:
+        if error.code == _INVALID_PARAMS:
+            return None
+        raise
+    entry = read_entry(got.skill)
+    if isinstance(entry, ListedSkill) and entry.uri != uri:
+        entry = RejectedEntry(uri=uri, reason=f"the server answered with the entry of {entry.uri}")
+    return GotSkill(entry, got.ttl_ms, got.scope)
 
 
 def read_entry(raw: object) -> ListedSkill | RejectedEntry:
@@ -151,6 +221,13 @@ def _manifest(resources: object) -> dict[str, ManifestFile] | str:
         if type(size) is not int or size < 0:
             return f"the size of {file_uri!r} is not a whole number of bytes"
         files[file_uri] = ManifestFile(uri=file_uri, digest=digest, size=size)
+    if len(files) > MAX_SKILL_FILES:
+        return f"its manifest lists {len(files)} files, over the {MAX_SKILL_FILES} a skill may have"
+    if (total := sum(file.size for file in files.values())) > MAX_SKILL_BYTES:
+        return (
+            f"its files come to {total} bytes, over the {MAX_SKILL_BYTES} bytes (16 MiB) a skill "
+            "may hold"
+        )
     return files
 
 

@@ -1,15 +1,14 @@
 """`McpSkillProvider`: the skills of a session's MCP servers, listed lazily and loaded with
-verification (contract §14, §14a). Rank 600: every local root wins a name clash. Every request
-to a server is under the deadline; what a server gets wrong is a diagnostic, never a failed
-lookup."""
+verification (contract §14, §14a), or found by the uri of their ``SKILL.md`` (`skills/get`).
+Rank 600: every local root wins a name clash. Every request to a server is under the deadline;
+what a server gets wrong is a diagnostic, never a failed lookup."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio
@@ -24,10 +23,31 @@ from ..diagnostics import (
 )
 from ..errors import ReadError, Refusal
 from ..frontmatter import ParsedSkill, canonical_json, parse_skill_file
-from ..model import SkillCandidate, SkillDefinition, SkillLookupOptions, UrlResource, shared_fields
+from ..model import (
+    SKILL_FILE_NAME,
+    SkillCandidate,
+    SkillDefinition,
+    SkillLookupOptions,
+    UrlResource,
+    shared_fields,
+)
 from ..quiet_log import get_logger
+from ..text import quote
 from .config import McpServer
-from .listing import NOTHING, ListedSkill, Listing, list_skills, matches, text_of, unlisted
+from .kept import KeptAnswers
+from .listing import (
+    NOTHING,
+    GotSkill,
+    ListedSkill,
+    Listing,
+    get_skill,
+    list_skills,
+    matches,
+    text_of,
+    unlisted,
+)
+from .locator import McpLocator as McpLocator
+from .locator import ServerState as ServerState
 from .pool import McpConnection, McpPool
 from .transport import TOO_LARGE, TransportFactory
 
@@ -38,76 +58,16 @@ if TYPE_CHECKING:
 
 
 MCP_RANK: Final = 600
-# The pair trust keeps for a skill's listed frontmatter: its uri with this fragment.
-FRONTMATTER_FRAGMENT: Final = "#frontmatter"
-# The digest trust keeps for the SKILL.md of a skill listed without a manifest ("dynamic"): no
-# listed digest looks like it, so a switch between the two is a change either way.
-DYNAMIC_DIGEST: Final = "dynamic"
 MCP_SOURCE: Final = "mcp"
 LISTING_DEADLINE: Final = 10.0
 RETRY_AFTER: Final = 60.0  # a failed server is left alone this long
 DEFAULT_MAX_RESOURCE_BYTES: Final = 1_048_576  # as the `skill` tool's cap on a file
+# The uris a server confirmed by `skills/get` that it does not list, remembered per server (the
+# oldest forgotten first): each is asked about again whenever its entry is stale.
+MAX_CONFIRMED: Final = 32
 
 _log = get_logger(__name__)
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class McpLocator:
-    """Where a candidate came from: what a load verifies against, and what trust keys on
-    (`acp_skills.trust.ServedLocator`)."""
-
-    server: McpServer
-    skill: ListedSkill
-
-    @property
-    def server_label(self) -> str:
-        return self.server.label
-
-    @property
-    def server_identity(self) -> str:
-        return self.server.identity
-
-    @property
-    def skill_uri(self) -> str:
-        return self.skill.uri
-
-    @property
-    def dynamic(self) -> bool:
-        """Whether the server lists no manifest for the skill (``"resources": "dynamic"``):
-        its files, ``SKILL.md`` included, are not verified, and the question that asks for
-        trust should say so."""
-        return self.skill.files is None
-
-    served: frozenset[tuple[str, str]] = field(init=False)
-
-    def __post_init__(self) -> None:
-        # The pairs trust keeps, worked out once (every lookup asks trust about every skill):
-        # one for the listed frontmatter (the catalog's text comes from the listing, before any
-        # file is read), and one for every listed file, or, for a dynamic skill, its SKILL.md
-        # marked dynamic: a skill that switches between the two never keeps its trust.
-        listed = canonical_json(self.skill.frontmatter)
-        digest = "sha256:" + hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()
-        pairs = {(self.skill.uri + FRONTMATTER_FRAGMENT, digest)}
-        if self.skill.files is None:
-            pairs.add((self.skill.uri, DYNAMIC_DIGEST))
-        else:
-            pairs.update((file.uri, file.digest) for file in self.skill.files.values())
-        object.__setattr__(self, "served", frozenset(pairs))
-
-
-@dataclass(slots=True)
-class ServerState:
-    """What `/skills` and doctor show of one server: how it fares, and the entries of its last
-    listing that were left out (``rejected``)."""
-
-    server: McpServer
-    connected: bool = False
-    skills: int = 0
-    failure: str | None = None
-    failed_at: float | None = None
-    supports_skills: bool | None = None
-    rejected: tuple[Diagnostic, ...] = ()
 
 
 class McpSkillProvider:
@@ -142,7 +102,8 @@ class McpSkillProvider:
         self._fixed = tuple(servers)
         self._timeout = timeout
         self._max_resource_bytes = max_resource_bytes
-        self._listings: dict[McpServer, tuple[float, Listing]] = {}
+        self._kept = KeptAnswers()
+        self._confirmed: dict[McpServer, OrderedDict[str, None]] = {}
         self.servers: dict[McpServer, ServerState] = {}
 
     @property
@@ -156,12 +117,52 @@ class McpSkillProvider:
         return not self._servers_of(options)
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
-        """Each server's skills in the session's order; a failing server is skipped, told."""
+        """Each server's skills in the session's order, the ones it confirmed by uri after the
+        ones it lists; a failing server is skipped, told."""
         found: list[SkillCandidate] = []
         for server in self._servers_of(options):
             listing = await self._listing(server)
-            found.extend(self._candidate(server, skill) for skill in listing.skills)
+            skills = [*listing.skills, *await self._confirmed_skills(server, listing)]
+            found.extend(self._candidate(server, skill) for skill in skills)
         return found
+
+    async def find_uri(self, uri: str, options: SkillLookupOptions) -> SkillCandidate | None:
+        """The skill whose ``SKILL.md`` is at ``uri`` on a server of ``options``: the first
+        server (in the session's order) that lists it, else the first that answers `skills/get`
+        for it, which from then on counts it among its skills. ``None`` when none serves it; a
+        `Refusal` for a uri that names no ``SKILL.md``, an entry that cannot be used, or servers
+        that could not be asked."""
+        if not (servers := self._servers_of(options)):
+            return None
+        if not uri.endswith("/" + SKILL_FILE_NAME):
+            raise Refusal(
+                f"Error: {quote(uri)} is not the uri of a skill: a skill is named by the uri of "
+                f'its {SKILL_FILE_NAME}, such as "skill://deploy-app/{SKILL_FILE_NAME}"'
+            )
+        for server in servers:  # a listed entry needs no request (the extension's own advice)
+            for skill in (await self._listing(server)).skills:
+                if skill.uri == uri:
+                    return self._candidate(server, skill)
+        unasked: list[str] = []
+        for server in servers:
+            try:
+                entry = await self._entry(server, uri)
+            except _Unavailable as unavailable:
+                unasked.append(f'"{server.label}": {unavailable.reason}')
+                continue
+            if entry is not None:
+                confirmed = self._confirmed.setdefault(server, OrderedDict())
+                confirmed[uri] = None
+                confirmed.move_to_end(uri)
+                while len(confirmed) > MAX_CONFIRMED:
+                    confirmed.popitem(last=False)
+                return self._candidate(server, entry)
+        if unasked:
+            raise Refusal(
+                f"Error: no MCP server of this session could be asked about {quote(uri)}: "
+                + "; ".join(unasked)
+            )
+        return None
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
         """Each server of ``options`` that the last lookup skipped (`mcp-server-unavailable`)
@@ -195,7 +196,7 @@ class McpSkillProvider:
             or (listed is not None and data is not None and not matches(data, listed))
             or canonical_json(parsed.fields) != canonical_json(skill.frontmatter)
         ):
-            self._listings.pop(server, None)
+            self._kept.forget(server)
             raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
         values = shared_fields(candidate, SkillDefinition)
         values.update(content=parsed.body, path=None)
@@ -231,7 +232,7 @@ class McpSkillProvider:
             text = data.decode("utf-8", "replace")
             return f"[unverified: this skill's files are not listed by its server]\n{text}"
         if not matches(data, listed):
-            self._listings.pop(locator.server, None)
+            self._kept.forget(locator.server)
             raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
         return data.decode("utf-8", "replace")
 
@@ -240,7 +241,8 @@ class McpSkillProvider:
         stdio server's process group ends), unless it is one of the fixed servers every lookup
         uses. What it failed at is forgotten: a session naming it again starts afresh."""
         if isinstance(server, McpServer) and server not in self._fixed:
-            self._listings.pop(server, None)
+            self._kept.forget(server)
+            self._confirmed.pop(server, None)
             self.servers.pop(server, None)
             await self._pool.release(server)
 
@@ -256,11 +258,10 @@ class McpSkillProvider:
             await self._opened.aclose()
 
     async def _listing(self, server: McpServer) -> Listing:
-        now = time.monotonic()
         state = self.servers.setdefault(server, ServerState(server))
-        if (kept := self._listings.get(server)) is not None and now < kept[0]:
-            return kept[1]
-        if state.failed_at is not None and now - state.failed_at < RETRY_AFTER:
+        if (kept := self._kept.listing(server)) is not None:
+            return kept
+        if _resting(state):
             return NOTHING
 
         async def listed(session: ClientSession, connection: McpConnection) -> Listing:
@@ -288,9 +289,56 @@ class McpSkillProvider:
                 log_diagnostic(_log, record, server=server.label)
         state.failure, state.failed_at = None, None
         state.skills, state.rejected = len(listing.skills), rejected
-        if listing.ttl_ms > 0:
-            self._listings[server] = (time.monotonic() + listing.ttl_ms / 1000, listing)
+        self._kept.keep_listing(server, listing)
         return listing
+
+    async def _confirmed_skills(
+        self, server: McpServer, listing: Listing
+    ) -> tuple[ListedSkill, ...]:
+        # The uris the server confirmed and does not list, each as its entry says now: one it
+        # no longer serves is forgotten; one it cannot be asked about sits this lookup out.
+        listed = {skill.uri for skill in listing.skills}
+        found: tuple[ListedSkill, ...] = ()
+        confirmed = self._confirmed.get(server, OrderedDict())
+        for uri in [uri for uri in confirmed if uri not in listed]:
+            try:
+                entry = await self._entry(server, uri)
+            except (_Unavailable, Refusal):
+                continue
+            if entry is None:
+                confirmed.pop(uri, None)
+            else:
+                found += (entry,)
+        return found
+
+    async def _entry(self, server: McpServer, uri: str) -> ListedSkill | None:
+        """The server's own entry for ``uri`` (`skills/get`, kept while fresh); ``None`` when
+        it serves no skill there or declares no skills extension."""
+        if (kept := self._kept.entry(server, uri)) is not None:
+            return kept
+        state = self.servers.setdefault(server, ServerState(server))
+        if _resting(state):
+            raise _Unavailable(state.failure or "it failed a moment ago", spent=False)
+
+        async def got(session: ClientSession, connection: McpConnection) -> GotSkill | None:
+            if not connection.supports_skills(session):
+                return None
+            return await get_skill(session, uri)
+
+        try:
+            answer = await self._ask(server, got)
+        except _Unavailable as unavailable:
+            await self._end_if_spent(server, unavailable)
+            raise
+        if answer is None:
+            return None
+        if not isinstance(entry := answer.entry, ListedSkill):
+            raise Refusal(
+                f'Error: MCP server "{server.label}" serves {quote(uri)}, but its entry cannot '
+                f"be used: {entry.reason}"
+            )
+        self._kept.keep_entry(server, entry, answer.ttl_ms, answer.scope)
+        return entry
 
     async def _read(self, locator: McpLocator, uri: str, about: str) -> bytes | None:
         """The text at ``uri`` as UTF-8 bytes (``None``: the server sent none)."""
@@ -302,15 +350,18 @@ class McpSkillProvider:
         try:
             return await self._ask(locator.server, read)
         except _Unavailable as unavailable:
-            label = locator.server.label
-            if unavailable.spent:  # its use ends, as if a listing had been that large
-                state = self.servers.setdefault(locator.server, ServerState(locator.server))
-                state.connected, state.failure = False, unavailable.reason
-                state.failed_at = math.inf
-                await self._pool.release(locator.server, at_once=True)
+            await self._end_if_spent(locator.server, unavailable)
             raise Refusal(
-                f'Error: cannot read {about} from MCP server "{label}": {unavailable.reason}'
+                f'Error: cannot read {about} from MCP server "{locator.server.label}": '
+                f"{unavailable.reason}"
             ) from None
+
+    async def _end_if_spent(self, server: McpServer, unavailable: _Unavailable) -> None:
+        if unavailable.spent:  # its use ends, as if a listing had been that large
+            state = self.servers.setdefault(server, ServerState(server))
+            state.connected, state.failure = False, unavailable.reason
+            state.failed_at = math.inf
+            await self._pool.release(server, at_once=True)
 
     async def _ask(
         self, server: McpServer, request: Callable[[ClientSession, McpConnection], Awaitable[_T]]
@@ -344,6 +395,11 @@ class McpSkillProvider:
         # The fixed servers first; a session naming one of them again does not list it twice.
         extra = (s for s in options.servers if isinstance(s, McpServer) and s not in self._fixed)
         return (*self._fixed, *extra)
+
+
+def _resting(state: ServerState) -> bool:
+    # A server that failed is left alone for a while (one that sent too much: for good).
+    return state.failed_at is not None and time.monotonic() - state.failed_at < RETRY_AFTER
 
 
 class _Unavailable(Exception):

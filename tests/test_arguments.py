@@ -1,10 +1,10 @@
-"""What a person types after ``/name``, and the Claude Code placeholders it fills."""
+"""What a person types after ``/name`` (`acp_skills.arguments`): its words, and the Claude Code
+placeholders they fill, within bounds."""
 
 from __future__ import annotations
 
 import pytest
 
-from acp_skills.acp.wire import find_invocations, find_invocations_with_arguments
 from acp_skills.arguments import (
     MAX_ARGUMENTS_CHARS,
     MAX_EXPANDED_CHARS,
@@ -60,27 +60,6 @@ def test_a_long_digit_run_is_not_a_placeholder() -> None:
     """Digits beyond six are left as text, so a body cannot make int() expensive."""
     body = "$" + "9" * 5000
     assert expand_arguments(body, "x") == body
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("/deploy prod eu-west", [("deploy", "prod eu-west")]),
-        ("/deploy", [("deploy", "")]),
-        ("please /deploy prod\nthen tell me", [("deploy", "prod")]),
-        ("/deploy prod /review main", [("deploy", "prod"), ("review", "main")]),
-        ("/deploy to /tmp/x and /unknown", [("deploy", "to /tmp/x and /unknown")]),
-        ("/deploy a\n/deploy b", [("deploy", "a")]),
-        ("see docs/deploy", []),
-    ],
-    ids=["args", "none", "end-of-line", "next-invocation", "unknown-stays", "first-wins", "path"],
-)
-def test_invocation_arguments_end_at_the_line_or_the_next_invocation(
-    text: str, expected: list[tuple[str, str]]
-) -> None:
-    """Arguments run from /name to the end of its line or the next known /name."""
-    assert find_invocations_with_arguments(text, ["deploy", "review"]) == expected
-    assert find_invocations(text, ["deploy", "review"]) == [name for name, _ in expected]
 
 
 def test_an_empty_quoted_pair_is_an_empty_word() -> None:
