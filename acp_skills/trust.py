@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
@@ -94,22 +94,14 @@ class ServedLocator(Protocol):
     def served(self) -> frozenset[Pair]: ...
 
 
-def sources_at(
-    cwd: str | None,
-    projects: Sequence[Project] | None = None,
-    additional_directories: Sequence[str] = (),
-) -> Callable[[SkillCandidate], TrustSource | None]:
-    """The trust source each skill of a session at ``cwd`` needs (``None``: an own root,
-    always trusted); a project skill needs its own project's decision (``cwd``'s, or an
-    additional directory's). The projects are ``projects`` if given (`find_project` of each
-    directory), else found at the first project skill (async code awaits `sources_for`)."""
-    found: list[Project] = list(projects) if projects is not None else []
+def sources_at(projects: Sequence[Project]) -> Callable[[SkillCandidate], TrustSource | None]:
+    """The trust source each skill needs (``None``: an own root, always trusted): a project
+    skill, its own project's decision (one of ``projects``: `find_project` of the session's
+    directory, then of each additional directory); an MCP skill, its server's."""
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
-        if skill.source in PROJECT_SOURCES and cwd:
-            if not found:
-                found.extend(_projects_of(cwd, additional_directories))
-            return _project_source(skill, found)
+        if skill.source in PROJECT_SOURCES and projects:
+            return _project_source(skill, projects)
         if skill.provider == "mcp":
             locator = skill.locator
             if isinstance(locator, ServedLocator):
@@ -120,10 +112,6 @@ def sources_at(
         return None
 
     return source_of
-
-
-def _projects_of(cwd: str, additional_directories: Sequence[str]) -> list[Project]:
-    return [find_project(directory) for directory in (cwd, *additional_directories)]
 
 
 def _project_source(skill: SkillCandidate, projects: Sequence[Project]) -> ProjectSource:
@@ -138,21 +126,10 @@ def _project_source(skill: SkillCandidate, projects: Sequence[Project]) -> Proje
     return ProjectSource(os.path.dirname(path) or projects[0].root)
 
 
-async def sources_for(
-    cwd: str | None, skills: Iterable[SkillCandidate], additional_directories: Sequence[str] = ()
-) -> Callable[[SkillCandidate], TrustSource | None]:
-    """`sources_at` for ``skills``, the projects found first in a worker thread (only when one
-    of them is a project's), so no read for trust runs on the event loop."""
-    projects = None
-    if cwd and any(skill.source in PROJECT_SOURCES for skill in skills):
-        projects = await anyio.to_thread.run_sync(_projects_of, cwd, additional_directories)
-    return sources_at(cwd, projects, additional_directories)
-
-
 def project_of(path: str | os.PathLike[str]) -> ProjectSource:
     """The project ``path``'s skills need trust from: `acp_skills.project.find_project`'s
     decision key (the real path of the project, or of the main work tree a linked git worktree
-    shares its decision with). Blocking: async code awaits `sources_for` instead."""
+    shares its decision with). Blocking: `session_view` finds projects in a worker thread."""
     return ProjectSource(find_project(path).key)
 
 
@@ -312,17 +289,20 @@ async def session_view(
     grants: Mapping[str, frozenset[ShownItem]] | None = None,
     previous: SessionView | None = None,
 ) -> SessionView:
-    """`view` of the registry's snapshot for ``options``: the projects are found and the
-    decisions read in worker threads, each only when a skill needs it (under ``all``, neither).
-    A trust file that cannot be read grants nothing (`trust_file_unreadable`, once per read).
-    The decisions are read for a session naming MCP servers too: a skill named by its uri
-    (`SessionView.judged`) may be one of theirs."""
+    """`view` of the registry's snapshot for ``options``. The projects are found and the
+    decisions read in worker threads (no read for trust runs on the event loop), each only when
+    a skill needs it, or the session names MCP servers (a skill named by its uri may be one of
+    theirs); under ``all``, neither. A trust file that cannot be read grants nothing
+    (`trust_file_unreadable`, once per read)."""
     found = await registry.snapshot(options)
     if mode == "all":
         return view(found, lambda _: None, StoredTrust(), mode, previous=previous)
     skills = [*found.skills, *(lost.skill for lost in found.shadowed)]
-    source_of = await sources_for(options.cwd, skills, options.additional_directories)
-    stored = StoredTrust()
+    projects: list[Project] = []
+    if (cwd := options.cwd) and any(skill.source in PROJECT_SOURCES for skill in skills):
+        directories = (cwd, *options.additional_directories)
+        projects = await anyio.to_thread.run_sync(lambda: [find_project(d) for d in directories])
+    source_of, stored = sources_at(projects), StoredTrust()
     if mode == "ask" and (options.servers or any(source_of(s) is not None for s in skills)):
         stored = await anyio.to_thread.run_sync(_stored, store)
     return view(found, source_of, stored, mode, grants, previous)

@@ -39,17 +39,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from acp_skills import LocalSkillProvider, SkillRegistry  # noqa: E402
 from acp_skills.trust import TrustStore  # noqa: E402
 from tests.acp_peer import (  # noqa: E402
     ScriptedModelAgent,
     connected,
+    fixture_registry,
     skill_call,
     text_content,
     write_skill,
 )
 
 PACKAGE = "acp_skills"
+SCRIPTED: dict[str, Any] = {"agent_type": ScriptedModelAgent, "trust": "ask"}
 # Helpers every module may use (docs/architecture.md): a call into one is not a hop.
 LEAVES = frozenset(
     {
@@ -101,24 +102,10 @@ async def one_turn(project_skill: bool) -> HopRecorder:
         else:
             write_skill(own, "review", "Review a change.", body="Review carefully.")
         own.mkdir(exist_ok=True)
-        registry = SkillRegistry()
-        registry.register_provider(
-            LocalSkillProvider(
-                custom_skill_dirs=[str(own)],
-                dsh_home=str(root / "home" / ".dsh"),
-                agents_home=str(root / "home" / ".agents"),
-                watch=False,
-            )
-        )
-        async with connected(
-            registry,
-            agent_type=ScriptedModelAgent,
-            trust="ask",
-            trust_store=TrustStore(root / "trust.json"),
-            answer="allow_once",
-        ) as peer:
-            agent = peer.agent
-            assert isinstance(agent, ScriptedModelAgent)
+        store = TrustStore(root / "trust.json")  # "ask", the default: nothing decided yet
+        registry = fixture_registry(root, own)
+        async with connected(registry, answer="allow_once", trust_store=store, **SCRIPTED) as peer:
+            agent: Any = peer.agent
             session_id = await peer.new_session(project)
             agent.replies = [skill_call("c1", "review"), {"content": "done"}]
             recorder = HopRecorder()

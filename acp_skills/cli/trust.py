@@ -106,7 +106,7 @@ async def _trust_servers(args: argparse.Namespace, mcp: Any) -> Outcome:
         return Outcome({"error": none}, [none], PROBLEMS, warnings=told)
     try:
         # What a session's card asks about: each listed skill not trusted as it is listed now.
-        pending = list(view(snapshot, sources_at(None), store.read(), "ask").withheld.values())
+        pending = list(view(snapshot, sources_at(()), store.read(), "ask").withheld.values())
     except TrustFileError as error:
         return _failed(str(error), PROBLEMS)
     if not pending:
