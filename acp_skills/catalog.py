@@ -7,7 +7,7 @@ import functools
 import html
 import operator
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .model import PrefixContext, PrefixMessage, PrefixNext, SkillSnapshot, SkillSummary
@@ -318,23 +318,20 @@ class _Frame:
         return "\n".join([*self._head, *entries, *closing, *self._tail])
 
 
-CatalogFitListener = Callable[[PrefixContext, CatalogFit], None]
-
-
 class SkillCatalogContributor:
-    """A session-prefix contributor: the catalog of the session's ``cwd`` as one user message
-    (none without ``tool_name`` among its tools); ``on_fit`` gets every outcome."""
+    """A session-prefix contributor: the catalog of the session's skills as one user message
+    (none without ``tool_name`` among its tools). The skills are ``context.skills`` when the
+    context carries them, else ``registry``'s for the session's lookup (none without one)."""
 
     def __init__(
         self,
-        registry: SkillRegistry,
+        registry: SkillRegistry | None,
         *,
         max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
         tool_name: str = SKILL_TOOL_NAME,
         budget: int | None = None,
         pinned_skills: Iterable[str] = (),
         hidden_skills: Iterable[str] = (),
-        on_fit: CatalogFitListener | None = None,
     ) -> None:
         self._registry = registry
         self._max_length = check_max_length(max_length)
@@ -342,21 +339,27 @@ class SkillCatalogContributor:
         self._budget = check_catalog_budget(budget)
         self._pinned = tuple(pinned_skills)
         self._hidden = tuple(hidden_skills)
-        self._on_fit = on_fit
         self._fits: OrderedDict[int, tuple[SkillSnapshot, CatalogFit]] = OrderedDict()
 
     async def __call__(self, context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
-        fit = CatalogFit(text=None, limit=self._budget, used=0)
-        if self._tool_name in context.tool_names:  # else not even a discovery
-            snapshot = await self._registry.snapshot(context.lookup_options)
-            fit = self._fit(snapshot, context)
+        fit = await self.fit(context)
         later = await next()
-        if self._on_fit is not None:
-            self._on_fit(context, fit)
         if fit.text is None:
             return later
         # Prepending after awaiting the rest keeps contributions in registration order.
         return (PrefixMessage(role="user", text=fit.text), *later)
+
+    async def fit(self, context: PrefixContext) -> CatalogFit:
+        """The catalog this contributor gives the session of ``context``, and what its budget
+        did to it: a value (the same one while the skills are the same snapshot)."""
+        if self._tool_name not in context.tool_names:
+            return CatalogFit(text=None, limit=self._budget, used=0)  # not even a discovery
+        snapshot = context.skills
+        if snapshot is None and self._registry is not None:
+            snapshot = await self._registry.snapshot(context.lookup_options)
+        if snapshot is None:
+            return CatalogFit(text=None, limit=self._budget, used=0)
+        return self._fit(snapshot, context)
 
     def _fit(self, snapshot: SkillSnapshot, context: PrefixContext) -> CatalogFit:
         # The registry returns the same snapshot while its catalog is cached: identity says "same
@@ -393,67 +396,3 @@ class SkillCatalogContributor:
         while len(self._fits) > _FITS_KEPT:
             self._fits.popitem(last=False)
         return fit
-
-
-def describe_catalog_fit(fit: CatalogFit) -> str:
-    """What a catalog budget did, in one or two lines for a person."""
-    if fit.text is None:
-        first = "Catalog: empty, no skill to list"
-    elif fit.limit is None:
-        first = f"Catalog: {fit.used:,} characters (no budget)"
-    else:
-        first = f"Catalog: {fit.used:,} of {fit.limit:,} characters"
-    details = [] if fit.text is None else [f"{_count(len(fit.listed), 'skill')} listed"]
-    if fit.shortened:
-        cap = fit.description_cap
-        details.append(
-            f"{_count(fit.shortened, 'description')} shortened to at most {cap} characters"
-        )
-    if fit.truncated:
-        longest = f"{fit.max_length:,}"
-        details.append(
-            f"{_count(fit.truncated, 'description')} cut at {longest} characters (the longest "
-            "a catalog description may be)"
-        )
-    if fit.text is not None and not (fit.shortened or fit.truncated or fit.omitted):
-        details.append("every description in full")
-    if fit.hidden:
-        details.append(f"{len(fit.hidden):,} hidden")
-    line = f"{first}; {', '.join(details)}." if details else f"{first}."
-    if not fit.within_budget:
-        line += " Over budget: the catalog's own text and the pinned skills take more room."
-    if not fit.omitted:
-        return line
-    names = ", ".join(fit.omitted[:5]) + (", ..." if len(fit.omitted) > 5 else "")
-    verb = "is" if len(fit.omitted) == 1 else "are"
-    found = f"not listed (the skill tool's query finds them): {names}"
-    return f"{line}\n{_count(len(fit.omitted), 'skill')} {verb} {found}"
-
-
-def describe_catalog_changes(changes: CatalogChanges) -> str | None:
-    """For a person: that a session's frozen catalog predates ``changes`` (``None`` if none)."""
-    if not changes.count:
-        return None
-
-    def named(names: tuple[str, ...]) -> str:
-        shown = ", ".join(f"`{name}`" for name in names[:5])
-        return shown + (", ..." if len(names) > 5 else "")
-
-    parts = [
-        f"{len(names):,} {what} ({named(names)})"
-        for names, what in (
-            (changes.added, "added"),
-            (changes.removed, "removed"),
-            (changes.changed, "with a new description"),
-        )
-        if names
-    ]
-    return (
-        f"This session's catalog predates {_count(changes.count, 'change')} to the skills "
-        f"above: {'; '.join(parts)}. The model here keeps the catalog the session began with; "
-        "a new session has them."
-    )
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"

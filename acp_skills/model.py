@@ -177,6 +177,9 @@ class PrefixContext:
     tool_names: frozenset[str] = frozenset()
     servers: tuple[Hashable, ...] = ()  # the session's MCP servers (`McpServer` values)
     additional_directories: tuple[str, ...] = ()  # its other workspace roots, in order
+    # What the session offers, when its agent looked it up for this composition (`AcpSkills`:
+    # the turn's trust view): a contributor that lists skills takes these, not a lookup.
+    skills: SkillSnapshot | None = field(default=None, compare=False, repr=False)
 
     @property
     def lookup_options(self) -> SkillLookupOptions:

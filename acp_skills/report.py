@@ -1,7 +1,8 @@
-"""What a person reads of problems and MCP servers, in one wording for every surface: the
-``/skills`` report in the editor, ``acp-skills doctor``, ``validate`` and ``list`` at a terminal,
-and the JSON of ``_skills/list`` and ``--json``. Only the markup differs (Markdown in the
-editor; colour, or none, at a terminal): a `Markup` sets off a place, a code and a severity.
+"""What a person reads of problems, MCP servers and the catalog's fit, in one wording for every
+surface: the ``/skills`` report in the editor, ``acp-skills doctor``, ``validate``, ``list`` and
+``catalog`` at a terminal, and the JSON of ``_skills/list`` and ``--json``. Only the markup
+differs (Markdown in the editor; colour, or none, at a terminal): a `Markup` sets off a place,
+a code and a severity.
 
 Text from disk or from a server (a path, a message, a server's reason) is spelt safe for a
 terminal here, where it becomes a line; JSON keeps it as data, without the characters no
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final, Protocol
 
+from .catalog import CatalogChanges, CatalogFit
 from .diagnostics import Diagnostic, Severity
 from .text import remove_unsafe_characters, terminal_safe
 
@@ -52,8 +54,8 @@ class Markdown:
 
 
 def plural(count: int, noun: str) -> str:
-    """``1 skill``, ``2 skills``."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+    """``1 skill``, ``2 skills``, ``1,000 skills``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def tally(diagnostics: Iterable[Diagnostic]) -> str:
@@ -111,3 +113,63 @@ def server_json(state: Any) -> dict[str, Any]:
         "skills": state.skills,
         "failure": clean(state.failure) if state.failure is not None else None,
     }
+
+
+def describe_catalog_fit(fit: CatalogFit) -> str:
+    """What a catalog budget did, in one or two lines for a person."""
+    if fit.text is None:
+        first = "Catalog: empty, no skill to list"
+    elif fit.limit is None:
+        first = f"Catalog: {fit.used:,} characters (no budget)"
+    else:
+        first = f"Catalog: {fit.used:,} of {fit.limit:,} characters"
+    details = [] if fit.text is None else [f"{plural(len(fit.listed), 'skill')} listed"]
+    if fit.shortened:
+        cap = fit.description_cap
+        details.append(
+            f"{plural(fit.shortened, 'description')} shortened to at most {cap} characters"
+        )
+    if fit.truncated:
+        longest = f"{fit.max_length:,}"
+        details.append(
+            f"{plural(fit.truncated, 'description')} cut at {longest} characters (the longest "
+            "a catalog description may be)"
+        )
+    if fit.text is not None and not (fit.shortened or fit.truncated or fit.omitted):
+        details.append("every description in full")
+    if fit.hidden:
+        details.append(f"{len(fit.hidden):,} hidden")
+    line = f"{first}; {', '.join(details)}." if details else f"{first}."
+    if not fit.within_budget:
+        line += " Over budget: the catalog's own text and the pinned skills take more room."
+    if not fit.omitted:
+        return line
+    names = ", ".join(fit.omitted[:5]) + (", ..." if len(fit.omitted) > 5 else "")
+    verb = "is" if len(fit.omitted) == 1 else "are"
+    found = f"not listed (the skill tool's query finds them): {names}"
+    return f"{line}\n{plural(len(fit.omitted), 'skill')} {verb} {found}"
+
+
+def describe_catalog_changes(changes: CatalogChanges) -> str | None:
+    """For a person: that a session's frozen catalog predates ``changes`` (``None`` if none)."""
+    if not changes.count:
+        return None
+
+    def named(names: tuple[str, ...]) -> str:
+        shown = ", ".join(f"`{name}`" for name in names[:5])
+        return shown + (", ..." if len(names) > 5 else "")
+
+    parts = [
+        f"{len(names):,} {what} ({named(names)})"
+        for names, what in (
+            (changes.added, "added"),
+            (changes.removed, "removed"),
+            (changes.changed, "with a new description"),
+        )
+        if names
+    ]
+    return (
+        f"This session's catalog predates {plural(changes.count, 'change')} to the skills "
+        f"above: {'; '.join(parts)}. The model here keeps the catalog the session began with; "
+        "a new session has them."
+    )

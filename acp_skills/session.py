@@ -8,8 +8,7 @@ from typing import Any
 
 import anyio
 
-from .catalog import CatalogFit
-from .model import PrefixContext, PrefixMessage
+from .model import PrefixContext, PrefixMessage, SkillSnapshot
 from .prefix import SessionPrefix
 from .quiet_log import get_logger
 from .record import HeaderEntry, HeaderReason, HistoryEntry, RecordEntry, SessionRecord
@@ -40,7 +39,36 @@ class PrefixedSession:
         self._own_header: HeaderEntry | None = None
         self._unsaved: list[RecordEntry] = []
         self._save_error: OSError | None = None
-        self._catalog_fit: CatalogFit | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        prefix: SessionPrefix,
+        context: PrefixContext,
+        record: SessionRecord,
+        *,
+        resume: bool = False,
+        replacing: PrefixedSession | None = None,
+    ) -> PrefixedSession:
+        """A new instance over ``record``. ``resume``: an instance released from memory and
+        brought back, which takes back the prefix its last request header froze; ``replacing``:
+        the instance this one replaces (``session/load``), whose unsaved entries it takes over."""
+        if replacing is None:
+            session = cls(prefix, context, record, entries=await record.entries())
+        else:
+            # Under the replaced instance's write lock, so no entry is half way between its queue
+            # and the record while the record is read: each entry is then read or taken over, once.
+            async with replacing._write_lock:
+                await replacing._write_unsaved()
+                entries = [*await record.entries(), *replacing._unsaved]
+                session = cls(prefix, context, record, entries=entries)
+                # Shared from now on: whichever instance writes next writes what either left
+                # unsaved, in order (the old one may still record its cancelled turn's results).
+                session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
+                session._save_error = replacing._save_error
+        if resume and (header := session._last_header) is not None:
+            session._frozen, session._own_header = header.message_prefix, header
+        return session
 
     @property
     def unsaved(self) -> int:
@@ -63,11 +91,6 @@ class PrefixedSession:
         return self._frozen or ()
 
     @property
-    def catalog_fit(self) -> CatalogFit | None:
-        """What the catalog budget did to the frozen catalog (``None`` until composed)."""
-        return self._catalog_fit if self._frozen is not None else None
-
-    @property
     def last_header(self) -> HeaderEntry | None:
         """The last header in the record (the previous instance's until this one's first)."""
         return self._last_header
@@ -88,13 +111,30 @@ class PrefixedSession:
         """Whether this instance has recorded a request header (its prefix is then final)."""
         return self._own_header is not None
 
-    async def prefix(self) -> tuple[PrefixMessage, ...]:
-        """Compose the prefix once (nothing is kept if that fails), then return it."""
+    async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
+        """Compose the prefix once (nothing is kept if that fails), then return it. ``skills``:
+        what the session offers, for the contributors that list skills (`PrefixContext.skills`;
+        `AcpSkills` hands down the turn's trust view)."""
         if self._frozen is None:
             async with self._compose_lock:
                 if self._frozen is None:
-                    self._frozen = await self._registry.compose(self._context)
+                    context = self._context
+                    if skills is not None:
+                        context = replace(context, skills=skills)
+                    self._frozen = await self._registry.compose(context)
         return self._frozen
+
+    def discard_unused_prefix(self) -> None:
+        """Forget a composed prefix no request has used yet (a cancelled turn's): the next
+        request composes afresh."""
+        if not self.requested:
+            self._frozen = None
+
+    async def flush(self) -> OSError | None:
+        """Try once more to write every entry the record has not taken; why some still wait."""
+        async with self._write_lock:
+            await self._write_unsaved()
+        return self._save_error
 
     async def record_request(
         self, *, config: Mapping[str, object], system: str, tools: Sequence[Mapping[str, object]]
@@ -165,56 +205,3 @@ class PrefixedSession:
             )
         prefix = [{"role": message.role, "content": message.text} for message in self._frozen]
         return [*prefix, *(entry.plain_message() for entry in self._history)]
-
-
-# The lifecycle of an instance belongs to the session table (`acp_skills.acp.sessions`) and
-# the turn: functions of this module, not methods, so a user of a session cannot call them.
-
-
-async def open_instance(
-    prefix: SessionPrefix,
-    context: PrefixContext,
-    record: SessionRecord,
-    *,
-    requested: bool = False,
-    catalog_fit: CatalogFit | None = None,
-    predecessor: PrefixedSession | None = None,
-) -> PrefixedSession:
-    """Start an instance over ``record`` (``requested``: bring one back after its release;
-    ``predecessor``: the instance this one replaces, whose unsaved entries it takes over)."""
-    if predecessor is None:
-        session = PrefixedSession(prefix, context, record, entries=await record.entries())
-    else:
-        # Under the predecessor's write lock, so no entry is half way between its queue and the
-        # record while the record is read: each entry is then either read or taken over, once.
-        async with predecessor._write_lock:
-            await predecessor._write_unsaved()
-            entries = [*await record.entries(), *predecessor._unsaved]
-            session = PrefixedSession(prefix, context, record, entries=entries)
-            # Shared from now on: whichever instance writes next writes what either left
-            # unsaved, in order (the old one may still record its cancelled turn's last results).
-            session._write_lock, session._unsaved = predecessor._write_lock, predecessor._unsaved
-            session._save_error = predecessor._save_error
-    if requested and (header := session._last_header) is not None:
-        session._frozen = header.message_prefix
-        session._own_header = header
-        session._catalog_fit = catalog_fit
-    return session
-
-
-async def flush_unsaved(session: PrefixedSession) -> OSError | None:
-    """Try once more to write every unsaved entry; return why some are still unsaved."""
-    async with session._write_lock:
-        await session._write_unsaved()
-    return session._save_error
-
-
-def note_catalog_fit(session: PrefixedSession, fit: CatalogFit | None) -> None:
-    """Keep what the catalog budget did to the prefix being composed for ``session``."""
-    session._catalog_fit = fit
-
-
-def discard_unused_prefix(session: PrefixedSession) -> None:
-    """Forget a composed prefix no request has used yet (a cancelled turn's)."""
-    if not session.requested:
-        session._frozen = session._catalog_fit = None

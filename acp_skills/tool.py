@@ -36,6 +36,8 @@ from .quiet_log import get_logger
 from .registry import SkillRegistry
 from .search import MAX_QUERY_LENGTH, SkillIndex
 from .text import quote
+from .trust import SessionView
+from .trust_text import trust_error
 
 DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
 
@@ -228,28 +230,34 @@ class SkillTool:
         read_text: ReadText | None = None,
         searchable: bool = False,
         additional_directories: tuple[str, ...] = (),
+        view: SessionView | None = None,
     ) -> ToolResult:
         """Run the tool once on the model's decoded ``arguments``: the rendered skill, a file's
         text (through ``read_text`` if given, else from disk), a query's matches, or an error.
-        The lookup is the session's: ``cwd``, ``servers``, ``additional_directories``."""
+        The lookup is the session's: ``cwd``, ``servers``, ``additional_directories``; ``view``
+        is what the session offers and withholds (`acp_skills.trust.view`; without it, every
+        skill the registry finds)."""
+        offered = view.offered if view is not None else None
         try:
             name, path, query = _parse_arguments(arguments, searchable)
             options = SkillLookupOptions(
                 cwd=cwd, servers=servers, additional_directories=additional_directories
             )
             if name is None:
-                text = await self._search(query, options)
+                text = await self._search(query, offered or await self._lookup(None, options))
             else:
                 # One snapshot for the lookup and a read (a uri is looked up without one).
-                snapshot = None if is_skill_uri(name) else await self._snapshot(name, options)
-                candidate, definition = await self._load(name, options, snapshot=snapshot)
+                snapshot = offered
+                if snapshot is None and not is_skill_uri(name):
+                    snapshot = await self._lookup(name, options)
+                candidate, definition = await self._load(name, options, snapshot, view=view)
                 if path is None:
                     text = render_skill_content(definition)
                 else:
                     limit = self._max_resource_bytes
                     found = await self._registry.read_path(candidate, path, limit=limit)
                     if found is None:
-                        snapshot = snapshot or await self._snapshot(name, options)
+                        snapshot = snapshot or await self._lookup(name, options)
                         found = await read_resource(
                             definition, path, snapshot=snapshot, limit=limit, read_text=read_text
                         )
@@ -267,12 +275,7 @@ class SkillTool:
                 text=f"Error: {subject} failed unexpectedly: {describe_error(error)}", is_error=True
             )
 
-    async def _search(self, query: str, options: SkillLookupOptions) -> str:
-        try:
-            snapshot = await self._registry.snapshot(options)
-        except Exception as error:
-            _log.warning("skill_search_failed", error=repr(error))
-            raise Refusal(f"Error: the skill search failed: {describe_error(error)}") from None
+    async def _search(self, query: str, snapshot: SkillSnapshot) -> str:
         # One index per snapshot (the same object while cached); holding it keeps its id unique.
         if (kept := self._indexes.get(id(snapshot))) is not None and kept[0] is snapshot:
             self._indexes.move_to_end(id(snapshot))
@@ -301,7 +304,7 @@ class SkillTool:
             cwd=cwd, servers=servers, additional_directories=additional_directories
         )
         try:
-            _, definition = await self._load(name, options, by_model=False, snapshot=snapshot)
+            _, definition = await self._load(name, options, snapshot, by_model=False)
         except Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
         if arguments is not None:
@@ -314,9 +317,10 @@ class SkillTool:
         self,
         name: str,
         options: SkillLookupOptions,
+        snapshot: SkillSnapshot | None,
         *,
         by_model: bool = True,
-        snapshot: SkillSnapshot | None = None,
+        view: SessionView | None = None,
     ) -> tuple[SkillCandidate, SkillDefinition]:
         def refused(why: str) -> Refusal:  # made only when raised, so quoted only then
             return Refusal(f"Error: skill {quote(name)} {why}")
@@ -328,19 +332,21 @@ class SkillTool:
             else "cannot be invoked as a command"
         )
         if is_skill_uri(name):
-            # The providers that find skills by uri decide, trust included (the registry the
-            # tool holds may be a session's view of it); naming a uri names that skill, even
-            # one a skill of the same name shadows.
+            # The providers that find skills by uri decide; naming a uri names that skill, even
+            # one a skill of the same name shadows. The session's trust judges it as it would
+            # judge it listed: one no question named waits.
             try:
                 found = await self._registry.find_uri(name, options)
             except Refusal:
                 raise
             except Exception as error:
                 raise self._load_failed(name, error) from None
+            if found is not None and view is not None and (held := view.judged(found)):
+                raise Refusal(trust_error(name, held))
             gone = "is not served by any server of this session"
         else:
             if snapshot is None:
-                snapshot = await self._snapshot(name, options)
+                snapshot = await self._lookup(name, options)
             found = next((skill for skill in snapshot.skills if skill.name == name), None)
         if found is None:
             raise refused(gone)
@@ -359,10 +365,13 @@ class SkillTool:
             raise refused(barred)
         return found, definition
 
-    async def _snapshot(self, name: str, options: SkillLookupOptions) -> SkillSnapshot:
+    async def _lookup(self, name: str | None, options: SkillLookupOptions) -> SkillSnapshot:
         try:
             return await self._registry.snapshot(options)
         except Exception as error:
+            if name is None:
+                _log.warning("skill_search_failed", error=repr(error))
+                raise Refusal(f"Error: the skill search failed: {describe_error(error)}") from None
             raise self._load_failed(name, error) from None
 
     def _load_failed(self, name: str, error: Exception) -> Refusal:

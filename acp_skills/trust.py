@@ -1,45 +1,42 @@
-"""Trust decisions: which sources of skills a person has admitted (contract §13, docs/trust.md).
+"""Which skills a session may offer (contract §13, docs/trust.md): where each skill needs trust
+from, and `view`, the one rule that turns a snapshot into what a session offers and withholds.
 
 A *trust source* is where skills come from that the person did not put there: a project (by the
 real path of its repository, shared by its git worktrees) or an MCP server (by label and command
 or url; a trusted server's decision also holds the ``{uri, digest}`` pairs it served, so a skill
-it adds or changes is asked about again). Decisions live in one JSON file outside any project, so
-nothing a repository ships can grant itself trust.
+it adds or changes is asked about again). Decisions are stored in the trust file
+(`acp_skills.trust_store`). `view` is a pure function of a snapshot, the stored decisions, the
+mode and one session's own answers; a turn computes it once (`session_view`) and hands it down
+to the catalog, the `skill` tool and the commands, and the command line calls the same function.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
+import functools
 import os
-import tempfile
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 import anyio.to_thread
 
-from .errors import ReadError
-from .fs import read_local_file
-from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
-from .model import SkillCandidate
+from .model import SkillCandidate, SkillLookupOptions, SkillSnapshot
 from .project import PROJECT_SKILL_DIRS, Project, find_project
+from .quiet_log import get_logger
+from .registry import SkillRegistry
+from .trust_store import SERVER_KEY_PREFIX, Pair, StoredTrust, TrustFileError
+from .trust_store import TrustStore as TrustStore  # where docs/integration.md names it
+
+_log = get_logger(__name__)
 
 TrustMode: TypeAlias = Literal["ask", "all", "none"]
-Decision: TypeAlias = Literal["trusted", "refused"]
 TrustState: TypeAlias = Literal["trusted", "session", "pending", "refused"]
 # Why a skill of a trusted server is pending again: a uri it did not serve, or another digest.
 ServerChange: TypeAlias = Literal["new", "changed"]
-Pair: TypeAlias = tuple[str, str]  # (resource uri, "sha256:..." digest, or "dynamic" for a
-# dynamic skill's own SKILL.md) as a server listed it
 TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
+ADMITTED: Final = frozenset({"trusted", "session"})
 # The local provider's sources found from a session's working directory (contract §5).
 PROJECT_SOURCES = frozenset(PROJECT_SKILL_DIRS)
-# Server decisions are stored under this prefix; a project key is an absolute path.
-SERVER_KEY_PREFIX = "mcp:"
-# Far above any person's decisions (a thousand projects take about 100 KiB), far below memory.
-MAX_TRUST_FILE_BYTES: Final = 16 * 1024 * 1024
 
 
 def trust_mode(value: str | None) -> TrustMode:
@@ -97,22 +94,14 @@ class ServedLocator(Protocol):
     def served(self) -> frozenset[Pair]: ...
 
 
-def sources_at(
-    cwd: str | None,
-    projects: Sequence[Project] | None = None,
-    additional_directories: Sequence[str] = (),
-) -> Callable[[SkillCandidate], TrustSource | None]:
-    """The trust source each skill of a session at ``cwd`` needs (``None``: an own root,
-    always trusted); a project skill needs its own project's decision (``cwd``'s, or an
-    additional directory's). The projects are ``projects`` if given (`find_project` of each
-    directory), else found at the first project skill (async code awaits `sources_for`)."""
-    found: list[Project] = list(projects) if projects is not None else []
+def sources_at(projects: Sequence[Project]) -> Callable[[SkillCandidate], TrustSource | None]:
+    """The trust source each skill needs (``None``: an own root, always trusted): a project
+    skill, its own project's decision (one of ``projects``: `find_project` of the session's
+    directory, then of each additional directory); an MCP skill, its server's."""
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
-        if skill.source in PROJECT_SOURCES and cwd:
-            if not found:
-                found.extend(_projects_of(cwd, additional_directories))
-            return _project_source(skill, found)
+        if skill.source in PROJECT_SOURCES and projects:
+            return _project_source(skill, projects)
         if skill.provider == "mcp":
             locator = skill.locator
             if isinstance(locator, ServedLocator):
@@ -123,10 +112,6 @@ def sources_at(
         return None
 
     return source_of
-
-
-def _projects_of(cwd: str, additional_directories: Sequence[str]) -> list[Project]:
-    return [find_project(directory) for directory in (cwd, *additional_directories)]
 
 
 def _project_source(skill: SkillCandidate, projects: Sequence[Project]) -> ProjectSource:
@@ -141,225 +126,11 @@ def _project_source(skill: SkillCandidate, projects: Sequence[Project]) -> Proje
     return ProjectSource(os.path.dirname(path) or projects[0].root)
 
 
-async def sources_for(
-    cwd: str | None, skills: Iterable[SkillCandidate], additional_directories: Sequence[str] = ()
-) -> Callable[[SkillCandidate], TrustSource | None]:
-    """`sources_at` for ``skills``, the projects found first in a worker thread (only when one
-    of them is a project's), so no read for trust runs on the event loop."""
-    projects = None
-    if cwd and any(skill.source in PROJECT_SOURCES for skill in skills):
-        projects = await anyio.to_thread.run_sync(_projects_of, cwd, additional_directories)
-    return sources_at(cwd, projects, additional_directories)
-
-
 def project_of(path: str | os.PathLike[str]) -> ProjectSource:
     """The project ``path``'s skills need trust from: `acp_skills.project.find_project`'s
     decision key (the real path of the project, or of the main work tree a linked git worktree
-    shares its decision with). Blocking: async code awaits `sources_for` instead."""
+    shares its decision with). Blocking: `session_view` finds projects in a worker thread."""
     return ProjectSource(find_project(path).key)
-
-
-def default_trust_file() -> str:
-    """``$ACP_SKILLS_TRUST_FILE``, else ``$XDG_CONFIG_HOME/acp-skills/trust.json`` (default
-    ``~/.config``; a relative ``XDG_CONFIG_HOME`` counts as unset, as the XDG specification
-    says).
-
-    Raises:
-        ValueError: ``ACP_SKILLS_TRUST_FILE`` is a relative path (it would be read from
-            whatever directory the agent was started in, usually a project).
-    """
-    if override := os.environ.get("ACP_SKILLS_TRUST_FILE", "").strip():
-        if not os.path.isabs(path := os.path.expanduser(override)):
-            raise ValueError(
-                f"ACP_SKILLS_TRUST_FILE must be an absolute path (or start with ~), not "
-                f"{override!r}: a relative one would be read from the directory the agent "
-                "was started in, usually a project"
-            )
-        return os.path.normpath(path)
-    config = os.path.expanduser(os.environ.get("XDG_CONFIG_HOME", "").strip())
-    if not os.path.isabs(config):
-        config = os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(os.path.normpath(config), "acp-skills", "trust.json")
-
-
-class TrustFileError(Exception):
-    """The trust file exists but cannot be read as decisions (it is left untouched)."""
-
-
-@dataclass(slots=True)
-class StoredTrust:
-    """The trust file's contents: a decision per source key, and the (uri, digest) pairs each
-    trusted server was trusted with."""
-
-    decisions: dict[str, Decision] = field(default_factory=dict)
-    served: dict[str, frozenset[Pair]] = field(default_factory=dict)
-
-
-class TrustStore:
-    """Stored decisions, one per source key, in a JSON file written atomically."""
-
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = os.fspath(path) if path is not None else default_trust_file()
-        self._lock = threading.Lock()
-
-    def read(self) -> StoredTrust:
-        """Everything stored; a missing file (or a link to a missing file) means nothing.
-
-        The read is bounded: opened without blocking, a regular file only, at most
-        `MAX_TRUST_FILE_BYTES`, nested at most `MAX_NESTING_DEPTH` levels.
-
-        Raises:
-            TrustFileError: the file exists but cannot be read as decisions.
-        """
-        content = read_local_file(self.path, MAX_TRUST_FILE_BYTES)
-        if isinstance(content, ReadError):
-            if content.failure in ("not_found", "broken_link"):
-                return StoredTrust()
-            raise TrustFileError(f"{self.path}: cannot read trust decisions: {content.reason}")
-        try:
-            data = json.loads(content.decode("utf-8"))
-            too_deep = nests_deeper_than(data, MAX_NESTING_DEPTH)
-        except RecursionError:  # the decoder's own limit, far below 100,000 brackets
-            too_deep = True
-        except ValueError as error:  # not UTF-8, not JSON, a number too long to convert
-            raise TrustFileError(f"{self.path}: cannot read trust decisions: {error}") from None
-        if too_deep:
-            raise TrustFileError(
-                f"{self.path}: cannot read trust decisions: nested more than "
-                f"{MAX_NESTING_DEPTH} levels deep"
-            )
-        projects = data.get("projects") if isinstance(data, dict) else None
-        servers = data.get("servers", []) if isinstance(data, dict) else None
-        if not isinstance(projects, list) or not isinstance(servers, list):
-            raise TrustFileError(f'{self.path}: expected {{"projects": [...], "servers": [...]}}')
-        stored = StoredTrust()
-        for entry in projects:
-            if isinstance(entry, dict) and isinstance(key := entry.get("path"), str):
-                _take(stored, _current_key(key), entry)
-        for entry in servers:
-            if isinstance(entry, dict) and isinstance(server := entry.get("server"), str):
-                key = SERVER_KEY_PREFIX + server
-                if _take(stored, key, entry) == "trusted":
-                    resources = entry.get("resources")
-                    stored.served[key] = frozenset(
-                        (item["uri"], item["digest"])
-                        for item in (resources if isinstance(resources, list) else ())
-                        if isinstance(item, dict)
-                        and isinstance(item.get("uri"), str)
-                        and isinstance(item.get("digest"), str)
-                    )
-        return stored
-
-    def decisions(self) -> dict[str, Decision]:
-        """Every stored decision by source key."""
-        return self.read().decisions
-
-    def decision(self, source: TrustSource) -> Decision | None:
-        """The stored decision for ``source``, if any."""
-        return self.decisions().get(source.key)
-
-    def decide(self, source: TrustSource, decision: Decision | None) -> bool:
-        """Store ``decision`` for ``source`` (``None`` forgets it); whether anything changed.
-        Trusting a server adds the pairs of ``source.items``, in place of any it had stored
-        for the same uris. Sessions, agents and the command line may decide at once: each
-        read-modify-write holds a lock, so no decision overwrites another."""
-        key = source.key
-        with self._lock, _locked_beside(self.path):
-            stored = self.read()
-            before = (stored.decisions.get(key), stored.served.get(key))
-            kept = stored.served.pop(key, frozenset())
-            if decision is None:
-                stored.decisions.pop(key, None)
-            else:
-                stored.decisions[key] = decision
-            if decision == "trusted" and isinstance(source, ServerSource):
-                replaced = {uri for uri, _ in source.items}
-                kept = frozenset(pair for pair in kept if pair[0] not in replaced)
-                stored.served[key] = kept | source.items
-            if (stored.decisions.get(key), stored.served.get(key)) == before:
-                return False
-            self._write(stored)
-            return True
-
-    def _write(self, stored: StoredTrust) -> None:
-        # A symbolic link at the path (a dotfiles repository's) stays: its target is rewritten.
-        target = os.path.realpath(self.path)
-        directory = os.path.dirname(target)
-        os.makedirs(directory, exist_ok=True)
-        projects, servers = [], []
-        for key, value in sorted(stored.decisions.items()):
-            if not key.startswith(SERVER_KEY_PREFIX):
-                projects.append({"path": key, "decision": value})
-                continue
-            entry: dict[str, object] = {"server": key[len(SERVER_KEY_PREFIX) :], "decision": value}
-            if value == "trusted":
-                pairs = sorted(stored.served.get(key, ()))
-                entry["resources"] = [{"uri": uri, "digest": digest} for uri, digest in pairs]
-            servers.append(entry)
-        data: dict[str, object] = {"projects": projects}
-        if servers:
-            data["servers"] = servers
-        text = json.dumps(data, indent=2) + "\n"
-        # Write beside the file and rename over it: a reader sees the old file or the new one.
-        handle, temporary = tempfile.mkstemp(prefix=".trust-", suffix=".json", dir=directory)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                file.write(text)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, target)
-        except BaseException:
-            os.unlink(temporary)
-            raise
-
-
-@contextlib.contextmanager
-def _locked_beside(path: str) -> Iterator[None]:
-    # An advisory lock on a file beside the decisions (the decisions file itself is replaced by
-    # each write, so a lock on it would not hold across writers).
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        with _held(fd):
-            yield
-    finally:
-        os.close(fd)
-
-
-try:
-    import fcntl
-except ImportError:  # Windows (not supported, docs/architecture.md): importing still works
-
-    @contextlib.contextmanager
-    def _held(fd: int) -> Iterator[None]:
-        # Writers at the very same moment may lose one decision; each write stays atomic
-        # (docs/trust.md).
-        yield
-
-else:
-
-    @contextlib.contextmanager
-    def _held(fd: int) -> Iterator[None]:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield  # closing the file releases the lock
-
-
-def _current_key(key: str) -> str:
-    # Server decisions were once stored among the projects as "mcp:LABEL:LABEL=WHERE"; read
-    # them under today's key, so that a refusal made then still holds.
-    label, separator, endpoint = key.removeprefix(SERVER_KEY_PREFIX).partition(":")
-    if key.startswith(SERVER_KEY_PREFIX) and separator and endpoint.startswith(label + "="):
-        return SERVER_KEY_PREFIX + endpoint
-    return key
-
-
-def _take(stored: StoredTrust, key: str, entry: Mapping[str, object]) -> Decision | None:
-    decision = entry.get("decision")
-    if decision == "trusted" or decision == "refused":
-        stored.decisions[key] = decision
-        return decision
-    return None
 
 
 # What a question shows of one skill, and so what "Trust for this session" admits of it.
@@ -376,67 +147,127 @@ def shown_items(skill: SkillCandidate, source: TrustSource) -> frozenset[ShownIt
     return frozenset({(skill.path or "", skill.name)})
 
 
-_Held: TypeAlias = tuple[SkillCandidate, TrustState, TrustSource | None, ServerChange | None]
+@dataclass(frozen=True, slots=True)
+class Withheld:
+    """A skill a session does not offer, and why (``change``: new or changed on the server)."""
+
+    skill: SkillCandidate
+    state: TrustState
+    source: TrustSource
+    change: ServerChange | None = None
 
 
-class TrustStates:
-    """Each skill's trust state (and source) for one session, looked up by the skill itself: a
-    candidate holds mappings (its metadata), so it cannot be a dict key; the skill is kept, so
-    its id stays its own."""
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """A snapshot as one session sees it: ``found``, the registry's; ``offered``, what the
+    session offers (withheld winners left out, the admitted skills they shadowed put back;
+    ``found`` itself when nothing is withheld); ``withheld``, each winner it does not offer, by
+    name. ``states`` holds each skill of ``found`` (winners and shadowed ones) that is not
+    ``trusted``, by id: read it with `state`."""
 
-    __slots__ = ("_states",)
+    found: SkillSnapshot
+    offered: SkillSnapshot
+    withheld: Mapping[str, Withheld] = field(default_factory=dict)
+    states: Mapping[int, TrustState] = field(default_factory=dict, repr=False)
+    # Why the session would withhold a skill not in ``found`` (one named by its uri), by the
+    # same rule; ``None`` when it would offer it.
+    judged: Callable[[SkillCandidate], Withheld | None] = field(
+        default=lambda skill: None, repr=False, compare=False
+    )
 
-    def __init__(self, held: Iterable[_Held] = ()) -> None:
-        self._states = {id(entry[0]): entry for entry in held}
+    def state(self, skill: SkillCandidate) -> TrustState:
+        """The state of ``skill``, a winner or a shadowed skill of ``found``."""
+        return self.states.get(id(skill), "trusted")
 
-    def __getitem__(self, skill: SkillCandidate) -> TrustState:
-        return self._states[id(skill)][1]
-
-    def source(self, skill: SkillCandidate) -> TrustSource | None:
-        """Where ``skill`` needs trust from (``None``: an own root)."""
-        return self._states[id(skill)][2]
-
-    def change(self, skill: SkillCandidate) -> ServerChange | None:
-        """For a pending skill of a trusted server: whether it is new there or changed."""
-        return self._states[id(skill)][3]
+    @property
+    def pending(self) -> list[Withheld]:
+        """The withheld skills a question would ask about, by name."""
+        return [w for w in self.withheld.values() if w.state == "pending"]
 
 
-def trust_states(
-    skills: Iterable[SkillCandidate],
+def view(
+    found: SkillSnapshot,
     source_of: Callable[[SkillCandidate], TrustSource | None],
     stored: StoredTrust,
     mode: TrustMode,
-    session_grants: Mapping[str, frozenset[ShownItem]] | None = None,
-) -> TrustStates:
-    """Each skill's trust state for one session, as a pure function.
+    grants: Mapping[str, frozenset[ShownItem]] | None = None,
+    previous: SessionView | None = None,
+) -> SessionView:
+    """What a session offers of ``found``, as a pure function.
 
     ``source_of`` gives a skill's trust source (``None``: an own root, always trusted);
-    ``session_grants`` holds what this session's once-answers admitted, by source key: the
+    ``grants`` holds what this session's once-answers admitted, by source key: the
     `shown_items` of each skill its question showed. A skill is ``session`` only while all it
     is now is among them, so a skill added later, or changed on its server, waits. Likewise a
     trusted server's skill stays trusted only while every pair it is listed with is one the
-    server was trusted with."""
-    grants = session_grants or {}
-    held: list[_Held] = []
-    for skill in skills:
-        source = source_of(skill)
-        decision = stored.decisions.get(source.key) if source is not None else None
-        change: ServerChange | None = None
-        state: TrustState
-        if source is None or mode == "all":
-            state = "trusted"
-        elif mode == "none" or decision == "refused":
-            state = "refused"
-        elif decision == "trusted" and _still_served(source, stored):
-            state = "trusted"
-        else:
-            if decision == "trusted" and isinstance(source, ServerSource):
-                known = {uri for uri, _ in stored.served.get(source.key, ())}
-                change = "changed" if any(uri in known for uri, _ in source.items) else "new"
-            admitted = _covered(shown_items(skill, source), grants.get(source.key))
-            state = "session" if admitted else "pending"
-        held.append((skill, state, source, change))
-    return TrustStates(held)
+    server was trusted with. A withheld winner takes no part in resolution: the next admitted
+    skill of its name is offered. ``previous`` (the session's last view) is returned when
+    nothing differs, so the session keeps one ``offered`` snapshot, and the caches keyed by it.
+    """
+    grants = grants or {}
+    judge = functools.partial(_judged, source_of=source_of, stored=stored, mode=mode, grants=grants)
+    states: dict[int, TrustState] = {}
+    withheld: dict[str, Withheld] = {}
+    for skill in found.skills:
+        state, source, change = judge(skill)
+        if state != "trusted":
+            states[id(skill)] = state
+        if source is not None and state not in ADMITTED:
+            withheld[skill.name] = Withheld(skill, state, source, change)
+    for lost in found.shadowed:
+        if (state := judge(lost.skill)[0]) != "trusted":
+            states[id(lost.skill)] = state
+    if (
+        previous is not None
+        and previous.found is found
+        and (previous.states, previous.withheld) == (states, withheld)
+    ):
+        return previous
+
+    def held(skill: SkillCandidate) -> Withheld | None:
+        state, source, change = judge(skill)
+        return Withheld(skill, state, source, change) if source and state not in ADMITTED else None
+
+    if not withheld:
+        return SessionView(found, found, withheld, states, held)
+    offered = [skill for skill in found.skills if skill.name not in withheld]
+    taken = {skill.name for skill in offered}
+    for lost in found.shadowed:  # in resolution order: the first admitted one stands
+        name, state = lost.skill.name, states.get(id(lost.skill), "trusted")
+        if name in withheld and name not in taken and state in ADMITTED:
+            offered.append(lost.skill)
+            taken.add(name)
+    offered.sort(key=lambda skill: skill.name)
+    kept = {id(skill) for skill in offered}
+    snapshot = SkillSnapshot(
+        skills=tuple(offered),
+        complete=found.complete,
+        shadowed=tuple(lost for lost in found.shadowed if id(lost.skill) not in kept),
+    )
+    return SessionView(found, snapshot, withheld, states, held)
+
+
+def _judged(
+    skill: SkillCandidate,
+    *,
+    source_of: Callable[[SkillCandidate], TrustSource | None],
+    stored: StoredTrust,
+    mode: TrustMode,
+    grants: Mapping[str, frozenset[ShownItem]],
+) -> tuple[TrustState, TrustSource | None, ServerChange | None]:
+    if mode == "all" or (source := source_of(skill)) is None:
+        return "trusted", None, None
+    decision = stored.decisions.get(source.key)
+    if mode == "none" or decision == "refused":
+        return "refused", source, None
+    if decision == "trusted" and _still_served(source, stored):
+        return "trusted", source, None
+    change: ServerChange | None = None
+    if decision == "trusted" and isinstance(source, ServerSource):
+        known = {uri for uri, _ in stored.served.get(source.key, ())}
+        change = "changed" if any(uri in known for uri, _ in source.items) else "new"
+    admitted = _covered(shown_items(skill, source), grants.get(source.key))
+    return ("session" if admitted else "pending"), source, change
 
 
 def _covered(items: frozenset[ShownItem], admitted: frozenset[ShownItem] | None) -> bool:
@@ -448,3 +279,39 @@ def _still_served(source: TrustSource, stored: StoredTrust) -> bool:
     if not isinstance(source, ServerSource):
         return True
     return _covered(source.items, stored.served.get(source.key))
+
+
+async def session_view(
+    registry: SkillRegistry,
+    options: SkillLookupOptions,
+    mode: TrustMode,
+    store: TrustStore,
+    grants: Mapping[str, frozenset[ShownItem]] | None = None,
+    previous: SessionView | None = None,
+) -> SessionView:
+    """`view` of the registry's snapshot for ``options``. The projects are found and the
+    decisions read in worker threads (no read for trust runs on the event loop), each only when
+    a skill needs it, or the session names MCP servers (a skill named by its uri may be one of
+    theirs); under ``all``, neither. A trust file that cannot be read grants nothing
+    (`trust_file_unreadable`, once per read)."""
+    found = await registry.snapshot(options)
+    if mode == "all":
+        return view(found, lambda _: None, StoredTrust(), mode, previous=previous)
+    skills = [*found.skills, *(lost.skill for lost in found.shadowed)]
+    projects: list[Project] = []
+    if (cwd := options.cwd) and any(skill.source in PROJECT_SOURCES for skill in skills):
+        directories = (cwd, *options.additional_directories)
+        projects = await anyio.to_thread.run_sync(lambda: [find_project(d) for d in directories])
+    source_of, stored = sources_at(projects), StoredTrust()
+    if mode == "ask" and (options.servers or any(source_of(s) is not None for s in skills)):
+        stored = await anyio.to_thread.run_sync(_stored, store)
+    return view(found, source_of, stored, mode, grants, previous)
+
+
+def _stored(store: TrustStore) -> StoredTrust:
+    try:
+        return store.read()
+    except TrustFileError as error:
+        # Fail closed: an unreadable file grants nothing, and is left for the person to fix.
+        _log.warning("trust_file_unreadable", path=store.path, error=str(error))
+        return StoredTrust()

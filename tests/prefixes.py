@@ -9,7 +9,6 @@ from typing import Any
 import anyio
 
 from acp_skills import PrefixedSession, PrefixMessage, SessionPrefix
-from acp_skills import session as session_module
 from acp_skills.model import PrefixContext, PrefixNext
 from acp_skills.record import HeaderEntry, SessionRecord, SessionStore
 
@@ -63,7 +62,7 @@ class Scripted:
 async def open_session(
     prefix: SessionPrefix, context: PrefixContext, store: SessionStore
 ) -> PrefixedSession:
-    return await session_module.open_instance(prefix, context, await store.open(context.session_id))
+    return await PrefixedSession.open(prefix, context, await store.open(context.session_id))
 
 
 async def headers_in(record: SessionRecord) -> list[HeaderEntry]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,11 +30,10 @@ from acp_skills.catalog import (
     CatalogFit,
     SkillCatalogContributor,
     catalog_changes,
-    describe_catalog_changes,
-    describe_catalog_fit,
     fit_catalog,
 )
 from acp_skills.model import PrefixContext
+from acp_skills.report import describe_catalog_changes, describe_catalog_fit
 from tests.hypothesis_profiles import examples
 from tests.providers import ListProvider, assert_matches_golden, candidate
 
@@ -778,10 +778,7 @@ def budget_registry() -> SkillRegistry:
 async def test_contributor_logs_one_warning_with_the_counts() -> None:
     """Shortening or omitting is told once per outcome, with limit, used and counts."""
     registry = budget_registry()
-    fits: list[tuple[PrefixContext, CatalogFit]] = []
-    contributor = SkillCatalogContributor(
-        registry, budget=1000, on_fit=lambda ctx, fit: fits.append((ctx, fit))
-    )
+    contributor = SkillCatalogContributor(registry, budget=1000)
     with capture_logs() as logs:
         [first] = await contributor(context("skill", session_id="s1"), Next(()))
         [second] = await contributor(context("skill", session_id="s2"), Next(()))
@@ -798,10 +795,10 @@ async def test_contributor_logs_one_warning_with_the_counts() -> None:
         "omitted": len(expected.omitted),
         "listed": len(expected.listed),
     }
-    # Every session hears its outcome; sessions of one catalog share one outcome.
-    assert [ctx.session_id for ctx, _ in fits] == ["s1", "s2"]
-    assert fits[0][1] is fits[1][1]
-    assert fits[0][1] == expected
+    # Every session can have its outcome as a value; sessions of one catalog share one.
+    fits = [await contributor.fit(context("skill", session_id=s)) for s in ("s1", "s2")]
+    assert fits[0] is fits[1]
+    assert fits[0] == expected
 
 
 @pytest.mark.anyio
@@ -828,13 +825,21 @@ async def test_contributor_renders_again_after_the_registry_changes() -> None:
 
 @pytest.mark.anyio
 async def test_contributor_tells_an_empty_outcome_without_the_tool() -> None:
-    """A session without the skill tool gets no catalog, and hears an empty outcome."""
-    fits: list[CatalogFit] = []
-    contributor = SkillCatalogContributor(
-        budget_registry(), budget=500, on_fit=lambda _ctx, fit: fits.append(fit)
-    )
-    assert await contributor(context("read", session_id="s1"), Next(())) == ()
-    assert fits == [CatalogFit(text=None, limit=500, used=0)]
+    """A session without the skill tool gets no catalog, and its outcome is empty."""
+    contributor = SkillCatalogContributor(budget_registry(), budget=500)
+    assert await contributor(context("read"), Next(())) == ()
+    assert await contributor.fit(context("read")) == CatalogFit(text=None, limit=500, used=0)
+
+
+@pytest.mark.anyio
+async def test_contributor_lists_the_skills_its_context_carries() -> None:
+    """A context carrying the session's skills (a turn's trust view) is listed as it is,
+    without asking the registry; with no registry, a context without skills gets no catalog."""
+    offered = SkillSnapshot(skills=(SKILLS[2],), complete=True)
+    contributor = SkillCatalogContributor(budget_registry())
+    [message] = await contributor(replace(context("skill"), skills=offered), Next(()))
+    assert message.text == render_catalog([SKILLS[2]])
+    assert await SkillCatalogContributor(None)(context("skill"), Next(())) == ()
 
 
 # -- what a frozen catalog predates ------------------------------------------------------------

@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 
 from acp_skills.cli.main import main
-from acp_skills.cli.trust import withheld_lines
-from acp_skills.trust import ServerSource
 from tests.cli_runner import cli_env, run
 
 
@@ -96,17 +94,30 @@ def test_list_marks_a_project_skill_that_waits_for_trust(tmp_path: Path) -> None
 
 
 def test_show_catalog_and_doctor_mark_a_skill_that_waits_for_trust(tmp_path: Path) -> None:
-    """They say which skills a session would not offer, and the catalog leaves them out."""
+    """They say which skills a session would not offer, in a session's words and with its
+    one way to admit them, and the catalog leaves them out."""
     project, env = waiting_project(tmp_path)
     cwd = ["--cwd", str(project)]
+    how = (
+        "To admit it, start a new session and answer its question, or run "
+        f"`acp-skills trust {project.resolve()}`."
+    )
     shown = run("show", "deploy", *cwd, env=env)
-    assert "warning: deploy: waiting for trust" in shown.stderr
-    assert "a session does not offer it; `acp-skills trust" in shown.stderr
+    assert shown.stderr.splitlines()[-1] == (
+        "warning: `deploy` comes from project `project`, which is waiting for trust: a session "
+        f"does not offer it. {how}"
+    )
     catalog = run("catalog", *cwd, env=env)
     assert "Deploy it." not in catalog.stdout
-    assert "deploy: waiting for trust" in catalog.stdout + catalog.stderr
+    assert catalog.stderr.splitlines()[-3:] == [
+        "Waiting for trust (1)",
+        "- `deploy` — Deploy it. (project `project`)",
+        how,
+    ]
     doctor = run("doctor", *cwd, env=env)
-    assert "Waiting for trust or refused (1)" in doctor.stdout
+    assert "Waiting for trust (1)\n  - `deploy` — Deploy it. (project `project`)\n  " + how in (
+        doctor.stdout
+    )
     assert run("trust", str(project), env=env).returncode == 0
     assert "Deploy it." in run("catalog", *cwd, env=env).stdout
     assert "waiting for trust" not in run("show", "deploy", *cwd, env=env).stderr
@@ -150,19 +161,3 @@ def test_doctor_json_carries_each_skills_trust_state_like_list_json(
         ("deploy", "project-agents", "pending"),
         ("notes", "user-agents", "trusted"),
     ]
-
-
-def test_a_pending_servers_hint_speaks_of_its_question_not_of_a_refusal() -> None:
-    """For a server whose skills wait, the command line says a new session's question admits
-    them; only a refused server gets the command that forgets its refusal."""
-    server = ServerSource("team", "team=uvx team-skills")
-    pending = withheld_lines({"fmt": ("pending", server)})
-    assert pending == [
-        'fmt: waiting for trust (MCP server "team")',
-        'MCP server "team": answering its question in a new session admits it',
-    ]
-    refused = withheld_lines({"fmt": ("refused", server)})
-    assert refused[-1] == (
-        "MCP server \"team\": refused; `acp-skills trust --forget 'mcp:team=uvx team-skills'` "
-        "undoes the refusal"
-    )

@@ -1,4 +1,6 @@
-"""The session layer's trust: the `skill` tool, `query` and the wording of withheld skills."""
+"""The session layer's trust (`acp_skills.acp.consent`, the turn): the `skill` tool, `query`,
+what an answer admits, and the question through the agent. Its wording:
+tests/test_trust_text.py."""
 
 from __future__ import annotations
 
@@ -11,10 +13,8 @@ import anyio
 import pytest
 from acp.schema import TextContentBlock
 
-from acp_skills import LocalSkillProvider, SkillCandidate, SkillRegistry, SkillSnapshot
-from acp_skills.acp.consent import TrustView, command_note, report_lines, trust_error
-from acp_skills.trust import ProjectSource, ServerSource, TrustStore
-from acp_skills.trust_question import Withheld
+from acp_skills import LocalSkillProvider, SkillRegistry
+from acp_skills.trust import ProjectSource, TrustStore
 from tests.acp_peer import (
     SDK_WITHDRAWS_CANCELLED_REQUESTS,
     WAIT_SECONDS,
@@ -129,48 +129,6 @@ async def test_a_query_never_finds_a_withheld_skill(
     assert len(results) == 1
     assert not results[0].startswith("Error")
     assert ("`review`" in results[0] or "review:" in results[0]) is found
-
-
-def candidate(name: str, source: str) -> SkillCandidate:
-    return SkillCandidate(name=name, description="d", source=source, rank=600, provider="mcp")
-
-
-@pytest.mark.parametrize(
-    ("state", "text"),
-    [
-        ("pending", 'Error: skill "fmt" from MCP server "tools" is waiting for trust'),
-        ("refused", 'Error: skill "fmt" from MCP server "tools" is not trusted'),
-    ],
-    ids=["pending", "refused"],
-)
-def test_an_mcp_skill_withheld_names_its_server(state: Any, text: str) -> None:
-    """The tool's error for an MCP skill names the server's label."""
-    source = ServerSource(label="tools", endpoint="tools=run-tools")
-    assert trust_error("fmt", Withheld(candidate("fmt", "mcp:tools"), state, source)) == text
-
-
-def test_what_a_person_reads_about_a_withheld_server_skill() -> None:
-    """`/skills` and the `/NAME` note never send a person to trust a server from the command
-    line, only to forget a refusal."""
-    items = frozenset({("skill://fmt/SKILL.md", "sha256:2"), ("skill://fmt/notes.md", "sha256:3")})
-    source = ServerSource(
-        label="tools", endpoint="tools=run tools", items=items, uri="skill://fmt/SKILL.md"
-    )
-    skill = candidate("fmt", "mcp:tools")
-    pending = Withheld(skill, "pending", source, "changed")
-    note = command_note("fmt", pending)
-    assert "acp-skills trust" not in note
-    assert note.endswith(
-        "this session will not ask again. To admit it, start a new session and answer its question."
-    )
-    refused = Withheld(skill, "refused", source)
-    assert "`acp-skills trust --forget 'mcp:tools=run tools'`" in command_note("fmt", refused)
-    view = TrustView(
-        snapshot=SkillSnapshot(skills=(), complete=True), states={}, withheld={"fmt": refused}
-    )
-    assert "To undo a refusal, run `acp-skills trust --forget 'mcp:tools=run tools'`." in (
-        report_lines(view)
-    )
 
 
 # -- what an answer admits, through the agent (the rig's client answers as told) --------------

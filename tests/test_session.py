@@ -21,7 +21,6 @@ from acp_skills import (
     SkillDefinition,
     SkillRegistry,
 )
-from acp_skills import session as session_module
 from acp_skills.model import PrefixContext, PrefixNext
 from acp_skills.record import (
     HistoryEntry,
@@ -518,7 +517,7 @@ async def test_an_instance_replacing_one_behind_its_record_takes_over_what_waits
     old = PrefixedSession(SessionPrefix(), context, record, entries=())
     await old.append_history(said("one"))  # refused: waits in memory
     record.error = OSError(28, "No space left on device")  # and still refused at the takeover
-    new = await session_module.open_instance(SessionPrefix(), context, record, predecessor=old)
+    new = await PrefixedSession.open(SessionPrefix(), context, record, replacing=old)
     assert new.history == (said("one"),)
     assert (new.unsaved, isinstance(new.save_error, OSError)) == (1, True)
     await new.append_history(said("two"))
@@ -539,7 +538,7 @@ async def test_a_replacing_instance_first_writes_what_waits(
     with record_replaced_by_a_directory(store.path_for("s1")):
         await old.append_history(said("two"))
     record = await store.open("s1")
-    new = await session_module.open_instance(SessionPrefix(), context, record, predecessor=old)
+    new = await PrefixedSession.open(SessionPrefix(), context, record, replacing=old)
     assert new.history == (said("one"), said("two"))
     assert (new.unsaved, new.save_error) == (0, None)
     entries = await record.entries()
@@ -555,7 +554,7 @@ async def test_flush_writes_what_waits_once_writing_works(
     await session.append_history(said("one"))
     with record_replaced_by_a_directory(store.path_for("s1")):
         await session.append_history(said("two"))
-        assert isinstance(await session_module.flush_unsaved(session), OSError)
-    assert await session_module.flush_unsaved(session) is None
+        assert isinstance(await session.flush(), OSError)
+    assert await session.flush() is None
     entries = await (await store.open("s1")).entries()
     assert [getattr(entry, "message", entry) for entry in entries] == [said("one"), said("two")]

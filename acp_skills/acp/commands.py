@@ -13,14 +13,20 @@ from acp.schema import AvailableCommand
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
-from ..catalog import CatalogFit, catalog_changes, describe_catalog_changes, describe_catalog_fit
+from ..catalog import CatalogFit, catalog_changes
 from ..diagnostics import Diagnostic
 from ..model import SkillSnapshot, SkillSummary
 from ..quiet_log import get_logger
-from ..registry import SkillRegistry
-from ..report import Markdown, by_severity, diagnostic_line, tally
+from ..report import (
+    Markdown,
+    by_severity,
+    describe_catalog_changes,
+    describe_catalog_fit,
+    diagnostic_line,
+    tally,
+)
 from ..text import shorten_description, terminal_safe
-from .consent import bound
+from .consent import TrustGate
 from .sessions import LiveSession, SessionTable
 from .wire import ClientLink, available_commands, commands_update, field
 
@@ -49,8 +55,8 @@ class CommandsAnnouncer:
     editors drop updates that arrive right after the opening response. Nothing is sent before
     that response has gone out (an editor drops updates for a session it does not know)."""
 
-    def __init__(self, registry: SkillRegistry, sessions: SessionTable, link: ClientLink) -> None:
-        self._registry, self._sessions, self._link = registry, sessions, link
+    def __init__(self, gate: TrustGate, sessions: SessionTable, link: ClientLink) -> None:
+        self._gate, self._sessions, self._link = gate, sessions, link
         # Ids of session openers not answered yet -> the session a load or resume names.
         self._awaiting: dict[str | int, str | None] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -71,12 +77,11 @@ class CommandsAnnouncer:
         *,
         resend: bool = False,
     ) -> None:
-        """Send the session's commands (looked up unless ``snapshot`` is given) if they differ
-        from what it was last sent, or if ``resend``."""
+        """Send the session's commands (of what it offers now, unless ``snapshot`` is given) if
+        they differ from what it was last sent, or if ``resend``."""
         if snapshot is None:
             options = live.session.context.lookup_options
-            with bound(live.trust):  # the registry is the session's trusted view
-                snapshot = await self._registry.snapshot(options)
+            snapshot = (await self._gate.view(options, live.trust)).offered
         state = live.commands
         # A running turn means the editor has the session; its opening response's observer
         # announces it otherwise.
@@ -194,13 +199,14 @@ def skills_report(
     snapshot: SkillSnapshot,
     diagnostics: Sequence[Diagnostic] | None,
     fit: CatalogFit | None = None,
-    trust_lines: Sequence[str] = (),
+    withheld: Sequence[tuple[str, list[str], str]] = (),
 ) -> str:
     lines = [f"**Skills for `{_clean(cwd)}`** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
     lines += [*(_skill_line(skill) for skill in snapshot.skills), ""]
-    lines += trust_lines
+    for title, items, how in withheld:  # `acp_skills.trust_text.withheld_parts`
+        lines += [f"**{title}** ({len(items)})", "", *items, "", how, ""]
     if fit is not None:
         lines += [*(_clean(line) for line in describe_catalog_fit(fit).splitlines()), ""]
         # The list above is a lookup made now; the model's catalog was frozen earlier.

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 import anyio
 from acp import RequestError
 
-from .. import session as session_module
 from ..catalog import CatalogFit
 from ..model import PrefixContext
 from ..prefix import SessionPrefix
@@ -47,8 +46,14 @@ class LiveSession:
     turn_ended: anyio.Event = field(default_factory=anyio.Event)  # set as that turn ends
     commands: CommandsState = field(default_factory=CommandsState)
     trust: SessionTrust = field(default_factory=SessionTrust)  # this instance's answers
+    catalog: CatalogFit | None = None  # what the budget did to the catalog being composed
     described: bool = False  # the store has this instance's summary (`session/list`)
     describe_failed: bool = False  # writing it failed (said once)
+
+    @property
+    def catalog_fit(self) -> CatalogFit | None:
+        """What the catalog budget did to the frozen catalog (``None`` until composed)."""
+        return self.catalog if self.session.composed else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +113,8 @@ class SessionTable:
             # A live instance being replaced (`session/load`) hands over what it has not saved.
             previous = self._live.get(session_id)
             predecessor = previous.session if previous is not None else None
-            session = await session_module.open_instance(
-                self._prefix, context, record, predecessor=predecessor
+            session = await PrefixedSession.open(
+                self._prefix, context, record, replacing=predecessor
             )
         except OSError as error:
             problem = describe_os_error(error)
@@ -131,10 +136,9 @@ class SessionTable:
         if not isinstance(session_id, str) or (released := self._released.get(session_id)) is None:
             unknown = {"sessionId": session_id, "reason": "unknown session"}
             raise RequestError.invalid_params(unknown)
-        requested, fit = released.requested, released.catalog_fit
         record = await self._store.open(session_id)
-        session = await session_module.open_instance(
-            self._prefix, released.context, record, requested=requested, catalog_fit=fit
+        session = await PrefixedSession.open(
+            self._prefix, released.context, record, resume=released.requested
         )
         if self._released.get(session_id) is not released:
             # Opened or reopened by someone else while we read the record: theirs stands.
@@ -144,6 +148,7 @@ class SessionTable:
             session=session,
             commands=released.commands,
             trust=released.trust,
+            catalog=released.catalog_fit,
             described=released.described,
         )
         self._live[session_id] = live
@@ -198,10 +203,6 @@ class SessionTable:
         await _flush(session_id, live)
         return True
 
-    def note_catalog_fit(self, context: PrefixContext, fit: CatalogFit) -> None:
-        if (live := self.peek(context.session_id)) is not None and live.session.context is context:
-            session_module.note_catalog_fit(live.session, fit)
-
     async def _release_idle(self) -> None:
         excess = len(self._live) - self._max_live
         # The most recent one is the session being opened: never released on its way in.
@@ -215,9 +216,13 @@ class SessionTable:
             if live.turn is not None or session.save_error is not None or session.unsaved:
                 continue
             del self._live[session_id]
-            fit = session.catalog_fit
             kept = _Released(
-                session.context, session.requested, fit, live.commands, live.trust, live.described
+                session.context,
+                session.requested,
+                live.catalog_fit,
+                live.commands,
+                live.trust,
+                live.described,
             )
             self._released[session_id] = kept
             excess -= 1
@@ -234,10 +239,7 @@ async def flush_all(table: SessionTable) -> None:
 
 
 async def _flush(session_id: str, live: LiveSession) -> None:
-    if (
-        live.session.unsaved
-        and (error := await session_module.flush_unsaved(live.session)) is not None
-    ):
+    if live.session.unsaved and (error := await live.session.flush()) is not None:
         _log.warning(
             "session_record_entries_lost",
             session_id=session_id,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypedDict, Unpack, cast
 
@@ -25,7 +25,7 @@ from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from ..trust import TrustMode, TrustStore, trust_mode
 from .commands import CommandsAnnouncer
-from .consent import TrustedRegistry
+from .consent import TrustGate
 from .listing import listed_sessions, session_capabilities
 from .replay import replay
 from .servers import ServerCloser, SessionServers, servers_json, shadowed_json
@@ -85,30 +85,35 @@ class AcpSkills:
             self._own_provider = LocalSkillProvider()
             registry.register_provider(self._own_provider)
         self.registry = registry
-        # What sessions see: the registry filtered by trust (docs/trust.md). The view has the
-        # registry's methods, so the tool, the catalog and the commands take it in its place.
-        self.trusted = trusted = TrustedRegistry(registry, mode, trust_store or TrustStore())
-        seen = cast(SkillRegistry, trusted)
-        self.tool = SkillTool(seen, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
+        # What sessions see is the registry filtered by trust: each turn computes its session's
+        # view once (`TrustGate.view`) and hands it to the catalog, the tool and the commands.
+        gate = TrustGate(registry, mode, trust_store or TrustStore())
+        self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
         self.prefix = SessionPrefix()
         servers = SessionServers(mcp)  # `mcp`: the `McpSkillProvider` the session servers use
         self._sessions = SessionTable(self.prefix, self.store, max_live=max_live, servers=servers)
-        self.prefix.add(
-            SkillCatalogContributor(
-                seen,
-                max_length=catalog_max_length,
-                tool_name=self.tool.name,
-                budget=catalog_budget,
-                pinned_skills=pinned,
-                hidden_skills=hidden,
-                on_fit=self._sessions.note_catalog_fit,
-            )
+        # No registry: it lists only what a turn hands down (`PrefixContext.skills`).
+        catalog = SkillCatalogContributor(
+            None,
+            max_length=catalog_max_length,
+            tool_name=self.tool.name,
+            budget=catalog_budget,
+            pinned_skills=pinned,
+            hidden_skills=hidden,
         )
+        self.prefix.add(catalog)
         self._link = link = ClientLink()
-        self._announcer = announcer = CommandsAnnouncer(seen, self._sessions, link)
+        self._announcer = announcer = CommandsAnnouncer(gate, self._sessions, link)
         self._kit = TurnKit(
-            self._sessions, self.tool, link, announcer, max_requests, expand_arguments, trusted
+            self._sessions,
+            self.tool,
+            link,
+            announcer,
+            max_requests,
+            expand_arguments,
+            gate,
+            catalog,
         )
         self._unsubscribe = registry.on_change(self._announcer.on_registry_change)
         self._group: anyio.abc.TaskGroup | None = None
@@ -165,9 +170,10 @@ class AcpSkills:
         """Reach the editor through ``client`` (the SDK's `AgentSideConnection`)."""
         self._link.client = client
 
-    def observe(self, event: StreamEvent) -> Awaitable[None] | None:
+    @property
+    def observe(self) -> Callable[[StreamEvent], Awaitable[None] | None]:
         """The SDK stream observer sending a session's commands after its opening response."""
-        return self._announcer.observe(event)
+        return self._announcer.observe
 
     def initialize(self, client_capabilities: object) -> dict[str, Any]:
         """Note what the client can do; return the ``agentCapabilities._meta`` entries to add."""
@@ -198,7 +204,7 @@ class AcpSkills:
 
     async def catalog_fit(self, session_id: str) -> CatalogFit | None:
         """What the catalog budget did to the session's catalog (-32602 for an unknown id)."""
-        return (await self.session(session_id)).catalog_fit
+        return (await self._sessions.get(session_id)).catalog_fit
 
     async def open_session(
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
@@ -295,16 +301,16 @@ class AcpSkills:
         raise RequestError.method_not_found(f"_{name}")
 
     async def _list_skills(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        trust = None
+        answers = None
         if "sessionId" in params:
             live = await self._sessions.get(params["sessionId"])
-            options, trust = live.session.context.lookup_options, live.trust
+            options, answers = live.session.context.lookup_options, live.trust
         elif "cwd" in params:
             options = SkillLookupOptions(cwd=check_cwd(params["cwd"]))
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
-        snapshot = await self.registry.snapshot(options)
-        states = (await self.trusted.view(options, trust)).states
+        view = await self._kit.gate.view(options, answers)
+        snapshot = view.found
         problems = await self.registry.diagnose(options)
         clean = remove_unsafe_characters  # the editor shows these
         return {
@@ -316,7 +322,7 @@ class AcpSkills:
                     "provider": clean(skill.provider),
                     "userInvocable": skill.user_invocable,
                     "disableModelInvocation": skill.disable_model_invocation,
-                    "trust": states.get(skill.name, "trusted"),
+                    "trust": view.state(skill),
                 }
                 for skill in snapshot.skills
             ],
@@ -326,8 +332,9 @@ class AcpSkills:
         }
 
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        session = await self.session(params.get("sessionId"))  # type: ignore[arg-type]
-        header, fit = session.last_header, session.catalog_fit
+        live = await self._sessions.get(params.get("sessionId"))
+        session, fit = live.session, live.catalog_fit
+        header = session.last_header
         budget: dict[str, Any] | None = None
         if fit is not None:
             budget = {"limit": fit.limit, "used": fit.used, "shortened": fit.shortened}

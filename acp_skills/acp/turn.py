@@ -6,18 +6,20 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import anyio
 from acp import RequestError
 from acp.schema import PromptResponse
 
-from .. import session as session_module
+from ..catalog import SkillCatalogContributor
 from ..diagnostics import Diagnostic
-from ..model import PrefixMessage, SkillSnapshot
+from ..model import PrefixMessage
 from ..quiet_log import get_logger
 from ..tool import SkillTool, ToolResult
+from ..trust import SessionView
+from ..trust_text import command_note, trust_error, waiting_note, withheld_parts
 from . import commands, consent, servers, wire
 from .sessions import LiveSession, SessionTable, describe_os_error
 
@@ -55,7 +57,8 @@ class TurnKit:
     announcer: commands.CommandsAnnouncer
     max_requests: int
     expand_arguments: bool
-    trusted: consent.TrustedRegistry
+    gate: consent.TrustGate
+    catalog: SkillCatalogContributor
 
     def tool_spec(self, *, searchable: bool) -> dict[str, Any]:
         function = {
@@ -82,16 +85,17 @@ class PromptTurn:
     ) -> None:
         if opener is not _OPENER:
             raise TypeError("a PromptTurn comes from AcpSkills.turn(...)")
-        self._kit, self._live, self._session = kit, live, live.session
-        context = live.session.context
+        self._kit, self._live, self._session, self._link = kit, live, live.session, kit.link
+        self._context = context = live.session.context
         self._session_id, self._cwd = context.session_id, context.cwd
         self._options = context.lookup_options
         self._system, self._config, self._run_tool = system, config, run_tool
         self.tools = [kit.tool_spec(searchable=False), *(dict(t) for t in tools)]
+        self._searchable = False  # the catalog left skills out: the tool takes `query` too
         self.invoked: tuple[InvokedSkill, ...] = ()
         self._stop_reason: StopReason | None = None
         self._requests, self._replied, self._streamed = 0, True, False
-        self._view = consent.TrustView(SkillSnapshot(skills=(), complete=True), {}, {})
+        self._view: SessionView | None = None  # taken once, as the turn begins
 
     @property
     def prefix(self) -> tuple[PrefixMessage, ...]:
@@ -109,7 +113,7 @@ class PromptTurn:
         from where, and how to admit them (``None`` when none wait). It holds no text of a
         withheld skill. By the time a turn runs the session's one question has been put (it
         asks no more), and the note says so."""
-        return consent.waiting_note(self._view)
+        return waiting_note(self._view.pending) if self._view is not None else None
 
     @property
     def finished(self) -> bool:
@@ -137,6 +141,7 @@ class PromptTurn:
 
     async def request_messages(self) -> list[dict[str, Any]]:
         """Record this request's header; return its messages (prefix, then history)."""
+        await self._compose(asking=False)  # composed as the turn began, unless cancelled then
         await self._session.record_request(
             config=self._config, system=self._system, tools=self.tools
         )
@@ -150,7 +155,7 @@ class PromptTurn:
         """Stream a piece of the model's reply to the editor (`add_reply` then shows no text)."""
         if text:
             self._streamed = True
-            await self._send(wire.agent_text(text))
+            await self._link.send(self._session_id, wire.agent_text(text))
 
     async def add_reply(
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
@@ -161,7 +166,7 @@ class PromptTurn:
         self._replied = True
         text = message.get("content")
         if isinstance(text, str) and text and not self._streamed:
-            await self._send(wire.agent_text(text))
+            await self._link.send(self._session_id, wire.agent_text(text))
         # Arguments over a bound are recorded as a note, so no later load can fail on them.
         bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
         # The tool calls are run from the recorded reply: the record made its text well-formed.
@@ -205,16 +210,21 @@ class PromptTurn:
             arguments, result = {"omitted": problem}, ToolResult(text=text, is_error=True)
         decoded = wire.decode_tool_arguments(arguments)
         try:
-            await self._send(wire.tool_call_started(call_id, name, decoded, self._kit.tool.name))
+            await self._link.send(
+                self._session_id,
+                wire.tool_call_started(call_id, name, decoded, self._kit.tool.name),
+            )
             if problem is None:
                 try:
                     result = await self._run(name, decoded)
                 except Exception as error:
                     result = _raised(name, error)
-            await self._send(wire.tool_call_finished(call_id, result))
+            await self._link.send(self._session_id, wire.tool_call_finished(call_id, result))
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
-                await self._send(wire.tool_call_finished(call_id, _CANCELLED))
+                await self._link.send(
+                    self._session_id, wire.tool_call_finished(call_id, _CANCELLED)
+                )
             raise
         await self._record_result(call_id, result)
         return result
@@ -222,15 +232,20 @@ class PromptTurn:
     async def _run(self, name: str, arguments: object) -> ToolResult:
         kit = self._kit
         if name == kit.tool.name:
-            if (refusal := await self._trust_refusal(arguments)) is not None:
-                return refusal
+            view = await self._taken_view()
+            # A withheld skill has its own error by exact name, never "unknown".
+            wanted = arguments.get("name") if isinstance(arguments, Mapping) else None
+            withheld = view.withheld.get(wanted) if isinstance(wanted, str) else None
+            if withheld is not None and all(s.name != wanted for s in view.offered.skills):
+                return ToolResult(text=trust_error(withheld.skill.name, withheld), is_error=True)
             return await kit.tool.call(
                 arguments,
                 cwd=self._cwd,
-                servers=self._session.context.servers,
+                servers=self._options.servers,
                 read_text=kit.link.reader(self._session_id),
-                searchable=self._omits(),
-                additional_directories=self._session.context.additional_directories,
+                searchable=self._searchable,
+                additional_directories=self._options.additional_directories,
+                view=view,
             )
         if self._run_tool is None:
             return ToolResult(text=f'Error: there is no tool called "{name[:100]}"', is_error=True)
@@ -245,104 +260,97 @@ class PromptTurn:
         message = {"role": "tool", "tool_call_id": call_id, "content": result.text}
         await self._session.append_history(message | {ERROR_KEY: result.is_error})
 
-    async def _send(self, update: Any) -> None:
-        await self._kit.link.send(self._session_id, update)
+    async def _taken_view(self, *, asking: bool = True) -> SessionView:
+        # The session's view, taken once a turn and handed to the catalog, the tool and the
+        # commands; the first turn of an instance puts its trust question first.
+        if self._view is not None:
+            return self._view
+        kit, answers = self._kit, self._live.trust
+        view = await kit.gate.view(self._options, answers)
+        if asking and not answers.asked and kit.gate.mode != "all":
+            answers.asked = True  # once per instance, before its prefix is composed
+            asking = kit.gate.mode == "ask" and bool(view.pending) and not self._session.composed
+            if asking and await consent.ask(
+                kit.link, self._session_id, answers, view.pending, kit.gate.store
+            ):
+                view = await kit.gate.view(self._options, answers)  # what the answer admitted
+        self._view = view
+        return view
 
-    def _omits(self) -> bool:
-        fit = self._session.catalog_fit
-        return fit is not None and bool(fit.omitted)
-
-    async def _trust_refusal(self, arguments: object) -> ToolResult | None:
-        # A withheld skill has its own error by exact name, never "unknown".
-        name = arguments.get("name") if isinstance(arguments, Mapping) else None
-        if not isinstance(name, str) or self._kit.trusted.mode == "all":
-            return None
-        view = await self._kit.trusted.view(self._options)
-        withheld = view.withheld.get(name)
-        if withheld is None or name in {skill.name for skill in view.snapshot.skills}:
-            return None
-        return ToolResult(text=consent.trust_error(name, withheld), is_error=True)
-
-    async def _ask_for_trust(self) -> None:
-        # Once per session instance, at its first turn, before its prefix is composed.
-        live, kit = self._live, self._kit
-        if live.trust.asked or kit.trusted.mode == "all":
+    async def _compose(self, *, asking: bool = True) -> None:
+        # Once per instance: the catalog of what the session offers, and its fit, a value kept
+        # with the frozen prefix.
+        if self._session.composed:
             return
-        live.trust.asked = True
-        view = await kit.trusted.view(self._options)
-        consent.warn_once(self._session_id, live.trust, view)
-        if kit.trusted.mode != "ask" or self._session.composed or not view.pending():
-            return
-        await consent.ask(kit.link, self._session_id, live.trust, view, kit.trusted.store)
+        view = await self._taken_view(asking=asking)
+        context = replace(self._context, skills=view.offered)
+        self._live.catalog = await self._kit.catalog.fit(context)
+        await self._session.prefix(view.offered)
 
     async def _begin(self, prompt: Sequence[object]) -> None:
-        await self._ask_for_trust()
-
-        async def take_view() -> None:
-            self._view = await self._kit.trusted.view(self._options)
-
-        # Side by side they share one discovery: a slow provider is waited for once.
-        async with anyio.create_task_group() as group:
-            group.start_soon(take_view)
-            await self._session.prefix()
-        snapshot = self._view.snapshot
+        await self._compose()
+        view = await self._taken_view()
         # After the trust question: an answer that admits skills may have changed the commands.
-        await self._kit.announcer.begin_turn(self._session_id, self._live, snapshot)
+        await self._kit.announcer.begin_turn(self._session_id, self._live, view.offered)
         typed = wire.prompt_text(prompt)
-        if (answer := await self._answer_without_model(typed, snapshot)) is not None:
+        if (answer := await self._answer_without_model(typed, view)) is not None:
             # Nothing reaches the model or the record: the prefix waits for a turn that does.
-            session_module.discard_unused_prefix(self._session)
-            await self._send(wire.agent_text(answer))
+            self._session.discard_unused_prefix()
+            await self._link.send(self._session_id, wire.agent_text(answer))
             self.stop("end_turn")
             return
-        self.invoked = await self._record_prompt(typed, prompt, snapshot)
-        self.tools[0] = self._kit.tool_spec(searchable=self._omits())
+        self.invoked = await self._record_prompt(typed, prompt, view)
+        fit = self._live.catalog_fit
+        self._searchable = fit is not None and bool(fit.omitted)
+        self.tools[0] = self._kit.tool_spec(searchable=self._searchable)
 
-    async def _answer_without_model(self, typed: str, snapshot: SkillSnapshot) -> str | None:
-        cwd, word = self._cwd, commands.leading_slash_word(typed)
-        if word is None or any(s.name == word for s in commands.invocable(snapshot.skills)):
+    async def _answer_without_model(self, typed: str, view: SessionView) -> str | None:
+        cwd, word, offered = self._cwd, commands.leading_slash_word(typed), view.offered
+        if word is None or any(s.name == word for s in commands.invocable(offered.skills)):
             return None  # for the model (a skill invocation is expanded for it)
         # `/skills` is the library's, whatever skill is named so (`commands.invocable`).
-        if word != commands.SKILLS_COMMAND and (withheld := self._view.withheld.get(word)):
-            return consent.command_note(word, withheld)  # never expanded, never silent
+        if word != commands.SKILLS_COMMAND and (withheld := view.withheld.get(word)):
+            return command_note(word, withheld)  # never expanded, never silent
         if word == commands.SKILLS_COMMAND:
             problems: tuple[Diagnostic, ...] | None = None
             try:
-                problems = await self._kit.trusted.diagnose(self._options)
+                problems = await self._kit.gate.registry.diagnose(self._options)
             except Exception as error:
                 _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
-            fit, trust_lines = self._session.catalog_fit, consent.report_lines(self._view)
-            report = commands.skills_report(cwd, snapshot, problems, fit, trust_lines)
+            fit, parts = self._live.catalog_fit, withheld_parts(view.withheld.values())
+            report = commands.skills_report(cwd, offered, problems, fit, parts)
             options, mcp = self._options, self._kit.sessions.servers.provider
-            extra = servers.servers_report(mcp, options, snapshot)
+            extra = servers.servers_report(mcp, options, offered)
             return f"{report}\n\n{extra}" if extra else report
         # "/tmp is full" is about a path, not a command.
         if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
             return None
-        return commands.no_such_command(word, snapshot)
+        return commands.no_such_command(word, offered)
 
     async def _record_prompt(
-        self, typed: str, prompt: Sequence[object], snapshot: SkillSnapshot
+        self, typed: str, prompt: Sequence[object], view: SessionView
     ) -> tuple[InvokedSkill, ...]:
         content = "\n\n".join(part for part in (typed, *wire.prompt_context(prompt)) if part)
-        names = [skill.name for skill in commands.invocable(snapshot.skills)]
+        names = [skill.name for skill in commands.invocable(view.offered.skills)]
         invoked: list[InvokedSkill] = []
         # Where each skill's text sits in the content: `session/load` replays the calls from it.
         calls: list[dict[str, Any]] = []
         for name, arguments in wire.find_invocations_with_arguments(typed, names):
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
-            await self._send(wire.skill_tool_call_start(call_id, {"name": name}))
+            await self._link.send(
+                self._session_id, wire.skill_tool_call_start(call_id, {"name": name})
+            )
             expand = arguments if self._kit.expand_arguments else None
             result = await self._kit.tool.invoke_for_user(
                 name,
                 cwd=self._cwd,
-                servers=self._session.context.servers,
-                snapshot=snapshot,
+                servers=self._options.servers,
+                snapshot=view.offered,
                 arguments=expand,
-                additional_directories=self._session.context.additional_directories,
+                additional_directories=self._options.additional_directories,
             )
-            await self._send(wire.tool_call_finished(call_id, result))
+            await self._link.send(self._session_id, wire.tool_call_finished(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
             if content and result.text:
                 content += "\n\n"
@@ -350,12 +358,12 @@ class PromptTurn:
             entry = {"id": call_id, "name": name, "is_error": result.is_error, "start": start}
             calls.append(entry | {"end": len(content)})
         # A note for each withheld skill `/NAME` would have run, unless a skill of that name did.
-        withheld = commands.invocable(w.skill for w in self._view.withheld.values())
+        withheld = commands.invocable(w.skill for w in view.withheld.values())
         unrun = {skill.name for skill in withheld} - {skill.name for skill in invoked}
         for name in wire.find_invocations(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
-            note = consent.command_note(name, self._view.withheld[name])
-            await self._send(wire.agent_text(note + "\n\n"))
+            note = command_note(name, view.withheld[name])
+            await self._link.send(self._session_id, wire.agent_text(note + "\n\n"))
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
         if calls:
             message[INVOKED_KEY] = calls
@@ -403,13 +411,13 @@ async def open_turn(
     live.turn, live.turn_ended = scope, anyio.Event()
     began = False
     try:
-        with scope, consent.bound(live.trust):
+        with scope:
             await turn._begin(prompt)
             began = True
             yield turn
         if scope.cancelled_caught:
             _log.info("turn_cancelled", session_id=session_id)
-            session_module.discard_unused_prefix(session)
+            session.discard_unused_prefix()
             turn.stop("cancelled")
         if not began:
             # Cancelled while the turn began: the block still runs, with nothing to do.

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from ..diagnostics import Diagnostic, diagnostic
 from ..errors import Problem
-from ..trust import TrustFileError, TrustStore, default_trust_file
+from ..trust_store import TrustFileError, TrustStore, default_trust_file
 from .install import Installation, extra_install_hint, installation
 from .settings import default_state_dir, env, expand_path, unusable_state_dir
 

@@ -8,24 +8,36 @@ import os
 from collections.abc import Sequence
 
 from .. import LocalFileSystem
-from ..catalog import describe_catalog_fit
 from ..diagnostics import Diagnostic, root_misnamed, shadow_diagnostic, skipped
 from ..model import rank_text
-from ..report import diagnostic_json, diagnostic_line, server_json, server_line, tally
+from ..report import (
+    describe_catalog_fit,
+    diagnostic_json,
+    diagnostic_line,
+    server_json,
+    server_line,
+    tally,
+)
 from ..text import terminal_safe as clean
+from ..trust_text import withheld_parts
 from .checkup import checkup
 from .output import BOLD, DIM, PROBLEMS, Outcome, Style, status_of, table
-from .skills import agent_catalog, location, skill_json, skills_from, unknown_name_warnings
-from .trust import as_a_session_sees_it, trust_of, withheld_lines
+from .skills import (
+    agent_catalog,
+    as_a_session_sees_it,
+    location,
+    skill_json,
+    skills_from,
+    unknown_name_warnings,
+)
 
 
 async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = skills_from(args)
     discovery = await provider.discover(options)
-    snapshot = await registry.snapshot(options)
-    states = trust_of(args, [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)])
-    offered, withheld = as_a_session_sees_it(args, snapshot, states)
-    fit = agent_catalog(args, offered)
+    view = await as_a_session_sees_it(args, registry, options)
+    snapshot = view.found
+    fit = agent_catalog(args, view.offered)
     characters = len(fit.text or "")
     # A skipped MCP server and a listed skill left out are problems like a skipped file.
     mcp = getattr(args, "mcp", None)
@@ -58,7 +70,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         # Beyond the skipped and the shadowed: every record, as `_skills/list` has them.
         "problems": [diagnostic_json(d) for d in problems],
         # Every skill that stands, as `list --json` has them: those a session withholds too.
-        "skills": [skill_json(skill, None, states[skill]) for skill in snapshot.skills],
+        "skills": [skill_json(skill, None, view.state(skill)) for skill in snapshot.skills],
     }
     servers = mcp.states(options) if mcp is not None else ()
     if mcp is not None:  # only with --mcp-server: the shape is kept otherwise
@@ -89,9 +101,9 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         if found:
             lines += ["", style(f"{title} ({len(found)})", BOLD)]
             lines.extend(f"  {diagnostic_line(d, style)}" for d in found)
-    if withheld:
-        lines += ["", style(f"Waiting for trust or refused ({len(withheld)})", BOLD)]
-        lines.extend("  " + clean(line) for line in withheld_lines(withheld))
+    for title, items, how in withheld_parts(view.withheld.values()):
+        heading = style(f"{title} ({len(items)})", BOLD)
+        lines += ["", heading, *("  " + clean(line) for line in (*items, how))]
     lines += ["", style("Install", BOLD)]
     lines.extend("  " + clean(line) for line in install.lines())
     lines.append("")

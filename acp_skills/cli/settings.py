@@ -23,7 +23,8 @@ from typing import Any, Final, TypeVar
 
 from ..local import LocalSkillProvider
 from ..model import is_skill_name
-from ..trust import TRUST_MODES, default_trust_file, trust_mode
+from ..trust import TRUST_MODES, trust_mode
+from ..trust_store import default_trust_file
 from .install import extra_install_hint
 
 __all__ = [

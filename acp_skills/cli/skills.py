@@ -8,16 +8,16 @@ import os
 from typing import Any
 
 from .. import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegistry, SkillTool
-from ..catalog import CatalogFit, describe_catalog_fit, fit_catalog
+from ..catalog import CatalogFit, fit_catalog
 from ..diagnostics import Diagnostic, skipped
 from ..model import SKILL_FILE_NAME, SkillSnapshot, rank_text
-from ..report import plural
+from ..report import describe_catalog_fit, plural
 from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
-from ..trust import ServedLocator, TrustState
+from ..trust import ServedLocator, SessionView, TrustState, TrustStore, session_view
+from ..trust_text import how_to_admit, why_withheld, withheld_parts
 from . import settings
 from .output import BOLD, DIM, OK, PROBLEMS, Outcome, Style, mcp_warnings, table
-from .trust import as_a_session_sees_it, trust_of, withheld_lines
 
 PROG = "acp-skills"
 _Skills = tuple[LocalSkillProvider, SkillRegistry, SkillLookupOptions]
@@ -33,6 +33,14 @@ def skills_from(args: argparse.Namespace) -> _Skills:
     if (mcp := getattr(args, "mcp", None)) is not None:  # --mcp-server, made by `main`
         registry.register_provider(mcp)
     return provider, registry, SkillLookupOptions(cwd=args.cwd)
+
+
+async def as_a_session_sees_it(
+    args: argparse.Namespace, registry: SkillRegistry, options: SkillLookupOptions
+) -> SessionView:
+    """What a session at ``--cwd`` is offered under ``--trust`` and the stored decisions: the
+    view a turn of the agent computes (`acp_skills.trust.session_view`), without its answers."""
+    return await session_view(registry, options, args.trust, TrustStore())
 
 
 def agent_catalog(args: argparse.Namespace, snapshot: SkillSnapshot) -> CatalogFit:
@@ -121,8 +129,8 @@ def skill_json(
 
 async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = skills_from(args)
-    snapshot = await registry.snapshot(options)
-    states = trust_of(args, [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)])
+    view = await as_a_session_sees_it(args, registry, options)
+    snapshot = view.found
     # Each skill that stands, then (with --all) each it shadows, with what shadows it.
     lost_by_name: dict[str, list[tuple[SkillCandidate, SkillCandidate | None]]] = {}
     for lost in snapshot.shadowed if args.all else ():
@@ -130,7 +138,7 @@ async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
     entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
     for skill in snapshot.skills:
         entries += [(skill, None), *lost_by_name.get(skill.name, ())]
-    listed = [skill_json(skill, winner, states[skill]) for skill, winner in entries]
+    listed = [skill_json(skill, winner, view.state(skill)) for skill, winner in entries]
     warnings = await custom_dir_warnings(provider) + await skipped_warnings(provider, options)
     warnings += await mcp_warnings(getattr(args, "mcp", None), options)
     outcome = Outcome({"skills": listed}, warnings=warnings)
@@ -143,7 +151,7 @@ async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
         path = clean(skill.path or served_uri(skill) or f"({skill.provider})")
         if winner is not None:
             path += f"  (shadowed by {clean(winner.source)} {clean(winner.path or '')})"
-        if (state := states[skill]) in ("pending", "refused"):
+        if (state := view.state(skill)) in ("pending", "refused"):
             path += "  (waiting for trust)" if state == "pending" else "  (trust refused)"
         model = "no" if skill.disable_model_invocation else "yes"
         user = "yes" if skill.user_invocable else "no"
@@ -183,13 +191,14 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
     named = args.name if result.is_error else None
     warnings += await skipped_warnings(provider, options, named=named)
     warnings += await mcp_warnings(getattr(args, "mcp", None), options)
-    snapshot = await registry.snapshot(options)
-    _, withheld = as_a_session_sees_it(args, snapshot)
+    view = await as_a_session_sees_it(args, registry, options)
     # A skill named by its uri is told about by its name (a uri its server confirmed is among
     # the server's skills from then on).
-    name = next((s.name for s in snapshot.skills if served_uri(s) == args.name), args.name)
-    if (held := withheld.get(name)) is not None:
-        warnings += [f"warning: {clean(line)}" for line in withheld_lines({name: held})]
+    found = view.found.skills
+    name = next((s.name for s in found if served_uri(s) == args.name), args.name)
+    if (held := view.withheld.get(name)) is not None:
+        said = f"{why_withheld(name, held)}: a session does not offer it."
+        warnings.append(f"warning: {clean(said)} {clean(how_to_admit([held]))}")
     return Outcome(
         {"name": args.name, "text": text, "isError": result.is_error},
         [text],
@@ -200,8 +209,8 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
 
 async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
     provider, registry, options = skills_from(args)
-    snapshot, withheld = as_a_session_sees_it(args, await registry.snapshot(options))
-    fit = agent_catalog(args, snapshot)
+    view = await as_a_session_sees_it(args, registry, options)
+    fit = agent_catalog(args, view.offered)
     characters = len(fit.text or "")
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
     warnings = await custom_dir_warnings(provider) + unknown_name_warnings(fit)
@@ -216,5 +225,6 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
     else:
         outcome.text.append(fit.text)
         outcome.remarks.extend(clean(line) for line in describe_catalog_fit(fit).splitlines())
-    outcome.remarks.extend(clean(line) for line in withheld_lines(withheld))
+    for title, items, how in withheld_parts(view.withheld.values()):
+        outcome.remarks.extend(clean(line) for line in (f"{title} ({len(items)})", *items, how))
     return outcome

@@ -8,41 +8,19 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
-from ..model import SkillCandidate, SkillLookupOptions, SkillSnapshot
+from ..model import SkillLookupOptions
 from ..registry import SkillRegistry
 from ..report import plural
 from ..text import terminal_safe
-from ..trust import (
-    SERVER_KEY_PREFIX,
-    Decision,
-    ServerSource,
-    StoredTrust,
-    TrustFileError,
-    TrustSource,
-    TrustState,
-    TrustStates,
-    TrustStore,
-    project_of,
-    sources_at,
-    trust_mode,
-    trust_states,
-)
-from ..trust_question import (
-    Withheld,
-    admitting_command,
-    lasting_sources,
-    question_options,
-    question_text,
-    question_title,
-)
+from ..trust import ServerSource, TrustSource, project_of, sources_at, view
+from ..trust_store import SERVER_KEY_PREFIX, Decision, TrustFileError, TrustStore
+from ..trust_text import lasting_sources, question_options, question_text, question_title
 from .output import BOLD, OK, PROBLEMS, USAGE, Outcome, Style, mcp_warnings
 
 if TYPE_CHECKING:
     from ..mcp.config import McpServer
-
-Held: TypeAlias = tuple[TrustState, TrustSource | None]
 
 
 async def trust(args: argparse.Namespace, style: Style) -> Outcome:
@@ -127,15 +105,10 @@ async def _trust_servers(args: argparse.Namespace, mcp: Any) -> Outcome:
         none = "no skills are listed: nothing stored"
         return Outcome({"error": none}, [none], PROBLEMS, warnings=told)
     try:
-        states = trust_states(snapshot.skills, sources_at(None), store.read(), "ask")
+        # What a session's card asks about: each listed skill not trusted as it is listed now.
+        pending = list(view(snapshot, sources_at(()), store.read(), "ask").withheld.values())
     except TrustFileError as error:
         return _failed(str(error), PROBLEMS)
-    # What a session's card asks about: each listed skill not trusted as it is listed now.
-    pending = [
-        Withheld(skill, states[skill], source, states.change(skill))
-        for skill in snapshot.skills
-        if states[skill] != "trusted" and (source := states.source(skill)) is not None
-    ]
     if not pending:
         keys = [ServerSource(server.label, server.identity).key for server in servers]
         payload = {"servers": [{"server": key, "decision": "trusted"} for key in keys]}
@@ -202,64 +175,3 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
     if servers:
         listed["servers"] = servers
     return Outcome(listed, lines, OK, remarks=remark)
-
-
-def trust_of(args: argparse.Namespace, skills: Sequence[SkillCandidate]) -> TrustStates:
-    """Each skill's trust state as a session at ``--cwd`` would see it (``--trust``, else
-    ``$ACP_SKILLS_TRUST``); an unreadable trust file counts as no decisions."""
-    mode = trust_mode(args.trust if args.trust is not None else os.environ.get("ACP_SKILLS_TRUST"))
-    try:
-        stored = TrustStore().read()
-    except TrustFileError:
-        stored = StoredTrust()
-    return trust_states(skills, sources_at(args.cwd), stored, mode)
-
-
-def as_a_session_sees_it(
-    args: argparse.Namespace, snapshot: SkillSnapshot, states: TrustStates | None = None
-) -> tuple[SkillSnapshot, dict[str, Held]]:
-    """``snapshot`` as a session at ``--cwd`` would offer it (withheld winners left out, the
-    admitted skill they shadowed put back), and each withheld winner's state and source by name.
-    ``states``: `trust_of` every skill of ``snapshot``, shadowed ones too (else looked up here)."""
-    if states is None:
-        states = trust_of(args, [*snapshot.skills, *(lost.skill for lost in snapshot.shadowed)])
-    admitted = ("trusted", "session")
-    withheld: dict[str, Held] = {
-        s.name: (states[s], states.source(s)) for s in snapshot.skills if states[s] not in admitted
-    }
-    offered = {s.name: s for s in snapshot.skills if s.name not in withheld}
-    for lost in snapshot.shadowed:
-        if lost.skill.name in withheld and states[lost.skill] in admitted:
-            offered.setdefault(lost.skill.name, lost.skill)
-    skills = tuple(sorted(offered.values(), key=lambda skill: skill.name))
-    return SkillSnapshot(skills=skills, complete=snapshot.complete), withheld
-
-
-def withheld_lines(withheld: dict[str, Held]) -> list[str]:
-    """One line per withheld skill, and how to admit them (as a session's ``/name`` says it)."""
-    lines = []
-    for name, (state, source) in sorted(withheld.items()):
-        where = f' (MCP server "{source.label}")' if isinstance(source, ServerSource) else ""
-        lines.append(
-            f"{name}: {'waiting for trust' if state == 'pending' else 'trust refused'}{where}"
-        )
-    them = "it" if len(withheld) == 1 else "them"
-    sources: dict[str, tuple[TrustSource, set[TrustState]]] = {}
-    for state, source in withheld.values():
-        if source is not None:
-            sources.setdefault(source.key, (source, set()))[1].add(state)
-    # The project first; the commands are the ones a session's notes give (`admitting_command`).
-    for source, states in sorted(
-        sources.values(), key=lambda held: isinstance(held[0], ServerSource)
-    ):
-        if not isinstance(source, ServerSource):
-            command = admitting_command(source, "pending")
-            lines.append(f"a session does not offer {them}; `{command}` admits {them}")
-            continue
-        label = f'MCP server "{source.label}"'
-        if "pending" in states:
-            lines.append(f"{label}: answering its question in a new session admits {them}")
-        if "refused" in states:
-            command = admitting_command(source, "refused")
-            lines.append(f"{label}: refused; `{command}` undoes the refusal")
-    return lines

@@ -136,7 +136,7 @@ def agent_spec(tmp: Path) -> AgentSpec:
         DSH_HOME=str(home / ".dsh"),
         DSH_AGENTS_HOME=str(home / ".agents"),
         PYTHONUNBUFFERED="1",
-        # Trust is tested on its own (test_trust_question.py); here every project is trusted.
+        # Trust is tested on its own (test_trust_text.py); here every project is trusted.
         ACP_SKILLS_TRUST="all",
     )
     env[FAKE_KEY_VARIABLE] = FAKE_KEY

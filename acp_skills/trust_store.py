@@ -1,0 +1,237 @@
+"""The trust file: every stored decision, one per source key (contract §13, §13a).
+
+It lives outside any project (`default_trust_file`), so nothing a repository ships can grant
+itself trust. Reads are bounded and never block on a FIFO; writes are atomic, keep a symbolic
+link at the path, and hold a lock, so sessions, agents and the command line deciding at once
+lose nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+
+from .errors import ReadError
+from .fs import read_local_file
+from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
+
+if TYPE_CHECKING:
+    from .trust import TrustSource
+
+Decision: TypeAlias = Literal["trusted", "refused"]
+Pair: TypeAlias = tuple[str, str]  # (resource uri, "sha256:..." digest, or "dynamic" for a
+# dynamic skill's own SKILL.md) as a server listed it
+# Server decisions are stored under this prefix; a project key is an absolute path.
+SERVER_KEY_PREFIX: Final = "mcp:"
+# Far above any person's decisions (a thousand projects take about 100 KiB), far below memory.
+MAX_TRUST_FILE_BYTES: Final = 16 * 1024 * 1024
+
+
+def default_trust_file() -> str:
+    """``$ACP_SKILLS_TRUST_FILE``, else ``$XDG_CONFIG_HOME/acp-skills/trust.json`` (default
+    ``~/.config``; a relative ``XDG_CONFIG_HOME`` counts as unset, as the XDG specification
+    says).
+
+    Raises:
+        ValueError: ``ACP_SKILLS_TRUST_FILE`` is a relative path (it would be read from
+            whatever directory the agent was started in, usually a project).
+    """
+    if override := os.environ.get("ACP_SKILLS_TRUST_FILE", "").strip():
+        if not os.path.isabs(path := os.path.expanduser(override)):
+            raise ValueError(
+                f"ACP_SKILLS_TRUST_FILE must be an absolute path (or start with ~), not "
+                f"{override!r}: a relative one would be read from the directory the agent "
+                "was started in, usually a project"
+            )
+        return os.path.normpath(path)
+    config = os.path.expanduser(os.environ.get("XDG_CONFIG_HOME", "").strip())
+    if not os.path.isabs(config):
+        config = os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(os.path.normpath(config), "acp-skills", "trust.json")
+
+
+class TrustFileError(Exception):
+    """The trust file exists but cannot be read as decisions (it is left untouched)."""
+
+
+@dataclass(slots=True)
+class StoredTrust:
+    """The trust file's contents: a decision per source key, and the (uri, digest) pairs each
+    trusted server was trusted with."""
+
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    served: dict[str, frozenset[Pair]] = field(default_factory=dict)
+
+
+class TrustStore:
+    """Stored decisions, one per source key, in a JSON file written atomically."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = os.fspath(path) if path is not None else default_trust_file()
+        self._lock = threading.Lock()
+
+    def read(self) -> StoredTrust:
+        """Everything stored; a missing file (or a link to a missing file) means nothing.
+
+        The read is bounded: opened without blocking, a regular file only, at most
+        `MAX_TRUST_FILE_BYTES`, nested at most `MAX_NESTING_DEPTH` levels.
+
+        Raises:
+            TrustFileError: the file exists but cannot be read as decisions.
+        """
+        content = read_local_file(self.path, MAX_TRUST_FILE_BYTES)
+        if isinstance(content, ReadError):
+            if content.failure in ("not_found", "broken_link"):
+                return StoredTrust()
+            raise TrustFileError(f"{self.path}: cannot read trust decisions: {content.reason}")
+        try:
+            data = json.loads(content.decode("utf-8"))
+            too_deep = nests_deeper_than(data, MAX_NESTING_DEPTH)
+        except RecursionError:  # the decoder's own limit, far below 100,000 brackets
+            too_deep = True
+        except ValueError as error:  # not UTF-8, not JSON, a number too long to convert
+            raise TrustFileError(f"{self.path}: cannot read trust decisions: {error}") from None
+        if too_deep:
+            raise TrustFileError(
+                f"{self.path}: cannot read trust decisions: nested more than "
+                f"{MAX_NESTING_DEPTH} levels deep"
+            )
+        projects = data.get("projects") if isinstance(data, dict) else None
+        servers = data.get("servers", []) if isinstance(data, dict) else None
+        if not isinstance(projects, list) or not isinstance(servers, list):
+            raise TrustFileError(f'{self.path}: expected {{"projects": [...], "servers": [...]}}')
+        stored = StoredTrust()
+        for entry in projects:
+            if isinstance(entry, dict) and isinstance(key := entry.get("path"), str):
+                _take(stored, _current_key(key), entry)
+        for entry in servers:
+            if isinstance(entry, dict) and isinstance(server := entry.get("server"), str):
+                key = SERVER_KEY_PREFIX + server
+                if _take(stored, key, entry) == "trusted":
+                    resources = entry.get("resources")
+                    stored.served[key] = frozenset(
+                        (item["uri"], item["digest"])
+                        for item in (resources if isinstance(resources, list) else ())
+                        if isinstance(item, dict)
+                        and isinstance(item.get("uri"), str)
+                        and isinstance(item.get("digest"), str)
+                    )
+        return stored
+
+    def decisions(self) -> dict[str, Decision]:
+        """Every stored decision by source key."""
+        return self.read().decisions
+
+    def decision(self, source: TrustSource) -> Decision | None:
+        """The stored decision for ``source``, if any."""
+        return self.decisions().get(source.key)
+
+    def decide(self, source: TrustSource, decision: Decision | None) -> bool:
+        """Store ``decision`` for ``source`` (``None`` forgets it); whether anything changed.
+        Trusting a server adds the pairs of ``source.items``, in place of any it had stored
+        for the same uris. Sessions, agents and the command line may decide at once: each
+        read-modify-write holds a lock, so no decision overwrites another."""
+        key = source.key
+        with self._lock, _locked_beside(self.path):
+            stored = self.read()
+            before = (stored.decisions.get(key), stored.served.get(key))
+            kept = stored.served.pop(key, frozenset())
+            if decision is None:
+                stored.decisions.pop(key, None)
+            else:
+                stored.decisions[key] = decision
+            if decision == "trusted" and key.startswith(SERVER_KEY_PREFIX):
+                items: frozenset[Pair] = getattr(source, "items", frozenset())
+                replaced = {uri for uri, _ in items}
+                kept = frozenset(pair for pair in kept if pair[0] not in replaced)
+                stored.served[key] = kept | items
+            if (stored.decisions.get(key), stored.served.get(key)) == before:
+                return False
+            self._write(stored)
+            return True
+
+    def _write(self, stored: StoredTrust) -> None:
+        # A symbolic link at the path (a dotfiles repository's) stays: its target is rewritten.
+        target = os.path.realpath(self.path)
+        directory = os.path.dirname(target)
+        os.makedirs(directory, exist_ok=True)
+        projects, servers = [], []
+        for key, value in sorted(stored.decisions.items()):
+            if not key.startswith(SERVER_KEY_PREFIX):
+                projects.append({"path": key, "decision": value})
+                continue
+            entry: dict[str, object] = {"server": key[len(SERVER_KEY_PREFIX) :], "decision": value}
+            if value == "trusted":
+                pairs = sorted(stored.served.get(key, ()))
+                entry["resources"] = [{"uri": uri, "digest": digest} for uri, digest in pairs]
+            servers.append(entry)
+        data: dict[str, object] = {"projects": projects}
+        if servers:
+            data["servers"] = servers
+        text = json.dumps(data, indent=2) + "\n"
+        # Write beside the file and rename over it: a reader sees the old file or the new one.
+        handle, temporary = tempfile.mkstemp(prefix=".trust-", suffix=".json", dir=directory)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                file.write(text)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, target)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+
+
+@contextlib.contextmanager
+def _locked_beside(path: str) -> Iterator[None]:
+    # An advisory lock on a file beside the decisions (the decisions file itself is replaced by
+    # each write, so a lock on it would not hold across writers).
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        with _held(fd):
+            yield
+    finally:
+        os.close(fd)
+
+
+try:
+    import fcntl
+except ImportError:  # Windows (not supported, docs/architecture.md): importing still works
+
+    @contextlib.contextmanager
+    def _held(fd: int) -> Iterator[None]:
+        # Writers at the very same moment may lose one decision; each write stays atomic
+        # (docs/trust.md).
+        yield
+
+else:
+
+    @contextlib.contextmanager
+    def _held(fd: int) -> Iterator[None]:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
+
+
+def _current_key(key: str) -> str:
+    # Server decisions were once stored among the projects as "mcp:LABEL:LABEL=WHERE"; read
+    # them under today's key, so that a refusal made then still holds.
+    label, separator, endpoint = key.removeprefix(SERVER_KEY_PREFIX).partition(":")
+    if key.startswith(SERVER_KEY_PREFIX) and separator and endpoint.startswith(label + "="):
+        return SERVER_KEY_PREFIX + endpoint
+    return key
+
+
+def _take(stored: StoredTrust, key: str, entry: Mapping[str, object]) -> Decision | None:
+    decision = entry.get("decision")
+    if decision == "trusted" or decision == "refused":
+        stored.decisions[key] = decision
+        return decision
+    return None
