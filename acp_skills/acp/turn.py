@@ -399,6 +399,7 @@ async def open_turn(
     tools: Sequence[Mapping[str, Any]],
     run_tool: AgentToolRunner | None,
 ) -> AsyncIterator[PromptTurn]:
+    kit.link.require_client()  # before the model is ever called
     live = await kit.sessions.get(session_id)
     session = live.session
     if live.turn is not None:
