@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import pytest
@@ -125,6 +125,48 @@ def sent(built: ToolCallUpdate) -> dict[str, Any]:
     return built.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+class Turn(NamedTuple):
+    """One prompt turn of a `ToolAgent`: the agent, what the editor received, the history."""
+
+    agent: ToolAgent
+    updates: list[dict[str, Any]]
+    history: tuple[dict[str, Any], ...]
+
+
+async def one_turn(
+    registry: SkillRegistry,
+    cwd: Path,
+    *calls: tuple[str, str, dict[str, Any]],
+    wrong_id: bool = False,
+) -> Turn:
+    """A prompt whose model calls the agent's tools once, then ends the turn (``end_turn``)."""
+    async with connected(registry, agent_type=ToolAgent) as peer:
+        agent = peer.agent
+        assert isinstance(agent, ToolAgent)
+        agent.wrong_id = wrong_id
+        session_id = await peer.new_session(cwd)
+        agent.replies = [calls_reply(*calls), {"role": "assistant", "content": "Done."}]
+        assert await peer.ask(session_id, "go") == "end_turn"
+        history = (await peer.skills.session(session_id)).history
+    updates = [*peer.wire.updates(session_id, "tool_call")]
+    updates += peer.wire.updates(session_id, "tool_call_update")
+    return Turn(agent, updates, tuple(dict(message) for message in history))
+
+
+def finished(turn: Turn, call_id: str) -> dict[str, Any]:
+    """The ``tool_call_update`` that ended the call ``call_id``."""
+    [last] = [
+        u
+        for u in turn.updates
+        if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == call_id
+    ]
+    return last
+
+
+def tool_results(turn: Turn) -> dict[str, object]:
+    return {m["tool_call_id"]: m["content"] for m in turn.history if m["role"] == "tool"}
+
+
 async def test_the_agent_s_own_read_and_edit_calls_reach_the_editor_as_it_built_them(
     registry: SkillRegistry, tmp_path: Path
 ) -> None:
@@ -132,65 +174,35 @@ async def test_the_agent_s_own_read_and_edit_calls_reach_the_editor_as_it_built_
     reaches the editor field for field (kind, title, locations, text and diff content)."""
     notes = tmp_path / "notes.txt"
     notes.write_text("hello world\n", encoding="utf-8")
-    async with connected(registry, agent_type=ToolAgent) as peer:
-        agent = peer.agent
-        assert isinstance(agent, ToolAgent)
-        session_id = await peer.new_session(tmp_path)
-        agent.replies = [
-            calls_reply(
-                ("call-read", "read_file", {"path": str(notes)}),
-                ("call-edit", "edit_file", {"path": str(notes)}),
-            ),
-            {"role": "assistant", "content": "Edited."},
-        ]
-        assert await peer.ask(session_id, "edit the notes") == "end_turn"
-        history = (await peer.skills.session(session_id)).history
-    assert agent.calls == [
-        ToolCall("call-read", "read_file", {"path": str(notes)}),
-        ToolCall("call-edit", "edit_file", {"path": str(notes)}),
-    ]
-    finished = peer.wire.updates(session_id, "tool_call_update")
+    read = ("call-read", "read_file", {"path": str(notes)})
+    edit = ("call-edit", "edit_file", {"path": str(notes)})
+    turn = await one_turn(registry, tmp_path, read, edit)
+    assert turn.agent.calls == [ToolCall(*read), ToolCall(*edit)]
     for call_id in ("call-read", "call-edit"):
-        [last] = [update for update in finished if update["toolCallId"] == call_id]
-        assert last == {"sessionUpdate": "tool_call_update", "status": "completed"} | sent(
-            agent.built[call_id]
-        )
-        updates = [*peer.wire.updates(session_id, "tool_call"), *finished]
-        card = as_the_editor_sees(updates, call_id)
-        for key in ("kind", "title", "locations", "content"):
-            assert card[key] == sent(agent.built[call_id])[key]
-    [edit_card] = [u for u in finished if u["toolCallId"] == "call-edit"]
-    assert edit_card["content"] == [
-        {
-            "type": "diff",
-            "path": str(notes),
-            "oldText": "hello world\n",
-            "newText": "hello editor\n",
+        built = sent(turn.agent.built[call_id])
+        ended = {"sessionUpdate": "tool_call_update", "status": "completed"}
+        assert finished(turn, call_id) == ended | built
+        card = as_the_editor_sees(turn.updates, call_id)
+        assert {key: card[key] for key in ("kind", "title", "locations", "content")} == {
+            key: built[key] for key in ("kind", "title", "locations", "content")
         }
-    ]
-    results = {m["tool_call_id"]: m["content"] for m in history if m["role"] == "tool"}
-    assert results["call-read"] == "hello world\n"
-    assert results["call-edit"] == (
-        f"--- a{notes}\n+++ b{notes}\n@@ -1 +1 @@\n-hello world\n+hello editor"
-    )
+    diff = {"type": "diff", "path": str(notes), "oldText": "hello world\n"}
+    assert finished(turn, "call-edit")["content"] == [diff | {"newText": "hello editor\n"}]
+    assert tool_results(turn) == {
+        "call-read": "hello world\n",
+        "call-edit": f"--- a{notes}\n+++ b{notes}\n@@ -1 +1 @@\n-hello world\n+hello editor",
+    }
 
 
 async def test_a_failed_rich_result_is_an_error_for_the_model_and_failed_in_the_editor(
     registry: SkillRegistry, tmp_path: Path
 ) -> None:
     """``status="failed"``: the call ends ``failed`` as built; the model reads ``Error: ...``."""
-    async with connected(registry, agent_type=ToolAgent) as peer:
-        agent = peer.agent
-        assert isinstance(agent, ToolAgent)
-        session_id = await peer.new_session(tmp_path)
-        agent.replies = [calls_reply(("call-run", "run", {}))]
-        assert await peer.ask(session_id, "build it") == "end_turn"
-        history = (await peer.skills.session(session_id)).history
-    [last] = peer.wire.updates(session_id, "tool_call_update")
-    assert last == {"sessionUpdate": "tool_call_update"} | sent(agent.built["call-run"])
+    turn = await one_turn(registry, tmp_path, ("call-run", "run", {}))
+    last = finished(turn, "call-run")
+    assert last == {"sessionUpdate": "tool_call_update"} | sent(turn.agent.built["call-run"])
     assert last["status"] == "failed"
-    [result] = [m for m in history if m["role"] == "tool"]
-    assert result["content"] == "Error: (the output is in terminal term-1)"
+    assert tool_results(turn) == {"call-run": "Error: (the output is in terminal term-1)"}
 
 
 async def test_an_update_for_another_call_fails_the_call_and_keeps_the_history_well_formed(
@@ -200,21 +212,18 @@ async def test_an_update_for_another_call_fails_the_call_and_keeps_the_history_w
     its result is recorded, and the turn goes on."""
     notes = tmp_path / "notes.txt"
     notes.write_text("hello world\n", encoding="utf-8")
-    async with connected(registry, agent_type=ToolAgent) as peer:
-        agent = peer.agent
-        assert isinstance(agent, ToolAgent)
-        agent.wrong_id = True
-        session_id = await peer.new_session(tmp_path)
-        agent.replies = [calls_reply(("call-edit", "edit_file", {"path": str(notes)}))]
-        assert await peer.ask(session_id, "edit") == "end_turn"
-        history = (await peer.skills.session(session_id)).history
-    [last] = peer.wire.updates(session_id, "tool_call_update")
-    assert (last["toolCallId"], last["status"]) == ("call-edit", "failed")
-    assert [(m["role"], m.get("tool_call_id")) for m in history[1:]] == [
+    edit = ("call-edit", "edit_file", {"path": str(notes)})
+    turn = await one_turn(registry, tmp_path, edit, wrong_id=True)
+    assert finished(turn, "call-edit")["status"] == "failed"
+    assert [(m["role"], m.get("tool_call_id")) for m in turn.history] == [
+        ("user", None),
         ("assistant", None),
         ("tool", "call-edit"),
         ("assistant", None),
     ]
-    assert history[2]["content"] == (
-        "Error: the tool \"edit_file\" failed: run_tool returned the update of call 'another-call'"
-    )
+    assert tool_results(turn) == {
+        "call-edit": (
+            'Error: the tool "edit_file" failed: '
+            "run_tool returned the update of call 'another-call'"
+        )
+    }

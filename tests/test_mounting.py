@@ -5,22 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, cast
 
 import anyio
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, run_agent
-from acp.core import ClientSideConnection
 from acp.schema import TextContentBlock
 
 from acp_skills import LocalSkillProvider, SkillRegistry
 from acp_skills.acp import AcpSkills
 from tests.acp_peer import RecordingClient
-from tests.test_integration_doc import Client, Frames, integration_snippet, load_snippet
+from tests.test_integration_doc import integration_snippet, linked, load_snippet
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
@@ -49,36 +44,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-@asynccontextmanager
-async def over_run_agent(
-    serve: Any,
-) -> AsyncIterator[tuple[ClientSideConnection, Frames]]:
-    """``serve(writer, reader)`` on one end of a socketpair, a client on the other."""
-    agent_socket, client_socket = socket.socketpair()
-    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
-    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
-    frames = Frames()
-    conn = ClientSideConnection(
-        cast(Any, Client()), client_writer, client_reader, observers=[frames.observe]
-    )
-    try:
-        # Leaving the task group waits for `serve`, which returns at the end of its input.
-        with anyio.fail_after(20):
-            async with anyio.create_task_group() as group:
-                group.start_soon(serve, agent_writer, agent_reader)
-                try:
-                    yield conn, frames
-                finally:
-                    await conn.close()
-                    client_writer.close()
-                    with suppress(ConnectionError):
-                        await client_writer.wait_closed()
-    finally:
-        agent_writer.close()  # `run_agent` leaves the streams it was given to their owner
-        with suppress(ConnectionError):
-            await agent_writer.wait_closed()
-
-
 def library_lines(block: str) -> list[str]:
     return [
         line
@@ -101,7 +66,7 @@ async def test_the_doc_s_run_agent_block_serves_skills_as_written(
 ) -> None:
     """``main(writer, reader)`` of the doc: commands follow `session/new`, a skill loads."""
     module = load_snippet(RUN_AGENT)
-    async with over_run_agent(module.main) as (conn, frames):
+    async with linked(lambda reader, writer: module.main(writer, reader)) as (conn, frames):
         with anyio.fail_after(10):
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
@@ -130,12 +95,12 @@ async def test_forgetting_attach_answers_the_prompt_with_an_error_naming_it(
     names ``skills.attach(conn)``, and no reply reaches the editor."""
     module = load_snippet()
 
-    async def main(*streams: Any) -> None:
+    async def main(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         agent = module.SkilledAgent()  # no on_connect: never attached
         async with agent.skills:
-            await run_agent(agent, *streams)
+            await run_agent(agent, writer, reader)
 
-    async with over_run_agent(main) as (conn, frames):
+    async with linked(main) as (conn, frames):
         with anyio.fail_after(10):
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
