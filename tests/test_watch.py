@@ -385,12 +385,20 @@ async def test_a_root_that_is_a_symbolic_link_is_watched_at_its_target(tmp_path:
         setup.handle.dispose()
 
 
-async def test_a_linked_flat_skill_is_watched_at_its_target(tmp_path: Path) -> None:
-    """Editing the file a flat skill links to is seen."""
-    target = write_skill(tmp_path / "elsewhere" / "notes.md", "notes", "Notes.")
+@pytest.mark.parametrize(
+    ("linked", "target"),
+    [("notes.md", "elsewhere/notes.md"), ("notes", "checkout/notes/SKILL.md")],
+    ids=["flat-skill", "bundle"],
+)
+async def test_a_linked_skill_is_watched_at_its_target(
+    tmp_path: Path, linked: str, target: str
+) -> None:
+    """Editing the file a flat skill links to, or the ``SKILL.md`` of a bundle that is a link
+    into the root, is seen."""
+    written = write_skill(tmp_path / target, "notes", "Notes.")
     skills = tmp_path / "skills"
     skills.mkdir()
-    (skills / "notes.md").symlink_to(target)
+    (skills / linked).symlink_to(written if linked.endswith(".md") else written.parent)
     (tmp_path / "home").mkdir()
     setup = watched_registry(tmp_path, skills)
     try:
@@ -398,27 +406,8 @@ async def test_a_linked_flat_skill_is_watched_at_its_target(tmp_path: Path) -> N
         await setup.live()
         # Cached again after the catch-up, so the edit below is only seen through the watch.
         assert await setup.descriptions() == {"notes": "Notes."}
-        write_skill(target, "notes", "Better notes.")
+        write_skill(written, "notes", "Better notes.")
         await setup.until({"notes": "Better notes."})
-    finally:
-        setup.handle.dispose()
-
-
-async def test_a_linked_bundle_is_watched_at_its_target(tmp_path: Path) -> None:
-    """Editing the ``SKILL.md`` of a bundle that is a symbolic link into the root is seen."""
-    target = write_skill(tmp_path / "checkout" / "deploy" / "SKILL.md", "deploy", "Deploy.")
-    skills = tmp_path / "skills"
-    skills.mkdir()
-    (skills / "deploy").symlink_to(target.parent, target_is_directory=True)
-    (tmp_path / "home").mkdir()
-    setup = watched_registry(tmp_path, skills)
-    try:
-        await setup.until({"deploy": "Deploy."})
-        await setup.live()
-        # Cached again after the catch-up, so the edit below is only seen through the watch.
-        assert await setup.descriptions() == {"deploy": "Deploy."}
-        write_skill(target, "deploy", "Deploy from the checkout.")
-        await setup.until({"deploy": "Deploy from the checkout."})
     finally:
         setup.handle.dispose()
 
