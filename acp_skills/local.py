@@ -208,12 +208,10 @@ class LocalSkillProvider:
         roots = await self.roots(options)
         if self._watch is None:
             return await self.scan(roots)
+        discovery = await self.scan(roots)
         # Never waited for: one invalidation follows as soon as the watch is live.
         project = [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES]
-        scope = _watch_scope(options)
-        self._watch.cover(scope, project)
-        discovery = await self.scan(roots)
-        self._watch.start(scope, project)
+        self._watch.start(_watch_scope(options), project)
         return discovery
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:

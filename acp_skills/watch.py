@@ -1,9 +1,8 @@
-"""Live reload (docs/reload.md): a local provider's skill roots, each directory watched alone
-with ``watchfiles.watch`` in one thread a `RootWatch` owns."""
+"""Live reload (docs/reload.md): a local provider's skill roots, their directories watched
+non-recursively with ``watchfiles.watch`` in one thread a `RootWatch` owns."""
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
@@ -18,7 +17,6 @@ from watchfiles import Change, watch
 from .model import SKILL_FILE_NAME
 from .provider import ProviderHandle
 from .quiet_log import get_logger
-from .sweep import SWEEP_SECONDS, SafetySweep, root_entries
 
 _log = get_logger(__name__)
 
@@ -31,7 +29,7 @@ POLL_DELAY_MS: Final = 300
 MAX_WATCHED_PROJECTS: Final = 32
 _REMEMBERED_CWDS: Final = 1024  # for `vouches_for`, and the projects to watch after a change
 _RETRY_SECONDS: Final = (0.5, 10.0)  # a failed watch is retried after this, doubling up to that
-_MAX_REPLANS: Final = 5  # directories kept appearing while a watch was being opened
+_MAX_REPLANS: Final = 5  # directories kept vanishing while a watch was being opened
 
 Mode = Literal["off", "starting", "native", "polling", "failed"]
 _HEALTHY: Final = ("native", "polling")
@@ -59,111 +57,128 @@ class WatchedRoot(NamedTuple):
     skips_system: bool = False
 
 
-class _Role(NamedTuple):
-    # What a watched directory's entries mean: it is ``below`` a root (``()``: the root, holding
-    # ``bundles``; ``(bundle,)``), or only its entry ``only`` matters (a step towards a root).
-    below: tuple[str, ...] = ()
-    skips_system: bool = False
-    bundles: frozenset[str] = frozenset()
-    only: str | None = None
+class WatchPlan(NamedTuple):
+    """What one watch covers: the ``directories`` it watches (non-recursively), the ``roots``
+    that exist (resolved path -> skips ``.system``), the ``anchors`` (each root's path, its
+    parent resolved: its coming, going or re-pointing matters, and so does that of any directory
+    on the way to it), bundles that are links (resolved) and files a linked skill points at."""
 
-
-WatchPlan = dict[str, frozenset[_Role]]
+    directories: frozenset[str]
+    roots: dict[str, bool]
+    anchors: frozenset[str]
+    linked_bundles: frozenset[str]
+    targets: frozenset[str]
 
 
 def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
-    """The directories to watch, non-recursively, for ``roots`` as they are now."""
-    plan: dict[str, set[_Role]] = {}
+    """What to watch for ``roots`` as they are now."""
+    directories: set[str] = set()
+    existing: dict[str, bool] = {}
+    anchors: set[str] = set()
+    linked_bundles: set[str] = set()
+    targets: set[str] = set()
 
-    def add(path: str, role: _Role) -> None:
-        plan.setdefault(path, set()).add(role)
-
-    def add_entry(path: str, *, target: bool = False) -> None:
-        path = os.path.realpath(path) if target else path
-        if not target or _is_watchable(os.path.dirname(path)):
-            parent, name = os.path.split(path)
-            add(os.path.realpath(parent), _Role(only=name))
+    def watch_target(link: str) -> str:
+        target = os.path.realpath(link)
+        if _is_watchable(os.path.dirname(target)):
+            directories.add(os.path.dirname(target))
+        return target
 
     for root in roots:
+        anchor = os.path.join(
+            os.path.realpath(os.path.dirname(root.path)), os.path.basename(root.path)
+        )
+        anchors.add(anchor)
         if not os.path.isdir(root.path):
-            missing = root.path
-            while not os.path.isdir(os.path.dirname(missing)) and missing != "/":
-                missing = os.path.dirname(missing)
-            add_entry(missing)
+            nearest = os.path.dirname(anchor)  # a missing root: its nearest existing ancestor
+            while not os.path.isdir(nearest) and nearest != os.path.dirname(nearest):
+                nearest = os.path.dirname(nearest)
+            directories.add(nearest)
             continue
         if os.path.islink(root.path):
-            add_entry(root.path)  # re-pointed
+            directories.add(os.path.dirname(anchor))  # the link may be re-pointed
         if not _is_watchable(resolved := os.path.realpath(root.path)):
             continue  # the provider cannot list it either
-        bundles: list[str] = []
+        existing[resolved] = root.skips_system
+        directories.add(resolved)
         try:
-            entries = root_entries(resolved, skips_system=root.skips_system)
+            with os.scandir(resolved) as listing:
+                entries = [e for e in listing if not (root.skips_system and e.name == ".system")]
         except OSError:
             entries = []
-        for entry, is_dir in entries:
-            if is_dir:
-                bundles.append(entry.name)
-                bundle = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+        for entry in entries:
+            if not entry.is_symlink():
                 # A directory, as scandir just said: only whether it can be watched is left.
-                if os.access(bundle, os.R_OK | os.X_OK):
-                    add(bundle, _Role((entry.name,), root.skips_system))
-                    if os.path.islink(skill_file := os.path.join(bundle, SKILL_FILE_NAME)):
-                        add_entry(skill_file, target=True)
-            elif entry.is_symlink():
-                add_entry(entry.path, target=True)
-        add(resolved, _Role((), root.skips_system, frozenset(bundles)))
-    return {directory: frozenset(roles) for directory, roles in plan.items()}
+                if entry.is_dir(follow_symlinks=False) and os.access(entry.path, os.R_OK | os.X_OK):
+                    directories.add(entry.path)
+                    if os.path.islink(skill := os.path.join(entry.path, SKILL_FILE_NAME)):
+                        targets.add(watch_target(skill))
+            elif os.path.isdir(entry.path):
+                if _is_watchable(bundle := os.path.realpath(entry.path)):
+                    directories.add(bundle)
+                    linked_bundles.add(bundle)
+            elif entry.name.endswith(".md"):
+                targets.add(watch_target(entry.path))
+    return WatchPlan(
+        frozenset(directories),
+        existing,
+        frozenset(anchors),
+        frozenset(linked_bundles),
+        frozenset(targets),
+    )
 
 
 def _is_watchable(directory: str) -> bool:
     return os.path.isdir(directory) and os.access(directory, os.R_OK | os.X_OK)
 
 
-def _judge(plan: WatchPlan, change: Change, path: str) -> tuple[bool, bool]:
-    # Whether one change matters, and whether it may change what must be watched.
-    if path in plan and change is not Change.modified:
-        return True, True  # a watched directory itself came or went
+def matters(plan: WatchPlan, change: Change, path: str) -> bool:
+    """Whether one change reported by the watch of ``plan`` can change what is listed."""
+    if path in plan.targets:
+        return True
     parent, name = os.path.split(path)
-    for role in plan.get(parent, ()):
-        if role.only is not None:
-            if name == role.only:
-                return True, True
-            continue
-        is_dir = not role.below and (name in role.bundles or os.path.isdir(path))
-        relative = (*role.below, name)
-        if is_relevant_change(change, relative, is_dir=is_dir, skips_system=role.skips_system):
-            return True, is_dir or os.path.islink(path)
-    return False, False
+    if parent in plan.linked_bundles and name == SKILL_FILE_NAME:
+        return True
+    if change is not Change.modified:
+        if path in plan.directories:
+            return True  # a watched directory went away
+        if any(anchor == path or anchor.startswith(path + os.sep) for anchor in plan.anchors):
+            return True  # a root, or a directory on the way to one, came, went or was re-pointed
+    # A deleted entry may have been a bundle: whether it was, nothing can tell any more.
+    is_dir = change is Change.deleted or os.path.isdir(path)
+    return any(
+        is_relevant_change(
+            change, path[len(root) + 1 :].split(os.sep), is_dir=is_dir, skips_system=skips
+        )
+        for root, skips in plan.roots.items()
+        if path.startswith(root + os.sep)
+    )
 
 
 @dataclass(eq=False)
 class _State:
-    # Shared by the thread and the provider's side, under ``lock``: the project roots (a project)
-    # of each cwd looked up (least recent first), the projects to watch and those the live watch
-    # covers, and whether a lookup was answered before a watch covering it was live.
+    # Shared by the thread and the provider's side, under ``lock``: the project (its roots) of
+    # each cwd looked up (least recent first), and the projects to watch.
     fixed_roots: tuple[WatchedRoot, ...]
-    sweep_seconds: float  # the safety sweep's shortest interval
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
     cwd_projects: OrderedDict[Hashable, _Project] = field(default_factory=OrderedDict)
     wanted: set[_Project] = field(default_factory=set)
-    active: frozenset[_Project] = frozenset()
     mode: Mode = "off"
-    unseen: bool = False
     thread: threading.Thread | None = None
 
 
 class _Loop:
-    # The watcher thread's body: one watch of the fixed roots and the watched projects'.
+    # The watcher thread's body: one watch of the fixed roots and the watched projects'. Every
+    # watch that goes live invalidates once: what changed before it was live is then covered.
     def __init__(self, state: _State, on_change: weakref.WeakMethod[Callable[[], None]]) -> None:
         self._state, self._stop, self._on_change = state, state.stop, on_change
-        self._sweep = SafetySweep(state.sweep_seconds)  # for changes a native watch never reports
         self._changes: Generator[_Batch, None, None] | None = None
-        self._plan: WatchPlan = {}
-        self._covered: frozenset[_Project] | None = None  # the projects the watch covers
-        self._mode: Mode = "native"
-        self._replan_at, self._last_told = math.inf, -math.inf
-        self._told_polling = self._pending = False
+        self._plan: WatchPlan | None = None
+        self._projects: frozenset[_Project] | None = None  # those the watch covers
+        self._mode: Mode = "native"  # of the watch `_open` opened last
+        self._replan = self._pending = self._told_polling = False
+        self._last_told = -float("inf")
 
     def run(self) -> None:
         state, delay = self._state, _RETRY_SECONDS[0]
@@ -190,75 +205,55 @@ class _Loop:
             self._close()
             with state.lock:
                 if state.thread in (None, threading.current_thread()):  # not replaced
-                    state.mode, state.active = "off", frozenset()
+                    state.mode = "off"
             _log.debug("skill_watch_stopped")
 
     def _step(self) -> None:
-        state, batch, now = self._state, None, time.monotonic()
-        with state.lock:
-            covered = frozenset(state.wanted)
-        if covered != self._covered or now >= self._replan_at:
-            batch = self._reopen(covered)
-            self._covered, self._replan_at = covered, math.inf
-            mode: Mode = self._mode if self._changes is not None else "native"
-            with state.lock:  # catch up on lookups answered before this watch was live
-                previous, state.mode, state.active = state.mode, mode, covered
-                if state.unseen and frozenset(state.wanted) == covered:
-                    state.unseen, self._pending = False, True
-            directories = len(self._plan)
+        with self._state.lock:
+            projects = frozenset(self._state.wanted)
+        batch = None
+        if projects != self._projects or self._replan:
+            batch = self._reopen(projects)
+        if self._changes is None:  # nothing that can be watched
+            self._stop.wait(STEP_MS / 1000)
+            return
+        batch = next(self._changes, set()) if batch is None else batch
+        if batch:  # only changes that matter reach here (the watch's filter)
+            paths = sorted(path for _, path in batch)[:20]
+            _log.debug("skill_watch_changes", changes=len(batch), paths=paths)
+            # What must be watched may differ now. Planning again after an edit too costs about
+            # 5 ms with 1,000 bundles (docs/reload.md): simpler than telling edits apart.
+            self._pending = self._replan = True
+            with self._state.lock:  # a change clears every cache: watch the projects listed last
+                recent = dict.fromkeys(p for p in reversed(self._state.cwd_projects.values()) if p)
+                self._state.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
+
+    def _reopen(self, projects: frozenset[_Project]) -> _Batch:
+        roots = [*self._state.fixed_roots, *(WatchedRoot(p) for ps in projects for p in ps)]
+        self._projects, self._replan = projects, False
+        for _ in range(_MAX_REPLANS):
+            plan = plan_watches(roots)
+            if plan == self._plan and self._changes is not None:
+                return set()
+            try:
+                changes, first = self._open(plan) if plan.directories else (None, set())
+            except FileNotFoundError:
+                continue  # a directory went away since it was planned
+            if self._changes is not None:
+                self._changes.close()  # the new watch is live first: nothing falls in between
+            self._changes, self._plan, self._pending = changes, plan, True
+            mode: Mode = self._mode if changes is not None else "native"
+            with self._state.lock:
+                previous, self._state.mode = self._state.mode, mode
             self._told_polling = self._told_polling and mode == "polling"
+            directories = len(plan.directories)
             if previous == "failed":
-                self._pending = True  # every session catches up
                 _log.info("skill_watch_recovered", mode=mode, directories=directories)
             elif previous == "polling" and mode == "native":
                 _log.info("skill_watch_native", directories=directories)
             elif previous != mode:
                 _log.debug("skill_watch_started", mode=mode, directories=directories)
-        if self._changes is None:
-            self._stop.wait(STEP_MS / 1000)
-            return
-        batch = next(self._changes, set()) if batch is None else batch
-        judged = [_judge(self._plan, change, path) for change, path in batch]
-        if relevant := any(r for r, _ in judged):
-            self._changed(now, structural=any(structural for _, structural in judged))
-        if batch:
-            paths = sorted(path for _, path in batch)[:20]
-            _log.debug("skill_watch_changes", relevant=relevant, changes=len(batch), paths=paths)
-        # Never skipped because events came: an overflow drops the tail of a burst, not its head.
-        if self._sweep.due():
-            roots, structural = self._sweep.sweep()
-            if roots:
-                _log.debug("skill_watch_sweep_found_changes", roots=roots)
-                # A bundle whose add was lost needs watching too: only then a replan.
-                self._changed(now, structural=structural)
-
-    def _changed(self, now: float, *, structural: bool) -> None:
-        state, self._pending = self._state, True
-        with state.lock:  # a change clears every cache: watch the projects listed last
-            recent = dict.fromkeys(p for p in reversed(state.cwd_projects.values()) if p)
-            state.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
-        if structural:
-            # A little later, so the lookups this change causes do not compete with reopening.
-            self._replan_at = min(self._replan_at, now + DEBOUNCE_MS / 1000)
-
-    def _reopen(self, projects: frozenset[_Project]) -> _Batch | None:
-        roots = [*self._state.fixed_roots, *(WatchedRoot(p) for ps in projects for p in ps)]
-        first = None
-        for _ in range(_MAX_REPLANS):
-            if (plan := plan_watches(roots)) == self._plan:
-                if self._changes is not None and self._mode == "native":
-                    self._sweep.cover(roots)  # polling sees everything anyway
-                else:
-                    self._sweep.stop()
-                return first
-            try:
-                changes, first = self._open(plan) if plan else (None, None)
-            except FileNotFoundError:
-                continue  # a directory went away since it was planned
-            if self._changes is not None:
-                self._changes.close()  # the new watch is live: what the old one missed counts
-                self._pending = True
-            self._changes, self._plan = changes, plan
+            return first
         raise RuntimeError("the directories to watch kept changing")
 
     def _open(self, plan: WatchPlan) -> tuple[Generator[_Batch, None, None], _Batch]:
@@ -267,11 +262,11 @@ class _Loop:
         polling = switch not in ("", "false", "disable", "disabled")
         while True:
             changes = watch(
-                *sorted(plan),
+                *sorted(plan.directories),
                 # Only a change that matters ends a batch: the rest (the agent's own log file
                 # in a directory watched for a missing root to appear) wakes nothing, logs
                 # nothing, and cannot feed itself through a debug line about it.
-                watch_filter=lambda change, path: _judge(plan, change, path)[0],
+                watch_filter=lambda change, path: matters(plan, change, path),
                 debounce=DEBOUNCE_MS,
                 step=STEP_MS,
                 stop_event=self._stop,
@@ -296,10 +291,9 @@ class _Loop:
                 log("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
 
     def _close(self) -> None:
-        self._sweep.stop()
         if self._changes is not None:
             self._changes.close()
-        self._changes, self._plan, self._covered = None, {}, None
+        self._changes, self._plan, self._projects = None, None, None
 
     def _tell(self, *, now: bool = False) -> None:
         # Invalidate ``now``, or for pending changes at most once per DEBOUNCE_MS.
@@ -316,10 +310,8 @@ class _Loop:
 class RootWatch:
     """Watches a local provider's roots and invalidates its registrations on relevant changes."""
 
-    def __init__(
-        self, fixed_roots: Sequence[WatchedRoot], *, sweep_seconds: float = SWEEP_SECONDS
-    ) -> None:
-        self._state = state = _State(tuple(fixed_roots), sweep_seconds)
+    def __init__(self, fixed_roots: Sequence[WatchedRoot]) -> None:
+        self._state = state = _State(tuple(fixed_roots))
         self._handles: list[ProviderHandle] = []
         self._closed = False
         weakref.finalize(self, lambda: state.stop.set())  # the running thread's stop event
@@ -352,17 +344,10 @@ class RootWatch:
         for handle in handles:
             handle.invalidate()
 
-    def cover(self, cwd: Hashable, project_roots: Sequence[WatchedRoot]) -> None:
-        """Before a scan: unless its roots are watched, one invalidation follows once they are."""
-        state, project = self._state, tuple(root.path for root in project_roots)
-        with state.lock:
-            beyond = project not in state.wanted and len(state.wanted) >= MAX_WATCHED_PROJECTS
-            covered = state.mode in _HEALTHY and (project in state.active or beyond)
-            state.unseen = state.unseen or not covered
-
     def start(self, cwd: Hashable, project_roots: Sequence[WatchedRoot]) -> None:
         """After a scan (not beside it, which it would slow down): watch ``cwd``'s project too
-        (``cwd``: a lookup's working directory, with its additional directories if any)."""
+        (``cwd``: a lookup's working directory, with its additional directories if any). Until
+        that watch is live, the scan's answer may be cached: one invalidation follows then."""
         if not self._handles:  # none once closed
             return
         state, project, cwd = self._state, tuple(root.path for root in project_roots), cwd or None
@@ -374,9 +359,8 @@ class RootWatch:
             if project and len(state.wanted) < MAX_WATCHED_PROJECTS:
                 state.wanted.add(project)
             if state.thread is None or not state.thread.is_alive():
-                state.stop, state.mode, state.active = threading.Event(), "starting", frozenset()
-                invalidate = weakref.WeakMethod(self._invalidate)
-                run = _Loop(state, invalidate).run
+                state.stop, state.mode = threading.Event(), "starting"
+                run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
                 state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
                 state.thread.start()
 

@@ -217,6 +217,4 @@ async def test_changes_beside_a_missing_root_are_ignored_even_the_agents_own_log
     assert rescans <= 1  # at most the catch-up, had it not happened yet
     about_files = [line for line in lines if "agent.log" in line or "notes.txt" in line]
     assert about_files == []
-    changes = [line for line in lines if "skill_watch_changes" in line]
-    assert changes
-    assert all("relevant=True" in line for line in changes)
+    assert [line for line in lines if "skill_watch_changes" in line]

@@ -9,8 +9,8 @@ import re
 import socket
 import sys
 import types
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, cast
 
@@ -100,8 +100,10 @@ class Frames:
 
 
 @asynccontextmanager
-async def serve(agent: Any) -> AsyncIterator[tuple[ClientSideConnection, Frames]]:
-    """``agent.skills.serve(agent, ...)`` on one end of a socketpair, a client on the other."""
+async def linked(
+    serve_on: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Coroutine[Any, Any, None]],
+) -> AsyncIterator[tuple[ClientSideConnection, Frames]]:
+    """``serve_on(reader, writer)`` on one end of a socketpair, a client on the other."""
     agent_socket, client_socket = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
     client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
@@ -109,18 +111,31 @@ async def serve(agent: Any) -> AsyncIterator[tuple[ClientSideConnection, Frames]
     client_conn = ClientSideConnection(
         cast(Any, Client()), client_writer, client_reader, observers=[frames.observe]
     )
-    # Leaving the task group waits for the agent's serve(), which returns at the end of input.
-    with anyio.fail_after(20):
-        async with anyio.create_task_group() as group:
-            transport = GuardedTransport(agent_reader, agent_writer)
-            group.start_soon(agent.skills.serve, agent, transport)
-            try:
-                yield client_conn, frames
-            finally:
-                await client_conn.close()
-                client_writer.close()
-                with suppress(ConnectionError):
-                    await client_writer.wait_closed()
+    try:
+        # Leaving the task group waits for the agent, which returns at the end of its input.
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as group:
+                group.start_soon(serve_on, agent_reader, agent_writer)
+                try:
+                    yield client_conn, frames
+                finally:
+                    await client_conn.close()
+                    client_writer.close()
+                    with suppress(ConnectionError):
+                        await client_writer.wait_closed()
+    finally:
+        agent_writer.close()  # the agent's end, if what served it left it open
+        with suppress(ConnectionError):
+            await agent_writer.wait_closed()
+
+
+def serve(agent: Any) -> AbstractAsyncContextManager[tuple[ClientSideConnection, Frames]]:
+    """``agent.skills.serve(agent, ...)`` on one end of a socketpair, a client on the other."""
+
+    async def serve_on(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await agent.skills.serve(agent, GuardedTransport(reader, writer))
+
+    return linked(serve_on)
 
 
 def snippet_agent(registry: SkillRegistry) -> Any:

@@ -11,7 +11,7 @@ from acp.schema import TextContentBlock
 from acp_skills import SkillDefinition, SkillRegistry
 from acp_skills.acp import AcpSkills
 from acp_skills.acp.sessions import RELEASED_PER_LIVE
-from tests.acp_peer import fixture_registry, make_project, write_fixture_skills
+from tests.acp_peer import RecordingClient, fixture_registry, make_project, write_fixture_skills
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
@@ -36,6 +36,7 @@ async def test_idle_sessions_beyond_the_bound_are_released_and_come_back_unchang
 ) -> None:
     """With room for two, the third session releases the first, which reopens as it was."""
     skills = AcpSkills(registry, max_live_sessions=2)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     await skills.open_session("s1", str(project))
     async with skills.turn("s1", [TextContentBlock(type="text", text="first")]) as turn:
         await turn.request_messages()
@@ -61,6 +62,7 @@ async def test_released_sessions_are_bounded_and_the_oldest_is_forgotten(
 ) -> None:
     """With one live session, the table remembers `RELEASED_PER_LIVE` released ones at most."""
     skills = AcpSkills(registry, max_live_sessions=1)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     count = RELEASED_PER_LIVE + 2
     for index in range(count):
         await skills.open_session(f"s{index}", str(project))
@@ -76,6 +78,7 @@ async def test_a_forgotten_session_is_unknown_to_a_prompt_but_loads_from_its_rec
 ) -> None:
     """Forgotten is not lost: ``session/load`` reopens it from its record, history and all."""
     skills = AcpSkills(registry, max_live_sessions=1)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     await skills.open_session("first", str(project))
     async with skills.turn("first", [TextContentBlock(type="text", text="remember me")]) as turn:
         await turn.request_messages()
@@ -94,6 +97,7 @@ async def test_a_forgotten_session_is_unknown_to_a_prompt_but_loads_from_its_rec
 async def test_a_busy_session_is_not_released(registry: SkillRegistry, project: Path) -> None:
     """A session whose turn is running stays live past the bound; it is released once idle."""
     skills = AcpSkills(registry, max_live_sessions=1)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     await skills.open_session("busy", str(project))
     async with skills.turn("busy", [TextContentBlock(type="text", text="hold on")]) as turn:
         await skills.open_session("next", str(project))

@@ -35,6 +35,7 @@ from tests.acp_peer import (
     DEPLOY_RAW_DESCRIPTION,
     METHODS,
     SYSTEM,
+    RecordingClient,
     connected,
     fixture_registry,
     make_project,
@@ -403,7 +404,9 @@ def skill_parameters(turn: PromptTurn) -> dict[str, Any]:
 async def test_schema_gains_query_only_when_the_catalog_omits_skills(tmp_path: Path) -> None:
     """A roomy budget keeps the plain schema; a tight one adds `query` for that session."""
     roomy = AcpSkills(registry_of(many_skills()), catalog_budget=100_000)
+    roomy.attach(RecordingClient())  # the editor a turn reports to
     tight = AcpSkills(registry_of(many_skills()), catalog_budget=1500)
+    tight.attach(RecordingClient())  # the editor a turn reports to
     plain = await first_turn(roomy, "s1", tmp_path)
     searching = await first_turn(tight, "s1", tmp_path)
     assert plain.tools[0] == roomy.skill_tool_spec
@@ -427,6 +430,7 @@ async def test_schema_gains_query_only_when_the_catalog_omits_skills(tmp_path: P
 async def test_a_session_with_query_finds_and_loads_an_omitted_skill(tmp_path: Path) -> None:
     """The model searches with `query`, gets `name: description` lines, loads one by name."""
     skills = AcpSkills(registry_of(many_skills()), catalog_budget=1500)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     await first_turn(skills, "s1", tmp_path)
     turn = await another_turn(
         skills,
@@ -446,6 +450,7 @@ async def test_a_session_with_query_finds_and_loads_an_omitted_skill(tmp_path: P
 async def test_a_session_without_omission_refuses_query(tmp_path: Path) -> None:
     """Where the catalog lists everything, `query` is an unexpected argument."""
     skills = AcpSkills(registry_of(many_skills()))
+    skills.attach(RecordingClient())  # the editor a turn reports to
     await first_turn(skills, "s1", tmp_path)
     await another_turn(skills, "s1", [{"query": "zebras"}])
     [result] = await tool_results(skills, "s1")
@@ -462,6 +467,7 @@ async def test_budget_outcome_is_frozen_with_the_session(tmp_path: Path) -> None
     registry = SkillRegistry()
     registry.register_provider(provider)
     skills = AcpSkills(registry, catalog_budget=1500)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     before = await first_turn(skills, "s1", tmp_path)
     provider.candidates.extend(many_skills())
     assert provider.handle is not None
@@ -481,6 +487,7 @@ async def test_budget_outcome_is_frozen_with_the_session(tmp_path: Path) -> None
 async def test_a_released_session_comes_back_with_its_schema(tmp_path: Path) -> None:
     """Released while idle and reopened from its record, a session keeps outcome and schema."""
     skills = AcpSkills(registry_of(many_skills()), catalog_budget=1500, max_live_sessions=1)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     first = await first_turn(skills, "s1", tmp_path)
     fit = await skills.catalog_fit("s1")
     await first_turn(skills, "s2", tmp_path)
@@ -500,6 +507,7 @@ async def test_a_loaded_session_composes_its_budget_afresh(tmp_path: Path) -> No
     registry = SkillRegistry()
     registry.register_provider(provider)
     skills = AcpSkills(registry, catalog_budget=1500)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     await first_turn(skills, "s1", tmp_path)
     del provider.candidates[3:]
     assert provider.handle is not None
@@ -522,6 +530,7 @@ async def test_pinned_and_hidden_skills_in_a_session(tmp_path: Path) -> None:
         pinned_skills=["skill-29"],
         hidden_skills=["zebra-census"],
     )
+    skills.attach(RecordingClient())  # the editor a turn reports to
     turn = await first_turn(skills, "s1", tmp_path)
     [catalog] = turn.prefix
     entries = [line for line in catalog.text.splitlines() if line.startswith("- `")]
@@ -544,6 +553,7 @@ async def test_pinned_and_hidden_skills_in_a_session(tmp_path: Path) -> None:
 async def test_the_warning_names_the_counts_once(tmp_path: Path) -> None:
     """Sessions sharing one over-budget catalog produce one warning with its counts."""
     skills = AcpSkills(registry_of(many_skills()), catalog_budget=1500)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     with capture_logs() as logs:
         await first_turn(skills, "s1", tmp_path)
         await first_turn(skills, "s2", tmp_path)
@@ -592,6 +602,7 @@ async def test_skills_prefix_reports_the_budget(tmp_path: Path) -> None:
 async def test_an_unlimited_catalog_reports_a_null_limit(tmp_path: Path) -> None:
     """Without a budget the outcome has limit null, nothing shortened or omitted."""
     skills = AcpSkills(registry_of(many_skills()))
+    skills.attach(RecordingClient())  # the editor a turn reports to
     turn = await first_turn(skills, "s1", tmp_path)
     [catalog] = turn.prefix
     fit = await skills.catalog_fit("s1")
@@ -603,6 +614,7 @@ async def test_an_unlimited_catalog_reports_a_null_limit(tmp_path: Path) -> None
 async def test_a_session_without_skills_reports_an_empty_catalog(tmp_path: Path) -> None:
     """No skill at all: no catalog message, used 0, and the plain schema."""
     skills = AcpSkills(SkillRegistry(), catalog_budget=100)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     turn = await first_turn(skills, "s1", tmp_path)
     assert turn.prefix == ()
     fit = await skills.catalog_fit("s1")
@@ -639,6 +651,7 @@ async def test_a_runtime_skill_registered_later_is_searchable(tmp_path: Path) ->
     """The search follows the registry: a skill registered after the catalog froze is found."""
     registry = registry_of(many_skills())
     skills = AcpSkills(registry, catalog_budget=1500)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     await first_turn(skills, "s1", tmp_path)
     registry.register(
         SkillDefinition(name="okapi-watch", description="Spots okapis in forests.", content="x")
@@ -695,6 +708,7 @@ async def test_the_provider_made_here_is_closed_at_the_end_and_one_passed_in_is_
         assert closed == []
     assert len(closed) == 1
     skills = AcpSkills()
+    skills.attach(RecordingClient())  # the editor a turn reports to
     await skills.aclose()
     assert len(closed) == 2
     async with AcpSkills(registry):

@@ -31,6 +31,7 @@ from acp_skills.acp.turn import InvokedSkill
 from tests.acp_peer import (
     CLIENT_MARKER,
     GUIDE_ON_DISK,
+    RecordingClient,
     ScriptedModelAgent,
     connected,
     fixture_registry,
@@ -199,6 +200,7 @@ async def test_a_turn_cancelled_while_composing_discards_its_prefix(
     registry = SkillRegistry()
     registry.register_provider(provider)
     skills = AcpSkills(registry)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     session_id = "s1"
     await skills.open_session(session_id, str(project))
     async with anyio.create_task_group() as group:
@@ -226,6 +228,7 @@ async def test_a_second_turn_while_one_runs_is_an_invalid_request(
 ) -> None:
     """Two turns of one session at once: the second is refused with -32600."""
     skills = AcpSkills(registry)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     await skills.open_session("s1", str(project))
     async with skills.turn("s1", [TextContentBlock(type="text", text="one")]):
         with pytest.raises(RequestError) as caught:
@@ -237,6 +240,7 @@ async def test_a_second_turn_while_one_runs_is_an_invalid_request(
 async def test_requests_stop_at_the_turn_limit(registry: SkillRegistry, project: Path) -> None:
     """A model that calls tools forever is stopped with ``max_turn_requests``."""
     skills = AcpSkills(registry, max_requests_per_turn=3)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     await skills.open_session("s1", str(project))
     async with skills.turn("s1", [TextContentBlock(type="text", text="loop")]) as turn:
         count = 0
@@ -251,6 +255,7 @@ async def test_a_request_left_unanswered_is_a_clear_error(
 ) -> None:
     """Iterating `requests` without `add_reply` raises instead of looping on the same request."""
     skills = AcpSkills(registry)
+    skills.attach(RecordingClient())  # the editor a turn reports to
     await skills.open_session("s1", str(project))
 
     async def loop_without_replies() -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from .calls import ToolCall
 from .skills import AcpSkills
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import PromptTurn
 
-__all__ = ["AcpSkills", "GuardedTransport", "PromptTurn", "open_stdio"]
+__all__ = ["AcpSkills", "GuardedTransport", "PromptTurn", "ToolCall", "open_stdio"]

@@ -24,6 +24,7 @@ from ..session import PrefixedSession
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from ..trust import TrustMode, TrustStore, trust_mode
+from .calls import AgentToolRunner
 from .commands import CommandsAnnouncer
 from .consent import TrustGate
 from .listing import listed_sessions, session_capabilities
@@ -32,7 +33,7 @@ from .servers import ServerCloser, SessionServers, servers_json, shadowed_json
 from .sessions import SessionTable, flush_all
 from .stdio import open_stdio
 from .transport import GuardedTransport
-from .turn import AgentToolRunner, PromptTurn, TurnKit, open_turn
+from .turn import PromptTurn, TurnKit, open_turn
 from .wire import AcpClient, ClientLink, check_additional_directories, check_cwd, field
 
 # The Python SDK hands `ext_method` these without their leading underscore.

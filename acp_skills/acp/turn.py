@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -21,12 +21,12 @@ from ..tool import SkillTool, ToolResult
 from ..trust import SessionView
 from ..trust_text import command_note, trust_error, waiting_note, withheld_parts
 from . import commands, consent, servers, wire
+from .calls import AgentToolRunner, ToolCall, call_runner, settle
 from .sessions import LiveSession, SessionTable, describe_os_error
 
 _log = get_logger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-AgentToolRunner = Callable[[str, object], Awaitable[ToolResult | str]]
 
 # Recorded keys replayed on `session/load`: what the person typed; whether a tool failed; the
 # `/name` skills, each {"id", "name", "is_error", "start", "end"}, content[start:end] its text.
@@ -89,7 +89,8 @@ class PromptTurn:
         self._context = context = live.session.context
         self._session_id, self._cwd = context.session_id, context.cwd
         self._options = context.lookup_options
-        self._system, self._config, self._run_tool = system, config, run_tool
+        self._system, self._config = system, config
+        self._run_tool = None if run_tool is None else call_runner(run_tool)
         self.tools = [kit.tool_spec(searchable=False), *(dict(t) for t in tools)]
         self._searchable = False  # the catalog left skills out: the tool takes `query` too
         self.invoked: tuple[InvokedSkill, ...] = ()
@@ -216,10 +217,13 @@ class PromptTurn:
             )
             if problem is None:
                 try:
-                    result = await self._run(name, decoded)
+                    result, shown = settle(call_id, await self._run(call_id, name, decoded))
                 except Exception as error:
                     result = _raised(name, error)
-            await self._link.send(self._session_id, wire.tool_call_finished(call_id, result))
+                    shown = wire.tool_call_finished(call_id, result)
+            else:
+                shown = wire.tool_call_finished(call_id, result)
+            await self._link.send(self._session_id, shown)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
                 await self._link.send(
@@ -229,7 +233,7 @@ class PromptTurn:
         await self._record_result(call_id, result)
         return result
 
-    async def _run(self, name: str, arguments: object) -> ToolResult:
+    async def _run(self, call_id: str, name: str, arguments: object) -> object:
         kit = self._kit
         if name == kit.tool.name:
             view = await self._taken_view()
@@ -249,12 +253,7 @@ class PromptTurn:
             )
         if self._run_tool is None:
             return ToolResult(text=f'Error: there is no tool called "{name[:100]}"', is_error=True)
-        outcome = await self._run_tool(name, arguments)
-        return (
-            outcome
-            if isinstance(outcome, ToolResult)
-            else ToolResult(text=str(outcome), is_error=False)
-        )
+        return await self._run_tool(ToolCall(call_id, name, arguments))
 
     async def _record_result(self, call_id: str, result: ToolResult) -> None:
         message = {"role": "tool", "tool_call_id": call_id, "content": result.text}
@@ -400,6 +399,7 @@ async def open_turn(
     tools: Sequence[Mapping[str, Any]],
     run_tool: AgentToolRunner | None,
 ) -> AsyncIterator[PromptTurn]:
+    kit.link.require_client()  # before the model is ever called
     live = await kit.sessions.get(session_id)
     session = live.session
     if live.turn is not None:

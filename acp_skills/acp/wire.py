@@ -55,6 +55,16 @@ class ClientLink:
         if self.client is not None:
             await self.client.session_update(session_id=session_id, update=update)
 
+    def require_client(self) -> None:
+        """`RuntimeError` naming the missing call when no connection was attached: a turn
+        would call the model and drop every reply on the way to the editor."""
+        if self.client is None:
+            raise RuntimeError(
+                "AcpSkills is not attached to a connection, so nothing a turn sends would reach "
+                "the editor: call skills.attach(conn) with the SDK's AgentSideConnection (from "
+                "your agent's on_connect(conn)), or serve the agent with skills.serve(agent)"
+            )
+
     def reader(self, session_id: str) -> Callable[[str], Awaitable[str]] | None:
         if (client := self.client) is None or not self.reads_files:
             return None

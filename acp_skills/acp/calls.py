@@ -1,0 +1,107 @@
+"""An agent's own tool calls: the `ToolCall` its ``run_tool`` receives, and what it returns
+turned into the two things a call ends with, the editor's last update and the model's text.
+
+``run_tool`` may return plain text, a `ToolResult`, or the SDK's own ``acp.schema.ToolCallUpdate``
+saying how the editor shows the call (``kind``, ``title``, ``locations``, ``content``: text,
+diff, terminal). The update goes to the editor as the agent built it; the model reads the text
+`model_text` derives from its content, so the history keeps one string per tool result.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeAlias, cast
+
+from acp import schema as acp_schema
+
+from ..tool import ToolResult
+from . import wire
+
+ToolOutcome: TypeAlias = ToolResult | str | acp_schema.ToolCallUpdate
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call of the agent's own tool: the model's call ``id`` (the editor's tool call id),
+    the function ``name``, and its ``arguments`` decoded from JSON (usually a ``dict``; text
+    that is not JSON stays the string it was)."""
+
+    id: str
+    name: str
+    arguments: object
+
+
+CallRunner: TypeAlias = Callable[[ToolCall], Awaitable[ToolOutcome]]
+# The earlier form, `run_tool(name, arguments)`, still served (`call_runner`).
+AgentToolRunner: TypeAlias = CallRunner | Callable[[str, object], Awaitable[ToolOutcome]]
+
+
+def call_runner(run_tool: AgentToolRunner) -> CallRunner:
+    """``run_tool`` as a runner of `ToolCall` values. A runner with two positional
+    parameters is the earlier form, called as ``run_tool(name, arguments)``."""
+    if not _takes_name_and_arguments(run_tool):
+        return cast(CallRunner, run_tool)
+    by_name = cast(Callable[[str, object], Awaitable[ToolOutcome]], run_tool)
+
+    async def run_by_name(call: ToolCall) -> ToolOutcome:
+        return await by_name(call.name, call.arguments)
+
+    return run_by_name
+
+
+def _takes_name_and_arguments(run_tool: object) -> bool:
+    try:
+        parameters = inspect.signature(cast(Callable[..., Any], run_tool)).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: the documented form
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(parameter.kind in positional for parameter in parameters) == 2
+
+
+def settle(call_id: str, outcome: object) -> tuple[ToolResult, acp_schema.ToolCallProgress]:
+    """The model's result and the editor's ``tool_call_update`` for what ``run_tool`` returned.
+    `TypeError` for anything else, `ValueError` for an update of another call."""
+    if isinstance(outcome, str):
+        outcome = ToolResult(text=outcome, is_error=False)
+    if isinstance(outcome, ToolResult):
+        return outcome, wire.tool_call_finished(call_id, outcome)
+    if not isinstance(outcome, acp_schema.ToolCallUpdate):
+        raise TypeError(
+            "run_tool must return a str, a ToolResult or an acp.schema.ToolCallUpdate, "
+            f"got {type(outcome).__name__}"
+        )
+    if outcome.tool_call_id != call_id:
+        raise ValueError(f"run_tool returned the update of call {outcome.tool_call_id!r}")
+    failed = outcome.status == "failed"
+    shown = {name: getattr(outcome, name) for name in outcome.model_fields_set}
+    # A result is the call's end: anything but `failed` is `completed`.
+    shown["status"] = "failed" if failed else "completed"
+    update = acp_schema.ToolCallProgress(session_update="tool_call_update", **shown)
+    return ToolResult(text=model_text(outcome, failed=failed), is_error=failed), update
+
+
+def model_text(update: acp_schema.ToolCallUpdate, *, failed: bool = False) -> str:
+    """What the model reads of a rich result: each content block in order, blank-line
+    separated (a text block's text, a diff as a unified diff of its path, a terminal as a
+    note naming it), else its title; a failure's text starts ``Error: ``."""
+    parts = [_block_text(block) for block in update.content or ()]
+    text = "\n\n".join(part for part in parts if part) or update.title or "(no output)"
+    return text if not failed or text.startswith("Error: ") else f"Error: {text}"
+
+
+def _block_text(block: object) -> str:
+    if isinstance(block, acp_schema.ContentToolCallContent):
+        content = block.content
+        return content.text if isinstance(content, acp_schema.TextContentBlock) else ""
+    if isinstance(block, acp_schema.FileEditToolCallContent):
+        before = (block.old_text or "").splitlines(keepends=True)
+        after = block.new_text.splitlines(keepends=True)
+        source = f"a{block.path}" if block.old_text is not None else "/dev/null"
+        lines = difflib.unified_diff(before, after, source, f"b{block.path}")
+        return "".join(line if line.endswith("\n") else f"{line}\n" for line in lines).rstrip()
+    if isinstance(block, acp_schema.TerminalToolCallContent):
+        return f"(the output is in terminal {block.terminal_id})"
+    return ""
