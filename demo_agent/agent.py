@@ -196,7 +196,10 @@ class DemoAgent:
     def _forwarded(self, servers: Sequence[Any] | None) -> Sequence[Any] | None:
         """The editor's servers for a session, or none when they are to be left alone."""
         if servers and not self._session_servers:
-            labels = [str(getattr(server, "name", "?")) for server in servers]
+            labels = [
+                str(server.get("name") if isinstance(server, dict) else getattr(server, "name", ""))
+                for server in servers
+            ]
             _log.debug("mcp_session_servers_left_alone", servers=labels)
             return None
         return servers
