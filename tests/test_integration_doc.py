@@ -1,141 +1,42 @@
-"""docs/integration.md: its "whole integration" snippet runs, as written, over a real connection;
-so does the block that lends the agent's own MCP sessions to the skills, against a FastMCP
-server in this process."""
+"""docs/integration.md: its "whole integration" snippet runs, as written, over a real connection
+(a skill loaded, a slash command, a turn cancelled); so does the block that lends the agent's own
+MCP sessions to the skills, against a FastMCP server in this process."""
 
 from __future__ import annotations
 
-import asyncio
-import re
-import socket
 import sys
-import types
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import pytest
 from acp import PROTOCOL_VERSION
-from acp.connection import StreamEvent
-from acp.core import ClientSideConnection
 from acp.schema import (
     ClientCapabilities,
     FileSystemCapabilities,
     Implementation,
     McpServerStdio,
-    ReadTextFileResponse,
     TextContentBlock,
 )
 from mcp import ClientSession
 
 from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry, render_skill_content
-from acp_skills.acp import AcpSkills, GuardedTransport
+from acp_skills.acp import AcpSkills
 from acp_skills.mcp import McpServer
+from tests.doc_snippets import (
+    integration_snippet,
+    library_lines,
+    load_snippet,
+    marked_lines,
+    serve,
+    wait_for_update,
+)
 from tests.events import WAIT_SECONDS
 from tests.mcp_http import SERVER, write_served_skill
 from tests.mcp_memory import fastmcp_streams
 
 pytestmark = pytest.mark.sdk
-
-DOC = Path(__file__).resolve().parent.parent / "docs" / "integration.md"
-HEADING = "## The whole integration"
-
-
-def integration_snippet(heading: str = HEADING) -> str:
-    """The first ```python block after ``heading`` ("The whole integration" by default)."""
-    text = DOC.read_text(encoding="utf-8")
-    _, found, after = text.partition(f"\n{heading}\n")
-    assert found, f"{DOC} has no {heading!r} heading"
-    match = re.search(r"^```python\n(.*?)^```$", after, re.DOTALL | re.MULTILINE)
-    assert match is not None, f"no python block after {heading!r}"
-    return match.group(1)
-
-
-def load_snippet(*more: str) -> types.ModuleType:
-    """The whole integration's block, then the blocks after the headings ``more``, run as one
-    module (a later block builds on the earlier ones)."""
-    module = types.ModuleType("integration_snippet")
-    module.__file__ = str(DOC)
-    for heading in (HEADING, *more):
-        exec(compile(integration_snippet(heading), str(DOC), "exec"), module.__dict__)
-    return module
-
-
-class Client:
-    """A client that can read files and remembers nothing: the wire is recorded instead."""
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        """Updates are asserted on the recorded frames."""
-
-    async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any:
-        return ReadTextFileResponse(content="")
-
-
-class Frames:
-    """Frames the client received, in order, with a way to wait for one."""
-
-    def __init__(self) -> None:
-        self.received: list[dict[str, Any]] = []
-        self._changed = asyncio.Event()
-
-    def observe(self, event: StreamEvent) -> None:
-        if event.direction.value == "incoming":
-            self.received.append(event.message)
-            self._changed.set()
-
-    def updates(self, kind: str) -> list[dict[str, Any]]:
-        return [
-            message["params"]["update"]
-            for message in self.received
-            if message.get("method") == "session/update"
-            and message["params"]["update"]["sessionUpdate"] == kind
-        ]
-
-    async def wait_for_update(self, kind: str) -> None:
-        with anyio.fail_after(5):
-            while not self.updates(kind):
-                self._changed.clear()
-                await self._changed.wait()
-
-
-@asynccontextmanager
-async def linked(
-    serve_on: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Coroutine[Any, Any, None]],
-) -> AsyncIterator[tuple[ClientSideConnection, Frames]]:
-    """``serve_on(reader, writer)`` on one end of a socketpair, a client on the other."""
-    agent_socket, client_socket = socket.socketpair()
-    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
-    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
-    frames = Frames()
-    client_conn = ClientSideConnection(
-        cast(Any, Client()), client_writer, client_reader, observers=[frames.observe]
-    )
-    try:
-        # Leaving the task group waits for the agent, which returns at the end of its input.
-        with anyio.fail_after(20):
-            async with anyio.create_task_group() as group:
-                group.start_soon(serve_on, agent_reader, agent_writer)
-                try:
-                    yield client_conn, frames
-                finally:
-                    await client_conn.close()
-                    client_writer.close()
-                    with suppress(ConnectionError):
-                        await client_writer.wait_closed()
-    finally:
-        agent_writer.close()  # the agent's end, if what served it left it open
-        with suppress(ConnectionError):
-            await agent_writer.wait_closed()
-
-
-def serve(agent: Any) -> AbstractAsyncContextManager[tuple[ClientSideConnection, Frames]]:
-    """``agent.skills.serve(agent, ...)`` on one end of a socketpair, a client on the other."""
-
-    async def serve_on(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await agent.skills.serve(agent, GuardedTransport(reader, writer))
-
-    return linked(serve_on)
 
 
 def snippet_agent(registry: SkillRegistry) -> Any:
@@ -172,14 +73,12 @@ def test_the_snippet_is_one_self_contained_agent_class() -> None:
     assert all(callable(getattr(module.SkilledAgent, name, None)) for name in handlers)
 
 
-def test_the_snippet_touches_the_library_in_at_most_thirteen_lines() -> None:
-    """Every line that uses `acp_skills` is marked ``# skills``, and there are at most 13
-    (twelve, plus the import of the on-disk store that makes `loadSession` honest)."""
-    lines = integration_snippet().splitlines()
-    uses = [line for line in lines if re.search(r"acp_skills|AcpSkills|skills\.|\bturn\b", line)]
-    marked = [line for line in lines if line.rstrip().endswith("# skills") or "# skills:" in line]
-    assert uses == marked
-    assert len(marked) <= 13
+def test_the_snippet_touches_the_library_in_thirteen_lines() -> None:
+    """Every line that uses `acp_skills` is marked ``# skills``, and there are 13 (twelve, plus
+    the import of the on-disk store that makes `loadSession` honest), as the doc says."""
+    block = integration_snippet()
+    assert library_lines(block) == marked_lines(block)
+    assert len(marked_lines(block)) == 13
 
 
 @pytest.mark.anyio
@@ -188,7 +87,7 @@ async def test_the_snippet_agent_loads_a_skill_over_acp(
 ) -> None:
     """initialize, session/new, a prompt naming a skill: tool call updates, then _skills/list."""
     agent = snippet_agent(registry)
-    async with serve(agent) as (conn, frames):
+    async with serve(agent) as (conn, wire):
         with anyio.fail_after(10):
             initialized = await conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
@@ -198,7 +97,7 @@ async def test_the_snippet_agent_loads_a_skill_over_acp(
                 client_info=Implementation(name="doc-test-client", version="0"),
             )
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-            await frames.wait_for_update("available_commands_update")
+            await wait_for_update(wire, session.session_id, "available_commands_update")
             response = await conn.prompt(
                 session_id=session.session_id,
                 prompt=[TextContentBlock(type="text", text="please use the deploy skill")],
@@ -211,8 +110,8 @@ async def test_the_snippet_agent_loads_a_skill_over_acp(
     assert capabilities is not None
     assert capabilities.field_meta == AcpSkills.capability_meta()
     assert response.stop_reason == "end_turn"
-    [start] = frames.updates("tool_call")
-    [end] = frames.updates("tool_call_update")
+    [start] = wire.updates(session.session_id, "tool_call")
+    [end] = wire.updates(session.session_id, "tool_call_update")
     assert (start["title"], start["kind"], start["status"], start["rawInput"]) == (
         "Load skill deploy",
         "read",
@@ -221,9 +120,8 @@ async def test_the_snippet_agent_loads_a_skill_over_acp(
     )
     assert (end["toolCallId"], end["status"]) == (start["toolCallId"], "completed")
     assert end["content"][0]["content"]["text"] == render_skill_content(definition)
-    assert [chunk["content"]["text"] for chunk in frames.updates("agent_message_chunk")] == [
-        "Done."
-    ]
+    chunks = wire.updates(session.session_id, "agent_message_chunk")
+    assert [chunk["content"]["text"] for chunk in chunks] == ["Done."]
     assert [skill["name"] for skill in listed["skills"]] == ["deploy"]
     assert prefix["composed"] is True
     assert prefix["header"]["reason"] == "initial"
@@ -236,7 +134,7 @@ async def test_the_snippet_agent_expands_a_slash_command(
 ) -> None:
     """``/deploy`` puts the skill into the turn's user message, reported as a tool call."""
     agent = snippet_agent(registry)
-    async with serve(agent) as (conn, frames):
+    async with serve(agent) as (conn, wire):
         with anyio.fail_after(10):
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
             session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
@@ -246,13 +144,53 @@ async def test_the_snippet_agent_expands_a_slash_command(
             )
     definition = await registry.get("deploy", SkillLookupOptions(cwd=str(tmp_path)))
     assert definition is not None
-    [start] = frames.updates("tool_call")
+    [start] = wire.updates(session.session_id, "tool_call")
     assert start["title"] == "Load skill deploy"
     history = (await agent.skills.session(session.session_id)).history
     assert (history[0]["role"], history[0]["content"]) == (
         "user",
         f"/deploy now\n\n{render_skill_content(definition)}",
     )
+
+
+@pytest.mark.anyio
+async def test_the_snippet_agent_ends_a_cancelled_turn_with_cancelled(
+    registry: SkillRegistry, tmp_path: Path
+) -> None:
+    """`session/cancel` while the snippet's model call is awaited: the prompt's answer is
+    ``cancelled``, the model's reply never reaches the editor, and the session takes the next
+    turn."""
+    module = load_snippet()
+    asked = anyio.Event()
+    answered_model = vars(module)["model"]
+
+    async def unanswered_model(system: str, tools: list[Any], messages: list[Any]) -> Any:
+        # The model's call outlives the cancel: nothing sets this event.
+        asked.set()
+        await anyio.Event().wait()
+
+    vars(module)["model"] = unanswered_model  # the doc's stand-in for an LLM call, not ours
+    agent = module.SkilledAgent()
+    agent.skills = AcpSkills(registry)
+    responses: list[Any] = []
+    async with serve(agent) as (conn, wire):
+        with anyio.fail_after(10):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+
+            async def prompt(text: str) -> None:
+                block = TextContentBlock(type="text", text=text)
+                responses.append(await conn.prompt(session_id=session.session_id, prompt=[block]))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(prompt, "please use the deploy skill")
+                await asked.wait()
+                await conn.cancel(session_id=session.session_id)
+            vars(module)["model"] = answered_model
+            await prompt("hello")
+    assert [response.stop_reason for response in responses] == ["cancelled", "end_turn"]
+    chunks = wire.updates(session.session_id, "agent_message_chunk")
+    assert [chunk["content"]["text"] for chunk in chunks] == ["Done."]
 
 
 SHARING = "## One connection per MCP server"

@@ -36,8 +36,8 @@ from tests.acp_peer import (
     make_project,
     write_fixture_skills,
 )
+from tests.doc_snippets import load_snippet, serve
 from tests.sandbox import Sandbox, write_skill
-from tests.test_integration_doc import load_snippet, serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
