@@ -33,7 +33,6 @@ from acp_skills.catalog import (
     fit_catalog,
 )
 from acp_skills.model import PrefixContext
-from acp_skills.report import describe_catalog_changes, describe_catalog_fit
 from tests.hypothesis_profiles import examples
 from tests.providers import ListProvider, assert_matches_golden, candidate
 
@@ -400,7 +399,6 @@ def test_descriptions_cut_at_max_length_are_counted() -> None:
     ]
     fit = fit_catalog(skills, 100, pinned=["long-two"])
     assert (fit.truncated, fit.shortened, fit.max_length) == (2, 0, 100)
-    assert "every description in full" not in describe_catalog_fit(fit)
     assert fit_catalog(skills, 1024).truncated == 0
     squeezed = fit_catalog(skills, 100, budget=len(render_catalog(skills, 100) or "") - 20)
     assert (squeezed.truncated, squeezed.shortened) == (0, 2)
@@ -587,76 +585,6 @@ def test_a_budget_the_catalog_fits_changes_nothing(skills: list[SkillCandidate])
     plain = render_catalog(skills)
     length = len(plain) if plain is not None else 1
     assert fit_catalog(skills, budget=length).text == plain
-
-
-# -- describe_catalog_fit ----------------------------------------------------------------------
-
-DESCRIBE_CASES: list[tuple[str, CatalogFit, str]] = [
-    (
-        "empty",
-        CatalogFit(text=None, limit=8000, used=0),
-        "Catalog: empty, no skill to list.",
-    ),
-    (
-        "unlimited",
-        CatalogFit(text="x" * 1234, limit=None, used=1234, listed=("a", "b")),
-        "Catalog: 1,234 characters (no budget); 2 skills listed, every description in full.",
-    ),
-    (
-        "cut-at-max-length",
-        CatalogFit(
-            text="x", limit=8000, used=2690, listed=("a", "b"), truncated=1, max_length=1024
-        ),
-        "Catalog: 2,690 of 8,000 characters; 2 skills listed, 1 description cut at 1,024 "
-        "characters (the longest a catalog description may be).",
-    ),
-    (
-        "shortened-and-hidden",
-        CatalogFit(
-            text="x",
-            limit=8000,
-            used=7964,
-            shortened=1,
-            listed=("a",),
-            hidden=("h",),
-            description_cap=112,
-        ),
-        "Catalog: 7,964 of 8,000 characters; 1 skill listed, 1 description shortened to at "
-        "most 112 characters, 1 hidden.",
-    ),
-    (
-        "omitted",
-        CatalogFit(
-            text="x",
-            limit=8000,
-            used=7990,
-            shortened=37,
-            omitted=("a", "b", "c", "d", "e", "f"),
-            listed=("g",) * 112,
-            description_cap=60,
-        ),
-        "Catalog: 7,990 of 8,000 characters; 112 skills listed, 37 descriptions shortened to at "
-        "most 60 characters.\n6 skills are not listed (the skill tool's query finds them): "
-        "a, b, c, d, e, ...",
-    ),
-    (
-        "over",
-        CatalogFit(text="x", limit=100, used=400, omitted=("z",), listed=("p",)),
-        "Catalog: 400 of 100 characters; 1 skill listed. Over budget: the catalog's own text "
-        "and the pinned skills take more room.\n1 skill is not listed (the skill tool's query "
-        "finds them): z",
-    ),
-]
-
-
-@pytest.mark.parametrize(
-    ("fit", "expected"),
-    [case[1:] for case in DESCRIBE_CASES],
-    ids=[case[0] for case in DESCRIBE_CASES],
-)
-def test_describe_catalog_fit(fit: CatalogFit, expected: str) -> None:
-    """One or two lines a person can read: size, budget, cuts, and what is not listed."""
-    assert describe_catalog_fit(fit) == expected
 
 
 # -- SkillCatalogContributor -----------------------------------------------------------------
@@ -920,15 +848,3 @@ def test_a_catalog_never_made_predates_nothing() -> None:
     """Without the skill tool no catalog is composed, so no skill is "added" to it."""
     fit = CatalogFit(text=None, limit=None, used=0)
     assert catalog_changes(fit, snapshot_of(BEFORE, complete=True)).count == 0
-
-
-def test_describe_catalog_changes_names_each_kind_and_bounds_the_names() -> None:
-    """One line: the count, then each kind with at most five names."""
-    added = tuple(f"skill-{index}" for index in range(7))
-    assert describe_catalog_changes(CatalogChanges()) is None
-    assert describe_catalog_changes(CatalogChanges(added=added, changed=("deploy",))) == (
-        "This session's catalog predates 8 changes to the skills above: 7 added (`skill-0`, "
-        "`skill-1`, `skill-2`, `skill-3`, `skill-4`, ...); 1 with a new description "
-        "(`deploy`). The model here keeps the catalog the session began with; a new session "
-        "has them."
-    )

@@ -891,38 +891,6 @@ async def test_discovery_leaves_process_wide_state_alone(
     assert len(await registry.list(at(layout.project))) == 20
 
 
-async def test_parsing_never_runs_inside_a_custom_filesystem_s_batch(
-    layout: Layout, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A custom filesystem only reads: the provider parses what its batch returned, after it."""
-    from acp_skills.frontmatter import parse_skill_file as parse
-
-    in_batch = False
-    parsed: list[bool] = []
-
-    def recording_parse(text: str, *, with_body: bool = True) -> object:
-        parsed.append(in_batch)
-        return parse(text, with_body=with_body)
-
-    class Batches(CountingFileSystem):
-        async def read_files(
-            self, paths: Sequence[str], max_bytes: int
-        ) -> Sequence[bytes | ReadError]:
-            nonlocal in_batch
-            in_batch = True
-            try:
-                return await super().read_files(paths, max_bytes)
-            finally:
-                in_batch = False
-
-    monkeypatch.setattr("acp_skills._scan.parse_skill_file", recording_parse)
-    for index in range(3):
-        write_skill(layout.user_dsh / f"s{index}" / "SKILL.md", f"s{index}")
-    candidates = await layout.provider(fs=Batches()).list(at(layout.project))
-    assert len(candidates) == 3
-    assert parsed == [False, False, False]
-
-
 async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Layout) -> None:
     """Listing 60 skills takes one listing per root and a single read batch (the project is
     found on the local disk, not through the seam)."""

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_skills import is_skill_name
-from acp_skills.model import DirectoryResource, SkillSummary, summary_of
+from acp_skills.model import DirectoryResource, SkillSummary, rank_text, summary_of
 from tests import providers
 from tests.hypothesis_profiles import examples
 from tests.strategies import SKILL_NAMES
@@ -68,3 +68,8 @@ def test_summary_of_keeps_every_summary_field_and_nothing_more() -> None:
     for item in dataclasses.fields(SkillSummary):
         if item.name not in ("name", "description"):
             assert getattr(summary, item.name) != getattr(defaults, item.name), item.name
+
+
+def test_a_rank_is_written_as_a_person_writes_it() -> None:
+    """``300`` for 300 and 300.0, ``250.5`` as it is."""
+    assert [rank_text(r) for r in (300, 300.0, 250.5)] == ["300", "300", "250.5"]

@@ -3,17 +3,18 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
+from acp_skills.catalog import CatalogChanges, CatalogFit
 from acp_skills.cli.output import Style
 from acp_skills.diagnostics import Diagnostic
 from acp_skills.mcp import McpServer
-from acp_skills.model import rank_text
+from acp_skills.mcp.locator import ServerState
 from acp_skills.report import (
     Markdown,
     by_severity,
+    describe_catalog_changes,
+    describe_catalog_fit,
     diagnostic_json,
     diagnostic_line,
     server_json,
@@ -104,14 +105,88 @@ def test_json_keeps_the_stable_shape_without_unsafe_characters() -> None:
 def test_a_server_line_says_how_it_fares(fares: dict[str, object], said: str) -> None:
     """One wording of a server's state for ``/skills`` and ``doctor``."""
     server = McpServer(label="team", command="srv", args=("--x",))
-    state = SimpleNamespace(
-        server=server,
-        **({"connected": False, "skills": 0, "failure": None, "supports_skills": True} | fares),
-    )
+    state = ServerState(server=server, **({"supports_skills": True} | fares))  # type: ignore[arg-type]
     assert server_line(state, Markdown()) == f"`team`: {said}"
     assert server_json(state)["identity"] == "team=srv --x"
 
 
-def test_a_rank_is_written_as_a_person_writes_it() -> None:
-    """``300`` for 300 and 300.0, ``250.5`` as it is."""
-    assert [rank_text(r) for r in (300, 300.0, 250.5)] == ["300", "300", "250.5"]
+# -- describe_catalog_fit ----------------------------------------------------------------------
+
+DESCRIBE_CASES: list[tuple[str, CatalogFit, str]] = [
+    (
+        "empty",
+        CatalogFit(text=None, limit=8000, used=0),
+        "Catalog: empty, no skill to list.",
+    ),
+    (
+        "unlimited",
+        CatalogFit(text="x" * 1234, limit=None, used=1234, listed=("a", "b")),
+        "Catalog: 1,234 characters (no budget); 2 skills listed, every description in full.",
+    ),
+    (
+        "cut-at-max-length",
+        CatalogFit(
+            text="x", limit=8000, used=2690, listed=("a", "b"), truncated=1, max_length=1024
+        ),
+        "Catalog: 2,690 of 8,000 characters; 2 skills listed, 1 description cut at 1,024 "
+        "characters (the longest a catalog description may be).",
+    ),
+    (
+        "shortened-and-hidden",
+        CatalogFit(
+            text="x",
+            limit=8000,
+            used=7964,
+            shortened=1,
+            listed=("a",),
+            hidden=("h",),
+            description_cap=112,
+        ),
+        "Catalog: 7,964 of 8,000 characters; 1 skill listed, 1 description shortened to at "
+        "most 112 characters, 1 hidden.",
+    ),
+    (
+        "omitted",
+        CatalogFit(
+            text="x",
+            limit=8000,
+            used=7990,
+            shortened=37,
+            omitted=("a", "b", "c", "d", "e", "f"),
+            listed=("g",) * 112,
+            description_cap=60,
+        ),
+        "Catalog: 7,990 of 8,000 characters; 112 skills listed, 37 descriptions shortened to at "
+        "most 60 characters.\n6 skills are not listed (the skill tool's query finds them): "
+        "a, b, c, d, e, ...",
+    ),
+    (
+        "over",
+        CatalogFit(text="x", limit=100, used=400, omitted=("z",), listed=("p",)),
+        "Catalog: 400 of 100 characters; 1 skill listed. Over budget: the catalog's own text "
+        "and the pinned skills take more room.\n1 skill is not listed (the skill tool's query "
+        "finds them): z",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("fit", "expected"),
+    [case[1:] for case in DESCRIBE_CASES],
+    ids=[case[0] for case in DESCRIBE_CASES],
+)
+def test_describe_catalog_fit(fit: CatalogFit, expected: str) -> None:
+    """One or two lines a person can read: size, budget, cuts, and what is not listed."""
+    assert describe_catalog_fit(fit) == expected
+
+
+def test_describe_catalog_changes_names_each_kind_and_bounds_the_names() -> None:
+    """One line: the count, then each kind with at most five names."""
+    added = tuple(f"skill-{index}" for index in range(7))
+    assert describe_catalog_changes(CatalogChanges()) is None
+    assert describe_catalog_changes(CatalogChanges(added=added, changed=("deploy",))) == (
+        "This session's catalog predates 8 changes to the skills above: 7 added (`skill-0`, "
+        "`skill-1`, `skill-2`, `skill-3`, `skill-4`, ...); 1 with a new description "
+        "(`deploy`). The model here keeps the catalog the session began with; a new session "
+        "has them."
+    )

@@ -4,7 +4,6 @@ closed once no live session names it (acp_skills/acp/servers.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, S
 from acp_skills import SkillLookupOptions, SkillSnapshot
 from acp_skills.acp.servers import SessionServers, servers_report
 from acp_skills.mcp import McpServer
+from acp_skills.mcp.locator import ServerState
 
 pytestmark = pytest.mark.anyio
 
@@ -97,7 +97,7 @@ class FaringRecorder(ClosingRecorder):
     def states(self, options: SkillLookupOptions) -> Sequence[Any]:
         reason = "the server exited with status 1: boom\n- error `forged`: not from us"
         server = McpServer(label="team", command="srv")
-        return (SimpleNamespace(server=server, failure=reason, connected=False, skills=0),)
+        return (ServerState(server=server, failure=reason),)
 
 
 def test_a_server_reason_cannot_forge_a_line_of_the_skills_report() -> None:
