@@ -11,6 +11,7 @@ import asyncio
 import gc
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any, cast
 
@@ -690,28 +691,38 @@ def test_a_prompt_turn_comes_only_from_skills_turn() -> None:
         )
 
 
+def watchers() -> list[threading.Thread]:
+    """The live-reload threads running now (docs/reload.md names them)."""
+    return [thread for thread in threading.enumerate() if thread.name == "acp-skills watcher"]
+
+
 @pytest.mark.anyio
 async def test_the_provider_made_here_is_closed_at_the_end_and_one_passed_in_is_not(
-    monkeypatch: pytest.MonkeyPatch, registry: SkillRegistry
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """``async with`` and `aclose` close the default `LocalSkillProvider` (its watcher stops);
-    a registry passed in keeps its providers as they are."""
-    closed: list[LocalSkillProvider] = []
-    close = LocalSkillProvider.close
-
-    def close_and_note(provider: LocalSkillProvider) -> None:
-        closed.append(provider)
-        close(provider)
-
-    monkeypatch.setattr(LocalSkillProvider, "close", close_and_note)
-    async with AcpSkills():
-        assert closed == []
-    assert len(closed) == 1
+    """``async with`` and `aclose` close the default `LocalSkillProvider` (its watcher thread
+    ends); a registry passed in keeps its providers, and their watchers, as they are."""
+    home = tmp_path / "home"
+    (home / ".agents" / "skills").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    for variable in ("DSH_HOME", "DSH_AGENTS_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    here = SkillLookupOptions(cwd=str(tmp_path))
+    assert watchers() == []
+    async with AcpSkills() as skills:
+        await skills.registry.list(here)  # the first lookup starts the watch
+        assert len(watchers()) == 1
+    assert watchers() == []
     skills = AcpSkills()
-    skills.attach(RecordingClient())  # the editor a turn reports to
+    await skills.registry.list(here)
+    assert len(watchers()) == 1
     await skills.aclose()
-    assert len(closed) == 2
-    async with AcpSkills(registry):
-        pass
+    assert watchers() == []
+    registry = SkillRegistry()
+    handle = registry.register_provider(LocalSkillProvider(agents_home=str(home / ".agents")))
+    async with AcpSkills(registry) as skills:
+        await skills.registry.list(here)
     await AcpSkills(registry).aclose()
-    assert len(closed) == 2
+    assert len(watchers()) == 1
+    handle.dispose()
+    assert watchers() == []
