@@ -94,6 +94,7 @@ MALFORMED_REPLIES: list[tuple[str, Reply, str]] = [
 ]
 
 
+@pytest.mark.sdk
 async def test_malformed_endpoint_output_is_a_model_error_with_end_turn(
     sandbox: Sandbox,
 ) -> None:
@@ -115,6 +116,7 @@ async def test_malformed_endpoint_output_is_a_model_error_with_end_turn(
     assert len(server.requests) == 2 * len(MALFORMED_REPLIES)
 
 
+@pytest.mark.sdk
 async def test_a_one_byte_drip_is_stopped_by_the_overall_timeout(sandbox: Sandbox) -> None:
     """An endpoint sending a byte every 0.2 s never trips a per-read timeout: --timeout holds."""
     drip = Raw(sse(chunk({"content": "Partial"}))[: -len(b"data: [DONE]\n\n")], drip=0.2)
@@ -131,6 +133,7 @@ def _call_without_id(name: str, arguments: str) -> Stream:
     return Stream([call_piece(**piece), chunk({}, "tool_calls")])
 
 
+@pytest.mark.sdk
 async def test_tool_call_ids_are_unique_in_a_session_when_repeated_or_missing(
     sandbox: Sandbox,
 ) -> None:
@@ -203,6 +206,7 @@ def test_cli_on_a_terminal_spells_out_controls_from_disk(tmp_path: Path, command
         assert "odd\\x0d\\x1b[2Kname\\x0b\\x0c\\x0aerror:forged-row" in bare
 
 
+@pytest.mark.sdk
 async def test_agent_console_log_spells_out_controls_from_disk(sandbox: Sandbox) -> None:
     """A directory whose name holds CR, LF and escapes cannot forge or drive log lines."""
     skills = hostile_skills(sandbox.root / "hostile")
@@ -217,6 +221,7 @@ async def test_agent_console_log_spells_out_controls_from_disk(sandbox: Sandbox)
     assert not any(line.startswith("error:forged") for line in log.splitlines())
 
 
+@pytest.mark.sdk
 async def test_skills_report_spells_out_controls_from_disk(sandbox: Sandbox) -> None:
     """`/skills` for a project whose path holds CR, LF and escapes shows them spelt out."""
     project = sandbox.root / HOSTILE_DIR

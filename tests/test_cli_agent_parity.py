@@ -92,6 +92,7 @@ SAME_SETTINGS = [
 ]
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 @pytest.mark.parametrize(("args", "env", "unlimited"), SAME_SETTINGS)
 async def test_catalog_is_byte_identical_to_the_agent_s_first_catalog(
@@ -122,6 +123,7 @@ async def test_catalog_is_byte_identical_to_the_agent_s_first_catalog(
     assert (budget["limit"] is None) == bool(unlimited)
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 async def test_reports_say_how_many_descriptions_were_cut_and_where(sandbox: Sandbox) -> None:
     """A description over 1,024 characters is cut there, and `catalog` and `/skills` say so;
@@ -145,6 +147,7 @@ async def test_reports_say_how_many_descriptions_were_cut_and_where(sandbox: San
     assert (sources["code-review"], sources["team-notes"]) == ("examples", "custom")
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 async def test_show_invoke_previews_what_the_slash_command_puts_into_the_turn(
     sandbox: Sandbox,
@@ -198,6 +201,7 @@ def test_list_and_show_say_when_files_were_skipped(sandbox: Sandbox) -> None:
     assert len(missing.stderr.splitlines()) == 1
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 async def test_tilde_paths_from_args_and_env_without_a_shell(sandbox: Sandbox) -> None:
     """`~/...` in --state-dir, ACP_SKILLS_STATE_DIR, --skills-dir and ACP_SKILLS_DIRS (no shell

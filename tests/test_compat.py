@@ -160,6 +160,7 @@ async def listed(agent: DemoPeer, sandbox: Sandbox) -> dict[str, str]:
     return {skill["name"]: skill["source"] for skill in answer["skills"]}
 
 
+@pytest.mark.sdk
 async def test_claude_project_is_discovered_with_compat_claude_only(tmp_path: Path) -> None:
     """Without --compat the .claude skills are invisible; with it, both are found."""
     sandbox = Sandbox.create(tmp_path)
@@ -176,6 +177,7 @@ async def test_claude_project_is_discovered_with_compat_claude_only(tmp_path: Pa
             }
 
 
+@pytest.mark.sdk
 async def test_compat_claude_fills_arguments_of_a_slash_invocation(tmp_path: Path) -> None:
     """/fix-issue 42 "very high" fills $0, $1 and $ARGUMENTS in the body the turn carries."""
     sandbox = Sandbox.create(tmp_path)
@@ -196,6 +198,7 @@ async def test_compat_claude_fills_arguments_of_a_slash_invocation(tmp_path: Pat
             assert "$ARGUMENTS" not in text
 
 
+@pytest.mark.sdk
 async def test_without_compat_a_body_reaches_the_model_verbatim(tmp_path: Path) -> None:
     """Placeholders stay as written unless --compat claude asks for Claude Code's behaviour."""
     sandbox = Sandbox.create(tmp_path)

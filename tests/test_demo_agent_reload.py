@@ -17,7 +17,7 @@ import pytest
 from tests.acp_peer import DemoPeer, RecordingClient, demo_peer
 from tests.sandbox import Sandbox, write_skill
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 NOTES_BODY = "# Meeting notes\n\n1. List every action item with its owner.\n"
 RELEASE_BODY = "# Release\n\n1. Tag the release.\n2. Publish the package.\n"

@@ -261,6 +261,7 @@ def _assistant_message(content: list[dict[str, Any]]) -> dict[str, Any]:
     return {"content": words, **({"tool_calls": calls} if calls else {})}
 
 
+@pytest.mark.sdk
 async def test_a_turn_with_a_skill_a_failing_tool_and_a_cancelled_one_is_taken_request_by_request(
     tmp_path: Path,
 ) -> None:

@@ -58,6 +58,7 @@ async def registry() -> AsyncIterator[tuple[SkillRegistry, McpSkillProvider]]:
 Kit = tuple[SkillRegistry, McpSkillProvider]
 
 
+@pytest.mark.sdk
 async def test_lists_and_loads_over_stdio_with_verification(tmp_path: Path) -> None:
     """End to end: the server as a child process over stdio, through the default transport."""
     provider = McpSkillProvider(timeout=30)
@@ -276,6 +277,7 @@ async def test_the_skill_tool_reads_a_file_of_an_mcp_skill(tmp_path: Path) -> No
     )
 
 
+@pytest.mark.sdk
 async def test_cancel_during_a_slow_read_ends_the_turn_and_the_server_stays_usable(
     tmp_path: Path,
 ) -> None:
@@ -342,6 +344,7 @@ def test_the_cli_lists_and_shows_skills_of_an_mcp_server(
     assert payload["mcpServers"][0]["skills"] == 1
 
 
+@pytest.mark.sdk
 def test_doctor_says_how_a_server_fares_in_the_words_of_skills(
     tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
 ) -> None:

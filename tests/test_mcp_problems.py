@@ -60,6 +60,7 @@ async def agent_with(tmp_path: Path, *servers: McpServer) -> AsyncIterator[Peer]
         await mcp.aclose()
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 async def test_a_bad_listed_skill_is_skipped_and_every_other_skill_stays(tmp_path: Path) -> None:
     """A listed `Deploy App` or an empty description no longer fails `_skills/list` (-32603):
@@ -104,6 +105,7 @@ def shown(peer: Peer, session_id: str) -> str:
     )
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 async def test_a_skipped_server_is_a_problem_in_skills_list_and_the_skills_command(
     tmp_path: Path,

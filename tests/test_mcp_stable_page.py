@@ -147,6 +147,7 @@ async def test_a_uri_the_session_cannot_load_is_a_readable_error(
         assert asked(record, "skills/get") == 0  # refused before any request
 
 
+@pytest.mark.sdk
 async def test_a_skill_confirmed_by_its_uri_waits_for_trust_until_a_session_asks_about_it(
     tmp_path: Path,
 ) -> None:

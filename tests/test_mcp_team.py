@@ -102,6 +102,7 @@ async def session_trust(
 # -- pre-trusting a server from the command line -----------------------------------------------
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 async def test_trust_mcp_server_stores_what_the_cards_trust_this_server_stores(
     tmp_path: Path, trust_file: Path, capsys: pytest.CaptureFixture[str]
@@ -138,6 +139,7 @@ async def test_trust_mcp_server_stores_what_the_cards_trust_this_server_stores(
     assert {uri for uri, _ in pairs} >= {"skill://deploy/checklist.md", "skill://deploy/SKILL.md"}
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 async def test_a_session_asks_nothing_about_a_server_trusted_from_the_command_line(
     tmp_path: Path, trust_file: Path, capsys: pytest.CaptureFixture[str]

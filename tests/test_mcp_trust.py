@@ -23,7 +23,7 @@ from tests.mcp_http import SERVER, write_served_skill
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import scripted_server, served, skill_text, write_script
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 FIELDS = {"name": "deploy", "description": "Deploy it."}
 FRONTMATTER = "name: deploy\ndescription: Deploy it."

@@ -82,6 +82,7 @@ def sneaky_skill(directory: Path) -> None:
 # -- which project, and whose decision --------------------------------------------------------
 
 
+@pytest.mark.sdk
 @needs_git
 @FORGERIES
 @pytest.mark.anyio
@@ -104,6 +105,7 @@ def test_forgetting_in_a_forged_directory_leaves_the_trusted_repository_alone(
     assert world.store.decisions() == {str(world.trusted.resolve()): "trusted"}
 
 
+@pytest.mark.sdk
 @needs_git
 @pytest.mark.anyio
 async def test_a_real_worktree_offers_its_own_skills_under_the_repositorys_decision(
@@ -114,6 +116,7 @@ async def test_a_real_worktree_offers_its_own_skills_under_the_repositorys_decis
     assert await world.listed(tree) == {"feature-notes": "trusted"}
 
 
+@pytest.mark.sdk
 @needs_git
 @pytest.mark.anyio
 @needs_posix
@@ -128,6 +131,7 @@ async def test_a_fifo_as_a_worktrees_commondir_never_stalls_the_agent(world: Wor
     assert await world.listed(world.trusted) == {"notes": "trusted"}
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 @needs_posix
 async def test_a_nested_directory_whose_git_is_a_fifo_is_not_a_project(world: World) -> None:
@@ -138,6 +142,7 @@ async def test_a_nested_directory_whose_git_is_a_fifo_is_not_a_project(world: Wo
     assert await world.listed(nested) == {"notes": "trusted"}
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 async def test_skills_listed_before_their_project_changed_never_take_the_new_projects_decision(
     world: World,
@@ -152,6 +157,7 @@ async def test_skills_listed_before_their_project_changed_never_take_the_new_pro
     assert await world.listed(nested, registry) == {"sneaky": "pending"}
 
 
+@pytest.mark.sdk
 @pytest.mark.parametrize("into", ["link", "link/.."], ids=["link", "link-dot-dot"])
 @pytest.mark.anyio
 @needs_posix
@@ -166,6 +172,7 @@ async def test_a_cwd_linked_from_an_untrusted_repository_is_scanned_and_judged_w
     assert await world.listed(f"{untrusted}/{into}") == {"notes": "trusted"}
 
 
+@pytest.mark.sdk
 @pytest.mark.parametrize("cwd", [".", "src/tool"], ids=["home", "below-home"])
 @pytest.mark.anyio
 async def test_home_as_a_project_keeps_the_persons_own_skills_ungated(
@@ -201,6 +208,7 @@ def unreadable_trust_file(world: World, request: pytest.FixtureRequest) -> Path:
     return path
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 async def test_an_unreadable_trust_file_grants_nothing_and_the_agent_keeps_serving(
     world: World, unreadable_trust_file: Path
@@ -240,6 +248,7 @@ def _note_opens_on_the_event_loop(event: str, args: tuple[Any, ...]) -> None:
 sys.addaudithook(_note_opens_on_the_event_loop)  # hooks stay for good: it records only below
 
 
+@pytest.mark.sdk
 @needs_git
 @pytest.mark.anyio
 async def test_reads_for_trust_never_run_on_the_event_loop(world: World) -> None:

@@ -48,7 +48,7 @@ from tests.strategies import (
     is_forbidden,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 GUIDE = "# Guide\n\nThe local copy of the guide.\n"
 

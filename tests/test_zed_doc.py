@@ -191,6 +191,7 @@ async def test_the_deepseek_snippet_sends_the_key_from_the_file_it_names(tmp_pat
     assert client.agent_text(session.session_id) == "Hello from the endpoint."
 
 
+@pytest.mark.sdk
 @pytest.mark.anyio
 async def test_the_deepseek_snippet_sends_the_key_from_the_inherited_environment(
     tmp_path: Path,
