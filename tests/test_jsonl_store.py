@@ -82,7 +82,9 @@ async def test_jsonl_files_are_ascii(jsonl: JsonlSessionStore) -> None:
     """Non-ASCII text is escaped, so a torn write can never split a character."""
     record = await jsonl.open("s1")
     await record.append(said("日本語 🎉"))
-    jsonl.path_for("s1").read_bytes().decode("ascii")
+    written = jsonl.path_for("s1").read_bytes()
+    assert written.isascii()
+    assert b"\\u65e5\\u672c\\u8a9e \\ud83c\\udf89" in written
 
 
 async def test_jsonl_fsync_mode_writes_the_same_lines(tmp_path: Path) -> None:
