@@ -25,13 +25,13 @@ from acp.schema import McpServerStdio, TextContentBlock
 from mcp import ClientSession
 from mcp.client import Transport
 
-from acp_skills import SkillLookupOptions, SkillRegistry
+from acp_skills import SkillLookupOptions, SkillRegistry, SkillSnapshot
 from acp_skills.acp import AcpSkills
 from acp_skills.mcp import McpServer, McpSkillProvider
 from acp_skills.mcp.transport import open_transport
 from acp_skills.trust import TrustStore
 from tests.acp_peer import demo_peer
-from tests.events import WAIT_SECONDS, named_pipe, process_ends, read_pipe
+from tests.events import WAIT_SECONDS, named_pipe, process_ends, read_pipe, write_pipe
 from tests.mcp_http import SERVER, write_served_skill
 from tests.mcp_memory import InProcess, fastmcp_streams
 from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
@@ -159,13 +159,25 @@ async def test_session_new_starts_connecting_before_anything_looks_the_server_up
 async def test_the_first_lookup_takes_the_listing_its_session_started(tmp_path: Path) -> None:
     """A lookup that comes while the listing the session's opening started is under way takes
     that listing: the server is asked once."""
-    record = tmp_path / "methods.txt"
-    entry = skills_entry(tmp_path / "served", "--record", str(record))
+    record, released = tmp_path / "methods.txt", named_pipe(tmp_path / "listing-released")
+    entry = skills_entry(
+        tmp_path / "served", "--record", str(record), "--hold-listing", str(released)
+    )
     options = SkillLookupOptions(cwd=str(tmp_path), servers=(McpServer.from_acp(entry),))
+    snapshots: list[SkillSnapshot] = []
+
+    async def lookup() -> None:
+        snapshots.append(await skills.registry.snapshot(options))
+
     async with mounted(tmp_path, InProcess()) as (skills, _):
-        await skills.open_session("s1", str(tmp_path), mcp_servers=[entry])
-        snapshot = await skills.registry.snapshot(options)
-    assert [skill.name for skill in snapshot.skills] == ["served-skill"]
+        with anyio.fail_after(WAIT_SECONDS):
+            await skills.open_session("s1", str(tmp_path), mcp_servers=[entry])
+            async with anyio.create_task_group() as group:
+                group.start_soon(lookup)
+                # The session's listing is held by the server; the lookup waits on something.
+                await anyio.wait_all_tasks_blocked()
+                await write_pipe(released)
+    assert [skill.name for skill in snapshots[0].skills] == ["served-skill"]
     assert methods(record) == ["server/discover", "skills/list"]
 
 
