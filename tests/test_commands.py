@@ -34,6 +34,7 @@ from acp_skills.acp.commands import (
     invocable,
     leading_slash_word,
 )
+from acp_skills.mcp import McpSkillProvider
 from acp_skills.trust import TrustStore
 from tests.acp_peer import (
     COMMANDS,
@@ -247,8 +248,6 @@ async def test_commands_go_out_once_when_an_mcp_listing_arrives_during_the_first
     editor has the session and needs no resend. Later prompts send nothing; ``session/load``
     sends the list after its answer and once more at its first turn. (The server is a
     process: the MCP pool reaches servers over stdio or HTTP only.)"""
-    pytest.importorskip("mcp")
-    from acp_skills.mcp import McpSkillProvider
 
     served = tmp_path / "served"
     write_served_skill(served, "deploy-app", "Deploy the app.", "Run make deploy.")

@@ -14,6 +14,7 @@ import pytest
 from acp.schema import TextContentBlock
 
 from acp_skills import LocalSkillProvider, SkillRegistry
+from acp_skills.mcp import McpServer, McpSkillProvider
 from acp_skills.trust import ProjectSource, TrustStore
 from tests.acp_peer import (
     SDK_WITHDRAWS_CANCELLED_REQUESTS,
@@ -24,6 +25,7 @@ from tests.acp_peer import (
     text_content,
     write_skill,
 )
+from tests.mcp_http import SERVER, write_served_skill
 
 pytestmark = pytest.mark.sdk
 
@@ -236,9 +238,6 @@ async def test_trust_for_this_session_admits_only_the_pairs_an_mcp_question_show
     """After ``allow_once`` for a server, a body it swaps later in the session, or a skill it
     adds, waits: neither loads, and the session does not ask again. (The server is a process:
     the MCP pool reaches servers over stdio or HTTP only.)"""
-    pytest.importorskip("mcp")
-    from acp_skills.mcp import McpServer, McpSkillProvider
-    from tests.mcp_http import SERVER, write_served_skill
 
     served = tmp_path / "served"
     write_served_skill(served, "deploy-app", "Deploy the app.", "Run make deploy.")

@@ -317,7 +317,6 @@ def stdio(label: str) -> McpServerStdio:
 async def test_close_lets_go_of_the_servers_only_that_session_used(tmp_path: Path) -> None:
     """Closing one session releases the server only it named, not the one another session
     still uses; closing that one releases the rest."""
-    pytest.importorskip("mcp")
     closer = RecordingCloser()
     registry = fixture_registry(tmp_path, write_fixture_skills(tmp_path))
     project = make_project(tmp_path)
