@@ -23,6 +23,7 @@ from typing import Any, cast
 
 import anyio
 import pytest
+from acp.schema import McpServerStdio
 from acp.stdio import spawn_agent_process
 
 from demo_agent.__main__ import build_parser
@@ -31,6 +32,7 @@ from tests.agent_client import RecordingClient, initialize_agent, text_prompt, w
 from tests.demo_in_process import run_agent
 from tests.fake_openai import FakeOpenAI, text_reply
 from tests.installed import ROOT, Installation, isolated_env
+from tests.mcp_scripted import SCRIPTED_SERVER, served, skill_text, write_script
 
 DOC = ROOT / "docs" / "zed.md"
 TEST_SECONDS = 60
@@ -212,6 +214,35 @@ async def test_the_deepseek_snippet_sends_the_key_from_the_inherited_environment
     assert request.headers["authorization"] == f"Bearer {KEY}"
     assert request.body["model"] == "deepseek-chat"
     assert agent.client.agent_text(session.session_id) == "Hello from the endpoint."
+
+
+@pytest.mark.sdk
+@pytest.mark.anyio
+async def test_the_snippet_that_leaves_context_servers_alone_never_starts_them(
+    tmp_path: Path,
+) -> None:
+    """The ``--mcp-session-servers off`` snippet serves a turn, and the context server Zed
+    forwards with ``session/new`` is never started (it would record its first request)."""
+    (entry,) = [e for n, e in snippets() if "--mcp-session-servers" in e["args"]]
+    record = tmp_path / "methods.txt"
+    text = skill_text("name: team-skill\ndescription: A team skill.")
+    fields = {"name": "team-skill", "description": "A team skill."}
+    script = write_script(
+        tmp_path / "team.json", [served("team-skill", text, fields)], record=str(record)
+    )
+    forwarded = McpServerStdio(
+        name="team", command=sys.executable, args=[SCRIPTED_SERVER, str(script)], env=[]
+    )
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "XDG_STATE_HOME": str(home / "state"), **entry["env"]}
+    with anyio.fail_after(TEST_SECONDS):
+        async with demo_agent_peer(*entry["args"], env=env, cwd=tmp_path) as agent:
+            session = await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=[forwarded])
+            response = await agent.conn.prompt(
+                session_id=session.session_id, prompt=text_prompt("hello")
+            )
+    assert response.stop_reason == "end_turn"
+    assert not record.exists()
 
 
 @pytest.mark.parametrize(
