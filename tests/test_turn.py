@@ -185,6 +185,44 @@ async def test_a_cancelled_tool_call_still_gets_a_result_in_the_record(
     assert end["status"] == "failed"
 
 
+@pytest.mark.parametrize("opening", ["resume", "load"])
+async def test_a_session_reopened_while_a_tool_runs_answers_the_call_in_its_new_instance(
+    registry: SkillRegistry, project: Path, opening: str
+) -> None:
+    """Resumed or loaded while the agent's own tool runs: the new instance's history has
+    the cancelled call's result, so its next request to the model is well formed."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        started = anyio.Event()
+
+        async def run_tool(name: str, arguments: object) -> str:
+            started.set()
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+        call = {
+            "content": "",
+            "tool_calls": [{"id": "t1", "function": {"name": "wait", "arguments": "{}"}}],
+        }
+        async with anyio.create_task_group() as group:
+
+            async def run() -> None:
+                prompt = [TextContentBlock(type="text", text="wait")]
+                async with peer.skills.turn(session_id, prompt, run_tool=run_tool) as turn:
+                    await turn.request_messages()
+                    await turn.add_reply(call)
+
+            group.start_soon(run)
+            with anyio.fail_after(5):
+                await started.wait()
+            reopen = getattr(peer.skills, f"{opening}_session")
+            reopened = await reopen(session_id, str(project))
+        history = reopened.history
+    assert history[-1]["role"] == "tool"
+    assert history[-1]["tool_call_id"] == "t1"
+    assert str(history[-1]["content"]).startswith("Error: the turn was cancelled")
+
+
 async def test_a_turn_cancelled_while_composing_discards_its_prefix(
     tmp_path: Path, project: Path
 ) -> None:

@@ -232,10 +232,11 @@ class AcpSkills:
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
     ) -> PrefixedSession:
         """Start a new instance of a stored session for ``session/resume``, without replaying
-        it; a turn still running on the old one is cancelled (-32602 for an unknown id)."""
+        it; a turn still running on the old one is cancelled and waited for (-32602 for an
+        unknown id)."""
         check_cwd(cwd)
         await self._require_known(session_id)
-        self.cancel(session_id)
+        await self._sessions.end_turn(session_id)
         return await self.open_session(session_id, cwd, **opening)
 
     async def close_session(self, session_id: str) -> None:
