@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import pytest
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
@@ -89,6 +90,60 @@ async def test_a_server_is_let_go_when_no_live_session_names_it() -> None:
     assert recorder.released == [own, shared]
     await servers.unbind("s2")  # twice is harmless
     assert recorder.released == [own, shared]
+
+
+class SlowCloser(ClosingRecorder):
+    """Its close takes until the test lets it end, as a process past its grace does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closing, self.may_end = anyio.Event(), anyio.Event()
+
+    def connect(self, server: Any) -> None:
+        self.connected.append(("connect", server))
+
+    async def release(self, server: Any) -> None:
+        self.connected.append(("release", server))
+        self.closing.set()
+        await self.may_end.wait()
+        self.released.append(server)
+
+
+async def test_letting_a_server_go_does_not_wait_for_its_close() -> None:
+    """With a task group, a session released or closed answers while its server still
+    closes (another session's ``session/new`` is not held by it)."""
+    closer = SlowCloser()
+    servers = SessionServers(closer)
+    server = McpServer(label="a", command="a")
+    async with anyio.create_task_group() as group:
+        servers.tasks = group
+        await servers.bind("s1", (server,))
+        with anyio.fail_after(5):
+            await servers.unbind("s1")
+            await closer.closing.wait()
+        assert closer.released == []
+        closer.may_end.set()
+    assert closer.released == [server]
+
+
+async def test_a_session_naming_a_server_being_closed_connects_once_the_close_ends() -> None:
+    """A session naming a server while its last one's close is underway connects to it
+    afresh after that close, never to the connection going away."""
+    closer = SlowCloser()
+    servers = SessionServers(closer)
+    server = McpServer(label="a", command="a")
+    async with anyio.create_task_group() as group:
+        servers.tasks = group
+        await servers.bind("s1", (server,))
+        with anyio.fail_after(5):
+            await servers.unbind("s1")
+            await closer.closing.wait()
+        group.start_soon(servers.bind, "s2", (server,))
+        await anyio.wait_all_tasks_blocked()
+        assert closer.connected == [("connect", server), ("release", server)]
+        closer.may_end.set()
+    assert closer.connected == [("connect", server), ("release", server), ("connect", server)]
+    assert servers.users(server) == 1
 
 
 class FaringRecorder(ClosingRecorder):

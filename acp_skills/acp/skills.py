@@ -124,12 +124,14 @@ class AcpSkills:
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         await self._group.start(self._announcer.follow, name=FOLLOWER_TASK_NAME)
+        self._sessions.servers.tasks = self._group
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         group, self._group = self._group, None
         if group is None:
             return None
+        self._sessions.servers.tasks = None
         group.cancel_scope.cancel()
         try:
             return await group.__aexit__(*exc_info)
