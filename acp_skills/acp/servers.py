@@ -3,8 +3,9 @@
 which live sessions use each one, so that a stdio server no live session names any more is
 closed.
 
-`acp_skills.mcp` (the ``mcp`` extra) is loaded only when a session names a server: an agent
-without the extra serves sessions as before, and says once that it ignores their servers.
+An agent with an MCP client loaded `acp_skills.mcp` and the MCP SDK as it started (its
+`McpSkillProvider`); one without (no ``mcp`` extra) serves sessions as before, and warns
+that it ignores their servers.
 """
 
 from __future__ import annotations
