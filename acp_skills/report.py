@@ -11,6 +11,7 @@ person should be shown.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any, Final, Protocol
 
@@ -44,13 +45,22 @@ class Markdown:
     """The editor's markup: places and codes as code spans, severities as words."""
 
     def place(self, text: str) -> str:
-        return f"`{text}`"
+        return code_span(text)
 
     def code(self, text: str) -> str:
-        return f"`{text}`"
+        return code_span(text)
 
     def severity(self, severity: Severity) -> str:
         return SEVERITIES[severity][0]
+
+
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span, whatever backticks it holds: fenced by a run of
+    backticks longer than any inside, and padded with a space where one would touch the fence
+    (CommonMark takes one space off each side again)."""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    padded = text[:1] in ("`", " ") or text[-1:] in ("`", " ")
+    return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
 
 
 def plural(count: int, noun: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import re
+import shlex
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import Final
 
@@ -20,6 +21,7 @@ from ..quiet_log import get_logger
 from ..report import (
     Markdown,
     by_severity,
+    code_span,
     describe_catalog_changes,
     describe_catalog_fit,
     diagnostic_line,
@@ -201,7 +203,7 @@ def skills_report(
     fit: CatalogFit | None = None,
     withheld: Sequence[tuple[str, list[str], str]] = (),
 ) -> str:
-    lines = [f"**Skills for `{_clean(cwd)}`** ({len(snapshot.skills)})", ""]
+    lines = [f"**Skills for {code_span(_clean(cwd))}** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
     lines += [*(_skill_line(skill) for skill in snapshot.skills), ""]
@@ -222,7 +224,10 @@ def skills_report(
         lines.extend(f"- {diagnostic_line(d, Markdown())}" for d in ordered[:_MAX_PROBLEMS_SHOWN])
         if (hidden := len(ordered) - _MAX_PROBLEMS_SHOWN) > 0:
             lines.append(f"- ... and {hidden} more")
-        lines += ["", f"Run `acp-skills doctor --cwd {_clean(cwd)}` in a terminal for details."]
+        # A command to paste: the path quoted for the shell (the CLI has no flag for the
+        # session's additional directories: it looks from cwd alone).
+        doctor = code_span(_clean(f"acp-skills doctor --cwd {shlex.quote(cwd)}"))
+        lines += ["", f"Run {doctor} in a terminal for details."]
     if not snapshot.complete:
         lines += ["", "A skill provider did not answer in time: this list may be incomplete."]
     return "\n".join(lines).rstrip("\n")
