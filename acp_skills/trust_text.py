@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 
 from .model import SkillCandidate
-from .report import plural
+from .report import Markup, plural
 from .text import one_line, shorten_description
 from .trust import ServerChange, ServerSource, TrustSource, TrustState, Withheld
 
@@ -173,10 +173,12 @@ def waiting_note(pending: Sequence[Withheld]) -> str | None:
     )
 
 
-def withheld_parts(withheld: Collection[Withheld]) -> list[tuple[str, list[str], str]]:
+def withheld_parts(
+    withheld: Collection[Withheld], markup: Markup
+) -> list[tuple[str, list[str], str]]:
     """The "Waiting for trust" and "Refused" parts of a report (``/skills``, ``doctor``,
     ``catalog``; none when nothing is withheld): each part's title, a line per skill (its name,
-    description and place), and how to admit them."""
+    description and place, as ``markup`` shows free text), and how to admit them."""
     parts = []
     for state, title in _HEADINGS:
         group = sorted((w for w in withheld if w.state == state), key=lambda w: w.skill.name)
@@ -186,7 +188,8 @@ def withheld_parts(withheld: Collection[Withheld]) -> list[tuple[str, list[str],
         for w in group:
             description = shorten_description(w.skill.description, 120)
             where, change = source_label(w.source), CHANGES.get(w.change, "")
-            lines.append(f"- `{one_line(w.skill.name)}` — {description} ({where}){change}")
+            said = markup.text(description)  # the place is ours: `source_label`
+            lines.append(f"- `{one_line(w.skill.name)}` — {said} ({where}){change}")
         parts.append((title, lines, how_to_admit(group)))
     return parts
 

@@ -156,12 +156,13 @@ class FaringRecorder(ClosingRecorder):
 
 
 def test_a_server_reason_cannot_forge_a_line_of_the_skills_report() -> None:
-    """What a server wrote stays on its server's line of ``/skills``, line feeds spelt out."""
+    """What a server wrote stays on its server's line of ``/skills``, line feeds spelt out
+    and shown as text (no code span of its own)."""
     empty = SkillSnapshot(skills=(), complete=True)
     report = servers_report(FaringRecorder(), SkillLookupOptions(), empty)
     assert report.splitlines() == [
         "**MCP servers** (1)",
         "",
-        "- `team`: skipped: the server exited with status 1: boom\\x0a- error `forged`: not "
-        "from us",
+        "- `team`: skipped: the server exited with status 1: boom\\\\x0a- error \\`forged\\`: "
+        "not from us",
     ]

@@ -234,7 +234,7 @@ def skills_report(
 
 
 def _skill_line(skill: SkillSummary) -> str:
-    notes = [_clean(skill.source)]
+    notes = [Markdown().text(_clean(skill.source))]
     if not skill.user_invocable:
         notes.append("model only")
     elif skill.name == SKILLS_COMMAND:
@@ -242,5 +242,5 @@ def _skill_line(skill: SkillSummary) -> str:
     if skill.disable_model_invocation:
         notes.append("hidden from the model")
     shown = f"/{skill.name}" if invocable([skill]) else skill.name
-    description = shorten_description(skill.description, _DESCRIPTION_SHOWN)
+    description = Markdown().text(shorten_description(skill.description, _DESCRIPTION_SHOWN))
     return f"- `{shown}` — {description} ({', '.join(notes)})"

@@ -42,6 +42,9 @@ class Style:
         label, colour = SEVERITIES[severity]
         return self(label, *colour)
 
+    def text(self, text: str) -> str:
+        return text
+
 
 @dataclass(slots=True)
 class Outcome:
