@@ -165,3 +165,10 @@ def test_a_withheld_skill_s_description_is_text_in_the_editor() -> None:
     )
     [(_, [line], _)] = withheld_parts([pending], Style(False))
     assert line == f"- `fix` — {description} (project `repo`)"
+
+
+def test_the_command_that_trusts_a_project_names_its_path_exactly() -> None:
+    """Spaces in a path are kept as they are inside the quotes; a line feed is spelt out."""
+    for path, quoted in (("/work/my  repo", "'/work/my  repo'"), ("/a\nb", "'/a\\x0ab'")):
+        theirs = Withheld(candidate("lint", "project-agents"), "pending", ProjectSource(path))
+        assert how_to_admit([theirs]).endswith(f"`acp-skills trust {quoted}`.")
