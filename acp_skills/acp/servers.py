@@ -94,10 +94,6 @@ class SessionServers:
         """``session_id`` is no longer live (released, or the connection ended)."""
         await self._let_go(self._by_session.pop(session_id, ()))
 
-    def users(self, server: Hashable) -> int:
-        """How many live sessions name ``server``."""
-        return self._users.get(server, 0)
-
     async def _let_go(self, servers: Iterable[Hashable]) -> None:
         for server in servers:
             left = self._users.get(server, 0) - 1

@@ -200,11 +200,6 @@ class AcpSkills:
         """Whether sessions' ``mcpServers`` bring skills: advertise ``mcpCapabilities.http``."""
         return self._sessions.servers.provider is not None
 
-    @property
-    def skill_tool_spec(self) -> dict[str, Any]:
-        """The plain ``skill`` tool in the OpenAI function format (without ``query``)."""
-        return self._kit.tool_spec(searchable=False)
-
     async def catalog_fit(self, session_id: str) -> CatalogFit | None:
         """What the catalog budget did to the session's catalog (-32602 for an unknown id)."""
         return (await self._sessions.get(session_id)).catalog_fit
@@ -261,10 +256,6 @@ class AcpSkills:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "reason": "unknown session"}
             )
-
-    def has_session(self, session_id: str) -> bool:
-        """Whether ``session_id`` is a session of this connection (live or released)."""
-        return session_id in self._sessions
 
     async def session(self, session_id: str) -> PrefixedSession:
         """The session instance, reopened if it was released (-32602 for an unknown id)."""
