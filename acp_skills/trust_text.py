@@ -49,8 +49,13 @@ def served_dynamic(skill: SkillCandidate) -> bool:
 
 def question_title(pending: Sequence[Withheld]) -> str:
     """``Trust N skills from PROJECT?`` (the project's directory name or the server labels)."""
-    labels = ", ".join(sorted({one_line(w.source.label) for w in pending}))
+    labels = whom_asked(pending)
     return f"Trust {len(pending)} skill{'' if len(pending) == 1 else 's'} from {labels}?"
+
+
+def whom_asked(pending: Sequence[Withheld]) -> str:
+    """The labels of the projects and servers a question about ``pending`` names, in order."""
+    return ", ".join(sorted({one_line(w.source.label) for w in pending}))
 
 
 def question_text(pending: Sequence[Withheld]) -> str:

@@ -16,7 +16,7 @@ from anyio.abc import TaskStatus
 
 from ..catalog import CatalogFit, catalog_changes
 from ..diagnostics import Diagnostic
-from ..model import SkillSnapshot, SkillSummary
+from ..model import SkillSnapshot, SkillSummary, is_skill_name
 from ..quiet_log import get_logger
 from ..report import (
     Markdown,
@@ -169,10 +169,13 @@ def builtin_commands() -> list[AvailableCommand]:
 
 
 def invocable(skills: Iterable[SkillSummary]) -> list[SkillSummary]:
-    """The skills a person runs as ``/NAME``: user-invocable ones, but for a skill named like a
-    built-in command. ``/skills`` is the library's report whatever a project or a person
-    names a skill: otherwise a skill could hide what the session offers and withholds."""
-    return [s for s in skills if s.user_invocable and s.name != SKILLS_COMMAND]
+    """The skills a person runs as ``/NAME``, and the editor is told of: user-invocable ones
+    whose name a slash can invoke, but for a skill named like a built-in command. ``/skills``
+    is the library's report whatever a project or a person names a skill: otherwise a skill
+    could hide what the session offers and withholds."""
+    return [
+        s for s in skills if s.user_invocable and is_skill_name(s.name) and s.name != SKILLS_COMMAND
+    ]
 
 
 def leading_slash_word(text: str) -> str | None:
