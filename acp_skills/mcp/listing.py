@@ -166,6 +166,9 @@ async def list_skills(session: ClientSession) -> Listing:
                 rejected.append(entry)
         if not (cursor := page.nextCursor):
             break
+    else:  # said, as a skipped entry is: the skills of the pages not read are missing
+        more = f"its listing goes on past {MAX_PAGES:,} pages, which are all that is read"
+        rejected.append(RejectedEntry(uri=None, reason=more))
     return Listing(tuple(found), tuple(rejected), ttl, scope)
 
 
