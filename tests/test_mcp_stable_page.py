@@ -25,6 +25,7 @@ from tests.acp_peer import ScriptedModelAgent, connected
 from tests.mcp_http import SERVER, write_served_skill
 from tests.mcp_memory import InProcess
 from tests.mcp_scripted import scripted_server, served, skill_text, write_script
+from tests.test_mcp_trust import session_with
 
 pytestmark = pytest.mark.anyio
 
@@ -191,24 +192,6 @@ async def test_a_skill_confirmed_by_its_uri_waits_for_trust_until_a_session_asks
         await mcp.aclose()
 
 
-@asynccontextmanager
-async def agent_asking_trust(
-    server: McpServer, store: TrustStore, answer: str
-) -> AsyncIterator[Any]:
-    """An agent with ``server`` as an ``--mcp-server`` one, asking trust of ``store`` and
-    answering its questions with ``answer``."""
-    mcp = McpSkillProvider(servers=[server], timeout=30, transport=InProcess())
-    registry = SkillRegistry()
-    registry.register_provider(mcp)
-    try:
-        async with connected(
-            registry, agent_type=ScriptedModelAgent, trust="ask", trust_store=store, answer=answer
-        ) as peer:
-            yield peer
-    finally:
-        await mcp.aclose()
-
-
 async def skill_call_by_uri(peer: Any, cwd: Path) -> str:
     """What a new session's model is told when it calls the ``skill`` tool with `DEPLOY`."""
     function = {"name": "skill", "arguments": json.dumps({"name": DEPLOY})}
@@ -227,10 +210,10 @@ async def test_a_skill_named_by_its_uri_of_a_trusted_server_that_lists_nothing_l
     root, _ = served_skills(tmp_path, "deploy")
     server = team(root, "--unlisted", DEPLOY)
     store = TrustStore(tmp_path / "trust.json")
-    async with agent_asking_trust(server, store, "allow_always") as peer:
+    async with session_with(server, store, "allow_always") as peer:
         assert "is waiting for trust" in await skill_call_by_uri(peer, tmp_path)
         assert "Body of deploy." in await skill_call_by_uri(peer, tmp_path)  # trusted for good
-    async with agent_asking_trust(server, store, "reject_once") as peer:
+    async with session_with(server, store, "reject_once") as peer:
         assert "Body of deploy." in await skill_call_by_uri(peer, tmp_path)
 
 

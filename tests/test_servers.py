@@ -3,13 +3,15 @@ closed once no live session names it (acp_skills/acp/servers.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import pytest
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
+from anyio.abc import TaskGroup
 
 from acp_skills import SkillLookupOptions, SkillSnapshot
 from acp_skills.acp.servers import SessionServers, servers_report
@@ -108,9 +110,10 @@ class SlowCloser(ClosingRecorder):
         self.released.append(server)
 
 
-async def test_letting_a_server_go_does_not_wait_for_its_close() -> None:
-    """With a task group, a session released or closed answers while its server still
-    closes (another session's ``session/new`` is not held by it)."""
+@contextlib.asynccontextmanager
+async def a_close_underway() -> AsyncIterator[tuple[SessionServers, SlowCloser, Any, TaskGroup]]:
+    """Servers closed in a task group, where session ``s1`` has let its server go and that
+    server's close has begun; the group ends with the block (the close allowed to end first)."""
     closer = SlowCloser()
     servers = SessionServers(closer)
     server = McpServer(label="a", command="a")
@@ -120,6 +123,14 @@ async def test_letting_a_server_go_does_not_wait_for_its_close() -> None:
         with anyio.fail_after(5):
             await servers.unbind("s1")
             await closer.closing.wait()
+        yield servers, closer, server, group
+    servers.tasks = None  # the group has ended: closed in place from now on
+
+
+async def test_letting_a_server_go_does_not_wait_for_its_close() -> None:
+    """With a task group, a session released or closed answers while its server still
+    closes (another session's ``session/new`` is not held by it)."""
+    async with a_close_underway() as (_, closer, server, _):
         assert closer.released == []
         closer.may_end.set()
     assert closer.released == [server]
@@ -128,21 +139,12 @@ async def test_letting_a_server_go_does_not_wait_for_its_close() -> None:
 async def test_a_session_naming_a_server_being_closed_connects_once_the_close_ends() -> None:
     """A session naming a server while its last one's close is underway connects to it
     afresh after that close, never to the connection going away."""
-    closer = SlowCloser()
-    servers = SessionServers(closer)
-    server = McpServer(label="a", command="a")
-    async with anyio.create_task_group() as group:
-        servers.tasks = group
-        await servers.bind("s1", (server,))
-        with anyio.fail_after(5):
-            await servers.unbind("s1")
-            await closer.closing.wait()
+    async with a_close_underway() as (servers, closer, server, group):
         group.start_soon(servers.bind, "s2", (server,))
         await anyio.wait_all_tasks_blocked()
         assert closer.connected == [("connect", server), ("release", server)]
         closer.may_end.set()
     assert closer.connected == [("connect", server), ("release", server), ("connect", server)]
-    servers.tasks = None  # that group has ended: closed in place from now on
     await servers.unbind("s2")  # it counted s2: letting go closes it again
     assert closer.released == [server, server]
 
