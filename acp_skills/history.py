@@ -105,10 +105,28 @@ def _add(turns: list[_Turn], role: Role, blocks: list[dict[str, Any]]) -> None:
 
 
 def _well_formed(turns: list[_Turn]) -> list[_Turn]:
-    """Leading assistant messages out; each call kept only with its result in the next
-    message, each result only after its call; empty messages out; results first."""
-    while turns and turns[0].role == "assistant":
-        turns = turns[1:]
+    """Empty messages out; leading assistant messages out; each call kept only with its
+    result in the next message, each result only after its call; results first."""
+    # Each step can leave work for another (a message emptied by pairing, an assistant message
+    # first once an empty one before it is gone): repeated until a pass removes nothing.
+    while True:
+        before = [(turn.role, len(turn.blocks)) for turn in turns]
+        merged: list[_Turn] = []
+        for turn in turns:
+            if turn.blocks:
+                _add(merged, turn.role, turn.blocks)
+        while merged and merged[0].role == "assistant":
+            merged = merged[1:]
+        _pair(merged)
+        turns = merged
+        if [(turn.role, len(turn.blocks)) for turn in turns] == before:
+            break
+    for turn in turns:
+        turn.blocks.sort(key=lambda block: block["type"] != "tool_result")  # stable
+    return turns
+
+
+def _pair(turns: list[_Turn]) -> None:
     for position, turn in enumerate(turns):
         if turn.role == "assistant":
             following = turns[position + 1] if position + 1 < len(turns) else None
@@ -120,15 +138,6 @@ def _well_formed(turns: list[_Turn]) -> list[_Turn]:
             turn.blocks = [
                 b for b in turn.blocks if b["type"] != "tool_result" or b["tool_use_id"] in called
             ]
-    # The calls a result answered were kept above (that result is there), so dropping the
-    # messages left empty and joining their neighbours pairs nothing anew.
-    merged: list[_Turn] = []
-    for turn in turns:
-        if turn.blocks:
-            _add(merged, turn.role, turn.blocks)
-    for turn in merged:
-        turn.blocks.sort(key=lambda block: block["type"] != "tool_result")  # stable
-    return merged
 
 
 def _ids(turn: _Turn, kind: str) -> set[str]:

@@ -78,10 +78,11 @@ def _checked_object(value: object, where: str) -> Mapping[str, object]:
     return cast(Mapping[str, object], _checked_json(value, where))
 
 
-def _thaw_json(value: object) -> Any:
+def _json_copy(value: object) -> Any:
+    # A deep copy of a checked value, in fresh dicts and lists a caller may change.
     if isinstance(value, Mapping):
-        return {key: _thaw_json(item) for key, item in value.items()}
-    return [_thaw_json(item) for item in value] if isinstance(value, tuple | list) else value
+        return {key: _json_copy(item) for key, item in value.items()}
+    return [_json_copy(item) for item in value] if isinstance(value, tuple | list) else value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,9 +127,9 @@ class HeaderEntry:
         """``{"reason", "config", "system", "tools", "messagePrefix": [{"role", "text"}]}``."""
         return {
             "reason": self.reason,
-            "config": _thaw_json(self.config),
+            "config": _json_copy(self.config),
             "system": self.system,
-            "tools": _thaw_json(self.tools),
+            "tools": _json_copy(self.tools),
             "messagePrefix": [{"role": m.role, "text": m.text} for m in self.message_prefix],
         }
 
@@ -144,7 +145,7 @@ class HistoryEntry:
 
     def plain_message(self) -> dict[str, Any]:
         """A fresh, mutable deep copy of ``message``."""
-        return cast(dict[str, Any], _thaw_json(self.message))
+        return cast(dict[str, Any], _json_copy(self.message))
 
     def to_json(self) -> dict[str, Any]:
         """``{"message": {...}}``."""

@@ -11,6 +11,7 @@ person should be shown.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any, Final, Protocol
 
@@ -27,6 +28,9 @@ SEVERITIES: Final[dict[Severity, tuple[str, tuple[str, ...]]]] = {
 colour at a terminal (ANSI codes)."""
 
 
+_MARKDOWN_ACTIVE: Final = re.compile(r"[\\`*_\[\]<>]")
+
+
 class Markup(Protocol):
     """How a surface sets off the parts of a line."""
 
@@ -39,18 +43,35 @@ class Markup(Protocol):
     def severity(self, severity: Severity) -> str:
         """A severity, as `SEVERITIES` says it."""
 
+    def text(self, text: str) -> str:
+        """Free text from disk or a server (a message, a reason, a description), shown as is."""
+
 
 class Markdown:
     """The editor's markup: places and codes as code spans, severities as words."""
 
     def place(self, text: str) -> str:
-        return f"`{text}`"
+        return code_span(text)
 
     def code(self, text: str) -> str:
-        return f"`{text}`"
+        return code_span(text)
 
     def severity(self, severity: Severity) -> str:
         return SEVERITIES[severity][0]
+
+    def text(self, text: str) -> str:
+        # Shown as written, never as markup: an image link the editor would fetch, a link, an
+        # HTML tag or a code span a server's text opens are spelt with backslashes.
+        return _MARKDOWN_ACTIVE.sub(r"\\\g<0>", text)
+
+
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span, whatever backticks it holds: fenced by a run of
+    backticks longer than any inside, and padded with a space where one would touch the fence
+    (CommonMark takes one space off each side again)."""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    padded = text[:1] in ("`", " ") or text[-1:] in ("`", " ")
+    return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
 
 
 def plural(count: int, noun: str) -> str:
@@ -75,7 +96,8 @@ def by_severity(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 def diagnostic_line(d: Diagnostic, markup: Markup) -> str:
     """``PATH:LINE: SEVERITY CODE: MESSAGE``; without a path, from the severity on."""
-    said = f"{markup.severity(d.severity)} {markup.code(d.code)}: {terminal_safe(d.message)}"
+    message = markup.text(terminal_safe(d.message))
+    said = f"{markup.severity(d.severity)} {markup.code(d.code)}: {message}"
     if d.path is None:
         return said
     where = terminal_safe(d.path) + (f":{d.line}" if d.line is not None else "")
@@ -98,7 +120,7 @@ def server_state(state: Any) -> str:
 
 def server_line(state: Any, markup: Markup) -> str:
     """``LABEL: STATE``: one MCP server, as `server_state` says it."""
-    return f"{markup.place(terminal_safe(state.server.label))}: {server_state(state)}"
+    return f"{markup.place(terminal_safe(state.server.label))}: {markup.text(server_state(state))}"
 
 
 def server_json(state: Any) -> dict[str, Any]:

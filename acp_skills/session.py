@@ -160,12 +160,13 @@ class PrefixedSession:
             return header
 
     async def append_history(self, message: Mapping[str, object]) -> HistoryEntry:
-        """Append one message to the record and `history`; return the (well-formed) entry."""
+        """Append one message to the record and `history`; return a (well-formed) copy of the
+        entry: changing its message changes neither."""
         entry = HistoryEntry(message=message)
         async with self._write_lock:
             await self._save(entry)
             self._history.append(entry)
-        return entry
+        return HistoryEntry(message=entry.message)
 
     async def _save(self, entry: RecordEntry) -> None:
         self._unsaved.append(entry)

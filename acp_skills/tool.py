@@ -341,7 +341,7 @@ class SkillTool:
                 raise
             except Exception as error:
                 raise self._load_failed(name, error) from None
-            if found is not None and view is not None and (held := view.judged(found)):
+            if found is not None and view is not None and (held := await view.judged(found)):
                 raise Refusal(trust_error(name, held))
             gone = "is not served by any server of this session"
         else:

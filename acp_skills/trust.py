@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 import anyio.to_thread
@@ -171,8 +171,8 @@ class SessionView:
     states: Mapping[int, TrustState] = field(default_factory=dict, repr=False)
     # Why the session would withhold a skill not in ``found`` (one named by its uri), by the
     # same rule; ``None`` when it would offer it.
-    judged: Callable[[SkillCandidate], Withheld | None] = field(
-        default=lambda skill: None, repr=False, compare=False
+    judged: Callable[[SkillCandidate], Awaitable[Withheld | None]] = field(
+        default=lambda skill: _offered(), repr=False, compare=False
     )
 
     def state(self, skill: SkillCandidate) -> TrustState:
@@ -224,9 +224,8 @@ def view(
     ):
         return previous
 
-    def held(skill: SkillCandidate) -> Withheld | None:
-        state, source, change = judge(skill)
-        return Withheld(skill, state, source, change) if source and state not in ADMITTED else None
+    async def held(skill: SkillCandidate) -> Withheld | None:
+        return _withheld(skill, judge)
 
     if not withheld:
         return SessionView(found, found, withheld, states, held)
@@ -247,6 +246,20 @@ def view(
     return SessionView(found, snapshot, withheld, states, held)
 
 
+_Judgement: TypeAlias = tuple[TrustState, TrustSource | None, ServerChange | None]
+
+
+async def _offered() -> Withheld | None:
+    return None
+
+
+def _withheld(
+    skill: SkillCandidate, judge: Callable[[SkillCandidate], _Judgement]
+) -> Withheld | None:
+    state, source, change = judge(skill)
+    return Withheld(skill, state, source, change) if source and state not in ADMITTED else None
+
+
 def _judged(
     skill: SkillCandidate,
     *,
@@ -254,7 +267,7 @@ def _judged(
     stored: StoredTrust,
     mode: TrustMode,
     grants: Mapping[str, frozenset[ShownItem]],
-) -> tuple[TrustState, TrustSource | None, ServerChange | None]:
+) -> _Judgement:
     if mode == "all" or (source := source_of(skill)) is None:
         return "trusted", None, None
     decision = stored.decisions.get(source.key)
@@ -291,9 +304,9 @@ async def session_view(
 ) -> SessionView:
     """`view` of the registry's snapshot for ``options``. The projects are found and the
     decisions read in worker threads (no read for trust runs on the event loop), each only when
-    a skill needs it, or the session names MCP servers (a skill named by its uri may be one of
-    theirs); under ``all``, neither. A trust file that cannot be read grants nothing
-    (`trust_file_unreadable`, once per read)."""
+    a skill needs it: a skill of the snapshot, or one named by its uri that ``judged`` is asked
+    about (an MCP server's that nothing listed); under ``all``, neither. A trust file that
+    cannot be read grants nothing (`trust_file_unreadable`, once per read)."""
     found = await registry.snapshot(options)
     if mode == "all":
         return view(found, lambda _: None, StoredTrust(), mode, previous=previous)
@@ -303,9 +316,24 @@ async def session_view(
         directories = (cwd, *options.additional_directories)
         projects = await anyio.to_thread.run_sync(lambda: [find_project(d) for d in directories])
     source_of, stored = sources_at(projects), StoredTrust()
-    if mode == "ask" and (options.servers or any(source_of(s) is not None for s in skills)):
+    read = mode == "ask" and any(source_of(s) is not None for s in skills)
+    if read:
         stored = await anyio.to_thread.run_sync(_stored, store)
-    return view(found, source_of, stored, mode, grants, previous)
+    made = view(found, source_of, stored, mode, grants, previous)
+    if mode != "ask" or read:
+        return made
+
+    async def judged(skill: SkillCandidate) -> Withheld | None:
+        # Nothing listed needed the decisions, but this skill may: they are read for it now.
+        if source_of(skill) is None:
+            return None
+        fresh = await anyio.to_thread.run_sync(_stored, store)
+        judge = functools.partial(
+            _judged, source_of=source_of, stored=fresh, mode=mode, grants=grants or {}
+        )
+        return _withheld(skill, judge)
+
+    return replace(made, judged=judged)
 
 
 def _stored(store: TrustStore) -> StoredTrust:

@@ -128,10 +128,6 @@ class TrustStore:
         """Every stored decision by source key."""
         return self.read().decisions
 
-    def decision(self, source: TrustSource) -> Decision | None:
-        """The stored decision for ``source``, if any."""
-        return self.decisions().get(source.key)
-
     def decide(self, source: TrustSource, decision: Decision | None) -> bool:
         """Store ``decision`` for ``source`` (``None`` forgets it); whether anything changed.
         Trusting a server adds the pairs of ``source.items``, in place of any it had stored

@@ -12,8 +12,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 
 from .model import SkillCandidate
-from .report import plural
-from .text import one_line, shorten_description
+from .report import Markup, plural
+from .text import one_line, shorten_description, terminal_safe
 from .trust import ServerChange, ServerSource, TrustSource, TrustState, Withheld
 
 # The four answers of the question, by option id (the id is the kind: one of each); WHOM is
@@ -49,8 +49,13 @@ def served_dynamic(skill: SkillCandidate) -> bool:
 
 def question_title(pending: Sequence[Withheld]) -> str:
     """``Trust N skills from PROJECT?`` (the project's directory name or the server labels)."""
-    labels = ", ".join(sorted({one_line(w.source.label) for w in pending}))
+    labels = whom_asked(pending)
     return f"Trust {len(pending)} skill{'' if len(pending) == 1 else 's'} from {labels}?"
+
+
+def whom_asked(pending: Sequence[Withheld]) -> str:
+    """The labels of the projects and servers a question about ``pending`` names, in order."""
+    return ", ".join(sorted({one_line(w.source.label) for w in pending}))
 
 
 def question_text(pending: Sequence[Withheld]) -> str:
@@ -99,7 +104,8 @@ def admitting_command(source: TrustSource, state: TrustState) -> str | None:
     pending server has none: it is trusted for the digests it lists, and the command that lists
     them (``acp-skills trust --mcp-server``) runs it without the editor entry's env or headers,
     which a new session's question always has. A refusal is forgotten by its key."""
-    key = shlex.quote(one_line(source.key))
+    # Quoted first: cleaning after keeps every space of the path, so the command names it.
+    key = terminal_safe(shlex.quote(source.key))
     if not isinstance(source, ServerSource):
         return f"acp-skills trust {key}"
     return None if state == "pending" else f"acp-skills trust --forget {key}"
@@ -173,10 +179,12 @@ def waiting_note(pending: Sequence[Withheld]) -> str | None:
     )
 
 
-def withheld_parts(withheld: Collection[Withheld]) -> list[tuple[str, list[str], str]]:
+def withheld_parts(
+    withheld: Collection[Withheld], markup: Markup
+) -> list[tuple[str, list[str], str]]:
     """The "Waiting for trust" and "Refused" parts of a report (``/skills``, ``doctor``,
     ``catalog``; none when nothing is withheld): each part's title, a line per skill (its name,
-    description and place), and how to admit them."""
+    description and place, as ``markup`` shows free text), and how to admit them."""
     parts = []
     for state, title in _HEADINGS:
         group = sorted((w for w in withheld if w.state == state), key=lambda w: w.skill.name)
@@ -186,7 +194,8 @@ def withheld_parts(withheld: Collection[Withheld]) -> list[tuple[str, list[str],
         for w in group:
             description = shorten_description(w.skill.description, 120)
             where, change = source_label(w.source), CHANGES.get(w.change, "")
-            lines.append(f"- `{one_line(w.skill.name)}` — {description} ({where}){change}")
+            said = markup.text(description)  # the place is ours: `source_label`
+            lines.append(f"- `{one_line(w.skill.name)}` — {said} ({where}){change}")
         parts.append((title, lines, how_to_admit(group)))
     return parts
 

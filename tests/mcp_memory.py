@@ -29,9 +29,12 @@ from mcp.client import Transport
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 
-from acp_skills.mcp import McpServer
+from acp_skills import SkillRegistry
+from acp_skills.mcp import McpServer, McpSkillProvider
 from acp_skills.mcp.transport import open_transport
+from acp_skills.trust import TrustStore
 from tests import mcp_skills_server
+from tests.acp_peer import Peer, ScriptedModelAgent, connected
 from tests.mcp_http import SERVER as SKILLS_SERVER
 from tests.mcp_scripted import SCRIPTED_SERVER
 from tests.mcp_scripted_server import PROCESS_KEYS, answer
@@ -126,3 +129,19 @@ async def scripted_streams(script: Path) -> AsyncIterator[Any]:
             yield client
         finally:
             group.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def session_with(server: McpServer, store: TrustStore, answer: str) -> AsyncIterator[Peer]:
+    """A connection whose sessions name ``server`` (served in this process), asking trust of
+    ``store`` and answering its question with ``answer``."""
+    mcp = McpSkillProvider(servers=[server], timeout=30, transport=InProcess())
+    registry = SkillRegistry()
+    registry.register_provider(mcp)
+    try:
+        async with connected(
+            registry, agent_type=ScriptedModelAgent, trust="ask", trust_store=store, answer=answer
+        ) as peer:
+            yield peer
+    finally:
+        await mcp.aclose()

@@ -43,7 +43,10 @@ def result_for(
         capabilities = {"resources": {}, "extensions": extensions}
         return {"supportedVersions": ["2026-07-28"], "capabilities": capabilities, **cache}
     if method == "skills/list":
-        return {"skills": script.get("skills", []), **cache, **padding}
+        # With ``pages``: the same skills on each of that many pages.
+        page = int(params.get("cursor") or 0) + 1
+        more = {"nextCursor": str(page)} if page < script.get("pages", 1) else {}
+        return {"skills": script.get("skills", []), **cache, **padding, **more}
     if method == "resources/read":
         uri = params.get("uri")
         text = script.get("files", {}).get(uri)

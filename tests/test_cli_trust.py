@@ -31,6 +31,18 @@ def test_trust_refuse_forget_and_list(tmp_path: Path) -> None:
     assert json.loads(run("trust", "--list", "--json", env=env).stdout) == {"projects": []}
 
 
+def test_a_stored_key_cannot_style_or_hide_text_on_the_terminal(tmp_path: Path) -> None:
+    """``trust --list`` spells out an escape a stored path holds (concealed text, say)
+    instead of sending it to the terminal."""
+    path = tmp_path / "trust.json"
+    hidden = "/work/a\x1b[8mhidden\x1b[0m"
+    path.write_text(json.dumps({"projects": [{"path": hidden, "decision": "trusted"}]}))
+    listed = run("trust", "--list", env=cli_env(ACP_SKILLS_TRUST_FILE=str(path)))
+    assert listed.returncode == 0
+    assert "\x1b" not in listed.stdout
+    assert listed.stdout == "trusted  /work/a\\x1b[8mhidden\\x1b[0m\n"
+
+
 def test_server_decisions_are_listed_refused_and_forgotten_but_never_granted(
     tmp_path: Path,
 ) -> None:

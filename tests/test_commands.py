@@ -24,8 +24,10 @@ from acp.schema import (
 )
 
 from acp_skills import (
+    Diagnostic,
     SkillDefinition,
     SkillRegistry,
+    SkillSnapshot,
 )
 from acp_skills.acp import AcpSkills
 from acp_skills.acp.commands import (
@@ -33,6 +35,7 @@ from acp_skills.acp.commands import (
     builtin_commands,
     invocable,
     leading_slash_word,
+    skills_report,
 )
 from acp_skills.mcp import McpSkillProvider
 from acp_skills.trust import TrustStore
@@ -654,3 +657,30 @@ async def test_skills_says_how_many_changes_the_sessions_catalog_predates(
         "catalog the session began with; a new session has them."
     ) in report
     assert "predates" not in fresh_report
+
+
+@pytest.mark.parametrize(
+    ("cwd", "header", "hint"),
+    [
+        (
+            "/work/my project",
+            "**Skills for `/work/my project`** (0)",
+            "Run `acp-skills doctor --cwd '/work/my project'` in a terminal for details.",
+        ),
+        (
+            "/work/a`b",
+            "**Skills for ``/work/a`b``** (0)",
+            "Run ``acp-skills doctor --cwd '/work/a`b'`` in a terminal for details.",
+        ),
+    ],
+    ids=["space", "backtick"],
+)
+def test_the_doctor_hint_is_a_command_to_paste_whatever_the_path(
+    cwd: str, header: str, hint: str
+) -> None:
+    """The ``/skills`` report quotes the path for the shell, and a backtick in it does not
+    end the code span early."""
+    problem = Diagnostic(code="yaml-invalid", severity="error", path=None, message="bad")
+    report = skills_report(cwd, SkillSnapshot(skills=(), complete=True), [problem])
+    assert report.splitlines()[0] == header
+    assert report.splitlines()[-1] == hint

@@ -176,6 +176,30 @@ def test_results_come_first_in_the_message_that_follows_their_calls() -> None:
     assert problem_of(posted(body)) is None
 
 
+@pytest.mark.parametrize(
+    "history",
+    [
+        [{"role": "user", "content": ""}, {"role": "assistant", "content": "hi"}, PROMPT],
+        [
+            {"role": "user", "content": ""},
+            asks(call("c1", "skill", "{}")),
+            result("c1", "The deploy skill."),
+            {"role": "assistant", "content": "hi"},
+            PROMPT,
+        ],
+    ],
+    ids=["empty-prompt-then-reply", "empty-prompt-then-a-call-and-its-result"],
+)
+def test_a_request_starts_with_the_person_even_after_an_empty_first_message(
+    history: list[dict[str, Any]],
+) -> None:
+    """An empty first message is left out before the assistant's leading ones, so the
+    request still starts with a message of the person's."""
+    body = anthropic_request(history)
+    assert body["messages"] == [{"role": "user", "content": [text(PROMPT["content"])]}]
+    assert problem_of(posted(body)) is None
+
+
 def test_call_ids_the_endpoint_would_refuse_or_that_repeat_are_replaced_in_pairs() -> None:
     """An id with other characters, or one an earlier call already had, gets an id of its
     own, and its result follows it."""

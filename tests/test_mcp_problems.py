@@ -155,7 +155,8 @@ def test_list_warns_of_a_dead_server(cli: Cli, tmp_path: Path) -> None:
 def without_the_mcp_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """As if the `mcp` extra were not installed: importing the SDK fails."""
     monkeypatch.setitem(sys.modules, "mcp", None)
-    for module in [name for name in sys.modules if name.startswith("acp_skills.mcp.")]:
+    ours = [name for name in sys.modules if name.partition(".")[0] == "acp_skills"]
+    for module in [name for name in ours if name.split(".")[1:2] == ["mcp"]]:
         monkeypatch.delitem(sys.modules, module)
 
 

@@ -23,7 +23,7 @@ from acp_skills.mcp import McpServer, McpSkillProvider
 from acp_skills.trust import TrustStore
 from tests.acp_peer import ScriptedModelAgent, connected
 from tests.mcp_http import SERVER, write_served_skill
-from tests.mcp_memory import InProcess
+from tests.mcp_memory import InProcess, session_with
 from tests.mcp_scripted import scripted_server, served, skill_text, write_script
 
 pytestmark = pytest.mark.anyio
@@ -190,6 +190,31 @@ async def test_a_skill_confirmed_by_its_uri_waits_for_trust_until_a_session_asks
                 ]
     finally:
         await mcp.aclose()
+
+
+async def skill_call_by_uri(peer: Any, cwd: Path) -> str:
+    """What a new session's model is told when it calls the ``skill`` tool with `DEPLOY`."""
+    function = {"name": "skill", "arguments": json.dumps({"name": DEPLOY})}
+    call = {"id": "c1", "type": "function", "function": function}
+    peer.agent.replies = [{"content": "", "tool_calls": [call]}, {"content": "done"}]
+    session_id = await peer.new_session(cwd)
+    assert (await peer.prompt(session_id, "deploy it")).stop_reason == "end_turn"
+    return str(peer.agent.requests[-1][-1]["content"])
+
+
+async def test_a_skill_named_by_its_uri_of_a_trusted_server_that_lists_nothing_loads(
+    tmp_path: Path,
+) -> None:
+    """An ``--mcp-server`` server trusted with a skill it does not list, and no project
+    skills: after a restart, the trust file is still read and the call loads the skill."""
+    root, _ = served_skills(tmp_path, "deploy")
+    server = team(root, "--unlisted", DEPLOY)
+    store = TrustStore(tmp_path / "trust.json")
+    async with session_with(server, store, "allow_always") as peer:
+        assert "is waiting for trust" in await skill_call_by_uri(peer, tmp_path)
+        assert "Body of deploy." in await skill_call_by_uri(peer, tmp_path)  # trusted for good
+    async with session_with(server, store, "reject_once") as peer:
+        assert "Body of deploy." in await skill_call_by_uri(peer, tmp_path)
 
 
 # -- ttlMs and cacheScope ----------------------------------------------------------------------

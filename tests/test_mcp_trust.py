@@ -5,10 +5,8 @@ and ``"resources": "dynamic"`` has that skill wait for trust again."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +16,9 @@ from acp_skills import SkillLookupOptions, SkillRegistry
 from acp_skills.mcp import McpServer, McpSkillProvider
 from acp_skills.mcp.provider import McpLocator
 from acp_skills.trust import ServerSource, TrustStore
-from tests.acp_peer import Peer, ScriptedModelAgent, connected
+from tests.acp_peer import Peer, connected
 from tests.mcp_http import SERVER, write_served_skill
-from tests.mcp_memory import InProcess
+from tests.mcp_memory import InProcess, session_with
 from tests.mcp_scripted import scripted_server, served, skill_text, write_script
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
@@ -87,22 +85,6 @@ def trust_updates(peer: Peer, session_id: str, kind: str) -> list[dict[str, Any]
 async def trust_of_all(peer: Peer, session_id: str) -> dict[str, str]:
     listing = await peer.ext("skills/list", {"sessionId": session_id})
     return {skill["name"]: skill["trust"] for skill in listing["skills"]}
-
-
-@contextlib.asynccontextmanager
-async def session_with(server: McpServer, store: TrustStore, answer: str) -> AsyncIterator[Peer]:
-    """A connection whose sessions name ``server`` (served in this process), asking trust of
-    ``store`` and answering its question with ``answer``."""
-    mcp = McpSkillProvider(servers=[server], timeout=30, transport=InProcess())
-    registry = SkillRegistry()
-    registry.register_provider(mcp)
-    try:
-        async with connected(
-            registry, agent_type=ScriptedModelAgent, trust="ask", trust_store=store, answer=answer
-        ) as peer:
-            yield peer
-    finally:
-        await mcp.aclose()
 
 
 async def test_a_trusted_server_is_asked_again_for_just_the_skills_it_added_or_changed(

@@ -57,12 +57,13 @@ def test_a_coloured_terminal_sets_off_the_place_the_severity_and_the_code() -> N
 
 
 def test_a_message_cannot_forge_a_line() -> None:
-    """A line feed or an escape quoted from disk is spelt out."""
+    """A line feed or an escape quoted from disk is spelt out (in Markdown, with its
+    backslash escaped, so the editor shows it as spelt)."""
     forged = Diagnostic(
         code="yaml-invalid", severity="error", path="/p/a\nb", message="x\n- error \x1b[2J"
     )
     assert diagnostic_line(forged, Markdown()) == (
-        "`/p/a\\x0ab`: error `yaml-invalid`: x\\x0a- error \\x1b[2J"
+        "`/p/a\\x0ab`: error `yaml-invalid`: x\\\\x0a- error \\\\x1b\\[2J"
     )
 
 
@@ -190,3 +191,15 @@ def test_describe_catalog_changes_names_each_kind_and_bounds_the_names() -> None
         "(`deploy`). The model here keeps the catalog the session began with; a new session "
         "has them."
     )
+
+
+def test_a_server_s_reason_and_label_cannot_become_markup_in_the_editor() -> None:
+    """An image link in a server's failure is shown as text, not fetched; a backtick in its
+    label does not end the label's code span."""
+    server = McpServer(label="te`am", command="srv")
+    failure = "exited: ![x](https://example.invalid/p.png) <img src=x>"
+    state = ServerState(server=server, failure=failure)
+    assert server_line(state, Markdown()) == (
+        "``te`am``: skipped: exited: !\\[x\\](https://example.invalid/p.png) \\<img src=x\\>"
+    )
+    assert server_line(state, Style(False)) == f"te`am: skipped: {failure}"

@@ -3,11 +3,14 @@ closed once no live session names it (acp_skills/acp/servers.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import anyio
 import pytest
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
+from anyio.abc import TaskGroup
 
 from acp_skills import SkillLookupOptions, SkillSnapshot
 from acp_skills.acp.servers import SessionServers, servers_report
@@ -82,13 +85,68 @@ async def test_a_server_is_let_go_when_no_live_session_names_it() -> None:
     await servers.bind("s2", (shared, own))
     await servers.unbind("s1")
     assert recorder.released == []
-    assert servers.users(shared) == 1
     await servers.bind("s2", (shared,))  # session/load of s2 without `own`
     assert recorder.released == [own]
     await servers.unbind("s2")
     assert recorder.released == [own, shared]
     await servers.unbind("s2")  # twice is harmless
     assert recorder.released == [own, shared]
+
+
+class SlowCloser(ClosingRecorder):
+    """Its close takes until the test lets it end, as a process past its grace does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closing, self.may_end = anyio.Event(), anyio.Event()
+
+    def connect(self, server: Any) -> None:
+        self.connected.append(("connect", server))
+
+    async def release(self, server: Any) -> None:
+        self.connected.append(("release", server))
+        self.closing.set()
+        await self.may_end.wait()
+        self.released.append(server)
+
+
+@contextlib.asynccontextmanager
+async def a_close_underway() -> AsyncIterator[tuple[SessionServers, SlowCloser, Any, TaskGroup]]:
+    """Servers closed in a task group, where session ``s1`` has let its server go and that
+    server's close has begun; the group ends with the block (the close allowed to end first)."""
+    closer = SlowCloser()
+    servers = SessionServers(closer)
+    server = McpServer(label="a", command="a")
+    async with anyio.create_task_group() as group:
+        servers.tasks = group
+        await servers.bind("s1", (server,))
+        with anyio.fail_after(5):
+            await servers.unbind("s1")
+            await closer.closing.wait()
+        yield servers, closer, server, group
+    servers.tasks = None  # the group has ended: closed in place from now on
+
+
+async def test_letting_a_server_go_does_not_wait_for_its_close() -> None:
+    """With a task group, a session released or closed answers while its server still
+    closes (another session's ``session/new`` is not held by it)."""
+    async with a_close_underway() as (_, closer, server, _):
+        assert closer.released == []
+        closer.may_end.set()
+    assert closer.released == [server]
+
+
+async def test_a_session_naming_a_server_being_closed_connects_once_the_close_ends() -> None:
+    """A session naming a server while its last one's close is underway connects to it
+    afresh after that close, never to the connection going away."""
+    async with a_close_underway() as (servers, closer, server, group):
+        group.start_soon(servers.bind, "s2", (server,))
+        await anyio.wait_all_tasks_blocked()
+        assert closer.connected == [("connect", server), ("release", server)]
+        closer.may_end.set()
+    assert closer.connected == [("connect", server), ("release", server), ("connect", server)]
+    await servers.unbind("s2")  # it counted s2: letting go closes it again
+    assert closer.released == [server, server]
 
 
 class FaringRecorder(ClosingRecorder):
@@ -101,12 +159,13 @@ class FaringRecorder(ClosingRecorder):
 
 
 def test_a_server_reason_cannot_forge_a_line_of_the_skills_report() -> None:
-    """What a server wrote stays on its server's line of ``/skills``, line feeds spelt out."""
+    """What a server wrote stays on its server's line of ``/skills``, line feeds spelt out
+    and shown as text (no code span of its own)."""
     empty = SkillSnapshot(skills=(), complete=True)
     report = servers_report(FaringRecorder(), SkillLookupOptions(), empty)
     assert report.splitlines() == [
         "**MCP servers** (1)",
         "",
-        "- `team`: skipped: the server exited with status 1: boom\\x0a- error `forged`: not "
-        "from us",
+        "- `team`: skipped: the server exited with status 1: boom\\\\x0a- error \\`forged\\`: "
+        "not from us",
     ]

@@ -356,6 +356,23 @@ async def test_the_history_cannot_be_edited_through_what_it_gives(
     assert session.history == ({"role": "user", "content": "hi"},)
 
 
+async def test_the_history_cannot_be_edited_through_the_entry_an_append_returns(
+    context: PrefixContext,
+) -> None:
+    """The entry ``append_history`` returns is a copy: changing its message changes neither
+    the history nor the record."""
+    store = InMemorySessionStore()
+    session = await open_session(SessionPrefix(), context, store)
+    entry = await session.append_history({"role": "user", "content": "hi"})
+    message: Any = entry.message
+    message["content"] = "edited"
+    assert session.history == ({"role": "user", "content": "hi"},)
+    record = await store.open(context.session_id)
+    assert [e.to_json() for e in await record.entries()] == [
+        {"message": {"role": "user", "content": "hi"}}
+    ]
+
+
 async def test_a_failed_history_append_leaves_the_history_unchanged(
     context: PrefixContext,
 ) -> None:

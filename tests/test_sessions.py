@@ -47,7 +47,7 @@ async def test_idle_sessions_beyond_the_bound_are_released_and_come_back_unchang
     await skills.open_session("s3", str(project))
     live = [sid for sid in ("s1", "s2", "s3") if skills._sessions.peek(sid) is not None]
     assert live == ["s2", "s3"]
-    assert skills.has_session("s1")
+    assert "s1" in skills._sessions
     async with skills.turn("s1", [TextContentBlock(type="text", text="second")]) as turn:
         messages = await turn.request_messages()
     # The released session kept its frozen catalog (without "late") and its history.
@@ -67,10 +67,10 @@ async def test_released_sessions_are_bounded_and_the_oldest_is_forgotten(
     for index in range(count):
         await skills.open_session(f"s{index}", str(project))
     assert live_ids(skills) == [f"s{count - 1}"]
-    remembered = [f"s{index}" for index in range(count) if skills.has_session(f"s{index}")]
+    remembered = [f"s{index}" for index in range(count) if f"s{index}" in skills._sessions]
     # The live one, and the most recently released ones up to the bound.
     assert remembered == [f"s{index}" for index in range(1, count)]
-    assert not skills.has_session("s0")
+    assert "s0" not in skills._sessions
 
 
 async def test_a_forgotten_session_is_unknown_to_a_prompt_but_loads_from_its_record(
@@ -85,13 +85,13 @@ async def test_a_forgotten_session_is_unknown_to_a_prompt_but_loads_from_its_rec
         await turn.add_reply({"content": "noted"})
     for index in range(RELEASED_PER_LIVE + 1):
         await skills.open_session(f"other-{index}", str(project))
-    assert not skills.has_session("first")
+    assert "first" not in skills._sessions
     with pytest.raises(RequestError) as caught:
         await skills.session("first")
     assert caught.value.code == -32602
     session = await skills.load_session("first", str(project))
     assert [m["content"] for m in session.history] == ["remember me", "noted"]
-    assert skills.has_session("first")
+    assert "first" in skills._sessions
 
 
 async def test_a_busy_session_is_not_released(registry: SkillRegistry, project: Path) -> None:

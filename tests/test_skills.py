@@ -203,7 +203,7 @@ async def test_skills_prefix_before_and_after_the_first_turn(
             "reason": "initial",
             "config": CONFIG,
             "system": SYSTEM,
-            "tools": [peer.skills.skill_tool_spec],
+            "tools": [peer.skills._kit.tool_spec(searchable=False)],
             "messagePrefix": messages,
         },
         "budget": {"limit": None, "used": len(catalog), "shortened": 0, "omitted": []},
@@ -410,7 +410,7 @@ async def test_schema_gains_query_only_when_the_catalog_omits_skills(tmp_path: P
     tight.attach(RecordingClient())  # the editor a turn reports to
     plain = await first_turn(roomy, "s1", tmp_path)
     searching = await first_turn(tight, "s1", tmp_path)
-    assert plain.tools[0] == roomy.skill_tool_spec
+    assert plain.tools[0] == roomy._kit.tool_spec(searchable=False)
     assert "query" not in skill_parameters(plain)["properties"]
     assert set(skill_parameters(searching)["properties"]) == {"name", "path", "query"}
     assert "required" not in skill_parameters(searching)
@@ -621,7 +621,7 @@ async def test_a_session_without_skills_reports_an_empty_catalog(tmp_path: Path)
     fit = await skills.catalog_fit("s1")
     assert fit is not None
     assert (fit.text, fit.used, fit.omitted) == (None, 0, ())
-    assert turn.tools[0] == skills.skill_tool_spec
+    assert turn.tools[0] == skills._kit.tool_spec(searchable=False)
 
 
 @pytest.mark.parametrize(

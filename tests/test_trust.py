@@ -47,7 +47,7 @@ def test_git_worktrees_of_one_repository_share_one_decision(tmp_path: Path) -> N
     assert (tmp_path / "feature" / ".git").is_file()
     store = TrustStore(tmp_path / "config" / "trust.json")
     store.decide(project_of(tmp_path / "feature"), "trusted")
-    assert store.decision(project_of(repo)) == "trusted"
+    assert store.decisions().get(project_of(repo).key) == "trusted"
     assert project_of(tmp_path / "feature") == project_of(repo)
 
 

@@ -194,7 +194,7 @@ def test_a_server_decision_stored_under_the_earlier_key_still_holds(tmp_path: Pa
     path.write_text(json.dumps({"projects": [old]}))
     store = TrustStore(path)
     server = ServerSource("team", "team=uvx team-skills")
-    assert store.decision(server) == "refused"
+    assert store.decisions().get(server.key) == "refused"
     store.decide(ProjectSource(str(tmp_path / "p")), "trusted")
     data = json.loads(path.read_text())
     assert data["servers"] == [{"server": "team=uvx team-skills", "decision": "refused"}]

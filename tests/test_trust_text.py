@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from acp_skills import SkillCandidate
+from acp_skills.cli.output import Style
+from acp_skills.report import Markdown
 from acp_skills.trust import ProjectSource, ServerSource, Withheld
 from acp_skills.trust_text import (
     command_note,
@@ -122,7 +124,7 @@ def test_what_a_person_reads_about_a_withheld_server_skill() -> None:
     )
     refused = Withheld(skill, "refused", source)
     assert "`acp-skills trust --forget 'mcp:tools=run tools'`" in command_note("fmt", refused)
-    [(title, lines, how)] = withheld_parts([refused])
+    [(title, lines, how)] = withheld_parts([refused], Style(False))
     assert (title, lines) == ("Refused", ['- `fmt` — d (MCP server "tools")'])
     assert how == "To undo a refusal, run `acp-skills trust --forget 'mcp:tools=run tools'`."
 
@@ -146,3 +148,27 @@ def test_how_to_admit_is_one_wording_for_projects_servers_and_refusals() -> None
         "`acp-skills trust '/work/my repo'`. "
         "To undo a refusal, run `acp-skills trust --forget 'mcp:team=uvx team-skills'`."
     )
+
+
+def test_a_withheld_skill_s_description_is_text_in_the_editor() -> None:
+    """In ``/skills``, a description of a skill nobody trusted yet cannot put an image the
+    editor would fetch, or a link, into the report; at a terminal it reads as written."""
+    source = ProjectSource(key="/repo")
+    description = "Fix ![it](https://example.invalid/p.png) <b>now</b>"
+    skill = SkillCandidate(
+        name="fix", description=description, source="project", rank=300, provider="local"
+    )
+    pending = Withheld(skill, "pending", source)
+    [(_, [line], _)] = withheld_parts([pending], Markdown())
+    assert line == (
+        "- `fix` — Fix !\\[it\\](https://example.invalid/p.png) \\<b\\>now\\</b\\> (project `repo`)"
+    )
+    [(_, [line], _)] = withheld_parts([pending], Style(False))
+    assert line == f"- `fix` — {description} (project `repo`)"
+
+
+def test_the_command_that_trusts_a_project_names_its_path_exactly() -> None:
+    """Spaces in a path are kept as they are inside the quotes; a line feed is spelt out."""
+    for path, quoted in (("/work/my  repo", "'/work/my  repo'"), ("/a\nb", "'/a\\x0ab'")):
+        theirs = Withheld(candidate("lint", "project-agents"), "pending", ProjectSource(path))
+        assert how_to_admit([theirs]).endswith(f"`acp-skills trust {quoted}`.")

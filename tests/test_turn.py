@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.request
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import anyio
 import pytest
 from acp import RequestError
 from acp.schema import TextContentBlock
+from anyio.abc import TaskGroup
 
 from acp_skills import (
     PrefixMessage,
@@ -31,6 +33,7 @@ from acp_skills.acp.turn import InvokedSkill
 from tests.acp_peer import (
     CLIENT_MARKER,
     GUIDE_ON_DISK,
+    Peer,
     RecordingClient,
     ScriptedModelAgent,
     connected,
@@ -146,43 +149,70 @@ async def test_cancel_ends_the_turn_with_cancelled_and_keeps_what_completed(
     ]
 
 
+async def hold_a_turn_in_a_tool(peer: Peer, session_id: str, group: TaskGroup) -> list[str]:
+    """Start a turn in ``group`` whose model calls the agent's tool ``wait`` (call ``t1``),
+    which runs until cancelled; return once it runs, with the list its stop reason goes to."""
+    started, stops = anyio.Event(), list[str]()
+
+    async def run_tool(name: str, arguments: object) -> str:
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    call = {
+        "content": "",
+        "tool_calls": [{"id": "t1", "function": {"name": "wait", "arguments": "{}"}}],
+    }
+
+    async def run() -> None:
+        prompt = [TextContentBlock(type="text", text="wait")]
+        async with peer.skills.turn(session_id, prompt, run_tool=run_tool) as turn:
+            await turn.request_messages()
+            await turn.add_reply(call)
+        stops.append(turn.response.stop_reason)
+
+    group.start_soon(run)
+    with anyio.fail_after(5):
+        await started.wait()
+    return stops
+
+
+def assert_ends_with_the_cancelled_result(history: Sequence[Mapping[str, object]]) -> None:
+    assert history[-1]["role"] == "tool"
+    assert history[-1]["tool_call_id"] == "t1"
+    assert str(history[-1]["content"]).startswith("Error: the turn was cancelled")
+
+
 async def test_a_cancelled_tool_call_still_gets_a_result_in_the_record(
     registry: SkillRegistry, project: Path
 ) -> None:
     """Cancelled while the agent's own tool runs: the call is answered with an error."""
     async with connected(registry) as peer:
         session_id = await peer.new_session(project)
-        started = anyio.Event()
-
-        async def run_tool(name: str, arguments: object) -> str:
-            started.set()
-            await anyio.sleep_forever()
-            raise AssertionError("unreachable")
-
-        call = {
-            "content": "",
-            "tool_calls": [{"id": "t1", "function": {"name": "wait", "arguments": "{}"}}],
-        }
         async with anyio.create_task_group() as group:
-
-            async def run() -> None:
-                prompt = [TextContentBlock(type="text", text="wait")]
-                async with peer.skills.turn(session_id, prompt, run_tool=run_tool) as turn:
-                    await turn.request_messages()
-                    await turn.add_reply(call)
-                assert turn.response.stop_reason == "cancelled"
-
-            group.start_soon(run)
-            with anyio.fail_after(5):
-                await started.wait()
+            stops = await hold_a_turn_in_a_tool(peer, session_id, group)
             peer.skills.cancel(session_id)
         history = (await peer.skills.session(session_id)).history
         await peer.ext("skills/list", {"sessionId": session_id})
-    assert history[-1]["role"] == "tool"
-    assert history[-1]["tool_call_id"] == "t1"
-    assert str(history[-1]["content"]).startswith("Error: the turn was cancelled")
+    assert stops == ["cancelled"]
+    assert_ends_with_the_cancelled_result(history)
     [end] = [u for u in peer.wire.updates(session_id, "tool_call_update")]
     assert end["status"] == "failed"
+
+
+@pytest.mark.parametrize("opening", ["resume", "load"])
+async def test_a_session_reopened_while_a_tool_runs_answers_the_call_in_its_new_instance(
+    registry: SkillRegistry, project: Path, opening: str
+) -> None:
+    """Resumed or loaded while the agent's own tool runs: the new instance's history has
+    the cancelled call's result, so its next request to the model is well formed."""
+    async with connected(registry) as peer:
+        session_id = await peer.new_session(project)
+        async with anyio.create_task_group() as group:
+            await hold_a_turn_in_a_tool(peer, session_id, group)
+            reopen = getattr(peer.skills, f"{opening}_session")
+            reopened = await reopen(session_id, str(project))
+    assert_ends_with_the_cancelled_result(reopened.history)
 
 
 async def test_a_turn_cancelled_while_composing_discards_its_prefix(

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_skills import SkillDefinition, SkillLookupOptions, SkillRegistry, ToolResult
+from acp_skills.acp.commands import invocable
 from acp_skills.acp.wire import (
     available_commands,
     check_cwd,
@@ -92,7 +93,7 @@ def test_available_commands_only_user_invocable_literal_descriptions_and_hints()
     ]
     commands = [
         command.model_dump(mode="json", by_alias=True, exclude_none=True)
-        for command in available_commands(skills)
+        for command in available_commands(invocable(skills))
     ]
     assert commands == [
         {"name": "alpha", "description": "a < b & c", "input": {"hint": "[x]"}},
@@ -214,13 +215,14 @@ def test_check_cwd_refuses_an_overlong_cwd_without_echoing_it() -> None:
 
 
 def test_available_commands_leave_out_names_no_slash_can_invoke() -> None:
-    """A hand-built summary whose name breaks the grammar is not advertised."""
+    """A hand-built summary whose name breaks the grammar is no command: not advertised."""
     skills = [
         candidate("ok", provider="p"),
         candidate("ok", provider="p", name="Bad\u202eName"),
         candidate("ok", provider="p", name="two words"),
     ]
-    assert [command.name for command in available_commands(skills)] == ["ok"]
+    assert [command.name for command in available_commands(invocable(skills))] == ["ok"]
+    assert [skill.name for skill in invocable(skills)] == ["ok"]
 
 
 def test_tool_call_titles_show_no_control_characters() -> None:

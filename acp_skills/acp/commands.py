@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import re
+import shlex
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import Final
 
@@ -15,11 +16,12 @@ from anyio.abc import TaskStatus
 
 from ..catalog import CatalogFit, catalog_changes
 from ..diagnostics import Diagnostic
-from ..model import SkillSnapshot, SkillSummary
+from ..model import SkillSnapshot, SkillSummary, is_skill_name
 from ..quiet_log import get_logger
 from ..report import (
     Markdown,
     by_severity,
+    code_span,
     describe_catalog_changes,
     describe_catalog_fit,
     diagnostic_line,
@@ -167,10 +169,13 @@ def builtin_commands() -> list[AvailableCommand]:
 
 
 def invocable(skills: Iterable[SkillSummary]) -> list[SkillSummary]:
-    """The skills a person runs as ``/NAME``: user-invocable ones, but for a skill named like a
-    built-in command. ``/skills`` is the library's report whatever a project or a person
-    names a skill: otherwise a skill could hide what the session offers and withholds."""
-    return [s for s in skills if s.user_invocable and s.name != SKILLS_COMMAND]
+    """The skills a person runs as ``/NAME``, and the editor is told of: user-invocable ones
+    whose name a slash can invoke, but for a skill named like a built-in command. ``/skills``
+    is the library's report whatever a project or a person names a skill: otherwise a skill
+    could hide what the session offers and withholds."""
+    return [
+        s for s in skills if s.user_invocable and is_skill_name(s.name) and s.name != SKILLS_COMMAND
+    ]
 
 
 def leading_slash_word(text: str) -> str | None:
@@ -201,7 +206,7 @@ def skills_report(
     fit: CatalogFit | None = None,
     withheld: Sequence[tuple[str, list[str], str]] = (),
 ) -> str:
-    lines = [f"**Skills for `{_clean(cwd)}`** ({len(snapshot.skills)})", ""]
+    lines = [f"**Skills for {code_span(_clean(cwd))}** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
     lines += [*(_skill_line(skill) for skill in snapshot.skills), ""]
@@ -222,14 +227,17 @@ def skills_report(
         lines.extend(f"- {diagnostic_line(d, Markdown())}" for d in ordered[:_MAX_PROBLEMS_SHOWN])
         if (hidden := len(ordered) - _MAX_PROBLEMS_SHOWN) > 0:
             lines.append(f"- ... and {hidden} more")
-        lines += ["", f"Run `acp-skills doctor --cwd {_clean(cwd)}` in a terminal for details."]
+        # A command to paste: the path quoted for the shell (the CLI has no flag for the
+        # session's additional directories: it looks from cwd alone).
+        doctor = code_span(_clean(f"acp-skills doctor --cwd {shlex.quote(cwd)}"))
+        lines += ["", f"Run {doctor} in a terminal for details."]
     if not snapshot.complete:
         lines += ["", "A skill provider did not answer in time: this list may be incomplete."]
     return "\n".join(lines).rstrip("\n")
 
 
 def _skill_line(skill: SkillSummary) -> str:
-    notes = [_clean(skill.source)]
+    notes = [Markdown().text(_clean(skill.source))]
     if not skill.user_invocable:
         notes.append("model only")
     elif skill.name == SKILLS_COMMAND:
@@ -237,5 +245,5 @@ def _skill_line(skill: SkillSummary) -> str:
     if skill.disable_model_invocation:
         notes.append("hidden from the model")
     shown = f"/{skill.name}" if invocable([skill]) else skill.name
-    description = shorten_description(skill.description, _DESCRIPTION_SHOWN)
+    description = Markdown().text(shorten_description(skill.description, _DESCRIPTION_SHOWN))
     return f"- `{shown}` — {description} ({', '.join(notes)})"

@@ -19,7 +19,14 @@ from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..trust import SessionView, ShownItem, TrustMode, Withheld, session_view, shown_items
 from ..trust_store import Decision, TrustFileError, TrustStore
-from ..trust_text import OPTIONS, lasting_sources, question_options, question_text, question_title
+from ..trust_text import (
+    OPTIONS,
+    lasting_sources,
+    question_options,
+    question_text,
+    question_title,
+    whom_asked,
+)
 from .wire import ClientLink, text_tool_content, tool_call_progress, tool_call_start
 
 _log = get_logger(__name__)
@@ -73,9 +80,11 @@ async def ask(
     """Put the question for the ``pending`` skills; apply the answer; whether it admitted them.
     Anything but a chosen option (a cancelled outcome, an error answer, the turn's
     cancellation) counts as "not now"."""
-    projects = ", ".join(sorted({w.source.label for w in pending}))
     _log.warning(
-        "skills_waiting_for_trust", session_id=session_id, project=projects, count=len(pending)
+        "skills_waiting_for_trust",
+        session_id=session_id,
+        project=whom_asked(pending),
+        count=len(pending),
     )
     if (client := link.client) is None:
         return False

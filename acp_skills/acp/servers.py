@@ -3,8 +3,9 @@
 which live sessions use each one, so that a stdio server no live session names any more is
 closed.
 
-`acp_skills.mcp` (the ``mcp`` extra) is loaded only when a session names a server: an agent
-without the extra serves sessions as before, and says once that it ignores their servers.
+An agent with an MCP client loaded `acp_skills.mcp` and the MCP SDK as it started (its
+`McpSkillProvider`); one without (no ``mcp`` extra) serves sessions as before, and warns
+that it ignores their servers.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, Protocol
+
+import anyio
+import anyio.abc
 
 from ..model import SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
@@ -39,12 +43,16 @@ class SessionServers:
     """Each live session's servers, counted per server; ``provider`` (an `McpSkillProvider`,
     or ``None`` when the agent has no MCP client) starts connecting to a server as a session
     names it, in the background (so the session's first prompt waits only for what is not
-    ready yet), and closes it when its count drops to 0."""
+    ready yet), and closes it when its count drops to 0 (in ``tasks`` when set)."""
 
     def __init__(self, provider: ServerCloser | None) -> None:
         self.provider = provider
+        # Where a server's close runs when set (`AcpSkills`' task group): a request that lets a
+        # server go answers without waiting for its process to end.
+        self.tasks: anyio.abc.TaskGroup | None = None
         self._by_session: dict[str, tuple[Hashable, ...]] = {}
         self._users: dict[Hashable, int] = {}
+        self._closing: dict[Hashable, anyio.Event] = {}  # set once that server is closed
 
     def from_request(self, entries: Sequence[object] | None) -> tuple[Hashable, ...]:
         """A request's ``mcpServers`` as `McpServer` values, in order; unusable ones warned of."""
@@ -68,23 +76,23 @@ class SessionServers:
         return tuple(found)
 
     async def bind(self, session_id: str, servers: tuple[Hashable, ...]) -> None:
-        """``session_id`` (now live) uses ``servers``, each connecting from now on; its
-        previous instance's others go."""
+        """``session_id`` (now live) uses ``servers``, each connecting from now on (once a
+        close of it underway has ended); its previous instance's others go."""
         previous = self._by_session.pop(session_id, ())
         self._by_session[session_id] = servers
         for server in servers:
             self._users[server] = self._users.get(server, 0) + 1
-            if self.provider is not None:
+        for server in servers:
+            # Connecting while the old connection closes would list over it, then lose it.
+            while (closing := self._closing.get(server)) is not None:
+                await closing.wait()
+            if self.provider is not None and self._users.get(server, 0) > 0:
                 self.provider.connect(server)
         await self._let_go(previous)
 
     async def unbind(self, session_id: str) -> None:
         """``session_id`` is no longer live (released, or the connection ended)."""
         await self._let_go(self._by_session.pop(session_id, ()))
-
-    def users(self, server: Hashable) -> int:
-        """How many live sessions name ``server``."""
-        return self._users.get(server, 0)
 
     async def _let_go(self, servers: Iterable[Hashable]) -> None:
         for server in servers:
@@ -93,8 +101,25 @@ class SessionServers:
                 self._users[server] = left
                 continue
             self._users.pop(server, None)
-            if self.provider is not None:
-                await self.provider.release(server)
+            if self.provider is None:
+                continue
+            closed = self._closing[server] = anyio.Event()
+            if self.tasks is not None:
+                self.tasks.start_soon(self._close, self.provider, server, closed)
+            else:
+                await self._close(self.provider, server, closed)
+
+    async def _close(self, provider: ServerCloser, server: Hashable, closed: anyio.Event) -> None:
+        try:
+            # Ended, not abandoned, when the agent stops: its process group goes with it.
+            with anyio.CancelScope(shield=True):
+                await provider.release(server)
+        except Exception as error:  # a close that failed must not end the agent
+            _log.warning("mcp_server_close_failed", server=str(server), error=repr(error))
+        finally:
+            if self._closing.get(server) is closed:
+                del self._closing[server]
+            closed.set()
 
 
 def servers_json(provider: ServerCloser | None, options: SkillLookupOptions) -> list[Any]:

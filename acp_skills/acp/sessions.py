@@ -23,7 +23,7 @@ _log = get_logger(__name__)
 
 # A released session costs a few hundred bytes: 256 live sessions remember 4,096 released ones.
 RELEASED_PER_LIVE = 16
-# How long `session/close` waits for the turn it cancelled to record its last results.
+# How long closing, loading or resuming a session waits for the turn it cancelled to end.
 CLOSE_WAIT_SECONDS = 5.0
 
 CommandsKey = tuple[tuple[str, str, str], ...]
@@ -187,16 +187,19 @@ class SessionTable:
             return
         live.described = True
 
+    async def end_turn(self, session_id: str) -> None:
+        """Cancel the session's running turn and wait for it to record its last results, so
+        an instance opened next (``session/load``, ``session/resume``) starts from them."""
+        if (live := self.peek(session_id)) is not None:
+            await _end_turn(live)
+
     async def close(self, session_id: str) -> bool:
         """End the session's instance (``session/close``): its turn cancelled and waited for, the
         servers only it used let go, what its record has not taken yet tried once more. The
         record stays. Whether the session was open here (live or released)."""
         if (live := self.peek(session_id)) is None:
             return self._released.pop(session_id, None) is not None  # holds no server
-        if live.turn is not None:
-            live.turn.cancel()
-            with anyio.move_on_after(CLOSE_WAIT_SECONDS):
-                await live.turn_ended.wait()
+        await _end_turn(live)
         if self._live.get(session_id) is live:  # not replaced meanwhile (`session/load`)
             del self._live[session_id]
             await self.servers.unbind(session_id)
@@ -236,6 +239,15 @@ async def flush_all(table: SessionTable) -> None:
     """One last try at every unsaved entry; a warning names each session still missing some."""
     for session_id, live in table.running():
         await _flush(session_id, live)
+
+
+async def _end_turn(live: LiveSession) -> None:
+    # The cancelled turn answers its open tool calls as it ends: without those results the
+    # history would end in tool calls, which a model's API refuses on every later request.
+    if live.turn is not None:
+        live.turn.cancel()
+        with anyio.move_on_after(CLOSE_WAIT_SECONDS):
+            await live.turn_ended.wait()
 
 
 async def _flush(session_id: str, live: LiveSession) -> None:

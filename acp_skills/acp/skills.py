@@ -124,12 +124,14 @@ class AcpSkills:
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         await self._group.start(self._announcer.follow, name=FOLLOWER_TASK_NAME)
+        self._sessions.servers.tasks = self._group
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         group, self._group = self._group, None
         if group is None:
             return None
+        self._sessions.servers.tasks = None
         group.cancel_scope.cancel()
         try:
             return await group.__aexit__(*exc_info)
@@ -198,11 +200,6 @@ class AcpSkills:
         """Whether sessions' ``mcpServers`` bring skills: advertise ``mcpCapabilities.http``."""
         return self._sessions.servers.provider is not None
 
-    @property
-    def skill_tool_spec(self) -> dict[str, Any]:
-        """The plain ``skill`` tool in the OpenAI function format (without ``query``)."""
-        return self._kit.tool_spec(searchable=False)
-
     async def catalog_fit(self, session_id: str) -> CatalogFit | None:
         """What the catalog budget did to the session's catalog (-32602 for an unknown id)."""
         return (await self._sessions.get(session_id)).catalog_fit
@@ -232,10 +229,11 @@ class AcpSkills:
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
     ) -> PrefixedSession:
         """Start a new instance of a stored session for ``session/resume``, without replaying
-        it; a turn still running on the old one is cancelled (-32602 for an unknown id)."""
+        it; a turn still running on the old one is cancelled and waited for (-32602 for an
+        unknown id)."""
         check_cwd(cwd)
         await self._require_known(session_id)
-        self.cancel(session_id)
+        await self._sessions.end_turn(session_id)
         return await self.open_session(session_id, cwd, **opening)
 
     async def close_session(self, session_id: str) -> None:
@@ -258,10 +256,6 @@ class AcpSkills:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "reason": "unknown session"}
             )
-
-    def has_session(self, session_id: str) -> bool:
-        """Whether ``session_id`` is a session of this connection (live or released)."""
-        return session_id in self._sessions
 
     async def session(self, session_id: str) -> PrefixedSession:
         """The session instance, reopened if it was released (-32602 for an unknown id)."""

@@ -17,6 +17,7 @@ from ..catalog import SkillCatalogContributor
 from ..diagnostics import Diagnostic
 from ..model import PrefixMessage
 from ..quiet_log import get_logger
+from ..report import Markdown
 from ..tool import SkillTool, ToolResult
 from ..trust import SessionView
 from ..trust_text import command_note, trust_error, waiting_note, withheld_parts
@@ -316,7 +317,7 @@ class PromptTurn:
                 problems = await self._kit.gate.registry.diagnose(self._options)
             except Exception as error:
                 _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
-            fit, parts = self._live.catalog_fit, withheld_parts(view.withheld.values())
+            fit, parts = self._live.catalog_fit, withheld_parts(view.withheld.values(), Markdown())
             report = commands.skills_report(cwd, offered, problems, fit, parts)
             options, mcp = self._options, self._kit.sessions.servers.provider
             extra = servers.servers_report(mcp, options, offered)

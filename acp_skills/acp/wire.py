@@ -23,7 +23,7 @@ from acp import RequestError
 from acp import schema as acp_schema
 
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
-from ..model import SkillSummary, is_skill_name
+from ..model import SkillSummary
 from ..text import (
     cut,
     remove_unsafe_characters,
@@ -178,11 +178,10 @@ def tool_call_finished(tool_call_id: str, result: ToolResult) -> acp_schema.Tool
 
 
 def available_commands(skills: Iterable[SkillSummary]) -> list[acp_schema.AvailableCommand]:
-    """Slash commands for the user-invocable skills, cleaned and cut but not XML-escaped."""
+    """A slash command for each of ``skills`` (which ones are commands is
+    `acp_skills.acp.commands.invocable`'s to say), cleaned and cut but not XML-escaped."""
     commands = []
     for skill in skills:
-        if not skill.user_invocable or not is_skill_name(skill.name):
-            continue
         hint = getattr(skill, "argument_hint", None)
         hint = shorten_description(hint, COMMAND_DESCRIPTION_MAX) if isinstance(hint, str) else None
         shown = shorten_description(skill.description, COMMAND_DESCRIPTION_MAX)

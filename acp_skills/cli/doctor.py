@@ -101,7 +101,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         if found:
             lines += ["", style(f"{title} ({len(found)})", BOLD)]
             lines.extend(f"  {diagnostic_line(d, style)}" for d in found)
-    for title, items, how in withheld_parts(view.withheld.values()):
+    for title, items, how in withheld_parts(view.withheld.values(), style):
         heading = style(f"{title} ({len(items)})", BOLD)
         lines += ["", heading, *("  " + clean(line) for line in (*items, how))]
     lines += ["", style("Install", BOLD)]

@@ -16,10 +16,14 @@ from ..report import SEVERITIES
 from ..text import replace_lone_surrogates_in_json, terminal_safe
 
 OK, PROBLEMS, USAGE = 0, 1, 2
-# The styling `Style` writes (bold, dim, three colours, reset) is all that reaches a terminal
-# unescaped: it cannot move the cursor, rewrite a row, set a title or clear the screen.
-_OUR_STYLING = re.compile(r"(\x1b\[(?:[0-9]{1,2})(?:;[0-9]{1,2})*m)")
 BOLD, DIM = "1", "2"
+# The styling `Style` writes (bold, dim, three colours, reset) is all that reaches a terminal
+# unescaped: it cannot move the cursor, rewrite a row, set a title, clear the screen, or hide
+# text (SGR 8, concealed) as any other styling could.
+_OUR_CODES = ("0", BOLD, DIM, *(";".join(colour) for _, colour in SEVERITIES.values()))
+_OUR_STYLING = re.compile(
+    "(" + "|".join(re.escape(f"\x1b[{code}m") for code in sorted(set(_OUR_CODES))) + ")"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,9 @@ class Style:
     def severity(self, severity: Severity) -> str:
         label, colour = SEVERITIES[severity]
         return self(label, *colour)
+
+    def text(self, text: str) -> str:
+        return text
 
 
 @dataclass(slots=True)

@@ -331,10 +331,9 @@ def resolve_trust(args: argparse.Namespace) -> None:
 
 
 # -- MCP servers: `acp_skills.mcp` (the mcp SDK, pydantic) is loaded only when a server is named,
-# so the commands start on the core alone (pinned by tests/test_cli.py). Its connections need
-# the SDK itself, so that module is what tells whether the extra is installed.
+# so the commands start on the core alone (pinned by tests/test_cli.py). It imports the SDK,
+# so importing it tells whether the extra is installed.
 _MCP_MODULE = "acp_skills.mcp"
-_MCP_SDK_MODULE = "acp_skills.mcp.pool"
 MCP_TIMEOUT_VARIABLE: Final = "ACP_SKILLS_MCP_TIMEOUT"
 DEFAULT_MCP_TIMEOUT: Final = 10.0
 
@@ -365,9 +364,7 @@ def mcp_provider_from(options: Sequence[str], timeout: float | None) -> Any:
     ``mcp`` extra is not installed (with the command that installs it in the form this
     package was installed, `extra_install_hint`)."""
     try:
-        mcp = importlib.import_module(_MCP_MODULE)
-        if options:  # else the SDK is loaded by the first session that names a server
-            importlib.import_module(_MCP_SDK_MODULE)
+        mcp = importlib.import_module(_MCP_MODULE)  # the SDK with it: now, never mid-session
     except ImportError as error:
         missing = f"no module {error.name!r}" if error.name else str(error)
         raise SettingError(

@@ -225,6 +225,6 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
     else:
         outcome.text.append(fit.text)
         outcome.remarks.extend(clean(line) for line in describe_catalog_fit(fit).splitlines())
-    for title, items, how in withheld_parts(view.withheld.values()):
+    for title, items, how in withheld_parts(view.withheld.values(), style):
         outcome.remarks.extend(clean(line) for line in (f"{title} ({len(items)})", *items, how))
     return outcome

@@ -162,13 +162,13 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
     for key, decision in sorted(stored.decisions.items()):
         if not key.startswith(SERVER_KEY_PREFIX):
             projects.append({"path": key, "decision": decision})
-            project_lines.append(f"{style(decision, BOLD)}  {key}")
+            project_lines.append(f"{style(decision, BOLD)}  {terminal_safe(key)}")
             continue
         resources = len(stored.served.get(key, ()))
         servers.append({"server": key, "decision": decision, "resources": resources})
         count = f" ({resources} resources)" if decision == "trusted" else ""
         # Quoted as --forget and --refuse take it.
-        server_lines.append(f"{style(decision, BOLD)}  {shlex.quote(key)}{count}")
+        server_lines.append(f"{style(decision, BOLD)}  {terminal_safe(shlex.quote(key))}{count}")
     lines = project_lines + server_lines
     remark = [] if lines else [f"no decisions stored in {store.path}"]
     listed: dict[str, object] = {"projects": projects}

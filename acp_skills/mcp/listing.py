@@ -7,8 +7,9 @@ path the manifest does not list comes nearest to."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
@@ -137,21 +138,24 @@ class GotSkill:
 NOTHING: Final = Listing((), (), 0)
 
 
-async def list_skills(session: ClientSession, received: Callable[[], int]) -> Listing:
-    """Every page of `skills/list`; `ResponseTooLarge` when the pages together are over
-    `MAX_RESPONSE_BYTES` (``received`` counts the connection's bytes). The listing is kept no
-    longer than its shortest-lived page, and is public only if every page is."""
+async def list_skills(session: ClientSession) -> Listing:
+    """Every page of `skills/list`; `ResponseTooLarge` when the entries of the pages together
+    are over `MAX_RESPONSE_BYTES` as JSON. The listing is kept no longer than its
+    shortest-lived page, and is public only if every page is."""
     found: list[ListedSkill] = []
     rejected: list[RejectedEntry] = []
     cursor: str | None = None
     scope: CacheScope
     ttl, scope = MAX_TTL_MS, "public"  # narrowed by each page
-    start = received()
+    # The listing's own entries are counted, not the connection's bytes: other requests share
+    # the connection, and a lent session's transport counts nothing.
+    size = 0
     for _ in range(MAX_PAGES):
         page = await session.send_request(
             _ListSkills(params=types.PaginatedRequestParams(cursor=cursor)), _Page
         )
-        if received() - start > MAX_RESPONSE_BYTES:
+        size += len(json.dumps(page.skills, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > MAX_RESPONSE_BYTES:
             raise ResponseTooLarge()
         ttl = min(ttl, page.ttl_ms)
         scope = "private" if page.scope == "private" else scope
@@ -162,6 +166,9 @@ async def list_skills(session: ClientSession, received: Callable[[], int]) -> Li
                 rejected.append(entry)
         if not (cursor := page.nextCursor):
             break
+    else:  # said, as a skipped entry is: the skills of the pages not read are missing
+        more = f"its listing goes on past {MAX_PAGES:,} pages, which are all that is read"
+        rejected.append(RejectedEntry(uri=None, reason=more))
     return Listing(tuple(found), tuple(rejected), ttl, scope)
 
 

@@ -16,12 +16,7 @@ import anyio
 
 from .._scan import build_skill
 from ..content import cannot_read, unread_path
-from ..diagnostics import (
-    Diagnostic,
-    log_diagnostic,
-    mcp_server_unavailable,
-    mcp_skill_invalid,
-)
+from ..diagnostics import Diagnostic, log_diagnostic, mcp_server_unavailable, mcp_skill_invalid
 from ..errors import ReadError, Refusal
 from ..frontmatter import ParsedSkill, canonical_json, parse_skill_file
 from ..model import (
@@ -50,7 +45,7 @@ from .listing import (
 from .locator import McpLocator as McpLocator
 from .locator import ServerState as ServerState
 from .pool import McpConnection, McpPool, Underway
-from .transport import TOO_LARGE, TransportFactory
+from .transport import TOO_LARGE, ResponseTooLarge, TransportFactory
 
 # The SDK loads with this module, as an agent that may meet MCP servers starts: never later,
 # when the code on disk may no longer be the code that started (tests/test_private_checkout.py).
@@ -291,7 +286,7 @@ class McpSkillProvider:
             state.connected, state.supports_skills = True, connection.supports_skills(session)
             if not state.supports_skills:
                 return NOTHING
-            return await list_skills(session, lambda: connection.received)
+            return await list_skills(session)
 
         try:
             listing = await self._ask(server, listed)
@@ -395,6 +390,8 @@ class McpSkillProvider:
         try:
             with anyio.move_on_after(self._timeout):
                 return await request(await connection.session(), connection)
+        except ResponseTooLarge:  # a listing over the cap, its pages counted together
+            raise _Unavailable(TOO_LARGE, spent=True) from None
         except Exception as error:
             reason = connection.ended or _leaf_reason(error)
         else:  # the deadline passed (an answer returns above)
