@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from collections.abc import Collection, Sequence
 from typing import Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
@@ -111,3 +112,24 @@ def read_local_file(path: str, max_bytes: int) -> bytes | ReadError:
     except OSError as exc:
         return ReadError(failure="unreadable", detail=f"cannot read file: {exc.strerror or exc}")
     return read if isinstance(read, ReadError) else read[1]
+
+
+def replace_file(target: str | os.PathLike[str], data: bytes, *, prefix: str, sync: bool) -> None:
+    """Write ``data`` beside ``target`` and rename it over: a reader sees the old file or the
+    new one, never half of either. The temporary name starts with ``prefix`` and ends in
+    ``.tmp``, so nothing that looks for the target's suffix takes it. Bytes, not text: a text
+    codec may be loaded lazily, and a process that dropped its privileges may not import one.
+    ``sync`` makes the data durable before the rename."""
+    directory = os.path.dirname(os.fspath(target)) or "."
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            if sync:
+                file.flush()
+                os.fsync(file.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

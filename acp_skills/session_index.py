@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -35,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, NamedTuple, Protocol, TypeVar, runtime_checkable
 
-from .fs import read_local_file
+from .fs import read_local_file, replace_file
 from .text import shorten_description
 
 PAGE_SIZE: Final = 50
@@ -409,18 +408,7 @@ def _summary_of(document: dict[str, object], updated: int) -> SessionSummary | s
 
 
 def _write_atomically(target: Path, document: dict[str, object]) -> None:
-    # Beside the target and renamed over it: a listing reads the old summary or the new one.
     # The temporary name does not end in ".json", so no listing takes it for a summary.
     target.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(document, ensure_ascii=True, separators=(",", ":")) + "\n"
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".summary-", suffix=".tmp")
-    try:
-        # Bytes, not a text file: a text codec may be loaded lazily, and an agent that dropped
-        # its privileges after start-up may no longer be able to import one.
-        with os.fdopen(handle, "wb") as file:
-            file.write(text.encode())
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    replace_file(target, text.encode(), prefix=".summary-", sync=False)

@@ -11,14 +11,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from .errors import ReadError
-from .fs import read_local_file
+from .fs import read_local_file, replace_file
 from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 
 if TYPE_CHECKING:
@@ -171,17 +170,7 @@ class TrustStore:
         if servers:
             data["servers"] = servers
         text = json.dumps(data, indent=2) + "\n"
-        # Write beside the file and rename over it: a reader sees the old file or the new one.
-        handle, temporary = tempfile.mkstemp(prefix=".trust-", suffix=".json", dir=directory)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                file.write(text)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, target)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        replace_file(target, text.encode("utf-8"), prefix=".trust-", sync=True)
 
 
 @contextlib.contextmanager

@@ -11,7 +11,6 @@ import os
 import shlex
 import shutil
 import sysconfig
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -20,7 +19,13 @@ from ..diagnostics import Diagnostic, diagnostic
 from ..errors import Problem
 from ..trust_store import TrustFileError, TrustStore, default_trust_file
 from .install import Installation, extra_install_hint, installation
-from .settings import default_state_dir, env, expand_path, unusable_state_dir
+from .settings import (
+    cannot_write_in,
+    default_state_dir,
+    env,
+    expand_path,
+    unusable_state_dir,
+)
 
 AGENT_COMMAND: Final = "acp-skills-demo"
 # The optional parts a person may want, and what each is for (the `dev` extra is ours).
@@ -151,12 +156,8 @@ def _check_trust_file(path: str) -> Place:
             return Place("trust file", path, False, "not readable", _permission_fix(path))
     # The file is replaced by a write beside it (beside its target, when it is a link).
     probed = _existing(os.path.dirname(os.path.realpath(path)))
-    try:
-        descriptor, probe = tempfile.mkstemp(dir=probed, prefix=".write-check-")
-        os.close(descriptor)
-        os.unlink(probe)
-    except OSError as error:
-        problem = f"cannot write in {probed}: {error.strerror or error}"
+    if (failure := cannot_write_in(probed)) is not None:
+        problem = f"cannot write in {probed}: {failure}"
         return Place("trust file", path, False, problem, _permission_fix(probed))
     # Readable bytes are not enough: decisions that do not parse grant nothing, and every
     # session would then ask again about projects the person trusted.

@@ -137,12 +137,21 @@ def unusable_state_dir(state_dir: Path, *, create: bool = True) -> UnusableState
     probed = sessions
     while not probed.exists() and probed.parent != probed:
         probed = probed.parent
+    if (failure := cannot_write_in(probed)) is not None:
+        return UnusableStateDir(probed, "write in", failure)
+    return None
+
+
+def cannot_write_in(directory: str | os.PathLike[str]) -> str | None:
+    """Why no file can be created in ``directory``, or ``None`` when one can. Proved by doing
+    (permission bits alone do not tell: root, read-only mounts, access lists): a probe is
+    created and removed; nothing else changes."""
     try:
-        descriptor, probe = tempfile.mkstemp(dir=probed, prefix=".write-check-")
+        descriptor, probe = tempfile.mkstemp(dir=directory, prefix=".write-check-")
         os.close(descriptor)
         os.unlink(probe)
     except OSError as error:
-        return UnusableStateDir(probed, "write in", error.strerror or str(error))
+        return error.strerror or str(error)
     return None
 
 
