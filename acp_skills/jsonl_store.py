@@ -14,7 +14,7 @@ import stat
 import time
 import weakref
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeAlias
 
 import anyio
 import anyio.lowlevel
@@ -49,18 +49,18 @@ _CONTINUATIONS_KEPT: Final = 8
 # Kept verbatim as the file name: lowercase only (so two ids never share a file on a
 # case-insensitive file system), no leading dot (no hidden files), and short enough that
 # "<id>.jsonl" stays far below the 255-byte name limit of common file systems.
-_PLAIN_SESSION_ID = re.compile(r"[a-z0-9_-][a-z0-9._-]{0,99}")
-# Names Windows reserves for devices, whatever the extension ("nul.jsonl" is the null device).
-_WINDOWS_DEVICES = {"con", "prn", "aux", "nul"} | {
-    f"{p}{d}" for p in ("com", "lpt") for d in range(10)
-}
+# Not a name Windows reserves for a device, whatever the extension ("nul.jsonl" is one).
+_PLAIN_SESSION_ID = re.compile(
+    r"(?!(con|prn|aux|nul|com\d|lpt\d)(\.|$))[a-z0-9_-][a-z0-9._-]{0,99}"
+)
 _NOT_PLAIN = re.compile(r"[^a-z0-9_-]+")
 _KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO (named pipe)"}
 _KINDS |= {stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+Paths: TypeAlias = tuple[str, str]  # a listed session's summary and record
 
 
 def _record_name(session_id: str) -> str:
-    if _PLAIN_SESSION_ID.fullmatch(session_id) and session_id.split(".")[0] not in _WINDOWS_DEVICES:
+    if _PLAIN_SESSION_ID.fullmatch(session_id):
         return session_id
     # Any other id is named by its SHA-256, behind a readable (lossy, lowercased) hint. The "~"
     # never occurs in a plain id, so a hashed name can never collide with a plain one.
@@ -80,10 +80,7 @@ class _JsonlRecord:
 
     async def append(self, entry: RecordEntry) -> None:
         kind = "header" if isinstance(entry, HeaderEntry) else "history"
-        document = {"v": _FORMAT_VERSION, "type": kind, **entry.to_json()}
-        # ASCII-only (non-ASCII as \u escapes): the file is valid UTF-8 whatever the strings
-        # hold, and a torn write can never split a multi-byte character.
-        line = (json.dumps(document, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+        line = _json_line({"v": _FORMAT_VERSION, "type": kind, **entry.to_json()})
         async with self._lock:
             # A retry of the line that just failed may finish what that write began.
             resume, self._failed = line == self._failed, None
@@ -112,7 +109,8 @@ class JsonlSessionStore:
         # old one still running when session/load opens a new one) share a lock.
         self._records = weakref.WeakValueDictionary[Path, _JsonlRecord]()
         # What is left of each recent listing after its page, by (cwd, the cursor handed out).
-        self._continued: dict[tuple[str | None, str], tuple[float, list[Listed[str]]]] = {}
+        self._continued: dict[tuple[str | None, str | None], tuple[float, list[Listed[Paths]]]]
+        self._continued = {}
 
     def path_for(self, session_id: str) -> Path:
         """The file that holds (or will hold) the record of ``session_id``."""
@@ -142,46 +140,39 @@ class JsonlSessionStore:
         record's modification time; what cannot be read is skipped with a warning naming it."""
         # A next page asked for soon goes on from what the last one left (an editor following
         # every cursor of 10,000 sessions asks for 200 pages); a first page lists afresh.
-        kept = self._continued.pop((cwd, cursor), None) if cursor is not None else None
-        if kept is not None and time.monotonic() - kept[0] > CONTINUATION_SECONDS:
-            kept = None
-        ordered = kept[1] if kept is not None else None
+        kept = self._continued.pop((cwd, cursor), None)
+        ordered = kept[1] if kept and time.monotonic() - kept[0] < CONTINUATION_SECONDS else None
         page, rest = await anyio.to_thread.run_sync(self._page, cwd, cursor, limit, ordered)
         if page.next_cursor is not None:
             self._continued[(cwd, page.next_cursor)] = (time.monotonic(), rest)
-            while len(self._continued) > _CONTINUATIONS_KEPT:
+            if len(self._continued) > _CONTINUATIONS_KEPT:
                 del self._continued[next(iter(self._continued))]
         return page
 
     def _write_summary(self, description: SessionDescription) -> None:
         # Under the cwd's key; one kept under another key (the session was opened elsewhere
         # before) gives its title and goes. Nothing is written when nothing changed.
-        name = _record_name(description.session_id)
-        index = self.directory / "index"
+        name, index = _record_name(description.session_id), self.directory / "index"
         target = index / _cwd_key(real_directory(description.cwd)) / f"{name}.json"
         here = _read_summary(os.fspath(target))
         elsewhere = [] if isinstance(here, dict) else list(index.glob(f"*/{name}.json"))
         elsewhere = [path for path in elsewhere if path != target]
-        readable = (_read_summary(os.fspath(path)) for path in elsewhere)
         kept = (
-            here
-            if isinstance(here, dict)
-            else next((d for d in readable if isinstance(d, dict)), None)
+            d for d in (here, *map(_read_summary, map(os.fspath, elsewhere))) if isinstance(d, dict)
         )
-        if here != (document := summary_document(description, kept)):
+        if here != (document := summary_document(description, next(kept, None))):
             target.parent.mkdir(parents=True, exist_ok=True)
-            data = json.dumps(document, ensure_ascii=True, separators=(",", ":")) + "\n"
             # The temporary name does not end in ".json", so no listing takes it for a summary.
-            replace_file(target, data.encode(), prefix=".summary-", sync=False)
+            replace_file(target, _json_line(document), prefix=".summary-", sync=False)
         for stale in elsewhere:
             with contextlib.suppress(FileNotFoundError):
                 stale.unlink()
 
     def _page(
-        self, cwd: str | None, cursor: str | None, limit: int, ordered: list[Listed[str]] | None
-    ) -> tuple[SessionPage, list[Listed[str]]]:
-        def load(updated: int, summary: str) -> SessionSummary | None:
-            record = self._record_of(summary)
+        self, cwd: str | None, cursor: str | None, limit: int, ordered: list[Listed[Paths]] | None
+    ) -> tuple[SessionPage, list[Listed[Paths]]]:
+        def load(updated: int, paths: Paths) -> SessionSummary | None:
+            summary, record = paths
             if not os.access(record, os.R_OK):
                 _skip(record, "permission denied")
                 return None
@@ -194,21 +185,21 @@ class JsonlSessionStore:
 
         return page_of(ordered or ordered_after(self._summaries(cwd), cursor), limit, load)
 
-    def _summaries(self, cwd: str | None) -> list[Listed[str]]:
+    def _summaries(self, cwd: str | None) -> list[Listed[Paths]]:
         # Each summary (in the cwd's key only, if given) whose record is a regular file, with
-        # the record's time: one stat per record, nothing read.
-        index = os.path.join(self.directory, "index")
+        # the record's time: one stat per record, nothing read. Plain strings, not `Path`s: this
+        # runs once per recorded session, and a `Path` costs more than the stat.
+        index, records = os.path.join(self.directory, "index"), os.path.join(self.directory, "")
         if cwd is not None:
             homes = [os.path.join(index, _cwd_key(real_directory(cwd)))]
         else:
             homes = [entry.path for entry in _listing(index) if entry.is_dir(follow_symlinks=False)]
-        found: dict[str, Listed[str]] = {}
+        found: dict[str, Listed[Paths]] = {}
         for entry in (entry for home in homes for entry in _listing(home)):
-            name, record = entry.name.removesuffix(".json"), self._record_of(entry.path)
-            if name == entry.name:
+            if (name := entry.name.removesuffix(".json")) == entry.name:
                 continue
             try:
-                status = os.stat(record)
+                status = os.stat(record := f"{records}{name}.jsonl")
             except FileNotFoundError:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)  # the record was removed: its summary goes with it
@@ -219,15 +210,15 @@ class JsonlSessionStore:
             if not stat.S_ISREG(status.st_mode):
                 _skip(record, "not a regular file")
             # One left under a second key by a move cut short: the newer summary stands.
-            elif name not in found or _mtime(found[name][2]) < _mtime(entry.path):
-                found[name] = (status.st_mtime_ns, name, entry.path)
+            elif name not in found or _mtime(found[name][2][0]) < _mtime(entry.path):
+                found[name] = (status.st_mtime_ns, name, (entry.path, record))
         return list(found.values())
 
-    def _record_of(self, summary: str) -> str:
-        # Plain strings, not `Path`s: a listing runs this once per recorded session, and
-        # building `Path`s cost more than the stat that is its real work.
-        name = os.path.basename(summary).removesuffix(".json")
-        return f"{os.fspath(self.directory)}{os.sep}{name}.jsonl"
+
+def _json_line(document: dict[str, object]) -> bytes:
+    # ASCII-only (non-ASCII as \u escapes): the file is valid UTF-8 whatever the strings hold,
+    # and a torn write can never split a multi-byte character.
+    return (json.dumps(document, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
 
 
 def _skip(path: str, reason: str) -> None:
@@ -277,8 +268,6 @@ def _open_record(path: Path, flags: int) -> int:
     # O_NONBLOCK (in OPEN_FLAGS): a FIFO at the path cannot hang the open; fstat then refuses it.
     try:
         descriptor = os.open(path, flags | OPEN_FLAGS, 0o600)
-    except (FileNotFoundError, PermissionError):
-        raise
     except OSError:
         # Opening a directory for writing (EISDIR) or a socket (ENXIO) fails before fstat
         # could look at it: name what is in the way instead of the bare errno.
@@ -348,7 +337,7 @@ def _read_entries(path: Path) -> list[RecordEntry]:
 
 
 def _decode_line(raw: bytes) -> RecordEntry:
-    # The entries check the rest: non-finite numbers, nesting, JSON types.
+    # The entries check the rest: JSON types, non-finite numbers, nesting, surrogates.
     document = json.loads(raw.decode("utf-8"))
     if not isinstance(document, dict) or type(document.get("v")) is not int or document["v"] != 1:
         raise ValueError(f"not an entry of format version {_FORMAT_VERSION}")
@@ -356,13 +345,6 @@ def _decode_line(raw: bytes) -> RecordEntry:
         return HistoryEntry(message=document["message"])
     if kind != "header":
         raise ValueError(f"unknown entry type {kind!r}")
-    prefix = [
-        PrefixMessage(role=item["role"], text=item["text"]) for item in document["messagePrefix"]
-    ]
-    return HeaderEntry(
-        reason=document["reason"],
-        config=document["config"],
-        system=document["system"],
-        tools=document["tools"],
-        message_prefix=tuple(prefix),
-    )
+    prefix = (PrefixMessage(role=m["role"], text=m["text"]) for m in document["messagePrefix"])
+    fields = {key: document[key] for key in ("reason", "config", "system", "tools")}
+    return HeaderEntry(**fields, message_prefix=tuple(prefix))

@@ -47,16 +47,13 @@ def _checked_json(value: object, where: str, depth: int = 1) -> object:
     if not isinstance(value, Mapping | list | tuple):
         raise TypeError(f"{where} holds a {type(value).__name__}, which is not JSON")
     if depth > MAX_JSON_DEPTH:
-        # Named by its root ("history message"): the full path would be a hundred keys long.
-        root = where.split("[", 1)[0]
-        raise ValueError(f"{root} is nested more than {MAX_JSON_DEPTH} levels deep")
+        raise ValueError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
     if not isinstance(value, Mapping):
-        return [_checked_json(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
-    if odd := [key for key in value if not isinstance(key, str)]:
-        raise TypeError(f"{where} has a non-string key {odd[0]!r}")
+        return [_checked_json(item, where, depth + 1) for item in value]
+    if not all(isinstance(key, str) for key in value):
+        raise TypeError(f"{where} has a key that is not a string")
     return {
-        replace_lone_surrogates(key): _checked_json(item, f"{where}[{key!r}]", depth + 1)
-        for key, item in value.items()
+        replace_lone_surrogates(k): _checked_json(v, where, depth + 1) for k, v in value.items()
     }
 
 
@@ -78,11 +75,10 @@ class HeaderEntry:
 
     def __post_init__(self) -> None:
         if self.reason not in get_args(HeaderReason):
-            reasons = list(get_args(HeaderReason))
-            raise ValueError(f"header reason must be one of {reasons}, got {self.reason!r}")
+            raise ValueError(f"header reason must be one of {get_args(HeaderReason)}")
         if not isinstance(self.system, str) or not isinstance(self.tools, list | tuple):
             raise TypeError("header system must be a string and its tools a sequence")
-        tools = tuple(_checked_object(t, f"header tools[{i}]") for i, t in enumerate(self.tools))
+        tools = tuple(_checked_object(tool, "header tools") for tool in self.tools)
         object.__setattr__(self, "system", replace_lone_surrogates(self.system))
         object.__setattr__(self, "config", _checked_object(self.config, "header config"))
         object.__setattr__(self, "tools", tools)
@@ -93,8 +89,7 @@ class HeaderEntry:
         return _canonical(self) == _canonical(other)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"reason", "config", "system", "tools", "messagePrefix": [{"role", "text"}]}``,
-        sharing the entry's own dicts and lists: to read or serialize, not to change."""
+        """The record line's fields (camelCase), sharing the entry's own dicts: not to change."""
         return {
             "reason": self.reason,
             "config": self.config,
@@ -122,7 +117,7 @@ class HistoryEntry:
         return cast(dict[str, Any], json.loads(json.dumps(self.message)))
 
     def to_json(self) -> dict[str, Any]:
-        """``{"message": {...}}``, sharing the entry's own dicts: not to change."""
+        """The record line's fields, sharing the entry's own dicts: not to change."""
         return {"message": self.message}
 
 
@@ -170,8 +165,7 @@ class _MemoryRecord:
 
 
 class InMemorySessionStore:
-    """Every record, and what ``session/list`` shows of it, in memory; a session exists once
-    something was appended to it."""
+    """Every record, and what ``session/list`` shows of it, in memory."""
 
     def __init__(self) -> None:
         self._records: dict[str, _MemoryRecord] = {}
@@ -186,7 +180,7 @@ class InMemorySessionStore:
         return bool((record := self._records.get(session_id)) and record.kept)
 
     async def describe_session(self, description: SessionDescription) -> None:
-        """Keep what ``session/list`` shows of the session (its first title stays)."""
+        """Keep what ``session/list`` shows of the session."""
         real = await anyio.to_thread.run_sync(real_directory, description.cwd)
         kept = self._summaries.get(description.session_id, (None,))[0]
         self._summaries[description.session_id] = (summary_document(description, kept), real)
@@ -194,7 +188,6 @@ class InMemorySessionStore:
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None, limit: int = PAGE_SIZE
     ) -> SessionPage:
-        """One page of the described sessions that have a record, newest first."""
         real = await anyio.to_thread.run_sync(real_directory, cwd) if cwd is not None else None
         listed = [
             (record.updated, session_id, summary)

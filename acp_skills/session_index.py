@@ -1,11 +1,8 @@
 """What ``session/list`` shows of each recorded session, and how its pages go (contract §15,
-docs/sessions.md): the stores keep a small summary beside each record and never read a record
-to list it; the time is the record's own last change."""
+docs/sessions.md): a small summary kept beside each record; the time is the record's."""
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -16,23 +13,21 @@ from .text import shorten_description
 
 PAGE_SIZE: Final = 50
 TITLE_LENGTH: Final = 80
-_FORMAT_VERSION: Final = 1
-_CURSOR_PREFIX: Final = "v1."
 
 T = TypeVar("T")
-# (when the record last changed in ns, a name unique in the store, what loads its summary)
+# When the record last changed (ns since the epoch), a name unique in the store, and what the
+# store loads the summary from.
 Listed: TypeAlias = tuple[int, str, T]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionDescription:
-    """What the session layer tells a store about a session instance at its first recorded
-    prompt (``title``: made by `session_title`; a store keeps the first one)."""
+    """What the session layer tells a store of an instance, at its first recorded prompt."""
 
     session_id: str
     cwd: str
     additional_directories: tuple[str, ...] = ()
-    title: str | None = None
+    title: str | None = None  # `session_title`'s; a store keeps the first one
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,16 +60,16 @@ class InvalidCursor(ValueError):
 
 @runtime_checkable
 class ListedSessionStore(Protocol):
-    """A session store that can list its sessions (`JsonlSessionStore`, the in-memory one)."""
+    """A session store that lists its sessions; `OSError` when it cannot keep or list them."""
 
     async def describe_session(self, description: SessionDescription) -> None:
-        """Keep what a listing shows of the session; `OSError` when it cannot be written."""
+        """Keep what a listing shows of the session."""
 
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None, limit: int = PAGE_SIZE
     ) -> SessionPage:
-        """One page of sessions, newest first; ``cwd`` keeps those whose working directory has
-        the same real path. Raises `InvalidCursor`, and `OSError` when nothing can be listed."""
+        """One page, newest first; ``cwd`` keeps the sessions whose cwd has its real path.
+        Raises `InvalidCursor`."""
 
 
 def session_title(prompt_text: str) -> str | None:
@@ -83,7 +78,7 @@ def session_title(prompt_text: str) -> str | None:
 
 
 def real_directory(path: str) -> str:
-    """The real path a listing compares working directories by (blocking: a worker thread)."""
+    """The real path a listing compares working directories by (blocking)."""
     try:
         return os.path.realpath(path)
     except (OSError, ValueError):
@@ -94,7 +89,7 @@ def summary_document(description: SessionDescription, kept: object) -> dict[str,
     """The summary (as JSON) of ``description``; the title of the summary ``kept`` stays."""
     title = kept.get("title") if isinstance(kept, dict) else None
     return {
-        "v": _FORMAT_VERSION,
+        "v": 1,
         "sessionId": description.session_id,
         "cwd": description.cwd,
         "title": title if isinstance(title, str) and title else description.title,
@@ -103,11 +98,10 @@ def summary_document(description: SessionDescription, kept: object) -> dict[str,
 
 
 def summary_of(updated: int, document: dict[str, object]) -> SessionSummary | str:
-    """The session a summary describes (its record last changed at ``updated`` ns), or why it
-    is none."""
+    """The session a summary describes (its record changed at ``updated``), or why none."""
     session_id, cwd, title = document.get("sessionId"), document.get("cwd"), document.get("title")
     directories = document.get("additionalDirectories", [])
-    if document.get("v") != _FORMAT_VERSION:
+    if document.get("v") != 1:
         return f"unsupported format version {document.get('v')!r}"
     if not isinstance(session_id, str) or not isinstance(cwd, str) or not os.path.isabs(cwd):
         return "not a session summary: no session id or no absolute cwd"
@@ -132,7 +126,13 @@ def ordered_after(listed: Iterable[Listed[T]], cursor: str | None) -> list[Liste
     ordered = sorted(listed, key=_newest_first)
     if cursor is None:
         return ordered
-    after = _decode_cursor(cursor)
+    try:
+        version, updated, name = cursor.split(".", 2)  # as `page_of` writes it
+        if version != "v1":
+            raise ValueError(version)
+        after = (-int(updated), name)
+    except ValueError:
+        raise InvalidCursor("the cursor was not handed out by a listing of this agent") from None
     return [entry for entry in ordered if _newest_first(entry) > after]
 
 
@@ -143,30 +143,9 @@ def page_of(
     summary for is skipped and the page filled from the next; the cursor names the last entry
     looked at, so the next page starts after it whatever changed meanwhile."""
     found: list[SessionSummary] = []
-    looked = 0
-    for updated, _name, item in ordered:
-        if len(found) == limit:
-            break
-        looked += 1
+    for looked, (updated, name, item) in enumerate(ordered, start=1):
         if isinstance(summary := load(updated, item), SessionSummary):
             found.append(summary)
-    rest = ordered[looked:]
-    cursor = _encode_cursor(_newest_first(ordered[looked - 1])) if rest and looked else None
-    return SessionPage(tuple(found), cursor), rest
-
-
-def _encode_cursor(key: tuple[int, str]) -> str:
-    text = json.dumps(key, ensure_ascii=True, separators=(",", ":"))
-    return _CURSOR_PREFIX + base64.urlsafe_b64encode(text.encode("ascii")).decode("ascii")
-
-
-def _decode_cursor(cursor: str) -> tuple[int, str]:
-    try:
-        if not cursor.startswith(_CURSOR_PREFIX):
-            raise ValueError(cursor)
-        key, name = json.loads(base64.urlsafe_b64decode(cursor[len(_CURSOR_PREFIX) :]))
-        if type(key) is not int or not isinstance(name, str):
-            raise ValueError(cursor)
-    except (ValueError, TypeError):  # binascii.Error is a ValueError
-        raise InvalidCursor("the cursor was not handed out by a listing of this agent") from None
-    return key, name
+        if len(found) == limit and looked < len(ordered):
+            return SessionPage(tuple(found), f"v1.{updated}.{name}"), ordered[looked:]
+    return SessionPage(tuple(found)), []

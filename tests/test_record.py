@@ -216,4 +216,3 @@ async def test_stores_satisfy_the_protocols(store: SessionStore) -> None:
     """Both stores and their records are what the seam promises."""
     assert isinstance(store, SessionStore)
     assert isinstance(await store.open("s1"), SessionRecord)
-
