@@ -55,7 +55,6 @@ _PLAIN_SESSION_ID = re.compile(
 )
 _NOT_PLAIN = re.compile(r"[^a-z0-9_-]+")
 _KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO (named pipe)"}
-_KINDS |= {stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
 Paths: TypeAlias = tuple[str, str]  # a listed session's summary and record
 
 
@@ -154,17 +153,14 @@ class JsonlSessionStore:
         # before) gives its title and goes. Nothing is written when nothing changed.
         name, index = _record_name(description.session_id), self.directory / "index"
         target = index / _cwd_key(real_directory(description.cwd)) / f"{name}.json"
-        here = _read_summary(os.fspath(target))
-        elsewhere = [] if isinstance(here, dict) else list(index.glob(f"*/{name}.json"))
-        elsewhere = [path for path in elsewhere if path != target]
-        kept = (
-            d for d in (here, *map(_read_summary, map(os.fspath, elsewhere))) if isinstance(d, dict)
-        )
-        if here != (document := summary_document(description, next(kept, None))):
+        here = _read_summary(target)
+        moved = [] if isinstance(here, dict) else list(index.glob(f"*/{name}.json"))
+        moved = [path for path in moved if path != target]
+        if here != (document := summary_document(description, here, *map(_read_summary, moved))):
             target.parent.mkdir(parents=True, exist_ok=True)
             # The temporary name does not end in ".json", so no listing takes it for a summary.
             replace_file(target, _json_line(document), prefix=".summary-", sync=False)
-        for stale in elsewhere:
+        for stale in moved:
             with contextlib.suppress(FileNotFoundError):
                 stale.unlink()
 
@@ -244,10 +240,10 @@ def _mtime(path: str) -> int:
         return -1
 
 
-def _read_summary(path: str) -> dict[str, object] | str | None:
-    # The summary as JSON, None when there is none, or why it cannot be read.
-    # A few paths and an 80-character title: anything far larger is not a summary.
-    content = read_local_file(path, 256 * 1024)
+def _read_summary(path: str | Path) -> dict[str, object] | str | None:
+    # The summary as JSON, None when there is none, or why it cannot be read. A few paths and
+    # an 80-character title: anything far larger is not a summary.
+    content = read_local_file(os.fspath(path), 256 * 1024)
     if not isinstance(content, bytes):
         return None if content.failure == "not_found" else content.reason
     try:
@@ -260,7 +256,7 @@ def _read_summary(path: str) -> dict[str, object] | str | None:
 def _check_regular(path: Path, mode: int) -> None:
     if not stat.S_ISREG(mode):
         # Shaped like the operating system's own errors: strerror says what, filename where.
-        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        kind = _KINDS.get(stat.S_IFMT(mode), "a socket or device")
         raise OSError(errno.EINVAL, f"Is {kind}, not a regular file", os.fspath(path))
 
 

@@ -76,17 +76,19 @@ class HeaderEntry:
     def __post_init__(self) -> None:
         if self.reason not in get_args(HeaderReason):
             raise ValueError(f"header reason must be one of {get_args(HeaderReason)}")
-        if not isinstance(self.system, str) or not isinstance(self.tools, list | tuple):
-            raise TypeError("header system must be a string and its tools a sequence")
-        tools = tuple(_checked_object(tool, "header tools") for tool in self.tools)
+        tools = _checked_json(self.tools, "header tools", depth=0)
+        if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
+            raise TypeError("header tools must be a sequence of JSON objects")
+        if not isinstance(self.system, str):
+            raise TypeError("header system must be a string")
         object.__setattr__(self, "system", replace_lone_surrogates(self.system))
         object.__setattr__(self, "config", _checked_object(self.config, "header config"))
-        object.__setattr__(self, "tools", tools)
-        object.__setattr__(self, "message_prefix", tuple(self.message_prefix))
+        object.__setattr__(self, "tools", tuple(tools))
 
     def same_request_as(self, other: HeaderEntry) -> bool:
         """Whether both describe the same request (compared as JSON text, but the reason)."""
-        return _canonical(self) == _canonical(other)
+        mine, theirs = ({**header.to_json(), "reason": None} for header in (self, other))
+        return json.dumps(mine, sort_keys=True) == json.dumps(theirs, sort_keys=True)
 
     def to_json(self) -> dict[str, Any]:
         """The record line's fields (camelCase), sharing the entry's own dicts: not to change."""
@@ -97,10 +99,6 @@ class HeaderEntry:
             "tools": list(self.tools),
             "messagePrefix": [{"role": m.role, "text": m.text} for m in self.message_prefix],
         }
-
-
-def _canonical(header: HeaderEntry) -> str:
-    return json.dumps({**header.to_json(), "reason": None}, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -31,14 +31,10 @@ class SessionDescription:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SessionSummary:
+class SessionSummary(SessionDescription):
     """One session as ``session/list`` shows it (``updated_at``: its record's last change)."""
 
-    session_id: str
-    cwd: str
-    title: str | None
     updated_at: datetime
-    additional_directories: tuple[str, ...] = ()
 
     @property
     def updated_at_text(self) -> str:
@@ -85,14 +81,14 @@ def real_directory(path: str) -> str:
         return os.path.abspath(path)
 
 
-def summary_document(description: SessionDescription, kept: object) -> dict[str, object]:
-    """The summary (as JSON) of ``description``; the title of the summary ``kept`` stays."""
-    title = kept.get("title") if isinstance(kept, dict) else None
+def summary_document(description: SessionDescription, *kept: object) -> dict[str, object]:
+    """The summary (as JSON) of ``description``; a title of a summary ``kept`` before stays."""
+    titles = (k.get("title") for k in kept if isinstance(k, dict))
     return {
         "v": 1,
         "sessionId": description.session_id,
         "cwd": description.cwd,
-        "title": title if isinstance(title, str) and title else description.title,
+        "title": next((t for t in titles if isinstance(t, str) and t), description.title),
         "additionalDirectories": list(description.additional_directories),
     }
 
