@@ -14,7 +14,7 @@ import stat
 import time
 import weakref
 from pathlib import Path
-from typing import Final, TypeAlias
+from typing import TypeAlias
 
 import anyio
 import anyio.lowlevel
@@ -25,7 +25,6 @@ from .model import PrefixMessage
 from .quiet_log import get_logger
 from .record import HeaderEntry, HistoryEntry, RecordEntry, SessionRecord
 from .session_index import (
-    PAGE_SIZE,
     Listed,
     SessionDescription,
     SessionPage,
@@ -39,12 +38,6 @@ from .session_index import (
 from .text import cut
 
 _log = get_logger(__name__)
-
-_FORMAT_VERSION: Final = 1
-# A listing continued within this long goes on from what its previous page left; later, or past
-# the last few listings, it lists afresh (the cursor still says where to go on from).
-CONTINUATION_SECONDS: Final = 60.0
-_CONTINUATIONS_KEPT: Final = 8
 
 # Kept verbatim as the file name: lowercase only (so two ids never share a file on a
 # case-insensitive file system), no leading dot (no hidden files), and short enough that
@@ -79,7 +72,7 @@ class _JsonlRecord:
 
     async def append(self, entry: RecordEntry) -> None:
         kind = "header" if isinstance(entry, HeaderEntry) else "history"
-        line = _json_line({"v": _FORMAT_VERSION, "type": kind, **entry.to_json()})
+        line = _json_line({"v": 1, "type": kind, **entry.to_json()})
         async with self._lock:
             # A retry of the line that just failed may finish what that write began.
             resume, self._failed = line == self._failed, None
@@ -133,18 +126,19 @@ class JsonlSessionStore:
         await anyio.to_thread.run_sync(self._write_summary, description)
 
     async def list_sessions(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = PAGE_SIZE
+        self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
         """One page of the summarized sessions whose record is here, newest first by the
         record's modification time; what cannot be read is skipped with a warning naming it."""
-        # A next page asked for soon goes on from what the last one left (an editor following
-        # every cursor of 10,000 sessions asks for 200 pages); a first page lists afresh.
+        # A next page asked for within 60 s goes on from what the last one left (an editor
+        # following every cursor of 10,000 sessions asks for 200 pages), the last 8 listings
+        # kept; else the cursor says where a fresh listing goes on from.
         kept = self._continued.pop((cwd, cursor), None)
-        ordered = kept[1] if kept and time.monotonic() - kept[0] < CONTINUATION_SECONDS else None
-        page, rest = await anyio.to_thread.run_sync(self._page, cwd, cursor, limit, ordered)
+        ordered = kept[1] if kept and time.monotonic() - kept[0] < 60 else None
+        page, rest = await anyio.to_thread.run_sync(self._page, cwd, cursor, ordered)
         if page.next_cursor is not None:
             self._continued[(cwd, page.next_cursor)] = (time.monotonic(), rest)
-            if len(self._continued) > _CONTINUATIONS_KEPT:
+            if len(self._continued) > 8:
                 del self._continued[next(iter(self._continued))]
         return page
 
@@ -165,7 +159,7 @@ class JsonlSessionStore:
                 stale.unlink()
 
     def _page(
-        self, cwd: str | None, cursor: str | None, limit: int, ordered: list[Listed[Paths]] | None
+        self, cwd: str | None, cursor: str | None, ordered: list[Listed[Paths]] | None
     ) -> tuple[SessionPage, list[Listed[Paths]]]:
         def load(updated: int, paths: Paths) -> SessionSummary | None:
             summary, record = paths
@@ -179,7 +173,7 @@ class JsonlSessionStore:
                 return None
             return found
 
-        return page_of(ordered or ordered_after(self._summaries(cwd), cursor), limit, load)
+        return page_of(ordered or ordered_after(self._summaries(cwd), cursor), load)
 
     def _summaries(self, cwd: str | None) -> list[Listed[Paths]]:
         # Each summary (in the cwd's key only, if given) whose record is a regular file, with
@@ -336,7 +330,7 @@ def _decode_line(raw: bytes) -> RecordEntry:
     # The entries check the rest: JSON types, non-finite numbers, nesting, surrogates.
     document = json.loads(raw.decode("utf-8"))
     if not isinstance(document, dict) or type(document.get("v")) is not int or document["v"] != 1:
-        raise ValueError(f"not an entry of format version {_FORMAT_VERSION}")
+        raise ValueError("not an entry of format version 1")
     if (kind := document.get("type")) == "history":
         return HistoryEntry(message=document["message"])
     if kind != "header":

@@ -16,7 +16,6 @@ import anyio.to_thread
 
 from .model import PrefixMessage
 from .session_index import (
-    PAGE_SIZE,
     SessionDescription,
     SessionPage,
     ordered_after,
@@ -184,7 +183,7 @@ class InMemorySessionStore:
         self._summaries[description.session_id] = (summary_document(description, kept), real)
 
     async def list_sessions(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = PAGE_SIZE
+        self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
         real = await anyio.to_thread.run_sync(real_directory, cwd) if cwd is not None else None
         listed = [
@@ -192,4 +191,4 @@ class InMemorySessionStore:
             for session_id, (summary, where) in self._summaries.items()
             if real in (None, where) and (record := self._records.get(session_id)) and record.kept
         ]
-        return page_of(ordered_after(listed, cursor), limit, summary_of)[0]
+        return page_of(ordered_after(listed, cursor), summary_of)[0]

@@ -62,7 +62,7 @@ class ListedSessionStore(Protocol):
         """Keep what a listing shows of the session."""
 
     async def list_sessions(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = PAGE_SIZE
+        self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
         """One page, newest first; ``cwd`` keeps the sessions whose cwd has its real path.
         Raises `InvalidCursor`."""
@@ -133,7 +133,7 @@ def ordered_after(listed: Iterable[Listed[T]], cursor: str | None) -> list[Liste
 
 
 def page_of(
-    ordered: list[Listed[T]], limit: int, load: Callable[[int, T], SessionSummary | str | None]
+    ordered: list[Listed[T]], load: Callable[[int, T], SessionSummary | str | None]
 ) -> tuple[SessionPage, list[Listed[T]]]:
     """The first page of ``ordered`` and what is left after it. An entry ``load`` gives no
     summary for is skipped and the page filled from the next; the cursor names the last entry
@@ -142,6 +142,6 @@ def page_of(
     for looked, (updated, name, item) in enumerate(ordered, start=1):
         if isinstance(summary := load(updated, item), SessionSummary):
             found.append(summary)
-        if len(found) == limit and looked < len(ordered):
+        if len(found) == PAGE_SIZE and looked < len(ordered):
             return SessionPage(tuple(found), f"v1.{updated}.{name}"), ordered[looked:]
     return SessionPage(tuple(found)), []
