@@ -39,10 +39,8 @@ from .text import cut
 
 _log = get_logger(__name__)
 
-# Kept verbatim as the file name: lowercase only (so two ids never share a file on a
-# case-insensitive file system), no leading dot (no hidden files), and short enough that
-# "<id>.jsonl" stays far below the 255-byte name limit of common file systems.
-# Not a name Windows reserves for a device, whatever the extension ("nul.jsonl" is one).
+# Kept verbatim as the file name: lowercase (two ids never share a file on a case-insensitive
+# file system), no hidden file, far below the 255-byte name limit, no Windows device name.
 _PLAIN_SESSION_ID = re.compile(
     r"(?!(con|prn|aux|nul|com\d|lpt\d)(\.|$))[a-z0-9_-][a-z0-9._-]{0,99}"
 )
@@ -54,9 +52,8 @@ Paths: TypeAlias = tuple[str, str]  # a listed session's summary and record
 def _record_name(session_id: str) -> str:
     if _PLAIN_SESSION_ID.fullmatch(session_id):
         return session_id
-    # Any other id is named by its SHA-256, behind a readable (lossy, lowercased) hint. The "~"
-    # never occurs in a plain id, so a hashed name can never collide with a plain one.
-    # "surrogatepass": ids decoded from JSON may hold lone surrogates, and they still need a name.
+    # Any other id is named by its SHA-256 (of lone surrogates too), behind a readable hint;
+    # no plain id holds a "~", so a hashed name never collides with a plain one.
     digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
     return f"{_NOT_PLAIN.sub('-', session_id.lower()).strip('-')[:32]}~{digest}"
 
@@ -258,6 +255,8 @@ def _open_record(path: Path, flags: int) -> int:
     # O_NONBLOCK (in OPEN_FLAGS): a FIFO at the path cannot hang the open; fstat then refuses it.
     try:
         descriptor = os.open(path, flags | OPEN_FLAGS, 0o600)
+    except (FileNotFoundError, PermissionError):
+        raise
     except OSError:
         # Opening a directory for writing (EISDIR) or a socket (ENXIO) fails before fstat
         # could look at it: name what is in the way instead of the bare errno.
