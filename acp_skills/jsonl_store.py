@@ -1,69 +1,61 @@
-"""`JsonlSessionStore`: session records as JSON Lines files, one file per session (format:
-docs/architecture.md). Reading never fails on what a line holds, never blocks on the path."""
+"""`JsonlSessionStore`: session records as JSON Lines files, one file per session, and their
+summaries for ``session/list`` beside them (formats: docs/architecture.md, docs/sessions.md).
+Reading never fails on what a line holds, and never blocks on what is at the path."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
 import os
 import re
 import stat
+import time
 import weakref
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import TypeAlias
 
 import anyio
 import anyio.lowlevel
 
+from .confined import OPEN_FLAGS
+from .fs import read_local_file, replace_file
 from .model import PrefixMessage
 from .quiet_log import get_logger
-from .record import (
-    HeaderEntry,
-    HistoryEntry,
-    RecordEntry,
-    SessionRecord,
-    require_entry,
-    require_session_id,
+from .record import HeaderEntry, HistoryEntry, RecordEntry, SessionRecord
+from .session_index import (
+    Listed,
+    SessionDescription,
+    SessionPage,
+    SessionSummary,
+    ordered_after,
+    page_of,
+    real_directory,
+    summary_document,
+    summary_of,
 )
-from .session_index import PAGE_SIZE, SessionDescription, SessionPage, SummaryDirectory
 from .text import cut
 
 _log = get_logger(__name__)
 
-_FORMAT_VERSION = 1
-
-# Opening a FIFO waits for its other end unless O_NONBLOCK is given; the descriptor is then
-# checked with fstat before anything is read or written. Neither flag exists everywhere.
-_OPEN_FLAGS = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-
-# Kept verbatim as the file name: lowercase only (so two ids never share a file on a
-# case-insensitive file system), no leading dot (no hidden files), and short enough that
-# "<id>.jsonl" stays far below the 255-byte name limit of common file systems.
-_PLAIN_SESSION_ID = re.compile(r"[a-z0-9_-][a-z0-9._-]{0,99}")
-# Names Windows reserves for devices, whatever the extension ("nul.jsonl" is the null device).
-_WINDOWS_DEVICES = {"con", "prn", "aux", "nul"}
-_WINDOWS_DEVICES |= {f"{p}{d}" for p in ("com", "lpt") for d in range(10)}
+# Kept verbatim as the file name: lowercase (two ids never share a file on a case-insensitive
+# file system), no hidden file, far below the 255-byte name limit, no Windows device name.
+_PLAIN_SESSION_ID = re.compile(
+    r"(?!(con|prn|aux|nul|com\d|lpt\d)(\.|$))[a-z0-9_-][a-z0-9._-]{0,99}"
+)
 _NOT_PLAIN = re.compile(r"[^a-z0-9_-]+")
-
-# What decoding any line may raise: UnicodeDecodeError and JSONDecodeError are ValueErrors, and
-# the JSON decoder gives up on deep nesting ("[[[[..." 100,000 deep) with a RecursionError.
-_UNDECODABLE = (TypeError, ValueError, RecursionError)
 _KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO (named pipe)"}
-_KINDS |= {stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+Paths: TypeAlias = tuple[str, str]  # a listed session's summary and record
 
 
-def _record_file_name(session_id: str) -> str:
-    plain = _PLAIN_SESSION_ID.fullmatch(session_id)
-    if plain and session_id.split(".", 1)[0] not in _WINDOWS_DEVICES:
-        return f"{session_id}.jsonl"
-    # Any other id is named by its SHA-256, behind a readable (lossy, lowercased) hint. The "~"
-    # never occurs in a plain id, so a hashed name can never collide with a plain one.
-    # "surrogatepass": ids decoded from JSON may hold lone surrogates, and they still need a name.
+def _record_name(session_id: str) -> str:
+    if _PLAIN_SESSION_ID.fullmatch(session_id):
+        return session_id
+    # Any other id is named by its SHA-256 (of lone surrogates too), behind a readable hint;
+    # no plain id holds a "~", so a hashed name never collides with a plain one.
     digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
-    hint = _NOT_PLAIN.sub("-", session_id.lower()).strip("-")[:32]
-    return f"{hint}~{digest}.jsonl"
+    return f"{_NOT_PLAIN.sub('-', session_id.lower()).strip('-')[:32]}~{digest}"
 
 
 class _JsonlRecord:
@@ -76,7 +68,8 @@ class _JsonlRecord:
         self._failed: bytes | None = None  # the line whose append last failed
 
     async def append(self, entry: RecordEntry) -> None:
-        line = _encode(require_entry(entry))
+        kind = "header" if isinstance(entry, HeaderEntry) else "history"
+        line = _json_line({"v": 1, "type": kind, **entry.to_json()})
         async with self._lock:
             # A retry of the line that just failed may finish what that write began.
             resume, self._failed = line == self._failed, None
@@ -89,19 +82,14 @@ class _JsonlRecord:
 
     async def entries(self) -> list[RecordEntry]:
         async with self._lock:
-            entries, skipped = await anyio.to_thread.run_sync(_read_entries, self.path)
-        # Logged here, not in the worker thread, so the log lines carry the caller's context.
-        for line_number, reason in skipped:
-            _log.warning(
-                "session_record_line_skipped", path=str(self.path), line=line_number, reason=reason
-            )
-        return entries
+            return await anyio.to_thread.run_sync(_read_entries, self.path)
 
 
 class JsonlSessionStore:
     """One JSON Lines file per session in ``directory``, made on the first append, mode 0600:
     ``<id>.jsonl``, or ``<hint>~<sha256>.jsonl`` for an id that is not plain. One unbuffered
-    append-mode ``write`` per entry, forced to the disk with ``fsync=True``."""
+    append-mode ``write`` per entry, forced to the disk with ``fsync=True``. What
+    ``session/list`` shows of a session is in ``index/<cwd key>/<record name>.json``."""
 
     def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = False) -> None:
         self.directory = Path(directory)
@@ -109,12 +97,13 @@ class JsonlSessionStore:
         # Shared while someone holds them, so that two session instances over the same id (an
         # old one still running when session/load opens a new one) share a lock.
         self._records = weakref.WeakValueDictionary[Path, _JsonlRecord]()
-        self._summaries = SummaryDirectory(self.directory)  # what session/list shows
+        # What is left of each recent listing after its page, by (cwd, the cursor handed out).
+        self._continued: dict[tuple[str | None, str | None], tuple[float, list[Listed[Paths]]]]
+        self._continued = {}
 
     def path_for(self, session_id: str) -> Path:
         """The file that holds (or will hold) the record of ``session_id``."""
-        require_session_id(session_id)
-        return self.directory / _record_file_name(session_id)
+        return self.directory / f"{_record_name(session_id)}.jsonl"
 
     async def open(self, session_id: str) -> SessionRecord:
         """The record of ``session_id``; nothing touches the disk until the first append."""
@@ -127,78 +116,161 @@ class JsonlSessionStore:
     async def exists(self, session_id: str) -> bool:
         """Whether anything is at the session's path, readable or not (reading what is not a
         record raises an `OSError` saying so, which tells more than "unknown session")."""
-        return await anyio.to_thread.run_sync(_something_at, self.path_for(session_id))
+        return await anyio.to_thread.run_sync(os.path.lexists, self.path_for(session_id))
 
     async def describe_session(self, description: SessionDescription) -> None:
-        """Keep what ``session/list`` shows of the session in its summary, under ``index/``
-        (`acp_skills.session_index`); `OSError` when it cannot be written."""
-        record = self.path_for(description.session_id)
-        await anyio.to_thread.run_sync(self._summaries.describe, description, record)
+        """Keep what ``session/list`` shows of the session; `OSError` when it cannot."""
+        await anyio.to_thread.run_sync(self._write_summary, description)
 
     async def list_sessions(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = PAGE_SIZE
+        self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
-        """One page of the summarized sessions whose record is here, newest first (by the
-        record's modification time); each record or summary that cannot be read is skipped
-        with a warning naming it."""
-        page, skipped = await anyio.to_thread.run_sync(self._summaries.page, cwd, cursor, limit)
-        # Logged here, not in the worker thread, so the log lines carry the caller's context.
-        for path, reason in skipped:
-            _log.warning("session_record_skipped", path=path, reason=reason)
+        """One page of the summarized sessions whose record is here, newest first by the
+        record's modification time; what cannot be read is skipped with a warning naming it."""
+        # A next page asked for within 60 s goes on from what the last one left (an editor
+        # following every cursor of 10,000 sessions asks for 200 pages), the last 8 listings
+        # kept; else the cursor says where a fresh listing goes on from.
+        kept = self._continued.pop((cwd, cursor), None)
+        ordered = kept[1] if kept and time.monotonic() - kept[0] < 60 else None
+        page, rest = await anyio.to_thread.run_sync(self._page, cwd, cursor, ordered)
+        if page.next_cursor is not None:
+            self._continued[(cwd, page.next_cursor)] = (time.monotonic(), rest)
+            if len(self._continued) > 8:
+                del self._continued[next(iter(self._continued))]
         return page
 
+    def _write_summary(self, description: SessionDescription) -> None:
+        # Under the cwd's key; one kept under another key (the session was opened elsewhere
+        # before) gives its title and goes. Nothing is written when nothing changed.
+        name, index = _record_name(description.session_id), self.directory / "index"
+        target = index / _cwd_key(real_directory(description.cwd)) / f"{name}.json"
+        here = _read_summary(target)
+        moved = [] if isinstance(here, dict) else list(index.glob(f"*/{name}.json"))
+        moved = [path for path in moved if path != target]
+        if here != (document := summary_document(description, here, *map(_read_summary, moved))):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # The temporary name does not end in ".json", so no listing takes it for a summary.
+            replace_file(target, _json_line(document), prefix=".summary-", sync=False)
+        for stale in moved:
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
 
-def _something_at(path: Path) -> bool:
-    try:
-        return bool(os.stat(path))
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True  # something may be there that cannot be looked at: let the read report it
+    def _page(
+        self, cwd: str | None, cursor: str | None, ordered: list[Listed[Paths]] | None
+    ) -> tuple[SessionPage, list[Listed[Paths]]]:
+        def load(updated: int, paths: Paths) -> SessionSummary | None:
+            summary, record = paths
+            if not os.access(record, os.R_OK):
+                _skip(record, "permission denied")
+                return None
+            document = _read_summary(summary)  # None: removed since the listing began (moved)
+            found = summary_of(updated, document) if isinstance(document, dict) else document
+            if isinstance(found, str):
+                _skip(summary, found)
+                return None
+            return found
+
+        return page_of(ordered or ordered_after(self._summaries(cwd), cursor), load)
+
+    def _summaries(self, cwd: str | None) -> list[Listed[Paths]]:
+        # Each summary (in the cwd's key only, if given) whose record is a regular file, with
+        # the record's time: one stat per record, nothing read. Plain strings, not `Path`s: this
+        # runs once per recorded session, and a `Path` costs more than the stat.
+        index, records = os.path.join(self.directory, "index"), os.path.join(self.directory, "")
+        if cwd is not None:
+            homes = [os.path.join(index, _cwd_key(real_directory(cwd)))]
+        else:
+            homes = [entry.path for entry in _listing(index) if entry.is_dir(follow_symlinks=False)]
+        found: dict[str, Listed[Paths]] = {}
+        for entry in (entry for home in homes for entry in _listing(home)):
+            if (name := entry.name.removesuffix(".json")) == entry.name:
+                continue
+            try:
+                status = os.stat(record := f"{records}{name}.jsonl")
+            except FileNotFoundError:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)  # the record was removed: its summary goes with it
+                continue
+            except OSError as error:
+                _skip(record, error.strerror or str(error))
+                continue
+            if not stat.S_ISREG(status.st_mode):
+                _skip(record, "not a regular file")
+            # One left under a second key by a move cut short: the newer summary stands.
+            elif name not in found or _mtime(found[name][2][0]) < _mtime(entry.path):
+                found[name] = (status.st_mtime_ns, name, (entry.path, record))
+        return list(found.values())
 
 
-def _encode(entry: RecordEntry) -> bytes:
-    kind = "header" if isinstance(entry, HeaderEntry) else "history"
-    document = {"v": _FORMAT_VERSION, "type": kind, **entry.to_json()}
+def _json_line(document: dict[str, object]) -> bytes:
     # ASCII-only (non-ASCII as \u escapes): the file is valid UTF-8 whatever the strings hold,
     # and a torn write can never split a multi-byte character.
-    text = json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-    return (text + "\n").encode("ascii")
+    return (json.dumps(document, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
 
 
-def _not_a_regular_file(path: Path, mode: int) -> OSError | None:
-    if stat.S_ISREG(mode):
-        return None
-    kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-    # Shaped like the operating system's own errors: strerror says what, filename says where.
-    return OSError(errno.EINVAL, f"Is {kind}, not a regular file", os.fspath(path))
+def _skip(path: str, reason: str) -> None:
+    _log.warning("session_record_skipped", path=path, reason=reason)
+
+
+def _cwd_key(real_cwd: str) -> str:
+    return hashlib.sha256(real_cwd.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _listing(directory: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as entries:
+            return list(entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _read_summary(path: str | Path) -> dict[str, object] | str | None:
+    # The summary as JSON, None when there is none, or why it cannot be read. A few paths and
+    # an 80-character title: anything far larger is not a summary.
+    content = read_local_file(os.fspath(path), 256 * 1024)
+    if not isinstance(content, bytes):
+        return None if content.failure == "not_found" else content.reason
+    try:
+        document = json.loads(content.decode("utf-8"))
+    except (ValueError, RecursionError) as error:
+        return f"not a session summary: {error}"[:300]
+    return document if isinstance(document, dict) else "not a session summary: not an object"
+
+
+def _check_regular(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        # Shaped like the operating system's own errors: strerror says what, filename where.
+        kind = _KINDS.get(stat.S_IFMT(mode), "a socket or device")
+        raise OSError(errno.EINVAL, f"Is {kind}, not a regular file", os.fspath(path))
 
 
 def _open_record(path: Path, flags: int) -> int:
+    # O_NONBLOCK (in OPEN_FLAGS): a FIFO at the path cannot hang the open; fstat then refuses it.
     try:
-        descriptor = os.open(path, flags | _OPEN_FLAGS, 0o600)
+        descriptor = os.open(path, flags | OPEN_FLAGS, 0o600)
     except (FileNotFoundError, PermissionError):
         raise
-    except OSError as error:
+    except OSError:
         # Opening a directory for writing (EISDIR) or a socket (ENXIO) fails before fstat
         # could look at it: name what is in the way instead of the bare errno.
-        try:
-            refusal = _not_a_regular_file(path, os.stat(path).st_mode)
-        except OSError:
-            refusal = None
-        if refusal is None:
-            raise
-        raise refusal from error
+        _check_regular(path, os.stat(path).st_mode)
+        raise
     try:
-        if (refusal := _not_a_regular_file(path, os.fstat(descriptor).st_mode)) is not None:
-            raise refusal
+        _check_regular(path, os.fstat(descriptor).st_mode)
     except BaseException:
         os.close(descriptor)
         raise
     return descriptor
 
 
-def _append_line(path: Path, line: bytes, fsync: bool, resume: bool = False) -> None:
+def _append_line(path: Path, line: bytes, fsync: bool, resume: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = _open_record(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
@@ -224,80 +296,44 @@ def _after_torn_tail(descriptor: int, size: int, line: bytes, resume: bool) -> b
     start = tail.rfind(b"\n") + 1
     fragment = tail[start:]
     if resume and (start or size <= len(line)) and line.startswith(fragment):
-        # This entry's own torn write (a full disk cut it short, before its newline at
-        # the latest): finish it rather than store it twice.
+        # This entry's own torn write (a full disk cut it short, before its newline at the
+        # latest): finish it rather than store it twice.
         return line[len(fragment) :]
-    # Someone else's torn write: end its fragment so the new entry is a line of its own
-    # instead of being glued to garbage.
+    # Someone else's torn write: end its fragment so the new entry is a line of its own.
     return b"\n" + line
 
 
-def _read_entries(path: Path) -> tuple[list[RecordEntry], list[tuple[int, str]]]:
+def _read_entries(path: Path) -> list[RecordEntry]:
     try:
         descriptor = _open_record(path, os.O_RDONLY)
     except FileNotFoundError:
-        return [], []
+        return []
     with open(descriptor, "rb") as file:
         lines = file.read().split(b"\n")
-    # A well-formed file ends with a newline, which leaves an empty piece after the last split;
-    # anything else there is an entry whose write never finished.
-    tail = lines.pop()
     entries: list[RecordEntry] = []
-    skipped: list[tuple[int, str]] = []
-    for line_number, raw in enumerate(lines, start=1):
-        if raw.strip():
-            try:
-                entries.append(_decode_line(raw))
-            except _UNDECODABLE as error:
-                reason = str(error)  # cut: it quotes the line, which may hold megabytes
-                if isinstance(error, RecursionError):
-                    reason = "nested deeper than the JSON decoder allows"
-                skipped.append((line_number, f"corrupt line: {cut(reason, 300)}"))
-    if tail.strip():
+    for number, raw in enumerate(lines, start=1):
         try:
-            # A proper prefix of a JSON object never parses, so if this parses the write was
-            # complete and only its newline is missing.
-            entries.append(_decode_line(tail))
-        except _UNDECODABLE:
-            torn = "torn last line: the writer stopped in the middle of an entry"
-            skipped.append((len(lines) + 1, torn))
-    return entries, skipped
-
-
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
+            if raw.strip():
+                entries.append(_decode_line(raw))
+        except Exception as error:  # whatever a line holds, it is skipped, never fatal
+            # A proper prefix of a JSON object never parses: a last line that parses but lacks
+            # its newline was written whole, one that does not parse was cut short.
+            reason = "torn last line: the writer stopped in the middle of an entry"
+            if number < len(lines):  # cut: the reason may quote a line of megabytes
+                reason = cut(f"corrupt line: {error}", 300)
+            _log.warning("session_record_line_skipped", path=str(path), line=number, reason=reason)
+    return entries
 
 
 def _decode_line(raw: bytes) -> RecordEntry:
-    document = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-    if not isinstance(document, dict):
-        raise TypeError(f"expected a JSON object, got {type(document).__name__}")
-    version = document.get("v")
-    if isinstance(version, bool) or version != _FORMAT_VERSION:
-        raise ValueError(f"unsupported format version {version!r}")
-    # An absent key reads as None; the entry's own validation then says what is wrong.
-    field = cast(Callable[[str], Any], document.get)
-    kind = field("type")
-    if kind == "history":
-        return HistoryEntry(message=field("message"))
+    # The entries check the rest: JSON types, non-finite numbers, nesting, surrogates.
+    document = json.loads(raw.decode("utf-8"))
+    if not isinstance(document, dict) or type(document.get("v")) is not int or document["v"] != 1:
+        raise ValueError("not an entry of format version 1")
+    if (kind := document.get("type")) == "history":
+        return HistoryEntry(message=document["message"])
     if kind != "header":
         raise ValueError(f"unknown entry type {kind!r}")
-    tools, prefix = document.get("tools"), document.get("messagePrefix")
-    if not isinstance(tools, list) or not isinstance(prefix, list):
-        raise TypeError("header tools and messagePrefix must be arrays")
-    return HeaderEntry(
-        reason=field("reason"),
-        config=field("config"),
-        system=field("system"),
-        tools=tuple(tools),
-        message_prefix=tuple(_decode_prefix_message(item) for item in prefix),
-    )
-
-
-def _decode_prefix_message(item: object) -> PrefixMessage:
-    if not isinstance(item, dict):
-        raise TypeError(f"a messagePrefix item must be an object, got {item!r}")
-    role, text = item.get("role"), item.get("text")
-    if not isinstance(role, str) or not role or not isinstance(text, str):
-        raise TypeError(f"a messagePrefix item needs a string role and text, got {item!r}")
-    return PrefixMessage(role=role, text=text)
+    prefix = (PrefixMessage(role=m["role"], text=m["text"]) for m in document["messagePrefix"])
+    fields = {key: document[key] for key in ("reason", "config", "system", "tools")}
+    return HeaderEntry(**fields, message_prefix=tuple(prefix))

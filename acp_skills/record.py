@@ -1,7 +1,6 @@
-"""The durable record of a session (contract §8): append-only `HeaderEntry` and `HistoryEntry`
-values behind the `SessionStore` / `SessionRecord` protocols. The storage choke point for text:
-an entry deep-copies what it is given into well-formed JSON, so the caller's later changes
-never reach the record, and what reads the history gets copies (`PrefixedSession.history`)."""
+"""The durable record of a session (contract §8): its entries, the store protocols and the
+in-memory store. The storage choke point for text: an entry keeps a checked, well-formed JSON
+copy of what it is given, and what reads the history gets copies (`HistoryEntry.plain_message`)."""
 
 from __future__ import annotations
 
@@ -10,79 +9,57 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import (
-    Any,
-    Final,
-    Literal,
-    Protocol,
-    TypeAlias,
-    cast,
-    get_args,
-    runtime_checkable,
-)
+from typing import Any, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 import anyio.lowlevel
 import anyio.to_thread
 
 from .model import PrefixMessage
 from .session_index import (
-    PAGE_SIZE,
-    MemorySessionIndex,
     SessionDescription,
     SessionPage,
+    ordered_after,
+    page_of,
     real_directory,
+    summary_document,
+    summary_of,
 )
 from .text import replace_lone_surrogates
 
 HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
 """``initial``: the first request on a fresh record; ``resume``: the first on a record holding a
 header already (``session/load``); ``change``: a later request whose header differs."""
-_HEADER_REASONS: Final = frozenset(get_args(HeaderReason))
 
 # Far above real messages and schemas, far below the recursion limit of any walk over a value.
 MAX_JSON_DEPTH = 100
 
 
 def _checked_json(value: object, where: str, depth: int = 1) -> object:
-    # A checked, well-formed deep copy in plain dicts and lists: json.dumps, pydantic and
-    # equality with the value it came from work on it as on any message.
+    # A deep copy in plain dicts and lists: json.dumps, pydantic and equality with the value it
+    # came from work on it as on any message, and the caller's later changes never reach it.
     if isinstance(value, str):
         return replace_lone_surrogates(value)
-    if value is None or isinstance(value, bool | int):
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} holds {value!r}, which JSON cannot carry")
+    if value is None or isinstance(value, bool | int | float):
         return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"{where} holds {value!r}, which JSON cannot carry")
-        return value
-    if isinstance(value, Mapping | list | tuple) and depth > MAX_JSON_DEPTH:
-        # Named by its root ("history message"): the full path would be a hundred keys long.
-        root = where.split("[", 1)[0]
-        raise ValueError(f"{root} is nested more than {MAX_JSON_DEPTH} levels deep")
-    if isinstance(value, Mapping):
-        if odd := [key for key in value if not isinstance(key, str)]:
-            raise TypeError(f"{where} has a non-string key {odd[0]!r}")
-        return {
-            replace_lone_surrogates(k): _checked_json(v, f"{where}[{k!r}]", depth + 1)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [
-            _checked_json(item, f"{where}[{index}]", depth + 1) for index, item in enumerate(value)
-        ]
-    raise TypeError(f"{where} holds a {type(value).__name__}, which is not JSON")
+    if not isinstance(value, Mapping | list | tuple):
+        raise TypeError(f"{where} holds a {type(value).__name__}, which is not JSON")
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
+    if not isinstance(value, Mapping):
+        return [_checked_json(item, where, depth + 1) for item in value]
+    if not all(isinstance(key, str) for key in value):
+        raise TypeError(f"{where} has a key that is not a string")
+    return {
+        replace_lone_surrogates(k): _checked_json(v, where, depth + 1) for k, v in value.items()
+    }
 
 
-def _checked_object(value: object, where: str) -> Mapping[str, object]:
+def _checked_object(value: object, where: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise TypeError(f"{where} must be a JSON object (a mapping), got {type(value).__name__}")
-    return cast(Mapping[str, object], _checked_json(value, where))
-
-
-def _json_copy(value: object) -> Any:
-    # A deep copy of a checked value, in fresh dicts and lists a caller may change.
-    if isinstance(value, Mapping):
-        return {key: _json_copy(item) for key, item in value.items()}
-    return [_json_copy(item) for item in value] if isinstance(value, tuple | list) else value
+    return cast(dict[str, Any], _checked_json(value, where))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,40 +73,29 @@ class HeaderEntry:
     message_prefix: tuple[PrefixMessage, ...]
 
     def __post_init__(self) -> None:
-        if self.reason not in _HEADER_REASONS:
-            reasons = sorted(_HEADER_REASONS)
-            raise ValueError(f"header reason must be one of {reasons}, got {self.reason!r}")
+        if self.reason not in get_args(HeaderReason):
+            raise ValueError(f"header reason must be one of {get_args(HeaderReason)}")
+        tools = _checked_json(self.tools, "header tools", depth=0)
+        if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
+            raise TypeError("header tools must be a sequence of JSON objects")
         if not isinstance(self.system, str):
-            raise TypeError(f"header system must be a string, got {type(self.system).__name__}")
-        for field in ("tools", "message_prefix"):
-            if not isinstance(value := getattr(self, field), list | tuple):
-                raise TypeError(f"header {field} must be a sequence, got {type(value).__name__}")
-        for message in self.message_prefix:
-            if not isinstance(message, PrefixMessage):
-                raise TypeError(f"header message_prefix holds {message!r}, not a PrefixMessage")
-        tools = tuple(_checked_object(t, f"header tools[{i}]") for i, t in enumerate(self.tools))
+            raise TypeError("header system must be a string")
         object.__setattr__(self, "system", replace_lone_surrogates(self.system))
         object.__setattr__(self, "config", _checked_object(self.config, "header config"))
-        object.__setattr__(self, "tools", tools)
-        object.__setattr__(self, "message_prefix", tuple(self.message_prefix))
+        object.__setattr__(self, "tools", tuple(tools))
 
     def same_request_as(self, other: HeaderEntry) -> bool:
         """Whether both describe the same request (compared as JSON text, but the reason)."""
-
-        def canonical(header: HeaderEntry) -> str:
-            payload = header.to_json()
-            del payload["reason"]
-            return json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-        return canonical(self) == canonical(other)
+        mine, theirs = ({**header.to_json(), "reason": None} for header in (self, other))
+        return json.dumps(mine, sort_keys=True) == json.dumps(theirs, sort_keys=True)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"reason", "config", "system", "tools", "messagePrefix": [{"role", "text"}]}``."""
+        """The record line's fields (camelCase), sharing the entry's own dicts: not to change."""
         return {
             "reason": self.reason,
-            "config": _json_copy(self.config),
+            "config": self.config,
             "system": self.system,
-            "tools": _json_copy(self.tools),
+            "tools": list(self.tools),
             "messagePrefix": [{"role": m.role, "text": m.text} for m in self.message_prefix],
         }
 
@@ -145,11 +111,11 @@ class HistoryEntry:
 
     def plain_message(self) -> dict[str, Any]:
         """A fresh, mutable deep copy of ``message``."""
-        return cast(dict[str, Any], _json_copy(self.message))
+        return cast(dict[str, Any], json.loads(json.dumps(self.message)))
 
     def to_json(self) -> dict[str, Any]:
-        """``{"message": {...}}``."""
-        return {"message": self.plain_message()}
+        """The record line's fields, sharing the entry's own dicts: not to change."""
+        return {"message": self.message}
 
 
 RecordEntry: TypeAlias = HeaderEntry | HistoryEntry
@@ -177,17 +143,6 @@ class SessionStore(Protocol):
         """Whether anything has been recorded for ``session_id``."""
 
 
-def require_entry(entry: object) -> RecordEntry:
-    if not isinstance(entry, HeaderEntry | HistoryEntry):
-        raise TypeError(f"a session record holds HeaderEntry or HistoryEntry, got {entry!r}")
-    return entry
-
-
-def require_session_id(session_id: object) -> None:
-    if not isinstance(session_id, str):
-        raise TypeError(f"session id must be a string, got {type(session_id).__name__}")
-
-
 class _MemoryRecord:
     __slots__ = ("kept", "updated")
 
@@ -196,7 +151,6 @@ class _MemoryRecord:
         self.updated = 0  # when an entry was last appended (ns since the epoch)
 
     async def append(self, entry: RecordEntry) -> None:
-        require_entry(entry)
         # Checkpoint first, like a real store: a cancelled append leaves nothing behind.
         await anyio.lowlevel.checkpoint()
         self.kept.append(entry)
@@ -208,38 +162,33 @@ class _MemoryRecord:
 
 
 class InMemorySessionStore:
-    """Every record in memory; a session exists once something was appended to it."""
+    """Every record, and what ``session/list`` shows of it, in memory."""
 
     def __init__(self) -> None:
         self._records: dict[str, _MemoryRecord] = {}
-        self._index = MemorySessionIndex()
+        self._summaries: dict[str, tuple[dict[str, object], str]] = {}  # with the real cwd
 
     async def open(self, session_id: str) -> SessionRecord:
-        require_session_id(session_id)
         await anyio.lowlevel.checkpoint()
         return self._records.setdefault(session_id, _MemoryRecord())
 
     async def exists(self, session_id: str) -> bool:
-        require_session_id(session_id)
         await anyio.lowlevel.checkpoint()
-        return bool(self._records.get(session_id, _MemoryRecord()).kept)
+        return bool((record := self._records.get(session_id)) and record.kept)
 
     async def describe_session(self, description: SessionDescription) -> None:
-        """Keep what ``session/list`` shows of the session (`acp_skills.session_index`)."""
-        self._index.describe(description, await _real_directory(description.cwd))
+        """Keep what ``session/list`` shows of the session."""
+        real = await anyio.to_thread.run_sync(real_directory, description.cwd)
+        kept = self._summaries.get(description.session_id, (None,))[0]
+        self._summaries[description.session_id] = (summary_document(description, kept), real)
 
     async def list_sessions(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = PAGE_SIZE
+        self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
-        """One page of the described sessions that have a record, newest first."""
-        real = await _real_directory(cwd) if cwd is not None else None
-
-        def updated(session_id: str) -> int | None:
-            record = self._records.get(session_id)
-            return record.updated if record is not None and record.kept else None
-
-        return self._index.page(real, cursor, limit, updated)
-
-
-async def _real_directory(path: str) -> str:
-    return await anyio.to_thread.run_sync(real_directory, path)
+        real = await anyio.to_thread.run_sync(real_directory, cwd) if cwd is not None else None
+        listed = [
+            (record.updated, session_id, summary)
+            for session_id, (summary, where) in self._summaries.items()
+            if real in (None, where) and (record := self._records.get(session_id)) and record.kept
+        ]
+        return page_of(ordered_after(listed, cursor), summary_of)[0]
