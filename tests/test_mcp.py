@@ -22,7 +22,8 @@ from acp_skills import (
     render_skill_content,
 )
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
-from acp_skills.mcp.listing import ListedSkill, McpLocator, read_entry
+from acp_skills.mcp.listing import ListedSkill, read_entry
+from acp_skills.mcp.provider import McpLocator
 from tests.acp_peer import ScriptedModelAgent, connected
 from tests.events import named_pipe, read_pipe
 from tests.mcp_http import SERVER, http_skills_server, write_served_skill

@@ -14,7 +14,7 @@ import pytest
 
 from acp_skills import SkillLookupOptions, SkillRegistry
 from acp_skills.mcp import McpServer, McpSkillProvider
-from acp_skills.mcp.listing import McpLocator
+from acp_skills.mcp.provider import McpLocator
 from acp_skills.trust import ServerSource, TrustStore
 from tests.acp_peer import Peer, connected
 from tests.mcp_http import SERVER, write_served_skill

@@ -1,6 +1,6 @@
 """One live MCP client session to a server, owned by a task of its own: the SDK's context
-managers must be entered and left by one task, and cancelling that task through an anyio scope
-lets the transport's shielded clean-up (ending a server's process group) finish."""
+managers are entered and left by one task, and cancelling it through an anyio scope lets the
+transport's shielded clean-up (ending a server's process group) finish."""
 
 from __future__ import annotations
 
@@ -16,9 +16,7 @@ from .config import McpServer
 from .transport import BoundedTransport, TransportFactory
 
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
-# After the deadline, a connection is cancelled: what is left then (reaping a killed server)
-# takes moments.
-_AFTER_CANCEL: Final = 1.0
+_AFTER_CANCEL: Final = 1.0  # a cancelled connection's last moments (reaping a killed server)
 
 _log = get_logger(__name__)
 
@@ -30,8 +28,8 @@ def serves_skills(session: ClientSession) -> bool:
 
 
 class McpConnection:
-    """A client session to ``server`` over what ``transport`` gives for it, connected now in
-    the background and closed within ``timeout`` seconds."""
+    """A client session to ``server`` through ``transport``, connecting from now on, closed
+    within ``timeout`` seconds."""
 
     def __init__(self, server: McpServer, *, timeout: float, transport: TransportFactory) -> None:
         self.server = server
@@ -53,8 +51,7 @@ class McpConnection:
 
     @property
     def ended(self) -> str | None:
-        """Why the server's messages stopped (its exit and stderr, a response over the cap),
-        when the transport knows; ``None`` otherwise."""
+        """Why the server's messages stopped, when the transport knows."""
         return self._bounded.ended if self._bounded is not None else None
 
     async def session(self) -> ClientSession:
@@ -62,9 +59,8 @@ class McpConnection:
         return await asyncio.shield(self._ready)
 
     async def aclose(self, *, at_once: bool = False) -> None:
-        """End the session within the deadline: a stdio server's input is closed, it has part
-        of the deadline to leave, then its whole process group is ended. ``at_once`` (a server
-        that failed, or one still connecting, which is not answering) skips the grace."""
+        """End the session within the deadline; ``at_once`` (a server that failed, or one still
+        connecting, which is not answering) gives a stdio server no grace to leave."""
         if at_once or not self._ready.done():
             self._cancel()
         self._closing.set()

@@ -20,7 +20,7 @@ from ..confined import case_match, listed_entries
 from ..errors import Problem, ReadError
 from ..frontmatter import ParsedSkill, canonical_json, listed_fields, read_fields
 from .config import McpServer
-from .transport import MAX_RESPONSE_BYTES, ResponseTooLarge
+from .transport import MAX_RESPONSE_BYTES, TOO_LARGE, ResponseTooLarge
 
 # A server that pages forever must not keep a listing going: 1,000 pages is far past any catalog.
 MAX_PAGES: Final = 1000
@@ -141,7 +141,7 @@ async def list_skills(session: ClientSession) -> Listing:
             raise ValueError("its skills/list answer holds no list of skills")
         size += len(json.dumps(skills, ensure_ascii=False, separators=(",", ":")).encode())
         if size > MAX_RESPONSE_BYTES:
-            raise ResponseTooLarge()
+            raise ResponseTooLarge(TOO_LARGE)
         page_ttl, page_scope = _freshness(page)
         ttl, scope = min(ttl, page_ttl), "private" if page_scope == "private" else scope
         entries.extend(read_entry(raw) for raw in skills)

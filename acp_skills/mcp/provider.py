@@ -1,7 +1,6 @@
-"""`McpSkillProvider`: the skills of a session's MCP servers, listed lazily, loaded verified and
-capped, or found by the uri of their ``SKILL.md`` (contract §14, §14a, §16; docs/mcp.md). Rank
-600: every local root wins a name clash. Every request to a server is under the deadline; what
-a server gets wrong is a diagnostic, never a failed lookup."""
+"""`McpSkillProvider`: the skills of MCP servers, listed lazily, loaded verified and capped, or
+found by their uri (contract §14, §14a, §16; docs/mcp.md). What a server gets wrong is a
+diagnostic, never a failed lookup."""
 
 from __future__ import annotations
 
@@ -36,21 +35,19 @@ from .listing import (
     NOTHING,
     ListedSkill,
     Listing,
-    McpLocator,
     get_skill,
     list_skills,
     matches,
     read_text,
     unlisted,
 )
+from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
 from .transport import TOO_LARGE, ResponseTooLarge, TransportFactory, open_transport
 
-# The SDK loads with this module, as an agent that may meet MCP servers starts: never later,
-# when the code on disk may no longer be the code that started (tests/test_private_checkout.py).
 if TYPE_CHECKING:
     from mcp import ClientSession
 
-MCP_RANK: Final = 600
+MCP_RANK: Final = 600  # every local root wins a name clash
 LISTING_DEADLINE: Final = 10.0
 RETRY_AFTER: Final = 60.0  # a failed server is left alone this long
 DEFAULT_MAX_RESOURCE_BYTES: Final = 1_048_576  # as the `skill` tool's cap on a file
@@ -64,8 +61,7 @@ _T = TypeVar("_T")
 
 @dataclass(slots=True)
 class ServerState:
-    """What `/skills` and doctor show of one server: how it fares, and the entries of its last
-    listing that were left out (``rejected``)."""
+    """What `/skills` and doctor show of one server, and its last listing's rejected entries."""
 
     server: McpServer
     connected: bool = False
@@ -77,15 +73,13 @@ class ServerState:
 
 
 class _Unavailable(Exception):
-    """A server could not be asked; the message says why, in words for a person."""
+    """A server could not be asked; the message says why."""
 
 
 class McpSkillProvider:
-    """Lists and loads the skills of ``servers`` (for every lookup, as ``--mcp-server`` gives
-    them) and then of those in ``options.servers`` (a session's `McpServer` values). Each
-    request to a server (connect, list, read, close) is under ``timeout`` seconds; a
-    ``SKILL.md`` or file over ``max_resource_bytes`` is refused. Connections are opened
-    through ``transport`` (default: `acp_skills.mcp.transport.open_transport`)."""
+    """The skills of ``servers`` (every lookup's), then of ``options.servers`` (a session's);
+    every request under ``timeout`` seconds, files over ``max_resource_bytes`` refused, each
+    connection opened through ``transport`` (default: `transport.open_transport`)."""
 
     def __init__(
         self,
@@ -114,8 +108,7 @@ class McpSkillProvider:
         return not self._servers_of(options)
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
-        """Each server's skills in the session's order, the ones it confirmed by uri after the
-        ones it lists; a failing server is skipped, told."""
+        """Each server's listed skills, then those it confirmed by uri; a failing one skipped."""
         found: list[SkillCandidate] = []
         for server in self._servers_of(options):
             listing = await self._joined_listing(server)
@@ -124,10 +117,8 @@ class McpSkillProvider:
         return found
 
     async def find_uri(self, uri: str, options: SkillLookupOptions) -> SkillCandidate | None:
-        """The skill whose ``SKILL.md`` is at ``uri``: the first server (in the session's order)
-        that lists it, else the first that answers `skills/get` for it, which from then on
-        counts it among its skills. ``None`` when none serves it; a `Refusal` for a uri that
-        names no ``SKILL.md``, an entry that cannot be used, or servers that could not be asked."""
+        """The skill at ``uri``: listed by a server, else confirmed by its `skills/get` (and
+        counted among its skills from then on); ``None`` when none serves it, else a `Refusal`."""
         if not (servers := self._servers_of(options)):
             return None
         if not uri.endswith("/" + SKILL_FILE_NAME):
@@ -161,8 +152,7 @@ class McpSkillProvider:
         return None
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
-        """Each server of ``options`` the last lookup skipped (`mcp-server-unavailable`) and each
-        entry its last listing left out (`mcp-skill-invalid`); asks no server."""
+        """Skipped servers and rejected entries of the last lookups; asks no server."""
         found: list[Diagnostic] = []
         for state in self.states(options):
             if state.failure is not None:
@@ -186,14 +176,12 @@ class McpSkillProvider:
         listed = canonical_json(locator.skill.frontmatter)
         if not isinstance(parsed, ParsedSkill) or canonical_json(parsed.fields) != listed:
             raise self._changed(locator)
-        values = shared_fields(candidate, SkillDefinition)
-        values.update(content=parsed.body, path=None)
+        values = shared_fields(candidate, SkillDefinition) | {"content": parsed.body, "path": None}
         return SkillDefinition(**values)
 
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str:
-        """The text of ``path`` below the skill's base uri: only a manifest file, verified like
-        the ``SKILL.md``, or a ``"dynamic"`` skill's, size-capped and said to be unverified;
-        anything else is refused in the words a skill on disk gets (`content.unread_path`)."""
+        """A manifest file below the skill's base uri, verified (a dynamic skill's: unverified);
+        anything else refused in the words a skill on disk gets (`content.unread_path`)."""
         if not isinstance(locator := candidate.locator, McpLocator):
             raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
         skill, name = locator.skill, candidate.name
@@ -218,16 +206,14 @@ class McpSkillProvider:
         return text
 
     def connect(self, server: object) -> None:
-        """A session names ``server``: connect and list it in the background now, so that the
-        session's first lookup takes that listing (or waits only for what is not ready)."""
+        """A session names ``server``: connect and list it in the background now."""
         if isinstance(server, McpServer) and server not in self._first:
             task = self._first[server] = asyncio.ensure_future(self._listing(server))
             task.add_done_callback(partial(self._first_done, server))
 
     async def share(self, server: McpServer, session: ClientSession) -> None:
-        """List and load ``server``'s skills over ``session``, a client session the agent keeps
-        open (after its handshake) for tools of its own and that is never closed here; a
-        connection of the provider's own to ``server`` is closed now.
+        """Reach ``server`` over ``session``, the agent's own, never closed here; the provider's
+        own connection to it closes.
 
         Raises:
             ValueError: ``session`` has had no handshake yet (``discover()``).
@@ -242,12 +228,11 @@ class McpSkillProvider:
         await self._close(server)
 
     def unshare(self, server: McpServer) -> None:
-        """Stop using the session lent for ``server``: a later lookup connects on its own."""
+        """Stop using the session lent for ``server``."""
         self._lent.pop(server, None)
 
     async def release(self, server: object) -> None:
-        """No session names ``server`` any more: close the provider's connection to it (unless
-        it is one of ``servers``) and forget what it answered and failed at."""
+        """No session names ``server``: close it (unless fixed) and forget what it said."""
         if isinstance(server, McpServer) and server not in self._fixed:
             await self._cancel_first(server)
             self._forget(server)
@@ -256,12 +241,11 @@ class McpSkillProvider:
             await self._close(server)
 
     def states(self, options: SkillLookupOptions) -> tuple[ServerState, ...]:
-        """What is known of each server a lookup with ``options`` uses, in its order."""
+        """What is known of each server of ``options``, in order."""
         return tuple(self.servers.get(s) or ServerState(s) for s in self._servers_of(options))
 
     async def aclose(self) -> None:
-        """Close every connection this provider opened (each within the deadline); a lent
-        session is left open."""
+        """Close every connection this provider opened, each within the deadline."""
         await asyncio.gather(*(self._cancel_first(server) for server in list(self._first)))
         connections, self._connections, self._lent = list(self._connections.values()), {}, {}
         await asyncio.gather(*(connection.aclose() for connection in connections))
@@ -291,14 +275,13 @@ class McpSkillProvider:
         if _resting(state := self._state(server)):
             return NOTHING
         try:
-            listing = await self._ask(server, list_skills)
+            listing = await self._ask(server, list_skills) or NOTHING
         except _Unavailable as unavailable:
             record = mcp_server_unavailable(server.label, str(unavailable))
             log_diagnostic(_log, record, server=server.label)
             await self._fail(server, str(unavailable))
             # The others still count; `cacheable` keeps this degraded catalog out of the cache.
             return NOTHING
-        listing = listing or NOTHING
         rejected = tuple(mcp_skill_invalid(server.label, e.uri, e.reason) for e in listing.rejected)
         if rejected != state.rejected:  # told once, not at every lookup
             for record in rejected:
@@ -344,26 +327,19 @@ class McpSkillProvider:
         return got.skills[0]
 
     async def _fetch(
-        self,
-        locator: McpLocator,
-        uri: str,
-        about: str,
-        limit: int,
-        over: Callable[[int], Refusal],
+        self, locator: McpLocator, uri: str, about: str, limit: int, over: Callable[[int], Refusal]
     ) -> bytes | None:
-        # The text at `uri`, refused by its listed size and by its size read, then verified
-        # against the manifest (a dynamic skill has none); None: the server sent no text.
+        # The text at `uri`, capped by its listed size and its size read, verified against the
+        # manifest (a dynamic skill has none); None: the server sent no text.
         skill = locator.skill
         listed = skill.files.get(uri) if skill.files is not None else None
         if listed is not None and listed.size > limit:
             raise over(listed.size)
         try:
             data = await self._ask(locator.server, partial(read_text, uri=uri))
-        except _Unavailable as unavailable:
+        except _Unavailable as why:
             label = locator.server.label
-            raise Refusal(
-                f'Error: cannot read {about} from MCP server "{label}": {unavailable}'
-            ) from None
+            raise Refusal(f'Error: cannot read {about} from MCP server "{label}": {why}') from None
         if data is not None and len(data) > limit:
             raise over(len(data))
         if data is not None and listed is not None and not matches(data, listed):

@@ -1,8 +1,6 @@
-"""How bytes reach an MCP server, bounded (contract §14a): a stdio server in a process group of
-its own, ended whole even after it exited, the tail of its stderr in the reason it stopped; no
-answer over `MAX_RESPONSE_BYTES` held, over stdio or streamable HTTP. `open_transport` is the
-default `TransportFactory`; another factory's transport goes without these bounds (docs/mcp.md).
-"""
+"""How bytes reach an MCP server, bounded (contract §14a): a stdio server's process group ended
+whole, the tail of its stderr in the reason it stopped; no answer over `MAX_RESPONSE_BYTES` held,
+over stdio or streamable HTTP. Another `TransportFactory` goes without these bounds."""
 
 from __future__ import annotations
 
@@ -47,14 +45,10 @@ TransportFactory: TypeAlias = "Callable[[McpServer], Transport]"
 class ResponseTooLarge(Exception):
     """A server sent more than `MAX_RESPONSE_BYTES` for one answer."""
 
-    def __init__(self) -> None:
-        super().__init__(TOO_LARGE)
-
 
 class BoundedTransport:
-    """The default transport: the server's command as a child process over stdio, or its url
-    over streamable HTTP. ``ended`` says why its messages stopped (``None`` while they flow);
-    a stdio server is stopped within ``stop_within`` seconds when the block ends."""
+    """The server's command as a child process over stdio, or its url over streamable HTTP;
+    ``ended``: why its messages stopped; ``stop_within``: seconds a stdio server's stop takes."""
 
     def __init__(self, server: McpServer) -> None:
         self.server = server
@@ -179,8 +173,7 @@ class BoundedTransport:
         raise httpx2.StreamError(reason)
 
 
-open_transport: TransportFactory = BoundedTransport
-"""The default `TransportFactory`, bounded as this module says."""
+open_transport: TransportFactory = BoundedTransport  # the default
 
 
 class _Capped(httpx2.AsyncByteStream):
@@ -214,20 +207,17 @@ def _exit_reason(status: int | None, stderr: bytes) -> str:
         said = f"the server was ended by signal {-status}"
     else:
         said = f"the server exited with status {status}"
-    if last := last_lines(stderr, cut=len(stderr) >= STDERR_TAIL_BYTES):
-        said += f"; its stderr ends: {last}"
-    return said
-
-
-def last_lines(data: bytes, *, cut: bool) -> str:
-    """The non-blank lines of ``data`` (a tail of stderr) joined on one line, cleaned, at most
-    `STDERR_TAIL_BYTES` of their end; the first left out when ``cut`` (a piece of a line)."""
-    lines = remove_unsafe_characters(data.decode("utf-8", "replace")).splitlines()
-    kept = [line.strip() for line in lines[1 if cut and len(lines) > 1 else 0 :] if line.strip()]
+    # Its stderr's last lines, cleaned, on one line of at most STDERR_TAIL_BYTES; the first is
+    # a piece of a line when the tail is full.
+    lines = remove_unsafe_characters(stderr.decode("utf-8", "replace")).splitlines()
+    cut = len(stderr) >= STDERR_TAIL_BYTES and len(lines) > 1
+    kept = [line.strip() for line in lines[1 if cut else 0 :] if line.strip()]
     while len(kept) > 1 and len(" | ".join(kept).encode()) > STDERR_TAIL_BYTES:
         kept.pop(0)
     # One line longer than all the room: its end, where an error usually says what.
-    return " | ".join(kept).encode()[-STDERR_TAIL_BYTES:].decode("utf-8", "ignore")
+    if last := " | ".join(kept).encode()[-STDERR_TAIL_BYTES:].decode("utf-8", "ignore"):
+        said += f"; its stderr ends: {last}"
+    return said
 
 
 async def _stop(process: Process, within: float) -> None:
