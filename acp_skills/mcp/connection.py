@@ -35,10 +35,8 @@ class McpConnection:
         self.server = server
         self._timeout = timeout
         self._transport = transport
-        # Only the default transport tells why the messages stopped and takes how long
-        # stopping may take; another goes without.
+        # Only the default transport tells why the messages stopped; another goes without.
         self._bounded: BoundedTransport | None = None
-        self._stop_seconds = timeout
         self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
         self._closing = asyncio.Event()
         self._scope = anyio.CancelScope()
@@ -62,18 +60,12 @@ class McpConnection:
         """End the session within the deadline; ``at_once`` (a server that failed, or one still
         connecting, which is not answering) gives a stdio server no grace to leave."""
         if at_once or not self._ready.done():
-            self._cancel()
+            self._scope.cancel()  # a cancelled transport stops its server at once
         self._closing.set()
         done, _ = await asyncio.wait({self._task}, timeout=self._timeout)
         if not done:
-            self._cancel()
+            self._scope.cancel()
             await asyncio.wait({self._task}, timeout=_AFTER_CANCEL)
-
-    def _cancel(self) -> None:
-        self._stop_seconds = 0.0
-        if self._bounded is not None:
-            self._bounded.stop_within = 0.0
-        self._scope.cancel()
 
     async def _run(self) -> None:
         error: Exception | None = None
@@ -82,7 +74,7 @@ class McpConnection:
                 # Made here, so that a factory that fails is a connection that failed.
                 transport = self._transport(self.server)
                 if isinstance(transport, BoundedTransport):
-                    self._bounded, transport.stop_within = transport, self._stop_seconds
+                    self._bounded, transport.stop_within = transport, self._timeout
                 async with (
                     transport as (read, write),
                     ClientSession(read, write, extensions={SKILLS_EXTENSION: {}}) as session,

@@ -48,7 +48,8 @@ class ResponseTooLarge(Exception):
 
 class BoundedTransport:
     """The server's command as a child process over stdio, or its url over streamable HTTP;
-    ``ended``: why its messages stopped; ``stop_within``: seconds a stdio server's stop takes."""
+    ``ended``: why its messages stopped; ``stop_within``: how long a stdio server's stop may
+    take when the block ends (cancelled, or failed: at once)."""
 
     def __init__(self, server: McpServer) -> None:
         self.server = server
@@ -82,6 +83,7 @@ class BoundedTransport:
         to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
         stderr, stderr_closed = bytearray(), anyio.Event()
+        stop_within = self.stop_within
 
         async def end(reason: str | None) -> None:
             # The messages stop: say why (the first reason found), then end their stream.
@@ -131,11 +133,14 @@ class BoundedTransport:
                     group.start_soon(task)
                 try:
                     yield from_server, to_server
+                except BaseException:
+                    stop_within = 0.0  # a server given up on (or failed) has no grace to leave
+                    raise
                 finally:
                     group.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await _stop(process, self.stop_within)
+                await _stop(process, stop_within)
                 for stream in (to_session, from_server, to_server, from_session):
                     await stream.aclose()
 
