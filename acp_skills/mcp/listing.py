@@ -1,6 +1,6 @@
-"""`skills/list` (every page) and `skills/get` over an MCP session, each entry read by the local
-files' frontmatter reader into a `ListedSkill`, or a `RejectedEntry` and why; the checks a read
-must pass; and what an MCP candidate carries back to its server and to trust (`McpLocator`)."""
+"""`skills/list` and `skills/get`, each entry read by the local files' frontmatter reader into a
+`ListedSkill` or a `RejectedEntry`; the checks a read must pass; and `McpLocator`, what an MCP
+candidate carries back to its server and to trust."""
 
 from __future__ import annotations
 
@@ -57,8 +57,7 @@ class ManifestFile:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListedSkill:
-    """An entry: the ``SKILL.md`` uri, its frontmatter and what the local reader made of it,
-    the manifest (``None`` for a ``"dynamic"`` skill), and the ``{uri, digest}`` pairs trust
+    """An entry: its frontmatter read, its manifest (``None``: ``"dynamic"``), the pairs trust
     keeps for it."""
 
     uri: str
@@ -83,8 +82,7 @@ class RejectedEntry:
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """The entries of one answer (a whole listing, or one `skills/get`), how long it may be
-    kept (``ttl_ms``; 0: not at all) and by whom (``scope``)."""
+    """The entries of one answer (a listing, or a `skills/get`), kept ``ttl_ms`` by ``scope``."""
 
     skills: tuple[ListedSkill, ...]
     rejected: tuple[RejectedEntry, ...]
@@ -97,8 +95,7 @@ NOTHING: Final = Listing((), ())
 
 @dataclass(frozen=True, slots=True)
 class McpLocator:
-    """Where an MCP candidate came from: the entry a load verifies against, and what trust
-    keys on (`acp_skills.trust.ServedLocator`)."""
+    """The entry a load verifies against, and what trust keys on (`trust.ServedLocator`)."""
 
     server: McpServer
     skill: ListedSkill
@@ -126,9 +123,11 @@ class McpLocator:
 
 
 async def list_skills(session: ClientSession) -> Listing:
-    """Every page of `skills/list`; `ResponseTooLarge` when the entries of the pages together
-    are over `MAX_RESPONSE_BYTES` as JSON. Kept no longer than its shortest-lived page, and
-    public only if every page is."""
+    """Every page of `skills/list`, kept as long and as widely as its strictest page allows.
+
+    Raises:
+        ResponseTooLarge: the entries of the pages together are over `MAX_RESPONSE_BYTES`.
+    """
     entries: list[ListedSkill | RejectedEntry] = []
     params: dict[str, Any] = {}
     ttl, scope, size = MAX_TTL_MS, "public", 0
@@ -191,8 +190,8 @@ def _listing(
 
 
 def read_entry(raw: object) -> ListedSkill | RejectedEntry:
-    """One entry: a skill whose frontmatter a local file could have, with a manifest whose
-    every file is verifiable, or why it is left out."""
+    """One entry: a skill a local file with its frontmatter would make, with a verifiable
+    manifest, or why it is left out."""
     if not isinstance(raw, Mapping):
         return RejectedEntry(uri=None, reason="the entry is not an object")
     if not isinstance(uri := raw.get("uri"), str) or not uri:
@@ -262,9 +261,8 @@ def matches(data: bytes, listed: ManifestFile) -> bool:
 
 
 def unlisted(skill: ListedSkill, segments: Sequence[str]) -> ReadError:
-    """Why ``segments`` (below the skill's base uri) names no file of its manifest: a folder of
-    it (``directory``, with its names, a folder's with ``/``), or no file (``not_found``, with
-    the path whose names differ from it only in case, if one)."""
+    """Why ``segments`` (below the base uri) names no file of the manifest: a folder of it, with
+    its names, or no file, with the path that differs from it only in case, if one."""
     base = skill.base_uri
     paths = [uri[len(base) :].split("/") for uri in skill.files or () if uri.startswith(base)]
 

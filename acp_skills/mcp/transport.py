@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import anyio
 import httpx2
 import mcp.types as types
-from anyio.abc import Process
+from anyio.abc import ByteSendStream, Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client.streamable_http import streamable_http_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
@@ -99,7 +99,7 @@ class BoundedTransport:
             lines = BufferedByteReceiveStream(stdout)
             try:
                 while True:
-                    line = await lines.receive_until(b"\n", MAX_RESPONSE_BYTES)
+                    line = await lines.receive_until(b"\n", MAX_RESPONSE_BYTES + 1)
                     if line.strip():
                         await to_session.send(_message(line))
             except anyio.DelimiterNotFound:
@@ -140,7 +140,7 @@ class BoundedTransport:
                     group.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await _stop(process, stop_within)
+                await _stop(process, stdin, stop_within)
                 for stream in (to_session, from_server, to_server, from_session):
                     await stream.aclose()
 
@@ -165,17 +165,13 @@ class BoundedTransport:
     async def _capped(self, response: httpx2.Response) -> None:
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            self._refuse(f"it sent a {encoding}-compressed response though asked not to")
+            raise _refused(self, f"it sent a {encoding}-compressed response though asked not to")
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
-            self._refuse(TOO_LARGE)
+            raise _refused(self, TOO_LARGE)
         # Server-sent events stay open for many messages; the SDK caps each event.
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
             response.stream = _Capped(response.stream, self)
-
-    def _refuse(self, reason: str) -> None:
-        self.ended = reason
-        raise httpx2.StreamError(reason)
 
 
 open_transport: TransportFactory = BoundedTransport  # the default
@@ -191,11 +187,16 @@ class _Capped(httpx2.AsyncByteStream):
         size = 0
         async for chunk in self._stream:
             if (size := size + len(chunk)) > MAX_RESPONSE_BYTES:
-                self._transport._refuse(TOO_LARGE)
+                raise _refused(self._transport, TOO_LARGE)
             yield chunk
 
     async def aclose(self) -> None:
         await self._stream.aclose()
+
+
+def _refused(transport: BoundedTransport, reason: str) -> httpx2.StreamError:
+    transport.ended = reason
+    return httpx2.StreamError(reason)
 
 
 def _message(line: bytes) -> SessionMessage | Exception:
@@ -225,12 +226,12 @@ def _exit_reason(status: int | None, stderr: bytes) -> str:
     return said
 
 
-async def _stop(process: Process, within: float) -> None:
+async def _stop(process: Process, stdin: ByteSendStream, within: float) -> None:
     # Input closed, a grace to leave, then SIGTERM and SIGKILL to the whole group (the SDK's
     # own tree kill), helpers included, even when the server itself has gone: within `within`.
     deadline = anyio.current_time() + max(within, 0.0)
     with contextlib.suppress(*_CLOSED):
-        await process.stdin.aclose()  # type: ignore[union-attr]
+        await stdin.aclose()
     with anyio.move_on_after(min(_EXIT_GRACE, within / 2)):
         await _exited(process)
     term_grace = max(min(_TERM_GRACE, deadline - anyio.current_time()), 0.0)
