@@ -110,7 +110,7 @@ def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
 
 
 def server_state(state: Any) -> str:
-    """How one MCP server fares (an `acp_skills.mcp.locator.ServerState`), in a few words."""
+    """How one MCP server fares (an `acp_skills.mcp.provider.ServerState`), in a few words."""
     if state.failure is not None:
         return f"skipped: {terminal_safe(state.failure)}"
     if state.supports_skills is False:

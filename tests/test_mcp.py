@@ -23,7 +23,6 @@ from acp_skills import (
 )
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
 from acp_skills.mcp.listing import ListedSkill, read_entry
-from acp_skills.mcp.pool import McpPool
 from acp_skills.mcp.provider import McpLocator
 from tests.acp_peer import ScriptedModelAgent, connected
 from tests.events import named_pipe, read_pipe
@@ -172,12 +171,6 @@ async def test_a_transport_that_cannot_open_skips_its_server_with_the_reason(
         await provider.aclose()
     assert snapshot.skills == ()
     assert provider.servers[server].failure == "ConnectionRefusedError: no way to team"
-
-
-def test_a_provider_takes_a_pool_or_a_transport_not_both() -> None:
-    """A pool opens connections through its own factory."""
-    with pytest.raises(ValueError, match="not both"):
-        McpSkillProvider(McpPool(), transport=InProcess())
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from acp_skills.catalog import CatalogChanges, CatalogFit
 from acp_skills.cli.output import Style
 from acp_skills.diagnostics import Diagnostic
 from acp_skills.mcp import McpServer
-from acp_skills.mcp.locator import ServerState
+from acp_skills.mcp.provider import ServerState
 from acp_skills.report import (
     Markdown,
     by_severity,

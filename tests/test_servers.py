@@ -15,7 +15,7 @@ from anyio.abc import TaskGroup
 from acp_skills import SkillLookupOptions, SkillSnapshot
 from acp_skills.acp.servers import SessionServers, servers_report
 from acp_skills.mcp import McpServer
-from acp_skills.mcp.locator import ServerState
+from acp_skills.mcp.provider import ServerState
 
 pytestmark = pytest.mark.anyio
 

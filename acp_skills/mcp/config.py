@@ -1,5 +1,5 @@
-"""One MCP server's configuration: what the session (an ``mcpServers`` entry of an ACP
-request) or ``--mcp-server`` names, and the identity trust stores for it."""
+"""One MCP server's configuration, as a session's ``mcpServers`` entry or ``--mcp-server`` names
+it, and the identity trust stores for it."""
 
 from __future__ import annotations
 
@@ -29,15 +29,11 @@ class McpServer:
 
     @classmethod
     def from_acp(cls, entry: object) -> McpServer:
-        """An ``mcpServers`` entry of ``session/new``, ``load`` or ``resume`` (the ACP SDK's
-        model, or the dict its lenient parsing may leave): stdio (``name``, ``command``,
-        ``args``, ``env`` as ``[{name, value}]``) or HTTP (``type: "http"``, ``name``, ``url``,
-        ``headers`` as ``[{name, value}]``). Equal entries make equal servers, so an agent that
-        connects an entry itself names the server as its sessions do.
+        """An ``mcpServers`` entry (the ACP SDK's model, or the dict its lenient parsing may
+        leave), stdio or HTTP; equal entries make equal servers.
 
         Raises:
-            ValueError: an entry no server can be made of (SSE, no name, a url that is not http
-                or https, args or pairs that are not strings), with the reason.
+            ValueError: an entry no server can be made of (SSE, no name, ...), with the reason.
         """
         kind, command = _entry_field(entry, "type"), _entry_field(entry, "command")
         if kind is None and command is not None:
@@ -57,8 +53,7 @@ class McpServer:
 
     @property
     def identity(self) -> str:
-        """What trust remembers: the label and the command line or url (never the env or
-        headers, which hold secrets)."""
+        """What trust remembers: the label and the command line or url (never the secrets)."""
         where = self.url if self.url is not None else shlex.join((self.command or "", *self.args))
         # A label holding "=" (or opening with a quote) is written as a JSON string, so that
         # no other label and command read the same.
@@ -68,8 +63,11 @@ class McpServer:
 
 
 def parse_server_option(text: str) -> McpServer:
-    """``LABEL=URL`` (http or https: streamable HTTP) or ``LABEL=COMMAND`` (stdio, split by
-    shell rules); ``ValueError`` with the reason otherwise."""
+    """``LABEL=URL`` (streamable HTTP) or ``LABEL=COMMAND`` (stdio, split by shell rules).
+
+    Raises:
+        ValueError: anything else, with the reason.
+    """
     label, equals, rest = text.partition("=")
     label, rest = label.strip(), rest.strip()
     if not equals or not label or not rest:

@@ -1,14 +1,14 @@
-"""`McpSkillProvider`: the skills of a session's MCP servers, listed lazily and loaded with
-verification (contract §14, §14a), or found by the uri of their ``SKILL.md`` (`skills/get`).
-Rank 600: every local root wins a name clash. Every request to a server is under the deadline;
-what a server gets wrong is a diagnostic, never a failed lookup."""
+"""`McpSkillProvider`: the skills of MCP servers, listed lazily, loaded verified and capped, or
+found by their uri (contract §14, §14a, §16; docs/mcp.md). What a server gets wrong is a
+diagnostic, never a failed lookup."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Final, TypeVar
 
@@ -30,31 +30,24 @@ from ..model import (
 from ..quiet_log import get_logger
 from ..text import quote
 from .config import McpServer
-from .kept import KeptAnswers
+from .connection import McpConnection, serves_skills
 from .listing import (
     NOTHING,
-    GotSkill,
     ListedSkill,
     Listing,
     get_skill,
     list_skills,
     matches,
-    text_of,
+    read_text,
     unlisted,
 )
-from .locator import McpLocator as McpLocator
-from .locator import ServerState as ServerState
-from .pool import McpConnection, McpPool, Underway
-from .transport import TOO_LARGE, ResponseTooLarge, TransportFactory
+from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
+from .transport import TOO_LARGE, ResponseTooLarge, TransportFactory, open_transport
 
-# The SDK loads with this module, as an agent that may meet MCP servers starts: never later,
-# when the code on disk may no longer be the code that started (tests/test_private_checkout.py).
 if TYPE_CHECKING:
     from mcp import ClientSession
 
-
-MCP_RANK: Final = 600
-MCP_SOURCE: Final = "mcp"
+MCP_RANK: Final = 600  # every local root wins a name clash
 LISTING_DEADLINE: Final = 10.0
 RETRY_AFTER: Final = 60.0  # a failed server is left alone this long
 DEFAULT_MAX_RESOURCE_BYTES: Final = 1_048_576  # as the `skill` tool's cap on a file
@@ -66,69 +59,66 @@ _log = get_logger(__name__)
 _T = TypeVar("_T")
 
 
+@dataclass(slots=True)
+class ServerState:
+    """What `/skills` and doctor show of one server, and its last listing's rejected entries."""
+
+    server: McpServer
+    connected: bool = False
+    skills: int = 0
+    failure: str | None = None
+    failed_at: float | None = None
+    supports_skills: bool | None = None
+    rejected: tuple[Diagnostic, ...] = ()
+
+
+class _Unavailable(Exception):
+    """A server could not be asked; the message says why."""
+
+
 class McpSkillProvider:
-    """Lists and loads skills of ``servers`` (for every lookup, as ``--mcp-server`` gives
-    them) and then of those in ``options.servers`` (the session's `McpServer` values) through
-    ``pool``. Each request to a server (connect, list, read, close) is under ``timeout``
-    seconds; a ``SKILL.md`` or file over ``max_resource_bytes`` is refused.
-
-    Without a ``pool``, one is made on first use, which opens each connection through
-    ``transport`` (an `acp_skills.mcp.transport.TransportFactory`: given a server's
-    configuration, the streams of an MCP client session); by default the server's command is
-    run over stdio, or its url reached over streamable HTTP.
-
-    Raises:
-        ValueError: both a ``pool`` and a ``transport`` were given (a pool has its own).
-    """
+    """The skills of ``servers`` (every lookup's), then of ``options.servers`` (a session's);
+    every request under ``timeout`` seconds, files over ``max_resource_bytes`` refused, each
+    connection opened through ``transport`` (default: `transport.open_transport`)."""
 
     def __init__(
         self,
-        pool: McpPool | None = None,
         *,
         servers: Sequence[McpServer] = (),
         timeout: float = LISTING_DEADLINE,
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
         transport: TransportFactory | None = None,
     ) -> None:
-        if pool is not None and transport is not None:
-            raise ValueError("give an MCP pool or a transport, not both: a pool has its own")
         self.name = "mcp"
-        self._opened = pool
-        self._transport = transport
+        self.servers: dict[McpServer, ServerState] = {}
         self._fixed = tuple(servers)
         self._timeout = timeout
         self._max_resource_bytes = max_resource_bytes
-        self._kept = KeptAnswers()
-        self._first_listings = Underway[Listing]()  # started as a session names a server
-        self._confirmed: dict[McpServer, OrderedDict[str, None]] = {}
-        self.servers: dict[McpServer, ServerState] = {}
-
-    @property
-    def _pool(self) -> McpPool:
-        if self._opened is None:
-            self._opened = McpPool(timeout=self._timeout, transport=self._transport)
-        return self._opened
+        self._transport = transport or open_transport
+        self._connections: dict[McpServer, McpConnection] = {}
+        self._lent: dict[McpServer, ClientSession] = {}
+        self._first: dict[McpServer, asyncio.Future[Listing]] = {}  # started as a session opens
+        # Answers while fresh, by (the configuration, or for a public answer its url; the uri
+        # asked about, "" for the listing).
+        self._kept: dict[tuple[Hashable, str], tuple[float, Listing]] = {}
+        self._confirmed: dict[McpServer, dict[str, None]] = {}  # oldest first
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
-        # The listing keeps its own ttlMs; the registry asks again every time there are servers.
+        # Each listing keeps its own ttlMs; the registry asks again every time there are servers.
         return not self._servers_of(options)
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
-        """Each server's skills in the session's order, the ones it confirmed by uri after the
-        ones it lists; a failing server is skipped, told."""
+        """Each server's listed skills, then those it confirmed by uri; a failing one skipped."""
         found: list[SkillCandidate] = []
         for server in self._servers_of(options):
-            listing = await self._first_listings.join(server, partial(self._listing, server))
+            listing = await self._joined_listing(server)
             skills = [*listing.skills, *await self._confirmed_skills(server, listing)]
             found.extend(self._candidate(server, skill) for skill in skills)
         return found
 
     async def find_uri(self, uri: str, options: SkillLookupOptions) -> SkillCandidate | None:
-        """The skill whose ``SKILL.md`` is at ``uri`` on a server of ``options``: the first
-        server (in the session's order) that lists it, else the first that answers `skills/get`
-        for it, which from then on counts it among its skills. ``None`` when none serves it; a
-        `Refusal` for a uri that names no ``SKILL.md``, an entry that cannot be used, or servers
-        that could not be asked."""
+        """The skill at ``uri``: listed by a server, else confirmed by its `skills/get` (and
+        counted among its skills from then on); ``None`` when none serves it, else a `Refusal`."""
         if not (servers := self._servers_of(options)):
             return None
         if not uri.endswith("/" + SKILL_FILE_NAME):
@@ -137,8 +127,7 @@ class McpSkillProvider:
                 f'its {SKILL_FILE_NAME}, such as "skill://deploy-app/{SKILL_FILE_NAME}"'
             )
         for server in servers:  # a listed entry needs no request (the extension's own advice)
-            listed = await self._first_listings.join(server, partial(self._listing, server))
-            for skill in listed.skills:
+            for skill in (await self._joined_listing(server)).skills:
                 if skill.uri == uri:
                     return self._candidate(server, skill)
         unasked: list[str] = []
@@ -146,14 +135,14 @@ class McpSkillProvider:
             try:
                 entry = await self._entry(server, uri)
             except _Unavailable as unavailable:
-                unasked.append(f'"{server.label}": {unavailable.reason}')
+                unasked.append(f'"{server.label}": {unavailable}')
                 continue
             if entry is not None:
-                confirmed = self._confirmed.setdefault(server, OrderedDict())
+                confirmed = self._confirmed.setdefault(server, {})
+                confirmed.pop(uri, None)
                 confirmed[uri] = None
-                confirmed.move_to_end(uri)
-                while len(confirmed) > MAX_CONFIRMED:
-                    confirmed.popitem(last=False)
+                if len(confirmed) > MAX_CONFIRMED:
+                    del confirmed[next(iter(confirmed))]
                 return self._candidate(server, entry)
         if unasked:
             raise Refusal(
@@ -163,8 +152,7 @@ class McpSkillProvider:
         return None
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
-        """Each server of ``options`` that the last lookup skipped (`mcp-server-unavailable`)
-        and each entry its last listing left out (`mcp-skill-invalid`); asks no server."""
+        """Skipped servers and rejected entries of the last lookups; asks no server."""
         found: list[Diagnostic] = []
         for state in self.states(options):
             if state.failure is not None:
@@ -176,38 +164,25 @@ class McpSkillProvider:
         self, candidate: SkillCandidate, options: SkillLookupOptions
     ) -> SkillDefinition | None:
         """One `resources/read` of the ``SKILL.md``, capped and verified against the listing."""
-        locator = candidate.locator
-        if not isinstance(locator, McpLocator):
+        if not isinstance(locator := candidate.locator, McpLocator):
             return None
-        server, skill, name = locator.server, locator.skill, candidate.name
-        listed = skill.files.get(skill.uri) if skill.files is not None else None
-        limit = self._max_resource_bytes
-        if listed is not None and listed.size > limit:
-            raise Refusal(_over(f'skill "{name}"', listed.size, limit))
-        data = await self._read(locator, skill.uri, f'skill "{name}"')
-        if data is not None and len(data) > limit:
-            raise Refusal(_over(f'skill "{name}"', len(data), limit))
-        text = data.decode("utf-8", "replace") if data is not None else ""
-        parsed = parse_skill_file(text) if data is not None else None
-        if (
-            not isinstance(parsed, ParsedSkill)
-            or (listed is not None and data is not None and not matches(data, listed))
-            or canonical_json(parsed.fields) != canonical_json(skill.frontmatter)
-        ):
-            self._kept.forget(server)
-            raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
-        values = shared_fields(candidate, SkillDefinition)
-        values.update(content=parsed.body, path=None)
+        name, limit = candidate.name, self._max_resource_bytes
+
+        def over(size: int) -> Refusal:
+            return Refusal(f'Error: skill "{name}" is {size} bytes, over the {limit}-byte limit')
+
+        data = await self._fetch(locator, locator.skill.uri, f'skill "{name}"', limit, over)
+        parsed = parse_skill_file(data.decode("utf-8", "replace")) if data is not None else None
+        listed = canonical_json(locator.skill.frontmatter)
+        if not isinstance(parsed, ParsedSkill) or canonical_json(parsed.fields) != listed:
+            raise self._changed(locator)
+        values = shared_fields(candidate, SkillDefinition) | {"content": parsed.body, "path": None}
         return SkillDefinition(**values)
 
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str:
-        """The text of ``path`` (relative to the skill's base uri): only a manifest file, and
-        verified like the ``SKILL.md``; a ``"dynamic"`` skill's file is size-capped and its text
-        says it is unverified. Anything else is a `Refusal`, in the words a skill on disk gets
-        (`acp_skills.content.unread_path`): a directory of the manifest is answered with its
-        names, a path that differs from a listed one only in case with that one."""
-        locator = candidate.locator
-        if not isinstance(locator, McpLocator):
+        """A manifest file below the skill's base uri, verified (a dynamic skill's: unverified);
+        anything else refused in the words a skill on disk gets (`content.unread_path`)."""
+        if not isinstance(locator := candidate.locator, McpLocator):
             raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
         skill, name = locator.skill, candidate.name
         # As on disk, `scripts/` and `./notes.md` name `scripts` and `notes.md`.
@@ -215,99 +190,105 @@ class McpSkillProvider:
         if path.startswith("/") or ".." in segments:
             raise cannot_read(name, path, "not a relative path")
         uri = skill.base_uri + "/".join(segments)
-        listed = skill.files.get(uri) if skill.files is not None else None
-        if skill.files is not None and listed is None:
+        if skill.files is not None and uri not in skill.files:
             missing = unlisted(skill, segments)
             raise unread_path(name, path, missing, limit=limit, within="the skill's manifest")
-        if listed is not None and listed.size > limit:
-            raise unread_path(name, path, _too_large(listed.size), limit=limit)
-        data = await self._read(locator, uri, f'"{path}" of skill "{name}"')
+
+        def over(size: int) -> Refusal:
+            return unread_path(name, path, ReadError(failure="too_large", size=size), limit=limit)
+
+        data = await self._fetch(locator, uri, f'"{path}" of skill "{name}"', limit, over)
         if data is None:
             raise cannot_read(name, path, f"its server sent no text for {uri}")
-        if len(data) > limit:
-            raise unread_path(name, path, _too_large(len(data)), limit=limit)
-        if listed is None:
-            text = data.decode("utf-8", "replace")
+        text = data.decode("utf-8", "replace")
+        if skill.files is None:
             return f"[unverified: this skill's files are not listed by its server]\n{text}"
-        if not matches(data, listed):
-            self._kept.forget(locator.server)
-            raise Refusal(f'Error: skill "{name}" changed on its server since it was listed')
-        return data.decode("utf-8", "replace")
+        return text
 
     def connect(self, server: object) -> None:
-        """A session names ``server``: connect and list it in the background now, so that the
-        session's first lookup waits only for what is not ready yet (and takes that listing if
-        it comes while it is under way). What fails is told as by a lookup."""
-        if isinstance(server, McpServer):
-            self._first_listings.start(server, partial(self._listing, server))
+        """A session names ``server``: connect and list it in the background now."""
+        if isinstance(server, McpServer) and server not in self._first:
+            task = self._first[server] = asyncio.ensure_future(self._listing(server))
+            task.add_done_callback(partial(self._first_done, server))
 
     async def share(self, server: McpServer, session: ClientSession) -> None:
-        """List and load ``server``'s skills over ``session``, a client session the agent keeps
-        open for tools of its own: the server is connected once (`McpPool.share`)."""
-        await self._first_listings.cancel(server)  # it would go over the connection that goes
-        await self._pool.share(server, session)
+        """Reach ``server`` over ``session``, the agent's own, never closed here; the provider's
+        own connection to it closes.
+
+        Raises:
+            ValueError: ``session`` has had no handshake yet (``discover()``).
+        """
+        if session.server_capabilities is None:
+            raise ValueError(
+                f'the session lent for MCP server "{server.label}" has had no handshake: '
+                "lend it after its discover()"
+            )
+        await self._cancel_first(server)  # it would go over the connection that goes
+        self._lent[server] = session
+        await self._close(server)
 
     def unshare(self, server: McpServer) -> None:
-        """Stop using the session shared for ``server`` (`McpPool.unshare`)."""
-        self._pool.unshare(server)
+        """Stop using the session lent for ``server``."""
+        self._lent.pop(server, None)
 
     async def release(self, server: object) -> None:
-        """No session names ``server`` any more: close its connection within the deadline (a
-        stdio server's process group ends), unless it is one of the fixed servers every lookup
-        uses; a shared session stays open. What it failed at is forgotten: a session naming it
-        again starts afresh."""
+        """No session names ``server``: close it (unless fixed) and forget what it said."""
         if isinstance(server, McpServer) and server not in self._fixed:
-            await self._first_listings.cancel(server)
-            self._kept.forget(server)
+            await self._cancel_first(server)
+            self._forget(server)
             self._confirmed.pop(server, None)
             self.servers.pop(server, None)
-            await self._pool.release(server)
+            await self._close(server)
 
     def states(self, options: SkillLookupOptions) -> tuple[ServerState, ...]:
-        """What is known of each server a lookup with ``options`` uses, in its order."""
-        return tuple(
-            self.servers.get(server) or ServerState(server) for server in self._servers_of(options)
-        )
+        """What is known of each server of ``options``, in order."""
+        return tuple(self.servers.get(s) or ServerState(s) for s in self._servers_of(options))
 
     async def aclose(self) -> None:
-        """Close every connection this provider opened (each within the deadline)."""
-        await self._first_listings.aclose()
-        if self._opened is not None:
-            await self._opened.aclose()
+        """Close every connection this provider opened, each within the deadline."""
+        await asyncio.gather(*(self._cancel_first(server) for server in list(self._first)))
+        connections, self._connections, self._lent = list(self._connections.values()), {}, {}
+        await asyncio.gather(*(connection.aclose() for connection in connections))
+
+    async def _joined_listing(self, server: McpServer) -> Listing:
+        # The listing a session's opening started, if it gave one; else one made now.
+        if (task := self._first.get(server)) is not None:
+            await asyncio.wait({task})  # waiting, not owning: a cancelled lookup leaves it going
+            if not task.cancelled() and task.exception() is None:
+                return task.result()
+        return await self._listing(server)
+
+    def _first_done(self, server: McpServer, task: asyncio.Future[Listing]) -> None:
+        if self._first.get(server) is task:
+            del self._first[server]
+        if not task.cancelled():
+            task.exception()  # retrieved: a lookup that comes later lists anew
+
+    async def _cancel_first(self, server: McpServer) -> None:
+        if (task := self._first.pop(server, None)) is not None:
+            task.cancel()
+            await asyncio.wait({task})
 
     async def _listing(self, server: McpServer) -> Listing:
-        state = self.servers.setdefault(server, ServerState(server))
-        if (kept := self._kept.listing(server)) is not None:
+        if (kept := self._fresh(server, "")) is not None:
             return kept
-        if _resting(state):
+        if _resting(state := self._state(server)):
             return NOTHING
-
-        async def listed(session: ClientSession, connection: McpConnection) -> Listing:
-            state.connected, state.supports_skills = True, connection.supports_skills(session)
-            if not state.supports_skills:
-                return NOTHING
-            return await list_skills(session)
-
         try:
-            listing = await self._ask(server, listed)
+            listing = await self._ask(server, list_skills) or NOTHING
         except _Unavailable as unavailable:
-            state.connected, state.failure = False, unavailable.reason
-            # Not asked again for a while; a server that sent too much, never in this session.
-            state.failed_at = math.inf if unavailable.spent else time.monotonic()
-            record = mcp_server_unavailable(server.label, unavailable.reason)
+            record = mcp_server_unavailable(server.label, str(unavailable))
             log_diagnostic(_log, record, server=server.label)
-            await self._pool.release(server, at_once=True)  # its process group ends now
+            await self._fail(server, str(unavailable))
             # The others still count; `cacheable` keeps this degraded catalog out of the cache.
             return NOTHING
-        rejected = tuple(
-            mcp_skill_invalid(server.label, entry.uri, entry.reason) for entry in listing.rejected
-        )
+        rejected = tuple(mcp_skill_invalid(server.label, e.uri, e.reason) for e in listing.rejected)
         if rejected != state.rejected:  # told once, not at every lookup
             for record in rejected:
                 log_diagnostic(_log, record, server=server.label)
         state.failure, state.failed_at = None, None
         state.skills, state.rejected = len(listing.skills), rejected
-        self._kept.keep_listing(server, listing)
+        self._keep(server, "", listing)
         return listing
 
     async def _confirmed_skills(
@@ -316,8 +297,8 @@ class McpSkillProvider:
         # The uris the server confirmed and does not list, each as its entry says now: one it
         # no longer serves is forgotten; one it cannot be asked about sits this lookup out.
         listed = {skill.uri for skill in listing.skills}
-        found: tuple[ListedSkill, ...] = ()
-        confirmed = self._confirmed.get(server, OrderedDict())
+        confirmed = self._confirmed.get(server, {})
+        found: list[ListedSkill] = []
         for uri in [uri for uri in confirmed if uri not in listed]:
             try:
                 entry = await self._entry(server, uri)
@@ -326,77 +307,115 @@ class McpSkillProvider:
             if entry is None:
                 confirmed.pop(uri, None)
             else:
-                found += (entry,)
-        return found
+                found.append(entry)
+        return tuple(found)
 
     async def _entry(self, server: McpServer, uri: str) -> ListedSkill | None:
-        """The server's own entry for ``uri`` (`skills/get`, kept while fresh); ``None`` when
-        it serves no skill there or declares no skills extension."""
-        if (kept := self._kept.entry(server, uri)) is not None:
-            return kept
-        state = self.servers.setdefault(server, ServerState(server))
-        if _resting(state):
-            raise _Unavailable(state.failure or "it failed a moment ago", spent=False)
-
-        async def got(session: ClientSession, connection: McpConnection) -> GotSkill | None:
-            if not connection.supports_skills(session):
+        # The server's own entry for `uri` (`skills/get`, kept while fresh); None when it serves
+        # no skill there or declares no skills extension.
+        if (got := self._fresh(server, uri)) is None:
+            if _resting(state := self._state(server)):
+                raise _Unavailable(state.failure or "it failed a moment ago")
+            if (got := await self._ask(server, partial(get_skill, uri=uri))) is None:
                 return None
-            return await get_skill(session, uri)
-
-        try:
-            answer = await self._ask(server, got)
-        except _Unavailable as unavailable:
-            await self._end_if_spent(server, unavailable)
-            raise
-        if answer is None:
-            return None
-        if not isinstance(entry := answer.entry, ListedSkill):
+            self._keep(server, uri, got)
+        if got.rejected:
             raise Refusal(
                 f'Error: MCP server "{server.label}" serves {quote(uri)}, but its entry cannot '
-                f"be used: {entry.reason}"
+                f"be used: {got.rejected[0].reason}"
             )
-        self._kept.keep_entry(server, entry, answer.ttl_ms, answer.scope)
-        return entry
+        return got.skills[0]
 
-    async def _read(self, locator: McpLocator, uri: str, about: str) -> bytes | None:
-        """The text at ``uri`` as UTF-8 bytes (``None``: the server sent none)."""
-
-        async def read(session: ClientSession, connection: McpConnection) -> bytes | None:
-            del connection
-            return text_of(await session.read_resource(uri), uri)
-
+    async def _fetch(
+        self, locator: McpLocator, uri: str, about: str, limit: int, over: Callable[[int], Refusal]
+    ) -> bytes | None:
+        # The text at `uri`, capped by its listed size and its size read, verified against the
+        # manifest (a dynamic skill has none); None: the server sent no text.
+        skill = locator.skill
+        listed = skill.files.get(uri) if skill.files is not None else None
+        if listed is not None and listed.size > limit:
+            raise over(listed.size)
         try:
-            return await self._ask(locator.server, read)
-        except _Unavailable as unavailable:
-            await self._end_if_spent(locator.server, unavailable)
-            raise Refusal(
-                f'Error: cannot read {about} from MCP server "{locator.server.label}": '
-                f"{unavailable.reason}"
-            ) from None
+            data = await self._ask(locator.server, partial(read_text, uri=uri))
+        except _Unavailable as why:
+            label = locator.server.label
+            raise Refusal(f'Error: cannot read {about} from MCP server "{label}": {why}') from None
+        if data is not None and len(data) > limit:
+            raise over(len(data))
+        if data is not None and listed is not None and not matches(data, listed):
+            raise self._changed(locator)
+        return data
 
-    async def _end_if_spent(self, server: McpServer, unavailable: _Unavailable) -> None:
-        if unavailable.spent:  # its use ends, as if a listing had been that large
-            state = self.servers.setdefault(server, ServerState(server))
-            state.connected, state.failure = False, unavailable.reason
-            state.failed_at = math.inf
-            await self._pool.release(server, at_once=True)
+    def _changed(self, locator: McpLocator) -> Refusal:
+        self._forget(locator.server)  # every answer it gave is suspect now
+        name = locator.skill.parsed.name
+        return Refusal(f'Error: skill "{name}" changed on its server since it was listed')
 
     async def _ask(
-        self, server: McpServer, request: Callable[[ClientSession, McpConnection], Awaitable[_T]]
-    ) -> _T:
-        # Connecting and the request, under the deadline; `_Unavailable` says why not, in words
-        # for a person (a server that exited: its status and the end of its stderr).
-        connection = self._pool.connection(server)
+        self, server: McpServer, request: Callable[[ClientSession], Awaitable[_T]]
+    ) -> _T | None:
+        # Connecting and `request`, under the deadline; None when the server declares no
+        # skills extension. A server that sent too much is let go for good.
+        state = self._state(server)
+        connection: McpConnection | None = None
         try:
             with anyio.move_on_after(self._timeout):
-                return await request(await connection.session(), connection)
-        except ResponseTooLarge:  # a listing over the cap, its pages counted together
-            raise _Unavailable(TOO_LARGE, spent=True) from None
-        except Exception as error:
-            reason = connection.ended or _leaf_reason(error)
-        else:  # the deadline passed (an answer returns above)
+                if (session := self._lent.get(server)) is None:
+                    connection = self._connection(server)
+                    session = await connection.session()
+                state.connected, state.supports_skills = True, serves_skills(session)
+                return await request(session) if state.supports_skills else None
             reason = f"no answer within {self._timeout:g} s"
-        raise _Unavailable(reason, spent=connection.ended == TOO_LARGE)
+        except ResponseTooLarge:  # a listing over the cap, its pages counted together
+            reason = TOO_LARGE
+        except Exception as error:
+            reason = (connection.ended if connection else None) or _leaf_reason(error)
+        if reason == TOO_LARGE:
+            await self._fail(server, reason)
+        raise _Unavailable(reason)
+
+    async def _fail(self, server: McpServer, reason: str) -> None:
+        state = self._state(server)
+        state.connected, state.failure = False, reason
+        # Not asked again for a while; one that sent too much, not while a session names it.
+        state.failed_at = math.inf if reason == TOO_LARGE else time.monotonic()
+        await self._close(server, at_once=True)  # its process group ends now
+
+    def _connection(self, server: McpServer) -> McpConnection:
+        found = self._connections.get(server)
+        if found is None or found.failed:
+            found = self._connections[server] = McpConnection(
+                server, timeout=self._timeout, transport=self._transport
+            )
+        return found
+
+    async def _close(self, server: McpServer, *, at_once: bool = False) -> None:
+        if (found := self._connections.pop(server, None)) is not None:
+            await found.aclose(at_once=at_once)
+
+    def _state(self, server: McpServer) -> ServerState:
+        return self.servers.setdefault(server, ServerState(server))
+
+    def _fresh(self, server: McpServer, uri: str) -> Listing | None:
+        # The configuration's own answer first, then one its url shares.
+        for owner in (server, server.url):
+            kept = self._kept.get((owner, uri))
+            if kept is not None and time.monotonic() < kept[0]:
+                return kept[1]
+        return None
+
+    def _keep(self, server: McpServer, uri: str, listing: Listing) -> None:
+        # A private answer for the one configuration that asked (its env or headers carry its
+        # authorization); a public one of an HTTP server for its url. A stdio configuration
+        # starts a process of its own: nothing it answers is shared.
+        if listing.ttl_ms > 0:  # 0: stale at once
+            public = listing.scope == "public" and server.url is not None
+            owner = server.url if public else server
+            self._kept[(owner, uri)] = (time.monotonic() + listing.ttl_ms / 1000, listing)
+
+    def _forget(self, server: McpServer) -> None:
+        for key in [key for key in self._kept if key[0] in (server, server.url)]:
+            del self._kept[key]
 
     def _candidate(self, server: McpServer, skill: ListedSkill) -> SkillCandidate:
         # allowed-tools is ignored: a server never widens what the agent may do.
@@ -404,11 +423,11 @@ class McpSkillProvider:
             SkillCandidate,
             self.name,
             skill.parsed,
-            f"{MCP_SOURCE}:{server.label}",
+            f"mcp:{server.label}",
             UrlResource(url=skill.base_uri),
             None,
             rank=MCP_RANK,
-            locator=McpLocator(server=server, skill=skill),
+            locator=McpLocator(server, skill),
         )
 
     def _servers_of(self, options: SkillLookupOptions) -> tuple[McpServer, ...]:
@@ -422,22 +441,8 @@ def _resting(state: ServerState) -> bool:
     return state.failed_at is not None and time.monotonic() - state.failed_at < RETRY_AFTER
 
 
-class _Unavailable(Exception):
-    def __init__(self, reason: str, *, spent: bool) -> None:
-        super().__init__(reason)
-        self.reason, self.spent = reason, spent
-
-
 def _leaf_reason(error: BaseException) -> str:
     # The SDK's task groups wrap the real failure: name the first leaf, not "unhandled errors".
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
     return f"{type(error).__name__}: {error}" if str(error) else repr(error)
-
-
-def _too_large(size: int) -> ReadError:
-    return ReadError(failure="too_large", size=size)
-
-
-def _over(what: str, size: int, limit: int) -> str:
-    return f"Error: {what} is {size} bytes, over the {limit}-byte limit"
