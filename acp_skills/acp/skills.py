@@ -176,7 +176,7 @@ class AcpSkills:
     @property
     def observe(self) -> Callable[[StreamEvent], Awaitable[None] | None]:
         """The SDK stream observer sending a session's commands after its opening response."""
-        return self._announcer.observe
+        return self._link.observe
 
     def initialize(self, client_capabilities: object) -> dict[str, Any]:
         """Note what the client can do; return the ``agentCapabilities._meta`` entries to add."""
