@@ -59,6 +59,8 @@ LEAVES = frozenset(
         "acp_skills.errors",
         "acp_skills.quiet_log",
         "acp_skills.json_depth",
+        # Pure builders and the client link: it calls the SDK and nothing else of the library.
+        "acp_skills.acp.wire",
     }
 )
 

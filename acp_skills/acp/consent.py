@@ -69,6 +69,26 @@ class TrustGate:
         )
         return answers.view
 
+    async def turn_view(
+        self,
+        link: ClientLink,
+        session_id: str,
+        options: SkillLookupOptions,
+        answers: SessionTrust,
+        *,
+        may_ask: bool,
+    ) -> SessionView:
+        """A turn's view, taken once and handed down. The first turn of an instance puts its
+        one question (``may_ask``: its prefix is not composed yet) before the view is final."""
+        view = await self.view(options, answers)
+        if answers.asked or self.mode == "all":
+            return view
+        answers.asked = True  # once per instance, before its prefix is composed
+        asking = may_ask and self.mode == "ask" and bool(view.pending)
+        if asking and await ask(link, session_id, answers, view.pending, self.store):
+            view = await self.view(options, answers)  # what the answer admitted
+        return view
+
 
 async def ask(
     link: ClientLink,

@@ -11,7 +11,7 @@ from ..quiet_log import get_logger
 from ..session import PrefixedSession
 from ..tool import ToolResult
 from . import wire
-from .turn import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
+from .sessions import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
 
 _log = get_logger(__name__)
 

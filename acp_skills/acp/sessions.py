@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import anyio
@@ -28,6 +28,12 @@ CLOSE_WAIT_SECONDS = 5.0
 
 CommandsKey = tuple[tuple[str, str, str], ...]
 
+# Recorded keys replayed on `session/load`: what the person typed; whether a tool failed; the
+# `/name` skills, each {"id", "name", "is_error", "start", "end"}, content[start:end] its text.
+DISPLAY_KEY = "_display"
+ERROR_KEY = "_is_error"
+INVOKED_KEY = "_invoked"
+
 
 @dataclass(slots=True)
 class CommandsState:
@@ -49,6 +55,7 @@ class LiveSession:
     catalog: CatalogFit | None = None  # what the budget did to the catalog being composed
     described: bool = False  # the store has this instance's summary (`session/list`)
     describe_failed: bool = False  # writing it failed (said once)
+    first_prompt: str | None = None  # the record's first prompt as typed, its title
 
     @property
     def catalog_fit(self) -> CatalogFit | None:
@@ -122,7 +129,8 @@ class SessionTable:
             reason = f"the session record cannot be read: {problem}"
             raise RequestError.internal_error({"sessionId": session_id, "reason": reason}) from None
         self._released.pop(session_id, None)
-        live = self._live[session_id] = LiveSession(session=session)
+        first = _first_prompt(session.history)
+        live = self._live[session_id] = LiveSession(session=session, first_prompt=first)
         self._live.move_to_end(session_id)
         await self.servers.bind(session_id, servers)
         await self._release_idle()
@@ -150,6 +158,7 @@ class SessionTable:
             trust=released.trust,
             catalog=released.catalog_fit,
             described=released.described,
+            first_prompt=_first_prompt(session.history),
         )
         self._live[session_id] = live
         await self.servers.bind(session_id, released.context.servers)
@@ -158,10 +167,11 @@ class SessionTable:
 
     async def describe(self, live: LiveSession, prompt_text: str) -> None:
         """Tell a store that lists its sessions what a listing shows of ``live``, once per
-        instance, after its first recorded prompt (``prompt_text``, the session's first
-        prompt, gives it its title). Never fails the turn: a summary not written is tried
-        again at the next one."""
+        instance, after a recorded prompt (the record's first one, else ``prompt_text``, gives
+        it its title). Never fails the turn: a summary not written is tried at the next one."""
         store, session = self._store, live.session
+        if live.first_prompt is None:
+            live.first_prompt = prompt_text
         if live.described or session.save_error is not None:
             return  # a record not written yet would list nothing
         if not isinstance(store, ListedSessionStore):
@@ -171,7 +181,7 @@ class SessionTable:
             session_id=context.session_id,
             cwd=context.cwd,
             additional_directories=context.additional_directories,
-            title=session_title(prompt_text),
+            title=session_title(live.first_prompt),
         )
         try:
             await store.describe_session(description)
@@ -258,6 +268,16 @@ async def _flush(session_id: str, live: LiveSession) -> None:
             missing=live.session.unsaved,
             error=describe_os_error(error),
         )
+
+
+def _first_prompt(history: Iterable[Mapping[str, object]]) -> str | None:
+    # A session's title is its first recorded prompt as the person typed it (also for a record
+    # older than session summaries, or one whose summary could not be written until now).
+    for message in history:
+        if message.get("role") == "user":
+            shown = message.get(DISPLAY_KEY, message.get("content"))
+            return shown if isinstance(shown, str) else ""
+    return None
 
 
 def describe_os_error(error: OSError) -> str:
