@@ -18,7 +18,9 @@ _log = get_logger(__name__)
 
 class PrefixedSession:
     """One session instance over its `SessionRecord`. A record failing with an `OSError` stops
-    nothing: `save_error` says why it is behind, and later appends first write what waits."""
+    nothing: `save_error` says why it is behind, and later appends first write what waits.
+    ``context``: what the contributors learn; ``last_header``: the record's last (the previous
+    instance's until this one's first); ``composed``: whether the prefix is frozen."""
 
     def __init__(
         self,
@@ -28,20 +30,17 @@ class PrefixedSession:
         *,
         entries: Sequence[RecordEntry],
     ) -> None:
-        self._registry, self._record = prefix, record
-        self.context = context  # what the contributors learn about this session
+        self._contributors, self._record, self.context = prefix, record, context
         self._frozen: tuple[PrefixMessage, ...] | None = None
-        self.composed = False  # whether the prefix is composed (and frozen)
+        self.composed = False
         self._compose_lock = anyio.Lock()
         # One lock for every append keeps the in-memory state in the same order as the record.
         self._write_lock = anyio.Lock()
         self._history = [entry for entry in entries if isinstance(entry, HistoryEntry)]
         headers = [entry for entry in entries if isinstance(entry, HeaderEntry)]
-        # The last header in the record (the previous instance's until this one's first).
         self.last_header: HeaderEntry | None = headers[-1] if headers else None
         self._own_header: HeaderEntry | None = None
         self._unsaved: list[RecordEntry] = []
-        # Why the record is behind this instance, or `None` when it holds everything.
         self.save_error: OSError | None = None
 
     @classmethod
@@ -52,24 +51,10 @@ class PrefixedSession:
         record: SessionRecord,
         *,
         resume: bool = False,
-        replacing: PrefixedSession | None = None,
     ) -> PrefixedSession:
-        """A new instance over ``record``. ``resume``: an instance released from memory and
-        brought back, which takes back the prefix its last request header froze; ``replacing``:
-        the instance this one replaces (``session/load``), whose unsaved entries it takes over."""
-        if replacing is None:
-            session = cls(prefix, context, record, entries=await record.entries())
-        else:
-            # Under the replaced instance's write lock, so no entry is half way between its queue
-            # and the record while the record is read: each entry is then read or taken over, once.
-            async with replacing._write_lock:
-                await replacing._write_unsaved()
-                entries = [*await record.entries(), *replacing._unsaved]
-                session = cls(prefix, context, record, entries=entries)
-                # Shared from now on: whichever instance writes next writes what either left
-                # unsaved, in order (the old one may still record its cancelled turn's results).
-                session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
-                session.save_error = replacing.save_error
+        """A new instance over ``record``; ``resume``: one released from memory and brought
+        back, which takes back the prefix its last request header froze."""
+        session = cls(prefix, context, record, entries=await record.entries())
         if resume and (header := session.last_header) is not None:
             session._frozen, session._own_header = header.message_prefix, header
             session.composed = True
@@ -87,8 +72,7 @@ class PrefixedSession:
 
     @property
     def history(self) -> tuple[Mapping[str, object], ...]:
-        """The conversation messages recorded so far, oldest first, as copies: changing one
-        changes nothing recorded."""
+        """The conversation so far, oldest first, as copies: changing one changes nothing."""
         return tuple(entry.plain_message() for entry in self._history)
 
     @property
@@ -98,21 +82,19 @@ class PrefixedSession:
 
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
         """Compose the prefix once (nothing is kept if that fails), then return it. ``skills``:
-        what the session offers, for the contributors that list skills (`PrefixContext.skills`;
-        `AcpSkills` hands down the turn's trust view)."""
+        what the session offers (`PrefixContext.skills`; `AcpSkills` hands down the turn's)."""
         if self._frozen is None:
             async with self._compose_lock:
                 if self._frozen is None:
                     context = self.context
                     if skills is not None:
                         context = replace(context, skills=skills)
-                    self._frozen = await self._registry.compose(context)
+                    self._frozen = await self._contributors.compose(context)
                     self.composed = True
         return self._frozen
 
     def discard_unused_prefix(self) -> None:
-        """Forget a composed prefix no request has used yet (a cancelled turn's): the next
-        request composes afresh."""
+        """Forget a composed prefix no request has used yet (a cancelled turn's)."""
         if not self.requested:
             self._frozen, self.composed = None, False
 
@@ -160,10 +142,9 @@ class PrefixedSession:
         request: Mapping[str, Any] | None = None,
         skills: SkillSnapshot | None = None,
     ) -> list[dict[str, Any]]:
-        """One step of a turn, one call: append ``messages`` (the turn's since its last
-        request); for a ``request`` (`record_request`'s keywords) compose the prefix with
-        ``skills`` first if it is not yet, record the header, and return the request's
-        messages (else ``[]``)."""
+        """One step of a turn in one call: append ``messages`` (what the turn added since its
+        last request); for a ``request`` (`record_request`'s keywords) compose the prefix with
+        ``skills`` first if it is not yet, record the header, and return `request_messages`."""
         if request is not None:
             await self.prefix(skills)
         for message in messages:
