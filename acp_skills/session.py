@@ -51,10 +51,24 @@ class PrefixedSession:
         record: SessionRecord,
         *,
         resume: bool = False,
+        replacing: PrefixedSession | None = None,
     ) -> PrefixedSession:
-        """A new instance over ``record``; ``resume``: one released from memory and brought
-        back, which takes back the prefix its last request header froze."""
-        session = cls(prefix, context, record, entries=await record.entries())
+        """A new instance over ``record``. ``resume``: one released from memory and brought
+        back, which takes back the prefix its last request header froze; ``replacing``: the
+        instance this one replaces (``session/load``), whose unsaved entries it takes over."""
+        if replacing is None:
+            session = cls(prefix, context, record, entries=await record.entries())
+        else:
+            # Under the replaced instance's write lock, so no entry is half way between its queue
+            # and the record while the record is read: each entry is then read or taken over, once.
+            async with replacing._write_lock:
+                await replacing._write_unsaved()
+                entries = [*await record.entries(), *replacing._unsaved]
+                session = cls(prefix, context, record, entries=entries)
+                # Shared from now on: whichever instance writes next writes what either left
+                # unsaved, in order (the old one may still record its cancelled turn's results).
+                session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
+                session.save_error = replacing.save_error
         if resume and (header := session.last_header) is not None:
             session._frozen, session._own_header = header.message_prefix, header
             session.composed = True

@@ -526,6 +526,42 @@ async def test_no_catalog_for_a_session_without_the_skill_tool(context: PrefixCo
     assert await session.prefix() == (user("other"),)
 
 
+async def test_an_instance_replacing_one_behind_its_record_takes_over_what_waits(
+    context: PrefixContext, tmp_path: Path
+) -> None:
+    """The successor's history holds the unsaved turn, and its next write saves it, once."""
+    record = RefusesOnce(OSError(28, "No space left on device"))
+    old = PrefixedSession(SessionPrefix(), context, record, entries=())
+    await old.append_history(said("one"))  # refused: waits in memory
+    record.error = OSError(28, "No space left on device")  # and still refused at the takeover
+    new = await PrefixedSession.open(SessionPrefix(), context, record, replacing=old)
+    assert new.history == (said("one"),)
+    assert (new.unsaved, isinstance(new.save_error, OSError)) == (1, True)
+    await new.append_history(said("two"))
+    assert (new.unsaved, new.save_error, old.unsaved) == (0, None, 0)  # one shared queue
+    assert [getattr(entry, "message", entry) for entry in record.stored] == [
+        said("one"),
+        said("two"),
+    ]
+
+
+async def test_a_replacing_instance_first_writes_what_waits(
+    context: PrefixContext, tmp_path: Path
+) -> None:
+    """Writing works again by the time of the replacement: the entries are written, not lost."""
+    store = JsonlSessionStore(tmp_path / "sessions")
+    old = await open_session(SessionPrefix(), context, store)
+    await old.append_history(said("one"))
+    with record_replaced_by_a_directory(store.path_for("s1")):
+        await old.append_history(said("two"))
+    record = await store.open("s1")
+    new = await PrefixedSession.open(SessionPrefix(), context, record, replacing=old)
+    assert new.history == (said("one"), said("two"))
+    assert (new.unsaved, new.save_error) == (0, None)
+    entries = await record.entries()
+    assert [getattr(entry, "message", entry) for entry in entries] == [said("one"), said("two")]
+
+
 async def test_flush_writes_what_waits_once_writing_works(
     context: PrefixContext, tmp_path: Path
 ) -> None:

@@ -1,10 +1,5 @@
-"""Asking for trust (contract §13): a session instance's answers, and its one question, put
-through ``session/request_permission``.
-
-What a session offers is `acp_skills.trust.view`'s answer, which `TrustGate.view` computes
-from the registry, the stored decisions and the instance's answers; a turn computes it once
-and hands it down (docs/trust.md).
-"""
+"""Asking for trust (contract §13, docs/trust.md): a session instance's answers, the view
+computed from them (`acp_skills.trust.session_view`), and its one question."""
 
 from __future__ import annotations
 
@@ -62,8 +57,7 @@ class TrustGate:
     ) -> SessionView:
         """What a session looking up with ``options`` offers now, with ``answers`` (a session
         instance's, kept as its last view) or none (a lookup by ``cwd``)."""
-        if answers is None:
-            return await session_view(self.registry, options, self.mode, self.store)
+        answers = answers or SessionTrust()
         answers.view = await session_view(
             self.registry, options, self.mode, self.store, answers.grants, answers.view
         )

@@ -117,9 +117,9 @@ class SessionTable:
         )
         try:
             record = await self._store.open(session_id)
-            if (previous := self._live.get(session_id)) is not None:
-                await _flush(session_id, previous)  # replaced (`session/load`): written first
-            session = await PrefixedSession.open(self._prefix, context, record)
+            # A live instance being replaced (`session/load`) hands over what it has not saved.
+            replaced = live.session if (live := self._live.get(session_id)) else None
+            session = await PrefixedSession.open(self._prefix, context, record, replacing=replaced)
         except OSError as error:
             problem = describe_os_error(error)
             _log.warning("session_record_unreadable", session_id=session_id, error=problem)
