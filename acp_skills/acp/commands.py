@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from acp.schema import AvailableCommand
+from acp.schema import AvailableCommand, AvailableCommandsUpdate
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
@@ -29,7 +29,7 @@ from ..report import (
 from ..text import shorten_description, terminal_safe
 from .consent import TrustGate
 from .sessions import LiveSession, SessionTable
-from .wire import ClientLink, available_commands, commands_update
+from .wire import ClientLink, available_commands
 
 _log = get_logger(__name__)
 
@@ -91,7 +91,10 @@ class CommandsAnnouncer:
         # Set before the send awaits: a refresh resuming meanwhile sees this list as sent.
         state.sent = key
         state.resend_due = not state.turned and live.turn is None
-        await self._link.send(session_id, commands_update(commands))
+        update = AvailableCommandsUpdate(
+            session_update="available_commands_update", available_commands=commands
+        )
+        await self._link.send(session_id, update)
 
     def on_registry_change(self) -> None:
         # May run on any thread: it only wakes `follow`.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+from acp.schema import UserMessageChunk
 from pydantic import ValidationError
 
 from ..quiet_log import get_logger
@@ -43,7 +44,8 @@ async def _replay_message(
     if role == "user":
         shown = message.get(DISPLAY_KEY, content)
         if isinstance(shown, str):
-            updates.append(wire.user_text(shown))
+            chunk = wire.text_block(shown)
+            updates.append(UserMessageChunk(session_update="user_message_chunk", content=chunk))
         if isinstance(content, str):
             for call_id, name, result in _invoked_calls(message, content):
                 updates.append(wire.skill_tool_call_start(call_id, {"name": name}))

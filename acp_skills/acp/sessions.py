@@ -162,13 +162,11 @@ class SessionTable:
         await self._release_idle()
         return live
 
-    async def describe(self, live: LiveSession, prompt_text: str) -> None:
+    async def describe(self, live: LiveSession) -> None:
         """Tell a store that lists its sessions what a listing shows of ``live``, once per
-        instance, after a recorded prompt (the record's first one, else ``prompt_text``, gives
-        it its title). Never fails the turn: a summary not written is tried at the next one."""
+        instance, after a recorded prompt (its first, its title). Never fails the turn: a
+        summary not written is tried again at the next one."""
         store, session = self._store, live.session
-        if live.first_prompt is None:
-            live.first_prompt = prompt_text
         if live.described or session.save_error is not None:
             return  # a record not written yet would list nothing
         if not isinstance(store, ListedSessionStore):
@@ -178,7 +176,7 @@ class SessionTable:
             session_id=context.session_id,
             cwd=context.cwd,
             additional_directories=context.additional_directories,
-            title=session_title(live.first_prompt),
+            title=session_title(live.first_prompt or ""),
         )
         try:
             await store.describe_session(description)

@@ -100,7 +100,6 @@ class PromptTurn:
         self._stop_reason: StopReason | None = None
         self._requests, self._replied, self._streamed = 0, True, False
         self._view: SessionView | None = None  # taken once, as the turn begins
-        self._typed = ""  # the prompt as the person typed it: a new session's title
         self._unrecorded: list[dict[str, Any]] = []  # added to the history, not recorded yet
 
     @property
@@ -155,7 +154,7 @@ class PromptTurn:
         messages = await self._session.advance(unrecorded, request, view.offered)
         self._requests, self._replied, self._streamed = self._requests + 1, False, False
         if unrecorded and not live.described:
-            await kit.sessions.describe(live, self._typed)
+            await kit.sessions.describe(live)
         return [{k: v for k, v in m.items() if not k.startswith("_")} for m in messages]
 
     async def show_text(self, text: str) -> None:
@@ -284,7 +283,7 @@ class PromptTurn:
         self.tools.insert(0, kit.tool_spec(searchable=self._searchable))
         # After the trust question: an answer that admits skills may have changed the commands.
         await kit.announcer.begin_turn(self._session_id, live, view.offered)
-        typed = self._typed = wire.prompt_text(prompt)
+        typed = wire.prompt_text(prompt)
         if (answer := await self._answer_without_model(typed, view, fit)) is not None:
             # Nothing reaches the model or the record.
             await self._link.send(self._session_id, wire.agent_text(answer))
@@ -354,6 +353,8 @@ class PromptTurn:
             # Left as plain text for the model; the person is told why it did not run.
             note = command_note(name, view.withheld[name])
             await self._link.send(self._session_id, wire.agent_text(note + "\n\n"))
+        if self._live.first_prompt is None:
+            self._live.first_prompt = typed  # a new session's title
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
         if calls:
             message[INVOKED_KEY] = calls

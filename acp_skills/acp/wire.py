@@ -116,13 +116,6 @@ def agent_text(text: str) -> acp_schema.AgentMessageChunk:
     )
 
 
-def user_text(text: str) -> acp_schema.UserMessageChunk:
-    """A ``user_message_chunk`` update carrying ``text`` (``session/load`` replay)."""
-    return acp_schema.UserMessageChunk(
-        session_update="user_message_chunk", content=text_block(text)
-    )
-
-
 def text_tool_content(text: str) -> list[acp_schema.ContentToolCallContent]:
     """A tool call's content: one text block."""
     return [acp_schema.ContentToolCallContent(type="content", content=text_block(text))]
@@ -164,15 +157,6 @@ def tool_call_progress(
     )
 
 
-def commands_update(
-    commands: Iterable[acp_schema.AvailableCommand],
-) -> acp_schema.AvailableCommandsUpdate:
-    """An ``available_commands_update`` advertising ``commands``."""
-    return acp_schema.AvailableCommandsUpdate(
-        session_update="available_commands_update", available_commands=list(commands)
-    )
-
-
 def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.ToolCallStart:
     """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
     name, query = field(arguments, "name"), field(arguments, "query")
@@ -189,7 +173,7 @@ def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.To
 def tool_call_started(
     tool_call_id: str, tool_name: str, arguments: object, skill_tool_name: str | None = None
 ) -> acp_schema.ToolCallStart:
-    """The ``tool_call`` update of any call (`skill_tool_call_start` for ``skill_tool_name``)."""
+    """The ``tool_call`` update of any call; `skill_tool_call_start`'s for the skill tool."""
     if tool_name == skill_tool_name:
         return skill_tool_call_start(tool_call_id, arguments)
     title = remove_unsafe_characters(tool_name) or "Tool"
