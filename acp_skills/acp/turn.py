@@ -264,10 +264,13 @@ class PromptTurn:
         message = {"role": "tool", "tool_call_id": call_id, "content": result.text}
         self._unrecorded.append(message | {ERROR_KEY: result.is_error})
 
-    async def _record_unrecorded(self) -> None:
+    async def _record_unrecorded(self, *, shielded: bool = False) -> None:
         unrecorded, self._unrecorded = self._unrecorded, []
-        if unrecorded:
+        if unrecorded and not shielded:
             await self._session.advance(unrecorded)
+        elif unrecorded:  # as a cancelled turn ends, bounded like its last reports
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
+                await self._session.advance(unrecorded)
 
     async def _begin(self, prompt: Sequence[object]) -> None:
         kit, live, session = self._kit, self._live, self._session
@@ -403,6 +406,7 @@ async def open_turn(
         if not began:
             # Cancelled while the turn began: the block still runs, with nothing to do.
             yield turn
+        await turn._record_unrecorded(shielded=True)  # a cancelled call's result, say
         if session.save_error is not None:
             # The reply is out; the person also needs to know it will not survive a restart.
             notice = (
@@ -413,8 +417,6 @@ async def open_turn(
             )
             await kit.link.send(session_id, wire.agent_text(notice))
     finally:
-        # What a stopped or cancelled turn added (a reply, its calls' results) is recorded.
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
-            await turn._record_unrecorded()
+        await turn._record_unrecorded(shielded=True)  # a block that raised: what it added
         live.turn = None
         live.turn_ended.set()
