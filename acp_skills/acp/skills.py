@@ -160,7 +160,7 @@ class AcpSkills:
 
     @property
     def observe(self) -> Callable[[StreamEvent], Awaitable[None] | None]:
-        """The SDK stream observer sending a session's commands after its opening response."""
+        """The SDK stream observer: a session's commands follow its opening response."""
         return self._link.observe
 
     def initialize(self, client_capabilities: object) -> dict[str, Any]:
