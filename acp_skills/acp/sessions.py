@@ -126,12 +126,7 @@ class SessionTable:
             reason = f"the session record cannot be read: {problem}"
             raise RequestError.internal_error({"sessionId": session_id, "reason": reason}) from None
         self._released.pop(session_id, None)
-        first = _first_prompt(session.history)
-        live = self._live[session_id] = LiveSession(session=session, first_prompt=first)
-        self._live.move_to_end(session_id)
-        await self.servers.bind(session_id, servers)
-        await self._release_idle()
-        return live
+        return await self._install(LiveSession(session=session))
 
     async def get(self, session_id: object) -> LiveSession:
         """The instance, reopened if it was released (-32602 for an unknown id)."""
@@ -149,16 +144,16 @@ class SessionTable:
             # Opened or reopened by someone else while we read the record: theirs stands.
             return await self.get(session_id)
         del self._released[session_id]
-        live = LiveSession(
-            session=session,
-            commands=released.commands,
-            trust=released.trust,
-            catalog=released.catalog_fit,
-            described=released.described,
-            first_prompt=_first_prompt(session.history),
-        )
-        self._live[session_id] = live
-        await self.servers.bind(session_id, released.context.servers)
+        live = LiveSession(session=session, commands=released.commands, trust=released.trust)
+        live.catalog, live.described = released.catalog_fit, released.described
+        return await self._install(live)
+
+    async def _install(self, live: LiveSession) -> LiveSession:
+        context = live.session.context
+        live.first_prompt = _first_prompt(live.session.history)
+        self._live[context.session_id] = live
+        self._live.move_to_end(context.session_id)
+        await self.servers.bind(context.session_id, context.servers)
         await self._release_idle()
         return live
 
