@@ -11,7 +11,15 @@ import anyio
 from acp import RequestError
 from acp.connection import StreamEvent
 from acp.core import AgentSideConnection
-from acp.schema import ListSessionsResponse, SessionCapabilities
+from acp.schema import (
+    ListSessionsResponse,
+    SessionAdditionalDirectoriesCapabilities,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+)
 
 from ..catalog import CatalogFit, SkillCatalogContributor, check_catalog_budget
 from ..local import LocalSkillProvider
@@ -21,16 +29,16 @@ from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
 from ..report import diagnostic_json
 from ..session import PrefixedSession
+from ..session_index import InvalidCursor, ListedSessionStore
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from ..trust import TrustMode, TrustStore, trust_mode
 from .calls import AgentToolRunner
 from .commands import CommandsAnnouncer
 from .consent import TrustGate
-from .listing import listed_sessions, session_capabilities
 from .replay import replay
 from .servers import ServerCloser, SessionServers, servers_json, shadowed_json
-from .sessions import SessionTable, flush_all
+from .sessions import SessionTable, describe_os_error, flush_all
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import PromptTurn, TurnKit, open_turn
@@ -329,3 +337,47 @@ def _skill_names(option: str, names: Iterable[str]) -> tuple[str, ...]:
         if not is_skill_name(name):
             raise ValueError(f"{option} holds {name!r}, which is not a skill name")
     return checked
+
+
+def session_capabilities(store: SessionStore) -> SessionCapabilities:
+    """``list`` when ``store`` lists its sessions; ``resume``, ``close`` and
+    ``additionalDirectories`` always (editors send that field only to an agent that says it
+    takes it)."""
+    listed = SessionListCapabilities() if isinstance(store, ListedSessionStore) else None
+    return SessionCapabilities(
+        list=listed,
+        resume=SessionResumeCapabilities(),
+        close=SessionCloseCapabilities(),
+        additional_directories=SessionAdditionalDirectoriesCapabilities(),
+    )
+
+
+async def listed_sessions(store: SessionStore, cwd: object, cursor: object) -> ListSessionsResponse:
+    """One page of ``store``'s sessions (none when it does not list them). Invalid params for
+    a relative ``cwd`` or a cursor no listing handed out; internal error when the store cannot
+    be listed at all."""
+    directory = check_cwd(cwd) if cwd is not None else None
+    if cursor is not None and not isinstance(cursor, str):
+        raise RequestError.invalid_params({"cursor": cursor, "reason": "cursor must be a string"})
+    if not isinstance(store, ListedSessionStore):
+        return ListSessionsResponse(sessions=[])
+    try:
+        page = await store.list_sessions(cwd=directory, cursor=cursor)
+    except InvalidCursor as error:
+        raise RequestError.invalid_params({"cursor": cursor, "reason": str(error)}) from None
+    except OSError as error:
+        reason = f"the session records cannot be listed: {describe_os_error(error)}"
+        raise RequestError.internal_error({"reason": reason}) from None
+    return ListSessionsResponse(
+        sessions=[
+            SessionInfo(
+                session_id=summary.session_id,
+                cwd=summary.cwd,
+                title=summary.title,
+                updated_at=summary.updated_at_text,
+                additional_directories=list(summary.additional_directories) or None,
+            )
+            for summary in page.sessions
+        ],
+        next_cursor=page.next_cursor,
+    )
