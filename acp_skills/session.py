@@ -18,7 +18,9 @@ _log = get_logger(__name__)
 
 class PrefixedSession:
     """One session instance over its `SessionRecord`. A record failing with an `OSError` stops
-    nothing: `save_error` says why it is behind, and later appends first write what waits."""
+    nothing: `save_error` says why it is behind, and later appends first write what waits.
+    ``context``: what the contributors learn; ``last_header``: the record's last (the previous
+    instance's until this one's first); ``composed``: whether the prefix is frozen."""
 
     def __init__(
         self,
@@ -28,17 +30,18 @@ class PrefixedSession:
         *,
         entries: Sequence[RecordEntry],
     ) -> None:
-        self._registry, self._context, self._record = prefix, context, record
+        self._contributors, self._record, self.context = prefix, record, context
         self._frozen: tuple[PrefixMessage, ...] | None = None
+        self.composed = False
         self._compose_lock = anyio.Lock()
         # One lock for every append keeps the in-memory state in the same order as the record.
         self._write_lock = anyio.Lock()
         self._history = [entry for entry in entries if isinstance(entry, HistoryEntry)]
         headers = [entry for entry in entries if isinstance(entry, HeaderEntry)]
-        self._last_header: HeaderEntry | None = headers[-1] if headers else None
+        self.last_header: HeaderEntry | None = headers[-1] if headers else None
         self._own_header: HeaderEntry | None = None
         self._unsaved: list[RecordEntry] = []
-        self._save_error: OSError | None = None
+        self.save_error: OSError | None = None
 
     @classmethod
     async def open(
@@ -50,9 +53,9 @@ class PrefixedSession:
         resume: bool = False,
         replacing: PrefixedSession | None = None,
     ) -> PrefixedSession:
-        """A new instance over ``record``. ``resume``: an instance released from memory and
-        brought back, which takes back the prefix its last request header froze; ``replacing``:
-        the instance this one replaces (``session/load``), whose unsaved entries it takes over."""
+        """A new instance over ``record``. ``resume``: one released from memory and brought
+        back, which takes back the prefix its last request header froze; ``replacing``: the
+        instance this one replaces (``session/load``), whose unsaved entries it takes over."""
         if replacing is None:
             session = cls(prefix, context, record, entries=await record.entries())
         else:
@@ -65,9 +68,10 @@ class PrefixedSession:
                 # Shared from now on: whichever instance writes next writes what either left
                 # unsaved, in order (the old one may still record its cancelled turn's results).
                 session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
-                session._save_error = replacing._save_error
-        if resume and (header := session._last_header) is not None:
+                session.save_error = replacing.save_error
+        if resume and (header := session.last_header) is not None:
             session._frozen, session._own_header = header.message_prefix, header
+            session.composed = True
         return session
 
     @property
@@ -76,34 +80,13 @@ class PrefixedSession:
         return len(self._unsaved)
 
     @property
-    def context(self) -> PrefixContext:
-        """What the contributors learn about this session."""
-        return self._context
-
-    @property
-    def composed(self) -> bool:
-        """Whether this instance's prefix has been composed (and frozen)."""
-        return self._frozen is not None
-
-    @property
     def messages(self) -> tuple[PrefixMessage, ...]:
         """The frozen prefix, or ``()`` while it has not been composed."""
         return self._frozen or ()
 
     @property
-    def last_header(self) -> HeaderEntry | None:
-        """The last header in the record (the previous instance's until this one's first)."""
-        return self._last_header
-
-    @property
-    def save_error(self) -> OSError | None:
-        """Why the record is behind this instance, or ``None`` when it holds everything."""
-        return self._save_error
-
-    @property
     def history(self) -> tuple[Mapping[str, object], ...]:
-        """The conversation messages recorded so far, oldest first, as copies: changing one
-        changes nothing recorded."""
+        """The conversation so far, oldest first, as copies: changing one changes nothing."""
         return tuple(entry.plain_message() for entry in self._history)
 
     @property
@@ -113,28 +96,27 @@ class PrefixedSession:
 
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
         """Compose the prefix once (nothing is kept if that fails), then return it. ``skills``:
-        what the session offers, for the contributors that list skills (`PrefixContext.skills`;
-        `AcpSkills` hands down the turn's trust view)."""
+        what the session offers (`PrefixContext.skills`; `AcpSkills` hands down the turn's)."""
         if self._frozen is None:
             async with self._compose_lock:
                 if self._frozen is None:
-                    context = self._context
+                    context = self.context
                     if skills is not None:
                         context = replace(context, skills=skills)
-                    self._frozen = await self._registry.compose(context)
+                    self._frozen = await self._contributors.compose(context)
+                    self.composed = True
         return self._frozen
 
     def discard_unused_prefix(self) -> None:
-        """Forget a composed prefix no request has used yet (a cancelled turn's): the next
-        request composes afresh."""
+        """Forget a composed prefix no request has used yet (a cancelled turn's)."""
         if not self.requested:
-            self._frozen = None
+            self._frozen, self.composed = None, False
 
     async def flush(self) -> OSError | None:
         """Try once more to write every entry the record has not taken; why some still wait."""
         async with self._write_lock:
             await self._write_unsaved()
-        return self._save_error
+        return self.save_error
 
     async def record_request(
         self, *, config: Mapping[str, object], system: str, tools: Sequence[Mapping[str, object]]
@@ -150,13 +132,13 @@ class PrefixedSession:
         async with self._write_lock:
             previous = self._own_header
             # Before this instance's first header, the last one is the previous instance's.
-            reason: HeaderReason = "resume" if self._last_header is not None else "initial"
+            reason: HeaderReason = "resume" if self.last_header is not None else "initial"
             reason = "change" if previous is not None else reason
             header = replace(requested, reason=reason, message_prefix=message_prefix)
             if previous is not None and previous.same_request_as(header):
                 return None
             await self._save(header)
-            self._own_header = self._last_header = header
+            self._own_header = self.last_header = header
             return header
 
     async def append_history(self, message: Mapping[str, object]) -> HistoryEntry:
@@ -167,6 +149,24 @@ class PrefixedSession:
             await self._save(entry)
             self._history.append(entry)
         return HistoryEntry(message=entry.message)
+
+    async def advance(
+        self,
+        messages: Sequence[Mapping[str, object]],
+        request: Mapping[str, Any] | None = None,
+        skills: SkillSnapshot | None = None,
+    ) -> list[dict[str, Any]]:
+        """One step of a turn in one call: append ``messages`` (what the turn added since its
+        last request); for a ``request`` (`record_request`'s keywords) compose the prefix with
+        ``skills`` first if it is not yet, record the header, and return `request_messages`."""
+        if request is not None:
+            await self.prefix(skills)
+        for message in messages:
+            await self.append_history(message)
+        if request is None:
+            return []
+        await self.record_request(**request)
+        return self.request_messages()
 
     async def _save(self, entry: RecordEntry) -> None:
         self._unsaved.append(entry)
@@ -184,18 +184,18 @@ class PrefixedSession:
                 await self._record.append(self._unsaved[0])
                 del self._unsaved[0]
         except OSError as error:
-            if self._save_error is None:
+            if self.save_error is None:
                 _log.warning(
                     "session_record_write_failed",
-                    session_id=self._context.session_id,
+                    session_id=self.context.session_id,
                     error=str(error),
                     unsaved=len(self._unsaved),
                 )
-            self._save_error = error
+            self.save_error = error
             return
-        if self._save_error is not None:
-            _log.info("session_record_caught_up", session_id=self._context.session_id)
-            self._save_error = None
+        if self.save_error is not None:
+            _log.info("session_record_caught_up", session_id=self.context.session_id)
+            self.save_error = None
 
     def request_messages(self) -> list[dict[str, Any]]:
         """The next request's messages, fresh copies: the prefix, then the history."""

@@ -11,16 +11,17 @@ functions is called from outside it: from another module of ``acp_skills`` (the 
 on the stack) or from outside the package (the SDK, the agent). A call within a module is no
 entry, and neither is a coroutine resumed after an await. The trace is the sequence of
 modules entered, consecutive entries into one module collapsed into one. Leaf helpers
-(`LEAVES`: text hygiene, the values, the errors, logging) are left out: a call into one is
-no hop, and a module they call back into is entered from the module that called them.
+(`LEAVES`: text hygiene, the values, the errors, logging, and `acp/wire.py`, whose builders and
+client link call the SDK and nothing else of the library) are left out: a call into one is no
+hop, and a module they call back into is entered from the module that called them.
 
 With ``--project`` the session's project has a skill that waits for trust, and the turn also
 puts the trust question (answered "Trust for this session"); without it, the skill is one of
 the person's own (a custom directory) and nothing is asked.
 
 Prints each module's entry count, most first (and how many of them came from outside the
-package: the agent calling the turn, the SDK calling its stream observer for every frame),
-then the hops in order, an entry from outside marked ``^``. Worker threads (the
+package: the agent calling the turn, the SDK calling back), then the hops in order, an entry
+from outside marked ``^``. Worker threads (the
 discovery's file reads, the project lookups) are not traced: the registry's cache is warm
 before the turn, as it is in a running agent.
 """
@@ -59,6 +60,8 @@ LEAVES = frozenset(
         "acp_skills.errors",
         "acp_skills.quiet_log",
         "acp_skills.json_depth",
+        # Pure builders and the client link: it calls the SDK and nothing else of the library.
+        "acp_skills.acp.wire",
     }
 )
 

@@ -1,11 +1,6 @@
 """An agent's own tool calls: the `ToolCall` its ``run_tool`` receives, and what it returns
-turned into the two things a call ends with, the editor's last update and the model's text.
-
-``run_tool`` may return plain text, a `ToolResult`, or the SDK's own ``acp.schema.ToolCallUpdate``
-saying how the editor shows the call (``kind``, ``title``, ``locations``, ``content``: text,
-diff, terminal). The update goes to the editor as the agent built it; the model reads the text
-`model_text` derives from its content, so the history keeps one string per tool result.
-"""
+(text, a `ToolResult`, an ``acp.schema.ToolCallUpdate``: docs/integration.md) settled into the
+editor's last update and the model's one string."""
 
 from __future__ import annotations
 
@@ -25,9 +20,8 @@ ToolOutcome: TypeAlias = ToolResult | str | acp_schema.ToolCallUpdate
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One call of the agent's own tool: the model's call ``id`` (the editor's tool call id),
-    the function ``name``, and its ``arguments`` decoded from JSON (usually a ``dict``; text
-    that is not JSON stays the string it was)."""
+    """One call of the agent's own tool: the model's call ``id`` (the editor's too), the
+    function ``name``, and its ``arguments`` decoded from JSON (text that is not JSON stays)."""
 
     id: str
     name: str

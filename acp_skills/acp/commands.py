@@ -6,11 +6,10 @@ import asyncio
 import difflib
 import re
 import shlex
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final
 
-from acp.connection import StreamDirection, StreamEvent
-from acp.schema import AvailableCommand
+from acp.schema import AvailableCommand, AvailableCommandsUpdate
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
@@ -30,14 +29,12 @@ from ..report import (
 from ..text import shorten_description, terminal_safe
 from .consent import TrustGate
 from .sessions import LiveSession, SessionTable
-from .wire import ClientLink, available_commands, commands_update, field
+from .wire import ClientLink, available_commands
 
 _log = get_logger(__name__)
 
 SKILLS_COMMAND: Final = "skills"
 SKILLS_COMMAND_DESCRIPTION: Final = "Show the skills available here and any problems with them"
-
-_SESSION_OPENERS: Final = ("session/new", "session/load", "session/resume")
 
 _MAX_PROBLEMS_SHOWN: Final = 20
 _DESCRIPTION_SHOWN: Final = 120
@@ -51,22 +48,20 @@ _clean = terminal_safe
 
 
 class CommandsAnnouncer:
-    """Keeps each session's slash commands current in its editor (contract §9), sending a list
-    only when it differs from the one the session was last sent, plus one resend: a list that
-    went out before the session's first prompt turn is sent again as that turn begins, since
-    editors drop updates that arrive right after the opening response. Nothing is sent before
-    that response has gone out (an editor drops updates for a session it does not know)."""
+    """Keeps each session's slash commands current in its editor (contract §9): a list goes out
+    only when it differs from the one last sent, never before the session's opening response
+    (an editor drops updates for a session it does not know), and once more as the first turn
+    begins when it went out before (editors drop updates right after that response)."""
 
     def __init__(self, gate: TrustGate, sessions: SessionTable, link: ClientLink) -> None:
         self._gate, self._sessions, self._link = gate, sessions, link
-        # Ids of session openers not answered yet -> the session a load or resume names.
-        self._awaiting: dict[str | int, str | None] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
+        self._registry_changed = False
 
     async def begin_turn(self, session_id: str, live: LiveSession, snapshot: SkillSnapshot) -> None:
-        """A prompt turn of ``live`` begins with ``snapshot``: the first turn's resend is due
-        now, and a trust answer may have changed the commands."""
+        """A turn of ``live`` begins with ``snapshot``: the first turn's resend is due now, and
+        a trust answer may have changed the commands."""
         state = live.commands
         resend, state.resend_due, state.turned = state.resend_due, False, True
         await self._refresh(session_id, live, snapshot, resend=resend)
@@ -79,16 +74,13 @@ class CommandsAnnouncer:
         *,
         resend: bool = False,
     ) -> None:
-        """Send the session's commands (of what it offers now, unless ``snapshot`` is given) if
-        they differ from what it was last sent, or if ``resend``."""
+        state = live.commands
+        # A running turn means the editor has the session; the follower announces it otherwise.
+        if not state.answered and live.turn is None:
+            return
         if snapshot is None:
             options = live.session.context.lookup_options
             snapshot = (await self._gate.view(options, live.trust)).offered
-        state = live.commands
-        # A running turn means the editor has the session; its opening response's observer
-        # announces it otherwise.
-        if not state.answered and live.turn is None:
-            return
         commands = [*available_commands(invocable(snapshot.skills)), *builtin_commands()]
         key = tuple(
             (c.name, c.description, c.input.root.hint if c.input is not None else "")
@@ -99,68 +91,46 @@ class CommandsAnnouncer:
         # Set before the send awaits: a refresh resuming meanwhile sees this list as sent.
         state.sent = key
         state.resend_due = not state.turned and live.turn is None
-        await self._link.send(session_id, commands_update(commands))
-
-    def observe(self, event: StreamEvent) -> Awaitable[None] | None:
-        # The SDK calls observers after writing a frame, and runs the returned coroutine as a
-        # task of the connection (cancelled if the connection closes first).
-        message = event.message
-        request_id = message.get("id")
-        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
-            return None
-        if event.direction is StreamDirection.INCOMING:
-            if message.get("method") in _SESSION_OPENERS:
-                named = field(message.get("params"), "sessionId")
-                self._awaiting[request_id] = named if isinstance(named, str) else None
-            return None
-        if "method" in message or request_id not in self._awaiting:
-            return None
-        session_id: object = self._awaiting.pop(request_id)
-        if session_id is None:
-            session_id = field(message.get("result"), "sessionId")
-        if "error" in message or not isinstance(session_id, str):
-            return None
-        if (live := self._sessions.peek(session_id)) is not None:
-            live.commands.answered = True  # now, before any other refresh can resume
-        return self._announce(session_id)
-
-    async def _announce(self, session_id: str) -> None:
-        if (live := self._sessions.peek(session_id)) is None:
-            return
-        try:
-            await self._refresh(session_id, live)
-        except ConnectionError:
-            # The client left meanwhile: the SDK's close() would re-raise this from the
-            # connection's task and turn a clean exit into a failed one. Nobody is left to tell.
-            _log.debug(
-                "skills_commands_not_sent", session_id=session_id, reason="connection closed"
-            )
+        update = AvailableCommandsUpdate(
+            session_update="available_commands_update", available_commands=commands
+        )
+        await self._link.send(session_id, update)
 
     def on_registry_change(self) -> None:
         # May run on any thread: it only wakes `follow`.
+        self._registry_changed = True
         loop, changed = self._loop, self._changed
         if loop is None or changed is None or loop.is_closed():
             return  # not following: each session notices at its next turn
         loop.call_soon_threadsafe(changed.set)
 
     async def follow(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
-        # Started with `group.start`: a change made once that returns is not missed.
+        """Announce each session whose opening response went out (`ClientLink.answered`), and
+        every live session's commands after a registry change. Started with `group.start`."""
         self._loop, changed = asyncio.get_running_loop(), asyncio.Event()
-        self._changed = changed
+        self._changed, self._link.wake = changed, changed.set
         task_status.started()
         try:
             while True:
                 await changed.wait()
                 # Cleared first: a change during the refresh makes one more round, a burst one.
                 changed.clear()
+                answered, self._link.answered = set(self._link.answered), []
+                every, self._registry_changed = self._registry_changed, False
                 for session_id, live in self._sessions.running():
+                    if session_id in answered:
+                        live.commands.answered = True
+                    elif not every:
+                        continue
                     try:
                         await self._refresh(session_id, live)
+                    except ConnectionError:  # the client left meanwhile: nobody is left to tell
+                        _log.debug("skills_commands_not_sent", session_id=session_id)
                     except Exception as error:
                         event = "skills_commands_refresh_failed"
                         _log.warning(event, session_id=session_id, error=repr(error))
         finally:
-            self._loop = self._changed = None
+            self._loop = self._changed = self._link.wake = None
 
 
 def builtin_commands() -> list[AvailableCommand]:

@@ -1,10 +1,5 @@
-"""Asking for trust (contract §13): a session instance's answers, and its one question, put
-through ``session/request_permission``.
-
-What a session offers is `acp_skills.trust.view`'s answer, which `TrustGate.view` computes
-from the registry, the stored decisions and the instance's answers; a turn computes it once
-and hands it down (docs/trust.md).
-"""
+"""Asking for trust (contract §13, docs/trust.md): a session instance's answers, the view
+computed from them (`acp_skills.trust.session_view`), and its one question."""
 
 from __future__ import annotations
 
@@ -62,12 +57,31 @@ class TrustGate:
     ) -> SessionView:
         """What a session looking up with ``options`` offers now, with ``answers`` (a session
         instance's, kept as its last view) or none (a lookup by ``cwd``)."""
-        if answers is None:
-            return await session_view(self.registry, options, self.mode, self.store)
+        answers = answers or SessionTrust()
         answers.view = await session_view(
             self.registry, options, self.mode, self.store, answers.grants, answers.view
         )
         return answers.view
+
+    async def turn_view(
+        self,
+        link: ClientLink,
+        session_id: str,
+        options: SkillLookupOptions,
+        answers: SessionTrust,
+        *,
+        may_ask: bool,
+    ) -> SessionView:
+        """A turn's view, taken once and handed down. The first turn of an instance puts its
+        one question (``may_ask``: its prefix is not composed yet) before the view is final."""
+        view = await self.view(options, answers)
+        if answers.asked or self.mode == "all":
+            return view
+        answers.asked = True  # once per instance, before its prefix is composed
+        asking = may_ask and self.mode == "ask" and bool(view.pending)
+        if asking and await ask(link, session_id, answers, view.pending, self.store):
+            view = await self.view(options, answers)  # what the answer admitted
+        return view
 
 
 async def ask(

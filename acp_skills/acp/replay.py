@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+from acp.schema import UserMessageChunk
 from pydantic import ValidationError
 
 from ..quiet_log import get_logger
 from ..session import PrefixedSession
 from ..tool import ToolResult
 from . import wire
-from .turn import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
+from .sessions import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
 
 _log = get_logger(__name__)
 
@@ -43,7 +44,8 @@ async def _replay_message(
     if role == "user":
         shown = message.get(DISPLAY_KEY, content)
         if isinstance(shown, str):
-            updates.append(wire.user_text(shown))
+            chunk = wire.text_block(shown)
+            updates.append(UserMessageChunk(session_update="user_message_chunk", content=chunk))
         if isinstance(content, str):
             for call_id, name, result in _invoked_calls(message, content):
                 updates.append(wire.skill_tool_call_start(call_id, {"name": name}))

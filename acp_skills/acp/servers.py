@@ -1,12 +1,6 @@
-"""A session's MCP servers: the ``mcpServers`` of ``session/new``, ``load`` and ``resume`` made
-`McpServer` values (contract §14), each connected in the background as the session opens, and
-which live sessions use each one, so that a stdio server no live session names any more is
-closed.
-
-An agent with an MCP client loaded `acp_skills.mcp` and the MCP SDK as it started (its
-`McpSkillProvider`); one without (no ``mcp`` extra) serves sessions as before, and warns
-that it ignores their servers.
-"""
+"""A session's MCP servers (contract §14): a request's ``mcpServers`` as `McpServer` values,
+each connected in the background as its session opens and closed when no live session names it
+any more; an agent without an MCP client warns that it ignores them. Their reports."""
 
 from __future__ import annotations
 
@@ -40,10 +34,8 @@ class ServerCloser(Protocol):
 
 
 class SessionServers:
-    """Each live session's servers, counted per server; ``provider`` (an `McpSkillProvider`,
-    or ``None`` when the agent has no MCP client) starts connecting to a server as a session
-    names it, in the background (so the session's first prompt waits only for what is not
-    ready yet), and closes it when its count drops to 0 (in ``tasks`` when set)."""
+    """Each live session's servers, counted per server; ``provider`` (``None`` without an MCP
+    client) connects to one as a session names it, and closes it when its count drops to 0."""
 
     def __init__(self, provider: ServerCloser | None) -> None:
         self.provider = provider

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import anyio
@@ -28,6 +28,12 @@ CLOSE_WAIT_SECONDS = 5.0
 
 CommandsKey = tuple[tuple[str, str, str], ...]
 
+# Recorded keys replayed on `session/load`: what the person typed; whether a tool failed; the
+# `/name` skills, each {"id", "name", "is_error", "start", "end"}, content[start:end] its text.
+DISPLAY_KEY = "_display"
+ERROR_KEY = "_is_error"
+INVOKED_KEY = "_invoked"
+
 
 @dataclass(slots=True)
 class CommandsState:
@@ -49,6 +55,7 @@ class LiveSession:
     catalog: CatalogFit | None = None  # what the budget did to the catalog being composed
     described: bool = False  # the store has this instance's summary (`session/list`)
     describe_failed: bool = False  # writing it failed (said once)
+    first_prompt: str | None = None  # the record's first prompt as typed, its title
 
     @property
     def catalog_fit(self) -> CatalogFit | None:
@@ -111,22 +118,15 @@ class SessionTable:
         try:
             record = await self._store.open(session_id)
             # A live instance being replaced (`session/load`) hands over what it has not saved.
-            previous = self._live.get(session_id)
-            predecessor = previous.session if previous is not None else None
-            session = await PrefixedSession.open(
-                self._prefix, context, record, replacing=predecessor
-            )
+            replaced = live.session if (live := self._live.get(session_id)) else None
+            session = await PrefixedSession.open(self._prefix, context, record, replacing=replaced)
         except OSError as error:
             problem = describe_os_error(error)
             _log.warning("session_record_unreadable", session_id=session_id, error=problem)
             reason = f"the session record cannot be read: {problem}"
             raise RequestError.internal_error({"sessionId": session_id, "reason": reason}) from None
         self._released.pop(session_id, None)
-        live = self._live[session_id] = LiveSession(session=session)
-        self._live.move_to_end(session_id)
-        await self.servers.bind(session_id, servers)
-        await self._release_idle()
-        return live
+        return await self._install(LiveSession(session=session))
 
     async def get(self, session_id: object) -> LiveSession:
         """The instance, reopened if it was released (-32602 for an unknown id)."""
@@ -144,23 +144,23 @@ class SessionTable:
             # Opened or reopened by someone else while we read the record: theirs stands.
             return await self.get(session_id)
         del self._released[session_id]
-        live = LiveSession(
-            session=session,
-            commands=released.commands,
-            trust=released.trust,
-            catalog=released.catalog_fit,
-            described=released.described,
-        )
-        self._live[session_id] = live
-        await self.servers.bind(session_id, released.context.servers)
+        live = LiveSession(session=session, commands=released.commands, trust=released.trust)
+        live.catalog, live.described = released.catalog_fit, released.described
+        return await self._install(live)
+
+    async def _install(self, live: LiveSession) -> LiveSession:
+        context = live.session.context
+        live.first_prompt = _first_prompt(live.session.history)
+        self._live[context.session_id] = live
+        self._live.move_to_end(context.session_id)
+        await self.servers.bind(context.session_id, context.servers)
         await self._release_idle()
         return live
 
-    async def describe(self, live: LiveSession, prompt_text: str) -> None:
+    async def describe(self, live: LiveSession) -> None:
         """Tell a store that lists its sessions what a listing shows of ``live``, once per
-        instance, after its first recorded prompt (``prompt_text``, the session's first
-        prompt, gives it its title). Never fails the turn: a summary not written is tried
-        again at the next one."""
+        instance, after a recorded prompt (its first, its title). Never fails the turn: a
+        summary not written is tried again at the next one."""
         store, session = self._store, live.session
         if live.described or session.save_error is not None:
             return  # a record not written yet would list nothing
@@ -171,7 +171,7 @@ class SessionTable:
             session_id=context.session_id,
             cwd=context.cwd,
             additional_directories=context.additional_directories,
-            title=session_title(prompt_text),
+            title=session_title(live.first_prompt or ""),
         )
         try:
             await store.describe_session(description)
@@ -258,6 +258,16 @@ async def _flush(session_id: str, live: LiveSession) -> None:
             missing=live.session.unsaved,
             error=describe_os_error(error),
         )
+
+
+def _first_prompt(history: Iterable[Mapping[str, object]]) -> str | None:
+    # A session's title is its first recorded prompt as the person typed it (also for a record
+    # older than session summaries, or one whose summary could not be written until now).
+    for message in history:
+        if message.get("role") == "user":
+            shown = message.get(DISPLAY_KEY, message.get("content"))
+            return shown if isinstance(shown, str) else ""
+    return None
 
 
 def describe_os_error(error: OSError) -> str:

@@ -11,7 +11,15 @@ import anyio
 from acp import RequestError
 from acp.connection import StreamEvent
 from acp.core import AgentSideConnection
-from acp.schema import ListSessionsResponse, SessionCapabilities
+from acp.schema import (
+    ListSessionsResponse,
+    SessionAdditionalDirectoriesCapabilities,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+)
 
 from ..catalog import CatalogFit, SkillCatalogContributor, check_catalog_budget
 from ..local import LocalSkillProvider
@@ -21,16 +29,16 @@ from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
 from ..report import diagnostic_json
 from ..session import PrefixedSession
+from ..session_index import InvalidCursor, ListedSessionStore
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from ..trust import TrustMode, TrustStore, trust_mode
 from .calls import AgentToolRunner
 from .commands import CommandsAnnouncer
 from .consent import TrustGate
-from .listing import listed_sessions, session_capabilities
 from .replay import replay
 from .servers import ServerCloser, SessionServers, servers_json, shadowed_json
-from .sessions import SessionTable, flush_all
+from .sessions import SessionTable, describe_os_error, flush_all
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import PromptTurn, TurnKit, open_turn
@@ -42,11 +50,7 @@ FOLLOWER_TASK_NAME = "acp-skills registry follower"
 
 
 class SessionOpening(TypedDict, total=False):
-    """What opening a session instance takes besides its id and ``cwd`` (``session/new``,
-    ``load`` and ``resume`` alike): ``tool_names``, the tools its model can call (default: the
-    ``skill`` tool alone); ``mcp_servers``, the request's ``mcpServers``;
-    ``additional_directories``, its ``additionalDirectories`` (each one's project adds its
-    project skills, gated by that project's own trust decision)."""
+    """What opening a session instance takes besides its id and ``cwd`` (docs/integration.md)."""
 
     tool_names: Iterable[str] | None
     mcp_servers: Sequence[object] | None
@@ -86,8 +90,6 @@ class AcpSkills:
             self._own_provider = LocalSkillProvider()
             registry.register_provider(self._own_provider)
         self.registry = registry
-        # What sessions see is the registry filtered by trust: each turn computes its session's
-        # view once (`TrustGate.view`) and hands it to the catalog, the tool and the commands.
         gate = TrustGate(registry, mode, trust_store or TrustStore())
         self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
@@ -106,17 +108,9 @@ class AcpSkills:
         self.prefix.add(catalog)
         self._link = link = ClientLink()
         self._announcer = announcer = CommandsAnnouncer(gate, self._sessions, link)
-        self._kit = TurnKit(
-            self._sessions,
-            self.tool,
-            link,
-            announcer,
-            max_requests,
-            expand_arguments,
-            gate,
-            catalog,
-        )
-        self._unsubscribe = registry.on_change(self._announcer.on_registry_change)
+        kit = (self._sessions, self.tool, link, announcer, max_requests, expand_arguments)
+        self._kit = TurnKit(*kit, gate, catalog)
+        self._unsubscribe = registry.on_change(announcer.on_registry_change)
         self._group: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> AcpSkills:
@@ -152,9 +146,8 @@ class AcpSkills:
         if transport is None:
             transport = GuardedTransport(*await open_stdio())
         async with self:
-            # Only the handlers it supports (the SDK answers others): not a full `acp.Agent`.
             # The 0.12 SDK routes `session/resume` and `session/close` only with its unstable
-            # protocol on (1.x routes them anyway); a method the agent lacks stays unrouted.
+            # protocol on (1.x routes them anyway).
             connection = AgentSideConnection(
                 cast(Any, agent),
                 transport,
@@ -175,8 +168,8 @@ class AcpSkills:
 
     @property
     def observe(self) -> Callable[[StreamEvent], Awaitable[None] | None]:
-        """The SDK stream observer sending a session's commands after its opening response."""
-        return self._announcer.observe
+        """The SDK stream observer: a session's commands follow its opening response."""
+        return self._link.observe
 
     def initialize(self, client_capabilities: object) -> dict[str, Any]:
         """Note what the client can do; return the ``agentCapabilities._meta`` entries to add."""
@@ -191,8 +184,7 @@ class AcpSkills:
 
     @property
     def session_capabilities(self) -> SessionCapabilities:
-        """``agentCapabilities.sessionCapabilities`` for what this object serves: ``list`` (when
-        its store lists sessions), ``resume``, ``close`` and ``additionalDirectories``."""
+        """``agentCapabilities.sessionCapabilities`` for what this object serves."""
         return session_capabilities(self.store)
 
     @property
@@ -229,26 +221,22 @@ class AcpSkills:
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
     ) -> PrefixedSession:
         """Start a new instance of a stored session for ``session/resume``, without replaying
-        it; a turn still running on the old one is cancelled and waited for (-32602 for an
-        unknown id)."""
+        it; a turn still running on the old one is cancelled and waited for."""
         check_cwd(cwd)
         await self._require_known(session_id)
         await self._sessions.end_turn(session_id)
         return await self.open_session(session_id, cwd, **opening)
 
     async def close_session(self, session_id: str) -> None:
-        """``session/close``: cancel the session's turn, release its instance and the MCP
-        servers only it used; its record stays, for load and resume (-32602 for an unknown
-        id). A later prompt for it is -32602 until it is opened again."""
+        """``session/close``: end the session's turn and instance and the MCP servers only it
+        used; its record stays (-32602 for an unknown id)."""
         if not await self._sessions.close(session_id):
             await self._require_known(session_id)  # stored, not open here: nothing to release
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None
     ) -> ListSessionsResponse:
-        """``session/list``: the recorded sessions, newest first, at most 50 a page, those whose
-        ``cwd`` has the real path of ``cwd`` if given (-32602 for a relative ``cwd`` or a
-        cursor this agent did not hand out)."""
+        """``session/list``: the recorded sessions, newest first (docs/sessions.md)."""
         return await listed_sessions(self.store, cwd, cursor)
 
     async def _require_known(self, session_id: str) -> None:
@@ -305,7 +293,6 @@ class AcpSkills:
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
         view = await self._kit.gate.view(options, answers)
-        snapshot = view.found
         problems = await self.registry.diagnose(options)
         clean = remove_unsafe_characters  # the editor shows these
         return {
@@ -319,17 +306,16 @@ class AcpSkills:
                     "disableModelInvocation": skill.disable_model_invocation,
                     "trust": view.state(skill),
                 }
-                for skill in snapshot.skills
+                for skill in view.found.skills
             ],
             "problems": [diagnostic_json(problem) for problem in problems],
-            "shadowed": shadowed_json(snapshot),
+            "shadowed": shadowed_json(view.found),
             "mcpServers": servers_json(self._sessions.servers.provider, options),
         }
 
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
         live = await self._sessions.get(params.get("sessionId"))
-        session, fit = live.session, live.catalog_fit
-        header = session.last_header
+        session, fit, header = live.session, live.catalog_fit, live.session.last_header
         budget: dict[str, Any] | None = None
         if fit is not None:
             budget = {"limit": fit.limit, "used": fit.used, "shortened": fit.shortened}
@@ -351,3 +337,47 @@ def _skill_names(option: str, names: Iterable[str]) -> tuple[str, ...]:
         if not is_skill_name(name):
             raise ValueError(f"{option} holds {name!r}, which is not a skill name")
     return checked
+
+
+def session_capabilities(store: SessionStore) -> SessionCapabilities:
+    """``list`` when ``store`` lists its sessions; ``resume``, ``close`` and
+    ``additionalDirectories`` always (editors send that field only to an agent that says it
+    takes it)."""
+    listed = SessionListCapabilities() if isinstance(store, ListedSessionStore) else None
+    return SessionCapabilities(
+        list=listed,
+        resume=SessionResumeCapabilities(),
+        close=SessionCloseCapabilities(),
+        additional_directories=SessionAdditionalDirectoriesCapabilities(),
+    )
+
+
+async def listed_sessions(store: SessionStore, cwd: object, cursor: object) -> ListSessionsResponse:
+    """One page of ``store``'s sessions (none when it does not list them). Invalid params for
+    a relative ``cwd`` or a cursor no listing handed out; internal error when the store cannot
+    be listed at all."""
+    directory = check_cwd(cwd) if cwd is not None else None
+    if cursor is not None and not isinstance(cursor, str):
+        raise RequestError.invalid_params({"cursor": cursor, "reason": "cursor must be a string"})
+    if not isinstance(store, ListedSessionStore):
+        return ListSessionsResponse(sessions=[])
+    try:
+        page = await store.list_sessions(cwd=directory, cursor=cursor)
+    except InvalidCursor as error:
+        raise RequestError.invalid_params({"cursor": cursor, "reason": str(error)}) from None
+    except OSError as error:
+        reason = f"the session records cannot be listed: {describe_os_error(error)}"
+        raise RequestError.internal_error({"reason": reason}) from None
+    return ListSessionsResponse(
+        sessions=[
+            SessionInfo(
+                session_id=summary.session_id,
+                cwd=summary.cwd,
+                title=summary.title,
+                updated_at=summary.updated_at_text,
+                additional_directories=list(summary.additional_directories) or None,
+            )
+            for summary in page.sessions
+        ],
+        next_cursor=page.next_cursor,
+    )

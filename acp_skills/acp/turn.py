@@ -13,7 +13,7 @@ import anyio
 from acp import RequestError
 from acp.schema import PromptResponse
 
-from ..catalog import SkillCatalogContributor
+from ..catalog import CatalogFit, SkillCatalogContributor
 from ..diagnostics import Diagnostic
 from ..model import PrefixMessage
 from ..quiet_log import get_logger
@@ -23,17 +23,18 @@ from ..trust import SessionView
 from ..trust_text import command_note, trust_error, waiting_note, withheld_parts
 from . import commands, consent, servers, wire
 from .calls import AgentToolRunner, ToolCall, call_runner, settle
-from .sessions import LiveSession, SessionTable, describe_os_error
+from .sessions import (
+    DISPLAY_KEY,
+    ERROR_KEY,
+    INVOKED_KEY,
+    LiveSession,
+    SessionTable,
+    describe_os_error,
+)
 
 _log = get_logger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-
-# Recorded keys replayed on `session/load`: what the person typed; whether a tool failed; the
-# `/name` skills, each {"id", "name", "is_error", "start", "end"}, content[start:end] its text.
-DISPLAY_KEY = "_display"
-ERROR_KEY = "_is_error"
-INVOKED_KEY = "_invoked"
 
 # The final reports of a cancelled turn are shielded: a client not reading must not hold it.
 _CANCEL_REPORT_SECONDS = 5.0
@@ -72,7 +73,8 @@ class TurnKit:
 
 class PromptTurn:
     """One prompt turn, made by `AcpSkills.turn` only: ``tools`` to offer the model (``skill``
-    first), ``invoked`` the skills the person invoked as ``/name``."""
+    first), ``invoked`` the skills the person invoked as ``/name``. What the turn adds to the
+    history is recorded with its next request, or as it ends: a reply with its tool results."""
 
     def __init__(
         self,
@@ -92,12 +94,13 @@ class PromptTurn:
         self._options = context.lookup_options
         self._system, self._config = system, config
         self._run_tool = None if run_tool is None else call_runner(run_tool)
-        self.tools = [kit.tool_spec(searchable=False), *(dict(t) for t in tools)]
+        self.tools = [dict(t) for t in tools]  # the `skill` tool goes first as the turn begins
         self._searchable = False  # the catalog left skills out: the tool takes `query` too
         self.invoked: tuple[InvokedSkill, ...] = ()
         self._stop_reason: StopReason | None = None
         self._requests, self._replied, self._streamed = 0, True, False
         self._view: SessionView | None = None  # taken once, as the turn begins
+        self._unrecorded: list[dict[str, Any]] = []  # added to the history, not recorded yet
 
     @property
     def prefix(self) -> tuple[PrefixMessage, ...]:
@@ -112,9 +115,8 @@ class PromptTurn:
     @property
     def trust_note(self) -> str | None:
         """For the person: how many skills this session withholds while they wait for trust,
-        from where, and how to admit them (``None`` when none wait). It holds no text of a
-        withheld skill. By the time a turn runs the session's one question has been put (it
-        asks no more), and the note says so."""
+        from where, and how to admit them (``None`` when none wait); never a withheld skill's
+        text. By the time a turn runs, the session's one question has been put."""
         return waiting_note(self._view.pending) if self._view is not None else None
 
     @property
@@ -142,16 +144,18 @@ class PromptTurn:
                 raise RuntimeError("each request of a turn must be answered with add_reply()")
 
     async def request_messages(self) -> list[dict[str, Any]]:
-        """Record this request's header; return its messages (prefix, then history)."""
-        await self._compose(asking=False)  # composed as the turn began, unless cancelled then
-        await self._session.record_request(
-            config=self._config, system=self._system, tools=self.tools
-        )
+        """Record what the turn added and this request's header; return the request's
+        messages (prefix, then history)."""
+        kit, live = self._kit, self._live
+        # Taken as the turn began, unless it was cancelled then.
+        view = self._view or await kit.gate.view(self._options, live.trust)
+        request = {"config": self._config, "system": self._system, "tools": self.tools}
+        unrecorded, self._unrecorded = self._unrecorded, []
+        messages = await self._session.advance(unrecorded, request, view.offered)
         self._requests, self._replied, self._streamed = self._requests + 1, False, False
-        return [
-            {key: value for key, value in message.items() if not key.startswith("_")}
-            for message in self._session.request_messages()
-        ]
+        if unrecorded and not live.described:
+            await kit.sessions.describe(live)
+        return [{k: v for k, v in m.items() if not k.startswith("_")} for m in messages]
 
     async def show_text(self, text: str) -> None:
         """Stream a piece of the model's reply to the editor (`add_reply` then shows no text)."""
@@ -162,7 +166,7 @@ class PromptTurn:
     async def add_reply(
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
     ) -> None:
-        """Show and record the model's reply, then run its tool calls (none: the turn is over)."""
+        """Show the model's reply, run its tool calls (none: the turn is over), record both."""
         if not isinstance(message, Mapping):
             raise TypeError(f"a reply must be a message object, got {message!r}")
         self._replied = True
@@ -170,9 +174,8 @@ class PromptTurn:
         if isinstance(text, str) and text and not self._streamed:
             await self._link.send(self._session_id, wire.agent_text(text))
         # Arguments over a bound are recorded as a note, so no later load can fail on them.
-        bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
-        # The tool calls are run from the recorded reply: the record made its text well-formed.
-        reply = (await self._session.append_history(bounded)).message
+        reply, refused = wire.bound_tool_calls({"role": "assistant", **message})
+        self._unrecorded.append(reply)
         listed = enumerate(wire.sequence(reply.get("tool_calls")))
         calls = {index: call for index, call in listed if isinstance(call, Mapping)}
         answered: set[str] = set()
@@ -186,15 +189,16 @@ class PromptTurn:
                 answered.add(call_id)
         except anyio.get_cancelled_exc_class():
             # Every tool call gets a result, so the next turn's request is well formed.
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
-                for call_id in (str(call.get("id", "")) for call in calls.values()):
-                    if call_id not in answered:
-                        await self._record_result(call_id, _CANCELLED)
+            for call_id in (str(call.get("id", "")) for call in calls.values()):
+                if call_id not in answered:
+                    self._add_result(call_id, _CANCELLED)
             raise
         if stop_reason is not None:
             self._stop_reason = stop_reason
         elif not calls:
             self._stop_reason = "end_turn"
+        if self._stop_reason is not None:
+            await self._record_unrecorded()
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
         """Run one tool call (``arguments``: JSON text or decoded), report it, record the result."""
@@ -231,13 +235,13 @@ class PromptTurn:
                     self._session_id, wire.tool_call_finished(call_id, _CANCELLED)
                 )
             raise
-        await self._record_result(call_id, result)
+        self._add_result(call_id, result)
         return result
 
     async def _run(self, call_id: str, name: str, arguments: object) -> object:
         kit = self._kit
         if name == kit.tool.name:
-            view = await self._taken_view()
+            view = self._view or await kit.gate.view(self._options, self._live.trust)
             # A withheld skill has its own error by exact name, never "unknown".
             wanted = arguments.get("name") if isinstance(arguments, Mapping) else None
             withheld = view.withheld.get(wanted) if isinstance(wanted, str) else None
@@ -256,55 +260,43 @@ class PromptTurn:
             return ToolResult(text=f'Error: there is no tool called "{name[:100]}"', is_error=True)
         return await self._run_tool(ToolCall(call_id, name, arguments))
 
-    async def _record_result(self, call_id: str, result: ToolResult) -> None:
+    def _add_result(self, call_id: str, result: ToolResult) -> None:
         message = {"role": "tool", "tool_call_id": call_id, "content": result.text}
-        await self._session.append_history(message | {ERROR_KEY: result.is_error})
+        self._unrecorded.append(message | {ERROR_KEY: result.is_error})
 
-    async def _taken_view(self, *, asking: bool = True) -> SessionView:
-        # The session's view, taken once a turn and handed to the catalog, the tool and the
-        # commands; the first turn of an instance puts its trust question first.
-        if self._view is not None:
-            return self._view
-        kit, answers = self._kit, self._live.trust
-        view = await kit.gate.view(self._options, answers)
-        if asking and not answers.asked and kit.gate.mode != "all":
-            answers.asked = True  # once per instance, before its prefix is composed
-            asking = kit.gate.mode == "ask" and bool(view.pending) and not self._session.composed
-            if asking and await consent.ask(
-                kit.link, self._session_id, answers, view.pending, kit.gate.store
-            ):
-                view = await kit.gate.view(self._options, answers)  # what the answer admitted
-        self._view = view
-        return view
-
-    async def _compose(self, *, asking: bool = True) -> None:
-        # Once per instance: the catalog of what the session offers, and its fit, a value kept
-        # with the frozen prefix.
-        if self._session.composed:
-            return
-        view = await self._taken_view(asking=asking)
-        context = replace(self._context, skills=view.offered)
-        self._live.catalog = await self._kit.catalog.fit(context)
-        await self._session.prefix(view.offered)
+    async def _record_unrecorded(self, *, shielded: bool = False) -> None:
+        unrecorded, self._unrecorded = self._unrecorded, []
+        if unrecorded and not shielded:
+            await self._session.advance(unrecorded)
+        elif unrecorded:  # as a cancelled turn ends, bounded like its last reports
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
+                await self._session.advance(unrecorded)
 
     async def _begin(self, prompt: Sequence[object]) -> None:
-        await self._compose()
-        view = await self._taken_view()
+        kit, live, session = self._kit, self._live, self._session
+        # The session's view, taken once a turn and handed to the catalog, the tool and the
+        # commands; an instance's first turn puts its trust question first.
+        view = self._view = await kit.gate.turn_view(
+            kit.link, self._session_id, self._options, live.trust, may_ask=not session.composed
+        )
+        if not session.composed:  # the catalog's fit: a value kept with the frozen prefix
+            live.catalog = await kit.catalog.fit(replace(self._context, skills=view.offered))
+        fit = live.catalog
+        self._searchable = fit is not None and bool(fit.omitted)
+        self.tools.insert(0, kit.tool_spec(searchable=self._searchable))
         # After the trust question: an answer that admits skills may have changed the commands.
-        await self._kit.announcer.begin_turn(self._session_id, self._live, view.offered)
+        await kit.announcer.begin_turn(self._session_id, live, view.offered)
         typed = wire.prompt_text(prompt)
-        if (answer := await self._answer_without_model(typed, view)) is not None:
-            # Nothing reaches the model or the record: the prefix waits for a turn that does.
-            self._session.discard_unused_prefix()
+        if (answer := await self._answer_without_model(typed, view, fit)) is not None:
+            # Nothing reaches the model or the record.
             await self._link.send(self._session_id, wire.agent_text(answer))
             self.stop("end_turn")
             return
-        self.invoked = await self._record_prompt(typed, prompt, view)
-        fit = self._live.catalog_fit
-        self._searchable = fit is not None and bool(fit.omitted)
-        self.tools[0] = self._kit.tool_spec(searchable=self._searchable)
+        self.invoked = await self._add_prompt(typed, prompt, view)
 
-    async def _answer_without_model(self, typed: str, view: SessionView) -> str | None:
+    async def _answer_without_model(
+        self, typed: str, view: SessionView, fit: CatalogFit | None
+    ) -> str | None:
         cwd, word, offered = self._cwd, commands.leading_slash_word(typed), view.offered
         if word is None or any(s.name == word for s in commands.invocable(offered.skills)):
             return None  # for the model (a skill invocation is expanded for it)
@@ -317,7 +309,7 @@ class PromptTurn:
                 problems = await self._kit.gate.registry.diagnose(self._options)
             except Exception as error:
                 _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
-            fit, parts = self._live.catalog_fit, withheld_parts(view.withheld.values(), Markdown())
+            parts = withheld_parts(view.withheld.values(), Markdown())
             report = commands.skills_report(cwd, offered, problems, fit, parts)
             options, mcp = self._options, self._kit.sessions.servers.provider
             extra = servers.servers_report(mcp, options, offered)
@@ -327,11 +319,12 @@ class PromptTurn:
             return None
         return commands.no_such_command(word, offered)
 
-    async def _record_prompt(
+    async def _add_prompt(
         self, typed: str, prompt: Sequence[object], view: SessionView
     ) -> tuple[InvokedSkill, ...]:
         content = "\n\n".join(part for part in (typed, *wire.prompt_context(prompt)) if part)
         names = [skill.name for skill in commands.invocable(view.offered.skills)]
+        withheld = commands.invocable([w.skill for w in view.withheld.values()])
         invoked: list[InvokedSkill] = []
         # Where each skill's text sits in the content: `session/load` replays the calls from it.
         calls: list[dict[str, Any]] = []
@@ -358,28 +351,18 @@ class PromptTurn:
             entry = {"id": call_id, "name": name, "is_error": result.is_error, "start": start}
             calls.append(entry | {"end": len(content)})
         # A note for each withheld skill `/NAME` would have run, unless a skill of that name did.
-        withheld = commands.invocable(w.skill for w in view.withheld.values())
         unrun = {skill.name for skill in withheld} - {skill.name for skill in invoked}
         for name in wire.find_invocations(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
             note = command_note(name, view.withheld[name])
             await self._link.send(self._session_id, wire.agent_text(note + "\n\n"))
+        if self._live.first_prompt is None:
+            self._live.first_prompt = typed  # a new session's title
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
         if calls:
             message[INVOKED_KEY] = calls
-        await self._session.append_history(message)
-        await self._kit.sessions.describe(self._live, _first_prompt(self._session.history))
+        self._unrecorded.append(message)
         return tuple(invoked)
-
-
-def _first_prompt(history: Sequence[Mapping[str, object]]) -> str:
-    # A session's title is its first recorded prompt as the person typed it (also for a record
-    # older than session summaries, or one whose summary could not be written until now).
-    for message in history:
-        if message.get("role") == "user":
-            shown = message.get(DISPLAY_KEY, message.get("content"))
-            return shown if isinstance(shown, str) else ""
-    return ""
 
 
 def _raised(name: str, error: Exception) -> ToolResult:
@@ -423,6 +406,7 @@ async def open_turn(
         if not began:
             # Cancelled while the turn began: the block still runs, with nothing to do.
             yield turn
+        await turn._record_unrecorded(shielded=True)  # a cancelled call's result, say
         if session.save_error is not None:
             # The reply is out; the person also needs to know it will not survive a restart.
             notice = (
@@ -433,5 +417,6 @@ async def open_turn(
             )
             await kit.link.send(session_id, wire.agent_text(notice))
     finally:
+        await turn._record_unrecorded(shielded=True)  # a block that raised: what it added
         live.turn = None
         live.turn_ended.set()

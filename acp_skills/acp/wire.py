@@ -1,14 +1,7 @@
-"""What skills put on the ACP wire: update builders, prompt text, ``cwd`` checks, `ClientLink`,
-and the bounds on a model's tool-call arguments.
-
-Every update is built from the SDK's ``acp.schema`` models with its discriminator
-(``sessionUpdate``, a content block's ``type``) passed explicitly: the SDK's 1.x line dropped
-``acp.helpers`` and gave discriminators defaults, 0.12.x requires them, and built this way the
-frames are the same JSON on both (``tests/test_sdk_lines.py``).
-
-A call over a bound is not run: its recorded arguments become a short note, and its result is an
-error, so neither the turn nor any later `session/load` can fail on what the model sent.
-"""
+"""What goes on the ACP wire: update builders (from ``acp.schema`` models, discriminators
+explicit, so the same JSON on SDK 0.12.x and 1.x: ``tests/test_sdk_lines.py``), prompt text,
+``cwd`` checks, `ClientLink`, and the bounds on a model's tool-call arguments (a call over them
+is not run; its recorded arguments become a note). Calls nothing else of the library."""
 
 from __future__ import annotations
 
@@ -21,6 +14,7 @@ from typing import Any, Final, Protocol, TypeGuard
 
 from acp import RequestError
 from acp import schema as acp_schema
+from acp.connection import StreamDirection, StreamEvent
 
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..model import SkillSummary
@@ -30,7 +24,6 @@ from ..text import (
     replace_lone_surrogates_in_json,
     shorten_description,
 )
-from ..tool import ToolResult
 
 COMMAND_DESCRIPTION_MAX = 200  # in the editor's command menu
 _TITLE_QUERY_MAX = 80  # a search's words in a tool call's title
@@ -38,6 +31,7 @@ _TITLE_QUERY_MAX = 80  # a search's words in a tool call's title
 MAX_ARGUMENTS_CHARS: Final = 1024 * 1024
 
 _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
+_SESSION_OPENERS: Final = ("session/new", "session/load", "session/resume")
 
 
 class AcpClient(Protocol):
@@ -46,10 +40,25 @@ class AcpClient(Protocol):
     async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any: ...
 
 
+class Outcome(Protocol):
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def is_error(self) -> bool: ...
+
+
 class ClientLink:
+    """The agent's side of the connection: what it sends the editor, and, as the SDK's stream
+    observer, the sessions whose opening response has gone out (``answered``; ``wake``, the
+    commands follower's, is called after each while it runs)."""
+
     def __init__(self) -> None:
         self.client: AcpClient | None = None
         self.reads_files = False
+        self.answered: list[str] = []
+        self.wake: Callable[[], None] | None = None
+        self._openers: dict[str | int, str | None] = {}  # request id -> the session it names
 
     async def send(self, session_id: str, update: Any) -> None:
         if self.client is not None:
@@ -75,6 +84,25 @@ class ClientLink:
 
         return read_text
 
+    def observe(self, event: StreamEvent) -> None:
+        # The SDK calls this for every frame, an outgoing one once it is written: an opening's
+        # response seen here has gone out, so commands sent after it follow it.
+        message = event.message
+        request_id = message.get("id")
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+            return
+        if event.direction is StreamDirection.INCOMING:
+            if message.get("method") in _SESSION_OPENERS:
+                named = field(message.get("params"), "sessionId")
+                self._openers[request_id] = named if isinstance(named, str) else None
+            return
+        if "method" in message or request_id not in self._openers:
+            return
+        session_id = self._openers.pop(request_id) or field(message.get("result"), "sessionId")
+        if "error" not in message and isinstance(session_id, str) and self.wake is not None:
+            self.answered.append(session_id)
+            self.wake()
+
 
 def text_block(text: str) -> acp_schema.TextContentBlock:
     """A text content block."""
@@ -85,13 +113,6 @@ def agent_text(text: str) -> acp_schema.AgentMessageChunk:
     """An ``agent_message_chunk`` update carrying ``text``."""
     return acp_schema.AgentMessageChunk(
         session_update="agent_message_chunk", content=text_block(text)
-    )
-
-
-def user_text(text: str) -> acp_schema.UserMessageChunk:
-    """A ``user_message_chunk`` update carrying ``text`` (``session/load`` replay)."""
-    return acp_schema.UserMessageChunk(
-        session_update="user_message_chunk", content=text_block(text)
     )
 
 
@@ -136,15 +157,6 @@ def tool_call_progress(
     )
 
 
-def commands_update(
-    commands: Iterable[acp_schema.AvailableCommand],
-) -> acp_schema.AvailableCommandsUpdate:
-    """An ``available_commands_update`` advertising ``commands``."""
-    return acp_schema.AvailableCommandsUpdate(
-        session_update="available_commands_update", available_commands=list(commands)
-    )
-
-
 def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.ToolCallStart:
     """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
     name, query = field(arguments, "name"), field(arguments, "query")
@@ -161,7 +173,7 @@ def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.To
 def tool_call_started(
     tool_call_id: str, tool_name: str, arguments: object, skill_tool_name: str | None = None
 ) -> acp_schema.ToolCallStart:
-    """The ``tool_call`` update of any call (`skill_tool_call_start` for ``skill_tool_name``)."""
+    """The ``tool_call`` update of any call; `skill_tool_call_start`'s for the skill tool."""
     if tool_name == skill_tool_name:
         return skill_tool_call_start(tool_call_id, arguments)
     title = remove_unsafe_characters(tool_name) or "Tool"
@@ -169,7 +181,7 @@ def tool_call_started(
     return tool_call_start(tool_call_id, title, kind="other", status="in_progress", raw_input=raw)
 
 
-def tool_call_finished(tool_call_id: str, result: ToolResult) -> acp_schema.ToolCallProgress:
+def tool_call_finished(tool_call_id: str, result: Outcome) -> acp_schema.ToolCallProgress:
     return tool_call_progress(
         tool_call_id,
         status="failed" if result.is_error else "completed",
