@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import logging
 import os
 import sys
@@ -16,22 +17,19 @@ import structlog
 from . import settings
 from .doctor import doctor
 from .new import new
-from .output import (
-    USAGE,
-    Outcome,
-    Style,
-    emit,
-)
+from .output import USAGE, Outcome, Style, emit
 from .skills import PROG, catalog, list_skills, show
 from .trust import trust
 from .validate import validate
 
-_Command = Callable[[argparse.Namespace, Style], Awaitable[Outcome]]
+_Command = Callable[[argparse.Namespace, Style], Awaitable[Outcome] | Outcome]
 
 
 async def _run(args: argparse.Namespace, style: Style) -> Outcome:
     try:
-        return await args.run(args, style)  # type: ignore[no-any-return]
+        # `new` touches a few small local files and is not worth a thread: it is not async.
+        outcome = args.run(args, style)
+        return await outcome if inspect.isawaitable(outcome) else outcome  # type: ignore[no-any-return]
     finally:
         if (mcp := getattr(args, "mcp", None)) is not None:
             await mcp.aclose()  # no server process outlives the command

@@ -1,13 +1,7 @@
-"""The settings the demo agent and ``acp-skills`` share (public, docs/cli.md), so the command
-line sees exactly the skills, the catalog and the trust the agent sees: where skills come from
-(``--skills-dir``, ``--examples``, ``--compat``, ``--mcp-server``), how the catalog is fitted
-(budget, pins, hidden skills, the description cap), the trust mode, and where the agent keeps
-its state, given as flags or as ``ACP_SKILLS_*`` variables.
-
-Editors start the agent without a shell, so nothing expands ``~`` for it: every path setting
-is expanded here. A bad variable is a `SettingError` naming the variable (never a flag the
-person did not pass); a bad flag stays argparse's usage error.
-"""
+"""The settings the demo agent and ``acp-skills`` share (public, docs/cli.md): each flag, and its
+``ACP_SKILLS_*`` variable read as the flag would be. Editors start the agent without a shell,
+so every path is ``~``-expanded here. A bad variable is a `SettingError` naming it (never a
+flag the person did not pass); a bad flag stays argparse's usage error."""
 
 from __future__ import annotations
 
@@ -54,14 +48,11 @@ __all__ = [
 ]
 
 EXAMPLE_SKILLS: Final = Path(__file__).resolve().parent / "example_skills"
-"""The example skills shipped with the package (package data): ``--examples`` offers them."""
 DEFAULT_CATALOG_BUDGET: Final = 8000
-"""The catalog budget, in characters, when neither a flag nor a variable sets one."""
+# The Agent Skills specification's maximum (the library's own default is 500).
 CATALOG_MAX_LENGTH: Final = 1024
-"""The longest a catalog description may be: the Agent Skills specification's maximum (the
-library's own default is 500; a budget still shortens descriptions when it must)."""
 COMPAT: Final = ("claude",)
-_UNLIMITED: Final = ("none", "unlimited")
+DEFAULT_MCP_TIMEOUT: Final = 10.0
 
 _T = TypeVar("_T")
 _D = TypeVar("_D")
@@ -77,8 +68,7 @@ class SettingError(ValueError):
 
 def env(name: str) -> str | None:
     """The variable's value, stripped; ``None`` when unset or blank."""
-    value = os.environ.get(name, "").strip()
-    return value or None
+    return os.environ.get(name, "").strip() or None
 
 
 def expand_path(text: str) -> str:
@@ -87,18 +77,11 @@ def expand_path(text: str) -> str:
 
 
 def default_state_dir() -> Path:
-    """``$XDG_STATE_HOME/acp-skills-demo`` (``~/.local/state/acp-skills-demo`` when unset), where
-    the demo agent keeps its session records unless told otherwise.
-
-    A relative ``XDG_STATE_HOME`` counts as unset, as the XDG specification says.
-    """
-    base = env("XDG_STATE_HOME")
-    if base is None or not os.path.isabs(expand_path(base)):
+    """``$XDG_STATE_HOME/acp-skills-demo``; a relative ``XDG_STATE_HOME`` counts as unset."""
+    base = expand_path(env("XDG_STATE_HOME") or "")
+    if not os.path.isabs(base):
         base = os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(expand_path(base)) / "acp-skills-demo"
-
-
-# -- value checkers: argparse `type`s, and the checks of variables -----------------------------
+    return Path(base) / "acp-skills-demo"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,14 +100,9 @@ class UnusableStateDir:
 
 
 def unusable_state_dir(state_dir: Path, *, create: bool = True) -> UnusableStateDir | None:
-    """Why session records cannot be kept under ``state_dir``, or ``None`` when they can: the
-    one verdict of the agent's start-up and of ``acp-skills doctor``.
-
-    Proved by doing, as permission bits alone do not tell (root, read-only mounts, ACLs): a
-    file is created in ``state_dir/sessions`` and removed. With ``create`` (the agent) that
-    directory is made first; without (doctor) nothing is made but the probe, written where the
-    agent would write or, while that does not exist yet, in its nearest existing ancestor.
-    """
+    """Why session records cannot be kept under ``state_dir``, or ``None``: the one verdict of
+    the agent's start-up and of ``doctor``. With ``create`` (the agent) ``sessions`` is made
+    first; without (doctor) only a probe is written, in its nearest existing ancestor."""
     sessions = state_dir / "sessions"
     try:
         for directory in (state_dir, sessions):
@@ -134,18 +112,23 @@ def unusable_state_dir(state_dir: Path, *, create: bool = True) -> UnusableState
             sessions.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         return UnusableStateDir(sessions, "create", error.strerror or str(error))
-    probed = sessions
-    while not probed.exists() and probed.parent != probed:
-        probed = probed.parent
+    probed = existing_ancestor(sessions)
     if (failure := cannot_write_in(probed)) is not None:
-        return UnusableStateDir(probed, "write in", failure)
+        return UnusableStateDir(Path(probed), "write in", failure)
     return None
 
 
-def cannot_write_in(directory: str | os.PathLike[str]) -> str | None:
-    """Why no file can be created in ``directory``, or ``None`` when one can. Proved by doing
-    (permission bits alone do not tell: root, read-only mounts, access lists): a probe is
-    created and removed; nothing else changes."""
+def existing_ancestor(path: str | os.PathLike[str]) -> str:
+    """``path``, or its nearest ancestor that exists."""
+    path = os.fspath(path)
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
+def cannot_write_in(directory: str) -> str | None:
+    """Why no file can be created in ``directory``, or ``None``. Proved by doing, as permission
+    bits alone do not tell (root, read-only mounts, access lists): a probe is made and removed."""
     try:
         descriptor, probe = tempfile.mkstemp(dir=directory, prefix=".write-check-")
         os.close(descriptor)
@@ -175,7 +158,7 @@ def _positive(text: str, convert: Callable[[str], _N], kind: str, bound: str) ->
 
 def catalog_budget(text: str) -> int | None:
     """A positive number of characters, or ``none`` (also ``unlimited``) for no budget."""
-    if text.strip().lower() in _UNLIMITED:
+    if text.strip().lower() in ("none", "unlimited"):
         return None
     try:
         return positive_int(text)
@@ -201,16 +184,8 @@ def from_env(variable: str, convert: Callable[[str], _T], default: _D) -> _T | _
         raise SettingError(f"{variable}: {error}") from None
 
 
-def names_from_env(variable: str) -> list[str]:
-    """Skill names separated by commas or spaces."""
-    names = [name for name in re.split(r"[,\s]+", env(variable) or "") if name]
-    for name in names:
-        if not is_skill_name(name):
-            raise SettingError(f"{variable} holds {name!r}, which is not a skill name")
-    return names
-
-
-# -- the skill settings, on both command lines ------------------------------------------------
+def _items_from_env(variable: str, separator: str) -> list[str]:
+    return [item.strip() for item in re.split(separator, env(variable) or "") if item.strip()]
 
 
 def add_skill_arguments(parser: argparse.ArgumentParser) -> None:
@@ -219,7 +194,6 @@ def add_skill_arguments(parser: argparse.ArgumentParser) -> None:
         "--skills-dir",
         action="append",
         type=expand_path,
-        default=None,
         metavar="DIR",
         help="an extra skills directory (repeatable), after the project's and before the "
         "user's. Env: ACP_SKILLS_DIRS (separated by the OS path separator).",
@@ -233,7 +207,6 @@ def add_skill_arguments(parser: argparse.ArgumentParser) -> None:
         "--compat",
         action="append",
         choices=COMPAT,
-        default=None,
         help="claude: also read Claude Code skills (<project>/.claude/skills, then "
         "~/.claude/skills, after every directory of ours) and replace $ARGUMENTS, "
         "$ARGUMENTS[N] and $N in a skill invoked as /name. Env: ACP_SKILLS_COMPAT.",
@@ -253,33 +226,26 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *flags: str) -> None:
         "then skills left out and found by the skill tool's query. "
         "Env: ACP_SKILLS_CATALOG_BUDGET.",
     )
-    parser.add_argument(
-        "--pin",
-        action="append",
-        type=skill_name,
-        default=None,
-        metavar="NAME",
-        help="a skill always listed in the catalog in full, first (repeatable). "
-        "Env: ACP_SKILLS_PIN (names separated by commas).",
-    )
-    parser.add_argument(
-        "--hide",
-        action="append",
-        type=skill_name,
-        default=None,
-        metavar="NAME",
-        help="a skill never listed in the catalog nor found by a query; it still loads by its "
-        "exact name (repeatable). Env: ACP_SKILLS_HIDE (names separated by commas).",
-    )
+    for flag, what in (
+        ("--pin", "always listed in the catalog in full, first"),
+        ("--hide", "never listed in the catalog nor found by a query (it loads by its name)"),
+    ):
+        parser.add_argument(
+            flag,
+            action="append",
+            type=skill_name,
+            metavar="NAME",
+            help=f"a skill {what} (repeatable). Env: ACP_SKILLS_{flag[2:].upper()} (names "
+            "separated by commas).",
+        )
 
 
 def resolve_skill_settings(args: argparse.Namespace, *, absolute_dirs: bool = False) -> None:
     """Fill what no flag gave from the ``ACP_SKILLS_*`` variables (flags win).
 
     ``absolute_dirs`` (the agent): a relative skills directory is refused. An editor starts the
-    agent in a project, so a relative one would be that project's directory, its skills
-    trusted as the person's own. The command line, typed by a person, resolves it against its
-    own working directory.
+    agent in a project, whose skills would then be trusted as the person's own; the command
+    line, typed by a person, resolves it against its own working directory.
 
     Raises:
         SettingError: a variable holds a value its flag would refuse, or (``absolute_dirs``) a
@@ -288,8 +254,7 @@ def resolve_skill_settings(args: argparse.Namespace, *, absolute_dirs: bool = Fa
     where = "--skills-dir"
     if not args.skills_dir:
         where = "ACP_SKILLS_DIRS"
-        dirs = (env("ACP_SKILLS_DIRS") or "").split(os.pathsep)
-        args.skills_dir = [expand_path(d) for d in dirs if d.strip()]
+        args.skills_dir = [expand_path(d) for d in _items_from_env(where, re.escape(os.pathsep))]
     for directory in args.skills_dir if absolute_dirs else ():
         if not os.path.isabs(directory):
             raise SettingError(
@@ -298,24 +263,28 @@ def resolve_skill_settings(args: argparse.Namespace, *, absolute_dirs: bool = Fa
                 "project, and its skills would be offered as your own"
             )
     if args.compat is None:
-        args.compat = [name.strip() for name in (env("ACP_SKILLS_COMPAT") or "").split(",")]
-        args.compat = [name for name in args.compat if name]
-        for name in args.compat:
-            if name not in COMPAT:
-                known = ", ".join(COMPAT)
-                raise SettingError(f"ACP_SKILLS_COMPAT: unknown tool {name!r} (known: {known})")
-    if hasattr(args, "catalog_budget"):
-        if args.catalog_budget is _NOT_GIVEN:
-            args.catalog_budget = from_env(
-                "ACP_SKILLS_CATALOG_BUDGET", catalog_budget, DEFAULT_CATALOG_BUDGET
-            )
-        args.pin = args.pin if args.pin is not None else names_from_env("ACP_SKILLS_PIN")
-        args.hide = args.hide if args.hide is not None else names_from_env("ACP_SKILLS_HIDE")
+        args.compat = _items_from_env("ACP_SKILLS_COMPAT", ",")
+        for name in [name for name in args.compat if name not in COMPAT]:
+            known = ", ".join(COMPAT)
+            raise SettingError(f"ACP_SKILLS_COMPAT: unknown tool {name!r} (known: {known})")
+    if not hasattr(args, "catalog_budget"):
+        return
+    if args.catalog_budget is _NOT_GIVEN:
+        variable = "ACP_SKILLS_CATALOG_BUDGET"
+        args.catalog_budget = from_env(variable, catalog_budget, DEFAULT_CATALOG_BUDGET)
+    for setting in ("pin", "hide"):
+        if getattr(args, setting) is None:
+            variable = f"ACP_SKILLS_{setting.upper()}"
+            names = _items_from_env(variable, r"[,\s]+")
+            for name in names:
+                if not is_skill_name(name):
+                    raise SettingError(f"{variable} holds {name!r}, which is not a skill name")
+            setattr(args, setting, names)
 
 
 def add_trust_argument(parser: argparse.ArgumentParser, help: str) -> None:
     """``--trust ask|all|none``; `resolve_trust` fills it from ``ACP_SKILLS_TRUST``."""
-    parser.add_argument("--trust", choices=TRUST_MODES, default=None, help=help)
+    parser.add_argument("--trust", choices=TRUST_MODES, help=help)
 
 
 def resolve_trust(args: argparse.Namespace) -> None:
@@ -323,8 +292,7 @@ def resolve_trust(args: argparse.Namespace) -> None:
     the command has the flag; and the trust file's place checked.
 
     Raises:
-        SettingError: ``ACP_SKILLS_TRUST`` is no mode, or ``ACP_SKILLS_TRUST_FILE`` is relative
-            (it would be read from the directory the agent was started in, usually a project).
+        SettingError: ``ACP_SKILLS_TRUST`` is no mode, or ``ACP_SKILLS_TRUST_FILE`` is relative.
     """
     if hasattr(args, "trust") and args.trust is None:
         value = env("ACP_SKILLS_TRUST") or "ask"
@@ -339,17 +307,9 @@ def resolve_trust(args: argparse.Namespace) -> None:
         raise SettingError(str(error)) from None
 
 
-# -- MCP servers: `acp_skills.mcp` (the mcp SDK, pydantic) is loaded only when a server is named,
-# so the commands start on the core alone (pinned by tests/test_cli.py). It imports the SDK,
-# so importing it tells whether the extra is installed.
-_MCP_MODULE = "acp_skills.mcp"
-MCP_TIMEOUT_VARIABLE: Final = "ACP_SKILLS_MCP_TIMEOUT"
-DEFAULT_MCP_TIMEOUT: Final = 10.0
-
-
 def add_mcp_options(parser: argparse.ArgumentParser, meaning: str | None = None) -> None:
-    """Add the repeatable ``--mcp-server LABEL=COMMAND|URL`` (``meaning``: what it is for, when
-    not a server whose skills join every session) and ``--mcp-timeout SECONDS``."""
+    """``--mcp-server LABEL=COMMAND|URL`` (``meaning``: what it is for, when not a server whose
+    skills join every session) and ``--mcp-timeout SECONDS``."""
     meaning = meaning or "an MCP server whose skills join every session (repeatable)"
     parser.add_argument(
         "--mcp-server",
@@ -362,18 +322,23 @@ def add_mcp_options(parser: argparse.ArgumentParser, meaning: str | None = None)
         "--mcp-timeout",
         type=positive_float,
         metavar="SECONDS",
-        help=f"the MCP listing deadline (default: ${MCP_TIMEOUT_VARIABLE}, else "
+        help="the MCP listing deadline (default: $ACP_SKILLS_MCP_TIMEOUT, else "
         f"{DEFAULT_MCP_TIMEOUT:g})",
     )
 
 
 def mcp_provider_from(options: Sequence[str], timeout: float | None) -> Any:
-    """The `McpSkillProvider` for ``--mcp-server`` values (none: for the sessions' own
-    servers); `SettingError` with the reason, in one line, when a value is malformed or the
-    ``mcp`` extra is not installed (with the command that installs it in the form this
-    package was installed, `extra_install_hint`)."""
+    """The `McpSkillProvider` for ``--mcp-server`` values.
+
+    Raises:
+        SettingError: a value is malformed, or the ``mcp`` extra is not installed (with the
+            command that installs it, `extra_install_hint`).
+    """
     try:
-        mcp = importlib.import_module(_MCP_MODULE)  # the SDK with it: now, never mid-session
+        # Loaded only when a server is named, so the commands start on the core alone (pinned
+        # by tests/test_cli.py); importing it imports the SDK, so it tells whether the extra is
+        # installed now, never mid-session.
+        mcp = importlib.import_module("acp_skills.mcp")
     except ImportError as error:
         missing = f"no module {error.name!r}" if error.name else str(error)
         raise SettingError(
@@ -389,11 +354,10 @@ def mcp_provider_from(options: Sequence[str], timeout: float | None) -> Any:
 
 
 def mcp_timeout(flag: float | None) -> float:
-    """``--mcp-timeout``, else ``ACP_SKILLS_MCP_TIMEOUT``, else 10 s; `SettingError` for a
-    variable that is not a positive number."""
+    """``--mcp-timeout``, else ``ACP_SKILLS_MCP_TIMEOUT``, else 10 s."""
     if flag is not None:
         return flag
-    return from_env(MCP_TIMEOUT_VARIABLE, positive_float, DEFAULT_MCP_TIMEOUT)
+    return from_env("ACP_SKILLS_MCP_TIMEOUT", positive_float, DEFAULT_MCP_TIMEOUT)
 
 
 def build_provider(
@@ -403,8 +367,8 @@ def build_provider(
     dsh_home: str | None = None,
     agents_home: str | None = None,
 ) -> LocalSkillProvider:
-    """The skills on disk: the project's and the user's, and ``--skills-dir`` in between,
-    then the bundled examples with ``--examples`` (their source is ``examples``)."""
+    """The skills on disk: the project's and the user's, ``--skills-dir`` in between, then the
+    bundled examples with ``--examples`` (their source is ``examples``)."""
     return LocalSkillProvider(
         dsh_home,
         agents_home,

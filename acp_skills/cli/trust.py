@@ -17,7 +17,7 @@ from ..text import terminal_safe
 from ..trust import ServerSource, TrustSource, project_of, sources_at, view
 from ..trust_store import SERVER_KEY_PREFIX, Decision, TrustFileError, TrustStore
 from ..trust_text import lasting_sources, question_options, question_text, question_title
-from .output import BOLD, OK, PROBLEMS, USAGE, Outcome, Style, mcp_warnings
+from .output import BOLD, PROBLEMS, Outcome, Style
 
 if TYPE_CHECKING:
     from ..mcp.config import McpServer
@@ -29,27 +29,25 @@ async def trust(args: argparse.Namespace, style: Style) -> Outcome:
     # A few small local files, each read bounded: nothing here is worth a thread.
     if (mcp := getattr(args, "mcp", None)) is not None:  # --mcp-server, made by `main`
         if args.path is not None or args.list:
-            return _failed("--mcp-server names the servers: it takes no PATH, nor --list")
+            return Outcome.failed("--mcp-server names the servers: it takes no PATH, nor --list")
         return await _trust_servers(args, mcp)
     return _trust(args, style)
-
-
-def _failed(message: str, status: int = USAGE) -> Outcome:
-    return Outcome({"error": message}, [message], status)
 
 
 def _trust(args: argparse.Namespace, style: Style) -> Outcome:
     store = TrustStore()
     try:
         if args.list:
-            return _listed(store, style) if args.path is None else _failed("--list takes no PATH")
+            if args.path is not None:
+                return Outcome.failed("--list takes no PATH")
+            return _listed(store, style)
         decision: Decision | None = (
             None if args.forget else ("refused" if args.refuse else "trusted")
         )
         source: TrustSource
         if args.path is not None and args.path.startswith(SERVER_KEY_PREFIX):
             if decision == "trusted":
-                return _failed(
+                return Outcome.failed(
                     "an MCP server is trusted for the skills it lists (their digests are "
                     "stored): by answering its question in a session, or with --mcp-server "
                     "LABEL=COMMAND or LABEL=URL, which lists them and asks; its key can only be "
@@ -61,11 +59,11 @@ def _trust(args: argparse.Namespace, style: Style) -> Outcome:
             # Links resolved before `..`, as the project is found (`acp_skills.project`).
             path = os.path.realpath(args.path if args.path is not None else os.getcwd())
             if not os.path.exists(path):
-                return _failed(f"not found: {path}")
+                return Outcome.failed(f"not found: {path}")
             source = project_of(path)
         said = _decided(store, source, decision)
     except (TrustFileError, OSError) as error:
-        return _failed(str(error), PROBLEMS)
+        return Outcome.failed(str(error), PROBLEMS)
     return Outcome(
         {"path": source.key, "decision": decision}, [said], remarks=[f"stored in {store.path}"]
     )
@@ -89,14 +87,14 @@ async def _trust_servers(args: argparse.Namespace, mcp: Any) -> Outcome:
         return _refuse_or_forget(store, servers, "refused" if args.refuse else None)
     if not args.yes and not sys.stdin.isatty():
         # Said before any server starts: nothing is trusted unseen.
-        return _failed(
+        return Outcome.failed(
             "trust --mcp-server asks on a terminal before it stores anything, and this is not "
             "one: pass --yes to trust the skills the server lists now"
         )
     registry = SkillRegistry()
     registry.register_provider(mcp)
     snapshot = await registry.snapshot(options)
-    told = await mcp_warnings(mcp, options)
+    told = [f"warning: {terminal_safe(d.message)}" for d in await mcp.diagnose(options)]
     await mcp.aclose()  # all is listed: no server process waits on the person's answer
     if failed := [state for state in mcp.states(options) if state.failure is not None]:
         reasons = [f"MCP server {s.server.label!r} skipped: {s.failure}" for s in failed]
@@ -108,7 +106,7 @@ async def _trust_servers(args: argparse.Namespace, mcp: Any) -> Outcome:
         # What a session's card asks about: each listed skill not trusted as it is listed now.
         pending = list(view(snapshot, sources_at(()), store.read(), "ask").withheld.values())
     except TrustFileError as error:
-        return _failed(str(error), PROBLEMS)
+        return Outcome.failed(str(error), PROBLEMS)
     if not pending:
         keys = [ServerSource(server.label, server.identity).key for server in servers]
         payload = {"servers": [{"server": key, "decision": "trusted"} for key in keys]}
@@ -127,7 +125,7 @@ async def _trust_servers(args: argparse.Namespace, mcp: Any) -> Outcome:
             lines.append(f"trusted: {key} ({plural(count, 'skill')})")
             decided.append({"server": key, "decision": "trusted", "skills": count})
     except (TrustFileError, OSError) as error:
-        return _failed(str(error), PROBLEMS)
+        return Outcome.failed(str(error), PROBLEMS)
     remarks = [f"stored in {store.path}"]
     return Outcome({"servers": decided}, lines, warnings=told if args.yes else [], remarks=remarks)
 
@@ -140,7 +138,7 @@ def _refuse_or_forget(
     try:
         lines = [_decided(store, source, decision) for source in sources]
     except (TrustFileError, OSError) as error:
-        return _failed(str(error), PROBLEMS)
+        return Outcome.failed(str(error), PROBLEMS)
     decided = [{"server": source.key, "decision": decision} for source in sources]
     return Outcome({"servers": decided}, lines, remarks=[f"stored in {store.path}"])
 
@@ -174,4 +172,4 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
     listed: dict[str, object] = {"projects": projects}
     if servers:
         listed["servers"] = servers
-    return Outcome(listed, lines, OK, remarks=remark)
+    return Outcome(listed, lines, remarks=remark)
