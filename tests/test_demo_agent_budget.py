@@ -171,7 +171,7 @@ def test_budget_flags_and_variables(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--catalog-budget", "0"], {}, "--catalog-budget: must be at least 1: '0'"),
         ([], {"ACP_SKILLS_CATALOG_BUDGET": "lots"}, "ACP_SKILLS_CATALOG_BUDGET: not a whole"),
         (["--pin", "Deploy"], {}, "--pin: not a skill name: 'Deploy'"),
-        ([], {"ACP_SKILLS_HIDE": "ok,no_way"}, "ACP_SKILLS_HIDE holds 'no_way'"),
+        ([], {"ACP_SKILLS_HIDE": "ok,no_way"}, "ACP_SKILLS_HIDE: not a skill name: 'no_way'"),
     ],
     ids=["zero-budget", "budget-env", "pin-flag", "hide-env"],
 )

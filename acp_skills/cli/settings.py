@@ -166,6 +166,12 @@ def catalog_budget(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"{error} (a number of characters, or none)") from None
 
 
+def compat_tool(text: str) -> str:
+    if text not in COMPAT:
+        raise argparse.ArgumentTypeError(f"unknown tool {text!r} (known: {', '.join(COMPAT)})")
+    return text
+
+
 def skill_name(text: str) -> str:
     if not is_skill_name(text):
         raise argparse.ArgumentTypeError(
@@ -176,16 +182,15 @@ def skill_name(text: str) -> str:
 
 def from_env(variable: str, convert: Callable[[str], _T], default: _D) -> _T | _D:
     """The variable converted as its flag's value would be; ``default`` when it is unset."""
-    if (text := env(variable)) is None:
-        return default
+    text = env(variable)
+    return default if text is None else _read(variable, convert, text)
+
+
+def _read(variable: str, convert: Callable[[str], _T], text: str) -> _T:
     try:
         return convert(text)
     except argparse.ArgumentTypeError as error:
         raise SettingError(f"{variable}: {error}") from None
-
-
-def _items_from_env(variable: str, separator: str) -> list[str]:
-    return [item.strip() for item in re.split(separator, env(variable) or "") if item.strip()]
 
 
 def add_skill_arguments(parser: argparse.ArgumentParser) -> None:
@@ -206,7 +211,8 @@ def add_skill_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compat",
         action="append",
-        choices=COMPAT,
+        type=compat_tool,
+        metavar="TOOL",
         help="claude: also read Claude Code skills (<project>/.claude/skills, then "
         "~/.claude/skills, after every directory of ours) and replace $ARGUMENTS, "
         "$ARGUMENTS[N] and $N in a skill invoked as /name. Env: ACP_SKILLS_COMPAT.",
@@ -240,6 +246,17 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *flags: str) -> None:
         )
 
 
+# Each setting a variable may give when its flag did not: its `args` name, the variable, how one
+# value is read (the flag's own reader), the default, and (for a list) what separates values.
+_FROM_ENV: Final[tuple[tuple[str, str, Callable[[str], Any], Any, str | None], ...]] = (
+    ("skills_dir", "ACP_SKILLS_DIRS", expand_path, None, re.escape(os.pathsep)),
+    ("compat", "ACP_SKILLS_COMPAT", compat_tool, None, r"\s*,\s*"),
+    ("catalog_budget", "ACP_SKILLS_CATALOG_BUDGET", catalog_budget, DEFAULT_CATALOG_BUDGET, None),
+    ("pin", "ACP_SKILLS_PIN", skill_name, None, r"[,\s]+"),
+    ("hide", "ACP_SKILLS_HIDE", skill_name, None, r"[,\s]+"),
+)
+
+
 def resolve_skill_settings(args: argparse.Namespace, *, absolute_dirs: bool = False) -> None:
     """Fill what no flag gave from the ``ACP_SKILLS_*`` variables (flags win).
 
@@ -251,10 +268,18 @@ def resolve_skill_settings(args: argparse.Namespace, *, absolute_dirs: bool = Fa
         SettingError: a variable holds a value its flag would refuse, or (``absolute_dirs``) a
             skills directory is relative.
     """
-    where = "--skills-dir"
-    if not args.skills_dir:
-        where = "ACP_SKILLS_DIRS"
-        args.skills_dir = [expand_path(d) for d in _items_from_env(where, re.escape(os.pathsep))]
+    where = "--skills-dir" if args.skills_dir else "ACP_SKILLS_DIRS"
+    for name, variable, read, default, separator in _FROM_ENV:
+        # A list flag not given is None; the budget's, `_NOT_GIVEN` (None is `none`).
+        absent = None if separator is not None else _NOT_GIVEN
+        if not hasattr(args, name) or getattr(args, name) is not absent:
+            continue
+        text = env(variable) or ""
+        if separator is None:
+            setattr(args, name, _read(variable, read, text) if text else default)
+        else:
+            items = [item for item in re.split(separator, text) if item.strip()]
+            setattr(args, name, [_read(variable, read, item) for item in items])
     for directory in args.skills_dir if absolute_dirs else ():
         if not os.path.isabs(directory):
             raise SettingError(
@@ -262,24 +287,6 @@ def resolve_skill_settings(args: argparse.Namespace, *, absolute_dirs: bool = Fa
                 "relative one would be the directory the agent was started in, usually a "
                 "project, and its skills would be offered as your own"
             )
-    if args.compat is None:
-        args.compat = _items_from_env("ACP_SKILLS_COMPAT", ",")
-        for name in [name for name in args.compat if name not in COMPAT]:
-            known = ", ".join(COMPAT)
-            raise SettingError(f"ACP_SKILLS_COMPAT: unknown tool {name!r} (known: {known})")
-    if not hasattr(args, "catalog_budget"):
-        return
-    if args.catalog_budget is _NOT_GIVEN:
-        variable = "ACP_SKILLS_CATALOG_BUDGET"
-        args.catalog_budget = from_env(variable, catalog_budget, DEFAULT_CATALOG_BUDGET)
-    for setting in ("pin", "hide"):
-        if getattr(args, setting) is None:
-            variable = f"ACP_SKILLS_{setting.upper()}"
-            names = _items_from_env(variable, r"[,\s]+")
-            for name in names:
-                if not is_skill_name(name):
-                    raise SettingError(f"{variable} holds {name!r}, which is not a skill name")
-            setattr(args, setting, names)
 
 
 def add_trust_argument(parser: argparse.ArgumentParser, help: str) -> None:
