@@ -130,9 +130,7 @@ def cannot_write_in(directory: str) -> str | None:
     """Why no file can be created in ``directory``, or ``None``. Proved by doing, as permission
     bits alone do not tell (root, read-only mounts, access lists): a probe is made and removed."""
     try:
-        descriptor, probe = tempfile.mkstemp(dir=directory, prefix=".write-check-")
-        os.close(descriptor)
-        os.unlink(probe)
+        tempfile.TemporaryFile(dir=directory).close()
     except OSError as error:
         return error.strerror or str(error)
     return None
