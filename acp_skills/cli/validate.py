@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate, SkillLookupOptions
+from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate
 from .._scan import misnamed_skill_file, parse_file
 from ..diagnostics import diagnostic, file_diagnostics, shadow_diagnostic, skipped
 from ..errors import Problem
@@ -16,8 +16,8 @@ from ..frontmatter import ParsedSkill
 from ..local import SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
 from ..report import diagnostic_json, diagnostic_line, plural, tally
-from . import settings
 from .output import Outcome, Style, status_of
+from .skills import look
 
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024
@@ -163,11 +163,9 @@ async def validate(args: argparse.Namespace, style: Style) -> Outcome:
         # String work, plus one getcwd() for a relative path: no disk access to speak of.
         paths = [os.path.abspath(path) for path in args.paths]  # noqa: ASYNC240
     else:
-        # The demo agent's own settings decide the roots, exactly as for `doctor`.
-        provider = settings.build_provider(
-            args, watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home
-        )
-        roots = await provider.roots(SkillLookupOptions(cwd=args.cwd))
+        # The roots a session reads, exactly as for `doctor`.
+        seen = look(args)
+        roots = await seen.provider.roots(seen.options)
         paths = [root.path for root in roots if await validation.fs.exists(root.path)]
         if not paths:
             message = (
