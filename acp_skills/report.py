@@ -93,18 +93,16 @@ def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
     return d.to_json() | {"message": remove_unsafe_characters(d.message)}
 
 
-def server_state(state: Any) -> str:
-    """How one MCP server fares (an `acp_skills.mcp.locator.ServerState`), in a few words."""
-    if state.failure is not None:
-        return f"skipped: {terminal_safe(state.failure)}"
-    if state.supports_skills is False:
-        return "connected, serves no skills (no skills extension)"
-    return f"connected, {plural(state.skills, 'skill')}" if state.connected else "not connected yet"
-
-
 def server_line(state: Any, markup: Markup) -> str:
-    """``LABEL: STATE``: one MCP server."""
-    return f"{markup.place(terminal_safe(state.server.label))}: {markup.text(server_state(state))}"
+    """``LABEL: STATE``: how one MCP server (an `acp_skills.mcp.locator.ServerState`) fares."""
+    said = "not connected yet"
+    if state.failure is not None:
+        said = f"skipped: {terminal_safe(state.failure)}"
+    elif state.supports_skills is False:
+        said = "connected, serves no skills (no skills extension)"
+    elif state.connected:
+        said = f"connected, {plural(state.skills, 'skill')}"
+    return f"{markup.place(terminal_safe(state.server.label))}: {markup.text(said)}"
 
 
 def server_json(state: Any) -> dict[str, Any]:

@@ -143,12 +143,10 @@ def _misnamed_roots(missing: list[str]) -> list[Diagnostic]:
     return found
 
 
-def checkup(
-    installed: Installation | None = None,
-) -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
-    """The install this command runs from (or ``installed``): as JSON, as lines, and its
-    problems, each with the command that fixes it in the form that fits the installer."""
-    installed = installed if installed is not None else installation()
+def checkup() -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
+    """The install this command runs from: as JSON, as lines, and its problems, each with the
+    command that fixes it in the form that fits the installer."""
+    installed = installation()
     problems: list[Diagnostic] = []
     lines = [f"installed with {installed.kind} in {installed.prefix}"]
     for extra, use in EXTRAS.items():
@@ -167,7 +165,7 @@ def checkup(
     lines += [f"{name}: {version or 'not installed'}" for name, version in sdks.items()]
     state = env("ACP_SKILLS_STATE_DIR")
     trust_file = default_trust_file()
-    state_dir = str(Path(expand_path(state)) if state else default_state_dir())
+    state_dir = expand_path(state) if state else str(default_state_dir())
     places = []
     for what, path, trouble in (
         ("trust file", trust_file, _trust_file_problem(trust_file)),
