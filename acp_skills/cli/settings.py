@@ -86,8 +86,8 @@ def default_state_dir() -> Path:
 
 @dataclass(frozen=True, slots=True)
 class UnusableStateDir:
-    """Why session records cannot be kept: the directory at fault, what could not be done there
-    (``create`` or ``write in``; empty when it is not a directory) and the system's reason."""
+    """Why session records cannot be kept: the directory at fault, what failed there (``create``,
+    ``write in``, or empty: it is not a directory) and the system's reason."""
 
     path: Path
     failed: str = ""
@@ -198,8 +198,8 @@ def add_skill_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         type=expand_path,
         metavar="DIR",
-        help="an extra skills directory (repeatable), after the project's and before the "
-        "user's. Env: ACP_SKILLS_DIRS (separated by the OS path separator).",
+        help="an extra skills directory, after the project's and before the user's (repeatable; "
+        "Env: ACP_SKILLS_DIRS, separated by the OS path separator)",
     )
     parser.add_argument(
         "--examples",
@@ -211,9 +211,8 @@ def add_skill_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         type=compat_tool,
         metavar="TOOL",
-        help="claude: also read Claude Code skills (<project>/.claude/skills, then "
-        "~/.claude/skills, after every directory of ours) and replace $ARGUMENTS, "
-        "$ARGUMENTS[N] and $N in a skill invoked as /name. Env: ACP_SKILLS_COMPAT.",
+        help="claude: also read Claude Code's skills (.claude/skills) and fill $ARGUMENTS and $N "
+        "in a skill invoked as /name (Env: ACP_SKILLS_COMPAT)",
     )
 
 
@@ -225,10 +224,8 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *flags: str) -> None:
         type=catalog_budget,
         default=_NOT_GIVEN,
         metavar="CHARACTERS",
-        help=f"the most characters the skill catalog may take in a session (default "
-        f"{DEFAULT_CATALOG_BUDGET}; 'none' for no limit). Beyond it, descriptions are shortened, "
-        "then skills left out and found by the skill tool's query. "
-        "Env: ACP_SKILLS_CATALOG_BUDGET.",
+        help=f"the most characters a session's skill catalog may take (default "
+        f"{DEFAULT_CATALOG_BUDGET}; 'none': no limit; Env: ACP_SKILLS_CATALOG_BUDGET)",
     )
     for flag, what in (
         ("--pin", "always listed in the catalog in full, first"),
@@ -239,8 +236,7 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *flags: str) -> None:
             action="append",
             type=skill_name,
             metavar="NAME",
-            help=f"a skill {what} (repeatable). Env: ACP_SKILLS_{flag[2:].upper()} (names "
-            "separated by commas).",
+            help=f"a skill {what} (repeatable; Env: ACP_SKILLS_{flag[2:].upper()}, by commas)",
         )
 
 
@@ -256,11 +252,8 @@ _FROM_ENV: Final[tuple[tuple[str, str, Callable[[str], Any], Any, str | None], .
 
 
 def resolve_skill_settings(args: argparse.Namespace, *, absolute_dirs: bool = False) -> None:
-    """Fill what no flag gave from the ``ACP_SKILLS_*`` variables (flags win).
-
-    ``absolute_dirs`` (the agent): a relative skills directory is refused. An editor starts the
-    agent in a project, whose skills would then be trusted as the person's own; the command
-    line, typed by a person, resolves it against its own working directory.
+    """Fill what no flag gave from the ``ACP_SKILLS_*`` variables (flags win); ``absolute_dirs``
+    (the agent, which an editor starts in a project) refuses a relative skills directory.
 
     Raises:
         SettingError: a variable holds a value its flag would refuse, or (``absolute_dirs``) a
@@ -336,8 +329,7 @@ def mcp_provider_from(options: Sequence[str], timeout: float | None) -> Any:
     """The `McpSkillProvider` for ``--mcp-server`` values.
 
     Raises:
-        SettingError: a value is malformed, or the ``mcp`` extra is not installed (with the
-            command that installs it, `extra_install_hint`).
+        SettingError: a value is malformed, or the ``mcp`` extra is not installed.
     """
     try:
         # Loaded only when a server is named, so the commands start on the core alone (pinned
