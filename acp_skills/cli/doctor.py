@@ -9,7 +9,6 @@ import importlib.metadata
 import os
 import shlex
 import shutil
-import sysconfig
 from pathlib import Path
 from typing import Any, Final
 
@@ -27,7 +26,7 @@ from ..report import (
 from ..text import terminal_safe as clean
 from ..trust_store import TrustFileError, TrustStore, default_trust_file
 from ..trust_text import withheld_parts
-from .install import Installation, extra_install_hint, installation
+from .install import extra_install_hint, installation, path_hint
 from .output import BOLD, DIM, PROBLEMS, Outcome, Style, status_of, table
 from .settings import (
     cannot_write_in,
@@ -159,7 +158,7 @@ def checkup() -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
     lines.append(f"{AGENT_COMMAND}: {agent or 'not on PATH'}")
     if agent is None:
         message = f"{AGENT_COMMAND} is not on PATH: editors cannot start it by name; "
-        not_found = Problem("command-not-on-path", message + _path_fix(installed))
+        not_found = Problem("command-not-on-path", message + path_hint(installed))
         problems.append(diagnostic(not_found, None))
     sdks = {name: _version(name) for name in SDKS}
     lines += [f"{name}: {version or 'not installed'}" for name, version in sdks.items()]
@@ -195,15 +194,6 @@ def _version(distribution: str) -> str | None:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def _path_fix(installed: Installation) -> str:
-    if installed.kind == "pipx":
-        return "run `pipx ensurepath` and open a new shell"
-    if installed.kind == "uv":
-        return "run `uv tool update-shell` and open a new shell"
-    scripts = sysconfig.get_path("scripts", "venv", vars={"base": installed.prefix})
-    return f'activate the environment, or run `export PATH="{scripts}:$PATH"`'
 
 
 def _state_dir_problem(path: Path) -> tuple[str, str] | None:

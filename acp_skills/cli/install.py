@@ -87,6 +87,16 @@ def extra_install_hint(extra: str, installed: Installation | None = None) -> str
     return f"run `{shlex.join([where.python, '-m', 'pip', 'install', *packages])}`"
 
 
+def path_hint(installed: Installation) -> str:
+    """The command that puts this package's commands on ``PATH``, in the installer's form."""
+    if installed.kind == "pipx":
+        return "run `pipx ensurepath` and open a new shell"
+    if installed.kind == "uv":
+        return "run `uv tool update-shell` and open a new shell"
+    scripts = os.path.dirname(installed.python)
+    return f'activate the environment, or run `export PATH="{scripts}:$PATH"`'
+
+
 def _normalized(name: str) -> str:
     """A project name as the package index compares them (PEP 503)."""
     return re.sub(r"[-_.]+", "-", name).lower()
