@@ -5,7 +5,6 @@ file, the state directory, the SDK versions), each problem with the command that
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import shlex
 import shutil
@@ -26,7 +25,7 @@ from ..report import (
 from ..text import terminal_safe as clean
 from ..trust_store import TrustFileError, TrustStore, default_trust_file
 from ..trust_text import withheld_parts
-from .install import extra_install_hint, installation, path_hint
+from .install import extra_install_hint, installation, path_hint, version_of
 from .output import BOLD, DIM, PROBLEMS, Outcome, Style, status_of, table
 from .settings import (
     cannot_write_in,
@@ -160,7 +159,7 @@ def checkup() -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
         message = f"{AGENT_COMMAND} is not on PATH: editors cannot start it by name; "
         not_found = Problem("command-not-on-path", message + path_hint(installed))
         problems.append(diagnostic(not_found, None))
-    sdks = {name: _version(name) for name in SDKS}
+    sdks = {name: version_of(name) for name in SDKS}
     lines += [f"{name}: {version or 'not installed'}" for name, version in sdks.items()]
     state = env("ACP_SKILLS_STATE_DIR")
     trust_file = default_trust_file()
@@ -187,13 +186,6 @@ def checkup() -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
         "places": places,
     }
     return found, lines, problems
-
-
-def _version(distribution: str) -> str | None:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _state_dir_problem(path: Path) -> tuple[str, str] | None:

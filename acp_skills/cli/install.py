@@ -87,6 +87,14 @@ def extra_install_hint(extra: str, installed: Installation | None = None) -> str
     return f"run `{shlex.join([where.python, '-m', 'pip', 'install', *packages])}`"
 
 
+def version_of(distribution: str) -> str | None:
+    """The installed version of ``distribution``, or ``None``."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def path_hint(installed: Installation) -> str:
     """The command that puts this package's commands on ``PATH``, in the installer's form."""
     if installed.kind == "pipx":

@@ -10,12 +10,12 @@ import os
 import sys
 from argparse import ArgumentParser
 from collections.abc import Awaitable, Callable, Sequence
-from importlib import metadata
 
 import structlog
 
 from . import settings
 from .doctor import doctor
+from .install import DISTRIBUTION, version_of
 from .new import new
 from .output import USAGE, Outcome, Style, emit
 from .skills import PROG, catalog, list_skills, show
@@ -35,13 +35,6 @@ async def _run(args: argparse.Namespace, style: Style) -> Outcome:
             await mcp.aclose()  # no server process outlives the command
 
 
-def _version() -> str:
-    try:
-        return metadata.version("acp-skills")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``acp-skills`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -51,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 fine, 1 problems found, 2 usage error. "
         "Each problem reported carries a stable code (with --json: code, severity, path, line).",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version_of(DISTRIBUTION) or 'unknown'}"
+    )
     as_json = ArgumentParser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON (a stable shape)")
     roots = ArgumentParser(add_help=False)
