@@ -153,16 +153,21 @@ def test_budget_flags_and_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACP_SKILLS_CATALOG_BUDGET", "2000")
     monkeypatch.setenv("ACP_SKILLS_PIN", "deploy-app, review-code  tests")
     monkeypatch.setenv("ACP_SKILLS_HIDE", "")
-    from_env = parse_args([])
-    assert (from_env.catalog_budget, from_env.pin, from_env.hide) == (
+    from_env = parse_args([]).settings
+    assert (from_env.catalog_budget, from_env.pinned, from_env.hidden) == (
         2000,
-        ["deploy-app", "review-code", "tests"],
-        [],
+        ("deploy-app", "review-code", "tests"),
+        (),
     )
-    from_flags = parse_args(["--catalog-budget", "None", "--pin", "a", "--pin", "b", "--hide", "c"])
-    assert (from_flags.catalog_budget, from_flags.pin, from_flags.hide) == (None, ["a", "b"], ["c"])
+    argv = ["--catalog-budget", "None", "--pin", "a", "--pin", "b", "--hide", "c"]
+    from_flags = parse_args(argv).settings
+    assert (from_flags.catalog_budget, from_flags.pinned, from_flags.hidden) == (
+        None,
+        ("a", "b"),
+        ("c",),
+    )
     monkeypatch.delenv("ACP_SKILLS_CATALOG_BUDGET")
-    assert parse_args([]).catalog_budget == 8000
+    assert parse_args([]).settings.catalog_budget == 8000
 
 
 @pytest.mark.parametrize(

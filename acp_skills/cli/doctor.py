@@ -8,7 +8,6 @@ import argparse
 import os
 import shlex
 import shutil
-from pathlib import Path
 from typing import Any, Final
 
 from ..diagnostics import Diagnostic, diagnostic, root_misnamed, shadow_diagnostic, skipped
@@ -23,18 +22,11 @@ from ..report import (
     tally,
 )
 from ..text import terminal_safe as clean
-from ..trust_store import TrustFileError, TrustStore, default_trust_file
+from ..trust_store import TrustFileError, TrustStore
 from ..trust_text import withheld_parts
 from .install import extra_install_hint, installation, path_hint, version_of
 from .output import BOLD, DIM, PROBLEMS, Outcome, Style, status_of, table
-from .settings import (
-    cannot_write_in,
-    default_state_dir,
-    env,
-    existing_ancestor,
-    expand_path,
-    unusable_state_dir,
-)
+from .settings import Settings, cannot_write_in, existing_ancestor
 from .skills import location, look, skill_json, unknown_name_warnings
 
 AGENT_COMMAND: Final = "acp-skills-demo"
@@ -52,7 +44,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     fit = seen.catalog(view)
     roots = discovery.roots
     # A few stats, a probe file and the package metadata: nothing here is worth a thread.
-    install, install_lines, install_problems = checkup()
+    install, install_lines, install_problems = checkup(seen.settings)
     problems = (
         *discovery.diagnostics,
         # A skipped MCP server and a listed skill left out are problems like a skipped file.
@@ -141,7 +133,7 @@ def _misnamed_roots(missing: list[str]) -> list[Diagnostic]:
     return found
 
 
-def checkup() -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
+def checkup(settings: Settings) -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
     """The install this command runs from: as JSON, as lines, and its problems, each with the
     command that fixes it in the form that fits the installer."""
     installed = installation()
@@ -161,13 +153,11 @@ def checkup() -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
         problems.append(diagnostic(not_found, None))
     sdks = {name: version_of(name) for name in SDKS}
     lines += [f"{name}: {version or 'not installed'}" for name, version in sdks.items()]
-    state = env("ACP_SKILLS_STATE_DIR")
-    trust_file = default_trust_file()
-    state_dir = expand_path(state) if state else str(default_state_dir())
+    trust_file, state_dir = settings.trust_file, str(settings.state_dir)
     places = []
     for what, path, trouble in (
         ("trust file", trust_file, _trust_file_problem(trust_file)),
-        ("state directory", state_dir, _state_dir_problem(Path(state_dir))),
+        ("state directory", state_dir, _state_dir_problem(settings)),
     ):
         problem, fix = trouble or ("", "")
         places.append(
@@ -188,9 +178,9 @@ def checkup() -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
     return found, lines, problems
 
 
-def _state_dir_problem(path: Path) -> tuple[str, str] | None:
+def _state_dir_problem(settings: Settings) -> tuple[str, str] | None:
     # The verdict the agent's start-up gives, here without creating anything but a probe.
-    if (unusable := unusable_state_dir(path, create=False)) is None:
+    if (unusable := settings.unusable_state_dir(create=False)) is None:
         return None
     where = str(unusable.path)
     return str(unusable), _permission_fix(where) if unusable.failed else _move_aside(where)

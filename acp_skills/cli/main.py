@@ -57,13 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         roots.add_argument(flag, type=settings.expand_path, metavar="DIR", help=help)
     # The demo agent's own flags, with its variables as defaults (ACP_SKILLS_DIRS, ...).
-    settings.add_skill_arguments(roots)
+    settings.add_arguments(roots, "skills", "mcp", "trust")
     fitted = ArgumentParser(add_help=False)
-    settings.add_catalog_arguments(fitted, "--budget", "--catalog-budget")
-    settings.add_mcp_options(roots)
-    settings.add_trust_argument(
-        roots, "ask (stored decisions), all or none, as the agent's (default: $ACP_SKILLS_TRUST)"
-    )
+    settings.add_arguments(fitted, "catalog")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(
@@ -115,9 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--refuse", action="store_true", help="never offer its skills")
     what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
     what.add_argument("--list", action="store_true", help="every stored decision")
-    settings.add_mcp_options(
-        decide, "an MCP server to trust for the skills it lists now, asked once (repeatable)"
-    )
+    settings.add_arguments(decide, "mcp")
     return parser
 
 
@@ -134,18 +128,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else USAGE
     try:
-        if hasattr(args, "skills_dir"):
-            settings.resolve_skill_settings(args)
-        # Refused before anything runs: a malformed value, or no mcp extra installed.
-        if getattr(args, "mcp_server", None):
-            args.mcp = settings.mcp_provider_from(args.mcp_server, args.mcp_timeout)
-        if hasattr(args, "trust") or args.run is trust:  # the commands that read trust.json
-            settings.resolve_trust(args)
-    except ValueError as error:
-        # A variable the person set, or an --mcp-server that cannot be used: one line, no
-        # usage block.
-        print(f"{PROG}: {error}", file=sys.stderr)
+        # Refused before anything runs: a bad variable, a malformed --mcp-server, or no mcp
+        # extra installed.
+        args.settings = settings.resolve(args) if args.run is not new else None
+    except settings.SettingError as error:
+        print(f"{PROG}: {error}", file=sys.stderr)  # one line, no usage block
         return USAGE
+    if args.settings is not None and args.settings.mcp_servers:
+        args.mcp = args.settings.mcp_provider()
     # The commands report what the library would log; unconfigured structlog would also print
     # it to stdout, mixed into the output (and into the JSON).
     structlog.configure(

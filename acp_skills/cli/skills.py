@@ -17,8 +17,8 @@ from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
 from ..trust import ServedLocator, SessionView, TrustState, TrustStore, session_view
 from ..trust_text import how_to_admit, why_withheld, withheld_parts
-from . import settings
 from .output import BOLD, DIM, OK, PROBLEMS, Outcome, Style, table
+from .settings import Settings
 
 PROG = "acp-skills"
 
@@ -27,7 +27,7 @@ PROG = "acp-skills"
 class Look:
     """What every command that looks from a session at ``--cwd`` builds, as the agent does."""
 
-    args: argparse.Namespace
+    settings: Settings
     provider: LocalSkillProvider
     registry: SkillRegistry
     options: SkillLookupOptions
@@ -35,17 +35,17 @@ class Look:
 
     async def view(self) -> SessionView:
         """What the session is offered under ``--trust`` and the stored decisions."""
-        return await session_view(self.registry, self.options, self.args.trust, TrustStore())
+        return await session_view(self.registry, self.options, self.settings.trust, TrustStore())
 
     def catalog(self, view: SessionView) -> CatalogFit:
         """The catalog the demo agent would freeze for the session, with the same settings."""
-        args = self.args
+        given = self.settings
         return fit_catalog(
             view.offered.skills,
-            settings.CATALOG_MAX_LENGTH,
-            budget=args.catalog_budget,
-            pinned=args.pin,
-            hidden=args.hide,
+            given.catalog_max_length,
+            budget=given.catalog_budget,
+            pinned=given.pinned,
+            hidden=given.hidden,
         )
 
     async def warnings(self, *, skipped_files: bool = True, named: str | None = None) -> list[str]:
@@ -68,14 +68,14 @@ class Look:
 
 def look(args: argparse.Namespace) -> Look:
     # One look, so nothing to watch.
-    provider = settings.build_provider(
-        args, watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home
+    provider = args.settings.provider(
+        watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home
     )
     registry = SkillRegistry()
     registry.register_provider(provider)
     if (mcp := getattr(args, "mcp", None)) is not None:
         registry.register_provider(mcp)
-    return Look(args, provider, registry, SkillLookupOptions(cwd=args.cwd), mcp)
+    return Look(args.settings, provider, registry, SkillLookupOptions(cwd=args.cwd), mcp)
 
 
 def _named_by_place(path: str | None) -> str | None:
@@ -176,7 +176,7 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
         # What `/NAME ARGS` alone puts into the turn: the typed text, then the skill, its
         # placeholders filled as the agent fills them (only with --compat claude).
         typed = f"/{args.name} {args.invoke}".rstrip()
-        fill = args.invoke.strip() if "claude" in args.compat else None
+        fill = args.invoke.strip() if "claude" in seen.settings.compat else None
         result = await tool.invoke_for_user(args.name, cwd=args.cwd, arguments=fill)
         text = f"{typed}\n\n{result.text}" if not result.is_error else result.text
     else:
