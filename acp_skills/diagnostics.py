@@ -29,10 +29,6 @@ class Diagnostic:
     message: str
     skill: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        """``{"code", "severity", "path", "line", "message"}``, the stable wire and CLI shape."""
-        return {key: getattr(self, key) for key in ("code", "severity", "path", "line", "message")}
-
 
 @dataclass(frozen=True, slots=True)
 class CodeSpec:

@@ -89,8 +89,10 @@ def diagnostic_line(d: Diagnostic, markup: Markup) -> str:
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
-    """``{"code", "severity", "path", "line", "message"}``, the stable shape of every JSON."""
-    return d.to_json() | {"message": remove_unsafe_characters(d.message)}
+    """``{"code", "severity", "path", "line", "message"}`` (the skill name stays out), the stable
+    shape of every JSON."""
+    shape = {key: getattr(d, key) for key in ("code", "severity", "path", "line")}
+    return shape | {"message": remove_unsafe_characters(d.message)}
 
 
 def server_line(state: Any, markup: Markup) -> str:
