@@ -82,7 +82,7 @@ def _positive(text: str, convert: Callable[[str], _N], kind: str, bound: str) ->
     return value
 
 
-def _catalog_budget(text: str) -> int | None:
+def _budget(text: str) -> int | None:
     if text.strip().lower() in ("none", "unlimited"):
         return None
     try:
@@ -247,12 +247,7 @@ _GROUPS: Final = {
         _Row("compat", "--compat TOOL", "ACP_SKILLS_COMPAT", _compat_tool, _WORDS),
     ),
     "catalog": (
-        _Row(
-            "catalog_budget",
-            "--catalog-budget --budget CHARACTERS",
-            "ACP_SKILLS_CATALOG_BUDGET",
-            _catalog_budget,
-        ),
+        _Row("catalog_budget", "--catalog-budget --budget N", "ACP_SKILLS_CATALOG_BUDGET", _budget),
         _Row("pinned", "--pin NAME", "ACP_SKILLS_PIN", _skill_name, _WORDS),
         _Row("hidden", "--hide NAME", "ACP_SKILLS_HIDE", _skill_name, _WORDS),
     ),
