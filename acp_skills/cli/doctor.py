@@ -26,7 +26,7 @@ from ..trust_store import TrustFileError, TrustStore
 from ..trust_text import withheld_parts
 from .install import extra_install_hint, installation, path_hint, version_of
 from .output import BOLD, DIM, PROBLEMS, Outcome, Style, status_of, table
-from .settings import Settings, cannot_write_in, existing_ancestor
+from .settings import Settings, unwritable
 from .skills import location, look, skill_json, unknown_name_warnings
 
 AGENT_COMMAND: Final = "acp-skills-demo"
@@ -194,9 +194,9 @@ def _trust_file_problem(path: str) -> tuple[str, str] | None:
         if not os.access(path, os.R_OK):
             return "not readable", _permission_fix(path)
     # The file is replaced by a write beside it (beside its target, when it is a link).
-    probed = existing_ancestor(os.path.dirname(os.path.realpath(path)))
-    if (failure := cannot_write_in(probed)) is not None:
-        return f"cannot write in {probed}: {failure}", _permission_fix(probed)
+    if (failure := unwritable(os.path.dirname(os.path.realpath(path)))) is not None:
+        probed, reason = failure
+        return f"cannot write in {probed}: {reason}", _permission_fix(probed)
     if not os.path.lexists(path):
         return None
     try:

@@ -137,21 +137,17 @@ class UnusableStateDir:
         return f"cannot {self.failed} {self.path}: {self.reason}"
 
 
-def existing_ancestor(path: str | os.PathLike[str]) -> str:
-    """``path``, or its nearest ancestor that exists."""
-    path = os.fspath(path)
-    while not os.path.lexists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    return path
-
-
-def cannot_write_in(directory: str) -> str | None:
-    """Why no file can be created in ``directory``, or ``None``. Proved by doing, as permission
-    bits alone do not tell (root, read-only mounts, access lists): a probe is made and removed."""
+def unwritable(path: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """Where no file can be created (``path``, or its nearest ancestor that exists) and why; or
+    ``None``. Proved by doing, as permission bits alone do not tell (root, read-only mounts,
+    access lists): a probe is made and removed."""
+    directory = os.fspath(path)
+    while not os.path.lexists(directory) and os.path.dirname(directory) != directory:
+        directory = os.path.dirname(directory)
     try:
         tempfile.TemporaryFile(dir=directory).close()
     except OSError as error:
-        return error.strerror or str(error)
+        return directory, error.strerror or str(error)
     return None
 
 
@@ -221,9 +217,8 @@ class Settings:
                 sessions.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             return UnusableStateDir(sessions, "create", error.strerror or str(error))
-        probed = existing_ancestor(sessions)
-        if (failure := cannot_write_in(probed)) is not None:
-            return UnusableStateDir(Path(probed), "write in", failure)
+        if (failure := unwritable(sessions)) is not None:
+            return UnusableStateDir(Path(failure[0]), "write in", failure[1])
         return None
 
 
