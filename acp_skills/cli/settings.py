@@ -299,7 +299,7 @@ def add_arguments(parser: argparse.ArgumentParser, *groups: str) -> None:
             *flags,
             dest=row.name,
             default=argparse.SUPPRESS,
-            help=_HELP[row.name] + (f" (Env: {row.variable})" if row.variable else ""),
+            help=_HELP[row.name] + (f". Env: {row.variable}." if row.variable else "."),
             **options | ({"metavar": metavar} if metavar else {}),
         )
 
