@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import shutil
 from typing import Any, Final
 
@@ -26,7 +25,7 @@ from ..trust_store import TrustFileError, TrustStore
 from ..trust_text import withheld_parts
 from .install import extra_install_hint, installation, path_hint, version_of
 from .output import BOLD, DIM, PROBLEMS, Outcome, Style, status_of, table
-from .settings import Settings, unwritable
+from .settings import Settings, move_aside, permission_fix, unwritable
 from .skills import location, look, skill_json, unknown_name_warnings
 
 AGENT_COMMAND: Final = "acp-skills-demo"
@@ -157,7 +156,7 @@ def checkup(settings: Settings) -> tuple[dict[str, Any], list[str], list[Diagnos
     places = []
     for what, path, trouble in (
         ("trust file", trust_file, _trust_file_problem(trust_file)),
-        ("state directory", state_dir, _state_dir_problem(settings)),
+        ("state directory", state_dir, settings.unusable_state_dir(create=False)),
     ):
         problem, fix = trouble or ("", "")
         places.append(
@@ -178,38 +177,22 @@ def checkup(settings: Settings) -> tuple[dict[str, Any], list[str], list[Diagnos
     return found, lines, problems
 
 
-def _state_dir_problem(settings: Settings) -> tuple[str, str] | None:
-    # The verdict the agent's start-up gives, here without creating anything but a probe.
-    if (unusable := settings.unusable_state_dir(create=False)) is None:
-        return None
-    where = str(unusable.path)
-    return str(unusable), _permission_fix(where) if unusable.failed else _move_aside(where)
-
-
 def _trust_file_problem(path: str) -> tuple[str, str] | None:
     # Proved by doing, without changing anything a person keeps (a probe, removed).
     if os.path.lexists(path):
         if not os.path.isfile(path):
-            return "not a regular file", _move_aside(path)
+            return "not a regular file", move_aside(path)
         if not os.access(path, os.R_OK):
-            return "not readable", _permission_fix(path)
+            return "not readable", permission_fix(path)
     # The file is replaced by a write beside it (beside its target, when it is a link).
     if (failure := unwritable(os.path.dirname(os.path.realpath(path)))) is not None:
         probed, reason = failure
-        return f"cannot write in {probed}: {reason}", _permission_fix(probed)
+        return f"cannot write in {probed}: {reason}", permission_fix(probed)
     if not os.path.lexists(path):
         return None
     try:
         # Decisions that do not parse grant nothing: every session would ask again.
         TrustStore(path).read()
     except TrustFileError as error:
-        return str(error).removeprefix(f"{path}: "), "repair it, or " + _move_aside(path)
+        return str(error).removeprefix(f"{path}: "), "repair it, or " + move_aside(path)
     return None
-
-
-def _move_aside(path: str) -> str:
-    return f"move it aside: run `mv {shlex.quote(path)} {shlex.quote(path + '.old')}`"
-
-
-def _permission_fix(path: str) -> str:
-    return f"run `chmod u+rw {shlex.quote(path)}` (or give it to your user with chown)"

@@ -9,6 +9,7 @@ import argparse
 import importlib
 import os
 import re
+import shlex
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -122,21 +123,6 @@ def _read(variable: str, convert: Callable[[str], _T], text: str) -> _T:
         raise SettingError(f"{variable}: {error}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class UnusableStateDir:
-    """Why session records cannot be kept: the directory at fault, what failed there (``create``,
-    ``write in``, or empty: it is not a directory) and the system's reason."""
-
-    path: Path
-    failed: str = ""
-    reason: str = ""
-
-    def __str__(self) -> str:
-        if not self.failed:
-            return f"{self.path} is not a directory"
-        return f"cannot {self.failed} {self.path}: {self.reason}"
-
-
 def unwritable(path: str | os.PathLike[str]) -> tuple[str, str] | None:
     """Where no file can be created (``path``, or its nearest ancestor that exists) and why; or
     ``None``. Proved by doing, as permission bits alone do not tell (root, read-only mounts,
@@ -149,6 +135,14 @@ def unwritable(path: str | os.PathLike[str]) -> tuple[str, str] | None:
     except OSError as error:
         return directory, error.strerror or str(error)
     return None
+
+
+def move_aside(path: str) -> str:
+    return f"move it aside: run `mv {shlex.quote(path)} {shlex.quote(path + '.old')}`"
+
+
+def permission_fix(path: str) -> str:
+    return f"run `chmod u+rw {shlex.quote(path)}` (or give it to your user with chown)"
 
 
 def _load_mcp() -> Any:
@@ -204,21 +198,23 @@ class Settings:
             servers=self.mcp_servers, timeout=self.mcp_timeout, transport=transport
         )
 
-    def unusable_state_dir(self, *, create: bool = True) -> UnusableStateDir | None:
-        """Why session records cannot be kept, or ``None``: the one verdict of the agent's
-        start-up and of ``doctor``. With ``create`` (the agent) ``sessions`` is made first;
-        without (doctor) only a probe is written, in its nearest existing ancestor."""
+    def unusable_state_dir(self, *, create: bool = True) -> tuple[str, str] | None:
+        """Why session records cannot be kept, and the command that fixes it; or ``None``: the
+        one verdict of the agent's start-up and of ``doctor``. With ``create`` (the agent)
+        ``sessions`` is made first; without (doctor) only a probe is written, in its nearest
+        existing ancestor."""
         sessions = self.state_dir / "sessions"
         try:
             for directory in (self.state_dir, sessions):
                 if directory.exists() and not directory.is_dir():
-                    return UnusableStateDir(directory)
+                    return f"{directory} is not a directory", move_aside(str(directory))
             if create:
                 sessions.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            return UnusableStateDir(sessions, "create", error.strerror or str(error))
+            why = f"cannot create {sessions}: {error.strerror or error}"
+            return why, permission_fix(str(sessions))
         if (failure := unwritable(sessions)) is not None:
-            return UnusableStateDir(Path(failure[0]), "write in", failure[1])
+            return f"cannot write in {failure[0]}: {failure[1]}", permission_fix(failure[0])
         return None
 
 
