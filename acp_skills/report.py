@@ -32,14 +32,19 @@ class Markup(Protocol):
     def text(self, text: str) -> str: ...
 
 
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span, fenced by more backticks than any run inside, padded
+    where a backtick or space would touch the fence (CommonMark takes one space off each side)."""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    padded = text[:1] in ("`", " ") or text[-1:] in ("`", " ")
+    return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
+
+
 class Markdown:
     """The editor's markup: places and codes as code spans, severities as words."""
 
-    def place(self, text: str) -> str:
-        return code_span(text)
-
-    def code(self, text: str) -> str:
-        return code_span(text)
+    place = staticmethod(code_span)
+    code = staticmethod(code_span)
 
     def severity(self, severity: Severity) -> str:
         return SEVERITIES[severity][0]
@@ -48,14 +53,6 @@ class Markdown:
         # Shown as written, never as markup: an image link the editor would fetch, a link, an
         # HTML tag or a code span a server's text opens are spelt with backslashes.
         return _MARKDOWN_ACTIVE.sub(r"\\\g<0>", text)
-
-
-def code_span(text: str) -> str:
-    """``text`` as one Markdown code span, fenced by more backticks than any run inside, padded
-    where a backtick or space would touch the fence (CommonMark takes one space off each side)."""
-    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
-    padded = text[:1] in ("`", " ") or text[-1:] in ("`", " ")
-    return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
 
 
 def plural(count: int, noun: str) -> str:
