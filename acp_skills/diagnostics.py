@@ -1,5 +1,5 @@
-"""Diagnostics: every problem discovery meets, as one record every report reads (pure). The
-codes are public and stable (``docs/diagnostics.md``); none is ever read back from a message."""
+"""Every problem discovery meets, as one record every report reads. The codes are public and
+stable (``docs/diagnostics.md``); none is ever read back from a message."""
 
 from __future__ import annotations
 
@@ -28,10 +28,6 @@ class Diagnostic:
     line: int | None = None
     message: str
     skill: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"code", "severity", "path", "line", "message"}``, the stable wire and CLI shape."""
-        return {key: getattr(self, key) for key in ("code", "severity", "path", "line", "message")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +189,7 @@ def log_diagnostic(
     logger: Any, diagnostic: Diagnostic, *, level: _Level | None = None, **context: object
 ) -> None:
     """Emit ``diagnostic`` as its structlog event (``level`` overrides the code's)."""
-    spec = CODES.get(diagnostic.code, CodeSpec("error", "skill_problem"))
+    spec = CODES[diagnostic.code]
     fields: dict[str, object] = {**context, "path": diagnostic.path}
     if diagnostic.skill is not None:
         fields["skill"] = diagnostic.skill
@@ -205,4 +201,4 @@ def log_diagnostic(
 
 def skipped(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:
     """The records of files, entries and roots that discovery left out."""
-    return tuple(d for d in diagnostics if (spec := CODES.get(d.code)) is not None and spec.skipped)
+    return tuple(d for d in diagnostics if CODES[d.code].skipped)

@@ -1,13 +1,6 @@
 """What a person reads of problems, MCP servers and the catalog's fit, in one wording for every
-surface: the ``/skills`` report in the editor, ``acp-skills doctor``, ``validate``, ``list`` and
-``catalog`` at a terminal, and the JSON of ``_skills/list`` and ``--json``. Only the markup
-differs (Markdown in the editor; colour, or none, at a terminal): a `Markup` sets off a place,
-a code and a severity.
-
-Text from disk or from a server (a path, a message, a server's reason) is spelt safe for a
-terminal here, where it becomes a line; JSON keeps it as data, without the characters no
-person should be shown.
-"""
+surface (``/skills``, ``doctor``, ``validate``, ``list``, ``catalog``, and their JSON); only the
+`Markup` differs. Text from disk or a server is made terminal-safe where it becomes a line."""
 
 from __future__ import annotations
 
@@ -19,42 +12,39 @@ from .catalog import CatalogChanges, CatalogFit
 from .diagnostics import Diagnostic, Severity
 from .text import remove_unsafe_characters, terminal_safe
 
+# Each severity, most severe first (the order reports list them in): how it is said, and its
+# colour at a terminal (ANSI codes).
 SEVERITIES: Final[dict[Severity, tuple[str, tuple[str, ...]]]] = {
     "error": ("error", ("1", "31")),
     "warning": ("warning", ("1", "33")),
     "info": ("note", ("36",)),
 }
-"""Each severity, most severe first (the order reports list them in): how it is said, and its
-colour at a terminal (ANSI codes)."""
-
 
 _MARKDOWN_ACTIVE: Final = re.compile(r"[\\`*_\[\]<>]")
 
 
 class Markup(Protocol):
-    """How a surface sets off the parts of a line."""
+    """How a surface sets off a place (a path, a server), a code, a severity and free text."""
 
-    def place(self, text: str) -> str:
-        """A path (with its line) or a server's label."""
+    def place(self, text: str) -> str: ...
+    def code(self, text: str) -> str: ...
+    def severity(self, severity: Severity) -> str: ...
+    def text(self, text: str) -> str: ...
 
-    def code(self, text: str) -> str:
-        """A diagnostic code."""
 
-    def severity(self, severity: Severity) -> str:
-        """A severity, as `SEVERITIES` says it."""
-
-    def text(self, text: str) -> str:
-        """Free text from disk or a server (a message, a reason, a description), shown as is."""
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span, fenced by more backticks than any run inside, padded
+    where a backtick or space would touch the fence (CommonMark takes one space off each side)."""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    padded = text[:1] in ("`", " ") or text[-1:] in ("`", " ")
+    return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
 
 
 class Markdown:
     """The editor's markup: places and codes as code spans, severities as words."""
 
-    def place(self, text: str) -> str:
-        return code_span(text)
-
-    def code(self, text: str) -> str:
-        return code_span(text)
+    place = staticmethod(code_span)
+    code = staticmethod(code_span)
 
     def severity(self, severity: Severity) -> str:
         return SEVERITIES[severity][0]
@@ -63,15 +53,6 @@ class Markdown:
         # Shown as written, never as markup: an image link the editor would fetch, a link, an
         # HTML tag or a code span a server's text opens are spelt with backslashes.
         return _MARKDOWN_ACTIVE.sub(r"\\\g<0>", text)
-
-
-def code_span(text: str) -> str:
-    """``text`` as one Markdown code span, whatever backticks it holds: fenced by a run of
-    backticks longer than any inside, and padded with a space where one would touch the fence
-    (CommonMark takes one space off each side again)."""
-    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
-    padded = text[:1] in ("`", " ") or text[-1:] in ("`", " ")
-    return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
 
 
 def plural(count: int, noun: str) -> str:
@@ -105,27 +86,26 @@ def diagnostic_line(d: Diagnostic, markup: Markup) -> str:
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
-    """``{"code", "severity", "path", "line", "message"}``, the stable shape of every JSON."""
-    return d.to_json() | {"message": remove_unsafe_characters(d.message)}
-
-
-def server_state(state: Any) -> str:
-    """How one MCP server fares (an `acp_skills.mcp.provider.ServerState`), in a few words."""
-    if state.failure is not None:
-        return f"skipped: {terminal_safe(state.failure)}"
-    if state.supports_skills is False:
-        return "connected, serves no skills (no skills extension)"
-    return f"connected, {plural(state.skills, 'skill')}" if state.connected else "not connected yet"
+    """``{"code", "severity", "path", "line", "message"}`` (the skill name stays out), the stable
+    shape of every JSON."""
+    shape = {key: getattr(d, key) for key in ("code", "severity", "path", "line")}
+    return shape | {"message": remove_unsafe_characters(d.message)}
 
 
 def server_line(state: Any, markup: Markup) -> str:
-    """``LABEL: STATE``: one MCP server, as `server_state` says it."""
-    return f"{markup.place(terminal_safe(state.server.label))}: {markup.text(server_state(state))}"
+    """``LABEL: STATE``: how one MCP server (an `acp_skills.mcp.provider.ServerState`) fares."""
+    said = "not connected yet"
+    if state.failure is not None:
+        said = f"skipped: {terminal_safe(state.failure)}"
+    elif state.supports_skills is False:
+        said = "connected, serves no skills (no skills extension)"
+    elif state.connected:
+        said = f"connected, {plural(state.skills, 'skill')}"
+    return f"{markup.place(terminal_safe(state.server.label))}: {markup.text(said)}"
 
 
 def server_json(state: Any) -> dict[str, Any]:
-    """One MCP server: label, identity (what trust remembers), connected, whether it has the
-    skills extension, its skills and why it was skipped."""
+    """One MCP server as JSON (its identity is what trust remembers)."""
     clean = remove_unsafe_characters
     return {
         "label": clean(state.server.label),

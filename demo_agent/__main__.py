@@ -24,10 +24,8 @@ from acp_skills import JsonlSessionStore, LocalSkillProvider, SkillRegistry
 from acp_skills.acp import AcpSkills
 from acp_skills.cli import settings
 from acp_skills.cli.settings import (
-    CATALOG_MAX_LENGTH,
     EXAMPLE_SKILLS,
     SettingError,
-    default_state_dir,
     expand_path,
     extra_install_hint,
     from_env,
@@ -50,25 +48,6 @@ from .start_files import NotARegularFile, open_log_file, read_key_file
 
 _LEVELS = LOG_LEVELS
 _env = settings.env
-
-
-def _state_dir(args: argparse.Namespace) -> Path:
-    return Path(args.state_dir) if args.state_dir else default_state_dir()
-
-
-def relative_state_dir(args: argparse.Namespace) -> str | None:
-    """Why the state directory given is refused (a relative one), or ``None``.
-
-    A relative path would resolve against whatever directory the editor started the agent in,
-    usually a project: conversation records must never land inside one by accident.
-    """
-    if not args.state_dir or os.path.isabs(args.state_dir):
-        return None
-    where = "ACP_SKILLS_STATE_DIR" if args.state_dir_from_env else "--state-dir"
-    return (
-        f"{where} must be an absolute path (or start with ~), not {args.state_dir!r}: "
-        "a relative one would put conversation records inside the editor's working directory"
-    )
 
 
 _TRUE = ("1", "true", "yes", "on")
@@ -129,19 +108,14 @@ def _settings_from_env(args: argparse.Namespace) -> None:
         args.mcp_session_servers = _switch_from_env("ACP_SKILLS_MCP_SESSION_SERVERS")
     else:
         args.mcp_session_servers = args.mcp_session_servers == "on"
-    settings.resolve_trust(args)
-    args.mcp_timeout = settings.mcp_timeout(args.mcp_timeout)
-    if args.mcp_server:  # refused now, not at the first session, without the mcp extra
-        args.mcp = settings.mcp_provider_from(args.mcp_server, args.mcp_timeout)
-    args.state_dir_from_env = args.state_dir is None
+    # Refused now, not at the first session: an --mcp-server without the mcp extra, too.
+    args.settings = settings.resolve(args, agent=True)
     for flag, variable in (
-        ("state_dir", "ACP_SKILLS_STATE_DIR"),
         ("log_file", "ACP_SKILLS_LOG_FILE"),
         ("api_key_file", "ACP_SKILLS_API_KEY_FILE"),
     ):
         if getattr(args, flag) is None and (path := _env(variable)) is not None:
             setattr(args, flag, expand_path(path))
-    settings.resolve_skill_settings(args, absolute_dirs=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -202,8 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="seconds per model request (default 120). Env: ACP_SKILLS_TIMEOUT.",
     )
-    settings.add_skill_arguments(parser)
-    settings.add_catalog_arguments(parser, "--catalog-budget")
+    settings.add_arguments(parser)
     parser.add_argument(
         "--no-watch",
         dest="watch",
@@ -212,14 +185,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not watch the skill directories: skills edited, added or removed on disk then "
         "show up only after a restart or a _skills/reload (by default they show up within a "
         "fraction of a second). Env: ACP_SKILLS_WATCH=0.",
-    )
-    parser.add_argument(
-        "--state-dir",
-        type=expand_path,
-        default=None,
-        metavar="DIR",
-        help="where session records are kept, an absolute path or one starting with ~ "
-        "(default $XDG_STATE_HOME/acp-skills-demo). Env: ACP_SKILLS_STATE_DIR.",
     )
     parser.add_argument(
         "--log-level",
@@ -241,7 +206,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="append logs to this file instead of stderr. Env: ACP_SKILLS_LOG_FILE.",
     )
-    settings.add_mcp_options(parser)
     parser.add_argument(
         "--mcp-session-servers",
         choices=("on", "off"),
@@ -249,11 +213,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="on (default): the MCP servers the editor forwards with each session (Zed's "
         "context servers) are started, and their skills offered; off: they are left alone, "
         "never started (--mcp-server ones still count). Env: ACP_SKILLS_MCP_SESSION_SERVERS.",
-    )
-    settings.add_trust_argument(
-        parser,
-        "skills of a project and of MCP servers: ask the person at the first prompt "
-        "(default), all (trust them all) or none (never offer them). Env: ACP_SKILLS_TRUST.",
     )
     parser.add_argument("--version", action="version", version=__version__)
     return parser
@@ -274,35 +233,37 @@ def build_model(args: argparse.Namespace) -> ChatModel:
 
 def build_provider(args: argparse.Namespace) -> LocalSkillProvider:
     """The skills on disk: the project's and the user's, and ``--skills-dir`` in between."""
-    return settings.build_provider(args, watch=args.watch)
+    given: settings.Settings = args.settings
+    return given.provider(watch=args.watch)
 
 
 def build_agent(args: argparse.Namespace, provider: LocalSkillProvider) -> DemoAgent:
     """The agent over ``provider`` (the skills on disk) and ``args.mcp``, the `McpSkillProvider`
-    that `parse_args` makes from ``--mcp-server`` (without it, one for the sessions' own servers
-    when the mcp extra is installed and ``--mcp-session-servers`` is on). A caller may set
-    ``args.mcp`` to a provider of its own, one that reaches its servers through another
-    transport (``transport=``, docs/mcp.md)."""
+    of ``--mcp-server`` (and, when the mcp extra is installed and ``--mcp-session-servers`` is
+    on, of the sessions' own servers). A caller may set ``args.mcp`` to a provider of its own,
+    one that reaches its servers through another transport (``transport=``, docs/mcp.md)."""
     registry = SkillRegistry()
     registry.register_provider(provider)
-    # MCP skills (rank 600, after the local roots): --mcp-server for every session (made by
-    # `parse_args`), and each session's own `mcpServers`, whenever the mcp extra is installed.
+    # MCP skills (rank 600, after the local roots): --mcp-server for every session, and each
+    # session's own `mcpServers`, whenever the mcp extra is installed.
+    given: settings.Settings = args.settings
     forwarded = args.mcp_session_servers
-    if getattr(args, "mcp", None) is None and forwarded and importlib.util.find_spec("mcp"):
-        args.mcp = settings.mcp_provider_from((), args.mcp_timeout)
+    wanted = given.mcp_servers or (forwarded and importlib.util.find_spec("mcp"))
+    if getattr(args, "mcp", None) is None and wanted:
+        args.mcp = given.mcp_provider()
     if getattr(args, "mcp", None) is not None:
         registry.register_provider(args.mcp)
     skills = AcpSkills(
         registry,
-        store=JsonlSessionStore(_state_dir(args) / "sessions"),
-        catalog_max_length=CATALOG_MAX_LENGTH,
-        catalog_budget=args.catalog_budget,
-        pinned_skills=args.pin,
-        hidden_skills=args.hide,
+        store=JsonlSessionStore(given.state_dir / "sessions"),
+        catalog_max_length=given.catalog_max_length,
+        catalog_budget=given.catalog_budget,
+        pinned_skills=given.pinned,
+        hidden_skills=given.hidden,
         max_requests_per_turn=args.max_steps,
-        expand_arguments="claude" in args.compat,
+        expand_arguments="claude" in given.compat,
         mcp=getattr(args, "mcp", None),
-        trust=args.trust,
+        trust=given.trust,
     )
     return DemoAgent(skills, build_model(args), session_servers=forwarded)
 
@@ -426,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return 2
-    problem = relative_state_dir(args) or _start_logging(args)
+    problem = _start_logging(args)
     if problem is None and args.model == "openai" and importlib.util.find_spec("openai") is None:
         # Said now, before the key is looked at: a key cannot help without the package.
         problem = f"the openai model needs the `openai` package: {extra_install_hint('openai')}"
@@ -437,8 +398,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     # Checked before serving: an editor shows a failed start, not a session that silently
     # saves nothing. One line, no traceback, the usage-error status.
-    if (unusable := settings.unusable_state_dir(_state_dir(args))) is not None:
-        print(f"acp-skills-demo: unusable state directory: {unusable}", file=sys.stderr)
+    if (unusable := args.settings.unusable_state_dir()) is not None:
+        print(f"acp-skills-demo: unusable state directory: {unusable[0]}", file=sys.stderr)
         return 2
     if _stdin_is_terminal():
         print(TERMINAL_HINT, file=sys.stderr, flush=True)

@@ -151,12 +151,7 @@ def build_demo_agent(args: argparse.Namespace, *, mcp_transport: Any = None) -> 
     ``--mcp-server`` ones and the sessions' own, through it: `build_agent` takes a provider
     the caller made as ``args.mcp``."""
     if mcp_transport is not None:
-        from acp_skills.mcp import McpSkillProvider, parse_server_option
-
-        servers = [parse_server_option(option) for option in args.mcp_server or ()]
-        args.mcp = McpSkillProvider(
-            servers=servers, timeout=args.mcp_timeout, transport=mcp_transport
-        )
+        args.mcp = args.settings.mcp_provider(mcp_transport)
     provider = build_provider(args)
     return DemoAgentBuild(args, provider, build_agent(args, provider))
 

@@ -562,7 +562,7 @@ def test_doctor_checks_the_install_and_says_how_to_fix_it(
         ),
         (
             str(state),
-            # In the words the agent's start-up uses (`settings.unusable_state_dir`).
+            # In the words the agent's start-up uses (`Settings.unusable_state_dir`).
             f"state directory: {state} is not a directory; move it aside: run "
             f"`mv {state} {state}.old`",
         ),

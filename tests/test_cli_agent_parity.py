@@ -263,9 +263,9 @@ def test_a_bad_variable_names_itself_in_the_command_line_too(sandbox: Sandbox) -
     """The CLI reads the agent's variables and reports a bad one as the agent does."""
     result = cli(sandbox, "catalog", env={"ACP_SKILLS_PIN": "Not-A-Name"})
     assert result.returncode == 2
-    assert (
-        result.stderr
-        == "acp-skills: ACP_SKILLS_PIN holds 'Not-A-Name', which is not a skill name\n"
+    assert result.stderr == (
+        "acp-skills: ACP_SKILLS_PIN: not a skill name: 'Not-A-Name' (lowercase letters and "
+        "digits in hyphen-separated words)\n"
     )
 
 

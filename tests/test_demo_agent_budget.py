@@ -153,16 +153,21 @@ def test_budget_flags_and_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACP_SKILLS_CATALOG_BUDGET", "2000")
     monkeypatch.setenv("ACP_SKILLS_PIN", "deploy-app, review-code  tests")
     monkeypatch.setenv("ACP_SKILLS_HIDE", "")
-    from_env = parse_args([])
-    assert (from_env.catalog_budget, from_env.pin, from_env.hide) == (
+    from_env = parse_args([]).settings
+    assert (from_env.catalog_budget, from_env.pinned, from_env.hidden) == (
         2000,
-        ["deploy-app", "review-code", "tests"],
-        [],
+        ("deploy-app", "review-code", "tests"),
+        (),
     )
-    from_flags = parse_args(["--catalog-budget", "None", "--pin", "a", "--pin", "b", "--hide", "c"])
-    assert (from_flags.catalog_budget, from_flags.pin, from_flags.hide) == (None, ["a", "b"], ["c"])
+    argv = ["--catalog-budget", "None", "--pin", "a", "--pin", "b", "--hide", "c"]
+    from_flags = parse_args(argv).settings
+    assert (from_flags.catalog_budget, from_flags.pinned, from_flags.hidden) == (
+        None,
+        ("a", "b"),
+        ("c",),
+    )
     monkeypatch.delenv("ACP_SKILLS_CATALOG_BUDGET")
-    assert parse_args([]).catalog_budget == 8000
+    assert parse_args([]).settings.catalog_budget == 8000
 
 
 @pytest.mark.parametrize(
@@ -171,7 +176,7 @@ def test_budget_flags_and_variables(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--catalog-budget", "0"], {}, "--catalog-budget: must be at least 1: '0'"),
         ([], {"ACP_SKILLS_CATALOG_BUDGET": "lots"}, "ACP_SKILLS_CATALOG_BUDGET: not a whole"),
         (["--pin", "Deploy"], {}, "--pin: not a skill name: 'Deploy'"),
-        ([], {"ACP_SKILLS_HIDE": "ok,no_way"}, "ACP_SKILLS_HIDE holds 'no_way'"),
+        ([], {"ACP_SKILLS_HIDE": "ok,no_way"}, "ACP_SKILLS_HIDE: not a skill name: 'no_way'"),
     ],
     ids=["zero-budget", "budget-env", "pin-flag", "hide-env"],
 )

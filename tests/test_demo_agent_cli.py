@@ -81,7 +81,11 @@ def test_bad_flags_are_usage_errors(
             "ACP_SKILLS_CATALOG_BUDGET: not a whole number: 'lots' (a number of characters, "
             "or none)",
         ),
-        ({"ACP_SKILLS_PIN": "Bad Name"}, "ACP_SKILLS_PIN holds 'Bad', which is not a skill name"),
+        (
+            {"ACP_SKILLS_PIN": "Bad Name"},
+            "ACP_SKILLS_PIN: not a skill name: 'Bad' (lowercase letters and digits in "
+            "hyphen-separated words)",
+        ),
         (
             {"ACP_SKILLS_COMPAT": "codex"},
             "ACP_SKILLS_COMPAT: unknown tool 'codex' (known: claude)",

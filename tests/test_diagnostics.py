@@ -28,6 +28,7 @@ from acp_skills.frontmatter import (
     parse_skill_file,
 )
 from acp_skills.model import ShadowedSkill
+from acp_skills.report import diagnostic_json
 from tests.providers import ListProvider, candidate
 
 pytestmark = pytest.mark.anyio
@@ -170,12 +171,12 @@ def test_unknown_keys_and_ignored_fields_are_reported_once_each() -> None:
     ]
 
 
-def test_to_json_is_exactly_the_documented_shape() -> None:
+def test_json_is_exactly_the_documented_shape() -> None:
     """code, severity, path, line, message — and nothing else (the skill name stays out)."""
     record = Diagnostic(
         code="yaml-invalid", severity="error", path="/p", line=3, message="m", skill="x"
     )
-    assert record.to_json() == {
+    assert diagnostic_json(record) == {
         "code": "yaml-invalid",
         "severity": "error",
         "path": "/p",

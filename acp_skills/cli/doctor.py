@@ -1,14 +1,16 @@
 """``acp-skills doctor``: every root, skipped file and shadowed skill, a mistyped root, the
-catalog's fit and the install itself, with what fixes each problem."""
+catalog's fit, and the install it runs from (extras, the agent's command on ``PATH``, the trust
+file, the state directory, the SDK versions), each problem with the command that fixes it."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+import shutil
+from typing import Any, Final
 
-from .. import LocalFileSystem
-from ..diagnostics import Diagnostic, root_misnamed, shadow_diagnostic, skipped
+from ..diagnostics import Diagnostic, diagnostic, root_misnamed, shadow_diagnostic, skipped
+from ..errors import Problem
 from ..model import rank_text
 from ..report import (
     describe_catalog_fit,
@@ -19,41 +21,39 @@ from ..report import (
     tally,
 )
 from ..text import terminal_safe as clean
+from ..trust_store import TrustFileError, TrustStore
 from ..trust_text import withheld_parts
-from .checkup import checkup
+from .install import extra_install_hint, installation, path_hint, version_of
 from .output import BOLD, DIM, PROBLEMS, Outcome, Style, status_of, table
-from .skills import (
-    agent_catalog,
-    as_a_session_sees_it,
-    location,
-    skill_json,
-    skills_from,
-    unknown_name_warnings,
-)
+from .settings import Settings, move_aside, permission_fix, unwritable
+from .skills import location, look, skill_json, unknown_name_warnings
+
+AGENT_COMMAND: Final = "acp-skills-demo"
+# The optional parts a person may want, and what each is for (the `dev` extra is ours).
+EXTRAS: Final = {"openai": "--model openai", "mcp": "--mcp-server and editors' MCP servers"}
+SDKS: Final = ("agent-client-protocol", "mcp")
+_SHADOW_CODES: Final = ("skill-shadowed", "skill-duplicate")
 
 
 async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
-    provider, registry, options = skills_from(args)
-    discovery = await provider.discover(options)
-    view = await as_a_session_sees_it(args, registry, options)
+    seen = look(args)
+    discovery = await seen.provider.discover(seen.options)
+    view = await seen.view()
     snapshot = view.found
-    fit = agent_catalog(args, view.offered)
-    characters = len(fit.text or "")
-    # A skipped MCP server and a listed skill left out are problems like a skipped file.
-    mcp = getattr(args, "mcp", None)
-    served = await mcp.diagnose(options) if mcp is not None else ()
+    fit = seen.catalog(view)
     roots = discovery.roots
     # A few stats, a probe file and the package metadata: nothing here is worth a thread.
-    install = checkup()
+    install, install_lines, install_problems = checkup(seen.settings)
     problems = (
         *discovery.diagnostics,
-        *served,
+        # A skipped MCP server and a listed skill left out are problems like a skipped file.
+        *(await seen.mcp.diagnose(seen.options) if seen.mcp is not None else ()),
         *map(shadow_diagnostic, snapshot.shadowed),
-        *await _misnamed_roots([r.root.path for r in roots if not r.exists]),
-        *install.problems,
+        *_misnamed_roots([r.root.path for r in roots if not r.exists]),
+        *install_problems,
     )
     left_out = skipped(problems)
-    payload = {
+    payload: dict[str, Any] = {
         "roots": [
             {"path": r.root.path, "source": r.root.source, "rank": r.root.rank}
             | {"exists": r.exists, "skills": r.skills}
@@ -64,18 +64,16 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
             {"name": s.skill.name, "winner": location(s.winner), "loser": location(s.skill)}
             for s in snapshot.shadowed
         ],
-        "catalogCharacters": characters,
+        "catalogCharacters": len(fit.text or ""),
         "unknownPinned": list(fit.unknown_pinned),
         "unknownHidden": list(fit.unknown_hidden),
-        # Beyond the skipped and the shadowed: every record, as `_skills/list` has them.
         "problems": [diagnostic_json(d) for d in problems],
-        # Every skill that stands, as `list --json` has them: those a session withholds too.
         "skills": [skill_json(skill, None, view.state(skill)) for skill in snapshot.skills],
     }
-    servers = mcp.states(options) if mcp is not None else ()
-    if mcp is not None:  # only with --mcp-server: the shape is kept otherwise
+    servers = seen.mcp.states(seen.options) if seen.mcp is not None else ()
+    if seen.mcp is not None:  # only with --mcp-server: the shape is kept otherwise
         payload["mcpServers"] = [server_json(state) for state in servers]
-    payload["install"] = install.to_json()
+    payload["install"] = install
     lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}", ""]
     lines.append(
         style("Roots", BOLD) + style(" (in precedence order: the first of a name wins)", DIM)
@@ -91,22 +89,16 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         return cell if roots[row - 1].exists else style(cell, DIM)
 
     lines.extend("  " + line for line in table(rows, frozenset({0, 2}), paint))
-    shadow_codes = {"skill-shadowed", "skill-duplicate"}
-    sections = (
-        ("Skipped", left_out),
-        ("Shadowed", [d for d in problems if d.code in shadow_codes]),
-        ("Other", [d for d in problems if d not in left_out and d.code not in shadow_codes]),
-    )
-    for title, found in sections:
+    shadowed = [d for d in problems if d.code in _SHADOW_CODES]
+    other = [d for d in problems if d not in left_out and d not in shadowed]
+    for title, found in (("Skipped", left_out), ("Shadowed", shadowed), ("Other", other)):
         if found:
             lines += ["", style(f"{title} ({len(found)})", BOLD)]
             lines.extend(f"  {diagnostic_line(d, style)}" for d in found)
     for title, items, how in withheld_parts(view.withheld.values(), style):
         heading = style(f"{title} ({len(items)})", BOLD)
         lines += ["", heading, *("  " + clean(line) for line in (*items, how))]
-    lines += ["", style("Install", BOLD)]
-    lines.extend("  " + clean(line) for line in install.lines())
-    lines.append("")
+    lines += ["", style("Install", BOLD), *("  " + clean(line) for line in install_lines), ""]
     if servers:
         lines.append(style(f"MCP servers ({len(servers)})", BOLD))
         lines.extend([*(f"  {server_line(state, style)}" for state in servers), ""])
@@ -121,25 +113,86 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     return Outcome(payload, lines, status, warnings=unknown)
 
 
-async def _misnamed_roots(missing: Sequence[str]) -> list[Diagnostic]:
-    """A directory beside a missing root whose name is the root's but for case or a final
-    ``s`` (``.agents/skill``): skills a person put where the agent never looks."""
-    fs, found = LocalFileSystem(), []
+def _misnamed_roots(missing: list[str]) -> list[Diagnostic]:
+    """A directory beside a missing root named as the root but for case or a final ``s``
+    (``.agents/skill``): skills a person put where the agent never looks."""
+    found = []
     for root in missing:
         parent, name = os.path.split(root)
+        near = (name.casefold(), name.casefold().removesuffix("s"))
         try:
-            entries = await fs.list_dir(parent)
+            with os.scandir(parent) as entries:
+                found += [
+                    root_misnamed(entry.path, root)
+                    for entry in entries
+                    if entry.is_dir() and entry.name != name and entry.name.casefold() in near
+                ]
         except OSError:
-            continue  # an unreadable parent hides nothing a person could fix here
-        for entry in entries or ():
-            if (
-                entry.kind == "dir"
-                and entry.name != name
-                and entry.name.casefold()
-                in (
-                    name.casefold(),
-                    name.casefold().removesuffix("s"),
-                )
-            ):
-                found.append(root_misnamed(os.path.join(parent, entry.name), root))
+            continue  # an unreadable or absent parent hides nothing a person could fix here
     return found
+
+
+def checkup(settings: Settings) -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
+    """The install this command runs from: as JSON, as lines, and its problems, each with the
+    command that fixes it in the form that fits the installer."""
+    installed = installation()
+    problems: list[Diagnostic] = []
+    lines = [f"installed with {installed.kind} in {installed.prefix}"]
+    for extra, use in EXTRAS.items():
+        if extra in installed.extras:
+            lines.append(f"extra {extra}: installed ({use})")
+        else:
+            hint = extra_install_hint(extra, installed)
+            lines.append(f"extra {extra}: not installed, needed for {use}; to add it, {hint}")
+    agent = shutil.which(AGENT_COMMAND)
+    lines.append(f"{AGENT_COMMAND}: {agent or 'not on PATH'}")
+    if agent is None:
+        message = f"{AGENT_COMMAND} is not on PATH: editors cannot start it by name; "
+        not_found = Problem("command-not-on-path", message + path_hint(installed))
+        problems.append(diagnostic(not_found, None))
+    sdks = {name: version_of(name) for name in SDKS}
+    lines += [f"{name}: {version or 'not installed'}" for name, version in sdks.items()]
+    trust_file, state_dir = settings.trust_file, str(settings.state_dir)
+    places = []
+    for what, path, trouble in (
+        ("trust file", trust_file, _trust_file_problem(trust_file)),
+        ("state directory", state_dir, settings.unusable_state_dir(create=False)),
+    ):
+        problem, fix = trouble or ("", "")
+        places.append(
+            {"what": what, "path": path, "usable": not problem, "problem": problem or None}
+        )
+        lines.append(f"{what}: {path} ({problem or 'readable and writable'})")
+        if problem:
+            problems.append(
+                diagnostic(Problem("place-unusable", f"{what}: {problem}; {fix}"), path)
+            )
+    found = {
+        "installer": installed.kind,
+        "extras": sorted(set(EXTRAS) & installed.extras),
+        "agentCommand": agent,
+        "sdks": sdks,
+        "places": places,
+    }
+    return found, lines, problems
+
+
+def _trust_file_problem(path: str) -> tuple[str, str] | None:
+    # Proved by doing, without changing anything a person keeps (a probe, removed).
+    if os.path.lexists(path):
+        if not os.path.isfile(path):
+            return "not a regular file", move_aside(path)
+        if not os.access(path, os.R_OK):
+            return "not readable", permission_fix(path)
+    # The file is replaced by a write beside it (beside its target, when it is a link).
+    if (failure := unwritable(os.path.dirname(os.path.realpath(path)))) is not None:
+        probed, reason = failure
+        return f"cannot write in {probed}: {reason}", permission_fix(probed)
+    if not os.path.lexists(path):
+        return None
+    try:
+        # Decisions that do not parse grant nothing: every session would ask again.
+        TrustStore(path).read()
+    except TrustFileError as error:
+        return str(error).removeprefix(f"{path}: "), "repair it, or " + move_aside(path)
+    return None

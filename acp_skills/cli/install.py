@@ -1,15 +1,7 @@
-"""How this package was installed, and the command that adds one of its extras in that form.
-
-A pipx tool, a uv tool and any other environment each take a package their own way, and a tool
-reinstalled with only the extra asked for loses the extras it had: over a tool installed with
-`[mcp]`, `uv tool install --reinstall '.[openai]'` removes the `mcp` package, and `pipx install
---force '.[openai]'` records only `[openai]`, so pipx's next reinstall drops it. The command
-offered here keeps them. The installers are told apart by the file each writes at the root of the
-environment it makes (pipx: ``pipx_metadata.json``; uv: ``uv-receipt.toml``), so a tool under a
-custom ``PIPX_HOME`` or ``UV_TOOL_DIR`` is recognised too. Which extras are installed is read
-from the environment itself: the package's own metadata says what each extra requires, and an
-extra counts as installed when every package it requires is there.
-"""
+"""How this package was installed, and the command that adds one of its extras in that form
+without dropping the extras it has (a tool reinstalled with only the extra asked for loses the
+others). pipx and uv are told apart by the file each leaves at the root of the environment it
+makes; an extra counts as installed when every package its metadata requires is there."""
 
 from __future__ import annotations
 
@@ -27,26 +19,16 @@ __all__ = ["DISTRIBUTION", "Installation", "extra_install_hint", "installation"]
 
 DISTRIBUTION: Final = "acp-skills"
 
-# What each installer leaves at the root of an environment it made.
-_PIPX_MARKER: Final = "pipx_metadata.json"
-_UV_MARKER: Final = "uv-receipt.toml"
-
 _EXTRA_MARKER = re.compile(r"""\bextra\s*==\s*["']([^"']+)["']""")
-_PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# Where the project a requirement names ends (`mcp<3,>=2.2` -> `mcp`).
+_NAME_END = re.compile(r"[^A-Za-z0-9._-]")
 
 
 @dataclass(frozen=True, slots=True)
 class Installation:
-    """An environment that holds this package.
-
-    Attributes:
-        kind: ``pipx`` or ``uv`` (a tool that installer made), else ``environment``.
-        prefix: the environment's directory.
-        python: its interpreter.
-        extras: the extras of this package whose requirements are all installed there.
-        requirements: what each extra of this package requires (``{"openai": ("openai>=1.40",)}``),
-            from its metadata; empty when the package's metadata is not in the environment.
-    """
+    """An environment that holds this package: its installer (``pipx``, ``uv``, else
+    ``environment``), directory, interpreter, installed extras, and what each extra requires
+    (empty when the package's metadata is not there)."""
 
     kind: Literal["pipx", "uv", "environment"]
     prefix: str
@@ -58,12 +40,12 @@ class Installation:
 def installation(prefix: str | None = None) -> Installation:
     """The environment at ``prefix`` (the running one by default), as its installer made it."""
     root = os.path.abspath(prefix if prefix is not None else sys.prefix)
-    if os.path.isfile(os.path.join(root, _PIPX_MARKER)):
-        kind: Literal["pipx", "uv", "environment"] = "pipx"
-    elif os.path.isfile(os.path.join(root, _UV_MARKER)):
+    # What each installer leaves at the root of an environment it made.
+    kind: Literal["pipx", "uv", "environment"] = "environment"
+    if os.path.isfile(os.path.join(root, "pipx_metadata.json")):
+        kind = "pipx"
+    elif os.path.isfile(os.path.join(root, "uv-receipt.toml")):
         kind = "uv"
-    else:
-        kind = "environment"
     if prefix is None:
         # The running interpreter's own search path: a system Python's site-packages need not
         # follow the venv layout.
@@ -79,7 +61,7 @@ def installation(prefix: str | None = None) -> Installation:
     extras = frozenset(
         extra
         for extra, needed in requirements.items()
-        if all(_normalized(_project(item)) in installed for item in needed)
+        if all(_normalized(_NAME_END.split(item.strip(), 1)[0]) in installed for item in needed)
     )
     return Installation(
         kind=kind, prefix=root, python=python, extras=extras, requirements=requirements
@@ -88,37 +70,44 @@ def installation(prefix: str | None = None) -> Installation:
 
 def extra_install_hint(extra: str, installed: Installation | None = None) -> str:
     """The command that adds ``extra`` to the environment this package runs in (or to
-    ``installed``), worded as an instruction: ``run `pipx inject acp-skills 'openai>=1.40'` ``.
-
-    A tool keeps the extras it has: pipx injects the packages into the tool's environment; uv
-    reinstalls the tool from the clone with the new extra and every extra already there.
-    """
+    ``installed``): ``run `pipx inject acp-skills 'openai>=1.40'` ``. A tool keeps its extras:
+    pipx injects the packages; uv reinstalls from the clone with every extra already there."""
     where = installed if installed is not None else installation()
     packages = where.requirements.get(extra) or (extra,)
     if where.kind == "pipx":
         # pipx names a tool's environment after the tool (with any --suffix it was given).
         tool = os.path.basename(where.prefix)
-        return f"run `pipx inject {_quoted([tool, *packages])}`"
+        return f"run `pipx inject {shlex.join([tool, *packages])}`"
     if where.kind == "uv":
         kept = sorted(where.extras - {extra})
         spec = f".[{','.join([extra, *kept])}]"
-        return f"in your clone of acp-skills, run `uv tool install --reinstall {_quoted([spec])}`"
-    return f"run `{_quoted([where.python, '-m', 'pip', 'install', *packages])}`"
+        return (
+            f"in your clone of acp-skills, run `uv tool install --reinstall {shlex.join([spec])}`"
+        )
+    return f"run `{shlex.join([where.python, '-m', 'pip', 'install', *packages])}`"
 
 
-def _quoted(words: Iterable[str]) -> str:
-    return " ".join(shlex.quote(word) for word in words)
+def version_of(distribution: str) -> str | None:
+    """The installed version of ``distribution``, or ``None``."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def path_hint(installed: Installation) -> str:
+    """The command that puts this package's commands on ``PATH``, in the installer's form."""
+    if installed.kind == "pipx":
+        return "run `pipx ensurepath` and open a new shell"
+    if installed.kind == "uv":
+        return "run `uv tool update-shell` and open a new shell"
+    scripts = os.path.dirname(installed.python)
+    return f'activate the environment, or run `export PATH="{scripts}:$PATH"`'
 
 
 def _normalized(name: str) -> str:
     """A project name as the package index compares them (PEP 503)."""
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _project(requirement: str) -> str:
-    """The project a requirement names (``mcp<3,>=2.2; extra == "mcp"`` -> ``mcp``)."""
-    found = _PROJECT_NAME.match(requirement.strip())
-    return found.group() if found else requirement
 
 
 def _name(distribution: importlib.metadata.Distribution) -> str:

@@ -4,44 +4,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import logging
 import os
 import sys
 from argparse import ArgumentParser
 from collections.abc import Awaitable, Callable, Sequence
-from importlib import metadata
 
 import structlog
 
 from . import settings
 from .doctor import doctor
+from .install import DISTRIBUTION, version_of
 from .new import new
-from .output import (
-    USAGE,
-    Outcome,
-    Style,
-    emit,
-)
+from .output import USAGE, Outcome, Style, emit
 from .skills import PROG, catalog, list_skills, show
 from .trust import trust
 from .validate import validate
 
-_Command = Callable[[argparse.Namespace, Style], Awaitable[Outcome]]
+_Command = Callable[[argparse.Namespace, Style], Awaitable[Outcome] | Outcome]
 
 
 async def _run(args: argparse.Namespace, style: Style) -> Outcome:
     try:
-        return await args.run(args, style)  # type: ignore[no-any-return]
+        # `new` touches a few small local files and is not worth a thread: it is not async.
+        outcome = args.run(args, style)
+        return await outcome if inspect.isawaitable(outcome) else outcome  # type: ignore[no-any-return]
     finally:
         if (mcp := getattr(args, "mcp", None)) is not None:
             await mcp.aclose()  # no server process outlives the command
-
-
-def _version() -> str:
-    try:
-        return metadata.version("acp-skills")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,10 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 fine, 1 problems found, 2 usage error. "
         "Each problem reported carries a stable code (with --json: code, severity, path, line).",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    as_json = argparse.ArgumentParser(add_help=False)
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version_of(DISTRIBUTION) or 'unknown'}"
+    )
+    as_json = ArgumentParser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON (a stable shape)")
-    roots = argparse.ArgumentParser(add_help=False)
+    roots = ArgumentParser(add_help=False)
     for flag, help in (
         ("--cwd", "the working directory of the session to look from (default: the current one)"),
         ("--dsh-home", "default: $DSH_HOME, else ~/.dsh"),
@@ -64,98 +57,61 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         roots.add_argument(flag, type=settings.expand_path, metavar="DIR", help=help)
     # The demo agent's own flags, with its variables as defaults (ACP_SKILLS_DIRS, ...).
-    settings.add_skill_arguments(roots)
-    fitted = argparse.ArgumentParser(add_help=False)
-    settings.add_catalog_arguments(fitted, "--budget", "--catalog-budget")
-    settings.add_mcp_options(roots)
-    settings.add_trust_argument(
-        roots, "ask (stored decisions), all or none, as the agent's (default: $ACP_SKILLS_TRUST)"
-    )
+    settings.add_arguments(roots, "skills", "mcp", "trust")
+    fitted = ArgumentParser(add_help=False)
+    settings.add_arguments(fitted, "catalog")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(run: _Command, help: str, *parents: ArgumentParser) -> ArgumentParser:
+    def command(
+        run: _Command, help: str, *parents: ArgumentParser, **switches: str
+    ) -> ArgumentParser:
         name = "list" if run is list_skills else run.__name__
         sub = commands.add_parser(name, parents=[*parents, as_json], help=help)
         sub.set_defaults(run=run)
+        for switch, meaning in switches.items():
+            sub.add_argument(f"--{switch}", action="store_true", help=meaning)
         return sub
 
-    command(list_skills, "the skills resolved for --cwd", roots).add_argument(
-        "--all", action="store_true", help="also the shadowed skills, and what shadows them"
-    )
+    command(list_skills, "the skills resolved for --cwd", roots, all="also the shadowed skills")
     showing = command(show, "exactly what the skill tool returns for NAME", roots)
-    showing.add_argument(
-        "name", metavar="NAME", help="a skill's name, or the uri of a server's skill (skill://...)"
-    )
+    showing.add_argument("name", metavar="NAME", help="a skill's name, or a server's skill:// uri")
     shown = showing.add_mutually_exclusive_group()
     shown.add_argument("--path", metavar="REL", help="a file of the skill, as the tool's `path`")
     shown.add_argument(
-        "--invoke",
-        metavar="ARGS",
-        help="what `/NAME ARGS` puts into the turn instead (also for a skill only a person "
-        "may invoke); the placeholders are filled with --compat claude, as the agent fills them",
+        "--invoke", metavar="ARGS", help="what `/NAME ARGS` puts into the turn instead"
     )
     command(catalog, "exactly the catalog message the model receives, and its size", roots, fitted)
+    strict = "also apply the Agent Skills specification (agentskills.io)"
     check = command(
-        validate, "check skill directories, skill files or directories of skills", roots
+        validate, "check skills, skill files or skills directories", roots, strict=strict
     )
     check.add_argument(
         "paths",
         nargs="*",
         type=settings.expand_path,
         metavar="PATH",
-        help="a skill directory, a skill file (SKILL.md or NAME.md), or a directory of skills "
-        "(default: every skills root a session at --cwd reads, as doctor lists them)",
+        help="a skill directory, a skill file or a skills directory (default: --cwd's roots)",
     )
-    check.add_argument(
-        "--strict",
-        action="store_true",
-        help="also apply the Agent Skills specification (agentskills.io)",
-    )
-    command(
-        doctor,
-        "every root, skipped file and shadowed skill, and the catalog's size",
-        roots,
-        fitted,
-    )
-    write = command(new, "write a new skill to start from (it passes validate --strict)")
+    command(doctor, "every root, skipped file and shadowed skill, and the install", roots, fitted)
+    flat = "a single NAME.md instead of NAME/SKILL.md"
+    write = command(new, "write a new skill (it passes validate --strict)", flat=flat)
     write.add_argument("name", metavar="NAME", help="the skill's name, in kebab-case")
-    write.add_argument(
-        "--flat", action="store_true", help="a single NAME.md instead of NAME/SKILL.md"
-    )
     write.add_argument(
         "--dir",
         type=settings.expand_path,
         metavar="DIR",
-        help="the skills directory to write in (default: the project's .agents/skills)",
+        help="where (default: the project's .agents/skills)",
     )
-    decide = command(
-        trust, "trust, refuse or forget a project's or an MCP server's skills (docs/trust.md)"
-    )
+    yes = "with --mcp-server: trust what it lists without asking"
+    decide = command(trust, "trust, refuse or forget a project's or a server's skills", yes=yes)
     decide.add_argument(
-        "path",
-        nargs="?",
-        metavar="PATH",
-        help="a path in the project (default: the current one), or a server's mcp:KEY from --list",
+        "path", nargs="?", metavar="PATH", help="a path in the project, or a server's mcp:KEY"
     )
     what = decide.add_mutually_exclusive_group()
-    what.add_argument(
-        "--refuse",
-        action="store_true",
-        help="never offer the project's (or the mcp:KEY server's) skills",
-    )
+    what.add_argument("--refuse", action="store_true", help="never offer its skills")
     what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
     what.add_argument("--list", action="store_true", help="every stored decision")
-    settings.add_mcp_options(
-        decide,
-        "an MCP server to trust for the skills it lists now, asked once on the terminal, as a "
-        "session's question asks (repeatable; with --refuse or --forget: by its identity, "
-        "without starting it)",
-    )
-    decide.add_argument(
-        "--yes",
-        action="store_true",
-        help="with --mcp-server: trust what it lists without asking (where no terminal is)",
-    )
+    settings.add_arguments(decide, "mcp")
     return parser
 
 
@@ -172,18 +128,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else USAGE
     try:
-        if hasattr(args, "skills_dir"):
-            settings.resolve_skill_settings(args)
-        # Refused before anything runs: a malformed value, or no mcp extra installed.
-        if getattr(args, "mcp_server", None):
-            args.mcp = settings.mcp_provider_from(args.mcp_server, args.mcp_timeout)
-        if hasattr(args, "trust") or args.run is trust:  # the commands that read trust.json
-            settings.resolve_trust(args)
-    except ValueError as error:
-        # A variable the person set, or an --mcp-server that cannot be used: one line, no
-        # usage block.
-        print(f"{PROG}: {error}", file=sys.stderr)
+        # Refused before anything runs: a bad variable, a malformed --mcp-server, or no mcp
+        # extra installed.
+        args.settings = settings.resolve(args) if args.run is not new else None
+    except settings.SettingError as error:
+        print(f"{PROG}: {error}", file=sys.stderr)  # one line, no usage block
         return USAGE
+    if args.settings is not None and args.settings.mcp_servers:
+        args.mcp = args.settings.mcp_provider()
     # The commands report what the library would log; unconfigured structlog would also print
     # it to stdout, mixed into the output (and into the JSON).
     structlog.configure(

@@ -8,7 +8,7 @@ import os
 
 from ..model import SKILL_FILE_NAME, is_skill_name
 from ..project import find_project
-from .output import PROBLEMS, USAGE, Outcome, Style
+from .output import PROBLEMS, Outcome, Style
 from .validate import MAX_NAME_LENGTH
 
 # Our own starting text: the description says what a description is for, the body what to write.
@@ -35,27 +35,14 @@ some.
 """
 
 
-def new_skill_text(name: str, *, flat: bool) -> str:
-    """The text ``acp-skills new NAME`` writes."""
-    title = name.replace("-", " ").capitalize()
-    resources = _FLAT_RESOURCES if flat else _BUNDLE_RESOURCES
-    return _TEMPLATE.format(name=name, title=title, resources=resources)
-
-
-async def new(args: argparse.Namespace, style: Style) -> Outcome:
+def new(args: argparse.Namespace, style: Style) -> Outcome:
     """Write a new skill NAME under ``--dir`` (default: the project's ``.agents/skills``)."""
-    # A few small local files: nothing here is worth a thread.
-    return _new(args)
-
-
-def _new(args: argparse.Namespace) -> Outcome:
     name: str = args.name
     if not is_skill_name(name) or len(name) > MAX_NAME_LENGTH:
-        message = (
+        return Outcome.failed(
             f"not a skill name: {name!r} (lowercase letters and digits in words joined by "
             f"single hyphens, at most {MAX_NAME_LENGTH} characters)"
         )
-        return Outcome({"error": message}, [message], USAGE)
     if args.dir is not None:
         directory = os.path.abspath(args.dir)
     else:
@@ -71,13 +58,13 @@ def _new(args: argparse.Namespace) -> Outcome:
             path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644
         )
     except FileExistsError:
-        message = f"{path} exists already; nothing was written"
-        return Outcome({"error": message}, [message], PROBLEMS)
+        return Outcome.failed(f"{path} exists already; nothing was written", PROBLEMS)
     except OSError as error:
-        message = f"cannot write {path}: {error.strerror or error}"
-        return Outcome({"error": message}, [message], PROBLEMS)
+        return Outcome.failed(f"cannot write {path}: {error.strerror or error}", PROBLEMS)
     with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(new_skill_text(name, flat=args.flat))
+        title = name.replace("-", " ").capitalize()
+        resources = _FLAT_RESOURCES if args.flat else _BUNDLE_RESOURCES
+        file.write(_TEMPLATE.format(name=name, title=title, resources=resources))
     lines = [
         f"Wrote {path}",
         "Next: write its description and instructions, then check it with "

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ..diagnostics import Diagnostic, Severity
-from ..model import SkillLookupOptions
 from ..report import SEVERITIES
 from ..text import replace_lone_surrogates_in_json, terminal_safe
 
@@ -62,6 +61,11 @@ class Outcome:
     # Said on stderr whatever the mode: something the person must not miss.
     warnings: list[str] = field(default_factory=list)
 
+    @classmethod
+    def failed(cls, message: str, status: int = 2) -> Outcome:
+        """A command that could not do its job: ``{"error": message}``, and the message."""
+        return cls({"error": message}, [message], status)
+
 
 def table(
     rows: Sequence[Sequence[str]], right: frozenset[int], paint: Callable[[int, int, str], str]
@@ -78,14 +82,6 @@ def table(
         cells[-1] = row[-1]
         lines.append("  ".join(paint(index, i, cell) for i, cell in enumerate(cells)).rstrip())
     return lines
-
-
-async def mcp_warnings(provider: Any, options: SkillLookupOptions) -> list[str]:
-    """One ``warning:`` line per MCP server the lookup skipped and per listed skill it left out
-    (``provider``: the `McpSkillProvider` of ``--mcp-server``, or ``None``), for the commands
-    that do not list every problem, as doctor does."""
-    found = await provider.diagnose(options) if provider is not None else ()
-    return [f"warning: {terminal_safe(d.message)}" for d in found]
 
 
 def status_of(diagnostics: Sequence[Diagnostic]) -> int:

@@ -1,13 +1,7 @@
-"""The settings the demo agent and ``acp-skills`` share (public, docs/cli.md), so the command
-line sees exactly the skills, the catalog and the trust the agent sees: where skills come from
-(``--skills-dir``, ``--examples``, ``--compat``, ``--mcp-server``), how the catalog is fitted
-(budget, pins, hidden skills, the description cap), the trust mode, and where the agent keeps
-its state, given as flags or as ``ACP_SKILLS_*`` variables.
-
-Editors start the agent without a shell, so nothing expands ``~`` for it: every path setting
-is expanded here. A bad variable is a `SettingError` naming the variable (never a flag the
-person did not pass); a bad flag stays argparse's usage error.
-"""
+"""The settings the demo agent and ``acp-skills`` share (public, docs/cli.md): one table of flags,
+each with its ``ACP_SKILLS_*`` variable read as the flag would be, resolved into one `Settings`.
+Editors start the agent without a shell, so every path is ``~``-expanded here. A bad variable
+is a `SettingError` naming it; a bad flag stays argparse's usage error."""
 
 from __future__ import annotations
 
@@ -15,60 +9,38 @@ import argparse
 import importlib
 import os
 import re
+import shlex
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from ..local import LocalSkillProvider
 from ..model import is_skill_name
-from ..trust import TRUST_MODES, trust_mode
+from ..trust import TRUST_MODES, TrustMode
 from ..trust_store import default_trust_file
 from .install import extra_install_hint
 
 __all__ = [
-    "CATALOG_MAX_LENGTH",
-    "DEFAULT_CATALOG_BUDGET",
     "EXAMPLE_SKILLS",
     "SettingError",
-    "UnusableStateDir",
-    "add_catalog_arguments",
-    "add_mcp_options",
-    "add_skill_arguments",
-    "add_trust_argument",
-    "build_provider",
-    "catalog_budget",
-    "default_state_dir",
+    "Settings",
+    "add_arguments",
     "env",
     "expand_path",
     "extra_install_hint",
     "from_env",
-    "mcp_provider_from",
-    "mcp_timeout",
     "positive_float",
     "positive_int",
-    "resolve_skill_settings",
-    "resolve_trust",
-    "unusable_state_dir",
+    "resolve",
 ]
 
 EXAMPLE_SKILLS: Final = Path(__file__).resolve().parent / "example_skills"
-"""The example skills shipped with the package (package data): ``--examples`` offers them."""
-DEFAULT_CATALOG_BUDGET: Final = 8000
-"""The catalog budget, in characters, when neither a flag nor a variable sets one."""
-CATALOG_MAX_LENGTH: Final = 1024
-"""The longest a catalog description may be: the Agent Skills specification's maximum (the
-library's own default is 500; a budget still shortens descriptions when it must)."""
-COMPAT: Final = ("claude",)
-_UNLIMITED: Final = ("none", "unlimited")
 
 _T = TypeVar("_T")
 _D = TypeVar("_D")
 _N = TypeVar("_N", int, float)
-
-# A budget flag's value when the flag is absent: `--catalog-budget none` parses to None.
-_NOT_GIVEN: Final = object()
 
 
 class SettingError(ValueError):
@@ -77,8 +49,7 @@ class SettingError(ValueError):
 
 def env(name: str) -> str | None:
     """The variable's value, stripped; ``None`` when unset or blank."""
-    value = os.environ.get(name, "").strip()
-    return value or None
+    return os.environ.get(name, "").strip() or None
 
 
 def expand_path(text: str) -> str:
@@ -86,73 +57,12 @@ def expand_path(text: str) -> str:
     return os.path.expanduser(text)
 
 
-def default_state_dir() -> Path:
-    """``$XDG_STATE_HOME/acp-skills-demo`` (``~/.local/state/acp-skills-demo`` when unset), where
-    the demo agent keeps its session records unless told otherwise.
-
-    A relative ``XDG_STATE_HOME`` counts as unset, as the XDG specification says.
-    """
-    base = env("XDG_STATE_HOME")
-    if base is None or not os.path.isabs(expand_path(base)):
+def _default_state_dir() -> Path:
+    # A relative XDG_STATE_HOME counts as unset.
+    base = expand_path(env("XDG_STATE_HOME") or "")
+    if not os.path.isabs(base):
         base = os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(expand_path(base)) / "acp-skills-demo"
-
-
-# -- value checkers: argparse `type`s, and the checks of variables -----------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class UnusableStateDir:
-    """Why session records cannot be kept: the directory at fault, what could not be done there
-    (``create`` or ``write in``; empty when it is not a directory) and the system's reason."""
-
-    path: Path
-    failed: str = ""
-    reason: str = ""
-
-    def __str__(self) -> str:
-        if not self.failed:
-            return f"{self.path} is not a directory"
-        return f"cannot {self.failed} {self.path}: {self.reason}"
-
-
-def unusable_state_dir(state_dir: Path, *, create: bool = True) -> UnusableStateDir | None:
-    """Why session records cannot be kept under ``state_dir``, or ``None`` when they can: the
-    one verdict of the agent's start-up and of ``acp-skills doctor``.
-
-    Proved by doing, as permission bits alone do not tell (root, read-only mounts, ACLs): a
-    file is created in ``state_dir/sessions`` and removed. With ``create`` (the agent) that
-    directory is made first; without (doctor) nothing is made but the probe, written where the
-    agent would write or, while that does not exist yet, in its nearest existing ancestor.
-    """
-    sessions = state_dir / "sessions"
-    try:
-        for directory in (state_dir, sessions):
-            if directory.exists() and not directory.is_dir():
-                return UnusableStateDir(directory)
-        if create:
-            sessions.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        return UnusableStateDir(sessions, "create", error.strerror or str(error))
-    probed = sessions
-    while not probed.exists() and probed.parent != probed:
-        probed = probed.parent
-    if (failure := cannot_write_in(probed)) is not None:
-        return UnusableStateDir(probed, "write in", failure)
-    return None
-
-
-def cannot_write_in(directory: str | os.PathLike[str]) -> str | None:
-    """Why no file can be created in ``directory``, or ``None`` when one can. Proved by doing
-    (permission bits alone do not tell: root, read-only mounts, access lists): a probe is
-    created and removed; nothing else changes."""
-    try:
-        descriptor, probe = tempfile.mkstemp(dir=directory, prefix=".write-check-")
-        os.close(descriptor)
-        os.unlink(probe)
-    except OSError as error:
-        return error.strerror or str(error)
-    return None
+    return Path(base) / "acp-skills-demo"
 
 
 def positive_int(text: str) -> int:
@@ -173,9 +83,8 @@ def _positive(text: str, convert: Callable[[str], _N], kind: str, bound: str) ->
     return value
 
 
-def catalog_budget(text: str) -> int | None:
-    """A positive number of characters, or ``none`` (also ``unlimited``) for no budget."""
-    if text.strip().lower() in _UNLIMITED:
+def _budget(text: str) -> int | None:
+    if text.strip().lower() in ("none", "unlimited"):
         return None
     try:
         return positive_int(text)
@@ -183,7 +92,13 @@ def catalog_budget(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"{error} (a number of characters, or none)") from None
 
 
-def skill_name(text: str) -> str:
+def _compat_tool(text: str) -> str:
+    if text != "claude":
+        raise argparse.ArgumentTypeError(f"unknown tool {text!r} (known: claude)")
+    return text
+
+
+def _skill_name(text: str) -> str:
     if not is_skill_name(text):
         raise argparse.ArgumentTypeError(
             f"not a skill name: {text!r} (lowercase letters and digits in hyphen-separated words)"
@@ -191,225 +106,241 @@ def skill_name(text: str) -> str:
     return text
 
 
+def _path(text: str) -> Path:
+    return Path(expand_path(text))
+
+
 def from_env(variable: str, convert: Callable[[str], _T], default: _D) -> _T | _D:
     """The variable converted as its flag's value would be; ``default`` when it is unset."""
-    if (text := env(variable)) is None:
-        return default
+    text = env(variable)
+    return default if text is None else _read(variable, convert, text)
+
+
+def _read(variable: str, convert: Callable[[str], _T], text: str) -> _T:
     try:
         return convert(text)
     except argparse.ArgumentTypeError as error:
         raise SettingError(f"{variable}: {error}") from None
 
 
-def names_from_env(variable: str) -> list[str]:
-    """Skill names separated by commas or spaces."""
-    names = [name for name in re.split(r"[,\s]+", env(variable) or "") if name]
-    for name in names:
-        if not is_skill_name(name):
-            raise SettingError(f"{variable} holds {name!r}, which is not a skill name")
-    return names
-
-
-# -- the skill settings, on both command lines ------------------------------------------------
-
-
-def add_skill_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--skills-dir``, ``--examples`` and ``--compat``: where skills are looked up."""
-    parser.add_argument(
-        "--skills-dir",
-        action="append",
-        type=expand_path,
-        default=None,
-        metavar="DIR",
-        help="an extra skills directory (repeatable), after the project's and before the "
-        "user's. Env: ACP_SKILLS_DIRS (separated by the OS path separator).",
-    )
-    parser.add_argument(
-        "--examples",
-        action="store_true",
-        help="also offer the example skills shipped with the package, after any --skills-dir.",
-    )
-    parser.add_argument(
-        "--compat",
-        action="append",
-        choices=COMPAT,
-        default=None,
-        help="claude: also read Claude Code skills (<project>/.claude/skills, then "
-        "~/.claude/skills, after every directory of ours) and replace $ARGUMENTS, "
-        "$ARGUMENTS[N] and $N in a skill invoked as /name. Env: ACP_SKILLS_COMPAT.",
-    )
-
-
-def add_catalog_arguments(parser: argparse.ArgumentParser, *flags: str) -> None:
-    """The catalog budget (under ``flags``), ``--pin`` and ``--hide``."""
-    parser.add_argument(
-        *flags,
-        dest="catalog_budget",
-        type=catalog_budget,
-        default=_NOT_GIVEN,
-        metavar="CHARACTERS",
-        help=f"the most characters the skill catalog may take in a session (default "
-        f"{DEFAULT_CATALOG_BUDGET}; 'none' for no limit). Beyond it, descriptions are shortened, "
-        "then skills left out and found by the skill tool's query. "
-        "Env: ACP_SKILLS_CATALOG_BUDGET.",
-    )
-    parser.add_argument(
-        "--pin",
-        action="append",
-        type=skill_name,
-        default=None,
-        metavar="NAME",
-        help="a skill always listed in the catalog in full, first (repeatable). "
-        "Env: ACP_SKILLS_PIN (names separated by commas).",
-    )
-    parser.add_argument(
-        "--hide",
-        action="append",
-        type=skill_name,
-        default=None,
-        metavar="NAME",
-        help="a skill never listed in the catalog nor found by a query; it still loads by its "
-        "exact name (repeatable). Env: ACP_SKILLS_HIDE (names separated by commas).",
-    )
-
-
-def resolve_skill_settings(args: argparse.Namespace, *, absolute_dirs: bool = False) -> None:
-    """Fill what no flag gave from the ``ACP_SKILLS_*`` variables (flags win).
-
-    ``absolute_dirs`` (the agent): a relative skills directory is refused. An editor starts the
-    agent in a project, so a relative one would be that project's directory, its skills
-    trusted as the person's own. The command line, typed by a person, resolves it against its
-    own working directory.
-
-    Raises:
-        SettingError: a variable holds a value its flag would refuse, or (``absolute_dirs``) a
-            skills directory is relative.
-    """
-    where = "--skills-dir"
-    if not args.skills_dir:
-        where = "ACP_SKILLS_DIRS"
-        dirs = (env("ACP_SKILLS_DIRS") or "").split(os.pathsep)
-        args.skills_dir = [expand_path(d) for d in dirs if d.strip()]
-    for directory in args.skills_dir if absolute_dirs else ():
-        if not os.path.isabs(directory):
-            raise SettingError(
-                f"{where} must be an absolute path (or start with ~), not {directory!r}: a "
-                "relative one would be the directory the agent was started in, usually a "
-                "project, and its skills would be offered as your own"
-            )
-    if args.compat is None:
-        args.compat = [name.strip() for name in (env("ACP_SKILLS_COMPAT") or "").split(",")]
-        args.compat = [name for name in args.compat if name]
-        for name in args.compat:
-            if name not in COMPAT:
-                known = ", ".join(COMPAT)
-                raise SettingError(f"ACP_SKILLS_COMPAT: unknown tool {name!r} (known: {known})")
-    if hasattr(args, "catalog_budget"):
-        if args.catalog_budget is _NOT_GIVEN:
-            args.catalog_budget = from_env(
-                "ACP_SKILLS_CATALOG_BUDGET", catalog_budget, DEFAULT_CATALOG_BUDGET
-            )
-        args.pin = args.pin if args.pin is not None else names_from_env("ACP_SKILLS_PIN")
-        args.hide = args.hide if args.hide is not None else names_from_env("ACP_SKILLS_HIDE")
-
-
-def add_trust_argument(parser: argparse.ArgumentParser, help: str) -> None:
-    """``--trust ask|all|none``; `resolve_trust` fills it from ``ACP_SKILLS_TRUST``."""
-    parser.add_argument("--trust", choices=TRUST_MODES, default=None, help=help)
-
-
-def resolve_trust(args: argparse.Namespace) -> None:
-    """``args.trust`` from ``ACP_SKILLS_TRUST`` when no flag gave it (``ask`` when neither), if
-    the command has the flag; and the trust file's place checked.
-
-    Raises:
-        SettingError: ``ACP_SKILLS_TRUST`` is no mode, or ``ACP_SKILLS_TRUST_FILE`` is relative
-            (it would be read from the directory the agent was started in, usually a project).
-    """
-    if hasattr(args, "trust") and args.trust is None:
-        value = env("ACP_SKILLS_TRUST") or "ask"
-        try:
-            args.trust = trust_mode(value)
-        except ValueError:
-            known = ", ".join(TRUST_MODES)
-            raise SettingError(f"ACP_SKILLS_TRUST must be one of {known}, not {value!r}") from None
+def unwritable(path: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """Where no file can be created (``path``, or its nearest ancestor that exists) and why; or
+    ``None``. Proved by doing, as permission bits alone do not tell (root, read-only mounts,
+    access lists): a probe is made and removed."""
+    directory = os.fspath(path)
+    while not os.path.lexists(directory) and os.path.dirname(directory) != directory:
+        directory = os.path.dirname(directory)
     try:
-        default_trust_file()
-    except ValueError as error:
-        raise SettingError(str(error)) from None
+        tempfile.TemporaryFile(dir=directory).close()
+    except OSError as error:
+        return directory, error.strerror or str(error)
+    return None
 
 
-# -- MCP servers: `acp_skills.mcp` (the mcp SDK, pydantic) is loaded only when a server is named,
-# so the commands start on the core alone (pinned by tests/test_cli.py). It imports the SDK,
-# so importing it tells whether the extra is installed.
-_MCP_MODULE = "acp_skills.mcp"
-MCP_TIMEOUT_VARIABLE: Final = "ACP_SKILLS_MCP_TIMEOUT"
-DEFAULT_MCP_TIMEOUT: Final = 10.0
+def move_aside(path: str) -> str:
+    return f"move it aside: run `mv {shlex.quote(path)} {shlex.quote(path + '.old')}`"
 
 
-def add_mcp_options(parser: argparse.ArgumentParser, meaning: str | None = None) -> None:
-    """Add the repeatable ``--mcp-server LABEL=COMMAND|URL`` (``meaning``: what it is for, when
-    not a server whose skills join every session) and ``--mcp-timeout SECONDS``."""
-    meaning = meaning or "an MCP server whose skills join every session (repeatable)"
-    parser.add_argument(
-        "--mcp-server",
-        action="append",
-        metavar="LABEL=COMMAND|URL",
-        help=f"{meaning}: a command run over stdio (split by shell rules) or an http(s) URL "
-        "(streamable HTTP)",
-    )
-    parser.add_argument(
-        "--mcp-timeout",
-        type=positive_float,
-        metavar="SECONDS",
-        help=f"the MCP listing deadline (default: ${MCP_TIMEOUT_VARIABLE}, else "
-        f"{DEFAULT_MCP_TIMEOUT:g})",
-    )
+def permission_fix(path: str) -> str:
+    return f"run `chmod u+rw {shlex.quote(path)}` (or give it to your user with chown)"
 
 
-def mcp_provider_from(options: Sequence[str], timeout: float | None) -> Any:
-    """The `McpSkillProvider` for ``--mcp-server`` values (none: for the sessions' own
-    servers); `SettingError` with the reason, in one line, when a value is malformed or the
-    ``mcp`` extra is not installed (with the command that installs it in the form this
-    package was installed, `extra_install_hint`)."""
+def _load_mcp() -> Any:
     try:
-        mcp = importlib.import_module(_MCP_MODULE)  # the SDK with it: now, never mid-session
+        # Loaded only when a server is named, so the commands start on the core alone (pinned
+        # by tests/test_cli.py); importing it imports the SDK, so it tells whether the extra is
+        # installed now, never mid-session.
+        return importlib.import_module("acp_skills.mcp")
     except ImportError as error:
         missing = f"no module {error.name!r}" if error.name else str(error)
         raise SettingError(
             f"--mcp-server needs the mcp extra, which is not installed ({missing}): "
             + extra_install_hint("mcp")
         ) from None
-    timeout = mcp_timeout(timeout)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What the flags and variables say (docs/cli.md); each field's default is the agent's."""
+
+    skills_dirs: tuple[str, ...] = ()
+    examples: bool = False
+    compat: tuple[str, ...] = ()
+    catalog_budget: int | None = 8000
+    pinned: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    # The Agent Skills specification's maximum (the library's own default is 500).
+    catalog_max_length: int = 1024
+    trust: TrustMode = "ask"
+    trust_file: str = ""
+    mcp_servers: tuple[Any, ...] = ()  # `acp_skills.mcp.McpServer`s
+    mcp_timeout: float = 10.0
+    state_dir: Path = field(default_factory=_default_state_dir)
+
+    def provider(
+        self, *, watch: bool, dsh_home: str | None = None, agents_home: str | None = None
+    ) -> LocalSkillProvider:
+        """The skills on disk: the project's and the user's, the skills directories in between,
+        then the bundled examples with ``--examples`` (their source is ``examples``)."""
+        return LocalSkillProvider(
+            dsh_home,
+            agents_home,
+            custom_skill_dirs=list(self.skills_dirs),
+            example_skill_dirs=[EXAMPLE_SKILLS] if self.examples else [],
+            compat=self.compat,
+            watch=watch,
+        )
+
+    def mcp_provider(self, transport: Any = None) -> Any:
+        """An `McpSkillProvider` for the ``--mcp-server`` servers (and the sessions' own)."""
+        mcp = _load_mcp()
+        return mcp.McpSkillProvider(
+            servers=self.mcp_servers, timeout=self.mcp_timeout, transport=transport
+        )
+
+    def unusable_state_dir(self, *, create: bool = True) -> tuple[str, str] | None:
+        """Why session records cannot be kept, and the command that fixes it; or ``None``: the
+        one verdict of the agent's start-up and of ``doctor``. With ``create`` (the agent)
+        ``sessions`` is made first; without (doctor) only a probe is written, in its nearest
+        existing ancestor."""
+        sessions = self.state_dir / "sessions"
+        try:
+            for directory in (self.state_dir, sessions):
+                if directory.exists() and not directory.is_dir():
+                    return f"{directory} is not a directory", move_aside(str(directory))
+            if create:
+                sessions.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            why = f"cannot create {sessions}: {error.strerror or error}"
+            return why, permission_fix(str(sessions))
+        if (failure := unwritable(sessions)) is not None:
+            return f"cannot write in {failure[0]}: {failure[1]}", permission_fix(failure[0])
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One setting: its `Settings` field, its flags and metavar, its variable, how one value is
+    read (a tuple: the choices; ``None``: a switch) and what separates a list's values."""
+
+    name: str
+    flags: str
+    variable: str | None
+    read: Callable[[str], Any] | tuple[str, ...] | None
+    many: str | None = None
+
+
+_WORDS: Final = r"[,\s]+"
+_GROUPS: Final = {
+    "skills": (
+        _Row("skills_dirs", "--skills-dir DIR", "ACP_SKILLS_DIRS", expand_path, os.pathsep),
+        _Row("examples", "--examples", None, None),
+        _Row("compat", "--compat TOOL", "ACP_SKILLS_COMPAT", _compat_tool, _WORDS),
+    ),
+    "catalog": (
+        _Row("catalog_budget", "--catalog-budget --budget N", "ACP_SKILLS_CATALOG_BUDGET", _budget),
+        _Row("pinned", "--pin NAME", "ACP_SKILLS_PIN", _skill_name, _WORDS),
+        _Row("hidden", "--hide NAME", "ACP_SKILLS_HIDE", _skill_name, _WORDS),
+    ),
+    "mcp": (
+        _Row("mcp_servers", "--mcp-server LABEL=COMMAND|URL", None, str, ""),
+        _Row("mcp_timeout", "--mcp-timeout SECONDS", "ACP_SKILLS_MCP_TIMEOUT", positive_float),
+    ),
+    "trust": (_Row("trust", "--trust", "ACP_SKILLS_TRUST", TRUST_MODES),),
+    "state": (_Row("state_dir", "--state-dir DIR", "ACP_SKILLS_STATE_DIR", _path),),
+}
+_HELP: Final = {
+    "skills_dirs": "an extra skills directory, after the project's and before the user's "
+    "(repeatable; in the variable, separated by the OS path separator)",
+    "examples": "also offer the example skills shipped with the package, after any --skills-dir",
+    "compat": "claude: also read Claude Code's skills (.claude/skills) and fill $ARGUMENTS and "
+    "$N in a skill invoked as /name",
+    "catalog_budget": "the most characters a session's skill catalog may take (default 8000; "
+    "'none': no limit)",
+    "pinned": "a skill always listed in the catalog in full, first (repeatable)",
+    "hidden": "a skill never listed in the catalog nor found by a query; it loads by its name "
+    "(repeatable)",
+    "mcp_servers": "an MCP server whose skills join every session, or (trust) that is trusted "
+    "for the skills it lists now (repeatable): a command run over stdio (split by shell rules) "
+    "or an http(s) URL (streamable HTTP)",
+    "mcp_timeout": "the MCP listing deadline (default 10)",
+    "trust": "skills of a project and of MCP servers: ask (by the stored decisions, else at the "
+    "first prompt; the default), all (trust them all) or none (never offer them)",
+    "state_dir": "where session records are kept, an absolute path or one starting with ~ "
+    "(default $XDG_STATE_HOME/acp-skills-demo)",
+}
+# Why the agent, which an editor starts in a project, refuses a relative path.
+_RELATIVE: Final = {
+    "skills_dirs": "would be the directory the agent was started in, usually a project, and its "
+    "skills would be offered as your own",
+    "state_dir": "would put conversation records inside the editor's working directory",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser, *groups: str) -> None:
+    """The flags of ``groups`` (``skills``, ``catalog``, ``mcp``, ``trust``, ``state``) for the
+    command line; with none named, every flag of the agent. A flag not given leaves its setting
+    to `resolve`."""
+    for row in (row for group in groups or _GROUPS for row in _GROUPS[group]):
+        flags = row.flags.split()
+        metavar = flags.pop() if not flags[-1].startswith("-") else None
+        if not groups:
+            flags = flags[:1]  # `--budget` is the command line's alone
+        options: dict[str, Any] = {"action": "store_true"}
+        if isinstance(row.read, tuple):
+            options = {"choices": row.read}
+        elif row.read is not None:
+            options = {"action": "append" if row.many is not None else "store", "type": row.read}
+        parser.add_argument(
+            *flags,
+            dest=row.name,
+            default=argparse.SUPPRESS,
+            help=_HELP[row.name] + (f". Env: {row.variable}." if row.variable else "."),
+            **options | ({"metavar": metavar} if metavar else {}),
+        )
+
+
+def resolve(args: argparse.Namespace, *, agent: bool = False) -> Settings:
+    """Every setting from its flag, else its variable, else its default; ``agent`` refuses a
+    relative skills or state directory. The ``mcp`` extra is loaded only when a server is named.
+
+    Raises:
+        SettingError: a variable holds a value its flag would refuse, a relative path the
+            agent refuses, an ``--mcp-server`` that cannot be used or a relative
+            ``ACP_SKILLS_TRUST_FILE``.
+    """
+    values: dict[str, Any] = {}
+    for row in (row for rows in _GROUPS.values() for row in rows):
+        flag = hasattr(args, row.name)
+        if flag:
+            value = getattr(args, row.name)
+        elif row.variable is None or (text := env(row.variable)) is None:
+            continue
+        elif isinstance(row.read, tuple):
+            if (value := text.lower()) not in row.read:
+                known = ", ".join(row.read)
+                raise SettingError(f"{row.variable} must be one of {known}, not {value!r}")
+        elif row.many is not None and row.read is not None:
+            items = [item for item in re.split(row.many, text) if item.strip()]
+            value = [_read(row.variable, row.read, item) for item in items]
+        elif row.read is not None:
+            value = _read(row.variable, row.read, text)
+        why = _RELATIVE.get(row.name) if agent else None
+        for path in (value if row.many is not None else [value]) if why else ():
+            if not os.path.isabs(path):
+                raise SettingError(
+                    f"{row.flags.split()[0] if flag else row.variable} must be an absolute path "
+                    f"(or start with ~), not {os.fspath(path)!r}: a relative one {why}"
+                )
+        values[row.name] = tuple(value) if row.many is not None else value
+    if servers := values.get("mcp_servers"):
+        mcp = _load_mcp()
+        try:
+            values["mcp_servers"] = tuple(map(mcp.parse_server_option, servers))
+        except ValueError as error:
+            raise SettingError(f"--mcp-server: {error}") from None
     try:
-        servers = [mcp.parse_server_option(option) for option in options]
+        values["trust_file"] = default_trust_file()
     except ValueError as error:
-        raise SettingError(f"--mcp-server: {error}") from None
-    return mcp.McpSkillProvider(servers=servers, timeout=timeout)
-
-
-def mcp_timeout(flag: float | None) -> float:
-    """``--mcp-timeout``, else ``ACP_SKILLS_MCP_TIMEOUT``, else 10 s; `SettingError` for a
-    variable that is not a positive number."""
-    if flag is not None:
-        return flag
-    return from_env(MCP_TIMEOUT_VARIABLE, positive_float, DEFAULT_MCP_TIMEOUT)
-
-
-def build_provider(
-    args: argparse.Namespace,
-    *,
-    watch: bool,
-    dsh_home: str | None = None,
-    agents_home: str | None = None,
-) -> LocalSkillProvider:
-    """The skills on disk: the project's and the user's, and ``--skills-dir`` in between,
-    then the bundled examples with ``--examples`` (their source is ``examples``)."""
-    return LocalSkillProvider(
-        dsh_home,
-        agents_home,
-        custom_skill_dirs=list(args.skills_dir or []),
-        example_skill_dirs=[EXAMPLE_SKILLS] if args.examples else [],
-        compat=tuple(args.compat),
-        watch=watch,
-    )
+        raise SettingError(str(error)) from None
+    return Settings(**values)

@@ -1,103 +1,101 @@
-"""``list``, ``show`` and ``catalog``: the skills a session at ``--cwd`` sees, built from the
-demo agent's own settings (`acp_skills.cli.settings`), and what the model would get of them."""
+"""``list``, ``show`` and ``catalog``: the skills a session at ``--cwd`` sees, built from the demo
+agent's own settings, and what the model would get of them."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from .. import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegistry, SkillTool
 from ..catalog import CatalogFit, fit_catalog
-from ..diagnostics import Diagnostic, skipped
-from ..model import SKILL_FILE_NAME, SkillSnapshot, rank_text
+from ..diagnostics import skipped
+from ..model import SKILL_FILE_NAME, rank_text
 from ..report import describe_catalog_fit, plural
 from ..text import replace_lone_surrogates
 from ..text import terminal_safe as clean
 from ..trust import ServedLocator, SessionView, TrustState, TrustStore, session_view
 from ..trust_text import how_to_admit, why_withheld, withheld_parts
-from . import settings
-from .output import BOLD, DIM, OK, PROBLEMS, Outcome, Style, mcp_warnings, table
+from .output import BOLD, DIM, OK, PROBLEMS, Outcome, Style, table
+from .settings import Settings
 
 PROG = "acp-skills"
-_Skills = tuple[LocalSkillProvider, SkillRegistry, SkillLookupOptions]
 
 
-def skills_from(args: argparse.Namespace) -> _Skills:
-    # The demo agent's own settings build the provider; one look, so nothing to watch.
-    provider = settings.build_provider(
-        args, watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home
+@dataclass(frozen=True, slots=True)
+class Look:
+    """What every command that looks from a session at ``--cwd`` builds, as the agent does."""
+
+    settings: Settings
+    provider: LocalSkillProvider
+    registry: SkillRegistry
+    options: SkillLookupOptions
+    mcp: Any  # the `McpSkillProvider` of --mcp-server (made by `main`), or None
+
+    async def view(self) -> SessionView:
+        """What the session is offered under ``--trust`` and the stored decisions."""
+        return await session_view(self.registry, self.options, self.settings.trust, TrustStore())
+
+    def catalog(self, view: SessionView) -> CatalogFit:
+        """The catalog the demo agent would freeze for the session, with the same settings."""
+        given = self.settings
+        return fit_catalog(
+            view.offered.skills,
+            given.catalog_max_length,
+            budget=given.catalog_budget,
+            pinned=given.pinned,
+            hidden=given.hidden,
+        )
+
+    async def warnings(self, *, skipped_files: bool = True, named: str | None = None) -> list[str]:
+        """``warning:`` lines for a missing ``--skills-dir``, the skipped files (each of the
+        skill ``named``, else how many) and each problem of an MCP server."""
+        found = [
+            f"warning: {clean(d.path or '')}: {clean(d.message)}"
+            for d in await self.provider.check_custom_dirs()
+        ]
+        discovery = await self.provider.discover(self.options) if skipped_files else None
+        left_out = skipped(discovery.diagnostics) if discovery is not None else ()
+        hers = [d for d in left_out if named is not None and _named_by_place(d.path) == named]
+        found += [f"warning: {clean(d.path or '')} was skipped: {clean(d.message)}" for d in hers]
+        if left_out and not hers:
+            what = plural(len(left_out), "skill file") + (" was" if len(left_out) == 1 else " were")
+            found.append(f"warning: {what} skipped; `{PROG} doctor` says which and why.")
+        served = await self.mcp.diagnose(self.options) if self.mcp is not None else ()
+        return found + [f"warning: {clean(d.message)}" for d in served]
+
+
+def look(args: argparse.Namespace) -> Look:
+    # One look, so nothing to watch.
+    provider = args.settings.provider(
+        watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home
     )
     registry = SkillRegistry()
     registry.register_provider(provider)
-    if (mcp := getattr(args, "mcp", None)) is not None:  # --mcp-server, made by `main`
+    if (mcp := getattr(args, "mcp", None)) is not None:
         registry.register_provider(mcp)
-    return provider, registry, SkillLookupOptions(cwd=args.cwd)
+    return Look(args.settings, provider, registry, SkillLookupOptions(cwd=args.cwd), mcp)
 
 
-async def as_a_session_sees_it(
-    args: argparse.Namespace, registry: SkillRegistry, options: SkillLookupOptions
-) -> SessionView:
-    """What a session at ``--cwd`` is offered under ``--trust`` and the stored decisions: the
-    view a turn of the agent computes (`acp_skills.trust.session_view`), without its answers."""
-    return await session_view(registry, options, args.trust, TrustStore())
-
-
-def agent_catalog(args: argparse.Namespace, snapshot: SkillSnapshot) -> CatalogFit:
-    """The catalog the demo agent would freeze for a session, with the same settings."""
-    return fit_catalog(
-        snapshot.skills,
-        settings.CATALOG_MAX_LENGTH,
-        budget=args.catalog_budget,
-        pinned=args.pin,
-        hidden=args.hide,
-    )
+def _named_by_place(path: str | None) -> str | None:
+    # A bundle is named by its directory, a flat file by its name without `.md`.
+    head, tail = os.path.split(path or "")
+    if tail == SKILL_FILE_NAME:
+        return os.path.basename(head)
+    return tail.removesuffix(".md") if tail.endswith(".md") else None
 
 
 def unknown_name_warnings(fit: CatalogFit) -> list[str]:
     """One line per pinned or hidden name no skill has (a typo, a skill since removed)."""
     return [
-        f"warning: {setting} names no skill: {clean(name)} ({env})"
-        for setting, env, names in (
+        f"warning: {setting} names no skill: {clean(name)} ({variable})"
+        for setting, variable, names in (
             ("--pin", "ACP_SKILLS_PIN", fit.unknown_pinned),
             ("--hide", "ACP_SKILLS_HIDE", fit.unknown_hidden),
         )
         for name in names
     ]
-
-
-async def skipped_warnings(
-    provider: LocalSkillProvider, options: SkillLookupOptions, *, named: str | None = None
-) -> list[str]:
-    """Each skipped file of the skill ``named`` with its reason, else how many were skipped."""
-    left_out = skipped((await provider.discover(options)).diagnostics)
-    if hers := [d for d in left_out if named is not None and _named_by_place(d) == named]:
-        return [f"warning: {clean(d.path or '')} was skipped: {clean(d.message)}" for d in hers]
-    if not left_out:
-        return []
-    what = plural(len(left_out), "skill file") + (" was" if len(left_out) == 1 else " were")
-    return [f"warning: {what} skipped; `{PROG} doctor` says which and why."]
-
-
-def _named_by_place(diagnostic: Diagnostic) -> str | None:
-    # A bundle is named by its directory, a flat file by its name without `.md`.
-    if diagnostic.path is None:
-        return None
-    head, tail = os.path.split(diagnostic.path)
-    if tail == SKILL_FILE_NAME:
-        return os.path.basename(head)
-    return tail[:-3] if tail.endswith(".md") else None
-
-
-async def custom_dir_warnings(provider: LocalSkillProvider) -> list[str]:
-    return [
-        f"warning: {clean(problem.path or '')}: {clean(problem.message)}"
-        for problem in await provider.check_custom_dirs()
-    ]
-
-
-def location(skill: SkillCandidate) -> dict[str, Any]:
-    return {"source": skill.source, "path": skill.path}
 
 
 def served_uri(skill: SkillCandidate) -> str | None:
@@ -106,11 +104,14 @@ def served_uri(skill: SkillCandidate) -> str | None:
     return locator.skill_uri if isinstance(locator, ServedLocator) else None
 
 
+def location(skill: SkillCandidate) -> dict[str, Any]:
+    return {"source": skill.source, "path": skill.path}
+
+
 def skill_json(
     skill: SkillCandidate, winner: SkillCandidate | None, state: TrustState
 ) -> dict[str, Any]:
-    """One skill as `list --json` and `doctor --json` give it (``winner``: what shadows it);
-    a skill an MCP server serves also has its ``uri``."""
+    """One skill as `list --json` and `doctor --json` give it (``winner``: what shadows it)."""
     served = {"uri": uri} if (uri := served_uri(skill)) is not None else {}
     return {
         "name": skill.name,
@@ -128,20 +129,17 @@ def skill_json(
 
 
 async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
-    provider, registry, options = skills_from(args)
-    view = await as_a_session_sees_it(args, registry, options)
+    seen = look(args)
+    view = await seen.view()
     snapshot = view.found
     # Each skill that stands, then (with --all) each it shadows, with what shadows it.
-    lost_by_name: dict[str, list[tuple[SkillCandidate, SkillCandidate | None]]] = {}
-    for lost in snapshot.shadowed if args.all else ():
-        lost_by_name.setdefault(lost.skill.name, []).append((lost.skill, lost.winner))
     entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
     for skill in snapshot.skills:
-        entries += [(skill, None), *lost_by_name.get(skill.name, ())]
+        entries.append((skill, None))
+        lost = [s for s in snapshot.shadowed if args.all and s.skill.name == skill.name]
+        entries += [(s.skill, s.winner) for s in lost]
     listed = [skill_json(skill, winner, view.state(skill)) for skill, winner in entries]
-    warnings = await custom_dir_warnings(provider) + await skipped_warnings(provider, options)
-    warnings += await mcp_warnings(getattr(args, "mcp", None), options)
-    outcome = Outcome({"skills": listed}, warnings=warnings)
+    outcome = Outcome({"skills": listed}, warnings=await seen.warnings())
     if not entries:
         outcome.text.append(f"No skills found for {clean(args.cwd)}.")
         outcome.remarks.append(f"`{PROG} doctor` shows where skills were looked for.")
@@ -172,13 +170,13 @@ async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
 
 
 async def show(args: argparse.Namespace, style: Style) -> Outcome:
-    provider, registry, options = skills_from(args)
-    tool = SkillTool(registry)
+    seen = look(args)
+    tool = SkillTool(seen.registry)
     if args.invoke is not None:
         # What `/NAME ARGS` alone puts into the turn: the typed text, then the skill, its
         # placeholders filled as the agent fills them (only with --compat claude).
         typed = f"/{args.name} {args.invoke}".rstrip()
-        fill = args.invoke.strip() if "claude" in args.compat else None
+        fill = args.invoke.strip() if "claude" in seen.settings.compat else None
         result = await tool.invoke_for_user(args.name, cwd=args.cwd, arguments=fill)
         text = f"{typed}\n\n{result.text}" if not result.is_error else result.text
     else:
@@ -187,13 +185,10 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
         text = result.text
     # The agent replaces lone surrogates before anything reaches the editor or the model.
     text = replace_lone_surrogates(text)
-    warnings = await custom_dir_warnings(provider)
-    named = args.name if result.is_error else None
-    warnings += await skipped_warnings(provider, options, named=named)
-    warnings += await mcp_warnings(getattr(args, "mcp", None), options)
-    view = await as_a_session_sees_it(args, registry, options)
-    # A skill named by its uri is told about by its name (a uri its server confirmed is among
-    # the server's skills from then on).
+    warnings = await seen.warnings(named=args.name if result.is_error else None)
+    # After the call: a uri its server confirmed is among the server's skills from then on,
+    # and a skill named by its uri is told about by its name.
+    view = await seen.view()
     found = view.found.skills
     name = next((s.name for s in found if served_uri(s) == args.name), args.name)
     if (held := view.withheld.get(name)) is not None:
@@ -208,16 +203,13 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
 
 
 async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
-    provider, registry, options = skills_from(args)
-    view = await as_a_session_sees_it(args, registry, options)
-    fit = agent_catalog(args, view.offered)
-    characters = len(fit.text or "")
+    seen = look(args)
+    view = await seen.view()
+    fit = seen.catalog(view)
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
-    warnings = await custom_dir_warnings(provider) + unknown_name_warnings(fit)
-    warnings += await mcp_warnings(getattr(args, "mcp", None), options)
-    outcome = Outcome(
-        {"text": fit.text, "characters": characters, "budget": budget}, warnings=warnings
-    )
+    warnings = await seen.warnings(skipped_files=False) + unknown_name_warnings(fit)
+    payload = {"text": fit.text, "characters": len(fit.text or ""), "budget": budget}
+    outcome = Outcome(payload, warnings=warnings)
     if fit.text is None:
         outcome.remarks.append(
             f"No catalog: no skill the model may load for {clean(args.cwd)} (0 characters)."

@@ -7,8 +7,7 @@ import argparse
 import os
 import shlex
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..model import SkillLookupOptions
 from ..registry import SkillRegistry
@@ -17,86 +16,73 @@ from ..text import terminal_safe
 from ..trust import ServerSource, TrustSource, project_of, sources_at, view
 from ..trust_store import SERVER_KEY_PREFIX, Decision, TrustFileError, TrustStore
 from ..trust_text import lasting_sources, question_options, question_text, question_title
-from .output import BOLD, OK, PROBLEMS, USAGE, Outcome, Style, mcp_warnings
-
-if TYPE_CHECKING:
-    from ..mcp.config import McpServer
+from .output import BOLD, PROBLEMS, Outcome, Style
 
 
 async def trust(args: argparse.Namespace, style: Style) -> Outcome:
     """Trust (or ``--refuse``, ``--forget``) the project PATH belongs to or the
     ``--mcp-server`` servers, or ``--list`` every decision."""
     # A few small local files, each read bounded: nothing here is worth a thread.
-    if (mcp := getattr(args, "mcp", None)) is not None:  # --mcp-server, made by `main`
-        if args.path is not None or args.list:
-            return _failed("--mcp-server names the servers: it takes no PATH, nor --list")
-        return await _trust_servers(args, mcp)
-    return _trust(args, style)
-
-
-def _failed(message: str, status: int = USAGE) -> Outcome:
-    return Outcome({"error": message}, [message], status)
-
-
-def _trust(args: argparse.Namespace, style: Style) -> Outcome:
+    mcp = getattr(args, "mcp", None)  # --mcp-server, made by `main`
+    if mcp is not None and (args.path is not None or args.list):
+        return Outcome.failed("--mcp-server names the servers: it takes no PATH, nor --list")
     store = TrustStore()
+    decision: Decision | None = None if args.forget else ("refused" if args.refuse else "trusted")
     try:
         if args.list:
-            return _listed(store, style) if args.path is None else _failed("--list takes no PATH")
-        decision: Decision | None = (
-            None if args.forget else ("refused" if args.refuse else "trusted")
-        )
-        source: TrustSource
-        if args.path is not None and args.path.startswith(SERVER_KEY_PREFIX):
+            if args.path is not None:
+                return Outcome.failed("--list takes no PATH")
+            return _listed(store, style)
+        if mcp is not None and decision == "trusted":
+            return await _trust_servers(args, mcp, store)
+        sources: list[TrustSource]
+        if mcp is not None:
+            # Only a server's identity matters to a refusal or forgetting: none is started.
+            servers = [state.server for state in mcp.states(SkillLookupOptions())]
+            sources = [ServerSource(server.label, server.identity) for server in servers]
+        elif args.path is not None and args.path.startswith(SERVER_KEY_PREFIX):
             if decision == "trusted":
-                return _failed(
+                return Outcome.failed(
                     "an MCP server is trusted for the skills it lists (their digests are "
                     "stored): by answering its question in a session, or with --mcp-server "
                     "LABEL=COMMAND or LABEL=URL, which lists them and asks; its key can only be "
                     "--refuse'd or --forget'd"
                 )
             # Only the key matters to a refusal or forgetting (the label is for messages).
-            source = ServerSource("", args.path.removeprefix(SERVER_KEY_PREFIX))
+            sources = [ServerSource("", args.path.removeprefix(SERVER_KEY_PREFIX))]
         else:
             # Links resolved before `..`, as the project is found (`acp_skills.project`).
-            path = os.path.realpath(args.path if args.path is not None else os.getcwd())
-            if not os.path.exists(path):
-                return _failed(f"not found: {path}")
-            source = project_of(path)
-        said = _decided(store, source, decision)
+            path = os.path.realpath(args.path or os.getcwd())  # noqa: ASYNC240
+            if not os.path.exists(path):  # noqa: ASYNC240
+                return Outcome.failed(f"not found: {path}")
+            sources = [project_of(path)]
+        lines = []
+        for source in sources:
+            changed = store.decide(source, decision)
+            said = decision or ("forgotten" if changed else "no decision was stored for")
+            lines.append(f"{said}: {source.key}")
     except (TrustFileError, OSError) as error:
-        return _failed(str(error), PROBLEMS)
-    return Outcome(
-        {"path": source.key, "decision": decision}, [said], remarks=[f"stored in {store.path}"]
-    )
+        return Outcome.failed(str(error), PROBLEMS)
+    payload: dict[str, Any] = {"path": sources[0].key, "decision": decision}
+    if mcp is not None:
+        payload = {"servers": [{"server": s.key, "decision": decision} for s in sources]}
+    return Outcome(payload, lines, remarks=[f"stored in {store.path}"])
 
 
-def _decided(store: TrustStore, source: TrustSource, decision: Decision | None) -> str:
-    """Store ``decision`` for ``source`` (``None``: forget it); the line that says so."""
-    changed = store.decide(source, decision)
-    said = decision or ("forgotten" if changed else "no decision was stored for")
-    return f"{said}: {source.key}"
-
-
-async def _trust_servers(args: argparse.Namespace, mcp: Any) -> Outcome:
-    """``--mcp-server``: refuse or forget each server by its identity; or trust it for the
-    skills it lists now, asked once (the card's question, on the terminal) unless ``--yes``,
-    storing exactly what the card's "Trust this server" stores (`lasting_sources`)."""
-    store = TrustStore()
-    options = SkillLookupOptions()
-    servers = [state.server for state in mcp.states(options)]
-    if args.refuse or args.forget:
-        return _refuse_or_forget(store, servers, "refused" if args.refuse else None)
+async def _trust_servers(args: argparse.Namespace, mcp: Any, store: TrustStore) -> Outcome:
+    """Trust each server for the skills it lists now, asked once (the card's question, on the
+    terminal) unless ``--yes``, storing exactly what the card's "Trust this server" stores."""
     if not args.yes and not sys.stdin.isatty():
         # Said before any server starts: nothing is trusted unseen.
-        return _failed(
+        return Outcome.failed(
             "trust --mcp-server asks on a terminal before it stores anything, and this is not "
             "one: pass --yes to trust the skills the server lists now"
         )
+    options = SkillLookupOptions()
     registry = SkillRegistry()
     registry.register_provider(mcp)
     snapshot = await registry.snapshot(options)
-    told = await mcp_warnings(mcp, options)
+    told = [f"warning: {terminal_safe(d.message)}" for d in await mcp.diagnose(options)]
     await mcp.aclose()  # all is listed: no server process waits on the person's answer
     if failed := [state for state in mcp.states(options) if state.failure is not None]:
         reasons = [f"MCP server {s.server.label!r} skipped: {s.failure}" for s in failed]
@@ -104,54 +90,32 @@ async def _trust_servers(args: argparse.Namespace, mcp: Any) -> Outcome:
     if not snapshot.skills:
         none = "no skills are listed: nothing stored"
         return Outcome({"error": none}, [none], PROBLEMS, warnings=told)
-    try:
-        # What a session's card asks about: each listed skill not trusted as it is listed now.
-        pending = list(view(snapshot, sources_at(()), store.read(), "ask").withheld.values())
-    except TrustFileError as error:
-        return _failed(str(error), PROBLEMS)
+    # What a session's card asks about: each listed skill not trusted as it is listed now.
+    pending = list(view(snapshot, sources_at(()), store.read(), "ask").withheld.values())
     if not pending:
-        keys = [ServerSource(server.label, server.identity).key for server in servers]
+        states = mcp.states(options)
+        keys = [ServerSource(s.server.label, s.server.identity).key for s in states]
         payload = {"servers": [{"server": key, "decision": "trusted"} for key in keys]}
         return Outcome(payload, [f"already trusted: {key}" for key in keys], warnings=told)
     question = [question_title(pending), *question_text(pending).splitlines()]
     trust_it = dict(question_options(pending))["allow_always"]  # "Trust this server"
-    if not args.yes and not _agreed([*told, *question], trust_it):
-        return Outcome({"servers": []}, ["not trusted: nothing stored"], PROBLEMS)
+    if not args.yes:
+        # Asked on stderr: stdout is the command's output.
+        for line in [*told, *question]:
+            print(terminal_safe(line), file=sys.stderr)
+        print(f"{trust_it}? [y/N] ", end="", file=sys.stderr, flush=True)
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            return Outcome({"servers": []}, ["not trusted: nothing stored"], PROBLEMS)
     # With --yes, what was trusted is the command's output; asked, it was just shown.
     lines = question if args.yes else []
     decided: list[dict[str, object]] = []
-    try:
-        for key, lasting in lasting_sources(pending).items():
-            store.decide(lasting, "trusted")
-            count = sum(1 for withheld in pending if withheld.source.key == key)
-            lines.append(f"trusted: {key} ({plural(count, 'skill')})")
-            decided.append({"server": key, "decision": "trusted", "skills": count})
-    except (TrustFileError, OSError) as error:
-        return _failed(str(error), PROBLEMS)
+    for key, lasting in lasting_sources(pending).items():
+        store.decide(lasting, "trusted")
+        count = sum(1 for withheld in pending if withheld.source.key == key)
+        lines.append(f"trusted: {key} ({plural(count, 'skill')})")
+        decided.append({"server": key, "decision": "trusted", "skills": count})
     remarks = [f"stored in {store.path}"]
     return Outcome({"servers": decided}, lines, warnings=told if args.yes else [], remarks=remarks)
-
-
-def _refuse_or_forget(
-    store: TrustStore, servers: Sequence[McpServer], decision: Decision | None
-) -> Outcome:
-    # Only a server's identity matters to a refusal or forgetting: none is started.
-    sources = [ServerSource(server.label, server.identity) for server in servers]
-    try:
-        lines = [_decided(store, source, decision) for source in sources]
-    except (TrustFileError, OSError) as error:
-        return _failed(str(error), PROBLEMS)
-    decided = [{"server": source.key, "decision": decision} for source in sources]
-    return Outcome({"servers": decided}, lines, remarks=[f"stored in {store.path}"])
-
-
-def _agreed(question: list[str], answer: str) -> bool:
-    """Put ``question`` on the terminal (stderr: stdout is the command's output); whether the
-    person answers yes to ``answer``."""
-    for line in question:
-        print(terminal_safe(line), file=sys.stderr)
-    print(f"{answer}? [y/N] ", end="", file=sys.stderr, flush=True)
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def _listed(store: TrustStore, style: Style) -> Outcome:
@@ -174,4 +138,4 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
     listed: dict[str, object] = {"projects": projects}
     if servers:
         listed["servers"] = servers
-    return Outcome(listed, lines, OK, remarks=remark)
+    return Outcome(listed, lines, remarks=remark)

@@ -6,15 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
-from .. import (
-    Diagnostic,
-    LocalFileSystem,
-    LocalSkillProvider,
-    SkillCandidate,
-    SkillLookupOptions,
-)
+from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate
 from .._scan import misnamed_skill_file, parse_file
 from ..diagnostics import diagnostic, file_diagnostics, shadow_diagnostic, skipped
 from ..errors import Problem
@@ -22,8 +16,8 @@ from ..frontmatter import ParsedSkill
 from ..local import SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
 from ..report import diagnostic_json, diagnostic_line, plural, tally
-from . import settings
 from .output import Outcome, Style, status_of
+from .skills import look
 
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024
@@ -68,41 +62,30 @@ def strict_diagnostics(path: str, parsed: ParsedSkill) -> tuple[Diagnostic, ...]
             found["metadata-invalid"] = message + ", ".join(offending)
     tools = fields.get("allowed-tools", "")
     # The frontmatter reader turns YAML sequences into tuples.
-    if not isinstance(tools, str) and not (
-        isinstance(tools, tuple | list) and all(isinstance(item, str) for item in tools)
-    ):
+    if not isinstance(tools, str | tuple | list) or not all(isinstance(t, str) for t in tools):
         message = "'allowed-tools' must be a space-separated string or a list of strings"
         found["allowed-tools-invalid"] = message
     if os.path.basename(path) != SKILL_FILE_NAME:
-        message = (
+        found["flat-skill"] = (
             "a single-file skill: the Agent Skills specification knows only a directory "
             f"holding {SKILL_FILE_NAME}, so other tools may not read it (to share it, move it "
             f"to {name}/{SKILL_FILE_NAME})"
         )
-        found["flat-skill"] = message
     return tuple(
         diagnostic(Problem(code, message), path, skill=name) for code, message in found.items()
     )
 
 
-async def _existing_roots(args: argparse.Namespace, fs: LocalFileSystem) -> list[str]:
-    # The demo agent's own settings decide the roots, exactly as for `doctor`.
-    provider = settings.build_provider(
-        args, watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home
-    )
-    roots = await provider.roots(SkillLookupOptions(cwd=args.cwd))
-    return [root.path for root in roots if await fs.exists(root.path)]
-
-
+@dataclass(slots=True)
 class _Validation:
-    def __init__(self, strict: bool) -> None:
-        self.strict = strict
-        self.fs = LocalFileSystem()
-        self.diagnostics: list[Diagnostic] = []
-        self.files = 0
+    strict: bool
+    fs: LocalFileSystem = field(default_factory=LocalFileSystem)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: int = 0
 
-    def add(self, found: Iterable[Diagnostic]) -> None:
+    def add(self, found: Iterable[Diagnostic], files: int = 0) -> None:
         self.diagnostics.extend(under_strict_rules(found) if self.strict else found)
+        self.files += files
 
     def problem(self, code: str, message: str, path: str) -> None:
         self.add([diagnostic(Problem(code, message), path)])
@@ -119,8 +102,7 @@ class _Validation:
             await self.file(os.path.join(path, SKILL_FILE_NAME), name)
         elif SKILL_FILE_NAME.lower() in names:
             # The agent would not load it: the same warning `doctor` gives for this bundle.
-            self.files += 1
-            self.add([diagnostic(misnamed_skill_file(), os.path.join(path, SKILL_FILE_NAME))])
+            self.add([diagnostic(misnamed_skill_file(), os.path.join(path, SKILL_FILE_NAME))], 1)
         elif entries is not None:
             await self.root(path)
         elif not await self.fs.exists(path):
@@ -142,8 +124,7 @@ class _Validation:
         found = file_diagnostics(path, outcome, expected_name=expected_name)
         if self.strict and isinstance(outcome, ParsedSkill):
             found += strict_diagnostics(path, outcome)
-        self.files += 1
-        self.add(found)
+        self.add(found, 1)
 
     async def root(self, path: str) -> None:
         # Scanned exactly as the local provider scans a skills directory; the rank and source
@@ -171,19 +152,21 @@ class _Validation:
                 "directly in this directory (one level deep)"
             )
             found.append(diagnostic(Problem("no-skills", message), path))
-        self.files += files
-        self.add(found)
+        self.add(found, files)
 
 
 async def validate(args: argparse.Namespace, style: Style) -> Outcome:
-    """``acp-skills validate [--strict] [PATH...]``: every record for the paths, in their order;
-    without a path, for each skills root a session at ``--cwd`` reads (as ``doctor`` lists them)."""
+    """Every record for the paths, in their order; without a path, for each skills root a
+    session at ``--cwd`` reads (as ``doctor`` lists them)."""
     validation = _Validation(args.strict)
     if args.paths:
         # String work, plus one getcwd() for a relative path: no disk access to speak of.
         paths = [os.path.abspath(path) for path in args.paths]  # noqa: ASYNC240
     else:
-        paths = await _existing_roots(args, validation.fs)
+        # The roots a session reads, exactly as for `doctor`.
+        seen = look(args)
+        roots = await seen.provider.roots(seen.options)
+        paths = [root.path for root in roots if await validation.fs.exists(root.path)]
         if not paths:
             message = (
                 "no skills roots here: a project keeps its skills in .agents/skills/ (see "
@@ -192,9 +175,9 @@ async def validate(args: argparse.Namespace, style: Style) -> Outcome:
             validation.problem("no-skills", message, args.cwd)
     for path in paths:
         await validation.path(path)
-    diagnostics, files = validation.diagnostics, validation.files
+    diagnostics = validation.diagnostics
     mode = "strict (Agent Skills specification)" if args.strict else "as the runtime reads them"
-    summary = f"{plural(files, 'skill file')} checked {mode}: {tally(diagnostics)}."
+    summary = f"{plural(validation.files, 'skill file')} checked {mode}: {tally(diagnostics)}."
     return Outcome(
         {"diagnostics": [diagnostic_json(d) for d in diagnostics]},
         [*(diagnostic_line(d, style) for d in diagnostics), summary],
