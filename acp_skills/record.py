@@ -32,7 +32,7 @@ from .session_index import (
     SessionPage,
     real_directory,
 )
-from .text import replace_lone_surrogates
+from .text import well_formed
 
 HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
 """``initial``: the first request on a fresh record; ``resume``: the first on a record holding a
@@ -47,7 +47,7 @@ def _checked_json(value: object, where: str, depth: int = 1) -> object:
     # A checked, well-formed deep copy in plain dicts and lists: json.dumps, pydantic and
     # equality with the value it came from work on it as on any message.
     if isinstance(value, str):
-        return replace_lone_surrogates(value)
+        return well_formed(value)
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
@@ -62,8 +62,7 @@ def _checked_json(value: object, where: str, depth: int = 1) -> object:
         if odd := [key for key in value if not isinstance(key, str)]:
             raise TypeError(f"{where} has a non-string key {odd[0]!r}")
         return {
-            replace_lone_surrogates(k): _checked_json(v, f"{where}[{k!r}]", depth + 1)
-            for k, v in value.items()
+            well_formed(k): _checked_json(v, f"{where}[{k!r}]", depth + 1) for k, v in value.items()
         }
     if isinstance(value, list | tuple):
         return [
@@ -108,7 +107,7 @@ class HeaderEntry:
             if not isinstance(message, PrefixMessage):
                 raise TypeError(f"header message_prefix holds {message!r}, not a PrefixMessage")
         tools = tuple(_checked_object(t, f"header tools[{i}]") for i, t in enumerate(self.tools))
-        object.__setattr__(self, "system", replace_lone_surrogates(self.system))
+        object.__setattr__(self, "system", well_formed(self.system))
         object.__setattr__(self, "config", _checked_object(self.config, "header config"))
         object.__setattr__(self, "tools", tools)
         object.__setattr__(self, "message_prefix", tuple(self.message_prefix))

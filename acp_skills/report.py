@@ -17,7 +17,7 @@ from typing import Any, Final, Protocol
 
 from .catalog import CatalogChanges, CatalogFit
 from .diagnostics import Diagnostic, Severity
-from .text import remove_unsafe_characters, terminal_safe
+from .text import spelt
 
 SEVERITIES: Final[dict[Severity, tuple[str, tuple[str, ...]]]] = {
     "error": ("error", ("1", "31")),
@@ -96,23 +96,23 @@ def by_severity(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 def diagnostic_line(d: Diagnostic, markup: Markup) -> str:
     """``PATH:LINE: SEVERITY CODE: MESSAGE``; without a path, from the severity on."""
-    message = markup.text(terminal_safe(d.message))
+    message = markup.text(spelt(d.message))
     said = f"{markup.severity(d.severity)} {markup.code(d.code)}: {message}"
     if d.path is None:
         return said
-    where = terminal_safe(d.path) + (f":{d.line}" if d.line is not None else "")
+    where = spelt(d.path) + (f":{d.line}" if d.line is not None else "")
     return f"{markup.place(where)}: {said}"
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
     """``{"code", "severity", "path", "line", "message"}``, the stable shape of every JSON."""
-    return d.to_json() | {"message": remove_unsafe_characters(d.message)}
+    return d.to_json()
 
 
 def server_state(state: Any) -> str:
     """How one MCP server fares (an `acp_skills.mcp.locator.ServerState`), in a few words."""
     if state.failure is not None:
-        return f"skipped: {terminal_safe(state.failure)}"
+        return f"skipped: {spelt(state.failure)}"
     if state.supports_skills is False:
         return "connected, serves no skills (no skills extension)"
     return f"connected, {plural(state.skills, 'skill')}" if state.connected else "not connected yet"
@@ -120,20 +120,19 @@ def server_state(state: Any) -> str:
 
 def server_line(state: Any, markup: Markup) -> str:
     """``LABEL: STATE``: one MCP server, as `server_state` says it."""
-    return f"{markup.place(terminal_safe(state.server.label))}: {markup.text(server_state(state))}"
+    return f"{markup.place(spelt(state.server.label))}: {markup.text(server_state(state))}"
 
 
 def server_json(state: Any) -> dict[str, Any]:
     """One MCP server: label, identity (what trust remembers), connected, whether it has the
     skills extension, its skills and why it was skipped."""
-    clean = remove_unsafe_characters
     return {
-        "label": clean(state.server.label),
-        "identity": clean(state.server.identity),
+        "label": state.server.label,
+        "identity": state.server.identity,
         "connected": state.connected,
         "skillsExtension": state.supports_skills,
         "skills": state.skills,
-        "failure": clean(state.failure) if state.failure is not None else None,
+        "failure": state.failure,
     }
 
 

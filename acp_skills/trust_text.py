@@ -13,7 +13,7 @@ from typing import Final
 
 from .model import SkillCandidate
 from .report import Markup, plural
-from .text import one_line, shorten_description, terminal_safe
+from .text import one_line, shorten_description, spelt
 from .trust import ServerChange, ServerSource, TrustSource, TrustState, Withheld
 
 # The four answers of the question, by option id (the id is the kind: one of each); WHOM is
@@ -105,7 +105,7 @@ def admitting_command(source: TrustSource, state: TrustState) -> str | None:
     them (``acp-skills trust --mcp-server``) runs it without the editor entry's env or headers,
     which a new session's question always has. A refusal is forgotten by its key."""
     # Quoted first: cleaning after keeps every space of the path, so the command names it.
-    key = terminal_safe(shlex.quote(source.key))
+    key = spelt(shlex.quote(source.key))
     if not isinstance(source, ServerSource):
         return f"acp-skills trust {key}"
     return None if state == "pending" else f"acp-skills trust --forget {key}"

@@ -12,8 +12,7 @@ from ..catalog import CatalogFit, fit_catalog
 from ..diagnostics import Diagnostic, skipped
 from ..model import SKILL_FILE_NAME, SkillSnapshot, rank_text
 from ..report import describe_catalog_fit, plural
-from ..text import replace_lone_surrogates
-from ..text import terminal_safe as clean
+from ..text import spelt as clean
 from ..trust import ServedLocator, SessionView, TrustState, TrustStore, session_view
 from ..trust_text import how_to_admit, why_withheld, withheld_parts
 from . import settings
@@ -185,8 +184,6 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
         arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
         result = await tool.call(arguments, cwd=args.cwd)
         text = result.text
-    # The agent replaces lone surrogates before anything reaches the editor or the model.
-    text = replace_lone_surrogates(text)
     warnings = await custom_dir_warnings(provider)
     named = args.name if result.is_error else None
     warnings += await skipped_warnings(provider, options, named=named)
@@ -198,7 +195,7 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
     name = next((s.name for s in found if served_uri(s) == args.name), args.name)
     if (held := view.withheld.get(name)) is not None:
         said = f"{why_withheld(name, held)}: a session does not offer it."
-        warnings.append(f"warning: {clean(said)} {clean(how_to_admit([held]))}")
+        warnings.append(f"warning: {said} {how_to_admit([held])}")
     return Outcome(
         {"name": args.name, "text": text, "isError": result.is_error},
         [text],
@@ -224,7 +221,7 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
         )
     else:
         outcome.text.append(fit.text)
-        outcome.remarks.extend(clean(line) for line in describe_catalog_fit(fit).splitlines())
+        outcome.remarks.extend(describe_catalog_fit(fit).splitlines())
     for title, items, how in withheld_parts(view.withheld.values(), style):
-        outcome.remarks.extend(clean(line) for line in (f"{title} ({len(items)})", *items, how))
+        outcome.remarks.extend((f"{title} ({len(items)})", *items, how))
     return outcome

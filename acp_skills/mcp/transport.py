@@ -33,7 +33,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-from ..text import remove_unsafe_characters
 from .config import McpServer
 
 if TYPE_CHECKING:
@@ -248,7 +247,7 @@ def last_lines(data: bytes, *, cut: bool) -> str:
     """The last non-blank lines of ``data`` (a tail of stderr) on one line, cleaned for a
     person, at most `STDERR_TAIL_BYTES` of them; the first dropped when ``cut`` (it is a
     piece of a line)."""
-    lines = remove_unsafe_characters(data.decode("utf-8", "replace")).splitlines()
+    lines = data.decode("utf-8", "replace").splitlines()
     if cut and len(lines) > 1:
         lines = lines[1:]
     kept: list[str] = []
