@@ -1,7 +1,7 @@
 """Text where it leaves the library, one cleaner per sink, each applied at its boundary only:
-`for_model` (the catalog, the `skill` tool's results), `for_editor` (what the agent sends on
-the ACP wire, and ``--json``), `terminal_safe` (the command line's output, the demo's log) and
-`well_formed` (session records). The rest formats a shown value: cut, on one line, quoted.
+`for_model` (the catalog, the `skill` tool's results), `for_editor` (`_skills/list`, and
+``--json``), `terminal_safe` (the command line's output, the demo's log) and `well_formed`
+(session records, the transport's frames). The rest formats a shown value.
 """
 
 from __future__ import annotations
@@ -22,17 +22,16 @@ _UNSAFE: Final = re.compile(
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 # What a terminal acts on (ESC starts a sequence that can move the cursor, set the window title
 # or clear the screen; CR rewrites a row): every C0 control but tab, DEL, C1, the bidi ones.
-_TERMINAL_UNSAFE: Final = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_TERMINAL_UNSAFE_BUT_NEWLINE: Final = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
-)
+_BUT_NEWLINE: Final = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_TERMINAL_UNSAFE: Final = re.compile(f"[\n{_BUT_NEWLINE}]")
+_TERMINAL_UNSAFE_BUT_NEWLINE: Final = re.compile(f"[{_BUT_NEWLINE}]")
 _ELLIPSIS: Final = "..."
 _Value = TypeVar("_Value")
 
 
 def _removed(match: re.Match[str]) -> str:
-    # A lost character becomes U+FFFD: something was there.
-    return "\ufffd" if match.group("surrogate") else "\n" if match.group() == "\x85" else ""
+    # A lost character becomes U+FFFD: something was there. NEL is a line feed.
+    return "\ufffd" if match["surrogate"] else "\n" if match[0] == "\x85" else ""
 
 
 def _drop_unsafe(text: str) -> str:
@@ -51,8 +50,8 @@ def for_model(text: str) -> str:
 
 
 def for_editor(value: _Value) -> _Value:
-    """A copy of a JSON value for the editor (or a program reading ``--json``): each string
-    with its unsafe characters removed, as `for_model` removes them."""
+    """A copy of a JSON value for the editor (or a program reading ``--json``), each string's
+    unsafe characters removed as `for_model` removes them."""
     return _each_string(value, _drop_unsafe)
 
 
@@ -77,9 +76,9 @@ def _repaired(text: str) -> str:
 
 
 def _each_string(value: _Value, clean: Callable[[str], str]) -> _Value:
-    # A walk, not a recursion: a value nested 100,000 deep is no problem.
+    # A walk, not a recursion: a value nested 100,000 deep is no problem. Each pending item is
+    # (source value, container of the copy, where in that container the copy goes).
     holder: list[object] = [None]
-    # (source value, container of the copy, where in that container the copy goes)
     pending: list[tuple[object, Any, Any]] = [(value, holder, 0)]
     while pending:
         source, target, slot = pending.pop()
@@ -101,7 +100,7 @@ def _each_string(value: _Value, clean: Callable[[str], str]) -> _Value:
     return cast(_Value, holder[0])
 
 
-# -- formatting a shown value ------------------------------------------------------------------
+# -- formatting a shown value ----------------------------------------------------------------
 
 
 def cut(text: str, limit: int) -> str:
@@ -114,12 +113,8 @@ def cut_at_word(text: str, cap: int) -> str:
     # A first word longer than the room is cut inside. The kept text never shrinks as `cap`
     # grows, which the catalog budget's bisection relies on.
     room = cap - len(_ELLIPSIS)
-    if text[room] == " ":
-        kept = text[:room]
-    else:
-        space = text.rfind(" ", 0, room)
-        kept = text[:space] if space > 0 else text[:room]
-    return kept.rstrip(" ,;:") + _ELLIPSIS
+    space = room if text[room] == " " else text.rfind(" ", 0, room)
+    return text[: space if space > 0 else room].rstrip(" ,;:") + _ELLIPSIS
 
 
 def check_max_length(max_length: object) -> int:
@@ -129,18 +124,16 @@ def check_max_length(max_length: object) -> int:
 
 
 def one_line(text: str) -> str:
-    """``text`` without unsafe characters, every run of whitespace (line breaks included) one
-    space, stripped: shown on one line, it cannot start another."""
-    # `str.split()` breaks on all Unicode whitespace (line and paragraph separators, NEL and
-    # the file separators too); U+FEFF is not whitespace to Python, but a byte-order mark left
-    # inside concatenated text. Joiners (U+200B-U+200D, U+2060) carry meaning in emoji and
-    # some scripts, and are kept.
+    """``text`` without unsafe characters, each run of whitespace (line breaks included) one
+    space, stripped: a title, or a line of the trust card, that cannot start another."""
+    # `str.split()` breaks on all Unicode whitespace, NEL and the line and file separators too;
+    # U+FEFF is no whitespace to Python, but a byte-order mark left inside joined text.
     return " ".join(_drop_unsafe(text).replace("\ufeff", " ").split())
 
 
 def spelt(text: str) -> str:
-    """A value shown inside a line of a report: each control (line feed included) and bidi
-    override spelt as ``\\x0a`` or ``\\u202e``, so it can neither start a line nor act."""
+    """A value inside a line of a report: each control (line feed included) and bidi override
+    spelt as ``\\x0a`` or ``\\u202e``, so it can neither start a line nor act."""
     return _TERMINAL_UNSAFE.sub(_spelt, text)
 
 
@@ -156,7 +149,6 @@ def normalize_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_L
 
 def escape_attribute(value: str) -> str:
     """``value`` for a double-quoted attribute: ``&``, ``"``, ``<``, ``>`` escaped."""
-    # `>` needs no escaping there, but escaping it keeps the tag unambiguous for a model.
     return html.escape(value, quote=False).replace('"', "&quot;")
 
 
