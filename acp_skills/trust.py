@@ -1,9 +1,7 @@
 """Which skills a session may offer (contract §13, docs/trust.md): the trust source each skill
-needs (a project, by its decision key, or an MCP server, by label and endpoint; a trusted
-server's decision holds the ``{uri, digest}`` pairs it served), and `view`, the one pure rule
-that turns a snapshot, the stored decisions (`acp_skills.trust_store`), the mode and a session's
-own answers into what it offers and withholds. A turn computes it once (`session_view`) and
-hands it down; the command line calls the same function.
+needs, and `view`, the one pure rule that turns a snapshot, the stored decisions
+(`acp_skills.trust_store`), the mode and a session's own answers into what it offers and
+withholds. A turn computes it once (`session_view`); the command line calls the same function.
 """
 
 from __future__ import annotations
@@ -77,17 +75,10 @@ class ServedLocator(Protocol):
     """What a skill served by an MCP server tells trust (the MCP provider's locator; trust does
     not import that provider, whose SDK is optional)."""
 
-    @property
-    def server_label(self) -> str: ...
-
-    @property
-    def server_identity(self) -> str: ...
-
-    @property
-    def skill_uri(self) -> str: ...
-
-    @property
-    def served(self) -> frozenset[Pair]: ...
+    server_label: str
+    server_identity: str
+    skill_uri: str
+    served: frozenset[Pair]
 
 
 def sources_at(projects: Sequence[Project]) -> Callable[[SkillCandidate], TrustSource | None]:
@@ -148,10 +139,10 @@ class SessionView:
 
     found: SkillSnapshot
     offered: SkillSnapshot
-    withheld: Mapping[str, Withheld] = field(default_factory=dict)
-    states: Mapping[int, TrustState] = field(default_factory=dict, repr=False)
+    withheld: Mapping[str, Withheld]
+    states: Mapping[int, TrustState] = field(repr=False)
     judged: Callable[[SkillCandidate], Awaitable[Withheld | None]] = field(
-        default=lambda skill: _offered(), repr=False, compare=False
+        repr=False, compare=False
     )
 
     def state(self, skill: SkillCandidate) -> TrustState:
@@ -172,16 +163,11 @@ def view(
     grants: Mapping[str, frozenset[ShownItem]] | None = None,
     previous: SessionView | None = None,
 ) -> SessionView:
-    """What a session offers of ``found``, as a pure function.
-
-    ``grants`` holds what this session's once-answers admitted, by source key (the
-    `shown_items` of each skill its question showed). A skill is ``session`` only while all it
-    is now is among them, so a skill added later, or changed on its server, waits; likewise a
-    trusted server's skill stays trusted only while every pair it is listed with is one the
-    server was trusted with. A withheld winner takes no part in resolution: the next admitted
-    skill of its name is offered. ``previous`` (the session's last view) is returned when
-    nothing differs, so the session keeps one ``offered`` snapshot, and the caches keyed by it.
-    """
+    """What a session offers of ``found``, as a pure function. ``grants``: what its
+    once-answers admitted, by source key (`shown_items`); a skill is ``session`` while all it is
+    now is among them, and a trusted server's skill trusted while all its pairs are ones the
+    server was trusted with. ``previous`` is returned when nothing differs, so the session
+    keeps one ``offered`` snapshot, and the caches keyed by it."""
     granted = grants or {}
 
     def judge(skill: SkillCandidate) -> tuple[TrustState, Withheld | None]:
@@ -238,10 +224,6 @@ def view(
         shadowed=tuple(lost for lost in found.shadowed if id(lost.skill) not in kept),
     )
     return SessionView(found, snapshot, withheld, states, judged)
-
-
-async def _offered() -> Withheld | None:
-    return None
 
 
 def _covered(items: frozenset[ShownItem], admitted: frozenset[ShownItem] | None) -> bool:
