@@ -33,6 +33,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
+from ..text import one_line
 from .config import McpServer
 
 if TYPE_CHECKING:
@@ -252,7 +253,7 @@ def last_lines(data: bytes, *, cut: bool) -> str:
         lines = lines[1:]
     kept: list[str] = []
     size = 0
-    for line in reversed([line.strip() for line in lines if line.strip()]):
+    for line in reversed([shown for line in lines if (shown := one_line(line))]):
         size += len(line.encode()) + (len(_JOINED) if kept else 0)
         if size > STDERR_TAIL_BYTES:
             # One line longer than all the room: its end, where an error usually says what.
