@@ -51,9 +51,8 @@ class ProjectSource:
 
 @dataclass(frozen=True, slots=True)
 class ServerSource:
-    """An MCP server: ``endpoint`` is its identity (label and command line or url); ``items``
-    the (uri, digest) pairs to trust it with (those of one skill, or of every skill a question
-    named; none to refuse or forget it); ``uri`` the skill's own ``SKILL.md`` uri, if one."""
+    """An MCP server by its identity (``endpoint``), with the (uri, digest) pairs to trust it
+    with (none to refuse or forget it) and the skill's own ``SKILL.md`` uri, if one."""
 
     label: str
     endpoint: str
@@ -82,9 +81,9 @@ class ServedLocator(Protocol):
 
 
 def sources_at(projects: Sequence[Project]) -> Callable[[SkillCandidate], TrustSource | None]:
-    """The trust source each skill needs (``None``: an own root, always trusted): a project
-    skill, its own project's decision (one of ``projects``: `find_project` of the session's
-    directory, then of each additional directory); an MCP skill, its server's."""
+    """The trust source each skill needs (``None``: an own root): a project skill, its project
+    among ``projects`` (the session's directory's, then each additional one's); an MCP skill,
+    its server."""
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
         if skill.source in PROJECT_SOURCES and projects:
@@ -112,8 +111,7 @@ def project_of(path: str | os.PathLike[str]) -> ProjectSource:
 
 def shown_items(skill: SkillCandidate, source: TrustSource) -> frozenset[ShownItem]:
     """What a question shows of ``skill``, and so what a once-answer admits: an MCP skill's
-    (uri, digest) pairs as listed; a project skill's file and the name it was shown under.
-    Another body on the server, another file or another name is not what the person saw."""
+    (uri, digest) pairs as listed; a project skill's file and the name it was shown under."""
     if isinstance(source, ServerSource):
         return source.items
     return frozenset({(skill.path or "", skill.name)})
@@ -131,10 +129,8 @@ class Withheld:
 
 @dataclass(frozen=True, slots=True)
 class SessionView:
-    """A snapshot as one session sees it: ``found``, the registry's; ``offered``, what the
-    session offers (withheld winners left out, the admitted skills they shadowed put back;
-    ``found`` itself when nothing is withheld); ``withheld``, each winner it does not offer, by
-    name; ``states``, each skill of ``found`` that is not ``trusted``, by id (read `state`);
+    """A snapshot as one session sees it: what it offers (``found`` itself when nothing is
+    withheld), each winner it withholds by name, each skill's state (read `state`), and
     ``judged``, the same rule for a skill not in ``found`` (one named by its uri)."""
 
     found: SkillSnapshot
@@ -239,10 +235,9 @@ async def session_view(
     grants: Mapping[str, frozenset[ShownItem]] | None = None,
     previous: SessionView | None = None,
 ) -> SessionView:
-    """`view` of the registry's snapshot for ``options``. The projects are found and the
-    decisions read in worker threads (no read for trust runs on the event loop), each only when
-    a skill needs it: one of the snapshot, or one named by its uri that ``judged`` is asked
-    about. A trust file that cannot be read grants nothing (`trust_file_unreadable`)."""
+    """`view` of the registry's snapshot for ``options``; the projects found and the decisions
+    read in worker threads, each only when a skill needs it (one named by its uri: when
+    ``judged`` is asked). A trust file that cannot be read grants nothing."""
     found = await registry.snapshot(options)
     skills = [*found.skills, *(lost.skill for lost in found.shadowed)]
     projects: list[Project] = []

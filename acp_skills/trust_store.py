@@ -1,9 +1,5 @@
-"""The trust file: every stored decision, one per source key (contract §13, §13a). It lives
-outside any project (`default_trust_file`), so nothing a repository ships can grant itself
-trust. Reads are bounded and never block on a FIFO; writes are atomic, keep a symbolic link at
-the path, and hold a lock, so sessions, agents and the command line deciding at once lose
-nothing.
-"""
+"""The trust file (contract §13, §13a): every stored decision, outside any project; bounded
+reads, atomic writes that keep a symbolic link at the path, under a lock."""
 
 from __future__ import annotations
 
@@ -65,8 +61,7 @@ class TrustFileError(Exception):
 
 @dataclass(slots=True)
 class StoredTrust:
-    """The trust file's contents: a decision per source key, and the (uri, digest) pairs each
-    trusted server was trusted with."""
+    """A decision per source key, and the (uri, digest) pairs each trusted server holds."""
 
     decisions: dict[str, Decision] = field(default_factory=dict)
     served: dict[str, frozenset[Pair]] = field(default_factory=dict)
@@ -80,9 +75,8 @@ class TrustStore:
         self._lock = threading.Lock()
 
     def read(self) -> StoredTrust:
-        """Everything stored; a missing file (or a link to a missing file) means nothing. The
-        read is opened without blocking, a regular file only, at most `MAX_TRUST_FILE_BYTES`,
-        nested at most `MAX_NESTING_DEPTH` levels.
+        """Everything stored (nothing for a missing file); a regular file only, opened without
+        blocking, at most `MAX_TRUST_FILE_BYTES`, nested at most `MAX_NESTING_DEPTH` levels.
 
         Raises:
             TrustFileError: the file exists but cannot be read as decisions.
@@ -121,9 +115,8 @@ class TrustStore:
 
     def decide(self, source: TrustSource, decision: Decision | None) -> bool:
         """Store ``decision`` for ``source`` (``None`` forgets it); whether anything changed.
-        Trusting a server adds the pairs of ``source.items``, in place of any it had stored
-        for the same uris. Each read-modify-write holds a lock (a thread's, and a file's beside
-        the decisions, which each write replaces), so no decision overwrites another."""
+        A server's pairs replace those it had for the same uris. Under a thread's lock and a
+        file's beside the decisions (which each write replaces): none overwrites another."""
         key = source.key
         with self._lock, _locked(self.path + ".lock"):
             stored = self.read()
