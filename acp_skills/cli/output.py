@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from ..diagnostics import Diagnostic, Severity
 from ..model import SkillLookupOptions
 from ..report import SEVERITIES
-from ..text import for_editor, terminal_safe
+from ..text import for_editor, spelt, terminal_safe
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 BOLD, DIM = "1", "2"
@@ -85,7 +85,7 @@ async def mcp_warnings(provider: Any, options: SkillLookupOptions) -> list[str]:
     (``provider``: the `McpSkillProvider` of ``--mcp-server``, or ``None``), for the commands
     that do not list every problem, as doctor does."""
     found = await provider.diagnose(options) if provider is not None else ()
-    return [f"warning: {terminal_safe(d.message)}" for d in found]
+    return [f"warning: {spelt(d.message)}" for d in found]
 
 
 def status_of(diagnostics: Sequence[Diagnostic]) -> int:
