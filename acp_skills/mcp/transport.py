@@ -33,7 +33,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-from ..text import one_line
 from .config import McpServer
 
 if TYPE_CHECKING:
@@ -245,15 +244,15 @@ class StdioProcess(BoundedTransport):
 
 
 def last_lines(data: bytes, *, cut: bool) -> str:
-    """The last non-blank lines of ``data`` (a tail of stderr) on one line, cleaned for a
-    person, at most `STDERR_TAIL_BYTES` of them; the first dropped when ``cut`` (it is a
+    """The last non-blank lines of ``data`` (a tail of stderr) on one line (each report cleans
+    it as it shows it), at most `STDERR_TAIL_BYTES` of them; the first dropped when ``cut`` (it is a
     piece of a line)."""
     lines = data.decode("utf-8", "replace").splitlines()
     if cut and len(lines) > 1:
         lines = lines[1:]
     kept: list[str] = []
     size = 0
-    for line in reversed([shown for line in lines if (shown := one_line(line))]):
+    for line in reversed([line.strip() for line in lines if line.strip()]):
         size += len(line.encode()) + (len(_JOINED) if kept else 0)
         if size > STDERR_TAIL_BYTES:
             # One line longer than all the room: its end, where an error usually says what.
