@@ -18,7 +18,7 @@ from .text import (
     check_max_length,
     cut,
     cut_at_word,
-    escape_text,
+    for_model,
     shorten_description,
 )
 
@@ -248,7 +248,7 @@ class _Line:
     def __init__(self, skill: SkillSummary, bound: int) -> None:
         self.name = skill.name
         # Registry names need no escaping, but a hand-built summary must not inject markup.
-        self.prefix = f"- `{escape_text(skill.name)}`: "
+        self.prefix = f"- `{for_model(skill.name)}`: "
         # Cleaning and collapsing never lengthen a text, so this bound cuts nothing: one
         # normalization tells both the text and whether `max_length` cut it.
         whole = shorten_description(skill.description, max(bound, len(skill.description)))

@@ -24,7 +24,7 @@ from .model import (
 )
 from .quiet_log import get_logger
 from .search import SkillMatch
-from .text import cut, escape_attribute, escape_text, normalize_description, quote
+from .text import cut, escape_attribute, for_model, normalize_description, quote
 
 MAX_RESOURCE_PATH_LENGTH = 4096
 
@@ -119,28 +119,28 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
     if isinstance(base, DirectoryResource) and is_flat_skill(definition.path, base):
         # Its directory is shared with other skills: nothing in it belongs to this one.
         return [
-            f"Base directory: {escape_text(base.path)}",
+            f"Base directory: {for_model(base.path)}",
             "This skill is a single file with no files of its own: the directory holds other "
             "skills too, so no resource paths are offered.",
         ]
     if isinstance(base, DirectoryResource):
-        hints = [f"Base directory: {escape_text(base.path)}", f"{relative} directory."]
+        hints = [f"Base directory: {for_model(base.path)}", f"{relative} directory."]
         if not definition.disable_model_invocation:
             hints.append(
                 f"To read one of its files, call the `{SKILL_TOOL_NAME}` tool with this skill's "
                 "name and the file's path relative to that directory as `path`."
             )
     elif isinstance(base, UrlResource):
-        hints = [f"Base URL: {escape_text(base.url)}", f"{relative} URL."]
+        hints = [f"Base URL: {for_model(base.url)}", f"{relative} URL."]
         if definition.source.startswith("mcp:"):  # the MCP provider's source: mcp:LABEL
-            label = escape_text(definition.source.removeprefix("mcp:"))
+            label = for_model(definition.source.removeprefix("mcp:"))
             hints.insert(0, f'Served by the MCP server "{label}".')
     elif isinstance(base, OpaqueResource):
-        hints = [f"How to reach this skill's resources: {escape_text(base.description)}"]
+        hints = [f"How to reach this skill's resources: {for_model(base.description)}"]
     else:
         hints = [
             "This skill has no resource directory or URL; any resources it refers to are "
-            f'managed by the skill provider "{escape_text(definition.provider)}".'
+            f'managed by the skill provider "{for_model(definition.provider)}".'
         ]
     return [
         *hints,
@@ -169,7 +169,7 @@ def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = SKIL
     lines = [
         f"Skills matching the query, best first. Load one by calling the `{tool_name}` tool "
         "with its exact name:",
-        *(f"{escape_text(m.name)}: {normalize_description(m.description, 200)}" for m in matches),
+        *(f"{for_model(m.name)}: {normalize_description(m.description, 200)}" for m in matches),
     ]
     return "\n".join(lines)
 

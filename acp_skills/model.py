@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeAlias
 
-from .text import replace_lone_surrogates
+from .text import well_formed
 
 # ASCII only; `fullmatch`, as `$` also matches before a trailing newline.
 _SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -160,8 +160,8 @@ class PrefixMessage:
             raise TypeError(f"a prefix message needs a non-empty string role, got {self.role!r}")
         if not isinstance(self.text, str):
             raise TypeError(f"a prefix message's text must be a string, got {self.text!r}")
-        object.__setattr__(self, "role", replace_lone_surrogates(self.role))
-        object.__setattr__(self, "text", replace_lone_surrogates(self.text))
+        object.__setattr__(self, "role", well_formed(self.role))
+        object.__setattr__(self, "text", well_formed(self.text))
 
 
 # What a contributor awaits to get the messages of every contributor registered after it.

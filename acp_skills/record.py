@@ -24,7 +24,7 @@ from .session_index import (
     summary_document,
     summary_of,
 )
-from .text import replace_lone_surrogates
+from .text import well_formed
 
 HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
 """``initial``: the first request on a fresh record; ``resume``: the first on a record holding a
@@ -38,7 +38,7 @@ def _checked_json(value: object, where: str, depth: int = 1) -> object:
     # A deep copy in plain dicts and lists: json.dumps, pydantic and equality with the value it
     # came from work on it as on any message, and the caller's later changes never reach it.
     if isinstance(value, str):
-        return replace_lone_surrogates(value)
+        return well_formed(value)
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where} holds {value!r}, which JSON cannot carry")
     if value is None or isinstance(value, bool | int | float):
@@ -51,9 +51,7 @@ def _checked_json(value: object, where: str, depth: int = 1) -> object:
         return [_checked_json(item, where, depth + 1) for item in value]
     if not all(isinstance(key, str) for key in value):
         raise TypeError(f"{where} has a key that is not a string")
-    return {
-        replace_lone_surrogates(k): _checked_json(v, where, depth + 1) for k, v in value.items()
-    }
+    return {well_formed(k): _checked_json(v, where, depth + 1) for k, v in value.items()}
 
 
 def _checked_object(value: object, where: str) -> dict[str, Any]:
@@ -80,7 +78,7 @@ class HeaderEntry:
             raise TypeError("header tools must be a sequence of JSON objects")
         if not isinstance(self.system, str):
             raise TypeError("header system must be a string")
-        object.__setattr__(self, "system", replace_lone_surrogates(self.system))
+        object.__setattr__(self, "system", well_formed(self.system))
         object.__setattr__(self, "config", _checked_object(self.config, "header config"))
         object.__setattr__(self, "tools", tuple(tools))
 

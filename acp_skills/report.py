@@ -10,7 +10,7 @@ from typing import Any, Final, Protocol
 
 from .catalog import CatalogChanges, CatalogFit
 from .diagnostics import Diagnostic, Severity
-from .text import remove_unsafe_characters, terminal_safe
+from .text import spelt
 
 # Each severity, most severe first (the order reports list them in): how it is said, and its
 # colour at a terminal (ANSI codes).
@@ -77,43 +77,41 @@ def by_severity(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 def diagnostic_line(d: Diagnostic, markup: Markup) -> str:
     """``PATH:LINE: SEVERITY CODE: MESSAGE``; without a path, from the severity on."""
-    message = markup.text(terminal_safe(d.message))
+    message = markup.text(spelt(d.message))
     said = f"{markup.severity(d.severity)} {markup.code(d.code)}: {message}"
     if d.path is None:
         return said
-    where = terminal_safe(d.path) + (f":{d.line}" if d.line is not None else "")
+    where = spelt(d.path) + (f":{d.line}" if d.line is not None else "")
     return f"{markup.place(where)}: {said}"
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
     """``{"code", "severity", "path", "line", "message"}`` (the skill name stays out), the stable
     shape of every JSON."""
-    shape = {key: getattr(d, key) for key in ("code", "severity", "path", "line")}
-    return shape | {"message": remove_unsafe_characters(d.message)}
+    return {key: getattr(d, key) for key in ("code", "severity", "path", "line", "message")}
 
 
 def server_line(state: Any, markup: Markup) -> str:
     """``LABEL: STATE``: how one MCP server (an `acp_skills.mcp.provider.ServerState`) fares."""
     said = "not connected yet"
     if state.failure is not None:
-        said = f"skipped: {terminal_safe(state.failure)}"
+        said = f"skipped: {spelt(state.failure)}"
     elif state.supports_skills is False:
         said = "connected, serves no skills (no skills extension)"
     elif state.connected:
         said = f"connected, {plural(state.skills, 'skill')}"
-    return f"{markup.place(terminal_safe(state.server.label))}: {markup.text(said)}"
+    return f"{markup.place(spelt(state.server.label))}: {markup.text(said)}"
 
 
 def server_json(state: Any) -> dict[str, Any]:
     """One MCP server as JSON (its identity is what trust remembers)."""
-    clean = remove_unsafe_characters
     return {
-        "label": clean(state.server.label),
-        "identity": clean(state.server.identity),
+        "label": state.server.label,
+        "identity": state.server.identity,
         "connected": state.connected,
         "skillsExtension": state.supports_skills,
         "skills": state.skills,
-        "failure": clean(state.failure) if state.failure is not None else None,
+        "failure": state.failure,
     }
 
 

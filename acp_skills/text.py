@@ -1,9 +1,7 @@
-"""Text hygiene: `replace_lone_surrogates` makes text encodable where it crosses a boundary;
-`terminal_safe` spells out, for a terminal, every control but tab (and line feed, on request)
-and the bidi overrides; `remove_unsafe_characters` drops, from shown text, non-whitespace
-controls (C0 but tab to carriage return, DEL, C1; U+001C-U+001F too; NEL becomes a line feed)
-and the bidi overrides and isolates (the bidi marks stay: right-to-left writing needs them).
-Lone surrogates become U+FFFD.
+"""Text where it leaves the library, one cleaner per sink, each applied at its boundary only:
+`for_model` (the catalog, the `skill` tool's results), `for_editor` (`_skills/list`, and
+``--json``), `terminal_safe` (the command line's output, the demo's log) and `well_formed`
+(session records, the transport's frames). The rest formats a shown value.
 """
 
 from __future__ import annotations
@@ -11,55 +9,86 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar, cast
 
 DEFAULT_MAX_DESCRIPTION_LENGTH = 500
 
+# Non-whitespace controls (C0 but tab to carriage return, U+001C-U+001F too, DEL, C1) and the
+# bidi overrides and isolates; the bidi marks stay: right-to-left writing needs them.
 _UNSAFE: Final = re.compile(
     "[\x00-\x08\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|(?P<surrogate>[\ud800-\udfff])"
 )
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+# What a terminal acts on (ESC starts a sequence that can move the cursor, set the window title
+# or clear the screen; CR rewrites a row): every C0 control but tab, DEL, C1, the bidi ones.
+_BUT_NEWLINE: Final = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_TERMINAL_UNSAFE: Final = re.compile(f"[\n{_BUT_NEWLINE}]")
+_TERMINAL_UNSAFE_BUT_NEWLINE: Final = re.compile(f"[{_BUT_NEWLINE}]")
 _ELLIPSIS: Final = "..."
+_Value = TypeVar("_Value")
 
 
 def _removed(match: re.Match[str]) -> str:
-    # A lost character becomes U+FFFD: something was there.
-    return "\ufffd" if match.group("surrogate") else "\n" if match.group() == "\x85" else ""
+    # A lost character becomes U+FFFD: something was there. NEL is a line feed.
+    return "\ufffd" if match["surrogate"] else "\n" if match[0] == "\x85" else ""
 
 
-def remove_unsafe_characters(text: str) -> str:
-    """Drop non-whitespace controls and bidi overrides; NEL becomes ``\\n``, surrogates U+FFFD."""
+def _drop_unsafe(text: str) -> str:
     return _UNSAFE.sub(_removed, text)
 
 
-def escape_unsafe_characters(text: str) -> str:
-    """Spell each unsafe character as ``\\uXXXX`` (for text quoted back in JSON syntax)."""
-    return _UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+def _spelt(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def replace_lone_surrogates(text: str) -> str:
-    """``text`` with each lone surrogate as U+FFFD; a split pair is joined back."""
+def for_model(text: str) -> str:
+    """A value the model reads in the catalog's or a tool result's markup: unsafe characters
+    removed (NEL becomes a line feed, a lone surrogate U+FFFD), ``&<>`` escaped."""
+    return html.escape(_drop_unsafe(text), quote=False)
+
+
+def for_editor(value: _Value) -> _Value:
+    """A copy of a JSON value for the editor (or a program reading ``--json``), each string's
+    unsafe characters removed as `for_model` removes them."""
+    return _each_string(value, _drop_unsafe)
+
+
+def terminal_safe(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` safe to print on a terminal: each control (but tab, and line feed when
+    ``keep_newlines``) and bidi override spelt as ``\\x1b`` or ``\\u202e``; surrogates U+FFFD."""
+    pattern = _TERMINAL_UNSAFE_BUT_NEWLINE if keep_newlines else _TERMINAL_UNSAFE
+    return pattern.sub(_spelt, _repaired(text))
+
+
+def well_formed(value: _Value) -> _Value:
+    """``value`` (text, or a JSON value, copied) with each lone surrogate as U+FFFD; a split
+    pair is joined back. Text that needs no repair is returned as it is."""
+    return _each_string(value, _repaired)
+
+
+def _repaired(text: str) -> str:
     if _SURROGATE.search(text) is None:
         return text
     # UTF-16 is the one codec that pairs surrogates: decoding joins pairs and replaces the rest.
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
-def replace_lone_surrogates_in_json(value: object) -> Any:
-    """A copy of a decoded JSON value whose strings are well-formed."""
+def _each_string(value: _Value, clean: Callable[[str], str]) -> _Value:
+    # A walk, not a recursion: a value nested 100,000 deep is no problem. Each pending item is
+    # (source value, container of the copy, where in that container the copy goes).
     holder: list[object] = [None]
-    # (source value, container of the copy, where in that container the copy goes)
     pending: list[tuple[object, Any, Any]] = [(value, holder, 0)]
     while pending:
         source, target, slot = pending.pop()
         if isinstance(source, str):
-            target[slot] = replace_lone_surrogates(source)
+            target[slot] = clean(source)
         elif isinstance(source, Mapping):
             copied: dict[object, object] = {}
             target[slot] = copied
             for key, item in source.items():
-                clean_key = replace_lone_surrogates(key) if isinstance(key, str) else key
+                clean_key = clean(key) if isinstance(key, str) else key
                 copied[clean_key] = None  # keeps the key order; filled in below
                 pending.append((item, copied, clean_key))
         elif isinstance(source, list | tuple):
@@ -68,7 +97,10 @@ def replace_lone_surrogates_in_json(value: object) -> Any:
             pending.extend((item, items, index) for index, item in enumerate(source))
         else:
             target[slot] = source
-    return holder[0]
+    return cast(_Value, holder[0])
+
+
+# -- formatting a shown value ----------------------------------------------------------------
 
 
 def cut(text: str, limit: int) -> str:
@@ -81,12 +113,8 @@ def cut_at_word(text: str, cap: int) -> str:
     # A first word longer than the room is cut inside. The kept text never shrinks as `cap`
     # grows, which the catalog budget's bisection relies on.
     room = cap - len(_ELLIPSIS)
-    if text[room] == " ":
-        kept = text[:room]
-    else:
-        space = text.rfind(" ", 0, room)
-        kept = text[:space] if space > 0 else text[:room]
-    return kept.rstrip(" ,;:") + _ELLIPSIS
+    space = room if text[room] == " " else text.rfind(" ", 0, room)
+    return text[: space if space > 0 else room].rstrip(" ,;:") + _ELLIPSIS
 
 
 def check_max_length(max_length: object) -> int:
@@ -96,17 +124,21 @@ def check_max_length(max_length: object) -> int:
 
 
 def one_line(text: str) -> str:
-    """``text`` cleaned (`remove_unsafe_characters`) with every run of whitespace, line breaks
-    included, as one space, stripped: shown on one line, it cannot start another."""
-    # `str.split()` breaks on all Unicode whitespace (line and paragraph separators, NEL and
-    # the file separators too); U+FEFF is not whitespace to Python, but a byte-order mark left
-    # inside concatenated text. Joiners (U+200B-U+200D, U+2060) carry meaning in emoji and
-    # some scripts, and are kept.
-    return " ".join(remove_unsafe_characters(text).replace("\ufeff", " ").split())
+    """``text`` without unsafe characters, each run of whitespace (line breaks included) one
+    space, stripped: a title, or a line of the trust card, that cannot start another."""
+    # `str.split()` breaks on all Unicode whitespace, NEL and the line and file separators too;
+    # U+FEFF is no whitespace to Python, but a byte-order mark left inside joined text.
+    return " ".join(_drop_unsafe(text).replace("\ufeff", " ").split())
+
+
+def spelt(text: str) -> str:
+    """A value inside a line of a report: each control (line feed included) and bidi override
+    spelt as ``\\x0a`` or ``\\u202e``, so it can neither start a line nor act."""
+    return _TERMINAL_UNSAFE.sub(_spelt, text)
 
 
 def shorten_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:
-    """Clean, collapse whitespace and cut a description to ``max_length`` (>= 3), unescaped."""
+    """`one_line`, cut to ``max_length`` (>= 3): unsafe characters never count toward it."""
     return cut(one_line(text), check_max_length(max_length))
 
 
@@ -115,38 +147,12 @@ def normalize_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_L
     return html.escape(shorten_description(text, max_length), quote=False)
 
 
-def escape_text(text: str) -> str:
-    """``text`` cleaned of unsafe characters, with ``&``, ``<``, ``>`` escaped."""
-    return html.escape(remove_unsafe_characters(text), quote=False)
-
-
 def escape_attribute(value: str) -> str:
     """``value`` for a double-quoted attribute: ``&``, ``"``, ``<``, ``>`` escaped."""
-    # `>` needs no escaping there, but escaping it keeps the tag unambiguous for a model.
     return html.escape(value, quote=False).replace('"', "&quot;")
 
 
 def quote(value: str, limit: int = 100) -> str:
-    """``value`` in JSON string syntax, cut to ``limit``, every unsafe character escaped."""
-    return escape_unsafe_characters(json.dumps(cut(value, limit), ensure_ascii=False))
-
-
-# Every C0 control but tab, DEL, the C1 controls and the bidi overrides and isolates: a
-# terminal acts on them (ESC starts a sequence that can move the cursor, set the window title
-# or clear the screen; CR rewrites a row), so text from disk shows them spelt out instead.
-_TERMINAL_UNSAFE: Final = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_TERMINAL_UNSAFE_BUT_NEWLINE: Final = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def _spelt(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def terminal_safe(text: str, *, keep_newlines: bool = False) -> str:
-    """``text`` safe to print on a terminal: each control (but tab, and line feed when
-    ``keep_newlines``) and bidi override spelt as ``\\x1b`` or ``\\u202e``; surrogates U+FFFD."""
-    pattern = _TERMINAL_UNSAFE_BUT_NEWLINE if keep_newlines else _TERMINAL_UNSAFE
-    return pattern.sub(_spelt, replace_lone_surrogates(text))
+    """``value`` in JSON string syntax, cut to ``limit``, each unsafe character as ``\\uXXXX``."""
+    quoted = json.dumps(cut(value, limit), ensure_ascii=False)
+    return _UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", quoted)

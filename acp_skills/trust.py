@@ -1,18 +1,11 @@
-"""Which skills a session may offer (contract §13, docs/trust.md): where each skill needs trust
-from, and `view`, the one rule that turns a snapshot into what a session offers and withholds.
-
-A *trust source* is where skills come from that the person did not put there: a project (by the
-real path of its repository, shared by its git worktrees) or an MCP server (by label and command
-or url; a trusted server's decision also holds the ``{uri, digest}`` pairs it served, so a skill
-it adds or changes is asked about again). Decisions are stored in the trust file
-(`acp_skills.trust_store`). `view` is a pure function of a snapshot, the stored decisions, the
-mode and one session's own answers; a turn computes it once (`session_view`) and hands it down
-to the catalog, the `skill` tool and the commands, and the command line calls the same function.
+"""Which skills a session may offer (contract §13, docs/trust.md): the trust source each skill
+needs, and `view`, the one pure rule that turns a snapshot, the stored decisions
+(`acp_skills.trust_store`), the mode and a session's own answers into what it offers and
+withholds. A turn computes it once (`session_view`); the command line calls the same function.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,9 +27,8 @@ TrustState: TypeAlias = Literal["trusted", "session", "pending", "refused"]
 # Why a skill of a trusted server is pending again: a uri it did not serve, or another digest.
 ServerChange: TypeAlias = Literal["new", "changed"]
 TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
-ADMITTED: Final = frozenset({"trusted", "session"})
 # The local provider's sources found from a session's working directory (contract §5).
-PROJECT_SOURCES = frozenset(PROJECT_SKILL_DIRS)
+PROJECT_SOURCES: Final = frozenset(PROJECT_SKILL_DIRS)
 
 
 def trust_mode(value: str | None) -> TrustMode:
@@ -59,9 +51,8 @@ class ProjectSource:
 
 @dataclass(frozen=True, slots=True)
 class ServerSource:
-    """An MCP server: ``endpoint`` is its identity (label and command line or url); ``items``
-    the (uri, digest) pairs to trust it with (those of one skill, or of every skill a question
-    named; none to refuse or forget it); ``uri`` the skill's own ``SKILL.md`` uri, if one."""
+    """An MCP server by its identity (``endpoint``), with the (uri, digest) pairs to trust it
+    with (none to refuse or forget it) and the skill's own ``SKILL.md`` uri, if one."""
 
     label: str
     endpoint: str
@@ -74,6 +65,8 @@ class ServerSource:
 
 
 TrustSource: TypeAlias = ProjectSource | ServerSource
+# What a question shows of one skill, and so what "Trust for this session" admits of it.
+ShownItem: TypeAlias = tuple[str, str]
 
 
 @runtime_checkable
@@ -81,67 +74,44 @@ class ServedLocator(Protocol):
     """What a skill served by an MCP server tells trust (the MCP provider's locator; trust does
     not import that provider, whose SDK is optional)."""
 
-    @property
-    def server_label(self) -> str: ...
-
-    @property
-    def server_identity(self) -> str: ...
-
-    @property
-    def skill_uri(self) -> str: ...
-
-    @property
-    def served(self) -> frozenset[Pair]: ...
+    server_label: str
+    server_identity: str
+    skill_uri: str
+    served: frozenset[Pair]
 
 
 def sources_at(projects: Sequence[Project]) -> Callable[[SkillCandidate], TrustSource | None]:
-    """The trust source each skill needs (``None``: an own root, always trusted): a project
-    skill, its own project's decision (one of ``projects``: `find_project` of the session's
-    directory, then of each additional directory); an MCP skill, its server's."""
+    """The trust source each skill needs (``None``: an own root): a project skill, its project
+    among ``projects`` (the session's directory's, then each additional one's); an MCP skill,
+    its server."""
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
         if skill.source in PROJECT_SOURCES and projects:
-            return _project_source(skill, projects)
-        if skill.provider == "mcp":
-            locator = skill.locator
-            if isinstance(locator, ServedLocator):
-                return ServerSource(
-                    locator.server_label, locator.server_identity, locator.served, locator.skill_uri
-                )
-            return ServerSource(label=skill.source, endpoint=skill.source)  # fail closed
-        return None
+            # A listing cached before the project changed (a `.git` made or removed since) may
+            # hold skills of another root: they never take a project's decision.
+            path = skill.path or ""
+            for project in projects:
+                if path.startswith(os.path.join(project.skill_root(skill.source), "")):
+                    return ProjectSource(project.key)
+            return ProjectSource(os.path.dirname(path) or projects[0].root)
+        if skill.provider != "mcp":
+            return None
+        if isinstance(at := skill.locator, ServedLocator):
+            return ServerSource(at.server_label, at.server_identity, at.served, at.skill_uri)
+        return ServerSource(label=skill.source, endpoint=skill.source)  # fail closed
 
     return source_of
 
 
-def _project_source(skill: SkillCandidate, projects: Sequence[Project]) -> ProjectSource:
-    # The provider lists a project's skills from `project.skill_root`, found by the same
-    # `find_project` call. A listing cached before the project changed (a `.git` made or
-    # removed since) may hold skills of another root: they never take a project's decision,
-    # only an undecided one of their own.
-    path = skill.path or ""
-    for project in projects:
-        if path.startswith(os.path.join(project.skill_root(skill.source), "")):
-            return ProjectSource(project.key)
-    return ProjectSource(os.path.dirname(path) or projects[0].root)
-
-
 def project_of(path: str | os.PathLike[str]) -> ProjectSource:
-    """The project ``path``'s skills need trust from: `acp_skills.project.find_project`'s
-    decision key (the real path of the project, or of the main work tree a linked git worktree
-    shares its decision with). Blocking: `session_view` finds projects in a worker thread."""
+    """The project ``path``'s skills need trust from (`acp_skills.project.find_project`'s
+    decision key). Blocking: `session_view` finds projects in a worker thread."""
     return ProjectSource(find_project(path).key)
 
 
-# What a question shows of one skill, and so what "Trust for this session" admits of it.
-ShownItem: TypeAlias = tuple[str, str]
-
-
 def shown_items(skill: SkillCandidate, source: TrustSource) -> frozenset[ShownItem]:
-    """What the question shows of ``skill`` from ``source``, and what a once-answer admits: an
-    MCP skill's (uri, digest) pairs as listed (its files and frontmatter); a project skill's
-    file and the name it was shown under (path, name). Another body on the server, another
-    file or another name is not what the person saw."""
+    """What a question shows of ``skill``, and so what a once-answer admits: an MCP skill's
+    (uri, digest) pairs as listed; a project skill's file and the name it was shown under."""
     if isinstance(source, ServerSource):
         return source.items
     return frozenset({(skill.path or "", skill.name)})
@@ -159,20 +129,16 @@ class Withheld:
 
 @dataclass(frozen=True, slots=True)
 class SessionView:
-    """A snapshot as one session sees it: ``found``, the registry's; ``offered``, what the
-    session offers (withheld winners left out, the admitted skills they shadowed put back;
-    ``found`` itself when nothing is withheld); ``withheld``, each winner it does not offer, by
-    name. ``states`` holds each skill of ``found`` (winners and shadowed ones) that is not
-    ``trusted``, by id: read it with `state`."""
+    """A snapshot as one session sees it: what it offers (``found`` itself when nothing is
+    withheld), each winner it withholds by name, each skill's state (read `state`), and
+    ``judged``, the same rule for a skill not in ``found`` (one named by its uri)."""
 
     found: SkillSnapshot
     offered: SkillSnapshot
-    withheld: Mapping[str, Withheld] = field(default_factory=dict)
-    states: Mapping[int, TrustState] = field(default_factory=dict, repr=False)
-    # Why the session would withhold a skill not in ``found`` (one named by its uri), by the
-    # same rule; ``None`` when it would offer it.
+    withheld: Mapping[str, Withheld]
+    states: Mapping[int, TrustState] = field(repr=False)
     judged: Callable[[SkillCandidate], Awaitable[Withheld | None]] = field(
-        default=lambda skill: _offered(), repr=False, compare=False
+        repr=False, compare=False
     )
 
     def state(self, skill: SkillCandidate) -> TrustState:
@@ -193,27 +159,42 @@ def view(
     grants: Mapping[str, frozenset[ShownItem]] | None = None,
     previous: SessionView | None = None,
 ) -> SessionView:
-    """What a session offers of ``found``, as a pure function.
+    """What a session offers of ``found``, as a pure function. ``grants``: what its
+    once-answers admitted, by source key (`shown_items`); a skill is ``session`` while all it is
+    now is among them, and a trusted server's skill trusted while all its pairs are ones the
+    server was trusted with. ``previous`` is returned when nothing differs, so the session
+    keeps one ``offered`` snapshot, and the caches keyed by it."""
+    granted = grants or {}
 
-    ``source_of`` gives a skill's trust source (``None``: an own root, always trusted);
-    ``grants`` holds what this session's once-answers admitted, by source key: the
-    `shown_items` of each skill its question showed. A skill is ``session`` only while all it
-    is now is among them, so a skill added later, or changed on its server, waits. Likewise a
-    trusted server's skill stays trusted only while every pair it is listed with is one the
-    server was trusted with. A withheld winner takes no part in resolution: the next admitted
-    skill of its name is offered. ``previous`` (the session's last view) is returned when
-    nothing differs, so the session keeps one ``offered`` snapshot, and the caches keyed by it.
-    """
-    grants = grants or {}
-    judge = functools.partial(_judged, source_of=source_of, stored=stored, mode=mode, grants=grants)
+    def judge(skill: SkillCandidate) -> tuple[TrustState, Withheld | None]:
+        if mode == "all" or (source := source_of(skill)) is None:
+            return "trusted", None
+        decision = stored.decisions.get(source.key)
+        if mode == "none" or decision == "refused":
+            return "refused", Withheld(skill, "refused", source)
+        change: ServerChange | None = None
+        if decision == "trusted":
+            if not isinstance(source, ServerSource):
+                return "trusted", None
+            if _covered(source.items, stored.served.get(source.key)):
+                return "trusted", None
+            known = {uri for uri, _ in stored.served.get(source.key, ())}
+            change = "changed" if any(uri in known for uri, _ in source.items) else "new"
+        if _covered(shown_items(skill, source), granted.get(source.key)):
+            return "session", None
+        return "pending", Withheld(skill, "pending", source, change)
+
+    async def judged(skill: SkillCandidate) -> Withheld | None:
+        return judge(skill)[1]
+
     states: dict[int, TrustState] = {}
     withheld: dict[str, Withheld] = {}
     for skill in found.skills:
-        state, source, change = judge(skill)
+        state, held = judge(skill)
         if state != "trusted":
             states[id(skill)] = state
-        if source is not None and state not in ADMITTED:
-            withheld[skill.name] = Withheld(skill, state, source, change)
+        if held is not None:
+            withheld[skill.name] = held
     for lost in found.shadowed:
         if (state := judge(lost.skill)[0]) != "trusted":
             states[id(lost.skill)] = state
@@ -223,75 +204,27 @@ def view(
         and (previous.states, previous.withheld) == (states, withheld)
     ):
         return previous
-
-    async def held(skill: SkillCandidate) -> Withheld | None:
-        return _withheld(skill, judge)
-
     if not withheld:
-        return SessionView(found, found, withheld, states, held)
+        return SessionView(found, found, withheld, states, judged)
     offered = [skill for skill in found.skills if skill.name not in withheld]
     taken = {skill.name for skill in offered}
     for lost in found.shadowed:  # in resolution order: the first admitted one stands
         name, state = lost.skill.name, states.get(id(lost.skill), "trusted")
-        if name in withheld and name not in taken and state in ADMITTED:
+        if name in withheld and name not in taken and state in ("trusted", "session"):
             offered.append(lost.skill)
             taken.add(name)
-    offered.sort(key=lambda skill: skill.name)
     kept = {id(skill) for skill in offered}
     snapshot = SkillSnapshot(
-        skills=tuple(offered),
+        skills=tuple(sorted(offered, key=lambda skill: skill.name)),
         complete=found.complete,
         shadowed=tuple(lost for lost in found.shadowed if id(lost.skill) not in kept),
     )
-    return SessionView(found, snapshot, withheld, states, held)
-
-
-_Judgement: TypeAlias = tuple[TrustState, TrustSource | None, ServerChange | None]
-
-
-async def _offered() -> Withheld | None:
-    return None
-
-
-def _withheld(
-    skill: SkillCandidate, judge: Callable[[SkillCandidate], _Judgement]
-) -> Withheld | None:
-    state, source, change = judge(skill)
-    return Withheld(skill, state, source, change) if source and state not in ADMITTED else None
-
-
-def _judged(
-    skill: SkillCandidate,
-    *,
-    source_of: Callable[[SkillCandidate], TrustSource | None],
-    stored: StoredTrust,
-    mode: TrustMode,
-    grants: Mapping[str, frozenset[ShownItem]],
-) -> _Judgement:
-    if mode == "all" or (source := source_of(skill)) is None:
-        return "trusted", None, None
-    decision = stored.decisions.get(source.key)
-    if mode == "none" or decision == "refused":
-        return "refused", source, None
-    if decision == "trusted" and _still_served(source, stored):
-        return "trusted", source, None
-    change: ServerChange | None = None
-    if decision == "trusted" and isinstance(source, ServerSource):
-        known = {uri for uri, _ in stored.served.get(source.key, ())}
-        change = "changed" if any(uri in known for uri, _ in source.items) else "new"
-    admitted = _covered(shown_items(skill, source), grants.get(source.key))
-    return ("session" if admitted else "pending"), source, change
+    return SessionView(found, snapshot, withheld, states, judged)
 
 
 def _covered(items: frozenset[ShownItem], admitted: frozenset[ShownItem] | None) -> bool:
     # Nothing to compare (a server skill listed without pairs) is never covered: fail closed.
     return bool(items) and admitted is not None and items <= admitted
-
-
-def _still_served(source: TrustSource, stored: StoredTrust) -> bool:
-    if not isinstance(source, ServerSource):
-        return True
-    return _covered(source.items, stored.served.get(source.key))
 
 
 async def session_view(
@@ -302,22 +235,17 @@ async def session_view(
     grants: Mapping[str, frozenset[ShownItem]] | None = None,
     previous: SessionView | None = None,
 ) -> SessionView:
-    """`view` of the registry's snapshot for ``options``. The projects are found and the
-    decisions read in worker threads (no read for trust runs on the event loop), each only when
-    a skill needs it: a skill of the snapshot, or one named by its uri that ``judged`` is asked
-    about (an MCP server's that nothing listed); under ``all``, neither. A trust file that
-    cannot be read grants nothing (`trust_file_unreadable`, once per read)."""
+    """`view` of the registry's snapshot for ``options``; the projects found and the decisions
+    read in worker threads, each only when a skill needs it (one named by its uri: when
+    ``judged`` is asked). A trust file that cannot be read grants nothing."""
     found = await registry.snapshot(options)
-    if mode == "all":
-        return view(found, lambda _: None, StoredTrust(), mode, previous=previous)
     skills = [*found.skills, *(lost.skill for lost in found.shadowed)]
     projects: list[Project] = []
-    if (cwd := options.cwd) and any(skill.source in PROJECT_SOURCES for skill in skills):
+    if mode != "all" and (cwd := options.cwd) and any(s.source in PROJECT_SOURCES for s in skills):
         directories = (cwd, *options.additional_directories)
         projects = await anyio.to_thread.run_sync(lambda: [find_project(d) for d in directories])
     source_of, stored = sources_at(projects), StoredTrust()
-    read = mode == "ask" and any(source_of(s) is not None for s in skills)
-    if read:
+    if read := mode == "ask" and any(source_of(s) is not None for s in skills):
         stored = await anyio.to_thread.run_sync(_stored, store)
     made = view(found, source_of, stored, mode, grants, previous)
     if mode != "ask" or read:
@@ -328,10 +256,8 @@ async def session_view(
         if source_of(skill) is None:
             return None
         fresh = await anyio.to_thread.run_sync(_stored, store)
-        judge = functools.partial(
-            _judged, source_of=source_of, stored=fresh, mode=mode, grants=grants or {}
-        )
-        return _withheld(skill, judge)
+        alone = SkillSnapshot(skills=(skill,), complete=True)
+        return view(alone, source_of, fresh, mode, grants).withheld.get(skill.name)
 
     return replace(made, judged=judged)
 

@@ -1,10 +1,5 @@
-"""The trust file: every stored decision, one per source key (contract §13, §13a).
-
-It lives outside any project (`default_trust_file`), so nothing a repository ships can grant
-itself trust. Reads are bounded and never block on a FIFO; writes are atomic, keep a symbolic
-link at the path, and hold a lock, so sessions, agents and the command line deciding at once
-lose nothing.
-"""
+"""The trust file (contract §13, §13a): every stored decision, outside any project; bounded
+reads, atomic writes that keep a symbolic link at the path, under a lock."""
 
 from __future__ import annotations
 
@@ -20,12 +15,18 @@ from .errors import ReadError
 from .fs import read_local_file, replace_file
 from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 
+try:
+    import fcntl
+except ImportError:  # Windows (not supported, docs/architecture.md): importing still works,
+    fcntl = None  # type: ignore[assignment]  # and each write stays atomic (docs/trust.md)
+
 if TYPE_CHECKING:
     from .trust import TrustSource
 
 Decision: TypeAlias = Literal["trusted", "refused"]
-Pair: TypeAlias = tuple[str, str]  # (resource uri, "sha256:..." digest, or "dynamic" for a
-# dynamic skill's own SKILL.md) as a server listed it
+# (resource uri, "sha256:..." digest, or "dynamic" for a dynamic skill's own SKILL.md) as a
+# server listed it
+Pair: TypeAlias = tuple[str, str]
 # Server decisions are stored under this prefix; a project key is an absolute path.
 SERVER_KEY_PREFIX: Final = "mcp:"
 # Far above any person's decisions (a thousand projects take about 100 KiB), far below memory.
@@ -34,8 +35,7 @@ MAX_TRUST_FILE_BYTES: Final = 16 * 1024 * 1024
 
 def default_trust_file() -> str:
     """``$ACP_SKILLS_TRUST_FILE``, else ``$XDG_CONFIG_HOME/acp-skills/trust.json`` (default
-    ``~/.config``; a relative ``XDG_CONFIG_HOME`` counts as unset, as the XDG specification
-    says).
+    ``~/.config``; a relative ``XDG_CONFIG_HOME`` counts as unset, as XDG says).
 
     Raises:
         ValueError: ``ACP_SKILLS_TRUST_FILE`` is a relative path (it would be read from
@@ -61,8 +61,7 @@ class TrustFileError(Exception):
 
 @dataclass(slots=True)
 class StoredTrust:
-    """The trust file's contents: a decision per source key, and the (uri, digest) pairs each
-    trusted server was trusted with."""
+    """A decision per source key, and the (uri, digest) pairs each trusted server holds."""
 
     decisions: dict[str, Decision] = field(default_factory=dict)
     served: dict[str, frozenset[Pair]] = field(default_factory=dict)
@@ -76,31 +75,27 @@ class TrustStore:
         self._lock = threading.Lock()
 
     def read(self) -> StoredTrust:
-        """Everything stored; a missing file (or a link to a missing file) means nothing.
-
-        The read is bounded: opened without blocking, a regular file only, at most
-        `MAX_TRUST_FILE_BYTES`, nested at most `MAX_NESTING_DEPTH` levels.
+        """Everything stored (nothing for a missing file); a regular file only, opened without
+        blocking, at most `MAX_TRUST_FILE_BYTES`, nested at most `MAX_NESTING_DEPTH` levels.
 
         Raises:
             TrustFileError: the file exists but cannot be read as decisions.
         """
         content = read_local_file(self.path, MAX_TRUST_FILE_BYTES)
+        cannot = f"{self.path}: cannot read trust decisions"
         if isinstance(content, ReadError):
             if content.failure in ("not_found", "broken_link"):
                 return StoredTrust()
-            raise TrustFileError(f"{self.path}: cannot read trust decisions: {content.reason}")
+            raise TrustFileError(f"{cannot}: {content.reason}")
         try:
             data = json.loads(content.decode("utf-8"))
             too_deep = nests_deeper_than(data, MAX_NESTING_DEPTH)
         except RecursionError:  # the decoder's own limit, far below 100,000 brackets
             too_deep = True
         except ValueError as error:  # not UTF-8, not JSON, a number too long to convert
-            raise TrustFileError(f"{self.path}: cannot read trust decisions: {error}") from None
+            raise TrustFileError(f"{cannot}: {error}") from None
         if too_deep:
-            raise TrustFileError(
-                f"{self.path}: cannot read trust decisions: nested more than "
-                f"{MAX_NESTING_DEPTH} levels deep"
-            )
+            raise TrustFileError(f"{cannot}: nested more than {MAX_NESTING_DEPTH} levels deep")
         projects = data.get("projects") if isinstance(data, dict) else None
         servers = data.get("servers", []) if isinstance(data, dict) else None
         if not isinstance(projects, list) or not isinstance(servers, list):
@@ -111,16 +106,7 @@ class TrustStore:
                 _take(stored, _current_key(key), entry)
         for entry in servers:
             if isinstance(entry, dict) and isinstance(server := entry.get("server"), str):
-                key = SERVER_KEY_PREFIX + server
-                if _take(stored, key, entry) == "trusted":
-                    resources = entry.get("resources")
-                    stored.served[key] = frozenset(
-                        (item["uri"], item["digest"])
-                        for item in (resources if isinstance(resources, list) else ())
-                        if isinstance(item, dict)
-                        and isinstance(item.get("uri"), str)
-                        and isinstance(item.get("digest"), str)
-                    )
+                _take(stored, SERVER_KEY_PREFIX + server, entry, server=True)
         return stored
 
     def decisions(self) -> dict[str, Decision]:
@@ -129,33 +115,26 @@ class TrustStore:
 
     def decide(self, source: TrustSource, decision: Decision | None) -> bool:
         """Store ``decision`` for ``source`` (``None`` forgets it); whether anything changed.
-        Trusting a server adds the pairs of ``source.items``, in place of any it had stored
-        for the same uris. Sessions, agents and the command line may decide at once: each
-        read-modify-write holds a lock, so no decision overwrites another."""
+        A server's pairs replace those it had for the same uris. Under a thread's lock and a
+        file's beside the decisions (which each write replaces): none overwrites another."""
         key = source.key
-        with self._lock, _locked_beside(self.path):
+        with self._lock, _locked(self.path + ".lock"):
             stored = self.read()
             before = (stored.decisions.get(key), stored.served.get(key))
             kept = stored.served.pop(key, frozenset())
-            if decision is None:
-                stored.decisions.pop(key, None)
-            else:
+            stored.decisions.pop(key, None)
+            if decision is not None:
                 stored.decisions[key] = decision
             if decision == "trusted" and key.startswith(SERVER_KEY_PREFIX):
                 items: frozenset[Pair] = getattr(source, "items", frozenset())
                 replaced = {uri for uri, _ in items}
-                kept = frozenset(pair for pair in kept if pair[0] not in replaced)
-                stored.served[key] = kept | items
+                stored.served[key] = items | {pair for pair in kept if pair[0] not in replaced}
             if (stored.decisions.get(key), stored.served.get(key)) == before:
                 return False
             self._write(stored)
             return True
 
     def _write(self, stored: StoredTrust) -> None:
-        # A symbolic link at the path (a dotfiles repository's) stays: its target is rewritten.
-        target = os.path.realpath(self.path)
-        directory = os.path.dirname(target)
-        os.makedirs(directory, exist_ok=True)
         projects, servers = [], []
         for key, value in sorted(stored.decisions.items()):
             if not key.startswith(SERVER_KEY_PREFIX):
@@ -166,43 +145,24 @@ class TrustStore:
                 pairs = sorted(stored.served.get(key, ()))
                 entry["resources"] = [{"uri": uri, "digest": digest} for uri, digest in pairs]
             servers.append(entry)
-        data: dict[str, object] = {"projects": projects}
-        if servers:
-            data["servers"] = servers
+        data: dict[str, object] = {"projects": projects} | ({"servers": servers} if servers else {})
+        # A symbolic link at the path (a dotfiles repository's) stays: its target is rewritten.
+        target = os.path.realpath(self.path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
         text = json.dumps(data, indent=2) + "\n"
         replace_file(target, text.encode("utf-8"), prefix=".trust-", sync=True)
 
 
 @contextlib.contextmanager
-def _locked_beside(path: str) -> Iterator[None]:
-    # An advisory lock on a file beside the decisions (the decisions file itself is replaced by
-    # each write, so a lock on it would not hold across writers).
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+def _locked(path: str) -> Iterator[None]:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
-        with _held(fd):
-            yield
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
     finally:
         os.close(fd)
-
-
-try:
-    import fcntl
-except ImportError:  # Windows (not supported, docs/architecture.md): importing still works
-
-    @contextlib.contextmanager
-    def _held(fd: int) -> Iterator[None]:
-        # Writers at the very same moment may lose one decision; each write stays atomic
-        # (docs/trust.md).
-        yield
-
-else:
-
-    @contextlib.contextmanager
-    def _held(fd: int) -> Iterator[None]:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield  # closing the file releases the lock
 
 
 def _current_key(key: str) -> str:
@@ -214,9 +174,18 @@ def _current_key(key: str) -> str:
     return key
 
 
-def _take(stored: StoredTrust, key: str, entry: Mapping[str, object]) -> Decision | None:
+def _take(
+    stored: StoredTrust, key: str, entry: Mapping[str, object], *, server: bool = False
+) -> None:
     decision = entry.get("decision")
     if decision == "trusted" or decision == "refused":
         stored.decisions[key] = decision
-        return decision
-    return None
+    if decision == "trusted" and server:  # the pairs it was trusted with, well-formed ones only
+        pairs = entry.get("resources")
+        stored.served[key] = frozenset(
+            (item["uri"], item["digest"])
+            for item in (pairs if isinstance(pairs, list) else ())
+            if isinstance(item, dict)
+            and isinstance(item.get("uri"), str)
+            and isinstance(item.get("digest"), str)
+        )

@@ -1,9 +1,9 @@
-"""What a person reads about skills that wait for trust (contract §13), in one wording for every
-surface: the question a session puts (its card, or ``acp-skills trust --mcp-server`` on a
-terminal), the `skill` tool's error, the ``/NAME`` note, ``/skills``, `PromptTurn.trust_note`,
-and the command line's reports. How to admit a withheld skill is said by `how_to_admit` alone.
-Also what a lasting answer stores (`lasting_sources`), so a server pre-trusted from the command
-line stores exactly what the card's "Trust this server" would."""
+"""What a person reads about skills that wait for trust (contract §13), one wording for every
+surface: the question (its card, or ``acp-skills trust --mcp-server``) and what a lasting answer
+stores, the `skill` tool's error, the ``/NAME`` note, ``/skills`` and the command line's reports.
+`how_to_admit` alone says how to admit a withheld skill. Every value a project or server chose
+goes through `one_line` (descriptions through `shorten_description`), so it cannot start a line.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import shlex
 from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 
-from .model import SkillCandidate
 from .report import Markup, plural
-from .text import one_line, shorten_description, terminal_safe
+from .text import one_line, shorten_description, spelt
 from .trust import ServerChange, ServerSource, TrustSource, TrustState, Withheld
 
 # The four answers of the question, by option id (the id is the kind: one of each); WHOM is
@@ -29,28 +28,13 @@ CHANGES: Final[Mapping[ServerChange | None, str]] = {
     "new": " — new on the server since you trusted it",
     "changed": " — changed on the server since you trusted it",
 }
-_UNVERIFIED: Final = " — its files are not listed, so they are unverified"
-_HEADINGS: Final[tuple[tuple[TrustState, str], ...]] = (
-    ("pending", "Waiting for trust"),
-    ("refused", "Refused"),
-)
-
-
-def served_dynamic(skill: SkillCandidate) -> bool:
-    """Whether an MCP skill's files are served without a manifest (``"resources": "dynamic"``):
-    its locator says so with a ``dynamic`` attribute (anything else: listed files)."""
-    return getattr(skill.locator, "dynamic", False) is True
-
-
-# Every value a project or server chose goes through `one_line` (descriptions through
-# `shorten_description`, which uses it): no name, description, path, uri or label can start a
-# line of its own, on the question's card or in a report.
+_HEADINGS: Final[Mapping[TrustState, str]] = {"pending": "Waiting for trust", "refused": "Refused"}
 
 
 def question_title(pending: Sequence[Withheld]) -> str:
     """``Trust N skills from PROJECT?`` (the project's directory name or the server labels)."""
-    labels = whom_asked(pending)
-    return f"Trust {len(pending)} skill{'' if len(pending) == 1 else 's'} from {labels}?"
+    count = len(pending)
+    return f"Trust {count} skill{'' if count == 1 else 's'} from {whom_asked(pending)}?"
 
 
 def whom_asked(pending: Sequence[Withheld]) -> str:
@@ -63,13 +47,14 @@ def question_text(pending: Sequence[Withheld]) -> str:
     lines = []
     for withheld in sorted(pending, key=lambda w: w.skill.name):
         skill, source = withheld.skill, withheld.source
-        description = shorten_description(skill.description, 200)
-        where = one_line(skill.path or "")
-        notes = CHANGES.get(withheld.change, "")
+        where, notes = one_line(skill.path or ""), CHANGES.get(withheld.change, "")
         if isinstance(source, ServerSource):
             where = f"MCP server {one_line(source.label)}, {one_line(source.uri)}"
-            notes += _UNVERIFIED if served_dynamic(skill) else ""
-        lines.append(f"- {one_line(skill.name)}: {description} ({where}){notes}")
+            # A skill served with `"resources": "dynamic"`: its locator says so.
+            if getattr(skill.locator, "dynamic", False) is True:
+                notes += " — its files are not listed, so they are unverified"
+        said = shorten_description(skill.description, 200)
+        lines.append(f"- {one_line(skill.name)}: {said} ({where}){notes}")
     return "\n".join(lines)
 
 
@@ -87,39 +72,35 @@ def question_options(pending: Sequence[Withheld]) -> list[tuple[str, str]]:
 
 def lasting_sources(pending: Sequence[Withheld]) -> dict[str, TrustSource]:
     """What a lasting answer about ``pending`` decides, one source per key: a server's holds
-    the ``{uri, digest}`` pairs (`acp_skills.trust.shown_items`) of every one of its skills the
-    question named, for `acp_skills.trust.TrustStore.decide`."""
+    the pairs of every one of its skills the question named (`acp_skills.trust.shown_items`)."""
     sources: dict[str, TrustSource] = {}
     for withheld in pending:
-        source, key = withheld.source, withheld.source.key
-        known = sources.get(key)
+        source, known = withheld.source, sources.get(withheld.source.key)
         if isinstance(source, ServerSource) and isinstance(known, ServerSource):
             source = ServerSource(source.label, source.endpoint, known.items | source.items)
-        sources[key] = source
+        sources[source.key] = source
     return sources
 
 
-def admitting_command(source: TrustSource, state: TrustState) -> str | None:
-    """The command that admits a withheld skill of ``source``. A project is trusted by path; a
-    pending server has none: it is trusted for the digests it lists, and the command that lists
-    them (``acp-skills trust --mcp-server``) runs it without the editor entry's env or headers,
-    which a new session's question always has. A refusal is forgotten by its key."""
-    # Quoted first: cleaning after keeps every space of the path, so the command names it.
-    key = terminal_safe(shlex.quote(source.key))
+def _admitting_command(source: TrustSource, state: TrustState) -> str | None:
+    # A project is trusted by path; a pending server has none: it is trusted for the digests it
+    # lists, and the command that lists them (`acp-skills trust --mcp-server`) runs it without
+    # the editor entry's env or headers, which a new session's question always has. A refusal
+    # is forgotten by its key. Quoted first: cleaning after keeps every space of the path.
+    key = spelt(shlex.quote(source.key))
     if not isinstance(source, ServerSource):
         return f"acp-skills trust {key}"
     return None if state == "pending" else f"acp-skills trust --forget {key}"
 
 
 def how_to_admit(withheld: Sequence[Withheld]) -> str:
-    """How to admit the ``withheld`` skills: a new session's question, or the commands that fit
-    (`admitting_command`); for a refusal, the command that undoes it."""
+    """How to admit the ``withheld`` skills: a new session's question, or the commands that fit;
+    for a refusal, the command that undoes it."""
     said = []
-    for state, _ in _HEADINGS:
-        group = [w for w in withheld if w.state == state]
-        if not group:
+    for state in _HEADINGS:
+        if not (group := [w for w in withheld if w.state == state]):
             continue
-        commands = sorted({c for w in group if (c := admitting_command(w.source, state))})
+        commands = sorted({c for w in group if (c := _admitting_command(w.source, state))})
         run = " and ".join(f"`{command}`" for command in commands)
         if state == "refused":
             said.append(f"To undo a refusal, run {run}.")
@@ -137,19 +118,23 @@ def source_label(source: TrustSource) -> str:
     return f"project `{one_line(source.label)}`"
 
 
+def _waits(withheld: Withheld) -> str:
+    return "is waiting for trust" if withheld.state == "pending" else "is not trusted"
+
+
 def why_withheld(name: str, withheld: Withheld) -> str:
     """```NAME` comes from PLACE, which is waiting for trust`` (or ``is not trusted``)."""
-    state = "which is waiting for trust" if withheld.state == "pending" else "which is not trusted"
-    return f"`{one_line(name)}` comes from {source_label(withheld.source)}, {state}"
+    return (
+        f"`{one_line(name)}` comes from {source_label(withheld.source)}, which {_waits(withheld)}"
+    )
 
 
 def trust_error(name: str, withheld: Withheld) -> str:
     """The `skill` tool's answer for a withheld skill, by exact name."""
-    quoted = f'"{one_line(name)}"'
-    state = "is waiting for trust" if withheld.state == "pending" else "is not trusted"
     if isinstance(withheld.source, ServerSource):
-        return f'Error: skill {quoted} from MCP server "{one_line(withheld.source.label)}" {state}'
-    return f"Error: skill {quoted} {state} in this project"
+        server = one_line(withheld.source.label)
+        return f'Error: skill "{one_line(name)}" from MCP server "{server}" {_waits(withheld)}'
+    return f'Error: skill "{one_line(name)}" {_waits(withheld)} in this project'
 
 
 def command_note(name: str, withheld: Withheld) -> str:
@@ -162,15 +147,17 @@ def command_note(name: str, withheld: Withheld) -> str:
 
 
 def waiting_note(pending: Sequence[Withheld]) -> str | None:
-    """What a person should know about a session's ``pending`` skills once its question has
-    been put (the session asks no more): how many wait, from where, and how to admit them.
-    ``None`` when nothing waits. Counts and places only: no text of a withheld skill."""
+    """How many of a session's ``pending`` skills wait, from where, and how to admit them, once
+    its question has been put; ``None`` when nothing waits. No text of a withheld skill."""
     if not pending:
         return None
     by_source: dict[str, list[Withheld]] = {}
     for withheld in pending:
         by_source.setdefault(withheld.source.key, []).append(withheld)
-    groups = sorted(by_source.values(), key=lambda group: _order(group[0].source))
+    # The projects first, then the servers, each by label.
+    groups = sorted(
+        by_source.values(), key=lambda g: (isinstance(g[0].source, ServerSource), g[0].source.label)
+    )
     parts = [f"{plural(len(g), 'skill')} from {source_label(g[0].source)}" for g in groups]
     joined = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
     waits = "waits" if len(pending) == 1 else "wait"
@@ -183,22 +170,17 @@ def withheld_parts(
     withheld: Collection[Withheld], markup: Markup
 ) -> list[tuple[str, list[str], str]]:
     """The "Waiting for trust" and "Refused" parts of a report (``/skills``, ``doctor``,
-    ``catalog``; none when nothing is withheld): each part's title, a line per skill (its name,
-    description and place, as ``markup`` shows free text), and how to admit them."""
+    ``catalog``): each part's title, a line per skill (its name, description and place, as
+    ``markup`` shows free text), and how to admit them."""
     parts = []
-    for state, title in _HEADINGS:
+    for state, title in _HEADINGS.items():
         group = sorted((w for w in withheld if w.state == state), key=lambda w: w.skill.name)
-        if not group:
-            continue
-        lines = []
-        for w in group:
-            description = shorten_description(w.skill.description, 120)
-            where, change = source_label(w.source), CHANGES.get(w.change, "")
-            said = markup.text(description)  # the place is ours: `source_label`
-            lines.append(f"- `{one_line(w.skill.name)}` — {said} ({where}){change}")
-        parts.append((title, lines, how_to_admit(group)))
+        lines = [
+            f"- `{one_line(w.skill.name)}` — "
+            f"{markup.text(shorten_description(w.skill.description, 120))} "
+            f"({source_label(w.source)}){CHANGES.get(w.change, '')}"
+            for w in group
+        ]
+        if group:
+            parts.append((title, lines, how_to_admit(group)))
     return parts
-
-
-def _order(source: TrustSource) -> tuple[bool, str]:
-    return isinstance(source, ServerSource), source.label  # the project first

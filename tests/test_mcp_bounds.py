@@ -220,7 +220,7 @@ async def test_a_server_that_exits_is_skipped_and_its_reason_ends_with_its_stder
     tmp_path: Path,
 ) -> None:
     """Skipped, not connected, and not "Connection closed": the exit status and the last lines
-    of its stderr, cleaned."""
+    of its stderr, as written (each report cleans them where it shows them)."""
     stderr = (
         "Traceback (most recent call last):\n"
         '  File "/srv/serve.py", line 12, in <module>\n'
@@ -234,7 +234,7 @@ async def test_a_server_that_exits_is_skipped_and_its_reason_ends_with_its_stder
     assert provider.servers[server].failure == (
         "the server exited with status 1; its stderr ends: Traceback (most recent call last): | "
         'File "/srv/serve.py", line 12, in <module> | '
-        "[31mValueError: description is 1068 characters, over 1024[0m"
+        "\x1b[31mValueError: description is 1068 characters, over 1024\x1b[0m"
     )
 
 

@@ -21,6 +21,7 @@ from acp_skills.report import (
     server_line,
     tally,
 )
+from acp_skills.text import for_editor
 
 BROKEN = Diagnostic(
     code="yaml-invalid", severity="error", path="/p/x/SKILL.md", line=4, message="invalid YAML"
@@ -75,9 +76,10 @@ def test_tally_counts_each_severity_most_severe_first() -> None:
 
 
 def test_json_keeps_the_stable_shape_without_unsafe_characters() -> None:
-    """``_skills/list`` and ``--json`` give one record shape; controls are dropped."""
+    """``_skills/list`` and ``--json`` give one record shape; controls are dropped where it
+    leaves for the editor or a program (`for_editor`)."""
     odd = Diagnostic(code="yaml-invalid", severity="error", path="/p", message="a\x1bb")
-    assert diagnostic_json(odd) == {
+    assert for_editor(diagnostic_json(odd)) == {
         "code": "yaml-invalid",
         "severity": "error",
         "path": "/p",

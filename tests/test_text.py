@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 
 from acp_skills import SkillDefinition, SkillLookupOptions, SkillRegistry, render_catalog
 from acp_skills.text import (
-    escape_unsafe_characters,
+    for_editor,
+    for_model,
     normalize_description,
-    remove_unsafe_characters,
-    replace_lone_surrogates,
-    replace_lone_surrogates_in_json,
+    quote,
     shorten_description,
+    spelt,
     terminal_safe,
+    well_formed,
 )
 from tests.strategies import (
     BIDI_OVERRIDES_AND_ISOLATES,
@@ -57,16 +58,16 @@ REMOVE_CASES: list[tuple[str, str, str]] = [
     [case[1:] for case in REMOVE_CASES],
     ids=[case[0] for case in REMOVE_CASES],
 )
-def test_remove_unsafe_characters(text: str, expected: str) -> None:
-    """Non-whitespace controls and bidi overrides go; lone surrogates become U+FFFD."""
-    assert remove_unsafe_characters(text) == expected
+def test_the_editor_and_the_model_get_no_unsafe_characters(text: str, expected: str) -> None:
+    """Non-whitespace controls and bidi overrides go; lone surrogates become U+FFFD; the model
+    reads the catalog's markup, so it gets ``&<>`` escaped too."""
+    assert for_editor({"k": [text]}) == {"k": [expected]}
+    assert for_model(text + "<&>") == html.escape(expected + "<&>", quote=False)
 
 
-def test_escape_unsafe_characters_spells_them_out() -> None:
-    """Escaping keeps every character visible as ``\\uXXXX`` and leaves the rest alone."""
-    assert escape_unsafe_characters("a\x07b\u202ec\ud800d\te\u200ef") == (
-        "a\\u0007b\\u202ec\\ud800d\te\u200ef"
-    )
+def test_a_quoted_value_spells_its_unsafe_characters_out() -> None:
+    """Quoting keeps every character visible as ``\\uXXXX`` and leaves the rest alone."""
+    assert quote("a\x07b\u202ec\ud800d\te\u200ef") == ('"a\\u0007b\\u202ec\\ud800d\\te\u200ef"')
 
 
 NORMALIZE_CASES: list[tuple[str, str, int, str]] = [
@@ -164,19 +165,19 @@ ANY_CHARACTER = st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr))
 )
 def test_lone_surrogates_become_replacement_characters(text: str, expected: str) -> None:
     """Each lone surrogate is one U+FFFD; a high-low pair is the character it stands for."""
-    assert replace_lone_surrogates(text) == expected
+    assert well_formed(text) == expected
 
 
 def test_well_formed_text_is_returned_as_it_is() -> None:
     """No copy is made of text that needs no repair."""
     text = "nothing to repair here " * 100
-    assert replace_lone_surrogates(text) is text
+    assert well_formed(text) is text
 
 
 @given(st.text(alphabet=ANY_CHARACTER))
 def test_the_result_is_always_encodable_and_otherwise_unchanged(text: str) -> None:
     """The result encodes as strict UTF-8; text without surrogates comes back equal."""
-    repaired = replace_lone_surrogates(text)
+    repaired = well_formed(text)
     repaired.encode("utf-8")
     assert len(repaired) <= len(text)
     if all(not 0xD800 <= ord(char) <= 0xDFFF for char in text):
@@ -186,11 +187,11 @@ def test_the_result_is_always_encodable_and_otherwise_unchanged(text: str) -> No
 def test_json_values_are_copied_with_keys_and_strings_repaired() -> None:
     """Objects and arrays are copied; keys and strings are repaired; other values are kept."""
     value = {"na\ud800me": ["x\udfff", 1, 2.5, None, True, ("t\ud800",)], "ok": {"k": "v"}}
-    assert replace_lone_surrogates_in_json(value) == {
+    assert well_formed(value) == {
         "na\ufffdme": ["x\ufffd", 1, 2.5, None, True, ["t\ufffd"]],
         "ok": {"k": "v"},
     }
-    assert list(replace_lone_surrogates_in_json({"b": 1, "a": 2})) == ["b", "a"]
+    assert list(well_formed({"b": 1, "a": 2})) == ["b", "a"]
 
 
 def test_json_values_nested_beyond_the_recursion_limit_are_copied() -> None:
@@ -198,7 +199,7 @@ def test_json_values_nested_beyond_the_recursion_limit_are_copied() -> None:
     deep: object = "bottom \ud800"
     for _ in range(100_000):
         deep = [deep]
-    copied = replace_lone_surrogates_in_json(deep)
+    copied = well_formed(deep)
     for _ in range(100_000):
         assert isinstance(copied, list)
         copied = copied[0]
@@ -216,3 +217,8 @@ def test_terminal_safe_spells_out_every_control_but_tab() -> None:
     assert terminal_safe("\x1b]0;title\x07\u202e") == "\\x1b]0;title\\x07\\u202e"
     assert terminal_safe("a\r\nb", keep_newlines=True) == "a\\x0d\nb"
     assert terminal_safe("\ud800") == "\ufffd"
+
+
+def test_a_value_shown_in_a_line_has_its_controls_spelt_out() -> None:
+    """A line feed or bidi override inside a report's line is spelt, so it cannot start one."""
+    assert spelt("a\nb\u202e") == "a\\x0ab\\u202e"

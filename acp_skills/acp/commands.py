@@ -26,7 +26,7 @@ from ..report import (
     diagnostic_line,
     tally,
 )
-from ..text import shorten_description, terminal_safe
+from ..text import shorten_description, spelt
 from .consent import TrustGate
 from .sessions import LiveSession, SessionTable
 from .wire import ClientLink, available_commands
@@ -44,7 +44,7 @@ _DESCRIPTION_SHOWN: Final = 120
 _LEADING_SLASH_WORD: Final = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_-]*)(?!\S)")
 
 # A working directory or a source may quote what is on disk: a line feed must not forge a line.
-_clean = terminal_safe
+_clean = spelt
 
 
 class CommandsAnnouncer:

@@ -14,7 +14,7 @@ import anyio.abc
 from ..model import SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
 from ..report import Markdown, server_json, server_line
-from ..text import remove_unsafe_characters, terminal_safe
+from ..text import spelt
 from .wire import field
 
 _log = get_logger(__name__)
@@ -124,7 +124,7 @@ def servers_report(
     provider: ServerCloser | None, options: SkillLookupOptions, snapshot: SkillSnapshot
 ) -> str:
     """The ``/skills`` lines on each MCP server and each MCP skill a local one hides, or ""."""
-    clean = terminal_safe  # a line of the report: a line feed in a name must not forge one
+    clean = spelt  # a line of the report: a line feed in a name must not forge one
     lines: list[str] = []
     states = list(provider.states(options)) if provider is not None else []
     if states:
@@ -144,12 +144,11 @@ def servers_report(
 
 def shadowed_json(snapshot: SkillSnapshot) -> list[dict[str, Any]]:
     """Every name clash of the snapshot: the name, the winner's and the loser's origins."""
-    clean = remove_unsafe_characters
     return [
         {
             "name": shadowed.skill.name,
             **{
-                side: {"source": clean(skill.source), "provider": clean(skill.provider)}
+                side: {"source": skill.source, "provider": skill.provider}
                 for side, skill in (("winner", shadowed.winner), ("loser", shadowed.skill))
             },
         }

@@ -30,7 +30,7 @@ from ..registry import SkillRegistry
 from ..report import diagnostic_json
 from ..session import PrefixedSession
 from ..session_index import InvalidCursor, ListedSessionStore
-from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
+from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, for_editor
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from ..trust import TrustMode, TrustStore, trust_mode
 from .calls import AgentToolRunner
@@ -274,8 +274,8 @@ class AcpSkills:
     async def ext_method(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """Answer ``_skills/list``, ``_skills/prefix`` or ``_skills/reload`` (else -32601)."""
         name, params = method.removeprefix("_"), params if isinstance(params, Mapping) else {}
-        if name == "skills/list":
-            return await self._list_skills(params)
+        if name == "skills/list":  # what the editor shows of skills on disk: cleaned here, once
+            return for_editor(await self._list_skills(params))
         if name == "skills/prefix":
             return await self._describe_prefix(params)
         if name == "skills/reload":
@@ -294,14 +294,13 @@ class AcpSkills:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
         view = await self._kit.gate.view(options, answers)
         problems = await self.registry.diagnose(options)
-        clean = remove_unsafe_characters  # the editor shows these
         return {
             "skills": [
                 {
                     "name": skill.name,
-                    "description": clean(skill.description),
-                    "source": clean(skill.source),
-                    "provider": clean(skill.provider),
+                    "description": skill.description,
+                    "source": skill.source,
+                    "provider": skill.provider,
                     "userInvocable": skill.user_invocable,
                     "disableModelInvocation": skill.disable_model_invocation,
                     "trust": view.state(skill),

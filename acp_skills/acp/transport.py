@@ -11,7 +11,7 @@ from typing import Any, Final, NamedTuple
 
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..quiet_log import get_logger
-from ..text import replace_lone_surrogates
+from ..text import well_formed
 
 _log = get_logger(__name__)
 
@@ -180,7 +180,7 @@ class GuardedTransport:
         try:
             data = line.encode("utf-8")
         except UnicodeEncodeError:
-            data = replace_lone_surrogates(line).encode("utf-8")
+            data = well_formed(line).encode("utf-8")
         try:
             async with self._write_lock:
                 self._writer.write(data + b"\n")

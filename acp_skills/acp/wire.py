@@ -18,12 +18,7 @@ from acp.connection import StreamDirection, StreamEvent
 
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..model import SkillSummary
-from ..text import (
-    cut,
-    remove_unsafe_characters,
-    replace_lone_surrogates_in_json,
-    shorten_description,
-)
+from ..text import cut, one_line, shorten_description, well_formed
 
 COMMAND_DESCRIPTION_MAX = 200  # in the editor's command menu
 _TITLE_QUERY_MAX = 80  # a search's words in a tool call's title
@@ -160,11 +155,11 @@ def tool_call_progress(
 def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.ToolCallStart:
     """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
     name, query = field(arguments, "name"), field(arguments, "query")
-    # The editor shows the model's name in the title: no control characters in it.
-    name = remove_unsafe_characters(name) if isinstance(name, str) else None
+    # The editor shows the model's name in the title: on one line, no control characters.
+    name = one_line(name) if isinstance(name, str) else None
     title = f"Load skill {name}" if name else "Load skill"
     if not name and isinstance(query, str) and query.strip():
-        words = " ".join(remove_unsafe_characters(query).split())
+        words = one_line(query)
         title = f"Find skills: {cut(words, _TITLE_QUERY_MAX)}"
     raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
     return tool_call_start(tool_call_id, title, kind="read", status="in_progress", raw_input=raw)
@@ -176,7 +171,7 @@ def tool_call_started(
     """The ``tool_call`` update of any call; `skill_tool_call_start`'s for the skill tool."""
     if tool_name == skill_tool_name:
         return skill_tool_call_start(tool_call_id, arguments)
-    title = remove_unsafe_characters(tool_name) or "Tool"
+    title = one_line(tool_name) or "Tool"
     raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
     return tool_call_start(tool_call_id, title, kind="other", status="in_progress", raw_input=raw)
 
@@ -273,7 +268,7 @@ def decode_tool_arguments(arguments: object) -> object:
     if isinstance(arguments, str):
         with contextlib.suppress(ValueError, RecursionError):
             arguments = json.loads(arguments) if arguments.strip() else {}
-    return replace_lone_surrogates_in_json(arguments)
+    return well_formed(arguments)
 
 
 def arguments_problem(arguments: object) -> str | None:

@@ -20,7 +20,7 @@ from ..report import (
     server_line,
     tally,
 )
-from ..text import terminal_safe as clean
+from ..text import spelt as clean
 from ..trust_store import TrustFileError, TrustStore
 from ..trust_text import withheld_parts
 from .install import extra_install_hint, installation, path_hint, version_of
@@ -97,7 +97,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
             lines.extend(f"  {diagnostic_line(d, style)}" for d in found)
     for title, items, how in withheld_parts(view.withheld.values(), style):
         heading = style(f"{title} ({len(items)})", BOLD)
-        lines += ["", heading, *("  " + clean(line) for line in (*items, how))]
+        lines += ["", heading, *("  " + line for line in (*items, how))]
     lines += ["", style("Install", BOLD), *("  " + clean(line) for line in install_lines), ""]
     if servers:
         lines.append(style(f"MCP servers ({len(servers)})", BOLD))
@@ -105,7 +105,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     # What `catalog` says of the same fit, in the same words.
     fitted, *omitted = describe_catalog_fit(fit).splitlines()
     heading, _, rest = fitted.partition(":")
-    lines.extend([f"{style(heading, BOLD)}:{rest}", *map(clean, omitted)])
+    lines.extend([f"{style(heading, BOLD)}:{rest}", *omitted])
     lines.append(f"{style('Result', BOLD)}: {tally(problems)}")
     unknown = unknown_name_warnings(fit)
     # A name that matches nothing is a warning, and warnings make doctor exit with 1.

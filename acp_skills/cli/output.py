@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from ..diagnostics import Diagnostic, Severity
 from ..report import SEVERITIES
-from ..text import replace_lone_surrogates_in_json, terminal_safe
+from ..text import for_editor, terminal_safe
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 BOLD, DIM = "1", "2"
@@ -96,8 +96,8 @@ def emit(outcome: Outcome, as_json: bool) -> None:
 
     say(sys.stderr, outcome.warnings)
     if as_json:
-        well_formed = replace_lone_surrogates_in_json(outcome.payload)
-        say(sys.stdout, [json.dumps(well_formed, indent=2, ensure_ascii=False)])
+        clean = for_editor(outcome.payload)  # no control a `\\x..` spelling would break
+        say(sys.stdout, [json.dumps(clean, indent=2, ensure_ascii=False)])
     else:
         say(sys.stdout, outcome.text)
         say(sys.stderr, outcome.remarks)

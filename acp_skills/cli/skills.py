@@ -13,8 +13,7 @@ from ..catalog import CatalogFit, fit_catalog
 from ..diagnostics import skipped
 from ..model import SKILL_FILE_NAME, rank_text
 from ..report import describe_catalog_fit, plural
-from ..text import replace_lone_surrogates
-from ..text import terminal_safe as clean
+from ..text import spelt as clean
 from ..trust import ServedLocator, SessionView, TrustState, TrustStore, session_view
 from ..trust_text import how_to_admit, why_withheld, withheld_parts
 from .output import BOLD, DIM, OK, PROBLEMS, Outcome, Style, table
@@ -183,8 +182,6 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
         arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
         result = await tool.call(arguments, cwd=args.cwd)
         text = result.text
-    # The agent replaces lone surrogates before anything reaches the editor or the model.
-    text = replace_lone_surrogates(text)
     warnings = await seen.warnings(named=args.name if result.is_error else None)
     # After the call: a uri its server confirmed is among the server's skills from then on,
     # and a skill named by its uri is told about by its name.
@@ -193,7 +190,7 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
     name = next((s.name for s in found if served_uri(s) == args.name), args.name)
     if (held := view.withheld.get(name)) is not None:
         said = f"{why_withheld(name, held)}: a session does not offer it."
-        warnings.append(f"warning: {clean(said)} {clean(how_to_admit([held]))}")
+        warnings.append(f"warning: {said} {how_to_admit([held])}")
     return Outcome(
         {"name": args.name, "text": text, "isError": result.is_error},
         [text],
@@ -216,7 +213,7 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
         )
     else:
         outcome.text.append(fit.text)
-        outcome.remarks.extend(clean(line) for line in describe_catalog_fit(fit).splitlines())
+        outcome.remarks.extend(describe_catalog_fit(fit).splitlines())
     for title, items, how in withheld_parts(view.withheld.values(), style):
-        outcome.remarks.extend(clean(line) for line in (f"{title} ({len(items)})", *items, how))
+        outcome.remarks.extend((f"{title} ({len(items)})", *items, how))
     return outcome

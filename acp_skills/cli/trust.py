@@ -12,7 +12,7 @@ from typing import Any
 from ..model import SkillLookupOptions
 from ..registry import SkillRegistry
 from ..report import plural
-from ..text import terminal_safe
+from ..text import spelt, terminal_safe
 from ..trust import ServerSource, TrustSource, project_of, sources_at, view
 from ..trust_store import SERVER_KEY_PREFIX, Decision, TrustFileError, TrustStore
 from ..trust_text import lasting_sources, question_options, question_text, question_title
@@ -126,13 +126,13 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
     for key, decision in sorted(stored.decisions.items()):
         if not key.startswith(SERVER_KEY_PREFIX):
             projects.append({"path": key, "decision": decision})
-            project_lines.append(f"{style(decision, BOLD)}  {terminal_safe(key)}")
+            project_lines.append(f"{style(decision, BOLD)}  {spelt(key)}")
             continue
         resources = len(stored.served.get(key, ()))
         servers.append({"server": key, "decision": decision, "resources": resources})
         count = f" ({resources} resources)" if decision == "trusted" else ""
         # Quoted as --forget and --refuse take it.
-        server_lines.append(f"{style(decision, BOLD)}  {terminal_safe(shlex.quote(key))}{count}")
+        server_lines.append(f"{style(decision, BOLD)}  {spelt(shlex.quote(key))}{count}")
     lines = project_lines + server_lines
     remark = [] if lines else [f"no decisions stored in {store.path}"]
     listed: dict[str, object] = {"projects": projects}

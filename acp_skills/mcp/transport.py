@@ -19,7 +19,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
-from ..text import remove_unsafe_characters
 from .config import McpServer
 
 if TYPE_CHECKING:
@@ -213,9 +212,9 @@ def _exit_reason(status: int | None, stderr: bytes) -> str:
         said = f"the server was ended by signal {-status}"
     else:
         said = f"the server exited with status {status}"
-    # Its stderr's last lines, cleaned, on one line of at most STDERR_TAIL_BYTES; the first is
-    # a piece of a line when the tail is full.
-    lines = remove_unsafe_characters(stderr.decode("utf-8", "replace")).splitlines()
+    # Its stderr's last lines, as written (each report cleans what it shows), on one line of
+    # at most STDERR_TAIL_BYTES; the first is a piece of a line when the tail is full.
+    lines = stderr.decode("utf-8", "replace").splitlines()
     cut = len(stderr) >= STDERR_TAIL_BYTES and len(lines) > 1
     kept = [line.strip() for line in lines[1 if cut else 0 :] if line.strip()]
     while len(kept) > 1 and len(" | ".join(kept).encode()) > STDERR_TAIL_BYTES:
