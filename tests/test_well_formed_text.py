@@ -293,9 +293,11 @@ def expected_in_list(text: str) -> str:
     return "".join(c for c in text.replace("\x85", "\n") if not is_forbidden(c))
 
 
-# Text a UTF-8 file can hold (st.characters() draws no surrogates), special characters often.
+# Text a UTF-8 file can hold, special characters often. `st.characters()` draws lone
+# surrogates too (rarely), which no UTF-8 file holds: a YAML escape of one is refused, and the
+# skill skipped, by design.
 disk_descriptions = st.lists(
-    st.one_of(st.characters(), st.sampled_from(SPECIAL_CHARACTERS)),
+    st.one_of(st.characters(exclude_categories=["Cs"]), st.sampled_from(SPECIAL_CHARACTERS)),
     max_size=80,
 ).map("".join)
 
