@@ -51,7 +51,7 @@ SPECIAL_CHARACTERS = [
 any_character = st.one_of(
     st.characters(),
     st.sampled_from(SPECIAL_CHARACTERS),
-    st.integers(0xD800, 0xDFFF).map(chr),  # lone surrogates, often (st.characters() draws them rarely)
+    st.integers(0xD800, 0xDFFF).map(chr),  # lone surrogates, often: st.characters() rarely
 )
 descriptions = st.lists(any_character, max_size=120).map("".join)
 
