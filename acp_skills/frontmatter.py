@@ -13,11 +13,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final, TypeVar
 
 from ._yaml import MAX_DEPTH, load_frontmatter
-from .errors import Problem
-from .model import is_skill_name, kind_of_value
+from .errors import Problem, ReadError
+from .model import (
+    DirectoryResource,
+    ResourceBase,
+    SkillCandidate,
+    SkillDefinition,
+    is_skill_name,
+    kind_of_value,
+)
+
+_Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +82,42 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Prob
     if isinstance(fields, Problem):
         return fields
     return read_fields(fields, body=text[closing[1] :].strip() if with_body else "")
+
+
+def parse_skill_bytes(
+    content: bytes | ReadError, *, with_body: bool = False
+) -> ParsedSkill | Problem | ReadError:
+    """A skill file as read (bytes, or why there are none), parsed as `parse_skill_file` does."""
+    if isinstance(content, ReadError):
+        return content
+    text = decode_skill_bytes(content)
+    return text if isinstance(text, Problem) else parse_skill_file(text, with_body=with_body)
+
+
+def build_skill(
+    kind: type[_Skill],
+    provider: str,
+    parsed: ParsedSkill,
+    source: str,
+    base: ResourceBase | str | None,
+    path: str | None,
+    **extra: Any,
+) -> _Skill:
+    """A candidate or a definition of one parsed skill (``base``: a directory path or a base)."""
+    return kind(
+        name=parsed.name,
+        description=parsed.description,
+        when_to_use=parsed.when_to_use,
+        disable_model_invocation=parsed.disable_model_invocation,
+        user_invocable=parsed.user_invocable,
+        source=source,
+        provider=provider,
+        resource_base=DirectoryResource(path=base) if isinstance(base, str) else base,
+        path=path,
+        metadata=parsed.metadata,
+        argument_hint=parsed.argument_hint,
+        **extra,
+    )
 
 
 def read_fields(fields: Mapping[object, object], *, body: str = "") -> ParsedSkill | Problem:
