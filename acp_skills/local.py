@@ -139,17 +139,13 @@ class LocalSkillProvider:
         self.custom_skill_dirs: Final = tuple(
             _absolute_dir(path, "custom_skill_dirs") for path in custom_skill_dirs
         )
-        self._claude_home = (
-            _home_dir(claude_home, "claude_home", "CLAUDE_CONFIG_DIR", "~/.claude")
-            if COMPAT_CLAUDE in self.compat
-            else None
-        )
         # Roots that do not depend on the caller's cwd, already in rank order.
         fixed = [(path, CUSTOM) for path in self.custom_skill_dirs]
         fixed += [(_absolute_dir(p, "example_skill_dirs"), _EXAMPLES) for p in example_skill_dirs]
         fixed += [(self.dsh_home, USER_DSH), (self.agents_home, "user-agents")]
-        if self._claude_home is not None:
-            fixed.append((self._claude_home, "user-claude"))
+        if COMPAT_CLAUDE in self.compat:
+            claude = _home_dir(claude_home, "claude_home", "CLAUDE_CONFIG_DIR", "~/.claude")
+            fixed.append((claude, "user-claude"))
         self._fixed_roots = tuple(
             _root(path if source in (CUSTOM, _EXAMPLES) else os.path.join(path, "skills"), source)
             for path, source in fixed
@@ -198,7 +194,7 @@ class LocalSkillProvider:
     def _roots_at(self, cwd: str | None, additional: tuple[str, ...]) -> tuple[SkillRoot, ...]:
         candidates = list(self._fixed_roots)
         sources = [_PROJECT_DSH, _PROJECT_AGENTS]
-        if self._claude_home is not None:
+        if COMPAT_CLAUDE in self.compat:
             sources.append(_PROJECT_CLAUDE)
         if cwd:
             # The project trust judges (the same call gives trust its decision key), found on
@@ -252,17 +248,12 @@ class LocalSkillProvider:
 
     async def check_custom_dirs(self) -> tuple[Diagnostic, ...]:
         """Warn about each custom directory that is missing or unreadable (for start-up)."""
-        problems = []
-        for root in self._fixed_roots:
-            if root.source == CUSTOM:
-                listing = await _list_root(self._fs, root.path)
-                if listing is None:
-                    problems.append(root_missing(root.path))
-                elif isinstance(listing, Problem):
-                    problems.append(diagnostic(listing, root.path))
+        custom = [root for root in self._fixed_roots if root.source == CUSTOM]
+        found = [_root_problem(root, await _list_root(self._fs, root.path)) for root in custom]
+        problems = tuple(problem for problem in found if problem is not None)
         for problem in problems:
             log_diagnostic(_log, problem, level="warning", provider=self._name)
-        return tuple(problems)
+        return problems
 
     async def scan(self, roots: Sequence[SkillRoot]) -> LocalDiscovery:
         """Discover the skills in ``roots`` (as `roots` returns them, or any others)."""
@@ -325,10 +316,8 @@ def _judge(
     found = [0 for _ in roots]
     candidates = []
     for position, (index, path, resource_dir, expected) in enumerate(files):
-        if contents is None:
-            outcome = parse_skill_bytes(read_local_file(path, max_bytes))
-        else:
-            outcome = parse_skill_bytes(contents[position])
+        content = contents[position] if contents is not None else read_local_file(path, max_bytes)
+        outcome = parse_skill_bytes(content)
         absent = isinstance(outcome, ReadError) and outcome.failure == "not_found"
         if why := _why_no_skill_file(resource_dir) if absent and contents is None else None:
             report.append(diagnostic(why, path))
@@ -365,9 +354,9 @@ def _skill_files(
     # The files of each root discovery reads, in order; what it skips with a word goes in report.
     files: list[_SkillFile] = []
     for index, (root, listing) in enumerate(zip(roots, listings, strict=True)):
-        if isinstance(listing, Problem):
-            report.append(diagnostic(listing, root.path))
-        elif listing is not None:
+        if (problem := _root_problem(root, listing)) is not None:
+            report.append(problem)
+        elif listing is not None and not isinstance(listing, Problem):
             prefix = os.path.join(root.path, "")  # entry names hold no separator
             # Code-point order of names; the registry's tie-break depends on this order.
             for entry in sorted(listing, key=lambda e: e.name):
@@ -384,10 +373,14 @@ def _skill_files(
                     files.append((index, path, root.path, name[:-3]))
                 elif entry.kind == "broken_link":
                     report.append(diagnostic(_BROKEN_LINK, path))
-        elif root.source == CUSTOM:
-            # Most people have no project skills; only a root asked for by name is worth a word.
-            report.append(root_missing(root.path))
     return files
+
+
+def _root_problem(root: SkillRoot, listing: _Listing) -> Diagnostic | None:
+    if isinstance(listing, Problem):
+        return diagnostic(listing, root.path)
+    # Most people have no project skills; only a root asked for by name is worth a word.
+    return root_missing(root.path) if listing is None and root.source == CUSTOM else None
 
 
 def _local_listing(path: str) -> _Listing:
