@@ -60,9 +60,9 @@ class WatchedRoot(NamedTuple):
 
 class WatchPlan(NamedTuple):
     """What one watch covers: the ``directories`` it watches (non-recursively), the ``roots``
-    that exist (resolved path -> skips ``.system``), the ``anchors`` (each root's path, its
-    parent resolved: its coming, going or re-pointing matters, and so does that of any directory
-    on the way to it), bundles that are links (resolved) and files a linked skill points at."""
+    that exist (resolved path -> skips ``.system``), the ``anchors`` (each root's path with its
+    parent resolved: it or a directory on the way coming, going or re-pointed matters), bundles
+    that are links (resolved) and files a linked skill points at."""
 
     directories: frozenset[str]
     roots: dict[str, bool]
@@ -392,19 +392,15 @@ class ReportedProblems:
 
     def fresh(self, records: Iterable[Diagnostic], roots: Sequence[str]) -> list[Diagnostic]:
         """The records of one discovery of ``roots`` not logged yet (remembered from now on)."""
-        keyed = [((r.path, r.code, r.message, r.line), r) for r in records]
-        current = {key for key, _ in keyed}
+        current = {(r.path, r.code, r.message, r.line): r for r in records}
         inside = tuple(os.path.join(root, "") for root in roots)
         # A problem of these roots that this discovery no longer meets is forgotten, so it is
         # logged again if it comes back (a file fixed, then broken the same way).
         for key in [k for k in self._logged if k not in current]:
             if (path := key[0]) is not None and (path in roots or path.startswith(inside)):
                 del self._logged[key]
-        fresh = []
-        for key, record in keyed:
-            if key not in self._logged:
-                fresh.append(record)
-                self._logged[key] = None
+        fresh = [record for key, record in current.items() if key not in self._logged]
+        self._logged.update(dict.fromkeys(current))
         while len(self._logged) > MAX_REMEMBERED_PROBLEMS:
             del self._logged[next(iter(self._logged))]
         return fresh
