@@ -7,6 +7,7 @@ server's listed frontmatter (JSON, in the same read-only shape by `listed_fields
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -48,6 +49,10 @@ class ParsedSkill:
 
 
 _NO_FIELDS: Final[Mapping[object, object]] = MappingProxyType({})
+# What a parsed skill gives a candidate or a definition: its fields of the same names.
+_SKILL_FIELDS: Final = tuple(
+    f.name for f in dataclasses.fields(ParsedSkill) if f.name not in ("body", "notes", "fields")
+)
 
 
 def decode_skill_bytes(data: bytes) -> str | Problem:
@@ -106,19 +111,10 @@ def build_skill(
     **extra: Any,
 ) -> _Skill:
     """A candidate or a definition of one parsed skill (``base``: a directory path or a base)."""
+    fields = {name: getattr(parsed, name) for name in _SKILL_FIELDS}
+    resource_base = DirectoryResource(path=base) if isinstance(base, str) else base
     return kind(
-        name=parsed.name,
-        description=parsed.description,
-        when_to_use=parsed.when_to_use,
-        disable_model_invocation=parsed.disable_model_invocation,
-        user_invocable=parsed.user_invocable,
-        source=source,
-        provider=provider,
-        resource_base=DirectoryResource(path=base) if isinstance(base, str) else base,
-        path=path,
-        metadata=parsed.metadata,
-        argument_hint=parsed.argument_hint,
-        **extra,
+        **fields, source=source, provider=provider, resource_base=resource_base, path=path, **extra
     )
 
 
