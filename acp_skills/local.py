@@ -1,9 +1,6 @@
-"""LocalSkillProvider: skills on disk, in project, custom and user roots (contract §5).
-
-One discovery lists its roots, then reads, parses and judges each skill file; on the local disk
-all of it in one worker-thread hop. While registered, from its first lookup on, the provider
-watches its roots (`acp_skills.watch`).
-"""
+"""LocalSkillProvider: skills on disk, in project, custom and user roots (contract §5); one scan
+lists the roots, then reads, parses and judges each file, on the local disk in one worker-thread
+hop. While registered, from its first lookup on, the provider watches its roots (`watch`)."""
 
 from __future__ import annotations
 
@@ -57,8 +54,7 @@ _LOWERCASE_SKILL_FILE: Final = SKILL_FILE_NAME.lower()
 _DOCS: Final = ("README", "LICENSE", "CHANGELOG", "CONTRIBUTING", "CODE_OF_CONDUCT", "SECURITY")
 _NOT_SKILLS: Final = frozenset(f"{name}.MD" for name in _DOCS)
 _Listing: TypeAlias = Sequence[DirEntry] | Problem | None
-# A file to read: its root's index, its path, its resource directory and the name its place
-# suggests.
+# A file to read: its root's index, its path, its resource directory, the name its place gives.
 _SkillFile: TypeAlias = tuple[int, str, str, str]
 
 
@@ -90,15 +86,10 @@ class LocalDiscovery:
 
 
 class LocalSkillProvider:
-    """Discovers skills in project, custom and user directories on a (local) filesystem.
-
-    Homes default to ``$DSH_HOME``, ``$DSH_AGENTS_HOME``, ``$CLAUDE_CONFIG_DIR`` (blank counts
-    as unset), else ``~/.dsh``, ``~/.agents``, ``~/.claude``; directories are made absolute now.
-    ``example_skill_dirs`` hold an agent's bundled examples (source ``examples``, after the
-    custom roots at their rank). Raises ``ValueError`` for a bad ``max_file_bytes``, ``name``,
-    empty directory or ``compat`` tool, ``TypeError`` when a list of directories or ``compat``
-    is a single string.
-    """
+    """Discovers skills in project, custom and user directories (contract §5; the Claude roots
+    and examples: docs/architecture.md); directories are made absolute now. Raises ``ValueError``
+    for a bad ``max_file_bytes``, ``name``, empty directory or ``compat`` tool, ``TypeError``
+    when a list of directories or ``compat`` is a single string."""
 
     def __init__(
         self,
