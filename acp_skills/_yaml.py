@@ -26,33 +26,25 @@ _STR, _NULL, _BOOL, _INT, _FLOAT, _SEQ, _MAP = (
 )
 # https://yaml.org/spec/1.2.2/#1032-tag-resolution, except that booleans accept any letter case,
 # as the contract asks. re.ASCII keeps IGNORECASE from matching look-alikes (U+017F for "s").
-_NULL_PATTERN: Final = re.compile(r"(?:~|null|Null|NULL|)\Z")
-_BOOL_PATTERN: Final = re.compile(r"(?:true|false)\Z", re.IGNORECASE | re.ASCII)
-_INT_PATTERN: Final = re.compile(r"(?:([-+]?[0-9]+)|0o([0-7]+)|0x([0-9a-fA-F]+))\Z", re.ASCII)
-_FLOAT_PATTERN: Final = re.compile(
-    r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-    r"|[-+]?(?:\.inf|\.Inf|\.INF)|\.nan|\.NaN|\.NAN)\Z",
-    re.ASCII,
-)
+# The pattern of each typed scalar, implicit or with an explicit tag (`!!int 1_000` is refused).
+_PATTERNS: Final = {
+    _NULL: re.compile(r"(?:~|null|Null|NULL|)\Z"),
+    _BOOL: re.compile(r"(?:true|false)\Z", re.IGNORECASE | re.ASCII),
+    _INT: re.compile(r"(?:([-+]?[0-9]+)|0o([0-7]+)|0x([0-9a-fA-F]+))\Z", re.ASCII),
+    _FLOAT: re.compile(
+        r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?(?:\.inf|\.Inf|\.INF)|\.nan|\.NaN|\.NAN)\Z",
+        re.ASCII,
+    ),
+}
 # First character of a plain scalar -> the patterns it may match, in order (int before float,
 # which also matches `12`). No timestamps (dates stay strings), no merge key, no `=` value.
+_INITIALS: Final = {_NULL: ["~", "n", "N", ""], _BOOL: list("tTfF"), _INT: list("-+0123456789")}
+_INITIALS[_FLOAT] = list("-+.0123456789")
 _RESOLVERS: Final[dict[str, list[tuple[str, re.Pattern[str]]]]] = {}
-for _tag, _pattern, _initials in (
-    (_NULL, _NULL_PATTERN, ["~", "n", "N", ""]),
-    (_BOOL, _BOOL_PATTERN, list("tTfF")),
-    (_INT, _INT_PATTERN, list("-+0123456789")),
-    (_FLOAT, _FLOAT_PATTERN, list("-+.0123456789")),
-):
+for _tag, _initials in _INITIALS.items():
     for _initial in _initials:
-        _RESOLVERS.setdefault(_initial, []).append((_tag, _pattern))
-
-# An explicit tag, e.g. `!!int 1_000`: the pattern its value must match.
-_EXPLICIT: Final = {
-    _NULL: _NULL_PATTERN,
-    _BOOL: _BOOL_PATTERN,
-    _INT: _INT_PATTERN,
-    _FLOAT: _FLOAT_PATTERN,
-}
+        _RESOLVERS.setdefault(_initial, []).append((_tag, _PATTERNS[_tag]))
 # Whether a plain scalar may be other than a string: it starts as a boolean or a number can, or
 # it is a null. One C call rules out most scalars (`name`, `skill-1`, `Apache-2.0`).
 _MAYBE_TYPED: Final = re.compile(r"[~tTfF+\-.0-9]|(?:null|Null|NULL)?\Z")
@@ -214,7 +206,7 @@ class _Walker:
             return text
         if tag == _STR:
             return text
-        if (pattern := _EXPLICIT.get(node.tag)) is None:
+        if (pattern := _PATTERNS.get(node.tag)) is None:
             raise _Refused(f"unsupported YAML tag {_short(node.tag)}{self.at(node)}")
         # Only an explicit tag gets here, e.g. `!!bool yes` or `!!int 1_000`.
         if match := pattern.match(text):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -27,11 +26,11 @@ class ConfinedFile:
     identity: tuple[int, int]
 
 
-# O_NONBLOCK: a FIFO swapped in for a file cannot hang open(); O_BINARY (Windows): no newline
-# translation. The root is opened following links (a skill directory may be a link).
-_NONBLOCK: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-OPEN_FLAGS: Final = _NONBLOCK | getattr(os, "O_BINARY", 0)
-_ROOT_FLAGS: Final = _NONBLOCK | getattr(os, "O_DIRECTORY", 0)
+# O_NONBLOCK: a FIFO swapped in for a file cannot hang open(). The root is opened following
+# links (a skill directory may be a link); every component below it with O_NOFOLLOW.
+OPEN_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+_ROOT_FLAGS: Final = OPEN_FLAGS | os.O_DIRECTORY
+_MAX_SYMBOLIC_LINKS: Final = 40  # as many as Linux resolves in one path before ELOOP
 # Smallest read request; it also bounds how far past the cap a growing file is read.
 _CHUNK: Final = 8192
 # A directory read by mistake is answered with at most this many of its names.
@@ -69,24 +68,7 @@ def read_confined(
     if "\0" in directory or "\0" in path:
         return ReadError(failure="not_found")  # no file name holds a NUL
     root = os.path.realpath(directory)
-    identities = _identities(excluded)
-    if _WALKS_FROM_DESCRIPTORS:
-        return _read_by_walking(root, path, max_bytes, identities)
-    return _read_by_path(root, path, max_bytes, identities)
-
-
-_NO_FOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
-_SEPARATORS: Final = re.compile("[/\\\\]" if os.altsep is not None else "/")
-_MAX_SYMBOLIC_LINKS: Final = 40  # as many as Linux resolves in one path before ELOOP
-# Windows has neither openat() nor O_NOFOLLOW: there the read falls back to `_read_by_path`.
-_WALKS_FROM_DESCRIPTORS: Final = {os.open, os.readlink} <= os.supports_dir_fd and all(
-    hasattr(os, flag) for flag in ("O_NOFOLLOW", "O_DIRECTORY")
-)
-
-
-def _read_by_walking(
-    root: str, path: str, max_bytes: int, excluded: frozenset[tuple[int, int]]
-) -> ConfinedFile | ReadError:
+    excluded_ids = _identities(excluded)
     try:
         root_fd = os.open(root, _ROOT_FLAGS)
     except (FileNotFoundError, NotADirectoryError):
@@ -109,7 +91,7 @@ def _read_by_walking(
                 current = _step_to(root_fd, current, root_fd)
                 current = _walk_again(root_fd, names)
                 continue
-            flags = (OPEN_FLAGS if not pending else _ROOT_FLAGS) | _NO_FOLLOW
+            flags = (OPEN_FLAGS if not pending else _ROOT_FLAGS) | os.O_NOFOLLOW
             try:
                 fd = os.open(name, flags, dir_fd=current)
             except OSError as exc:
@@ -133,11 +115,11 @@ def _read_by_walking(
                 continue
             current = _step_to(root_fd, current, fd)
             names.append(name)
-            if _identity(os.fstat(fd)) in excluded:
+            if _identity(os.fstat(fd)) in excluded_ids:
                 return ReadError(failure="excluded")
         read = read_descriptor(current, max_bytes)
         if isinstance(read, ReadError) and read.failure == "directory":
-            read = _with_entries(read, current, excluded)
+            read = _with_entries(read, current, excluded_ids)
     except OSError as exc:
         return _unreadable(exc)
     finally:
@@ -163,48 +145,12 @@ def _walk_again(root_fd: int, names: list[str]) -> int:
     try:
         for name in names:
             current = _step_to(
-                root_fd, current, os.open(name, _ROOT_FLAGS | _NO_FOLLOW, dir_fd=current)
+                root_fd, current, os.open(name, _ROOT_FLAGS | os.O_NOFOLLOW, dir_fd=current)
             )
     except BaseException:
         _step_to(root_fd, current, root_fd)
         raise
     return current
-
-
-def _read_by_path(
-    root: str, path: str, max_bytes: int, excluded: frozenset[tuple[int, int]]
-) -> ConfinedFile | ReadError:
-    # Where descriptors cannot be walked: resolve, open, then prove the opened file is the one
-    # the resolved path names (same identity, same real path) after the read.
-    target = os.path.realpath(os.path.join(root, *_segments(path)))
-    if (inside := _relative_inside(root, target)) is None:
-        return ReadError(failure="outside")
-    directory = root
-    for name in _segments(inside):
-        directory = os.path.join(directory, name)
-        try:
-            if _identity(os.stat(directory)) in excluded:
-                return ReadError(failure="excluded")
-        except OSError:
-            break  # the open below reports what is missing
-    try:
-        fd = os.open(target, OPEN_FLAGS)
-    except OSError as exc:
-        return _open_failure(exc)
-    try:
-        read = read_descriptor(fd, max_bytes)
-        if isinstance(read, ReadError):
-            return _with_entries(read, target, excluded) if read.failure == "directory" else read
-        info, data = read
-        if os.path.realpath(target) != target or _identity(os.stat(target)) != _identity(info):
-            return ReadError(failure="changed")
-    except FileNotFoundError:
-        return ReadError(failure="changed")
-    except OSError as exc:
-        return _unreadable(exc)
-    finally:
-        os.close(fd)
-    return ConfinedFile(path=target, data=data, identity=_identity(info))
 
 
 def _with_near(
@@ -219,7 +165,7 @@ def _with_near(
 
 
 def _with_entries(
-    failure: ReadError, directory: int | str, excluded: frozenset[tuple[int, int]]
+    failure: ReadError, directory: int, excluded: frozenset[tuple[int, int]]
 ) -> ReadError:
     # Names only, never followed into: what a directory holds, so the next read can be right.
     listed: list[str] = []
@@ -251,18 +197,13 @@ def listed_entries(names: Iterable[str]) -> tuple[str, ...]:
 
 
 def _segments(path: str) -> list[str]:
-    return [segment for segment in _SEPARATORS.split(path) if segment not in ("", ".")]
+    return [segment for segment in path.split("/") if segment not in ("", ".")]
 
 
 def _relative_inside(root: str, target: str) -> str | None:
     # Only a proposal of where to continue: the walk opens it again, one component at a time.
     resolved = os.path.realpath(target)
-    try:
-        if os.path.commonpath([root, resolved]) != root:
-            return None
-    except ValueError:  # different drives on Windows
-        return None
-    return os.path.relpath(resolved, root)
+    return os.path.relpath(resolved, root) if os.path.commonpath([root, resolved]) == root else None
 
 
 def _open_failure(exc: OSError) -> ReadError:

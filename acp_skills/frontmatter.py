@@ -1,23 +1,33 @@
 """Parse a skill file: ``---``, YAML frontmatter (`acp_skills._yaml`), ``---``, then the
 Markdown body. Pure: text in, a `ParsedSkill` or a `Problem` out.
 
-`read_fields` is the one reader of frontmatter fields: a local file's YAML and an MCP server's
-listed frontmatter (JSON, made the same read-only shape by `listed_fields`) go through the same
-rules (contract §5, §14a), so a skill is offered, hidden or skipped alike wherever it is served.
+`read_fields` is the one reader of frontmatter fields, for a local file's YAML and an MCP
+server's listed frontmatter (JSON, in the same read-only shape by `listed_fields`) alike.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final, TypeVar
 
 from ._yaml import MAX_DEPTH, load_frontmatter
-from .errors import Problem
-from .model import is_skill_name, kind_of_value
+from .errors import Problem, ReadError
+from .model import (
+    DirectoryResource,
+    ResourceBase,
+    SkillCandidate,
+    SkillDefinition,
+    is_skill_name,
+    kind_of_value,
+)
+
+_Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +49,10 @@ class ParsedSkill:
 
 
 _NO_FIELDS: Final[Mapping[object, object]] = MappingProxyType({})
+# What a parsed skill gives a candidate or a definition: its fields of the same names.
+_SKILL_FIELDS: Final = tuple(
+    f.name for f in dataclasses.fields(ParsedSkill) if f.name not in ("body", "notes", "fields")
+)
 
 
 def decode_skill_bytes(data: bytes) -> str | Problem:
@@ -55,6 +69,8 @@ MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 
 _MISSING: Final = "frontmatter-missing"
 _UNTERMINATED: Final = Problem(_MISSING, "unterminated frontmatter: no closing '---' line")
+# A line that is exactly `---` (CRLF tolerated), searched from the end of the first line.
+_CLOSING_LINE: Final = re.compile(r"\n---\r?(?:\n|\Z)")
 
 
 def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Problem:
@@ -63,16 +79,43 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Prob
     first_line_end = text.find("\n")
     if (text if first_line_end < 0 else text[:first_line_end]) not in ("---", "---\r"):
         return Problem(_MISSING, "missing frontmatter: the first line must be '---'")
-    closing = _closing_line(text, first_line_end + 1) if first_line_end >= 0 else None
+    closing = _CLOSING_LINE.search(text, first_line_end) if first_line_end >= 0 else None
     if closing is None:
         return _UNTERMINATED
-    frontmatter = text[first_line_end + 1 : closing[0]]
+    frontmatter = text[first_line_end + 1 : closing.start() + 1]
     if (too_large := _too_large(frontmatter)) is not None:
         return too_large
     fields = load_frontmatter(frontmatter, first_line=2)  # it starts on the file's second line
     if isinstance(fields, Problem):
         return fields
-    return read_fields(fields, body=text[closing[1] :].strip() if with_body else "")
+    return read_fields(fields, body=text[closing.end() :].strip() if with_body else "")
+
+
+def parse_skill_bytes(
+    content: bytes | ReadError, *, with_body: bool = False
+) -> ParsedSkill | Problem | ReadError:
+    """A skill file as read (bytes, or why there are none), parsed as `parse_skill_file` does."""
+    if isinstance(content, ReadError):
+        return content
+    text = decode_skill_bytes(content)
+    return text if isinstance(text, Problem) else parse_skill_file(text, with_body=with_body)
+
+
+def build_skill(
+    kind: type[_Skill],
+    provider: str,
+    parsed: ParsedSkill,
+    source: str,
+    base: ResourceBase | str | None,
+    path: str | None,
+    **extra: Any,
+) -> _Skill:
+    """A candidate or a definition of one parsed skill (``base``: a directory path or a base)."""
+    fields = {name: getattr(parsed, name) for name in _SKILL_FIELDS}
+    resource_base = DirectoryResource(path=base) if isinstance(base, str) else base
+    return kind(
+        **fields, source=source, provider=provider, resource_base=resource_base, path=path, **extra
+    )
 
 
 def read_fields(fields: Mapping[object, object], *, body: str = "") -> ParsedSkill | Problem:
@@ -130,16 +173,6 @@ def canonical_json(fields: Mapping[object, object]) -> str:
         return ""  # e.g. `1: x` beside `a: y` (a YAML file's; a listing's keys are strings)
 
 
-def _closing_line(text: str, start: int) -> tuple[int, int] | None:
-    # A string search finds candidates several times faster than a MULTILINE regex.
-    line_start = start - 1
-    while (line_start := text.find("\n---", line_start) + 1) > 0:
-        line_end = line_start + 3 + text.startswith("\r", line_start + 3)
-        if line_end == len(text) or text[line_end] == "\n":
-            return line_start, line_end
-    return None
-
-
 class _Invalid(Exception):
     def __init__(self, code: str, message: str) -> None:
         self.problem = Problem(code, message)
@@ -150,7 +183,6 @@ _WHEN_TO_USE: Final = ("whenToUse", "when_to_use")
 _DISABLE_MODEL_INVOCATION: Final = ("disableModelInvocation", "disable-model-invocation")
 _USER_INVOCABLE: Final = ("user-invocable", "userInvocable")
 _ARGUMENT_HINT: Final = ("argument-hint", "argumentHint")
-_OPTIONAL: Final = {*_WHEN_TO_USE, *_DISABLE_MODEL_INVOCATION, *_USER_INVOCABLE, *_ARGUMENT_HINT}
 _ABSENT: Final = object()  # not there at all (unlike present with the value null)
 
 
@@ -233,23 +265,14 @@ def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill:
         )
     description = _required_text(fields, "description")
     notes: list[Problem] = []
-    if _OPTIONAL.isdisjoint(fields):  # most skills give none of these
-        disable_model_invocation, user_invocable = False, True
-        when_to_use = argument_hint = None
-    else:
-        disable_model_invocation = _flag(fields, _DISABLE_MODEL_INVOCATION, default=False)
-        user_invocable = _flag(fields, _USER_INVOCABLE, default=True)
-        when_to_use = _optional_text(fields, _WHEN_TO_USE, notes)
-        argument_hint = _optional_text(fields, _ARGUMENT_HINT, notes)
-    metadata = _metadata(fields, notes)
     return ParsedSkill(
         name=name,
         description=description,
-        when_to_use=when_to_use,
-        disable_model_invocation=disable_model_invocation,
-        user_invocable=user_invocable,
-        argument_hint=argument_hint,
-        metadata=metadata,
+        disable_model_invocation=_flag(fields, _DISABLE_MODEL_INVOCATION, default=False),
+        user_invocable=_flag(fields, _USER_INVOCABLE, default=True),
+        when_to_use=_optional_text(fields, _WHEN_TO_USE, notes),
+        argument_hint=_optional_text(fields, _ARGUMENT_HINT, notes),
+        metadata=_metadata(fields, notes),
         body=body,
         notes=tuple(notes),
         fields=fields,

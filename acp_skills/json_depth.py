@@ -12,19 +12,10 @@ MAX_NESTING_DEPTH: Final = 64
 
 def nests_deeper_than(value: object, limit: int) -> bool:
     """Whether ``value`` holds containers (dicts, lists, tuples) more than ``limit`` levels deep."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children: list[object]
-        if isinstance(item, dict):
-            children = list(item.values())
-        elif isinstance(item, list | tuple):
-            children = list(item)
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend(
-            (child, depth + 1) for child in children if isinstance(child, dict | list | tuple)
-        )
-    return False
+    level = [value] if isinstance(value, dict | list | tuple) else []
+    for _ in range(limit):  # `level`: the containers one level deeper each time
+        children = (item.values() if isinstance(item, dict) else item for item in level)
+        level = [
+            child for items in children for child in items if isinstance(child, dict | list | tuple)
+        ]
+    return bool(level)

@@ -1,29 +1,32 @@
-"""LocalSkillProvider: skills on disk, in project, custom and user roots (contract §5).
-
-While registered, from its first lookup on, the provider watches its roots (`acp_skills.watch`).
-"""
+"""LocalSkillProvider: skills on disk, in project, custom and user roots (contract §5); one scan
+lists the roots, then reads, parses and judges each file, on the local disk in one worker-thread
+hop. While registered, from its first lookup on, the provider watches its roots (`watch`)."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Final
+from dataclasses import dataclass
+from typing import Final, TypeAlias
 
 import anyio.to_thread
 
-from . import _scan
-from ._scan import CUSTOM, USER_DSH, LocalDiscovery, RootReport, SkillRoot, unreadable_root
-from .diagnostics import Diagnostic, diagnostic, log_diagnostic, root_missing
+from .diagnostics import Diagnostic, diagnostic, file_diagnostics, log_diagnostic, root_missing
 from .errors import Problem, ReadError
-from .frontmatter import ParsedSkill
-from .fs import LocalFileSystem, SkillFileSystem
-from .log_once import ReportedProblems
-from .model import SkillCandidate, SkillDefinition, SkillLookupOptions, require_positive_int
+from .frontmatter import ParsedSkill, build_skill, parse_skill_bytes
+from .fs import DirEntry, LocalFileSystem, SkillFileSystem, list_local_dir, read_local_file
+from .model import (
+    SKILL_FILE_NAME,
+    SkillCandidate,
+    SkillDefinition,
+    SkillLookupOptions,
+    require_positive_int,
+)
 from .project import PROJECT_SKILL_DIRS, find_project
 from .provider import ProviderHandle
 from .quiet_log import get_logger
-from .watch import RootWatch, WatchedRoot
+from .watch import ReportedProblems, RootWatch, WatchedRoot
 
 __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "unreadable_root"]
 
@@ -32,29 +35,61 @@ _log = get_logger(__name__)
 # The roots found from a session's cwd (watched per project, with a bound).
 _PROJECT_SOURCES: Final = tuple(PROJECT_SKILL_DIRS)
 _PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE = _PROJECT_SOURCES
+CUSTOM: Final = "custom"
+USER_DSH: Final = "user-dsh"
 COMPAT_CLAUDE: Final = "claude"  # the `compat` value that adds Claude Code's `.claude/skills`
-_COMPAT_VALUES: Final = (COMPAT_CLAUDE,)
 # Examples rank with the custom roots, after them: an agent's bundled skills, labelled as such.
 _EXAMPLES: Final = "examples"
 _SOURCE_RANKS: Final = {_PROJECT_DSH: 100, _PROJECT_AGENTS: 200, CUSTOM: 300, _EXAMPLES: 300}
-_SOURCE_RANKS[USER_DSH] = 400
-_SOURCE_RANKS.update({"user-agents": 500, _PROJECT_CLAUDE: 600, "user-claude": 700})
+_SOURCE_RANKS.update({USER_DSH: 400, "user-agents": 500, _PROJECT_CLAUDE: 600, "user-claude": 700})
 # The project roots of a session's additional directories: after its own project's, before the
 # custom roots; among themselves in the order the directories were given (ties keep the order).
 # Under `--compat claude` their `.claude/skills` follow the session's own, at its rank.
 _ADDITIONAL_RANKS: Final = {_PROJECT_DSH: 250, _PROJECT_AGENTS: 250, _PROJECT_CLAUDE: 600}
+# Only the user's dsh root has a `.system` child to skip (the tool's own managed skills).
+_SYSTEM_DIR: Final = ".system"
+_BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
+_LOWERCASE_SKILL_FILE: Final = SKILL_FILE_NAME.lower()
+# Markdown that sits beside skills in a root and is never one (compared upper-cased).
+_DOCS: Final = ("README", "LICENSE", "CHANGELOG", "CONTRIBUTING", "CODE_OF_CONDUCT", "SECURITY")
+_NOT_SKILLS: Final = frozenset(f"{name}.MD" for name in _DOCS)
+_Listing: TypeAlias = Sequence[DirEntry] | Problem | None
+# A file to read: its root's index, its path, its resource directory, the name its place gives.
+_SkillFile: TypeAlias = tuple[int, str, str, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillRoot:
+    """A directory the local provider scans, its kind (``custom``, ...) and its skills' rank."""
+
+    path: str
+    source: str
+    rank: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RootReport:
+    """One root in one discovery: whether it is a directory and its valid skills' count."""
+
+    root: SkillRoot
+    exists: bool
+    skills: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalDiscovery:
+    """One discovery: every root, the valid skills and one diagnostic per problem."""
+
+    roots: tuple[RootReport, ...]
+    candidates: tuple[SkillCandidate, ...]
+    diagnostics: tuple[Diagnostic, ...]
 
 
 class LocalSkillProvider:
-    """Discovers skills in project, custom and user directories on a (local) filesystem.
-
-    Homes default to ``$DSH_HOME``, ``$DSH_AGENTS_HOME``, ``$CLAUDE_CONFIG_DIR`` (blank counts
-    as unset), else ``~/.dsh``, ``~/.agents``, ``~/.claude``; directories are made absolute now.
-    ``example_skill_dirs`` hold an agent's bundled examples (source ``examples``, after the
-    custom roots at their rank). Raises ``ValueError`` for a bad ``max_file_bytes``, ``name``,
-    empty directory or ``compat`` tool, ``TypeError`` when a list of directories or ``compat``
-    is a single string.
-    """
+    """Discovers skills in project, custom and user directories (contract §5; the Claude roots
+    and examples: docs/architecture.md); directories are made absolute now. Raises ``ValueError``
+    for a bad ``max_file_bytes``, ``name``, empty directory or ``compat`` tool, ``TypeError``
+    when a list of directories or ``compat`` is a single string."""
 
     def __init__(
         self,
@@ -77,26 +112,31 @@ class LocalSkillProvider:
             if isinstance(given, str | bytes | os.PathLike):
                 # A lone string would otherwise be scanned one character at a time.
                 raise TypeError(f"{what}_skill_dirs must be a sequence of paths, not a single path")
+        if isinstance(compat, str | bytes):
+            raise TypeError('compat must be a sequence of names, such as ("claude",)')
+        # The other tools whose skill directories are scanned too, each once.
+        self.compat: Final = tuple(dict.fromkeys(compat))
+        for tool in self.compat:
+            if tool != COMPAT_CLAUDE:
+                raise ValueError(f"compat: unknown tool {tool!r} (known: {COMPAT_CLAUDE})")
         self._name = name
         self._max_file_bytes = max_file_bytes
         self._fs: SkillFileSystem = LocalFileSystem() if fs is None else fs
-        self._dsh_home = _home_dir(dsh_home, "dsh_home", "DSH_HOME", "~/.dsh")
-        self._agents_home = _home_dir(agents_home, "agents_home", "DSH_AGENTS_HOME", "~/.agents")
-        self._custom_skill_dirs = tuple(
+        # The absolute homes and custom roots (in scanning order), for the application to show.
+        self.dsh_home: Final = _home_dir(dsh_home, "dsh_home", "DSH_HOME", "~/.dsh")
+        self.agents_home: Final = _home_dir(
+            agents_home, "agents_home", "DSH_AGENTS_HOME", "~/.agents"
+        )
+        self.custom_skill_dirs: Final = tuple(
             _absolute_dir(path, "custom_skill_dirs") for path in custom_skill_dirs
         )
-        self._compat = _compat_values(compat)
-        self._claude_home = (
-            _home_dir(claude_home, "claude_home", "CLAUDE_CONFIG_DIR", "~/.claude")
-            if COMPAT_CLAUDE in self._compat
-            else None
-        )
         # Roots that do not depend on the caller's cwd, already in rank order.
-        fixed = [(path, CUSTOM) for path in self._custom_skill_dirs]
+        fixed = [(path, CUSTOM) for path in self.custom_skill_dirs]
         fixed += [(_absolute_dir(p, "example_skill_dirs"), _EXAMPLES) for p in example_skill_dirs]
-        fixed += [(self._dsh_home, USER_DSH), (self._agents_home, "user-agents")]
-        if self._claude_home is not None:
-            fixed.append((self._claude_home, "user-claude"))
+        fixed += [(self.dsh_home, USER_DSH), (self.agents_home, "user-agents")]
+        if COMPAT_CLAUDE in self.compat:
+            claude = _home_dir(claude_home, "claude_home", "CLAUDE_CONFIG_DIR", "~/.claude")
+            fixed.append((claude, "user-claude"))
         self._fixed_roots = tuple(
             _root(path if source in (CUSTOM, _EXAMPLES) else os.path.join(path, "skills"), source)
             for path, source in fixed
@@ -111,26 +151,6 @@ class LocalSkillProvider:
     def name(self) -> str:
         """The provider's name in a registry."""
         return self._name
-
-    @property
-    def dsh_home(self) -> str:
-        """The absolute dsh home directory."""
-        return self._dsh_home
-
-    @property
-    def agents_home(self) -> str:
-        """The absolute agents home directory."""
-        return self._agents_home
-
-    @property
-    def custom_skill_dirs(self) -> tuple[str, ...]:
-        """The custom roots, absolute, in scanning order."""
-        return self._custom_skill_dirs
-
-    @property
-    def compat(self) -> tuple[str, ...]:
-        """The other tools whose skill directories are scanned too."""
-        return self._compat
 
     @property
     def watch_mode(self) -> str:
@@ -162,10 +182,10 @@ class LocalSkillProvider:
         extra = options.additional_directories
         return await anyio.to_thread.run_sync(self._roots_at, options.cwd, extra)
 
-    def _roots_at(self, cwd: str | None, additional: tuple[str, ...] = ()) -> tuple[SkillRoot, ...]:
+    def _roots_at(self, cwd: str | None, additional: tuple[str, ...]) -> tuple[SkillRoot, ...]:
         candidates = list(self._fixed_roots)
         sources = [_PROJECT_DSH, _PROJECT_AGENTS]
-        if self._claude_home is not None:
+        if COMPAT_CLAUDE in self.compat:
             sources.append(_PROJECT_CLAUDE)
         if cwd:
             # The project trust judges (the same call gives trust its decision key), found on
@@ -206,12 +226,11 @@ class LocalSkillProvider:
     async def discover(self, options: SkillLookupOptions) -> LocalDiscovery:
         """Discover the skills for ``options.cwd`` and report everything met (nothing logged)."""
         roots = await self.roots(options)
-        if self._watch is None:
-            return await self.scan(roots)
         discovery = await self.scan(roots)
-        # Never waited for: one invalidation follows as soon as the watch is live.
-        project = [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES]
-        self._watch.start(_watch_scope(options), project)
+        if self._watch is not None:
+            # After the scan, never waited for: one invalidation follows once the watch is live.
+            project = [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES]
+            self._watch.start(_watch_scope(options), project)
         return discovery
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
@@ -221,21 +240,27 @@ class LocalSkillProvider:
     async def check_custom_dirs(self) -> tuple[Diagnostic, ...]:
         """Warn about each custom directory that is missing or unreadable (for start-up)."""
         custom = [root for root in self._fixed_roots if root.source == CUSTOM]
-        listings = zip(custom, await _scan.list_roots(self._fs, custom), strict=True)
-        problems = [
-            diagnostic(listing, root.path)
-            if isinstance(listing, Problem)
-            else root_missing(root.path)
-            for root, listing in listings
-            if listing is None or isinstance(listing, Problem)
-        ]
+        found = [_root_problem(root, await _list_root(self._fs, root.path)) for root in custom]
+        problems = tuple(problem for problem in found if problem is not None)
         for problem in problems:
             log_diagnostic(_log, problem, level="warning", provider=self._name)
-        return tuple(problems)
+        return problems
 
     async def scan(self, roots: Sequence[SkillRoot]) -> LocalDiscovery:
         """Discover the skills in ``roots`` (as `roots` returns them, or any others)."""
-        return await _scan.scan(self._fs, roots, self._name, self._max_file_bytes)
+        # Only values go to a worker thread, never `self`: an idle worker keeps the last
+        # function it ran, which would keep the provider and its watcher from being collected.
+        name, max_bytes = self._name, self._max_file_bytes
+        if type(self._fs) is LocalFileSystem:
+            # The local disk: every listing, read and parse in one worker-thread hop.
+            return await anyio.to_thread.run_sync(_scan_local, roots, name, max_bytes)
+        # A custom seam: one `list_dir` per root, the files read in one batch, parsed after it.
+        listings = [await _list_root(self._fs, root.path) for root in roots]
+        report: list[Diagnostic] = []
+        files = _skill_files(roots, listings, report)
+        contents = await self._fs.read_files([path for _, path, _, _ in files], max_bytes)
+        judged = (name, max_bytes, roots, listings, files, report, contents)
+        return await anyio.to_thread.run_sync(_judge, *judged)
 
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
@@ -248,16 +273,162 @@ class LocalSkillProvider:
                 f"(its locator is {type(path).__name__}, not a path)"
             )
         (content,) = await self._fs.read_files([path], self._max_file_bytes)
-        parsed = _scan.parse_file(content, with_body=True)
+        parsed = parse_skill_bytes(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
             reason = parsed.reason if isinstance(parsed, ReadError) else parsed.message
             what = {"provider": self._name, "skill": candidate.name, "path": path}
             _log.warning("skill_load_failed", **what, reason=reason)
             return None
         base = candidate.resource_base
-        return _scan.build_skill(
+        return build_skill(
             SkillDefinition, self._name, parsed, candidate.source, base, path, content=parsed.body
         )
+
+
+def _scan_local(roots: Sequence[SkillRoot], provider: str, max_bytes: int) -> LocalDiscovery:
+    listings = [_local_listing(root.path) for root in roots]
+    report: list[Diagnostic] = []
+    files = _skill_files(roots, listings, report)
+    return _judge(provider, max_bytes, roots, listings, files, report)
+
+
+def _judge(
+    provider: str,
+    max_bytes: int,
+    roots: Sequence[SkillRoot],
+    listings: Sequence[_Listing],
+    files: Sequence[_SkillFile],
+    report: list[Diagnostic],
+    contents: Sequence[bytes | ReadError] | None = None,
+) -> LocalDiscovery:
+    # Off the event loop. Without ``contents`` (the local disk), each file is parsed as soon
+    # as read: a thousand files' bytes held at once cost fresh memory (page faults) that
+    # rivals the reads themselves.
+    found = [0 for _ in roots]
+    candidates = []
+    for position, (index, path, resource_dir, expected) in enumerate(files):
+        content = contents[position] if contents is not None else read_local_file(path, max_bytes)
+        outcome = parse_skill_bytes(content)
+        absent = isinstance(outcome, ReadError) and outcome.failure == "not_found"
+        if why := _why_no_skill_file(resource_dir) if absent and contents is None else None:
+            report.append(diagnostic(why, path))
+        else:
+            report.extend(file_diagnostics(path, outcome, expected_name=expected))
+        if isinstance(outcome, ParsedSkill):
+            root = roots[index]
+            candidates.append(
+                build_skill(
+                    SkillCandidate,
+                    provider,
+                    outcome,
+                    root.source,
+                    resource_dir,
+                    path,
+                    rank=root.rank,
+                    locator=path,  # all `get` needs to find the file again
+                )
+            )
+            found[index] += 1
+    return LocalDiscovery(
+        roots=tuple(
+            RootReport(root=root, exists=listing is not None, skills=count)
+            for root, listing, count in zip(roots, listings, found, strict=True)
+        ),
+        candidates=tuple(candidates),
+        diagnostics=tuple(report),
+    )
+
+
+def _skill_files(
+    roots: Sequence[SkillRoot], listings: Sequence[_Listing], report: list[Diagnostic]
+) -> list[_SkillFile]:
+    # The files of each root discovery reads, in order; what it skips with a word goes in report.
+    files: list[_SkillFile] = []
+    for index, (root, listing) in enumerate(zip(roots, listings, strict=True)):
+        if (problem := _root_problem(root, listing)) is not None:
+            report.append(problem)
+        elif listing is not None and not isinstance(listing, Problem):
+            prefix = os.path.join(root.path, "")  # entry names hold no separator
+            # Code-point order of names; the registry's tie-break depends on this order.
+            for entry in sorted(listing, key=lambda e: e.name):
+                name = entry.name
+                if name == _SYSTEM_DIR and root.source == USER_DSH:
+                    continue
+                path = prefix + name
+                if entry.kind == "dir":
+                    files.append((index, path + os.sep + SKILL_FILE_NAME, path, name))
+                elif entry.kind == "file" and name.upper() in _NOT_SKILLS:
+                    ignored = f"{name} is documentation, not a skill (ignored)"
+                    report.append(diagnostic(Problem("markdown-ignored", ignored), path))
+                elif entry.kind == "file" and name.endswith(".md"):
+                    files.append((index, path, root.path, name[:-3]))
+                elif entry.kind == "broken_link":
+                    report.append(diagnostic(_BROKEN_LINK, path))
+    return files
+
+
+def _root_problem(root: SkillRoot, listing: _Listing) -> Diagnostic | None:
+    if isinstance(listing, Problem):
+        return diagnostic(listing, root.path)
+    # Most people have no project skills; only a root asked for by name is worth a word.
+    return root_missing(root.path) if listing is None and root.source == CUSTOM else None
+
+
+def _local_listing(path: str) -> _Listing:
+    try:
+        return list_local_dir(path)
+    except OSError as exc:
+        return unreadable_root(exc)
+
+
+async def _list_root(fs: SkillFileSystem, path: str) -> _Listing:
+    try:
+        return await fs.list_dir(path)
+    except OSError as exc:
+        return unreadable_root(exc)
+
+
+def unreadable_root(error: OSError) -> Problem:
+    """The problem of a skill root (or a directory to validate) that cannot be listed."""
+    return Problem("root-unreadable", f"cannot read directory: {error.strerror or error}")
+
+
+def misnamed_skill_file() -> Problem:
+    """The warning for a bundle whose skill file is spelled ``skill.md``."""
+    message = (
+        f"this directory has {_LOWERCASE_SKILL_FILE} but no {SKILL_FILE_NAME}: the name is "
+        f"case-sensitive, so the skill is not loaded; rename it to {SKILL_FILE_NAME}"
+    )
+    return Problem("skill-file-lowercase", message)
+
+
+def _why_no_skill_file(directory: str) -> Problem | None:
+    # A directory of a root without SKILL.md: spelled skill.md, or holding skills one level too
+    # deep (or only helpers: nothing to say). Only the local disk gets this look.
+    if os.path.isfile(os.path.join(directory, _LOWERCASE_SKILL_FILE)):
+        return misnamed_skill_file()
+    try:
+        with os.scandir(directory) as entries:
+            children = sorted(e.name for e in entries if e.is_dir())
+    except OSError:
+        return None
+    names = [
+        name
+        for name in children
+        if os.path.isfile(os.path.join(directory, name, SKILL_FILE_NAME))
+        or os.path.isfile(os.path.join(directory, name, _LOWERCASE_SKILL_FILE))
+    ]
+    if not names:
+        return None
+    shown = ", ".join(f"{name}/{SKILL_FILE_NAME}" for name in names[:3])
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    message = (
+        f"no {SKILL_FILE_NAME} here, but {shown}{more} one level further down: discovery is "
+        f"one level deep, so {'it is' if len(names) == 1 else 'they are'} not loaded; move "
+        f"{'it' if len(names) == 1 else 'them'} up into the skills directory, or "
+        "add this directory as a skills directory of its own (--skills-dir)"
+    )
+    return Problem("skill-nested-too-deep", message)
 
 
 def _watch_scope(options: SkillLookupOptions) -> Hashable:
@@ -269,19 +440,6 @@ def _watch_scope(options: SkillLookupOptions) -> Hashable:
 
 def _root(path: str, source: str) -> SkillRoot:
     return SkillRoot(path=path, source=source, rank=_SOURCE_RANKS[source])
-
-
-def _compat_values(compat: Iterable[str]) -> tuple[str, ...]:
-    if isinstance(compat, str | bytes):
-        # A lone string would otherwise be read one character at a time.
-        raise TypeError('compat must be a sequence of names, such as ("claude",)')
-    values: list[str] = []
-    for value in compat:
-        if value not in _COMPAT_VALUES:
-            raise ValueError(f"compat: unknown tool {value!r} (known: {', '.join(_COMPAT_VALUES)})")
-        if value not in values:
-            values.append(value)
-    return tuple(values)
 
 
 def _home_dir(

@@ -1,26 +1,17 @@
-"""The library's loggers: structlog's when the application configured structlog, else quiet.
+"""The library's loggers: structlog's once the application configured structlog, else quiet.
 
-Unconfigured, structlog prints every event, debug ones included, to stdout, which belongs to
-the protocol. The library must not configure structlog (process-wide state that belongs to the
-application), so each of its loggers asks, event by event, whether the application did: if so
-the event goes to structlog as usual; if not, only warnings and errors are passed on, to the
-standard library's logger of the same name, whose last-resort handler writes them to stderr
-when the application set up no logging at all (docs/integration.md, "Logs").
+Unconfigured, structlog prints every event, debug ones included, to stdout, which belongs to the
+protocol, and configuring it is the application's business. So each event asks whether the
+application did: if not, only warnings and errors go on, to the standard library's logger of the
+same name, whose last-resort handler writes them to stderr (docs/integration.md, "Logs").
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Any
 
 import structlog
-
-_LEVELS: Final = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-}
 
 
 class LibraryLogger:
@@ -48,13 +39,11 @@ class LibraryLogger:
     def _emit(self, level: str, event: str, fields: dict[str, Any]) -> None:
         if structlog.is_configured():
             getattr(self._structured, level)(event, **fields)
-            return
-        number = _LEVELS[level]
-        if number < logging.WARNING:
-            return
-        error = fields.pop("exc_info", None)
-        words = " ".join(f"{key}={value!r}" for key, value in fields.items())
-        logging.getLogger(self._name).log(number, f"{event} {words}".rstrip(), exc_info=error)
+        elif level in ("warning", "error"):
+            error = fields.pop("exc_info", None)
+            words = " ".join(f"{key}={value!r}" for key, value in fields.items())
+            line = f"{event} {words}".rstrip()
+            getattr(logging.getLogger(self._name), level)(line, exc_info=error)
 
 
 def get_logger(name: str) -> LibraryLogger:

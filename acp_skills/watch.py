@@ -14,6 +14,7 @@ from typing import Final, Literal, NamedTuple
 
 from watchfiles import Change, watch
 
+from .diagnostics import Diagnostic
 from .model import SKILL_FILE_NAME
 from .provider import ProviderHandle
 from .quiet_log import get_logger
@@ -59,9 +60,9 @@ class WatchedRoot(NamedTuple):
 
 class WatchPlan(NamedTuple):
     """What one watch covers: the ``directories`` it watches (non-recursively), the ``roots``
-    that exist (resolved path -> skips ``.system``), the ``anchors`` (each root's path, its
-    parent resolved: its coming, going or re-pointing matters, and so does that of any directory
-    on the way to it), bundles that are links (resolved) and files a linked skill points at."""
+    that exist (resolved path -> skips ``.system``), the ``anchors`` (each root's path with its
+    parent resolved: it or a directory on the way coming, going or re-pointed matters), bundles
+    that are links (resolved) and files a linked skill points at."""
 
     directories: frozenset[str]
     roots: dict[str, bool]
@@ -374,3 +375,32 @@ class RootWatch:
     def _invalidate(self) -> None:
         for handle in tuple(self._handles):
             handle.invalidate()
+
+
+# The problems remembered at most (oldest forgotten first): memory stays bounded however many
+# broken files come and go.
+MAX_REMEMBERED_PROBLEMS: Final = 4096
+
+
+class ReportedProblems:
+    """Which discovery problems were already logged, so that live reload, which discovers again
+    at every edit, warns once per change: a record is new when its path, code, message or line
+    changed since it was last logged, or when it went away and came back."""
+
+    def __init__(self) -> None:
+        self._logged: dict[tuple[str | None, str, str, int | None], None] = {}
+
+    def fresh(self, records: Iterable[Diagnostic], roots: Sequence[str]) -> list[Diagnostic]:
+        """The records of one discovery of ``roots`` not logged yet (remembered from now on)."""
+        current = {(r.path, r.code, r.message, r.line): r for r in records}
+        inside = tuple(os.path.join(root, "") for root in roots)
+        # A problem of these roots that this discovery no longer meets is forgotten, so it is
+        # logged again if it comes back (a file fixed, then broken the same way).
+        for key in [k for k in self._logged if k not in current]:
+            if (path := key[0]) is not None and (path in roots or path.startswith(inside)):
+                del self._logged[key]
+        fresh = [record for key, record in current.items() if key not in self._logged]
+        self._logged.update(dict.fromkeys(current))
+        while len(self._logged) > MAX_REMEMBERED_PROBLEMS:
+            del self._logged[next(iter(self._logged))]
+        return fresh

@@ -7,17 +7,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from acp_skills import LocalFileSystem
-from acp_skills.confined import (
-    ConfinedFile,
-    _identities,
-    _read_by_path,
-    read_confined,
-)
+from acp_skills.confined import ConfinedFile, read_confined
 from acp_skills.errors import ReadError
 from tests.unprivileged import run_unprivileged
 
@@ -54,12 +48,6 @@ def walked(box: Path, path: str, *, excluded: tuple[str, ...] = ()) -> object:
     return result.data if isinstance(result, ConfinedFile) else result.failure
 
 
-def by_path(box: Path, path: str, *, excluded: tuple[str, ...] = ()) -> object:
-    # The fallback for systems that cannot open relative to a directory descriptor (Windows).
-    result = _read_by_path(os.path.realpath(box), path, 64, _identities(excluded))
-    return result.data if isinstance(result, ConfinedFile) else result.failure
-
-
 CONFINED_CASES: list[tuple[str, str, object]] = [
     ("plain", "a/file.txt", b"inside"),
     ("dot-segments", "./a//./file.txt", b"inside"),
@@ -77,17 +65,16 @@ CONFINED_CASES: list[tuple[str, str, object]] = [
 
 
 @needs_posix
-@pytest.mark.parametrize("read", [walked, by_path], ids=["walking", "by-path"])
 @pytest.mark.parametrize(
     ("path", "expected"),
     [case[1:] for case in CONFINED_CASES],
     ids=[case[0] for case in CONFINED_CASES],
 )
 def test_read_confined_follows_links_only_inside(
-    confined: Path, read: Any, path: str, expected: object
+    confined: Path, path: str, expected: object
 ) -> None:
     """Links are followed while they stay inside the directory; anything else is refused."""
-    assert read(confined, path) == expected
+    assert walked(confined, path) == expected
 
 
 @needs_posix
@@ -98,22 +85,21 @@ def test_read_confined_refuses_a_symbolic_link_loop(confined: Path) -> None:
 
 
 @needs_posix
-@pytest.mark.parametrize("read", [walked, by_path], ids=["walking", "by-path"])
 @pytest.mark.parametrize(
     "path",
     ["hidden/SKILL.md", "alias/SKILL.md", "hard-link.md"],
     ids=["direct", "through-a-link", "hard-link"],
 )
 def test_read_confined_never_reaches_an_excluded_file_or_directory(
-    confined: Path, read: Any, path: str
+    confined: Path, path: str
 ) -> None:
     """Exclusions compare identities: another name, a link or a hard link is refused too."""
     hidden = confined / "hidden"
     excluded = (str(hidden), str(hidden / "SKILL.md"), str(confined / "nowhere"))
-    assert read(confined, path, excluded=excluded) == "excluded"
-    assert read(confined, "a/file.txt", excluded=excluded) == b"inside"
+    assert walked(confined, path, excluded=excluded) == "excluded"
+    assert walked(confined, "a/file.txt", excluded=excluded) == b"inside"
     # An excluded directory closes everything below it.
-    assert read(confined, "alias/SKILL.md", excluded=(str(hidden),)) == "excluded"
+    assert walked(confined, "alias/SKILL.md", excluded=(str(hidden),)) == "excluded"
 
 
 @needs_posix

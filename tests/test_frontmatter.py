@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from acp_skills.errors import Problem
 from acp_skills.frontmatter import (
+    _CLOSING_LINE,
     MAX_FRONTMATTER_BYTES,
     ParsedSkill,
-    _closing_line,
     decode_skill_bytes,
     parse_skill_file,
 )
@@ -699,8 +699,10 @@ def test_closing_line_is_the_first_whole_delimiter_line(rest: str) -> None:
     """The frontmatter ends where a whole-line `---` (optionally `---\\r`) first appears."""
     text = "---\n" + rest
     expected = _WHOLE_DELIMITER_LINE.search(text, 4)
-    found = _closing_line(text, 4)
-    assert found == (None if expected is None else expected.span())
+    found = _CLOSING_LINE.search(text, 3)  # from the first line's end: its `\n` starts a match
+    assert (None if found is None else found.start() + 1) == (
+        None if expected is None else expected.start()
+    )
 
 
 def test_a_duplicate_key_carries_its_line_and_an_unquoted_colon_a_hint_to_quote() -> None:

@@ -108,7 +108,9 @@ async def both_ways(tmp_path: Path) -> AsyncIterator[tuple[dict[str, Any], dict[
         (root / folder).mkdir(parents=True)
         (root / folder / "SKILL.md").write_text(text, encoding="utf-8")
         entries.append(served(folder, text, frontmatter))
-    local = LocalSkillProvider(tmp_path / "h1", tmp_path / "h2", custom_skill_dirs=[str(root)])
+    local = LocalSkillProvider(
+        tmp_path / "h1", tmp_path / "h2", custom_skill_dirs=[str(root)], watch=False
+    )
     local_registry = SkillRegistry()
     local_registry.register_provider(local)
     options = SkillLookupOptions(cwd=str(tmp_path))

@@ -9,11 +9,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate
-from .._scan import misnamed_skill_file, parse_file
 from ..diagnostics import diagnostic, file_diagnostics, shadow_diagnostic, skipped
 from ..errors import Problem
-from ..frontmatter import ParsedSkill
-from ..local import SkillRoot, unreadable_root
+from ..frontmatter import ParsedSkill, parse_skill_bytes
+from ..local import SkillRoot, misnamed_skill_file, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
 from ..report import diagnostic_json, diagnostic_line, plural, tally
 from .output import Outcome, Style, status_of
@@ -120,7 +119,7 @@ class _Validation:
 
     async def file(self, path: str, expected_name: str) -> None:
         (content,) = await self.fs.read_files([path], _MAX_FILE_BYTES)
-        outcome = parse_file(content)
+        outcome = parse_skill_bytes(content)
         found = file_diagnostics(path, outcome, expected_name=expected_name)
         if self.strict and isinstance(outcome, ParsedSkill):
             found += strict_diagnostics(path, outcome)
@@ -142,7 +141,7 @@ class _Validation:
             paths = [c.path for c in discovery.candidates if c.path is not None]
             contents = await self.fs.read_files(paths, _MAX_FILE_BYTES)
             for skill_path, content in zip(paths, contents, strict=True):
-                if isinstance(parsed := parse_file(content), ParsedSkill):
+                if isinstance(parsed := parse_skill_bytes(content), ParsedSkill):
                     found.extend(strict_diagnostics(skill_path, parsed))
         left_out = [d for d in skipped(found) if d.code != "root-unreadable"]
         files = len(discovery.candidates) + len(left_out)

@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio
 
-from .._scan import build_skill
 from ..content import cannot_read, unread_path
 from ..diagnostics import Diagnostic, log_diagnostic, mcp_server_unavailable, mcp_skill_invalid
 from ..errors import ReadError, Refusal
-from ..frontmatter import ParsedSkill, canonical_json, parse_skill_file
+from ..frontmatter import ParsedSkill, build_skill, canonical_json, parse_skill_file
 from ..model import (
     SKILL_FILE_NAME,
     SkillCandidate,
