@@ -1,9 +1,9 @@
 """`SkillRegistry`: merges providers into one catalog, resolves name clashes, caches (contract §4).
 
-First wins: lower ``rank``; then earlier provider registration (runtime skills win rank ties
-against every provider); then earlier position in the provider's ``list()``. Winners are sorted
-by name. Only complete catalogs are cached, keyed by ``(cwd, additional directories, servers,
-revision)``.
+First wins (unlike pluggy's last-registered-first): lower ``rank``; then earlier provider
+registration (runtime skills win rank ties against every provider); then earlier position in
+the provider's ``list()``. Winners are sorted by name. Only complete catalogs are cached, keyed by
+``(cwd, additional directories, servers, revision)``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import anyio
 
@@ -37,6 +37,7 @@ from .provider import (
     ProviderHandle,
     SkillProvider,
     UriFinder,
+    offer_problem,
     provider_hooks,
     validate_offer,
 )
@@ -58,15 +59,30 @@ class _Registration:
         self._registry = registry
         self.provider = provider
         self.order = order
-        self.hooks = provider_hooks(provider)
+        self.hooks: dict[str, Callable[..., Any]] = provider_hooks(provider)
 
     def dispose(self) -> None:
-        if self._registry._remove(self):
-            self.hooks.disposed(self.provider.name, self)
+        if self._registry._remove(self) and (on_dispose := self.hooks.get("on_dispose")):
+            try:
+                on_dispose(self)
+            except Exception as error:
+                name = self.provider.name
+                _log.warning("skill_provider_dispose_failed", provider=name, error=repr(error))
 
     def invalidate(self) -> None:
         if self._registry._is_current(self):
             self._registry.invalidate()
+
+    def vouches_for(self, options: SkillLookupOptions) -> bool:
+        # No when it raises: not cached is always correct, merely slower.
+        if (cacheable := self.hooks.get("cacheable")) is None:
+            return True
+        try:
+            return cacheable(options) is True
+        except Exception as error:
+            name = self.provider.name
+            _log.warning("skill_provider_cacheable_failed", provider=name, error=repr(error))
+            return False
 
 
 class _Catalog(NamedTuple):
@@ -132,9 +148,9 @@ class SkillRegistry:
         registration = _Registration(self, provider, next(self._order))
         self._providers[name] = registration
         self.invalidate()
-        if registration.hooks.on_register is not None:
+        if (on_register := registration.hooks.get("on_register")) is not None:
             try:
-                registration.hooks.on_register(registration)
+                on_register(registration)
             except BaseException:
                 # The caller gets no handle to dispose of: undo, without `on_dispose`.
                 self._remove(registration)
@@ -144,18 +160,15 @@ class SkillRegistry:
     def register(self, skill: SkillDefinition) -> Callable[[], None]:
         """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer (a
         no-op for a second one of the same name, which is ignored). Bad fields: ``ValueError``."""
-        if not is_skill_name(skill.name):
-            raise ValueError(f"runtime skill name {skill.name!r} is not a valid skill name")
-        if not isinstance(skill.description, str) or not skill.description.strip():
-            raise ValueError(f'runtime skill "{skill.name}" needs a non-empty description')
-        if not isinstance(skill.content, str):
-            raise ValueError(f'runtime skill "{skill.name}" content must be a string')
+        stored = replace(skill, provider=RUNTIME_PROVIDER)
+        if (problem := offer_problem(stored, RUNTIME_PROVIDER, SkillDefinition)) is not None:
+            raise ValueError(f"invalid runtime skill: {problem}")
         if skill.name in self._runtime:
             _log.warning("runtime_skill_ignored", skill=skill.name, reason="already registered")
             return lambda: None
-        stored = replace(skill, provider=RUNTIME_PROVIDER)
-        fields = shared_fields(stored, SkillCandidate)
-        offer = SkillCandidate(**fields, rank=RUNTIME_RANK, locator=stored)
+        offer = SkillCandidate(
+            **shared_fields(stored, SkillCandidate), rank=RUNTIME_RANK, locator=stored
+        )
         self._runtime[skill.name] = offer
 
         def dispose() -> None:
@@ -212,9 +225,9 @@ class SkillRegistry:
         snapshot = await self.snapshot(options)
         found: list[Diagnostic] = []
         for registration in list(self._providers.values()):
-            name, diagnose = registration.provider.name, registration.hooks.diagnose
-            if diagnose is None:
+            if (diagnose := registration.hooks.get("diagnose")) is None:
                 continue
+            name = registration.provider.name
             with anyio.move_on_after(self._provider_timeout) as scope:
                 try:
                     found.extend(await diagnose(options))
@@ -241,14 +254,13 @@ class SkillRegistry:
     ) -> SkillDefinition | None:
         """Load a skill of a `snapshot` without discovering again; ``None`` when its provider
         (or the runtime skill) is gone or cannot load it."""
-        options = options or SkillLookupOptions()
         if candidate.provider == RUNTIME_PROVIDER:
             live = self._is_live_runtime(candidate.locator)
             return candidate.locator if live else None  # type: ignore[return-value]
         if (registration := self._providers.get(candidate.provider)) is None:
             return None
         name, started = candidate.provider, time.perf_counter()
-        loaded = await registration.provider.get(candidate, options)
+        loaded = await registration.provider.get(candidate, options or SkillLookupOptions())
         took = round((time.perf_counter() - started) * 1000, 3)
         found = loaded is not None
         _log.debug(
@@ -266,9 +278,8 @@ class SkillRegistry:
         return loaded
 
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str | None:
-        """``path`` of ``candidate``'s bundle read by its provider when that provider reads its
-        own files (a `PathReader`, such as an MCP server's); ``None`` when the file is to be
-        read from the skill's directory."""
+        """``path`` of ``candidate``'s bundle read by its provider when it is a `PathReader`;
+        ``None`` when the file is to be read from the skill's directory."""
         registration = self._providers.get(candidate.provider)
         provider = registration.provider if registration is not None else None
         if not isinstance(provider, PathReader):
@@ -278,16 +289,14 @@ class SkillRegistry:
     async def find_uri(
         self, uri: str, options: SkillLookupOptions | None = None
     ) -> SkillCandidate | None:
-        """The skill whose ``SKILL.md`` is at ``uri``, from the first provider (in registration
-        order) that finds skills by uri (a `UriFinder`, such as an MCP server's) and serves
-        one there; ``None`` when none does. It may be one no catalog lists, or one a skill of
-        the same name shadows: naming its uri is naming it. Provider errors propagate."""
-        options = options or SkillLookupOptions()
+        """The skill whose ``SKILL.md`` is at ``uri`` from the first `UriFinder` (in registration
+        order) serving one there, listed or not, shadowed or not; ``None`` when none does.
+        Provider errors propagate."""
         for registration in list(self._providers.values()):
             provider = registration.provider
             if not isinstance(provider, UriFinder):
                 continue
-            if (found := await provider.find_uri(uri, options)) is not None:
+            if (found := await provider.find_uri(uri, options or SkillLookupOptions())) is not None:
                 validate_offer(found, provider.name, SkillCandidate)
                 return found
         return None
@@ -360,7 +369,7 @@ class SkillRegistry:
         if scope.cancelled_caught:
             reason = f"list() took longer than {self._provider_timeout} s"
         if reason is None:
-            answer.cacheable = answer.registration.hooks.vouches_for(provider.name, options)
+            answer.cacheable = answer.registration.vouches_for(options)
         else:
             answer.failed = True
             _log.warning("skill_provider_skipped", provider=provider.name, reason=reason)
@@ -370,10 +379,10 @@ class SkillRegistry:
     ) -> _Catalog:
         # (order, position) is unique: sorting never compares two skills. A skill of a provider
         # removed during the pass is not live: it must not surface even in an incomplete answer.
-        ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = []
-        for position, offer in enumerate(runtime):
-            live = self._is_live_runtime(offer.locator)
-            ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, offer, live))
+        ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = [
+            (RUNTIME_RANK, _RUNTIME_ORDER, position, offer, self._is_live_runtime(offer.locator))
+            for position, offer in enumerate(runtime)
+        ]
         for answer in answers:
             # Validated in the caller's task: a plain SkillContractError, not an exception group.
             registration = answer.registration
