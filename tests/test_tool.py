@@ -281,7 +281,7 @@ async def test_contract_error_from_get_becomes_an_error_result() -> None:
     tool, _ = make_tool(found, provider=provider)
     assert await tool.call({"name": "deploy"}, cwd=CWD) == error(
         'Error: skill "deploy" could not be loaded: SkillContractError: skill provider "p" '
-        'returned skill "deploy" with non-string content'
+        'returned skill "deploy" with a non-string content None'
     )
 
 
