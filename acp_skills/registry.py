@@ -52,17 +52,15 @@ _log = get_logger(__name__)
 _Key = tuple[str | None, tuple[str, ...], tuple[Hashable, ...], int]
 
 
+@dataclass(slots=True, eq=False)
 class _Registration:
-    __slots__ = ("_registry", "hooks", "order", "provider")
-
-    def __init__(self, registry: SkillRegistry, provider: SkillProvider, order: int) -> None:
-        self._registry = registry
-        self.provider = provider
-        self.order = order
-        self.hooks: dict[str, Callable[..., Any]] = provider_hooks(provider)
+    registry: SkillRegistry
+    provider: SkillProvider
+    order: int
+    hooks: dict[str, Callable[..., Any]]  # as found when it was registered
 
     def dispose(self) -> None:
-        if self._registry._remove(self) and (on_dispose := self.hooks.get("on_dispose")):
+        if self.registry._remove(self) and (on_dispose := self.hooks.get("on_dispose")):
             try:
                 on_dispose(self)
             except Exception as error:
@@ -70,8 +68,8 @@ class _Registration:
                 _log.warning("skill_provider_dispose_failed", provider=name, error=repr(error))
 
     def invalidate(self) -> None:
-        if self._registry._is_current(self):
-            self._registry.invalidate()
+        if self.registry._is_current(self):
+            self.registry.invalidate()
 
     def vouches_for(self, options: SkillLookupOptions) -> bool:
         # No when it raises: not cached is always correct, merely slower.
@@ -145,7 +143,7 @@ class SkillRegistry:
             raise ValueError(f'skill provider name "{RUNTIME_PROVIDER}" is reserved')
         if name in self._providers:
             raise ValueError(f'skill provider "{name}" is already registered')
-        registration = _Registration(self, provider, next(self._order))
+        registration = _Registration(self, provider, next(self._order), provider_hooks(provider))
         self._providers[name] = registration
         self.invalidate()
         if (on_register := registration.hooks.get("on_register")) is not None:
