@@ -1,6 +1,5 @@
-"""The provider seam (contract §3, §4): `SkillProvider`, its optional hooks (``on_register``,
-``on_dispose``, ``cacheable``, ``diagnose``) checked once at registration, the optional abilities
-`PathReader` and `UriFinder`, and the one validator of what a provider returns."""
+"""The provider seam (contract §3, §4): `SkillProvider`, its optional hooks checked once at
+registration, and the one validator of what a provider returns."""
 
 from __future__ import annotations
 
@@ -35,7 +34,15 @@ class ProviderHandle(Protocol):
 @runtime_checkable
 class SkillProvider(Protocol):
     """A source of skills (``name`` unique; ``runtime`` reserved). ``get`` receives the very
-    candidate ``list`` returned, and ``None`` from it means the skill can no longer load."""
+    candidate ``list`` returned, and ``None`` from it means the skill can no longer load.
+
+    Optional hooks, found by name: ``on_register(handle)``, ``on_dispose(handle)``,
+    ``cacheable(options) -> bool`` (whether an answer stays current until it invalidates),
+    ``async diagnose(options)`` (its `Diagnostic` records); and for a provider that serves its
+    own files (an MCP server's): ``async read_path(candidate, path, *, limit) -> str`` (a checked
+    relative path; a `Refusal` says why not) and ``async find_uri(uri, options)`` (the candidate
+    whose ``SKILL.md`` is at ``uri``, or ``None``; a `Refusal` when it cannot tell).
+    """
 
     @property
     def name(self) -> str: ...
@@ -47,23 +54,8 @@ class SkillProvider(Protocol):
     ) -> SkillDefinition | None: ...
 
 
-@runtime_checkable
-class PathReader(Protocol):
-    """A provider that reads its skills' files itself (an MCP server's): the ``skill`` tool's
-    ``path`` (relative, already checked) goes to it; a `Refusal` says why it gave no text."""
-
-    async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str: ...
-
-
-@runtime_checkable
-class UriFinder(Protocol):
-    """A provider that finds a skill by the uri of its ``SKILL.md`` (an MCP server's): ``None``
-    when it serves none there, a `Refusal` when it cannot tell or cannot use it."""
-
-    async def find_uri(self, uri: str, options: SkillLookupOptions) -> SkillCandidate | None: ...
-
-
-_HOOKS = ("on_register", "on_dispose", "cacheable", "diagnose")
+_HOOKS = ("on_register", "on_dispose", "cacheable", "diagnose", "read_path", "find_uri")
+_AWAITED = frozenset({"diagnose", "read_path", "find_uri"})
 
 
 def provider_hooks(provider: SkillProvider) -> dict[str, Callable[..., Any]]:
@@ -76,8 +68,8 @@ def provider_hooks(provider: SkillProvider) -> dict[str, Callable[..., Any]]:
             raise TypeError(
                 f'skill provider "{provider.name}": hook {hook} is not callable, got {value!r}'
             )
-        # Only `diagnose` is awaited; an async `cacheable` would answer a coroutine, never True.
-        if hook != "diagnose" and inspect.iscoroutinefunction(value):
+        # An async `cacheable` would answer a coroutine, never True.
+        if hook not in _AWAITED and inspect.iscoroutinefunction(value):
             raise TypeError(f'skill provider "{provider.name}": hook {hook} must not be async')
         found[hook] = value
     return found

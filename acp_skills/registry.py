@@ -32,15 +32,7 @@ from .model import (
     shared_fields,
     summary_of,
 )
-from .provider import (
-    PathReader,
-    ProviderHandle,
-    SkillProvider,
-    UriFinder,
-    offer_problem,
-    provider_hooks,
-    validate_offer,
-)
+from .provider import ProviderHandle, SkillProvider, offer_problem, provider_hooks, validate_offer
 from .quiet_log import get_logger
 
 RUNTIME_PROVIDER = "runtime"
@@ -276,26 +268,26 @@ class SkillRegistry:
         return loaded
 
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str | None:
-        """``path`` of ``candidate``'s bundle read by its provider when it is a `PathReader`;
+        """``path`` of ``candidate``'s bundle read by its provider when it has ``read_path``;
         ``None`` when the file is to be read from the skill's directory."""
         registration = self._providers.get(candidate.provider)
-        provider = registration.provider if registration is not None else None
-        if not isinstance(provider, PathReader):
+        if registration is None or (read_path := registration.hooks.get("read_path")) is None:
             return None
-        return await provider.read_path(candidate, path, limit=limit)
+        text: str = await read_path(candidate, path, limit=limit)
+        return text
 
     async def find_uri(
         self, uri: str, options: SkillLookupOptions | None = None
     ) -> SkillCandidate | None:
-        """The skill whose ``SKILL.md`` is at ``uri`` from the first `UriFinder` (in registration
-        order) serving one there, listed or not, shadowed or not; ``None`` when none does.
-        Provider errors propagate."""
+        """The skill whose ``SKILL.md`` is at ``uri`` from the first provider with ``find_uri`` (in
+        registration order) serving one there, listed or not, shadowed or not; ``None`` when none
+        does. Provider errors propagate."""
         for registration in list(self._providers.values()):
-            provider = registration.provider
-            if not isinstance(provider, UriFinder):
+            if (find_uri := registration.hooks.get("find_uri")) is None:
                 continue
-            if (found := await provider.find_uri(uri, options or SkillLookupOptions())) is not None:
-                validate_offer(found, provider.name, SkillCandidate)
+            found: SkillCandidate | None = await find_uri(uri, options or SkillLookupOptions())
+            if found is not None:
+                validate_offer(found, registration.provider.name, SkillCandidate)
                 return found
         return None
 

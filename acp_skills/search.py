@@ -1,8 +1,6 @@
 """Finding skills by what they are for (contract §12): a BM25F index over name, description and
-``when_to_use`` (term frequencies normalized and weighted per field, summed, then saturated),
-with a small analyzer: Unicode words, lower-cased, function words dropped, lightly stemmed.
-Everything independent of the query is computed when the index is built.
-"""
+``when_to_use``, with a small analyzer (Unicode words, lower-cased, function words dropped,
+lightly stemmed); everything independent of the query is computed when the index is built."""
 
 from __future__ import annotations
 
@@ -129,9 +127,6 @@ class SkillIndex:
             counts.append(tuple(Counter(field) for field in fields))
             lengths.append((len(fields[0]), len(fields[1]), len(fields[2])))
         self._postings = _score_postings(counts, lengths)
-
-    def __len__(self) -> int:
-        return len(self._names)
 
     def search(self, query: str, limit: int = MAX_MATCHES) -> tuple[SkillMatch, ...]:
         """At most ``limit`` skills sharing a term with ``query``, best first, ties by name."""
