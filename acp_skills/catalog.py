@@ -98,10 +98,8 @@ def fit_catalog(
     known = {skill.name for skill in skills} if hiding or pinning else set()
     catalogued = _catalogued(skills, hiding)
     unknown_pinned, pinning = tuple(sorted(pinning - known)), pinning - hiding
-    visible, first = catalogued, []
-    if pinning:  # guarded, as each pass over ten thousand skills costs
-        visible = [skill for skill in catalogued if skill.name not in pinning]
-        first = sorted((_Line(s, bound) for s in catalogued if s.name in pinning), key=_by_name)
+    visible = [skill for skill in catalogued if skill.name not in pinning]
+    first = sorted((_Line(s, bound) for s in catalogued if s.name in pinning), key=_by_name)
     hidden_found = (s.name for s in skills if s.name in hiding and not s.disable_model_invocation)
     made_fit = functools.partial(
         CatalogFit,

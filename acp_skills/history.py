@@ -114,14 +114,14 @@ def _well_formed(turns: list[_Turn]) -> list[_Turn]:
     return turns
 
 
+@dataclass(slots=True)
 class _ToolUseIds:
     """The ids of the request's tool calls, made acceptable and unique, each result given the
     id of the call it answers: the latest call of that id (Chat Completions ids are only unique
     where a provider makes them so)."""
 
-    def __init__(self) -> None:
-        self._used: set[str] = set()
-        self._latest: dict[str, str] = {}
+    _used: set[str] = field(default_factory=set)
+    _latest: dict[str, str] = field(default_factory=dict)
 
     def tool_use(self, call: Mapping[str, Any], where: str) -> dict[str, Any]:
         function = call.get("function")

@@ -80,11 +80,8 @@ def _stem(word: str) -> str:
 
 def _words(text: str) -> list[str]:
     # "user's" is "user"; a negation such as "don't" goes entirely (it is a function word).
-    found: list[str] = _WORD.findall(text.lower())
-    if "'" not in text and "\u2019" not in text:
-        return found  # the common case, and the cheap one
     words: list[str] = []
-    for word in found:
+    for word in _WORD.findall(text.lower()):
         base, _, ending = word.replace("\u2019", "'").partition("'")
         if ending == "t" and base.endswith("n"):
             continue
