@@ -178,9 +178,9 @@ def fit_catalog(
 
 
 def _catalogued(skills: Sequence[SkillSummary], hidden: frozenset[str]) -> list[SkillSummary]:
-    # Comprehensions rather than one loop: with ten thousand skills this is most of the cost.
-    visible = [skill for skill in skills if not skill.disable_model_invocation]
-    return [skill for skill in visible if skill.name not in hidden] if hidden else visible
+    return [
+        skill for skill in skills if not skill.disable_model_invocation and skill.name not in hidden
+    ]
 
 
 @dataclass(frozen=True, slots=True)
