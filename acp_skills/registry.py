@@ -13,7 +13,7 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -215,17 +215,10 @@ class SkillRegistry:
         snapshot = await self.snapshot(options)
         found: list[Diagnostic] = []
         for registration in list(self._providers.values()):
-            if (diagnose := registration.hooks.get("diagnose")) is None:
-                continue
-            name = registration.provider.name
-            with anyio.move_on_after(self._provider_timeout) as scope:
-                try:
-                    found.extend(await diagnose(options))
-                except Exception as error:
-                    found.append(provider_failed(name, error))
-            if scope.cancelled_caught:
-                message = f"diagnose() took longer than {self._provider_timeout} s"
-                found.append(provider_failed(name, message))
+            if (diagnose := registration.hooks.get("diagnose")) is not None:
+                records, failure = await self._ask("diagnose()", diagnose, options)
+                name = registration.provider.name
+                found.extend(records if failure is None else [provider_failed(name, failure)])
         found.extend(shadow_diagnostic(shadowed) for shadowed in snapshot.shadowed)
         return tuple(found)
 
@@ -350,19 +343,28 @@ class SkillRegistry:
         return answers, runtime, revision
 
     async def _listen(self, answer: _Answer, options: SkillLookupOptions) -> None:
-        provider, reason = answer.registration.provider, None
-        with anyio.move_on_after(self._provider_timeout) as scope:
-            try:
-                answer.candidates = tuple(await provider.list(options))
-            except Exception as error:
-                reason = f"list() raised {error!r}"
-        if scope.cancelled_caught:
-            reason = f"list() took longer than {self._provider_timeout} s"
-        if reason is None:
+        provider = answer.registration.provider
+        candidates, failure = await self._ask("list()", provider.list, options)
+        if failure is None:
+            answer.candidates = tuple(candidates)
             answer.cacheable = answer.registration.vouches_for(options)
         else:
             answer.failed = True
-            _log.warning("skill_provider_skipped", provider=provider.name, reason=reason)
+            _log.warning("skill_provider_skipped", provider=provider.name, reason=failure)
+
+    async def _ask(
+        self,
+        what: str,
+        call: Callable[[SkillLookupOptions], Awaitable[Any]],
+        options: SkillLookupOptions,
+    ) -> tuple[Any, str | None]:
+        # A provider's answer, or why there is none; the caller's own cancellation propagates.
+        with anyio.move_on_after(self._provider_timeout):
+            try:
+                return await call(options), None
+            except Exception as error:
+                return None, f"{what} raised {error!r}"
+        return None, f"{what} took longer than {self._provider_timeout} s"
 
     def _resolve(
         self, answers: Sequence[_Answer], runtime: Sequence[SkillCandidate], complete: bool
