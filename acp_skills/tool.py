@@ -79,7 +79,8 @@ _ARGUMENTS: dict[str, tuple[str | None, str]] = {
 
 
 def _accepted(searchable: bool) -> dict[str, str]:
-    return {key: texts[searchable] or "" for key, texts in _ARGUMENTS.items() if texts[searchable]}
+    # The arguments accepted with or without `query`, with their descriptions.
+    return {key: text for key, texts in _ARGUMENTS.items() if (text := texts[searchable])}
 
 
 def _parameters_schema(searchable: bool) -> dict[str, Any]:
