@@ -75,6 +75,28 @@ class _Registration:
             return False
 
 
+class _RuntimeSkills:
+    """The in-process skills (`SkillRegistry.register`), resolved as a provider registered
+    before every other, so they win rank ties; each offer's locator is its definition."""
+
+    name = RUNTIME_PROVIDER
+
+    def __init__(self) -> None:
+        self.offers: dict[str, SkillCandidate] = {}
+
+    def has(self, candidate: SkillCandidate) -> bool:
+        offer = self.offers.get(candidate.name)
+        return offer is not None and offer.locator is candidate.locator
+
+    async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
+        return tuple(self.offers.values())
+
+    async def get(
+        self, candidate: SkillCandidate, options: SkillLookupOptions
+    ) -> SkillDefinition | None:
+        return candidate.locator if self.has(candidate) else None  # type: ignore[return-value]
+
+
 class _Catalog(NamedTuple):
     winners: dict[str, SkillCandidate]
     snapshot: SkillSnapshot
@@ -109,9 +131,9 @@ class SkillRegistry:
         if provider_timeout is not None and not provider_timeout > 0:
             raise ValueError(f"provider_timeout must be > 0 or None, got {provider_timeout!r}")
         self._provider_timeout = provider_timeout
-        self._providers: dict[str, _Registration] = {}
-        # Runtime skills as the candidates they resolve as; each one's locator is its definition.
-        self._runtime: dict[str, SkillCandidate] = {}
+        self._runtime = _RuntimeSkills()
+        runtime = _Registration(self, self._runtime, _RUNTIME_ORDER, {})
+        self._providers: dict[str, _Registration] = {RUNTIME_PROVIDER: runtime}
         self._listeners: list[Callable[[], None]] = []
         self._order = itertools.count()
         self._revision = 0
@@ -153,17 +175,17 @@ class SkillRegistry:
         stored = replace(skill, provider=RUNTIME_PROVIDER)
         if (problem := offer_problem(stored, RUNTIME_PROVIDER, SkillDefinition)) is not None:
             raise ValueError(f"invalid runtime skill: {problem}")
-        if skill.name in self._runtime:
+        if skill.name in self._runtime.offers:
             _log.warning("runtime_skill_ignored", skill=skill.name, reason="already registered")
             return lambda: None
         offer = SkillCandidate(
             **shared_fields(stored, SkillCandidate), rank=RUNTIME_RANK, locator=stored
         )
-        self._runtime[skill.name] = offer
+        self._runtime.offers[skill.name] = offer
 
         def dispose() -> None:
-            if self._runtime.get(offer.name) is offer:
-                del self._runtime[offer.name]
+            if self._runtime.offers.get(offer.name) is offer:
+                del self._runtime.offers[offer.name]
                 self.invalidate()
 
         self.invalidate()
@@ -237,9 +259,6 @@ class SkillRegistry:
     ) -> SkillDefinition | None:
         """Load a skill of a `snapshot` without discovering again; ``None`` when its provider
         (or the runtime skill) is gone or cannot load it."""
-        if candidate.provider == RUNTIME_PROVIDER:
-            live = self._is_live_runtime(candidate.locator)
-            return candidate.locator if live else None  # type: ignore[return-value]
         if (registration := self._providers.get(candidate.provider)) is None:
             return None
         name, started = candidate.provider, time.perf_counter()
@@ -284,10 +303,6 @@ class SkillRegistry:
                 return found
         return None
 
-    def _is_live_runtime(self, locator: object) -> bool:
-        offer = self._runtime.get(locator.name) if isinstance(locator, SkillDefinition) else None
-        return offer is not None and offer.locator is locator
-
     async def _collect(self, options: SkillLookupOptions) -> _Catalog:
         key = _key(options, self._revision)
         if (cached := self._cache.get(key)) is not None:
@@ -317,12 +332,12 @@ class SkillRegistry:
             shared.task.exception()
 
     async def _discover(self, options: SkillLookupOptions) -> _Catalog:
-        answers, runtime, revision = await self._run_pass(options)
+        answers, revision = await self._run_pass(options)
         if revision != self._revision:
             # Perhaps a provider we heard is gone: listen again; if it moves again, do not cache.
-            answers, runtime, revision = await self._run_pass(options)
+            answers, revision = await self._run_pass(options)
         complete = revision == self._revision and not any(a.failed for a in answers)
-        catalog = self._resolve(answers, runtime, complete)
+        catalog = self._resolve(answers, complete)
         if complete and all(answer.cacheable for answer in answers):
             with self._lock:
                 if revision == self._revision:  # else invalidated meanwhile: already stale
@@ -331,16 +346,14 @@ class SkillRegistry:
                         self._cache.popitem(last=False)
         return catalog
 
-    async def _run_pass(
-        self, options: SkillLookupOptions
-    ) -> tuple[Sequence[_Answer], Sequence[SkillCandidate], int]:
+    async def _run_pass(self, options: SkillLookupOptions) -> tuple[Sequence[_Answer], int]:
         answers = [_Answer(registration) for registration in self._providers.values()]
-        runtime, revision = tuple(self._runtime.values()), self._revision
+        revision = self._revision
         # Heard concurrently: one slow remote provider does not delay every other one.
         async with anyio.create_task_group() as group:
             for answer in answers:
                 group.start_soon(self._listen, answer, options)
-        return answers, runtime, revision
+        return answers, revision
 
     async def _listen(self, answer: _Answer, options: SkillLookupOptions) -> None:
         provider = answer.registration.provider
@@ -366,15 +379,11 @@ class SkillRegistry:
                 return None, f"{what} raised {error!r}"
         return None, f"{what} took longer than {self._provider_timeout} s"
 
-    def _resolve(
-        self, answers: Sequence[_Answer], runtime: Sequence[SkillCandidate], complete: bool
-    ) -> _Catalog:
+    def _resolve(self, answers: Sequence[_Answer], complete: bool) -> _Catalog:
         # (order, position) is unique: sorting never compares two skills. A skill of a provider
-        # removed during the pass is not live: it must not surface even in an incomplete answer.
-        ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = [
-            (RUNTIME_RANK, _RUNTIME_ORDER, position, offer, self._is_live_runtime(offer.locator))
-            for position, offer in enumerate(runtime)
-        ]
+        # (or a runtime skill) removed during the pass is not live: it must not surface even in
+        # an incomplete answer.
+        ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = []
         for answer in answers:
             # Validated in the caller's task: a plain SkillContractError, not an exception group.
             registration = answer.registration
@@ -382,7 +391,8 @@ class SkillRegistry:
             live = self._is_current(registration)
             for position, candidate in enumerate(answer.candidates):
                 validate_offer(candidate, name, SkillCandidate)
-                ranked.append((candidate.rank, order, position, candidate, live))
+                alive = live and (order != _RUNTIME_ORDER or self._runtime.has(candidate))
+                ranked.append((candidate.rank, order, position, candidate, alive))
         ranked.sort()
         winners: dict[str, SkillCandidate] = {}
         shadowed: list[ShadowedSkill] = []
