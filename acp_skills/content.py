@@ -187,7 +187,7 @@ async def read_resource(
     name, base = definition.name, definition.resource_base
     refuse = functools.partial(cannot_read, name, path)
     if not isinstance(base, DirectoryResource) or is_flat_skill(definition.path, base):
-        raise refuse(_NOT_LOCAL[type(base)])
+        raise refuse(next(why for kind, why in _NOT_LOCAL.items() if isinstance(base, kind)))
     # Skills hidden from the model: a bundle's whole directory, a flat skill's file only.
     excluded: list[str] = []
     for skill in (skill for skill in snapshot.skills if skill.disable_model_invocation):
