@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 __all__ = ["anthropic_request"]
 
@@ -26,13 +26,8 @@ _PAIRS: Final = {
     "user": ("tool_result", "tool_use_id", -1, "tool_use", "id"),
 }
 
-Role = Literal["user", "assistant"]
-
-
-@dataclass(slots=True)
-class _Turn:
-    role: Role
-    blocks: list[dict[str, Any]] = field(default_factory=list)
+# A message of the request as it is being built: {"role": "user" | "assistant", "content": [...]}.
+_Message = dict[str, Any]
 
 
 def anthropic_request(
@@ -50,7 +45,7 @@ def anthropic_request(
             content that is not text, a tool without a name), or no message is the person's.
     """
     system_parts = [system] if system.strip() else []
-    turns: list[_Turn] = []
+    turns: list[_Message] = []
     ids = _ToolUseIds()
     for index, message in enumerate(messages):
         role, where = message.get("role"), f"message {index}"
@@ -71,7 +66,7 @@ def anthropic_request(
             _add(turns, role, blocks)
     if not (turns := _well_formed(turns)):
         raise ValueError("no message of the person's to send")
-    body: dict[str, Any] = {"messages": [{"role": t.role, "content": t.blocks} for t in turns]}
+    body: dict[str, Any] = {"messages": turns}
     if system_parts:
         body["system"] = "\n\n".join(system_parts)
     if tools:
@@ -79,38 +74,40 @@ def anthropic_request(
     return body
 
 
-def _add(turns: list[_Turn], role: Role, blocks: list[dict[str, Any]]) -> None:
+def _add(turns: list[_Message], role: str, blocks: list[dict[str, Any]]) -> None:
     # Messages of one role in a row become one message (the endpoint wants them to alternate).
-    if turns and turns[-1].role == role:
-        turns[-1].blocks.extend(blocks)
+    if turns and turns[-1]["role"] == role:
+        turns[-1]["content"].extend(blocks)
     else:
-        turns.append(_Turn(role, list(blocks)))
+        turns.append({"role": role, "content": list(blocks)})
 
 
-def _well_formed(turns: list[_Turn]) -> list[_Turn]:
+def _well_formed(turns: list[_Message]) -> list[_Message]:
     """Empty messages out; leading assistant messages out; each call kept only with its
     result in the next message, each result only after its call; results first."""
     # Each step can leave work for another (a message emptied by pairing, an assistant message
     # first once an empty one before it is gone): repeated until a pass removes nothing.
     while True:
-        before = [(turn.role, len(turn.blocks)) for turn in turns]
-        merged: list[_Turn] = []
+        before = [(turn["role"], len(turn["content"])) for turn in turns]
+        merged: list[_Message] = []
         for turn in turns:
-            if turn.blocks:
-                _add(merged, turn.role, turn.blocks)
-        while merged and merged[0].role == "assistant":
+            if turn["content"]:
+                _add(merged, turn["role"], turn["content"])
+        while merged and merged[0]["role"] == "assistant":
             merged = merged[1:]
         for position, turn in enumerate(merged):
-            kind, key, step, other_kind, other_key = _PAIRS[turn.role]
+            kind, key, step, other_kind, other_key = _PAIRS[turn["role"]]
             near = position + step
-            other = merged[near].blocks if 0 <= near < len(merged) else []
+            other = merged[near]["content"] if 0 <= near < len(merged) else []
             partners = {block[other_key] for block in other if block["type"] == other_kind}
-            turn.blocks = [b for b in turn.blocks if b["type"] != kind or b[key] in partners]
+            turn["content"] = [
+                b for b in turn["content"] if b["type"] != kind or b[key] in partners
+            ]
         turns = merged
-        if [(turn.role, len(turn.blocks)) for turn in turns] == before:
+        if [(turn["role"], len(turn["content"])) for turn in turns] == before:
             break
     for turn in turns:
-        turn.blocks.sort(key=lambda block: block["type"] != "tool_result")  # stable
+        turn["content"].sort(key=lambda block: block["type"] != "tool_result")  # stable
     return turns
 
 
