@@ -96,9 +96,9 @@ _CHECKS: tuple[tuple[str, str, Callable[[object], bool]], ...] = (
     ("resource_base", "an invalid", _valid_base),
     ("path", "a non-string", lambda v: v is None or isinstance(v, str)),
 )
-_OWN_CHECK: dict[type, tuple[str, str, Callable[[object], bool]]] = {
-    SkillCandidate: ("rank", "an invalid", _finite_rank),
-    SkillDefinition: ("content", "a non-string", lambda v: isinstance(v, str)),
+_ALL_CHECKS: dict[type, tuple[tuple[str, str, Callable[[object], bool]], ...]] = {
+    SkillCandidate: (*_CHECKS, ("rank", "an invalid", _finite_rank)),
+    SkillDefinition: (*_CHECKS, ("content", "a non-string", lambda v: isinstance(v, str))),
 }
 
 
@@ -115,7 +115,7 @@ def offer_problem(
         return f'skill "{name}" with an empty or non-string description'
     if value.provider != provider:
         return f'skill "{name}" with provider {value.provider!r} instead of {provider!r}'
-    for field, wrong, check in (*_CHECKS, _OWN_CHECK[kind]):
+    for field, wrong, check in _ALL_CHECKS[kind]:
         if not check(found := getattr(value, field)):
             return f'skill "{name}" with {wrong} {field} {found!r}'
     return None
