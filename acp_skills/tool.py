@@ -1,5 +1,5 @@
 """The ``skill`` tool (contract §7, §8, §12): every mistake and provider failure is a `ToolResult`
-marked ``is_error`` whose text starts ``Error: ``; it never raises but for cancellation."""
+marked ``is_error`` whose text starts ``Error: ``."""
 
 from __future__ import annotations
 
@@ -247,7 +247,9 @@ class SkillTool:
             if path is None:
                 return ToolResult(text=render_skill_content(definition), is_error=False)
             limit = self._max_resource_bytes
-            found = await self._registry.read_path(candidate, path, limit=limit)
+            found = await self._loading(
+                name, self._registry.read_path(candidate, path, limit=limit)
+            )
             if found is None:
                 snapshot = snapshot or await self._lookup(name, options)
                 found = await read_resource(
@@ -256,14 +258,6 @@ class SkillTool:
             return ToolResult(text=found, is_error=False)
         except Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
-        except Exception as error:
-            # A bug of ours must not take the agent down either; cancellation passes.
-            _log.error("skill_tool_failed", error=repr(error), exc_info=error)
-            subject = "the skill tool"
-            if isinstance(arguments, Mapping) and isinstance(arguments.get("name"), str):
-                subject = f"skill {quote(arguments['name'])}"
-            text = f"Error: {subject} failed unexpectedly: {describe_error(error)}"
-            return ToolResult(text=text, is_error=True)
 
     async def _search(self, query: str, snapshot: SkillSnapshot) -> str:
         # One index per snapshot (the same object while cached); holding it keeps its id unique.
