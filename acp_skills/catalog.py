@@ -96,7 +96,7 @@ def fit_catalog(
     bound, limit = check_max_length(max_length), check_catalog_budget(budget)
     skills, hiding, pinning = list(skills), frozenset(hidden), frozenset(pinned)
     known = {skill.name for skill in skills} if hiding or pinning else set()
-    catalogued = _catalogued(skills, hiding)
+    catalogued = listable(skills, hiding)
     unknown_pinned, pinning = tuple(sorted(pinning - known)), pinning - hiding
     visible = [skill for skill in catalogued if skill.name not in pinning]
     first = sorted((_Line(s, bound) for s in catalogued if s.name in pinning), key=_by_name)
@@ -177,7 +177,9 @@ def fit_catalog(
     return outcome(narrowest, by_rank[:kept], by_rank[kept:])
 
 
-def _catalogued(skills: Sequence[SkillSummary], hidden: frozenset[str]) -> list[SkillSummary]:
+def listable(skills: Sequence[SkillSummary], hidden: frozenset[str]) -> list[SkillSummary]:
+    """The skills a catalog may list and a query may find: not disabled for the model, not
+    hidden by a person."""
     return [
         skill for skill in skills if not skill.disable_model_invocation and skill.name not in hidden
     ]
@@ -206,7 +208,7 @@ def catalog_changes(fit: CatalogFit, now: SkillSnapshot) -> CatalogChanges:
     if fit.catalogued is None:
         return CatalogChanges()
     then = {skill.name: skill for skill in fit.catalogued}
-    current = {skill.name: skill for skill in _catalogued(now.skills, fit.hiding)}
+    current = {skill.name: skill for skill in listable(now.skills, fit.hiding)}
 
     def shown(skill: SkillSummary) -> str:
         return shorten_description(skill.description, fit.max_length)

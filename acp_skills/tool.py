@@ -12,6 +12,7 @@ import anyio.to_thread
 
 from .arguments import expand_arguments
 from .catalog import SKILL_TOOL_NAME as TOOL
+from .catalog import listable
 from .content import (
     ReadText,
     check_resource_path,
@@ -265,7 +266,7 @@ class SkillTool:
             self._indexes.move_to_end(id(snapshot))
             index = kept[1]
         else:
-            searchable = [skill for skill in snapshot.skills if skill.name not in self._hidden]
+            searchable = listable(snapshot.skills, self._hidden)
             index = await anyio.to_thread.run_sync(SkillIndex, searchable)
             self._indexes[id(snapshot)] = (snapshot, index)
             while len(self._indexes) > _INDEXES_KEPT:
