@@ -1,9 +1,6 @@
-"""acp-skills: skills with progressive disclosure for Agent Client Protocol agents.
-
-The public API is re-exported here and in `acp_skills.acp` (the ACP glue); together they export
-at most 31 names, pinned by tests/test_public_api.py. `AcpSkills` is also reachable from here,
-imported on first use, so ``import acp_skills`` alone loads neither the ACP SDK nor pydantic.
-"""
+"""acp-skills: skills with progressive disclosure for Agent Client Protocol agents. The public
+API (with `acp_skills.acp`, at most 31 names); `AcpSkills` is imported on first use, so
+``import acp_skills`` alone loads neither the ACP SDK nor pydantic."""
 
 from __future__ import annotations
 

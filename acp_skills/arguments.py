@@ -1,9 +1,6 @@
-"""Claude Code's ``$ARGUMENTS`` placeholders, filled from what a person typed after ``/name``.
-
-Both jobs are bounded, so they can run on the event loop: the arguments are cut at
-`MAX_ARGUMENTS_CHARS` before `shlex` splits them into words, and the filled text stops growing
-at `MAX_EXPANDED_CHARS`; what was cut is said in a note.
-"""
+"""Claude Code's ``$ARGUMENTS`` placeholders, filled from what a person typed after ``/name``;
+bounded (arguments cut before `shlex` splits them, filling stopped at a size), so both run on
+the event loop."""
 
 from __future__ import annotations
 
@@ -30,11 +27,8 @@ def split_arguments(text: str) -> tuple[str, ...]:
 
 
 def expand_arguments(body: str, arguments: str) -> str:
-    """``body`` with its placeholders filled from ``arguments`` (typed after ``/name``).
-
-    Arguments past `MAX_ARGUMENTS_CHARS` are dropped, and once the text would pass
-    `MAX_EXPANDED_CHARS` the remaining placeholders stay as written; a note at the end says so.
-    """
+    """``body`` with its placeholders filled from ``arguments``; what the bounds left out (the
+    arguments past `MAX_ARGUMENTS_CHARS`, placeholders past `MAX_EXPANDED_CHARS`) is noted."""
     if "$" not in body:
         return body
     notes: list[str] = []

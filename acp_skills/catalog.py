@@ -32,9 +32,7 @@ _log = get_logger(__name__)
 
 _FITS_KEPT = 16
 
-# C-level sort keys: Python key functions over ten thousand skills cost milliseconds.
 _by_name = operator.attrgetter("name")
-_by_rank = operator.attrgetter("rank", "name")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,9 +65,9 @@ class CatalogFit:
 
 
 def check_catalog_budget(budget: object) -> int | None:
-    if budget is None:
-        return None
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
+    ):
         raise ValueError(f"budget must be a positive integer or None, got {budget!r}")
     return budget
 
@@ -95,43 +93,26 @@ def fit_catalog(
     hidden: Iterable[str] = (),
 ) -> CatalogFit:
     """Render the catalog within ``budget`` characters and say what that took (contract §12)."""
-    bound = check_max_length(max_length)
-    limit = check_catalog_budget(budget)
-    hidden_names = frozenset(hidden)
-    pinned_names = frozenset(pinned) - hidden_names
-    skills = list(skills)
-    unknown_pinned: tuple[str, ...] = ()
-    unknown_hidden: tuple[str, ...] = ()
-    if hidden_names or pinned_names:
-        known = {skill.name for skill in skills}
-        unknown_pinned = tuple(sorted(frozenset(pinned) - known))
-        unknown_hidden = tuple(sorted(hidden_names - known))
-    visible = _catalogued(skills, hidden_names)
-    hidden_found: tuple[str, ...] = ()
-    if hidden_names:
-        hidden_found = tuple(
-            sorted(
-                s.name for s in skills if s.name in hidden_names and not s.disable_model_invocation
-            )
-        )
-    catalogued = tuple(visible)
-    first: list[_Line] = []
-    if pinned_names:
-        first = [_Line(s, bound) for s in visible if s.name in pinned_names]
-        visible = [skill for skill in visible if skill.name not in pinned_names]
+    bound, limit = check_max_length(max_length), check_catalog_budget(budget)
+    skills, hiding, pinning = list(skills), frozenset(hidden), frozenset(pinned)
+    known = {skill.name for skill in skills} if hiding or pinning else set()
+    catalogued = listable(skills, hiding)
+    unknown_pinned, pinning = tuple(sorted(pinning - known)), pinning - hiding
+    visible = [skill for skill in catalogued if skill.name not in pinning]
+    first = sorted((_Line(s, bound) for s in catalogued if s.name in pinning), key=_by_name)
+    hidden_found = (s.name for s in skills if s.name in hiding and not s.disable_model_invocation)
     made_fit = functools.partial(
         CatalogFit,
         limit=limit,
-        hidden=hidden_found,
+        hidden=tuple(sorted(hidden_found)) if hiding else (),
         max_length=bound,
         unknown_pinned=unknown_pinned,
-        unknown_hidden=unknown_hidden,
-        catalogued=catalogued,
-        hiding=hidden_names,
+        unknown_hidden=tuple(sorted(hiding - known)),
+        catalogued=tuple(catalogued),
+        hiding=hiding,
     )
     if not first and not visible:
         return made_fit(text=None, used=0)
-    first.sort(key=_by_name)
     frame = _Frame(tool_name, first)
     made: dict[int, _Line] = {}
 
@@ -143,33 +124,29 @@ def fit_catalog(
             yield line
 
     def outcome(
-        listed: list[_Line], cap: int | None, left_out: Sequence[SkillSummary] = ()
+        cap: int | None, listed: Sequence[SkillSummary], left_out: Sequence[SkillSummary] = ()
     ) -> CatalogFit:
-        text = frame.render(listed, cap, omitted=len(left_out))
-        shortened = sum(line.is_cut(cap) for line in listed)
-        truncated = sum(line.over_max_length and not line.is_cut(cap) for line in listed)
+        lines = list(lines_of(listed))
+        text = frame.render(lines, cap, omitted=len(left_out))
+        shortened = sum(line.is_cut(cap) for line in lines)
+        truncated = sum(line.over_max_length and not line.is_cut(cap) for line in lines)
         truncated += sum(line.over_max_length for line in first)
         return made_fit(
             text=text,
             used=len(text),
             shortened=shortened,
             omitted=tuple(sorted(map(_by_name, left_out))),
-            listed=tuple(line.name for line in (*first, *listed)),
+            listed=tuple(line.name for line in (*first, *lines)),
             description_cap=cap if shortened or left_out else None,
             truncated=truncated,
         )
 
-    def every_skill_listed(cap: int | None) -> CatalogFit:
-        return outcome(list(lines_of(sorted(visible, key=_by_name))), cap)
-
     if limit is None or frame.fits(lines_of(visible), None, limit):
-        return every_skill_listed(None)
+        return outcome(None, sorted(visible, key=_by_name))
     floor = min(BUDGET_DESCRIPTION_FLOOR, bound)
     narrowest = floor if floor < bound else None  # None when the bound is already the floor
-    try:
-        by_rank = sorted(visible, key=_by_rank)
-    except AttributeError:  # a plain summary has no rank: it counts as 0
-        by_rank = sorted(visible, key=lambda skill: (getattr(skill, "rank", 0), skill.name))
+    # A plain summary has no rank: it counts as 0.
+    by_rank = sorted(visible, key=lambda skill: (getattr(skill, "rank", 0), skill.name))
     if narrowest is not None and frame.fits(lines_of(by_rank), narrowest, limit):
         # Step 1. Lengths only grow with the cap: bisect between the floor (fits) and `bound`.
         fitting, too_wide = narrowest, bound
@@ -179,7 +156,7 @@ def fit_catalog(
                 fitting = middle
             else:
                 too_wide = middle
-        return every_skill_listed(fitting)
+        return outcome(fitting, sorted(visible, key=_by_name))
     # Step 2: list by rank while there is room for the skill and the closing line.
     room, kept = limit - frame.length, 0
     for line in lines_of(by_rank):
@@ -191,19 +168,21 @@ def fit_catalog(
     shortest_omission = frame.length + frame.omission_cost(len(by_rank))
     if (
         kept == 0
-        and shortest_omission > limit
+        and limit < shortest_omission
         and frame.fits(lines_of(by_rank), narrowest, shortest_omission)
     ):
         # No catalog meets the budget: keep the shortest one. With a few short entries, listing
         # them all at the floor is shorter than the closing line that would replace them.
-        return every_skill_listed(narrowest)
-    return outcome(list(lines_of(by_rank[:kept])), narrowest, by_rank[kept:])
+        return outcome(narrowest, sorted(visible, key=_by_name))
+    return outcome(narrowest, by_rank[:kept], by_rank[kept:])
 
 
-def _catalogued(skills: Sequence[SkillSummary], hidden: frozenset[str]) -> list[SkillSummary]:
-    # Comprehensions rather than one loop: with ten thousand skills this is most of the cost.
-    visible = [skill for skill in skills if not skill.disable_model_invocation]
-    return [skill for skill in visible if skill.name not in hidden] if hidden else visible
+def listable(skills: Sequence[SkillSummary], hidden: frozenset[str]) -> list[SkillSummary]:
+    """The skills a catalog may list and a query may find: not disabled for the model, not
+    hidden by a person."""
+    return [
+        skill for skill in skills if not skill.disable_model_invocation and skill.name not in hidden
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +208,7 @@ def catalog_changes(fit: CatalogFit, now: SkillSnapshot) -> CatalogChanges:
     if fit.catalogued is None:
         return CatalogChanges()
     then = {skill.name: skill for skill in fit.catalogued}
-    current = {skill.name: skill for skill in _catalogued(now.skills, fit.hiding)}
+    current = {skill.name: skill for skill in listable(now.skills, fit.hiding)}
 
     def shown(skill: SkillSummary) -> str:
         return shorten_description(skill.description, fit.max_length)
@@ -268,14 +247,6 @@ class _Line:
         return self.prefix + (html.escape(text, quote=False) if self._escapes else text)
 
 
-def _omission_line(count: int, tool_name: str) -> str:
-    skills = "skill is" if count == 1 else "skills are"
-    return (
-        f"({count} more {skills} not listed here for lack of room. To find one, call the "
-        f"`{tool_name}` tool with `query` set to a few words describing the task.)"
-    )
-
-
 class _Frame:
     def __init__(self, tool_name: str, pinned: Sequence[_Line]) -> None:
         self._tool_name = tool_name
@@ -301,8 +272,15 @@ class _Frame:
         ]
         self.length = sum(len(line) + 1 for line in (*self._head, *self._tail)) - 1
 
+    def omission(self, count: int) -> str:
+        skills = "skill is" if count == 1 else "skills are"
+        return (
+            f"({count} more {skills} not listed here for lack of room. To find one, call the "
+            f"`{self._tool_name}` tool with `query` set to a few words describing the task.)"
+        )
+
     def omission_cost(self, count: int) -> int:
-        return len(_omission_line(count, self._tool_name)) + 1 if count else 0
+        return len(self.omission(count)) + 1 if count else 0
 
     def fits(self, lines: Iterable[_Line], cap: int | None, limit: int) -> bool:
         total = self.length
@@ -313,7 +291,7 @@ class _Frame:
         return True
 
     def render(self, lines: Iterable[_Line], cap: int | None, *, omitted: int = 0) -> str:
-        closing = [_omission_line(omitted, self._tool_name)] if omitted else []
+        closing = [self.omission(omitted)] if omitted else []
         entries = [line.render(cap) for line in lines]
         return "\n".join([*self._head, *entries, *closing, *self._tail])
 
@@ -352,14 +330,13 @@ class SkillCatalogContributor:
     async def fit(self, context: PrefixContext) -> CatalogFit:
         """The catalog this contributor gives the session of ``context``, and what its budget
         did to it: a value (the same one while the skills are the same snapshot)."""
-        if self._tool_name not in context.tool_names:
-            return CatalogFit(text=None, limit=self._budget, used=0)  # not even a discovery
-        snapshot = context.skills
-        if snapshot is None and self._registry is not None:
-            snapshot = await self._registry.snapshot(context.lookup_options)
-        if snapshot is None:
-            return CatalogFit(text=None, limit=self._budget, used=0)
-        return self._fit(snapshot, context)
+        if self._tool_name in context.tool_names:  # else not even a discovery
+            snapshot = context.skills
+            if snapshot is None and self._registry is not None:
+                snapshot = await self._registry.snapshot(context.lookup_options)
+            if snapshot is not None:
+                return self._fit(snapshot, context)
+        return CatalogFit(text=None, limit=self._budget, used=0)
 
     def _fit(self, snapshot: SkillSnapshot, context: PrefixContext) -> CatalogFit:
         # The registry returns the same snapshot while its catalog is cached: identity says "same

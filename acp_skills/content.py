@@ -38,29 +38,16 @@ _BINARY = "it is a binary file (it contains NUL bytes), not text"
 ReadText = Callable[[str], Awaitable[str]]
 
 
-def _directory_listing(entries: Sequence[str]) -> str:
-    if not entries:
-        return "; it is empty"
-    more = " (and more)" if len(entries) >= MAX_LISTED_ENTRIES else ""
-    return f"; it holds: {', '.join(quote(entry) for entry in entries)}{more}"
-
-
 def cannot_read(name: str, path: str, reason: str) -> Refusal:
     """The refusal of ``path`` of skill ``name``, whoever serves its files."""
     return Refusal(f"Error: cannot read {quote(path)} from skill {quote(name)}: {reason}")
 
 
 def unread_path(
-    name: str,
-    path: str,
-    failure: ReadError,
-    *,
-    limit: int,
-    within: str = "the skill's directory",
+    name: str, path: str, failure: ReadError, *, limit: int, within: str = "the skill's directory"
 ) -> Refusal:
-    """Why ``path`` of skill ``name`` gave no file, in the words the model meets for every
-    skill, on disk or served (``within``: where the files are listed, such as an MCP
-    manifest): a name that differs only in case is proposed, a directory's names listed."""
+    """Why ``path`` of skill ``name`` gave no file, in the model's words for every skill, on disk
+    or served (``within``: where the files are listed): a near name proposed, a directory listed."""
     reasons: dict[ReadFailure, str] = {
         "outside": "the path resolves outside the skill's directory",
         "excluded": "it belongs to a skill that is not available for model invocation",
@@ -72,11 +59,14 @@ def unread_path(
         "changed": "it changed while being read",
         "unreadable": f"it could not be read ({failure.detail})",
     }
-    reason = reasons[failure.failure]
+    reason, entries = reasons[failure.failure], failure.entries
     if failure.near:
         reason += f"; did you mean {quote(failure.near)}?"
+    elif failure.failure == "directory" and not entries:
+        reason += "; it is empty"
     elif failure.failure == "directory":
-        reason += _directory_listing(failure.entries)
+        more = " (and more)" if len(entries) >= MAX_LISTED_ENTRIES else ""
+        reason += f"; it holds: {', '.join(quote(entry) for entry in entries)}{more}"
     return cannot_read(name, path, reason)
 
 
@@ -174,6 +164,17 @@ def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = SKIL
     return "\n".join(lines)
 
 
+# Why a skill has no local directory of its own to read a file from, by its resource base.
+_NOT_LOCAL: dict[type, str] = {
+    UrlResource: "its resources live under a URL, not in a local directory",
+    OpaqueResource: "its resources are managed by its provider; follow the resource hints in the "
+    "skill's instructions",
+    type(None): "it has no resource directory",
+    DirectoryResource: "it is a single-file skill, so it has no resource files of its own; its "
+    "directory holds other skills",
+}
+
+
 async def read_resource(
     definition: SkillDefinition,
     path: str,
@@ -185,24 +186,12 @@ async def read_resource(
     """The text of ``path`` (already checked) in ``definition``'s bundle; else `Refusal`."""
     name, base = definition.name, definition.resource_base
     refuse = functools.partial(cannot_read, name, path)
-    if isinstance(base, UrlResource):
-        raise refuse("its resources live under a URL, not in a local directory")
-    if isinstance(base, OpaqueResource):
-        raise refuse(
-            "its resources are managed by its provider; follow the resource hints in the "
-            "skill's instructions"
-        )
-    if base is None:
-        raise refuse("it has no resource directory")
-    if is_flat_skill(definition.path, base):
-        raise refuse(
-            "it is a single-file skill, so it has no resource files of its own; its "
-            "directory holds other skills"
-        )
+    if not isinstance(base, DirectoryResource) or is_flat_skill(definition.path, base):
+        raise refuse(next(why for kind, why in _NOT_LOCAL.items() if isinstance(base, kind)))
     # Skills hidden from the model: a bundle's whole directory, a flat skill's file only.
     excluded: list[str] = []
     for skill in (skill for skill in snapshot.skills if skill.disable_model_invocation):
-        excluded.extend([skill.path] if skill.path is not None else [])
+        excluded += [skill.path] if skill.path is not None else []
         hidden = skill.resource_base
         if isinstance(hidden, DirectoryResource) and not is_flat_skill(skill.path, hidden):
             excluded.append(hidden.path)

@@ -1,13 +1,5 @@
-"""What can go wrong, in one place:
-
-- `SkillContractError` (a `ValueError`), raised: a provider returned a value that breaks the
-  contract;
-- `Refusal`, raised inside the ``skill`` tool (and by a provider that reads its own files): a
-  check failed, and its text is the error result the model reads;
-- `ReadError`, returned, never raised: why a read gave no file, on disk or inside a skill's
-  directory;
-- `Problem`, returned: a problem made where it arises, which every report shows unchanged.
-"""
+"""What can go wrong: `SkillContractError` (a provider broke the contract), `Refusal` (the
+``skill`` tool's error text), `ReadError` (why a read gave no file) and `Problem`, returned."""
 
 from __future__ import annotations
 
@@ -25,8 +17,7 @@ class SkillContractError(ValueError):
 
 
 class Refusal(Exception):
-    """A check of the ``skill`` tool failed; ``text`` is the whole ``Error: `` text for the
-    model."""
+    """A check of the ``skill`` tool failed; ``text`` is the whole ``Error: `` text."""
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
@@ -40,8 +31,7 @@ ReadFailure: TypeAlias = Literal[
 ]
 # fmt: on
 
-# A skill file discovery could not read, in a report's words (the model's are
-# `acp_skills.content.unread_path`'s).
+# In a report's words (the model's are `acp_skills.content.unread_path`'s).
 _REASONS: Final[dict[ReadFailure, str]] = {
     "not_found": "file not found",
     "broken_link": "broken symbolic link",
@@ -58,12 +48,8 @@ _REASONS: Final[dict[ReadFailure, str]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadError:
-    """Why a read gave no file: its ``failure``, with the file's ``size`` and the ``limit`` it
-    passed, or ``detail`` (the system's words) when it could not be read.
-
-    A read inside a skill's directory adds, for a ``not_found`` path, ``near`` (the path whose
-    names differ from it only in case), and for a ``directory``, ``entries`` (its first names,
-    sorted, a directory's with a trailing ``/``; excluded ones left out)."""
+    """Why a read gave no file, with the ``size`` and ``limit`` or the system's ``detail``; inside
+    a skill's directory also ``near`` (the same path but for case) or a directory's ``entries``."""
 
     failure: ReadFailure
     size: int = 0

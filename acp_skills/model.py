@@ -12,6 +12,8 @@ from .text import well_formed
 
 # ASCII only; `fullmatch`, as `$` also matches before a trailing newline.
 _SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+# A uri with a scheme, no spaces, of a sane length: what may name a served skill's SKILL.md.
+_SKILL_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S{1,2048}")
 SKILL_FILE_NAME = "SKILL.md"
 
 
@@ -20,13 +22,8 @@ def is_skill_name(value: object) -> bool:
     return isinstance(value, str) and _SKILL_NAME.fullmatch(value) is not None
 
 
-# A uri with a scheme, no spaces, of a sane length: what may name a served skill's SKILL.md.
-_SKILL_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S{1,2048}")
-
-
 def is_skill_uri(value: object) -> bool:
-    """Whether ``value`` has the form of a uri (``skill://deploy-app/SKILL.md``): the ``skill``
-    tool then looks the skill up by the uri of its ``SKILL.md`` instead of by name."""
+    """Whether ``value`` is a uri (``skill://deploy-app/SKILL.md``) naming a served skill."""
     return isinstance(value, str) and _SKILL_URI.fullmatch(value) is not None
 
 
@@ -75,24 +72,18 @@ class SkillSummary:
     resource_base: ResourceBase | None = None
 
 
-def summary_of(skill: SkillSummary) -> SkillSummary:
-    """The plain `SkillSummary` of any summary, candidate or definition."""
-    return SkillSummary(
-        name=skill.name,
-        description=skill.description,
-        when_to_use=skill.when_to_use,
-        disable_model_invocation=skill.disable_model_invocation,
-        user_invocable=skill.user_invocable,
-        source=skill.source,
-        provider=skill.provider,
-        resource_base=skill.resource_base,
-    )
-
-
 def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:
     """The fields of ``skill`` that ``kind`` has too, by name."""
     own = {item.name for item in fields(skill)}
     return {item.name: getattr(skill, item.name) for item in fields(kind) if item.name in own}
+
+
+_SUMMARY_FIELDS = tuple(item.name for item in fields(SkillSummary))
+
+
+def summary_of(skill: SkillSummary) -> SkillSummary:
+    """The plain `SkillSummary` of any summary, candidate or definition."""
+    return SkillSummary(**{name: getattr(skill, name) for name in _SUMMARY_FIELDS})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,10 +110,8 @@ class SkillDefinition(SkillSummary):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillLookupOptions:
-    """What a lookup is for. ``cwd`` selects project skills; ``None`` means no project.
-    ``servers`` are the session's remote skill servers (MCP): part of the catalog's scope.
-    ``additional_directories`` are the session's other workspace roots (absolute): each one's
-    project adds its project skills after ``cwd``'s, in this order."""
+    """What a lookup is for: ``cwd`` (``None``: no project), the session's MCP ``servers``, and
+    its ``additional_directories`` (absolute; each adds its project's skills after ``cwd``'s)."""
 
     cwd: str | None = None
     servers: tuple[Hashable, ...] = ()
@@ -170,21 +159,20 @@ PrefixNext: TypeAlias = Callable[[], Awaitable[Sequence[PrefixMessage]]]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrefixContext:
-    """What a session-prefix contributor knows about the session it composes for."""
+    """What a session-prefix contributor knows about the session it composes for; ``skills``
+    is what the session offers when its agent looked it up (a contributor takes these, not a
+    lookup)."""
 
     session_id: str
     cwd: str
     tool_names: frozenset[str] = frozenset()
-    servers: tuple[Hashable, ...] = ()  # the session's MCP servers (`McpServer` values)
-    additional_directories: tuple[str, ...] = ()  # its other workspace roots, in order
-    # What the session offers, when its agent looked it up for this composition (`AcpSkills`:
-    # the turn's trust view): a contributor that lists skills takes these, not a lookup.
+    servers: tuple[Hashable, ...] = ()
+    additional_directories: tuple[str, ...] = ()
     skills: SkillSnapshot | None = field(default=None, compare=False, repr=False)
 
     @property
     def lookup_options(self) -> SkillLookupOptions:
-        """The options every lookup for this session uses: its ``cwd``, its servers and its
-        additional directories."""
+        """The options every lookup for this session uses."""
         return SkillLookupOptions(
             cwd=self.cwd, servers=self.servers, additional_directories=self.additional_directories
         )

@@ -1,9 +1,9 @@
 """`SkillRegistry`: merges providers into one catalog, resolves name clashes, caches (contract §4).
 
-First wins: lower ``rank``; then earlier provider registration (runtime skills win rank ties
-against every provider); then earlier position in the provider's ``list()``. Winners are sorted
-by name. Only complete catalogs are cached, keyed by ``(cwd, additional directories, servers,
-revision)``.
+First wins (unlike pluggy's last-registered-first): lower ``rank``; then earlier provider
+registration (runtime skills win rank ties against every provider); then earlier position in
+the provider's ``list()``. Winners are sorted by name. Only complete catalogs are cached, keyed by
+``(cwd, additional directories, servers, revision)``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import anyio
 
@@ -32,14 +32,7 @@ from .model import (
     shared_fields,
     summary_of,
 )
-from .provider import (
-    PathReader,
-    ProviderHandle,
-    SkillProvider,
-    UriFinder,
-    provider_hooks,
-    validate_offer,
-)
+from .provider import ProviderHandle, SkillProvider, offer_problem, provider_hooks, validate_offer
 from .quiet_log import get_logger
 
 RUNTIME_PROVIDER = "runtime"
@@ -51,22 +44,57 @@ _log = get_logger(__name__)
 _Key = tuple[str | None, tuple[str, ...], tuple[Hashable, ...], int]
 
 
+@dataclass(slots=True, eq=False)
 class _Registration:
-    __slots__ = ("_registry", "hooks", "order", "provider")
-
-    def __init__(self, registry: SkillRegistry, provider: SkillProvider, order: int) -> None:
-        self._registry = registry
-        self.provider = provider
-        self.order = order
-        self.hooks = provider_hooks(provider)
+    registry: SkillRegistry
+    provider: SkillProvider
+    order: int
+    hooks: dict[str, Callable[..., Any]]  # as found when it was registered
 
     def dispose(self) -> None:
-        if self._registry._remove(self):
-            self.hooks.disposed(self.provider.name, self)
+        if self.registry._remove(self) and (on_dispose := self.hooks.get("on_dispose")):
+            try:
+                on_dispose(self)
+            except Exception as error:
+                name = self.provider.name
+                _log.warning("skill_provider_dispose_failed", provider=name, error=repr(error))
 
     def invalidate(self) -> None:
-        if self._registry._is_current(self):
-            self._registry.invalidate()
+        if self.registry._is_current(self):
+            self.registry.invalidate()
+
+    def vouches_for(self, options: SkillLookupOptions) -> bool:
+        # No when it raises: not cached is always correct, merely slower.
+        if (cacheable := self.hooks.get("cacheable")) is None:
+            return True
+        try:
+            return cacheable(options) is True
+        except Exception as error:
+            name = self.provider.name
+            _log.warning("skill_provider_cacheable_failed", provider=name, error=repr(error))
+            return False
+
+
+class _RuntimeSkills:
+    """The in-process skills (`SkillRegistry.register`), resolved as a provider registered
+    before every other, so they win rank ties; each offer's locator is its definition."""
+
+    name = RUNTIME_PROVIDER
+
+    def __init__(self) -> None:
+        self.offers: dict[str, SkillCandidate] = {}
+
+    def has(self, candidate: SkillCandidate) -> bool:
+        offer = self.offers.get(candidate.name)
+        return offer is not None and offer.locator is candidate.locator
+
+    async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
+        return tuple(self.offers.values())
+
+    async def get(
+        self, candidate: SkillCandidate, options: SkillLookupOptions
+    ) -> SkillDefinition | None:
+        return candidate.locator if self.has(candidate) else None  # type: ignore[return-value]
 
 
 class _Catalog(NamedTuple):
@@ -103,9 +131,9 @@ class SkillRegistry:
         if provider_timeout is not None and not provider_timeout > 0:
             raise ValueError(f"provider_timeout must be > 0 or None, got {provider_timeout!r}")
         self._provider_timeout = provider_timeout
-        self._providers: dict[str, _Registration] = {}
-        # Runtime skills as the candidates they resolve as; each one's locator is its definition.
-        self._runtime: dict[str, SkillCandidate] = {}
+        self._runtime = _RuntimeSkills()
+        runtime = _Registration(self, self._runtime, _RUNTIME_ORDER, {})
+        self._providers: dict[str, _Registration] = {RUNTIME_PROVIDER: runtime}
         self._listeners: list[Callable[[], None]] = []
         self._order = itertools.count()
         self._revision = 0
@@ -123,18 +151,16 @@ class SkillRegistry:
         """Add a provider last; its ``on_register`` gets the handle (raising there undoes it).
         A reserved or taken name is a ``ValueError``, a bad hook a ``TypeError``."""
         name = provider.name
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"skill provider name must be a non-empty string, got {name!r}")
         if name == RUNTIME_PROVIDER:
             raise ValueError(f'skill provider name "{RUNTIME_PROVIDER}" is reserved')
         if name in self._providers:
             raise ValueError(f'skill provider "{name}" is already registered')
-        registration = _Registration(self, provider, next(self._order))
+        registration = _Registration(self, provider, next(self._order), provider_hooks(provider))
         self._providers[name] = registration
         self.invalidate()
-        if registration.hooks.on_register is not None:
+        if (on_register := registration.hooks.get("on_register")) is not None:
             try:
-                registration.hooks.on_register(registration)
+                on_register(registration)
             except BaseException:
                 # The caller gets no handle to dispose of: undo, without `on_dispose`.
                 self._remove(registration)
@@ -144,23 +170,20 @@ class SkillRegistry:
     def register(self, skill: SkillDefinition) -> Callable[[], None]:
         """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer (a
         no-op for a second one of the same name, which is ignored). Bad fields: ``ValueError``."""
-        if not is_skill_name(skill.name):
-            raise ValueError(f"runtime skill name {skill.name!r} is not a valid skill name")
-        if not isinstance(skill.description, str) or not skill.description.strip():
-            raise ValueError(f'runtime skill "{skill.name}" needs a non-empty description')
-        if not isinstance(skill.content, str):
-            raise ValueError(f'runtime skill "{skill.name}" content must be a string')
-        if skill.name in self._runtime:
+        stored = replace(skill, provider=RUNTIME_PROVIDER)
+        if (problem := offer_problem(stored, RUNTIME_PROVIDER, SkillDefinition)) is not None:
+            raise ValueError(f"invalid runtime skill: {problem}")
+        if skill.name in self._runtime.offers:
             _log.warning("runtime_skill_ignored", skill=skill.name, reason="already registered")
             return lambda: None
-        stored = replace(skill, provider=RUNTIME_PROVIDER)
-        fields = shared_fields(stored, SkillCandidate)
-        offer = SkillCandidate(**fields, rank=RUNTIME_RANK, locator=stored)
-        self._runtime[skill.name] = offer
+        offer = SkillCandidate(
+            **shared_fields(stored, SkillCandidate), rank=RUNTIME_RANK, locator=stored
+        )
+        self._runtime.offers[skill.name] = offer
 
         def dispose() -> None:
-            if self._runtime.get(offer.name) is offer:
-                del self._runtime[offer.name]
+            if self._runtime.offers.get(offer.name) is offer:
+                del self._runtime.offers[offer.name]
                 self.invalidate()
 
         self.invalidate()
@@ -212,17 +235,10 @@ class SkillRegistry:
         snapshot = await self.snapshot(options)
         found: list[Diagnostic] = []
         for registration in list(self._providers.values()):
-            name, diagnose = registration.provider.name, registration.hooks.diagnose
-            if diagnose is None:
-                continue
-            with anyio.move_on_after(self._provider_timeout) as scope:
-                try:
-                    found.extend(await diagnose(options))
-                except Exception as error:
-                    found.append(provider_failed(name, error))
-            if scope.cancelled_caught:
-                message = f"diagnose() took longer than {self._provider_timeout} s"
-                found.append(provider_failed(name, message))
+            if (diagnose := registration.hooks.get("diagnose")) is not None:
+                records, failure = await self._ask("diagnose()", diagnose, options)
+                name = registration.provider.name
+                found.extend(records if failure is None else [provider_failed(name, failure)])
         found.extend(shadow_diagnostic(shadowed) for shadowed in snapshot.shadowed)
         return tuple(found)
 
@@ -241,14 +257,10 @@ class SkillRegistry:
     ) -> SkillDefinition | None:
         """Load a skill of a `snapshot` without discovering again; ``None`` when its provider
         (or the runtime skill) is gone or cannot load it."""
-        options = options or SkillLookupOptions()
-        if candidate.provider == RUNTIME_PROVIDER:
-            live = self._is_live_runtime(candidate.locator)
-            return candidate.locator if live else None  # type: ignore[return-value]
         if (registration := self._providers.get(candidate.provider)) is None:
             return None
         name, started = candidate.provider, time.perf_counter()
-        loaded = await registration.provider.get(candidate, options)
+        loaded = await registration.provider.get(candidate, options or SkillLookupOptions())
         took = round((time.perf_counter() - started) * 1000, 3)
         found = loaded is not None
         _log.debug(
@@ -266,35 +278,28 @@ class SkillRegistry:
         return loaded
 
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str | None:
-        """``path`` of ``candidate``'s bundle read by its provider when that provider reads its
-        own files (a `PathReader`, such as an MCP server's); ``None`` when the file is to be
-        read from the skill's directory."""
+        """``path`` of ``candidate``'s bundle read by its provider when it has ``read_path``;
+        ``None`` when the file is to be read from the skill's directory."""
         registration = self._providers.get(candidate.provider)
-        provider = registration.provider if registration is not None else None
-        if not isinstance(provider, PathReader):
+        if registration is None or (read_path := registration.hooks.get("read_path")) is None:
             return None
-        return await provider.read_path(candidate, path, limit=limit)
+        text: str = await read_path(candidate, path, limit=limit)
+        return text
 
     async def find_uri(
         self, uri: str, options: SkillLookupOptions | None = None
     ) -> SkillCandidate | None:
-        """The skill whose ``SKILL.md`` is at ``uri``, from the first provider (in registration
-        order) that finds skills by uri (a `UriFinder`, such as an MCP server's) and serves
-        one there; ``None`` when none does. It may be one no catalog lists, or one a skill of
-        the same name shadows: naming its uri is naming it. Provider errors propagate."""
-        options = options or SkillLookupOptions()
+        """The skill whose ``SKILL.md`` is at ``uri`` from the first provider with ``find_uri`` (in
+        registration order) serving one there, listed or not, shadowed or not; ``None`` when none
+        does. Provider errors propagate."""
         for registration in list(self._providers.values()):
-            provider = registration.provider
-            if not isinstance(provider, UriFinder):
+            if (find_uri := registration.hooks.get("find_uri")) is None:
                 continue
-            if (found := await provider.find_uri(uri, options)) is not None:
-                validate_offer(found, provider.name, SkillCandidate)
+            found: SkillCandidate | None = await find_uri(uri, options or SkillLookupOptions())
+            if found is not None:
+                validate_offer(found, registration.provider.name, SkillCandidate)
                 return found
         return None
-
-    def _is_live_runtime(self, locator: object) -> bool:
-        offer = self._runtime.get(locator.name) if isinstance(locator, SkillDefinition) else None
-        return offer is not None and offer.locator is locator
 
     async def _collect(self, options: SkillLookupOptions) -> _Catalog:
         key = _key(options, self._revision)
@@ -325,12 +330,12 @@ class SkillRegistry:
             shared.task.exception()
 
     async def _discover(self, options: SkillLookupOptions) -> _Catalog:
-        answers, runtime, revision = await self._run_pass(options)
+        answers, revision = await self._run_pass(options)
         if revision != self._revision:
             # Perhaps a provider we heard is gone: listen again; if it moves again, do not cache.
-            answers, runtime, revision = await self._run_pass(options)
+            answers, revision = await self._run_pass(options)
         complete = revision == self._revision and not any(a.failed for a in answers)
-        catalog = self._resolve(answers, runtime, complete)
+        catalog = self._resolve(answers, complete)
         if complete and all(answer.cacheable for answer in answers):
             with self._lock:
                 if revision == self._revision:  # else invalidated meanwhile: already stale
@@ -339,41 +344,44 @@ class SkillRegistry:
                         self._cache.popitem(last=False)
         return catalog
 
-    async def _run_pass(
-        self, options: SkillLookupOptions
-    ) -> tuple[Sequence[_Answer], Sequence[SkillCandidate], int]:
+    async def _run_pass(self, options: SkillLookupOptions) -> tuple[Sequence[_Answer], int]:
         answers = [_Answer(registration) for registration in self._providers.values()]
-        runtime, revision = tuple(self._runtime.values()), self._revision
+        revision = self._revision
         # Heard concurrently: one slow remote provider does not delay every other one.
         async with anyio.create_task_group() as group:
             for answer in answers:
                 group.start_soon(self._listen, answer, options)
-        return answers, runtime, revision
+        return answers, revision
 
     async def _listen(self, answer: _Answer, options: SkillLookupOptions) -> None:
-        provider, reason = answer.registration.provider, None
-        with anyio.move_on_after(self._provider_timeout) as scope:
-            try:
-                answer.candidates = tuple(await provider.list(options))
-            except Exception as error:
-                reason = f"list() raised {error!r}"
-        if scope.cancelled_caught:
-            reason = f"list() took longer than {self._provider_timeout} s"
-        if reason is None:
-            answer.cacheable = answer.registration.hooks.vouches_for(provider.name, options)
+        provider = answer.registration.provider
+        candidates, failure = await self._ask("list()", provider.list, options)
+        if failure is None:
+            answer.candidates = tuple(candidates)
+            answer.cacheable = answer.registration.vouches_for(options)
         else:
             answer.failed = True
-            _log.warning("skill_provider_skipped", provider=provider.name, reason=reason)
+            _log.warning("skill_provider_skipped", provider=provider.name, reason=failure)
 
-    def _resolve(
-        self, answers: Sequence[_Answer], runtime: Sequence[SkillCandidate], complete: bool
-    ) -> _Catalog:
+    async def _ask(
+        self,
+        what: str,
+        call: Callable[[SkillLookupOptions], Awaitable[Any]],
+        options: SkillLookupOptions,
+    ) -> tuple[Any, str | None]:
+        # A provider's answer, or why there is none; the caller's own cancellation propagates.
+        with anyio.move_on_after(self._provider_timeout):
+            try:
+                return await call(options), None
+            except Exception as error:
+                return None, f"{what} raised {error!r}"
+        return None, f"{what} took longer than {self._provider_timeout} s"
+
+    def _resolve(self, answers: Sequence[_Answer], complete: bool) -> _Catalog:
         # (order, position) is unique: sorting never compares two skills. A skill of a provider
-        # removed during the pass is not live: it must not surface even in an incomplete answer.
+        # (or a runtime skill) removed during the pass is not live: it must not surface even in
+        # an incomplete answer.
         ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = []
-        for position, offer in enumerate(runtime):
-            live = self._is_live_runtime(offer.locator)
-            ranked.append((RUNTIME_RANK, _RUNTIME_ORDER, position, offer, live))
         for answer in answers:
             # Validated in the caller's task: a plain SkillContractError, not an exception group.
             registration = answer.registration
@@ -381,7 +389,8 @@ class SkillRegistry:
             live = self._is_current(registration)
             for position, candidate in enumerate(answer.candidates):
                 validate_offer(candidate, name, SkillCandidate)
-                ranked.append((candidate.rank, order, position, candidate, live))
+                alive = live and (order != _RUNTIME_ORDER or self._runtime.has(candidate))
+                ranked.append((candidate.rank, order, position, candidate, alive))
         ranked.sort()
         winners: dict[str, SkillCandidate] = {}
         shadowed: list[ShadowedSkill] = []

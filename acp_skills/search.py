@@ -1,8 +1,6 @@
 """Finding skills by what they are for (contract §12): a BM25F index over name, description and
-``when_to_use`` (term frequencies normalized and weighted per field, summed, then saturated),
-with a small analyzer: Unicode words, lower-cased, function words dropped, lightly stemmed.
-Everything independent of the query is computed when the index is built.
-"""
+``when_to_use``, with a small analyzer (Unicode words, lower-cased, function words dropped,
+lightly stemmed); everything independent of the query is computed when the index is built."""
 
 from __future__ import annotations
 
@@ -82,11 +80,8 @@ def _stem(word: str) -> str:
 
 def _words(text: str) -> list[str]:
     # "user's" is "user"; a negation such as "don't" goes entirely (it is a function word).
-    found: list[str] = _WORD.findall(text.lower())
-    if "'" not in text and "\u2019" not in text:
-        return found  # the common case, and the cheap one
     words: list[str] = []
-    for word in found:
+    for word in _WORD.findall(text.lower()):
         base, _, ending = word.replace("\u2019", "'").partition("'")
         if ending == "t" and base.endswith("n"):
             continue
@@ -122,16 +117,29 @@ class SkillIndex:
         # Positions follow the names' code-point order, so equal scores rank by name.
         self._names = tuple(skill.name for skill in indexed)
         self._descriptions = tuple(skill.description for skill in indexed)
-        counts: list[tuple[dict[str, int], ...]] = []
-        lengths: list[tuple[int, int, int]] = []
-        for skill in indexed:
-            fields = (terms(skill.name), terms(skill.description), terms(skill.when_to_use or ""))
-            counts.append(tuple(Counter(field) for field in fields))
-            lengths.append((len(fields[0]), len(fields[1]), len(fields[2])))
-        self._postings = _score_postings(counts, lengths)
-
-    def __len__(self) -> int:
-        return len(self._names)
+        fields = [
+            (terms(skill.name), terms(skill.description), terms(skill.when_to_use or ""))
+            for skill in indexed
+        ]
+        total = max(len(fields), 1)
+        averages = [max(sum(len(words[f]) for words in fields) / total, 1.0) for f in range(3)]
+        # term -> (positions, scores): each skill's whole BM25F contribution for that term.
+        positions: dict[str, list[int]] = {}
+        values: dict[str, list[float]] = {}
+        for position, per_field in enumerate(fields):
+            frequency: dict[str, float] = {}
+            for f, words in enumerate(per_field):
+                norm = _WEIGHTS[f] / (1.0 - _B[f] + _B[f] * len(words) / averages[f])
+                for term, count in Counter(words).items():
+                    frequency[term] = frequency.get(term, 0.0) + count * norm
+            for term, value in frequency.items():
+                positions.setdefault(term, []).append(position)
+                values.setdefault(term, []).append(value)
+        self._postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+        for term, found in positions.items():
+            idf = math.log(1.0 + (len(fields) - len(found) + 0.5) / (len(found) + 0.5))
+            scores = [idf * (_K1 + 1.0) * v / (_K1 + v) for v in values[term]]
+            self._postings[term] = (tuple(found), tuple(scores))
 
     def search(self, query: str, limit: int = MAX_MATCHES) -> tuple[SkillMatch, ...]:
         """At most ``limit`` skills sharing a term with ``query``, best first, ties by name."""
@@ -153,31 +161,3 @@ class SkillIndex:
         return tuple(
             SkillMatch(name=names[p], description=descriptions[p], score=scores[p]) for p in best
         )
-
-
-def _score_postings(
-    counts: list[tuple[dict[str, int], ...]], lengths: list[tuple[int, int, int]]
-) -> dict[str, tuple[tuple[int, ...], tuple[float, ...]]]:
-    # term -> (positions, scores): each skill's whole BM25F contribution for that term.
-    if not (total := len(counts)):
-        return {}
-    averages = [max(sum(length[f] for length in lengths) / total, 1.0) for f in range(3)]
-    positions: dict[str, list[int]] = {}
-    values: dict[str, list[float]] = {}
-    for position, (per_field, field_lengths) in enumerate(zip(counts, lengths, strict=True)):
-        norms = [
-            _WEIGHTS[f] / (1.0 - _B[f] + _B[f] * field_lengths[f] / averages[f]) for f in range(3)
-        ]
-        frequency: dict[str, float] = {}
-        for f, field_counts in enumerate(per_field):
-            for term, count in field_counts.items():
-                frequency[term] = frequency.get(term, 0.0) + count * norms[f]
-        for term, value in frequency.items():
-            positions.setdefault(term, []).append(position)
-            values.setdefault(term, []).append(value)
-    postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
-    for term, found in positions.items():
-        idf = math.log(1.0 + (total - len(found) + 0.5) / (len(found) + 0.5))
-        scale = idf * (_K1 + 1.0)
-        postings[term] = (tuple(found), tuple([scale * v / (_K1 + v) for v in values[term]]))
-    return postings

@@ -1,17 +1,18 @@
 """The ``skill`` tool (contract §7, §8, §12): every mistake and provider failure is a `ToolResult`
-marked ``is_error`` whose text starts ``Error: ``; it never raises but for cancellation."""
+marked ``is_error`` whose text starts ``Error: ``."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Awaitable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
 from .arguments import expand_arguments
-from .catalog import SKILL_TOOL_NAME
+from .catalog import SKILL_TOOL_NAME as TOOL
+from .catalog import listable
 from .content import (
     ReadText,
     check_resource_path,
@@ -26,7 +27,6 @@ from .model import (
     SkillDefinition,
     SkillLookupOptions,
     SkillSnapshot,
-    SkillSummary,
     is_skill_name,
     is_skill_uri,
     kind_of_value,
@@ -41,9 +41,10 @@ from .trust_text import trust_error
 
 DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
 
-
 _log = get_logger(__name__)
 _INDEXES_KEPT = 8
+_T = TypeVar("_T")
+_Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
 
 _TOOL_DESCRIPTION = (
     "Load the full instructions of a skill from this session's skill catalog. Call it with the "
@@ -57,8 +58,6 @@ _SEARCH_DESCRIPTION = (
     "fits the task, call this tool with `query` (a few words describing the task) instead of "
     "`name`; it answers with the best matching skills, and you then load one by its name."
 )
-
-
 _PATH = (
     "A file of the skill's bundle to read instead of its instructions, relative to the skill's "
     "base directory (for example `references/guide.md`)."
@@ -80,11 +79,14 @@ _ARGUMENTS: dict[str, tuple[str | None, str]] = {
 }
 
 
+def _accepted(searchable: bool) -> dict[str, str]:
+    # The arguments accepted with or without `query`, with their descriptions.
+    return {key: text for key, texts in _ARGUMENTS.items() if (text := texts[searchable])}
+
+
 def _parameters_schema(searchable: bool) -> dict[str, Any]:
     properties = {
-        key: {"type": "string", "description": texts[searchable]}
-        for key, texts in _ARGUMENTS.items()
-        if texts[searchable] is not None
+        key: {"type": "string", "description": text} for key, text in _accepted(searchable).items()
     }
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if not searchable:
@@ -102,37 +104,35 @@ class ToolResult:
 
 
 def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, str | None, str]:
-    accepted = tuple(key for key, texts in _ARGUMENTS.items() if texts[searchable] is not None)
-    wanted = 'either a string "name" or a string "query"' if searchable else 'a string "name"'
+    """``(name, path, query)`` of a call, checked against the argument table; else `Refusal`."""
+    accepted = tuple(_accepted(searchable))
     if not isinstance(arguments, Mapping):
-        raise Refusal(
-            f"Error: the {SKILL_TOOL_NAME} tool expects a JSON object with {wanted}, "
-            f"got {kind_of_value(arguments, words='json')}"
-        )
+        wanted = 'either a string "name" or a string "query"' if searchable else 'a string "name"'
+        got = kind_of_value(arguments, words="json")
+        raise Refusal(f"Error: the {TOOL} tool expects a JSON object with {wanted}, got {got}")
     if searchable:
         _refuse_unexpected(arguments, accepted, None)
         # An explicit null means "not given", as models send it for optional parameters.
         given, query = arguments.get("name"), arguments.get("query")
         if given is None and query is None:
             raise Refusal(
-                f'Error: the {SKILL_TOOL_NAME} tool needs either "name" (the exact name of a '
-                'skill to load) or "query" (a few words describing the task, to search for '
-                "skills)"
+                f'Error: the {TOOL} tool needs either "name" (the exact name of a skill to load) '
+                'or "query" (a few words describing the task, to search for skills)'
             )
         if given is not None and query is not None:
             raise Refusal(
-                f'Error: give the {SKILL_TOOL_NAME} tool either "name" or "query", not both: '
-                'search with "query" first, then load one of the results by "name"'
+                f'Error: give the {TOOL} tool either "name" or "query", not both: search with '
+                '"query" first, then load one of the results by "name"'
             )
         if query is not None:
-            query = _typed(arguments, "query", None, given=True)
-            about = f'Error: argument "query" of the {SKILL_TOOL_NAME} tool'
-            few = "describe the task in a few words"
+            query = _string(arguments, "query", None, given=True)
             if arguments.get("path") is not None:
                 raise Refusal(
-                    f'Error: argument "path" of the {SKILL_TOOL_NAME} tool goes with "name", not '
-                    'with "query": load the skill by name to read its files'
+                    f'Error: argument "path" of the {TOOL} tool goes with "name", not with '
+                    '"query": load the skill by name to read its files'
                 )
+            few = "describe the task in a few words"
+            about = f'Error: argument "query" of the {TOOL} tool'
             if not query.strip():
                 raise Refusal(f"{about} is empty: {few}")
             if len(query) > MAX_QUERY_LENGTH:
@@ -140,13 +140,13 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
             return None, None, query
     if "name" not in arguments:
         raise Refusal(
-            f'Error: the {SKILL_TOOL_NAME} tool needs a "name" argument: the exact name of a skill '
-            "from the catalog"
+            f'Error: the {TOOL} tool needs a "name" argument: the exact name of a skill from the '
+            "catalog"
         )
     # Error texts quote the name only when they are made: a valid call cleans nothing here.
-    name: str = _typed(arguments, "name", None, given=True)
+    name: str = _string(arguments, "name", None, given=True)
     _refuse_unexpected(arguments, accepted, name)
-    path: str | None = _typed(arguments, "path", name)
+    path = _string(arguments, "path", name)
     if not is_skill_name(name) and not is_skill_uri(name):
         raise Refusal(
             f"Error: skill name {quote(name)} is not valid: use the exact name from the skill "
@@ -157,17 +157,15 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
     return name, path, ""
 
 
-def _typed(
+def _string(
     arguments: Mapping[Any, Any], key: str, skill: str | None, *, given: bool = False
 ) -> Any:
     # Absent or null is None (models send null for "not given") unless it must be given.
     value = arguments.get(key)
     if (value is not None or given) and not isinstance(value, str):
-        where = f"of the {SKILL_TOOL_NAME} tool" if skill is None else f"for skill {quote(skill)}"
-        raise Refusal(
-            f'Error: argument "{key}" {where} must be a string, '
-            f"got {kind_of_value(value, words='json')}"
-        )
+        where = f"of the {TOOL} tool" if skill is None else f"for skill {quote(skill)}"
+        got = kind_of_value(value, words="json")
+        raise Refusal(f'Error: argument "{key}" {where} must be a string, got {got}')
     return value
 
 
@@ -178,13 +176,11 @@ def _refuse_unexpected(
         return
     what = "a skill search" if skill is None else f"skill {quote(skill)}"
     shown = ", ".join(quote(str(key)) for key in unexpected[:5])
-    if len(unexpected) > 5:
-        shown += ", ..."
+    shown += ", ..." if len(unexpected) > 5 else ""
     noun = "argument" if len(unexpected) == 1 else "arguments"
     accepted = " and ".join(", ".join(f'"{key}"' for key in sorted(allowed)).rsplit(", ", 1))
     raise Refusal(
-        f"Error: unexpected {noun} {shown} for {what}; the {SKILL_TOOL_NAME} tool accepts "
-        f"only {accepted}"
+        f"Error: unexpected {noun} {shown} for {what}; the {TOOL} tool accepts only {accepted}"
     )
 
 
@@ -209,7 +205,7 @@ class SkillTool:
         self._registry = registry
         self._hidden = frozenset(hidden_skills)
         self._indexes: OrderedDict[int, tuple[SkillSnapshot, SkillIndex]] = OrderedDict()
-        self.name = SKILL_TOOL_NAME
+        self.name = TOOL
         self.description = _TOOL_DESCRIPTION
         self.parameters: dict[str, Any] = _parameters_schema(False)
 
@@ -234,46 +230,35 @@ class SkillTool:
     ) -> ToolResult:
         """Run the tool once on the model's decoded ``arguments``: the rendered skill, a file's
         text (through ``read_text`` if given, else from disk), a query's matches, or an error.
-        The lookup is the session's: ``cwd``, ``servers``, ``additional_directories``; ``view``
-        is what the session offers and withholds (`acp_skills.trust.view`; without it, every
-        skill the registry finds)."""
-        offered = view.offered if view is not None else None
+        The lookup is the session's; ``view`` is what the session offers and withholds
+        (`acp_skills.trust.view`; without it, every skill the registry finds)."""
+        options = SkillLookupOptions(
+            cwd=cwd, servers=servers, additional_directories=additional_directories
+        )
+        # One snapshot for the lookup and a read (a uri is looked up without one).
+        snapshot = view.offered if view is not None else None
         try:
             name, path, query = _parse_arguments(arguments, searchable)
-            options = SkillLookupOptions(
-                cwd=cwd, servers=servers, additional_directories=additional_directories
-            )
             if name is None:
-                text = await self._search(query, offered or await self._lookup(None, options))
-            else:
-                # One snapshot for the lookup and a read (a uri is looked up without one).
-                snapshot = offered
-                if snapshot is None and not is_skill_uri(name):
-                    snapshot = await self._lookup(name, options)
-                candidate, definition = await self._load(name, options, snapshot, view=view)
-                if path is None:
-                    text = render_skill_content(definition)
-                else:
-                    limit = self._max_resource_bytes
-                    found = await self._registry.read_path(candidate, path, limit=limit)
-                    if found is None:
-                        snapshot = snapshot or await self._lookup(name, options)
-                        found = await read_resource(
-                            definition, path, snapshot=snapshot, limit=limit, read_text=read_text
-                        )
-                    text = found
-            return ToolResult(text=text, is_error=False)
+                text = await self._search(query, snapshot or await self._lookup(None, options))
+                return ToolResult(text=text, is_error=False)
+            if snapshot is None and not is_skill_uri(name):
+                snapshot = await self._lookup(name, options)
+            candidate, definition = await self._load(name, options, snapshot, view=view)
+            if path is None:
+                return ToolResult(text=render_skill_content(definition), is_error=False)
+            limit = self._max_resource_bytes
+            found = await self._loading(
+                name, self._registry.read_path(candidate, path, limit=limit)
+            )
+            if found is None:
+                snapshot = snapshot or await self._lookup(name, options)
+                found = await read_resource(
+                    definition, path, snapshot=snapshot, limit=limit, read_text=read_text
+                )
+            return ToolResult(text=found, is_error=False)
         except Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
-        except Exception as error:
-            # A bug of ours must not take the agent down either; cancellation passes.
-            _log.error("skill_tool_failed", error=repr(error), exc_info=error)
-            subject = "the skill tool"
-            if isinstance(arguments, Mapping) and isinstance(arguments.get("name"), str):
-                subject = f"skill {quote(arguments['name'])}"
-            return ToolResult(
-                text=f"Error: {subject} failed unexpectedly: {describe_error(error)}", is_error=True
-            )
 
     async def _search(self, query: str, snapshot: SkillSnapshot) -> str:
         # One index per snapshot (the same object while cached); holding it keeps its id unique.
@@ -281,7 +266,7 @@ class SkillTool:
             self._indexes.move_to_end(id(snapshot))
             index = kept[1]
         else:
-            searchable = [skill for skill in snapshot.skills if skill.name not in self._hidden]
+            searchable = listable(snapshot.skills, self._hidden)
             index = await anyio.to_thread.run_sync(SkillIndex, searchable)
             self._indexes[id(snapshot)] = (snapshot, index)
             while len(self._indexes) > _INDEXES_KEPT:
@@ -308,9 +293,8 @@ class SkillTool:
         except Refusal as refusal:
             return ToolResult(text=refusal.text, is_error=True)
         if arguments is not None:
-            definition = replace(
-                definition, content=expand_arguments(definition.content, arguments)
-            )
+            content = expand_arguments(definition.content, arguments)
+            definition = replace(definition, content=content)
         return ToolResult(text=render_skill_content(definition), is_error=False)
 
     async def _load(
@@ -322,48 +306,33 @@ class SkillTool:
         by_model: bool = True,
         view: SessionView | None = None,
     ) -> tuple[SkillCandidate, SkillDefinition]:
-        def refused(why: str) -> Refusal:  # made only when raised, so quoted only then
-            return Refusal(f"Error: skill {quote(name)} {why}")
-
         gone = "is unknown or no longer available"
-        barred = (
-            "is not available for model invocation"
-            if by_model
-            else "cannot be invoked as a command"
-        )
-        if is_skill_uri(name):
+        if not is_skill_uri(name):
+            snapshot = snapshot or await self._lookup(name, options)
+            found = next((skill for skill in snapshot.skills if skill.name == name), None)
+        else:
             # The providers that find skills by uri decide; naming a uri names that skill, even
             # one a skill of the same name shadows. The session's trust judges it as it would
             # judge it listed: one no question named waits.
-            try:
-                found = await self._registry.find_uri(name, options)
-            except Refusal:
-                raise
-            except Exception as error:
-                raise self._load_failed(name, error) from None
+            found = await self._loading(name, self._registry.find_uri(name, options))
             if found is not None and view is not None and (held := await view.judged(found)):
                 raise Refusal(trust_error(name, held))
             gone = "is not served by any server of this session"
-        else:
-            if snapshot is None:
-                snapshot = await self._lookup(name, options)
-            found = next((skill for skill in snapshot.skills if skill.name == name), None)
-        if found is None:
-            raise refused(gone)
-        if _refuses(found, by_model=by_model):
-            raise refused(barred)  # before loading: a provider never reads a body it may not show
+        # Refused before loading (a provider never reads a body it may not show), and after
+        # (the file may have changed since).
+        found = _allowed(name, found, gone, by_model=by_model)
+        # The snapshot's candidate: no second discovery when a provider timed out.
+        definition = await self._loading(name, self._registry.load(found, options))
+        return found, _allowed(name, definition, gone, by_model=by_model)
+
+    async def _loading(self, name: str, loading: Awaitable[_T]) -> _T:
+        # A provider's own `Error: ` text passes (a skill changed on its MCP server).
         try:
-            # The snapshot's candidate: no second discovery when a provider timed out.
-            definition = await self._registry.load(found, options)
+            return await loading
         except Refusal:
-            raise  # a provider's own `Error: ` text (a skill changed on its MCP server)
+            raise
         except Exception as error:
             raise self._load_failed(name, error) from None
-        if definition is None:
-            raise refused(gone)
-        if _refuses(definition, by_model=by_model):  # the file may have changed since
-            raise refused(barred)
-        return found, definition
 
     async def _lookup(self, name: str | None, options: SkillLookupOptions) -> SkillSnapshot:
         try:
@@ -379,5 +348,14 @@ class SkillTool:
         return Refusal(f"Error: skill {quote(name)} could not be loaded: {describe_error(error)}")
 
 
-def _refuses(skill: SkillSummary, *, by_model: bool) -> bool:
-    return skill.disable_model_invocation if by_model else not skill.user_invocable
+def _allowed(name: str, skill: _Skill | None, gone: str, *, by_model: bool) -> _Skill:
+    if skill is None:
+        raise Refusal(f"Error: skill {quote(name)} {gone}")
+    if skill.disable_model_invocation if by_model else not skill.user_invocable:
+        why = (
+            "is not available for model invocation"
+            if by_model
+            else "cannot be invoked as a command"
+        )
+        raise Refusal(f"Error: skill {quote(name)} {why}")
+    return skill

@@ -81,7 +81,7 @@ async def test_non_candidate_value_fails_fast() -> None:
 
 BAD_DEFINITIONS: list[tuple[str, object, str]] = [
     ("not-a-definition", "text", "a non-definition value 'text'"),
-    ("content", {"content": None}, 'skill "ok" with non-string content'),
+    ("content", {"content": None}, 'skill "ok" with a non-string content None'),
     ("description", {"description": ""}, "empty or non-string description"),
     ("provider", {"provider": "q"}, "provider 'q' instead of 'p'"),
     ("flag", {"disable_model_invocation": None}, "non-boolean disable_model_invocation"),

@@ -17,11 +17,13 @@ from acp_skills import (
     SkillDefinition,
     SkillLookupOptions,
     SkillRegistry,
+    SkillSummary,
     SkillTool,
     ToolResult,
     UrlResource,
     render_skill_content,
 )
+from acp_skills.search import SkillIndex
 from tests.events import Hang, cancelled_when
 from tests.providers import (
     CWD,
@@ -281,7 +283,7 @@ async def test_contract_error_from_get_becomes_an_error_result() -> None:
     tool, _ = make_tool(found, provider=provider)
     assert await tool.call({"name": "deploy"}, cwd=CWD) == error(
         'Error: skill "deploy" could not be loaded: SkillContractError: skill provider "p" '
-        'returned skill "deploy" with non-string content'
+        'returned skill "deploy" with a non-string content None'
     )
 
 
@@ -579,6 +581,27 @@ async def test_query_sees_the_registry_as_it_is_now() -> None:
     after = await tool.call({"query": "translate documentation"}, cwd=CWD, searchable=True)
     assert before.text.startswith("No skill matches")
     assert after.text == f"{MATCHES_HEADER}\ntranslate-docs: Translate documentation."
+
+
+async def test_queries_over_one_snapshot_share_an_index_and_answer_as_a_fresh_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The index is built once per snapshot (docs/architecture.md, the query figure), and a
+    query through the kept index answers exactly as one through a newly built index."""
+    built: list[object] = []
+
+    def counting(skills: list[SkillSummary]) -> SkillIndex:
+        built.append(skills)
+        return SkillIndex(skills)
+
+    monkeypatch.setattr("acp_skills.tool.SkillIndex", counting)
+    tool, _ = make_tool(*SEARCH_SKILLS)
+    queries = ["review my diff", "deploy service production", "review my diff"]
+    kept = [await tool.call({"query": q}, cwd=CWD, searchable=True) for q in queries]
+    assert len(built) == 1
+    for query, answer in zip(queries, kept, strict=True):
+        fresh, _ = make_tool(*SEARCH_SKILLS)
+        assert await fresh.call({"query": query}, cwd=CWD, searchable=True) == answer
 
 
 async def test_query_over_no_skills_finds_nothing() -> None:
