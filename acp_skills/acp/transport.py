@@ -8,7 +8,7 @@ import contextlib
 import json
 import math
 import re
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, TypeAlias
 
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..quiet_log import get_logger
@@ -30,21 +30,16 @@ _MEMBER = re.compile(r'(?:^\s*\{|\s*,)\s*"([^"\\]*)"\s*:\s*("(?:[^"\\]|\\.)*"|[^
 
 _PARSE_ERROR, _INVALID_REQUEST, _INVALID_PARAMS, _INTERNAL_ERROR = -32700, -32600, -32602, -32603
 _UNANSWERED: Final = "the client's input ended before it answered"
-_MESSAGES: Final = {
-    -32700: "Parse error",
-    -32600: "Invalid request",
-    -32602: "Invalid params",
-    -32603: "Internal error",
-}
+# What `receive` passes on to the SDK, and what it answers itself.
+_Parsed: TypeAlias = tuple[dict[str, Any] | None, dict[str, Any] | None]
+_MESSAGES: Final = {-32700: "Parse error", -32600: "Invalid request", -32602: "Invalid params"}
 
 
 def _error(
     request_id: object, code: int, details: str | None = None, message: str | None = None
 ) -> dict[str, Any]:
-    error: dict[str, Any] = {
-        "code": code,
-        "message": _MESSAGES[code] if message is None else message,
-    }
+    message = _MESSAGES.get(code, "Internal error") if message is None else message
+    error: dict[str, Any] = {"code": code, "message": message}
     if details is not None:
         error["data"] = {"details": details}
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
@@ -98,16 +93,10 @@ def _leading_members(head: bytes) -> dict[str, object]:
     return members
 
 
-class _OverlongLine(NamedTuple):
-    head: bytes
-    size: int
-
-
-async def _read_line(reader: asyncio.StreamReader, max_bytes: int) -> bytes | _OverlongLine:
-    """Read one line; past ``max_bytes`` keep only its head and discard the rest as it is read."""
+async def _read_line(reader: asyncio.StreamReader, max_bytes: int) -> tuple[bytes, int]:
+    """One line and its size; past ``max_bytes`` only its head is kept, the rest discarded."""
     chunks: list[bytes] = []
-    head: bytes | None = None  # set once the line is known to be too long
-    size, ended = 0, False
+    size, ended, overlong = 0, False, False
     while not ended:
         try:
             chunk, ended = await reader.readuntil(b"\n"), True
@@ -116,12 +105,11 @@ async def _read_line(reader: asyncio.StreamReader, max_bytes: int) -> bytes | _O
         except asyncio.IncompleteReadError as end:
             chunk, ended = end.partial, True
         size += len(chunk.removesuffix(b"\n"))
-        if head is None:
+        if not overlong:
             chunks.append(chunk)
-            if size > max_bytes:
-                head = b"".join(chunks)[:_HEAD_BYTES]
-                chunks.clear()
-    return b"".join(chunks) if head is None else _OverlongLine(head, size)
+            if overlong := size > max_bytes:
+                chunks = [b"".join(chunks)[:_HEAD_BYTES]]
+    return b"".join(chunks), size
 
 
 class GuardedTransport:
@@ -136,11 +124,8 @@ class GuardedTransport:
         drain_seconds: float = DEFAULT_DRAIN_SECONDS,
         max_depth: int = MAX_NESTING_DEPTH,
     ) -> None:
-        if max_line_bytes < 1 or not drain_seconds > 0 or max_depth < 2:
-            raise ValueError("max_line_bytes, drain_seconds and max_depth must be positive")
         self._reader, self._writer, self._max_depth = reader, writer, max_depth
         self._max_line_bytes, self._drain_seconds = max_line_bytes, drain_seconds
-        self._write_lock = asyncio.Lock()
         self._closed = self._input_ended = self._output_lost = False
         self._owed: collections.Counter[object] = collections.Counter()  # unanswered requests
         self._prompts: dict[object, str] = {}  # of those, the prompt turns, to cancel at the end
@@ -148,7 +133,7 @@ class GuardedTransport:
         self._inbox: collections.deque[dict[str, Any]] = collections.deque()
         self._deadline = 0.0
         self._changed = asyncio.Event()  # an answer went out, or the output was lost
-        self._line_task: asyncio.Future[bytes | _OverlongLine] | None = None
+        self._line_task: asyncio.Future[tuple[bytes, int]] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one frame (dropped after ``close()`` or a lost output)."""
@@ -187,19 +172,26 @@ class GuardedTransport:
             if self._input_ended:
                 if await self._drained():
                     return None
-            elif (raw := await self._next_line()) is None:
+                continue
+            line, size = await self._next_line()
+            if not line:
                 if not self._output_lost:
                     self._end_input()
-            elif (message := await self._parse(raw)) is not None:
-                request_id, params = message.get("id"), message.get("params")
-                if "method" not in message:
-                    self._awaited.discard(request_id)
-                elif "id" in message:
-                    self._owed[request_id] += 1
-                    session_id = params.get("sessionId") if isinstance(params, dict) else None
-                    if message["method"] == "session/prompt" and isinstance(session_id, str):
-                        self._prompts[request_id] = session_id
-                return message
+                continue
+            message, reply = self._parse(line, size)
+            if reply is not None:
+                await self._write(_dumps(reply))
+            if message is None:
+                continue
+            request_id, params = message.get("id"), message.get("params")
+            if "method" not in message:
+                self._awaited.discard(request_id)
+            elif "id" in message:
+                self._owed[request_id] += 1
+                session_id = params.get("sessionId") if isinstance(params, dict) else None
+                if message["method"] == "session/prompt" and isinstance(session_id, str):
+                    self._prompts[request_id] = session_id
+            return message
 
     async def close(self) -> None:
         """Stop sending and close the writer. Idempotent."""
@@ -221,9 +213,8 @@ class GuardedTransport:
         except UnicodeEncodeError:
             data = replace_lone_surrogates(line).encode("utf-8")
         try:
-            async with self._write_lock:
-                self._writer.write(data + b"\n")
-                await self._writer.drain()
+            self._writer.write(data + b"\n")  # one write a frame, so frames never interleave
+            await self._writer.drain()
         except (ConnectionError, OSError) as error:
             if not self._output_lost:
                 self._output_lost = True
@@ -232,9 +223,6 @@ class GuardedTransport:
                 if self._line_task is not None:
                     self._line_task.cancel()
         self._changed.set()
-
-    async def _reply(self, payload: dict[str, Any]) -> None:
-        await self._write(_dumps(payload))
 
     def _end_input(self) -> None:
         self._input_ended = True
@@ -259,7 +247,7 @@ class GuardedTransport:
         _log.warning("acp_requests_unanswered", reason=reason, seconds=self._drain_seconds, ids=ids)
         return True
 
-    async def _next_line(self) -> bytes | _OverlongLine | None:
+    async def _next_line(self) -> tuple[bytes, int]:
         # Read in a task of its own, so that a lost output or `close` can end the wait.
         if self._line_task is None:
             self._line_task = asyncio.ensure_future(_read_line(self._reader, self._max_line_bytes))
@@ -269,83 +257,67 @@ class GuardedTransport:
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise  # `receive` itself was cancelled: the line stays for the next call
-            line = b""  # cancelled by a lost output or `close`
+            line = b"", 0  # cancelled by a lost output or `close`
         except (ConnectionError, OSError) as error:
             _log.warning("acp_input_failed", error=str(error))
-            line = b""
+            line = b"", 0
         self._line_task = None
-        return line or None
+        return line
 
-    async def _parse(self, raw: bytes | _OverlongLine) -> dict[str, Any] | None:
-        if isinstance(raw, _OverlongLine):
-            size, limit = raw.size, self._max_line_bytes
-            _log.warning("acp_line_rejected", reason="too long", size=size, limit=limit)
-            details = f"the line is {size} bytes, over the {limit}-byte limit"
-            return await self._refuse(_leading_members(raw.head), details, whole=False)
-        if not (raw := raw.strip()):
-            return None
+    def _parse(self, line: bytes, size: int) -> _Parsed:
+        """What of ``line`` goes on to the SDK, and what is answered here."""
+        if size > self._max_line_bytes:
+            details = f"the line is {size} bytes, over the {self._max_line_bytes}-byte limit"
+            return self._refuse(_leading_members(line), details, whole=False)
+        if not (line := line.strip()):
+            return None, None
         try:
-            message, beyond = _loads(raw)
+            message, beyond = _loads(line)
         except (ValueError, RecursionError):
-            _log.warning("acp_line_rejected", reason="not valid JSON", size=len(raw))
-            await self._reply(_error(None, _PARSE_ERROR))
-            return None
+            _log.warning("acp_line_rejected", reason="not valid JSON", size=size)
+            return None, _error(None, _PARSE_ERROR)
         if not isinstance(message, dict):
-            kind = "a batch" if isinstance(message, list) else "not a JSON object"
-            _log.warning("acp_line_rejected", reason=kind)
-            await self._reply(_error(None, _INVALID_REQUEST, kind))
-            return None
+            return self._refuse({}, "a batch" if isinstance(message, list) else "not a JSON object")
         if nests_deeper_than(message, self._max_depth):
-            _log.warning("acp_line_rejected", reason="nested too deep", limit=self._max_depth)
-            details = f"nested more than {self._max_depth} levels deep"
-            return await self._refuse(message, details, whole=True)
+            return self._refuse(message, f"nested more than {self._max_depth} levels deep")
         request_id, method, params = message.get("id"), message.get("method"), message.get("params")
-        if "method" not in message:
-            if "id" not in message:
-                _log.warning("acp_line_rejected", reason="neither a request nor a response")
-                details = "neither a request nor a response"
-                await self._reply(_error(None, _INVALID_REQUEST, details))
-            elif not _is_valid_id(request_id):
-                _log.warning("acp_line_rejected", reason="response with an invalid id")
-            else:
-                if "error" in message and not isinstance(message["error"], dict):
-                    message["error"] = {"code": _INTERNAL_ERROR, "message": str(message["error"])}
-                return message
-            return None
+        if "method" not in message and "id" not in message:
+            return self._refuse(message, "neither a request nor a response")
         if not _is_valid_id(request_id):
-            await self._reply(_error(None, _INVALID_REQUEST, "invalid id"))
-            return None
-        if not isinstance(method, str) or beyond:
-            code, details = _INVALID_REQUEST, "bad method"
-            if beyond:
-                _log.warning("acp_request_rejected", method=method, reason="number out of range")
-                code, details = _INVALID_PARAMS, "a number in the request is out of range"
-            if "id" in message:
-                await self._reply(_error(request_id, code, details))
-            return None
-        if method == "session/cancel" and "id" in message:
-            await self._reply({"jsonrpc": "2.0", "id": message.pop("id"), "result": {}})
+            return self._refuse(message, "invalid id")
+        if "method" not in message:
+            if not isinstance(message.get("error", {}), dict):
+                message["error"] = {"code": _INTERNAL_ERROR, "message": str(message["error"])}
+            return message, None
+        if not isinstance(method, str):
+            return self._refuse(message, "bad method")
+        if beyond:  # a notification is only dropped
+            _log.warning("acp_line_rejected", reason="number out of range", method=method)
+            refusal = _error(request_id, _INVALID_PARAMS, "a number in the request is out of range")
+            return None, refusal if "id" in message else None
         # Extension methods receive their params untouched, so only standard methods need it.
         meta = params.get("_meta") if isinstance(params, dict) else None
         if not method.startswith("_") and isinstance(meta, dict) and meta:
             message["params"]["_meta"] = {"_meta": meta}
-        return message
+        if method == "session/cancel" and "id" in message:
+            return message, {"jsonrpc": "2.0", "id": message.pop("id"), "result": {}}
+        return message, None
 
-    async def _refuse(
-        self, members: dict[str, Any], details: str, *, whole: bool
-    ) -> dict[str, Any] | None:
-        # A request is refused by its id, an answer fails the agent's request it answers, a
-        # notification seen whole is dropped, anything else is refused with `id: null`.
-        # A deep frame is refused before the SDK sees it: its observer deep-copies and its
-        # models validate recursively, and a RecursionError there ends its receive loop.
-        refusal = _error(None, _INVALID_REQUEST, details)
-        request_id, valid = members.get("id"), "id" in members and _is_valid_id(members.get("id"))
+    def _refuse(self, members: dict[str, Any], details: str, *, whole: bool = True) -> _Parsed:
+        # A request is answered by its id, an answer fails the agent's request it answers, a
+        # notification seen whole is dropped, and anything else is answered with `id: null`.
+        # A deep frame never reaches the SDK: its observer deep-copies and its models validate
+        # recursively, and a RecursionError there ends its receive loop.
+        _log.warning("acp_line_rejected", reason=details)
+        refusal, request_id = _error(None, _INVALID_REQUEST, details), members.get("id")
+        valid = "id" in members and _is_valid_id(request_id)
         if "method" in members and valid:
-            await self._reply({**refusal, "id": request_id})
-        elif "result" in members or "error" in members:
-            if valid and request_id in self._awaited:
-                self._awaited.discard(request_id)
-                return {**refusal, "id": request_id}
-        elif not (whole and "method" in members and "id" not in members):
-            await self._reply(refusal)
-        return None
+            return None, {**refusal, "id": request_id}
+        if "result" in members or "error" in members:
+            if not (valid and request_id in self._awaited):
+                return None, None
+            self._awaited.discard(request_id)
+            return {**refusal, "id": request_id}, None
+        if whole and "method" in members and "id" not in members:
+            return None, None
+        return None, refusal
