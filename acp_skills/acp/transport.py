@@ -128,12 +128,12 @@ class GuardedTransport:
         self._max_line_bytes, self._drain_seconds = max_line_bytes, drain_seconds
         self._closed = self._input_ended = self._output_lost = False
         self._owed: collections.Counter[object] = collections.Counter()  # unanswered requests
+        self._answered = asyncio.Event()  # set while no request is owed an answer
+        self._answered.set()
         self._prompts: dict[object, str] = {}  # of those, the prompt turns, to cancel at the end
         self._awaited: set[object] = set()  # the agent's requests the client has not answered
-        self._inbox: collections.deque[dict[str, Any]] = collections.deque()
-        self._deadline = 0.0
-        self._changed = asyncio.Event()  # an answer went out, or the output was lost
-        self._line_task: asyncio.Future[tuple[bytes, int]] | None = None
+        self._received: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._reading: asyncio.Future[None] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one frame (dropped after ``close()`` or a lost output)."""
@@ -155,58 +155,84 @@ class GuardedTransport:
             if self._owed[request_id] <= 0:
                 del self._owed[request_id]
                 self._prompts.pop(request_id, None)
+            if not self._owed:
+                self._answered.set()
         elif "id" in message:  # the agent's own request, which only the client can answer
             if self._input_ended:
-                self._inbox.append(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
+                self._received.put_nowait(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
             else:
                 self._awaited.add(request_id)
         await self._write(line)
 
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message (malformed ones are answered here), ``None`` at the end."""
-        while True:
-            if self._inbox:
-                return self._inbox.popleft()
-            if self._output_lost:
-                return None
-            if self._input_ended:
-                if await self._drained():
-                    return None
-                continue
-            line, size = await self._next_line()
-            if not line:
-                if not self._output_lost:
-                    self._end_input()
-                continue
-            message, reply = self._parse(line, size)
-            if reply is not None:
-                await self._write(_dumps(reply))
-            if message is None:
-                continue
-            request_id, params = message.get("id"), message.get("params")
-            if "method" not in message:
-                self._awaited.discard(request_id)
-            elif "id" in message:
-                self._owed[request_id] += 1
-                session_id = params.get("sessionId") if isinstance(params, dict) else None
-                if message["method"] == "session/prompt" and isinstance(session_id, str):
-                    self._prompts[request_id] = session_id
-            return message
+        if self._reading is None and not self._output_lost:
+            self._reading = asyncio.ensure_future(self._read())
+        return await self._received.get()
 
     async def close(self) -> None:
         """Stop sending and close the writer. Idempotent."""
         if self._closed:
             return
         self._closed = True
-        if self._line_task is not None:
-            self._line_task.cancel()
+        if self._reading is not None:
+            self._reading.cancel()
         with contextlib.suppress(Exception):
             self._writer.close()
             await self._writer.wait_closed()
 
+    async def _read(self) -> None:
+        # Lines are read in a task of their own, so that a lost output or `close` ends the
+        # wait at once, and a cancelled `receive` loses no line.
+        try:
+            while True:
+                line, size = await _read_line(self._reader, self._max_line_bytes)
+                if not line:
+                    break
+                message, reply = self._parse(line, size)
+                if reply is not None:
+                    await self._write(_dumps(reply))
+                if message is None:
+                    continue
+                request_id, params = message.get("id"), message.get("params")
+                if "method" not in message:
+                    self._awaited.discard(request_id)
+                elif "id" in message:
+                    self._owed[request_id] += 1
+                    self._answered.clear()
+                    session_id = params.get("sessionId") if isinstance(params, dict) else None
+                    if message["method"] == "session/prompt" and isinstance(session_id, str):
+                        self._prompts[request_id] = session_id
+                self._received.put_nowait(message)
+        except (ConnectionError, OSError) as error:
+            _log.warning("acp_input_failed", error=str(error))
+        try:
+            await self._end_input()
+        finally:
+            self._received.put_nowait(None)
+
+    async def _end_input(self) -> None:
+        # Every request received is answered before the end is reported: running turns are
+        # cancelled, the agent's requests to the client fail, and the rest get some time.
+        self._input_ended = True
+        for request_id in sorted(self._awaited, key=repr):
+            self._received.put_nowait(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
+        self._awaited.clear()
+        for session_id in dict.fromkeys(self._prompts.values()):
+            params = {"sessionId": session_id}
+            self._received.put_nowait(
+                {"jsonrpc": "2.0", "method": "session/cancel", "params": params}
+            )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._answered.wait(), self._drain_seconds)
+        if self._owed:
+            reason, ids = "still running when the input ended", sorted(self._owed, key=repr)
+            _log.warning(
+                "acp_requests_unanswered", reason=reason, seconds=self._drain_seconds, ids=ids
+            )
+
     async def _write(self, line: str) -> None:
         if self._closed or self._output_lost:
-            _log.debug("acp_frame_dropped")
             return
         try:
             data = line.encode("utf-8")
@@ -220,49 +246,9 @@ class GuardedTransport:
                 self._output_lost = True
                 reason = "the client stopped reading"
                 _log.warning("acp_output_closed", reason=reason, error=str(error))
-                if self._line_task is not None:
-                    self._line_task.cancel()
-        self._changed.set()
-
-    def _end_input(self) -> None:
-        self._input_ended = True
-        self._deadline = asyncio.get_running_loop().time() + self._drain_seconds
-        _log.debug("acp_input_ended", unanswered=self._owed.total())
-        for request_id in sorted(self._awaited, key=repr):
-            self._inbox.append(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
-        self._awaited.clear()
-        for session_id in dict.fromkeys(self._prompts.values()):
-            params = {"sessionId": session_id}
-            self._inbox.append({"jsonrpc": "2.0", "method": "session/cancel", "params": params})
-
-    async def _drained(self) -> bool:
-        self._changed.clear()
-        if not self._owed:
-            return True
-        if (remaining := self._deadline - asyncio.get_running_loop().time()) > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
-                return False
-        reason, ids = "still running when the input ended", sorted(self._owed, key=repr)
-        _log.warning("acp_requests_unanswered", reason=reason, seconds=self._drain_seconds, ids=ids)
-        return True
-
-    async def _next_line(self) -> tuple[bytes, int]:
-        # Read in a task of its own, so that a lost output or `close` can end the wait.
-        if self._line_task is None:
-            self._line_task = asyncio.ensure_future(_read_line(self._reader, self._max_line_bytes))
-        task = self._line_task
-        try:
-            line = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if not task.cancelled():
-                raise  # `receive` itself was cancelled: the line stays for the next call
-            line = b"", 0  # cancelled by a lost output or `close`
-        except (ConnectionError, OSError) as error:
-            _log.warning("acp_input_failed", error=str(error))
-            line = b"", 0
-        self._line_task = None
-        return line
+                self._received.put_nowait(None)
+                if self._reading is not None:
+                    self._reading.cancel()
 
     def _parse(self, line: bytes, size: int) -> _Parsed:
         """What of ``line`` goes on to the SDK, and what is answered here."""
