@@ -183,33 +183,30 @@ class GuardedTransport:
 
     async def _read(self) -> None:
         # Lines are read in a task of their own, so that a lost output or `close` ends the
-        # wait at once, and a cancelled `receive` loses no line.
+        # wait at once, and a cancelled `receive` loses no line; a failed read ends the input.
         try:
-            while True:
-                line, size = await _read_line(self._reader, self._max_line_bytes)
-                if not line:
-                    break
-                message, reply = self._parse(line, size)
-                if reply is not None:
-                    await self._write(_dumps(reply))
-                if message is None:
-                    continue
-                request_id, params = message.get("id"), message.get("params")
-                if "method" not in message:
-                    self._awaited.discard(request_id)
-                elif "id" in message:
-                    self._owed[request_id] += 1
-                    self._answered.clear()
-                    session_id = params.get("sessionId") if isinstance(params, dict) else None
-                    if message["method"] == "session/prompt" and isinstance(session_id, str):
-                        self._prompts[request_id] = session_id
-                self._received.put_nowait(message)
-        except (ConnectionError, OSError) as error:
-            _log.warning("acp_input_failed", error=str(error))
-        try:
+            with contextlib.suppress(ConnectionError, OSError):
+                while (read := await _read_line(self._reader, self._max_line_bytes))[0]:
+                    message, reply = self._parse(*read)
+                    if reply is not None:
+                        await self._write(_dumps(reply))
+                    if message is not None:
+                        self._note_incoming(message)
+                        self._received.put_nowait(message)
             await self._end_input()
         finally:
             self._received.put_nowait(None)
+
+    def _note_incoming(self, message: dict[str, Any]) -> None:
+        request_id, params = message.get("id"), message.get("params")
+        if "method" not in message:
+            self._awaited.discard(request_id)
+        elif "id" in message:
+            self._owed[request_id] += 1
+            self._answered.clear()
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            if message["method"] == "session/prompt" and isinstance(session_id, str):
+                self._prompts[request_id] = session_id
 
     async def _end_input(self) -> None:
         # Every request received is answered before the end is reported: running turns are
