@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import math
@@ -127,10 +126,10 @@ class GuardedTransport:
         self._reader, self._writer, self._max_depth = reader, writer, max_depth
         self._max_line_bytes, self._drain_seconds = max_line_bytes, drain_seconds
         self._closed = self._input_ended = self._output_lost = False
-        self._owed: collections.Counter[object] = collections.Counter()  # unanswered requests
+        # Each unanswered request by its id (ids can repeat): a prompt turn's session, else None.
+        self._owed: dict[object, list[str | None]] = {}
         self._answered = asyncio.Event()  # set while no request is owed an answer
         self._answered.set()
-        self._prompts: dict[object, str] = {}  # of those, the prompt turns, to cancel at the end
         self._awaited: set[object] = set()  # the agent's requests the client has not answered
         self._received: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._reading: asyncio.Future[None] | None = None
@@ -151,11 +150,9 @@ class GuardedTransport:
             line = _dumps(_error(message["id"], code, str(error), text))
         request_id = message.get("id")
         if "method" not in message:  # an answer: one request fewer owed
-            self._owed[request_id] -= 1
-            if self._owed[request_id] <= 0:
-                del self._owed[request_id]
-                self._prompts.pop(request_id, None)
-            if not self._owed:
+            if owed := self._owed.pop(request_id, [])[1:]:
+                self._owed[request_id] = owed
+            elif not self._owed:
                 self._answered.set()
         elif "id" in message:  # the agent's own request, which only the client can answer
             if self._input_ended:
@@ -202,11 +199,10 @@ class GuardedTransport:
         if "method" not in message:
             self._awaited.discard(request_id)
         elif "id" in message:
-            self._owed[request_id] += 1
-            self._answered.clear()
             session_id = params.get("sessionId") if isinstance(params, dict) else None
-            if message["method"] == "session/prompt" and isinstance(session_id, str):
-                self._prompts[request_id] = session_id
+            prompt = message["method"] == "session/prompt" and isinstance(session_id, str)
+            self._owed.setdefault(request_id, []).append(session_id if prompt else None)
+            self._answered.clear()
 
     async def _end_input(self) -> None:
         # Every request received is answered before the end is reported: running turns are
@@ -215,7 +211,7 @@ class GuardedTransport:
         for request_id in sorted(self._awaited, key=repr):
             self._received.put_nowait(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
         self._awaited.clear()
-        for session_id in dict.fromkeys(self._prompts.values()):
+        for session_id in dict.fromkeys(s for owed in self._owed.values() for s in owed if s):
             params = {"sessionId": session_id}
             self._received.put_nowait(
                 {"jsonrpc": "2.0", "method": "session/cancel", "params": params}
