@@ -12,7 +12,6 @@ time per session; a second ``session/prompt`` while one runs is refused.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 import structlog
@@ -91,54 +90,21 @@ class DemoAgent:
             auth_methods=[],
         )
 
-    async def new_session(
-        self,
-        cwd: str,
-        mcp_servers: Sequence[Any] | None = None,
-        additional_directories: Sequence[str] | None = None,
-        **kwargs: Any,
-    ) -> NewSessionResponse:
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
         session_id = uuid.uuid4().hex
-        await self.skills.open_session(
-            session_id,
-            cwd,
-            mcp_servers=self._forwarded(mcp_servers),
-            additional_directories=additional_directories,
-        )
+        await self.skills.open_session(session_id, cwd, **self._opening(kwargs))
         _log.info("session_created", session_id=session_id, cwd=cwd)
         return NewSessionResponse(session_id=session_id)
 
-    async def load_session(
-        self,
-        cwd: str,
-        session_id: str,
-        mcp_servers: Sequence[Any] | None = None,
-        additional_directories: Sequence[str] | None = None,
-        **kwargs: Any,
-    ) -> LoadSessionResponse:
-        session = await self.skills.load_session(
-            session_id,
-            cwd,
-            mcp_servers=self._forwarded(mcp_servers),
-            additional_directories=additional_directories,
-        )
+    async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
+        session = await self.skills.load_session(session_id, cwd, **self._opening(kwargs))
         _log.info("session_loaded", session_id=session_id, messages=len(session.history))
         return LoadSessionResponse()
 
     async def resume_session(
-        self,
-        cwd: str,
-        session_id: str,
-        mcp_servers: Sequence[Any] | None = None,
-        additional_directories: Sequence[str] | None = None,
-        **kwargs: Any,
+        self, cwd: str, session_id: str, **kwargs: Any
     ) -> ResumeSessionResponse:
-        await self.skills.resume_session(
-            session_id,
-            cwd,
-            mcp_servers=self._forwarded(mcp_servers),
-            additional_directories=additional_directories,
-        )
+        await self.skills.resume_session(session_id, cwd, **self._opening(kwargs))
         _log.info("session_resumed", session_id=session_id)
         return ResumeSessionResponse()
 
@@ -193,16 +159,21 @@ class DemoAgent:
     def _takes_session_servers(self) -> bool:
         return self._session_servers and self.skills.reads_mcp_servers
 
-    def _forwarded(self, servers: Sequence[Any] | None) -> Sequence[Any] | None:
-        """The editor's servers for a session, or none when they are to be left alone."""
+    def _opening(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A session request's MCP servers (none when they are left alone) and additional
+        directories, as `AcpSkills` opens a session with them."""
+        servers = request.get("mcp_servers")
         if servers and not self._session_servers:
             labels = [
                 str(server.get("name") if isinstance(server, dict) else getattr(server, "name", ""))
                 for server in servers
             ]
             _log.debug("mcp_session_servers_left_alone", servers=labels)
-            return None
-        return servers
+            servers = None
+        return {
+            "mcp_servers": servers,
+            "additional_directories": request.get("additional_directories"),
+        }
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.skills.cancel(session_id)

@@ -503,7 +503,7 @@ async def test_session_cancel_sent_as_a_request_reaches_cancel_and_is_answered()
     ],
     ids=["infinite", "just-over-64-bits", "just-under-int64", "nested"],
 )
-async def test_a_number_out_of_range_is_invalid_params_naming_where(params: str) -> None:
+async def test_a_number_out_of_range_is_invalid_params(params: str) -> None:
     """Numbers beyond 64-bit integers or finite doubles are -32602, wherever they are."""
     async with guarded(TrivialAgent()) as client:
         await client.send_line(
@@ -604,7 +604,7 @@ async def test_a_notification_nested_past_the_limit_is_dropped_with_a_warning() 
             )
             await client.assert_serving()
     refused = [entry for entry in logs if entry["event"] == "acp_line_rejected"]
-    assert [entry["reason"] for entry in refused] == ["nested too deep"]
+    assert [entry["reason"] for entry in refused] == ["nested more than 64 levels deep"]
 
 
 async def test_a_frame_at_the_limit_is_passed_on() -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import math
-from typing import Any, Final, NamedTuple
+import re
+from typing import Any, Final, TypeAlias
 
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..quiet_log import get_logger
@@ -24,9 +24,13 @@ _HEAD_BYTES: Final = 4096
 _MIN_INT, _MAX_INT = -(2**63), 2**64 - 1
 # More digits than this cannot be in range; bounding them also skips Python's 4300-digit guard.
 _MAX_INT_DIGITS: Final = 21
+# One top-level member of an overlong line's head: its key, then a scalar or where nesting starts.
+_MEMBER = re.compile(r'(?:^\s*\{|\s*,)\s*"([^"\\]*)"\s*:\s*("(?:[^"\\]|\\.)*"|[^\s,{}\[\]]+|[{\[])')
 
 _PARSE_ERROR, _INVALID_REQUEST, _INVALID_PARAMS, _INTERNAL_ERROR = -32700, -32600, -32602, -32603
 _UNANSWERED: Final = "the client's input ended before it answered"
+# What `receive` passes on to the SDK, and what it answers itself.
+_Parsed: TypeAlias = tuple[dict[str, Any] | None, dict[str, Any] | None]
 _MESSAGES: Final = {-32700: "Parse error", -32600: "Invalid request", -32602: "Invalid params"}
 
 
@@ -53,81 +57,58 @@ def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")  # `NaN` and `Infinity` are Python's, not JSON's
 
 
-def _parse_int(digits: str) -> int | float:
-    return math.inf if len(digits.lstrip("-")) > _MAX_INT_DIGITS else int(digits)
+def _loads(raw: bytes) -> tuple[object, bool]:
+    """The value of a JSON line, and whether it holds a number beyond 64-bit or a double."""
+    beyond = False
 
+    def integer(digits: str) -> int:
+        nonlocal beyond
+        value = int(digits) if len(digits.lstrip("-")) <= _MAX_INT_DIGITS else _MAX_INT + 1
+        beyond = beyond or not _MIN_INT <= value <= _MAX_INT
+        return value
 
-def _out_of_range(params: object) -> str | None:
-    stack: list[tuple[dict[str, object] | list[object], str]] = []
-    if isinstance(params, dict | list):
-        stack.append((params, "params"))
-    while stack:
-        value, path = stack.pop()
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        for key, item in items:
-            if isinstance(item, dict | list):
-                stack.append((item, f"{path}.{key}"))
-            elif (isinstance(item, float) and not math.isfinite(item)) or (
-                isinstance(item, int) and not _MIN_INT <= item <= _MAX_INT
-            ):
-                return f"{path}.{key}"
-    return None
+    def real(text: str) -> float:
+        nonlocal beyond
+        value = float(text)
+        beyond = beyond or not math.isfinite(value)
+        return value
+
+    value = json.loads(raw, parse_constant=_refuse_constant, parse_int=integer, parse_float=real)
+    return value, beyond
 
 
 def _leading_members(head: bytes) -> dict[str, object]:
     # Top-level members up to the first nested one (``...``); clients write ``id`` first.
-    text = head.decode("utf-8", errors="replace")
-    decoder, members = json.JSONDecoder(), dict[str, object]()
-    position, separator = _skip_blanks(text, 0), "{"
-    while text.startswith(separator, position):
+    text, members, position = head.decode("utf-8", errors="replace"), dict[str, object](), 0
+    while match := _MEMBER.match(text, position):
+        if match[2] in ("{", "["):
+            members[match[1]] = ...
+            break
         try:
-            key, position = decoder.raw_decode(text, _skip_blanks(text, position + 1))
-            position = _skip_blanks(text, position)
-            if not isinstance(key, str) or not text.startswith(":", position):
-                break
-            position = _skip_blanks(text, position + 1)
-            if text[position : position + 1] in ("{", "["):
-                members[key] = ...
-                break
-            members[key], position = decoder.raw_decode(text, position)
+            members[match[1]] = json.loads(match[2])
         except ValueError:
             break
-        position, separator = _skip_blanks(text, position), ","
+        position = match.end()
     return members
 
 
-def _skip_blanks(text: str, position: int) -> int:
-    return len(text) - len(text[position:].lstrip(" \t\r\n"))
-
-
-class _OverlongLine(NamedTuple):
-    head: bytes
-    size: int
-
-
-async def _read_line(reader: asyncio.StreamReader, max_bytes: int) -> bytes | _OverlongLine:
-    """Read one line; past ``max_bytes`` keep only its head and discard the rest as it is read."""
+async def _read_line(reader: asyncio.StreamReader, max_bytes: int) -> tuple[bytes, int]:
+    """One line and its size; past ``max_bytes`` only its head is kept, the rest discarded."""
     chunks: list[bytes] = []
-    head: bytes | None = None  # set once the line is known to be too long
-    size = 0
-    while True:
-        complete = True
+    size, ended, overlong = 0, False, False
+    while not ended:
         try:
-            chunk = await reader.readuntil(b"\n")
+            chunk, ended = await reader.readuntil(b"\n"), True
         except asyncio.LimitOverrunError as overrun:
             chunk = await reader.readexactly(overrun.consumed)
-            complete = False
         except asyncio.IncompleteReadError as end:
-            chunk = end.partial
-        size += len(chunk)
-        length = size - 1 if complete and chunk.endswith(b"\n") else size
-        if head is None:
+            chunk, ended = end.partial, True
+        size += len(chunk.removesuffix(b"\n"))
+        if not overlong:
             chunks.append(chunk)
-            if length > max_bytes:
-                head = b"".join(chunks)[:_HEAD_BYTES]
-                chunks.clear()
-        if complete:
-            return b"".join(chunks) if head is None else _OverlongLine(head=head, size=length)
+            if overlong := size > max_bytes:
+                chunks = [b"".join(chunks)[:_HEAD_BYTES]]
+    return b"".join(chunks), size
 
 
 class GuardedTransport:
@@ -142,25 +123,19 @@ class GuardedTransport:
         drain_seconds: float = DEFAULT_DRAIN_SECONDS,
         max_depth: int = MAX_NESTING_DEPTH,
     ) -> None:
-        if max_line_bytes < 1 or not drain_seconds > 0 or max_depth < 2:
-            raise ValueError("max_line_bytes, drain_seconds and max_depth must be positive")
         self._reader, self._writer, self._max_depth = reader, writer, max_depth
         self._max_line_bytes, self._drain_seconds = max_line_bytes, drain_seconds
-        self._write_lock = asyncio.Lock()
         self._closed = self._input_ended = self._output_lost = False
-        self._owed: dict[object, int] = {}  # requests the SDK has not answered (ids can repeat)
-        self._prompts: dict[object, str] = {}  # of those, the prompt turns, to cancel at the end
+        # Each unanswered request by its id (ids can repeat): a prompt turn's session, else None.
+        self._owed: dict[object, list[str | None]] = {}
+        self._answered = asyncio.Event()  # set while no request is owed an answer
+        self._answered.set()
         self._awaited: set[object] = set()  # the agent's requests the client has not answered
-        self._inbox: collections.deque[dict[str, Any]] = collections.deque()
-        self._deadline = 0.0
-        self._changed = asyncio.Event()  # an answer went out, or the output was lost
-        self._line_task: asyncio.Future[bytes | _OverlongLine] | None = None
+        self._received: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._reading: asyncio.Future[None] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one frame (dropped after ``close()`` or a lost output)."""
-        if self._closed or self._output_lost:
-            _log.debug("acp_frame_dropped", method=message.get("method"))
-            return
         try:
             line = _dumps(message)
         except (TypeError, ValueError) as error:
@@ -168,223 +143,160 @@ class GuardedTransport:
                 raise
             # A response the SDK cannot serialise still gets an answer, so no client waits
             # forever; an error keeps its code (a validation error's details may hold objects).
-            code, text = _INTERNAL_ERROR, "Internal error"
+            code, text = _INTERNAL_ERROR, None
             failed = message.get("error")
             if isinstance(failed, dict) and isinstance(failed.get("code"), int):
-                code, text = failed["code"], str(failed.get("message", text))
+                code, text = failed["code"], str(failed.get("message", "Internal error"))
             line = _dumps(_error(message["id"], code, str(error), text))
-        self._note_outgoing(message)
+        request_id = message.get("id")
+        if "method" not in message:  # an answer: one request fewer owed
+            if owed := self._owed.pop(request_id, [])[1:]:
+                self._owed[request_id] = owed
+            elif not self._owed:
+                self._answered.set()
+        elif "id" in message:  # the agent's own request, which only the client can answer
+            if self._input_ended:
+                self._received.put_nowait(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
+            else:
+                self._awaited.add(request_id)
         await self._write(line)
-
-    async def _write(self, line: str) -> None:
-        try:
-            data = line.encode("utf-8")
-        except UnicodeEncodeError:
-            data = well_formed(line).encode("utf-8")
-        try:
-            async with self._write_lock:
-                self._writer.write(data + b"\n")
-                await self._writer.drain()
-        except (ConnectionError, OSError) as error:
-            self._lose_output(error)
-        self._changed.set()
 
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message (malformed ones are answered here), ``None`` at the end."""
-        while True:
-            if self._inbox:
-                return self._inbox.popleft()
-            if self._output_lost:
-                return None
-            if self._input_ended:
-                if await self._drained():
-                    return None
-            elif (raw := await self._next_line()) is None:
-                if not self._output_lost:
-                    self._end_input()
-            elif (message := await self._parse(raw)) is not None:
-                self._note_incoming(message)
-                return message
+        if self._reading is None and not self._output_lost:
+            self._reading = asyncio.ensure_future(self._read())
+        return await self._received.get()
 
     async def close(self) -> None:
         """Stop sending and close the writer. Idempotent."""
         if self._closed:
             return
         self._closed = True
-        if self._line_task is not None:
-            self._line_task.cancel()
+        if self._reading is not None:
+            self._reading.cancel()
         with contextlib.suppress(Exception):
             self._writer.close()
             await self._writer.wait_closed()
 
-    async def _reply(self, payload: dict[str, Any]) -> None:
-        if not (self._closed or self._output_lost):
-            await self._write(_dumps(payload))
-
-    def _fail_awaited(self, request_id: object, refusal: dict[str, Any]) -> dict[str, Any] | None:
-        # A refused answer to the agent's own request fails that request instead of hanging it.
-        if request_id not in self._awaited:
-            return None
-        self._awaited.discard(request_id)
-        return {**refusal, "id": request_id}
+    async def _read(self) -> None:
+        # Lines are read in a task of their own, so that a lost output or `close` ends the
+        # wait at once, and a cancelled `receive` loses no line; a failed read ends the input.
+        try:
+            with contextlib.suppress(ConnectionError, OSError):
+                while (read := await _read_line(self._reader, self._max_line_bytes))[0]:
+                    message, reply = self._parse(*read)
+                    if reply is not None:
+                        await self._write(_dumps(reply))
+                    if message is not None:
+                        self._note_incoming(message)
+                        self._received.put_nowait(message)
+            await self._end_input()
+        finally:
+            self._received.put_nowait(None)
 
     def _note_incoming(self, message: dict[str, Any]) -> None:
-        request_id = message.get("id")
-        if "method" in message and "id" in message:
-            self._owed[request_id] = self._owed.get(request_id, 0) + 1
-            params = message.get("params")
-            session_id = params.get("sessionId") if isinstance(params, dict) else None
-            if message["method"] == "session/prompt" and isinstance(session_id, str):
-                self._prompts[request_id] = session_id
-        elif "id" in message:
+        request_id, params = message.get("id"), message.get("params")
+        if "method" not in message:
             self._awaited.discard(request_id)
+        elif "id" in message:
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            prompt = message["method"] == "session/prompt" and isinstance(session_id, str)
+            self._owed.setdefault(request_id, []).append(session_id if prompt else None)
+            self._answered.clear()
 
-    def _note_outgoing(self, message: dict[str, Any]) -> None:
-        request_id = message.get("id")
-        if "method" in message:
-            if "id" in message:
-                if self._input_ended:
-                    self._inbox.append(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
-                else:
-                    self._awaited.add(request_id)
-        elif (count := self._owed.pop(request_id, 0) - 1) > 0:
-            self._owed[request_id] = count
-        else:
-            self._prompts.pop(request_id, None)
-
-    def _end_input(self) -> None:
+    async def _end_input(self) -> None:
+        # Every request received is answered before the end is reported: running turns are
+        # cancelled, the agent's requests to the client fail, and the rest get some time.
         self._input_ended = True
-        self._deadline = asyncio.get_running_loop().time() + self._drain_seconds
-        _log.debug("acp_input_ended", unanswered=sum(self._owed.values()))
         for request_id in sorted(self._awaited, key=repr):
-            self._inbox.append(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
+            self._received.put_nowait(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
         self._awaited.clear()
-        for session_id in dict.fromkeys(self._prompts.values()):
+        for session_id in dict.fromkeys(s for owed in self._owed.values() for s in owed if s):
             params = {"sessionId": session_id}
-            self._inbox.append({"jsonrpc": "2.0", "method": "session/cancel", "params": params})
+            self._received.put_nowait(
+                {"jsonrpc": "2.0", "method": "session/cancel", "params": params}
+            )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._answered.wait(), self._drain_seconds)
+        if self._owed:
+            reason, ids = "still running when the input ended", sorted(self._owed, key=repr)
+            _log.warning(
+                "acp_requests_unanswered", reason=reason, seconds=self._drain_seconds, ids=ids
+            )
 
-    async def _drained(self) -> bool:
-        self._changed.clear()
-        if not self._owed:
-            return True
-        if (remaining := self._deadline - asyncio.get_running_loop().time()) > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
-                return False
-        reason, ids = "still running when the input ended", sorted(self._owed, key=repr)
-        _log.warning("acp_requests_unanswered", reason=reason, seconds=self._drain_seconds, ids=ids)
-        return True
-
-    def _lose_output(self, error: BaseException) -> None:
-        if self._output_lost:
+    async def _write(self, line: str) -> None:
+        if self._closed or self._output_lost:
             return
-        self._output_lost = True
-        _log.warning("acp_output_closed", reason="the client stopped reading", error=str(error))
-        if self._line_task is not None:
-            self._line_task.cancel()
-        self._changed.set()
-
-    async def _next_line(self) -> bytes | _OverlongLine | None:
-        if self._line_task is None:
-            self._line_task = asyncio.ensure_future(_read_line(self._reader, self._max_line_bytes))
-        task = self._line_task
         try:
-            line = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if not task.cancelled():
-                raise  # `receive` itself was cancelled: the line stays for the next call
-            line = b""  # cancelled by `_lose_output` or `close`
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:
+            data = well_formed(line).encode("utf-8")
+        try:
+            self._writer.write(data + b"\n")  # one write a frame, so frames never interleave
+            await self._writer.drain()
         except (ConnectionError, OSError) as error:
-            _log.warning("acp_input_failed", error=str(error))
-            line = b""
-        self._line_task = None
-        return line or None
+            if not self._output_lost:
+                self._output_lost = True
+                reason = "the client stopped reading"
+                _log.warning("acp_output_closed", reason=reason, error=str(error))
+                self._received.put_nowait(None)
+                if self._reading is not None:
+                    self._reading.cancel()
 
-    async def _parse(self, raw: bytes | _OverlongLine) -> dict[str, Any] | None:
-        if isinstance(raw, _OverlongLine):
-            return await self._refuse_overlong(raw)
-        if not (raw := raw.strip()):
-            return None
+    def _parse(self, line: bytes, size: int) -> _Parsed:
+        """What of ``line`` goes on to the SDK, and what is answered here."""
+        if size > self._max_line_bytes:
+            details = f"the line is {size} bytes, over the {self._max_line_bytes}-byte limit"
+            return self._refuse(_leading_members(line), details, whole=False)
+        if not (line := line.strip()):
+            return None, None
         try:
-            message = json.loads(raw, parse_constant=_refuse_constant, parse_int=_parse_int)
+            message, beyond = _loads(line)
         except (ValueError, RecursionError):
-            _log.warning("acp_line_rejected", reason="not valid JSON", size=len(raw))
-            await self._reply(_error(None, _PARSE_ERROR))
-            return None
+            _log.warning("acp_line_rejected", reason="not valid JSON", size=size)
+            return None, _error(None, _PARSE_ERROR)
         if not isinstance(message, dict):
-            kind = "a batch" if isinstance(message, list) else "not a JSON object"
-            _log.warning("acp_line_rejected", reason=kind)
-            await self._reply(_error(None, _INVALID_REQUEST, kind))
-            return None
+            return self._refuse({}, "a batch" if isinstance(message, list) else "not a JSON object")
         if nests_deeper_than(message, self._max_depth):
-            return await self._refuse_deep(message)
-        if "method" in message:
-            method = message["method"]
-            if not _is_valid_id(message.get("id")):
-                await self._reply(_error(None, _INVALID_REQUEST, "invalid id"))
-                return None
-            if not isinstance(method, str):
-                if "id" in message:
-                    await self._reply(_error(message["id"], _INVALID_REQUEST, "bad method"))
-                return None
-            params = message.get("params")
-            if (where := _out_of_range(params)) is not None:
-                _log.warning("acp_request_rejected", method=method, reason="number out of range")
-                if "id" in message:
-                    details = f"{where} is out of range"
-                    await self._reply(_error(message["id"], _INVALID_PARAMS, details))
-                return None
-            if method == "session/cancel" and "id" in message:
-                await self._reply({"jsonrpc": "2.0", "id": message["id"], "result": {}})
-                message = {k: v for k, v in message.items() if k != "id"}
-            # Extension methods receive their params untouched, so only standard methods need it.
-            if not method.startswith("_") and isinstance(params, dict):
-                meta = params.get("_meta")
-                if isinstance(meta, dict) and meta:
-                    message = {**message, "params": {**params, "_meta": {"_meta": meta}}}
-            return message
-        if "id" in message:
-            if not _is_valid_id(message["id"]):
-                _log.warning("acp_line_rejected", reason="response with an invalid id")
-                return None
-            if "error" in message and not isinstance(message["error"], dict):
-                failed = {"code": _INTERNAL_ERROR, "message": str(message["error"])}
-                message = {**message, "error": failed}
-            return message
-        _log.warning("acp_line_rejected", reason="neither a request nor a response")
-        await self._reply(_error(None, _INVALID_REQUEST, "neither a request nor a response"))
-        return None
+            return self._refuse(message, f"nested more than {self._max_depth} levels deep")
+        request_id, method, params = message.get("id"), message.get("method"), message.get("params")
+        if "method" not in message and "id" not in message:
+            return self._refuse(message, "neither a request nor a response")
+        if not _is_valid_id(request_id):
+            return self._refuse(message, "invalid id")
+        if "method" not in message:
+            if not isinstance(message.get("error", {}), dict):
+                message["error"] = {"code": _INTERNAL_ERROR, "message": str(message["error"])}
+            return message, None
+        if not isinstance(method, str):
+            return self._refuse(message, "bad method")
+        if beyond:  # a notification is only dropped
+            _log.warning("acp_line_rejected", reason="number out of range", method=method)
+            refusal = _error(request_id, _INVALID_PARAMS, "a number in the request is out of range")
+            return None, refusal if "id" in message else None
+        # Extension methods receive their params untouched, so only standard methods need it.
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if not method.startswith("_") and isinstance(meta, dict) and meta:
+            message["params"]["_meta"] = {"_meta": meta}
+        if method == "session/cancel" and "id" in message:
+            return message, {"jsonrpc": "2.0", "id": message.pop("id"), "result": {}}
+        return message, None
 
-    async def _refuse_deep(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        # Refused before the SDK sees it: its observer deep-copies and its models validate
-        # recursively, and a RecursionError there escapes its receive loop and ends the agent.
-        request_id, method, limit = message.get("id"), message.get("method"), self._max_depth
-        method = method if isinstance(method, str) else None
-        _log.warning("acp_line_rejected", reason="nested too deep", limit=limit, method=method)
-        refusal = _error(None, _INVALID_REQUEST, f"nested more than {limit} levels deep")
-        valid_id = "id" in message and _is_valid_id(request_id)
-        if "method" in message:
-            if "id" in message:  # a notification is only dropped
-                await self._reply({**refusal, "id": request_id if valid_id else None})
-        elif valid_id:
-            return self._fail_awaited(request_id, refusal)
-        elif "id" not in message:
-            await self._reply(refusal)
-        return None
-
-    async def _refuse_overlong(self, line: _OverlongLine) -> dict[str, Any] | None:
-        members = _leading_members(line.head)
-        request_id = members.get("id")
-        size, limit, method = line.size, self._max_line_bytes, members.get("method")
-        _log.warning("acp_line_rejected", reason="too long", size=size, limit=limit, method=method)
-        details = f"the line is {size} bytes, over the {limit}-byte limit"
-        refusal = _error(None, _INVALID_REQUEST, details)
-        if "id" in members and _is_valid_id(request_id):
-            if isinstance(method, str):
-                await self._reply({**refusal, "id": request_id})
-                return None
-            answers = "result" in members or "error" in members
-            if answers and (failed := self._fail_awaited(request_id, refusal)) is not None:
-                return failed
-        await self._reply(refusal)
-        return None
+    def _refuse(self, members: dict[str, Any], details: str, *, whole: bool = True) -> _Parsed:
+        # A request is answered by its id, an answer fails the agent's request it answers, a
+        # notification seen whole is dropped, and anything else is answered with `id: null`.
+        # A deep frame never reaches the SDK: its observer deep-copies and its models validate
+        # recursively, and a RecursionError there ends its receive loop.
+        _log.warning("acp_line_rejected", reason=details)
+        refusal, request_id = _error(None, _INVALID_REQUEST, details), members.get("id")
+        valid = "id" in members and _is_valid_id(request_id)
+        if "method" in members and valid:
+            return None, {**refusal, "id": request_id}
+        if "result" in members or "error" in members:
+            if not (valid and request_id in self._awaited):
+                return None, None
+            self._awaited.discard(request_id)
+            return {**refusal, "id": request_id}, None
+        if whole and "method" in members and "id" not in members:
+            return None, None
+        return None, refusal

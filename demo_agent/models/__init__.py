@@ -35,15 +35,6 @@ OnText = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCall:
-    """One tool call the model asked for; ``arguments`` is the raw JSON text it sent."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRequest:
     """Everything one model request is built from."""
 
@@ -62,6 +53,15 @@ class ModelReply:
     text: str
     tool_calls: tuple[ToolCall, ...] = field(default=())
     finish: Literal["stop", "tool_calls", "length"] = "stop"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """One tool call the model asked for; ``arguments`` is the raw JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
 
 
 class ModelError(Exception):

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from . import ModelError, ToolCall
 
-__all__ = ["MAX_REPLY_CHARACTERS", "ReplyReader", "used_call_ids"]
+__all__ = ["MAX_REPLY_CHARACTERS", "ReplyReader", "used_call_ids", "well_formed"]
 
 MAX_REPLY_CHARACTERS: Final = 2_000_000
 """A streamed reply (text plus tool-call arguments) longer than this is stopped."""
@@ -25,7 +25,9 @@ MAX_REPLY_CHARACTERS: Final = 2_000_000
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
-def _well_formed(text: str) -> str:
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (a split pair is joined)."""
+    # UTF-16 pairs surrogates on the way back and replaces those left alone.
     if _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
@@ -45,6 +47,12 @@ def _field(value: object, name: str) -> object:
     if isinstance(value, Mapping):
         return value.get(name)
     return getattr(value, name, None)
+
+
+def _list(value: object, what: str) -> list[object]:
+    if not isinstance(value, list | None):
+        raise malformed(f"{what} is not a list")
+    return value or []
 
 
 def _text(value: object, what: str) -> str:
@@ -91,17 +99,12 @@ class ReplyReader:
             ModelError: the chunk is malformed, or the reply grew past the limit.
         """
         self.chunks += 1
-        choices = _field(chunk, "choices")
-        if choices is None:
-            return
-        if not isinstance(choices, list):
-            raise malformed("choices is not a list")
-        for choice in choices:
+        for choice in _list(_field(chunk, "choices"), "choices"):
             delta = _field(choice, "delta")
             content = _text(_field(delta, "content"), "content")
             if content:
                 self._grow(len(content))
-                content = _well_formed(content)
+                content = well_formed(content)
                 self._text.append(content)
                 yield content
             self._add_calls(_field(delta, "tool_calls"))
@@ -110,11 +113,7 @@ class ReplyReader:
                 self.finish = _text(finish, "finish_reason")
 
     def _add_calls(self, pieces: object) -> None:
-        if pieces is None:
-            return
-        if not isinstance(pieces, list):
-            raise malformed("tool_calls is not a list")
-        for piece in pieces:
+        for piece in _list(pieces, "tool_calls"):
             index = _field(piece, "index")
             if isinstance(index, bool) or not isinstance(index, int):
                 raise malformed("a tool-call piece has no index")
@@ -132,15 +131,15 @@ class ReplyReader:
         """The calls in index order, each id unique among ``used`` (which gains them)."""
         calls = []
         for _, call in sorted(self._calls.items()):
-            call_id = _well_formed(call.id)
+            call_id = well_formed(call.id)
             if not call_id or call_id in used:
                 call_id = f"call-{uuid.uuid4().hex[:16]}"
             used.add(call_id)
             calls.append(
                 ToolCall(
                     id=call_id,
-                    name=_well_formed(call.name),
-                    arguments=_well_formed(call.arguments),
+                    name=well_formed(call.name),
+                    arguments=well_formed(call.arguments),
                 )
             )
         return tuple(calls)

@@ -10,7 +10,6 @@ surrogates, which would fail the next request's encoding and every frame that sh
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,7 +19,7 @@ import structlog
 from acp_skills.cli.settings import extra_install_hint
 
 from . import ModelError, ModelReply, ModelRequest, OnText
-from .chat_chunks import ReplyReader, malformed, used_call_ids
+from .chat_chunks import ReplyReader, malformed, used_call_ids, well_formed
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -34,16 +33,6 @@ DEFAULT_MODEL = "deepseek-chat"
 DEFAULT_KEY_VARIABLE = "DEEPSEEK_API_KEY"
 
 _log = structlog.get_logger(__name__)
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _well_formed(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD (a split pair is joined)."""
-    # UTF-16 pairs surrogates on the way back and replaces those left alone.
-    if _SURROGATE.search(text) is None:
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 class OpenAIChatModel:
@@ -145,33 +134,8 @@ class OpenAIChatModel:
                             ) from error
                         for content in reader.add(chunk):
                             await on_text(content)
-        except TimeoutError as error:
-            raise ModelError(
-                f"The model endpoint did not answer within {self._timeout:g} s. Try again later."
-            ) from error
-        except openai.AuthenticationError as error:
-            raise ModelError(
-                f"The model endpoint rejected the API key (HTTP 401). Check {self._key_variable}."
-            ) from error
-        except openai.RateLimitError as error:
-            raise ModelError(
-                "The model endpoint is rate-limiting requests (HTTP 429). Wait a moment and try "
-                "again."
-            ) from error
-        except openai.APITimeoutError as error:
-            raise ModelError(
-                f"The model endpoint did not answer within {self._timeout:g} s. Try again later."
-            ) from error
-        except openai.APIStatusError as error:
-            raise ModelError(
-                f"The model endpoint answered HTTP {error.status_code}: {_short(error.message)}"
-            ) from error
-        except openai.APIConnectionError as error:
-            raise ModelError(
-                f"Could not reach the model endpoint at {self._base_url}: {_short(str(error))}"
-            ) from error
-        except openai.OpenAIError as error:
-            raise ModelError(f"The model request failed: {_short(str(error))}") from error
+        except (TimeoutError, openai.OpenAIError) as error:
+            raise ModelError(self._explained(error)) from error
         if not reader.chunks:
             # Most often a plain JSON body: the endpoint ignored ``stream``.
             raise ModelError(
@@ -186,6 +150,26 @@ class OpenAIChatModel:
             tool_calls=tool_calls,
             finish="tool_calls" if tool_calls else "stop",
         )
+
+    def _explained(self, error: Exception) -> str:
+        """What the person reads of a request that failed: why, and what to do."""
+        openai = self._openai
+        if isinstance(error, TimeoutError | openai.APITimeoutError):
+            return f"The model endpoint did not answer within {self._timeout:g} s. Try again later."
+        if isinstance(error, openai.AuthenticationError):
+            return (
+                f"The model endpoint rejected the API key (HTTP 401). Check {self._key_variable}."
+            )
+        if isinstance(error, openai.RateLimitError):
+            return (
+                "The model endpoint is rate-limiting requests (HTTP 429). Wait a moment and try "
+                "again."
+            )
+        if isinstance(error, openai.APIStatusError):
+            return f"The model endpoint answered HTTP {error.status_code}: {_short(error.message)}"
+        if isinstance(error, openai.APIConnectionError):
+            return f"Could not reach the model endpoint at {self._base_url}: {_short(str(error))}"
+        return f"The model request failed: {_short(str(error))}"
 
 
 def _paired(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -212,5 +196,5 @@ def _paired(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(_well_formed(text).split())
+    text = " ".join(well_formed(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
