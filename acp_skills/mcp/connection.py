@@ -1,6 +1,5 @@
-"""One live MCP client session to a server, owned by a task of its own: the SDK's context
-managers are entered and left by one task, and cancelling it through an anyio scope lets the
-transport's shielded clean-up (ending a server's process group) finish."""
+"""One live MCP client session, owned by a task of its own: the SDK's context managers are entered
+and left by one task, and an anyio scope's cancel lets the transport's shielded clean-up finish."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ def serves_skills(session: ClientSession) -> bool:
 
 
 class McpConnection:
-    """A client session to ``server`` through ``transport``, connecting from now on, closed
-    within ``timeout`` seconds."""
+    """A client session to ``server``, connecting from now on, closed within ``timeout``."""
 
     def __init__(self, server: McpServer, *, timeout: float, transport: TransportFactory) -> None:
         self.server = server
@@ -44,7 +42,7 @@ class McpConnection:
 
     @property
     def failed(self) -> bool:
-        """The connection ended (or never started): a new one is needed."""
+        """The connection ended (or never started)."""
         return self._task.done()
 
     @property
@@ -57,8 +55,7 @@ class McpConnection:
         return await asyncio.shield(self._ready)
 
     async def aclose(self, *, at_once: bool = False) -> None:
-        """End the session within the deadline; ``at_once`` (a server that failed, or one still
-        connecting, which is not answering) gives a stdio server no grace to leave."""
+        """End the session within the deadline; ``at_once`` (or still connecting): no grace."""
         if at_once or not self._ready.done():
             self._scope.cancel()  # a cancelled transport stops its server at once
         self._closing.set()

@@ -1,6 +1,5 @@
-"""How bytes reach an MCP server, bounded (contract §14a): a stdio server's process group ended
-whole, the tail of its stderr in the reason it stopped; no answer over `MAX_RESPONSE_BYTES` held,
-over stdio or streamable HTTP. Another `TransportFactory` goes without these bounds."""
+"""How bytes reach an MCP server, bounded (contract §14a): stdio, its process group ended whole and
+its stderr's tail in the reason it stopped, or streamable HTTP; no answer over 16 MiB held."""
 
 from __future__ import annotations
 
@@ -29,17 +28,13 @@ MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 """One message from a server (a listing page, a read), and one listing's pages together."""
 TOO_LARGE: Final = f"it sent a response over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB"
 STDERR_TAIL_BYTES: Final = 2048
-# A server whose input closed may leave by itself for this long (at most half the deadline),
-# then its group gets SIGTERM, then SIGKILL.
-_EXIT_GRACE: Final = 2.0
-_TERM_GRACE: Final = 1.0
-_REAP: Final = 0.5  # how long a killed server is given to be reaped, whatever the deadline
-_LAST_WORDS: Final = 0.5  # after it exits: how long its exit status and stderr are awaited
+_EXIT_GRACE: Final = 2.0  # to leave once its input closed (at most half the deadline)
+_TERM_GRACE: Final = 1.0  # from SIGTERM to SIGKILL (at most half the deadline)
+_REAP: Final = 0.5  # for a killed server to be reaped, or an exited one's stderr to be read
 _CLOSED: Final = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
 
 TransportFactory: TypeAlias = "Callable[[McpServer], Transport]"
-"""Given a server's configuration, an async context manager (the MCP SDK's
-`mcp.client.Transport`) whose block holds the read and write streams of a client session."""
+"""A server's configuration to the MCP SDK's `mcp.client.Transport` (docs/mcp.md)."""
 
 
 class ResponseTooLarge(Exception):
@@ -48,8 +43,7 @@ class ResponseTooLarge(Exception):
 
 class BoundedTransport:
     """The server's command as a child process over stdio, or its url over streamable HTTP;
-    ``ended``: why its messages stopped; ``stop_within``: how long a stdio server's stop may
-    take when the block ends (cancelled, or failed: at once)."""
+    ``ended``: why its messages stopped; ``stop_within``: how long a stdio server's stop takes."""
 
     def __init__(self, server: McpServer) -> None:
         self.server = server
@@ -88,7 +82,7 @@ class BoundedTransport:
         async def end(reason: str | None) -> None:
             # The messages stop: say why (the first reason found), then end their stream.
             if self.ended is None and reason is None:
-                with anyio.move_on_after(_LAST_WORDS):
+                with anyio.move_on_after(_REAP):
                     await _exited(process)
                     await stderr_closed.wait()
                 reason = _exit_reason(process.returncode, bytes(stderr))
@@ -147,8 +141,7 @@ class BoundedTransport:
     @contextlib.asynccontextmanager
     async def _http(self) -> AsyncIterator[Any]:
         assert self.server.url is not None
-        # Compressed bodies are refused (`_capped`): their size says nothing of what they
-        # expand to.
+        # Compressed bodies are refused: their size says nothing of what they expand to.
         headers = {**dict(self.server.headers), "Accept-Encoding": "identity"}
         async with (
             httpx2.AsyncClient(
@@ -165,13 +158,14 @@ class BoundedTransport:
     async def _capped(self, response: httpx2.Response) -> None:
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            raise _refused(self, f"it sent a {encoding}-compressed response though asked not to")
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
-            raise _refused(self, TOO_LARGE)
+            raise self.refuse(f"it sent a {encoding}-compressed response though asked not to")
         # Server-sent events stay open for many messages; the SDK caps each event.
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
             response.stream = _Capped(response.stream, self)
+
+    def refuse(self, reason: str) -> httpx2.StreamError:
+        self.ended = reason
+        return httpx2.StreamError(reason)
 
 
 open_transport: TransportFactory = BoundedTransport  # the default
@@ -187,16 +181,11 @@ class _Capped(httpx2.AsyncByteStream):
         size = 0
         async for chunk in self._stream:
             if (size := size + len(chunk)) > MAX_RESPONSE_BYTES:
-                raise _refused(self._transport, TOO_LARGE)
+                raise self._transport.refuse(TOO_LARGE)
             yield chunk
 
     async def aclose(self) -> None:
         await self._stream.aclose()
-
-
-def _refused(transport: BoundedTransport, reason: str) -> httpx2.StreamError:
-    transport.ended = reason
-    return httpx2.StreamError(reason)
 
 
 def _message(line: bytes) -> SessionMessage | Exception:
@@ -213,30 +202,27 @@ def _exit_reason(status: int | None, stderr: bytes) -> str:
         said = f"the server was ended by signal {-status}"
     else:
         said = f"the server exited with status {status}"
-    # Its stderr's last lines, cleaned, on one line of at most STDERR_TAIL_BYTES; the first is
-    # a piece of a line when the tail is full.
+    # Its stderr's last whole lines, cleaned, on one line of at most STDERR_TAIL_BYTES.
     lines = remove_unsafe_characters(stderr.decode("utf-8", "replace")).splitlines()
-    cut = len(stderr) >= STDERR_TAIL_BYTES and len(lines) > 1
-    kept = [line.strip() for line in lines[1 if cut else 0 :] if line.strip()]
+    if len(stderr) >= STDERR_TAIL_BYTES and len(lines) > 1:
+        del lines[0]  # a piece of a line
+    kept = [line.strip() for line in lines if line.strip()]
     while len(kept) > 1 and len(" | ".join(kept).encode()) > STDERR_TAIL_BYTES:
         kept.pop(0)
-    # One line longer than all the room: its end, where an error usually says what.
     if last := " | ".join(kept).encode()[-STDERR_TAIL_BYTES:].decode("utf-8", "ignore"):
         said += f"; its stderr ends: {last}"
     return said
 
 
 async def _stop(process: Process, stdin: ByteSendStream, within: float) -> None:
-    # Input closed, a grace to leave, then SIGTERM and SIGKILL to the whole group (the SDK's
-    # own tree kill), helpers included, even when the server itself has gone: within `within`.
-    deadline = anyio.current_time() + max(within, 0.0)
+    # Input closed, part of `within` to leave, then SIGTERM and SIGKILL to the whole group (the
+    # SDK's own tree kill), helpers included, even when the server itself has gone.
     with contextlib.suppress(*_CLOSED):
         await stdin.aclose()
     with anyio.move_on_after(min(_EXIT_GRACE, within / 2)):
         await _exited(process)
-    term_grace = max(min(_TERM_GRACE, deadline - anyio.current_time()), 0.0)
-    await terminate_posix_process_tree(process, term_grace)
-    with anyio.move_on_after(max(deadline - anyio.current_time(), _REAP)):
+    await terminate_posix_process_tree(process, min(_TERM_GRACE, within / 2))
+    with anyio.move_on_after(_REAP):
         await process.aclose()
 
 
