@@ -238,13 +238,6 @@ async def read_text(session: ClientSession, uri: str) -> bytes | None:
     return None
 
 
-def matches(data: bytes, listed: ManifestFile) -> bool:
-    """Size first (cheap), then the SHA-256 digest."""
-    return (
-        len(data) == listed.size and listed.digest == "sha256:" + hashlib.sha256(data).hexdigest()
-    )
-
-
 def unlisted(skill: ListedSkill, segments: Sequence[str]) -> ReadError:
     """Why ``segments`` names no file of the manifest: a folder of it, with its names, or none."""
     folder = skill.base_uri + "".join(segment + "/" for segment in segments)

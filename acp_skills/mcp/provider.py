@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Hashable, Sequence
@@ -28,22 +29,14 @@ from ..model import (
 from ..quiet_log import get_logger
 from ..text import quote
 from .config import McpServer
-from .connection import McpConnection, serves_skills
-from .listing import (
-    NOTHING,
-    ListedSkill,
-    Listing,
-    get_skill,
-    list_skills,
-    matches,
-    read_text,
-    unlisted,
-)
+from .listing import NOTHING, ListedSkill, Listing, get_skill, list_skills, read_text, unlisted
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
-from .transport import TOO_LARGE, ResponseTooLarge, TransportFactory, open_transport
+from .transport import SKILLS_EXTENSION, TOO_LARGE, McpConnection, ResponseTooLarge, open_transport
 
 if TYPE_CHECKING:
     from mcp import ClientSession
+
+    from .transport import TransportFactory
 
 MCP_RANK: Final = 600  # every local root wins a name clash
 LISTING_DEADLINE: Final = 10.0
@@ -324,8 +317,10 @@ class McpSkillProvider:
             raise Refusal(f'Error: cannot read {about} from MCP server "{label}": {why}') from None
         if data is not None and len(data) > limit:
             raise over(len(data))
-        if data is not None and listed is not None and not matches(data, listed):
-            raise self._changed(locator)
+        if data is not None and listed is not None:
+            digest = "sha256:" + hashlib.sha256(data).hexdigest()
+            if (len(data), digest) != (listed.size, listed.digest):
+                raise self._changed(locator)
         return data
 
     def _changed(self, locator: McpLocator) -> Refusal:
@@ -342,9 +337,14 @@ class McpSkillProvider:
         try:
             with anyio.move_on_after(self._timeout):
                 if (session := self._lent.get(server)) is None:
-                    connection = self._connection(server)
+                    connection = self._connections.get(server)
+                    if connection is None or connection.failed:
+                        connection = McpConnection(server, self._timeout, self._transport)
+                        self._connections[server] = connection
                     session = await connection.session()
-                state.connected, state.supports_skills = True, serves_skills(session)
+                capabilities = session.server_capabilities
+                extensions = (capabilities.extensions if capabilities else None) or {}
+                state.connected, state.supports_skills = True, SKILLS_EXTENSION in extensions
                 return await request(session) if state.supports_skills else None
             reason = f"no answer within {self._timeout:g} s"
         except ResponseTooLarge:  # a listing over the cap, its pages counted together
@@ -361,14 +361,6 @@ class McpSkillProvider:
         # Not asked again for a while; one that sent too much, not while a session names it.
         state.failed_at = math.inf if reason == TOO_LARGE else time.monotonic()
         await self._close(server, at_once=True)  # its process group ends now
-
-    def _connection(self, server: McpServer) -> McpConnection:
-        found = self._connections.get(server)
-        if found is None or found.failed:
-            found = self._connections[server] = McpConnection(
-                server, timeout=self._timeout, transport=self._transport
-            )
-        return found
 
     async def _close(self, server: McpServer, *, at_once: bool = False) -> None:
         if (found := self._connections.pop(server, None)) is not None:

@@ -1,8 +1,12 @@
-"""How bytes reach an MCP server, bounded (contract §14a): stdio, its process group ended whole and
-its stderr's tail in the reason it stopped, or streamable HTTP; no answer over 16 MiB held."""
+"""How an MCP server is reached, bounded (contract §14a): stdio, its process group ended whole and
+its stderr's tail in the reason it stopped, or streamable HTTP; no answer over 16 MiB held. One
+client session per server (`McpConnection`), owned by a task of its own: the SDK's context
+managers are entered and left by one task, and an anyio scope's cancel lets the transport's
+shielded clean-up finish."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import subprocess
@@ -14,10 +18,12 @@ import httpx2
 import mcp.types as types
 from anyio.abc import ByteSendStream, Process
 from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
+from ..quiet_log import get_logger
 from ..text import remove_unsafe_characters
 from .config import McpServer
 
@@ -28,10 +34,14 @@ MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 """One message from a server (a listing page, a read), and one listing's pages together."""
 TOO_LARGE: Final = f"it sent a response over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB"
 STDERR_TAIL_BYTES: Final = 2048
+SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
+_AFTER_CANCEL: Final = 1.0  # a cancelled connection's last moments (reaping a killed server)
 _EXIT_GRACE: Final = 2.0  # to leave once its input closed (at most half the deadline)
 _TERM_GRACE: Final = 1.0  # from SIGTERM to SIGKILL (at most half the deadline)
 _REAP: Final = 0.5  # for a killed server to be reaped, or an exited one's stderr to be read
 _CLOSED: Final = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
+
+_log = get_logger(__name__)
 
 TransportFactory: TypeAlias = "Callable[[McpServer], Transport]"
 """A server's configuration to the MCP SDK's `mcp.client.Transport` (docs/mcp.md)."""
@@ -186,6 +196,70 @@ class _Capped(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._stream.aclose()
+
+
+class McpConnection:
+    """A client session to ``server``, connecting from now on, closed within ``timeout``."""
+
+    def __init__(self, server: McpServer, timeout: float, transport: TransportFactory) -> None:
+        self.server = server
+        self._timeout = timeout
+        self._transport = transport
+        # Only the default transport tells why the messages stopped; another goes without.
+        self._bounded: BoundedTransport | None = None
+        self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+        self._closing = asyncio.Event()
+        self._scope = anyio.CancelScope()
+        self._task = asyncio.ensure_future(self._run())
+
+    @property
+    def failed(self) -> bool:
+        """The connection ended (or never started)."""
+        return self._task.done()
+
+    @property
+    def ended(self) -> str | None:
+        """Why the server's messages stopped, when the transport knows."""
+        return self._bounded.ended if self._bounded is not None else None
+
+    async def session(self) -> ClientSession:
+        """The session after ``server/discover``; raises why it could not connect."""
+        return await asyncio.shield(self._ready)
+
+    async def aclose(self, *, at_once: bool = False) -> None:
+        """End the session within the deadline; ``at_once`` (or still connecting): no grace."""
+        if at_once or not self._ready.done():
+            self._scope.cancel()  # a cancelled transport stops its server at once
+        self._closing.set()
+        done, _ = await asyncio.wait({self._task}, timeout=self._timeout)
+        if not done:
+            self._scope.cancel()
+            await asyncio.wait({self._task}, timeout=_AFTER_CANCEL)
+
+    async def _run(self) -> None:
+        error: Exception | None = None
+        try:
+            with self._scope:
+                # Made here, so that a factory that fails is a connection that failed.
+                transport = self._transport(self.server)
+                if isinstance(transport, BoundedTransport):
+                    self._bounded, transport.stop_within = transport, self._timeout
+                async with (
+                    transport as (read, write),
+                    ClientSession(read, write, extensions={SKILLS_EXTENSION: {}}) as session,
+                ):
+                    await session.discover()
+                    self._ready.set_result(session)
+                    await self._closing.wait()
+        except Exception as caught:
+            error = caught  # the lookup that meets it warns (`mcp_server_skipped`)
+            _log.info("mcp_server_ended", server=self.server.label, error=self.ended or repr(error))
+        finally:
+            if not self._ready.done():
+                ended = ConnectionError(self.ended or "the connection ended")
+                self._ready.set_exception(error or ended)
+            with contextlib.suppress(BaseException):
+                self._ready.exception()  # retrieved: never reported as unretrieved
 
 
 def _message(line: bytes) -> SessionMessage | Exception:
