@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 import mcp.types as types
 from mcp import ClientSession, MCPError
@@ -37,11 +37,9 @@ class _Answer(BaseModel):
     model_config = ConfigDict(extra="allow")  # every field as the server sent it
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ManifestFile:
-    """One listed file: what a read of ``uri`` must match."""
+class ManifestFile(NamedTuple):
+    """One listed file: what a read of it must match."""
 
-    uri: str
     digest: str  # "sha256:<64 hex>"
     size: int
 
@@ -199,7 +197,7 @@ def read_entry(raw: object) -> ListedSkill | RejectedEntry:
     if files is None:
         served.add((uri, DYNAMIC_DIGEST))
     else:
-        served.update((file.uri, file.digest) for file in files.values())
+        served.update((file_uri, file.digest) for file_uri, file in files.items())
     return ListedSkill(
         uri=uri, frontmatter=fields, parsed=parsed, files=files, served=frozenset(served)
     )
@@ -219,7 +217,7 @@ def _manifest(resources: object) -> dict[str, ManifestFile] | str:
             return f'the digest of {uri!r} is not "sha256:" and 64 hexadecimal digits'
         if type(size) is not int or size < 0:
             return f"the size of {uri!r} is not a whole number of bytes"
-        files[uri] = ManifestFile(uri=uri, digest=digest, size=size)
+        files[uri] = ManifestFile(digest, size)
     if len(files) > MAX_SKILL_FILES:
         return f"its manifest lists {len(files)} files, over the {MAX_SKILL_FILES} a skill may have"
     if (total := sum(file.size for file in files.values())) > MAX_SKILL_BYTES:

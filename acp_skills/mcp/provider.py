@@ -116,22 +116,15 @@ class McpSkillProvider:
             for skill in (await self._joined_listing(server)).skills:
                 if skill.uri == uri:
                     return self._candidate(server, skill)
-        unasked: list[str] = []
         for server in servers:
             try:
                 entry = await self._entry(server, uri)
-            except _Unavailable as unavailable:
-                unasked.append(f'"{server.label}": {unavailable}')
-                continue
+            except _Unavailable:
+                continue  # skipped by the listing above, and told there
             if entry is not None:
                 confirmed = (*(u for u in self._confirmed.get(server, ()) if u != uri), uri)
                 self._confirmed[server] = confirmed[-MAX_CONFIRMED:]
                 return self._candidate(server, entry)
-        if unasked:
-            raise Refusal(
-                f"Error: no MCP server of this session could be asked about {quote(uri)}: "
-                + "; ".join(unasked)
-            )
         return None
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
