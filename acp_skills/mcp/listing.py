@@ -49,8 +49,7 @@ class ListedSkill:
     """An entry read: its manifest (``None``: ``"dynamic"``) and the pairs trust keeps for it."""
 
     uri: str
-    frontmatter: Mapping[object, object]
-    parsed: ParsedSkill
+    parsed: ParsedSkill  # its `fields`: the frontmatter as listed
     files: Mapping[str, ManifestFile] | None
     served: frozenset[tuple[str, str]]
 
@@ -198,9 +197,7 @@ def read_entry(raw: object) -> ListedSkill | RejectedEntry:
         served.add((uri, DYNAMIC_DIGEST))
     else:
         served.update((file_uri, file.digest) for file_uri, file in files.items())
-    return ListedSkill(
-        uri=uri, frontmatter=fields, parsed=parsed, files=files, served=frozenset(served)
-    )
+    return ListedSkill(uri=uri, parsed=parsed, files=files, served=frozenset(served))
 
 
 def _manifest(resources: object) -> dict[str, ManifestFile] | str:

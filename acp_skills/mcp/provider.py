@@ -39,9 +39,7 @@ if TYPE_CHECKING:
     from .transport import TransportFactory
 
 MCP_RANK: Final = 600  # every local root wins a name clash
-LISTING_DEADLINE: Final = 10.0
 RETRY_AFTER: Final = 60.0  # a failed server is left alone this long
-DEFAULT_MAX_RESOURCE_BYTES: Final = 1_048_576  # as the `skill` tool's cap on a file
 MAX_CONFIRMED: Final = 32  # uris a server confirmed but does not list, kept per server
 
 _log = get_logger(__name__)
@@ -72,8 +70,8 @@ class McpSkillProvider:
         self,
         *,
         servers: Sequence[McpServer] = (),
-        timeout: float = LISTING_DEADLINE,
-        max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
+        timeout: float = 10.0,
+        max_resource_bytes: int = 1_048_576,  # as the `skill` tool's cap on a file
         transport: TransportFactory | None = None,
     ) -> None:
         self.name = "mcp"
@@ -149,7 +147,7 @@ class McpSkillProvider:
 
         data = await self._fetch(locator, locator.skill.uri, f'skill "{name}"', limit, over)
         parsed = parse_skill_file(data.decode("utf-8", "replace")) if data is not None else None
-        listed = canonical_json(locator.skill.frontmatter)
+        listed = canonical_json(locator.skill.parsed.fields)
         if not isinstance(parsed, ParsedSkill) or canonical_json(parsed.fields) != listed:
             raise self._changed(locator)
         values = shared_fields(candidate, SkillDefinition) | {"content": parsed.body, "path": None}
