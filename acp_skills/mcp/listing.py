@@ -59,8 +59,7 @@ class ListedSkill:
         return self.uri.rsplit("/", 1)[0] + "/"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RejectedEntry:
+class RejectedEntry(NamedTuple):
     """An entry left out: its uri (when it has one) and why."""
 
     uri: str | None
