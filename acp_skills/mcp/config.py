@@ -69,7 +69,7 @@ def parse_server_option(text: str) -> McpServer:
     """``LABEL=URL`` (streamable HTTP) or ``LABEL=COMMAND`` (stdio, split by shell rules).
 
     Raises:
-        ValueError: anything else, with the reason.
+        ValueError: anything else (an unclosed quote included), with the reason.
     """
     label, equals, rest = text.partition("=")
     label, rest = label.strip(), rest.strip()
@@ -77,13 +77,8 @@ def parse_server_option(text: str) -> McpServer:
         raise ValueError(f"expected LABEL=COMMAND or LABEL=URL, got {text!r}")
     if rest.startswith(("http://", "https://")):
         return McpServer(label=label, url=rest)
-    try:
-        words = shlex.split(rest)
-    except ValueError as error:
-        raise ValueError(f"cannot split the command of MCP server {label!r}: {error}") from None
-    if not words:
-        raise ValueError(f"MCP server {label!r} has an empty command")
-    return McpServer(label=label, command=words[0], args=tuple(words[1:]))
+    command, *args = shlex.split(rest)  # not empty: `rest` holds more than spaces
+    return McpServer(label=label, command=command, args=tuple(args))
 
 
 def _pairs(items: object) -> tuple[tuple[str, str], ...]:

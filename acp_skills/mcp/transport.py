@@ -1,8 +1,6 @@
 """How an MCP server is reached, bounded (contract §14a): stdio, its process group ended whole and
-its stderr's tail in the reason it stopped, or streamable HTTP; no answer over 16 MiB held. One
-client session per server (`McpConnection`), owned by a task of its own: the SDK's context
-managers are entered and left by one task, and an anyio scope's cancel lets the transport's
-shielded clean-up finish."""
+its stderr's tail in the reason it stopped, or streamable HTTP; no answer over 16 MiB held; and
+`McpConnection`, one client session to it."""
 
 from __future__ import annotations
 
@@ -59,14 +57,13 @@ class BoundedTransport:
         self.server = server
         self.ended: str | None = None
         self.stop_within = 10.0
-        self._stack = contextlib.AsyncExitStack()
+        self._opened = self._stdio() if server.command is not None else self._http()
 
     async def __aenter__(self) -> Any:
-        opened = self._stdio() if self.server.command is not None else self._http()
-        return await self._stack.enter_async_context(opened)
+        return await self._opened.__aenter__()
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
-        return await self._stack.__aexit__(*exc_info)
+        return await self._opened.__aexit__(*exc_info)
 
     @contextlib.asynccontextmanager
     async def _stdio(self) -> AsyncIterator[Any]:
@@ -199,7 +196,9 @@ class _Capped(httpx2.AsyncByteStream):
 
 
 class McpConnection:
-    """A client session to ``server``, connecting from now on, closed within ``timeout``."""
+    """A client session to ``server``, connecting from now on, closed within ``timeout``. A task
+    of its own enters and leaves the SDK's context managers; cancelling it through an anyio scope
+    lets the transport's shielded clean-up finish."""
 
     def __init__(self, server: McpServer, timeout: float, transport: TransportFactory) -> None:
         self.server = server
