@@ -178,26 +178,6 @@ async def test_a_listing_whose_pages_together_pass_16_mib_ends_the_servers_use(
     assert record.read_text().split().count("skills/list") == 2  # the two pages, once
 
 
-async def test_a_listing_that_pages_on_and_on_is_read_to_1000_pages_and_says_so(
-    tmp_path: Path,
-) -> None:
-    """A server whose every page has a next one: the first 1,000 pages are read, its skills
-    are offered, and a diagnostic says the rest was not read."""
-    script = write_script(
-        tmp_path / "s.json", [served("deploy", DEPLOY, DEPLOY_FIELDS)], pages=10**6
-    )
-    options = SkillLookupOptions(servers=(scripted_server(script),))
-    async with lookups(timeout=60, transport=InProcess()) as (registry, _):
-        assert [skill.name for skill in (await registry.snapshot(options)).skills] == ["deploy"]
-        problems = await registry.diagnose(options)
-    # (each page lists the same skill again: the others are its duplicates)
-    [problem] = [problem for problem in problems if problem.code == "mcp-skill-invalid"]
-    assert problem.message == (
-        "MCP server 'team' lists an entry that is skipped: its listing goes on past 1,000 "
-        "pages, which are all that is read"
-    )
-
-
 async def test_a_read_over_16_mib_ends_the_servers_use(tmp_path: Path) -> None:
     """A read answer past 16 MiB is dropped as it arrives; the server is not used again."""
     script = write_script(

@@ -1,5 +1,4 @@
-"""One MCP server's configuration, as a session's ``mcpServers`` entry or ``--mcp-server`` names
-it, and the identity trust stores for it."""
+"""One MCP server's configuration, from a session's ``mcpServers`` entry or ``--mcp-server``."""
 
 from __future__ import annotations
 
@@ -7,6 +6,8 @@ import json
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from pydantic import BaseModel
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,43 +31,45 @@ class McpServer:
     @classmethod
     def from_acp(cls, entry: object) -> McpServer:
         """An ``mcpServers`` entry (the ACP SDK's model, or the dict its lenient parsing may
-        leave), stdio or HTTP; equal entries make equal servers.
+        leave), stdio or HTTP.
 
         Raises:
             ValueError: an entry no server can be made of (SSE, no name, ...), with the reason.
         """
-        kind, command = _entry_field(entry, "type"), _entry_field(entry, "command")
-        if kind is None and command is not None:
-            args = _entry_field(entry, "args") or ()
+        raw = entry.model_dump() if isinstance(entry, BaseModel) else entry
+        fields: Mapping[str, object] = raw if isinstance(raw, Mapping) else {}
+        if not isinstance(label := fields.get("name"), str) or not (label := label.strip()):
+            raise ValueError("it has no name")
+        kind, command, args, url = (fields.get(key) for key in ("type", "command", "args", "url"))
+        if kind is None and isinstance(command, str) and command.strip():
             if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
                 raise ValueError("its args are not a list of strings")
-            if not isinstance(command, str) or not command.strip():
-                raise ValueError("it has no command")
-            env = _pairs(_entry_field(entry, "env"))
-            return cls(label=_label(entry), command=command, args=tuple(args), env=env)
+            return cls(
+                label=label, command=command, args=tuple(args), env=_pairs(fields.get("env"))
+            )
+        if kind is None:
+            raise ValueError("it has no command")
+        if kind == "http" and isinstance(url, str) and url.startswith(("http://", "https://")):
+            return cls(label=label, url=url, headers=_pairs(fields.get("headers")))
         if kind == "http":
-            url, headers = _entry_field(entry, "url"), _pairs(_entry_field(entry, "headers"))
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                raise ValueError("its url is not an http or https url")
-            return cls(label=_label(entry), url=url, headers=headers)
+            raise ValueError("its url is not an http or https url")
         raise ValueError(f"a server of type {kind!r} is not supported (stdio and http are)")
 
     @property
     def identity(self) -> str:
         """What trust remembers: the label and the command line or url (never the secrets)."""
         where = self.url if self.url is not None else shlex.join((self.command or "", *self.args))
-        # A label holding "=" (or opening with a quote) is written as a JSON string, so that
-        # no other label and command read the same.
+        # A label holding "=" (or opening with a quote) is a JSON string: no other label and
+        # command read the same.
         quoted = "=" in self.label or self.label.startswith('"')
-        label = json.dumps(self.label, ensure_ascii=False) if quoted else self.label
-        return f"{label}={where}"
+        return f"{json.dumps(self.label, ensure_ascii=False) if quoted else self.label}={where}"
 
 
 def parse_server_option(text: str) -> McpServer:
     """``LABEL=URL`` (streamable HTTP) or ``LABEL=COMMAND`` (stdio, split by shell rules).
 
     Raises:
-        ValueError: anything else, with the reason.
+        ValueError: anything else (an unclosed quote included), with the reason.
     """
     label, equals, rest = text.partition("=")
     label, rest = label.strip(), rest.strip()
@@ -74,30 +77,17 @@ def parse_server_option(text: str) -> McpServer:
         raise ValueError(f"expected LABEL=COMMAND or LABEL=URL, got {text!r}")
     if rest.startswith(("http://", "https://")):
         return McpServer(label=label, url=rest)
-    try:
-        words = shlex.split(rest)
-    except ValueError as error:
-        raise ValueError(f"cannot split the command of MCP server {label!r}: {error}") from None
-    if not words:
-        raise ValueError(f"MCP server {label!r} has an empty command")
-    return McpServer(label=label, command=words[0], args=tuple(words[1:]))
-
-
-def _entry_field(entry: object, name: str) -> object:
-    return entry.get(name) if isinstance(entry, Mapping) else getattr(entry, name, None)
-
-
-def _label(entry: object) -> str:
-    label = _entry_field(entry, "name")
-    if not isinstance(label, str) or not label.strip():
-        raise ValueError("it has no name")
-    return label.strip()
+    command, *args = shlex.split(rest)  # not empty: `rest` holds more than spaces
+    return McpServer(label=label, command=command, args=tuple(args))
 
 
 def _pairs(items: object) -> tuple[tuple[str, str], ...]:
+    # `env` and `headers`: [{name, value}], a model's dumped to dicts.
     pairs: list[tuple[str, str]] = []
     for item in items if isinstance(items, list | tuple) else ():
-        name, value = _entry_field(item, "name"), _entry_field(item, "value")
+        name, value = (
+            item.get(key) if isinstance(item, Mapping) else None for key in ("name", "value")
+        )
         if not isinstance(name, str) or not isinstance(value, str):
             raise ValueError("a name/value pair is not two strings")
         pairs.append((name, value))

@@ -1,6 +1,5 @@
 """`skills/list` and `skills/get`, each entry read by the local files' frontmatter reader into a
-`ListedSkill` or a `RejectedEntry`; the checks a read must pass; and `McpLocator`, what an MCP
-candidate carries back to its server and to trust."""
+`ListedSkill` or a `RejectedEntry`, and `McpLocator`, what a served skill carries to trust."""
 
 from __future__ import annotations
 
@@ -9,30 +8,27 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, NamedTuple
 
 import mcp.types as types
 from mcp import ClientSession, MCPError
 from mcp.client.caching import MAX_TTL_MS
 from pydantic import BaseModel, ConfigDict
 
-from ..confined import case_match, listed_entries
+from ..confined import listed_entries
 from ..errors import Problem, ReadError
 from ..frontmatter import ParsedSkill, canonical_json, listed_fields, read_fields
 from .config import McpServer
 from .transport import MAX_RESPONSE_BYTES, TOO_LARGE, ResponseTooLarge
 
-# A server that pages forever must not keep a listing going: 1,000 pages is far past any catalog.
-MAX_PAGES: Final = 1000
-# What the extension's stable page says every host accepts of one skill, counted over its
-# manifest (its SKILL.md included), and no more: beyond either, the entry is left out, told.
+# The extension's stable page: what every host accepts of one skill, over its manifest.
 MAX_SKILL_FILES: Final = 512
 MAX_SKILL_BYTES: Final = 16 * 1024 * 1024
 _DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
 _INVALID_PARAMS: Final = -32602  # how a server says it serves no skill at a uri
 # What trust keeps for a skill's listed frontmatter (its uri with this fragment), and for the
-# SKILL.md of a skill listed without a manifest: no listed digest looks like "dynamic", so a
-# switch between the two is a change either way.
+# SKILL.md of a dynamic skill: no listed digest looks like "dynamic", so a switch between a
+# manifest and none is a change either way.
 FRONTMATTER_FRAGMENT: Final = "#frontmatter"
 DYNAMIC_DIGEST: Final = "dynamic"
 
@@ -41,28 +37,19 @@ class _Answer(BaseModel):
     model_config = ConfigDict(extra="allow")  # every field as the server sent it
 
 
-# "public": the answer holds nothing of the caller's, so any configuration reaching the same
-# url may reuse it; "private" (and anything else a server sends): only the one that asked.
-CacheScope: TypeAlias = Literal["public", "private"]
+class ManifestFile(NamedTuple):
+    """One listed file: what a read of it must match."""
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ManifestFile:
-    """One file of a skill as listed: what a read of ``uri`` must match."""
-
-    uri: str
     digest: str  # "sha256:<64 hex>"
     size: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListedSkill:
-    """An entry: its frontmatter read, its manifest (``None``: ``"dynamic"``), the pairs trust
-    keeps for it."""
+    """An entry read: its manifest (``None``: ``"dynamic"``) and the pairs trust keeps for it."""
 
     uri: str
-    frontmatter: Mapping[object, object]
-    parsed: ParsedSkill
+    parsed: ParsedSkill  # its `fields`: the frontmatter as listed
     files: Mapping[str, ManifestFile] | None
     served: frozenset[tuple[str, str]]
 
@@ -72,8 +59,7 @@ class ListedSkill:
         return self.uri.rsplit("/", 1)[0] + "/"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RejectedEntry:
+class RejectedEntry(NamedTuple):
     """An entry left out: its uri (when it has one) and why."""
 
     uri: str | None
@@ -82,12 +68,12 @@ class RejectedEntry:
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """The entries of one answer (a listing, or a `skills/get`), kept ``ttl_ms`` by ``scope``."""
+    """The entries of one answer, fresh for ``ttl_ms``; a ``"public"`` one is shared by url."""
 
     skills: tuple[ListedSkill, ...]
     rejected: tuple[RejectedEntry, ...]
     ttl_ms: int = 0
-    scope: CacheScope = "private"
+    scope: Literal["public", "private"] = "private"
 
 
 NOTHING: Final = Listing((), ())
@@ -130,10 +116,10 @@ async def list_skills(session: ClientSession) -> Listing:
     """
     entries: list[ListedSkill | RejectedEntry] = []
     params: dict[str, Any] = {}
-    ttl, scope, size = MAX_TTL_MS, "public", 0
-    # The listing's own entries are counted: other requests share the connection, and a lent
-    # session's transport counts nothing.
-    for _ in range(MAX_PAGES):
+    ttl, public, size = MAX_TTL_MS, True, 0
+    # Its own entries are counted: a lent session's transport counts nothing. A server that
+    # pages on and on meets the deadline.
+    while True:
         page = await _request(session, "skills/list", params)
         skills = page.get("skills")
         if not isinstance(skills, list):
@@ -142,15 +128,11 @@ async def list_skills(session: ClientSession) -> Listing:
         if size > MAX_RESPONSE_BYTES:
             raise ResponseTooLarge(TOO_LARGE)
         page_ttl, page_scope = _freshness(page)
-        ttl, scope = min(ttl, page_ttl), "private" if page_scope == "private" else scope
+        ttl, public = min(ttl, page_ttl), public and page_scope == "public"
         entries.extend(read_entry(raw) for raw in skills)
         if not isinstance(cursor := page.get("nextCursor"), str) or not cursor:
-            break
+            return _listing(entries, ttl, "public" if public else "private")
         params = {"cursor": cursor}
-    else:  # said, as a skipped entry is: the skills of the pages not read are missing
-        more = f"its listing goes on past {MAX_PAGES:,} pages, which are all that is read"
-        entries.append(RejectedEntry(uri=None, reason=more))
-    return _listing(entries, ttl, "public" if scope == "public" else "private")
 
 
 async def get_skill(session: ClientSession, uri: str) -> Listing | None:
@@ -174,15 +156,15 @@ async def _request(session: ClientSession, method: str, params: dict[str, Any]) 
     return (await session.send_request(request, _Answer)).model_extra or {}
 
 
-def _freshness(answer: Mapping[str, Any]) -> tuple[int, CacheScope]:
-    # Read leniently: a missing or malformed hint is the strictest one (0, private).
+def _freshness(answer: Mapping[str, Any]) -> tuple[int, Literal["public", "private"]]:
+    # A missing or malformed hint is the strictest one (0, private).
     ttl = answer.get("ttlMs")
     ttl_ms = min(ttl, MAX_TTL_MS) if type(ttl) is int and ttl > 0 else 0
     return ttl_ms, "public" if answer.get("cacheScope") == "public" else "private"
 
 
 def _listing(
-    entries: Sequence[ListedSkill | RejectedEntry], ttl_ms: int, scope: CacheScope
+    entries: Sequence[ListedSkill | RejectedEntry], ttl_ms: int, scope: Literal["public", "private"]
 ) -> Listing:
     skills = tuple(entry for entry in entries if isinstance(entry, ListedSkill))
     rejected = tuple(entry for entry in entries if isinstance(entry, RejectedEntry))
@@ -190,7 +172,7 @@ def _listing(
 
 
 def read_entry(raw: object) -> ListedSkill | RejectedEntry:
-    """One entry: a skill a local file with its frontmatter would make, with a verifiable
+    """One entry: the skill a local file with its frontmatter would make, with a verifiable
     manifest, or why it is left out."""
     if not isinstance(raw, Mapping):
         return RejectedEntry(uri=None, reason="the entry is not an object")
@@ -207,17 +189,14 @@ def read_entry(raw: object) -> ListedSkill | RejectedEntry:
         return RejectedEntry(uri=uri, reason=files)
     if files is not None and uri not in files:
         return RejectedEntry(uri=uri, reason="its manifest does not list its SKILL.md")
-    # What trust keeps: the listed frontmatter (the catalog's text comes from the listing,
-    # before any file is read), and every listed file or, for a dynamic skill, its SKILL.md.
+    # Trust keeps the listed frontmatter (the catalog's text comes from it, before any read).
     listed = canonical_json(fields).encode("utf-8", "surrogatepass")
     served = {(uri + FRONTMATTER_FRAGMENT, "sha256:" + hashlib.sha256(listed).hexdigest())}
     if files is None:
         served.add((uri, DYNAMIC_DIGEST))
     else:
-        served.update((file.uri, file.digest) for file in files.values())
-    return ListedSkill(
-        uri=uri, frontmatter=fields, parsed=parsed, files=files, served=frozenset(served)
-    )
+        served.update((file_uri, file.digest) for file_uri, file in files.items())
+    return ListedSkill(uri=uri, parsed=parsed, files=files, served=frozenset(served))
 
 
 def _manifest(resources: object) -> dict[str, ManifestFile] | str:
@@ -234,7 +213,7 @@ def _manifest(resources: object) -> dict[str, ManifestFile] | str:
             return f'the digest of {uri!r} is not "sha256:" and 64 hexadecimal digits'
         if type(size) is not int or size < 0:
             return f"the size of {uri!r} is not a whole number of bytes"
-        files[uri] = ManifestFile(uri=uri, digest=digest, size=size)
+        files[uri] = ManifestFile(digest, size)
     if len(files) > MAX_SKILL_FILES:
         return f"its manifest lists {len(files)} files, over the {MAX_SKILL_FILES} a skill may have"
     if (total := sum(file.size for file in files.values())) > MAX_SKILL_BYTES:
@@ -253,32 +232,10 @@ async def read_text(session: ClientSession, uri: str) -> bytes | None:
     return None
 
 
-def matches(data: bytes, listed: ManifestFile) -> bool:
-    """Size first (cheap), then the SHA-256 digest."""
-    return (
-        len(data) == listed.size and listed.digest == "sha256:" + hashlib.sha256(data).hexdigest()
-    )
-
-
 def unlisted(skill: ListedSkill, segments: Sequence[str]) -> ReadError:
-    """Why ``segments`` (below the base uri) names no file of the manifest: a folder of it, with
-    its names, or no file, with the path that differs from it only in case, if one."""
-    base = skill.base_uri
-    paths = [uri[len(base) :].split("/") for uri in skill.files or () if uri.startswith(base)]
-
-    def names_in(folder: Sequence[str]) -> set[str]:
-        depth = len(folder)
-        below = [path for path in paths if len(path) > depth and path[:depth] == list(folder)]
-        return {path[depth] + ("/" if len(path) > depth + 1 else "") for path in below}
-
-    if names := names_in(segments):
+    """Why ``segments`` names no file of the manifest: a folder of it, with its names, or none."""
+    folder = skill.base_uri + "".join(segment + "/" for segment in segments)
+    below = [uri[len(folder) :].split("/") for uri in skill.files or () if uri.startswith(folder)]
+    if names := {path[0] + ("/" if len(path) > 1 else "") for path in below}:
         return ReadError(failure="directory", entries=listed_entries(names))
-    # The first name that is not there, proposed as it is there but for case; the rest of the
-    # path as it was asked (as `acp_skills.confined` proposes a path on disk).
-    for depth, segment in enumerate(segments):
-        here = {name.removesuffix("/") for name in names_in(segments[:depth])}
-        if segment not in here:
-            match = case_match(segment, here)
-            near = "/".join([*segments[:depth], match, *segments[depth + 1 :]]) if match else ""
-            return ReadError(failure="not_found", near=near)
     return ReadError(failure="not_found")

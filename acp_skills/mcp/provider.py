@@ -1,10 +1,9 @@
-"""`McpSkillProvider`: the skills of MCP servers, listed lazily, loaded verified and capped, or
-found by their uri (contract §14, §14a, §16; docs/mcp.md). What a server gets wrong is a
-diagnostic, never a failed lookup."""
+"""`McpSkillProvider`: the skills of MCP servers (contract §14, §14a, §16; docs/mcp.md)."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Hashable, Sequence
@@ -29,30 +28,18 @@ from ..model import (
 from ..quiet_log import get_logger
 from ..text import quote
 from .config import McpServer
-from .connection import McpConnection, serves_skills
-from .listing import (
-    NOTHING,
-    ListedSkill,
-    Listing,
-    get_skill,
-    list_skills,
-    matches,
-    read_text,
-    unlisted,
-)
+from .listing import NOTHING, ListedSkill, Listing, get_skill, list_skills, read_text, unlisted
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
-from .transport import TOO_LARGE, ResponseTooLarge, TransportFactory, open_transport
+from .transport import SKILLS_EXTENSION, TOO_LARGE, McpConnection, ResponseTooLarge, open_transport
 
 if TYPE_CHECKING:
     from mcp import ClientSession
 
+    from .transport import TransportFactory
+
 MCP_RANK: Final = 600  # every local root wins a name clash
-LISTING_DEADLINE: Final = 10.0
 RETRY_AFTER: Final = 60.0  # a failed server is left alone this long
-DEFAULT_MAX_RESOURCE_BYTES: Final = 1_048_576  # as the `skill` tool's cap on a file
-# The uris a server confirmed by `skills/get` that it does not list, remembered per server (the
-# oldest forgotten first): each is asked about again whenever its entry is stale.
-MAX_CONFIRMED: Final = 32
+MAX_CONFIRMED: Final = 32  # uris a server confirmed but does not list, kept per server
 
 _log = get_logger(__name__)
 _T = TypeVar("_T")
@@ -60,7 +47,7 @@ _T = TypeVar("_T")
 
 @dataclass(slots=True)
 class ServerState:
-    """What `/skills` and doctor show of one server, and its last listing's rejected entries."""
+    """What `/skills` and doctor show of one server."""
 
     server: McpServer
     connected: bool = False
@@ -76,16 +63,14 @@ class _Unavailable(Exception):
 
 
 class McpSkillProvider:
-    """The skills of ``servers`` (every lookup's), then of ``options.servers`` (a session's);
-    every request under ``timeout`` seconds, files over ``max_resource_bytes`` refused, each
-    connection opened through ``transport`` (default: `transport.open_transport`)."""
+    """The skills of ``servers`` (every lookup's), then of ``options.servers`` (a session's)."""
 
     def __init__(
         self,
         *,
         servers: Sequence[McpServer] = (),
-        timeout: float = LISTING_DEADLINE,
-        max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
+        timeout: float = 10.0,
+        max_resource_bytes: int = 1_048_576,  # as the `skill` tool's cap on a file
         transport: TransportFactory | None = None,
     ) -> None:
         self.name = "mcp"
@@ -97,10 +82,9 @@ class McpSkillProvider:
         self._connections: dict[McpServer, McpConnection] = {}
         self._lent: dict[McpServer, ClientSession] = {}
         self._first: dict[McpServer, asyncio.Future[Listing]] = {}  # started as a session opens
-        # Answers while fresh, by (the configuration, or for a public answer its url; the uri
-        # asked about, "" for the listing).
+        # (configuration, or a public answer's url; uri, "" for the listing) -> (until, answer)
         self._kept: dict[tuple[Hashable, str], tuple[float, Listing]] = {}
-        self._confirmed: dict[McpServer, dict[str, None]] = {}  # oldest first
+        self._confirmed: dict[McpServer, tuple[str, ...]] = {}  # oldest first
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
         # Each listing keeps its own ttlMs; the registry asks again every time there are servers.
@@ -116,8 +100,8 @@ class McpSkillProvider:
         return found
 
     async def find_uri(self, uri: str, options: SkillLookupOptions) -> SkillCandidate | None:
-        """The skill at ``uri``: listed by a server, else confirmed by its `skills/get` (and
-        counted among its skills from then on); ``None`` when none serves it, else a `Refusal`."""
+        """The skill at ``uri``: listed, else confirmed by `skills/get` (and counted among its
+        server's skills from then on); ``None`` when no server serves it."""
         if not (servers := self._servers_of(options)):
             return None
         if not uri.endswith("/" + SKILL_FILE_NAME):
@@ -129,29 +113,19 @@ class McpSkillProvider:
             for skill in (await self._joined_listing(server)).skills:
                 if skill.uri == uri:
                     return self._candidate(server, skill)
-        unasked: list[str] = []
         for server in servers:
             try:
                 entry = await self._entry(server, uri)
-            except _Unavailable as unavailable:
-                unasked.append(f'"{server.label}": {unavailable}')
-                continue
+            except _Unavailable:
+                continue  # skipped by the listing above, and told there
             if entry is not None:
-                confirmed = self._confirmed.setdefault(server, {})
-                confirmed.pop(uri, None)
-                confirmed[uri] = None
-                if len(confirmed) > MAX_CONFIRMED:
-                    del confirmed[next(iter(confirmed))]
+                confirmed = (*(u for u in self._confirmed.get(server, ()) if u != uri), uri)
+                self._confirmed[server] = confirmed[-MAX_CONFIRMED:]
                 return self._candidate(server, entry)
-        if unasked:
-            raise Refusal(
-                f"Error: no MCP server of this session could be asked about {quote(uri)}: "
-                + "; ".join(unasked)
-            )
         return None
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
-        """Skipped servers and rejected entries of the last lookups; asks no server."""
+        """Skipped servers and rejected entries of the last lookups."""
         found: list[Diagnostic] = []
         for state in self.states(options):
             if state.failure is not None:
@@ -172,15 +146,14 @@ class McpSkillProvider:
 
         data = await self._fetch(locator, locator.skill.uri, f'skill "{name}"', limit, over)
         parsed = parse_skill_file(data.decode("utf-8", "replace")) if data is not None else None
-        listed = canonical_json(locator.skill.frontmatter)
+        listed = canonical_json(locator.skill.parsed.fields)
         if not isinstance(parsed, ParsedSkill) or canonical_json(parsed.fields) != listed:
             raise self._changed(locator)
         values = shared_fields(candidate, SkillDefinition) | {"content": parsed.body, "path": None}
         return SkillDefinition(**values)
 
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str:
-        """A manifest file below the skill's base uri, verified (a dynamic skill's: unverified);
-        anything else refused in the words a skill on disk gets (`content.unread_path`)."""
+        """A manifest file of the skill, verified (a dynamic skill's: any below its base uri)."""
         if not isinstance(locator := candidate.locator, McpLocator):
             raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
         skill, name = locator.skill, candidate.name
@@ -211,8 +184,7 @@ class McpSkillProvider:
             task.add_done_callback(partial(self._first_done, server))
 
     async def share(self, server: McpServer, session: ClientSession) -> None:
-        """Reach ``server`` over ``session``, the agent's own, never closed here; the provider's
-        own connection to it closes.
+        """Reach ``server`` over the agent's own ``session``, never closed here.
 
         Raises:
             ValueError: ``session`` has had no handshake yet (``discover()``).
@@ -222,7 +194,7 @@ class McpSkillProvider:
                 f'the session lent for MCP server "{server.label}" has had no handshake: '
                 "lend it after its discover()"
             )
-        await self._cancel_first(server)  # it would go over the connection that goes
+        await self._cancel_first(server)
         self._lent[server] = session
         await self._close(server)
 
@@ -244,15 +216,14 @@ class McpSkillProvider:
         return tuple(self.servers.get(s) or ServerState(s) for s in self._servers_of(options))
 
     async def aclose(self) -> None:
-        """Close every connection this provider opened, each within the deadline."""
+        """Close every connection this provider opened."""
         await asyncio.gather(*(self._cancel_first(server) for server in list(self._first)))
         connections, self._connections, self._lent = list(self._connections.values()), {}, {}
         await asyncio.gather(*(connection.aclose() for connection in connections))
 
     async def _joined_listing(self, server: McpServer) -> Listing:
-        # The listing a session's opening started, if it gave one; else one made now.
         if (task := self._first.get(server)) is not None:
-            await asyncio.wait({task})  # waiting, not owning: a cancelled lookup leaves it going
+            await asyncio.wait({task})  # a cancelled lookup leaves it going
             if not task.cancelled() and task.exception() is None:
                 return task.result()
         return await self._listing(server)
@@ -279,7 +250,6 @@ class McpSkillProvider:
             record = mcp_server_unavailable(server.label, str(unavailable))
             log_diagnostic(_log, record, server=server.label)
             await self._fail(server, str(unavailable))
-            # The others still count; `cacheable` keeps this degraded catalog out of the cache.
             return NOTHING
         rejected = tuple(mcp_skill_invalid(server.label, e.uri, e.reason) for e in listing.rejected)
         if rejected != state.rejected:  # told once, not at every lookup
@@ -293,25 +263,22 @@ class McpSkillProvider:
     async def _confirmed_skills(
         self, server: McpServer, listing: Listing
     ) -> tuple[ListedSkill, ...]:
-        # The uris the server confirmed and does not list, each as its entry says now: one it
-        # no longer serves is forgotten; one it cannot be asked about sits this lookup out.
+        # As each entry says now: one no longer served is forgotten, one unreadable sits out.
         listed = {skill.uri for skill in listing.skills}
-        confirmed = self._confirmed.get(server, {})
         found: list[ListedSkill] = []
-        for uri in [uri for uri in confirmed if uri not in listed]:
+        for uri in [uri for uri in self._confirmed.get(server, ()) if uri not in listed]:
             try:
                 entry = await self._entry(server, uri)
             except (_Unavailable, Refusal):
                 continue
             if entry is None:
-                confirmed.pop(uri, None)
+                self._confirmed[server] = tuple(u for u in self._confirmed[server] if u != uri)
             else:
                 found.append(entry)
         return tuple(found)
 
     async def _entry(self, server: McpServer, uri: str) -> ListedSkill | None:
-        # The server's own entry for `uri` (`skills/get`, kept while fresh); None when it serves
-        # no skill there or declares no skills extension.
+        # `skills/get`, kept while fresh; None: no skill there, or no skills extension.
         if (got := self._fresh(server, uri)) is None:
             if _resting(state := self._state(server)):
                 raise _Unavailable(state.failure or "it failed a moment ago")
@@ -328,8 +295,7 @@ class McpSkillProvider:
     async def _fetch(
         self, locator: McpLocator, uri: str, about: str, limit: int, over: Callable[[int], Refusal]
     ) -> bytes | None:
-        # The text at `uri`, capped by its listed size and its size read, verified against the
-        # manifest (a dynamic skill has none); None: the server sent no text.
+        # Capped by its listed size and its size read, verified; None: the server sent no text.
         skill = locator.skill
         listed = skill.files.get(uri) if skill.files is not None else None
         if listed is not None and listed.size > limit:
@@ -341,8 +307,10 @@ class McpSkillProvider:
             raise Refusal(f'Error: cannot read {about} from MCP server "{label}": {why}') from None
         if data is not None and len(data) > limit:
             raise over(len(data))
-        if data is not None and listed is not None and not matches(data, listed):
-            raise self._changed(locator)
+        if data is not None and listed is not None:
+            digest = "sha256:" + hashlib.sha256(data).hexdigest()
+            if (len(data), digest) != (listed.size, listed.digest):
+                raise self._changed(locator)
         return data
 
     def _changed(self, locator: McpLocator) -> Refusal:
@@ -353,16 +321,20 @@ class McpSkillProvider:
     async def _ask(
         self, server: McpServer, request: Callable[[ClientSession], Awaitable[_T]]
     ) -> _T | None:
-        # Connecting and `request`, under the deadline; None when the server declares no
-        # skills extension. A server that sent too much is let go for good.
+        # Connecting and `request` under the deadline; None: no skills extension.
         state = self._state(server)
         connection: McpConnection | None = None
         try:
             with anyio.move_on_after(self._timeout):
                 if (session := self._lent.get(server)) is None:
-                    connection = self._connection(server)
+                    connection = self._connections.get(server)
+                    if connection is None or connection.failed:
+                        connection = McpConnection(server, self._timeout, self._transport)
+                        self._connections[server] = connection
                     session = await connection.session()
-                state.connected, state.supports_skills = True, serves_skills(session)
+                capabilities = session.server_capabilities
+                extensions = (capabilities.extensions if capabilities else None) or {}
+                state.connected, state.supports_skills = True, SKILLS_EXTENSION in extensions
                 return await request(session) if state.supports_skills else None
             reason = f"no answer within {self._timeout:g} s"
         except ResponseTooLarge:  # a listing over the cap, its pages counted together
@@ -380,14 +352,6 @@ class McpSkillProvider:
         state.failed_at = math.inf if reason == TOO_LARGE else time.monotonic()
         await self._close(server, at_once=True)  # its process group ends now
 
-    def _connection(self, server: McpServer) -> McpConnection:
-        found = self._connections.get(server)
-        if found is None or found.failed:
-            found = self._connections[server] = McpConnection(
-                server, timeout=self._timeout, transport=self._transport
-            )
-        return found
-
     async def _close(self, server: McpServer, *, at_once: bool = False) -> None:
         if (found := self._connections.pop(server, None)) is not None:
             await found.aclose(at_once=at_once)
@@ -396,7 +360,6 @@ class McpSkillProvider:
         return self.servers.setdefault(server, ServerState(server))
 
     def _fresh(self, server: McpServer, uri: str) -> Listing | None:
-        # The configuration's own answer first, then one its url shares.
         for owner in (server, server.url):
             kept = self._kept.get((owner, uri))
             if kept is not None and time.monotonic() < kept[0]:
@@ -404,10 +367,9 @@ class McpSkillProvider:
         return None
 
     def _keep(self, server: McpServer, uri: str, listing: Listing) -> None:
-        # A private answer for the one configuration that asked (its env or headers carry its
-        # authorization); a public one of an HTTP server for its url. A stdio configuration
-        # starts a process of its own: nothing it answers is shared.
-        if listing.ttl_ms > 0:  # 0: stale at once
+        # A private answer for the configuration that asked (its env or headers authorize it);
+        # a public one of an HTTP server for its url (a stdio server is a process of its own).
+        if listing.ttl_ms > 0:
             public = listing.scope == "public" and server.url is not None
             owner = server.url if public else server
             self._kept[(owner, uri)] = (time.monotonic() + listing.ttl_ms / 1000, listing)
@@ -430,7 +392,6 @@ class McpSkillProvider:
         )
 
     def _servers_of(self, options: SkillLookupOptions) -> tuple[McpServer, ...]:
-        # The fixed servers first; a session naming one of them again does not list it twice.
         extra = (s for s in options.servers if isinstance(s, McpServer) and s not in self._fixed)
         return (*self._fixed, *extra)
 

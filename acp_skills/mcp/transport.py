@@ -1,9 +1,10 @@
-"""How bytes reach an MCP server, bounded (contract §14a): a stdio server's process group ended
-whole, the tail of its stderr in the reason it stopped; no answer over `MAX_RESPONSE_BYTES` held,
-over stdio or streamable HTTP. Another `TransportFactory` goes without these bounds."""
+"""How an MCP server is reached, bounded (contract §14a): stdio, its process group ended whole and
+its stderr's tail in the reason it stopped, or streamable HTTP; no answer over 16 MiB held; and
+`McpConnection`, one client session to it."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import subprocess
@@ -15,10 +16,12 @@ import httpx2
 import mcp.types as types
 from anyio.abc import ByteSendStream, Process
 from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
+from ..quiet_log import get_logger
 from .config import McpServer
 
 if TYPE_CHECKING:
@@ -28,17 +31,17 @@ MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 """One message from a server (a listing page, a read), and one listing's pages together."""
 TOO_LARGE: Final = f"it sent a response over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB"
 STDERR_TAIL_BYTES: Final = 2048
-# A server whose input closed may leave by itself for this long (at most half the deadline),
-# then its group gets SIGTERM, then SIGKILL.
-_EXIT_GRACE: Final = 2.0
-_TERM_GRACE: Final = 1.0
-_REAP: Final = 0.5  # how long a killed server is given to be reaped, whatever the deadline
-_LAST_WORDS: Final = 0.5  # after it exits: how long its exit status and stderr are awaited
+SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
+_AFTER_CANCEL: Final = 1.0  # a cancelled connection's last moments (reaping a killed server)
+_EXIT_GRACE: Final = 2.0  # to leave once its input closed (at most half the deadline)
+_TERM_GRACE: Final = 1.0  # from SIGTERM to SIGKILL (at most half the deadline)
+_REAP: Final = 0.5  # for a killed server to be reaped, or an exited one's stderr to be read
 _CLOSED: Final = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
 
+_log = get_logger(__name__)
+
 TransportFactory: TypeAlias = "Callable[[McpServer], Transport]"
-"""Given a server's configuration, an async context manager (the MCP SDK's
-`mcp.client.Transport`) whose block holds the read and write streams of a client session."""
+"""A server's configuration to the MCP SDK's `mcp.client.Transport` (docs/mcp.md)."""
 
 
 class ResponseTooLarge(Exception):
@@ -47,21 +50,19 @@ class ResponseTooLarge(Exception):
 
 class BoundedTransport:
     """The server's command as a child process over stdio, or its url over streamable HTTP;
-    ``ended``: why its messages stopped; ``stop_within``: how long a stdio server's stop may
-    take when the block ends (cancelled, or failed: at once)."""
+    ``ended``: why its messages stopped; ``stop_within``: how long a stdio server's stop takes."""
 
     def __init__(self, server: McpServer) -> None:
         self.server = server
         self.ended: str | None = None
         self.stop_within = 10.0
-        self._stack = contextlib.AsyncExitStack()
+        self._opened = self._stdio() if server.command is not None else self._http()
 
     async def __aenter__(self) -> Any:
-        opened = self._stdio() if self.server.command is not None else self._http()
-        return await self._stack.enter_async_context(opened)
+        return await self._opened.__aenter__()
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
-        return await self._stack.__aexit__(*exc_info)
+        return await self._opened.__aexit__(*exc_info)
 
     @contextlib.asynccontextmanager
     async def _stdio(self) -> AsyncIterator[Any]:
@@ -87,7 +88,7 @@ class BoundedTransport:
         async def end(reason: str | None) -> None:
             # The messages stop: say why (the first reason found), then end their stream.
             if self.ended is None and reason is None:
-                with anyio.move_on_after(_LAST_WORDS):
+                with anyio.move_on_after(_REAP):
                     await _exited(process)
                     await stderr_closed.wait()
                 reason = _exit_reason(process.returncode, bytes(stderr))
@@ -146,8 +147,7 @@ class BoundedTransport:
     @contextlib.asynccontextmanager
     async def _http(self) -> AsyncIterator[Any]:
         assert self.server.url is not None
-        # Compressed bodies are refused (`_capped`): their size says nothing of what they
-        # expand to.
+        # Compressed bodies are refused: their size says nothing of what they expand to.
         headers = {**dict(self.server.headers), "Accept-Encoding": "identity"}
         async with (
             httpx2.AsyncClient(
@@ -164,13 +164,14 @@ class BoundedTransport:
     async def _capped(self, response: httpx2.Response) -> None:
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            raise _refused(self, f"it sent a {encoding}-compressed response though asked not to")
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
-            raise _refused(self, TOO_LARGE)
+            raise self.refuse(f"it sent a {encoding}-compressed response though asked not to")
         # Server-sent events stay open for many messages; the SDK caps each event.
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
             response.stream = _Capped(response.stream, self)
+
+    def refuse(self, reason: str) -> httpx2.StreamError:
+        self.ended = reason
+        return httpx2.StreamError(reason)
 
 
 open_transport: TransportFactory = BoundedTransport  # the default
@@ -186,16 +187,77 @@ class _Capped(httpx2.AsyncByteStream):
         size = 0
         async for chunk in self._stream:
             if (size := size + len(chunk)) > MAX_RESPONSE_BYTES:
-                raise _refused(self._transport, TOO_LARGE)
+                raise self._transport.refuse(TOO_LARGE)
             yield chunk
 
     async def aclose(self) -> None:
         await self._stream.aclose()
 
 
-def _refused(transport: BoundedTransport, reason: str) -> httpx2.StreamError:
-    transport.ended = reason
-    return httpx2.StreamError(reason)
+class McpConnection:
+    """A client session to ``server``, connecting from now on, closed within ``timeout``. A task
+    of its own enters and leaves the SDK's context managers; cancelling it through an anyio scope
+    lets the transport's shielded clean-up finish."""
+
+    def __init__(self, server: McpServer, timeout: float, transport: TransportFactory) -> None:
+        self.server = server
+        self._timeout = timeout
+        self._transport = transport
+        # Only the default transport tells why the messages stopped; another goes without.
+        self._bounded: BoundedTransport | None = None
+        self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+        self._closing = asyncio.Event()
+        self._scope = anyio.CancelScope()
+        self._task = asyncio.ensure_future(self._run())
+
+    @property
+    def failed(self) -> bool:
+        """The connection ended (or never started)."""
+        return self._task.done()
+
+    @property
+    def ended(self) -> str | None:
+        """Why the server's messages stopped, when the transport knows."""
+        return self._bounded.ended if self._bounded is not None else None
+
+    async def session(self) -> ClientSession:
+        """The session after ``server/discover``; raises why it could not connect."""
+        return await asyncio.shield(self._ready)
+
+    async def aclose(self, *, at_once: bool = False) -> None:
+        """End the session within the deadline; ``at_once`` (or still connecting): no grace."""
+        if at_once or not self._ready.done():
+            self._scope.cancel()  # a cancelled transport stops its server at once
+        self._closing.set()
+        done, _ = await asyncio.wait({self._task}, timeout=self._timeout)
+        if not done:
+            self._scope.cancel()
+            await asyncio.wait({self._task}, timeout=_AFTER_CANCEL)
+
+    async def _run(self) -> None:
+        error: Exception | None = None
+        try:
+            with self._scope:
+                # Made here, so that a factory that fails is a connection that failed.
+                transport = self._transport(self.server)
+                if isinstance(transport, BoundedTransport):
+                    self._bounded, transport.stop_within = transport, self._timeout
+                async with (
+                    transport as (read, write),
+                    ClientSession(read, write, extensions={SKILLS_EXTENSION: {}}) as session,
+                ):
+                    await session.discover()
+                    self._ready.set_result(session)
+                    await self._closing.wait()
+        except Exception as caught:
+            error = caught  # the lookup that meets it warns (`mcp_server_skipped`)
+            _log.info("mcp_server_ended", server=self.server.label, error=self.ended or repr(error))
+        finally:
+            if not self._ready.done():
+                ended = ConnectionError(self.ended or "the connection ended")
+                self._ready.set_exception(error or ended)
+            with contextlib.suppress(BaseException):
+                self._ready.exception()  # retrieved: never reported as unretrieved
 
 
 def _message(line: bytes) -> SessionMessage | Exception:
@@ -212,30 +274,28 @@ def _exit_reason(status: int | None, stderr: bytes) -> str:
         said = f"the server was ended by signal {-status}"
     else:
         said = f"the server exited with status {status}"
-    # Its stderr's last lines, as written (each report cleans what it shows), on one line of
-    # at most STDERR_TAIL_BYTES; the first is a piece of a line when the tail is full.
+    # Its stderr's last whole lines, as written (each report cleans what it shows), on one
+    # line of at most STDERR_TAIL_BYTES.
     lines = stderr.decode("utf-8", "replace").splitlines()
-    cut = len(stderr) >= STDERR_TAIL_BYTES and len(lines) > 1
-    kept = [line.strip() for line in lines[1 if cut else 0 :] if line.strip()]
+    if len(stderr) >= STDERR_TAIL_BYTES and len(lines) > 1:
+        del lines[0]  # a piece of a line
+    kept = [line.strip() for line in lines if line.strip()]
     while len(kept) > 1 and len(" | ".join(kept).encode()) > STDERR_TAIL_BYTES:
         kept.pop(0)
-    # One line longer than all the room: its end, where an error usually says what.
     if last := " | ".join(kept).encode()[-STDERR_TAIL_BYTES:].decode("utf-8", "ignore"):
         said += f"; its stderr ends: {last}"
     return said
 
 
 async def _stop(process: Process, stdin: ByteSendStream, within: float) -> None:
-    # Input closed, a grace to leave, then SIGTERM and SIGKILL to the whole group (the SDK's
-    # own tree kill), helpers included, even when the server itself has gone: within `within`.
-    deadline = anyio.current_time() + max(within, 0.0)
+    # Input closed, part of `within` to leave, then SIGTERM and SIGKILL to the whole group (the
+    # SDK's own tree kill), helpers included, even when the server itself has gone.
     with contextlib.suppress(*_CLOSED):
         await stdin.aclose()
     with anyio.move_on_after(min(_EXIT_GRACE, within / 2)):
         await _exited(process)
-    term_grace = max(min(_TERM_GRACE, deadline - anyio.current_time()), 0.0)
-    await terminate_posix_process_tree(process, term_grace)
-    with anyio.move_on_after(max(deadline - anyio.current_time(), _REAP)):
+    await terminate_posix_process_tree(process, min(_TERM_GRACE, within / 2))
+    with anyio.move_on_after(_REAP):
         await process.aclose()
 
 
