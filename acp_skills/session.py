@@ -50,14 +50,12 @@ class PrefixedSession:
         context: PrefixContext,
         record: SessionRecord,
         *,
-        resume: bool = False,
         replacing: PrefixedSession | None = None,
     ) -> PrefixedSession:
-        """A new instance over ``record``. ``resume``: one released from memory and brought
-        back, which takes back the prefix its last request header froze; ``replacing``: the
-        instance this one replaces (``session/load``), whose unsaved entries it takes over."""
+        """A new instance over ``record``; ``replacing``: the instance this one replaces
+        (``session/load``), whose unsaved entries it takes over."""
         if replacing is None:
-            session = cls(prefix, context, record, entries=await record.entries())
+            return cls(prefix, context, record, entries=await record.entries())
         else:
             # Under the replaced instance's write lock, so no entry is half way between its queue
             # and the record while the record is read: each entry is then read or taken over, once.
@@ -69,9 +67,6 @@ class PrefixedSession:
                 # unsaved, in order (the old one may still record its cancelled turn's results).
                 session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
                 session.save_error = replacing.save_error
-        if resume and (header := session.last_header) is not None:
-            session._frozen, session._own_header = header.message_prefix, header
-            session.composed = True
         return session
 
     @property
@@ -89,11 +84,6 @@ class PrefixedSession:
         """The conversation so far, oldest first, as copies: changing one changes nothing."""
         return tuple(entry.plain_message() for entry in self._history)
 
-    @property
-    def requested(self) -> bool:
-        """Whether this instance has recorded a request header (its prefix is then final)."""
-        return self._own_header is not None
-
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
         """Compose the prefix once (nothing is kept if that fails), then return it. ``skills``:
         what the session offers (`PrefixContext.skills`; `AcpSkills` hands down the turn's)."""
@@ -109,7 +99,7 @@ class PrefixedSession:
 
     def discard_unused_prefix(self) -> None:
         """Forget a composed prefix no request has used yet (a cancelled turn's)."""
-        if not self.requested:
+        if self._own_header is None:
             self._frozen, self.composed = None, False
 
     async def flush(self) -> OSError | None:

@@ -485,23 +485,6 @@ async def test_budget_outcome_is_frozen_with_the_session(tmp_path: Path) -> None
 
 
 @pytest.mark.anyio
-async def test_a_released_session_comes_back_with_its_schema(tmp_path: Path) -> None:
-    """Released while idle and reopened from its record, a session keeps outcome and schema."""
-    skills = AcpSkills(registry_of(many_skills()), catalog_budget=1500, max_live_sessions=1)
-    skills.attach(RecordingClient())  # the editor a turn reports to
-    first = await first_turn(skills, "s1", tmp_path)
-    fit = await skills.catalog_fit("s1")
-    await first_turn(skills, "s2", tmp_path)
-    assert [sid for sid, _ in skills._sessions.running()] == ["s2"]  # s1 was released
-    again = await another_turn(skills, "s1")
-    assert again.tools == first.tools
-    assert await skills.catalog_fit("s1") == fit
-    session = await skills.session("s1")
-    assert session.last_header is not None
-    assert session.last_header.reason == "initial"  # same request: no "change" header
-
-
-@pytest.mark.anyio
 async def test_a_loaded_session_composes_its_budget_afresh(tmp_path: Path) -> None:
     """``session/load`` is a new instance: its catalog and schema follow the skills of now."""
     provider = ListProvider("p", many_skills())

@@ -23,7 +23,7 @@ from acp.schema import (
 
 from ..catalog import CatalogFit, SkillCatalogContributor, check_catalog_budget
 from ..local import LocalSkillProvider
-from ..model import SkillLookupOptions, is_skill_name, require_positive_int
+from ..model import PrefixContext, SkillLookupOptions, is_skill_name, require_positive_int
 from ..prefix import SessionPrefix
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
@@ -205,9 +205,14 @@ class AcpSkills:
         additional = check_additional_directories(opening.get("additional_directories"))
         tool_names = opening.get("tool_names")
         names = (self.tool.name,) if tool_names is None else tool_names
-        servers = self._sessions.servers.from_request(opening.get("mcp_servers"))
-        opened = await self._sessions.open(session_id, cwd, names, servers, additional)
-        return opened.session
+        context = PrefixContext(
+            session_id=session_id,
+            cwd=cwd,
+            tool_names=frozenset(names),
+            servers=self._sessions.servers.from_request(opening.get("mcp_servers")),
+            additional_directories=additional,
+        )
+        return (await self._sessions.open(context)).session
 
     async def load_session(
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
@@ -246,7 +251,7 @@ class AcpSkills:
             )
 
     async def session(self, session_id: str) -> PrefixedSession:
-        """The session instance, reopened if it was released (-32602 for an unknown id)."""
+        """The session instance (-32602 for an unknown id)."""
         return (await self._sessions.get(session_id)).session
 
     def cancel(self, session_id: str) -> None:
