@@ -20,7 +20,6 @@ from acp_skills.acp.wire import (
     check_cwd,
     find_invocations,
     find_invocations_with_arguments,
-    is_absolute_cwd,
     prompt_text,
     skill_tool_call_start,
     tool_call_finished,
@@ -193,9 +192,13 @@ LONGEST_CWD = "/" + "é" * ((path_limit() - 2) // 2) + "a" * ((path_limit() - 2)
     ],
     ids=["absolute", "relative", "empty", "nul", "not-a-string", "at-path-limit", "over-it"],
 )
-def test_is_absolute_cwd(cwd: object, expected: bool) -> None:
+def test_only_an_absolute_cwd_passes_the_check(cwd: object, expected: bool) -> None:
     """Only an absolute path without NUL, within the path limit, is a working directory."""
-    assert is_absolute_cwd(cwd) is expected
+    if expected:
+        assert check_cwd(cwd) == cwd
+    else:
+        with pytest.raises(RequestError):
+            check_cwd(cwd)
 
 
 def test_check_cwd_refuses_an_overlong_cwd_without_echoing_it() -> None:
