@@ -13,7 +13,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from acp import RequestError
@@ -658,20 +658,6 @@ async def test_without_the_observer_the_commands_wait_for_the_first_turn(
         assert peer.wire.commands(session_id) == []
         await peer.prompt(session_id, "hello")
         assert peer.wire.commands(session_id) == [COMMANDS]
-
-
-def test_a_prompt_turn_comes_only_from_skills_turn() -> None:
-    """`PromptTurn` is not constructible by users: turns come from `AcpSkills.turn`."""
-    with pytest.raises(TypeError, match=r"AcpSkills\.turn"):
-        PromptTurn(
-            object(),
-            kit=cast(Any, None),
-            live=cast(Any, None),
-            system="",
-            config={},
-            tools=(),
-            run_tool=None,
-        )
 
 
 def watchers() -> list[threading.Thread]:

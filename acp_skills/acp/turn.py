@@ -41,7 +41,6 @@ _CANCEL_REPORT_SECONDS = 5.0
 _CANCELLED = ToolResult(
     text="Error: the turn was cancelled before this tool call finished", is_error=True
 )
-_OPENER = object()  # only `open_turn` has it: nobody else can build a turn
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,13 +71,11 @@ class TurnKit:
 
 
 class PromptTurn:
-    """One prompt turn, made by `AcpSkills.turn` only: ``tools`` to offer the model (``skill``
-    first), ``invoked`` the skills the person invoked as ``/name``. What the turn adds to the
-    history is recorded with its next request, or as it ends: a reply with its tool results."""
+    """One prompt turn, made by `AcpSkills.turn`: ``tools`` to offer the model (``skill``
+    first), ``invoked`` the skills the person invoked as ``/name``."""
 
     def __init__(
         self,
-        opener: object,
         kit: TurnKit,
         live: LiveSession,
         system: str,
@@ -86,8 +83,6 @@ class PromptTurn:
         tools: Sequence[Mapping[str, Any]],
         run_tool: AgentToolRunner | None,
     ) -> None:
-        if opener is not _OPENER:
-            raise TypeError("a PromptTurn comes from AcpSkills.turn(...)")
         self._kit, self._live, self._session, self._link = kit, live, live.session, kit.link
         self._context = context = live.session.context
         self._session_id, self._cwd = context.session_id, context.cwd
@@ -114,9 +109,7 @@ class PromptTurn:
 
     @property
     def trust_note(self) -> str | None:
-        """For the person: how many skills this session withholds while they wait for trust,
-        from where, and how to admit them (``None`` when none wait); never a withheld skill's
-        text. By the time a turn runs, the session's one question has been put."""
+        """For the person: the skills waiting for trust and how to admit them, or ``None``."""
         return waiting_note(self._view.pending) if self._view is not None else None
 
     @property
@@ -144,8 +137,7 @@ class PromptTurn:
                 raise RuntimeError("each request of a turn must be answered with add_reply()")
 
     async def request_messages(self) -> list[dict[str, Any]]:
-        """Record what the turn added and this request's header; return the request's
-        messages (prefix, then history)."""
+        """Record what the turn added and this request's header; return its messages."""
         kit, live = self._kit, self._live
         # Taken as the turn began, unless it was cancelled then.
         view = self._view or await kit.gate.view(self._options, live.trust)
@@ -266,11 +258,14 @@ class PromptTurn:
 
     async def _record_unrecorded(self, *, shielded: bool = False) -> None:
         unrecorded, self._unrecorded = self._unrecorded, []
-        if unrecorded and not shielded:
+        if not unrecorded:
+            return
+        # As a cancelled turn ends, bounded like its last reports.
+        with (
+            anyio.CancelScope(shield=shielded),
+            anyio.move_on_after(_CANCEL_REPORT_SECONDS if shielded else None),
+        ):
             await self._session.advance(unrecorded)
-        elif unrecorded:  # as a cancelled turn ends, bounded like its last reports
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
-                await self._session.advance(unrecorded)
 
     async def _begin(self, prompt: Sequence[object]) -> None:
         kit, live, session = self._kit, self._live, self._session
@@ -389,7 +384,7 @@ async def open_turn(
     if live.turn is not None:
         busy = {"sessionId": session_id, "reason": "a prompt turn is already running"}
         raise RequestError.invalid_request(busy)
-    turn = PromptTurn(_OPENER, kit, live, system, config, tools, run_tool)
+    turn = PromptTurn(kit, live, system, config, tools, run_tool)
     scope = anyio.CancelScope()
     # Set before anything awaits: a `session/cancel` read right after the prompt finds it.
     live.turn, live.turn_ended = scope, anyio.Event()

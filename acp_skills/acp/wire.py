@@ -16,13 +16,13 @@ from acp.connection import StreamDirection, StreamEvent
 
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..model import SkillSummary
-from ..tool import ToolResult
 from ..text import (
     cut,
     remove_unsafe_characters,
     replace_lone_surrogates_in_json,
     shorten_description,
 )
+from ..tool import ToolResult
 
 COMMAND_DESCRIPTION_MAX = 200  # in the editor's command menu
 _TITLE_QUERY_MAX = 80  # a search's words in a tool call's title
