@@ -184,8 +184,15 @@ class AcpSkills:
 
     @property
     def session_capabilities(self) -> SessionCapabilities:
-        """``agentCapabilities.sessionCapabilities`` for what this object serves."""
-        return session_capabilities(self.store)
+        """``agentCapabilities.sessionCapabilities``: ``list`` when the store lists its
+        sessions; ``additionalDirectories`` always (editors send it only when told)."""
+        listed = SessionListCapabilities() if isinstance(self.store, ListedSessionStore) else None
+        return SessionCapabilities(
+            list=listed,
+            resume=SessionResumeCapabilities(),
+            close=SessionCloseCapabilities(),
+            additional_directories=SessionAdditionalDirectoriesCapabilities(),
+        )
 
     @property
     def reads_mcp_servers(self) -> bool:
@@ -241,8 +248,31 @@ class AcpSkills:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None
     ) -> ListSessionsResponse:
-        """``session/list``: the recorded sessions, newest first (docs/sessions.md)."""
-        return await listed_sessions(self.store, cwd, cursor)
+        """``session/list``: one page of the recorded sessions, newest first (docs/sessions.md);
+        invalid params for a relative ``cwd`` or an unknown cursor."""
+        directory, store = check_cwd(cwd) if cwd is not None else None, self.store
+        if not isinstance(store, ListedSessionStore):
+            return ListSessionsResponse(sessions=[])
+        try:
+            page = await store.list_sessions(cwd=directory, cursor=cursor)
+        except InvalidCursor as error:
+            raise RequestError.invalid_params({"cursor": cursor, "reason": str(error)}) from None
+        except OSError as error:
+            reason = f"the session records cannot be listed: {describe_os_error(error)}"
+            raise RequestError.internal_error({"reason": reason}) from None
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=summary.session_id,
+                    cwd=summary.cwd,
+                    title=summary.title,
+                    updated_at=summary.updated_at_text,
+                    additional_directories=list(summary.additional_directories) or None,
+                )
+                for summary in page.sessions
+            ],
+            next_cursor=page.next_cursor,
+        )
 
     async def _require_known(self, session_id: str) -> None:
         if session_id not in self._sessions and not await self.store.exists(session_id):
@@ -342,47 +372,3 @@ def _skill_names(option: str, names: Iterable[str]) -> tuple[str, ...]:
         if not is_skill_name(name):
             raise ValueError(f"{option} holds {name!r}, which is not a skill name")
     return checked
-
-
-def session_capabilities(store: SessionStore) -> SessionCapabilities:
-    """``list`` when ``store`` lists its sessions; ``resume``, ``close`` and
-    ``additionalDirectories`` always (editors send that field only to an agent that says it
-    takes it)."""
-    listed = SessionListCapabilities() if isinstance(store, ListedSessionStore) else None
-    return SessionCapabilities(
-        list=listed,
-        resume=SessionResumeCapabilities(),
-        close=SessionCloseCapabilities(),
-        additional_directories=SessionAdditionalDirectoriesCapabilities(),
-    )
-
-
-async def listed_sessions(store: SessionStore, cwd: object, cursor: object) -> ListSessionsResponse:
-    """One page of ``store``'s sessions (none when it does not list them). Invalid params for
-    a relative ``cwd`` or a cursor no listing handed out; internal error when the store cannot
-    be listed at all."""
-    directory = check_cwd(cwd) if cwd is not None else None
-    if cursor is not None and not isinstance(cursor, str):
-        raise RequestError.invalid_params({"cursor": cursor, "reason": "cursor must be a string"})
-    if not isinstance(store, ListedSessionStore):
-        return ListSessionsResponse(sessions=[])
-    try:
-        page = await store.list_sessions(cwd=directory, cursor=cursor)
-    except InvalidCursor as error:
-        raise RequestError.invalid_params({"cursor": cursor, "reason": str(error)}) from None
-    except OSError as error:
-        reason = f"the session records cannot be listed: {describe_os_error(error)}"
-        raise RequestError.internal_error({"reason": reason}) from None
-    return ListSessionsResponse(
-        sessions=[
-            SessionInfo(
-                session_id=summary.session_id,
-                cwd=summary.cwd,
-                title=summary.title,
-                updated_at=summary.updated_at_text,
-                additional_directories=list(summary.additional_directories) or None,
-            )
-            for summary in page.sessions
-        ],
-        next_cursor=page.next_cursor,
-    )
