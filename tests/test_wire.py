@@ -21,8 +21,8 @@ from acp_skills.acp.wire import (
     find_invocations,
     find_invocations_with_arguments,
     prompt_text,
-    skill_tool_call_start,
     tool_call_finished,
+    tool_call_started,
 )
 from tests.providers import candidate
 from tests.strategies import descriptions, forbidden_in
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.sdk
 
 def test_skill_tool_call_start_is_an_in_progress_read_titled_with_the_skill() -> None:
     """The start update: kind read, title ``Load skill NAME``, rawInput = the arguments."""
-    update = skill_tool_call_start("call-7", {"name": "deploy", "path": "a.md"})
+    update = tool_call_started("call-7", "skill", {"name": "deploy", "path": "a.md"}, "skill")
     assert update.model_dump(mode="json", by_alias=True, exclude_none=True) == {
         "sessionUpdate": "tool_call",
         "toolCallId": "call-7",
@@ -59,7 +59,7 @@ def test_skill_tool_call_start_without_a_usable_name(
     arguments: object, title: str, raw_input: dict[str, Any]
 ) -> None:
     """Without a usable name the title is plain ``Load skill``; rawInput is always an object."""
-    update = skill_tool_call_start("c", arguments)
+    update = tool_call_started("c", "skill", arguments, "skill")
     assert (update.title, update.raw_input) == (title, raw_input)
 
 
@@ -230,7 +230,7 @@ def test_available_commands_leave_out_names_no_slash_can_invoke() -> None:
 
 def test_tool_call_titles_show_no_control_characters() -> None:
     """The model's name goes into a title an editor shows: its controls are removed."""
-    update = skill_tool_call_start("c", {"name": "de\u202eploy\x1b"})
+    update = tool_call_started("c", "skill", {"name": "de\u202eploy\x1b"}, "skill")
     assert update.title == "Load skill deploy"
     assert update.raw_input == {"name": "de\u202eploy\x1b"}
 

@@ -22,7 +22,7 @@ from ..trust_text import (
     question_title,
     whom_asked,
 )
-from .wire import ClientLink, text_tool_content, tool_call_progress, tool_call_start
+from .wire import ClientLink, text_tool_content, tool_call_start, tool_call_update
 
 _log = get_logger(__name__)
 
@@ -114,7 +114,7 @@ async def ask(
             for kind, label in question_options(pending)
         ]
         tool_call = ToolCallUpdate(tool_call_id=call_id, title=start.title, kind="read")
-        answer = await client.request_permission(  # type: ignore[attr-defined]
+        answer = await client.request_permission(
             session_id=session_id, tool_call=tool_call, options=options
         )
         outcome = answer.outcome
@@ -123,7 +123,7 @@ async def ask(
             choice = picked if picked in dict(OPTIONS) else "reject_once"
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await link.send(session_id, tool_call_progress(call_id, status="failed"))
+            await link.send(session_id, tool_call_update(call_id, "failed"))
         raise
     except Exception as error:
         _log.warning("trust_question_failed", session_id=session_id, error=repr(error))
@@ -141,7 +141,5 @@ async def ask(
                 if admitted:
                     trust.admit([w for w in pending if w.source.key == key])
     _log.info("trust_answered", session_id=session_id, answer=choice, sources=len(sources))
-    await link.send(
-        session_id, tool_call_progress(call_id, status="completed" if admitted else "failed")
-    )
+    await link.send(session_id, tool_call_update(call_id, "completed" if admitted else "failed"))
     return admitted

@@ -48,7 +48,11 @@ async def _replay_message(
             updates.append(UserMessageChunk(session_update="user_message_chunk", content=chunk))
         if isinstance(content, str):
             for call_id, name, result in _invoked_calls(message, content):
-                updates.append(wire.skill_tool_call_start(call_id, {"name": name}))
+                updates.append(
+                    wire.tool_call_started(
+                        call_id, skill_tool_name, {"name": name}, skill_tool_name
+                    )
+                )
                 updates.append(wire.tool_call_finished(call_id, result))
     elif role == "assistant":
         if isinstance(content, str) and content:

@@ -317,7 +317,11 @@ class PromptTurn:
         for name, arguments in wire.find_invocations_with_arguments(typed, names):
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
-            await self._send(wire.skill_tool_call_start(call_id, {"name": name}))
+            await self._send(
+                wire.tool_call_started(
+                    call_id, self._kit.tool.name, {"name": name}, self._kit.tool.name
+                )
+            )
             expand = arguments if self._kit.expand_arguments else None
             result = await self._kit.tool.invoke_for_user(
                 name,

@@ -8,7 +8,7 @@ import json
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from acp import RequestError
 from acp import schema as acp_schema
@@ -33,10 +33,8 @@ _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 _SESSION_OPENERS: Final = ("session/new", "session/load", "session/resume")
 
 
-class AcpClient(Protocol):
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
-
-    async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any: ...
+# The SDK's `AgentSideConnection`, or a client of the same shape.
+AcpClient = Any
 
 
 class ClientLink:
@@ -103,7 +101,7 @@ def agent_text(text: str) -> acp_schema.AgentMessageChunk:
     )
 
 
-def text_tool_content(text: str) -> list[acp_schema.ContentToolCallContent]:
+def text_tool_content(text: str) -> list[Any]:
     return [acp_schema.ContentToolCallContent(type="content", content=text_block(text))]
 
 
@@ -113,7 +111,7 @@ def tool_call_start(
     *,
     kind: acp_schema.ToolKind,
     status: acp_schema.ToolCallStatus,
-    content: Sequence[acp_schema.ContentToolCallContent] | None = None,
+    content: list[Any] | None = None,
     raw_input: object = None,
 ) -> acp_schema.ToolCallStart:
     return acp_schema.ToolCallStart(
@@ -122,27 +120,31 @@ def tool_call_start(
         title=title,
         kind=kind,
         status=status,
-        content=None if content is None else [*content],
+        content=content,
         raw_input=raw_input,
     )
 
 
-def tool_call_progress(
-    tool_call_id: str,
-    *,
-    status: acp_schema.ToolCallStatus,
-    content: Sequence[acp_schema.ContentToolCallContent] | None = None,
+def tool_call_update(
+    tool_call_id: str, status: acp_schema.ToolCallStatus, text: str | None = None
 ) -> acp_schema.ToolCallProgress:
+    """A ``tool_call_update`` changing a call's status (and its content to ``text``, if any)."""
+    content = None if text is None else text_tool_content(text)
     return acp_schema.ToolCallProgress(
-        session_update="tool_call_update",
-        tool_call_id=tool_call_id,
-        status=status,
-        content=None if content is None else [*content],
+        session_update="tool_call_update", tool_call_id=tool_call_id, status=status, content=content
     )
 
 
-def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.ToolCallStart:
-    """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
+def tool_call_started(
+    tool_call_id: str, tool_name: str, arguments: object, skill_tool_name: str | None = None
+) -> acp_schema.ToolCallStart:
+    """The ``tool_call`` update of a call; for the skill tool a ``read`` titled with its skill."""
+    raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
+    if tool_name != skill_tool_name:
+        title = remove_unsafe_characters(tool_name) or "Tool"
+        return tool_call_start(
+            tool_call_id, title, kind="other", status="in_progress", raw_input=raw
+        )
     name, query = field(arguments, "name"), field(arguments, "query")
     # The editor shows the model's name in the title: no control characters in it.
     name = remove_unsafe_characters(name) if isinstance(name, str) else None
@@ -150,40 +152,18 @@ def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.To
     if not name and isinstance(query, str) and query.strip():
         words = " ".join(remove_unsafe_characters(query).split())
         title = f"Find skills: {cut(words, _TITLE_QUERY_MAX)}"
-    return tool_call_start(
-        tool_call_id, title, kind="read", status="in_progress", raw_input=_raw(arguments)
-    )
-
-
-def tool_call_started(
-    tool_call_id: str, tool_name: str, arguments: object, skill_tool_name: str | None = None
-) -> acp_schema.ToolCallStart:
-    """The ``tool_call`` update of any call; `skill_tool_call_start`'s for the skill tool."""
-    if tool_name == skill_tool_name:
-        return skill_tool_call_start(tool_call_id, arguments)
-    title = remove_unsafe_characters(tool_name) or "Tool"
-    return tool_call_start(
-        tool_call_id, title, kind="other", status="in_progress", raw_input=_raw(arguments)
-    )
-
-
-def _raw(arguments: object) -> dict[str, Any]:
-    return dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
+    return tool_call_start(tool_call_id, title, kind="read", status="in_progress", raw_input=raw)
 
 
 def tool_call_finished(tool_call_id: str, result: ToolResult) -> acp_schema.ToolCallProgress:
-    return tool_call_progress(
-        tool_call_id,
-        status="failed" if result.is_error else "completed",
-        content=text_tool_content(result.text),
-    )
+    return tool_call_update(tool_call_id, "failed" if result.is_error else "completed", result.text)
 
 
 def available_commands(skills: Iterable[SkillSummary]) -> list[acp_schema.AvailableCommand]:
     """A slash command for each of ``skills``, cleaned and cut but not XML-escaped."""
     commands = []
     for skill in skills:
-        hint = getattr(skill, "argument_hint", None)
+        hint = getattr(skill, "argument_hint", None)  # a candidate's, when it is one
         hint = shorten_description(hint, COMMAND_DESCRIPTION_MAX) if isinstance(hint, str) else None
         shown = shorten_description(skill.description, COMMAND_DESCRIPTION_MAX)
         given = None
