@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import anyio
 from acp import RequestError
+from acp.schema import AvailableCommand
 
 from ..catalog import CatalogFit
 from ..model import PrefixContext
@@ -27,8 +28,6 @@ IDLE_PER_LIVE = 16
 # How long closing, loading or resuming a session waits for the turn it cancelled to end.
 CLOSE_WAIT_SECONDS = 5.0
 
-CommandsKey = tuple[tuple[str, str, str], ...]
-
 # Recorded keys replayed on `session/load`: what the person typed; whether a tool failed; the
 # `/name` skills, each {"id", "name", "is_error", "start", "end"}, content[start:end] its text.
 DISPLAY_KEY = "_display"
@@ -41,7 +40,7 @@ class CommandsState:
     """What an instance's editor has been sent of its slash commands (`CommandsAnnouncer`)."""
 
     answered: bool = False  # the opening response (`session/new` or `session/load`) went out
-    sent: CommandsKey | None = None  # the list last sent
+    sent: list[AvailableCommand] | None = None  # the list last sent
     resend_due: bool = False  # that list went out before any prompt turn: the first resends it
     turned: bool = False  # a prompt turn has begun: from then on the editor shows the session
 
