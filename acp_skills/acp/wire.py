@@ -42,7 +42,7 @@ class ClientLink:
     whose opening response has gone out (``answered``), then calls ``wake``."""
 
     def __init__(self) -> None:
-        self.client: AcpClient | None = None
+        self.client: AcpClient = None  # until `AcpSkills.attach`
         self.reads_files = False
         self.answered: list[str] = []
         self.wake: Callable[[], None] | None = None
