@@ -65,8 +65,7 @@ class CommandsAnnouncer:
 
     async def begin_turn(self, session_id: str, live: LiveSession, snapshot: SkillSnapshot) -> None:
         """A turn of ``live`` begins with ``snapshot`` (a trust answer may have changed it)."""
-        state = live.commands
-        resend, state.resend_due, state.turned = state.resend_due, False, True
+        resend, live.resend_due, live.turned = live.resend_due, False, True
         await self._refresh(session_id, live, snapshot, resend=resend)
 
     async def _refresh(
@@ -77,19 +76,18 @@ class CommandsAnnouncer:
         *,
         resend: bool = False,
     ) -> None:
-        state = live.commands
         # A running turn means the editor has the session; the follower announces it otherwise.
-        if not state.answered and live.turn is None:
+        if not live.answered and live.turn is None:
             return
         if snapshot is None:
             options = live.session.context.lookup_options
             snapshot = (await self._gate.view(options, live.trust)).offered
         commands = [*available_commands(invocable(snapshot.skills)), *BUILTIN_COMMANDS]
-        if commands == state.sent and not resend:
+        if commands == live.commands and not resend:
             return
         # Set before the send awaits: a refresh resuming meanwhile sees this list as sent.
-        state.sent = commands
-        state.resend_due = not state.turned and live.turn is None
+        live.commands = commands
+        live.resend_due = not live.turned and live.turn is None
         update = AvailableCommandsUpdate(
             session_update="available_commands_update", available_commands=commands
         )
@@ -118,7 +116,7 @@ class CommandsAnnouncer:
                 every, self._registry_changed = self._registry_changed, False
                 for session_id, live in self._sessions.running():
                     if session_id in answered:
-                        live.commands.answered = True
+                        live.answered = True
                     elif not every:
                         continue
                     try:

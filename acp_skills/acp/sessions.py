@@ -35,22 +35,17 @@ ERROR_KEY = "_is_error"
 INVOKED_KEY = "_invoked"
 
 
-@dataclass(slots=True)
-class CommandsState:
-    """What an instance's editor has been sent of its slash commands (`CommandsAnnouncer`)."""
-
-    answered: bool = False  # the opening response (`session/new` or `session/load`) went out
-    sent: list[AvailableCommand] | None = None  # the list last sent
-    resend_due: bool = False  # that list went out before any prompt turn: the first resends it
-    turned: bool = False  # a prompt turn has begun: from then on the editor shows the session
-
-
 @dataclass(slots=True, kw_only=True)
 class LiveSession:
     session: PrefixedSession
     turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
     turn_ended: anyio.Event = field(default_factory=anyio.Event)  # set as that turn ends
-    commands: CommandsState = field(default_factory=CommandsState)
+    # Its slash commands (`CommandsAnnouncer`): whether the opening response went out, the list
+    # last sent, whether that went out before any turn (the first resends it), a turn begun.
+    answered: bool = False
+    commands: list[AvailableCommand] | None = None
+    resend_due: bool = False
+    turned: bool = False
     trust: SessionTrust = field(default_factory=SessionTrust)  # this instance's answers
     catalog: CatalogFit | None = None  # what the budget did to the catalog being composed
     described: bool = False  # the store has this instance's summary (`session/list`)
