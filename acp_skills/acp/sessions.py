@@ -116,13 +116,11 @@ class SessionTable:
         return await self.open(context)
 
     async def describe(self, live: LiveSession) -> None:
-        """Tell a store that lists its sessions what a listing shows of ``live``, once per
-        instance, after a recorded prompt (its first, its title). Never fails the turn: a
-        summary not written is tried again at the next one."""
+        """Give a listing store ``live``'s summary once per instance, after a recorded prompt;
+        never fails the turn (one not written is tried again at the next)."""
         store, session = self._store, live.session
-        if live.described or session.save_error is not None:
-            return  # a record not written yet would list nothing
-        if not isinstance(store, ListedSessionStore):
+        # A record not written yet would list nothing.
+        if live.described or session.save_error or not isinstance(store, ListedSessionStore):
             return
         context = session.context
         description = SessionDescription(
@@ -148,8 +146,12 @@ class SessionTable:
     async def end_turn(self, session_id: str) -> None:
         """Cancel the session's running turn and wait for it to record its last results, so
         an instance opened next (``session/load``, ``session/resume``) starts from them."""
-        if (live := self.peek(session_id)) is not None:
-            await _end_turn(live)
+        # The cancelled turn answers its open tool calls as it ends: without those results the
+        # history would end in tool calls, which a model's API refuses on every later request.
+        if (live := self.peek(session_id)) is not None and live.turn is not None:
+            live.turn.cancel()
+            with anyio.move_on_after(CLOSE_WAIT_SECONDS):
+                await live.turn_ended.wait()
 
     async def close(self, session_id: str) -> bool:
         """End the session's instance (``session/close``): its turn cancelled and waited for, the
@@ -157,7 +159,7 @@ class SessionTable:
         record stays. Whether the session was open here (live or let go while idle)."""
         if (live := self.peek(session_id)) is None:
             return self._idle.pop(session_id, None) is not None  # holds no server
-        await _end_turn(live)
+        await self.end_turn(session_id)
         if self._live.get(session_id) is live:  # not replaced meanwhile (`session/load`)
             del self._live[session_id]
             await self.servers.unbind(session_id)
@@ -189,15 +191,6 @@ async def flush_all(table: SessionTable) -> None:
     """One last try at every unsaved entry; a warning names each session still missing some."""
     for session_id, live in table.running():
         await _flush(session_id, live)
-
-
-async def _end_turn(live: LiveSession) -> None:
-    # The cancelled turn answers its open tool calls as it ends: without those results the
-    # history would end in tool calls, which a model's API refuses on every later request.
-    if live.turn is not None:
-        live.turn.cancel()
-        with anyio.move_on_after(CLOSE_WAIT_SECONDS):
-            await live.turn_ended.wait()
 
 
 async def _flush(session_id: str, live: LiveSession) -> None:
