@@ -19,8 +19,7 @@ _log = get_logger(__name__)
 class PrefixedSession:
     """One session instance over its `SessionRecord`. A record failing with an `OSError` stops
     nothing: `save_error` says why it is behind, and later appends first write what waits.
-    ``context``: what the contributors learn; ``last_header``: the record's last (the previous
-    instance's until this one's first); ``composed``: whether the prefix is frozen."""
+    ``last_header``: the record's last (the previous instance's until this one's first)."""
 
     def __init__(
         self,
@@ -32,7 +31,6 @@ class PrefixedSession:
     ) -> None:
         self._contributors, self._record, self.context = prefix, record, context
         self._frozen: tuple[PrefixMessage, ...] | None = None
-        self.composed = False
         self._compose_lock = anyio.Lock()
         # One lock for every append keeps the in-memory state in the same order as the record.
         self._write_lock = anyio.Lock()
@@ -56,18 +54,22 @@ class PrefixedSession:
         (``session/load``), whose unsaved entries it takes over."""
         if replacing is None:
             return cls(prefix, context, record, entries=await record.entries())
-        else:
-            # Under the replaced instance's write lock, so no entry is half way between its queue
-            # and the record while the record is read: each entry is then read or taken over, once.
-            async with replacing._write_lock:
-                await replacing._write_unsaved()
-                entries = [*await record.entries(), *replacing._unsaved]
-                session = cls(prefix, context, record, entries=entries)
-                # Shared from now on: whichever instance writes next writes what either left
-                # unsaved, in order (the old one may still record its cancelled turn's results).
-                session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
-                session.save_error = replacing.save_error
+        # Under the replaced instance's write lock, so no entry is half way between its queue
+        # and the record while the record is read: each entry is then read or taken over, once.
+        async with replacing._write_lock:
+            await replacing._write_unsaved()
+            entries = [*await record.entries(), *replacing._unsaved]
+            session = cls(prefix, context, record, entries=entries)
+            # Shared from now on: whichever instance writes next writes what either left
+            # unsaved, in order (the old one may still record its cancelled turn's results).
+            session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
+            session.save_error = replacing.save_error
         return session
+
+    @property
+    def composed(self) -> bool:
+        """Whether the prefix is frozen."""
+        return self._frozen is not None
 
     @property
     def unsaved(self) -> int:
@@ -94,13 +96,12 @@ class PrefixedSession:
                     if skills is not None:
                         context = replace(context, skills=skills)
                     self._frozen = await self._contributors.compose(context)
-                    self.composed = True
         return self._frozen
 
     def discard_unused_prefix(self) -> None:
         """Forget a composed prefix no request has used yet (a cancelled turn's)."""
         if self._own_header is None:
-            self._frozen, self.composed = None, False
+            self._frozen = None
 
     async def flush(self) -> OSError | None:
         """Try once more to write every entry the record has not taken; why some still wait."""
@@ -112,8 +113,6 @@ class PrefixedSession:
         self, *, config: Mapping[str, object], system: str, tools: Sequence[Mapping[str, object]]
     ) -> HeaderEntry | None:
         """Record the next request's header if it needs recording; return it, or ``None``."""
-        if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
-            raise TypeError(f"tools must be a sequence of JSON objects, got {tools!r}")
         # Copied before anything awaits: a caller changing its config meanwhile changes nothing.
         requested = HeaderEntry(
             reason="initial", config=config, system=system, tools=tuple(tools), message_prefix=()
