@@ -165,7 +165,9 @@ def skills_report(
     diagnostics: Sequence[Diagnostic] | None,
     fit: CatalogFit | None = None,
     withheld: Sequence[tuple[str, list[str], str]] = (),
+    servers: str = "",
 ) -> str:
+    """The ``/skills`` report; ``servers``: `acp_skills.acp.servers.servers_report`'s lines."""
     lines = [f"**Skills for {code_span(_clean(cwd))}** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
@@ -193,7 +195,8 @@ def skills_report(
         lines += ["", f"Run {doctor} in a terminal for details."]
     if not snapshot.complete:
         lines += ["", "A skill provider did not answer in time: this list may be incomplete."]
-    return "\n".join(lines).rstrip("\n")
+    report = "\n".join(lines).rstrip("\n")
+    return f"{report}\n\n{servers}" if servers else report
 
 
 def _skill_line(skill: SkillSummary) -> str:

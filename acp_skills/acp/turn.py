@@ -296,10 +296,10 @@ class PromptTurn:
             except Exception as error:
                 _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
             parts = withheld_parts(view.withheld.values(), Markdown())
-            report = commands.skills_report(cwd, offered, problems, fit, parts)
-            options, mcp = self._options, self._kit.sessions.servers.provider
-            extra = servers.servers_report(mcp, options, offered)
-            return f"{report}\n\n{extra}" if extra else report
+            mcp = servers.servers_report(
+                self._kit.sessions.servers.provider, self._options, offered
+            )
+            return commands.skills_report(cwd, offered, problems, fit, parts, mcp)
         # "/tmp is full" is about a path, not a command.
         if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
             return None
@@ -314,13 +314,12 @@ class PromptTurn:
         invoked: list[InvokedSkill] = []
         # Where each skill's text sits in the content: `session/load` replays the calls from it.
         calls: list[dict[str, Any]] = []
+        skill_tool = self._kit.tool.name
         for name, arguments in wire.find_invocations_with_arguments(typed, names):
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
             await self._send(
-                wire.tool_call_started(
-                    call_id, self._kit.tool.name, {"name": name}, self._kit.tool.name
-                )
+                wire.tool_call_started(call_id, skill_tool, {"name": name}, skill_tool)
             )
             expand = arguments if self._kit.expand_arguments else None
             result = await self._kit.tool.invoke_for_user(
