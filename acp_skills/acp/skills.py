@@ -27,7 +27,7 @@ from ..model import PrefixContext, SkillLookupOptions, is_skill_name, require_po
 from ..prefix import SessionPrefix
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
-from ..report import diagnostic_json
+from ..report import diagnostic_json, server_json
 from ..session import PrefixedSession
 from ..session_index import InvalidCursor, ListedSessionStore
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, remove_unsafe_characters
@@ -37,7 +37,7 @@ from .calls import AgentToolRunner
 from .commands import CommandsAnnouncer
 from .consent import TrustGate
 from .replay import replay
-from .servers import ServerCloser, SessionServers, servers_json, shadowed_json
+from .servers import ServerCloser, SessionServers, shadowed_json
 from .sessions import SessionTable, describe_os_error, flush_all
 from .stdio import open_stdio
 from .transport import GuardedTransport
@@ -327,7 +327,7 @@ class AcpSkills:
             options = SkillLookupOptions(cwd=check_cwd(params["cwd"]))
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
-        view = await self._kit.gate.view(options, answers)
+        view, mcp = await self._kit.gate.view(options, answers), self._sessions.servers.provider
         problems = await self.registry.diagnose(options)
         clean = remove_unsafe_characters  # the editor shows these
         return {
@@ -345,7 +345,7 @@ class AcpSkills:
             ],
             "problems": [diagnostic_json(problem) for problem in problems],
             "shadowed": shadowed_json(view.found),
-            "mcpServers": servers_json(self._sessions.servers.provider, options),
+            "mcpServers": [server_json(state) for state in mcp.states(options)] if mcp else [],
         }
 
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
