@@ -321,14 +321,10 @@ def check_cwd(cwd: object, what: str = "cwd") -> str:
 MAX_ADDITIONAL_DIRECTORIES = 64
 
 
-def check_additional_directories(directories: object) -> tuple[str, ...]:
-    """A request's ``additionalDirectories`` (``None``: none), each absolute and within the
-    platform's path limit, at most `MAX_ADDITIONAL_DIRECTORIES`; else invalid params."""
-    if directories is None:
-        return ()
-    if isinstance(directories, str) or not isinstance(directories, Sequence):
-        reason = "additionalDirectories must be a list of absolute paths"
-        raise RequestError.invalid_params({"reason": reason})
+def check_additional_directories(directories: Sequence[str] | None) -> tuple[str, ...]:
+    """A request's ``additionalDirectories`` (a list: the SDK's model), each as `check_cwd`
+    wants it, at most `MAX_ADDITIONAL_DIRECTORIES`; else invalid params."""
+    directories = directories or ()
     if len(directories) > MAX_ADDITIONAL_DIRECTORIES:
         reason = f"at most {MAX_ADDITIONAL_DIRECTORIES} additional directories"
         raise RequestError.invalid_params({"reason": reason, "count": len(directories)})
