@@ -31,6 +31,7 @@ class PrefixedSession:
     ) -> None:
         self._contributors, self._record, self.context = prefix, record, context
         self._frozen: tuple[PrefixMessage, ...] | None = None
+        self.composed = False  # whether the prefix is frozen (a plain attribute: read per turn)
         self._compose_lock = anyio.Lock()
         # One lock for every append keeps the in-memory state in the same order as the record.
         self._write_lock = anyio.Lock()
@@ -67,11 +68,6 @@ class PrefixedSession:
         return session
 
     @property
-    def composed(self) -> bool:
-        """Whether the prefix is frozen."""
-        return self._frozen is not None
-
-    @property
     def unsaved(self) -> int:
         """How many entries the record has not taken yet."""
         return len(self._unsaved)
@@ -96,12 +92,13 @@ class PrefixedSession:
                     if skills is not None:
                         context = replace(context, skills=skills)
                     self._frozen = await self._contributors.compose(context)
+                    self.composed = True
         return self._frozen
 
     def discard_unused_prefix(self) -> None:
         """Forget a composed prefix no request has used yet (a cancelled turn's)."""
         if self._own_header is None:
-            self._frozen = None
+            self._frozen, self.composed = None, False
 
     async def flush(self) -> OSError | None:
         """Try once more to write every entry the record has not taken; why some still wait."""
