@@ -166,6 +166,11 @@ class SessionTable:
         await _flush(session_id, live)
         return True
 
+    async def flush_all(self) -> None:
+        """One last try at every unsaved entry; a warning names each session still missing some."""
+        for session_id, live in self.running():
+            await _flush(session_id, live)
+
     async def _let_go_idle(self) -> None:
         excess = len(self._live) - self._max_live
         # The most recent one is the session being opened: never let go on its way in.
@@ -185,12 +190,6 @@ class SessionTable:
         while len(self._idle) > IDLE_PER_LIVE * self._max_live:
             forgotten, _ = self._idle.popitem(last=False)
             _log.debug("session_forgotten", session_id=forgotten, reason="too many idle")
-
-
-async def flush_all(table: SessionTable) -> None:
-    """One last try at every unsaved entry; a warning names each session still missing some."""
-    for session_id, live in table.running():
-        await _flush(session_id, live)
 
 
 async def _flush(session_id: str, live: LiveSession) -> None:

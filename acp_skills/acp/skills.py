@@ -21,7 +21,7 @@ from acp.schema import (
     SessionResumeCapabilities,
 )
 
-from ..catalog import CatalogFit, SkillCatalogContributor, check_catalog_budget
+from ..catalog import CatalogFit, SkillCatalogContributor
 from ..local import LocalSkillProvider
 from ..model import PrefixContext, SkillLookupOptions, is_skill_name, require_positive_int
 from ..prefix import SessionPrefix
@@ -38,7 +38,7 @@ from .commands import CommandsAnnouncer
 from .consent import TrustGate
 from .replay import replay
 from .servers import ServerCloser, SessionServers, shadowed_json
-from .sessions import SessionTable, describe_os_error, flush_all
+from .sessions import SessionTable, describe_os_error
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import PromptTurn, TurnKit, open_turn
@@ -78,7 +78,6 @@ class AcpSkills:
         trust: TrustMode = "ask",
         trust_store: TrustStore | None = None,
     ) -> None:
-        check_catalog_budget(catalog_budget)
         mode = trust_mode(trust)
         pinned = _skill_names("pinned_skills", pinned_skills)
         hidden = _skill_names("hidden_skills", hidden_skills)
@@ -160,7 +159,7 @@ class AcpSkills:
                 await connection.listen()
             finally:
                 await asyncio.shield(connection.close())
-                await asyncio.shield(flush_all(self._sessions))
+                await asyncio.shield(self._sessions.flush_all())
 
     def attach(self, client: AcpClient) -> None:
         """Reach the editor through ``client`` (the SDK's `AgentSideConnection`)."""
