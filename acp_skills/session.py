@@ -19,8 +19,7 @@ _log = get_logger(__name__)
 class PrefixedSession:
     """One session instance over its `SessionRecord`. A record failing with an `OSError` stops
     nothing: `save_error` says why it is behind, and later appends first write what waits.
-    ``context``: what the contributors learn; ``last_header``: the record's last (the previous
-    instance's until this one's first); ``composed``: whether the prefix is frozen."""
+    ``last_header``: the record's last (the previous instance's until this one's first)."""
 
     def __init__(
         self,
@@ -32,7 +31,7 @@ class PrefixedSession:
     ) -> None:
         self._contributors, self._record, self.context = prefix, record, context
         self._frozen: tuple[PrefixMessage, ...] | None = None
-        self.composed = False
+        self.composed = False  # whether the prefix is frozen (a plain attribute: read per turn)
         self._compose_lock = anyio.Lock()
         # One lock for every append keeps the in-memory state in the same order as the record.
         self._write_lock = anyio.Lock()
@@ -50,28 +49,22 @@ class PrefixedSession:
         context: PrefixContext,
         record: SessionRecord,
         *,
-        resume: bool = False,
         replacing: PrefixedSession | None = None,
     ) -> PrefixedSession:
-        """A new instance over ``record``. ``resume``: one released from memory and brought
-        back, which takes back the prefix its last request header froze; ``replacing``: the
-        instance this one replaces (``session/load``), whose unsaved entries it takes over."""
+        """A new instance over ``record``; ``replacing``: the instance this one replaces
+        (``session/load``), whose unsaved entries it takes over."""
         if replacing is None:
-            session = cls(prefix, context, record, entries=await record.entries())
-        else:
-            # Under the replaced instance's write lock, so no entry is half way between its queue
-            # and the record while the record is read: each entry is then read or taken over, once.
-            async with replacing._write_lock:
-                await replacing._write_unsaved()
-                entries = [*await record.entries(), *replacing._unsaved]
-                session = cls(prefix, context, record, entries=entries)
-                # Shared from now on: whichever instance writes next writes what either left
-                # unsaved, in order (the old one may still record its cancelled turn's results).
-                session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
-                session.save_error = replacing.save_error
-        if resume and (header := session.last_header) is not None:
-            session._frozen, session._own_header = header.message_prefix, header
-            session.composed = True
+            return cls(prefix, context, record, entries=await record.entries())
+        # Under the replaced instance's write lock, so no entry is half way between its queue
+        # and the record while the record is read: each entry is then read or taken over, once.
+        async with replacing._write_lock:
+            await replacing._write_unsaved()
+            entries = [*await record.entries(), *replacing._unsaved]
+            session = cls(prefix, context, record, entries=entries)
+            # Shared from now on: whichever instance writes next writes what either left
+            # unsaved, in order (the old one may still record its cancelled turn's results).
+            session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
+            session.save_error = replacing.save_error
         return session
 
     @property
@@ -89,11 +82,6 @@ class PrefixedSession:
         """The conversation so far, oldest first, as copies: changing one changes nothing."""
         return tuple(entry.plain_message() for entry in self._history)
 
-    @property
-    def requested(self) -> bool:
-        """Whether this instance has recorded a request header (its prefix is then final)."""
-        return self._own_header is not None
-
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
         """Compose the prefix once (nothing is kept if that fails), then return it. ``skills``:
         what the session offers (`PrefixContext.skills`; `AcpSkills` hands down the turn's)."""
@@ -109,7 +97,7 @@ class PrefixedSession:
 
     def discard_unused_prefix(self) -> None:
         """Forget a composed prefix no request has used yet (a cancelled turn's)."""
-        if not self.requested:
+        if self._own_header is None:
             self._frozen, self.composed = None, False
 
     async def flush(self) -> OSError | None:
@@ -122,8 +110,6 @@ class PrefixedSession:
         self, *, config: Mapping[str, object], system: str, tools: Sequence[Mapping[str, object]]
     ) -> HeaderEntry | None:
         """Record the next request's header if it needs recording; return it, or ``None``."""
-        if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Sequence):
-            raise TypeError(f"tools must be a sequence of JSON objects, got {tools!r}")
         # Copied before anything awaits: a caller changing its config meanwhile changes nothing.
         requested = HeaderEntry(
             reason="initial", config=config, system=system, tools=tuple(tools), message_prefix=()

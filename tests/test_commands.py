@@ -31,8 +31,8 @@ from acp_skills import (
 )
 from acp_skills.acp import AcpSkills
 from acp_skills.acp.commands import (
+    BUILTIN_COMMANDS,
     SKILLS_COMMAND_DESCRIPTION,
-    builtin_commands,
     invocable,
     leading_slash_word,
     skills_report,
@@ -541,7 +541,7 @@ def test_leading_slash_word(text: str, word: str | None) -> None:
 
 def test_the_built_in_is_always_advertised_and_no_skill_takes_its_name() -> None:
     """``/skills`` is always offered; a skill called ``skills`` is never a command."""
-    [offered] = builtin_commands()
+    [offered] = BUILTIN_COMMANDS
     assert (offered.name, offered.description) == ("skills", SKILLS_COMMAND_DESCRIPTION)
     skills = [candidate("deploy", provider="p"), candidate("skills", provider="p")]
     assert [skill.name for skill in invocable(skills)] == ["deploy"]

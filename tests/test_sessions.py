@@ -1,4 +1,4 @@
-"""The session table (`acp_skills.acp.sessions`): live instances and released ones, both bounded."""
+"""The session table (`acp_skills.acp.sessions`): live instances bounded, idle ones let go."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from acp.schema import TextContentBlock
 
 from acp_skills import SkillDefinition, SkillRegistry
 from acp_skills.acp import AcpSkills
-from acp_skills.acp.sessions import RELEASED_PER_LIVE
+from acp_skills.acp.sessions import IDLE_PER_LIVE
 from tests.acp_peer import RecordingClient, fixture_registry, make_project, write_fixture_skills
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
@@ -31,44 +31,42 @@ def live_ids(skills: AcpSkills) -> list[str]:
     return [session_id for session_id, _live in skills._sessions.running()]
 
 
-async def test_idle_sessions_beyond_the_bound_are_released_and_come_back_unchanged(
+async def test_idle_sessions_beyond_the_bound_are_let_go_and_come_back_from_their_record(
     registry: SkillRegistry, project: Path
 ) -> None:
-    """With room for two, the third session releases the first, which reopens as it was."""
+    """With room for two, the third session lets the first go; its next prompt opens it again
+    from its record, as ``session/load`` would: its history, and the skills of now."""
     skills = AcpSkills(registry, max_live_sessions=2)
     skills.attach(RecordingClient())  # the editor a turn reports to
     await skills.open_session("s1", str(project))
     async with skills.turn("s1", [TextContentBlock(type="text", text="first")]) as turn:
         await turn.request_messages()
         await turn.add_reply({"content": "one"})
-    frozen = turn.prefix
     await skills.open_session("s2", str(project))
     registry.register(SkillDefinition(name="late", description="Added later.", content="x"))
     await skills.open_session("s3", str(project))
-    live = [sid for sid in ("s1", "s2", "s3") if skills._sessions.peek(sid) is not None]
-    assert live == ["s2", "s3"]
+    assert live_ids(skills) == ["s2", "s3"]
     assert "s1" in skills._sessions
     async with skills.turn("s1", [TextContentBlock(type="text", text="second")]) as turn:
         messages = await turn.request_messages()
-    # The released session kept its frozen catalog (without "late") and its history.
-    assert turn.prefix == frozen
-    assert [m["content"] for m in messages[len(frozen) :]] == ["first", "one", "second"]
+    assert "late" in turn.prefix[0].text
+    assert [m["content"] for m in messages[len(turn.prefix) :]] == ["first", "one", "second"]
     session = await skills.session("s1")
-    assert [h.reason for h in [session.last_header] if h is not None] == ["initial"]
+    assert [h.reason for h in [session.last_header] if h is not None] == ["resume"]
 
 
-async def test_released_sessions_are_bounded_and_the_oldest_is_forgotten(
+async def test_idle_sessions_let_go_are_bounded_and_the_oldest_is_forgotten(
     registry: SkillRegistry, project: Path
 ) -> None:
-    """With one live session, the table remembers `RELEASED_PER_LIVE` released ones at most."""
+    """With one live session, the table remembers `IDLE_PER_LIVE` idle ones let go at most."""
     skills = AcpSkills(registry, max_live_sessions=1)
     skills.attach(RecordingClient())  # the editor a turn reports to
-    count = RELEASED_PER_LIVE + 2
+    count = IDLE_PER_LIVE + 2
     for index in range(count):
         await skills.open_session(f"s{index}", str(project))
     assert live_ids(skills) == [f"s{count - 1}"]
     remembered = [f"s{index}" for index in range(count) if f"s{index}" in skills._sessions]
-    # The live one, and the most recently released ones up to the bound.
+    # The live one, and the most recently let go up to the bound.
     assert remembered == [f"s{index}" for index in range(1, count)]
     assert "s0" not in skills._sessions
 
@@ -83,7 +81,7 @@ async def test_a_forgotten_session_is_unknown_to_a_prompt_but_loads_from_its_rec
     async with skills.turn("first", [TextContentBlock(type="text", text="remember me")]) as turn:
         await turn.request_messages()
         await turn.add_reply({"content": "noted"})
-    for index in range(RELEASED_PER_LIVE + 1):
+    for index in range(IDLE_PER_LIVE + 1):
         await skills.open_session(f"other-{index}", str(project))
     assert "first" not in skills._sessions
     with pytest.raises(RequestError) as caught:
@@ -95,7 +93,7 @@ async def test_a_forgotten_session_is_unknown_to_a_prompt_but_loads_from_its_rec
 
 
 async def test_a_busy_session_is_not_released(registry: SkillRegistry, project: Path) -> None:
-    """A session whose turn is running stays live past the bound; it is released once idle."""
+    """A session whose turn is running stays live past the bound; it is let go once idle."""
     skills = AcpSkills(registry, max_live_sessions=1)
     skills.attach(RecordingClient())  # the editor a turn reports to
     await skills.open_session("busy", str(project))

@@ -13,7 +13,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from acp import RequestError
@@ -485,23 +485,6 @@ async def test_budget_outcome_is_frozen_with_the_session(tmp_path: Path) -> None
 
 
 @pytest.mark.anyio
-async def test_a_released_session_comes_back_with_its_schema(tmp_path: Path) -> None:
-    """Released while idle and reopened from its record, a session keeps outcome and schema."""
-    skills = AcpSkills(registry_of(many_skills()), catalog_budget=1500, max_live_sessions=1)
-    skills.attach(RecordingClient())  # the editor a turn reports to
-    first = await first_turn(skills, "s1", tmp_path)
-    fit = await skills.catalog_fit("s1")
-    await first_turn(skills, "s2", tmp_path)
-    assert [sid for sid, _ in skills._sessions.running()] == ["s2"]  # s1 was released
-    again = await another_turn(skills, "s1")
-    assert again.tools == first.tools
-    assert await skills.catalog_fit("s1") == fit
-    session = await skills.session("s1")
-    assert session.last_header is not None
-    assert session.last_header.reason == "initial"  # same request: no "change" header
-
-
-@pytest.mark.anyio
 async def test_a_loaded_session_composes_its_budget_afresh(tmp_path: Path) -> None:
     """``session/load`` is a new instance: its catalog and schema follow the skills of now."""
     provider = ListProvider("p", many_skills())
@@ -675,20 +658,6 @@ async def test_without_the_observer_the_commands_wait_for_the_first_turn(
         assert peer.wire.commands(session_id) == []
         await peer.prompt(session_id, "hello")
         assert peer.wire.commands(session_id) == [COMMANDS]
-
-
-def test_a_prompt_turn_comes_only_from_skills_turn() -> None:
-    """`PromptTurn` is not constructible by users: turns come from `AcpSkills.turn`."""
-    with pytest.raises(TypeError, match=r"AcpSkills\.turn"):
-        PromptTurn(
-            object(),
-            kit=cast(Any, None),
-            live=cast(Any, None),
-            system="",
-            config={},
-            tools=(),
-            run_tool=None,
-        )
 
 
 def watchers() -> list[threading.Thread]:

@@ -1,4 +1,4 @@
-"""`AcpSkills.turn` and the session lifecycle it owns: cancellation, released sessions, owners.
+"""`AcpSkills.turn` and the session lifecycle it owns: cancellation, reopened sessions, owners.
 
 The agent and the client talk over a real in-memory ACP connection (`tests/acp_peer.py`'s
 `connected` pair); the agent here drives its turns through `PromptTurn`, as an agent author's

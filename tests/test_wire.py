@@ -20,10 +20,9 @@ from acp_skills.acp.wire import (
     check_cwd,
     find_invocations,
     find_invocations_with_arguments,
-    is_absolute_cwd,
     prompt_text,
-    skill_tool_call_start,
     tool_call_finished,
+    tool_call_started,
 )
 from tests.providers import candidate
 from tests.strategies import descriptions, forbidden_in
@@ -35,7 +34,7 @@ pytestmark = pytest.mark.sdk
 
 def test_skill_tool_call_start_is_an_in_progress_read_titled_with_the_skill() -> None:
     """The start update: kind read, title ``Load skill NAME``, rawInput = the arguments."""
-    update = skill_tool_call_start("call-7", {"name": "deploy", "path": "a.md"})
+    update = tool_call_started("call-7", "skill", {"name": "deploy", "path": "a.md"}, "skill")
     assert update.model_dump(mode="json", by_alias=True, exclude_none=True) == {
         "sessionUpdate": "tool_call",
         "toolCallId": "call-7",
@@ -60,7 +59,7 @@ def test_skill_tool_call_start_without_a_usable_name(
     arguments: object, title: str, raw_input: dict[str, Any]
 ) -> None:
     """Without a usable name the title is plain ``Load skill``; rawInput is always an object."""
-    update = skill_tool_call_start("c", arguments)
+    update = tool_call_started("c", "skill", arguments, "skill")
     assert (update.title, update.raw_input) == (title, raw_input)
 
 
@@ -193,9 +192,13 @@ LONGEST_CWD = "/" + "é" * ((path_limit() - 2) // 2) + "a" * ((path_limit() - 2)
     ],
     ids=["absolute", "relative", "empty", "nul", "not-a-string", "at-path-limit", "over-it"],
 )
-def test_is_absolute_cwd(cwd: object, expected: bool) -> None:
+def test_only_an_absolute_cwd_passes_the_check(cwd: object, expected: bool) -> None:
     """Only an absolute path without NUL, within the path limit, is a working directory."""
-    assert is_absolute_cwd(cwd) is expected
+    if expected:
+        assert check_cwd(cwd) == cwd
+    else:
+        with pytest.raises(RequestError):
+            check_cwd(cwd)
 
 
 def test_check_cwd_refuses_an_overlong_cwd_without_echoing_it() -> None:
@@ -227,7 +230,7 @@ def test_available_commands_leave_out_names_no_slash_can_invoke() -> None:
 
 def test_tool_call_titles_show_no_control_characters() -> None:
     """The model's name goes into a title an editor shows: its controls are removed."""
-    update = skill_tool_call_start("c", {"name": "de\u202eploy\x1b"})
+    update = tool_call_started("c", "skill", {"name": "de\u202eploy\x1b"}, "skill")
     assert update.title == "Load skill deploy"
     assert update.raw_input == {"name": "de\u202eploy\x1b"}
 

@@ -1,6 +1,5 @@
 """An agent's own tool calls: the `ToolCall` its ``run_tool`` receives, and what it returns
-(text, a `ToolResult`, an ``acp.schema.ToolCallUpdate``: docs/integration.md) settled into the
-editor's last update and the model's one string."""
+settled into the editor's last update and the model's one string (docs/integration.md)."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ ToolOutcome: TypeAlias = ToolResult | str | acp_schema.ToolCallUpdate
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One call of the agent's own tool: the model's call ``id`` (the editor's too), the
-    function ``name``, and its ``arguments`` decoded from JSON (text that is not JSON stays)."""
+    """One call of the agent's own tool; ``arguments`` decoded (text that is not JSON stays)."""
 
     id: str
     name: str
@@ -34,30 +32,22 @@ AgentToolRunner: TypeAlias = CallRunner | Callable[[str, object], Awaitable[Tool
 
 
 def call_runner(run_tool: AgentToolRunner) -> CallRunner:
-    """``run_tool`` as a runner of `ToolCall` values. A runner with two positional
-    parameters is the earlier form, called as ``run_tool(name, arguments)``."""
-    if not _takes_name_and_arguments(run_tool):
-        return cast(CallRunner, run_tool)
-    by_name = cast(Callable[[str, object], Awaitable[ToolOutcome]], run_tool)
-
-    async def run_by_name(call: ToolCall) -> ToolOutcome:
-        return await by_name(call.name, call.arguments)
-
-    return run_by_name
-
-
-def _takes_name_and_arguments(run_tool: object) -> bool:
+    """``run_tool`` as a runner of `ToolCall` values; one of two positional parameters is the
+    earlier form, called as ``run_tool(name, arguments)``."""
     try:
         parameters = inspect.signature(cast(Callable[..., Any], run_tool)).parameters.values()
     except (TypeError, ValueError):  # no signature to read: the documented form
-        return False
+        return cast(CallRunner, run_tool)
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return sum(parameter.kind in positional for parameter in parameters) == 2
+    if sum(parameter.kind in positional for parameter in parameters) != 2:
+        return cast(CallRunner, run_tool)
+    by_name = cast(Callable[[str, object], Awaitable[ToolOutcome]], run_tool)
+    return lambda call: by_name(call.name, call.arguments)
 
 
 def settle(call_id: str, outcome: object) -> tuple[ToolResult, acp_schema.ToolCallProgress]:
-    """The model's result and the editor's ``tool_call_update`` for what ``run_tool`` returned.
-    `TypeError` for anything else, `ValueError` for an update of another call."""
+    """The model's result and the editor's ``tool_call_update`` for what ``run_tool`` returned
+    (`TypeError` for anything else, `ValueError` for an update of another call)."""
     if isinstance(outcome, str):
         outcome = ToolResult(text=outcome, is_error=False)
     if isinstance(outcome, ToolResult):
@@ -78,9 +68,7 @@ def settle(call_id: str, outcome: object) -> tuple[ToolResult, acp_schema.ToolCa
 
 
 def model_text(update: acp_schema.ToolCallUpdate, *, failed: bool = False) -> str:
-    """What the model reads of a rich result: each content block in order, blank-line
-    separated (a text block's text, a diff as a unified diff of its path, a terminal as a
-    note naming it), else its title; a failure's text starts ``Error: ``."""
+    """What the model reads of a rich result (its blocks, else its title; docs/integration.md)."""
     parts = [_block_text(block) for block in update.content or ()]
     text = "\n\n".join(part for part in parts if part) or update.title or "(no output)"
     return text if not failed or text.startswith("Error: ") else f"Error: {text}"

@@ -35,6 +35,10 @@ _log = get_logger(__name__)
 
 SKILLS_COMMAND: Final = "skills"
 SKILLS_COMMAND_DESCRIPTION: Final = "Show the skills available here and any problems with them"
+# The library's own commands, always offered (after the skills' own).
+BUILTIN_COMMANDS: Final = (
+    AvailableCommand(name=SKILLS_COMMAND, description=SKILLS_COMMAND_DESCRIPTION),
+)
 
 _MAX_PROBLEMS_SHOWN: Final = 20
 _DESCRIPTION_SHOWN: Final = 120
@@ -60,10 +64,8 @@ class CommandsAnnouncer:
         self._registry_changed = False
 
     async def begin_turn(self, session_id: str, live: LiveSession, snapshot: SkillSnapshot) -> None:
-        """A turn of ``live`` begins with ``snapshot``: the first turn's resend is due now, and
-        a trust answer may have changed the commands."""
-        state = live.commands
-        resend, state.resend_due, state.turned = state.resend_due, False, True
+        """A turn of ``live`` begins with ``snapshot`` (a trust answer may have changed it)."""
+        resend, live.resend_due, live.turned = live.resend_due, False, True
         await self._refresh(session_id, live, snapshot, resend=resend)
 
     async def _refresh(
@@ -74,23 +76,18 @@ class CommandsAnnouncer:
         *,
         resend: bool = False,
     ) -> None:
-        state = live.commands
         # A running turn means the editor has the session; the follower announces it otherwise.
-        if not state.answered and live.turn is None:
+        if not live.answered and live.turn is None:
             return
         if snapshot is None:
             options = live.session.context.lookup_options
             snapshot = (await self._gate.view(options, live.trust)).offered
-        commands = [*available_commands(invocable(snapshot.skills)), *builtin_commands()]
-        key = tuple(
-            (c.name, c.description, c.input.root.hint if c.input is not None else "")
-            for c in commands
-        )
-        if key == state.sent and not resend:
+        commands = [*available_commands(invocable(snapshot.skills)), *BUILTIN_COMMANDS]
+        if commands == live.commands and not resend:
             return
         # Set before the send awaits: a refresh resuming meanwhile sees this list as sent.
-        state.sent = key
-        state.resend_due = not state.turned and live.turn is None
+        live.commands = commands
+        live.resend_due = not live.turned and live.turn is None
         update = AvailableCommandsUpdate(
             session_update="available_commands_update", available_commands=commands
         )
@@ -105,8 +102,8 @@ class CommandsAnnouncer:
         loop.call_soon_threadsafe(changed.set)
 
     async def follow(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
-        """Announce each session whose opening response went out (`ClientLink.answered`), and
-        every live session's commands after a registry change. Started with `group.start`."""
+        """Announce each session whose opening response went out, and every live session's
+        commands after a registry change. Started with `group.start`."""
         self._loop, changed = asyncio.get_running_loop(), asyncio.Event()
         self._changed, self._link.wake = changed, changed.set
         task_status.started()
@@ -119,7 +116,7 @@ class CommandsAnnouncer:
                 every, self._registry_changed = self._registry_changed, False
                 for session_id, live in self._sessions.running():
                     if session_id in answered:
-                        live.commands.answered = True
+                        live.answered = True
                     elif not every:
                         continue
                     try:
@@ -133,16 +130,9 @@ class CommandsAnnouncer:
             self._loop = self._changed = self._link.wake = None
 
 
-def builtin_commands() -> list[AvailableCommand]:
-    """The library's own commands, always offered (after the skills' own)."""
-    return [AvailableCommand(name=SKILLS_COMMAND, description=SKILLS_COMMAND_DESCRIPTION)]
-
-
 def invocable(skills: Iterable[SkillSummary]) -> list[SkillSummary]:
-    """The skills a person runs as ``/NAME``, and the editor is told of: user-invocable ones
-    whose name a slash can invoke, but for a skill named like a built-in command. ``/skills``
-    is the library's report whatever a project or a person names a skill: otherwise a skill
-    could hide what the session offers and withholds."""
+    """The skills a person runs as ``/NAME``: user-invocable ones whose name a slash can
+    invoke, but for one named ``skills`` (the library's report, which no skill may hide)."""
     return [
         s for s in skills if s.user_invocable and is_skill_name(s.name) and s.name != SKILLS_COMMAND
     ]
@@ -155,7 +145,7 @@ def leading_slash_word(text: str) -> str | None:
 
 def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
     commands = [skill.name for skill in invocable(snapshot.skills)]
-    commands += [command.name for command in builtin_commands()]
+    commands += [command.name for command in BUILTIN_COMMANDS]
     if any(skill.name == word and not skill.user_invocable for skill in snapshot.skills):
         opening = (
             f"`/{word}` is not a command: the skill `{word}` is for the model only "
@@ -175,7 +165,9 @@ def skills_report(
     diagnostics: Sequence[Diagnostic] | None,
     fit: CatalogFit | None = None,
     withheld: Sequence[tuple[str, list[str], str]] = (),
+    servers: str = "",
 ) -> str:
+    """The ``/skills`` report; ``servers``: `acp_skills.acp.servers.servers_report`'s lines."""
     lines = [f"**Skills for {code_span(_clean(cwd))}** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
@@ -203,7 +195,8 @@ def skills_report(
         lines += ["", f"Run {doctor} in a terminal for details."]
     if not snapshot.complete:
         lines += ["", "A skill provider did not answer in time: this list may be incomplete."]
-    return "\n".join(lines).rstrip("\n")
+    report = "\n".join(lines).rstrip("\n")
+    return f"{report}\n\n{servers}" if servers else report
 
 
 def _skill_line(skill: SkillSummary) -> str:

@@ -22,16 +22,15 @@ from ..trust_text import (
     question_title,
     whom_asked,
 )
-from .wire import ClientLink, text_tool_content, tool_call_progress, tool_call_start
+from .wire import ClientLink, text_tool_content, tool_call_start, tool_call_update
 
 _log = get_logger(__name__)
 
 
 @dataclass(slots=True)
 class SessionTrust:
-    """One session instance's answers: ``grants``, what its once-answers admitted, by source
-    key (`acp_skills.trust.shown_items` of each skill its question showed); ``asked`` once the
-    question was put (never twice per instance); ``view``, its last view (`TrustGate.view`)."""
+    """One session instance's answers: ``grants``, what its once-answers admitted by source key;
+    ``asked`` once its one question was put; ``view``, its last view."""
 
     grants: dict[str, frozenset[ShownItem]] = field(default_factory=dict)
     asked: bool = False
@@ -55,8 +54,7 @@ class TrustGate:
     async def view(
         self, options: SkillLookupOptions, answers: SessionTrust | None = None
     ) -> SessionView:
-        """What a session looking up with ``options`` offers now, with ``answers`` (a session
-        instance's, kept as its last view) or none (a lookup by ``cwd``)."""
+        """What a lookup with ``options`` offers now, with a session instance's ``answers``."""
         answers = answers or SessionTrust()
         answers.view = await session_view(
             self.registry, options, self.mode, self.store, answers.grants, answers.view
@@ -72,8 +70,7 @@ class TrustGate:
         *,
         may_ask: bool,
     ) -> SessionView:
-        """A turn's view, taken once and handed down. The first turn of an instance puts its
-        one question (``may_ask``: its prefix is not composed yet) before the view is final."""
+        """A turn's view; an instance's first turn (``may_ask``) first puts its one question."""
         view = await self.view(options, answers)
         if answers.asked or self.mode == "all":
             return view
@@ -91,17 +88,14 @@ async def ask(
     pending: list[Withheld],
     store: TrustStore,
 ) -> bool:
-    """Put the question for the ``pending`` skills; apply the answer; whether it admitted them.
-    Anything but a chosen option (a cancelled outcome, an error answer, the turn's
-    cancellation) counts as "not now"."""
+    """Put the question for the ``pending`` skills and apply the answer (anything but a chosen
+    option counts as "not now"); whether it admitted them."""
     _log.warning(
         "skills_waiting_for_trust",
         session_id=session_id,
         project=whom_asked(pending),
         count=len(pending),
     )
-    if (client := link.client) is None:
-        return False
     call_id = f"trust-{uuid.uuid4().hex}"
     content = text_tool_content(question_text(pending))
     title = question_title(pending)
@@ -114,7 +108,7 @@ async def ask(
             for kind, label in question_options(pending)
         ]
         tool_call = ToolCallUpdate(tool_call_id=call_id, title=start.title, kind="read")
-        answer = await client.request_permission(  # type: ignore[attr-defined]
+        answer = await link.client.request_permission(
             session_id=session_id, tool_call=tool_call, options=options
         )
         outcome = answer.outcome
@@ -123,7 +117,7 @@ async def ask(
             choice = picked if picked in dict(OPTIONS) else "reject_once"
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await link.send(session_id, tool_call_progress(call_id, status="failed"))
+            await link.send(session_id, tool_call_update(call_id, "failed"))
         raise
     except Exception as error:
         _log.warning("trust_question_failed", session_id=session_id, error=repr(error))
@@ -141,7 +135,5 @@ async def ask(
                 if admitted:
                     trust.admit([w for w in pending if w.source.key == key])
     _log.info("trust_answered", session_id=session_id, answer=choice, sources=len(sources))
-    await link.send(
-        session_id, tool_call_progress(call_id, status="completed" if admitted else "failed")
-    )
+    await link.send(session_id, tool_call_update(call_id, "completed" if admitted else "failed"))
     return admitted

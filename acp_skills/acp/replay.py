@@ -21,11 +21,11 @@ _log = get_logger(__name__)
 _UNREPLAYABLE = (TypeError, ValueError, RecursionError, ValidationError)
 
 
-async def replay(link: wire.ClientLink, session: PrefixedSession, skill_tool_name: str) -> None:
+async def replay(link: wire.ClientLink, session: PrefixedSession, skill_tool: str) -> None:
     session_id = session.context.session_id
     for position, message in enumerate(session.history):
         try:
-            await _replay_message(link, session_id, message, skill_tool_name)
+            await _replay_message(link, session_id, message, skill_tool)
         except _UNREPLAYABLE as error:
             _log.warning(
                 "session_replay_message_skipped",
@@ -37,7 +37,7 @@ async def replay(link: wire.ClientLink, session: PrefixedSession, skill_tool_nam
 
 
 async def _replay_message(
-    link: wire.ClientLink, session_id: str, message: Mapping[str, Any], skill_tool_name: str
+    link: wire.ClientLink, session_id: str, message: Mapping[str, Any], skill_tool: str
 ) -> None:
     role, content = message.get("role"), message.get("content")
     updates: list[Any] = []
@@ -48,13 +48,15 @@ async def _replay_message(
             updates.append(UserMessageChunk(session_update="user_message_chunk", content=chunk))
         if isinstance(content, str):
             for call_id, name, result in _invoked_calls(message, content):
-                updates.append(wire.skill_tool_call_start(call_id, {"name": name}))
+                updates.append(
+                    wire.tool_call_started(call_id, skill_tool, {"name": name}, skill_tool)
+                )
                 updates.append(wire.tool_call_finished(call_id, result))
     elif role == "assistant":
         if isinstance(content, str) and content:
             updates.append(wire.agent_text(content))
         for call in wire.sequence(message.get("tool_calls")):
-            updates.append(_replayed_call(call, skill_tool_name))
+            updates.append(_replayed_call(call, skill_tool))
     elif role == "tool" and isinstance(content, str):
         result = ToolResult(text=content, is_error=message.get(ERROR_KEY) is True)
         updates.append(wire.tool_call_finished(str(message.get("tool_call_id")), result))
@@ -62,7 +64,7 @@ async def _replay_message(
         await link.send(session_id, update)
 
 
-def _replayed_call(call: object, skill_tool_name: str) -> Any:
+def _replayed_call(call: object, skill_tool: str) -> Any:
     function = wire.field(call, "function") if isinstance(call, Mapping) else None
     function = function if isinstance(function, Mapping) else {}
     call_id, name = str(wire.field(call, "id")), str(function.get("name", ""))
@@ -70,9 +72,7 @@ def _replayed_call(call: object, skill_tool_name: str) -> Any:
     if (problem := wire.arguments_problem(arguments)) is not None:
         _log.warning("session_replay_arguments_omitted", tool=name[:100], reason=problem)
         arguments = {"omitted": problem}
-    return wire.tool_call_started(
-        call_id, name, wire.decode_tool_arguments(arguments), skill_tool_name
-    )
+    return wire.tool_call_started(call_id, name, wire.decode_tool_arguments(arguments), skill_tool)
 
 
 def _invoked_calls(message: Mapping[str, Any], content: str) -> list[tuple[str, str, ToolResult]]:

@@ -1,6 +1,5 @@
-"""A session's MCP servers (contract §14): a request's ``mcpServers`` as `McpServer` values,
-each connected in the background as its session opens and closed when no live session names it
-any more; an agent without an MCP client warns that it ignores them. Their reports."""
+"""A session's MCP servers (contract §14, docs/mcp.md): a request's ``mcpServers`` as
+`McpServer` values, each connected while a live session names it; their reports."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ import anyio.abc
 
 from ..model import SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
-from ..report import Markdown, server_json, server_line
+from ..report import Markdown, server_line
 from ..text import spelt
 from .wire import field
 
@@ -55,16 +54,12 @@ class SessionServers:
             _log.warning("mcp_servers_ignored", servers=labels, reason="no MCP client")
             return ()
         mcp = importlib.import_module(_MCP_MODULE)
-        found: list[Hashable] = []
+        found: dict[Hashable, None] = {}  # in order, each once
         for entry in entries:
             try:
-                server = mcp.McpServer.from_acp(entry)
+                found[mcp.McpServer.from_acp(entry)] = None
             except ValueError as error:
-                label = field(entry, "name")
-                _log.warning("mcp_server_unusable", server=label, reason=str(error))
-                continue
-            if server not in found:
-                found.append(server)
+                _log.warning("mcp_server_unusable", server=field(entry, "name"), reason=str(error))
         return tuple(found)
 
     async def bind(self, session_id: str, servers: tuple[Hashable, ...]) -> None:
@@ -112,12 +107,6 @@ class SessionServers:
             if self._closing.get(server) is closed:
                 del self._closing[server]
             closed.set()
-
-
-def servers_json(provider: ServerCloser | None, options: SkillLookupOptions) -> list[Any]:
-    """Each server a lookup with ``options`` uses: how it fares, for ``_skills/list``."""
-    states = provider.states(options) if provider is not None else ()
-    return [server_json(state) for state in states]
 
 
 def servers_report(

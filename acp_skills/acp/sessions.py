@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import anyio
 from acp import RequestError
+from acp.schema import AvailableCommand
 
 from ..catalog import CatalogFit
 from ..model import PrefixContext
@@ -21,12 +22,11 @@ from .servers import SessionServers
 
 _log = get_logger(__name__)
 
-# A released session costs a few hundred bytes: 256 live sessions remember 4,096 released ones.
-RELEASED_PER_LIVE = 16
+# An idle instance let go keeps only its opening (a few hundred bytes): 256 live sessions
+# remember 4,096 such.
+IDLE_PER_LIVE = 16
 # How long closing, loading or resuming a session waits for the turn it cancelled to end.
 CLOSE_WAIT_SECONDS = 5.0
-
-CommandsKey = tuple[tuple[str, str, str], ...]
 
 # Recorded keys replayed on `session/load`: what the person typed; whether a tool failed; the
 # `/name` skills, each {"id", "name", "is_error", "start", "end"}, content[start:end] its text.
@@ -35,22 +35,17 @@ ERROR_KEY = "_is_error"
 INVOKED_KEY = "_invoked"
 
 
-@dataclass(slots=True)
-class CommandsState:
-    """What an instance's editor has been sent of its slash commands (`CommandsAnnouncer`)."""
-
-    answered: bool = False  # the opening response (`session/new` or `session/load`) went out
-    sent: CommandsKey | None = None  # the list last sent
-    resend_due: bool = False  # that list went out before any prompt turn: the first resends it
-    turned: bool = False  # a prompt turn has begun: from then on the editor shows the session
-
-
 @dataclass(slots=True, kw_only=True)
 class LiveSession:
     session: PrefixedSession
     turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
     turn_ended: anyio.Event = field(default_factory=anyio.Event)  # set as that turn ends
-    commands: CommandsState = field(default_factory=CommandsState)
+    # Its slash commands (`CommandsAnnouncer`): whether the opening response went out, the list
+    # last sent, whether that went out before any turn (the first resends it), a turn begun.
+    answered: bool = False
+    commands: list[AvailableCommand] | None = None
+    resend_due: bool = False
+    turned: bool = False
     trust: SessionTrust = field(default_factory=SessionTrust)  # this instance's answers
     catalog: CatalogFit | None = None  # what the budget did to the catalog being composed
     described: bool = False  # the store has this instance's summary (`session/list`)
@@ -63,17 +58,6 @@ class LiveSession:
         return self.catalog if self.session.composed else None
 
 
-@dataclass(frozen=True, slots=True)
-class _Released:
-    context: PrefixContext
-    requested: bool
-    catalog_fit: CatalogFit | None
-    # Released to save memory, not closed: what its editor was sent and its answers still hold.
-    commands: CommandsState
-    trust: SessionTrust
-    described: bool
-
-
 class SessionTable:
     def __init__(
         self,
@@ -84,13 +68,14 @@ class SessionTable:
         servers: SessionServers,
     ) -> None:
         self._prefix, self._store, self._max_live = prefix, store, max_live
-        # Which live instance uses which MCP server: a released one lets its servers go.
+        # Which live instance uses which MCP server: one let go lets its servers go.
         self.servers = servers
         self._live: OrderedDict[str, LiveSession] = OrderedDict()
-        self._released: OrderedDict[str, _Released] = OrderedDict()
+        # Idle instances let go beyond `max_live`: each opens again as `session/load` would.
+        self._idle: OrderedDict[str, PrefixContext] = OrderedDict()
 
     def __contains__(self, session_id: object) -> bool:
-        return session_id in self._live or session_id in self._released
+        return session_id in self._live or session_id in self._idle
 
     def running(self) -> Iterator[tuple[str, LiveSession]]:
         """The live instances, least recently used first (a copy: safe across awaits)."""
@@ -99,22 +84,9 @@ class SessionTable:
     def peek(self, session_id: object) -> LiveSession | None:
         return self._live.get(session_id) if isinstance(session_id, str) else None
 
-    async def open(
-        self,
-        session_id: str,
-        cwd: str,
-        tool_names: Iterable[str],
-        servers: tuple[Hashable, ...] = (),
-        additional_directories: tuple[str, ...] = (),
-    ) -> LiveSession:
+    async def open(self, context: PrefixContext) -> LiveSession:
         """Start a new instance over the session's record (-32603 if it cannot be read)."""
-        context = PrefixContext(
-            session_id=session_id,
-            cwd=cwd,
-            tool_names=frozenset(tool_names),
-            servers=servers,
-            additional_directories=additional_directories,
-        )
+        session_id = context.session_id
         try:
             record = await self._store.open(session_id)
             # A live instance being replaced (`session/load`) hands over what it has not saved.
@@ -125,46 +97,30 @@ class SessionTable:
             _log.warning("session_record_unreadable", session_id=session_id, error=problem)
             reason = f"the session record cannot be read: {problem}"
             raise RequestError.internal_error({"sessionId": session_id, "reason": reason}) from None
-        self._released.pop(session_id, None)
-        return await self._install(LiveSession(session=session))
+        self._idle.pop(session_id, None)
+        live = LiveSession(session=session, first_prompt=_first_prompt(session.history))
+        self._live[session_id] = live
+        self._live.move_to_end(session_id)
+        await self.servers.bind(session_id, context.servers)
+        await self._let_go_idle()
+        return live
 
     async def get(self, session_id: object) -> LiveSession:
-        """The instance, reopened if it was released (-32602 for an unknown id)."""
+        """The instance; one let go while idle opens again (-32602 for an unknown id)."""
         if (live := self.peek(session_id)) is not None:
             self._live.move_to_end(live.session.context.session_id)
             return live
-        if not isinstance(session_id, str) or (released := self._released.get(session_id)) is None:
+        if not isinstance(session_id, str) or (context := self._idle.get(session_id)) is None:
             unknown = {"sessionId": session_id, "reason": "unknown session"}
             raise RequestError.invalid_params(unknown)
-        record = await self._store.open(session_id)
-        session = await PrefixedSession.open(
-            self._prefix, released.context, record, resume=released.requested
-        )
-        if self._released.get(session_id) is not released:
-            # Opened or reopened by someone else while we read the record: theirs stands.
-            return await self.get(session_id)
-        del self._released[session_id]
-        live = LiveSession(session=session, commands=released.commands, trust=released.trust)
-        live.catalog, live.described = released.catalog_fit, released.described
-        return await self._install(live)
-
-    async def _install(self, live: LiveSession) -> LiveSession:
-        context = live.session.context
-        live.first_prompt = _first_prompt(live.session.history)
-        self._live[context.session_id] = live
-        self._live.move_to_end(context.session_id)
-        await self.servers.bind(context.session_id, context.servers)
-        await self._release_idle()
-        return live
+        return await self.open(context)
 
     async def describe(self, live: LiveSession) -> None:
-        """Tell a store that lists its sessions what a listing shows of ``live``, once per
-        instance, after a recorded prompt (its first, its title). Never fails the turn: a
-        summary not written is tried again at the next one."""
+        """Give a listing store ``live``'s summary once per instance, after a recorded prompt;
+        never fails the turn (one not written is tried again at the next)."""
         store, session = self._store, live.session
-        if live.described or session.save_error is not None:
-            return  # a record not written yet would list nothing
-        if not isinstance(store, ListedSessionStore):
+        # A record not written yet would list nothing.
+        if live.described or session.save_error or not isinstance(store, ListedSessionStore):
             return
         context = session.context
         description = SessionDescription(
@@ -190,64 +146,50 @@ class SessionTable:
     async def end_turn(self, session_id: str) -> None:
         """Cancel the session's running turn and wait for it to record its last results, so
         an instance opened next (``session/load``, ``session/resume``) starts from them."""
-        if (live := self.peek(session_id)) is not None:
-            await _end_turn(live)
+        # The cancelled turn answers its open tool calls as it ends: without those results the
+        # history would end in tool calls, which a model's API refuses on every later request.
+        if (live := self.peek(session_id)) is not None and live.turn is not None:
+            live.turn.cancel()
+            with anyio.move_on_after(CLOSE_WAIT_SECONDS):
+                await live.turn_ended.wait()
 
     async def close(self, session_id: str) -> bool:
         """End the session's instance (``session/close``): its turn cancelled and waited for, the
         servers only it used let go, what its record has not taken yet tried once more. The
-        record stays. Whether the session was open here (live or released)."""
+        record stays. Whether the session was open here (live or let go while idle)."""
         if (live := self.peek(session_id)) is None:
-            return self._released.pop(session_id, None) is not None  # holds no server
-        await _end_turn(live)
+            return self._idle.pop(session_id, None) is not None  # holds no server
+        await self.end_turn(session_id)
         if self._live.get(session_id) is live:  # not replaced meanwhile (`session/load`)
             del self._live[session_id]
             await self.servers.unbind(session_id)
         await _flush(session_id, live)
         return True
 
-    async def _release_idle(self) -> None:
+    async def flush_all(self) -> None:
+        """One last try at every unsaved entry; a warning names each session still missing some."""
+        for session_id, live in self.running():
+            await _flush(session_id, live)
+
+    async def _let_go_idle(self) -> None:
         excess = len(self._live) - self._max_live
-        # The most recent one is the session being opened: never released on its way in.
+        # The most recent one is the session being opened: never let go on its way in.
         for session_id, live in list(self._live.items())[:-1]:
             if excess <= 0:
                 break
             if self._live.get(session_id) is not live:
-                continue  # changed while an earlier release closed a server
+                continue  # changed while an earlier one's server closed
             session = live.session
-            # Busy, or holding entries its record has not taken yet: releasing would lose them.
+            # Busy, or holding entries its record has not taken yet: letting go would lose them.
             if live.turn is not None or session.save_error is not None or session.unsaved:
                 continue
             del self._live[session_id]
-            kept = _Released(
-                session.context,
-                session.requested,
-                live.catalog_fit,
-                live.commands,
-                live.trust,
-                live.described,
-            )
-            self._released[session_id] = kept
+            self._idle[session_id] = session.context
             excess -= 1
-            await self.servers.unbind(session_id)  # reopening binds them again
-        while len(self._released) > RELEASED_PER_LIVE * self._max_live:
-            forgotten, _ = self._released.popitem(last=False)
-            _log.debug("session_forgotten", session_id=forgotten, reason="too many released")
-
-
-async def flush_all(table: SessionTable) -> None:
-    """One last try at every unsaved entry; a warning names each session still missing some."""
-    for session_id, live in table.running():
-        await _flush(session_id, live)
-
-
-async def _end_turn(live: LiveSession) -> None:
-    # The cancelled turn answers its open tool calls as it ends: without those results the
-    # history would end in tool calls, which a model's API refuses on every later request.
-    if live.turn is not None:
-        live.turn.cancel()
-        with anyio.move_on_after(CLOSE_WAIT_SECONDS):
-            await live.turn_ended.wait()
+            await self.servers.unbind(session_id)  # opening it again binds them again
+        while len(self._idle) > IDLE_PER_LIVE * self._max_live:
+            forgotten, _ = self._idle.popitem(last=False)
+            _log.debug("session_forgotten", session_id=forgotten, reason="too many idle")
 
 
 async def _flush(session_id: str, live: LiveSession) -> None:

@@ -21,13 +21,13 @@ from acp.schema import (
     SessionResumeCapabilities,
 )
 
-from ..catalog import CatalogFit, SkillCatalogContributor, check_catalog_budget
+from ..catalog import CatalogFit, SkillCatalogContributor
 from ..local import LocalSkillProvider
-from ..model import SkillLookupOptions, is_skill_name, require_positive_int
+from ..model import PrefixContext, SkillLookupOptions, is_skill_name, require_positive_int
 from ..prefix import SessionPrefix
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
-from ..report import diagnostic_json
+from ..report import diagnostic_json, server_json
 from ..session import PrefixedSession
 from ..session_index import InvalidCursor, ListedSessionStore
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, for_editor
@@ -37,8 +37,8 @@ from .calls import AgentToolRunner
 from .commands import CommandsAnnouncer
 from .consent import TrustGate
 from .replay import replay
-from .servers import ServerCloser, SessionServers, servers_json, shadowed_json
-from .sessions import SessionTable, describe_os_error, flush_all
+from .servers import ServerCloser, SessionServers, shadowed_json
+from .sessions import SessionTable, describe_os_error
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import PromptTurn, TurnKit, open_turn
@@ -78,7 +78,6 @@ class AcpSkills:
         trust: TrustMode = "ask",
         trust_store: TrustStore | None = None,
     ) -> None:
-        check_catalog_budget(catalog_budget)
         mode = trust_mode(trust)
         pinned = _skill_names("pinned_skills", pinned_skills)
         hidden = _skill_names("hidden_skills", hidden_skills)
@@ -160,7 +159,7 @@ class AcpSkills:
                 await connection.listen()
             finally:
                 await asyncio.shield(connection.close())
-                await asyncio.shield(flush_all(self._sessions))
+                await asyncio.shield(self._sessions.flush_all())
 
     def attach(self, client: AcpClient) -> None:
         """Reach the editor through ``client`` (the SDK's `AgentSideConnection`)."""
@@ -184,8 +183,15 @@ class AcpSkills:
 
     @property
     def session_capabilities(self) -> SessionCapabilities:
-        """``agentCapabilities.sessionCapabilities`` for what this object serves."""
-        return session_capabilities(self.store)
+        """``agentCapabilities.sessionCapabilities``: ``list`` when the store lists its
+        sessions; ``additionalDirectories`` always (editors send it only when told)."""
+        listed = SessionListCapabilities() if isinstance(self.store, ListedSessionStore) else None
+        return SessionCapabilities(
+            list=listed,
+            resume=SessionResumeCapabilities(),
+            close=SessionCloseCapabilities(),
+            additional_directories=SessionAdditionalDirectoriesCapabilities(),
+        )
 
     @property
     def reads_mcp_servers(self) -> bool:
@@ -205,9 +211,14 @@ class AcpSkills:
         additional = check_additional_directories(opening.get("additional_directories"))
         tool_names = opening.get("tool_names")
         names = (self.tool.name,) if tool_names is None else tool_names
-        servers = self._sessions.servers.from_request(opening.get("mcp_servers"))
-        opened = await self._sessions.open(session_id, cwd, names, servers, additional)
-        return opened.session
+        context = PrefixContext(
+            session_id=session_id,
+            cwd=cwd,
+            tool_names=frozenset(names),
+            servers=self._sessions.servers.from_request(opening.get("mcp_servers")),
+            additional_directories=additional,
+        )
+        return (await self._sessions.open(context)).session
 
     async def load_session(
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
@@ -236,8 +247,31 @@ class AcpSkills:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None
     ) -> ListSessionsResponse:
-        """``session/list``: the recorded sessions, newest first (docs/sessions.md)."""
-        return await listed_sessions(self.store, cwd, cursor)
+        """``session/list``: one page of the recorded sessions, newest first (docs/sessions.md);
+        invalid params for a relative ``cwd`` or an unknown cursor."""
+        directory, store = check_cwd(cwd) if cwd is not None else None, self.store
+        if not isinstance(store, ListedSessionStore):
+            return ListSessionsResponse(sessions=[])
+        try:
+            page = await store.list_sessions(cwd=directory, cursor=cursor)
+        except InvalidCursor as error:
+            raise RequestError.invalid_params({"cursor": cursor, "reason": str(error)}) from None
+        except OSError as error:
+            reason = f"the session records cannot be listed: {describe_os_error(error)}"
+            raise RequestError.internal_error({"reason": reason}) from None
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=summary.session_id,
+                    cwd=summary.cwd,
+                    title=summary.title,
+                    updated_at=summary.updated_at_text,
+                    additional_directories=list(summary.additional_directories) or None,
+                )
+                for summary in page.sessions
+            ],
+            next_cursor=page.next_cursor,
+        )
 
     async def _require_known(self, session_id: str) -> None:
         if session_id not in self._sessions and not await self.store.exists(session_id):
@@ -246,7 +280,7 @@ class AcpSkills:
             )
 
     async def session(self, session_id: str) -> PrefixedSession:
-        """The session instance, reopened if it was released (-32602 for an unknown id)."""
+        """The session instance (-32602 for an unknown id)."""
         return (await self._sessions.get(session_id)).session
 
     def cancel(self, session_id: str) -> None:
@@ -292,7 +326,7 @@ class AcpSkills:
             options = SkillLookupOptions(cwd=check_cwd(params["cwd"]))
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
-        view = await self._kit.gate.view(options, answers)
+        view, mcp = await self._kit.gate.view(options, answers), self._sessions.servers.provider
         problems = await self.registry.diagnose(options)
         return {
             "skills": [
@@ -309,7 +343,7 @@ class AcpSkills:
             ],
             "problems": [diagnostic_json(problem) for problem in problems],
             "shadowed": shadowed_json(view.found),
-            "mcpServers": servers_json(self._sessions.servers.provider, options),
+            "mcpServers": [server_json(state) for state in mcp.states(options)] if mcp else [],
         }
 
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -336,47 +370,3 @@ def _skill_names(option: str, names: Iterable[str]) -> tuple[str, ...]:
         if not is_skill_name(name):
             raise ValueError(f"{option} holds {name!r}, which is not a skill name")
     return checked
-
-
-def session_capabilities(store: SessionStore) -> SessionCapabilities:
-    """``list`` when ``store`` lists its sessions; ``resume``, ``close`` and
-    ``additionalDirectories`` always (editors send that field only to an agent that says it
-    takes it)."""
-    listed = SessionListCapabilities() if isinstance(store, ListedSessionStore) else None
-    return SessionCapabilities(
-        list=listed,
-        resume=SessionResumeCapabilities(),
-        close=SessionCloseCapabilities(),
-        additional_directories=SessionAdditionalDirectoriesCapabilities(),
-    )
-
-
-async def listed_sessions(store: SessionStore, cwd: object, cursor: object) -> ListSessionsResponse:
-    """One page of ``store``'s sessions (none when it does not list them). Invalid params for
-    a relative ``cwd`` or a cursor no listing handed out; internal error when the store cannot
-    be listed at all."""
-    directory = check_cwd(cwd) if cwd is not None else None
-    if cursor is not None and not isinstance(cursor, str):
-        raise RequestError.invalid_params({"cursor": cursor, "reason": "cursor must be a string"})
-    if not isinstance(store, ListedSessionStore):
-        return ListSessionsResponse(sessions=[])
-    try:
-        page = await store.list_sessions(cwd=directory, cursor=cursor)
-    except InvalidCursor as error:
-        raise RequestError.invalid_params({"cursor": cursor, "reason": str(error)}) from None
-    except OSError as error:
-        reason = f"the session records cannot be listed: {describe_os_error(error)}"
-        raise RequestError.internal_error({"reason": reason}) from None
-    return ListSessionsResponse(
-        sessions=[
-            SessionInfo(
-                session_id=summary.session_id,
-                cwd=summary.cwd,
-                title=summary.title,
-                updated_at=summary.updated_at_text,
-                additional_directories=list(summary.additional_directories) or None,
-            )
-            for summary in page.sessions
-        ],
-        next_cursor=page.next_cursor,
-    )

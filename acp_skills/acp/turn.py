@@ -41,7 +41,6 @@ _CANCEL_REPORT_SECONDS = 5.0
 _CANCELLED = ToolResult(
     text="Error: the turn was cancelled before this tool call finished", is_error=True
 )
-_OPENER = object()  # only `open_turn` has it: nobody else can build a turn
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,13 +71,11 @@ class TurnKit:
 
 
 class PromptTurn:
-    """One prompt turn, made by `AcpSkills.turn` only: ``tools`` to offer the model (``skill``
-    first), ``invoked`` the skills the person invoked as ``/name``. What the turn adds to the
-    history is recorded with its next request, or as it ends: a reply with its tool results."""
+    """One prompt turn, made by `AcpSkills.turn`: ``tools`` to offer the model (``skill``
+    first), ``invoked`` the skills the person invoked as ``/name``."""
 
     def __init__(
         self,
-        opener: object,
         kit: TurnKit,
         live: LiveSession,
         system: str,
@@ -86,10 +83,8 @@ class PromptTurn:
         tools: Sequence[Mapping[str, Any]],
         run_tool: AgentToolRunner | None,
     ) -> None:
-        if opener is not _OPENER:
-            raise TypeError("a PromptTurn comes from AcpSkills.turn(...)")
         self._kit, self._live, self._session, self._link = kit, live, live.session, kit.link
-        self._context = context = live.session.context
+        context = live.session.context
         self._session_id, self._cwd = context.session_id, context.cwd
         self._options = context.lookup_options
         self._system, self._config = system, config
@@ -97,7 +92,7 @@ class PromptTurn:
         self.tools = [dict(t) for t in tools]  # the `skill` tool goes first as the turn begins
         self._searchable = False  # the catalog left skills out: the tool takes `query` too
         self.invoked: tuple[InvokedSkill, ...] = ()
-        self._stop_reason: StopReason | None = None
+        self.stop_reason: StopReason | None = None  # why the turn ended; `None` while it runs
         self._requests, self._replied, self._streamed = 0, True, False
         self._view: SessionView | None = None  # taken once, as the turn begins
         self._unrecorded: list[dict[str, Any]] = []  # added to the history, not recorded yet
@@ -108,44 +103,36 @@ class PromptTurn:
         return self._session.messages
 
     @property
-    def stop_reason(self) -> StopReason | None:
-        """Why the turn ended, or ``None`` while it may still make requests."""
-        return self._stop_reason
-
-    @property
     def trust_note(self) -> str | None:
-        """For the person: how many skills this session withholds while they wait for trust,
-        from where, and how to admit them (``None`` when none wait); never a withheld skill's
-        text. By the time a turn runs, the session's one question has been put."""
+        """For the person: the skills waiting for trust and how to admit them, or ``None``."""
         return waiting_note(self._view.pending) if self._view is not None else None
 
     @property
     def finished(self) -> bool:
         """Whether the turn has its stop reason (no further request is due)."""
-        return self._stop_reason is not None
+        return self.stop_reason is not None
 
     @property
     def response(self) -> PromptResponse:
         """The ``session/prompt`` answer: the stop reason (``end_turn`` if none was set)."""
-        return PromptResponse(stop_reason=self._stop_reason or "end_turn")
+        return PromptResponse(stop_reason=self.stop_reason or "end_turn")
 
     def stop(self, reason: StopReason) -> None:
         """End the turn with ``reason`` (for example ``max_tokens`` or ``refusal``)."""
-        self._stop_reason = reason
+        self.stop_reason = reason
 
     async def requests(self) -> AsyncIterator[list[dict[str, Any]]]:
         """Yield each request's messages until the turn is over; answer each with `add_reply`."""
-        while self._stop_reason is None:
+        while self.stop_reason is None:
             if self._requests >= self._kit.max_requests:
-                self._stop_reason = "max_turn_requests"
+                self.stop_reason = "max_turn_requests"
                 return
             yield await self.request_messages()
             if not self._replied:
                 raise RuntimeError("each request of a turn must be answered with add_reply()")
 
     async def request_messages(self) -> list[dict[str, Any]]:
-        """Record what the turn added and this request's header; return the request's
-        messages (prefix, then history)."""
+        """Record what the turn added and this request's header; return its messages."""
         kit, live = self._kit, self._live
         # Taken as the turn began, unless it was cancelled then.
         view = self._view or await kit.gate.view(self._options, live.trust)
@@ -161,7 +148,7 @@ class PromptTurn:
         """Stream a piece of the model's reply to the editor (`add_reply` then shows no text)."""
         if text:
             self._streamed = True
-            await self._link.send(self._session_id, wire.agent_text(text))
+            await self._send(wire.agent_text(text))
 
     async def add_reply(
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
@@ -172,7 +159,7 @@ class PromptTurn:
         self._replied = True
         text = message.get("content")
         if isinstance(text, str) and text and not self._streamed:
-            await self._link.send(self._session_id, wire.agent_text(text))
+            await self._send(wire.agent_text(text))
         # Arguments over a bound are recorded as a note, so no later load can fail on them.
         reply, refused = wire.bound_tool_calls({"role": "assistant", **message})
         self._unrecorded.append(reply)
@@ -194,46 +181,42 @@ class PromptTurn:
                     self._add_result(call_id, _CANCELLED)
             raise
         if stop_reason is not None:
-            self._stop_reason = stop_reason
+            self.stop_reason = stop_reason
         elif not calls:
-            self._stop_reason = "end_turn"
-        if self._stop_reason is not None:
+            self.stop_reason = "end_turn"
+        if self.stop_reason is not None:
             await self._record_unrecorded()
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
         """Run one tool call (``arguments``: JSON text or decoded), report it, record the result."""
         return await self._call(call_id, name, arguments, wire.arguments_problem(arguments))
 
+    async def _send(self, update: Any) -> None:
+        await self._link.send(self._session_id, update)
+
     async def _call(
         self, call_id: str, name: str, arguments: object, problem: str | None
     ) -> ToolResult:
+        refused: ToolResult | None = None
         if problem is not None:
             # Reported with a note for its input, never the arguments themselves.
             _log.warning(
                 "tool_call_refused", session_id=self._session_id, tool=name, reason=problem
             )
             text = f"Error: {problem}, so this call was not run. Send smaller arguments."
-            arguments, result = {"omitted": problem}, ToolResult(text=text, is_error=True)
+            arguments, refused = {"omitted": problem}, ToolResult(text=text, is_error=True)
         decoded = wire.decode_tool_arguments(arguments)
         try:
-            await self._link.send(
-                self._session_id,
-                wire.tool_call_started(call_id, name, decoded, self._kit.tool.name),
-            )
-            if problem is None:
-                try:
-                    result, shown = settle(call_id, await self._run(call_id, name, decoded))
-                except Exception as error:
-                    result = _raised(name, error)
-                    shown = wire.tool_call_finished(call_id, result)
-            else:
+            await self._send(wire.tool_call_started(call_id, name, decoded, self._kit.tool.name))
+            try:
+                result, shown = settle(call_id, refused or await self._run(call_id, name, decoded))
+            except Exception as error:
+                result = _raised(name, error)
                 shown = wire.tool_call_finished(call_id, result)
-            await self._link.send(self._session_id, shown)
+            await self._send(shown)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
-                await self._link.send(
-                    self._session_id, wire.tool_call_finished(call_id, _CANCELLED)
-                )
+                await self._send(wire.tool_call_finished(call_id, _CANCELLED))
             raise
         self._add_result(call_id, result)
         return result
@@ -266,11 +249,14 @@ class PromptTurn:
 
     async def _record_unrecorded(self, *, shielded: bool = False) -> None:
         unrecorded, self._unrecorded = self._unrecorded, []
-        if unrecorded and not shielded:
+        if not unrecorded:
+            return
+        # As a cancelled turn ends, bounded like its last reports.
+        with (
+            anyio.CancelScope(shield=shielded),
+            anyio.move_on_after(_CANCEL_REPORT_SECONDS if shielded else None),
+        ):
             await self._session.advance(unrecorded)
-        elif unrecorded:  # as a cancelled turn ends, bounded like its last reports
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
-                await self._session.advance(unrecorded)
 
     async def _begin(self, prompt: Sequence[object]) -> None:
         kit, live, session = self._kit, self._live, self._session
@@ -280,7 +266,7 @@ class PromptTurn:
             kit.link, self._session_id, self._options, live.trust, may_ask=not session.composed
         )
         if not session.composed:  # the catalog's fit: a value kept with the frozen prefix
-            live.catalog = await kit.catalog.fit(replace(self._context, skills=view.offered))
+            live.catalog = await kit.catalog.fit(replace(session.context, skills=view.offered))
         fit = live.catalog
         self._searchable = fit is not None and bool(fit.omitted)
         self.tools.insert(0, kit.tool_spec(searchable=self._searchable))
@@ -289,7 +275,7 @@ class PromptTurn:
         typed = wire.prompt_text(prompt)
         if (answer := await self._answer_without_model(typed, view, fit)) is not None:
             # Nothing reaches the model or the record.
-            await self._link.send(self._session_id, wire.agent_text(answer))
+            await self._send(wire.agent_text(answer))
             self.stop("end_turn")
             return
         self.invoked = await self._add_prompt(typed, prompt, view)
@@ -310,10 +296,10 @@ class PromptTurn:
             except Exception as error:
                 _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
             parts = withheld_parts(view.withheld.values(), Markdown())
-            report = commands.skills_report(cwd, offered, problems, fit, parts)
-            options, mcp = self._options, self._kit.sessions.servers.provider
-            extra = servers.servers_report(mcp, options, offered)
-            return f"{report}\n\n{extra}" if extra else report
+            mcp = servers.servers_report(
+                self._kit.sessions.servers.provider, self._options, offered
+            )
+            return commands.skills_report(cwd, offered, problems, fit, parts, mcp)
         # "/tmp is full" is about a path, not a command.
         if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
             return None
@@ -328,11 +314,12 @@ class PromptTurn:
         invoked: list[InvokedSkill] = []
         # Where each skill's text sits in the content: `session/load` replays the calls from it.
         calls: list[dict[str, Any]] = []
+        skill_tool = self._kit.tool.name
         for name, arguments in wire.find_invocations_with_arguments(typed, names):
             # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
-            await self._link.send(
-                self._session_id, wire.skill_tool_call_start(call_id, {"name": name})
+            await self._send(
+                wire.tool_call_started(call_id, skill_tool, {"name": name}, skill_tool)
             )
             expand = arguments if self._kit.expand_arguments else None
             result = await self._kit.tool.invoke_for_user(
@@ -343,7 +330,7 @@ class PromptTurn:
                 arguments=expand,
                 additional_directories=self._options.additional_directories,
             )
-            await self._link.send(self._session_id, wire.tool_call_finished(call_id, result))
+            await self._send(wire.tool_call_finished(call_id, result))
             invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
             if content and result.text:
                 content += "\n\n"
@@ -355,7 +342,7 @@ class PromptTurn:
         for name in wire.find_invocations(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
             note = command_note(name, view.withheld[name])
-            await self._link.send(self._session_id, wire.agent_text(note + "\n\n"))
+            await self._send(wire.agent_text(note + "\n\n"))
         if self._live.first_prompt is None:
             self._live.first_prompt = typed  # a new session's title
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
@@ -389,7 +376,7 @@ async def open_turn(
     if live.turn is not None:
         busy = {"sessionId": session_id, "reason": "a prompt turn is already running"}
         raise RequestError.invalid_request(busy)
-    turn = PromptTurn(_OPENER, kit, live, system, config, tools, run_tool)
+    turn = PromptTurn(kit, live, system, config, tools, run_tool)
     scope = anyio.CancelScope()
     # Set before anything awaits: a `session/cancel` read right after the prompt finds it.
     live.turn, live.turn_ended = scope, anyio.Event()

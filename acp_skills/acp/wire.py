@@ -1,7 +1,5 @@
-"""What goes on the ACP wire: update builders (from ``acp.schema`` models, discriminators
-explicit, so the same JSON on SDK 0.12.x and 1.x: ``tests/test_sdk_lines.py``), prompt text,
-``cwd`` checks, `ClientLink`, and the bounds on a model's tool-call arguments (a call over them
-is not run; its recorded arguments become a note). Calls nothing else of the library."""
+"""What goes on the ACP wire: update builders (discriminators explicit, so the same JSON on SDK
+0.12.x and 1.x), prompt text, ``cwd`` checks, `ClientLink`, and the tool-call argument bounds."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ import json
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Protocol, TypeGuard
+from typing import Any, Final
 
 from acp import RequestError
 from acp import schema as acp_schema
@@ -19,6 +17,7 @@ from acp.connection import StreamDirection, StreamEvent
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..model import SkillSummary
 from ..text import cut, one_line, shorten_description, well_formed
+from ..tool import ToolResult
 
 COMMAND_DESCRIPTION_MAX = 200  # in the editor's command menu
 _TITLE_QUERY_MAX = 80  # a search's words in a tool call's title
@@ -29,27 +28,16 @@ _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 _SESSION_OPENERS: Final = ("session/new", "session/load", "session/resume")
 
 
-class AcpClient(Protocol):
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
-
-    async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any: ...
-
-
-class Outcome(Protocol):
-    @property
-    def text(self) -> str: ...
-
-    @property
-    def is_error(self) -> bool: ...
+# The SDK's `AgentSideConnection`, or a client of the same shape.
+AcpClient = Any
 
 
 class ClientLink:
-    """The agent's side of the connection: what it sends the editor, and, as the SDK's stream
-    observer, the sessions whose opening response has gone out (``answered``; ``wake``, the
-    commands follower's, is called after each while it runs)."""
+    """The agent's side of the connection; as the SDK's stream observer it notes the sessions
+    whose opening response has gone out (``answered``), then calls ``wake``."""
 
     def __init__(self) -> None:
-        self.client: AcpClient | None = None
+        self.client: AcpClient = None  # until `AcpSkills.attach`
         self.reads_files = False
         self.answered: list[str] = []
         self.wake: Callable[[], None] | None = None
@@ -60,8 +48,7 @@ class ClientLink:
             await self.client.session_update(session_id=session_id, update=update)
 
     def require_client(self) -> None:
-        """`RuntimeError` naming the missing call when no connection was attached: a turn
-        would call the model and drop every reply on the way to the editor."""
+        """`RuntimeError` when no connection is attached (a turn's replies would be lost)."""
         if self.client is None:
             raise RuntimeError(
                 "AcpSkills is not attached to a connection, so nothing a turn sends would reach "
@@ -100,19 +87,16 @@ class ClientLink:
 
 
 def text_block(text: str) -> acp_schema.TextContentBlock:
-    """A text content block."""
     return acp_schema.TextContentBlock(type="text", text=text)
 
 
 def agent_text(text: str) -> acp_schema.AgentMessageChunk:
-    """An ``agent_message_chunk`` update carrying ``text``."""
     return acp_schema.AgentMessageChunk(
         session_update="agent_message_chunk", content=text_block(text)
     )
 
 
-def text_tool_content(text: str) -> list[acp_schema.ContentToolCallContent]:
-    """A tool call's content: one text block."""
+def text_tool_content(text: str) -> list[Any]:
     return [acp_schema.ContentToolCallContent(type="content", content=text_block(text))]
 
 
@@ -122,38 +106,40 @@ def tool_call_start(
     *,
     kind: acp_schema.ToolKind,
     status: acp_schema.ToolCallStatus,
-    content: Sequence[acp_schema.ContentToolCallContent] | None = None,
+    content: list[Any] | None = None,
     raw_input: object = None,
 ) -> acp_schema.ToolCallStart:
-    """A ``tool_call`` update announcing a call."""
     return acp_schema.ToolCallStart(
         session_update="tool_call",
         tool_call_id=tool_call_id,
         title=title,
         kind=kind,
         status=status,
-        content=None if content is None else [*content],
+        content=content,
         raw_input=raw_input,
     )
 
 
-def tool_call_progress(
-    tool_call_id: str,
-    *,
-    status: acp_schema.ToolCallStatus,
-    content: Sequence[acp_schema.ContentToolCallContent] | None = None,
+def tool_call_update(
+    tool_call_id: str, status: acp_schema.ToolCallStatus, text: str | None = None
 ) -> acp_schema.ToolCallProgress:
-    """A ``tool_call_update`` changing a call's status (and content, when given)."""
+    """A ``tool_call_update`` changing a call's status (and its content to ``text``, if any)."""
+    content = None if text is None else text_tool_content(text)
     return acp_schema.ToolCallProgress(
-        session_update="tool_call_update",
-        tool_call_id=tool_call_id,
-        status=status,
-        content=None if content is None else [*content],
+        session_update="tool_call_update", tool_call_id=tool_call_id, status=status, content=content
     )
 
 
-def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.ToolCallStart:
-    """The ``tool_call`` update announcing a ``skill`` call (kind ``read``, in progress)."""
+def tool_call_started(
+    tool_call_id: str, tool_name: str, arguments: object, skill_tool_name: str | None = None
+) -> acp_schema.ToolCallStart:
+    """The ``tool_call`` update of a call; for the skill tool a ``read`` titled with its skill."""
+    raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
+    if tool_name != skill_tool_name:
+        title = one_line(tool_name) or "Tool"
+        return tool_call_start(
+            tool_call_id, title, kind="other", status="in_progress", raw_input=raw
+        )
     name, query = field(arguments, "name"), field(arguments, "query")
     # The editor shows the model's name in the title: on one line, no control characters.
     name = one_line(name) if isinstance(name, str) else None
@@ -161,35 +147,18 @@ def skill_tool_call_start(tool_call_id: str, arguments: object) -> acp_schema.To
     if not name and isinstance(query, str) and query.strip():
         words = one_line(query)
         title = f"Find skills: {cut(words, _TITLE_QUERY_MAX)}"
-    raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
     return tool_call_start(tool_call_id, title, kind="read", status="in_progress", raw_input=raw)
 
 
-def tool_call_started(
-    tool_call_id: str, tool_name: str, arguments: object, skill_tool_name: str | None = None
-) -> acp_schema.ToolCallStart:
-    """The ``tool_call`` update of any call; `skill_tool_call_start`'s for the skill tool."""
-    if tool_name == skill_tool_name:
-        return skill_tool_call_start(tool_call_id, arguments)
-    title = one_line(tool_name) or "Tool"
-    raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
-    return tool_call_start(tool_call_id, title, kind="other", status="in_progress", raw_input=raw)
-
-
-def tool_call_finished(tool_call_id: str, result: Outcome) -> acp_schema.ToolCallProgress:
-    return tool_call_progress(
-        tool_call_id,
-        status="failed" if result.is_error else "completed",
-        content=text_tool_content(result.text),
-    )
+def tool_call_finished(tool_call_id: str, result: ToolResult) -> acp_schema.ToolCallProgress:
+    return tool_call_update(tool_call_id, "failed" if result.is_error else "completed", result.text)
 
 
 def available_commands(skills: Iterable[SkillSummary]) -> list[acp_schema.AvailableCommand]:
-    """A slash command for each of ``skills`` (which ones are commands is
-    `acp_skills.acp.commands.invocable`'s to say), cleaned and cut but not XML-escaped."""
+    """A slash command for each of ``skills``, cleaned and cut but not XML-escaped."""
     commands = []
     for skill in skills:
-        hint = getattr(skill, "argument_hint", None)
+        hint = getattr(skill, "argument_hint", None)  # a candidate's, when it is one
         hint = shorten_description(hint, COMMAND_DESCRIPTION_MAX) if isinstance(hint, str) else None
         shown = shorten_description(skill.description, COMMAND_DESCRIPTION_MAX)
         given = None
@@ -325,26 +294,19 @@ def _path_limit() -> int:
 _PATH_LIMIT = _path_limit()
 
 
-def _path_bytes(path: str) -> int:
-    # `surrogatepass`: a lone surrogate from JSON must be measured, not crash the check.
-    return len(path.encode("utf-8", "surrogatepass"))
-
-
-def is_absolute_cwd(cwd: object) -> TypeGuard[str]:
-    """Whether ``cwd`` is absolute, without NUL, and within the platform's path limit."""
-    if not isinstance(cwd, str):
-        return False
-    return os.path.isabs(cwd) and "\0" not in cwd and _path_bytes(cwd) < _PATH_LIMIT
-
-
 def check_cwd(cwd: object, what: str = "cwd") -> str:
-    """Return ``cwd`` if `is_absolute_cwd`, else raise invalid params (-32602) saying why
-    (``what`` names the parameter in the reason)."""
-    if isinstance(cwd, str) and _path_bytes(cwd) >= _PATH_LIMIT:
+    """``cwd`` if absolute, without NUL and within the platform's path limit, else invalid
+    params (-32602) saying why; ``what`` names the parameter."""
+    # `surrogatepass`: a lone surrogate from JSON must be measured, not crash the check.
+    if (
+        isinstance(cwd, str)
+        and (length := len(cwd.encode("utf-8", "surrogatepass"))) >= _PATH_LIMIT
+    ):
         reason = f"{what} is longer than the platform's path limit"
-        length, limit = _path_bytes(cwd), _PATH_LIMIT - 1
-        raise RequestError.invalid_params({"reason": reason, "length": length, "limit": limit})
-    if not is_absolute_cwd(cwd):
+        raise RequestError.invalid_params(
+            {"reason": reason, "length": length, "limit": _PATH_LIMIT - 1}
+        )
+    if not isinstance(cwd, str) or not os.path.isabs(cwd) or "\0" in cwd:
         raise RequestError.invalid_params({what: cwd, "reason": f"{what} must be an absolute path"})
     return cwd
 
@@ -354,14 +316,10 @@ def check_cwd(cwd: object, what: str = "cwd") -> str:
 MAX_ADDITIONAL_DIRECTORIES = 64
 
 
-def check_additional_directories(directories: object) -> tuple[str, ...]:
-    """A request's ``additionalDirectories`` (``None``: none), each absolute and within the
-    platform's path limit, at most `MAX_ADDITIONAL_DIRECTORIES`; else invalid params."""
-    if directories is None:
-        return ()
-    if isinstance(directories, str) or not isinstance(directories, Sequence):
-        reason = "additionalDirectories must be a list of absolute paths"
-        raise RequestError.invalid_params({"reason": reason})
+def check_additional_directories(directories: Sequence[str] | None) -> tuple[str, ...]:
+    """A request's ``additionalDirectories`` (a list: the SDK's model), each as `check_cwd`
+    wants it, at most `MAX_ADDITIONAL_DIRECTORIES`; else invalid params."""
+    directories = directories or ()
     if len(directories) > MAX_ADDITIONAL_DIRECTORIES:
         reason = f"at most {MAX_ADDITIONAL_DIRECTORIES} additional directories"
         raise RequestError.invalid_params({"reason": reason, "count": len(directories)})
