@@ -1,6 +1,5 @@
-"""`JsonlSessionStore`: session records as JSON Lines files, one file per session, and their
-summaries for ``session/list`` beside them (formats: docs/architecture.md, docs/sessions.md).
-Reading never fails on what a line holds, and never blocks on what is at the path."""
+"""`JsonlSessionStore`: one JSON Lines record per session, and the summaries ``session/list``
+reads beside them (docs/architecture.md, docs/sessions.md)."""
 
 from __future__ import annotations
 
@@ -40,10 +39,8 @@ from .text import cut
 _log = get_logger(__name__)
 
 # Kept verbatim as the file name: lowercase (two ids never share a file on a case-insensitive
-# file system), no hidden file, far below the 255-byte name limit, no Windows device name.
-_PLAIN_SESSION_ID = re.compile(
-    r"(?!(con|prn|aux|nul|com\d|lpt\d)(\.|$))[a-z0-9_-][a-z0-9._-]{0,99}"
-)
+# file system), no hidden file, far below the 255-byte name limit.
+_PLAIN_SESSION_ID = re.compile(r"[a-z0-9_-][a-z0-9._-]{0,99}")
 _NOT_PLAIN = re.compile(r"[^a-z0-9_-]+")
 _KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO (named pipe)"}
 Paths: TypeAlias = tuple[str, str]  # a listed session's summary and record
@@ -59,26 +56,19 @@ def _record_name(session_id: str) -> str:
 
 
 class _JsonlRecord:
-    __slots__ = ("__weakref__", "_failed", "_fsync", "_lock", "path")
+    __slots__ = ("__weakref__", "_fsync", "_lock", "path")
 
     def __init__(self, path: Path, *, fsync: bool) -> None:
         # Serializes appends (the "ends with a newline?" check and its write) and keeps a read
         # from catching one half-written and calling it a torn line.
         self.path, self._fsync, self._lock = path, fsync, anyio.Lock()
-        self._failed: bytes | None = None  # the line whose append last failed
 
     async def append(self, entry: RecordEntry) -> None:
         kind = "header" if isinstance(entry, HeaderEntry) else "history"
         line = _json_line({"v": 1, "type": kind, **entry.to_json()})
         async with self._lock:
-            # A retry of the line that just failed may finish what that write began.
-            resume, self._failed = line == self._failed, None
-            try:
-                # Not abandoned on cancellation (the default): complete, or never began.
-                await anyio.to_thread.run_sync(_append_line, self.path, line, self._fsync, resume)
-            except OSError:
-                self._failed = line
-                raise
+            # Not abandoned on cancellation (the default): complete, or never began.
+            await anyio.to_thread.run_sync(_append_line, self.path, line, self._fsync)
 
     async def entries(self) -> list[RecordEntry]:
         async with self._lock:
@@ -86,10 +76,8 @@ class _JsonlRecord:
 
 
 class JsonlSessionStore:
-    """One JSON Lines file per session in ``directory``, made on the first append, mode 0600:
-    ``<id>.jsonl``, or ``<hint>~<sha256>.jsonl`` for an id that is not plain. One unbuffered
-    append-mode ``write`` per entry, forced to the disk with ``fsync=True``. What
-    ``session/list`` shows of a session is in ``index/<cwd key>/<record name>.json``."""
+    """One JSON Lines file per session in ``directory``, made on the first append, mode 0600;
+    ``fsync=True`` forces each append to the disk."""
 
     def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = False) -> None:
         self.directory = Path(directory)
@@ -114,8 +102,7 @@ class JsonlSessionStore:
         return record
 
     async def exists(self, session_id: str) -> bool:
-        """Whether anything is at the session's path, readable or not (reading what is not a
-        record raises an `OSError` saying so, which tells more than "unknown session")."""
+        """Whether anything is at the session's path: what is no record is named on reading."""
         return await anyio.to_thread.run_sync(os.path.lexists, self.path_for(session_id))
 
     async def describe_session(self, description: SessionDescription) -> None:
@@ -125,11 +112,9 @@ class JsonlSessionStore:
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
-        """One page of the summarized sessions whose record is here, newest first by the
-        record's modification time; what cannot be read is skipped with a warning naming it."""
-        # A next page asked for within 60 s goes on from what the last one left (an editor
-        # following every cursor of 10,000 sessions asks for 200 pages), the last 8 listings
-        # kept; else the cursor says where a fresh listing goes on from.
+        """One page, newest first by the records' times; what cannot be read is skipped."""
+        # A next page asked for within 60 s goes on from what its listing left (the last 8
+        # kept); else the cursor says where a fresh listing goes on from.
         kept = self._continued.pop((cwd, cursor), None)
         ordered = kept[1] if kept and time.monotonic() - kept[0] < 60 else None
         page, rest = await anyio.to_thread.run_sync(self._page, cwd, cursor, ordered)
@@ -196,8 +181,7 @@ class JsonlSessionStore:
                 continue
             if not stat.S_ISREG(status.st_mode):
                 _skip(record, "not a regular file")
-            # One left under a second key by a move cut short: the newer summary stands.
-            elif name not in found or _mtime(found[name][2][0]) < _mtime(entry.path):
+            else:  # keyed by name: a move cut short by a crash lists the session once
                 found[name] = (status.st_mtime_ns, name, (entry.path, record))
         return list(found.values())
 
@@ -224,13 +208,6 @@ def _listing(directory: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def _mtime(path: str) -> int:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return -1
-
-
 def _read_summary(path: str | Path) -> dict[str, object] | str | None:
     # The summary as JSON, None when there is none, or why it cannot be read. A few paths and
     # an 80-character title: anything far larger is not a summary.
@@ -244,63 +221,37 @@ def _read_summary(path: str | Path) -> dict[str, object] | str | None:
     return document if isinstance(document, dict) else "not a session summary: not an object"
 
 
-def _check_regular(path: Path, mode: int) -> None:
-    if not stat.S_ISREG(mode):
+def _open_record(path: Path, flags: int) -> int:
+    # O_NONBLOCK (in OPEN_FLAGS): a FIFO at the path cannot hang the open; fstat then refuses it.
+    descriptor = os.open(path, flags | OPEN_FLAGS, 0o600)
+    if not stat.S_ISREG(mode := os.fstat(descriptor).st_mode):
+        os.close(descriptor)
         # Shaped like the operating system's own errors: strerror says what, filename where.
         kind = _KINDS.get(stat.S_IFMT(mode), "a socket or device")
         raise OSError(errno.EINVAL, f"Is {kind}, not a regular file", os.fspath(path))
-
-
-def _open_record(path: Path, flags: int) -> int:
-    # O_NONBLOCK (in OPEN_FLAGS): a FIFO at the path cannot hang the open; fstat then refuses it.
-    try:
-        descriptor = os.open(path, flags | OPEN_FLAGS, 0o600)
-    except (FileNotFoundError, PermissionError):
-        raise
-    except OSError:
-        # Opening a directory for writing (EISDIR) or a socket (ENXIO) fails before fstat
-        # could look at it: name what is in the way instead of the bare errno.
-        _check_regular(path, os.stat(path).st_mode)
-        raise
-    try:
-        _check_regular(path, os.fstat(descriptor).st_mode)
-    except BaseException:
-        os.close(descriptor)
-        raise
     return descriptor
 
 
-def _append_line(path: Path, line: bytes, fsync: bool, resume: bool) -> None:
+def _append_line(path: Path, line: bytes, fsync: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = _open_record(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
-        if size := os.fstat(descriptor).st_size:
-            line = _after_torn_tail(descriptor, size, line, resume)
-        # Unbuffered, one write call; O_APPEND puts it at the end whatever the offset. The loop
-        # only runs again on a short write (a full disk, a signal).
-        pending = memoryview(line)
-        while pending:
-            pending = pending[os.write(descriptor, pending) :]
+        size = os.fstat(descriptor).st_size
+        if size and os.pread(descriptor, 1, size - 1) != b"\n":
+            line = b"\n" + line  # a crash tore the last line: this entry starts a line of its own
+        try:
+            # Unbuffered, one write call; O_APPEND puts it at the end whatever the offset. The
+            # loop only runs again on a short write (a full disk, a signal).
+            pending = memoryview(line)
+            while pending:
+                pending = pending[os.write(descriptor, pending) :]
+        except OSError:
+            os.ftruncate(descriptor, size)  # what a full disk let through: a retry stores it once
+            raise
         if fsync:
             os.fsync(descriptor)
     finally:
         os.close(descriptor)
-
-
-def _after_torn_tail(descriptor: int, size: int, line: bytes, resume: bool) -> bytes:
-    # What to write so the file ends with ``line`` once, whatever the last write left.
-    window = min(size, len(line)) if resume else 1
-    tail = os.pread(descriptor, window, size - window)
-    if tail.endswith(b"\n"):
-        return line
-    start = tail.rfind(b"\n") + 1
-    fragment = tail[start:]
-    if resume and (start or size <= len(line)) and line.startswith(fragment):
-        # This entry's own torn write (a full disk cut it short, before its newline at the
-        # latest): finish it rather than store it twice.
-        return line[len(fragment) :]
-    # Someone else's torn write: end its fragment so the new entry is a line of its own.
-    return b"\n" + line
 
 
 def _read_entries(path: Path) -> list[RecordEntry]:

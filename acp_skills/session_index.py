@@ -1,5 +1,4 @@
-"""What ``session/list`` shows of each recorded session, and how its pages go (contract §15,
-docs/sessions.md): a small summary kept beside each record; the time is the record's."""
+"""What ``session/list`` shows of a recorded session, and how its pages go (docs/sessions.md)."""
 
 from __future__ import annotations
 

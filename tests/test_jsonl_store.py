@@ -311,12 +311,12 @@ async def test_jsonl_refuses_a_record_that_is_not_a_file_without_blocking(
     record = await jsonl.open("s1")
     with anyio.fail_after(10):
         assert await jsonl.exists("s1")
-        with pytest.raises(OSError, match="not a regular file") as reading:
+        with pytest.raises(OSError, match=f"Is {described}") as reading:
             await record.entries()
-        with pytest.raises(OSError, match="not a regular file") as appending:
+        with pytest.raises(OSError, match=f"Is {described}") as appending:
             await record.append(said("hi"))
     for refused in (reading.value, appending.value):
-        assert refused.strerror == f"Is {described}, not a regular file"
+        assert str(refused.strerror).startswith(f"Is {described}")  # the system's words or ours
         assert refused.filename == str(path)
 
 
@@ -435,7 +435,8 @@ def entry_of_line_length(length: int) -> HistoryEntry:
 async def test_a_write_cut_short_before_its_newline_is_stored_once_after_the_retry(
     tmp_path: Path,
 ) -> None:
-    """ENOSPC after the object but before its newline; the retry stores the entry once."""
+    """ENOSPC after the object but before its newline: the file keeps nothing of the entry,
+    and the retry stores it once."""
     with small_tmpfs(tmp_path / "disk", "16k") as disk:
         filler = disk / "filler"
         filler.write_bytes(b"\0" * 3 * PAGE)  # one page left: the object fits, its newline not
@@ -444,7 +445,7 @@ async def test_a_write_cut_short_before_its_newline_is_stored_once_after_the_ret
         entry = entry_of_line_length(PAGE + 1)
         with pytest.raises(OSError, match="No space left"):
             await record.append(entry)
-        assert store.path_for("s").stat().st_size == PAGE  # all of the object, no newline
+        assert store.path_for("s").stat().st_size == 0
         filler.unlink()
         await record.append(entry)
         await record.append(said("after"))
