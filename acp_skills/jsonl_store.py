@@ -85,9 +85,8 @@ class JsonlSessionStore:
         # Shared while someone holds them, so that two session instances over the same id (an
         # old one still running when session/load opens a new one) share a lock.
         self._records = weakref.WeakValueDictionary[Path, _JsonlRecord]()
-        # What is left of each recent listing after its page, by (cwd, the cursor handed out).
-        self._continued: dict[tuple[str | None, str | None], tuple[float, list[Listed[Paths]]]]
-        self._continued = {}
+        # The last listing's cwd, the cursor it handed out, when, and what is left after it.
+        self._continued: tuple[str | None, str, float, list[Listed[Paths]]] | None = None
 
     def path_for(self, session_id: str) -> Path:
         """The file that holds (or will hold) the record of ``session_id``."""
@@ -113,15 +112,14 @@ class JsonlSessionStore:
         self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
         """One page, newest first by the records' times; what cannot be read is skipped."""
-        # A next page asked for within 60 s goes on from what its listing left (the last 8
-        # kept); else the cursor says where a fresh listing goes on from.
-        kept = self._continued.pop((cwd, cursor), None)
-        ordered = kept[1] if kept and time.monotonic() - kept[0] < 60 else None
+        # The next page of the last listing, asked for within 60 s, goes on from what that
+        # listing left; else the cursor says where a fresh listing goes on from.
+        kept, self._continued = self._continued, None
+        go_on = kept and kept[:2] == (cwd, cursor) and time.monotonic() - kept[2] < 60
+        ordered = kept[3] if kept and go_on else None
         page, rest = await anyio.to_thread.run_sync(self._page, cwd, cursor, ordered)
         if page.next_cursor is not None:
-            self._continued[(cwd, page.next_cursor)] = (time.monotonic(), rest)
-            if len(self._continued) > 8:
-                del self._continued[next(iter(self._continued))]
+            self._continued = (cwd, page.next_cursor, time.monotonic(), rest)
         return page
 
     def _write_summary(self, description: SessionDescription) -> None:
@@ -131,12 +129,11 @@ class JsonlSessionStore:
         target = index / _cwd_key(real_directory(description.cwd)) / f"{name}.json"
         here = _read_summary(target)
         moved = [] if isinstance(here, dict) else list(index.glob(f"*/{name}.json"))
-        moved = [path for path in moved if path != target]
         if here != (document := summary_document(description, here, *map(_read_summary, moved))):
             target.parent.mkdir(parents=True, exist_ok=True)
             # The temporary name does not end in ".json", so no listing takes it for a summary.
             replace_file(target, _json_line(document), prefix=".summary-", sync=False)
-        for stale in moved:
+        for stale in (path for path in moved if path != target):
             with contextlib.suppress(FileNotFoundError):
                 stale.unlink()
 
@@ -173,9 +170,7 @@ class JsonlSessionStore:
             try:
                 status = os.stat(record := f"{records}{name}.jsonl")
             except FileNotFoundError:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)  # the record was removed: its summary goes with it
-                continue
+                continue  # the record was removed: its session is no longer listed
             except OSError as error:
                 _skip(record, error.strerror or str(error))
                 continue
@@ -266,12 +261,8 @@ def _read_entries(path: Path) -> list[RecordEntry]:
         try:
             if raw.strip():
                 entries.append(_decode_line(raw))
-        except Exception as error:  # whatever a line holds, it is skipped, never fatal
-            # A proper prefix of a JSON object never parses: a last line that parses but lacks
-            # its newline was written whole, one that does not parse was cut short.
-            reason = "torn last line: the writer stopped in the middle of an entry"
-            if number < len(lines):  # cut: the reason may quote a line of megabytes
-                reason = cut(f"corrupt line: {error}", 300)
+        except Exception as error:  # whatever a line holds (a crash's torn one too), it is skipped
+            reason = cut(f"corrupt line: {error}", 300)  # the error may quote megabytes
             _log.warning("session_record_line_skipped", path=str(path), line=number, reason=reason)
     return entries
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -125,15 +126,15 @@ async def test_jsonl_skips_a_torn_last_line_with_a_warning(jsonl: JsonlSessionSt
     with capture_logs() as logs:
         entries = await record.entries()
     assert entries == [said("kept")]
-    assert logs == [
-        {
-            "event": "session_record_line_skipped",
-            "log_level": "warning",
-            "path": str(path),
-            "line": 2,
-            "reason": "torn last line: the writer stopped in the middle of an entry",
-        }
-    ]
+    [skipped] = logs
+    assert skipped["reason"].startswith("corrupt line: ")
+    assert {**skipped, "reason": None} == {
+        "event": "session_record_line_skipped",
+        "log_level": "warning",
+        "path": str(path),
+        "line": 2,
+        "reason": None,
+    }
 
 
 async def test_jsonl_append_after_a_torn_line_starts_a_new_line(jsonl: JsonlSessionStore) -> None:
@@ -311,9 +312,9 @@ async def test_jsonl_refuses_a_record_that_is_not_a_file_without_blocking(
     record = await jsonl.open("s1")
     with anyio.fail_after(10):
         assert await jsonl.exists("s1")
-        with pytest.raises(OSError, match=f"Is {described}") as reading:
+        with pytest.raises(OSError, match=re.escape(f"Is {described}")) as reading:
             await record.entries()
-        with pytest.raises(OSError, match=f"Is {described}") as appending:
+        with pytest.raises(OSError, match=re.escape(f"Is {described}")) as appending:
             await record.append(said("hi"))
     for refused in (reading.value, appending.value):
         assert str(refused.strerror).startswith(f"Is {described}")  # the system's words or ours
