@@ -124,16 +124,15 @@ class JsonlSessionStore:
 
     def _write_summary(self, description: SessionDescription) -> None:
         # Under the cwd's key; one kept under another key (the session was opened elsewhere
-        # before) gives its title and goes. Nothing is written when nothing changed.
+        # before) goes.
         name, index = _record_name(description.session_id), self.directory / "index"
         target = index / _cwd_key(real_directory(description.cwd)) / f"{name}.json"
-        here = _read_summary(target)
-        moved = [] if isinstance(here, dict) else list(index.glob(f"*/{name}.json"))
-        if here != (document := summary_document(description, here, *map(_read_summary, moved))):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # The temporary name does not end in ".json", so no listing takes it for a summary.
-            replace_file(target, _json_line(document), prefix=".summary-", sync=False)
-        for stale in (path for path in moved if path != target):
+        moved = [] if target.exists() else list(index.glob(f"*/{name}.json"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # The temporary name does not end in ".json", so no listing takes it for a summary.
+        document = _json_line(summary_document(description))
+        replace_file(target, document, prefix=".summary-", sync=False)
+        for stale in moved:
             with contextlib.suppress(FileNotFoundError):
                 stale.unlink()
 

@@ -183,8 +183,7 @@ class InMemorySessionStore:
     async def describe_session(self, description: SessionDescription) -> None:
         """Keep what ``session/list`` shows of the session."""
         real = await anyio.to_thread.run_sync(real_directory, description.cwd)
-        kept = self._summaries.get(description.session_id, (None,))[0]
-        self._summaries[description.session_id] = (summary_document(description, kept), real)
+        self._summaries[description.session_id] = (summary_document(description), real)
 
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None

