@@ -76,9 +76,7 @@ class HeaderEntry:
         tools = _checked_json(self.tools, "header tools", depth=0)
         if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
             raise TypeError("header tools must be a sequence of JSON objects")
-        if not isinstance(self.system, str):
-            raise TypeError("header system must be a string")
-        object.__setattr__(self, "system", replace_lone_surrogates(self.system))
+        object.__setattr__(self, "system", replace_lone_surrogates(self.system))  # str only
         object.__setattr__(self, "config", _checked_object(self.config, "header config"))
         object.__setattr__(self, "tools", tuple(tools))
 

@@ -133,9 +133,8 @@ def ordered_after(listed: Iterable[Listed[T]], cursor: str | None) -> list[Liste
 def page_of(
     ordered: list[Listed[T]], load: Callable[[int, T], SessionSummary | str | None]
 ) -> tuple[SessionPage, list[Listed[T]]]:
-    """The first page of ``ordered`` and what is left after it. An entry ``load`` gives no
-    summary for is skipped and the page filled from the next; the cursor names the last entry
-    looked at, so the next page starts after it whatever changed meanwhile."""
+    """The first page of ``ordered`` (what ``load`` gives no summary for skipped) and what is
+    left after it; the cursor names the last entry looked at."""
     found: list[SessionSummary] = []
     for looked, (updated, name, item) in enumerate(ordered, start=1):
         if isinstance(summary := load(updated, item), SessionSummary):
