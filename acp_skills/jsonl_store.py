@@ -117,7 +117,9 @@ class JsonlSessionStore:
         kept, self._continued = self._continued, None
         go_on = kept and kept[:2] == (cwd, cursor) and time.monotonic() - kept[2] < 60
         ordered = kept[3] if kept and go_on else None
-        page, rest = await anyio.to_thread.run_sync(self._page, cwd, cursor, ordered)
+        page, rest = await anyio.to_thread.run_sync(
+            lambda: page_of(ordered or ordered_after(self._summaries(cwd), cursor), _load_summary)
+        )
         if page.next_cursor is not None:
             self._continued = (cwd, page.next_cursor, time.monotonic(), rest)
         return page
@@ -135,23 +137,6 @@ class JsonlSessionStore:
         for stale in moved:
             with contextlib.suppress(FileNotFoundError):
                 stale.unlink()
-
-    def _page(
-        self, cwd: str | None, cursor: str | None, ordered: list[Listed[Paths]] | None
-    ) -> tuple[SessionPage, list[Listed[Paths]]]:
-        def load(updated: int, paths: Paths) -> SessionSummary | None:
-            summary, record = paths
-            if not os.access(record, os.R_OK):
-                _skip(record, "permission denied")
-                return None
-            document = _read_summary(summary)  # None: removed since the listing began (moved)
-            found = summary_of(updated, document) if isinstance(document, dict) else document
-            if isinstance(found, str):
-                _skip(summary, found)
-                return None
-            return found
-
-        return page_of(ordered or ordered_after(self._summaries(cwd), cursor), load)
 
     def _summaries(self, cwd: str | None) -> list[Listed[Paths]]:
         # Each summary (in the cwd's key only, if given) whose record is a regular file, with
@@ -202,17 +187,26 @@ def _listing(directory: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def _read_summary(path: str | Path) -> dict[str, object] | str | None:
-    # The summary as JSON, None when there is none, or why it cannot be read. A few paths and
-    # an 80-character title: anything far larger is not a summary.
-    content = read_local_file(os.fspath(path), 256 * 1024)
-    if not isinstance(content, bytes):
-        return None if content.failure == "not_found" else content.reason
-    try:
-        document = json.loads(content.decode("utf-8"))
-    except (ValueError, RecursionError) as error:
-        return f"not a session summary: {error}"[:300]
-    return document if isinstance(document, dict) else "not a session summary: not an object"
+def _load_summary(updated: int, paths: Paths) -> SessionSummary | None:
+    summary, record = paths
+    if not os.access(record, os.R_OK):
+        _skip(record, "permission denied")
+        return None
+    # A few paths and an 80-character title: anything far larger is not a summary. Not found:
+    # removed since the listing began (the session moved).
+    content = read_local_file(summary, 256 * 1024)
+    found: SessionSummary | str | None = None
+    if isinstance(content, bytes):
+        try:
+            found = summary_of(updated, json.loads(content))
+        except (ValueError, RecursionError) as error:
+            found = f"not a session summary: {error}"[:300]
+    elif content.failure != "not_found":
+        found = content.reason
+    if isinstance(found, str):
+        _skip(summary, found)
+        return None
+    return found
 
 
 def _open_record(path: Path, flags: int) -> int:

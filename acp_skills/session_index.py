@@ -91,8 +91,10 @@ def summary_document(description: SessionDescription) -> dict[str, object]:
     }
 
 
-def summary_of(updated: int, document: dict[str, object]) -> SessionSummary | str:
+def summary_of(updated: int, document: object) -> SessionSummary | str:
     """The session a summary describes (its record changed at ``updated``), or why none."""
+    if not isinstance(document, dict):
+        return "not a session summary: not an object"
     session_id, cwd, title = document.get("sessionId"), document.get("cwd"), document.get("title")
     directories = document.get("additionalDirectories", [])
     if document.get("v") != 1:
