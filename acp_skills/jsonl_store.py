@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import hashlib
 import json
 import os
@@ -142,15 +143,11 @@ class JsonlSessionStore:
         # Each summary (in the cwd's key only, if given) whose record is a regular file, with
         # the record's time: one stat per record, nothing read. Plain strings, not `Path`s: this
         # runs once per recorded session, and a `Path` costs more than the stat.
-        index, records = os.path.join(self.directory, "index"), os.path.join(self.directory, "")
-        if cwd is not None:
-            homes = [os.path.join(index, _cwd_key(real_directory(cwd)))]
-        else:
-            homes = [entry.path for entry in _listing(index) if entry.is_dir(follow_symlinks=False)]
+        records = os.path.join(self.directory, "")
+        key = "*" if cwd is None else _cwd_key(real_directory(cwd))
         found: dict[str, Listed[Paths]] = {}
-        for entry in (entry for home in homes for entry in _listing(home)):
-            if (name := entry.name.removesuffix(".json")) == entry.name:
-                continue
+        for summary in glob.glob(os.path.join(glob.escape(records), "index", key, "*.json")):
+            name = os.path.basename(summary).removesuffix(".json")
             try:
                 status = os.stat(record := f"{records}{name}.jsonl")
             except FileNotFoundError:
@@ -161,7 +158,7 @@ class JsonlSessionStore:
             if not stat.S_ISREG(status.st_mode):
                 _skip(record, "not a regular file")
             else:  # keyed by name: a move cut short by a crash lists the session once
-                found[name] = (status.st_mtime_ns, name, (entry.path, record))
+                found[name] = (status.st_mtime_ns, name, (summary, record))
         return list(found.values())
 
 
@@ -177,14 +174,6 @@ def _skip(path: str, reason: str) -> None:
 
 def _cwd_key(real_cwd: str) -> str:
     return hashlib.sha256(real_cwd.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def _listing(directory: str) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(directory) as entries:
-            return list(entries)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
 
 
 def _load_summary(updated: int, paths: Paths) -> SessionSummary | None:
