@@ -3,7 +3,6 @@ reads beside them (docs/architecture.md, docs/sessions.md)."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import glob
 import hashlib
@@ -136,8 +135,7 @@ class JsonlSessionStore:
         document = _json_line(summary_document(description))
         replace_file(target, document, prefix=".summary-", sync=False)
         for stale in moved:
-            with contextlib.suppress(FileNotFoundError):
-                stale.unlink()
+            stale.unlink(missing_ok=True)
 
     def _summaries(self, cwd: str | None) -> list[Listed[Paths]]:
         # Each summary (in the cwd's key only, if given) whose record is a regular file, with
@@ -150,10 +148,9 @@ class JsonlSessionStore:
             name = os.path.basename(summary).removesuffix(".json")
             try:
                 status = os.stat(record := f"{records}{name}.jsonl")
-            except FileNotFoundError:
-                continue  # the record was removed: its session is no longer listed
             except OSError as error:
-                _skip(record, error.strerror or str(error))
+                if not isinstance(error, FileNotFoundError):  # a removed record: left out quietly
+                    _skip(record, error.strerror or str(error))
                 continue
             if not stat.S_ISREG(status.st_mode):
                 _skip(record, "not a regular file")
