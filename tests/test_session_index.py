@@ -114,7 +114,7 @@ async def test_cwd_keeps_the_sessions_of_that_directory_by_real_path(
     assert ids(await store.list_sessions(cwd=str(tmp_path / "nowhere"))) == []
 
 
-async def test_a_session_opened_in_another_directory_moves_there_with_its_title(
+async def test_a_session_opened_in_another_directory_moves_there(
     store: ListedSessionStore, tmp_path: Path
 ) -> None:
     """Loaded in another cwd, a session is listed there only."""
