@@ -1,11 +1,10 @@
-"""`JsonlSessionStore`: session records as JSON Lines files, one file per session, and their
-summaries for ``session/list`` beside them (formats: docs/architecture.md, docs/sessions.md).
-Reading never fails on what a line holds, and never blocks on what is at the path."""
+"""`JsonlSessionStore`: one JSON Lines record per session, and the summaries ``session/list``
+reads beside them (docs/architecture.md, docs/sessions.md)."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
+import glob
 import hashlib
 import json
 import os
@@ -40,10 +39,8 @@ from .text import cut
 _log = get_logger(__name__)
 
 # Kept verbatim as the file name: lowercase (two ids never share a file on a case-insensitive
-# file system), no hidden file, far below the 255-byte name limit, no Windows device name.
-_PLAIN_SESSION_ID = re.compile(
-    r"(?!(con|prn|aux|nul|com\d|lpt\d)(\.|$))[a-z0-9_-][a-z0-9._-]{0,99}"
-)
+# file system), no hidden file, far below the 255-byte name limit.
+_PLAIN_SESSION_ID = re.compile(r"[a-z0-9_-][a-z0-9._-]{0,99}")
 _NOT_PLAIN = re.compile(r"[^a-z0-9_-]+")
 _KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO (named pipe)"}
 Paths: TypeAlias = tuple[str, str]  # a listed session's summary and record
@@ -59,26 +56,19 @@ def _record_name(session_id: str) -> str:
 
 
 class _JsonlRecord:
-    __slots__ = ("__weakref__", "_failed", "_fsync", "_lock", "path")
+    __slots__ = ("__weakref__", "_fsync", "_lock", "path")
 
     def __init__(self, path: Path, *, fsync: bool) -> None:
         # Serializes appends (the "ends with a newline?" check and its write) and keeps a read
         # from catching one half-written and calling it a torn line.
         self.path, self._fsync, self._lock = path, fsync, anyio.Lock()
-        self._failed: bytes | None = None  # the line whose append last failed
 
     async def append(self, entry: RecordEntry) -> None:
         kind = "header" if isinstance(entry, HeaderEntry) else "history"
         line = _json_line({"v": 1, "type": kind, **entry.to_json()})
         async with self._lock:
-            # A retry of the line that just failed may finish what that write began.
-            resume, self._failed = line == self._failed, None
-            try:
-                # Not abandoned on cancellation (the default): complete, or never began.
-                await anyio.to_thread.run_sync(_append_line, self.path, line, self._fsync, resume)
-            except OSError:
-                self._failed = line
-                raise
+            # Not abandoned on cancellation (the default): complete, or never began.
+            await anyio.to_thread.run_sync(_append_line, self.path, line, self._fsync)
 
     async def entries(self) -> list[RecordEntry]:
         async with self._lock:
@@ -86,10 +76,8 @@ class _JsonlRecord:
 
 
 class JsonlSessionStore:
-    """One JSON Lines file per session in ``directory``, made on the first append, mode 0600:
-    ``<id>.jsonl``, or ``<hint>~<sha256>.jsonl`` for an id that is not plain. One unbuffered
-    append-mode ``write`` per entry, forced to the disk with ``fsync=True``. What
-    ``session/list`` shows of a session is in ``index/<cwd key>/<record name>.json``."""
+    """One JSON Lines file per session in ``directory``, made on the first append, mode 0600;
+    ``fsync=True`` forces each append to the disk."""
 
     def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = False) -> None:
         self.directory = Path(directory)
@@ -97,9 +85,8 @@ class JsonlSessionStore:
         # Shared while someone holds them, so that two session instances over the same id (an
         # old one still running when session/load opens a new one) share a lock.
         self._records = weakref.WeakValueDictionary[Path, _JsonlRecord]()
-        # What is left of each recent listing after its page, by (cwd, the cursor handed out).
-        self._continued: dict[tuple[str | None, str | None], tuple[float, list[Listed[Paths]]]]
-        self._continued = {}
+        # The last listing's cwd, the cursor it handed out, when, and what is left after it.
+        self._continued: tuple[str | None, str, float, list[Listed[Paths]]] | None = None
 
     def path_for(self, session_id: str) -> Path:
         """The file that holds (or will hold) the record of ``session_id``."""
@@ -114,8 +101,7 @@ class JsonlSessionStore:
         return record
 
     async def exists(self, session_id: str) -> bool:
-        """Whether anything is at the session's path, readable or not (reading what is not a
-        record raises an `OSError` saying so, which tells more than "unknown session")."""
+        """Whether anything is at the session's path: what is no record is named on reading."""
         return await anyio.to_thread.run_sync(os.path.lexists, self.path_for(session_id))
 
     async def describe_session(self, description: SessionDescription) -> None:
@@ -125,80 +111,51 @@ class JsonlSessionStore:
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
-        """One page of the summarized sessions whose record is here, newest first by the
-        record's modification time; what cannot be read is skipped with a warning naming it."""
-        # A next page asked for within 60 s goes on from what the last one left (an editor
-        # following every cursor of 10,000 sessions asks for 200 pages), the last 8 listings
-        # kept; else the cursor says where a fresh listing goes on from.
-        kept = self._continued.pop((cwd, cursor), None)
-        ordered = kept[1] if kept and time.monotonic() - kept[0] < 60 else None
-        page, rest = await anyio.to_thread.run_sync(self._page, cwd, cursor, ordered)
+        """One page, newest first by the records' times; what cannot be read is skipped."""
+        # The next page of the last listing, asked for within 60 s, goes on from what that
+        # listing left; else the cursor says where a fresh listing goes on from.
+        kept, self._continued = self._continued, None
+        go_on = kept and kept[:2] == (cwd, cursor) and time.monotonic() - kept[2] < 60
+        ordered = kept[3] if kept and go_on else None
+        page, rest = await anyio.to_thread.run_sync(
+            lambda: page_of(ordered or ordered_after(self._summaries(cwd), cursor), _load_summary)
+        )
         if page.next_cursor is not None:
-            self._continued[(cwd, page.next_cursor)] = (time.monotonic(), rest)
-            if len(self._continued) > 8:
-                del self._continued[next(iter(self._continued))]
+            self._continued = (cwd, page.next_cursor, time.monotonic(), rest)
         return page
 
     def _write_summary(self, description: SessionDescription) -> None:
         # Under the cwd's key; one kept under another key (the session was opened elsewhere
-        # before) gives its title and goes. Nothing is written when nothing changed.
+        # before) goes.
         name, index = _record_name(description.session_id), self.directory / "index"
         target = index / _cwd_key(real_directory(description.cwd)) / f"{name}.json"
-        here = _read_summary(target)
-        moved = [] if isinstance(here, dict) else list(index.glob(f"*/{name}.json"))
-        moved = [path for path in moved if path != target]
-        if here != (document := summary_document(description, here, *map(_read_summary, moved))):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # The temporary name does not end in ".json", so no listing takes it for a summary.
-            replace_file(target, _json_line(document), prefix=".summary-", sync=False)
+        moved = [] if target.exists() else list(index.glob(f"*/{name}.json"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # The temporary name does not end in ".json", so no listing takes it for a summary.
+        document = _json_line(summary_document(description))
+        replace_file(target, document, prefix=".summary-", sync=False)
         for stale in moved:
-            with contextlib.suppress(FileNotFoundError):
-                stale.unlink()
-
-    def _page(
-        self, cwd: str | None, cursor: str | None, ordered: list[Listed[Paths]] | None
-    ) -> tuple[SessionPage, list[Listed[Paths]]]:
-        def load(updated: int, paths: Paths) -> SessionSummary | None:
-            summary, record = paths
-            if not os.access(record, os.R_OK):
-                _skip(record, "permission denied")
-                return None
-            document = _read_summary(summary)  # None: removed since the listing began (moved)
-            found = summary_of(updated, document) if isinstance(document, dict) else document
-            if isinstance(found, str):
-                _skip(summary, found)
-                return None
-            return found
-
-        return page_of(ordered or ordered_after(self._summaries(cwd), cursor), load)
+            stale.unlink(missing_ok=True)
 
     def _summaries(self, cwd: str | None) -> list[Listed[Paths]]:
         # Each summary (in the cwd's key only, if given) whose record is a regular file, with
         # the record's time: one stat per record, nothing read. Plain strings, not `Path`s: this
         # runs once per recorded session, and a `Path` costs more than the stat.
-        index, records = os.path.join(self.directory, "index"), os.path.join(self.directory, "")
-        if cwd is not None:
-            homes = [os.path.join(index, _cwd_key(real_directory(cwd)))]
-        else:
-            homes = [entry.path for entry in _listing(index) if entry.is_dir(follow_symlinks=False)]
+        records = os.path.join(self.directory, "")
+        key = "*" if cwd is None else _cwd_key(real_directory(cwd))
         found: dict[str, Listed[Paths]] = {}
-        for entry in (entry for home in homes for entry in _listing(home)):
-            if (name := entry.name.removesuffix(".json")) == entry.name:
-                continue
+        for summary in glob.glob(os.path.join(glob.escape(records), "index", key, "*.json")):
+            name = os.path.basename(summary).removesuffix(".json")
             try:
                 status = os.stat(record := f"{records}{name}.jsonl")
-            except FileNotFoundError:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)  # the record was removed: its summary goes with it
-                continue
             except OSError as error:
-                _skip(record, error.strerror or str(error))
+                if not isinstance(error, FileNotFoundError):  # a removed record: left out quietly
+                    _skip(record, error.strerror or str(error))
                 continue
             if not stat.S_ISREG(status.st_mode):
                 _skip(record, "not a regular file")
-            # One left under a second key by a move cut short: the newer summary stands.
-            elif name not in found or _mtime(found[name][2][0]) < _mtime(entry.path):
-                found[name] = (status.st_mtime_ns, name, (entry.path, record))
+            else:  # keyed by name: a move cut short by a crash lists the session once
+                found[name] = (status.st_mtime_ns, name, (summary, record))
         return list(found.values())
 
 
@@ -216,91 +173,59 @@ def _cwd_key(real_cwd: str) -> str:
     return hashlib.sha256(real_cwd.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _listing(directory: str) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(directory) as entries:
-            return list(entries)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
-def _mtime(path: str) -> int:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return -1
-
-
-def _read_summary(path: str | Path) -> dict[str, object] | str | None:
-    # The summary as JSON, None when there is none, or why it cannot be read. A few paths and
-    # an 80-character title: anything far larger is not a summary.
-    content = read_local_file(os.fspath(path), 256 * 1024)
-    if not isinstance(content, bytes):
-        return None if content.failure == "not_found" else content.reason
-    try:
-        document = json.loads(content.decode("utf-8"))
-    except (ValueError, RecursionError) as error:
-        return f"not a session summary: {error}"[:300]
-    return document if isinstance(document, dict) else "not a session summary: not an object"
-
-
-def _check_regular(path: Path, mode: int) -> None:
-    if not stat.S_ISREG(mode):
-        # Shaped like the operating system's own errors: strerror says what, filename where.
-        kind = _KINDS.get(stat.S_IFMT(mode), "a socket or device")
-        raise OSError(errno.EINVAL, f"Is {kind}, not a regular file", os.fspath(path))
+def _load_summary(updated: int, paths: Paths) -> SessionSummary | None:
+    summary, record = paths
+    if not os.access(record, os.R_OK):
+        _skip(record, "permission denied")
+        return None
+    # A few paths and an 80-character title: anything far larger is not a summary. Not found:
+    # removed since the listing began (the session moved).
+    content = read_local_file(summary, 256 * 1024)
+    found: SessionSummary | str | None = None
+    if isinstance(content, bytes):
+        try:
+            found = summary_of(updated, json.loads(content))
+        except (ValueError, RecursionError) as error:
+            found = f"not a session summary: {error}"[:300]
+    elif content.failure != "not_found":
+        found = content.reason
+    if isinstance(found, str):
+        _skip(summary, found)
+        return None
+    return found
 
 
 def _open_record(path: Path, flags: int) -> int:
     # O_NONBLOCK (in OPEN_FLAGS): a FIFO at the path cannot hang the open; fstat then refuses it.
-    try:
-        descriptor = os.open(path, flags | OPEN_FLAGS, 0o600)
-    except (FileNotFoundError, PermissionError):
-        raise
-    except OSError:
-        # Opening a directory for writing (EISDIR) or a socket (ENXIO) fails before fstat
-        # could look at it: name what is in the way instead of the bare errno.
-        _check_regular(path, os.stat(path).st_mode)
-        raise
-    try:
-        _check_regular(path, os.fstat(descriptor).st_mode)
-    except BaseException:
+    descriptor = os.open(path, flags | OPEN_FLAGS, 0o600)
+    if not stat.S_ISREG(mode := os.fstat(descriptor).st_mode):
         os.close(descriptor)
-        raise
+        # Shaped like the operating system's own errors: strerror says what, filename where.
+        kind = _KINDS.get(stat.S_IFMT(mode), "a socket or device")
+        raise OSError(errno.EINVAL, f"Is {kind}, not a regular file", os.fspath(path))
     return descriptor
 
 
-def _append_line(path: Path, line: bytes, fsync: bool, resume: bool) -> None:
+def _append_line(path: Path, line: bytes, fsync: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = _open_record(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
-        if size := os.fstat(descriptor).st_size:
-            line = _after_torn_tail(descriptor, size, line, resume)
-        # Unbuffered, one write call; O_APPEND puts it at the end whatever the offset. The loop
-        # only runs again on a short write (a full disk, a signal).
-        pending = memoryview(line)
-        while pending:
-            pending = pending[os.write(descriptor, pending) :]
+        size = os.fstat(descriptor).st_size
+        if size and os.pread(descriptor, 1, size - 1) != b"\n":
+            line = b"\n" + line  # a crash tore the last line: this entry starts a line of its own
+        try:
+            # Unbuffered, one write call; O_APPEND puts it at the end whatever the offset. The
+            # loop only runs again on a short write (a full disk, a signal).
+            pending = memoryview(line)
+            while pending:
+                pending = pending[os.write(descriptor, pending) :]
+        except OSError:
+            os.ftruncate(descriptor, size)  # what a full disk let through: a retry stores it once
+            raise
         if fsync:
             os.fsync(descriptor)
     finally:
         os.close(descriptor)
-
-
-def _after_torn_tail(descriptor: int, size: int, line: bytes, resume: bool) -> bytes:
-    # What to write so the file ends with ``line`` once, whatever the last write left.
-    window = min(size, len(line)) if resume else 1
-    tail = os.pread(descriptor, window, size - window)
-    if tail.endswith(b"\n"):
-        return line
-    start = tail.rfind(b"\n") + 1
-    fragment = tail[start:]
-    if resume and (start or size <= len(line)) and line.startswith(fragment):
-        # This entry's own torn write (a full disk cut it short, before its newline at the
-        # latest): finish it rather than store it twice.
-        return line[len(fragment) :]
-    # Someone else's torn write: end its fragment so the new entry is a line of its own.
-    return b"\n" + line
 
 
 def _read_entries(path: Path) -> list[RecordEntry]:
@@ -315,12 +240,8 @@ def _read_entries(path: Path) -> list[RecordEntry]:
         try:
             if raw.strip():
                 entries.append(_decode_line(raw))
-        except Exception as error:  # whatever a line holds, it is skipped, never fatal
-            # A proper prefix of a JSON object never parses: a last line that parses but lacks
-            # its newline was written whole, one that does not parse was cut short.
-            reason = "torn last line: the writer stopped in the middle of an entry"
-            if number < len(lines):  # cut: the reason may quote a line of megabytes
-                reason = cut(f"corrupt line: {error}", 300)
+        except Exception as error:  # whatever a line holds (a crash's torn one too), it is skipped
+            reason = cut(f"corrupt line: {error}", 300)  # the error may quote megabytes
             _log.warning("session_record_line_skipped", path=str(path), line=number, reason=reason)
     return entries
 

@@ -1,6 +1,5 @@
-"""The durable record of a session (contract §8): its entries, the store protocols and the
-in-memory store. The storage choke point for text: an entry keeps a checked, well-formed JSON
-copy of what it is given, and what reads the history gets copies (`HistoryEntry.plain_message`)."""
+"""The durable record of a session (contract §8): its entries (storage's text choke point: each
+keeps a checked, well-formed JSON copy), the store protocols and the in-memory store."""
 
 from __future__ import annotations
 
@@ -26,9 +25,8 @@ from .session_index import (
 )
 from .text import well_formed
 
+# The first request on a fresh record, the first on one holding a header, a later change.
 HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
-"""``initial``: the first request on a fresh record; ``resume``: the first on a record holding a
-header already (``session/load``); ``change``: a later request whose header differs."""
 
 # Far above real messages and schemas, far below the recursion limit of any walk over a value.
 MAX_JSON_DEPTH = 100
@@ -111,6 +109,12 @@ class HistoryEntry:
         """A fresh, mutable deep copy of ``message``."""
         return cast(dict[str, Any], json.loads(json.dumps(self.message)))
 
+    def copy(self) -> HistoryEntry:
+        """An entry of its own over a copy of ``message``, which needs no second check."""
+        copied = object.__new__(HistoryEntry)
+        object.__setattr__(copied, "message", self.plain_message())
+        return copied
+
     def to_json(self) -> dict[str, Any]:
         """The record line's fields, sharing the entry's own dicts: not to change."""
         return {"message": self.message}
@@ -177,8 +181,7 @@ class InMemorySessionStore:
     async def describe_session(self, description: SessionDescription) -> None:
         """Keep what ``session/list`` shows of the session."""
         real = await anyio.to_thread.run_sync(real_directory, description.cwd)
-        kept = self._summaries.get(description.session_id, (None,))[0]
-        self._summaries[description.session_id] = (summary_document(description, kept), real)
+        self._summaries[description.session_id] = (summary_document(description), real)
 
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None

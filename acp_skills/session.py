@@ -134,7 +134,7 @@ class PrefixedSession:
         async with self._write_lock:
             await self._save(entry)
             self._history.append(entry)
-        return HistoryEntry(message=entry.message)
+        return entry.copy()
 
     async def advance(
         self,

@@ -1,5 +1,4 @@
-"""What ``session/list`` shows of each recorded session, and how its pages go (contract §15,
-docs/sessions.md): a small summary kept beside each record; the time is the record's."""
+"""What ``session/list`` shows of a recorded session, and how its pages go (docs/sessions.md)."""
 
 from __future__ import annotations
 
@@ -27,7 +26,7 @@ class SessionDescription:
     session_id: str
     cwd: str
     additional_directories: tuple[str, ...] = ()
-    title: str | None = None  # `session_title`'s; a store keeps the first one
+    title: str | None = None  # `session_title` of the record's first prompt
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,20 +80,21 @@ def real_directory(path: str) -> str:
         return os.path.abspath(path)
 
 
-def summary_document(description: SessionDescription, *kept: object) -> dict[str, object]:
-    """The summary (as JSON) of ``description``; a title of a summary ``kept`` before stays."""
-    titles = (k.get("title") for k in kept if isinstance(k, dict))
+def summary_document(description: SessionDescription) -> dict[str, object]:
+    """The summary of ``description``, as JSON."""
     return {
         "v": 1,
         "sessionId": description.session_id,
         "cwd": description.cwd,
-        "title": next((t for t in titles if isinstance(t, str) and t), description.title),
+        "title": description.title,
         "additionalDirectories": list(description.additional_directories),
     }
 
 
-def summary_of(updated: int, document: dict[str, object]) -> SessionSummary | str:
+def summary_of(updated: int, document: object) -> SessionSummary | str:
     """The session a summary describes (its record changed at ``updated``), or why none."""
+    if not isinstance(document, dict):
+        return "not a session summary: not an object"
     session_id, cwd, title = document.get("sessionId"), document.get("cwd"), document.get("title")
     directories = document.get("additionalDirectories", [])
     if document.get("v") != 1:
@@ -135,9 +135,8 @@ def ordered_after(listed: Iterable[Listed[T]], cursor: str | None) -> list[Liste
 def page_of(
     ordered: list[Listed[T]], load: Callable[[int, T], SessionSummary | str | None]
 ) -> tuple[SessionPage, list[Listed[T]]]:
-    """The first page of ``ordered`` and what is left after it. An entry ``load`` gives no
-    summary for is skipped and the page filled from the next; the cursor names the last entry
-    looked at, so the next page starts after it whatever changed meanwhile."""
+    """The first page of ``ordered`` (what ``load`` gives no summary for skipped) and what is
+    left after it; the cursor names the last entry looked at."""
     found: list[SessionSummary] = []
     for looked, (updated, name, item) in enumerate(ordered, start=1):
         if isinstance(summary := load(updated, item), SessionSummary):

@@ -339,7 +339,7 @@ async def test_a_record_that_cannot_be_written_mid_session_loses_no_reply(
             reply = client.agent_text(session_id, since)
             assert reply.startswith("I am the offline demo model")
             assert reply.endswith(
-                f"\n\nNote: {NOT_SAVED} (Is a directory, not a regular file: {path}). It goes "
+                f"\n\nNote: {NOT_SAVED} (Is a directory: {path}). It goes "
                 "on here, and what is missing is saved as soon as writing works again; if "
                 "the agent stops first, reopening the session will not show it."
             )

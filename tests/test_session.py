@@ -418,7 +418,7 @@ async def test_a_record_that_fails_to_write_keeps_the_conversation_and_catches_u
         await session.append_history(said("three"))
         assert session.save_error is not None
     assert isinstance(failed, OSError)
-    assert failed.strerror == "Is a directory, not a regular file"
+    assert failed.strerror == "Is a directory"
     assert session.history == (said("one"), said("two"), said("three"))
     assert session.last_header == header
     assert [entry["event"] for entry in logs] == ["session_record_write_failed"]
