@@ -1,7 +1,8 @@
 """Which skills a session may offer (contract §13, docs/trust.md): the trust source each skill
 needs, and `view`, the one pure rule that turns a snapshot, the stored decisions
 (`acp_skills.trust_store`), the mode and a session's own answers into what it offers and
-withholds. A turn computes it once (`session_view`); the command line calls the same function.
+withholds. A turn computes it once (`session_view`), and again after an answer on the same
+snapshot and decisions (the view keeps them); the command line calls the same function.
 """
 
 from __future__ import annotations
