@@ -1,7 +1,8 @@
 """Which skills a session may offer (contract §13, docs/trust.md): the trust source each skill
 needs, and `view`, the one pure rule that turns a snapshot, the stored decisions
 (`acp_skills.trust_store`), the mode and a session's own answers into what it offers and
-withholds. A turn computes it once (`session_view`); the command line calls the same function.
+withholds. A turn computes it once (`session_view`), and again after an answer on the same
+snapshot and decisions (the view keeps them); the command line calls the same function.
 """
 
 from __future__ import annotations
@@ -38,15 +39,17 @@ def trust_mode(value: str | None) -> TrustMode:
     raise ValueError(f"trust: unknown mode {value!r} (known: {', '.join(TRUST_MODES)})")
 
 
+# ``key`` and ``label`` are values set once made, so the wording and the store read them and
+# call nothing back here.
 @dataclass(frozen=True, slots=True)
 class ProjectSource:
     """A project: ``key`` is the real path decisions are stored under, ``label`` its name."""
 
     key: str
+    label: str = field(init=False)
 
-    @property
-    def label(self) -> str:
-        return os.path.basename(self.key) or self.key
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "label", os.path.basename(self.key) or self.key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +61,10 @@ class ServerSource:
     endpoint: str
     items: frozenset[Pair] = field(default_factory=frozenset)
     uri: str = ""
+    key: str = field(init=False)
 
-    @property
-    def key(self) -> str:
-        return SERVER_KEY_PREFIX + self.endpoint
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", SERVER_KEY_PREFIX + self.endpoint)
 
 
 TrustSource: TypeAlias = ProjectSource | ServerSource
@@ -130,25 +133,24 @@ class Withheld:
 @dataclass(frozen=True, slots=True)
 class SessionView:
     """A snapshot as one session sees it: what it offers (``found`` itself when nothing is
-    withheld), each winner it withholds by name, each skill's state (read `state`), and
-    ``judged``, the same rule for a skill not in ``found`` (one named by its uri)."""
+    withheld), each winner it withholds by name, ``pending``, those a question would ask about,
+    each skill's state (read `state`), ``judged``, the same rule for a skill not in ``found``
+    (one named by its uri), and the sources and decisions it was made of, for `view` again."""
 
     found: SkillSnapshot
     offered: SkillSnapshot
     withheld: Mapping[str, Withheld]
+    pending: tuple[Withheld, ...]
     states: Mapping[int, TrustState] = field(repr=False)
     judged: Callable[[SkillCandidate], Awaitable[Withheld | None]] = field(
         repr=False, compare=False
     )
+    source_of: Callable[[SkillCandidate], TrustSource | None] = field(repr=False, compare=False)
+    stored: StoredTrust = field(repr=False, compare=False)
 
     def state(self, skill: SkillCandidate) -> TrustState:
         """The state of ``skill``, a winner or a shadowed skill of ``found``."""
         return self.states.get(id(skill), "trusted")
-
-    @property
-    def pending(self) -> list[Withheld]:
-        """The withheld skills a question would ask about, by name."""
-        return [w for w in self.withheld.values() if w.state == "pending"]
 
 
 def view(
@@ -204,27 +206,40 @@ def view(
         and (previous.states, previous.withheld) == (states, withheld)
     ):
         return previous
-    if not withheld:
-        return SessionView(found, found, withheld, states, judged)
-    offered = [skill for skill in found.skills if skill.name not in withheld]
-    taken = {skill.name for skill in offered}
-    for lost in found.shadowed:  # in resolution order: the first admitted one stands
-        name, state = lost.skill.name, states.get(id(lost.skill), "trusted")
-        if name in withheld and name not in taken and state in ("trusted", "session"):
-            offered.append(lost.skill)
-            taken.add(name)
-    kept = {id(skill) for skill in offered}
-    snapshot = SkillSnapshot(
-        skills=tuple(sorted(offered, key=lambda skill: skill.name)),
-        complete=found.complete,
-        shadowed=tuple(lost for lost in found.shadowed if id(lost.skill) not in kept),
-    )
-    return SessionView(found, snapshot, withheld, states, judged)
+    pending = tuple(held for held in withheld.values() if held.state == "pending")
+    offered = found
+    if withheld:
+        kept = [skill for skill in found.skills if skill.name not in withheld]
+        taken = {skill.name for skill in kept}
+        for lost in found.shadowed:  # in resolution order: the first admitted one stands
+            name, state = lost.skill.name, states.get(id(lost.skill), "trusted")
+            if name in withheld and name not in taken and state in ("trusted", "session"):
+                kept.append(lost.skill)
+                taken.add(name)
+        ids = {id(skill) for skill in kept}
+        offered = SkillSnapshot(
+            skills=tuple(sorted(kept, key=lambda skill: skill.name)),
+            complete=found.complete,
+            shadowed=tuple(lost for lost in found.shadowed if id(lost.skill) not in ids),
+        )
+    return SessionView(found, offered, withheld, pending, states, judged, source_of, stored)
 
 
 def _covered(items: frozenset[ShownItem], admitted: frozenset[ShownItem] | None) -> bool:
     # Nothing to compare (a server skill listed without pairs) is never covered: fail closed.
     return bool(items) and admitted is not None and items <= admitted
+
+
+def lasting_sources(pending: Sequence[Withheld]) -> dict[str, TrustSource]:
+    """What a lasting answer about ``pending`` decides, one source per key: a server's holds
+    the pairs of every one of its skills the question named (`shown_items`)."""
+    sources: dict[str, TrustSource] = {}
+    for withheld in pending:
+        source, known = withheld.source, sources.get(withheld.source.key)
+        if isinstance(source, ServerSource) and isinstance(known, ServerSource):
+            source = ServerSource(source.label, source.endpoint, known.items | source.items)
+        sources[source.key] = source
+    return sources
 
 
 async def session_view(

@@ -66,6 +66,20 @@ class StoredTrust:
     decisions: dict[str, Decision] = field(default_factory=dict)
     served: dict[str, frozenset[Pair]] = field(default_factory=dict)
 
+    def decided(self, source: TrustSource, decision: Decision | None) -> StoredTrust:
+        """These decisions with ``decision`` for ``source`` (``None`` forgets it): a trusted
+        server's pairs replace those it had for the same uris."""
+        key, decisions, served = source.key, dict(self.decisions), dict(self.served)
+        kept = served.pop(key, frozenset())
+        decisions.pop(key, None)
+        if decision is not None:
+            decisions[key] = decision
+        if decision == "trusted" and key.startswith(SERVER_KEY_PREFIX):
+            items: frozenset[Pair] = getattr(source, "items", frozenset())
+            replaced = {uri for uri, _ in items}
+            served[key] = items | {pair for pair in kept if pair[0] not in replaced}
+        return StoredTrust(decisions, served)
+
 
 class TrustStore:
     """Stored decisions, one per source key, in a JSON file written atomically."""
@@ -114,24 +128,14 @@ class TrustStore:
         return self.read().decisions
 
     def decide(self, source: TrustSource, decision: Decision | None) -> bool:
-        """Store ``decision`` for ``source`` (``None`` forgets it); whether anything changed.
-        A server's pairs replace those it had for the same uris. Under a thread's lock and a
-        file's beside the decisions (which each write replaces): none overwrites another."""
-        key = source.key
+        """Store ``decision`` for ``source`` (`StoredTrust.decided`); whether anything changed.
+        Under a thread's lock and a file's beside the decisions (which each write replaces):
+        none overwrites another."""
         with self._lock, _locked(self.path + ".lock"):
             stored = self.read()
-            before = (stored.decisions.get(key), stored.served.get(key))
-            kept = stored.served.pop(key, frozenset())
-            stored.decisions.pop(key, None)
-            if decision is not None:
-                stored.decisions[key] = decision
-            if decision == "trusted" and key.startswith(SERVER_KEY_PREFIX):
-                items: frozenset[Pair] = getattr(source, "items", frozenset())
-                replaced = {uri for uri, _ in items}
-                stored.served[key] = items | {pair for pair in kept if pair[0] not in replaced}
-            if (stored.decisions.get(key), stored.served.get(key)) == before:
+            if (after := stored.decided(source, decision)) == stored:
                 return False
-            self._write(stored)
+            self._write(after)
             return True
 
     def _write(self, stored: StoredTrust) -> None:

@@ -1,8 +1,9 @@
 """What a person reads about skills that wait for trust (contract §13), one wording for every
-surface: the question (its card, or ``acp-skills trust --mcp-server``) and what a lasting answer
-stores, the `skill` tool's error, the ``/NAME`` note, ``/skills`` and the command line's reports.
-`how_to_admit` alone says how to admit a withheld skill. Every value a project or server chose
-goes through `one_line` (descriptions through `shorten_description`), so it cannot start a line.
+surface: the question (its card, or ``acp-skills trust --mcp-server``), the `skill` tool's
+error, the ``/NAME`` note, ``/skills`` and the command line's reports. It is handed values and
+calls nothing of `acp_skills.trust`. `how_to_admit` alone says how to admit a withheld skill.
+Every value a project or server chose goes through `one_line` (descriptions through
+`shorten_description`), so it cannot start a line.
 """
 
 from __future__ import annotations
@@ -68,18 +69,6 @@ def question_options(pending: Sequence[Withheld]) -> list[tuple[str, str]]:
         if count
     ]
     return [(kind, label.format(whom=" and ".join(whom))) for kind, label in OPTIONS]
-
-
-def lasting_sources(pending: Sequence[Withheld]) -> dict[str, TrustSource]:
-    """What a lasting answer about ``pending`` decides, one source per key: a server's holds
-    the pairs of every one of its skills the question named (`acp_skills.trust.shown_items`)."""
-    sources: dict[str, TrustSource] = {}
-    for withheld in pending:
-        source, known = withheld.source, sources.get(withheld.source.key)
-        if isinstance(source, ServerSource) and isinstance(known, ServerSource):
-            source = ServerSource(source.label, source.endpoint, known.items | source.items)
-        sources[source.key] = source
-    return sources
 
 
 def _admitting_command(source: TrustSource, state: TrustState) -> str | None:

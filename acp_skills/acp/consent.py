@@ -4,6 +4,7 @@ computed from them (`acp_skills.trust.session_view`), and its one question."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -12,16 +13,18 @@ from acp.schema import PermissionOption, ToolCallUpdate
 from ..model import SkillLookupOptions
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
-from ..trust import SessionView, ShownItem, TrustMode, Withheld, session_view, shown_items
-from ..trust_store import Decision, TrustFileError, TrustStore
-from ..trust_text import (
-    OPTIONS,
+from ..trust import (
+    SessionView,
+    ShownItem,
+    TrustMode,
+    Withheld,
     lasting_sources,
-    question_options,
-    question_text,
-    question_title,
-    whom_asked,
+    session_view,
+    shown_items,
 )
+from ..trust import view as trust_view
+from ..trust_store import Decision, StoredTrust, TrustFileError, TrustStore
+from ..trust_text import OPTIONS, question_options, question_text, question_title, whom_asked
 from .wire import ClientLink, text_tool_content, tool_call_start, tool_call_update
 
 _log = get_logger(__name__)
@@ -36,7 +39,7 @@ class SessionTrust:
     asked: bool = False
     view: SessionView | None = None
 
-    def admit(self, shown: list[Withheld]) -> None:
+    def admit(self, shown: Sequence[Withheld]) -> None:
         """Admit for this instance exactly what the question showed of ``shown``."""
         for withheld in shown:
             key, items = withheld.source.key, shown_items(withheld.skill, withheld.source)
@@ -71,25 +74,26 @@ class TrustGate:
         may_ask: bool,
     ) -> SessionView:
         """A turn's view; an instance's first turn (``may_ask``) first puts its one question."""
-        view = await self.view(options, answers)
+        seen = await self.view(options, answers)
         if answers.asked or self.mode == "all":
-            return view
+            return seen
         answers.asked = True  # once per instance, before its prefix is composed
-        asking = may_ask and self.mode == "ask" and bool(view.pending)
-        if asking and await ask(link, session_id, answers, view.pending, self.store):
-            view = await self.view(options, answers)  # what the answer admitted
-        return view
+        if not (may_ask and self.mode == "ask" and seen.pending):
+            return seen
+        if (stored := await ask(link, session_id, answers, seen, self.store)) is None:
+            return seen
+        # What the answer admitted: the same snapshot judged again, nothing read again.
+        answers.view = trust_view(seen.found, seen.source_of, stored, self.mode, answers.grants)
+        return answers.view
 
 
 async def ask(
-    link: ClientLink,
-    session_id: str,
-    trust: SessionTrust,
-    pending: list[Withheld],
-    store: TrustStore,
-) -> bool:
-    """Put the question for the ``pending`` skills and apply the answer (anything but a chosen
-    option counts as "not now"); whether it admitted them."""
+    link: ClientLink, session_id: str, trust: SessionTrust, seen: SessionView, store: TrustStore
+) -> StoredTrust | None:
+    """Put the question for ``seen``'s pending skills and apply the answer (anything but a
+    chosen option counts as "not now"); the decisions that hold after it when it admitted them
+    (``seen``'s, with a lasting answer stored), else ``None``."""
+    pending, stored = seen.pending, seen.stored
     _log.warning(
         "skills_waiting_for_trust",
         session_id=session_id,
@@ -129,6 +133,7 @@ async def ask(
         for key, source in sources.items():
             try:
                 await anyio.to_thread.run_sync(store.decide, source, decision)
+                stored = stored.decided(source, decision)
             except (TrustFileError, OSError) as error:
                 # Not stored: a trust still holds for this session, for what it showed.
                 _log.warning("trust_not_stored", path=store.path, error=str(error))
@@ -136,4 +141,4 @@ async def ask(
                     trust.admit([w for w in pending if w.source.key == key])
     _log.info("trust_answered", session_id=session_id, answer=choice, sources=len(sources))
     await link.send(session_id, tool_call_update(call_id, "completed" if admitted else "failed"))
-    return admitted
+    return stored if admitted else None

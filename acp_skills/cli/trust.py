@@ -13,9 +13,9 @@ from ..model import SkillLookupOptions
 from ..registry import SkillRegistry
 from ..report import plural
 from ..text import spelt, terminal_safe
-from ..trust import ServerSource, TrustSource, project_of, sources_at, view
+from ..trust import ServerSource, TrustSource, lasting_sources, project_of, sources_at, view
 from ..trust_store import SERVER_KEY_PREFIX, Decision, TrustFileError, TrustStore
-from ..trust_text import lasting_sources, question_options, question_text, question_title
+from ..trust_text import question_options, question_text, question_title
 from .output import BOLD, PROBLEMS, Outcome, Style
 
 
