@@ -68,7 +68,7 @@ class _CoreSchemaLoader(_Parser):
 # Hostile input becomes a problem, not a RecursionError or a "billion laughs" blow-up.
 MAX_DEPTH: Final = 100
 _MAX_EXPANDED_VALUES: Final = 100_000
-_MISSING: Final = "frontmatter-missing"
+FRONTMATTER_MISSING: Final = "frontmatter-missing"
 
 
 class _Refused(Exception):  # while building values: a `yaml-invalid` problem at ``node``
@@ -108,9 +108,15 @@ def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object]
         line = mark.line + first_line
         return _invalid(f"{exc.reason} (line {line})", line)
     if root is None:
-        return Problem(_MISSING, "missing frontmatter: the frontmatter block is empty")
-    found = "a list" if isinstance(root, SequenceNode) else "a single value"
-    return Problem(_MISSING, f"missing frontmatter: expected a mapping of fields, got {found}")
+        return Problem(FRONTMATTER_MISSING, "missing frontmatter: the frontmatter block is empty")
+    return not_a_mapping(isinstance(root, SequenceNode))
+
+
+def not_a_mapping(is_list: bool) -> Problem:
+    """Frontmatter that is a list or a single value: missing, as the contract counts it."""
+    found = "a list" if is_list else "a single value"
+    message = f"missing frontmatter: expected a mapping of fields, got {found}"
+    return Problem(FRONTMATTER_MISSING, message)
 
 
 def _invalid(reason: str, line: int | None = None) -> Problem:

@@ -12,10 +12,8 @@ from typing import Final, Literal, NamedTuple, Protocol, TypeAlias, runtime_chec
 
 import anyio.to_thread
 
-# anyio loads its asyncio backend on first use, which would cost the first discovery about 40 ms.
-# No public call loads it without a running loop, so its module is named here (the one private
-# module used, docs/architecture.md); tests/test_fs.py fails loudly the day anyio moves it, and
-# the library then merely pays that cost later.
+# anyio loads its asyncio backend on first use (about 40 ms of the first discovery); no public
+# call loads it without a running loop (docs/architecture.md; tests/test_fs.py).
 with contextlib.suppress(ImportError):
     import anyio._backends._asyncio
 
@@ -32,7 +30,6 @@ DirEntryKind: TypeAlias = Literal["dir", "file", "broken_link", "other"]
 class DirEntry(NamedTuple):
     """One entry of a directory listing: its name (not a path) and what it is."""
 
-    # A tuple: a listing makes one per entry, and a tuple is the cheapest immutable record.
     name: str
     kind: DirEntryKind
 
@@ -157,11 +154,8 @@ def why_no_skill_file(directory: str) -> Problem | None:
 
 
 def replace_file(target: str | os.PathLike[str], data: bytes, *, prefix: str, sync: bool) -> None:
-    """Write ``data`` beside ``target`` and rename it over: a reader sees the old file or the
-    new one, never half of either. The temporary name starts with ``prefix`` and ends in
-    ``.tmp``, so nothing that looks for the target's suffix takes it. Bytes, not text: a text
-    codec may be loaded lazily, and a process that dropped its privileges may not import one.
-    ``sync`` makes the data durable before the rename."""
+    """Write ``data`` to ``prefix…tmp`` beside ``target`` and rename it over (a reader sees
+    the old file or the new one); ``sync`` makes the data durable before the rename."""
     directory = os.path.dirname(os.fspath(target)) or "."
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".tmp")
     try:

@@ -1,10 +1,5 @@
-"""The library's loggers: structlog's once the application configured structlog, else quiet.
-
-Unconfigured, structlog prints every event, debug ones included, to stdout, which belongs to the
-protocol, and configuring it is the application's business. So each event asks whether the
-application did: if not, only warnings and errors go on, to the standard library's logger of the
-same name, whose last-resort handler writes them to stderr (docs/integration.md, "Logs").
-"""
+"""The library's loggers: structlog's once the application configured structlog; until then
+only warnings and errors, to the standard library's logger, never stdout (docs/integration.md)."""
 
 from __future__ import annotations
 
@@ -21,8 +16,7 @@ class LibraryLogger:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        # A lazy proxy: it reads structlog's configuration when an event is logged.
-        self._structured: Any = structlog.get_logger(name)
+        self._structured: Any = structlog.get_logger(name)  # reads the configuration when used
 
     def debug(self, event: str, **fields: Any) -> None:
         self._emit("debug", event, fields)
@@ -37,6 +31,7 @@ class LibraryLogger:
         self._emit("error", event, fields)
 
     def _emit(self, level: str, event: str, fields: dict[str, Any]) -> None:
+        # Asked at each event: the application may configure structlog after this module loads.
         if structlog.is_configured():
             getattr(self._structured, level)(event, **fields)
         elif level in ("warning", "error"):
