@@ -30,25 +30,11 @@ POLL_DELAY_MS: Final = 300
 MAX_WATCHED_PROJECTS: Final = 32
 _REMEMBERED_CWDS: Final = 1024  # for `vouches_for`, and the projects to watch after a change
 _RETRY_SECONDS: Final = (0.5, 10.0)  # a failed watch is retried after this, doubling up to that
-_MAX_REPLANS: Final = 5  # directories kept vanishing while a watch was being opened
 
 Mode = Literal["off", "starting", "native", "polling", "failed"]
 _HEALTHY: Final = ("native", "polling")
 _Project = tuple[str, ...]
 _Batch = set[tuple[Change, str]]
-
-
-def is_relevant_change(
-    change: Change, relative: Sequence[str], *, is_dir: bool, skips_system: bool
-) -> bool:
-    """Whether a change at ``relative`` (below a skills root) can change what is listed."""
-    if not relative:
-        return change is not Change.modified
-    if skips_system and relative[0] == ".system":
-        return False
-    if len(relative) == 1:
-        return change is not Change.modified if is_dir else relative[0].endswith(".md")
-    return len(relative) == 2 and relative[1] == SKILL_FILE_NAME
 
 
 class WatchedRoot(NamedTuple):
@@ -134,26 +120,25 @@ def _is_watchable(directory: str) -> bool:
 
 
 def matters(plan: WatchPlan, change: Change, path: str) -> bool:
-    """Whether one change reported by the watch of ``plan`` can change what is listed."""
-    if path in plan.targets:
-        return True
+    """Whether one change reported by the watch of ``plan`` can change what is listed: a flat
+    ``*.md`` skill, a bundle come or gone, a bundle's ``SKILL.md``, a root or a link."""
     parent, name = os.path.split(path)
-    if parent in plan.linked_bundles and name == SKILL_FILE_NAME:
+    if path in plan.targets or (parent in plan.linked_bundles and name == SKILL_FILE_NAME):
         return True
     if change is not Change.modified:
         if path in plan.directories:
             return True  # a watched directory went away
         if any(anchor == path or anchor.startswith(path + os.sep) for anchor in plan.anchors):
             return True  # a root, or a directory on the way to one, came, went or was re-pointed
-    # A deleted entry may have been a bundle: whether it was, nothing can tell any more.
-    is_dir = change is Change.deleted or os.path.isdir(path)
-    return any(
-        is_relevant_change(
-            change, path[len(root) + 1 :].split(os.sep), is_dir=is_dir, skips_system=skips
-        )
-        for root, skips in plan.roots.items()
-        if path.startswith(root + os.sep)
-    )
+    if parent in plan.roots:
+        if plan.roots[parent] and name == ".system":
+            return False
+        if change is Change.deleted:
+            return True  # it may have been a bundle: nothing can tell any more
+        return change is Change.added if os.path.isdir(path) else name.endswith(".md")
+    root, bundle = os.path.split(parent)
+    skipped = plan.roots.get(root) and bundle == ".system"
+    return name == SKILL_FILE_NAME and root in plan.roots and not skipped
 
 
 @dataclass(eq=False)
@@ -232,30 +217,30 @@ class _Loop:
     def _reopen(self, projects: frozenset[_Project]) -> _Batch:
         roots = [*self._state.fixed_roots, *(WatchedRoot(p) for ps in projects for p in ps)]
         self._projects, self._replan = projects, False
-        for _ in range(_MAX_REPLANS):
-            plan = plan_watches(roots)
-            if plan == self._plan and self._changes is not None:
-                return set()
-            try:
-                changes, first = self._open(plan) if plan.directories else (None, set())
-            except FileNotFoundError:
-                continue  # a directory went away since it was planned
-            if self._changes is not None:
-                self._changes.close()  # the new watch is live first: nothing falls in between
-            self._changes, self._plan, self._pending = changes, plan, True
-            mode: Mode = self._mode if changes is not None else "native"
-            with self._state.lock:
-                previous, self._state.mode = self._state.mode, mode
-            self._told_polling = self._told_polling and mode == "polling"
-            directories = len(plan.directories)
-            if previous == "failed":
-                _log.info("skill_watch_recovered", mode=mode, directories=directories)
-            elif previous == "polling" and mode == "native":
-                _log.info("skill_watch_native", directories=directories)
-            elif previous != mode:
-                _log.debug("skill_watch_started", mode=mode, directories=directories)
-            return first
-        raise RuntimeError("the directories to watch kept changing")
+        plan = plan_watches(roots)
+        if plan == self._plan and self._changes is not None:
+            return set()
+        try:
+            changes, first = self._open(plan) if plan.directories else (None, set())
+        except FileNotFoundError:
+            self._replan = True  # a directory went away since it was planned: plan again
+            self._stop.wait(STEP_MS / 1000)
+            return set()
+        if self._changes is not None:
+            self._changes.close()  # the new watch is live first: nothing falls in between
+        self._changes, self._plan, self._pending = changes, plan, True
+        mode: Mode = self._mode if changes is not None else "native"
+        with self._state.lock:
+            previous, self._state.mode = self._state.mode, mode
+        self._told_polling = self._told_polling and mode == "polling"
+        directories = len(plan.directories)
+        if previous == "failed":
+            _log.info("skill_watch_recovered", mode=mode, directories=directories)
+        elif previous == "polling" and mode == "native":
+            _log.info("skill_watch_native", directories=directories)
+        elif previous != mode:
+            _log.debug("skill_watch_started", mode=mode, directories=directories)
+        return first
 
     def _open(self, plan: WatchPlan) -> tuple[Generator[_Batch, None, None], _Batch]:
         # watchfiles' own switch, read here too so that `mode` can say "polling".
