@@ -14,7 +14,7 @@ import anyio.to_thread
 from .diagnostics import Diagnostic, diagnostic, file_diagnostics, log_diagnostic, root_missing
 from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill, build_skill, parse_skill_bytes
-from .fs import DirEntry, LocalFileSystem, SkillFileSystem, why_no_skill_file
+from .fs import DirEntry, LocalFileSystem, SkillFileSystem, read_local_file, why_no_skill_file
 from .model import (
     SKILL_FILE_NAME,
     SkillCandidate,
@@ -249,12 +249,16 @@ class LocalSkillProvider:
         listings = [await _list_root(self._fs, root.path) for root in roots]
         report: list[Diagnostic] = []
         files = _skill_files(roots, listings, report)
-        contents = await self._fs.read_files(
-            [path for _, path, _, _ in files], self._max_file_bytes
-        )
+        paths, max_bytes = [path for _, path, _, _ in files], self._max_file_bytes
+        contents: Iterable[bytes | ReadError]
+        if local := type(self._fs) is LocalFileSystem:
+            # Read in the parsing hop, each file parsed as soon as read: a thousand files' bytes
+            # held at once cost fresh memory (page faults) that rivals the reads themselves.
+            contents = (read_local_file(path, max_bytes) for path in paths)
+        else:
+            contents = await self._fs.read_files(paths, max_bytes)
         # Only values go to a worker thread, never `self`: an idle worker keeps the last
         # function it ran, which would keep the provider and its watcher from being collected.
-        local = isinstance(self._fs, LocalFileSystem)
         judged = (self._name, roots, listings, files, report, contents, local)
         return await anyio.to_thread.run_sync(_judge, *judged)
 
@@ -287,7 +291,7 @@ def _judge(
     listings: Sequence[_Listing],
     files: Sequence[_SkillFile],
     report: list[Diagnostic],
-    contents: Sequence[bytes | ReadError],
+    contents: Iterable[bytes | ReadError],
     local: bool,
 ) -> LocalDiscovery:
     # Off the event loop: parsing, and on the local disk a look at a bundle without SKILL.md.
