@@ -47,13 +47,13 @@ class WatchedRoot(NamedTuple):
 class WatchPlan(NamedTuple):
     """What one watch covers: the ``directories`` it watches (non-recursively), the ``roots``
     that exist (resolved path -> skips ``.system``), the ``anchors`` (each root's path with its
-    parent resolved: it or a directory on the way coming, going or re-pointed matters), bundles
-    that are links (resolved) and files a linked skill points at."""
+    parent resolved: it or a directory on the way coming, going or re-pointed matters), the
+    bundles (resolved) and the files a linked skill points at."""
 
     directories: frozenset[str]
     roots: dict[str, bool]
     anchors: frozenset[str]
-    linked_bundles: frozenset[str]
+    bundles: frozenset[str]
     targets: frozenset[str]
 
 
@@ -62,7 +62,7 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
     directories: set[str] = set()
     existing: dict[str, bool] = {}
     anchors: set[str] = set()
-    linked_bundles: set[str] = set()
+    bundles: set[str] = set()
     targets: set[str] = set()
 
     def watch_target(link: str) -> str:
@@ -98,19 +98,20 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
                 # A directory, as scandir just said: only whether it can be watched is left.
                 if entry.is_dir(follow_symlinks=False) and os.access(entry.path, os.R_OK | os.X_OK):
                     directories.add(entry.path)
+                    bundles.add(entry.path)
                     if os.path.islink(skill := os.path.join(entry.path, SKILL_FILE_NAME)):
                         targets.add(watch_target(skill))
             elif os.path.isdir(entry.path):
                 if _is_watchable(bundle := os.path.realpath(entry.path)):
                     directories.add(bundle)
-                    linked_bundles.add(bundle)
+                    bundles.add(bundle)
             elif entry.name.endswith(".md"):
                 targets.add(watch_target(entry.path))
     return WatchPlan(
         frozenset(directories),
         existing,
         frozenset(anchors),
-        frozenset(linked_bundles),
+        frozenset(bundles),
         frozenset(targets),
     )
 
@@ -123,22 +124,18 @@ def matters(plan: WatchPlan, change: Change, path: str) -> bool:
     """Whether one change reported by the watch of ``plan`` can change what is listed: a flat
     ``*.md`` skill, a bundle come or gone, a bundle's ``SKILL.md``, a root or a link."""
     parent, name = os.path.split(path)
-    if path in plan.targets or (parent in plan.linked_bundles and name == SKILL_FILE_NAME):
+    if path in plan.targets or (name == SKILL_FILE_NAME and parent in plan.bundles):
         return True
     if change is not Change.modified:
         if path in plan.directories:
             return True  # a watched directory went away
         if any(anchor == path or anchor.startswith(path + os.sep) for anchor in plan.anchors):
             return True  # a root, or a directory on the way to one, came, went or was re-pointed
-    if parent in plan.roots:
-        if plan.roots[parent] and name == ".system":
-            return False
-        if change is Change.deleted:
-            return True  # it may have been a bundle: nothing can tell any more
-        return change is Change.added if os.path.isdir(path) else name.endswith(".md")
-    root, bundle = os.path.split(parent)
-    skipped = plan.roots.get(root) and bundle == ".system"
-    return name == SKILL_FILE_NAME and root in plan.roots and not skipped
+    if parent not in plan.roots or (plan.roots[parent] and name == ".system"):
+        return False
+    if change is Change.deleted:
+        return True  # it may have been a bundle: nothing can tell any more
+    return change is Change.added if os.path.isdir(path) else name.endswith(".md")
 
 
 @dataclass(eq=False)

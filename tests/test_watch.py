@@ -31,7 +31,6 @@ from acp_skills.watch import (
     MAX_WATCHED_PROJECTS,
     WATCHER_THREAD_NAME,
     WatchedRoot,
-    WatchPlan,
     matters,
     plan_watches,
 )
@@ -208,11 +207,10 @@ def test_only_changes_to_the_listing_are_relevant(
 ) -> None:
     """Flat ``*.md`` files, bundle directories and ``X/SKILL.md`` count; resources and the user
     dsh root's ``.system`` do not."""
-    root = str(tmp_path)
+    root = os.path.realpath(tmp_path)
     path = os.path.join(root, *relative.split("/")) if relative else root
-    if is_dir:
-        os.makedirs(path, exist_ok=True)
-    plan = WatchPlan(frozenset([root]), {root: skips_system}, frozenset(), frozenset(), frozenset())
+    os.makedirs(path if is_dir else os.path.dirname(path), exist_ok=True)
+    plan = plan_watches([WatchedRoot(root, skips_system)])
     assert matters(plan, change, path) is relevant
 
 
