@@ -252,8 +252,8 @@ class LocalSkillProvider:
         paths, max_bytes = [path for _, path, _, _ in files], self._max_file_bytes
         contents: Iterable[bytes | ReadError]
         if local := type(self._fs) is LocalFileSystem:
-            # Read in the parsing hop, each file parsed as soon as read: a thousand files' bytes
-            # held at once cost fresh memory (page faults) that rivals the reads themselves.
+            # Read in the parsing hop, each file parsed as soon as read: every file's bytes held
+            # at once cost page faults worth a sixth of a discovery (docs/benchmarks.md).
             contents = (read_local_file(path, max_bytes) for path in paths)
         else:
             contents = await self._fs.read_files(paths, max_bytes)
@@ -294,7 +294,8 @@ def _judge(
     contents: Iterable[bytes | ReadError],
     local: bool,
 ) -> LocalDiscovery:
-    # Off the event loop: parsing, and on the local disk a look at a bundle without SKILL.md.
+    # Off the event loop: parsing (on the local disk, reading too, lazily through `contents`)
+    # and the local disk's look at a bundle without SKILL.md.
     found = [0 for _ in roots]
     candidates = []
     for (index, path, resource_dir, expected), content in zip(files, contents, strict=True):
