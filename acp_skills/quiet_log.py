@@ -4,6 +4,7 @@ only warnings and errors, to the standard library's logger, never stdout (docs/i
 from __future__ import annotations
 
 import logging
+from functools import partialmethod
 from typing import Any
 
 import structlog
@@ -18,19 +19,7 @@ class LibraryLogger:
         self._name = name
         self._structured: Any = structlog.get_logger(name)  # reads the configuration when used
 
-    def debug(self, event: str, **fields: Any) -> None:
-        self._emit("debug", event, fields)
-
-    def info(self, event: str, **fields: Any) -> None:
-        self._emit("info", event, fields)
-
-    def warning(self, event: str, **fields: Any) -> None:
-        self._emit("warning", event, fields)
-
-    def error(self, event: str, **fields: Any) -> None:
-        self._emit("error", event, fields)
-
-    def _emit(self, level: str, event: str, fields: dict[str, Any]) -> None:
+    def _emit(self, level: str, event: str, /, **fields: Any) -> None:
         # Asked at each event: the application may configure structlog after this module loads.
         if structlog.is_configured():
             getattr(self._structured, level)(event, **fields)
@@ -39,6 +28,11 @@ class LibraryLogger:
             words = " ".join(f"{key}={value!r}" for key, value in fields.items())
             line = f"{event} {words}".rstrip()
             getattr(logging.getLogger(self._name), level)(line, exc_info=error)
+
+    debug = partialmethod(_emit, "debug")
+    info = partialmethod(_emit, "info")
+    warning = partialmethod(_emit, "warning")
+    error = partialmethod(_emit, "error")
 
 
 def get_logger(name: str) -> LibraryLogger:
