@@ -37,14 +37,8 @@ _PATTERNS: Final = {
         re.ASCII,
     ),
 }
-# First character of a plain scalar -> the patterns it may match, in order (int before float,
-# which also matches `12`). No timestamps (dates stay strings), no merge key, no `=` value.
-_INITIALS: Final = {_NULL: ["~", "n", "N", ""], _BOOL: list("tTfF"), _INT: list("-+0123456789")}
-_INITIALS[_FLOAT] = list("-+.0123456789")
-_RESOLVERS: Final[dict[str, list[tuple[str, re.Pattern[str]]]]] = {}
-for _tag, _initials in _INITIALS.items():
-    for _initial in _initials:
-        _RESOLVERS.setdefault(_initial, []).append((_tag, _PATTERNS[_tag]))
+# An untagged plain scalar is tried against them in this order (int before float, which also
+# matches `12`). No timestamps (dates stay strings), no merge key, no `=` value.
 # Whether a plain scalar may be other than a string: it starts as a boolean or a number can, or
 # it is a null. One C call rules out most scalars (`name`, `skill-1`, `Apache-2.0`).
 _MAYBE_TYPED: Final = re.compile(r"[~tTfF+\-.0-9]|(?:null|Null|NULL)?\Z")
@@ -74,13 +68,13 @@ class _CoreSchemaLoader(_Parser):
 # Hostile input becomes a problem, not a RecursionError or a "billion laughs" blow-up.
 MAX_DEPTH: Final = 100
 _MAX_EXPANDED_VALUES: Final = 100_000
-_MISSING: Final = "frontmatter-missing"
+FRONTMATTER_MISSING: Final = "frontmatter-missing"
 
 
-class _Refused(Exception):  # while building values: a `yaml-invalid` problem
-    def __init__(self, reason: str, line: int | None = None) -> None:
+class _Refused(Exception):  # while building values: a `yaml-invalid` problem at ``node``
+    def __init__(self, reason: str, node: Node) -> None:
         super().__init__(reason)
-        self.reason, self.line = reason, line
+        self.reason, self.node = reason, node
 
 
 def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object] | Problem:
@@ -90,7 +84,7 @@ def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object]
         root = loader.get_single_node()
         loader.dispose()  # after a failure, the garbage collector breaks the cycles instead
         if isinstance(root, MappingNode):
-            return _Walker(first_line).build(root, 0)[0]  # type: ignore[return-value]
+            return _Walker().build(root, 0)[0]  # type: ignore[return-value]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = exc.problem or exc.context or "malformed YAML"
@@ -109,11 +103,20 @@ def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object]
     except UnicodeEncodeError:  # LibYAML encodes to UTF-8 first: lone surrogates cannot be
         return _invalid("the text contains unpaired surrogates")
     except _Refused as exc:
-        return _invalid(exc.reason, exc.line)
+        if (mark := exc.node.start_mark) is None:
+            return _invalid(exc.reason)
+        line = mark.line + first_line
+        return _invalid(f"{exc.reason} (line {line})", line)
     if root is None:
-        return Problem(_MISSING, "missing frontmatter: the frontmatter block is empty")
-    found = "a list" if isinstance(root, SequenceNode) else "a single value"
-    return Problem(_MISSING, f"missing frontmatter: expected a mapping of fields, got {found}")
+        return Problem(FRONTMATTER_MISSING, "missing frontmatter: the frontmatter block is empty")
+    return not_a_mapping(isinstance(root, SequenceNode))
+
+
+def not_a_mapping(is_list: bool) -> Problem:
+    """Frontmatter that is a list or a single value: missing, as the contract counts it."""
+    found = "a list" if is_list else "a single value"
+    message = f"missing frontmatter: expected a mapping of fields, got {found}"
+    return Problem(FRONTMATTER_MISSING, message)
 
 
 def _invalid(reason: str, line: int | None = None) -> Problem:
@@ -128,16 +131,11 @@ class _Walker:
     # An alias shows one node in several places (or inside itself: `&a [*a]`): each collection
     # is built once, one met again while being built is a cycle, and the expanded size bounded.
 
-    __slots__ = ("_built", "_first_line", "_in_progress")
+    __slots__ = ("_built", "_in_progress")
 
-    def __init__(self, first_line: int) -> None:
+    def __init__(self) -> None:
         self._built: dict[int, tuple[object, int]] = {}
         self._in_progress: set[int] = set()
-        self._first_line = first_line
-
-    def at(self, node: Node) -> str:
-        mark = node.start_mark
-        return "" if mark is None else f" (line {mark.line + self._first_line})"
 
     def build(self, node: Node, depth: int) -> tuple[object, int]:
         # A collection's value and expanded size; a failure ends the walk (nothing to undo).
@@ -145,9 +143,9 @@ class _Walker:
         if (built := self._built.get(key)) is not None:
             return built
         if key in self._in_progress:
-            raise _Refused(f"an alias refers to the collection that contains it{self.at(node)}")
+            raise _Refused("an alias refers to the collection that contains it", node)
         if depth >= MAX_DEPTH:
-            raise _Refused(f"nested more than {MAX_DEPTH} levels deep{self.at(node)}")
+            raise _Refused(f"nested more than {MAX_DEPTH} levels deep", node)
         self._in_progress.add(key)
         size = 1
         result: object
@@ -157,14 +155,12 @@ class _Walker:
             mapping: dict[object, object] = {}
             for key_node, value_node in node.value:
                 if type(key_node) is not ScalarNode:
-                    raise _Refused(f"a mapping key must be a single value{self.at(key_node)}")
+                    raise _Refused("a mapping key must be a single value", key_node)
                 name = self.scalar(key_node)
                 # Python equality decides: `1`, `1.0` and `true` are one dict key, so they count
                 # as duplicates here although YAML would call them different.
                 if name in mapping:
-                    line = None if key_node.start_mark is None else key_node.start_mark.line
-                    where = None if line is None else line + self._first_line
-                    raise _Refused(f"duplicate key {name!r}{self.at(key_node)}", where)
+                    raise _Refused(f"duplicate key {name!r}", key_node)
                 if type(value_node) is ScalarNode:
                     mapping[name] = self.scalar(value_node)
                     size += 2
@@ -184,12 +180,10 @@ class _Walker:
                     size += child_size
             result = tuple(items)
         else:
-            raise _Refused(f"unsupported YAML tag {_short(node.tag)}{self.at(node)}")
+            raise _Refused(f"unsupported YAML tag {_short(node.tag)}", node)
         self._in_progress.discard(key)
         if size > _MAX_EXPANDED_VALUES:
-            raise _Refused(
-                f"aliases expand to more than {_MAX_EXPANDED_VALUES} values{self.at(node)}"
-            )
+            raise _Refused(f"aliases expand to more than {_MAX_EXPANDED_VALUES} values", node)
         self._built[key] = result, size
         return result, size
 
@@ -200,18 +194,18 @@ class _Walker:
         if type(tag) is tuple:  # untagged: (plain implicit, quoted implicit)
             if not tag[0] or not _MAYBE_TYPED.match(text):
                 return text  # quoted, a block scalar, or plain text
-            for kind, implicit_pattern in _RESOLVERS.get(text[:1], ()):
+            for kind, implicit_pattern in _PATTERNS.items():
                 if match := implicit_pattern.match(text):
                     return self._typed(node, kind, text, match)
             return text
         if tag == _STR:
             return text
         if (pattern := _PATTERNS.get(node.tag)) is None:
-            raise _Refused(f"unsupported YAML tag {_short(node.tag)}{self.at(node)}")
+            raise _Refused(f"unsupported YAML tag {_short(node.tag)}", node)
         # Only an explicit tag gets here, e.g. `!!bool yes` or `!!int 1_000`.
         if match := pattern.match(text):
             return self._typed(node, tag, text, match)
-        raise _Refused(f"{text!r} is not a valid {_short(node.tag)} value{self.at(node)}")
+        raise _Refused(f"{text!r} is not a valid {_short(node.tag)} value", node)
 
     def _typed(self, node: ScalarNode, kind: object, text: str, match: re.Match[str]) -> object:
         # The value of a scalar that matched the pattern of ``kind``.
@@ -226,7 +220,7 @@ class _Walker:
                     return int(decimal)
                 return int(octal, 8) if octal is not None else int(hexadecimal, 16)
             except ValueError:  # over 4300 decimal digits (CVE-2020-10735)
-                raise _Refused(f"integer too long{self.at(node)}") from None
+                raise _Refused("integer too long", node) from None
         special = text.lstrip("+-").lower()
         if special == ".inf":
             return -math.inf if text.startswith("-") else math.inf

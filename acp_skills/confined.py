@@ -1,9 +1,6 @@
 """Race-free reads inside one directory: a skill's resource files, never anything outside.
-
-Checking a resolved path, then opening it, leaves a window to swap a directory on the way for a
-link. So the walk opens one component at a time, relative to the one before, with O_NOFOLLOW, and
-resolves each link met against the confined directory; a path that changes mid-walk is a failure.
-"""
+The walk opens one component at a time, relative to the one before, with O_NOFOLLOW, and resolves
+each link met against the confined directory; a path that changes mid-walk is a failure."""
 
 from __future__ import annotations
 
@@ -182,17 +179,15 @@ def _with_entries(
 
 
 def case_match(name: str, names: Iterable[str]) -> str | None:
-    """The one of ``names`` that is ``name`` but for case: what a path that names nothing
-    probably meant (``None`` when none is, or two are). Shared by every kind of skill (a
-    directory's names, an MCP manifest's), so a model meets one rule."""
+    """The one of ``names`` that is ``name`` but for case (``None`` when none is, or two are):
+    what a path that names nothing probably meant, for every kind of skill."""
     folded = name.casefold()
     matches = [entry for entry in names if entry.casefold() == folded]
     return matches[0] if len(matches) == 1 and matches[0] != name else None
 
 
 def listed_entries(names: Iterable[str]) -> tuple[str, ...]:
-    """What a directory read by mistake is answered with: its first `MAX_LISTED_ENTRIES`
-    names, sorted (a directory's with a trailing ``/``)."""
+    """The first `MAX_LISTED_ENTRIES` names, sorted: a directory read by mistake's answer."""
     return tuple(sorted(names)[:MAX_LISTED_ENTRIES])
 
 

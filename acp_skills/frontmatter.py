@@ -1,9 +1,5 @@
-"""Parse a skill file: ``---``, YAML frontmatter (`acp_skills._yaml`), ``---``, then the
-Markdown body. Pure: text in, a `ParsedSkill` or a `Problem` out.
-
-`read_fields` is the one reader of frontmatter fields, for a local file's YAML and an MCP
-server's listed frontmatter (JSON, in the same read-only shape by `listed_fields`) alike.
-"""
+"""Parse a skill file (``---``, YAML frontmatter, ``---``, Markdown body): text in, a
+`ParsedSkill` or a `Problem` out; `read_fields` reads a local file's and an MCP listing's fields."""
 
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ from itertools import repeat
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
-from ._yaml import MAX_DEPTH, load_frontmatter
+from ._yaml import FRONTMATTER_MISSING, MAX_DEPTH, load_frontmatter, not_a_mapping
 from .errors import Problem, ReadError
 from .model import (
     DirectoryResource,
@@ -67,8 +63,9 @@ def decode_skill_bytes(data: bytes) -> str | Problem:
 # of 64 KiB (a flow list of 20,000 items) takes tens of milliseconds, where 900 KB took seconds.
 MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 
-_MISSING: Final = "frontmatter-missing"
-_UNTERMINATED: Final = Problem(_MISSING, "unterminated frontmatter: no closing '---' line")
+_UNTERMINATED: Final = Problem(
+    FRONTMATTER_MISSING, "unterminated frontmatter: no closing '---' line"
+)
 # A line that is exactly `---` (CRLF tolerated), searched from the end of the first line.
 _CLOSING_LINE: Final = re.compile(r"\n---\r?(?:\n|\Z)")
 
@@ -78,7 +75,7 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Prob
     text = text.removeprefix("\ufeff")
     first_line_end = text.find("\n")
     if (text if first_line_end < 0 else text[:first_line_end]) not in ("---", "---\r"):
-        return Problem(_MISSING, "missing frontmatter: the first line must be '---'")
+        return Problem(FRONTMATTER_MISSING, "missing frontmatter: the first line must be '---'")
     closing = _CLOSING_LINE.search(text, first_line_end) if first_line_end >= 0 else None
     if closing is None:
         return _UNTERMINATED
@@ -122,7 +119,27 @@ def read_fields(fields: Mapping[object, object], *, body: str = "") -> ParsedSki
     """The skill ``fields`` describe (a mapping as `acp_skills._yaml` or `listed_fields`
     builds it), or why a skill with them is skipped."""
     try:
-        return _read_fields(fields, body=body)
+        name = _required_text(fields, "name")
+        if not is_skill_name(name):
+            raise _Invalid(
+                "name-invalid",
+                f"field 'name' is not a valid skill name: {name!r} "
+                "(use lowercase letters, digits and single hyphens, e.g. 'pdf-tools')",
+            )
+        description = _required_text(fields, "description")
+        notes: list[Problem] = []
+        return ParsedSkill(
+            name=name,
+            description=description,
+            disable_model_invocation=_flag(fields, _DISABLE_MODEL_INVOCATION, default=False),
+            user_invocable=_flag(fields, _USER_INVOCABLE, default=True),
+            when_to_use=_optional_text(fields, _WHEN_TO_USE, notes),
+            argument_hint=_optional_text(fields, _ARGUMENT_HINT, notes),
+            metadata=_metadata(fields, notes),
+            body=body,
+            notes=tuple(notes),
+            fields=fields,
+        )
     except _Invalid as exc:
         return exc.problem
 
@@ -131,8 +148,7 @@ def listed_fields(value: object) -> Mapping[object, object] | Problem:
     """An MCP listing's frontmatter (decoded JSON) in the shape `acp_skills._yaml` gives a
     file's: mappings read-only, lists as tuples; bounded like a file's frontmatter."""
     if not isinstance(value, Mapping):
-        found = "a list" if isinstance(value, list | tuple) else "a single value"
-        return Problem(_MISSING, f"missing frontmatter: expected a mapping of fields, got {found}")
+        return not_a_mapping(isinstance(value, list | tuple))
     try:
         fields = MappingProxyType({key: _read_only(item, 1) for key, item in value.items()})
     except _Invalid as exc:
@@ -253,27 +269,3 @@ def _metadata(fields: Mapping[object, object], notes: list[Problem]) -> Mapping[
         notes.append(_ignored("metadata", "its keys must be strings"))
         return None
     return value  # already read-only, keys checked
-
-
-def _read_fields(fields: Mapping[object, object], *, body: str) -> ParsedSkill:
-    name = _required_text(fields, "name")
-    if not is_skill_name(name):
-        raise _Invalid(
-            "name-invalid",
-            f"field 'name' is not a valid skill name: {name!r} "
-            "(use lowercase letters, digits and single hyphens, e.g. 'pdf-tools')",
-        )
-    description = _required_text(fields, "description")
-    notes: list[Problem] = []
-    return ParsedSkill(
-        name=name,
-        description=description,
-        disable_model_invocation=_flag(fields, _DISABLE_MODEL_INVOCATION, default=False),
-        user_invocable=_flag(fields, _USER_INVOCABLE, default=True),
-        when_to_use=_optional_text(fields, _WHEN_TO_USE, notes),
-        argument_hint=_optional_text(fields, _ARGUMENT_HINT, notes),
-        metadata=_metadata(fields, notes),
-        body=body,
-        notes=tuple(notes),
-        fields=fields,
-    )

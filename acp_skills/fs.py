@@ -1,5 +1,6 @@
-"""The filesystem seam discovery reads through, and the local disk. Coarse on purpose: a hop to
-a worker thread costs ~100 µs, which a discovery of a thousand skills must not pay per file."""
+"""The filesystem seam discovery reads through, and the local disk (with what it says of a
+bundle without ``SKILL.md``). Coarse on purpose: a hop to a worker thread costs ~100 µs, which a
+discovery of a thousand skills must not pay per file."""
 
 from __future__ import annotations
 
@@ -7,19 +8,20 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Collection, Sequence
-from typing import Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
+from typing import Final, Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 import anyio.to_thread
 
-# anyio loads its asyncio backend on first use, which would cost the first discovery about 40 ms.
-# No public call loads it without a running loop, so its module is named here (the one private
-# module used, docs/architecture.md); tests/test_fs.py fails loudly the day anyio moves it, and
-# the library then merely pays that cost later.
+# anyio loads its asyncio backend on first use (about 40 ms of the first discovery); no public
+# call loads it without a running loop (docs/architecture.md; tests/test_fs.py).
 with contextlib.suppress(ImportError):
     import anyio._backends._asyncio
 
 from .confined import OPEN_FLAGS, ConfinedFile, read_confined, read_descriptor
-from .errors import ReadError
+from .errors import Problem, ReadError
+from .model import SKILL_FILE_NAME
+
+_LOWERCASE_SKILL_FILE: Final = SKILL_FILE_NAME.lower()
 
 DirEntryKind: TypeAlias = Literal["dir", "file", "broken_link", "other"]
 """What an entry is, following links (``broken_link``: the target is missing or unreachable)."""
@@ -28,7 +30,6 @@ DirEntryKind: TypeAlias = Literal["dir", "file", "broken_link", "other"]
 class DirEntry(NamedTuple):
     """One entry of a directory listing: its name (not a path) and what it is."""
 
-    # A tuple: a listing makes one per entry, and a tuple is the cheapest immutable record.
     name: str
     kind: DirEntryKind
 
@@ -114,12 +115,47 @@ def read_local_file(path: str, max_bytes: int) -> bytes | ReadError:
     return read if isinstance(read, ReadError) else read[1]
 
 
+def misnamed_skill_file() -> Problem:
+    """The warning for a bundle whose skill file is spelled ``skill.md``."""
+    message = (
+        f"this directory has {_LOWERCASE_SKILL_FILE} but no {SKILL_FILE_NAME}: the name is "
+        f"case-sensitive, so the skill is not loaded; rename it to {SKILL_FILE_NAME}"
+    )
+    return Problem("skill-file-lowercase", message)
+
+
+def why_no_skill_file(directory: str) -> Problem | None:
+    """Why a directory of a root has no ``SKILL.md``: spelled ``skill.md``, or holding skills
+    one level too deep (``None``: only helpers, nothing to say)."""
+    if os.path.isfile(os.path.join(directory, _LOWERCASE_SKILL_FILE)):
+        return misnamed_skill_file()
+    try:
+        with os.scandir(directory) as entries:
+            children = sorted(e.name for e in entries if e.is_dir())
+    except OSError:
+        return None
+    names = [
+        name
+        for name in children
+        if os.path.isfile(os.path.join(directory, name, SKILL_FILE_NAME))
+        or os.path.isfile(os.path.join(directory, name, _LOWERCASE_SKILL_FILE))
+    ]
+    if not names:
+        return None
+    shown = ", ".join(f"{name}/{SKILL_FILE_NAME}" for name in names[:3])
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    message = (
+        f"no {SKILL_FILE_NAME} here, but {shown}{more} one level further down: discovery is "
+        f"one level deep, so {'it is' if len(names) == 1 else 'they are'} not loaded; move "
+        f"{'it' if len(names) == 1 else 'them'} up into the skills directory, or "
+        "add this directory as a skills directory of its own (--skills-dir)"
+    )
+    return Problem("skill-nested-too-deep", message)
+
+
 def replace_file(target: str | os.PathLike[str], data: bytes, *, prefix: str, sync: bool) -> None:
-    """Write ``data`` beside ``target`` and rename it over: a reader sees the old file or the
-    new one, never half of either. The temporary name starts with ``prefix`` and ends in
-    ``.tmp``, so nothing that looks for the target's suffix takes it. Bytes, not text: a text
-    codec may be loaded lazily, and a process that dropped its privileges may not import one.
-    ``sync`` makes the data durable before the rename."""
+    """Write ``data`` to ``prefix…tmp`` beside ``target`` and rename it over (a reader sees
+    the old file or the new one); ``sync`` makes the data durable before the rename."""
     directory = os.path.dirname(os.fspath(target)) or "."
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".tmp")
     try:

@@ -1,6 +1,5 @@
-"""LocalSkillProvider: skills on disk, in project, custom and user roots (contract §5); one scan
-lists the roots, then reads, parses and judges each file, on the local disk in one worker-thread
-hop. While registered, from its first lookup on, the provider watches its roots (`watch`)."""
+"""LocalSkillProvider: skills on disk, in project, custom and user roots (contract §5), read
+through the filesystem seam; while registered, it watches its roots (`watch`)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ import anyio.to_thread
 from .diagnostics import Diagnostic, diagnostic, file_diagnostics, log_diagnostic, root_missing
 from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill, build_skill, parse_skill_bytes
-from .fs import DirEntry, LocalFileSystem, SkillFileSystem, list_local_dir, read_local_file
+from .fs import DirEntry, LocalFileSystem, SkillFileSystem, read_local_file, why_no_skill_file
 from .model import (
     SKILL_FILE_NAME,
     SkillCandidate,
@@ -49,7 +48,6 @@ _ADDITIONAL_RANKS: Final = {_PROJECT_DSH: 250, _PROJECT_AGENTS: 250, _PROJECT_CL
 # Only the user's dsh root has a `.system` child to skip (the tool's own managed skills).
 _SYSTEM_DIR: Final = ".system"
 _BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
-_LOWERCASE_SKILL_FILE: Final = SKILL_FILE_NAME.lower()
 # Markdown that sits beside skills in a root and is never one (compared upper-cased).
 _DOCS: Final = ("README", "LICENSE", "CHANGELOG", "CONTRIBUTING", "CODE_OF_CONDUCT", "SECURITY")
 _NOT_SKILLS: Final = frozenset(f"{name}.MD" for name in _DOCS)
@@ -187,17 +185,17 @@ class LocalSkillProvider:
         sources = [_PROJECT_DSH, _PROJECT_AGENTS]
         if COMPAT_CLAUDE in self.compat:
             sources.append(_PROJECT_CLAUDE)
-        if cwd:
-            # The project trust judges (the same call gives trust its decision key), found on
-            # the local disk whatever `fs` reads the roots through (docs/trust.md).
-            project = find_project(cwd)
-            candidates += [_root(project.skill_root(source), source) for source in sources]
-            for directory in additional:  # each one's project, judged by trust on its own
-                found = find_project(directory)
-                candidates += [
-                    SkillRoot(path=found.skill_root(s), source=s, rank=_ADDITIONAL_RANKS[s])
-                    for s in sources
-                ]
+        # The projects trust judges (the same call gives trust its decision key), found on the
+        # local disk whatever `fs` reads the roots through (docs/trust.md); each additional
+        # directory's project is judged on its own.
+        places = (
+            [(cwd, _SOURCE_RANKS), *((d, _ADDITIONAL_RANKS) for d in additional)] if cwd else []
+        )
+        for directory, ranks in places:
+            found = find_project(directory)
+            candidates += [
+                SkillRoot(path=found.skill_root(s), source=s, rank=ranks[s]) for s in sources
+            ]
         # A directory reached as two roots is scanned once. The person's own root comes first:
         # with the project at $HOME (a dotfiles repository), `~/.agents/skills` stays a user
         # root, never gated by trust. Stable sorts, so custom roots keep their order.
@@ -248,18 +246,20 @@ class LocalSkillProvider:
 
     async def scan(self, roots: Sequence[SkillRoot]) -> LocalDiscovery:
         """Discover the skills in ``roots`` (as `roots` returns them, or any others)."""
-        # Only values go to a worker thread, never `self`: an idle worker keeps the last
-        # function it ran, which would keep the provider and its watcher from being collected.
-        name, max_bytes = self._name, self._max_file_bytes
-        if type(self._fs) is LocalFileSystem:
-            # The local disk: every listing, read and parse in one worker-thread hop.
-            return await anyio.to_thread.run_sync(_scan_local, roots, name, max_bytes)
-        # A custom seam: one `list_dir` per root, the files read in one batch, parsed after it.
         listings = [await _list_root(self._fs, root.path) for root in roots]
         report: list[Diagnostic] = []
         files = _skill_files(roots, listings, report)
-        contents = await self._fs.read_files([path for _, path, _, _ in files], max_bytes)
-        judged = (name, max_bytes, roots, listings, files, report, contents)
+        paths, max_bytes = [path for _, path, _, _ in files], self._max_file_bytes
+        contents: Iterable[bytes | ReadError]
+        if local := type(self._fs) is LocalFileSystem:
+            # Read in the parsing hop, each file parsed as soon as read: every file's bytes held
+            # at once cost page faults worth a sixth of a discovery (docs/benchmarks.md).
+            contents = (read_local_file(path, max_bytes) for path in paths)
+        else:
+            contents = await self._fs.read_files(paths, max_bytes)
+        # Only values go to a worker thread, never `self`: an idle worker keeps the last
+        # function it ran, which would keep the provider and its watcher from being collected.
+        judged = (self._name, roots, listings, files, report, contents, local)
         return await anyio.to_thread.run_sync(_judge, *judged)
 
     async def get(
@@ -285,32 +285,23 @@ class LocalSkillProvider:
         )
 
 
-def _scan_local(roots: Sequence[SkillRoot], provider: str, max_bytes: int) -> LocalDiscovery:
-    listings = [_local_listing(root.path) for root in roots]
-    report: list[Diagnostic] = []
-    files = _skill_files(roots, listings, report)
-    return _judge(provider, max_bytes, roots, listings, files, report)
-
-
 def _judge(
     provider: str,
-    max_bytes: int,
     roots: Sequence[SkillRoot],
     listings: Sequence[_Listing],
     files: Sequence[_SkillFile],
     report: list[Diagnostic],
-    contents: Sequence[bytes | ReadError] | None = None,
+    contents: Iterable[bytes | ReadError],
+    local: bool,
 ) -> LocalDiscovery:
-    # Off the event loop. Without ``contents`` (the local disk), each file is parsed as soon
-    # as read: a thousand files' bytes held at once cost fresh memory (page faults) that
-    # rivals the reads themselves.
+    # Off the event loop: parsing (on the local disk, reading too, lazily through `contents`)
+    # and the local disk's look at a bundle without SKILL.md.
     found = [0 for _ in roots]
     candidates = []
-    for position, (index, path, resource_dir, expected) in enumerate(files):
-        content = contents[position] if contents is not None else read_local_file(path, max_bytes)
+    for (index, path, resource_dir, expected), content in zip(files, contents, strict=True):
         outcome = parse_skill_bytes(content)
         absent = isinstance(outcome, ReadError) and outcome.failure == "not_found"
-        if why := _why_no_skill_file(resource_dir) if absent and contents is None else None:
+        if why := why_no_skill_file(resource_dir) if absent and local else None:
             report.append(diagnostic(why, path))
         else:
             report.extend(file_diagnostics(path, outcome, expected_name=expected))
@@ -374,13 +365,6 @@ def _root_problem(root: SkillRoot, listing: _Listing) -> Diagnostic | None:
     return root_missing(root.path) if listing is None and root.source == CUSTOM else None
 
 
-def _local_listing(path: str) -> _Listing:
-    try:
-        return list_local_dir(path)
-    except OSError as exc:
-        return unreadable_root(exc)
-
-
 async def _list_root(fs: SkillFileSystem, path: str) -> _Listing:
     try:
         return await fs.list_dir(path)
@@ -391,44 +375,6 @@ async def _list_root(fs: SkillFileSystem, path: str) -> _Listing:
 def unreadable_root(error: OSError) -> Problem:
     """The problem of a skill root (or a directory to validate) that cannot be listed."""
     return Problem("root-unreadable", f"cannot read directory: {error.strerror or error}")
-
-
-def misnamed_skill_file() -> Problem:
-    """The warning for a bundle whose skill file is spelled ``skill.md``."""
-    message = (
-        f"this directory has {_LOWERCASE_SKILL_FILE} but no {SKILL_FILE_NAME}: the name is "
-        f"case-sensitive, so the skill is not loaded; rename it to {SKILL_FILE_NAME}"
-    )
-    return Problem("skill-file-lowercase", message)
-
-
-def _why_no_skill_file(directory: str) -> Problem | None:
-    # A directory of a root without SKILL.md: spelled skill.md, or holding skills one level too
-    # deep (or only helpers: nothing to say). Only the local disk gets this look.
-    if os.path.isfile(os.path.join(directory, _LOWERCASE_SKILL_FILE)):
-        return misnamed_skill_file()
-    try:
-        with os.scandir(directory) as entries:
-            children = sorted(e.name for e in entries if e.is_dir())
-    except OSError:
-        return None
-    names = [
-        name
-        for name in children
-        if os.path.isfile(os.path.join(directory, name, SKILL_FILE_NAME))
-        or os.path.isfile(os.path.join(directory, name, _LOWERCASE_SKILL_FILE))
-    ]
-    if not names:
-        return None
-    shown = ", ".join(f"{name}/{SKILL_FILE_NAME}" for name in names[:3])
-    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-    message = (
-        f"no {SKILL_FILE_NAME} here, but {shown}{more} one level further down: discovery is "
-        f"one level deep, so {'it is' if len(names) == 1 else 'they are'} not loaded; move "
-        f"{'it' if len(names) == 1 else 'them'} up into the skills directory, or "
-        "add this directory as a skills directory of its own (--skills-dir)"
-    )
-    return Problem("skill-nested-too-deep", message)
 
 
 def _watch_scope(options: SkillLookupOptions) -> Hashable:

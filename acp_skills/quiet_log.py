@@ -1,14 +1,10 @@
-"""The library's loggers: structlog's once the application configured structlog, else quiet.
-
-Unconfigured, structlog prints every event, debug ones included, to stdout, which belongs to the
-protocol, and configuring it is the application's business. So each event asks whether the
-application did: if not, only warnings and errors go on, to the standard library's logger of the
-same name, whose last-resort handler writes them to stderr (docs/integration.md, "Logs").
-"""
+"""The library's loggers: structlog's once the application configured structlog; until then
+only warnings and errors, to the standard library's logger, never stdout (docs/integration.md)."""
 
 from __future__ import annotations
 
 import logging
+from functools import partialmethod
 from typing import Any
 
 import structlog
@@ -21,22 +17,10 @@ class LibraryLogger:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        # A lazy proxy: it reads structlog's configuration when an event is logged.
-        self._structured: Any = structlog.get_logger(name)
+        self._structured: Any = structlog.get_logger(name)  # reads the configuration when used
 
-    def debug(self, event: str, **fields: Any) -> None:
-        self._emit("debug", event, fields)
-
-    def info(self, event: str, **fields: Any) -> None:
-        self._emit("info", event, fields)
-
-    def warning(self, event: str, **fields: Any) -> None:
-        self._emit("warning", event, fields)
-
-    def error(self, event: str, **fields: Any) -> None:
-        self._emit("error", event, fields)
-
-    def _emit(self, level: str, event: str, fields: dict[str, Any]) -> None:
+    def _emit(self, level: str, event: str, /, **fields: Any) -> None:
+        # Asked at each event: the application may configure structlog after this module loads.
         if structlog.is_configured():
             getattr(self._structured, level)(event, **fields)
         elif level in ("warning", "error"):
@@ -44,6 +28,11 @@ class LibraryLogger:
             words = " ".join(f"{key}={value!r}" for key, value in fields.items())
             line = f"{event} {words}".rstrip()
             getattr(logging.getLogger(self._name), level)(line, exc_info=error)
+
+    debug = partialmethod(_emit, "debug")
+    info = partialmethod(_emit, "info")
+    warning = partialmethod(_emit, "warning")
+    error = partialmethod(_emit, "error")
 
 
 def get_logger(name: str) -> LibraryLogger:

@@ -30,25 +30,11 @@ POLL_DELAY_MS: Final = 300
 MAX_WATCHED_PROJECTS: Final = 32
 _REMEMBERED_CWDS: Final = 1024  # for `vouches_for`, and the projects to watch after a change
 _RETRY_SECONDS: Final = (0.5, 10.0)  # a failed watch is retried after this, doubling up to that
-_MAX_REPLANS: Final = 5  # directories kept vanishing while a watch was being opened
 
 Mode = Literal["off", "starting", "native", "polling", "failed"]
 _HEALTHY: Final = ("native", "polling")
 _Project = tuple[str, ...]
 _Batch = set[tuple[Change, str]]
-
-
-def is_relevant_change(
-    change: Change, relative: Sequence[str], *, is_dir: bool, skips_system: bool
-) -> bool:
-    """Whether a change at ``relative`` (below a skills root) can change what is listed."""
-    if not relative:
-        return change is not Change.modified
-    if skips_system and relative[0] == ".system":
-        return False
-    if len(relative) == 1:
-        return change is not Change.modified if is_dir else relative[0].endswith(".md")
-    return len(relative) == 2 and relative[1] == SKILL_FILE_NAME
 
 
 class WatchedRoot(NamedTuple):
@@ -61,13 +47,13 @@ class WatchedRoot(NamedTuple):
 class WatchPlan(NamedTuple):
     """What one watch covers: the ``directories`` it watches (non-recursively), the ``roots``
     that exist (resolved path -> skips ``.system``), the ``anchors`` (each root's path with its
-    parent resolved: it or a directory on the way coming, going or re-pointed matters), bundles
-    that are links (resolved) and files a linked skill points at."""
+    parent resolved: it or a directory on the way coming, going or re-pointed matters), the
+    bundles (resolved) and the files a linked skill points at."""
 
     directories: frozenset[str]
     roots: dict[str, bool]
     anchors: frozenset[str]
-    linked_bundles: frozenset[str]
+    bundles: frozenset[str]
     targets: frozenset[str]
 
 
@@ -76,7 +62,7 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
     directories: set[str] = set()
     existing: dict[str, bool] = {}
     anchors: set[str] = set()
-    linked_bundles: set[str] = set()
+    bundles: set[str] = set()
     targets: set[str] = set()
 
     def watch_target(link: str) -> str:
@@ -112,19 +98,20 @@ def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
                 # A directory, as scandir just said: only whether it can be watched is left.
                 if entry.is_dir(follow_symlinks=False) and os.access(entry.path, os.R_OK | os.X_OK):
                     directories.add(entry.path)
+                    bundles.add(entry.path)
                     if os.path.islink(skill := os.path.join(entry.path, SKILL_FILE_NAME)):
                         targets.add(watch_target(skill))
             elif os.path.isdir(entry.path):
                 if _is_watchable(bundle := os.path.realpath(entry.path)):
                     directories.add(bundle)
-                    linked_bundles.add(bundle)
+                    bundles.add(bundle)
             elif entry.name.endswith(".md"):
                 targets.add(watch_target(entry.path))
     return WatchPlan(
         frozenset(directories),
         existing,
         frozenset(anchors),
-        frozenset(linked_bundles),
+        frozenset(bundles),
         frozenset(targets),
     )
 
@@ -134,26 +121,21 @@ def _is_watchable(directory: str) -> bool:
 
 
 def matters(plan: WatchPlan, change: Change, path: str) -> bool:
-    """Whether one change reported by the watch of ``plan`` can change what is listed."""
-    if path in plan.targets:
-        return True
+    """Whether one change reported by the watch of ``plan`` can change what is listed: a flat
+    ``*.md`` skill, a bundle come or gone, a bundle's ``SKILL.md``, a root or a link."""
     parent, name = os.path.split(path)
-    if parent in plan.linked_bundles and name == SKILL_FILE_NAME:
+    if path in plan.targets or (name == SKILL_FILE_NAME and parent in plan.bundles):
         return True
     if change is not Change.modified:
         if path in plan.directories:
             return True  # a watched directory went away
         if any(anchor == path or anchor.startswith(path + os.sep) for anchor in plan.anchors):
             return True  # a root, or a directory on the way to one, came, went or was re-pointed
-    # A deleted entry may have been a bundle: whether it was, nothing can tell any more.
-    is_dir = change is Change.deleted or os.path.isdir(path)
-    return any(
-        is_relevant_change(
-            change, path[len(root) + 1 :].split(os.sep), is_dir=is_dir, skips_system=skips
-        )
-        for root, skips in plan.roots.items()
-        if path.startswith(root + os.sep)
-    )
+    if parent not in plan.roots or (plan.roots[parent] and name == ".system"):
+        return False
+    if change is Change.deleted:
+        return True  # it may have been a bundle: nothing can tell any more
+    return change is Change.added if os.path.isdir(path) else name.endswith(".md")
 
 
 @dataclass(eq=False)
@@ -232,30 +214,30 @@ class _Loop:
     def _reopen(self, projects: frozenset[_Project]) -> _Batch:
         roots = [*self._state.fixed_roots, *(WatchedRoot(p) for ps in projects for p in ps)]
         self._projects, self._replan = projects, False
-        for _ in range(_MAX_REPLANS):
-            plan = plan_watches(roots)
-            if plan == self._plan and self._changes is not None:
-                return set()
-            try:
-                changes, first = self._open(plan) if plan.directories else (None, set())
-            except FileNotFoundError:
-                continue  # a directory went away since it was planned
-            if self._changes is not None:
-                self._changes.close()  # the new watch is live first: nothing falls in between
-            self._changes, self._plan, self._pending = changes, plan, True
-            mode: Mode = self._mode if changes is not None else "native"
-            with self._state.lock:
-                previous, self._state.mode = self._state.mode, mode
-            self._told_polling = self._told_polling and mode == "polling"
-            directories = len(plan.directories)
-            if previous == "failed":
-                _log.info("skill_watch_recovered", mode=mode, directories=directories)
-            elif previous == "polling" and mode == "native":
-                _log.info("skill_watch_native", directories=directories)
-            elif previous != mode:
-                _log.debug("skill_watch_started", mode=mode, directories=directories)
-            return first
-        raise RuntimeError("the directories to watch kept changing")
+        plan = plan_watches(roots)
+        if plan == self._plan and self._changes is not None:
+            return set()
+        try:
+            changes, first = self._open(plan) if plan.directories else (None, set())
+        except FileNotFoundError:
+            self._replan = True  # a directory went away since it was planned: plan again
+            self._stop.wait(STEP_MS / 1000)
+            return set()
+        if self._changes is not None:
+            self._changes.close()  # the new watch is live first: nothing falls in between
+        self._changes, self._plan, self._pending = changes, plan, True
+        mode: Mode = self._mode if changes is not None else "native"
+        with self._state.lock:
+            previous, self._state.mode = self._state.mode, mode
+        self._told_polling = self._told_polling and mode == "polling"
+        directories = len(plan.directories)
+        if previous == "failed":
+            _log.info("skill_watch_recovered", mode=mode, directories=directories)
+        elif previous == "polling" and mode == "native":
+            _log.info("skill_watch_native", directories=directories)
+        elif previous != mode:
+            _log.debug("skill_watch_started", mode=mode, directories=directories)
+        return first
 
     def _open(self, plan: WatchPlan) -> tuple[Generator[_Batch, None, None], _Batch]:
         # watchfiles' own switch, read here too so that `mode` can say "polling".

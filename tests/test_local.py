@@ -908,6 +908,31 @@ async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Lay
     assert fs.read_batches == [60]
 
 
+async def test_the_local_disk_and_a_custom_filesystem_discover_alike(layout: Layout) -> None:
+    """The local disk's reads in the parsing hop give what the seam's read batch gives: the same
+    skills and problems, but for the local disk's look at a bundle without SKILL.md."""
+    write_skill(layout.user_dsh / "good" / "SKILL.md", "good")
+    write_skill(layout.user_dsh / "flat.md", "flat")
+    (layout.user_dsh / "broken.md").write_text("no frontmatter\n")
+    (layout.user_dsh / "README.md").write_text("# Skills\n")
+    (layout.user_dsh / "gone.md").symlink_to(layout.base / "missing.md")
+    (layout.user_dsh / "big.md").write_text("---\n" + "x" * 5000)
+    write_skill(layout.user_dsh / "lower" / "skill.md", "lower")
+    local = await layout.provider(max_file_bytes=4096).discover(at(layout.project))
+    seam = await layout.provider(max_file_bytes=4096, fs=CountingFileSystem()).discover(
+        at(layout.project)
+    )
+    assert [c.name for c in local.candidates] == ["flat", "good"]
+    assert seam.candidates == local.candidates
+    assert seam.roots == local.roots
+    # Where the seam says only that a bundle has no SKILL.md, the local disk says why.
+    told = {"skill-file-lowercase": "skill-file-absent"}
+    assert [(told.get(d.code, d.code), d.path) for d in local.diagnostics] == [
+        (d.code, d.path) for d in seam.diagnostics
+    ]
+    assert {d.code for d in local.diagnostics} >= {"skill-file-lowercase", "broken-link"}
+
+
 async def test_a_custom_filesystem_reads_the_roots_of_the_project_on_the_local_disk(
     layout: Layout,
 ) -> None:

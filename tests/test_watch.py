@@ -31,7 +31,7 @@ from acp_skills.watch import (
     MAX_WATCHED_PROJECTS,
     WATCHER_THREAD_NAME,
     WatchedRoot,
-    is_relevant_change,
+    matters,
     plan_watches,
 )
 from tests.events import WAIT_SECONDS, Changes, registry_changes
@@ -203,12 +203,15 @@ RELEVANCE = [
     ],
 )
 def test_only_changes_to_the_listing_are_relevant(
-    change: Change, relative: str, is_dir: bool, skips_system: bool, relevant: bool
+    tmp_path: Path, change: Change, relative: str, is_dir: bool, skips_system: bool, relevant: bool
 ) -> None:
     """Flat ``*.md`` files, bundle directories and ``X/SKILL.md`` count; resources and the user
     dsh root's ``.system`` do not."""
-    parts = tuple(part for part in relative.split("/") if part)
-    assert is_relevant_change(change, parts, is_dir=is_dir, skips_system=skips_system) is relevant
+    root = os.path.realpath(tmp_path)
+    path = os.path.join(root, *relative.split("/")) if relative else root
+    os.makedirs(path if is_dir else os.path.dirname(path), exist_ok=True)
+    plan = plan_watches([WatchedRoot(root, skips_system)])
+    assert matters(plan, change, path) is relevant
 
 
 def test_a_missing_root_is_watched_at_its_nearest_existing_directory(tmp_path: Path) -> None:

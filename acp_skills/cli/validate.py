@@ -12,7 +12,8 @@ from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate
 from ..diagnostics import diagnostic, file_diagnostics, shadow_diagnostic, skipped
 from ..errors import Problem
 from ..frontmatter import ParsedSkill, parse_skill_bytes
-from ..local import SkillRoot, misnamed_skill_file, unreadable_root
+from ..fs import misnamed_skill_file
+from ..local import SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
 from ..report import diagnostic_json, diagnostic_line, plural, tally
 from .output import Outcome, Style, status_of
