@@ -58,6 +58,16 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | R
     return info, b"".join(chunks)
 
 
+def read_path(path: str, max_bytes: int, flags: int = OPEN_FLAGS) -> bytes | ReadError:
+    """Open ``path``, read it whole within the cap and close it (raises ``OSError``)."""
+    fd = os.open(path, flags)
+    try:
+        read = read_descriptor(fd, max_bytes)
+    finally:
+        os.close(fd)
+    return read if isinstance(read, ReadError) else read[1]
+
+
 def read_confined(
     directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
 ) -> ConfinedFile | ReadError:

@@ -17,7 +17,7 @@ import anyio.to_thread
 with contextlib.suppress(ImportError):
     import anyio._backends._asyncio
 
-from .confined import OPEN_FLAGS, ConfinedFile, read_confined, read_descriptor
+from .confined import ConfinedFile, read_confined, read_path
 from .errors import Problem, ReadError
 from .model import SKILL_FILE_NAME
 
@@ -99,11 +99,7 @@ def _kind_of(entry: os.DirEntry[str]) -> DirEntryKind:
 def read_local_file(path: str, max_bytes: int) -> bytes | ReadError:
     """One file of `LocalFileSystem.read_files`, read in the calling thread (blocking)."""
     try:
-        fd = os.open(path, OPEN_FLAGS)
-        try:
-            read = read_descriptor(fd, max_bytes)
-        finally:
-            os.close(fd)
+        return read_path(path, max_bytes)
     except FileNotFoundError:
         return ReadError(failure="broken_link" if os.path.islink(path) else "not_found")
     except PermissionError:
@@ -112,7 +108,6 @@ def read_local_file(path: str, max_bytes: int) -> bytes | ReadError:
         return ReadError(failure="directory")
     except OSError as exc:
         return ReadError(failure="unreadable", detail=f"cannot read file: {exc.strerror or exc}")
-    return read if isinstance(read, ReadError) else read[1]
 
 
 def misnamed_skill_file() -> Problem:

@@ -10,7 +10,7 @@ import stat
 from dataclasses import dataclass
 from typing import Final
 
-from .confined import OPEN_FLAGS, read_descriptor
+from .confined import OPEN_FLAGS, read_path
 
 # Git's pointer files are one line ("gitdir: PATH", a path, "../.."); a path is at most a few
 # KiB on any platform. Anything longer is not one of them, and is never read whole.
@@ -99,12 +99,8 @@ def read_pointer(path: str) -> str | None:
     """One of git's pointer files, stripped; ``None`` when it is missing, a link, not a regular
     file, over `MAX_POINTER_BYTES`, not UTF-8 or more than one line."""
     try:
-        fd = os.open(path, _POINTER_FLAGS)
-        try:
-            read = read_descriptor(fd, MAX_POINTER_BYTES)
-        finally:
-            os.close(fd)
-        text = read[1].decode("utf-8").strip() if isinstance(read, tuple) else "\n"
+        read = read_path(path, MAX_POINTER_BYTES, _POINTER_FLAGS)
+        text = read.decode("utf-8").strip() if isinstance(read, bytes) else "\n"
     except (OSError, ValueError):  # a `UnicodeDecodeError` is a `ValueError`
         return None
     return None if "\n" in text or "\0" in text else text
