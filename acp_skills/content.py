@@ -47,7 +47,7 @@ def unread_path(
     name: str, path: str, failure: ReadError, *, limit: int, within: str = "the skill's directory"
 ) -> Refusal:
     """Why ``path`` of skill ``name`` gave no file, in the model's words for every skill, on disk
-    or served (``within``: where the files are listed): a near name proposed, a directory listed."""
+    or served (``within``: where the files are listed); a directory's entries are listed."""
     reasons: dict[ReadFailure, str] = {
         "outside": "the path resolves outside the skill's directory",
         "excluded": "it belongs to a skill that is not available for model invocation",
@@ -60,9 +60,7 @@ def unread_path(
         "unreadable": f"it could not be read ({failure.detail})",
     }
     reason, entries = reasons[failure.failure], failure.entries
-    if failure.near:
-        reason += f"; did you mean {quote(failure.near)}?"
-    elif failure.failure == "directory" and not entries:
+    if failure.failure == "directory" and not entries:
         reason += "; it is empty"
     elif failure.failure == "directory":
         more = " (and more)" if len(entries) >= MAX_LISTED_ENTRIES else ""
@@ -164,17 +162,6 @@ def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = SKIL
     return "\n".join(lines)
 
 
-# Why a skill has no local directory of its own to read a file from, by its resource base.
-_NOT_LOCAL: dict[type, str] = {
-    UrlResource: "its resources live under a URL, not in a local directory",
-    OpaqueResource: "its resources are managed by its provider; follow the resource hints in the "
-    "skill's instructions",
-    type(None): "it has no resource directory",
-    DirectoryResource: "it is a single-file skill, so it has no resource files of its own; its "
-    "directory holds other skills",
-}
-
-
 async def read_resource(
     definition: SkillDefinition,
     path: str,
@@ -186,8 +173,13 @@ async def read_resource(
     """The text of ``path`` (already checked) in ``definition``'s bundle; else `Refusal`."""
     name, base = definition.name, definition.resource_base
     refuse = functools.partial(cannot_read, name, path)
-    if not isinstance(base, DirectoryResource) or is_flat_skill(definition.path, base):
-        raise refuse(next(why for kind, why in _NOT_LOCAL.items() if isinstance(base, kind)))
+    if not isinstance(base, DirectoryResource):
+        raise refuse("it has no local directory; follow the resource hints in its instructions")
+    if is_flat_skill(definition.path, base):
+        raise refuse(
+            "it is a single-file skill, so it has no resource files of its own; its directory "
+            "holds other skills"
+        )
     # Skills hidden from the model: a bundle's whole directory, a flat skill's file only.
     excluded: list[str] = []
     for skill in (skill for skill in snapshot.skills if skill.disable_model_invocation):
