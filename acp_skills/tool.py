@@ -295,27 +295,22 @@ class SkillTool:
         definition = await self._loading(name, self._registry.load(found, options))
         return found, _allowed(name, definition, gone, by_model=by_model)
 
-    async def _loading(self, name: str, loading: Awaitable[_T]) -> _T:
+    async def _loading(self, name: str | None, loading: Awaitable[_T]) -> _T:
         # A provider's own `Error: ` text passes (a skill changed on its MCP server).
         try:
             return await loading
         except Refusal:
             raise
         except Exception as error:
-            raise self._load_failed(name, error) from None
-
-    async def _lookup(self, name: str | None, options: SkillLookupOptions) -> SkillSnapshot:
-        try:
-            return await self._registry.snapshot(options)
-        except Exception as error:
+            why = describe_error(error)
             if name is None:
                 _log.warning("skill_search_failed", error=repr(error))
-                raise Refusal(f"Error: the skill search failed: {describe_error(error)}") from None
-            raise self._load_failed(name, error) from None
+                raise Refusal(f"Error: the skill search failed: {why}") from None
+            _log.warning("skill_load_failed", skill=name, error=repr(error))
+            raise Refusal(f"Error: skill {quote(name)} could not be loaded: {why}") from None
 
-    def _load_failed(self, name: str, error: Exception) -> Refusal:
-        _log.warning("skill_load_failed", skill=name, error=repr(error))
-        return Refusal(f"Error: skill {quote(name)} could not be loaded: {describe_error(error)}")
+    async def _lookup(self, name: str | None, options: SkillLookupOptions) -> SkillSnapshot:
+        return await self._loading(name, self._registry.snapshot(options))
 
 
 def _allowed(name: str, skill: _Skill | None, gone: str, *, by_model: bool) -> _Skill:
