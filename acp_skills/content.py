@@ -18,6 +18,7 @@ from .model import (
     SKILL_FILE_NAME,
     DirectoryResource,
     OpaqueResource,
+    SkillCandidate,
     SkillDefinition,
     SkillSnapshot,
     UrlResource,
@@ -47,7 +48,7 @@ def unread_path(
     name: str, path: str, failure: ReadError, *, limit: int, within: str = "the skill's directory"
 ) -> Refusal:
     """Why ``path`` of skill ``name`` gave no file, in the model's words for every skill, on disk
-    or served (``within``: where the files are listed): a near name proposed, a directory listed."""
+    or served (``within``: where the files are listed); a directory's entries are listed."""
     reasons: dict[ReadFailure, str] = {
         "outside": "the path resolves outside the skill's directory",
         "excluded": "it belongs to a skill that is not available for model invocation",
@@ -60,9 +61,7 @@ def unread_path(
         "unreadable": f"it could not be read ({failure.detail})",
     }
     reason, entries = reasons[failure.failure], failure.entries
-    if failure.near:
-        reason += f"; did you mean {quote(failure.near)}?"
-    elif failure.failure == "directory" and not entries:
+    if failure.failure == "directory" and not entries:
         reason += "; it is empty"
     elif failure.failure == "directory":
         more = " (and more)" if len(entries) >= MAX_LISTED_ENTRIES else ""
@@ -92,21 +91,24 @@ def describe_error(error: BaseException) -> str:
     return cut(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__, 300)
 
 
-def is_flat_skill(skill_file: str | None, base: DirectoryResource) -> bool:
-    """Whether a skill is a flat ``<name>.md`` lying directly in its (shared) resource directory."""
-    if skill_file is None:
-        return False
-    folder, file_name = os.path.split(os.path.normpath(skill_file))
-    return file_name != SKILL_FILE_NAME and os.path.normcase(folder) == os.path.normcase(
-        os.path.normpath(base.path)
-    )
+def own_directory(skill: SkillCandidate | SkillDefinition) -> str | None:
+    """The directory that holds ``skill``'s files alone: ``None`` without a directory base, or
+    for a flat ``<name>.md`` lying directly in a directory it shares with other skills."""
+    if not isinstance(base := skill.resource_base, DirectoryResource):
+        return None
+    if skill.path is not None:
+        folder, file_name = os.path.split(os.path.normpath(skill.path))
+        shared = os.path.normcase(folder) == os.path.normcase(os.path.normpath(base.path))
+        if file_name != SKILL_FILE_NAME and shared:
+            return None
+    return base.path
 
 
 def _resource_hints(definition: SkillDefinition) -> list[str]:
     # Interpolated values are escaped like catalog descriptions (contract §7).
     base = definition.resource_base
     relative = "Relative paths in this skill (scripts, references, assets) resolve against that"
-    if isinstance(base, DirectoryResource) and is_flat_skill(definition.path, base):
+    if isinstance(base, DirectoryResource) and own_directory(definition) is None:
         # Its directory is shared with other skills: nothing in it belongs to this one.
         return [
             f"Base directory: {for_model(base.path)}",
@@ -164,17 +166,6 @@ def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = SKIL
     return "\n".join(lines)
 
 
-# Why a skill has no local directory of its own to read a file from, by its resource base.
-_NOT_LOCAL: dict[type, str] = {
-    UrlResource: "its resources live under a URL, not in a local directory",
-    OpaqueResource: "its resources are managed by its provider; follow the resource hints in the "
-    "skill's instructions",
-    type(None): "it has no resource directory",
-    DirectoryResource: "it is a single-file skill, so it has no resource files of its own; its "
-    "directory holds other skills",
-}
-
-
 async def read_resource(
     definition: SkillDefinition,
     path: str,
@@ -184,18 +175,19 @@ async def read_resource(
     read_text: ReadText | None,
 ) -> str:
     """The text of ``path`` (already checked) in ``definition``'s bundle; else `Refusal`."""
-    name, base = definition.name, definition.resource_base
+    name = definition.name
     refuse = functools.partial(cannot_read, name, path)
-    if not isinstance(base, DirectoryResource) or is_flat_skill(definition.path, base):
-        raise refuse(next(why for kind, why in _NOT_LOCAL.items() if isinstance(base, kind)))
+    if (directory := own_directory(definition)) is None:
+        if isinstance(definition.resource_base, DirectoryResource):
+            raise refuse(
+                "it is a single-file skill, so it has no resource files of its own; its "
+                "directory holds other skills"
+            )
+        raise refuse("it has no local directory; follow the resource hints in its instructions")
     # Skills hidden from the model: a bundle's whole directory, a flat skill's file only.
-    excluded: list[str] = []
-    for skill in (skill for skill in snapshot.skills if skill.disable_model_invocation):
-        excluded += [skill.path] if skill.path is not None else []
-        hidden = skill.resource_base
-        if isinstance(hidden, DirectoryResource) and not is_flat_skill(skill.path, hidden):
-            excluded.append(hidden.path)
-    found = await _FS.read_confined(base.path, path, limit, excluded=excluded)
+    hidden = (skill for skill in snapshot.skills if skill.disable_model_invocation)
+    excluded = [p for skill in hidden for p in (skill.path, own_directory(skill)) if p is not None]
+    found = await _FS.read_confined(directory, path, limit, excluded=excluded)
     if isinstance(found, ReadError):
         raise unread_path(name, path, found, limit=limit)
     if b"\0" in found.data:
@@ -221,7 +213,7 @@ async def read_resource(
         raise refuse(_BINARY)
     # The client read by path, out of our hands: the path must still name the checked file,
     # so a directory swapped for a symbolic link meanwhile cannot pass an outside file off.
-    again = await _FS.read_confined(base.path, path, limit, excluded=excluded)
+    again = await _FS.read_confined(directory, path, limit, excluded=excluded)
     if isinstance(again, ReadError) or again.identity != found.identity:
         raise refuse("it changed while being read")
     return text

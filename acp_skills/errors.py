@@ -1,5 +1,5 @@
-"""What can go wrong: `SkillContractError` (a provider broke the contract), `Refusal` (the
-``skill`` tool's error text), `ReadError` (why a read gave no file) and `Problem`, returned."""
+"""What can go wrong: `SkillContractError`, `Refusal` (the ``skill`` tool's error text),
+`ReadError` (why a read gave no file) and `Problem`, returned."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ class SkillContractError(ValueError):
     def __init__(self, provider: str, problem: str) -> None:
         super().__init__(f'skill provider "{provider}" returned {problem}')
         self.provider = provider
-        self.problem = problem
 
 
 class Refusal(Exception):
@@ -31,7 +30,7 @@ ReadFailure: TypeAlias = Literal[
 ]
 # fmt: on
 
-# In a report's words (the model's are `acp_skills.content.unread_path`'s).
+# In a report's words (the model's: `acp_skills.content.unread_path`).
 _REASONS: Final[dict[ReadFailure, str]] = {
     "not_found": "file not found",
     "broken_link": "broken symbolic link",
@@ -48,14 +47,13 @@ _REASONS: Final[dict[ReadFailure, str]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadError:
-    """Why a read gave no file, with the ``size`` and ``limit`` or the system's ``detail``; inside
-    a skill's directory also ``near`` (the same path but for case) or a directory's ``entries``."""
+    """Why a read gave no file; a directory inside a skill's lists its ``entries``."""
 
     failure: ReadFailure
     size: int = 0
     limit: int = 0
     detail: str = ""
-    near: str = ""
+    near: str = ""  # the same path but for case (shown nowhere now)
     entries: tuple[str, ...] = ()
 
     @property
@@ -67,7 +65,6 @@ class ReadError:
 
     @property
     def reason(self) -> str:
-        """Why, in the words a report shows."""
         return _REASONS[self.failure].format(size=self.size, limit=self.limit, detail=self.detail)
 
 

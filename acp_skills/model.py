@@ -1,5 +1,4 @@
-"""The values that flow through the skill system (frozen, slotted, keyword-only), and the
-skill-name grammar."""
+"""The values that flow through the skill system, and the skill-name grammar."""
 
 from __future__ import annotations
 
@@ -59,8 +58,7 @@ ResourceBase: TypeAlias = DirectoryResource | UrlResource | OpaqueResource
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillSummary:
-    """The model-facing identity of a skill: everything but its body (``source`` is metadata;
-    precedence comes only from a candidate's ``rank``)."""
+    """The model-facing identity of a skill: everything but its body."""
 
     name: str
     description: str
@@ -74,22 +72,19 @@ class SkillSummary:
 
 def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:
     """The fields of ``skill`` that ``kind`` has too, by name."""
-    own = {item.name for item in fields(skill)}
-    return {item.name: getattr(skill, item.name) for item in fields(kind) if item.name in own}
-
-
-_SUMMARY_FIELDS = tuple(item.name for item in fields(SkillSummary))
+    return {
+        item.name: getattr(skill, item.name) for item in fields(kind) if hasattr(skill, item.name)
+    }
 
 
 def summary_of(skill: SkillSummary) -> SkillSummary:
     """The plain `SkillSummary` of any summary, candidate or definition."""
-    return SkillSummary(**{name: getattr(skill, name) for name in _SUMMARY_FIELDS})
+    return SkillSummary(**shared_fields(skill, SkillSummary))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillCandidate(SkillSummary):
-    """A provider's offer of a skill. Lower ``rank`` wins a name clash; ``locator`` is opaque
-    to the registry, handed back to the provider's ``get()`` with this very candidate."""
+    """A provider's offer of a skill: lower ``rank`` wins a name clash; ``locator`` is opaque."""
 
     rank: int | float
     locator: object = None
@@ -128,8 +123,8 @@ class ShadowedSkill:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillSnapshot:
-    """Every resolved skill (model-visible or not), sorted by name; ``complete`` is false when
-    a provider was skipped or the provider set kept changing; ``shadowed`` in resolution order."""
+    """Every resolved skill, sorted by name; ``complete`` is false when a provider was skipped
+    or the provider set kept changing."""
 
     skills: tuple[SkillCandidate, ...]
     complete: bool
@@ -138,17 +133,13 @@ class SkillSnapshot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrefixMessage:
-    """One message of a session prefix (``TypeError`` on a bad field); lone surrogates become
-    U+FFFD: the prefix is frozen for the session, and unencodable text would fail every request."""
+    """One message of a session prefix; lone surrogates become U+FFFD: the prefix is frozen for
+    the session, and unencodable text would fail every request."""
 
     role: str
     text: str
 
     def __post_init__(self) -> None:
-        if not isinstance(self.role, str) or not self.role:
-            raise TypeError(f"a prefix message needs a non-empty string role, got {self.role!r}")
-        if not isinstance(self.text, str):
-            raise TypeError(f"a prefix message's text must be a string, got {self.text!r}")
         object.__setattr__(self, "role", well_formed(self.role))
         object.__setattr__(self, "text", well_formed(self.text))
 
@@ -159,9 +150,7 @@ PrefixNext: TypeAlias = Callable[[], Awaitable[Sequence[PrefixMessage]]]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrefixContext:
-    """What a session-prefix contributor knows about the session it composes for; ``skills``
-    is what the session offers when its agent looked it up (a contributor takes these, not a
-    lookup)."""
+    """What a session-prefix contributor knows of its session; ``skills``: what it offers."""
 
     session_id: str
     cwd: str

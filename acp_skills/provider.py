@@ -1,9 +1,8 @@
-"""The provider seam (contract §3, §4): `SkillProvider`, its optional hooks checked once at
-registration, and the one validator of what a provider returns."""
+"""The provider seam (contract §3, §4): `SkillProvider`, its optional hooks, and the one
+validator of what a provider returns."""
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -33,16 +32,9 @@ class ProviderHandle(Protocol):
 
 @runtime_checkable
 class SkillProvider(Protocol):
-    """A source of skills (``name`` unique; ``runtime`` reserved). ``get`` receives the very
-    candidate ``list`` returned, and ``None`` from it means the skill can no longer load.
-
-    Optional hooks, found by name: ``on_register(handle)``, ``on_dispose(handle)``,
-    ``cacheable(options) -> bool`` (whether an answer stays current until it invalidates),
-    ``async diagnose(options)`` (its `Diagnostic` records); and for a provider that serves its
-    own files (an MCP server's): ``async read_path(candidate, path, *, limit) -> str`` (a checked
-    relative path; a `Refusal` says why not) and ``async find_uri(uri, options)`` (the candidate
-    whose ``SKILL.md`` is at ``uri``, or ``None``; a `Refusal` when it cannot tell).
-    """
+    """A source of skills (``name`` unique; ``runtime`` reserved); ``get`` receives the very
+    candidate ``list`` returned. Optional hooks (docs/architecture.md): ``on_register``,
+    ``on_dispose``, ``cacheable``, ``diagnose``, ``read_path``, ``find_uri``."""
 
     @property
     def name(self) -> str: ...
@@ -55,24 +47,11 @@ class SkillProvider(Protocol):
 
 
 _HOOKS = ("on_register", "on_dispose", "cacheable", "diagnose", "read_path", "find_uri")
-_AWAITED = frozenset({"diagnose", "read_path", "find_uri"})
 
 
 def provider_hooks(provider: SkillProvider) -> dict[str, Callable[..., Any]]:
-    """The hooks ``provider`` implements, by name; ``TypeError`` for one that cannot be one."""
-    found: dict[str, Callable[..., Any]] = {}
-    for hook in _HOOKS:
-        if (value := getattr(provider, hook, None)) is None:
-            continue
-        if not callable(value):
-            raise TypeError(
-                f'skill provider "{provider.name}": hook {hook} is not callable, got {value!r}'
-            )
-        # An async `cacheable` would answer a coroutine, never True.
-        if hook not in _AWAITED and inspect.iscoroutinefunction(value):
-            raise TypeError(f'skill provider "{provider.name}": hook {hook} must not be async')
-        found[hook] = value
-    return found
+    """The optional hooks ``provider`` has, by name (a misspelled one is never called)."""
+    return {hook: found for hook in _HOOKS if (found := getattr(provider, hook, None)) is not None}
 
 
 def _valid_base(base: object) -> bool:

@@ -76,8 +76,7 @@ class _Registration:
 
 
 class _RuntimeSkills:
-    """The in-process skills (`SkillRegistry.register`), resolved as a provider registered
-    before every other, so they win rank ties; each offer's locator is its definition."""
+    """The in-process skills, a provider ahead of every other; an offer's locator is its skill."""
 
     name = RUNTIME_PROVIDER
 
@@ -118,9 +117,7 @@ class _Answer:
 
 
 class SkillRegistry:
-    """The provider registry (an instance per agent): ``collect_cache_max_entries`` complete
-    catalogs are kept, oldest out first; a provider slower than ``provider_timeout`` seconds is
-    skipped for that discovery. A bound < 1 or a timeout <= 0 is a ``ValueError``."""
+    """The provider registry (contract §4). A bound < 1 or a timeout <= 0 is a ``ValueError``."""
 
     def __init__(
         self, collect_cache_max_entries: int = 128, provider_timeout: float | None = 30.0
@@ -149,7 +146,7 @@ class SkillRegistry:
 
     def register_provider(self, provider: SkillProvider) -> ProviderHandle:
         """Add a provider last; its ``on_register`` gets the handle (raising there undoes it).
-        A reserved or taken name is a ``ValueError``, a bad hook a ``TypeError``."""
+        A reserved or taken name is a ``ValueError``."""
         name = provider.name
         if name == RUNTIME_PROVIDER:
             raise ValueError(f'skill provider name "{RUNTIME_PROVIDER}" is reserved')
@@ -168,8 +165,7 @@ class SkillRegistry:
         return registration
 
     def register(self, skill: SkillDefinition) -> Callable[[], None]:
-        """Add an in-process skill (rank 250, provider ``runtime``); returns its disposer (a
-        no-op for a second one of the same name, which is ignored). Bad fields: ``ValueError``."""
+        """Add an in-process skill (rank 250); returns its disposer. Bad fields: ``ValueError``."""
         stored = replace(skill, provider=RUNTIME_PROVIDER)
         if (problem := offer_problem(stored, RUNTIME_PROVIDER, SkillDefinition)) is not None:
             raise ValueError(f"invalid runtime skill: {problem}")
@@ -229,8 +225,7 @@ class SkillRegistry:
         return (await self._collect(options or SkillLookupOptions())).snapshot
 
     async def diagnose(self, options: SkillLookupOptions | None = None) -> tuple[Diagnostic, ...]:
-        """Each ``diagnose`` hook's records in registration order (a failure or timeout is a
-        ``provider-failed`` record), then one per shadowed skill of `snapshot`."""
+        """Each ``diagnose`` hook's records (or a ``provider-failed`` one), then the shadowed."""
         options = options or SkillLookupOptions()
         snapshot = await self.snapshot(options)
         found: list[Diagnostic] = []
@@ -255,8 +250,7 @@ class SkillRegistry:
     async def load(
         self, candidate: SkillCandidate, options: SkillLookupOptions | None = None
     ) -> SkillDefinition | None:
-        """Load a skill of a `snapshot` without discovering again; ``None`` when its provider
-        (or the runtime skill) is gone or cannot load it."""
+        """Load a skill of a `snapshot` without discovering again; ``None`` when it cannot."""
         if (registration := self._providers.get(candidate.provider)) is None:
             return None
         name, started = candidate.provider, time.perf_counter()
@@ -278,8 +272,7 @@ class SkillRegistry:
         return loaded
 
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str | None:
-        """``path`` of ``candidate``'s bundle read by its provider when it has ``read_path``;
-        ``None`` when the file is to be read from the skill's directory."""
+        """``path`` read by ``candidate``'s provider if it reads its own files, else ``None``."""
         registration = self._providers.get(candidate.provider)
         if registration is None or (read_path := registration.hooks.get("read_path")) is None:
             return None
@@ -289,9 +282,8 @@ class SkillRegistry:
     async def find_uri(
         self, uri: str, options: SkillLookupOptions | None = None
     ) -> SkillCandidate | None:
-        """The skill whose ``SKILL.md`` is at ``uri`` from the first provider with ``find_uri`` (in
-        registration order) serving one there, listed or not, shadowed or not; ``None`` when none
-        does. Provider errors propagate."""
+        """The skill whose ``SKILL.md`` is at ``uri``, from the first provider with ``find_uri``
+        serving one there, listed or shadowed alike; else ``None``. Provider errors propagate."""
         for registration in list(self._providers.values()):
             if (find_uri := registration.hooks.get("find_uri")) is None:
                 continue
@@ -306,8 +298,7 @@ class SkillRegistry:
         if (cached := self._cache.get(key)) is not None:
             return cached
         if (shared := self._inflight.get(key)) is None:
-            shared = _Shared(asyncio.ensure_future(self._discover(options)))
-            self._inflight[key] = shared
+            shared = self._inflight[key] = _Shared(asyncio.ensure_future(self._discover(options)))
             shared.task.add_done_callback(lambda _task: self._forget(key, shared))
         shared.waiters += 1
         try:

@@ -105,48 +105,38 @@ class ToolResult:
 
 def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, str | None, str]:
     """``(name, path, query)`` of a call, checked against the argument table; else `Refusal`."""
-    accepted = tuple(_accepted(searchable))
     if not isinstance(arguments, Mapping):
         wanted = 'either a string "name" or a string "query"' if searchable else 'a string "name"'
         got = kind_of_value(arguments, words="json")
         raise Refusal(f"Error: the {TOOL} tool expects a JSON object with {wanted}, got {got}")
-    if searchable:
-        _refuse_unexpected(arguments, accepted, None)
-        # An explicit null means "not given", as models send it for optional parameters.
-        given, query = arguments.get("name"), arguments.get("query")
-        if given is None and query is None:
+    accepted = sorted(_accepted(searchable))
+    if unexpected := [key for key in arguments if key not in accepted]:
+        shown = ", ".join(quote(str(key)) for key in unexpected[:5])
+        shown += ", ..." if len(unexpected) > 5 else ""
+        noun = "argument" if len(unexpected) == 1 else "arguments"
+        only = " and ".join(", ".join(f'"{key}"' for key in accepted).rsplit(", ", 1))
+        raise Refusal(f"Error: unexpected {noun} {shown}; the {TOOL} tool accepts only {only}")
+    # An explicit null means "not given", as models send it for optional parameters.
+    name, path, query = (_string(arguments, key) for key in ("name", "path", "query"))
+    if searchable and (name is None) == (query is None):
+        raise Refusal(
+            f'Error: the {TOOL} tool needs either "name" (the exact name of a skill to load) or '
+            '"query" (a few words describing the task, to search for skills), not both'
+        )
+    if query is not None:
+        if path is not None:
+            raise Refusal(f'Error: argument "path" of the {TOOL} tool goes with "name" only')
+        if not query.strip() or len(query) > MAX_QUERY_LENGTH:
             raise Refusal(
-                f'Error: the {TOOL} tool needs either "name" (the exact name of a skill to load) '
-                'or "query" (a few words describing the task, to search for skills)'
+                f'Error: argument "query" of the {TOOL} tool must describe the task in a few '
+                f"words (at most {MAX_QUERY_LENGTH} characters)"
             )
-        if given is not None and query is not None:
-            raise Refusal(
-                f'Error: give the {TOOL} tool either "name" or "query", not both: search with '
-                '"query" first, then load one of the results by "name"'
-            )
-        if query is not None:
-            query = _string(arguments, "query", None, given=True)
-            if arguments.get("path") is not None:
-                raise Refusal(
-                    f'Error: argument "path" of the {TOOL} tool goes with "name", not with '
-                    '"query": load the skill by name to read its files'
-                )
-            few = "describe the task in a few words"
-            about = f'Error: argument "query" of the {TOOL} tool'
-            if not query.strip():
-                raise Refusal(f"{about} is empty: {few}")
-            if len(query) > MAX_QUERY_LENGTH:
-                raise Refusal(f"{about} is longer than {MAX_QUERY_LENGTH} characters: {few}")
-            return None, None, query
-    if "name" not in arguments:
+        return None, None, query
+    if name is None:
         raise Refusal(
             f'Error: the {TOOL} tool needs a "name" argument: the exact name of a skill from the '
             "catalog"
         )
-    # Error texts quote the name only when they are made: a valid call cleans nothing here.
-    name: str = _string(arguments, "name", None, given=True)
-    _refuse_unexpected(arguments, accepted, name)
-    path = _string(arguments, "path", name)
     if not is_skill_name(name) and not is_skill_uri(name):
         raise Refusal(
             f"Error: skill name {quote(name)} is not valid: use the exact name from the skill "
@@ -157,31 +147,11 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
     return name, path, ""
 
 
-def _string(
-    arguments: Mapping[Any, Any], key: str, skill: str | None, *, given: bool = False
-) -> Any:
-    # Absent or null is None (models send null for "not given") unless it must be given.
-    value = arguments.get(key)
-    if (value is not None or given) and not isinstance(value, str):
-        where = f"of the {TOOL} tool" if skill is None else f"for skill {quote(skill)}"
+def _string(arguments: Mapping[Any, Any], key: str) -> Any:
+    if (value := arguments.get(key)) is not None and not isinstance(value, str):
         got = kind_of_value(value, words="json")
-        raise Refusal(f'Error: argument "{key}" {where} must be a string, got {got}')
+        raise Refusal(f'Error: argument "{key}" of the {TOOL} tool must be a string, got {got}')
     return value
-
-
-def _refuse_unexpected(
-    arguments: Mapping[Any, Any], allowed: tuple[str, ...], skill: str | None
-) -> None:
-    if not (unexpected := [key for key in arguments if key not in allowed]):
-        return
-    what = "a skill search" if skill is None else f"skill {quote(skill)}"
-    shown = ", ".join(quote(str(key)) for key in unexpected[:5])
-    shown += ", ..." if len(unexpected) > 5 else ""
-    noun = "argument" if len(unexpected) == 1 else "arguments"
-    accepted = " and ".join(", ".join(f'"{key}"' for key in sorted(allowed)).rsplit(", ", 1))
-    raise Refusal(
-        f"Error: unexpected {noun} {shown} for {what}; the {TOOL} tool accepts only {accepted}"
-    )
 
 
 class SkillTool:
@@ -325,27 +295,22 @@ class SkillTool:
         definition = await self._loading(name, self._registry.load(found, options))
         return found, _allowed(name, definition, gone, by_model=by_model)
 
-    async def _loading(self, name: str, loading: Awaitable[_T]) -> _T:
+    async def _loading(self, name: str | None, loading: Awaitable[_T]) -> _T:
         # A provider's own `Error: ` text passes (a skill changed on its MCP server).
         try:
             return await loading
         except Refusal:
             raise
         except Exception as error:
-            raise self._load_failed(name, error) from None
-
-    async def _lookup(self, name: str | None, options: SkillLookupOptions) -> SkillSnapshot:
-        try:
-            return await self._registry.snapshot(options)
-        except Exception as error:
+            why = describe_error(error)
             if name is None:
                 _log.warning("skill_search_failed", error=repr(error))
-                raise Refusal(f"Error: the skill search failed: {describe_error(error)}") from None
-            raise self._load_failed(name, error) from None
+                raise Refusal(f"Error: the skill search failed: {why}") from None
+            _log.warning("skill_load_failed", skill=name, error=repr(error))
+            raise Refusal(f"Error: skill {quote(name)} could not be loaded: {why}") from None
 
-    def _load_failed(self, name: str, error: Exception) -> Refusal:
-        _log.warning("skill_load_failed", skill=name, error=repr(error))
-        return Refusal(f"Error: skill {quote(name)} could not be loaded: {describe_error(error)}")
+    async def _lookup(self, name: str | None, options: SkillLookupOptions) -> SkillSnapshot:
+        return await self._loading(name, self._registry.snapshot(options))
 
 
 def _allowed(name: str, skill: _Skill | None, gone: str, *, by_model: bool) -> _Skill:

@@ -19,9 +19,7 @@ from tests.demo_in_process import agent_environment, run_agent
 from tests.raw_agent import RawStdioAgent, initialize_params
 
 PASTE_CHARS = 1_500_000
-# The bounds on a `/name` invocation's arguments (docs/architecture.md, §11): what a paste is cut
-# to, and how long the filled text may grow.
-ARGUMENTS_CHARS = 16_384
+# How long the filled text of a `/name` invocation may grow (docs/architecture.md, §11).
 EXPANDED_CHARS = 262_144
 
 
@@ -42,7 +40,7 @@ def prompt_params(session_id: str, text: str) -> dict[str, Any]:
 
 
 def test_arguments_paste_of_one_and_a_half_megabytes(tmp_path: Path) -> None:
-    """A 1.5 MB paste after ``/name`` into a body with many placeholders: bounded, noted, and
+    """A 1.5 MB paste after ``/name`` into a body with many placeholders: bounded, and
     another session is served meanwhile (splitting it was quadratic, on the event loop)."""
     sandbox = Sandbox.create(tmp_path)
     body = "# Echo\n\n" + " ".join(["$ARGUMENTS $0 $ARGUMENTS[1]"] * 2_000) + "\n"
@@ -65,8 +63,6 @@ def test_arguments_paste_of_one_and_a_half_megabytes(tmp_path: Path) -> None:
         assert len(ends) == 1
         assert ends[0]["status"] == "completed"
         text = ends[0]["content"][0]["content"]["text"]
-        assert f"cut to their first {ARGUMENTS_CHARS} of" in text
-        assert "left unfilled" in text
         assert "$ARGUMENTS" in text  # the placeholders past the cap stay as written
         largest = max(len(json.dumps(frame)) for frame in agent.frames[since:])
         assert largest < EXPANDED_CHARS + 2 * len(body) + 4096

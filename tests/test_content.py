@@ -264,12 +264,8 @@ FILE_REFUSALS: list[tuple[str, str, str]] = [
         'it is a directory, not a file; it holds: "SKILL.md", "assets/", "broken-link", '
         '"escape.txt", "inside-link.md", "outside-dir/", "pipe", "references/", "scripts/"',
     ),
-    ("case-of-a-name", "references/GUIDE.md", NOT_FOUND + '; did you mean "references/guide.md"?'),
-    (
-        "case-of-a-folder",
-        "References/guide.md",
-        NOT_FOUND + '; did you mean "references/guide.md"?',
-    ),
+    ("case-of-a-name", "references/GUIDE.md", NOT_FOUND),
+    ("case-of-a-folder", "References/guide.md", NOT_FOUND),
     ("binary", "assets/logo.png", "it is a binary file (it contains NUL bytes), not text"),
     ("not-utf8", "assets/latin1.txt", "it is not a UTF-8 text file"),
     ("over-cap", "assets/over-64.txt", "the file is 65 bytes, over the 64-byte limit"),
@@ -324,24 +320,14 @@ async def test_named_pipe_is_refused_without_blocking(bundle: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("resource_base", "reason"),
-    [
-        (
-            UrlResource(url="https://x.test/deploy"),
-            "its resources live under a URL, not in a local directory",
-        ),
-        (
-            OpaqueResource(description="Ask the docs server"),
-            "its resources are managed by its provider; follow the resource hints in the "
-            "skill's instructions",
-        ),
-        (None, "it has no resource directory"),
-    ],
+    "resource_base",
+    [UrlResource(url="https://x.test/deploy"), OpaqueResource(description="Ask the docs"), None],
     ids=["url", "opaque", "none"],
 )
-async def test_path_needs_a_directory_base(resource_base: ResourceBase | None, reason: str) -> None:
+async def test_path_needs_a_directory_base(resource_base: ResourceBase | None) -> None:
     """Only a skill with a local directory can serve files through ``path``."""
     tool, provider = make_tool(candidate("deploy", provider="p", resource_base=resource_base))
+    reason = "it has no local directory; follow the resource hints in its instructions"
     assert await read(tool, "references/guide.md") == cannot_read("references/guide.md", reason)
     assert provider.get_calls == 1
 

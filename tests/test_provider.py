@@ -13,7 +13,6 @@ from acp_skills import (
     OpaqueResource,
     SkillCandidate,
     SkillContractError,
-    SkillLookupOptions,
     SkillRegistry,
     SkillSummary,
     UrlResource,
@@ -107,41 +106,6 @@ async def test_malformed_definition_fails_fast(override: object, message: str) -
         await registry.get("ok")
     assert str(caught.value).startswith('skill provider "p" returned ')
     assert message in str(caught.value)
-
-
-# -- provider hooks are checked at registration ---------------------------------------------
-
-
-class NotCallable(ListProvider):
-    on_dispose = "not a function"
-
-
-class AsyncCacheable(ListProvider):
-    async def cacheable(self, options: SkillLookupOptions) -> bool:
-        return True
-
-
-@pytest.mark.parametrize(
-    ("provider", "message"),
-    [
-        (
-            NotCallable("p"),
-            r"skill provider \"p\": hook on_dispose is not callable, got 'not a function'",
-        ),
-        (AsyncCacheable("p"), r"skill provider \"p\": hook cacheable must not be async"),
-    ],
-    ids=["not-callable", "async-cacheable"],
-)
-async def test_an_uncallable_hook_is_refused_at_registration(
-    provider: ListProvider, message: str
-) -> None:
-    """A hook the registry would never call is a TypeError at register_provider, and nothing
-    is registered."""
-    registry = SkillRegistry()
-    with pytest.raises(TypeError, match=message):
-        registry.register_provider(provider)
-    assert registry.revision == 0
-    registry.register_provider(ListProvider("p"))  # the name is still free
 
 
 # -- the one candidate validator and the one summary builder --------------------------------

@@ -456,7 +456,7 @@ async def test_a_session_without_omission_refuses_query(tmp_path: Path) -> None:
     await another_turn(skills, "s1", [{"query": "zebras"}])
     [result] = await tool_results(skills, "s1")
     assert result == (
-        'Error: the skill tool needs a "name" argument: the exact name of a skill from the catalog'
+        'Error: unexpected argument "query"; the skill tool accepts only "name" and "path"'
     )
 
 

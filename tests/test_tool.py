@@ -101,7 +101,7 @@ NO_NAME = (
     'Error: the skill tool needs a "name" argument: the exact name of a skill from the catalog'
 )
 NAME_TYPE = 'Error: argument "name" of the skill tool must be a string, got '
-PATH_TYPE = 'Error: argument "path" for skill "deploy" must be a string, got '
+PATH_TYPE = 'Error: argument "path" of the skill tool must be a string, got '
 
 ARGUMENT_ERRORS: list[tuple[str, object, str]] = [
     ("array", ["deploy"], NOT_AN_OBJECT + "an array"),
@@ -112,23 +112,23 @@ ARGUMENT_ERRORS: list[tuple[str, object, str]] = [
     ("missing-name", {}, NO_NAME),
     ("path-without-name", {"path": "a.md"}, NO_NAME),
     ("name-number", {"name": 7}, NAME_TYPE + "a number"),
-    ("name-null", {"name": None}, NAME_TYPE + "null"),
+    ("name-null", {"name": None}, NO_NAME),
     ("name-array", {"name": ["deploy"]}, NAME_TYPE + "an array"),
     ("name-object", {"name": {"name": "deploy"}}, NAME_TYPE + "an object"),
     (
         "extra-argument",
         {"name": "deploy", "force": True},
-        f'Error: unexpected argument "force" for skill "deploy"; {ONLY}',
+        f'Error: unexpected argument "force"; {ONLY}',
     ),
     (
         "extra-arguments",
         {"name": "deploy", "b": 1, "a": 2},
-        f'Error: unexpected arguments "b", "a" for skill "deploy"; {ONLY}',
+        f'Error: unexpected arguments "b", "a"; {ONLY}',
     ),
     (
         "many-extra-arguments",
         {"name": "deploy", **{f"k{i}": i for i in range(7)}},
-        f'Error: unexpected arguments "k0", "k1", "k2", "k3", "k4", ... for skill "deploy"; {ONLY}',
+        f'Error: unexpected arguments "k0", "k1", "k2", "k3", "k4", ...; {ONLY}',
     ),
     ("path-number", {"name": "deploy", "path": 1}, PATH_TYPE + "a number"),
     ("path-array", {"name": "deploy", "path": ["a"]}, PATH_TYPE + "an array"),
@@ -635,19 +635,19 @@ SEARCH_REFUSALS: list[tuple[str, object, str]] = [
         "neither",
         {},
         'Error: the skill tool needs either "name" (the exact name of a skill to load) or '
-        '"query" (a few words describing the task, to search for skills)',
+        '"query" (a few words describing the task, to search for skills), not both',
     ),
     (
         "both-null",
         {"name": None, "query": None},
         'Error: the skill tool needs either "name" (the exact name of a skill to load) or '
-        '"query" (a few words describing the task, to search for skills)',
+        '"query" (a few words describing the task, to search for skills), not both',
     ),
     (
         "both",
         {"name": "deploy-app", "query": "deploy"},
-        'Error: give the skill tool either "name" or "query", not both: search with "query" '
-        'first, then load one of the results by "name"',
+        'Error: the skill tool needs either "name" (the exact name of a skill to load) or '
+        '"query" (a few words describing the task, to search for skills), not both',
     ),
     (
         "query-not-a-string",
@@ -657,25 +657,25 @@ SEARCH_REFUSALS: list[tuple[str, object, str]] = [
     (
         "empty-query",
         {"query": "  \n "},
-        'Error: argument "query" of the skill tool is empty: describe the task in a few words',
+        'Error: argument "query" of the skill tool must describe the task in a few words (at '
+        "most 1000 characters)",
     ),
     (
         "long-query",
         {"query": "deploy " * 200},
-        'Error: argument "query" of the skill tool is longer than 1000 characters: describe the '
-        "task in a few words",
+        'Error: argument "query" of the skill tool must describe the task in a few words (at '
+        "most 1000 characters)",
     ),
     (
         "path-with-query",
         {"query": "deploy", "path": "a.md"},
-        'Error: argument "path" of the skill tool goes with "name", not with "query": load the '
-        "skill by name to read its files",
+        'Error: argument "path" of the skill tool goes with "name" only',
     ),
     (
         "unknown-argument",
         {"query": "deploy", "limit": 3},
-        'Error: unexpected argument "limit" for a skill search; the skill tool accepts only '
-        '"name", "path" and "query"',
+        'Error: unexpected argument "limit"; the skill tool accepts only "name", "path" and '
+        '"query"',
     ),
     (
         "not-an-object",
@@ -712,9 +712,9 @@ async def test_query_is_refused_where_the_catalog_lists_everything() -> None:
     """Without search, "query" is an unexpected argument, like any other."""
     tool, _ = make_tool(*SEARCH_SKILLS)
     result = await tool.call({"name": "deploy-app", "query": "x"}, cwd=CWD)
-    assert result == error(f'Error: unexpected argument "query" for skill "deploy-app"; {ONLY}')
+    assert result == error(f'Error: unexpected argument "query"; {ONLY}')
     assert await tool.call({"query": "deploy"}, cwd=CWD) == error(
-        'Error: the skill tool needs a "name" argument: the exact name of a skill from the catalog'
+        f'Error: unexpected argument "query"; {ONLY}'
     )
 
 

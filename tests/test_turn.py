@@ -335,8 +335,7 @@ async def test_skill_call_is_reported_as_tool_call_then_completed_update(
         ({"name": "secret"}, 'Error: skill "secret" is not available for model invocation'),
         (
             {"name": "deploy", "force": True},
-            'Error: unexpected argument "force" for skill "deploy"; the skill tool accepts '
-            'only "name" and "path"',
+            'Error: unexpected argument "force"; the skill tool accepts only "name" and "path"',
         ),
     ],
     ids=["unknown", "model-invocation-disabled", "extra-argument"],
