@@ -105,10 +105,7 @@ def read_confined(
                 try:
                     target = os.readlink(name, dir_fd=current)
                 except OSError:  # not a symbolic link (or gone): the open's own error stands
-                    failure = _open_failure(exc)
-                    if failure.failure == "not_found":
-                        failure = _with_near(failure, current, names, name, pending)
-                    return failure
+                    return _open_failure(exc)
                 links += 1
                 if links > _MAX_SYMBOLIC_LINKS:
                     return ReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
@@ -160,17 +157,6 @@ def _walk_again(root_fd: int, names: list[str]) -> int:
     return current
 
 
-def _with_near(
-    failure: ReadError, directory: int, names: list[str], name: str, pending: list[str]
-) -> ReadError:
-    # The one entry of the directory reached so far whose name is the missing one but for case
-    # (none when two are); the rest of the path is proposed as it was asked.
-    if (match := case_match(name, os.listdir(directory))) is None:
-        return failure
-    near = "/".join([*names, match, *pending[::-1]])
-    return ReadError(failure="not_found", near=near)
-
-
 def _with_entries(
     failure: ReadError, directory: int, excluded: frozenset[tuple[int, int]]
 ) -> ReadError:
@@ -186,14 +172,6 @@ def _with_entries(
             if _identity(info) not in excluded:
                 listed.append(entry.name + ("/" if stat.S_ISDIR(info.st_mode) else ""))
     return ReadError(failure="directory", entries=listed_entries(listed))
-
-
-def case_match(name: str, names: Iterable[str]) -> str | None:
-    """The one of ``names`` that is ``name`` but for case (``None`` when none is, or two are):
-    what a path that names nothing probably meant, for every kind of skill."""
-    folded = name.casefold()
-    matches = [entry for entry in names if entry.casefold() == folded]
-    return matches[0] if len(matches) == 1 and matches[0] != name else None
 
 
 def listed_entries(names: Iterable[str]) -> tuple[str, ...]:

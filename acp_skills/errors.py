@@ -53,7 +53,6 @@ class ReadError:
     size: int = 0
     limit: int = 0
     detail: str = ""
-    near: str = ""  # the same path but for case (shown nowhere now)
     entries: tuple[str, ...] = ()
 
     @property

@@ -148,8 +148,7 @@ def test_read_confined_reports_permission_denied(tmp_path: Path) -> None:
         print(read_confined(sys.argv[1], "locked/file.txt", 64))
     """
     assert run_unprivileged(setup, check, tmp_path) == (
-        "ReadError(failure='unreadable', size=0, limit=0, detail='Permission denied', "
-        "near='', entries=())"
+        "ReadError(failure='unreadable', size=0, limit=0, detail='Permission denied', entries=())"
     )
 
 

@@ -147,7 +147,7 @@ def test_read_files_reports_permission_denied(tmp_path: Path) -> None:
     """
     assert run_unprivileged(setup, check, tmp_path) == (
         "[ReadError(failure='unreadable', size=0, limit=0, detail='permission denied', "
-        "near='', entries=())]"
+        "entries=())]"
     )
 
 
