@@ -9,17 +9,21 @@ import os
 import shutil
 from typing import Any, Final
 
-from ..diagnostics import Diagnostic, diagnostic, root_misnamed, shadow_diagnostic, skipped
-from ..errors import Problem
-from ..model import rank_text
-from ..report import (
+from ..diagnostics import (
+    Diagnostic,
     describe_catalog_fit,
+    diagnostic,
     diagnostic_json,
     diagnostic_line,
+    root_misnamed,
     server_json,
     server_line,
+    shadow_diagnostic,
+    skipped,
     tally,
 )
+from ..errors import Problem
+from ..model import rank_text
 from ..text import spelt as clean
 from ..trust_store import TrustFileError, TrustStore
 from ..trust_text import withheld_parts

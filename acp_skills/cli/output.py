@@ -10,8 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ..diagnostics import Diagnostic, Severity
-from ..report import SEVERITIES
+from ..diagnostics import SEVERITIES, Diagnostic, Severity
 from ..text import for_editor, terminal_safe
 
 OK, PROBLEMS, USAGE = 0, 1, 2

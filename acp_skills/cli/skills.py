@@ -10,9 +10,8 @@ from typing import Any
 
 from .. import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegistry, SkillTool
 from ..catalog import CatalogFit, fit_catalog
-from ..diagnostics import skipped
+from ..diagnostics import describe_catalog_fit, plural, skipped
 from ..model import SKILL_FILE_NAME, rank_text
-from ..report import describe_catalog_fit, plural
 from ..text import spelt as clean
 from ..trust import ServedLocator, SessionView, TrustState, TrustStore, session_view
 from ..trust_text import how_to_admit, why_withheld, withheld_parts

@@ -9,9 +9,9 @@ import shlex
 import sys
 from typing import Any
 
+from ..diagnostics import plural
 from ..model import SkillLookupOptions
 from ..registry import SkillRegistry
-from ..report import plural
 from ..text import spelt, terminal_safe
 from ..trust import ServerSource, TrustSource, project_of, sources_at, view
 from ..trust_store import SERVER_KEY_PREFIX, Decision, TrustFileError, TrustStore

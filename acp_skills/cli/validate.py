@@ -9,12 +9,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate
-from ..diagnostics import diagnostic, file_diagnostics, shadow_diagnostic, skipped
+from ..diagnostics import (
+    diagnostic,
+    diagnostic_json,
+    diagnostic_line,
+    file_diagnostics,
+    plural,
+    shadow_diagnostic,
+    skipped,
+    tally,
+)
 from ..errors import Problem
 from ..frontmatter import ParsedSkill, parse_skill_bytes
 from ..local import SkillRoot, misnamed_skill_file, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
-from ..report import diagnostic_json, diagnostic_line, plural, tally
 from .output import Outcome, Style, status_of
 from .skills import look
 
