@@ -1,5 +1,6 @@
-"""One wording of problems and MCP servers for every surface (`acp_skills.diagnostics`): the editor's
-``/skills`` and the terminal's ``doctor``, ``validate`` and ``list`` differ only in markup."""
+"""One wording of problems and MCP servers for every surface (`acp_skills.diagnostics`): the
+editor's ``/skills`` and the terminal's ``doctor``, ``validate`` and ``list`` differ only in
+markup."""
 
 from __future__ import annotations
 
