@@ -87,12 +87,8 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         count, state = (str(r.skills), "") if r.exists else ("-", "  (missing)")
         rows.append([rank_text(r.root.rank), r.root.source, count, clean(r.root.path) + state])
 
-    def paint(row: int, column: int, cell: str) -> str:
-        if row == 0:
-            return style(cell, BOLD)
-        return cell if roots[row - 1].exists else style(cell, DIM)
-
-    lines.extend("  " + line for line in table(rows, frozenset({0, 2}), paint))
+    missing = {row for row, r in enumerate(roots, 1) if not r.exists}
+    lines.extend("  " + line for line in table(rows, frozenset({0, 2}), style, missing))
     shadowed = [d for d in problems if d.code in _SHADOW_CODES]
     other = [d for d in problems if d not in left_out and d not in shadowed]
     for title, found in (("Skipped", left_out), ("Shadowed", shadowed), ("Other", other)):

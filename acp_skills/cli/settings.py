@@ -249,25 +249,17 @@ _GROUPS: Final = {
     "trust": (_Row("trust", "--trust", "ACP_SKILLS_TRUST", TRUST_MODES),),
     "state": (_Row("state_dir", "--state-dir DIR", "ACP_SKILLS_STATE_DIR", _path),),
 }
-_HELP: Final = {
-    "skills_dirs": "an extra skills directory, after the project's and before the user's "
-    "(repeatable; in the variable, separated by the OS path separator)",
-    "examples": "also offer the example skills shipped with the package, after any --skills-dir",
-    "compat": "claude: also read Claude Code's skills (.claude/skills) and fill $ARGUMENTS and "
-    "$N in a skill invoked as /name",
-    "catalog_budget": "the most characters a session's skill catalog may take (default 8000; "
-    "'none': no limit)",
-    "pinned": "a skill always listed in the catalog in full, first (repeatable)",
-    "hidden": "a skill never listed in the catalog nor found by a query; it loads by its name "
-    "(repeatable)",
-    "mcp_servers": "an MCP server whose skills join every session, or (trust) that is trusted "
-    "for the skills it lists now (repeatable): a command run over stdio (split by shell rules) "
-    "or an http(s) URL (streamable HTTP)",
+_HELP: Final = {  # docs/cli.md says more of each
+    "skills_dirs": "an extra skills directory, after the project's (repeatable)",
+    "examples": "also the example skills shipped with the package",
+    "compat": "claude: also .claude/skills, and $ARGUMENTS filled in /name",
+    "catalog_budget": "the catalog's most characters (default 8000; 'none': no limit)",
+    "pinned": "a skill always listed in full, first (repeatable)",
+    "hidden": "a skill never listed; it loads by its name (repeatable)",
+    "mcp_servers": "an MCP server whose skills join (repeatable): a command (stdio) or a URL",
     "mcp_timeout": "the MCP listing deadline (default 10)",
-    "trust": "skills of a project and of MCP servers: ask (by the stored decisions, else at the "
-    "first prompt; the default), all (trust them all) or none (never offer them)",
-    "state_dir": "where session records are kept, an absolute path or one starting with ~ "
-    "(default $XDG_STATE_HOME/acp-skills-demo)",
+    "trust": "project and MCP skills: ask (the default), all or none",
+    "state_dir": "where session records are kept (default $XDG_STATE_HOME/acp-skills-demo)",
 }
 # Why the agent, which an editor starts in a project, refuses a relative path.
 _RELATIVE: Final = {

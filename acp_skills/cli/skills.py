@@ -15,7 +15,7 @@ from ..model import SKILL_FILE_NAME, rank_text
 from ..text import spelt as clean
 from ..trust import ServedLocator, SessionView, TrustState, TrustStore, session_view
 from ..trust_text import how_to_admit, why_withheld, withheld_parts
-from .output import BOLD, DIM, OK, PROBLEMS, Outcome, Style, table
+from .output import OK, PROBLEMS, Outcome, Style, table
 from .settings import Settings
 
 PROG = "acp-skills"
@@ -155,12 +155,8 @@ async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
             [clean(skill.name), clean(skill.source), rank_text(skill.rank), model, user, path]
         )
 
-    def paint(row: int, column: int, text: str) -> str:
-        if row == 0 or (column == 0 and entries[row - 1][1] is None):
-            return style(text, BOLD)
-        return text if entries[row - 1][1] is None else style(text, DIM)
-
-    outcome.text.extend(table(rows, frozenset({2}), paint))
+    shadowed = {row for row, (_, winner) in enumerate(entries, 1) if winner is not None}
+    outcome.text.extend(table(rows, frozenset({2}), style, shadowed))
     if not args.all and snapshot.shadowed:
         hidden = plural(len(snapshot.shadowed), "shadowed skill")
         outcome.remarks.append(f"{hidden} not shown (--all shows them).")
