@@ -19,9 +19,7 @@ from .text import spelt
 if TYPE_CHECKING:
     from .catalog import CatalogChanges, CatalogFit
 
-Severity: TypeAlias = Literal["error", "warning", "info"]
-"""``error``: a skill is lost (or, in strict validation, breaks the specification);
-``warning``: the skill works but probably not as its author meant; ``info``: worth knowing."""
+Severity: TypeAlias = Literal["error", "warning", "info"]  # docs/diagnostics.md says which is which
 _Level: TypeAlias = Literal["debug", "info", "warning"]
 
 
@@ -56,45 +54,31 @@ _SPEC_CODES: Final = (
     "name-too-long description-too-long compatibility-invalid metadata-invalid "
     "allowed-tools-invalid"
 )
+# What each code means: docs/diagnostics.md's table, row for row.
 CODES: Final[Mapping[str, CodeSpec]] = {
     "root-missing": CodeSpec("warning", "skill_root_missing", "debug"),
-    # `.agents/skill/` beside a missing `.agents/skills/` (reported by `acp-skills doctor`).
     "root-misnamed": CodeSpec("warning", "skill_root_misnamed"),
-    # A root, a file or a directory entry left out of discovery.
     **dict.fromkeys(_SKIPPED_CODES.split(), CodeSpec("error", "skill_file_skipped", skipped=True)),
-    # A directory of a root without SKILL.md: shared helpers, or a skill nested too deep.
     "skill-file-absent": CodeSpec("info", "skill_file_absent", "debug"),
-    # A README.md, LICENSE.md, ... beside the skills: documentation, never a flat skill.
     "markdown-ignored": CodeSpec("info", "skill_markdown_ignored", "debug"),
-    # A bundle with `skill.md`: left out (the name is case-sensitive), with a hint to rename.
     "skill-file-lowercase": CodeSpec("warning", "skill_file_misnamed"),
-    # A directory of a root holding bundles one level too deep: they are not loaded.
     "skill-nested-too-deep": CodeSpec("warning", "skill_nested_too_deep"),
-    # A skill that is discovered, with something its author should know.
     "field-ignored": CodeSpec("warning", "skill_field_ignored"),
     "name-mismatch": CodeSpec("warning", "skill_name_mismatch"),
     "unknown-key": CodeSpec("info", "skill_key_unknown", "info"),
-    # Resolution (reported by the registry, which logs `skill_shadowed` itself).
     "skill-shadowed": CodeSpec("info", "skill_shadowed"),
     "skill-duplicate": CodeSpec("warning", "skill_shadowed"),
     "provider-failed": CodeSpec("error", "skill_provider_skipped"),
-    # MCP servers (contract §14a): a server left out of a lookup, and a listed skill whose
-    # frontmatter a local file could not have (or whose entry is not well formed).
     "mcp-server-unavailable": CodeSpec("warning", "mcp_server_skipped"),
     "mcp-skill-invalid": CodeSpec("error", "mcp_skill_skipped", skipped=True),
-    # Strict validation against the Agent Skills specification (`acp-skills validate --strict`).
     **dict.fromkeys(_SPEC_CODES.split(), CodeSpec("error", "skill_spec_violation")),
-    # A flat <name>.md: this runtime's own format, which other tools may not read.
     "flat-skill": CodeSpec("info", "skill_spec_note", "info"),
-    # What `acp-skills doctor` finds of the install itself.
     "command-not-on-path": CodeSpec("warning", "install_problem"),
     "place-unusable": CodeSpec("warning", "install_problem"),
-    # What `acp-skills validate` is pointed at.
     "not-found": CodeSpec("error", "skill_path_invalid"),
     "not-a-skill": CodeSpec("error", "skill_path_invalid"),
     "no-skills": CodeSpec("warning", "skill_path_invalid"),
 }
-"""Every diagnostic code. Stable: documented in ``docs/diagnostics.md``."""
 
 # The frontmatter keys that are not "unknown": the Agent Skills specification's own, then the
 # ones this runtime reads (both spellings it accepts).
@@ -108,10 +92,10 @@ KNOWN_FRONTMATTER_KEYS: Final = frozenset(_KNOWN.split())
 
 def diagnostic(problem: Problem, path: str | None, *, skill: str | None = None) -> Diagnostic:
     """The record of ``problem`` (its code, message and line) at ``path``."""
-    severity = CODES[problem.code].severity
-    message, line = problem.message, problem.line
+    code, line, message = problem.code, problem.line, problem.message
+    severity = CODES[code].severity
     return Diagnostic(
-        code=problem.code, severity=severity, path=path, line=line, message=message, skill=skill
+        code=code, severity=severity, path=path, line=line, message=message, skill=skill
     )
 
 
