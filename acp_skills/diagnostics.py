@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
@@ -308,16 +308,11 @@ def describe_catalog_fit(fit: CatalogFit) -> str:
         first = f"Catalog: {fit.used:,} of {fit.limit:,} characters"
     details = [] if fit.text is None else [f"{plural(len(fit.listed), 'skill')} listed"]
     if fit.shortened:
-        cap = fit.description_cap
-        details.append(
-            f"{plural(fit.shortened, 'description')} shortened to at most {cap} characters"
-        )
+        cap = f"at most {fit.description_cap} characters"
+        details.append(f"{plural(fit.shortened, 'description')} shortened to {cap}")
     if fit.truncated:
-        longest = f"{fit.max_length:,}"
-        details.append(
-            f"{plural(fit.truncated, 'description')} cut at {longest} characters (the longest "
-            "a catalog description may be)"
-        )
+        longest = f"{fit.max_length:,} characters (the longest a catalog description may be)"
+        details.append(f"{plural(fit.truncated, 'description')} cut at {longest}")
     if fit.text is not None and not (fit.shortened or fit.truncated or fit.omitted):
         details.append("every description in full")
     if fit.hidden:
@@ -327,9 +322,8 @@ def describe_catalog_fit(fit: CatalogFit) -> str:
         line += " Over budget: the catalog's own text and the pinned skills take more room."
     if not fit.omitted:
         return line
-    names = ", ".join(fit.omitted[:5]) + (", ..." if len(fit.omitted) > 5 else "")
     verb = "is" if len(fit.omitted) == 1 else "are"
-    found = f"not listed (the skill tool's query finds them): {names}"
+    found = f"not listed (the skill tool's query finds them): {_first_five(fit.omitted)}"
     return f"{line}\n{plural(len(fit.omitted), 'skill')} {verb} {found}"
 
 
@@ -337,13 +331,8 @@ def describe_catalog_changes(changes: CatalogChanges) -> str | None:
     """For a person: that a session's frozen catalog predates ``changes`` (``None`` if none)."""
     if not changes.count:
         return None
-
-    def named(names: tuple[str, ...]) -> str:
-        shown = ", ".join(f"`{name}`" for name in names[:5])
-        return shown + (", ..." if len(names) > 5 else "")
-
     parts = [
-        f"{len(names):,} {what} ({named(names)})"
+        f"{len(names):,} {what} ({_first_five([f'`{name}`' for name in names])})"
         for names, what in (
             (changes.added, "added"),
             (changes.removed, "removed"),
@@ -356,3 +345,7 @@ def describe_catalog_changes(changes: CatalogChanges) -> str | None:
         f"above: {'; '.join(parts)}. The model here keeps the catalog the session began with; "
         "a new session has them."
     )
+
+
+def _first_five(names: Sequence[str]) -> str:
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
