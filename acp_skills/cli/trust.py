@@ -44,7 +44,8 @@ async def trust(args: argparse.Namespace, style: Style) -> Outcome:
             if decision == "trusted":
                 return Outcome.failed(
                     "a server is trusted for what it lists, by answering its question in a "
-                    "session or with --mcp-server; its key takes only --refuse or --forget"
+                    "session or with --mcp-server LABEL=COMMAND or LABEL=URL, which asks; its "
+                    "key takes only --refuse or --forget"
                 )
             # Only the key matters to a refusal or forgetting (the label is for messages).
             sources = [ServerSource("", args.path.removeprefix(SERVER_KEY_PREFIX))]
