@@ -27,8 +27,6 @@ from .output import Outcome, Style, status_of
 from .skills import look
 
 MAX_NAME_LENGTH = 64
-MAX_DESCRIPTION_LENGTH = 1024
-MAX_COMPATIBILITY_LENGTH = 500
 _MAX_FILE_BYTES = 1_048_576  # the local provider's default
 # What the runtime only mentions but the specification forbids.
 _ERRORS_WHEN_STRICT = frozenset({"name-mismatch", "unknown-key", "field-ignored"})
@@ -52,14 +50,14 @@ def strict_diagnostics(path: str, parsed: ParsedSkill) -> tuple[Diagnostic, ...]
             found[code] = f"{what} is {len(value)} characters, over the specification's {limit}"
 
     over("name-too-long", "name", name, MAX_NAME_LENGTH)
-    over("description-too-long", "description", parsed.description, MAX_DESCRIPTION_LENGTH)
+    over("description-too-long", "description", parsed.description, 1024)
     if "compatibility" in fields:
         if not isinstance(value := fields["compatibility"], str):
             found["compatibility-invalid"] = "'compatibility' must be a string"
         elif not value.strip():
             found["compatibility-invalid"] = "'compatibility' is empty (leave it out instead)"
         else:
-            over("compatibility-invalid", "'compatibility'", value, MAX_COMPATIBILITY_LENGTH)
+            over("compatibility-invalid", "'compatibility'", value, 500)
     metadata = fields.get("metadata")
     # A metadata that is no mapping (or has non-string keys) is already a `field-ignored`.
     if isinstance(metadata, Mapping) and all(isinstance(key, str) for key in metadata):
