@@ -139,19 +139,13 @@ def root_missing(path: str) -> Diagnostic:
     return _record("root-missing", path, "skill directory does not exist or is not a directory")
 
 
-def root_misnamed(path: str, root: str) -> Diagnostic:
-    """``path`` looks like the skills root ``root`` (missing) with its name mistyped."""
-    message = f"not read: the skills directory is {os.path.basename(root)!r}, at {root}"
-    return _record("root-misnamed", path, message)
-
-
 def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:
     """A skill that lost a name clash (``skill-duplicate`` when only the order decided)."""
     loser, winner = shadowed.skill, shadowed.winner
     same_rank = loser.rank == winner.rank and loser.provider == winner.provider
     where = winner.path or f'the {winner.provider} provider (source "{winner.source}")'
-    message = f"skill {loser.name!r} is shadowed by {where} ({winner.source}, rank "
-    message += f"{rank_text(winner.rank)})"
+    where += f" ({winner.source}, rank {rank_text(winner.rank)})"
+    message = f"skill {loser.name!r} is shadowed by {where}"
     if same_rank:
         message += "; both have the same rank, so the order of discovery decided"
     code = "skill-duplicate" if same_rank else "skill-shadowed"

@@ -15,7 +15,6 @@ from ..diagnostics import (
     diagnostic,
     diagnostic_json,
     diagnostic_line,
-    root_misnamed,
     server_json,
     server_line,
     shadow_diagnostic,
@@ -121,10 +120,13 @@ def _misnamed_roots(missing: list[str]) -> list[Diagnostic]:
     for root in missing:
         parent, name = os.path.split(root)
         near = (name.casefold(), name.casefold().removesuffix("s"))
+        misnamed = Problem(
+            "root-misnamed", f"not read: the skills directory is {name!r}, at {root}"
+        )
         try:
             with os.scandir(parent) as entries:
                 found += [
-                    root_misnamed(entry.path, root)
+                    diagnostic(misnamed, entry.path)
                     for entry in entries
                     if entry.is_dir() and entry.name != name and entry.name.casefold() in near
                 ]
