@@ -1,7 +1,5 @@
-"""Every problem discovery meets, as one record with a stable code (``docs/diagnostics.md``; none
-is read back from a message), and the one renderer of what a person reads of problems, MCP
-servers and the catalog's fit on every surface (``/skills``, ``doctor``, ``validate``, ``list``,
-``catalog``, their JSON); only the `Markup` differs."""
+"""Every problem met, as one record with a stable code (docs/diagnostics.md), and the one
+renderer of problems, MCP servers and the catalog's fit on every surface (`Markup` apart)."""
 
 from __future__ import annotations
 
@@ -263,8 +261,7 @@ def diagnostic_line(d: Diagnostic, markup: Markup) -> str:
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
-    """``{"code", "severity", "path", "line", "message"}`` (the skill name stays out), the stable
-    shape of every JSON."""
+    """The stable JSON shape: ``{"code", "severity", "path", "line", "message"}``."""
     return {key: getattr(d, key) for key in ("code", "severity", "path", "line", "message")}
 
 

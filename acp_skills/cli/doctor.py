@@ -1,6 +1,5 @@
-"""``acp-skills doctor``: every root, skipped file and shadowed skill, a mistyped root, the
-catalog's fit, and the install it runs from (extras, the agent's command on ``PATH``, the trust
-file, the state directory, the SDK versions), each problem with the command that fixes it."""
+"""``acp-skills doctor``: every root, skipped file and shadowed skill, the catalog's fit, and
+the install it runs from, each problem with the command that fixes it."""
 
 from __future__ import annotations
 
@@ -114,8 +113,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
 
 
 def _misnamed_roots(missing: list[str]) -> list[Diagnostic]:
-    """A directory beside a missing root named as the root but for case or a final ``s``
-    (``.agents/skill``): skills a person put where the agent never looks."""
+    """A directory beside a missing root named as it but for case or a final ``s``."""
     found = []
     for root in missing:
         parent, name = os.path.split(root)
@@ -136,8 +134,7 @@ def _misnamed_roots(missing: list[str]) -> list[Diagnostic]:
 
 
 def checkup(settings: Settings) -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
-    """The install this command runs from: as JSON, as lines, and its problems, each with the
-    command that fixes it in the form that fits the installer."""
+    """The install this command runs from: as JSON, as lines, and its problems."""
     installed = installation()
     problems: list[Diagnostic] = []
     lines = [f"installed with {installed.kind} in {installed.prefix}"]

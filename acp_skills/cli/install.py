@@ -62,8 +62,7 @@ def installation(prefix: str | None = None) -> Installation:
 
 
 def extra_install_hint(extra: str, installed: Installation | None = None) -> str:
-    """The command that adds ``extra`` to ``installed`` (default: this environment), in the
-    installer's form: pipx injects the packages; uv reinstalls with every extra it has."""
+    """The command that adds ``extra`` to ``installed`` (default: this environment)."""
     where = installed if installed is not None else installation()
     packages = where.requirements.get(extra) or (extra,)
     if where.kind == "pipx":

@@ -1,5 +1,4 @@
-"""``acp-skills new NAME``: a skill to start from, in the project's ``.agents/skills/`` by default,
-that passes ``validate --strict`` as written (docs/cli.md)."""
+"""``acp-skills new NAME``: a skill to start from, that passes ``validate --strict``."""
 
 from __future__ import annotations
 

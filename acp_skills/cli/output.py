@@ -1,5 +1,4 @@
-"""What a command of ``acp-skills`` produced, and how it is shown: aligned, coloured on a
-terminal, plain when piped, or JSON."""
+"""What a command produced, and how it is shown: aligned, coloured on a terminal, or JSON."""
 
 from __future__ import annotations
 
@@ -69,8 +68,7 @@ class Outcome:
 def table(
     rows: Sequence[Sequence[str]], right: frozenset[int], style: Style, dimmed: Collection[int]
 ) -> list[str]:
-    """Aligned columns (the last not padded), the heading bold and rows ``dimmed`` dim; cells are
-    painted after padding, so escape sequences never disturb the alignment."""
+    """Aligned columns, the heading bold and rows ``dimmed`` dim (painted after padding)."""
     widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
     lines = []
     for index, row in enumerate(rows):

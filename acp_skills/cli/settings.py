@@ -122,8 +122,8 @@ def _read(variable: str, convert: Callable[[str], _T], text: str) -> _T:
 
 
 def unwritable(path: str | os.PathLike[str]) -> tuple[str, str] | None:
-    """Where no file can be created (``path``, or its nearest existing ancestor) and why, or
-    ``None``; proved by a probe, as permission bits alone do not tell (root, read-only mounts)."""
+    """Where no file can be created (``path`` or its nearest existing ancestor) and why; a probe
+    proves it, as permission bits alone do not tell (root, read-only mounts)."""
     directory = os.fspath(path)
     while not os.path.lexists(directory) and os.path.dirname(directory) != directory:
         directory = os.path.dirname(directory)
@@ -262,8 +262,7 @@ _RELATIVE: Final = {
 
 
 def add_arguments(parser: argparse.ArgumentParser, *groups: str) -> None:
-    """The flags of ``groups`` (``skills``, ``catalog``, ``mcp``, ``trust``, ``state``); with none
-    named, every flag of the agent."""
+    """The flags of ``groups`` (docs/cli.md); with none named, every flag of the agent."""
     for row in (row for group in groups or _GROUPS for row in _GROUPS[group]):
         flags = row.flags.split()
         metavar = flags.pop() if not flags[-1].startswith("-") else None

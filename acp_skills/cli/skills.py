@@ -1,5 +1,4 @@
-"""``list``, ``show`` and ``catalog``: the skills a session at ``--cwd`` sees, built from the demo
-agent's own settings, and what the model would get of them."""
+"""``list``, ``show`` and ``catalog``: what a session at ``--cwd`` sees, as the agent builds it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``acp-skills trust``: store, refuse, forget or list the trust decisions of projects and MCP
-servers; a server is trusted for what it lists, asked about as a session's card asks."""
+servers."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from .output import BOLD, PROBLEMS, Outcome, Style
 
 
 async def trust(args: argparse.Namespace, style: Style) -> Outcome:
-    """Trust (or ``--refuse``, ``--forget``) the project PATH belongs to or the
-    ``--mcp-server`` servers, or ``--list`` every decision."""
+    """Trust, ``--refuse`` or ``--forget`` PATH's project or the servers, or ``--list``."""
     # A few small local files, each read bounded: nothing here is worth a thread.
     mcp = getattr(args, "mcp", None)  # --mcp-server, made by `main`
     if mcp is not None and (args.path is not None or args.list):

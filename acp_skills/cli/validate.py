@@ -1,5 +1,4 @@
-"""``acp-skills validate``: skills on disk checked outside any session; lenient by default (the
-runtime's own diagnostics), strict adds the Agent Skills specification's rules (docs/cli.md)."""
+"""``acp-skills validate``: skills on disk as the runtime reads them, or by the specification."""
 
 from __future__ import annotations
 
@@ -161,8 +160,7 @@ class _Validation:
 
 
 async def validate(args: argparse.Namespace, style: Style) -> Outcome:
-    """Every record for the paths, in their order; without a path, for each skills root a
-    session at ``--cwd`` reads (as ``doctor`` lists them)."""
+    """Every record for the paths, or for each skills root a session at ``--cwd`` reads."""
     validation = _Validation(args.strict)
     if args.paths:
         # String work, plus one getcwd() for a relative path: no disk access to speak of.
