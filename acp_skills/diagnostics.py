@@ -292,7 +292,7 @@ def server_json(state: Any) -> dict[str, Any]:
 def describe_catalog_fit(fit: CatalogFit) -> str:
     """What a catalog budget did, in one or two lines for a person."""
     if fit.text is None:
-        first = "Catalog: empty, no skill to list"
+        first = "Catalog: empty (0 characters), no skill to list"
     elif fit.limit is None:
         first = f"Catalog: {fit.used:,} characters (no budget)"
     else:

@@ -120,7 +120,7 @@ DESCRIBE_CASES: list[tuple[str, CatalogFit, str]] = [
     (
         "empty",
         CatalogFit(text=None, limit=8000, used=0),
-        "Catalog: empty, no skill to list.",
+        "Catalog: empty (0 characters), no skill to list.",
     ),
     (
         "unlimited",

@@ -200,14 +200,8 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
     warnings = await seen.warnings(skipped_files=False) + unknown_name_warnings(fit)
     payload = {"text": fit.text, "characters": len(fit.text or ""), "budget": budget}
-    outcome = Outcome(payload, warnings=warnings)
-    if fit.text is None:
-        outcome.remarks.append(
-            f"No catalog: no skill the model may load for {clean(args.cwd)} (0 characters)."
-        )
-    else:
-        outcome.text.append(fit.text)
-        outcome.remarks.extend(describe_catalog_fit(fit).splitlines())
+    outcome = Outcome(payload, [] if fit.text is None else [fit.text], warnings=warnings)
+    outcome.remarks.extend(describe_catalog_fit(fit).splitlines())
     for title, items, how in withheld_parts(view.withheld.values(), style):
         outcome.remarks.extend((f"{title} ({len(items)})", *items, how))
     return outcome
