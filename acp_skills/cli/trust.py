@@ -23,14 +23,12 @@ async def trust(args: argparse.Namespace, style: Style) -> Outcome:
     """Trust, ``--refuse`` or ``--forget`` PATH's project or the servers, or ``--list``."""
     # A few small local files, each read bounded: nothing here is worth a thread.
     mcp = getattr(args, "mcp", None)  # --mcp-server, made by `main`
-    if mcp is not None and (args.path is not None or args.list):
-        return Outcome.failed("--mcp-server names the servers: it takes no PATH, nor --list")
+    if [mcp is not None, args.path is not None, args.list].count(True) > 1:
+        return Outcome.failed("PATH, --mcp-server and --list go one at a time")
     store = TrustStore()
     decision: Decision | None = None if args.forget else ("refused" if args.refuse else "trusted")
     try:
         if args.list:
-            if args.path is not None:
-                return Outcome.failed("--list takes no PATH")
             return _listed(store, style)
         if mcp is not None and decision == "trusted":
             return await _trust_servers(args, mcp, store)
