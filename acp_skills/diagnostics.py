@@ -172,14 +172,10 @@ def log_diagnostic(
     logger: Any, diagnostic: Diagnostic, *, level: _Level | None = None, **context: object
 ) -> None:
     """Emit ``diagnostic`` as its structlog event (``level`` overrides the code's)."""
-    spec = CODES[diagnostic.code]
-    fields: dict[str, object] = {**context, "path": diagnostic.path}
-    if diagnostic.skill is not None:
-        fields["skill"] = diagnostic.skill
-    fields |= {"reason": diagnostic.message, "code": diagnostic.code}
-    if diagnostic.line is not None:
-        fields["line"] = diagnostic.line
-    getattr(logger, level or spec.level)(spec.event, **fields)
+    d, spec = diagnostic, CODES[diagnostic.code]
+    fields = {"skill": d.skill, "reason": d.message, "code": d.code, "line": d.line}
+    known = {key: value for key, value in fields.items() if value is not None}
+    getattr(logger, level or spec.level)(spec.event, **context, path=d.path, **known)
 
 
 def skipped(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:
