@@ -1,20 +1,23 @@
-"""Every problem discovery meets, as one record every report reads. The codes are public and
-stable (``docs/diagnostics.md``); none is ever read back from a message."""
+"""Every problem met, as one record with a stable code (docs/diagnostics.md), and the one
+renderer of problems, MCP servers and the catalog's fit on every surface (`Markup` apart)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
 from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill
 from .model import SKILL_FILE_NAME, ShadowedSkill, rank_text
+from .text import spelt
 
-Severity: TypeAlias = Literal["error", "warning", "info"]
-"""``error``: a skill is lost (or, in strict validation, breaks the specification);
-``warning``: the skill works but probably not as its author meant; ``info``: worth knowing."""
+if TYPE_CHECKING:
+    from .catalog import CatalogChanges, CatalogFit
+
+Severity: TypeAlias = Literal["error", "warning", "info"]  # docs/diagnostics.md says which is which
 _Level: TypeAlias = Literal["debug", "info", "warning"]
 
 
@@ -49,45 +52,31 @@ _SPEC_CODES: Final = (
     "name-too-long description-too-long compatibility-invalid metadata-invalid "
     "allowed-tools-invalid"
 )
+# What each code means: docs/diagnostics.md's table, row for row.
 CODES: Final[Mapping[str, CodeSpec]] = {
     "root-missing": CodeSpec("warning", "skill_root_missing", "debug"),
-    # `.agents/skill/` beside a missing `.agents/skills/` (reported by `acp-skills doctor`).
     "root-misnamed": CodeSpec("warning", "skill_root_misnamed"),
-    # A root, a file or a directory entry left out of discovery.
     **dict.fromkeys(_SKIPPED_CODES.split(), CodeSpec("error", "skill_file_skipped", skipped=True)),
-    # A directory of a root without SKILL.md: shared helpers, or a skill nested too deep.
     "skill-file-absent": CodeSpec("info", "skill_file_absent", "debug"),
-    # A README.md, LICENSE.md, ... beside the skills: documentation, never a flat skill.
     "markdown-ignored": CodeSpec("info", "skill_markdown_ignored", "debug"),
-    # A bundle with `skill.md`: left out (the name is case-sensitive), with a hint to rename.
     "skill-file-lowercase": CodeSpec("warning", "skill_file_misnamed"),
-    # A directory of a root holding bundles one level too deep: they are not loaded.
     "skill-nested-too-deep": CodeSpec("warning", "skill_nested_too_deep"),
-    # A skill that is discovered, with something its author should know.
     "field-ignored": CodeSpec("warning", "skill_field_ignored"),
     "name-mismatch": CodeSpec("warning", "skill_name_mismatch"),
     "unknown-key": CodeSpec("info", "skill_key_unknown", "info"),
-    # Resolution (reported by the registry, which logs `skill_shadowed` itself).
     "skill-shadowed": CodeSpec("info", "skill_shadowed"),
     "skill-duplicate": CodeSpec("warning", "skill_shadowed"),
     "provider-failed": CodeSpec("error", "skill_provider_skipped"),
-    # MCP servers (contract §14a): a server left out of a lookup, and a listed skill whose
-    # frontmatter a local file could not have (or whose entry is not well formed).
     "mcp-server-unavailable": CodeSpec("warning", "mcp_server_skipped"),
     "mcp-skill-invalid": CodeSpec("error", "mcp_skill_skipped", skipped=True),
-    # Strict validation against the Agent Skills specification (`acp-skills validate --strict`).
     **dict.fromkeys(_SPEC_CODES.split(), CodeSpec("error", "skill_spec_violation")),
-    # A flat <name>.md: this runtime's own format, which other tools may not read.
     "flat-skill": CodeSpec("info", "skill_spec_note", "info"),
-    # What `acp-skills doctor` finds of the install itself.
     "command-not-on-path": CodeSpec("warning", "install_problem"),
     "place-unusable": CodeSpec("warning", "install_problem"),
-    # What `acp-skills validate` is pointed at.
     "not-found": CodeSpec("error", "skill_path_invalid"),
     "not-a-skill": CodeSpec("error", "skill_path_invalid"),
     "no-skills": CodeSpec("warning", "skill_path_invalid"),
 }
-"""Every diagnostic code. Stable: documented in ``docs/diagnostics.md``."""
 
 # The frontmatter keys that are not "unknown": the Agent Skills specification's own, then the
 # ones this runtime reads (both spellings it accepts).
@@ -101,10 +90,10 @@ KNOWN_FRONTMATTER_KEYS: Final = frozenset(_KNOWN.split())
 
 def diagnostic(problem: Problem, path: str | None, *, skill: str | None = None) -> Diagnostic:
     """The record of ``problem`` (its code, message and line) at ``path``."""
-    severity = CODES[problem.code].severity
-    message, line = problem.message, problem.line
+    code, line, message = problem.code, problem.line, problem.message
+    severity = CODES[code].severity
     return Diagnostic(
-        code=problem.code, severity=severity, path=path, line=line, message=message, skill=skill
+        code=code, severity=severity, path=path, line=line, message=message, skill=skill
     )
 
 
@@ -148,19 +137,13 @@ def root_missing(path: str) -> Diagnostic:
     return _record("root-missing", path, "skill directory does not exist or is not a directory")
 
 
-def root_misnamed(path: str, root: str) -> Diagnostic:
-    """``path`` looks like the skills root ``root`` (missing) with its name mistyped."""
-    message = f"not read: the skills directory is {os.path.basename(root)!r}, at {root}"
-    return _record("root-misnamed", path, message)
-
-
 def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:
     """A skill that lost a name clash (``skill-duplicate`` when only the order decided)."""
     loser, winner = shadowed.skill, shadowed.winner
     same_rank = loser.rank == winner.rank and loser.provider == winner.provider
     where = winner.path or f'the {winner.provider} provider (source "{winner.source}")'
-    message = f"skill {loser.name!r} is shadowed by {where} ({winner.source}, rank "
-    message += f"{rank_text(winner.rank)})"
+    where += f" ({winner.source}, rank {rank_text(winner.rank)})"
+    message = f"skill {loser.name!r} is shadowed by {where}"
     if same_rank:
         message += "; both have the same rank, so the order of discovery decided"
     code = "skill-duplicate" if same_rank else "skill-shadowed"
@@ -189,16 +172,167 @@ def log_diagnostic(
     logger: Any, diagnostic: Diagnostic, *, level: _Level | None = None, **context: object
 ) -> None:
     """Emit ``diagnostic`` as its structlog event (``level`` overrides the code's)."""
-    spec = CODES[diagnostic.code]
-    fields: dict[str, object] = {**context, "path": diagnostic.path}
-    if diagnostic.skill is not None:
-        fields["skill"] = diagnostic.skill
-    fields |= {"reason": diagnostic.message, "code": diagnostic.code}
-    if diagnostic.line is not None:
-        fields["line"] = diagnostic.line
-    getattr(logger, level or spec.level)(spec.event, **fields)
+    d, spec = diagnostic, CODES[diagnostic.code]
+    fields = {"skill": d.skill, "reason": d.message, "code": d.code, "line": d.line}
+    known = {key: value for key, value in fields.items() if value is not None}
+    getattr(logger, level or spec.level)(spec.event, **context, path=d.path, **known)
 
 
 def skipped(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:
     """The records of files, entries and roots that discovery left out."""
     return tuple(d for d in diagnostics if CODES[d.code].skipped)
+
+
+# Each severity, most severe first (the order reports list them in): how it is said, and its
+# colour at a terminal (ANSI codes).
+SEVERITIES: Final[dict[Severity, tuple[str, tuple[str, ...]]]] = {
+    "error": ("error", ("1", "31")),
+    "warning": ("warning", ("1", "33")),
+    "info": ("note", ("36",)),
+}
+
+_MARKDOWN_ACTIVE: Final = re.compile(r"[\\`*_\[\]<>]")
+
+
+class Markup(Protocol):
+    """How a surface sets off a place (a path, a server), a code, a severity and free text."""
+
+    def place(self, text: str) -> str: ...
+    def code(self, text: str) -> str: ...
+    def severity(self, severity: Severity) -> str: ...
+    def text(self, text: str) -> str: ...
+
+
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span, fenced by more backticks than any run inside, padded
+    where a backtick or space would touch the fence (CommonMark takes one space off each side)."""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    padded = text[:1] in ("`", " ") or text[-1:] in ("`", " ")
+    return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
+
+
+class Markdown:
+    """The editor's markup: places and codes as code spans, severities as words."""
+
+    place = staticmethod(code_span)
+    code = staticmethod(code_span)
+
+    def severity(self, severity: Severity) -> str:
+        return SEVERITIES[severity][0]
+
+    def text(self, text: str) -> str:
+        # Shown as written, never as markup: an image link the editor would fetch, a link, an
+        # HTML tag or a code span a server's text opens are spelt with backslashes.
+        return _MARKDOWN_ACTIVE.sub(r"\\\g<0>", text)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 skill``, ``2 skills``, ``1,000 skills``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def tally(diagnostics: Iterable[Diagnostic]) -> str:
+    """``1 error, 2 warnings, 3 notes`` (a severity with none is left out), or ``no problems``."""
+    counts = dict.fromkeys(SEVERITIES, 0)
+    for d in diagnostics:
+        counts[d.severity] += 1
+    said = [plural(n, SEVERITIES[severity][0]) for severity, n in counts.items() if n]
+    return ", ".join(said) or "no problems"
+
+
+def by_severity(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The records, most severe first; in their own order within a severity."""
+    order = list(SEVERITIES)
+    return sorted(diagnostics, key=lambda d: order.index(d.severity))
+
+
+def diagnostic_line(d: Diagnostic, markup: Markup) -> str:
+    """``PATH:LINE: SEVERITY CODE: MESSAGE``; without a path, from the severity on."""
+    message = markup.text(spelt(d.message))
+    said = f"{markup.severity(d.severity)} {markup.code(d.code)}: {message}"
+    if d.path is None:
+        return said
+    where = spelt(d.path) + (f":{d.line}" if d.line is not None else "")
+    return f"{markup.place(where)}: {said}"
+
+
+def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
+    """The stable JSON shape: ``{"code", "severity", "path", "line", "message"}``."""
+    return {key: getattr(d, key) for key in ("code", "severity", "path", "line", "message")}
+
+
+def server_line(state: Any, markup: Markup) -> str:
+    """``LABEL: STATE``: how one MCP server (an `acp_skills.mcp.provider.ServerState`) fares."""
+    said = "not connected yet"
+    if state.failure is not None:
+        said = f"skipped: {spelt(state.failure)}"
+    elif state.supports_skills is False:
+        said = "connected, serves no skills (no skills extension)"
+    elif state.connected:
+        said = f"connected, {plural(state.skills, 'skill')}"
+    return f"{markup.place(spelt(state.server.label))}: {markup.text(said)}"
+
+
+def server_json(state: Any) -> dict[str, Any]:
+    """One MCP server as JSON (its identity is what trust remembers)."""
+    return {
+        "label": state.server.label,
+        "identity": state.server.identity,
+        "connected": state.connected,
+        "skillsExtension": state.supports_skills,
+        "skills": state.skills,
+        "failure": state.failure,
+    }
+
+
+def describe_catalog_fit(fit: CatalogFit) -> str:
+    """What a catalog budget did, in one or two lines for a person."""
+    if fit.text is None:
+        first = "Catalog: empty (0 characters), no skill to list"
+    elif fit.limit is None:
+        first = f"Catalog: {fit.used:,} characters (no budget)"
+    else:
+        first = f"Catalog: {fit.used:,} of {fit.limit:,} characters"
+    details = [] if fit.text is None else [f"{plural(len(fit.listed), 'skill')} listed"]
+    if fit.shortened:
+        cap = f"at most {fit.description_cap} characters"
+        details.append(f"{plural(fit.shortened, 'description')} shortened to {cap}")
+    if fit.truncated:
+        longest = f"{fit.max_length:,} characters (the longest a catalog description may be)"
+        details.append(f"{plural(fit.truncated, 'description')} cut at {longest}")
+    if fit.text is not None and not (fit.shortened or fit.truncated or fit.omitted):
+        details.append("every description in full")
+    if fit.hidden:
+        details.append(f"{len(fit.hidden):,} hidden")
+    line = f"{first}; {', '.join(details)}." if details else f"{first}."
+    if not fit.within_budget:
+        line += " Over budget: the catalog's own text and the pinned skills take more room."
+    if not fit.omitted:
+        return line
+    verb = "is" if len(fit.omitted) == 1 else "are"
+    found = f"not listed (the skill tool's query finds them): {_first_five(fit.omitted)}"
+    return f"{line}\n{plural(len(fit.omitted), 'skill')} {verb} {found}"
+
+
+def describe_catalog_changes(changes: CatalogChanges) -> str | None:
+    """For a person: that a session's frozen catalog predates ``changes`` (``None`` if none)."""
+    if not changes.count:
+        return None
+    parts = [
+        f"{len(names):,} {what} ({_first_five([f'`{name}`' for name in names])})"
+        for names, what in (
+            (changes.added, "added"),
+            (changes.removed, "removed"),
+            (changes.changed, "with a new description"),
+        )
+        if names
+    ]
+    return (
+        f"This session's catalog predates {plural(changes.count, 'change')} to the skills "
+        f"above: {'; '.join(parts)}. The model here keeps the catalog the session began with; "
+        "a new session has them."
+    )
+
+
+def _first_five(names: Sequence[str]) -> str:
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")

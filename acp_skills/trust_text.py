@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 
-from .report import Markup, plural
+from .diagnostics import Markup, plural
 from .text import one_line, shorten_description, spelt
 from .trust import ServerChange, ServerSource, TrustSource, TrustState, Withheld
 

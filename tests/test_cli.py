@@ -557,8 +557,8 @@ def test_doctor_checks_the_install_and_says_how_to_fix_it(
     assert [(d["path"], d["message"]) for d in unusable] == [
         (
             str(trust_file),
-            f"trust file: not a regular file; move it aside: run `mv {trust_file} "
-            f"{trust_file}.old`",
+            f"trust file: cannot read trust decisions: is a directory; move it aside: run "
+            f"`mv {trust_file} {trust_file}.old`",
         ),
         (
             str(state),

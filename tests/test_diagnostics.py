@@ -17,6 +17,7 @@ from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
 from acp_skills.diagnostics import (
     CODES,
     Diagnostic,
+    diagnostic_json,
     file_diagnostics,
     log_diagnostic,
     shadow_diagnostic,
@@ -28,7 +29,6 @@ from acp_skills.frontmatter import (
     parse_skill_file,
 )
 from acp_skills.model import ShadowedSkill
-from acp_skills.report import diagnostic_json
 from tests.providers import ListProvider, candidate
 
 pytestmark = pytest.mark.anyio

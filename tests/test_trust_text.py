@@ -13,7 +13,7 @@ import pytest
 
 from acp_skills import SkillCandidate
 from acp_skills.cli.output import Style
-from acp_skills.report import Markdown
+from acp_skills.diagnostics import Markdown
 from acp_skills.trust import ProjectSource, ServerSource, Withheld
 from acp_skills.trust_text import (
     command_note,

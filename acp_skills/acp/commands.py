@@ -14,10 +14,8 @@ from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
 from ..catalog import CatalogFit, catalog_changes
-from ..diagnostics import Diagnostic
-from ..model import SkillSnapshot, SkillSummary, is_skill_name
-from ..quiet_log import get_logger
-from ..report import (
+from ..diagnostics import (
+    Diagnostic,
     Markdown,
     by_severity,
     code_span,
@@ -26,6 +24,8 @@ from ..report import (
     diagnostic_line,
     tally,
 )
+from ..model import SkillSnapshot, SkillSummary, is_skill_name
+from ..quiet_log import get_logger
 from ..text import shorten_description, spelt
 from .consent import TrustGate
 from .sessions import LiveSession, SessionTable

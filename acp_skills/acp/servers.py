@@ -10,9 +10,9 @@ from typing import Any, Protocol
 import anyio
 import anyio.abc
 
+from ..diagnostics import Markdown, server_line
 from ..model import SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
-from ..report import Markdown, server_line
 from ..text import spelt
 from .wire import field
 

@@ -22,12 +22,12 @@ from acp.schema import (
 )
 
 from ..catalog import CatalogFit, SkillCatalogContributor
+from ..diagnostics import diagnostic_json, server_json
 from ..local import LocalSkillProvider
 from ..model import PrefixContext, SkillLookupOptions, is_skill_name, require_positive_int
 from ..prefix import SessionPrefix
 from ..record import InMemorySessionStore, SessionStore
 from ..registry import SkillRegistry
-from ..report import diagnostic_json, server_json
 from ..session import PrefixedSession
 from ..session_index import InvalidCursor, ListedSessionStore
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, for_editor

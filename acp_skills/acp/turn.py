@@ -14,10 +14,9 @@ from acp import RequestError
 from acp.schema import PromptResponse
 
 from ..catalog import CatalogFit, SkillCatalogContributor
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, Markdown
 from ..model import PrefixMessage
 from ..quiet_log import get_logger
-from ..report import Markdown
 from ..tool import SkillTool, ToolResult
 from ..trust import SessionView
 from ..trust_text import command_note, trust_error, waiting_note, withheld_parts

@@ -1,6 +1,5 @@
-"""``acp-skills doctor``: every root, skipped file and shadowed skill, a mistyped root, the
-catalog's fit, and the install it runs from (extras, the agent's command on ``PATH``, the trust
-file, the state directory, the SDK versions), each problem with the command that fixes it."""
+"""``acp-skills doctor``: every root, skipped file and shadowed skill, the catalog's fit, and
+the install it runs from, each problem with the command that fixes it."""
 
 from __future__ import annotations
 
@@ -9,17 +8,20 @@ import os
 import shutil
 from typing import Any, Final
 
-from ..diagnostics import Diagnostic, diagnostic, root_misnamed, shadow_diagnostic, skipped
-from ..errors import Problem
-from ..model import rank_text
-from ..report import (
+from ..diagnostics import (
+    Diagnostic,
     describe_catalog_fit,
+    diagnostic,
     diagnostic_json,
     diagnostic_line,
     server_json,
     server_line,
+    shadow_diagnostic,
+    skipped,
     tally,
 )
+from ..errors import Problem
+from ..model import rank_text
 from ..text import spelt as clean
 from ..trust_store import TrustFileError, TrustStore
 from ..trust_text import withheld_parts
@@ -75,33 +77,30 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         payload["mcpServers"] = [server_json(state) for state in servers]
     payload["install"] = install
     lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}", ""]
-    lines.append(
-        style("Roots", BOLD) + style(" (in precedence order: the first of a name wins)", DIM)
-    )
+    lines.append(style("Roots", BOLD) + style(" (in precedence order: the first wins)", DIM))
     rows = [["RANK", "SOURCE", "SKILLS", "PATH"]]
     for r in roots:
         count, state = (str(r.skills), "") if r.exists else ("-", "  (missing)")
         rows.append([rank_text(r.root.rank), r.root.source, count, clean(r.root.path) + state])
-
-    def paint(row: int, column: int, cell: str) -> str:
-        if row == 0:
-            return style(cell, BOLD)
-        return cell if roots[row - 1].exists else style(cell, DIM)
-
-    lines.extend("  " + line for line in table(rows, frozenset({0, 2}), paint))
+    missing = {row for row, r in enumerate(roots, 1) if not r.exists}
+    lines.extend("  " + line for line in table(rows, frozenset({0, 2}), style, missing))
     shadowed = [d for d in problems if d.code in _SHADOW_CODES]
     other = [d for d in problems if d not in left_out and d not in shadowed]
-    for title, found in (("Skipped", left_out), ("Shadowed", shadowed), ("Other", other)):
-        if found:
-            lines += ["", style(f"{title} ({len(found)})", BOLD)]
-            lines.extend(f"  {diagnostic_line(d, style)}" for d in found)
-    for title, items, how in withheld_parts(view.withheld.values(), style):
-        heading = style(f"{title} ({len(items)})", BOLD)
-        lines += ["", heading, *("  " + line for line in (*items, how))]
-    lines += ["", style("Install", BOLD), *("  " + clean(line) for line in install_lines), ""]
+    parts = [
+        (f"{title} ({len(found)})", [diagnostic_line(d, style) for d in found])
+        for title, found in (("Skipped", left_out), ("Shadowed", shadowed), ("Other", other))
+        if found
+    ]
+    parts += [
+        (f"{title} ({len(items)})", [*items, how])
+        for title, items, how in withheld_parts(view.withheld.values(), style)
+    ]
+    parts.append(("Install", [clean(line) for line in install_lines]))
     if servers:
-        lines.append(style(f"MCP servers ({len(servers)})", BOLD))
-        lines.extend([*(f"  {server_line(state, style)}" for state in servers), ""])
+        parts.append((f"MCP servers ({len(servers)})", [server_line(s, style) for s in servers]))
+    for title, body in parts:
+        lines += ["", style(title, BOLD), *("  " + line for line in body)]
+    lines.append("")
     # What `catalog` says of the same fit, in the same words.
     fitted, *omitted = describe_catalog_fit(fit).splitlines()
     heading, _, rest = fitted.partition(":")
@@ -114,16 +113,18 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
 
 
 def _misnamed_roots(missing: list[str]) -> list[Diagnostic]:
-    """A directory beside a missing root named as the root but for case or a final ``s``
-    (``.agents/skill``): skills a person put where the agent never looks."""
+    """A directory beside a missing root named as it but for case or a final ``s``."""
     found = []
     for root in missing:
         parent, name = os.path.split(root)
         near = (name.casefold(), name.casefold().removesuffix("s"))
+        misnamed = Problem(
+            "root-misnamed", f"not read: the skills directory is {name!r}, at {root}"
+        )
         try:
             with os.scandir(parent) as entries:
                 found += [
-                    root_misnamed(entry.path, root)
+                    diagnostic(misnamed, entry.path)
                     for entry in entries
                     if entry.is_dir() and entry.name != name and entry.name.casefold() in near
                 ]
@@ -133,8 +134,7 @@ def _misnamed_roots(missing: list[str]) -> list[Diagnostic]:
 
 
 def checkup(settings: Settings) -> tuple[dict[str, Any], list[str], list[Diagnostic]]:
-    """The install this command runs from: as JSON, as lines, and its problems, each with the
-    command that fixes it in the form that fits the installer."""
+    """The install this command runs from: as JSON, as lines, and its problems."""
     installed = installation()
     problems: list[Diagnostic] = []
     lines = [f"installed with {installed.kind} in {installed.prefix}"]
@@ -178,21 +178,12 @@ def checkup(settings: Settings) -> tuple[dict[str, Any], list[str], list[Diagnos
 
 
 def _trust_file_problem(path: str) -> tuple[str, str] | None:
-    # Proved by doing, without changing anything a person keeps (a probe, removed).
-    if os.path.lexists(path):
-        if not os.path.isfile(path):
-            return "not a regular file", move_aside(path)
-        if not os.access(path, os.R_OK):
-            return "not readable", permission_fix(path)
-    # The file is replaced by a write beside it (beside its target, when it is a link).
-    if (failure := unwritable(os.path.dirname(os.path.realpath(path)))) is not None:
-        probed, reason = failure
-        return f"cannot write in {probed}: {reason}", permission_fix(probed)
-    if not os.path.lexists(path):
-        return None
     try:
         # Decisions that do not parse grant nothing: every session would ask again.
         TrustStore(path).read()
     except TrustFileError as error:
-        return str(error).removeprefix(f"{path}: "), "repair it, or " + move_aside(path)
+        return str(error).removeprefix(f"{path}: "), move_aside(path)
+    # The file is replaced by a write beside it (beside its target, when it is a link).
+    if (failure := unwritable(os.path.dirname(os.path.realpath(path)))) is not None:
+        return f"cannot write in {failure[0]}: {failure[1]}", permission_fix(failure[0])
     return None

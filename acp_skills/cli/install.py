@@ -1,7 +1,5 @@
-"""How this package was installed, and the command that adds one of its extras in that form
-without dropping the extras it has (a tool reinstalled with only the extra asked for loses the
-others). pipx and uv are told apart by the file each leaves at the root of the environment it
-makes; an extra counts as installed when every package its metadata requires is there."""
+"""How this package was installed (pipx, uv or an environment: the file each installer leaves at
+its root), and the command that adds an extra in that form without dropping the others."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ import re
 import shlex
 import sys
 import sysconfig
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -26,9 +24,7 @@ _NAME_END = re.compile(r"[^A-Za-z0-9._-]")
 
 @dataclass(frozen=True, slots=True)
 class Installation:
-    """An environment that holds this package: its installer (``pipx``, ``uv``, else
-    ``environment``), directory, interpreter, installed extras, and what each extra requires
-    (empty when the package's metadata is not there)."""
+    """An environment that holds this package, and what each of its extras requires."""
 
     kind: Literal["pipx", "uv", "environment"]
     prefix: str
@@ -40,7 +36,6 @@ class Installation:
 def installation(prefix: str | None = None) -> Installation:
     """The environment at ``prefix`` (the running one by default), as its installer made it."""
     root = os.path.abspath(prefix if prefix is not None else sys.prefix)
-    # What each installer leaves at the root of an environment it made.
     kind: Literal["pipx", "uv", "environment"] = "environment"
     if os.path.isfile(os.path.join(root, "pipx_metadata.json")):
         kind = "pipx"
@@ -55,13 +50,11 @@ def installation(prefix: str | None = None) -> Installation:
         scripts = sysconfig.get_path("scripts", "venv", vars=where)
         python = os.path.join(scripts, "python.exe" if os.name == "nt" else "python")
         search = [sysconfig.get_path("purelib", "venv", vars=where)]
-    distributions = list(importlib.metadata.distributions(path=search))
-    installed = {_name(d) for d in distributions}
-    requirements = _extra_requirements(distributions)
+    requirements = _extra_requirements(search)
     extras = frozenset(
         extra
         for extra, needed in requirements.items()
-        if all(_normalized(_NAME_END.split(item.strip(), 1)[0]) in installed for item in needed)
+        if all(_found(_NAME_END.split(item.strip(), 1)[0], search) for item in needed)
     )
     return Installation(
         kind=kind, prefix=root, python=python, extras=extras, requirements=requirements
@@ -69,9 +62,7 @@ def installation(prefix: str | None = None) -> Installation:
 
 
 def extra_install_hint(extra: str, installed: Installation | None = None) -> str:
-    """The command that adds ``extra`` to the environment this package runs in (or to
-    ``installed``): ``run `pipx inject acp-skills 'openai>=1.40'` ``. A tool keeps its extras:
-    pipx injects the packages; uv reinstalls from the clone with every extra already there."""
+    """The command that adds ``extra`` to ``installed`` (default: this environment)."""
     where = installed if installed is not None else installation()
     packages = where.requirements.get(extra) or (extra,)
     if where.kind == "pipx":
@@ -105,24 +96,16 @@ def path_hint(installed: Installation) -> str:
     return f'activate the environment, or run `export PATH="{scripts}:$PATH"`'
 
 
-def _normalized(name: str) -> str:
-    """A project name as the package index compares them (PEP 503)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+def _found(name: str, search: list[str]) -> importlib.metadata.Distribution | None:
+    # The first on the search path, as an import finds it; names compared as the index does.
+    return next(iter(importlib.metadata.distributions(name=name, path=search)), None)
 
 
-def _name(distribution: importlib.metadata.Distribution) -> str:
-    return _normalized(distribution.metadata["Name"] or "")
-
-
-def _extra_requirements(
-    distributions: Iterable[importlib.metadata.Distribution],
-) -> dict[str, tuple[str, ...]]:
-    """Each extra of this package and what it requires, from its metadata among
-    ``distributions`` (the first found wins, as it does on the search path)."""
-    ours = [d for d in distributions if _name(d) == _normalized(DISTRIBUTION)]
-    if not ours:
+def _extra_requirements(search: list[str]) -> dict[str, tuple[str, ...]]:
+    """Each extra of this package and what it requires, from its metadata on ``search``."""
+    if (ours := _found(DISTRIBUTION, search)) is None:
         return {}
-    metadata = ours[0].metadata
+    metadata = ours.metadata
     requirements: dict[str, list[str]] = {
         extra: [] for extra in metadata.get_all("Provides-Extra") or []
     }

@@ -27,8 +27,7 @@ _Command = Callable[[argparse.Namespace, Style], Awaitable[Outcome] | Outcome]
 
 async def _run(args: argparse.Namespace, style: Style) -> Outcome:
     try:
-        # `new` touches a few small local files and is not worth a thread: it is not async.
-        outcome = args.run(args, style)
+        outcome = args.run(args, style)  # `new` alone is not async: a few small local files
         return await outcome if inspect.isawaitable(outcome) else outcome  # type: ignore[no-any-return]
     finally:
         if (mcp := getattr(args, "mcp", None)) is not None:
@@ -128,22 +127,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else USAGE
     try:
-        # Refused before anything runs: a bad variable, a malformed --mcp-server, or no mcp
-        # extra installed.
+        # A bad variable, a malformed --mcp-server or no mcp extra: refused before anything runs.
         args.settings = settings.resolve(args) if args.run is not new else None
     except settings.SettingError as error:
         print(f"{PROG}: {error}", file=sys.stderr)  # one line, no usage block
         return USAGE
     if args.settings is not None and args.settings.mcp_servers:
         args.mcp = args.settings.mcp_provider()
-    # The commands report what the library would log; unconfigured structlog would also print
-    # it to stdout, mixed into the output (and into the JSON).
+    # The commands report what the library would log; unconfigured structlog would print it to
+    # stdout, into the output. Not cached: main() may run more than once in one process.
     structlog.configure(
         wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        # Not cached: a logger bound now would keep this set-up for the process's lifetime,
-        # and main() may run more than once in one process (tests, embedding); one command
-        # logs too little for caching to pay.
     )
     for stream in (sys.stdout, sys.stderr):
         # A terminal that cannot show a character gets an escape, never a traceback.

@@ -1,5 +1,4 @@
-"""``acp-skills new NAME``: a skill to start from, in the project's ``.agents/skills/`` by default,
-that passes ``validate --strict`` as written (docs/cli.md)."""
+"""``acp-skills new NAME``: a skill to start from, that passes ``validate --strict``."""
 
 from __future__ import annotations
 
@@ -51,20 +50,17 @@ def new(args: argparse.Namespace, style: Style) -> Outcome:
     path = os.path.join(
         directory, f"{name}.md" if args.flat else os.path.join(name, SKILL_FILE_NAME)
     )
+    title = name.replace("-", " ").capitalize()
+    resources = _FLAT_RESOURCES if args.flat else _BUNDLE_RESOURCES
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        # O_EXCL: an existing skill is never overwritten, not even by a race.
-        fd = os.open(
-            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644
-        )
+        # "x": an existing skill is never overwritten, not even by a race.
+        with open(path, "x", encoding="utf-8") as file:
+            file.write(_TEMPLATE.format(name=name, title=title, resources=resources))
     except FileExistsError:
         return Outcome.failed(f"{path} exists already; nothing was written", PROBLEMS)
     except OSError as error:
         return Outcome.failed(f"cannot write {path}: {error.strerror or error}", PROBLEMS)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        title = name.replace("-", " ").capitalize()
-        resources = _FLAT_RESOURCES if args.flat else _BUNDLE_RESOURCES
-        file.write(_TEMPLATE.format(name=name, title=title, resources=resources))
     lines = [
         f"Wrote {path}",
         "Next: write its description and instructions, then check it with "

@@ -1,17 +1,15 @@
-"""What a command of ``acp-skills`` produced, and how it is shown: aligned, coloured on a
-terminal, plain when piped, or JSON."""
+"""What a command produced, and how it is shown: aligned, coloured on a terminal, or JSON."""
 
 from __future__ import annotations
 
 import json
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ..diagnostics import Diagnostic, Severity
-from ..report import SEVERITIES
+from ..diagnostics import SEVERITIES, Diagnostic, Severity
 from ..text import for_editor, terminal_safe
 
 OK, PROBLEMS, USAGE = 0, 1, 2
@@ -32,9 +30,9 @@ class Style:
     enabled: bool
 
     def __call__(self, text: str, *codes: str) -> str:
-        return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if self.enabled and text else text
+        return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if self.enabled and text and codes else text
 
-    # The terminal's `acp_skills.report.Markup`: bold places, dim codes, coloured severities.
+    # The terminal's `acp_skills.diagnostics.Markup`: bold places, dim codes, coloured severities.
     def place(self, text: str) -> str:
         return self(text, BOLD)
 
@@ -68,10 +66,9 @@ class Outcome:
 
 
 def table(
-    rows: Sequence[Sequence[str]], right: frozenset[int], paint: Callable[[int, int, str], str]
+    rows: Sequence[Sequence[str]], right: frozenset[int], style: Style, dimmed: Collection[int]
 ) -> list[str]:
-    # The last column is not padded; cells are painted after padding, so escape sequences
-    # never disturb the alignment.
+    """Aligned columns, the heading bold and rows ``dimmed`` dim (painted after padding)."""
     widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
     lines = []
     for index, row in enumerate(rows):
@@ -79,8 +76,9 @@ def table(
             c.rjust(w) if i in right else c.ljust(w)
             for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ]
+        codes = (BOLD,) if index == 0 else (DIM,) if index in dimmed else ()
         cells[-1] = row[-1]
-        lines.append("  ".join(paint(index, i, cell) for i, cell in enumerate(cells)).rstrip())
+        lines.append("  ".join(style(cell, *codes) for cell in cells).rstrip())
     return lines
 
 

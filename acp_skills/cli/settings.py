@@ -1,7 +1,5 @@
 """The settings the demo agent and ``acp-skills`` share (public, docs/cli.md): one table of flags,
-each with its ``ACP_SKILLS_*`` variable read as the flag would be, resolved into one `Settings`.
-Editors start the agent without a shell, so every path is ``~``-expanded here. A bad variable
-is a `SettingError` naming it; a bad flag stays argparse's usage error."""
+each with its ``ACP_SKILLS_*`` variable read as the flag would be, resolved into one `Settings`."""
 
 from __future__ import annotations
 
@@ -53,7 +51,7 @@ def env(name: str) -> str | None:
 
 
 def expand_path(text: str) -> str:
-    """``text`` with a leading ``~`` (or ``~user``) expanded, as a shell would."""
+    """``text`` with a leading ``~`` expanded: editors start the agent without a shell."""
     return os.path.expanduser(text)
 
 
@@ -124,9 +122,8 @@ def _read(variable: str, convert: Callable[[str], _T], text: str) -> _T:
 
 
 def unwritable(path: str | os.PathLike[str]) -> tuple[str, str] | None:
-    """Where no file can be created (``path``, or its nearest ancestor that exists) and why; or
-    ``None``. Proved by doing, as permission bits alone do not tell (root, read-only mounts,
-    access lists): a probe is made and removed."""
+    """Where no file can be created (``path`` or its nearest existing ancestor) and why; a probe
+    proves it, as permission bits alone do not tell (root, read-only mounts)."""
     directory = os.fspath(path)
     while not os.path.lexists(directory) and os.path.dirname(directory) != directory:
         directory = os.path.dirname(directory)
@@ -147,9 +144,7 @@ def permission_fix(path: str) -> str:
 
 def _load_mcp() -> Any:
     try:
-        # Loaded only when a server is named, so the commands start on the core alone (pinned
-        # by tests/test_cli.py); importing it imports the SDK, so it tells whether the extra is
-        # installed now, never mid-session.
+        # Only when a server is named: the commands start on the core alone (tests/test_cli.py).
         return importlib.import_module("acp_skills.mcp")
     except ImportError as error:
         missing = f"no module {error.name!r}" if error.name else str(error)
@@ -180,8 +175,7 @@ class Settings:
     def provider(
         self, *, watch: bool, dsh_home: str | None = None, agents_home: str | None = None
     ) -> LocalSkillProvider:
-        """The skills on disk: the project's and the user's, the skills directories in between,
-        then the bundled examples with ``--examples`` (their source is ``examples``)."""
+        """The `LocalSkillProvider` these settings describe."""
         return LocalSkillProvider(
             dsh_home,
             agents_home,
@@ -199,10 +193,8 @@ class Settings:
         )
 
     def unusable_state_dir(self, *, create: bool = True) -> tuple[str, str] | None:
-        """Why session records cannot be kept, and the command that fixes it; or ``None``: the
-        one verdict of the agent's start-up and of ``doctor``. With ``create`` (the agent)
-        ``sessions`` is made first; without (doctor) only a probe is written, in its nearest
-        existing ancestor."""
+        """Why session records cannot be kept and the command that fixes it, or ``None``; with
+        ``create`` (the agent) ``sessions`` is made first, without (doctor) only probed."""
         sessions = self.state_dir / "sessions"
         try:
             for directory in (self.state_dir, sessions):
@@ -220,8 +212,8 @@ class Settings:
 
 @dataclass(frozen=True, slots=True)
 class _Row:
-    """One setting: its `Settings` field, its flags and metavar, its variable, how one value is
-    read (a tuple: the choices; ``None``: a switch) and what separates a list's values."""
+    """One setting: field, flags and metavar, variable, reader (a tuple: the choices; ``None``: a
+    switch) and what separates a list's values."""
 
     name: str
     flags: str
@@ -249,25 +241,17 @@ _GROUPS: Final = {
     "trust": (_Row("trust", "--trust", "ACP_SKILLS_TRUST", TRUST_MODES),),
     "state": (_Row("state_dir", "--state-dir DIR", "ACP_SKILLS_STATE_DIR", _path),),
 }
-_HELP: Final = {
-    "skills_dirs": "an extra skills directory, after the project's and before the user's "
-    "(repeatable; in the variable, separated by the OS path separator)",
-    "examples": "also offer the example skills shipped with the package, after any --skills-dir",
-    "compat": "claude: also read Claude Code's skills (.claude/skills) and fill $ARGUMENTS and "
-    "$N in a skill invoked as /name",
-    "catalog_budget": "the most characters a session's skill catalog may take (default 8000; "
-    "'none': no limit)",
-    "pinned": "a skill always listed in the catalog in full, first (repeatable)",
-    "hidden": "a skill never listed in the catalog nor found by a query; it loads by its name "
-    "(repeatable)",
-    "mcp_servers": "an MCP server whose skills join every session, or (trust) that is trusted "
-    "for the skills it lists now (repeatable): a command run over stdio (split by shell rules) "
-    "or an http(s) URL (streamable HTTP)",
+_HELP: Final = {  # docs/cli.md says more of each
+    "skills_dirs": "an extra skills directory, after the project's (repeatable)",
+    "examples": "also the example skills shipped with the package",
+    "compat": "claude: also .claude/skills, and $ARGUMENTS filled in /name",
+    "catalog_budget": "the catalog's most characters (default 8000; 'none': no limit)",
+    "pinned": "a skill always listed in full, first (repeatable)",
+    "hidden": "a skill never listed; it loads by its name (repeatable)",
+    "mcp_servers": "an MCP server whose skills join (repeatable): a command (stdio) or a URL",
     "mcp_timeout": "the MCP listing deadline (default 10)",
-    "trust": "skills of a project and of MCP servers: ask (by the stored decisions, else at the "
-    "first prompt; the default), all (trust them all) or none (never offer them)",
-    "state_dir": "where session records are kept, an absolute path or one starting with ~ "
-    "(default $XDG_STATE_HOME/acp-skills-demo)",
+    "trust": "project and MCP skills: ask (the default), all or none",
+    "state_dir": "where session records are kept (default $XDG_STATE_HOME/acp-skills-demo)",
 }
 # Why the agent, which an editor starts in a project, refuses a relative path.
 _RELATIVE: Final = {
@@ -278,9 +262,7 @@ _RELATIVE: Final = {
 
 
 def add_arguments(parser: argparse.ArgumentParser, *groups: str) -> None:
-    """The flags of ``groups`` (``skills``, ``catalog``, ``mcp``, ``trust``, ``state``) for the
-    command line; with none named, every flag of the agent. A flag not given leaves its setting
-    to `resolve`."""
+    """The flags of ``groups`` (docs/cli.md); with none named, every flag of the agent."""
     for row in (row for group in groups or _GROUPS for row in _GROUPS[group]):
         flags = row.flags.split()
         metavar = flags.pop() if not flags[-1].startswith("-") else None
@@ -302,12 +284,11 @@ def add_arguments(parser: argparse.ArgumentParser, *groups: str) -> None:
 
 def resolve(args: argparse.Namespace, *, agent: bool = False) -> Settings:
     """Every setting from its flag, else its variable, else its default; ``agent`` refuses a
-    relative skills or state directory. The ``mcp`` extra is loaded only when a server is named.
+    relative skills or state directory.
 
     Raises:
-        SettingError: a variable holds a value its flag would refuse, a relative path the
-            agent refuses, an ``--mcp-server`` that cannot be used or a relative
-            ``ACP_SKILLS_TRUST_FILE``.
+        SettingError: a variable its flag would refuse, a relative path the agent refuses, an
+            unusable ``--mcp-server`` or a relative ``ACP_SKILLS_TRUST_FILE``.
     """
     values: dict[str, Any] = {}
     for row in (row for rows in _GROUPS.values() for row in rows):

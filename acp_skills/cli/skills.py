@@ -1,5 +1,4 @@
-"""``list``, ``show`` and ``catalog``: the skills a session at ``--cwd`` sees, built from the demo
-agent's own settings, and what the model would get of them."""
+"""``list``, ``show`` and ``catalog``: what a session at ``--cwd`` sees, as the agent builds it."""
 
 from __future__ import annotations
 
@@ -10,13 +9,12 @@ from typing import Any
 
 from .. import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegistry, SkillTool
 from ..catalog import CatalogFit, fit_catalog
-from ..diagnostics import skipped
+from ..diagnostics import describe_catalog_fit, plural, skipped
 from ..model import SKILL_FILE_NAME, rank_text
-from ..report import describe_catalog_fit, plural
 from ..text import spelt as clean
 from ..trust import ServedLocator, SessionView, TrustState, TrustStore, session_view
 from ..trust_text import how_to_admit, why_withheld, withheld_parts
-from .output import BOLD, DIM, OK, PROBLEMS, Outcome, Style, table
+from .output import OK, PROBLEMS, Outcome, Style, table
 from .settings import Settings
 
 PROG = "acp-skills"
@@ -156,12 +154,8 @@ async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
             [clean(skill.name), clean(skill.source), rank_text(skill.rank), model, user, path]
         )
 
-    def paint(row: int, column: int, text: str) -> str:
-        if row == 0 or (column == 0 and entries[row - 1][1] is None):
-            return style(text, BOLD)
-        return text if entries[row - 1][1] is None else style(text, DIM)
-
-    outcome.text.extend(table(rows, frozenset({2}), paint))
+    shadowed = {row for row, (_, winner) in enumerate(entries, 1) if winner is not None}
+    outcome.text.extend(table(rows, frozenset({2}), style, shadowed))
     if not args.all and snapshot.shadowed:
         hidden = plural(len(snapshot.shadowed), "shadowed skill")
         outcome.remarks.append(f"{hidden} not shown (--all shows them).")
@@ -206,14 +200,8 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
     warnings = await seen.warnings(skipped_files=False) + unknown_name_warnings(fit)
     payload = {"text": fit.text, "characters": len(fit.text or ""), "budget": budget}
-    outcome = Outcome(payload, warnings=warnings)
-    if fit.text is None:
-        outcome.remarks.append(
-            f"No catalog: no skill the model may load for {clean(args.cwd)} (0 characters)."
-        )
-    else:
-        outcome.text.append(fit.text)
-        outcome.remarks.extend(describe_catalog_fit(fit).splitlines())
+    outcome = Outcome(payload, [] if fit.text is None else [fit.text], warnings=warnings)
+    outcome.remarks.extend(describe_catalog_fit(fit).splitlines())
     for title, items, how in withheld_parts(view.withheld.values(), style):
         outcome.remarks.extend((f"{title} ({len(items)})", *items, how))
     return outcome

@@ -1,5 +1,5 @@
 """``acp-skills trust``: store, refuse, forget or list the trust decisions of projects and MCP
-servers (§13); a server is trusted for what it lists, asked about as a session's card asks."""
+servers."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import shlex
 import sys
 from typing import Any
 
+from ..diagnostics import plural
 from ..model import SkillLookupOptions
 from ..registry import SkillRegistry
-from ..report import plural
 from ..text import spelt, terminal_safe
 from ..trust import ServerSource, TrustSource, lasting_sources, project_of, sources_at, view
 from ..trust_store import SERVER_KEY_PREFIX, Decision, TrustFileError, TrustStore
@@ -20,18 +20,15 @@ from .output import BOLD, PROBLEMS, Outcome, Style
 
 
 async def trust(args: argparse.Namespace, style: Style) -> Outcome:
-    """Trust (or ``--refuse``, ``--forget``) the project PATH belongs to or the
-    ``--mcp-server`` servers, or ``--list`` every decision."""
+    """Trust, ``--refuse`` or ``--forget`` PATH's project or the servers, or ``--list``."""
     # A few small local files, each read bounded: nothing here is worth a thread.
     mcp = getattr(args, "mcp", None)  # --mcp-server, made by `main`
-    if mcp is not None and (args.path is not None or args.list):
-        return Outcome.failed("--mcp-server names the servers: it takes no PATH, nor --list")
+    if [mcp is not None, args.path is not None, args.list].count(True) > 1:
+        return Outcome.failed("PATH, --mcp-server and --list go one at a time")
     store = TrustStore()
     decision: Decision | None = None if args.forget else ("refused" if args.refuse else "trusted")
     try:
         if args.list:
-            if args.path is not None:
-                return Outcome.failed("--list takes no PATH")
             return _listed(store, style)
         if mcp is not None and decision == "trusted":
             return await _trust_servers(args, mcp, store)
@@ -43,10 +40,9 @@ async def trust(args: argparse.Namespace, style: Style) -> Outcome:
         elif args.path is not None and args.path.startswith(SERVER_KEY_PREFIX):
             if decision == "trusted":
                 return Outcome.failed(
-                    "an MCP server is trusted for the skills it lists (their digests are "
-                    "stored): by answering its question in a session, or with --mcp-server "
-                    "LABEL=COMMAND or LABEL=URL, which lists them and asks; its key can only be "
-                    "--refuse'd or --forget'd"
+                    "a server is trusted for what it lists, by answering its question in a "
+                    "session or with --mcp-server LABEL=COMMAND or LABEL=URL, which asks; its "
+                    "key takes only --refuse or --forget"
                 )
             # Only the key matters to a refusal or forgetting (the label is for messages).
             sources = [ServerSource("", args.path.removeprefix(SERVER_KEY_PREFIX))]
@@ -122,20 +118,18 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
     stored = store.read()
     projects: list[dict[str, object]] = []
     servers: list[dict[str, object]] = []
-    project_lines, server_lines = [], []  # projects first, whatever their keys sort like
-    for key, decision in sorted(stored.decisions.items()):
+    lines = []
+    # Projects first, whatever their keys sort like.
+    for key in sorted(stored.decisions, key=lambda key: (key.startswith(SERVER_KEY_PREFIX), key)):
+        decision = stored.decisions[key]
         if not key.startswith(SERVER_KEY_PREFIX):
             projects.append({"path": key, "decision": decision})
-            project_lines.append(f"{style(decision, BOLD)}  {spelt(key)}")
+            lines.append(f"{style(decision, BOLD)}  {spelt(key)}")
             continue
         resources = len(stored.served.get(key, ()))
         servers.append({"server": key, "decision": decision, "resources": resources})
         count = f" ({resources} resources)" if decision == "trusted" else ""
         # Quoted as --forget and --refuse take it.
-        server_lines.append(f"{style(decision, BOLD)}  {spelt(shlex.quote(key))}{count}")
-    lines = project_lines + server_lines
-    remark = [] if lines else [f"no decisions stored in {store.path}"]
-    listed: dict[str, object] = {"projects": projects}
-    if servers:
-        listed["servers"] = servers
-    return Outcome(listed, lines, remarks=remark)
+        lines.append(f"{style(decision, BOLD)}  {spelt(shlex.quote(key))}{count}")
+    listed = {"projects": projects} | ({"servers": servers} if servers else {})
+    return Outcome(listed, lines, remarks=[] if lines else [f"no decisions stored in {store.path}"])

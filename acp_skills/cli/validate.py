@@ -1,5 +1,4 @@
-"""``acp-skills validate``: skills on disk checked outside any session; lenient by default (the
-runtime's own diagnostics), strict adds the Agent Skills specification's rules (docs/cli.md)."""
+"""``acp-skills validate``: skills on disk as the runtime reads them, or by the specification."""
 
 from __future__ import annotations
 
@@ -9,19 +8,25 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate
-from ..diagnostics import diagnostic, file_diagnostics, shadow_diagnostic, skipped
+from ..diagnostics import (
+    diagnostic,
+    diagnostic_json,
+    diagnostic_line,
+    file_diagnostics,
+    plural,
+    shadow_diagnostic,
+    skipped,
+    tally,
+)
 from ..errors import Problem
 from ..frontmatter import ParsedSkill, parse_skill_bytes
 from ..fs import misnamed_skill_file
 from ..local import SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
-from ..report import diagnostic_json, diagnostic_line, plural, tally
 from .output import Outcome, Style, status_of
 from .skills import look
 
 MAX_NAME_LENGTH = 64
-MAX_DESCRIPTION_LENGTH = 1024
-MAX_COMPATIBILITY_LENGTH = 500
 _MAX_FILE_BYTES = 1_048_576  # the local provider's default
 # What the runtime only mentions but the specification forbids.
 _ERRORS_WHEN_STRICT = frozenset({"name-mismatch", "unknown-key", "field-ignored"})
@@ -45,14 +50,14 @@ def strict_diagnostics(path: str, parsed: ParsedSkill) -> tuple[Diagnostic, ...]
             found[code] = f"{what} is {len(value)} characters, over the specification's {limit}"
 
     over("name-too-long", "name", name, MAX_NAME_LENGTH)
-    over("description-too-long", "description", parsed.description, MAX_DESCRIPTION_LENGTH)
+    over("description-too-long", "description", parsed.description, 1024)
     if "compatibility" in fields:
         if not isinstance(value := fields["compatibility"], str):
             found["compatibility-invalid"] = "'compatibility' must be a string"
         elif not value.strip():
             found["compatibility-invalid"] = "'compatibility' is empty (leave it out instead)"
         else:
-            over("compatibility-invalid", "'compatibility'", value, MAX_COMPATIBILITY_LENGTH)
+            over("compatibility-invalid", "'compatibility'", value, 500)
     metadata = fields.get("metadata")
     # A metadata that is no mapping (or has non-string keys) is already a `field-ignored`.
     if isinstance(metadata, Mapping) and all(isinstance(key, str) for key in metadata):
@@ -156,8 +161,7 @@ class _Validation:
 
 
 async def validate(args: argparse.Namespace, style: Style) -> Outcome:
-    """Every record for the paths, in their order; without a path, for each skills root a
-    session at ``--cwd`` reads (as ``doctor`` lists them)."""
+    """Every record for the paths, or for each skills root a session at ``--cwd`` reads."""
     validation = _Validation(args.strict)
     if args.paths:
         # String work, plus one getcwd() for a relative path: no disk access to speak of.

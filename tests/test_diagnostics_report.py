@@ -1,5 +1,6 @@
-"""One wording of problems and MCP servers for every surface (`acp_skills.report`): the editor's
-``/skills`` and the terminal's ``doctor``, ``validate`` and ``list`` differ only in markup."""
+"""One wording of problems and MCP servers for every surface (`acp_skills.diagnostics`): the
+editor's ``/skills`` and the terminal's ``doctor``, ``validate`` and ``list`` differ only in
+markup."""
 
 from __future__ import annotations
 
@@ -7,10 +8,8 @@ import pytest
 
 from acp_skills.catalog import CatalogChanges, CatalogFit
 from acp_skills.cli.output import Style
-from acp_skills.diagnostics import Diagnostic
-from acp_skills.mcp import McpServer
-from acp_skills.mcp.provider import ServerState
-from acp_skills.report import (
+from acp_skills.diagnostics import (
+    Diagnostic,
     Markdown,
     by_severity,
     describe_catalog_changes,
@@ -21,6 +20,8 @@ from acp_skills.report import (
     server_line,
     tally,
 )
+from acp_skills.mcp import McpServer
+from acp_skills.mcp.provider import ServerState
 from acp_skills.text import for_editor
 
 BROKEN = Diagnostic(
@@ -119,7 +120,7 @@ DESCRIBE_CASES: list[tuple[str, CatalogFit, str]] = [
     (
         "empty",
         CatalogFit(text=None, limit=8000, used=0),
-        "Catalog: empty, no skill to list.",
+        "Catalog: empty (0 characters), no skill to list.",
     ),
     (
         "unlimited",
