@@ -7,9 +7,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import anyio.to_thread
 import pytest
 from structlog.testing import capture_logs
 
@@ -585,29 +583,19 @@ async def test_query_sees_the_registry_as_it_is_now() -> None:
 
 
 async def test_queries_over_one_snapshot_share_an_index_and_answer_as_a_fresh_one(
-    monkeypatch: pytest.MonkeyPatch,
+    threads_started: Callable[[], int],
 ) -> None:
     """The index is built once per snapshot, on a worker thread (docs/architecture.md, the
     query figure): the first query over a snapshot takes a thread and the next ones none; a
     query through the kept index answers exactly as one through a newly built index."""
-    hops = 0
-    original = anyio.to_thread.run_sync
-
-    async def counting(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        nonlocal hops
-        hops += 1
-        return await original(function, *args, **kwargs)
-
-    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
     tool, _ = make_tool(*SEARCH_SKILLS)
     queries = ["review my diff", "deploy service production", "review my diff"]
-    kept, hops_each = [], []
+    kept, threads_each = [], []
     for query in queries:
-        before = hops
+        before = threads_started()
         kept.append(await tool.call({"query": query}, cwd=CWD, searchable=True))
-        hops_each.append(hops - before)
-    assert hops_each == [1, 0, 0]
-    monkeypatch.undo()
+        threads_each.append(threads_started() - before)
+    assert threads_each == [1, 0, 0]
     for query, answer in zip(queries, kept, strict=True):
         fresh, _ = make_tool(*SEARCH_SKILLS)
         assert await fresh.call({"query": query}, cwd=CWD, searchable=True) == answer
