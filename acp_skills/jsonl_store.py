@@ -3,6 +3,7 @@ reads beside them (docs/architecture.md, docs/sessions.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import glob
 import hashlib
@@ -148,9 +149,12 @@ class JsonlSessionStore:
             name = os.path.basename(summary).removesuffix(".json")
             try:
                 status = os.stat(record := f"{records}{name}.jsonl")
+            except FileNotFoundError:
+                with contextlib.suppress(OSError):  # the record was removed: its summary goes too
+                    os.unlink(summary)
+                continue
             except OSError as error:
-                if not isinstance(error, FileNotFoundError):  # a removed record: left out quietly
-                    _skip(record, error.strerror or str(error))
+                _skip(record, error.strerror or str(error))
                 continue
             if not stat.S_ISREG(status.st_mode):
                 _skip(record, "not a regular file")

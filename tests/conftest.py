@@ -5,7 +5,9 @@ import sys
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
+import anyio.to_thread
 import pytest
 import structlog
 from hypothesis import HealthCheck, settings
@@ -106,3 +108,19 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
     if request.param == "jsonl":
         return JsonlSessionStore(tmp_path / "sessions")
     return InMemorySessionStore()
+
+
+@pytest.fixture
+def threads_started(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
+    """Counts the worker threads the code under test starts (`anyio.to_thread.run_sync`): no
+    file I/O on the event loop, a search index built once."""
+    started = 0
+    original = anyio.to_thread.run_sync
+
+    async def counting(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        nonlocal started
+        started += 1
+        return await original(function, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
+    return lambda: started

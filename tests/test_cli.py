@@ -379,6 +379,37 @@ def test_doctor_is_happy_with_a_clean_setup(corpus: Corpus, tmp_path: Path) -> N
     assert result.stdout.endswith("Result: no problems\n")
 
 
+@pytest.mark.parametrize("command", ["validate", "doctor"])
+def test_json_output_holds_no_control_or_bidi_override(command: str, tmp_path: Path) -> None:
+    """A problem naming a directory with ESC and U+202E in its name: the JSON printed carries
+    neither, in its text or in any value it decodes to (a program may print what it reads)."""
+    root = tmp_path / "skills"
+    odd = root / "odd\x1b[2J\u202eskill"
+    odd.mkdir(parents=True)
+    (odd / "SKILL.md").write_text("---\nname: odd\n---\n", encoding="utf-8")
+    options = [*nowhere(tmp_path), "--skills-dir", str(root)]
+    where = [str(root)] if command == "validate" else options
+    result = run(command, "--json", *where)
+    assert result.returncode == 1
+    assert "\u202e" not in result.stdout
+    printed = json.loads(result.stdout)
+    problems = printed["diagnostics" if command == "validate" else "problems"]
+    [found] = [d for d in problems if d["code"] == "description-invalid"]
+    assert found["path"] == str(root / "odd[2Jskill" / "SKILL.md")
+    assert not any("\x1b" in text or "\u202e" in text for text in _strings(printed))
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON value, keys too."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in [key, *_strings(item)]]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
 # -- usage, terminals, imports ---------------------------------------------------------------
 
 

@@ -250,7 +250,7 @@ async def test_commands_go_out_once_when_an_mcp_listing_arrives_during_the_first
     for it (the opening's, the first turn's, a registry change's): a turn is running, so the
     editor has the session and needs no resend. Later prompts send nothing; ``session/load``
     sends the list after its answer and once more at its first turn. (The server is a
-    process: the MCP pool reaches servers over stdio or HTTP only.)"""
+    process, reached over stdio as a provider given no ``transport`` reaches its servers.)"""
 
     served = tmp_path / "served"
     write_served_skill(served, "deploy-app", "Deploy the app.", "Run make deploy.")

@@ -236,8 +236,8 @@ async def test_trust_for_this_session_admits_only_the_pairs_an_mcp_question_show
     tmp_path: Path,
 ) -> None:
     """After ``allow_once`` for a server, a body it swaps later in the session, or a skill it
-    adds, waits: neither loads, and the session does not ask again. (The server is a process:
-    the MCP pool reaches servers over stdio or HTTP only.)"""
+    adds, waits: neither loads, and the session does not ask again. (The server is a process,
+    reached over stdio as a provider given no ``transport`` reaches its servers.)"""
 
     served = tmp_path / "served"
     write_served_skill(served, "deploy-app", "Deploy the app.", "Run make deploy.")

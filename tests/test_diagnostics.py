@@ -17,7 +17,6 @@ from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry
 from acp_skills.diagnostics import (
     CODES,
     Diagnostic,
-    diagnostic_json,
     file_diagnostics,
     log_diagnostic,
     shadow_diagnostic,
@@ -169,20 +168,6 @@ def test_unknown_keys_and_ignored_fields_are_reported_once_each() -> None:
         ("unknown-key", "info", "unknown frontmatter key 'model' (ignored by this runtime)"),
         ("unknown-key", "info", "unknown frontmatter key 'context' (ignored by this runtime)"),
     ]
-
-
-def test_json_is_exactly_the_documented_shape() -> None:
-    """code, severity, path, line, message — and nothing else (the skill name stays out)."""
-    record = Diagnostic(
-        code="yaml-invalid", severity="error", path="/p", line=3, message="m", skill="x"
-    )
-    assert diagnostic_json(record) == {
-        "code": "yaml-invalid",
-        "severity": "error",
-        "path": "/p",
-        "line": 3,
-        "message": "m",
-    }
 
 
 @pytest.mark.parametrize(

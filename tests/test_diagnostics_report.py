@@ -22,7 +22,6 @@ from acp_skills.diagnostics import (
 )
 from acp_skills.mcp import McpServer
 from acp_skills.mcp.provider import ServerState
-from acp_skills.text import for_editor
 
 BROKEN = Diagnostic(
     code="yaml-invalid", severity="error", path="/p/x/SKILL.md", line=4, message="invalid YAML"
@@ -76,16 +75,19 @@ def test_tally_counts_each_severity_most_severe_first() -> None:
     assert by_severity([NOTE, SKIPPED, BROKEN]) == [BROKEN, SKIPPED, NOTE]
 
 
-def test_json_keeps_the_stable_shape_without_unsafe_characters() -> None:
-    """``_skills/list`` and ``--json`` give one record shape; controls are dropped where it
-    leaves for the editor or a program (`for_editor`)."""
-    odd = Diagnostic(code="yaml-invalid", severity="error", path="/p", message="a\x1bb")
-    assert for_editor(diagnostic_json(odd)) == {
+def test_json_is_exactly_the_documented_shape() -> None:
+    """``_skills/list`` and ``--json`` give one record: code, severity, path, line, message —
+    and nothing else (the skill name stays out). Each edge cleans it as it leaves:
+    tests/test_cli.py's ``test_json_output_holds_no_control_or_bidi_override``."""
+    record = Diagnostic(
+        code="yaml-invalid", severity="error", path="/p", line=3, message="m", skill="x"
+    )
+    assert diagnostic_json(record) == {
         "code": "yaml-invalid",
         "severity": "error",
         "path": "/p",
-        "line": None,
-        "message": "ab",
+        "line": 3,
+        "message": "m",
     }
 
 

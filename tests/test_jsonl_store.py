@@ -395,21 +395,6 @@ async def test_jsonl_records_of_one_session_share_appends(jsonl: JsonlSessionSto
     assert len(await first.entries()) == 20
 
 
-@pytest.fixture
-def threads_started(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
-    """Counts the threads the store starts, to show no file I/O runs on the event loop."""
-    started = 0
-    original = anyio.to_thread.run_sync
-
-    async def counting(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        nonlocal started
-        started += 1
-        return await original(function, *args, **kwargs)
-
-    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
-    return lambda: started
-
-
 async def test_jsonl_file_io_runs_in_worker_threads(
     jsonl: JsonlSessionStore, threads_started: Callable[[], int]
 ) -> None:

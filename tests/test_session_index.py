@@ -117,17 +117,18 @@ async def test_cwd_keeps_the_sessions_of_that_directory_by_real_path(
 async def test_a_session_opened_in_another_directory_moves_there(
     store: ListedSessionStore, tmp_path: Path
 ) -> None:
-    """Loaded in another cwd, a session is listed there only."""
+    """Described in another cwd, a session is listed there only, as last described (the title
+    the session layer gives it: tests/test_session_lifecycle.py)."""
     alpha, beta = tmp_path / "alpha", tmp_path / "beta"
     alpha.mkdir()
     beta.mkdir()
     await record(store, "s", alpha, title="started in alpha")
     await store.describe_session(
-        SessionDescription(session_id="s", cwd=str(beta), title="started in alpha")
+        SessionDescription(session_id="s", cwd=str(beta), title="described in beta")
     )
     assert ids(await store.list_sessions(cwd=str(alpha))) == []
     [summary] = (await store.list_sessions(cwd=str(beta))).sessions
-    assert (summary.cwd, summary.title) == (str(beta), "started in alpha")
+    assert (summary.cwd, summary.title) == (str(beta), "described in beta")
     assert ids(await store.list_sessions()) == ["s"]
 
 
@@ -167,14 +168,16 @@ async def test_an_unreadable_summary_is_skipped_with_a_warning_naming_it(
     assert any(str(odd) in message and "not a regular file" in message for message in skipped)
 
 
-async def test_a_removed_record_is_no_longer_listed(tmp_path: Path) -> None:
-    """A record deleted by hand leaves its session out of a listing, without a warning."""
+async def test_a_removed_record_takes_its_summary_with_it(tmp_path: Path) -> None:
+    """A record deleted by hand leaves its session out of a listing, without a warning, and
+    the listing clears its summary away."""
     store = JsonlSessionStore(tmp_path / "sessions")
     await record(store, "gone", tmp_path)
     store.path_for("gone").unlink()
     with capture_logs() as logs:
         assert ids(await store.list_sessions()) == []
     assert logs == []
+    assert list((tmp_path / "sessions" / "index").glob("*/*.json")) == []
 
 
 async def test_summaries_outlive_the_store_object(tmp_path: Path) -> None:

@@ -144,6 +144,28 @@ async def test_a_listing_by_cwd_keeps_that_directory_by_real_path(sandbox: Sandb
     assert [info.session_id for info in by_other.sessions] == [there]
 
 
+async def test_a_session_loaded_in_another_directory_is_listed_there_under_its_first_prompt(
+    sandbox: Sandbox,
+) -> None:
+    """Loaded and prompted in another directory, a session is listed there and no longer in
+    the first, still titled by its first prompt."""
+    elsewhere = sandbox.root / "elsewhere"
+    elsewhere.mkdir()
+    async with demo_peer(sandbox) as agent:
+        session_id = await agent.open_session()
+        await agent.ask(session_id, "Started in the project")
+        await agent.load_session(session_id, elsewhere)
+        await agent.ask(session_id, "Went on elsewhere")
+        in_project = await listed(agent, sandbox.project)
+        [info] = (await listed(agent, elsewhere)).sessions
+    assert in_project.sessions == []
+    assert (info.session_id, info.cwd, info.title) == (
+        session_id,
+        str(elsewhere),
+        "Started in the project",
+    )
+
+
 async def test_a_record_without_a_summary_is_listed_once_reopened_under_its_first_prompt(
     sandbox: Sandbox,
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,13 +18,11 @@ from acp_skills import (
     SkillDefinition,
     SkillLookupOptions,
     SkillRegistry,
-    SkillSummary,
     SkillTool,
     ToolResult,
     UrlResource,
     render_skill_content,
 )
-from acp_skills.search import SkillIndex
 from tests.events import Hang, cancelled_when
 from tests.providers import (
     CWD,
@@ -584,21 +583,19 @@ async def test_query_sees_the_registry_as_it_is_now() -> None:
 
 
 async def test_queries_over_one_snapshot_share_an_index_and_answer_as_a_fresh_one(
-    monkeypatch: pytest.MonkeyPatch,
+    threads_started: Callable[[], int],
 ) -> None:
-    """The index is built once per snapshot (docs/architecture.md, the query figure), and a
+    """The index is built once per snapshot, on a worker thread (docs/architecture.md, the
+    query figure): the first query over a snapshot takes a thread and the next ones none; a
     query through the kept index answers exactly as one through a newly built index."""
-    built: list[object] = []
-
-    def counting(skills: list[SkillSummary]) -> SkillIndex:
-        built.append(skills)
-        return SkillIndex(skills)
-
-    monkeypatch.setattr("acp_skills.tool.SkillIndex", counting)
     tool, _ = make_tool(*SEARCH_SKILLS)
     queries = ["review my diff", "deploy service production", "review my diff"]
-    kept = [await tool.call({"query": q}, cwd=CWD, searchable=True) for q in queries]
-    assert len(built) == 1
+    kept, threads_each = [], []
+    for query in queries:
+        before = threads_started()
+        kept.append(await tool.call({"query": query}, cwd=CWD, searchable=True))
+        threads_each.append(threads_started() - before)
+    assert threads_each == [1, 0, 0]
     for query, answer in zip(queries, kept, strict=True):
         fresh, _ = make_tool(*SEARCH_SKILLS)
         assert await fresh.call({"query": query}, cwd=CWD, searchable=True) == answer
