@@ -218,6 +218,26 @@ async def test_a_server_that_exits_is_skipped_and_its_reason_ends_with_its_stder
     )
 
 
+async def test_a_server_that_exits_on_a_read_is_refused_in_clean_words(tmp_path: Path) -> None:
+    """The reason keeps the server's stderr as written; the `skill` tool's error, which the
+    model reads and the editor's tool call shows, has its controls and bidi overrides removed."""
+    script = write_script(
+        tmp_path / "s.json",
+        [served("deploy", DEPLOY, DEPLOY_FIELDS)],
+        stderr="boom \x1b[31mred\x1b[0m \u202eevil <b>\n",
+        exit=1,
+        exit_on="resources/read",
+    )
+    async with lookups(servers=[scripted_server(script)], timeout=30) as (registry, _):
+        with anyio.fail_after(BOUND):
+            refused = await SkillTool(registry).call({"name": "deploy"}, cwd=str(tmp_path))
+    assert refused.is_error
+    assert refused.text == (
+        'Error: cannot read skill "deploy" from MCP server "team": the server exited with '
+        "status 1; its stderr ends: boom [31mred[0m evil &lt;b&gt;"
+    )
+
+
 async def test_only_the_last_2_kib_of_stderr_are_kept(tmp_path: Path) -> None:
     """A chatty server's reason holds its last whole lines, at most 2 KiB of them."""
     stderr = "".join(f"line {number}\n" for number in range(2000))
