@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from structlog.testing import capture_logs
 
 from acp_skills import SkillLookupOptions, SkillRegistry, SkillTool
 from acp_skills.mcp import McpServer, McpSkillProvider
@@ -82,6 +83,32 @@ async def test_a_read_that_never_answers_is_refused_after_the_deadline(tmp_path:
         True,
         'Error: cannot read skill "deploy" from MCP server "team": no answer within 0.5 s',
     )
+
+
+async def test_a_skills_get_that_never_answers_is_told_as_a_skipped_server(
+    tmp_path: Path,
+) -> None:
+    """A uri the listing lacks, asked with `skills/get` past the deadline: the model's error
+    says the server could not be asked, and the failure is a problem and a warning like any
+    skipped request's, not an unknown skill."""
+    script = [served("deploy", DEPLOY, DEPLOY_FIELDS)]
+    server = scripted_server(write_script(tmp_path / "s.json", script, silent=["skills/get"]))
+    options = SkillLookupOptions(cwd=str(tmp_path))
+    async with lookups(servers=[server], timeout=0.5, transport=InProcess()) as (registry, _):
+        with capture_logs() as logs, anyio.fail_after(BOUND):
+            uri = {"name": "skill://other/SKILL.md"}
+            refused = await SkillTool(registry).call(uri, cwd=str(tmp_path))
+        with anyio.fail_after(BOUND):
+            problems = await registry.diagnose(options)
+    assert (refused.is_error, refused.text) == (
+        True,
+        'Error: skill "skill://other/SKILL.md" is not served by any server of this session that '
+        'could be asked; MCP server "team" could not be asked: no answer within 0.5 s',
+    )
+    assert [(p.code, p.message) for p in problems] == [
+        ("mcp-server-unavailable", "MCP server 'team' skipped: no answer within 0.5 s")
+    ]
+    assert [(log["event"], log["server"]) for log in logs] == [("mcp_server_skipped", "team")]
 
 
 @pytest.mark.parametrize("listed_size", ["honest", "lying"])
