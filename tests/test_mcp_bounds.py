@@ -72,6 +72,23 @@ async def test_a_server_that_never_answers_is_let_go_within_the_deadline(
         assert process_gone(int(pid.read_text()))
 
 
+async def test_a_server_that_pages_on_and_on_is_let_go_at_the_listings_deadline(
+    tmp_path: Path,
+) -> None:
+    """A listing has no page count of its own: one whose pages never end costs the lookup the
+    listing's deadline, then the server is skipped with the reason."""
+    script = [served("deploy", DEPLOY, DEPLOY_FIELDS)]
+    server = scripted_server(write_script(tmp_path / "s.json", script, pages=10**9))
+    options = SkillLookupOptions(servers=(server,))
+    async with lookups(timeout=0.5, transport=InProcess()) as (registry, provider):
+        with anyio.fail_after(BOUND):
+            snapshot = await registry.snapshot(options)
+            problems = await registry.diagnose(options)
+    assert snapshot.skills == ()
+    assert provider.servers[server].failure == "no answer within 0.5 s"
+    assert [p.code for p in problems] == ["mcp-server-unavailable"]
+
+
 async def test_a_read_that_never_answers_is_refused_after_the_deadline(tmp_path: Path) -> None:
     """`resources/read` has the deadline too: the load is refused, the turn goes on."""
     script = [served("deploy", DEPLOY, DEPLOY_FIELDS)]
