@@ -35,7 +35,7 @@ from .model import (
 from .quiet_log import get_logger
 from .registry import SkillRegistry
 from .search import MAX_QUERY_LENGTH, SkillIndex
-from .text import quote
+from .text import for_model, quote
 from .trust import SessionView
 from .trust_text import trust_error
 
@@ -228,7 +228,7 @@ class SkillTool:
                 )
             return ToolResult(text=found, is_error=False)
         except Refusal as refusal:
-            return ToolResult(text=refusal.text, is_error=True)
+            return _refused(refusal)
 
     async def _search(self, query: str, snapshot: SkillSnapshot) -> str:
         # One index per snapshot (the same object while cached); holding it keeps its id unique.
@@ -261,7 +261,7 @@ class SkillTool:
         try:
             _, definition = await self._load(name, options, snapshot, by_model=False)
         except Refusal as refusal:
-            return ToolResult(text=refusal.text, is_error=True)
+            return _refused(refusal)
         if arguments is not None:
             content = expand_arguments(definition.content, arguments)
             definition = replace(definition, content=content)
@@ -311,6 +311,11 @@ class SkillTool:
 
     async def _lookup(self, name: str | None, options: SkillLookupOptions) -> SkillSnapshot:
         return await self._loading(name, self._registry.snapshot(options))
+
+
+def _refused(refusal: Refusal) -> ToolResult:
+    # The model's sink: every error text is cleaned here, whatever part of it a server wrote.
+    return ToolResult(text=for_model(refusal.text), is_error=True)
 
 
 def _allowed(name: str, skill: _Skill | None, gone: str, *, by_model: bool) -> _Skill:

@@ -6,7 +6,8 @@ The script (`write_script` in ``tests/mcp_scripted.py`` builds it):
 - ``files``: ``{uri: text}`` answered by `resources/read`;
 - ``silent``: methods never answered (``server/discover`` for a server that never answers);
 - ``padding``: ``{method: bytes}`` of padding added to that method's answers;
-- ``stderr`` and ``exit``: written to stderr, then exit with that status, before anything else;
+- ``stderr`` and ``exit``: written to stderr, then exit with that status, before anything else
+  (with ``exit_on``, a method: when that method is first asked instead);
 - ``pid``: a file to write the server's own pid to;
 - ``helper``: a file to write the pid of a helper process (same process group) to; it sleeps;
 - ``extension``: ``false`` to declare no skills extension;
@@ -28,7 +29,7 @@ import subprocess
 import sys
 from typing import Any
 
-PROCESS_KEYS = ("stderr", "exit", "pid", "helper", "stubborn")
+PROCESS_KEYS = ("stderr", "exit", "exit_on", "pid", "helper", "stubborn")
 
 
 def result_for(
@@ -86,19 +87,27 @@ def main() -> None:
             out.write(str(child.pid))
     if script.get("stubborn"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if "stderr" in script:
-        sys.stderr.write(script["stderr"])
-        sys.stderr.flush()
-    if "exit" in script:
-        os._exit(script["exit"])
+    if "exit_on" not in script:
+        _exit_if_told(script)
     for line in sys.stdin:
-        reply = answer(json.loads(line), path)
+        message = json.loads(line)
+        if message.get("method") == script.get("exit_on"):
+            _exit_if_told(script)
+        reply = answer(message, path)
         if reply is not None:
             sys.stdout.write(json.dumps(reply) + "\n")
             sys.stdout.flush()
     if script.get("stubborn"):
         while True:  # its input ended: it stays all the same
             signal.pause()
+
+
+def _exit_if_told(script: dict[str, Any]) -> None:
+    if "stderr" in script:
+        sys.stderr.write(script["stderr"])
+        sys.stderr.flush()
+    if "exit" in script:
+        os._exit(script["exit"])
 
 
 if __name__ == "__main__":

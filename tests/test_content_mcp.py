@@ -68,6 +68,7 @@ SCRIPTS = 'it is a directory, not a file; it holds: "check.sh", "fill.py", "lib/
 REFUSALS: list[tuple[str, str, str]] = [
     ("case-of-a-name", "FORMS.md", MANIFEST),
     ("case-of-a-folder", "Scripts/fill.py", MANIFEST),
+    ("case-deeper", "scripts/LIB/util.py", MANIFEST),
     ("directory", "scripts", SCRIPTS),
     ("directory-with-a-slash", "scripts/", SCRIPTS),
     (
@@ -103,7 +104,8 @@ async def test_a_served_skill_and_the_same_skill_on_disk_are_refused_in_the_same
     local = SkillRegistry()
     home = tmp_path / "home"
     local.register_provider(LocalSkillProvider(home, home, [bundle.parent], watch=False))
-    paths = ["scripts", ".", "nothing.md", "scripts/nothing.md"]
+    differ_in_case = ["FORMS.md", "Scripts/fill.py", "scripts/LIB/util.py"]
+    paths = [*differ_in_case, "scripts", ".", "nothing.md", "scripts/nothing.md"]
     on_disk = [await read_path(SkillTool(local), path, tmp_path) for path in paths]
     async with mcp_tool(forms_server(tmp_path)) as tool:
         over_mcp = [await read_path(tool, path, tmp_path) for path in paths]

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from structlog.testing import capture_logs
 
 from acp_skills import SkillLookupOptions, SkillRegistry, SkillTool
 from acp_skills.mcp import McpServer, McpSkillProvider
@@ -71,6 +72,23 @@ async def test_a_server_that_never_answers_is_let_go_within_the_deadline(
         assert process_gone(int(pid.read_text()))
 
 
+async def test_a_server_that_pages_on_and_on_is_let_go_at_the_listings_deadline(
+    tmp_path: Path,
+) -> None:
+    """A listing has no page count of its own: one whose pages never end costs the lookup the
+    listing's deadline, then the server is skipped with the reason."""
+    script = [served("deploy", DEPLOY, DEPLOY_FIELDS)]
+    server = scripted_server(write_script(tmp_path / "s.json", script, pages=10**9))
+    options = SkillLookupOptions(servers=(server,))
+    async with lookups(timeout=0.5, transport=InProcess()) as (registry, provider):
+        with anyio.fail_after(BOUND):
+            snapshot = await registry.snapshot(options)
+            problems = await registry.diagnose(options)
+    assert snapshot.skills == ()
+    assert provider.servers[server].failure == "no answer within 0.5 s"
+    assert [p.code for p in problems] == ["mcp-server-unavailable"]
+
+
 async def test_a_read_that_never_answers_is_refused_after_the_deadline(tmp_path: Path) -> None:
     """`resources/read` has the deadline too: the load is refused, the turn goes on."""
     script = [served("deploy", DEPLOY, DEPLOY_FIELDS)]
@@ -82,6 +100,32 @@ async def test_a_read_that_never_answers_is_refused_after_the_deadline(tmp_path:
         True,
         'Error: cannot read skill "deploy" from MCP server "team": no answer within 0.5 s',
     )
+
+
+async def test_a_skills_get_that_never_answers_is_told_as_a_skipped_server(
+    tmp_path: Path,
+) -> None:
+    """A uri the listing lacks, asked with `skills/get` past the deadline: the model's error
+    says the server could not be asked, and the failure is a problem and a warning like any
+    skipped request's, not an unknown skill."""
+    script = [served("deploy", DEPLOY, DEPLOY_FIELDS)]
+    server = scripted_server(write_script(tmp_path / "s.json", script, silent=["skills/get"]))
+    options = SkillLookupOptions(cwd=str(tmp_path))
+    async with lookups(servers=[server], timeout=0.5, transport=InProcess()) as (registry, _):
+        with capture_logs() as logs, anyio.fail_after(BOUND):
+            uri = {"name": "skill://other/SKILL.md"}
+            refused = await SkillTool(registry).call(uri, cwd=str(tmp_path))
+        with anyio.fail_after(BOUND):
+            problems = await registry.diagnose(options)
+    assert (refused.is_error, refused.text) == (
+        True,
+        'Error: skill "skill://other/SKILL.md" is not served by any server of this session that '
+        'could be asked; MCP server "team" could not be asked: no answer within 0.5 s',
+    )
+    assert [(p.code, p.message) for p in problems] == [
+        ("mcp-server-unavailable", "MCP server 'team' skipped: no answer within 0.5 s")
+    ]
+    assert [(log["event"], log["server"]) for log in logs] == [("mcp_server_skipped", "team")]
 
 
 @pytest.mark.parametrize("listed_size", ["honest", "lying"])
@@ -215,6 +259,26 @@ async def test_a_server_that_exits_is_skipped_and_its_reason_ends_with_its_stder
         "the server exited with status 1; its stderr ends: Traceback (most recent call last): | "
         'File "/srv/serve.py", line 12, in <module> | '
         "\x1b[31mValueError: description is 1068 characters, over 1024\x1b[0m"
+    )
+
+
+async def test_a_server_that_exits_on_a_read_is_refused_in_clean_words(tmp_path: Path) -> None:
+    """The reason keeps the server's stderr as written; the `skill` tool's error, which the
+    model reads and the editor's tool call shows, has its controls and bidi overrides removed."""
+    script = write_script(
+        tmp_path / "s.json",
+        [served("deploy", DEPLOY, DEPLOY_FIELDS)],
+        stderr="boom \x1b[31mred\x1b[0m \u202eevil <b>\n",
+        exit=1,
+        exit_on="resources/read",
+    )
+    async with lookups(servers=[scripted_server(script)], timeout=30) as (registry, _):
+        with anyio.fail_after(BOUND):
+            refused = await SkillTool(registry).call({"name": "deploy"}, cwd=str(tmp_path))
+    assert refused.is_error
+    assert refused.text == (
+        'Error: cannot read skill "deploy" from MCP server "team": the server exited with '
+        "status 1; its stderr ends: boom [31mred[0m evil &lt;b&gt;"
     )
 
 

@@ -113,15 +113,20 @@ class McpSkillProvider:
             for skill in (await self._joined_listing(server)).skills:
                 if skill.uri == uri:
                     return self._candidate(server, skill)
+        unasked: list[str] = []
         for server in servers:
             try:
                 entry = await self._entry(server, uri)
-            except _Unavailable:
-                continue  # skipped by the listing above, and told there
+            except _Unavailable as why:  # skipped, and told as any skipped server
+                unasked.append(f'MCP server "{server.label}" could not be asked: {why}')
+                continue
             if entry is not None:
                 confirmed = (*(u for u in self._confirmed.get(server, ()) if u != uri), uri)
                 self._confirmed[server] = confirmed[-MAX_CONFIRMED:]
                 return self._candidate(server, entry)
+        if unasked:
+            gone = "is not served by any server of this session that could be asked"
+            raise Refusal(f"Error: skill {quote(uri)} {gone}; {'; '.join(unasked)}")
         return None
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
@@ -247,9 +252,7 @@ class McpSkillProvider:
         try:
             listing = await self._ask(server, list_skills) or NOTHING
         except _Unavailable as unavailable:
-            record = mcp_server_unavailable(server.label, str(unavailable))
-            log_diagnostic(_log, record, server=server.label)
-            await self._fail(server, str(unavailable))
+            await self._skip(server, str(unavailable))
             return NOTHING
         rejected = tuple(mcp_skill_invalid(server.label, e.uri, e.reason) for e in listing.rejected)
         if rejected != state.rejected:  # told once, not at every lookup
@@ -282,7 +285,12 @@ class McpSkillProvider:
         if (got := self._fresh(server, uri)) is None:
             if _resting(state := self._state(server)):
                 raise _Unavailable(state.failure or "it failed a moment ago")
-            if (got := await self._ask(server, partial(get_skill, uri=uri))) is None:
+            try:
+                got = await self._ask(server, partial(get_skill, uri=uri))
+            except _Unavailable as unavailable:
+                await self._skip(server, str(unavailable))
+                raise
+            if got is None:
                 return None
             self._keep(server, uri, got)
         if got.rejected:
@@ -344,6 +352,11 @@ class McpSkillProvider:
         if reason == TOO_LARGE:
             await self._fail(server, reason)
         raise _Unavailable(reason)
+
+    async def _skip(self, server: McpServer, reason: str) -> None:
+        # A request it failed: told (`/skills`, doctor, the log), and the server left alone.
+        log_diagnostic(_log, mcp_server_unavailable(server.label, reason), server=server.label)
+        await self._fail(server, reason)
 
     async def _fail(self, server: McpServer, reason: str) -> None:
         state = self._state(server)
