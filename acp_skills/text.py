@@ -43,10 +43,10 @@ def _spelt(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def for_model(text: str) -> str:
-    """A value the model reads in the catalog's or a tool result's markup: unsafe characters
-    removed (NEL becomes a line feed, a lone surrogate U+FFFD), ``&<>`` escaped."""
-    return html.escape(_drop_unsafe(text), quote=False)
+def for_model(text: str, *, markup: bool = True) -> str:
+    """Text the model reads: unsafe characters removed (NEL becomes a line feed, a lone surrogate
+    U+FFFD) and, inside the catalog's or a tool result's ``markup``, ``&<>`` escaped."""
+    return html.escape(_drop_unsafe(text), quote=False) if markup else _drop_unsafe(text)
 
 
 def for_editor(value: _Value) -> _Value:

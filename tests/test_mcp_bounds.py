@@ -278,7 +278,7 @@ async def test_a_server_that_exits_on_a_read_is_refused_in_clean_words(tmp_path:
     assert refused.is_error
     assert refused.text == (
         'Error: cannot read skill "deploy" from MCP server "team": the server exited with '
-        "status 1; its stderr ends: boom [31mred[0m evil &lt;b&gt;"
+        "status 1; its stderr ends: boom [31mred[0m evil <b>"
     )
 
 
