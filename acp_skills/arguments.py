@@ -18,10 +18,10 @@ MAX_EXPANDED_CHARS: Final = 262_144
 
 def expand_arguments(body: str, arguments: str) -> str:
     """``body`` with its placeholders filled from ``arguments``; past the bounds, the arguments
-    are cut and the remaining placeholders stay as written."""
+    are cut or the remaining placeholders stay as written, and a note at the end says so."""
     if "$" not in body:
         return body
-    arguments = arguments[:MAX_ARGUMENTS_CHARS]
+    total, arguments = len(arguments), arguments[:MAX_ARGUMENTS_CHARS]
     try:
         words = shlex.split(arguments)
     except ValueError:  # an unclosed quote or a trailing backslash is a typo: keep the words
@@ -42,4 +42,10 @@ def expand_arguments(body: str, arguments: str) -> str:
         room -= len(value) - len(placeholder)
         return value
 
-    return _PLACEHOLDER.sub(fill, body)
+    filled = _PLACEHOLDER.sub(fill, body)
+    notes = []
+    if total > MAX_ARGUMENTS_CHARS:
+        notes.append(f"the arguments were cut to their first {MAX_ARGUMENTS_CHARS} of {total}")
+    if room is None:
+        notes.append(f"later placeholders were left unfilled past {MAX_EXPANDED_CHARS}")
+    return filled + "".join(f"\n\nNote: {note} characters." for note in notes)

@@ -12,7 +12,7 @@ from typing import Final, TypeAlias
 import anyio.to_thread
 
 from .diagnostics import Diagnostic, diagnostic, file_diagnostics, log_diagnostic, root_missing
-from .errors import Problem, ReadError
+from .errors import Problem, ReadError, SkillContractError
 from .frontmatter import ParsedSkill, build_skill, parse_skill_bytes
 from .fs import DirEntry, LocalFileSystem, SkillFileSystem, read_local_file, why_no_skill_file
 from .model import (
@@ -256,11 +256,19 @@ class LocalSkillProvider:
             # at once cost page faults worth a sixth of a discovery (docs/benchmarks.md).
             contents = (read_local_file(path, max_bytes) for path in paths)
         else:
-            contents = await self._fs.read_files(paths, max_bytes)
+            contents = await self._read_files(paths)
         # Only values go to a worker thread, never `self`: an idle worker keeps the last
         # function it ran, which would keep the provider and its watcher from being collected.
         judged = (self._name, roots, listings, files, report, contents, local)
         return await anyio.to_thread.run_sync(_judge, *judged)
+
+    async def _read_files(self, paths: Sequence[str]) -> Sequence[bytes | ReadError]:
+        contents = await self._fs.read_files(paths, self._max_file_bytes)
+        if len(contents) != len(paths):  # else zip() or unpacking fails with no name in it
+            got = f"{len(contents)} results for {len(paths)} paths"
+            problem = f"nothing: its {type(self._fs).__qualname__}.read_files gave {got}"
+            raise SkillContractError(self._name, problem)
+        return contents
 
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
@@ -272,7 +280,7 @@ class LocalSkillProvider:
                 f"skill {candidate.name!r} was not listed by a LocalSkillProvider "
                 f"(its locator is {type(path).__name__}, not a path)"
             )
-        (content,) = await self._fs.read_files([path], self._max_file_bytes)
+        (content,) = await self._read_files([path])
         parsed = parse_skill_bytes(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
             reason = parsed.reason if isinstance(parsed, ReadError) else parsed.message

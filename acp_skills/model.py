@@ -140,6 +140,11 @@ class PrefixMessage:
     text: str
 
     def __post_init__(self) -> None:
+        # A custom contributor's bad field would otherwise be frozen into every request.
+        if not isinstance(self.role, str) or not self.role:
+            raise TypeError(f"a prefix message needs a non-empty string role, got {self.role!r}")
+        if not isinstance(self.text, str):
+            raise TypeError(f"a prefix message's text must be a string, got {self.text!r}")
         object.__setattr__(self, "role", well_formed(self.role))
         object.__setattr__(self, "text", well_formed(self.text))
 

@@ -3,6 +3,7 @@ validator of what a provider returns."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -50,8 +51,12 @@ _HOOKS = ("on_register", "on_dispose", "cacheable", "diagnose", "read_path", "fi
 
 
 def provider_hooks(provider: SkillProvider) -> dict[str, Callable[..., Any]]:
-    """The optional hooks ``provider`` has, by name (a misspelled one is never called)."""
-    return {hook: found for hook in _HOOKS if (found := getattr(provider, hook, None)) is not None}
+    """The optional hooks ``provider`` has, by name (a misspelled one is never called); an
+    ``async`` ``cacheable`` is a ``TypeError``."""
+    hooks = {hook: found for hook in _HOOKS if (found := getattr(provider, hook, None)) is not None}
+    if inspect.iscoroutinefunction(hooks.get("cacheable")):  # it would answer a coroutine, not True
+        raise TypeError(f'skill provider "{provider.name}": cacheable must not be async')
+    return hooks
 
 
 def _valid_base(base: object) -> bool:

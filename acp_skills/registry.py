@@ -146,8 +146,10 @@ class SkillRegistry:
 
     def register_provider(self, provider: SkillProvider) -> ProviderHandle:
         """Add a provider last; its ``on_register`` gets the handle (raising there undoes it).
-        A reserved or taken name is a ``ValueError``."""
+        A reserved, taken, empty or non-string name is a ``ValueError``."""
         name = provider.name
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"skill provider name must be a non-empty string, got {name!r}")
         if name == RUNTIME_PROVIDER:
             raise ValueError(f'skill provider name "{RUNTIME_PROVIDER}" is reserved')
         if name in self._providers:

@@ -132,9 +132,9 @@ def one_line(text: str) -> str:
 
 
 def spelt(text: str) -> str:
-    """A value inside a line of a report: each control (line feed included) and bidi override
-    spelt as ``\\x0a`` or ``\\u202e``, so it can neither start a line nor act."""
-    return _TERMINAL_UNSAFE.sub(_spelt, text)
+    """A value inside a line of a report: `terminal_safe` with line feeds spelt too (``\\x0a``),
+    so it can neither start a line nor act."""
+    return terminal_safe(text)
 
 
 def shorten_description(text: str, max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH) -> str:

@@ -61,11 +61,14 @@ def test_an_empty_quoted_pair_is_an_empty_word() -> None:
     assert expand_arguments("$0|$1|$2|$3", "a '' \"\" b") == "a|||b"
 
 
-def test_long_arguments_are_cut() -> None:
-    """Past MAX_ARGUMENTS_CHARS the arguments are cut."""
+def test_long_arguments_are_cut_with_a_note() -> None:
+    """Past MAX_ARGUMENTS_CHARS the arguments are cut, and a note says so (contract §11)."""
     arguments = "w " * MAX_ARGUMENTS_CHARS
     expanded = expand_arguments("Use $ARGUMENTS.", arguments)
-    assert expanded == "Use " + arguments[:MAX_ARGUMENTS_CHARS] + "."
+    assert expanded == (
+        "Use " + arguments[:MAX_ARGUMENTS_CHARS] + ".\n\nNote: the arguments were cut to their "
+        f"first {MAX_ARGUMENTS_CHARS} of {2 * MAX_ARGUMENTS_CHARS} characters."
+    )
 
 
 def test_placeholders_past_the_output_bound_stay_as_written() -> None:
@@ -76,3 +79,6 @@ def test_placeholders_past_the_output_bound_stay_as_written() -> None:
     filled = expanded.count("x" * 4096)
     assert 0 < filled <= MAX_EXPANDED_CHARS // 4096
     assert expanded.count("$ARGUMENTS") == 20_000 - filled
+    assert expanded.endswith(
+        f"\n\nNote: later placeholders were left unfilled past {MAX_EXPANDED_CHARS} characters."
+    )

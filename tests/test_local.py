@@ -23,6 +23,7 @@ from acp_skills import (
     LocalFileSystem,
     LocalSkillProvider,
     SkillCandidate,
+    SkillContractError,
     SkillLookupOptions,
     SkillProvider,
     SkillRegistry,
@@ -959,6 +960,28 @@ async def test_get_reads_through_the_seam(layout: Layout) -> None:
     fs.calls.clear()
     assert await provider.get(candidate, at(None)) is not None
     assert fs.calls == Counter(read_files=1)
+
+
+class DroppingFileSystem(CountingFileSystem):
+    """A seam whose read batch loses its last result."""
+
+    async def read_files(self, paths: Sequence[str], max_bytes: int) -> Sequence[bytes | ReadError]:
+        return (await super().read_files(paths, max_bytes))[:-1]
+
+
+async def test_a_read_batch_of_the_wrong_length_is_a_contract_error_naming_the_filesystem(
+    layout: Layout,
+) -> None:
+    """Listing and `get` alike: the error says which filesystem miscounted, and by how much."""
+    write_skill(layout.user_dsh / "one.md", "one")
+    write_skill(layout.user_dsh / "two.md", "two")
+    [candidate, _] = await layout.provider().list(at(None))
+    provider = layout.provider(fs=DroppingFileSystem())
+    message = r'"local" returned nothing: its DroppingFileSystem.read_files gave 1 results for 2'
+    with pytest.raises(SkillContractError, match=message):
+        await provider.list(at(None))
+    with pytest.raises(SkillContractError, match="gave 0 results for 1 paths"):
+        await provider.get(candidate, at(None))
 
 
 class FailingFileSystem(CountingFileSystem):

@@ -143,6 +143,28 @@ async def test_a_contributor_returning_something_else_is_a_type_error(
         await prefix.compose(context)
 
 
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"role": None, "text": "x"}, "non-empty string role, got None"),
+        ({"role": "", "text": "x"}, "non-empty string role, got ''"),
+        ({"role": "user", "text": None}, "text must be a string, got None"),
+    ],
+)
+async def test_a_malformed_prefix_message_fails_compose(
+    context: PrefixContext, fields: dict[str, Any], message: str
+) -> None:
+    """A contributor's message without a string role or text is a TypeError, never frozen."""
+
+    async def malformed(context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
+        return [*await next(), PrefixMessage(**fields)]
+
+    prefix = SessionPrefix()
+    prefix.add(malformed)
+    with pytest.raises(TypeError, match=message):
+        await prefix.compose(context)
+
+
 async def test_compose_returns_a_copy_of_what_contributors_returned(
     context: PrefixContext,
 ) -> None:

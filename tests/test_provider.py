@@ -13,6 +13,7 @@ from acp_skills import (
     OpaqueResource,
     SkillCandidate,
     SkillContractError,
+    SkillLookupOptions,
     SkillRegistry,
     SkillSummary,
     UrlResource,
@@ -229,3 +230,17 @@ async def test_first_malformed_candidate_in_provider_order_is_reported() -> None
     )
     with pytest.raises(SkillContractError, match=r'skill "first-bad" with an invalid rank True'):
         await registry.snapshot()
+
+
+class _AsyncCacheable(ListProvider):
+    async def cacheable(self, options: SkillLookupOptions) -> bool:
+        return True
+
+
+async def test_an_async_cacheable_is_refused_at_registration() -> None:
+    """``cacheable`` is asked synchronously: an ``async`` one is a TypeError naming the provider,
+    and nothing is registered."""
+    registry = SkillRegistry()
+    with pytest.raises(TypeError, match='skill provider "p": cacheable must not be async'):
+        registry.register_provider(_AsyncCacheable("p"))
+    assert registry.revision == 0

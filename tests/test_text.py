@@ -222,3 +222,4 @@ def test_terminal_safe_spells_out_every_control_but_tab() -> None:
 def test_a_value_shown_in_a_line_has_its_controls_spelt_out() -> None:
     """A line feed or bidi override inside a report's line is spelt, so it cannot start one."""
     assert spelt("a\nb\u202e") == "a\\x0ab\\u202e"
+    assert spelt("\ud800") == "\ufffd"  # the one substitution: surrogates repaired as well

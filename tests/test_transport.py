@@ -7,8 +7,10 @@ the agent's frames from it, so it can send exactly the garbage the SDK mishandle
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import socket
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ from acp.schema import (
 )
 from structlog.testing import capture_logs
 
-from acp_skills.acp import GuardedTransport
+from acp_skills.acp import GuardedTransport, open_stdio
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
@@ -616,3 +618,22 @@ async def test_a_frame_at_the_limit_is_passed_on() -> None:
         reply = await client.receive()
         assert reply["id"] == 5
         assert reply["error"]["code"] == -32601
+
+
+@pytest.mark.parametrize("option", [{"max_line_bytes": 0}, {"drain_seconds": 0}, {"max_depth": 1}])
+async def test_limits_that_would_refuse_every_frame_are_a_value_error(
+    option: dict[str, Any],
+) -> None:
+    with pytest.raises(ValueError, match="must be positive"):
+        GuardedTransport(asyncio.StreamReader(), cast(asyncio.StreamWriter, None), **option)
+
+
+@pytest.mark.parametrize("name", ["stdin", "stdout"])
+async def test_open_stdio_with_a_closed_stream_is_ebadf(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python started with fd 0 or 1 closed has ``sys.stdin`` or ``sys.stdout`` set to None."""
+    monkeypatch.setattr(sys, name, None)
+    with pytest.raises(OSError, match=f"{name} is closed") as raised:
+        await open_stdio()
+    assert raised.value.errno == errno.EBADF

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import selectors
 import sys
@@ -21,6 +22,9 @@ async def open_stdio(
     *, protect_stdout: bool = True
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Open stdin and stdout as asyncio streams, frames on a private copy of fd 1 by default."""
+    for name in ("stdin", "stdout"):
+        if getattr(sys, name) is None:  # Python started with that descriptor closed
+            raise OSError(errno.EBADF, f"{name} is closed")
     loop, reader = asyncio.get_running_loop(), asyncio.StreamReader(limit=_BUFFER_BYTES)
     stdin = os.fdopen(_watchable(sys.stdin.fileno(), incoming=True), "rb", buffering=0)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)

@@ -123,6 +123,9 @@ class GuardedTransport:
         drain_seconds: float = DEFAULT_DRAIN_SECONDS,
         max_depth: int = MAX_NESTING_DEPTH,
     ) -> None:
+        # A line limit under 1 byte or a depth under 2 would refuse every frame.
+        if max_line_bytes < 1 or not drain_seconds > 0 or max_depth < 2:
+            raise ValueError("max_line_bytes, drain_seconds must be positive; max_depth 2 or more")
         self._reader, self._writer, self._max_depth = reader, writer, max_depth
         self._max_line_bytes, self._drain_seconds = max_line_bytes, drain_seconds
         self._closed = self._input_ended = self._output_lost = False
