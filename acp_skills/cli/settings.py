@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import re
 import shlex
@@ -146,17 +147,15 @@ def permission_fix(path: str) -> str:
 
 
 def _load_mcp() -> Any:
-    try:
-        # Loaded only when a server is named, so the commands start on the core alone (pinned
-        # by tests/test_cli.py); importing it imports the SDK, so it tells whether the extra is
-        # installed now, never mid-session.
-        return importlib.import_module("acp_skills.mcp")
-    except ImportError as error:
-        missing = f"no module {error.name!r}" if error.name else str(error)
+    # Loaded only when a server is named, so the commands start on the core alone (pinned by
+    # tests/test_cli.py). The SDK itself loads at the first connection: whether the extra is
+    # installed is asked now, never mid-session.
+    if importlib.util.find_spec("mcp") is None:
         raise SettingError(
-            f"--mcp-server needs the mcp extra, which is not installed ({missing}): "
+            "--mcp-server needs the mcp extra, which is not installed (no module 'mcp'): "
             + extra_install_hint("mcp")
-        ) from None
+        )
+    return importlib.import_module("acp_skills.mcp")
 
 
 @dataclass(frozen=True, slots=True)
