@@ -147,9 +147,8 @@ def permission_fix(path: str) -> str:
 
 
 def _load_mcp() -> Any:
-    # Loaded only when a server is named, so the commands start on the core alone (pinned by
-    # tests/test_cli.py). The SDK itself loads at the first connection: whether the extra is
-    # installed is asked now, never mid-session.
+    # Only when a server is named: the commands start on the core alone (tests/test_cli.py). The
+    # SDK itself loads at the first connection, so whether the extra is installed is asked here.
     if importlib.util.find_spec("mcp") is None:
         raise SettingError(
             "--mcp-server needs the mcp extra, which is not installed (no module 'mcp'): "
