@@ -33,7 +33,7 @@ from agent_cells import agent_env, demo_argv, initialized_agent
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from acp_skills.mcp.listing import list_skills
+from acp_skills.mcp.transport import list_skills
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "mcp_skills_server.py")

@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -71,6 +72,30 @@ def agent_with_servers(
 
 def names(listing: dict[str, Any]) -> list[tuple[str, str]]:
     return [(skill["name"], skill["source"]) for skill in listing["skills"]]
+
+
+def test_the_agent_answers_initialize_without_loading_the_mcp_sdk(sandbox: Sandbox) -> None:
+    """Built as `python -m demo_agent` builds it, with a --mcp-server and the sessions' servers
+    on, the agent answers `initialize` (MCP over HTTP advertised) without the MCP SDK or httpx:
+    they load at the first connection (a fresh interpreter's ``sys.modules``)."""
+    probe = (
+        "import asyncio, sys\n"
+        "from demo_agent.__main__ import build_agent, build_provider, parse_args\n"
+        "args = parse_args([*sys.argv[1:], '--no-watch', '--mcp-server', 'team=serve'])\n"
+        "agent = build_agent(args, build_provider(args))\n"
+        "answer = asyncio.run(agent.initialize(1))\n"
+        "print(args.mcp is not None, answer.agent_capabilities.mcp_capabilities.http)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'httpx', 'httpx2')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, *sandbox.args()],
+        env={**os.environ, **sandbox.env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.splitlines()[-2:] == ["True True", "[]"]
 
 
 async def test_the_agent_advertises_http_mcp_servers(sandbox: Sandbox) -> None:

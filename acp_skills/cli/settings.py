@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import re
 import shlex
@@ -143,15 +144,14 @@ def permission_fix(path: str) -> str:
 
 
 def _load_mcp() -> Any:
-    try:
-        # Only when a server is named: the commands start on the core alone (tests/test_cli.py).
-        return importlib.import_module("acp_skills.mcp")
-    except ImportError as error:
-        missing = f"no module {error.name!r}" if error.name else str(error)
+    # Only when a server is named: the commands start on the core alone (tests/test_cli.py). The
+    # SDK itself loads at the first connection, so whether the extra is installed is asked here.
+    if importlib.util.find_spec("mcp") is None:
         raise SettingError(
-            f"--mcp-server needs the mcp extra, which is not installed ({missing}): "
+            "--mcp-server needs the mcp extra, which is not installed (no module 'mcp'): "
             + extra_install_hint("mcp")
-        ) from None
+        )
+    return importlib.import_module("acp_skills.mcp")
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,28 +4,24 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NamedTuple
-
-import mcp.types as types
-from mcp import ClientSession, MCPError
-from mcp.client.caching import MAX_TTL_MS
-from pydantic import BaseModel, ConfigDict
+from typing import Final, Literal, NamedTuple
 
 from ..confined import listed_entries
 from ..errors import Problem, ReadError
 from ..frontmatter import ParsedSkill, canonical_json, listed_fields, read_fields
 from .config import McpServer
-from .transport import MAX_RESPONSE_BYTES, TOO_LARGE, ResponseTooLarge
 
+SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
+MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
+"""One message from a server (a listing page, a read), and one listing's pages together."""
+TOO_LARGE: Final = f"it sent a response over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB"
 # The extension's stable page: what every host accepts of one skill, over its manifest.
 MAX_SKILL_FILES: Final = 512
 MAX_SKILL_BYTES: Final = 16 * 1024 * 1024
 _DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
-_INVALID_PARAMS: Final = -32602  # how a server says it serves no skill at a uri
 # What trust keeps for a skill's listed frontmatter (its uri with this fragment), and for the
 # SKILL.md of a dynamic skill: no listed digest looks like "dynamic", so a switch between a
 # manifest and none is a change either way.
@@ -33,8 +29,8 @@ FRONTMATTER_FRAGMENT: Final = "#frontmatter"
 DYNAMIC_DIGEST: Final = "dynamic"
 
 
-class _Answer(BaseModel):
-    model_config = ConfigDict(extra="allow")  # every field as the server sent it
+class ResponseTooLarge(Exception):
+    """A server sent more than `MAX_RESPONSE_BYTES` for one answer."""
 
 
 class ManifestFile(NamedTuple):
@@ -108,69 +104,6 @@ class McpLocator:
         return self.skill.files is None
 
 
-async def list_skills(session: ClientSession) -> Listing:
-    """Every page of `skills/list`, kept as long and as widely as its strictest page allows.
-
-    Raises:
-        ResponseTooLarge: the entries of the pages together are over `MAX_RESPONSE_BYTES`.
-    """
-    entries: list[ListedSkill | RejectedEntry] = []
-    params: dict[str, Any] = {}
-    ttl, public, size = MAX_TTL_MS, True, 0
-    # Its own entries are counted: a lent session's transport counts nothing. A server that
-    # pages on and on meets the deadline.
-    while True:
-        page = await _request(session, "skills/list", params)
-        skills = page.get("skills")
-        if not isinstance(skills, list):
-            raise ValueError("its skills/list answer holds no list of skills")
-        size += len(json.dumps(skills, ensure_ascii=False, separators=(",", ":")).encode())
-        if size > MAX_RESPONSE_BYTES:
-            raise ResponseTooLarge(TOO_LARGE)
-        page_ttl, page_scope = _freshness(page)
-        ttl, public = min(ttl, page_ttl), public and page_scope == "public"
-        entries.extend(read_entry(raw) for raw in skills)
-        if not isinstance(cursor := page.get("nextCursor"), str) or not cursor:
-            return _listing(entries, ttl, "public" if public else "private")
-        params = {"cursor": cursor}
-
-
-async def get_skill(session: ClientSession, uri: str) -> Listing | None:
-    """`skills/get` of ``uri``; ``None`` when the server serves no skill there (it answers
-    invalid params). An entry for another uri is no answer for this one."""
-    try:
-        answer = await _request(session, "skills/get", {"uri": uri})
-    except MCPError as error:
-        if error.code == _INVALID_PARAMS:
-            return None
-        raise
-    entry = read_entry(answer.get("skill"))
-    if isinstance(entry, ListedSkill) and entry.uri != uri:
-        entry = RejectedEntry(uri=uri, reason=f"the server answered with the entry of {entry.uri}")
-    return _listing([entry], *_freshness(answer))
-
-
-async def _request(session: ClientSession, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    # The extension's methods, as the protocol writes them: the SDK has no skills API yet.
-    request = types.Request[dict[str, Any], str](method=method, params=params)
-    return (await session.send_request(request, _Answer)).model_extra or {}
-
-
-def _freshness(answer: Mapping[str, Any]) -> tuple[int, Literal["public", "private"]]:
-    # A missing or malformed hint is the strictest one (0, private).
-    ttl = answer.get("ttlMs")
-    ttl_ms = min(ttl, MAX_TTL_MS) if type(ttl) is int and ttl > 0 else 0
-    return ttl_ms, "public" if answer.get("cacheScope") == "public" else "private"
-
-
-def _listing(
-    entries: Sequence[ListedSkill | RejectedEntry], ttl_ms: int, scope: Literal["public", "private"]
-) -> Listing:
-    skills = tuple(entry for entry in entries if isinstance(entry, ListedSkill))
-    rejected = tuple(entry for entry in entries if isinstance(entry, RejectedEntry))
-    return Listing(skills, rejected, ttl_ms, scope)
-
-
 def read_entry(raw: object) -> ListedSkill | RejectedEntry:
     """One entry: the skill a local file with its frontmatter would make, with a verifiable
     manifest, or why it is left out."""
@@ -222,14 +155,6 @@ def _manifest(resources: object) -> dict[str, ManifestFile] | str:
             "may hold"
         )
     return files
-
-
-async def read_text(session: ClientSession, uri: str) -> bytes | None:
-    """`resources/read` of ``uri``: its one text block as UTF-8 (``None``: no text came)."""
-    for content in (await session.read_resource(uri)).contents:
-        if content.uri == uri and isinstance(content, types.TextResourceContents):
-            return content.text.encode("utf-8", "surrogatepass")
-    return None
 
 
 def unlisted(skill: ListedSkill, segments: Sequence[str]) -> ReadError:

@@ -28,14 +28,23 @@ from ..model import (
 from ..quiet_log import get_logger
 from ..text import quote
 from .config import McpServer
-from .listing import NOTHING, ListedSkill, Listing, get_skill, list_skills, read_text, unlisted
+from .listing import (
+    NOTHING,
+    SKILLS_EXTENSION,
+    TOO_LARGE,
+    ListedSkill,
+    Listing,
+    ResponseTooLarge,
+    unlisted,
+)
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
-from .transport import SKILLS_EXTENSION, TOO_LARGE, McpConnection, ResponseTooLarge, open_transport
 
+# `.transport` imports the MCP SDK: it is imported where a server is first asked, so that an agent
+# that mounts this provider starts without the SDK and pays for it when a session names a server.
 if TYPE_CHECKING:
     from mcp import ClientSession
 
-    from .transport import TransportFactory
+    from .transport import McpConnection, TransportFactory
 
 MCP_RANK: Final = 600  # every local root wins a name clash
 RETRY_AFTER: Final = 60.0  # a failed server is left alone this long
@@ -78,7 +87,7 @@ class McpSkillProvider:
         self._fixed = tuple(servers)
         self._timeout = timeout
         self._max_resource_bytes = max_resource_bytes
-        self._transport = transport or open_transport
+        self._transport = transport
         self._connections: dict[McpServer, McpConnection] = {}
         self._lent: dict[McpServer, ClientSession] = {}
         self._first: dict[McpServer, asyncio.Future[Listing]] = {}  # started as a session opens
@@ -249,6 +258,8 @@ class McpSkillProvider:
             return kept
         if _resting(state := self._state(server)):
             return NOTHING
+        from .transport import list_skills
+
         try:
             listing = await self._ask(server, list_skills) or NOTHING
         except _Unavailable as unavailable:
@@ -285,6 +296,8 @@ class McpSkillProvider:
         if (got := self._fresh(server, uri)) is None:
             if _resting(state := self._state(server)):
                 raise _Unavailable(state.failure or "it failed a moment ago")
+            from .transport import get_skill
+
             try:
                 got = await self._ask(server, partial(get_skill, uri=uri))
             except _Unavailable as unavailable:
@@ -308,6 +321,8 @@ class McpSkillProvider:
         listed = skill.files.get(uri) if skill.files is not None else None
         if listed is not None and listed.size > limit:
             raise over(listed.size)
+        from .transport import read_text
+
         try:
             data = await self._ask(locator.server, partial(read_text, uri=uri))
         except _Unavailable as why:
@@ -330,6 +345,8 @@ class McpSkillProvider:
         self, server: McpServer, request: Callable[[ClientSession], Awaitable[_T]]
     ) -> _T | None:
         # Connecting and `request` under the deadline; None: no skills extension.
+        from .transport import McpConnection, open_transport
+
         state = self._state(server)
         connection: McpConnection | None = None
         try:
@@ -337,7 +354,8 @@ class McpSkillProvider:
                 if (session := self._lent.get(server)) is None:
                     connection = self._connections.get(server)
                     if connection is None or connection.failed:
-                        connection = McpConnection(server, self._timeout, self._transport)
+                        transport = self._transport or open_transport
+                        connection = McpConnection(server, self._timeout, transport)
                         self._connections[server] = connection
                     session = await connection.session()
                 capabilities = session.server_capabilities

@@ -1,37 +1,50 @@
 """How an MCP server is reached, bounded (contract §14a): stdio, its process group ended whole and
-its stderr's tail in the reason it stopped, or streamable HTTP; no answer over 16 MiB held; and
-`McpConnection`, one client session to it."""
+its stderr's tail in the reason it stopped, or streamable HTTP; no answer over 16 MiB held;
+`McpConnection`, one client session to it; and the extension's requests over a session.
+
+The one module of the package that imports the MCP SDK (and httpx): `McpSkillProvider` imports it
+at its first request to a server, so an agent that mounts the provider starts without the SDK."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import anyio
 import httpx2
 import mcp.types as types
 from anyio.abc import ByteSendStream, Process
 from anyio.streams.buffered import BufferedByteReceiveStream
-from mcp import ClientSession
+from mcp import ClientSession, MCPError
+from mcp.client.caching import MAX_TTL_MS
 from mcp.client.streamable_http import streamable_http_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
+from pydantic import BaseModel, ConfigDict
 
 from ..quiet_log import get_logger
 from .config import McpServer
+from .listing import (
+    MAX_RESPONSE_BYTES,
+    SKILLS_EXTENSION,
+    TOO_LARGE,
+    ListedSkill,
+    Listing,
+    RejectedEntry,
+    ResponseTooLarge,
+    read_entry,
+)
 
 if TYPE_CHECKING:
     from mcp.client import Transport
 
-MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
-"""One message from a server (a listing page, a read), and one listing's pages together."""
-TOO_LARGE: Final = f"it sent a response over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB"
 STDERR_TAIL_BYTES: Final = 2048
-SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
+_INVALID_PARAMS: Final = -32602  # how a server says it serves no skill at a uri
 _AFTER_CANCEL: Final = 1.0  # a cancelled connection's last moments (reaping a killed server)
 _EXIT_GRACE: Final = 2.0  # to leave once its input closed (at most half the deadline)
 _TERM_GRACE: Final = 1.0  # from SIGTERM to SIGKILL (at most half the deadline)
@@ -42,10 +55,6 @@ _log = get_logger(__name__)
 
 TransportFactory: TypeAlias = "Callable[[McpServer], Transport]"
 """A server's configuration to the MCP SDK's `mcp.client.Transport` (docs/mcp.md)."""
-
-
-class ResponseTooLarge(Exception):
-    """A server sent more than `MAX_RESPONSE_BYTES` for one answer."""
 
 
 class BoundedTransport:
@@ -258,6 +267,84 @@ class McpConnection:
                 self._ready.set_exception(error or ended)
             with contextlib.suppress(BaseException):
                 self._ready.exception()  # retrieved: never reported as unretrieved
+
+
+# -- the extension's requests (the SDK has no skills API yet) ----------------------------------
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="allow")  # every field as the server sent it
+
+
+async def list_skills(session: ClientSession) -> Listing:
+    """Every page of `skills/list`, kept as long and as widely as its strictest page allows.
+
+    Raises:
+        ResponseTooLarge: the entries of the pages together are over `MAX_RESPONSE_BYTES`.
+    """
+    entries: list[ListedSkill | RejectedEntry] = []
+    params: dict[str, Any] = {}
+    ttl, public, size = MAX_TTL_MS, True, 0
+    # Its own entries are counted: a lent session's transport counts nothing. A server that
+    # pages on and on meets the deadline.
+    while True:
+        page = await _request(session, "skills/list", params)
+        skills = page.get("skills")
+        if not isinstance(skills, list):
+            raise ValueError("its skills/list answer holds no list of skills")
+        size += len(json.dumps(skills, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > MAX_RESPONSE_BYTES:
+            raise ResponseTooLarge(TOO_LARGE)
+        page_ttl, page_scope = _freshness(page)
+        ttl, public = min(ttl, page_ttl), public and page_scope == "public"
+        entries.extend(read_entry(raw) for raw in skills)
+        if not isinstance(cursor := page.get("nextCursor"), str) or not cursor:
+            return _listing(entries, ttl, "public" if public else "private")
+        params = {"cursor": cursor}
+
+
+async def get_skill(session: ClientSession, uri: str) -> Listing | None:
+    """`skills/get` of ``uri``; ``None`` when the server serves no skill there (it answers
+    invalid params). An entry for another uri is no answer for this one."""
+    try:
+        answer = await _request(session, "skills/get", {"uri": uri})
+    except MCPError as error:
+        if error.code == _INVALID_PARAMS:
+            return None
+        raise
+    entry = read_entry(answer.get("skill"))
+    if isinstance(entry, ListedSkill) and entry.uri != uri:
+        entry = RejectedEntry(uri=uri, reason=f"the server answered with the entry of {entry.uri}")
+    return _listing([entry], *_freshness(answer))
+
+
+async def _request(session: ClientSession, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    # The extension's methods, as the protocol writes them: the SDK has no skills API yet.
+    request = types.Request[dict[str, Any], str](method=method, params=params)
+    return (await session.send_request(request, _Answer)).model_extra or {}
+
+
+def _freshness(answer: Mapping[str, Any]) -> tuple[int, Literal["public", "private"]]:
+    # A missing or malformed hint is the strictest one (0, private).
+    ttl = answer.get("ttlMs")
+    ttl_ms = min(ttl, MAX_TTL_MS) if type(ttl) is int and ttl > 0 else 0
+    return ttl_ms, "public" if answer.get("cacheScope") == "public" else "private"
+
+
+def _listing(
+    entries: Sequence[ListedSkill | RejectedEntry], ttl_ms: int, scope: Literal["public", "private"]
+) -> Listing:
+    skills = tuple(entry for entry in entries if isinstance(entry, ListedSkill))
+    rejected = tuple(entry for entry in entries if isinstance(entry, RejectedEntry))
+    return Listing(skills, rejected, ttl_ms, scope)
+
+
+async def read_text(session: ClientSession, uri: str) -> bytes | None:
+    """`resources/read` of ``uri``: its one text block as UTF-8 (``None``: no text came)."""
+    for content in (await session.read_resource(uri)).contents:
+        if content.uri == uri and isinstance(content, types.TextResourceContents):
+            return content.text.encode("utf-8", "surrogatepass")
+    return None
 
 
 def _message(line: bytes) -> SessionMessage | Exception:
