@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -22,6 +23,7 @@ from acp_skills import (
     render_skill_content,
 )
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
+from acp_skills.mcp import provider as mcp_provider
 from acp_skills.mcp.listing import ListedSkill, read_entry
 from acp_skills.mcp.provider import McpLocator
 from tests.acp_peer import ScriptedModelAgent, connected
@@ -235,6 +237,25 @@ async def test_path_reads_are_limited_to_the_manifest_and_verified(tmp_path: Pat
             await provider.read_path(listed, "notes.md", limit=1000)
     finally:
         await provider.aclose()
+
+
+async def test_an_answer_past_its_ttl_is_not_kept(
+    tmp_path: Path, registry: Kit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing kept for its ttlMs is dropped once stale, at the next lookup of any server: a
+    long-running agent keeps no answer past its ttlMs."""
+    skills, provider = registry
+    clock = [0.0]
+    monkeypatch.setattr(mcp_provider, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    write_skill(tmp_path / "a", "deploy-app")
+    write_skill(tmp_path / "b", "fmt")
+    kept = stdio_server(tmp_path / "a", "--ttl-ms", "1000", label="kept")
+    other = stdio_server(tmp_path / "b", label="other")
+    await skills.snapshot(SkillLookupOptions(servers=(kept,)))
+    assert [owner for owner, _ in provider._kept] == [kept]
+    clock[0] += 1.0
+    await skills.snapshot(SkillLookupOptions(servers=(other,)))
+    assert provider._kept == {}
 
 
 async def test_the_skill_text_names_its_server_and_base_uri(tmp_path: Path, registry: Kit) -> None:

@@ -373,9 +373,12 @@ class McpSkillProvider:
         return self.servers.setdefault(server, ServerState(server))
 
     def _fresh(self, server: McpServer, uri: str) -> Listing | None:
+        # Every stale answer goes at each lookup, of whichever server: none outlives its ttlMs.
+        now = time.monotonic()
+        for key in [key for key, (until, _) in self._kept.items() if until <= now]:
+            del self._kept[key]
         for owner in (server, server.url):
-            kept = self._kept.get((owner, uri))
-            if kept is not None and time.monotonic() < kept[0]:
+            if (kept := self._kept.get((owner, uri))) is not None:
                 return kept[1]
         return None
 
