@@ -212,8 +212,7 @@ def test_server_options_parse() -> None:
 async def test_path_reads_are_limited_to_the_manifest_and_verified(tmp_path: Path) -> None:
     """The `skill` tool's ``path`` of an MCP skill is refused, with the reason, when the manifest
     does not list it, when it leaves the skill and when it is over the size limit; the provider
-    refuses a path that leaves the skill itself too, and a file that changed on its server since
-    the skill was listed."""
+    refuses a file that changed on its server since the skill was listed."""
     folder = write_skill(tmp_path / "root", "deploy-app")
     server = stdio_server(tmp_path / "root", "--reload")
     provider = McpSkillProvider(servers=[server], timeout=30, transport=InProcess())
@@ -230,8 +229,6 @@ async def test_path_reads_are_limited_to_the_manifest_and_verified(tmp_path: Pat
         assert 'contains a ".." segment' in await read("../other/SKILL.md")
         assert "over the 5-byte limit" in await read("notes.md", max_resource_bytes=5)
         [listed] = (await skills.snapshot(SkillLookupOptions(servers=(server,)))).skills
-        with pytest.raises(Exception, match="not a relative path"):
-            await provider.read_path(listed, "../other/SKILL.md", limit=1000)
         (folder / "notes.md").write_text("tampered\n", encoding="utf-8")
         with pytest.raises(Exception, match="changed on its server since it was listed"):
             await provider.read_path(listed, "notes.md", limit=1000)

@@ -162,10 +162,9 @@ class McpSkillProvider:
         if not isinstance(locator := candidate.locator, McpLocator):
             raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
         skill, name = locator.skill, candidate.name
-        # As on disk, `scripts/` and `./notes.md` name `scripts` and `notes.md`.
+        # As on disk, `scripts/` and `./notes.md` name `scripts` and `notes.md`; the tool has
+        # refused absolute paths and `..` (`content.check_resource_path`).
         segments = [part for part in path.split("/") if part not in ("", ".")]
-        if path.startswith("/") or ".." in segments:
-            raise cannot_read(name, path, "not a relative path")
         uri = skill.base_uri + "/".join(segments)
         if skill.files is not None and uri not in skill.files:
             missing = unlisted(skill, segments)
