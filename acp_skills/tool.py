@@ -280,6 +280,9 @@ class SkillTool:
         if not is_skill_uri(name):
             snapshot = snapshot or await self._lookup(name, options)
             found = next((skill for skill in snapshot.skills if skill.name == name), None)
+            # A skill the view withholds has its own error by exact name, never "unknown".
+            if found is None and view is not None and (held := view.withheld.get(name)):
+                raise Refusal(trust_error(name, held))
         else:
             # The providers that find skills by uri decide; naming a uri names that skill, even
             # one a skill of the same name shadows. The session's trust judges it as it would

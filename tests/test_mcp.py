@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -22,6 +23,7 @@ from acp_skills import (
     render_skill_content,
 )
 from acp_skills.mcp import McpServer, McpSkillProvider, parse_server_option
+from acp_skills.mcp import provider as mcp_provider
 from acp_skills.mcp.listing import ListedSkill, read_entry
 from acp_skills.mcp.provider import McpLocator
 from tests.acp_peer import ScriptedModelAgent, connected
@@ -210,8 +212,7 @@ def test_server_options_parse() -> None:
 async def test_path_reads_are_limited_to_the_manifest_and_verified(tmp_path: Path) -> None:
     """The `skill` tool's ``path`` of an MCP skill is refused, with the reason, when the manifest
     does not list it, when it leaves the skill and when it is over the size limit; the provider
-    refuses a path that leaves the skill itself too, and a file that changed on its server since
-    the skill was listed."""
+    refuses a file that changed on its server since the skill was listed."""
     folder = write_skill(tmp_path / "root", "deploy-app")
     server = stdio_server(tmp_path / "root", "--reload")
     provider = McpSkillProvider(servers=[server], timeout=30, transport=InProcess())
@@ -228,13 +229,30 @@ async def test_path_reads_are_limited_to_the_manifest_and_verified(tmp_path: Pat
         assert 'contains a ".." segment' in await read("../other/SKILL.md")
         assert "over the 5-byte limit" in await read("notes.md", max_resource_bytes=5)
         [listed] = (await skills.snapshot(SkillLookupOptions(servers=(server,)))).skills
-        with pytest.raises(Exception, match="not a relative path"):
-            await provider.read_path(listed, "../other/SKILL.md", limit=1000)
         (folder / "notes.md").write_text("tampered\n", encoding="utf-8")
         with pytest.raises(Exception, match="changed on its server since it was listed"):
             await provider.read_path(listed, "notes.md", limit=1000)
     finally:
         await provider.aclose()
+
+
+async def test_an_answer_past_its_ttl_is_not_kept(
+    tmp_path: Path, registry: Kit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing kept for its ttlMs is dropped once stale, at the next lookup of any server: a
+    long-running agent keeps no answer past its ttlMs."""
+    skills, provider = registry
+    clock = [0.0]
+    monkeypatch.setattr(mcp_provider, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    write_skill(tmp_path / "a", "deploy-app")
+    write_skill(tmp_path / "b", "fmt")
+    kept = stdio_server(tmp_path / "a", "--ttl-ms", "1000", label="kept")
+    other = stdio_server(tmp_path / "b", label="other")
+    await skills.snapshot(SkillLookupOptions(servers=(kept,)))
+    assert [owner for owner, _ in provider._kept] == [kept]
+    clock[0] += 1.0
+    await skills.snapshot(SkillLookupOptions(servers=(other,)))
+    assert provider._kept == {}
 
 
 async def test_the_skill_text_names_its_server_and_base_uri(tmp_path: Path, registry: Kit) -> None:

@@ -23,6 +23,8 @@ from acp_skills import (
     UrlResource,
     render_skill_content,
 )
+from acp_skills.trust import ProjectSource, view
+from acp_skills.trust_store import Decision, StoredTrust
 from tests.events import Hang, cancelled_when
 from tests.providers import (
     CWD,
@@ -326,6 +328,32 @@ async def test_cancellation_propagates() -> None:
 
     assert await cancelled_when(hang.reached, call)
     assert results == []
+
+
+@pytest.mark.parametrize(
+    ("decisions", "why"),
+    [({}, "is waiting for trust"), ({"/p": "refused"}, "is not trusted")],
+    ids=["pending", "refused"],
+)
+async def test_a_skill_the_view_withholds_is_refused_by_name_with_why(
+    decisions: dict[str, Decision], why: str
+) -> None:
+    """An agent calling the tool itself with a session's view: a withheld skill named exactly
+    gets the trust error, never "unknown"; an offered one loads."""
+    registry = SkillRegistry()
+    skills = [candidate(name, provider="p") for name in ("review", "deploy")]
+    registry.register_provider(ListProvider("p", skills))
+
+    def source_of(skill: SkillCandidate) -> ProjectSource | None:
+        return ProjectSource("/p") if skill.name == "review" else None
+
+    found = await registry.snapshot(SkillLookupOptions(cwd=CWD))
+    seen = view(found, source_of, StoredTrust(decisions), "ask")
+    tool = SkillTool(registry)
+    assert await tool.call({"name": "review"}, cwd=CWD, view=seen) == error(
+        f'Error: skill "review" {why} in this project'
+    )
+    assert not (await tool.call({"name": "deploy"}, cwd=CWD, view=seen)).is_error
 
 
 # -- text of a skill the model may not load never reaches it -------------------------------

@@ -19,7 +19,7 @@ from ..model import PrefixMessage
 from ..quiet_log import get_logger
 from ..tool import SkillTool, ToolResult
 from ..trust import SessionView
-from ..trust_text import command_note, trust_error, waiting_note, withheld_parts
+from ..trust_text import command_note, waiting_note, withheld_parts
 from . import commands, consent, servers, wire
 from .calls import AgentToolRunner, ToolCall, call_runner, settle
 from .sessions import (
@@ -224,11 +224,6 @@ class PromptTurn:
         kit = self._kit
         if name == kit.tool.name:
             view = self._view or await kit.gate.view(self._options, self._live.trust)
-            # A withheld skill has its own error by exact name, never "unknown".
-            wanted = arguments.get("name") if isinstance(arguments, Mapping) else None
-            withheld = view.withheld.get(wanted) if isinstance(wanted, str) else None
-            if withheld is not None and all(s.name != wanted for s in view.offered.skills):
-                return ToolResult(text=trust_error(withheld.skill.name, withheld), is_error=True)
             return await kit.tool.call(
                 arguments,
                 cwd=self._cwd,

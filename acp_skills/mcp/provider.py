@@ -171,10 +171,9 @@ class McpSkillProvider:
         if not isinstance(locator := candidate.locator, McpLocator):
             raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
         skill, name = locator.skill, candidate.name
-        # As on disk, `scripts/` and `./notes.md` name `scripts` and `notes.md`.
+        # As on disk, `scripts/` and `./notes.md` name `scripts` and `notes.md`; the tool has
+        # refused absolute paths and `..` (`content.check_resource_path`).
         segments = [part for part in path.split("/") if part not in ("", ".")]
-        if path.startswith("/") or ".." in segments:
-            raise cannot_read(name, path, "not a relative path")
         uri = skill.base_uri + "/".join(segments)
         if skill.files is not None and uri not in skill.files:
             missing = unlisted(skill, segments)
@@ -391,9 +390,12 @@ class McpSkillProvider:
         return self.servers.setdefault(server, ServerState(server))
 
     def _fresh(self, server: McpServer, uri: str) -> Listing | None:
+        # Every stale answer goes at each lookup, of whichever server: none outlives its ttlMs.
+        now = time.monotonic()
+        for key in [key for key, (until, _) in self._kept.items() if until <= now]:
+            del self._kept[key]
         for owner in (server, server.url):
-            kept = self._kept.get((owner, uri))
-            if kept is not None and time.monotonic() < kept[0]:
+            if (kept := self._kept.get((owner, uri))) is not None:
                 return kept[1]
         return None
 
