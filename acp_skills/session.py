@@ -138,17 +138,20 @@ class PrefixedSession:
 
     async def advance(
         self,
-        messages: Sequence[Mapping[str, object]],
+        messages: list[dict[str, Any]],
         request: Mapping[str, Any] | None = None,
         skills: SkillSnapshot | None = None,
     ) -> list[dict[str, Any]]:
         """One step of a turn in one call: append ``messages`` (what the turn added since its
-        last request); for a ``request`` (`record_request`'s keywords) compose the prefix with
-        ``skills`` first if it is not yet, record the header, and return `request_messages`."""
+        last request), each taken out of the list once appended (what an error or a cancel
+        stopped stays there); for a ``request`` (`record_request`'s keywords) compose the
+        prefix with ``skills`` first if it is not yet, record the header, and return
+        `request_messages`."""
         if request is not None:
             await self.prefix(skills)
-        for message in messages:
-            await self.append_history(message)
+        while messages:
+            await self.append_history(messages[0])
+            del messages[0]
         if request is None:
             return []
         await self.record_request(**request)
