@@ -29,7 +29,7 @@ from acp_skills import (
     render_catalog,
 )
 from acp_skills.acp import AcpSkills
-from acp_skills.acp.turn import InvokedSkill
+from acp_skills.acp.turn import InvokedSkill, PromptTurn
 from acp_skills.record import (
     HistoryEntry,
     InMemorySessionStore,
@@ -575,8 +575,23 @@ def agent_tool_reply(call_id: str) -> dict[str, Any]:
     return {"content": "", "tool_calls": [call]}
 
 
+async def answer_with_a_tool_call(turn: PromptTurn) -> None:
+    """The turn's first request, answered with a call of the agent's own tool ``t``."""
+    await turn.request_messages()
+    await turn.add_reply(agent_tool_reply("c1"))
+
+
 async def own_tool(call: object) -> str:
     return "tool output"
+
+
+async def faulty_session(registry: SkillRegistry, project: Path) -> tuple[FaultyStore, AcpSkills]:
+    """Session ``s1`` over a `FaultyStore`."""
+    store = FaultyStore()
+    skills = AcpSkills(registry, store=store)
+    skills.attach(RecordingClient())
+    await skills.open_session("s1", str(project))
+    return store, skills
 
 
 async def test_a_cancel_while_a_request_records_keeps_what_was_not_recorded_yet(
@@ -584,16 +599,12 @@ async def test_a_cancel_while_a_request_records_keeps_what_was_not_recorded_yet(
 ) -> None:
     """Cancelled while the reply's tool result is being written, the turn still records that
     result as it ends: the history never ends in a tool call without its result."""
-    store = FaultyStore()
-    skills = AcpSkills(registry, store=store)
-    skills.attach(RecordingClient())
-    await skills.open_session("s1", str(project))
+    store, skills = await faulty_session(registry, project)
 
     async def prompt() -> None:
         prompt = [TextContentBlock(type="text", text="hi")]
         async with skills.turn("s1", prompt, run_tool=own_tool) as turn:
-            await turn.request_messages()
-            await turn.add_reply(agent_tool_reply("c1"))
+            await answer_with_a_tool_call(turn)
             store.hold_results = True
             await turn.request_messages()
         assert turn.response.stop_reason == "cancelled"
@@ -615,16 +626,12 @@ async def test_a_record_failing_as_a_turn_ends_leaves_the_session_usable(
 ) -> None:
     """A record that raises while a failed turn records what it added: the turn's own error
     reaches the agent and the next prompt runs (the session is not left busy)."""
-    store = FaultyStore()
-    skills = AcpSkills(registry, store=store)
-    skills.attach(RecordingClient())
-    await skills.open_session("s1", str(project))
+    store, skills = await faulty_session(registry, project)
 
     async def failing_turn() -> None:
         prompt = [TextContentBlock(type="text", text="hi")]
         async with skills.turn("s1", prompt, run_tool=own_tool) as turn:
-            await turn.request_messages()
-            await turn.add_reply(agent_tool_reply("c1"))
+            await answer_with_a_tool_call(turn)
             store.failure = RuntimeError("the custom store broke")
             raise ConnectionError("the model endpoint went away")
 
