@@ -28,6 +28,7 @@ class PrefixedSession:
         record: SessionRecord,
         *,
         entries: Sequence[RecordEntry],
+        composed: bool = False,
     ) -> None:
         self._contributors, self._record, self.context = prefix, record, context
         self._frozen: tuple[PrefixMessage, ...] | None = None
@@ -39,6 +40,9 @@ class PrefixedSession:
         headers = [entry for entry in entries if isinstance(entry, HeaderEntry)]
         self.last_header: HeaderEntry | None = headers[-1] if headers else None
         self._own_header: HeaderEntry | None = None
+        if composed and self.last_header is not None:  # the header is this instance's own
+            self._own_header = self.last_header
+            self._frozen, self.composed = self.last_header.message_prefix, True
         self._unsaved: list[RecordEntry] = []
         self.save_error: OSError | None = None
 
@@ -50,11 +54,15 @@ class PrefixedSession:
         record: SessionRecord,
         *,
         replacing: PrefixedSession | None = None,
+        composed: bool = False,
     ) -> PrefixedSession:
         """A new instance over ``record``; ``replacing``: the instance this one replaces
-        (``session/load``), whose unsaved entries it takes over."""
+        (``session/load``), whose unsaved entries it takes over; ``composed``: an instance let
+        go while idle, opened again: its frozen prefix is the record's last header's, and it
+        writes no ``resume`` header."""
         if replacing is None:
-            return cls(prefix, context, record, entries=await record.entries())
+            entries = await record.entries()
+            return cls(prefix, context, record, entries=entries, composed=composed)
         # Under the replaced instance's write lock, so no entry is half way between its queue
         # and the record while the record is read: each entry is then read or taken over, once.
         async with replacing._write_lock:
@@ -71,6 +79,11 @@ class PrefixedSession:
     def unsaved(self) -> int:
         """How many entries the record has not taken yet."""
         return len(self._unsaved)
+
+    @property
+    def header_recorded(self) -> bool:
+        """Whether this instance recorded a header (the record's last holds its prefix)."""
+        return self._own_header is not None
 
     @property
     def messages(self) -> tuple[PrefixMessage, ...]:
@@ -138,17 +151,20 @@ class PrefixedSession:
 
     async def advance(
         self,
-        messages: Sequence[Mapping[str, object]],
+        messages: list[dict[str, Any]],
         request: Mapping[str, Any] | None = None,
         skills: SkillSnapshot | None = None,
     ) -> list[dict[str, Any]]:
         """One step of a turn in one call: append ``messages`` (what the turn added since its
-        last request); for a ``request`` (`record_request`'s keywords) compose the prefix with
-        ``skills`` first if it is not yet, record the header, and return `request_messages`."""
+        last request), each taken out of the list once appended (what an error or a cancel
+        stopped stays there); for a ``request`` (`record_request`'s keywords) compose the
+        prefix with ``skills`` first if it is not yet, record the header, and return
+        `request_messages`."""
         if request is not None:
             await self.prefix(skills)
-        for message in messages:
-            await self.append_history(message)
+        while messages:
+            await self.append_history(messages[0])
+            del messages[0]
         if request is None:
             return []
         await self.record_request(**request)

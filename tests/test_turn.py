@@ -29,7 +29,13 @@ from acp_skills import (
     render_catalog,
 )
 from acp_skills.acp import AcpSkills
-from acp_skills.acp.turn import InvokedSkill
+from acp_skills.acp.turn import InvokedSkill, PromptTurn
+from acp_skills.record import (
+    HistoryEntry,
+    InMemorySessionStore,
+    RecordEntry,
+    SessionRecord,
+)
 from tests.acp_peer import (
     CLIENT_MARKER,
     GUIDE_ON_DISK,
@@ -533,3 +539,133 @@ async def test_a_tool_that_raises_fails_its_call_and_the_conversation_goes_on(
     tool = next(m for m in history if m["role"] == "tool")
     assert tool["content"] == 'Error: the tool "calc" failed: division by zero'
     assert [m["content"] for m in history if m["role"] == "assistant"][-1] == "answer 2"
+
+
+class FaultyStore(InMemorySessionStore):
+    """Records that can hold an agent's tool result until the turn is cancelled, or fail."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold_results = False
+        self.held = anyio.Event()  # set once a tool result is being held
+        self.failure: Exception | None = None  # raised by every append while set
+
+    async def open(self, session_id: str) -> SessionRecord:
+        record, store = await super().open(session_id), self
+
+        class Faulty:
+            async def append(self, entry: RecordEntry) -> None:
+                if store.failure is not None:
+                    raise store.failure
+                is_result = isinstance(entry, HistoryEntry) and entry.message["role"] == "tool"
+                if store.hold_results and is_result:
+                    store.hold_results = False
+                    store.held.set()
+                    await anyio.Event().wait()  # until cancelled
+                await record.append(entry)
+
+            async def entries(self) -> list[RecordEntry]:
+                return await record.entries()
+
+        return Faulty()
+
+
+def agent_tool_reply(call_id: str) -> dict[str, Any]:
+    call = {"id": call_id, "type": "function", "function": {"name": "t", "arguments": "{}"}}
+    return {"content": "", "tool_calls": [call]}
+
+
+async def answer_with_a_tool_call(turn: PromptTurn) -> None:
+    """The turn's first request, answered with a call of the agent's own tool ``t``."""
+    await turn.request_messages()
+    await turn.add_reply(agent_tool_reply("c1"))
+
+
+async def own_tool(call: object) -> str:
+    return "tool output"
+
+
+async def faulty_session(registry: SkillRegistry, project: Path) -> tuple[FaultyStore, AcpSkills]:
+    """Session ``s1`` over a `FaultyStore`."""
+    store = FaultyStore()
+    skills = AcpSkills(registry, store=store)
+    skills.attach(RecordingClient())
+    await skills.open_session("s1", str(project))
+    return store, skills
+
+
+async def test_a_cancel_while_a_request_records_keeps_what_was_not_recorded_yet(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """Cancelled while the reply's tool result is being written, the turn still records that
+    result as it ends: the history never ends in a tool call without its result."""
+    store, skills = await faulty_session(registry, project)
+
+    async def prompt() -> None:
+        prompt = [TextContentBlock(type="text", text="hi")]
+        async with skills.turn("s1", prompt, run_tool=own_tool) as turn:
+            await answer_with_a_tool_call(turn)
+            store.hold_results = True
+            await turn.request_messages()
+        assert turn.response.stop_reason == "cancelled"
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(prompt)
+        await store.held.wait()
+        skills.cancel("s1")
+    history = (await skills.session("s1")).history
+    assert [(m["role"], m.get("tool_call_id")) for m in history] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "c1"),
+    ]
+
+
+async def test_a_record_failing_as_a_turn_ends_leaves_the_session_usable(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """A record that raises while a failed turn records what it added: the turn's own error
+    reaches the agent and the next prompt runs (the session is not left busy)."""
+    store, skills = await faulty_session(registry, project)
+
+    async def failing_turn() -> None:
+        prompt = [TextContentBlock(type="text", text="hi")]
+        async with skills.turn("s1", prompt, run_tool=own_tool) as turn:
+            await answer_with_a_tool_call(turn)
+            store.failure = RuntimeError("the custom store broke")
+            raise ConnectionError("the model endpoint went away")
+
+    with pytest.raises(ConnectionError):
+        await failing_turn()
+    store.failure = None
+    async with skills.turn("s1", [TextContentBlock(type="text", text="again")]) as turn:
+        await turn.request_messages()
+        await turn.add_reply({"content": "ok"})
+    assert turn.response.stop_reason == "end_turn"
+
+
+async def test_a_reply_the_record_cannot_take_is_refused_before_its_calls_run(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """A reply holding a value that is not JSON is refused with a clear error before its tool
+    calls run or its text is shown; the turn can go on with a good reply."""
+    client = RecordingClient()
+    skills = AcpSkills(registry)
+    skills.attach(client)
+    await skills.open_session("s1", str(project))
+    ran: list[object] = []
+
+    async def tool(call: object) -> str:
+        ran.append(call)
+        return "deleted the branch"
+
+    async with skills.turn("s1", [TextContentBlock(type="text", text="hi")], run_tool=tool) as turn:
+        await turn.request_messages()
+        shown = len(client.updates)
+        with pytest.raises(TypeError, match="reply was refused"):
+            await turn.add_reply({**agent_tool_reply("c1"), "parsed": object(), "content": "x"})
+        assert ran == []
+        assert len(client.updates) == shown
+        await turn.add_reply({"content": "done"})
+    history = (await skills.session("s1")).history
+    assert [(m["role"], m["content"]) for m in history] == [("user", "hi"), ("assistant", "done")]

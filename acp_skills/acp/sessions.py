@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import anyio
 from acp import RequestError
@@ -22,8 +22,8 @@ from .servers import SessionServers
 
 _log = get_logger(__name__)
 
-# An idle instance let go keeps only its opening (a few hundred bytes): 256 live sessions
-# remember 4,096 such.
+# An idle instance let go keeps only its opening and `InstanceState` (its prefix stays in its
+# record's last header): 256 live sessions remember 4,096 such.
 IDLE_PER_LIVE = 16
 # How long closing, loading or resuming a session waits for the turn it cancelled to end.
 CLOSE_WAIT_SECONDS = 5.0
@@ -36,10 +36,10 @@ INVOKED_KEY = "_invoked"
 
 
 @dataclass(slots=True, kw_only=True)
-class LiveSession:
-    session: PrefixedSession
-    turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
-    turn_ended: anyio.Event = field(default_factory=anyio.Event)  # set as that turn ends
+class InstanceState:
+    """What a session instance holds besides its history, also while it is let go idle: from
+    the editor's side nothing was closed, so its answers and commands hold (contract §9, §13)."""
+
     # Its slash commands (`CommandsAnnouncer`): whether the opening response went out, the list
     # last sent, whether that went out before any turn (the first resends it), a turn begun.
     answered: bool = False
@@ -51,6 +51,30 @@ class LiveSession:
     described: bool = False  # the store has this instance's summary (`session/list`)
     describe_failed: bool = False  # writing it failed (said once)
     first_prompt: str | None = None  # the record's first prompt as typed, its title
+
+
+@dataclass(slots=True, kw_only=True)
+class IdleSession(InstanceState):
+    """An instance let go while idle: reopened, it takes its frozen prefix back from its
+    record's last header (``composed``: that header is its own)."""
+
+    context: PrefixContext
+    composed: bool
+
+    @property
+    def catalog_fit(self) -> CatalogFit | None:
+        return self.catalog if self.composed else None
+
+
+@dataclass(slots=True, kw_only=True)
+class LiveSession(InstanceState):
+    session: PrefixedSession
+    turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
+    turn_ended: anyio.Event = field(default_factory=anyio.Event)  # set as that turn ends
+
+    @property
+    def context(self) -> PrefixContext:
+        return self.session.context
 
     @property
     def catalog_fit(self) -> CatalogFit | None:
@@ -71,8 +95,9 @@ class SessionTable:
         # Which live instance uses which MCP server: one let go lets its servers go.
         self.servers = servers
         self._live: OrderedDict[str, LiveSession] = OrderedDict()
-        # Idle instances let go beyond `max_live`: each opens again as `session/load` would.
-        self._idle: OrderedDict[str, PrefixContext] = OrderedDict()
+        # Idle instances let go beyond `max_live`: each opens again where it was.
+        self._idle: OrderedDict[str, IdleSession] = OrderedDict()
+        self._reopening: dict[str, anyio.Event] = {}  # one reopen at a time per session
 
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._live or session_id in self._idle
@@ -84,36 +109,70 @@ class SessionTable:
     def peek(self, session_id: object) -> LiveSession | None:
         return self._live.get(session_id) if isinstance(session_id, str) else None
 
-    async def open(self, context: PrefixContext) -> LiveSession:
-        """Start a new instance over the session's record (-32603 if it cannot be read)."""
+    async def open(self, context: PrefixContext, idle: IdleSession | None = None) -> LiveSession:
+        """Start a new instance over the session's record (-32603 if it cannot be read), or
+        open ``idle`` again as it was."""
         session_id = context.session_id
-        try:
-            record = await self._store.open(session_id)
-            # A live instance being replaced (`session/load`) hands over what it has not saved.
-            replaced = live.session if (live := self._live.get(session_id)) else None
-            session = await PrefixedSession.open(self._prefix, context, record, replacing=replaced)
-        except OSError as error:
-            problem = describe_os_error(error)
-            _log.warning("session_record_unreadable", session_id=session_id, error=problem)
-            reason = f"the session record cannot be read: {problem}"
-            raise RequestError.internal_error({"sessionId": session_id, "reason": reason}) from None
+        # A live instance being replaced (`session/load`) hands over what it has not saved.
+        replaced = live.session if (live := self._live.get(session_id)) else None
+        session = await self.read(context, replaced, composed=idle is not None and idle.composed)
+        if idle is not None and self._idle.get(session_id) is not idle:
+            return await self.get(session_id)  # loaded or closed meanwhile: that holds
         self._idle.pop(session_id, None)
-        live = LiveSession(session=session, first_prompt=_first_prompt(session.history))
+        if idle is not None:
+            kept = {state.name: getattr(idle, state.name) for state in fields(InstanceState)}
+            live = LiveSession(session=session, **kept)
+        else:
+            live = LiveSession(session=session, first_prompt=_first_prompt(session.history))
         self._live[session_id] = live
         self._live.move_to_end(session_id)
         await self.servers.bind(session_id, context.servers)
         await self._let_go_idle()
         return live
 
-    async def get(self, session_id: object) -> LiveSession:
-        """The instance; one let go while idle opens again (-32602 for an unknown id)."""
+    async def read(
+        self, context: PrefixContext, replacing: PrefixedSession | None = None, *, composed: bool
+    ) -> PrefixedSession:
+        """An instance over the session's record, not kept in the table (-32603 if the record
+        cannot be read); ``composed``: the record's last header holds its frozen prefix."""
+        session_id = context.session_id
+        try:
+            record = await self._store.open(session_id)
+            return await PrefixedSession.open(
+                self._prefix, context, record, replacing=replacing, composed=composed
+            )
+        except OSError as error:
+            problem = describe_os_error(error)
+            _log.warning("session_record_unreadable", session_id=session_id, error=problem)
+            reason = f"the session record cannot be read: {problem}"
+            raise RequestError.internal_error({"sessionId": session_id, "reason": reason}) from None
+
+    def known(self, session_id: object) -> LiveSession | IdleSession:
+        """The instance, live or let go while idle, never opened here (-32602 for an unknown
+        id): what read-only requests answer from."""
         if (live := self.peek(session_id)) is not None:
-            self._live.move_to_end(live.session.context.session_id)
             return live
-        if not isinstance(session_id, str) or (context := self._idle.get(session_id)) is None:
+        if not isinstance(session_id, str) or (idle := self._idle.get(session_id)) is None:
             unknown = {"sessionId": session_id, "reason": "unknown session"}
             raise RequestError.invalid_params(unknown)
-        return await self.open(context)
+        return idle
+
+    async def get(self, session_id: object) -> LiveSession:
+        """The instance; one let go while idle opens again (-32602 for an unknown id)."""
+        while isinstance(instance := self.known(session_id), IdleSession):
+            context = instance.context
+            # Two requests for one idle session share its one reopened instance.
+            if (reopening := self._reopening.get(context.session_id)) is not None:
+                await reopening.wait()
+                continue
+            self._reopening[context.session_id] = reopened = anyio.Event()
+            try:
+                return await self.open(context, instance)
+            finally:
+                del self._reopening[context.session_id]
+                reopened.set()
+        self._live.move_to_end(instance.context.session_id)
+        return instance
 
     async def describe(self, live: LiveSession) -> None:
         """Give a listing store ``live``'s summary once per instance, after a recorded prompt;
@@ -180,11 +239,17 @@ class SessionTable:
             if self._live.get(session_id) is not live:
                 continue  # changed while an earlier one's server closed
             session = live.session
-            # Busy, or holding entries its record has not taken yet: letting go would lose them.
-            if live.turn is not None or session.save_error is not None or session.unsaved:
+            # Busy, or holding entries (or a frozen prefix) its record has not taken yet:
+            # letting go would lose them.
+            behind = session.save_error is not None or session.unsaved
+            if live.turn is not None or behind or session.composed != session.header_recorded:
                 continue
             del self._live[session_id]
-            self._idle[session_id] = session.context
+            live.trust.view = None  # computed again when needed: a snapshot is not kept idle
+            kept = {state.name: getattr(live, state.name) for state in fields(InstanceState)}
+            self._idle[session_id] = IdleSession(
+                context=session.context, composed=session.composed, **kept
+            )
             excess -= 1
             await self.servers.unbind(session_id)  # opening it again binds them again
         while len(self._idle) > IDLE_PER_LIVE * self._max_live:

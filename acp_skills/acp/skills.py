@@ -38,7 +38,7 @@ from .commands import CommandsAnnouncer
 from .consent import TrustGate
 from .replay import replay
 from .servers import ServerCloser, SessionServers, shadowed_json
-from .sessions import SessionTable, describe_os_error
+from .sessions import LiveSession, SessionTable, describe_os_error
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import PromptTurn, TurnKit, open_turn
@@ -200,7 +200,7 @@ class AcpSkills:
 
     async def catalog_fit(self, session_id: str) -> CatalogFit | None:
         """What the catalog budget did to the session's catalog (-32602 for an unknown id)."""
-        return (await self._sessions.get(session_id)).catalog_fit
+        return self._sessions.known(session_id).catalog_fit
 
     async def open_session(
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
@@ -320,8 +320,8 @@ class AcpSkills:
     async def _list_skills(self, params: Mapping[str, Any]) -> dict[str, Any]:
         answers = None
         if "sessionId" in params:
-            live = await self._sessions.get(params["sessionId"])
-            options, answers = live.session.context.lookup_options, live.trust
+            known = self._sessions.known(params["sessionId"])  # a read opens nothing
+            options, answers = known.context.lookup_options, known.trust
         elif "cwd" in params:
             options = SkillLookupOptions(cwd=check_cwd(params["cwd"]))
         else:
@@ -347,8 +347,12 @@ class AcpSkills:
         }
 
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        live = await self._sessions.get(params.get("sessionId"))
-        session, fit, header = live.session, live.catalog_fit, live.session.last_header
+        known = self._sessions.known(params.get("sessionId"))
+        if isinstance(known, LiveSession):
+            session = known.session
+        else:  # let go while idle: read from its record, not opened again
+            session = await self._sessions.read(known.context, composed=known.composed)
+        fit, header = known.catalog_fit, session.last_header
         budget: dict[str, Any] | None = None
         if fit is not None:
             budget = {"limit": fit.limit, "used": fit.used, "shortened": fit.shortened}

@@ -17,6 +17,7 @@ from ..catalog import CatalogFit, SkillCatalogContributor
 from ..diagnostics import Diagnostic, Markdown
 from ..model import PrefixMessage
 from ..quiet_log import get_logger
+from ..record import HistoryEntry
 from ..tool import SkillTool, ToolResult
 from ..trust import SessionView
 from ..trust_text import command_note, waiting_note, withheld_parts
@@ -136,10 +137,10 @@ class PromptTurn:
         # Taken as the turn began, unless it was cancelled then.
         view = self._view or await kit.gate.view(self._options, live.trust)
         request = {"config": self._config, "system": self._system, "tools": self.tools}
-        unrecorded, self._unrecorded = self._unrecorded, []
-        messages = await self._session.advance(unrecorded, request, view.offered)
+        recorded = bool(self._unrecorded)
+        messages = await self._session.advance(self._unrecorded, request, view.offered)
         self._requests, self._replied, self._streamed = self._requests + 1, False, False
-        if unrecorded and not live.described:
+        if recorded and not live.described:
             await kit.sessions.describe(live)
         return [{k: v for k, v in m.items() if not k.startswith("_")} for m in messages]
 
@@ -155,13 +156,17 @@ class PromptTurn:
         """Show the model's reply, run its tool calls (none: the turn is over), record both."""
         if not isinstance(message, Mapping):
             raise TypeError(f"a reply must be a message object, got {message!r}")
+        # Arguments over a bound are recorded as a note, so no later load can fail on them.
+        bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
+        try:  # checked before anything is shown or run: one the record cannot take runs nothing
+            reply = HistoryEntry(message=bounded).message
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"the reply was refused, nothing of it ran: {error}") from None
         self._replied = True
-        text = message.get("content")
+        text = reply.get("content")
         if isinstance(text, str) and text and not self._streamed:
             await self._send(wire.agent_text(text))
-        # Arguments over a bound are recorded as a note, so no later load can fail on them.
-        reply, refused = wire.bound_tool_calls({"role": "assistant", **message})
-        self._unrecorded.append(reply)
+        self._unrecorded.append(dict(reply))
         listed = enumerate(wire.sequence(reply.get("tool_calls")))
         calls = {index: call for index, call in listed if isinstance(call, Mapping)}
         answered: set[str] = set()
@@ -242,15 +247,14 @@ class PromptTurn:
         self._unrecorded.append(message | {ERROR_KEY: result.is_error})
 
     async def _record_unrecorded(self, *, shielded: bool = False) -> None:
-        unrecorded, self._unrecorded = self._unrecorded, []
-        if not unrecorded:
+        if not self._unrecorded:
             return
         # As a cancelled turn ends, bounded like its last reports.
         with (
             anyio.CancelScope(shield=shielded),
             anyio.move_on_after(_CANCEL_REPORT_SECONDS if shielded else None),
         ):
-            await self._session.advance(unrecorded)
+            await self._session.advance(self._unrecorded)
 
     async def _begin(self, prompt: Sequence[object]) -> None:
         kit, live, session = self._kit, self._live, self._session
@@ -398,6 +402,11 @@ async def open_turn(
             )
             await kit.link.send(session_id, wire.agent_text(notice))
     finally:
-        await turn._record_unrecorded(shielded=True)  # a block that raised: what it added
-        live.turn = None
-        live.turn_ended.set()
+        try:
+            await turn._record_unrecorded(shielded=True)  # a block that raised: what it added
+        except Exception as error:
+            # Logged, not raised: the block's own outcome goes on, and the session stays usable.
+            _log.error("turn_not_recorded", session_id=session_id, error=repr(error))
+        finally:
+            live.turn = None
+            live.turn_ended.set()
