@@ -5,6 +5,7 @@ over stdio and once over streamable HTTP on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -82,6 +83,48 @@ async def test_lists_and_loads_over_stdio_with_verification(tmp_path: Path) -> N
     assert text.is_error
     state = next(iter(provider.servers.values()))
     assert (state.connected, state.skills, state.failure) == (True, 1, None)
+
+
+STARTS_BEFORE_THE_SDK = """\
+import asyncio, sys, threading
+from acp_skills import SkillLookupOptions
+from acp_skills.mcp import McpServer, McpSkillProvider
+seen = []
+def note(event, args):
+    if event == "subprocess.Popen" and sys.argv[1] in args[1]:
+        seen.append(("spawn", threading.current_thread() is threading.main_thread()))
+    elif event == "import" and args[0] == "mcp":
+        seen.append(("import mcp", threading.current_thread() is threading.main_thread()))
+async def main():
+    provider = McpSkillProvider(timeout=30)
+    server = McpServer(label="team", command=sys.executable, args=tuple(sys.argv[1:]))
+    try:
+        found = await provider.list(SkillLookupOptions(servers=(server,)))
+    finally:
+        await provider.aclose()
+    print([candidate.name for candidate in found])
+sys.addaudithook(note)
+asyncio.run(main())
+print(seen)
+"""
+
+
+def test_a_stdio_server_starts_while_the_sdk_loads_in_a_worker_thread(tmp_path: Path) -> None:
+    """The first connection spawns a stdio server (on the event loop's thread) before the MCP
+    SDK is imported, and imports it in a worker thread: the server's start-up hides the import,
+    which never holds the event loop (a fresh interpreter's audit events)."""
+    write_skill(tmp_path / "root", "deploy-app")
+    result = subprocess.run(
+        [sys.executable, "-c", STARTS_BEFORE_THE_SDK, SERVER, str(tmp_path / "root")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.splitlines()[-2:] == [
+        "['deploy-app']",
+        "[('spawn', True), ('import mcp', False)]",
+    ]
 
 
 async def test_a_file_changed_after_listing_is_refused(tmp_path: Path, registry: Kit) -> None:

@@ -28,6 +28,7 @@ from ..model import (
 from ..quiet_log import get_logger
 from ..text import quote
 from .config import McpServer
+from .connection import McpConnection, load_transport
 from .listing import (
     NOTHING,
     SKILLS_EXTENSION,
@@ -39,12 +40,12 @@ from .listing import (
 )
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
 
-# `.transport` imports the MCP SDK: it is imported where a server is first asked, so that an agent
-# that mounts this provider starts without the SDK and pays for it when a session names a server.
+# `.transport` imports the MCP SDK: `_reach` loads it off the event loop as a server is first
+# asked, so that an agent that mounts this provider starts without the SDK.
 if TYPE_CHECKING:
     from mcp import ClientSession
 
-    from .transport import McpConnection, TransportFactory
+    from .transport import TransportFactory
 
 MCP_RANK: Final = 600  # every local root wins a name clash
 RETRY_AFTER: Final = 60.0  # a failed server is left alone this long
@@ -257,10 +258,11 @@ class McpSkillProvider:
             return kept
         if _resting(state := self._state(server)):
             return NOTHING
+        reached = await self._reach(server)
         from .transport import list_skills
 
         try:
-            listing = await self._ask(server, list_skills) or NOTHING
+            listing = await self._ask(server, reached, list_skills) or NOTHING
         except _Unavailable as unavailable:
             await self._skip(server, str(unavailable))
             return NOTHING
@@ -295,10 +297,11 @@ class McpSkillProvider:
         if (got := self._fresh(server, uri)) is None:
             if _resting(state := self._state(server)):
                 raise _Unavailable(state.failure or "it failed a moment ago")
+            reached = await self._reach(server)
             from .transport import get_skill
 
             try:
-                got = await self._ask(server, partial(get_skill, uri=uri))
+                got = await self._ask(server, reached, partial(get_skill, uri=uri))
             except _Unavailable as unavailable:
                 await self._skip(server, str(unavailable))
                 raise
@@ -320,10 +323,11 @@ class McpSkillProvider:
         listed = skill.files.get(uri) if skill.files is not None else None
         if listed is not None and listed.size > limit:
             raise over(listed.size)
+        reached = await self._reach(locator.server)
         from .transport import read_text
 
         try:
-            data = await self._ask(locator.server, partial(read_text, uri=uri))
+            data = await self._ask(locator.server, reached, partial(read_text, uri=uri))
         except _Unavailable as why:
             label = locator.server.label
             raise Refusal(f'Error: cannot read {about} from MCP server "{label}": {why}') from None
@@ -340,23 +344,29 @@ class McpSkillProvider:
         name = locator.skill.parsed.name
         return Refusal(f'Error: skill "{name}" changed on its server since it was listed')
 
-    async def _ask(
-        self, server: McpServer, request: Callable[[ClientSession], Awaitable[_T]]
-    ) -> _T | None:
-        # Connecting and `request` under the deadline; None: no skills extension.
-        from .transport import McpConnection, open_transport
+    async def _reach(self, server: McpServer) -> McpConnection | ClientSession:
+        # The session lent for it, else its connection, started first (a stdio server spawns)
+        # while the SDK loads off the event loop.
+        reached: McpConnection | ClientSession | None = self._lent.get(server)
+        if reached is None:
+            reached = self._connections.get(server)
+            if reached is None or reached.failed:
+                reached = McpConnection(server, self._timeout, self._transport)
+                self._connections[server] = reached
+        await load_transport()
+        return reached
 
+    async def _ask(
+        self,
+        server: McpServer,
+        reached: McpConnection | ClientSession,
+        request: Callable[[ClientSession], Awaitable[_T]],
+    ) -> _T | None:
+        # The handshake and `request` under the deadline; None: no skills extension.
         state = self._state(server)
-        connection: McpConnection | None = None
         try:
             with anyio.move_on_after(self._timeout):
-                if (session := self._lent.get(server)) is None:
-                    connection = self._connections.get(server)
-                    if connection is None or connection.failed:
-                        transport = self._transport or open_transport
-                        connection = McpConnection(server, self._timeout, transport)
-                        self._connections[server] = connection
-                    session = await connection.session()
+                session = await reached.session() if isinstance(reached, McpConnection) else reached
                 capabilities = session.server_capabilities
                 extensions = (capabilities.extensions if capabilities else None) or {}
                 state.connected, state.supports_skills = True, SKILLS_EXTENSION in extensions
@@ -365,7 +375,8 @@ class McpSkillProvider:
         except ResponseTooLarge:  # a listing over the cap, its pages counted together
             reason = TOO_LARGE
         except Exception as error:
-            reason = (connection.ended if connection else None) or _leaf_reason(error)
+            ended = reached.ended if isinstance(reached, McpConnection) else None
+            reason = ended or _leaf_reason(error)
         if reason == TOO_LARGE:
             await self._fail(server, reason)
         raise _Unavailable(reason)

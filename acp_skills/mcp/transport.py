@@ -1,17 +1,14 @@
 """How an MCP server is reached, bounded (contract §14a): stdio, its process group ended whole and
-its stderr's tail in the reason it stopped, or streamable HTTP; no answer over 16 MiB held;
-`McpConnection`, one client session to it; and the extension's requests over a session.
+its stderr's tail in the reason it stopped, or streamable HTTP; no answer over 16 MiB held; a
+client session over it; and the extension's requests over a session.
 
-The one module of the package that imports the MCP SDK (and httpx): `McpSkillProvider` imports it
-at its first request to a server, so an agent that mounts the provider starts without the SDK."""
+The one module of the package that imports the MCP SDK (and httpx): `connection.McpConnection`
+loads it in a worker thread at the first connection, so an agent starts without the SDK."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import os
-import subprocess
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -27,8 +24,8 @@ from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ConfigDict
 
-from ..quiet_log import get_logger
 from .config import McpServer
+from .connection import spawn
 from .listing import (
     MAX_RESPONSE_BYTES,
     SKILLS_EXTENSION,
@@ -45,13 +42,10 @@ if TYPE_CHECKING:
 
 STDERR_TAIL_BYTES: Final = 2048
 _INVALID_PARAMS: Final = -32602  # how a server says it serves no skill at a uri
-_AFTER_CANCEL: Final = 1.0  # a cancelled connection's last moments (reaping a killed server)
 _EXIT_GRACE: Final = 2.0  # to leave once its input closed (at most half the deadline)
 _TERM_GRACE: Final = 1.0  # from SIGTERM to SIGKILL (at most half the deadline)
 _REAP: Final = 0.5  # for a killed server to be reaped, or an exited one's stderr to be read
 _CLOSED: Final = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
-
-_log = get_logger(__name__)
 
 TransportFactory: TypeAlias = "Callable[[McpServer], Transport]"
 """A server's configuration to the MCP SDK's `mcp.client.Transport` (docs/mcp.md)."""
@@ -61,8 +55,9 @@ class BoundedTransport:
     """The server's command as a child process over stdio, or its url over streamable HTTP;
     ``ended``: why its messages stopped; ``stop_within``: how long a stdio server's stop takes."""
 
-    def __init__(self, server: McpServer) -> None:
+    def __init__(self, server: McpServer, process: Process | None = None) -> None:
         self.server = server
+        self._process = process  # a stdio server spawned already (`connection.spawn`)
         self.ended: str | None = None
         self.stop_within = 10.0
         self._opened = self._stdio() if server.command is not None else self._http()
@@ -75,15 +70,7 @@ class BoundedTransport:
 
     @contextlib.asynccontextmanager
     async def _stdio(self) -> AsyncIterator[Any]:
-        assert self.server.command is not None
-        process = await anyio.open_process(
-            [self.server.command, *self.server.args],
-            env={**os.environ, **dict(self.server.env)},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group, ended whole
-        )
+        process = self._process or await spawn(self.server)
         stdin, stdout, errors = process.stdin, process.stdout, process.stderr
         assert stdin is not None
         assert stdout is not None
@@ -186,6 +173,18 @@ class BoundedTransport:
 open_transport: TransportFactory = BoundedTransport  # the default
 
 
+@contextlib.asynccontextmanager
+async def discovered(transport: Transport) -> AsyncIterator[ClientSession]:
+    """A client session over ``transport``, the skills extension declared, after its
+    ``server/discover``."""
+    async with (
+        transport as (read, write),
+        ClientSession(read, write, extensions={SKILLS_EXTENSION: {}}) as session,
+    ):
+        await session.discover()
+        yield session
+
+
 class _Capped(httpx2.AsyncByteStream):
     """A JSON answer counted as it arrives, refused past `MAX_RESPONSE_BYTES`."""
 
@@ -201,72 +200,6 @@ class _Capped(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._stream.aclose()
-
-
-class McpConnection:
-    """A client session to ``server``, connecting from now on, closed within ``timeout``. A task
-    of its own enters and leaves the SDK's context managers; cancelling it through an anyio scope
-    lets the transport's shielded clean-up finish."""
-
-    def __init__(self, server: McpServer, timeout: float, transport: TransportFactory) -> None:
-        self.server = server
-        self._timeout = timeout
-        self._transport = transport
-        # Only the default transport tells why the messages stopped; another goes without.
-        self._bounded: BoundedTransport | None = None
-        self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
-        self._closing = asyncio.Event()
-        self._scope = anyio.CancelScope()
-        self._task = asyncio.ensure_future(self._run())
-
-    @property
-    def failed(self) -> bool:
-        """The connection ended (or never started)."""
-        return self._task.done()
-
-    @property
-    def ended(self) -> str | None:
-        """Why the server's messages stopped, when the transport knows."""
-        return self._bounded.ended if self._bounded is not None else None
-
-    async def session(self) -> ClientSession:
-        """The session after ``server/discover``; raises why it could not connect."""
-        return await asyncio.shield(self._ready)
-
-    async def aclose(self, *, at_once: bool = False) -> None:
-        """End the session within the deadline; ``at_once`` (or still connecting): no grace."""
-        if at_once or not self._ready.done():
-            self._scope.cancel()  # a cancelled transport stops its server at once
-        self._closing.set()
-        done, _ = await asyncio.wait({self._task}, timeout=self._timeout)
-        if not done:
-            self._scope.cancel()
-            await asyncio.wait({self._task}, timeout=_AFTER_CANCEL)
-
-    async def _run(self) -> None:
-        error: Exception | None = None
-        try:
-            with self._scope:
-                # Made here, so that a factory that fails is a connection that failed.
-                transport = self._transport(self.server)
-                if isinstance(transport, BoundedTransport):
-                    self._bounded, transport.stop_within = transport, self._timeout
-                async with (
-                    transport as (read, write),
-                    ClientSession(read, write, extensions={SKILLS_EXTENSION: {}}) as session,
-                ):
-                    await session.discover()
-                    self._ready.set_result(session)
-                    await self._closing.wait()
-        except Exception as caught:
-            error = caught  # the lookup that meets it warns (`mcp_server_skipped`)
-            _log.info("mcp_server_ended", server=self.server.label, error=self.ended or repr(error))
-        finally:
-            if not self._ready.done():
-                ended = ConnectionError(self.ended or "the connection ended")
-                self._ready.set_exception(error or ended)
-            with contextlib.suppress(BaseException):
-                self._ready.exception()  # retrieved: never reported as unretrieved
 
 
 # -- the extension's requests (the SDK has no skills API yet) ----------------------------------
