@@ -74,18 +74,26 @@ def names(listing: dict[str, Any]) -> list[tuple[str, str]]:
     return [(skill["name"], skill["source"]) for skill in listing["skills"]]
 
 
-def test_the_agent_answers_initialize_without_loading_the_mcp_sdk(sandbox: Sandbox) -> None:
+def test_the_agent_answers_initialize_without_the_mcp_sdk_then_loads_it(sandbox: Sandbox) -> None:
     """Built as `python -m demo_agent` builds it, with a --mcp-server and the sessions' servers
-    on, the agent answers `initialize` (MCP over HTTP advertised) without the MCP SDK or httpx:
-    they load at the first connection (a fresh interpreter's ``sys.modules``)."""
+    on, the agent answers `initialize` (MCP over HTTP advertised) without the MCP SDK or httpx,
+    and, serving, loads them once it has answered (a fresh interpreter's ``sys.modules``):
+    nothing is imported later, and no session's first server waits for the import."""
     probe = (
-        "import asyncio, sys\n"
+        "import asyncio, sys, anyio\n"
         "from demo_agent.__main__ import build_agent, build_provider, parse_args\n"
         "args = parse_args([*sys.argv[1:], '--no-watch', '--mcp-server', 'team=serve'])\n"
         "agent = build_agent(args, build_provider(args))\n"
+        "def loaded(): return [m for m in ('mcp', 'httpx', 'httpx2') if m in sys.modules]\n"
         "answer = asyncio.run(agent.initialize(1))\n"
         "print(args.mcp is not None, answer.agent_capabilities.mcp_capabilities.http)\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'httpx', 'httpx2')))"
+        "print(loaded())\n"
+        "async def served():\n"
+        "    async with agent.skills:  # its end waits for the load it started\n"
+        "        await agent.initialize(1)\n"
+        "        await anyio.wait_all_tasks_blocked()  # the load it started is under way\n"
+        "asyncio.run(served())\n"
+        "print(loaded())"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe, *sandbox.args()],
@@ -95,7 +103,8 @@ def test_the_agent_answers_initialize_without_loading_the_mcp_sdk(sandbox: Sandb
         timeout=60,
         check=True,
     )
-    assert result.stdout.splitlines()[-2:] == ["True True", "[]"]
+    printed = [line for line in result.stdout.splitlines() if "client_initialized" not in line]
+    assert printed[-3:] == ["True True", "[]", "['mcp', 'httpx2']"]
 
 
 async def test_the_agent_advertises_http_mcp_servers(sandbox: Sandbox) -> None:

@@ -174,6 +174,10 @@ class AcpSkills:
         """Note what the client can do; return the ``agentCapabilities._meta`` entries to add."""
         fs = field(client_capabilities, "fs")
         self._link.reads_files = field(fs, "read_text_file", "readTextFile") is True
+        # The MCP SDK is not needed to answer: it loads off the event loop from now on.
+        load_sdk = getattr(self._sessions.servers.provider, "load_sdk", None)
+        if load_sdk is not None and self._group is not None:
+            self._group.start_soon(load_sdk)
         return self.capability_meta()
 
     @staticmethod

@@ -48,6 +48,13 @@ async def load_transport() -> None:
     await anyio.to_thread.run_sync(importlib.import_module, f"{__package__}.transport")
 
 
+def leaf_reason(error: BaseException) -> str:
+    """Why a request failed: the SDK's task groups wrap the real failure, so the first leaf."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}" if str(error) else repr(error)
+
+
 class McpConnection:
     """A client session to ``server``, connecting from now on, closed within ``timeout``, over
     ``transport`` (``None``: the default, `transport.BoundedTransport`). A task of its own enters

@@ -28,7 +28,7 @@ from ..model import (
 from ..quiet_log import get_logger
 from ..text import quote
 from .config import McpServer
-from .connection import McpConnection, load_transport
+from .connection import McpConnection, leaf_reason, load_transport
 from .listing import (
     NOTHING,
     SKILLS_EXTENSION,
@@ -40,8 +40,8 @@ from .listing import (
 )
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
 
-# `.transport` imports the MCP SDK: `_reach` loads it off the event loop as a server is first
-# asked, so that an agent that mounts this provider starts without the SDK.
+# `.transport` imports the MCP SDK, loaded off the event loop (`load_sdk`, `_reach`), so an
+# agent that mounts this provider starts without it.
 if TYPE_CHECKING:
     from mcp import ClientSession
 
@@ -191,6 +191,10 @@ class McpSkillProvider:
             return f"[unverified: this skill's files are not listed by its server]\n{text}"
         return text
 
+    async def load_sdk(self) -> None:
+        """Import the MCP SDK now, in a worker thread (`AcpSkills.initialize` starts it)."""
+        await load_transport()
+
     def connect(self, server: object) -> None:
         """A session names ``server``: connect and list it in the background now."""
         if isinstance(server, McpServer) and server not in self._first:
@@ -198,11 +202,8 @@ class McpSkillProvider:
             task.add_done_callback(partial(self._first_done, server))
 
     async def share(self, server: McpServer, session: ClientSession) -> None:
-        """Reach ``server`` over the agent's own ``session``, never closed here.
-
-        Raises:
-            ValueError: ``session`` has had no handshake yet (``discover()``).
-        """
+        """Reach ``server`` over the agent's own ``session`` (after its ``discover()``, else a
+        ValueError), never closed here."""
         if session.server_capabilities is None:
             raise ValueError(
                 f'the session lent for MCP server "{server.label}" has had no handshake: '
@@ -376,7 +377,7 @@ class McpSkillProvider:
             reason = TOO_LARGE
         except Exception as error:
             ended = reached.ended if isinstance(reached, McpConnection) else None
-            reason = ended or _leaf_reason(error)
+            reason = ended or leaf_reason(error)
         if reason == TOO_LARGE:
             await self._fail(server, reason)
         raise _Unavailable(reason)
@@ -443,10 +444,3 @@ class McpSkillProvider:
 def _resting(state: ServerState) -> bool:
     # A server that failed is left alone for a while (one that sent too much: for good).
     return state.failed_at is not None and time.monotonic() - state.failed_at < RETRY_AFTER
-
-
-def _leaf_reason(error: BaseException) -> str:
-    # The SDK's task groups wrap the real failure: name the first leaf, not "unhandled errors".
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    return f"{type(error).__name__}: {error}" if str(error) else repr(error)
