@@ -107,6 +107,46 @@ def test_the_agent_answers_initialize_without_the_mcp_sdk_then_loads_it(sandbox:
     assert printed[-3:] == ["True True", "[]", "['mcp', 'httpx2']"]
 
 
+def test_an_mcp_sdk_that_does_not_import_skips_the_servers_and_the_agent_serves_on(
+    sandbox: Sandbox,
+) -> None:
+    """An `mcp` package that is found but does not import (another version's, say): the load
+    started as `initialize` is answered fails quietly, and each server says why it is skipped."""
+    probe = (
+        "import asyncio, sys, anyio\n"
+        "sys.modules['mcp.client.caching'] = None  # found, but it does not import whole\n"
+        "from acp_skills import SkillLookupOptions\n"
+        "from demo_agent.__main__ import build_agent, build_provider, parse_args\n"
+        "args = parse_args([*sys.argv[1:-1], '--no-watch', '--mcp-server', 'team=serve'])\n"
+        "agent = build_agent(args, build_provider(args))\n"
+        "async def served():\n"
+        "    async with agent.skills:\n"
+        "        await agent.initialize(1)\n"
+        "        await anyio.wait_all_tasks_blocked()  # the load it started has failed\n"
+        "        options = SkillLookupOptions(cwd=sys.argv[-1])\n"
+        "        await agent.skills.registry.list(options)\n"
+        "        for problem in await agent.skills.registry.diagnose(options):\n"
+        "            print('PROBLEM', problem.code, problem.message)\n"
+        "    print('served to the end')\n"
+        "asyncio.run(served())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, *sandbox.args(), str(sandbox.project)],
+        env={**os.environ, **sandbox.env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    printed = result.stdout.splitlines()
+    assert printed[-1] == "served to the end"
+    [problem] = [line for line in printed if line.startswith("PROBLEM")]
+    assert problem.startswith(
+        "PROBLEM mcp-server-unavailable MCP server 'team' skipped: the MCP SDK cannot be loaded: "
+        "ModuleNotFoundError"
+    )
+
+
 async def test_the_agent_advertises_http_mcp_servers(sandbox: Sandbox) -> None:
     """initialize answers agentCapabilities.mcpCapabilities.http: true."""
     async with agent_with_servers(sandbox) as agent:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import math
 import time
@@ -193,7 +194,8 @@ class McpSkillProvider:
 
     async def load_sdk(self) -> None:
         """Import the MCP SDK now, in a worker thread (`AcpSkills.initialize` starts it)."""
-        await load_transport()
+        with contextlib.suppress(Exception):  # an `mcp` that does not import: each server says so
+            await load_transport()
 
     def connect(self, server: object) -> None:
         """A session names ``server``: connect and list it in the background now."""
@@ -202,8 +204,7 @@ class McpSkillProvider:
             task.add_done_callback(partial(self._first_done, server))
 
     async def share(self, server: McpServer, session: ClientSession) -> None:
-        """Reach ``server`` over the agent's own ``session`` (after its ``discover()``, else a
-        ValueError), never closed here."""
+        """Reach ``server`` over the agent's own handshaken ``session``, never closed here."""
         if session.server_capabilities is None:
             raise ValueError(
                 f'the session lent for MCP server "{server.label}" has had no handshake: '
@@ -259,10 +260,10 @@ class McpSkillProvider:
             return kept
         if _resting(state := self._state(server)):
             return NOTHING
-        reached = await self._reach(server)
-        from .transport import list_skills
-
         try:
+            reached = await self._reach(server)
+            from .transport import list_skills
+
             listing = await self._ask(server, reached, list_skills) or NOTHING
         except _Unavailable as unavailable:
             await self._skip(server, str(unavailable))
@@ -298,10 +299,10 @@ class McpSkillProvider:
         if (got := self._fresh(server, uri)) is None:
             if _resting(state := self._state(server)):
                 raise _Unavailable(state.failure or "it failed a moment ago")
-            reached = await self._reach(server)
-            from .transport import get_skill
-
             try:
+                reached = await self._reach(server)
+                from .transport import get_skill
+
                 got = await self._ask(server, reached, partial(get_skill, uri=uri))
             except _Unavailable as unavailable:
                 await self._skip(server, str(unavailable))
@@ -324,10 +325,10 @@ class McpSkillProvider:
         listed = skill.files.get(uri) if skill.files is not None else None
         if listed is not None and listed.size > limit:
             raise over(listed.size)
-        reached = await self._reach(locator.server)
-        from .transport import read_text
-
         try:
+            reached = await self._reach(locator.server)
+            from .transport import read_text
+
             data = await self._ask(locator.server, reached, partial(read_text, uri=uri))
         except _Unavailable as why:
             label = locator.server.label
@@ -354,7 +355,10 @@ class McpSkillProvider:
             if reached is None or reached.failed:
                 reached = McpConnection(server, self._timeout, self._transport)
                 self._connections[server] = reached
-        await load_transport()
+        try:
+            await load_transport()
+        except Exception as error:  # an `mcp` found that does not import: the server is skipped
+            raise _Unavailable(f"the MCP SDK cannot be loaded: {leaf_reason(error)}") from None
         return reached
 
     async def _ask(
