@@ -254,3 +254,24 @@ async def test_a_session_closed_while_it_reopens_stays_closed(
         store.release.set()
     assert codes == [-32602]
     assert live_ids(skills) == ["s2"]
+
+
+async def test_a_reopen_overtaken_by_a_load_gives_way_and_nothing_hangs(
+    registry: SkillRegistry, project: Path
+) -> None:
+    """A request reopens a session let go while idle; meanwhile ``session/load`` replaces it
+    and that instance is let go in turn: the reopen gives way, and no request for it hangs."""
+    store = HeldStore()
+    skills = AcpSkills(registry, store=store, max_live_sessions=1)
+    await skills.open_session("A", str(project))
+    await skills.open_session("B", str(project))  # A is let go
+    store.hold = True
+    with anyio.fail_after(30):  # a reopen that waited for itself would hang here
+        async with anyio.create_task_group() as group:
+            group.start_soon(skills.session, "A")
+            await store.holding.wait()  # the reopen waits on the record
+            await skills.load_session("A", str(project))
+            await skills.open_session("C", str(project))  # the loaded A is let go
+            store.release.set()
+        await skills.session("A")
+    assert "A" in skills._sessions

@@ -82,6 +82,10 @@ class LiveSession(InstanceState):
         return self.catalog if self.session.composed else None
 
 
+class _Overtaken(Exception):
+    """A reopen that a `session/load` or `session/close` overtook."""
+
+
 class SessionTable:
     def __init__(
         self,
@@ -117,7 +121,7 @@ class SessionTable:
         replaced = live.session if (live := self._live.get(session_id)) else None
         session = await self.read(context, replaced, composed=idle is not None and idle.composed)
         if idle is not None and self._idle.get(session_id) is not idle:
-            return await self.get(session_id)  # loaded or closed meanwhile: that holds
+            raise _Overtaken  # loaded or closed meanwhile: that holds (`get` asks again)
         self._idle.pop(session_id, None)
         if idle is not None:
             kept = {state.name: getattr(idle, state.name) for state in fields(InstanceState)}
@@ -168,6 +172,8 @@ class SessionTable:
             self._reopening[context.session_id] = reopened = anyio.Event()
             try:
                 return await self.open(context, instance)
+            except _Overtaken:
+                continue
             finally:
                 del self._reopening[context.session_id]
                 reopened.set()
