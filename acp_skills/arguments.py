@@ -28,9 +28,10 @@ def expand_arguments(body: str, arguments: str) -> str:
         words = arguments.split()
     # Growth is what filling adds beyond the body (the body itself was already accepted).
     room: int | None = MAX_EXPANDED_CHARS - len(body)
+    filled_any = False  # a placeholder took something of the arguments
 
     def fill(match: re.Match[str]) -> str:
-        nonlocal room
+        nonlocal room, filled_any
         placeholder, index = match.group(0), match.group(1) or match.group(2)
         if index is None:
             value = arguments
@@ -40,11 +41,12 @@ def expand_arguments(body: str, arguments: str) -> str:
             room = None  # once one stays as written, every later one does too
             return placeholder
         room -= len(value) - len(placeholder)
+        filled_any = filled_any or value != placeholder
         return value
 
     filled = _PLACEHOLDER.sub(fill, body)
     notes = []
-    if total > MAX_ARGUMENTS_CHARS:
+    if total > MAX_ARGUMENTS_CHARS and filled_any:
         notes.append(f"the arguments were cut to their first {MAX_ARGUMENTS_CHARS} of {total}")
     if room is None:
         notes.append(f"later placeholders were left unfilled past {MAX_EXPANDED_CHARS}")

@@ -61,6 +61,11 @@ def test_an_empty_quoted_pair_is_an_empty_word() -> None:
     assert expand_arguments("$0|$1|$2|$3", "a '' \"\" b") == "a|||b"
 
 
+def test_long_arguments_no_placeholder_takes_leave_no_note() -> None:
+    """Cut arguments a skill's placeholders never take leave the skill as it is, with no note."""
+    assert expand_arguments("Run echo $HOME", "w " * MAX_ARGUMENTS_CHARS) == "Run echo $HOME"
+
+
 def test_long_arguments_are_cut_with_a_note() -> None:
     """Past MAX_ARGUMENTS_CHARS the arguments are cut, and a note says so (contract §11)."""
     arguments = "w " * MAX_ARGUMENTS_CHARS
