@@ -128,6 +128,28 @@ async def test_a_skills_get_that_never_answers_is_told_as_a_skipped_server(
     assert [(log["event"], log["server"]) for log in logs] == [("mcp_server_skipped", "team")]
 
 
+async def test_a_server_without_skills_get_serves_on_when_a_uri_it_lacks_is_named(
+    tmp_path: Path,
+) -> None:
+    """A server that declares the extension but knows no `skills/get` (method not found): a uri
+    its listing lacks is one it does not serve, and its listed skills stay, no problem told."""
+    script = [served("deploy", DEPLOY, DEPLOY_FIELDS)]
+    server = scripted_server(write_script(tmp_path / "s.json", script))
+    options = SkillLookupOptions(cwd=str(tmp_path))
+    async with lookups(servers=[server], timeout=BOUND, transport=InProcess()) as (registry, _):
+        with anyio.fail_after(BOUND):
+            uri = {"name": "skill://other/SKILL.md"}
+            refused = await SkillTool(registry).call(uri, cwd=str(tmp_path))
+            snapshot = await registry.snapshot(options)
+            problems = await registry.diagnose(options)
+    assert (refused.is_error, refused.text) == (
+        True,
+        'Error: skill "skill://other/SKILL.md" is not served by any server of this session',
+    )
+    assert [skill.name for skill in snapshot.skills] == ["deploy"]
+    assert problems == ()
+
+
 @pytest.mark.parametrize("listed_size", ["honest", "lying"])
 async def test_a_skill_file_over_the_cap_is_refused_naming_it(
     tmp_path: Path, listed_size: str

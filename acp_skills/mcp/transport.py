@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from mcp.client import Transport
 
 STDERR_TAIL_BYTES: Final = 2048
-_INVALID_PARAMS: Final = -32602  # how a server says it serves no skill at a uri
+# How a server says it serves no skill at a uri; one that knows no `skills/get` serves none.
+_NO_SKILL_THERE: Final = (-32602, -32601)
 _EXIT_GRACE: Final = 2.0  # to leave once its input closed (at most half the deadline)
 _TERM_GRACE: Final = 1.0  # from SIGTERM to SIGKILL (at most half the deadline)
 _REAP: Final = 0.5  # for a killed server to be reaped, or an exited one's stderr to be read
@@ -238,11 +239,11 @@ async def list_skills(session: ClientSession) -> Listing:
 
 async def get_skill(session: ClientSession, uri: str) -> Listing | None:
     """`skills/get` of ``uri``; ``None`` when the server serves no skill there (it answers
-    invalid params). An entry for another uri is no answer for this one."""
+    invalid params, or knows no such method). An entry for another uri is no answer for this."""
     try:
         answer = await _request(session, "skills/get", {"uri": uri})
     except MCPError as error:
-        if error.code == _INVALID_PARAMS:
+        if error.code in _NO_SKILL_THERE:
             return None
         raise
     entry = read_entry(answer.get("skill"))
