@@ -144,26 +144,32 @@ class PrefixedSession:
         """Append one message to the record and `history`; return a (well-formed) copy of the
         entry: changing its message changes neither."""
         entry = HistoryEntry(message=message)
+        await self._append(entry)
+        return entry.copy()
+
+    async def _append(self, entry: HistoryEntry) -> None:
         async with self._write_lock:
             await self._save(entry)
             self._history.append(entry)
-        return entry.copy()
 
     async def advance(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Mapping[str, Any] | HistoryEntry],
         request: Mapping[str, Any] | None = None,
         skills: SkillSnapshot | None = None,
     ) -> list[dict[str, Any]]:
         """One step of a turn in one call: append ``messages`` (what the turn added since its
-        last request), each taken out of the list once appended (what an error or a cancel
-        stopped stays there); for a ``request`` (`record_request`'s keywords) compose the
-        prefix with ``skills`` first if it is not yet, record the header, and return
-        `request_messages`."""
+        last request; an entry already checked is kept as it is), each taken out of the list
+        once appended (what an error or a cancel stopped stays there); for a ``request``
+        (`record_request`'s keywords) compose the prefix with ``skills`` first if it is not
+        yet, record the header, and return `request_messages`."""
         if request is not None:
             await self.prefix(skills)
         while messages:
-            await self.append_history(messages[0])
+            entry = messages[0]
+            await self._append(
+                entry if isinstance(entry, HistoryEntry) else HistoryEntry(message=entry)
+            )
             del messages[0]
         if request is None:
             return []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import anyio
 from acp import RequestError
@@ -124,8 +125,7 @@ class SessionTable:
             raise _Overtaken  # loaded or closed meanwhile: that holds (`get` asks again)
         self._idle.pop(session_id, None)
         if idle is not None:
-            kept = {state.name: getattr(idle, state.name) for state in fields(InstanceState)}
-            live = LiveSession(session=session, **kept)
+            live = LiveSession(session=session, **_state_of(idle))
         else:
             live = LiveSession(session=session, first_prompt=_first_prompt(session.history))
         self._live[session_id] = live
@@ -252,15 +252,19 @@ class SessionTable:
                 continue
             del self._live[session_id]
             live.trust.view = None  # computed again when needed: a snapshot is not kept idle
-            kept = {state.name: getattr(live, state.name) for state in fields(InstanceState)}
             self._idle[session_id] = IdleSession(
-                context=session.context, composed=session.composed, **kept
+                context=session.context, composed=session.composed, **_state_of(live)
             )
             excess -= 1
             await self.servers.unbind(session_id)  # opening it again binds them again
         while len(self._idle) > IDLE_PER_LIVE * self._max_live:
             forgotten, _ = self._idle.popitem(last=False)
             _log.debug("session_forgotten", session_id=forgotten, reason="too many idle")
+
+
+def _state_of(instance: InstanceState) -> dict[str, Any]:
+    # What goes over when an instance is let go idle or opened again.
+    return {state.name: getattr(instance, state.name) for state in fields(InstanceState)}
 
 
 async def _flush(session_id: str, live: LiveSession) -> None:

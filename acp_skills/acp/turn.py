@@ -95,7 +95,8 @@ class PromptTurn:
         self.stop_reason: StopReason | None = None  # why the turn ended; `None` while it runs
         self._requests, self._replied, self._streamed = 0, True, False
         self._view: SessionView | None = None  # taken once, as the turn begins
-        self._unrecorded: list[dict[str, Any]] = []  # added to the history, not recorded yet
+        # Added to the history, not recorded yet.
+        self._unrecorded: list[Mapping[str, Any] | HistoryEntry] = []
 
     @property
     def prefix(self) -> tuple[PrefixMessage, ...]:
@@ -159,14 +160,15 @@ class PromptTurn:
         # Arguments over a bound are recorded as a note, so no later load can fail on them.
         bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
         try:  # checked before anything is shown or run: one the record cannot take runs nothing
-            reply = HistoryEntry(message=bounded).message
+            entry = HistoryEntry(message=bounded)
         except (TypeError, ValueError) as error:
             raise type(error)(f"the reply was refused, nothing of it ran: {error}") from None
+        reply = entry.message
         self._replied = True
         text = reply.get("content")
         if isinstance(text, str) and text and not self._streamed:
             await self._send(wire.agent_text(text))
-        self._unrecorded.append(dict(reply))
+        self._unrecorded.append(entry)  # recorded as it is: checked once
         listed = enumerate(wire.sequence(reply.get("tool_calls")))
         calls = {index: call for index, call in listed if isinstance(call, Mapping)}
         answered: set[str] = set()
