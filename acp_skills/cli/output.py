@@ -60,7 +60,7 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
 
     @classmethod
-    def failed(cls, message: str, status: int = 2) -> Outcome:
+    def failed(cls, message: str, status: int = USAGE) -> Outcome:
         """A command that could not do its job: ``{"error": message}``, and the message."""
         return cls({"error": message}, [message], status)
 

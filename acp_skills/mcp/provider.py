@@ -28,6 +28,7 @@ from ..model import (
 )
 from ..quiet_log import get_logger
 from ..text import quote
+from ..tool import DEFAULT_MAX_RESOURCE_BYTES
 from .config import McpServer
 from .connection import McpConnection, leaf_reason, load_transport
 from .listing import (
@@ -81,7 +82,7 @@ class McpSkillProvider:
         *,
         servers: Sequence[McpServer] = (),
         timeout: float = 10.0,
-        max_resource_bytes: int = 1_048_576,  # as the `skill` tool's cap on a file
+        max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
         transport: TransportFactory | None = None,
     ) -> None:
         self.name = "mcp"
@@ -419,8 +420,7 @@ class McpSkillProvider:
         # A private answer for the configuration that asked (its env or headers authorize it);
         # a public one of an HTTP server for its url (a stdio server is a process of its own).
         if listing.ttl_ms > 0:
-            public = listing.scope == "public" and server.url is not None
-            owner = server.url if public else server
+            owner = server.url if listing.scope == "public" and server.url is not None else server
             self._kept[(owner, uri)] = (time.monotonic() + listing.ttl_ms / 1000, listing)
 
     def _forget(self, server: McpServer) -> None:
