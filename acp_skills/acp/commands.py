@@ -7,7 +7,7 @@ import difflib
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from acp.schema import AvailableCommand, AvailableCommandsUpdate
 from anyio import TASK_STATUS_IGNORED
@@ -22,6 +22,7 @@ from ..diagnostics import (
     describe_catalog_changes,
     describe_catalog_fit,
     diagnostic_line,
+    server_line,
     tally,
 )
 from ..model import SkillSnapshot, SkillSummary, is_skill_name
@@ -54,8 +55,8 @@ _clean = spelt
 class CommandsAnnouncer:
     """Keeps each session's slash commands current in its editor (contract §9): a list goes out
     only when it differs from the one last sent, never before the session's opening response
-    (an editor drops updates for a session it does not know), and once more as the first turn
-    begins when it went out before (editors drop updates right after that response)."""
+    (an editor drops updates for a session it does not know), and once more as its first turn
+    begins if it went out before (editors drop updates right after that response)."""
 
     def __init__(self, gate: TrustGate, sessions: SessionTable, link: ClientLink) -> None:
         self._gate, self._sessions, self._link = gate, sessions, link
@@ -63,12 +64,7 @@ class CommandsAnnouncer:
         self._changed: asyncio.Event | None = None
         self._registry_changed = False
 
-    async def begin_turn(self, session_id: str, live: LiveSession, snapshot: SkillSnapshot) -> None:
-        """A turn of ``live`` begins with ``snapshot`` (a trust answer may have changed it)."""
-        resend, live.resend_due, live.turned = live.resend_due, False, True
-        await self._refresh(session_id, live, snapshot, resend=resend)
-
-    async def _refresh(
+    async def refresh(
         self,
         session_id: str,
         live: LiveSession,
@@ -80,14 +76,11 @@ class CommandsAnnouncer:
         if not live.answered and live.turn is None:
             return
         if snapshot is None:
-            options = live.session.context.lookup_options
-            snapshot = (await self._gate.view(options, live.trust)).offered
+            snapshot = (await self._gate.view(live.context.lookup_options, live.trust)).offered
         commands = [*available_commands(invocable(snapshot.skills)), *BUILTIN_COMMANDS]
         if commands == live.commands and not resend:
             return
-        # Set before the send awaits: a refresh resuming meanwhile sees this list as sent.
-        live.commands = commands
-        live.resend_due = not live.turned and live.turn is None
+        live.commands = commands  # before the send awaits: a refresh meanwhile sees it sent
         update = AvailableCommandsUpdate(
             session_update="available_commands_update", available_commands=commands
         )
@@ -97,9 +90,8 @@ class CommandsAnnouncer:
         # May run on any thread: it only wakes `follow`.
         self._registry_changed = True
         loop, changed = self._loop, self._changed
-        if loop is None or changed is None or loop.is_closed():
-            return  # not following: each session notices at its next turn
-        loop.call_soon_threadsafe(changed.set)
+        if loop is not None and changed is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(changed.set)
 
     async def follow(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         """Announce each session whose opening response went out, and every live session's
@@ -115,12 +107,11 @@ class CommandsAnnouncer:
                 answered, self._link.answered = set(self._link.answered), []
                 every, self._registry_changed = self._registry_changed, False
                 for session_id, live in self._sessions.running():
-                    if session_id in answered:
-                        live.answered = True
-                    elif not every:
+                    live.answered = live.answered or session_id in answered
+                    if session_id not in answered and not every:
                         continue
                     try:
-                        await self._refresh(session_id, live)
+                        await self.refresh(session_id, live)
                     except ConnectionError:  # the client left meanwhile: nobody is left to tell
                         _log.debug("skills_commands_not_sent", session_id=session_id)
                     except Exception as error:
@@ -162,12 +153,12 @@ def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
 def skills_report(
     cwd: str,
     snapshot: SkillSnapshot,
-    diagnostics: Sequence[Diagnostic] | None,
+    diagnostics: Sequence[Diagnostic],
     fit: CatalogFit | None = None,
     withheld: Sequence[tuple[str, list[str], str]] = (),
-    servers: str = "",
+    servers: Sequence[Any] = (),
 ) -> str:
-    """The ``/skills`` report; ``servers``: `acp_skills.acp.servers.servers_report`'s lines."""
+    """The ``/skills`` report; ``servers``: how each MCP server of the lookup fares."""
     lines = [f"**Skills for {code_span(_clean(cwd))}** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
@@ -179,9 +170,7 @@ def skills_report(
         # The list above is a lookup made now; the model's catalog was frozen earlier.
         if (stale := describe_catalog_changes(catalog_changes(fit, snapshot))) is not None:
             lines += [stale, ""]
-    if diagnostics is None:
-        lines.append("The problems could not be gathered (see the agent's log).")
-    elif not diagnostics:
+    if not diagnostics:
         lines.append("No problems found.")
     else:
         ordered = by_severity(diagnostics)
@@ -195,8 +184,10 @@ def skills_report(
         lines += ["", f"Run {doctor} in a terminal for details."]
     if not snapshot.complete:
         lines += ["", "A skill provider did not answer in time: this list may be incomplete."]
-    report = "\n".join(lines).rstrip("\n")
-    return f"{report}\n\n{servers}" if servers else report
+    if servers:
+        lines += ["", f"**MCP servers** ({len(servers)})", ""]
+        lines.extend(f"- {server_line(state, Markdown())}" for state in servers)
+    return "\n".join(lines).rstrip("\n")
 
 
 def _skill_line(skill: SkillSummary) -> str:

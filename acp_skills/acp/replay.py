@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import Any
 
 from acp.schema import UserMessageChunk
 from pydantic import ValidationError
@@ -80,16 +80,11 @@ def _invoked_calls(message: Mapping[str, Any], content: str) -> list[tuple[str, 
     for entry in wire.sequence(message.get(INVOKED_KEY)):
         if not isinstance(entry, Mapping):
             continue
-        call_id, name = entry.get("id"), entry.get("name")
-        start, end = entry.get("start"), entry.get("end")
-        if not (isinstance(call_id, str) and isinstance(name, str) and _is_int(start)):
+        call_id, name, start, end = (entry.get(key) for key in ("id", "name", "start", "end"))
+        if not (isinstance(call_id, str) and isinstance(name, str)):
             continue
-        if not (_is_int(end) and 0 <= start <= end <= len(content)):
-            continue
-        result = ToolResult(text=content[start:end], is_error=entry.get("is_error") is True)
-        calls.append((call_id, name, result))
+        # `type() is int`: a bool is no offset.
+        if type(start) is int and type(end) is int and 0 <= start <= end <= len(content):
+            result = ToolResult(text=content[start:end], is_error=entry.get("is_error") is True)
+            calls.append((call_id, name, result))
     return calls
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -37,8 +37,7 @@ from .calls import AgentToolRunner
 from .commands import CommandsAnnouncer
 from .consent import TrustGate
 from .replay import replay
-from .servers import ServerCloser, SessionServers, shadowed_json
-from .sessions import LiveSession, SessionTable, describe_os_error
+from .sessions import ServerCloser, SessionTable, describe_os_error, request_servers
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import PromptTurn, TurnKit, open_turn
@@ -71,7 +70,6 @@ class AcpSkills:
         pinned_skills: Iterable[str] = (),
         hidden_skills: Iterable[str] = (),
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
-        max_live_sessions: int = 256,
         max_requests_per_turn: int = 8,
         expand_arguments: bool = False,
         mcp: ServerCloser | None = None,
@@ -81,7 +79,6 @@ class AcpSkills:
         mode = trust_mode(trust)
         pinned = _skill_names("pinned_skills", pinned_skills)
         hidden = _skill_names("hidden_skills", hidden_skills)
-        max_live = require_positive_int("max_live_sessions", max_live_sessions)
         max_requests = require_positive_int("max_requests_per_turn", max_requests_per_turn)
         self._own_provider: LocalSkillProvider | None = None
         if registry is None:
@@ -92,9 +89,9 @@ class AcpSkills:
         gate = TrustGate(registry, mode, trust_store or TrustStore())
         self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
-        self.prefix = SessionPrefix()
-        servers = SessionServers(mcp)  # `mcp`: the `McpSkillProvider` the session servers use
-        self._sessions = SessionTable(self.prefix, self.store, max_live=max_live, servers=servers)
+        prefix = SessionPrefix()
+        # `mcp`: the `McpSkillProvider` the session servers use.
+        self._sessions = SessionTable(prefix, self.store, mcp)
         # No registry: it lists only what a turn hands down (`PrefixContext.skills`).
         catalog = SkillCatalogContributor(
             None,
@@ -104,7 +101,7 @@ class AcpSkills:
             pinned_skills=pinned,
             hidden_skills=hidden,
         )
-        self.prefix.add(catalog)
+        prefix.add(catalog)
         self._link = link = ClientLink()
         self._announcer = announcer = CommandsAnnouncer(gate, self._sessions, link)
         kit = (self._sessions, self.tool, link, announcer, max_requests, expand_arguments)
@@ -117,14 +114,14 @@ class AcpSkills:
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         await self._group.start(self._announcer.follow, name=FOLLOWER_TASK_NAME)
-        self._sessions.servers.tasks = self._group
+        self._sessions.tasks = self._group
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         group, self._group = self._group, None
         if group is None:
             return None
-        self._sessions.servers.tasks = None
+        self._sessions.tasks = None
         group.cancel_scope.cancel()
         try:
             return await group.__aexit__(*exc_info)
@@ -175,7 +172,7 @@ class AcpSkills:
         fs = field(client_capabilities, "fs")
         self._link.reads_files = field(fs, "read_text_file", "readTextFile") is True
         # The MCP SDK is not needed to answer: it loads off the event loop from now on.
-        load_sdk = getattr(self._sessions.servers.provider, "load_sdk", None)
+        load_sdk = getattr(self._sessions.mcp, "load_sdk", None)
         if load_sdk is not None and self._group is not None:
             self._group.start_soon(load_sdk)
         return self.capability_meta()
@@ -200,11 +197,11 @@ class AcpSkills:
     @property
     def reads_mcp_servers(self) -> bool:
         """Whether sessions' ``mcpServers`` bring skills: advertise ``mcpCapabilities.http``."""
-        return self._sessions.servers.provider is not None
+        return self._sessions.mcp is not None
 
     async def catalog_fit(self, session_id: str) -> CatalogFit | None:
         """What the catalog budget did to the session's catalog (-32602 for an unknown id)."""
-        return self._sessions.known(session_id).catalog_fit
+        return self._sessions.get(session_id).catalog_fit
 
     async def open_session(
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
@@ -219,7 +216,7 @@ class AcpSkills:
             session_id=session_id,
             cwd=cwd,
             tool_names=frozenset(names),
-            servers=self._sessions.servers.from_request(opening.get("mcp_servers")),
+            servers=request_servers(self._sessions.mcp, opening.get("mcp_servers")),
             additional_directories=additional,
         )
         return (await self._sessions.open(context)).session
@@ -285,7 +282,7 @@ class AcpSkills:
 
     async def session(self, session_id: str) -> PrefixedSession:
         """The session instance (-32602 for an unknown id)."""
-        return (await self._sessions.get(session_id)).session
+        return self._sessions.get(session_id).session
 
     def cancel(self, session_id: str) -> None:
         """Cancel the session's running turn (``session/cancel``); nothing if none runs."""
@@ -303,7 +300,8 @@ class AcpSkills:
         run_tool: AgentToolRunner | None = None,
     ) -> AbstractAsyncContextManager[PromptTurn]:
         """Run one ``session/prompt`` turn: ``async with skills.turn(...) as turn:``."""
-        return open_turn(self._kit, session_id, prompt, system, config or {}, tools, run_tool)
+        request = {"config": config or {}, "system": system, "tools": [dict(t) for t in tools]}
+        return open_turn(self._kit, session_id, prompt, request, run_tool)
 
     def handles(self, method: str) -> bool:
         """Whether ``method`` (as the SDK passes it to ``ext_method``, without ``_``) is ours."""
@@ -324,13 +322,13 @@ class AcpSkills:
     async def _list_skills(self, params: Mapping[str, Any]) -> dict[str, Any]:
         answers = None
         if "sessionId" in params:
-            known = self._sessions.known(params["sessionId"])  # a read opens nothing
-            options, answers = known.context.lookup_options, known.trust
+            live = self._sessions.get(params["sessionId"])
+            options, answers = live.context.lookup_options, live.trust
         elif "cwd" in params:
             options = SkillLookupOptions(cwd=check_cwd(params["cwd"]))
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
-        view, mcp = await self._kit.gate.view(options, answers), self._sessions.servers.provider
+        view, mcp = await self._kit.gate.view(options, answers), self._sessions.mcp
         problems = await self.registry.diagnose(options)
         return {
             "skills": [
@@ -346,24 +344,27 @@ class AcpSkills:
                 for skill in view.found.skills
             ],
             "problems": [diagnostic_json(problem) for problem in problems],
-            "shadowed": shadowed_json(view.found),
+            "shadowed": [
+                {
+                    "name": lost.skill.name,
+                    "winner": {"source": lost.winner.source, "provider": lost.winner.provider},
+                    "loser": {"source": lost.skill.source, "provider": lost.skill.provider},
+                }
+                for lost in view.found.shadowed
+            ],
             "mcpServers": [server_json(state) for state in mcp.states(options)] if mcp else [],
         }
 
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        known = self._sessions.known(params.get("sessionId"))
-        if isinstance(known, LiveSession):
-            session = known.session
-        else:  # let go while idle: read from its record, not opened again
-            session = await self._sessions.read(known.context, composed=known.composed)
-        fit, header = known.catalog_fit, session.last_header
+        live = self._sessions.get(params.get("sessionId"))
+        fit, header = live.catalog_fit, live.session.last_header
         budget: dict[str, Any] | None = None
         if fit is not None:
             budget = {"limit": fit.limit, "used": fit.used, "shortened": fit.shortened}
             budget["omitted"] = list(fit.omitted)
         return {
-            "composed": session.composed,
-            "messages": [{"role": m.role, "text": m.text} for m in session.messages],
+            "composed": live.session.composed,
+            "messages": [{"role": m.role, "text": m.text} for m in live.session.messages],
             "header": header.to_json() if header is not None else None,
             "budget": budget,
         }

@@ -14,23 +14,16 @@ from acp import RequestError
 from acp.schema import PromptResponse
 
 from ..catalog import CatalogFit, SkillCatalogContributor
-from ..diagnostics import Diagnostic, Markdown
+from ..diagnostics import Markdown
 from ..model import PrefixMessage
 from ..quiet_log import get_logger
 from ..record import HistoryEntry
 from ..tool import SkillTool, ToolResult
 from ..trust import SessionView
 from ..trust_text import command_note, waiting_note, withheld_parts
-from . import commands, consent, servers, wire
+from . import commands, consent, sessions, wire
 from .calls import AgentToolRunner, ToolCall, call_runner, settle
-from .sessions import (
-    DISPLAY_KEY,
-    ERROR_KEY,
-    INVOKED_KEY,
-    LiveSession,
-    SessionTable,
-    describe_os_error,
-)
+from .sessions import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY, LiveSession, SessionTable
 
 _log = get_logger(__name__)
 
@@ -78,23 +71,22 @@ class PromptTurn:
         self,
         kit: TurnKit,
         live: LiveSession,
-        system: str,
-        config: Mapping[str, object],
-        tools: Sequence[Mapping[str, Any]],
+        request: dict[str, Any],
         run_tool: AgentToolRunner | None,
     ) -> None:
-        self._kit, self._live, self._session, self._link = kit, live, live.session, kit.link
-        context = live.session.context
-        self._session_id, self._cwd = context.session_id, context.cwd
-        self._options = context.lookup_options
-        self._system, self._config = system, config
+        self._kit, self._live, self._session = kit, live, live.session
+        self._session_id, self._cwd = live.context.session_id, live.context.cwd
+        self._options = live.context.lookup_options
+        self._request = request  # config, system and tools: the request header's
         self._run_tool = None if run_tool is None else call_runner(run_tool)
-        self.tools = [dict(t) for t in tools]  # the `skill` tool goes first as the turn begins
+        self.tools: list[dict[str, Any]] = request["tools"]  # `skill` goes first as it begins
         self._searchable = False  # the catalog left skills out: the tool takes `query` too
         self.invoked: tuple[InvokedSkill, ...] = ()
         self.stop_reason: StopReason | None = None  # why the turn ended; `None` while it runs
         self._requests, self._replied, self._streamed = 0, True, False
         self._view: SessionView | None = None  # taken once, as the turn begins
+        # The first turn resends a list that went out before it (not one sent while it runs).
+        self._resend_commands, live.turned = live.commands is not None and not live.turned, True
         # Added to the history, not recorded yet.
         self._unrecorded: list[Mapping[str, Any] | HistoryEntry] = []
 
@@ -134,15 +126,11 @@ class PromptTurn:
 
     async def request_messages(self) -> list[dict[str, Any]]:
         """Record what the turn added and this request's header; return its messages."""
-        kit, live = self._kit, self._live
-        # Taken as the turn began, unless it was cancelled then.
-        view = self._view or await kit.gate.view(self._options, live.trust)
-        request = {"config": self._config, "system": self._system, "tools": self.tools}
-        recorded = bool(self._unrecorded)
-        messages = await self._session.advance(self._unrecorded, request, view.offered)
+        recorded, view = bool(self._unrecorded), await self._current_view()
+        messages = await self._session.advance(self._unrecorded, self._request, view.offered)
         self._requests, self._replied, self._streamed = self._requests + 1, False, False
-        if recorded and not live.described:
-            await kit.sessions.describe(live)
+        if recorded and not self._live.described:
+            await self._kit.sessions.describe(self._live)
         return [{k: v for k, v in m.items() if not k.startswith("_")} for m in messages]
 
     async def show_text(self, text: str) -> None:
@@ -198,7 +186,11 @@ class PromptTurn:
         return await self._call(call_id, name, arguments, wire.arguments_problem(arguments))
 
     async def _send(self, update: Any) -> None:
-        await self._link.send(self._session_id, update)
+        await self._kit.link.send(self._session_id, update)
+
+    async def _current_view(self) -> SessionView:
+        # Taken as the turn began, unless it was cancelled then.
+        return self._view or await self._kit.gate.view(self._options, self._live.trust)
 
     async def _call(
         self, call_id: str, name: str, arguments: object, problem: str | None
@@ -230,7 +222,7 @@ class PromptTurn:
     async def _run(self, call_id: str, name: str, arguments: object) -> object:
         kit = self._kit
         if name == kit.tool.name:
-            view = self._view or await kit.gate.view(self._options, self._live.trust)
+            view = await self._current_view()
             return await kit.tool.call(
                 arguments,
                 cwd=self._cwd,
@@ -263,7 +255,7 @@ class PromptTurn:
         # The session's view, taken once a turn and handed to the catalog, the tool and the
         # commands; an instance's first turn puts its trust question first.
         view = self._view = await kit.gate.turn_view(
-            kit.link, self._session_id, self._options, live.trust, may_ask=not session.composed
+            kit.link, self._session_id, self._options, live.trust
         )
         if not session.composed:  # the catalog's fit: a value kept with the frozen prefix
             live.catalog = await kit.catalog.fit(replace(session.context, skills=view.offered))
@@ -271,7 +263,8 @@ class PromptTurn:
         self._searchable = fit is not None and bool(fit.omitted)
         self.tools.insert(0, kit.tool_spec(searchable=self._searchable))
         # After the trust question: an answer that admits skills may have changed the commands.
-        await kit.announcer.begin_turn(self._session_id, live, view.offered)
+        resend = self._resend_commands
+        await kit.announcer.refresh(self._session_id, live, view.offered, resend=resend)
         typed = wire.prompt_text(prompt)
         if (answer := await self._answer_without_model(typed, view, fit)) is not None:
             # Nothing reaches the model or the record.
@@ -283,23 +276,18 @@ class PromptTurn:
     async def _answer_without_model(
         self, typed: str, view: SessionView, fit: CatalogFit | None
     ) -> str | None:
-        cwd, word, offered = self._cwd, commands.leading_slash_word(typed), view.offered
+        word, offered = commands.leading_slash_word(typed), view.offered
         if word is None or any(s.name == word for s in commands.invocable(offered.skills)):
             return None  # for the model (a skill invocation is expanded for it)
         # `/skills` is the library's, whatever skill is named so (`commands.invocable`).
-        if word != commands.SKILLS_COMMAND and (withheld := view.withheld.get(word)):
-            return command_note(word, withheld)  # never expanded, never silent
         if word == commands.SKILLS_COMMAND:
-            problems: tuple[Diagnostic, ...] | None = None
-            try:
-                problems = await self._kit.gate.registry.diagnose(self._options)
-            except Exception as error:
-                _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
+            problems = await self._kit.gate.registry.diagnose(self._options)
             parts = withheld_parts(view.withheld.values(), Markdown())
-            mcp = servers.servers_report(
-                self._kit.sessions.servers.provider, self._options, offered
-            )
-            return commands.skills_report(cwd, offered, problems, fit, parts, mcp)
+            mcp = self._kit.sessions.mcp
+            states = mcp.states(self._options) if mcp is not None else ()
+            return commands.skills_report(self._cwd, offered, problems, fit, parts, states)
+        if withheld := view.withheld.get(word):
+            return command_note(word, withheld)  # never expanded, never silent
         # "/tmp is full" is about a path, not a command.
         if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
             return None
@@ -365,21 +353,18 @@ async def open_turn(
     kit: TurnKit,
     session_id: str,
     prompt: Sequence[object],
-    system: str,
-    config: Mapping[str, object],
-    tools: Sequence[Mapping[str, Any]],
+    request: dict[str, Any],
     run_tool: AgentToolRunner | None,
 ) -> AsyncIterator[PromptTurn]:
     kit.link.require_client()  # before the model is ever called
-    live = await kit.sessions.get(session_id)
-    session = live.session
+    live = kit.sessions.get(session_id)
     if live.turn is not None:
         busy = {"sessionId": session_id, "reason": "a prompt turn is already running"}
         raise RequestError.invalid_request(busy)
-    turn = PromptTurn(kit, live, system, config, tools, run_tool)
-    scope = anyio.CancelScope()
+    turn = PromptTurn(kit, live, request, run_tool)
     # Set before anything awaits: a `session/cancel` read right after the prompt finds it.
-    live.turn, live.turn_ended = scope, anyio.Event()
+    scope = live.turn = anyio.CancelScope()
+    live.turn_ended = anyio.Event()
     began = False
     try:
         with scope:
@@ -388,19 +373,19 @@ async def open_turn(
             yield turn
         if scope.cancelled_caught:
             _log.info("turn_cancelled", session_id=session_id)
-            session.discard_unused_prefix()
+            live.session.discard_unused_prefix()
             turn.stop("cancelled")
         if not began:
             # Cancelled while the turn began: the block still runs, with nothing to do.
             yield turn
         await turn._record_unrecorded(shielded=True)  # a cancelled call's result, say
-        if session.save_error is not None:
+        if (error := live.session.save_error) is not None:
             # The reply is out; the person also needs to know it will not survive a restart.
+            why = sessions.describe_os_error(error)
             notice = (
-                f"\n\nNote: this conversation could not be saved "
-                f"({describe_os_error(session.save_error)}). It goes on here, and what is missing "
-                "is saved as soon as writing works again; if the agent stops first, reopening the "
-                "session will not show it."
+                f"\n\nNote: this conversation could not be saved ({why}). "
+                "It goes on here, and what is missing is saved as soon as writing works again; if "
+                "the agent stops first, reopening the session will not show it."
             )
             await kit.link.send(session_id, wire.agent_text(notice))
     finally:
