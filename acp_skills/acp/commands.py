@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import difflib
 import re
 import shlex
 from collections.abc import Iterable, Sequence
@@ -135,19 +134,11 @@ def leading_slash_word(text: str) -> str | None:
 
 
 def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
-    commands = [skill.name for skill in invocable(snapshot.skills)]
-    commands += [command.name for command in BUILTIN_COMMANDS]
-    if any(skill.name == word and not skill.user_invocable for skill in snapshot.skills):
-        opening = (
-            f"`/{word}` is not a command: the skill `{word}` is for the model only "
-            "(its `user-invocable` is false)."
-        )
-    else:
-        opening = f"`/{word}` is not a command here."
-        if close := difflib.get_close_matches(word.lower(), commands, n=1, cutoff=0.6):
-            opening += f" Did you mean `/{close[0]}`?"
-    listed = ", ".join(f"`/{name}`" for name in commands)
-    return f"{opening}\n\nCommands: {listed}.\n\nNothing was sent to the model."
+    names = [skill.name for skill in invocable(snapshot.skills)] + [SKILLS_COMMAND]
+    listed = ", ".join(f"`/{name}`" for name in names)
+    return (
+        f"`/{word}` is not a command here.\n\nCommands: {listed}.\n\nNothing was sent to the model."
+    )
 
 
 def skills_report(

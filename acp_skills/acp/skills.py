@@ -8,18 +8,9 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, TypedDict, Unpack, cast
 
 import anyio
-from acp import RequestError
+from acp import RequestError, schema
 from acp.connection import StreamEvent
 from acp.core import AgentSideConnection
-from acp.schema import (
-    ListSessionsResponse,
-    SessionAdditionalDirectoriesCapabilities,
-    SessionCapabilities,
-    SessionCloseCapabilities,
-    SessionInfo,
-    SessionListCapabilities,
-    SessionResumeCapabilities,
-)
 
 from ..catalog import CatalogFit, SkillCatalogContributor
 from ..diagnostics import diagnostic_json, server_json
@@ -110,7 +101,7 @@ class AcpSkills:
         self._group: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> AcpSkills:
-        """Follow the registry: a change reaches every live session's commands."""
+        """Follow the registry: a change reaches every open session's commands."""
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         await self._group.start(self._announcer.follow, name=FOLLOWER_TASK_NAME)
@@ -183,15 +174,15 @@ class AcpSkills:
         return {"acp-skills": {"version": "1", "methods": list(EXTENSION_METHODS)}}
 
     @property
-    def session_capabilities(self) -> SessionCapabilities:
+    def session_capabilities(self) -> schema.SessionCapabilities:
         """``agentCapabilities.sessionCapabilities``: ``list`` when the store lists its
         sessions; ``additionalDirectories`` always (editors send it only when told)."""
-        listed = SessionListCapabilities() if isinstance(self.store, ListedSessionStore) else None
-        return SessionCapabilities(
-            list=listed,
-            resume=SessionResumeCapabilities(),
-            close=SessionCloseCapabilities(),
-            additional_directories=SessionAdditionalDirectoriesCapabilities(),
+        listed = isinstance(self.store, ListedSessionStore)
+        return schema.SessionCapabilities(
+            list=schema.SessionListCapabilities() if listed else None,
+            resume=schema.SessionResumeCapabilities(),
+            close=schema.SessionCloseCapabilities(),
+            additional_directories=schema.SessionAdditionalDirectoriesCapabilities(),
         )
 
     @property
@@ -247,12 +238,12 @@ class AcpSkills:
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None
-    ) -> ListSessionsResponse:
+    ) -> schema.ListSessionsResponse:
         """``session/list``: one page of the recorded sessions, newest first (docs/sessions.md);
         invalid params for a relative ``cwd`` or an unknown cursor."""
         directory, store = check_cwd(cwd) if cwd is not None else None, self.store
         if not isinstance(store, ListedSessionStore):
-            return ListSessionsResponse(sessions=[])
+            return schema.ListSessionsResponse(sessions=[])
         try:
             page = await store.list_sessions(cwd=directory, cursor=cursor)
         except InvalidCursor as error:
@@ -260,9 +251,9 @@ class AcpSkills:
         except OSError as error:
             reason = f"the session records cannot be listed: {describe_os_error(error)}"
             raise RequestError.internal_error({"reason": reason}) from None
-        return ListSessionsResponse(
+        return schema.ListSessionsResponse(
             sessions=[
-                SessionInfo(
+                schema.SessionInfo(
                     session_id=summary.session_id,
                     cwd=summary.cwd,
                     title=summary.title,
@@ -276,9 +267,7 @@ class AcpSkills:
 
     async def _require_known(self, session_id: str) -> None:
         if session_id not in self._sessions and not await self.store.exists(session_id):
-            raise RequestError.invalid_params(
-                {"sessionId": session_id, "reason": "unknown session"}
-            )
+            self._sessions.get(session_id)  # -32602, as for any unknown id
 
     async def session(self, session_id: str) -> PrefixedSession:
         """The session instance (-32602 for an unknown id)."""
@@ -357,16 +346,18 @@ class AcpSkills:
 
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
         live = self._sessions.get(params.get("sessionId"))
-        fit, header = live.catalog_fit, live.session.last_header
-        budget: dict[str, Any] | None = None
-        if fit is not None:
-            budget = {"limit": fit.limit, "used": fit.used, "shortened": fit.shortened}
-            budget["omitted"] = list(fit.omitted)
+        fit, session = live.catalog_fit, live.session
         return {
-            "composed": live.session.composed,
-            "messages": [{"role": m.role, "text": m.text} for m in live.session.messages],
-            "header": header.to_json() if header is not None else None,
-            "budget": budget,
+            "composed": session.composed,
+            "messages": [{"role": m.role, "text": m.text} for m in session.messages],
+            "header": session.last_header and session.last_header.to_json(),
+            "budget": fit
+            and {
+                "limit": fit.limit,
+                "used": fit.used,
+                "shortened": fit.shortened,
+                "omitted": list(fit.omitted),
+            },
         }
 
 

@@ -15,7 +15,6 @@ from acp.schema import PromptResponse
 
 from ..catalog import CatalogFit, SkillCatalogContributor
 from ..diagnostics import Markdown
-from ..model import PrefixMessage
 from ..quiet_log import get_logger
 from ..record import HistoryEntry
 from ..tool import SkillTool, ToolResult
@@ -34,13 +33,6 @@ _CANCEL_REPORT_SECONDS = 5.0
 _CANCELLED = ToolResult(
     text="Error: the turn was cancelled before this tool call finished", is_error=True
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class InvokedSkill:
-    name: str
-    text: str
-    is_error: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +56,7 @@ class TurnKit:
 
 
 class PromptTurn:
-    """One prompt turn, made by `AcpSkills.turn`: ``tools`` to offer the model (``skill``
-    first), ``invoked`` the skills the person invoked as ``/name``."""
+    """One prompt turn, made by `AcpSkills.turn`: ``tools`` to offer the model (``skill`` first)."""
 
     def __init__(
         self,
@@ -81,7 +72,6 @@ class PromptTurn:
         self._run_tool = None if run_tool is None else call_runner(run_tool)
         self.tools: list[dict[str, Any]] = request["tools"]  # `skill` goes first as it begins
         self._searchable = False  # the catalog left skills out: the tool takes `query` too
-        self.invoked: tuple[InvokedSkill, ...] = ()
         self.stop_reason: StopReason | None = None  # why the turn ended; `None` while it runs
         self._requests, self._replied, self._streamed = 0, True, False
         self._view: SessionView | None = None  # taken once, as the turn begins
@@ -89,11 +79,6 @@ class PromptTurn:
         self._resend_commands, live.turned = live.commands is not None and not live.turned, True
         # Added to the history, not recorded yet.
         self._unrecorded: list[Mapping[str, Any] | HistoryEntry] = []
-
-    @property
-    def prefix(self) -> tuple[PrefixMessage, ...]:
-        """The session's frozen prefix, which every request starts with."""
-        return self._session.messages
 
     @property
     def trust_note(self) -> str | None:
@@ -271,7 +256,7 @@ class PromptTurn:
             await self._send(wire.agent_text(answer))
             self.stop("end_turn")
             return
-        self.invoked = await self._add_prompt(typed, prompt, view)
+        await self._add_prompt(typed, prompt, view)
 
     async def _answer_without_model(
         self, typed: str, view: SessionView, fit: CatalogFit | None
@@ -293,13 +278,10 @@ class PromptTurn:
             return None
         return commands.no_such_command(word, offered)
 
-    async def _add_prompt(
-        self, typed: str, prompt: Sequence[object], view: SessionView
-    ) -> tuple[InvokedSkill, ...]:
+    async def _add_prompt(self, typed: str, prompt: Sequence[object], view: SessionView) -> None:
         content = "\n\n".join(part for part in (typed, *wire.prompt_context(prompt)) if part)
         names = [skill.name for skill in commands.invocable(view.offered.skills)]
         withheld = commands.invocable([w.skill for w in view.withheld.values()])
-        invoked: list[InvokedSkill] = []
         # Where each skill's text sits in the content: `session/load` replays the calls from it.
         calls: list[dict[str, Any]] = []
         skill_tool = self._kit.tool.name
@@ -319,14 +301,13 @@ class PromptTurn:
                 additional_directories=self._options.additional_directories,
             )
             await self._send(wire.tool_call_finished(call_id, result))
-            invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
             if content and result.text:
                 content += "\n\n"
             start, content = len(content), content + result.text
             entry = {"id": call_id, "name": name, "is_error": result.is_error, "start": start}
             calls.append(entry | {"end": len(content)})
         # A note for each withheld skill `/NAME` would have run, unless a skill of that name did.
-        unrun = {skill.name for skill in withheld} - {skill.name for skill in invoked}
+        unrun = {s.name for s in withheld} - {call["name"] for call in calls}
         for name in wire.find_invocations(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
             note = command_note(name, view.withheld[name])
@@ -337,7 +318,6 @@ class PromptTurn:
         if calls:
             message[INVOKED_KEY] = calls
         self._unrecorded.append(message)
-        return tuple(invoked)
 
 
 def _raised(name: str, error: Exception) -> ToolResult:
