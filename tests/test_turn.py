@@ -661,7 +661,7 @@ async def test_a_reply_the_record_cannot_take_is_refused_before_its_calls_run(
     async with skills.turn("s1", [TextContentBlock(type="text", text="hi")], run_tool=tool) as turn:
         await turn.request_messages()
         shown = len(client.updates)
-        with pytest.raises(TypeError, match="reply was refused"):
+        with pytest.raises(TypeError, match="which is not JSON"):
             await turn.add_reply({**agent_tool_reply("c1"), "parsed": object(), "content": "x"})
         assert ran == []
         assert len(client.updates) == shown

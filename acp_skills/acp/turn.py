@@ -128,14 +128,10 @@ class PromptTurn:
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
     ) -> None:
         """Show the model's reply, run its tool calls (none: the turn is over), record both."""
-        if not isinstance(message, Mapping):
-            raise TypeError(f"a reply must be a message object, got {message!r}")
         # Arguments over a bound are recorded as a note, so no later load can fail on them.
         bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
-        try:  # checked before anything is shown or run: one the record cannot take runs nothing
-            entry = HistoryEntry(message=bounded)
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"the reply was refused, nothing of it ran: {error}") from None
+        # Checked before anything is shown or run: one the record cannot take runs nothing.
+        entry = HistoryEntry(message=bounded)
         reply = entry.message
         self._replied = True
         text = reply.get("content")
@@ -163,8 +159,6 @@ class PromptTurn:
             self.stop_reason = stop_reason
         elif not calls:
             self.stop_reason = "end_turn"
-        if self.stop_reason is not None:
-            await self._record_unrecorded()
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
         """Run one tool call (``arguments``: JSON text or decoded), report it, record the result."""
@@ -225,15 +219,11 @@ class PromptTurn:
         message = {"role": "tool", "tool_call_id": call_id, "content": result.text}
         self._unrecorded.append(message | {ERROR_KEY: result.is_error})
 
-    async def _record_unrecorded(self, *, shielded: bool = False) -> None:
-        if not self._unrecorded:
-            return
-        # As a cancelled turn ends, bounded like its last reports.
-        with (
-            anyio.CancelScope(shield=shielded),
-            anyio.move_on_after(_CANCEL_REPORT_SECONDS if shielded else None),
-        ):
-            await self._session.advance(self._unrecorded)
+    async def _record_unrecorded(self) -> None:
+        # As the turn ends, also a cancelled one: bounded like its last reports.
+        if self._unrecorded:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
+                await self._session.advance(self._unrecorded)
 
     async def _begin(self, prompt: Sequence[object]) -> None:
         kit, live, session = self._kit, self._live, self._session
@@ -358,7 +348,7 @@ async def open_turn(
         if not began:
             # Cancelled while the turn began: the block still runs, with nothing to do.
             yield turn
-        await turn._record_unrecorded(shielded=True)  # a cancelled call's result, say
+        await turn._record_unrecorded()  # a cancelled call's result, say
         if (error := live.session.save_error) is not None:
             # The reply is out; the person also needs to know it will not survive a restart.
             why = sessions.describe_os_error(error)
@@ -370,7 +360,7 @@ async def open_turn(
             await kit.link.send(session_id, wire.agent_text(notice))
     finally:
         try:
-            await turn._record_unrecorded(shielded=True)  # a block that raised: what it added
+            await turn._record_unrecorded()  # a block that raised: what it added
         except Exception as error:
             # Logged, not raised: the block's own outcome goes on, and the session stays usable.
             _log.error("turn_not_recorded", session_id=session_id, error=repr(error))
