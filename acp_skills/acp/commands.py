@@ -93,8 +93,7 @@ class CommandsAnnouncer:
             loop.call_soon_threadsafe(changed.set)
 
     async def follow(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
-        """Announce each session whose opening response went out, and every live session's
-        commands after a registry change. Started with `group.start`."""
+        """Announce each session whose opening response went out, and all after a change."""
         self._loop, changed = asyncio.get_running_loop(), asyncio.Event()
         self._changed, self._link.wake = changed, changed.set
         task_status.started()
@@ -121,8 +120,7 @@ class CommandsAnnouncer:
 
 
 def invocable(skills: Iterable[SkillSummary]) -> list[SkillSummary]:
-    """The skills a person runs as ``/NAME``: user-invocable ones whose name a slash can
-    invoke, but for one named ``skills`` (the library's report, which no skill may hide)."""
+    """The skills a person runs as ``/NAME`` (never one named ``skills``: that is the report)."""
     return [
         s for s in skills if s.user_invocable and is_skill_name(s.name) and s.name != SKILLS_COMMAND
     ]

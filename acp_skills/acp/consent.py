@@ -24,8 +24,7 @@ _log = get_logger(__name__)
 
 @dataclass(slots=True)
 class SessionTrust:
-    """One session instance's answers: ``grants``, what its once-answers admitted by source key;
-    ``asked`` once its one question was put; ``view``, its last view."""
+    """One instance's answers: what "Trust for this session" admitted, and its last view."""
 
     grants: dict[str, frozenset[ShownItem]] = field(default_factory=dict)
     asked: bool = False

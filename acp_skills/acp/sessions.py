@@ -1,5 +1,5 @@
-"""The session table: each session instance of one connection, kept until ``session/close``,
-and the MCP servers the open instances name (contract §14, §15)."""
+"""The session table: each session instance of one connection until ``session/close``, and
+the MCP servers the open instances name (contract §14, §15)."""
 
 from __future__ import annotations
 
@@ -36,8 +36,7 @@ INVOKED_KEY = "_invoked"
 
 
 class ServerCloser(Protocol):
-    """Connects to a server a session names, closes one no session names, and tells how each
-    fares (`McpSkillProvider`)."""
+    """Connects, closes and reports on the servers sessions name (`McpSkillProvider`)."""
 
     def connect(self, server: Any) -> None: ...
 
@@ -81,9 +80,6 @@ class SessionTable:
         self._live: dict[str, LiveSession] = {}
         self._closing: dict[Hashable, anyio.Event] = {}  # set once that server is closed
 
-    def __contains__(self, session_id: object) -> bool:
-        return session_id in self._live
-
     def running(self) -> list[tuple[str, LiveSession]]:
         """The open instances (a copy: safe across awaits)."""
         return list(self._live.items())
@@ -99,8 +95,7 @@ class SessionTable:
         return live
 
     async def open(self, context: PrefixContext) -> LiveSession:
-        """Start a new instance over the session's record (-32603 if it cannot be read); the
-        servers it names connect from now on, those only its predecessor named close."""
+        """A new instance over the session's record (-32603 if it cannot be read)."""
         session_id = context.session_id
         # A live instance being replaced (`session/load`) hands over what it has not saved.
         replaced = self._live.get(session_id)
@@ -128,12 +123,10 @@ class SessionTable:
         return live
 
     async def describe(self, live: LiveSession) -> None:
-        """Give a listing store ``live``'s summary once per instance, after a recorded prompt;
-        never fails the turn (one not written is tried again at the next)."""
+        """Give a listing store ``live``'s summary; a failure is tried again at the next turn."""
         store, context = self._store, live.context
-        # A record not written yet would list nothing.
         if live.session.save_error or not isinstance(store, ListedSessionStore):
-            return
+            return  # a record not written yet would list nothing
         description = SessionDescription(
             session_id=context.session_id,
             cwd=context.cwd,
@@ -142,13 +135,12 @@ class SessionTable:
         )
         try:
             await store.describe_session(description)
+            live.described = True
         except OSError as error:
             log = _log.debug if live.describe_failed else _log.warning  # said once
             error_text = describe_os_error(error)
             log("session_summary_not_written", session_id=context.session_id, error=error_text)
             live.describe_failed = True
-            return
-        live.described = True
 
     async def end_turn(self, session_id: str) -> None:
         """Cancel the session's running turn and wait for it to record its last results, so
@@ -161,9 +153,7 @@ class SessionTable:
                 await live.turn_ended.wait()
 
     async def close(self, session_id: str) -> bool:
-        """End the session's instance (``session/close``): its turn cancelled and waited for, the
-        servers only it named closed, what its record has not taken yet tried once more. The
-        record stays. Whether the session was open here."""
+        """End the session's instance and its turn (``session/close``); whether it was open."""
         if (live := self.peek(session_id)) is None:
             return False
         await self.end_turn(session_id)
@@ -206,8 +196,7 @@ class SessionTable:
 def request_servers(
     mcp: ServerCloser | None, entries: Sequence[object] | None
 ) -> tuple[Hashable, ...]:
-    """A request's ``mcpServers`` as `McpServer` values, in order, each once; unusable ones
-    (and all of them without an MCP client) warned of."""
+    """A request's ``mcpServers`` as `McpServer` values, in order, each once; others warned of."""
     if not entries:
         return ()
     if mcp is None:

@@ -28,7 +28,7 @@ from .calls import AgentToolRunner
 from .commands import CommandsAnnouncer
 from .consent import TrustGate
 from .replay import replay
-from .sessions import ServerCloser, SessionTable, describe_os_error, request_servers
+from .sessions import ServerCloser, SessionTable, request_servers
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import PromptTurn, TurnKit, open_turn
@@ -48,8 +48,7 @@ class SessionOpening(TypedDict, total=False):
 
 
 class AcpSkills:
-    """Skills for one ACP connection (options: docs/integration.md). `ValueError` on a bound
-    that is not a positive integer, or a pinned or hidden name that is not a skill name."""
+    """Skills for one ACP connection (options and `ValueError`s: docs/integration.md)."""
 
     def __init__(
         self,
@@ -77,12 +76,11 @@ class AcpSkills:
             self._own_provider = LocalSkillProvider()
             registry.register_provider(self._own_provider)
         self.registry = registry
-        gate = TrustGate(registry, mode, trust_store or TrustStore())
         self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
         prefix = SessionPrefix()
         # `mcp`: the `McpSkillProvider` the session servers use.
-        self._sessions = SessionTable(prefix, self.store, mcp)
+        self._sessions = sessions = SessionTable(prefix, self.store, mcp)
         # No registry: it lists only what a turn hands down (`PrefixContext.skills`).
         catalog = SkillCatalogContributor(
             None,
@@ -93,9 +91,10 @@ class AcpSkills:
             hidden_skills=hidden,
         )
         prefix.add(catalog)
+        gate = TrustGate(registry, mode, trust_store or TrustStore())
         self._link = link = ClientLink()
-        self._announcer = announcer = CommandsAnnouncer(gate, self._sessions, link)
-        kit = (self._sessions, self.tool, link, announcer, max_requests, expand_arguments)
+        self._announcer = announcer = CommandsAnnouncer(gate, sessions, link)
+        kit = (sessions, self.tool, link, announcer, max_requests, expand_arguments)
         self._kit = TurnKit(*kit, gate, catalog)
         self._unsubscribe = registry.on_change(announcer.on_registry_change)
         self._group: anyio.abc.TaskGroup | None = None
@@ -175,8 +174,7 @@ class AcpSkills:
 
     @property
     def session_capabilities(self) -> schema.SessionCapabilities:
-        """``agentCapabilities.sessionCapabilities``: ``list`` when the store lists its
-        sessions; ``additionalDirectories`` always (editors send it only when told)."""
+        """``agentCapabilities.sessionCapabilities`` (``list`` when the store lists sessions)."""
         listed = isinstance(self.store, ListedSessionStore)
         return schema.SessionCapabilities(
             list=schema.SessionListCapabilities() if listed else None,
@@ -197,8 +195,7 @@ class AcpSkills:
     async def open_session(
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
     ) -> PrefixedSession:
-        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd`` or
-        additional directory)."""
+        """Start a session instance for ``session/new`` (-32602 for a relative directory)."""
         check_cwd(cwd)
         additional = check_additional_directories(opening.get("additional_directories"))
         tool_names = opening.get("tool_names")
@@ -223,24 +220,21 @@ class AcpSkills:
     async def resume_session(
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
     ) -> PrefixedSession:
-        """Start a new instance of a stored session for ``session/resume``, without replaying
-        it; a turn still running on the old one is cancelled and waited for."""
+        """A new instance of a stored session for ``session/resume``, without replaying it."""
         check_cwd(cwd)
         await self._require_known(session_id)
         await self._sessions.end_turn(session_id)
         return await self.open_session(session_id, cwd, **opening)
 
     async def close_session(self, session_id: str) -> None:
-        """``session/close``: end the session's turn and instance and the MCP servers only it
-        used; its record stays (-32602 for an unknown id)."""
+        """``session/close``: end the instance and its turn; the record stays."""
         if not await self._sessions.close(session_id):
             await self._require_known(session_id)  # stored, not open here: nothing to release
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None
     ) -> schema.ListSessionsResponse:
-        """``session/list``: one page of the recorded sessions, newest first (docs/sessions.md);
-        invalid params for a relative ``cwd`` or an unknown cursor."""
+        """``session/list``: one page of the recorded sessions, newest first (docs/sessions.md)."""
         directory, store = check_cwd(cwd) if cwd is not None else None, self.store
         if not isinstance(store, ListedSessionStore):
             return schema.ListSessionsResponse(sessions=[])
@@ -248,9 +242,6 @@ class AcpSkills:
             page = await store.list_sessions(cwd=directory, cursor=cursor)
         except InvalidCursor as error:
             raise RequestError.invalid_params({"cursor": cursor, "reason": str(error)}) from None
-        except OSError as error:
-            reason = f"the session records cannot be listed: {describe_os_error(error)}"
-            raise RequestError.internal_error({"reason": reason}) from None
         return schema.ListSessionsResponse(
             sessions=[
                 schema.SessionInfo(
@@ -266,7 +257,7 @@ class AcpSkills:
         )
 
     async def _require_known(self, session_id: str) -> None:
-        if session_id not in self._sessions and not await self.store.exists(session_id):
+        if self._sessions.peek(session_id) is None and not await self.store.exists(session_id):
             self._sessions.get(session_id)  # -32602, as for any unknown id
 
     async def session(self, session_id: str) -> PrefixedSession:
@@ -346,18 +337,16 @@ class AcpSkills:
 
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
         live = self._sessions.get(params.get("sessionId"))
-        fit, session = live.catalog_fit, live.session
+        fit, session, header = live.catalog_fit, live.session, live.session.last_header
+        budget: dict[str, Any] | None = None
+        if fit is not None:
+            budget = {"limit": fit.limit, "used": fit.used, "shortened": fit.shortened}
+            budget["omitted"] = list(fit.omitted)
         return {
             "composed": session.composed,
             "messages": [{"role": m.role, "text": m.text} for m in session.messages],
-            "header": session.last_header and session.last_header.to_json(),
-            "budget": fit
-            and {
-                "limit": fit.limit,
-                "used": fit.used,
-                "shortened": fit.shortened,
-                "omitted": list(fit.omitted),
-            },
+            "header": header.to_json() if header is not None else None,
+            "budget": budget,
         }
 
 
