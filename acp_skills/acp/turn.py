@@ -143,10 +143,7 @@ class PromptTurn:
         answered: set[str] = set()
         try:
             for index, call in calls.items():
-                call_id = str(call.get("id", ""))
-                function = call.get("function")
-                function = function if isinstance(function, Mapping) else {}
-                name, arguments = str(function.get("name", "")), function.get("arguments", "")
+                call_id, name, arguments = call_parts(call)
                 await self._call(call_id, name, arguments, refused.get(index))
                 answered.add(call_id)
         except anyio.get_cancelled_exc_class():
@@ -308,6 +305,13 @@ class PromptTurn:
         if calls:
             message[INVOKED_KEY] = calls
         self._unrecorded.append(message)
+
+
+def call_parts(call: Mapping[str, Any]) -> tuple[str, str, object]:
+    """A recorded or replied tool call's id, function name and arguments."""
+    function = call.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    return str(call.get("id", "")), str(function.get("name", "")), function.get("arguments", "")
 
 
 def _raised(name: str, error: Exception) -> ToolResult:
