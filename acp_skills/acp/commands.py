@@ -47,9 +47,6 @@ _DESCRIPTION_SHOWN: Final = 120
 # command" note rather than silently reaching the model; `/usr/bin` and `5/8` are no words.
 _LEADING_SLASH_WORD: Final = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_-]*)(?!\S)")
 
-# A working directory or a source may quote what is on disk: a line feed must not forge a line.
-_clean = spelt
-
 
 class CommandsAnnouncer:
     """Keeps each session's slash commands current in its editor (contract §9): a list goes out
@@ -147,15 +144,15 @@ def skills_report(
     withheld: Sequence[tuple[str, list[str], str]] = (),
     servers: Sequence[Any] = (),
 ) -> str:
-    """The ``/skills`` report; ``servers``: how each MCP server of the lookup fares."""
-    lines = [f"**Skills for {code_span(_clean(cwd))}** ({len(snapshot.skills)})", ""]
+    """The ``/skills`` report; what it quotes from disk is `spelt` (a line feed forges no line)."""
+    lines = [f"**Skills for {code_span(spelt(cwd))}** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
     lines += [*(_skill_line(skill) for skill in snapshot.skills), ""]
     for title, items, how in withheld:  # `acp_skills.trust_text.withheld_parts`
         lines += [f"**{title}** ({len(items)})", "", *items, "", how, ""]
     if fit is not None:
-        lines += [*(_clean(line) for line in describe_catalog_fit(fit).splitlines()), ""]
+        lines += [*(spelt(line) for line in describe_catalog_fit(fit).splitlines()), ""]
         # The list above is a lookup made now; the model's catalog was frozen earlier.
         if (stale := describe_catalog_changes(catalog_changes(fit, snapshot))) is not None:
             lines += [stale, ""]
@@ -169,7 +166,7 @@ def skills_report(
             lines.append(f"- ... and {hidden} more")
         # A command to paste: the path quoted for the shell (the CLI has no flag for the
         # session's additional directories: it looks from cwd alone).
-        doctor = code_span(_clean(f"acp-skills doctor --cwd {shlex.quote(cwd)}"))
+        doctor = code_span(spelt(f"acp-skills doctor --cwd {shlex.quote(cwd)}"))
         lines += ["", f"Run {doctor} in a terminal for details."]
     if not snapshot.complete:
         lines += ["", "A skill provider did not answer in time: this list may be incomplete."]
@@ -180,7 +177,7 @@ def skills_report(
 
 
 def _skill_line(skill: SkillSummary) -> str:
-    notes = [Markdown().text(_clean(skill.source))]
+    notes = [Markdown().text(spelt(skill.source))]
     if not skill.user_invocable:
         notes.append("model only")
     elif skill.name == SKILLS_COMMAND:
