@@ -57,7 +57,6 @@ class LiveSession:
     turned: bool = False  # a turn has begun (the first resends the commands)
     described: bool = False  # the store has this instance's summary (`session/list`)
     describe_failed: bool = False  # writing it failed (said once)
-    first_prompt: str | None = None  # the record's first prompt as typed, its title
     turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
     turn_ended: anyio.Event = field(default_factory=anyio.Event)  # set as that turn ends
 
@@ -109,9 +108,7 @@ class SessionTable:
             _log.warning("session_record_unreadable", session_id=session_id, error=problem)
             reason = f"the session record cannot be read: {problem}"
             raise RequestError.internal_error({"sessionId": session_id, "reason": reason}) from None
-        live = self._live[session_id] = LiveSession(
-            session=session, first_prompt=_first_prompt(session.history)
-        )
+        live = self._live[session_id] = LiveSession(session=session)
         for server in context.servers:
             # Connecting while the old connection closes would list over it, then lose it.
             while (closing := self._closing.get(server)) is not None:
@@ -131,7 +128,7 @@ class SessionTable:
             session_id=context.session_id,
             cwd=context.cwd,
             additional_directories=context.additional_directories,
-            title=session_title(live.first_prompt or ""),
+            title=session_title(_first_prompt(live.session.history)),
         )
         try:
             await store.describe_session(description)
@@ -224,14 +221,14 @@ async def _flush(session_id: str, live: LiveSession) -> None:
         )
 
 
-def _first_prompt(history: Iterable[Mapping[str, object]]) -> str | None:
+def _first_prompt(history: Iterable[Mapping[str, object]]) -> str:
     # A session's title is its first recorded prompt as the person typed it (also for a record
     # older than session summaries, or one whose summary could not be written until now).
     for message in history:
         if message.get("role") == "user":
             shown = message.get(DISPLAY_KEY, message.get("content"))
             return shown if isinstance(shown, str) else ""
-    return None
+    return ""
 
 
 def describe_os_error(error: OSError) -> str:

@@ -299,8 +299,6 @@ class PromptTurn:
             # Left as plain text for the model; the person is told why it did not run.
             note = command_note(name, view.withheld[name])
             await self._send(wire.agent_text(note + "\n\n"))
-        if self._live.first_prompt is None:
-            self._live.first_prompt = typed  # a new session's title
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
         if calls:
             message[INVOKED_KEY] = calls
