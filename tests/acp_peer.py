@@ -634,7 +634,7 @@ async def connected(
 ) -> AsyncIterator[Peer]:
     """An initialized agent/client pair; everything is closed on exit, and every frame checked.
 
-    ``options`` go to `AcpSkills` (``catalog_budget=...``, ``max_live_sessions=...``); without
+    ``options`` go to `AcpSkills` (``catalog_budget=...``, ``trust="all"``); without
     ``observe`` the agent's connection is built without `AcpSkills.observe`; ``answer`` is how
     the client answers trust questions (`RecordingClient`).
     """

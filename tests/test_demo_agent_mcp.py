@@ -225,9 +225,8 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
     assert "**MCP servers** (2)" in shown
     assert "- `team`: connected, 2 skills" in shown
     assert f"- `gone`: skipped: {failed['failure']}" in shown
-    assert (
-        "- `deploy-app` of MCP server `team` is hidden by the skill of the same name from custom"
-    ) in shown
+    # The clash is one of the problems (`skill-shadowed`), as in doctor.
+    assert "- note `skill-shadowed`: skill 'deploy-app' is shadowed by " in shown
 
 
 async def test_an_http_server_from_session_new_brings_its_skills(

@@ -1,277 +1,189 @@
-"""The session table (`acp_skills.acp.sessions`): live instances bounded, idle ones let go."""
+"""The session table (`acp_skills.acp.sessions`): every instance kept until ``session/close``;
+the request's ``mcpServers`` made `McpServer` values, and a server closed once no open
+instance names it."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import anyio
 import pytest
-from acp import RequestError
-from acp.schema import TextContentBlock
+from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
+from anyio.abc import TaskGroup
 
-from acp_skills import SkillDefinition, SkillRegistry
-from acp_skills.acp import AcpSkills
-from acp_skills.acp.sessions import IDLE_PER_LIVE
-from acp_skills.acp.turn import PromptTurn
-from acp_skills.record import HeaderEntry, InMemorySessionStore, SessionRecord
-from acp_skills.trust import TrustStore
-from tests.acp_peer import (
-    WAIT_SECONDS,
-    RecordingClient,
-    fixture_registry,
-    make_project,
-    write_fixture_skills,
-    write_skill,
-)
+from acp_skills import SessionPrefix, SkillLookupOptions, SkillSnapshot
+from acp_skills.acp.commands import skills_report
+from acp_skills.acp.sessions import SessionTable, request_servers
+from acp_skills.mcp import McpServer
+from acp_skills.mcp.provider import ServerState
+from acp_skills.model import PrefixContext
+from acp_skills.record import InMemorySessionStore
 
 pytestmark = [pytest.mark.anyio, pytest.mark.sdk]
 
 
-@pytest.fixture
-def registry(tmp_path: Path) -> SkillRegistry:
-    """deploy, compare, internal (model-only) and secret (person-only), on disk."""
-    return fixture_registry(tmp_path, write_fixture_skills(tmp_path))
+class Servers:
+    """A session table over an in-memory store, its sessions named by id with their servers."""
+
+    def __init__(self, mcp: ClosingRecorder) -> None:
+        self.table = SessionTable(SessionPrefix(), InMemorySessionStore(), mcp)
+
+    async def bind(self, session_id: str, servers: tuple[Any, ...]) -> None:
+        await self.table.open(PrefixContext(session_id=session_id, cwd="/", servers=servers))
+
+    async def unbind(self, session_id: str) -> None:
+        await self.table.close(session_id)
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    return make_project(tmp_path)
+class ClosingRecorder:
+    """Stands in for the MCP provider: records which servers were connected and let go."""
+
+    def __init__(self) -> None:
+        self.connected: list[Any] = []
+        self.released: list[Any] = []
+
+    def connect(self, server: Any) -> None:
+        self.connected.append(server)
+
+    async def release(self, server: Any) -> None:
+        self.released.append(server)
+
+    def states(self, options: SkillLookupOptions) -> Sequence[Any]:
+        return ()
 
 
-def live_ids(skills: AcpSkills) -> list[str]:
-    return [session_id for session_id, _live in skills._sessions.running()]
-
-
-async def test_idle_sessions_beyond_the_bound_are_let_go_and_come_back_from_their_record(
-    registry: SkillRegistry, project: Path
-) -> None:
-    """With room for two, the third session lets the first go; its next prompt opens it again
-    from its record as it was: its history, its frozen prefix, no ``resume`` header."""
-    skills = AcpSkills(registry, max_live_sessions=2)
-    skills.attach(RecordingClient())  # the editor a turn reports to
-    await skills.open_session("s1", str(project))
-    async with skills.turn("s1", [TextContentBlock(type="text", text="first")]) as turn:
-        await turn.request_messages()
-        await turn.add_reply({"content": "one"})
-    await skills.open_session("s2", str(project))
-    registry.register(SkillDefinition(name="late", description="Added later.", content="x"))
-    await skills.open_session("s3", str(project))
-    assert live_ids(skills) == ["s2", "s3"]
-    assert "s1" in skills._sessions
-    async with skills.turn("s1", [TextContentBlock(type="text", text="second")]) as turn:
-        messages = await turn.request_messages()
-    assert "late" not in turn.prefix[0].text
-    assert [m["content"] for m in messages[len(turn.prefix) :]] == ["first", "one", "second"]
-    entries = await (await skills.store.open("s1")).entries()
-    assert [entry.reason for entry in entries if isinstance(entry, HeaderEntry)] == ["initial"]
-
-
-async def test_idle_sessions_let_go_are_bounded_and_the_oldest_is_forgotten(
-    registry: SkillRegistry, project: Path
-) -> None:
-    """With one live session, the table remembers `IDLE_PER_LIVE` idle ones let go at most."""
-    skills = AcpSkills(registry, max_live_sessions=1)
-    skills.attach(RecordingClient())  # the editor a turn reports to
-    count = IDLE_PER_LIVE + 2
-    for index in range(count):
-        await skills.open_session(f"s{index}", str(project))
-    assert live_ids(skills) == [f"s{count - 1}"]
-    remembered = [f"s{index}" for index in range(count) if f"s{index}" in skills._sessions]
-    # The live one, and the most recently let go up to the bound.
-    assert remembered == [f"s{index}" for index in range(1, count)]
-    assert "s0" not in skills._sessions
-
-
-async def test_a_forgotten_session_is_unknown_to_a_prompt_but_loads_from_its_record(
-    registry: SkillRegistry, project: Path
-) -> None:
-    """Forgotten is not lost: ``session/load`` reopens it from its record, history and all."""
-    skills = AcpSkills(registry, max_live_sessions=1)
-    skills.attach(RecordingClient())  # the editor a turn reports to
-    await skills.open_session("first", str(project))
-    async with skills.turn("first", [TextContentBlock(type="text", text="remember me")]) as turn:
-        await turn.request_messages()
-        await turn.add_reply({"content": "noted"})
-    for index in range(IDLE_PER_LIVE + 1):
-        await skills.open_session(f"other-{index}", str(project))
-    assert "first" not in skills._sessions
-    with pytest.raises(RequestError) as caught:
-        await skills.session("first")
-    assert caught.value.code == -32602
-    session = await skills.load_session("first", str(project))
-    assert [m["content"] for m in session.history] == ["remember me", "noted"]
-    assert "first" in skills._sessions
-
-
-async def test_a_busy_session_is_not_released(registry: SkillRegistry, project: Path) -> None:
-    """A session whose turn is running stays live past the bound; it is let go once idle."""
-    skills = AcpSkills(registry, max_live_sessions=1)
-    skills.attach(RecordingClient())  # the editor a turn reports to
-    await skills.open_session("busy", str(project))
-    async with skills.turn("busy", [TextContentBlock(type="text", text="hold on")]) as turn:
-        await skills.open_session("next", str(project))
-        assert live_ids(skills) == ["busy", "next"]
-        await turn.request_messages()
-        await turn.add_reply({"content": "done"})
-    await skills.open_session("third", str(project))
-    assert live_ids(skills) == ["third"]
-
-
-async def one_turn(skills: AcpSkills, session_id: str, text: str) -> PromptTurn:
-    async with skills.turn(session_id, [TextContentBlock(type="text", text=text)]) as turn:
-        await turn.request_messages()
-        await turn.add_reply({"content": "ok"})
-    return turn
-
-
-def commands_sent(client: RecordingClient, session_id: str) -> int:
-    return sum(
-        1
-        for sent_to, update in client.updates
-        if sent_to == session_id and update.session_update == "available_commands_update"
+def test_request_entries_become_servers_in_order() -> None:
+    """stdio (command, args, env) and HTTP (url, headers) entries, SDK models or dicts."""
+    entries: list[object] = [
+        McpServerStdio(
+            name="team", command="/bin/srv", args=["-x"], env=[EnvVariable(name="K", value="v")]
+        ),
+        HttpMcpServer(
+            type="http",
+            name="hub",
+            url="https://hub/mcp",
+            headers=[HttpHeader(name="Authorization", value="Bearer t")],
+        ),
+        {"type": "http", "name": "raw", "url": "http://127.0.0.1:1/mcp", "headers": []},
+    ]
+    assert request_servers(ClosingRecorder(), entries) == (
+        McpServer(label="team", command="/bin/srv", args=("-x",), env=(("K", "v"),)),
+        McpServer(label="hub", url="https://hub/mcp", headers=(("Authorization", "Bearer t"),)),
+        McpServer(label="raw", url="http://127.0.0.1:1/mcp"),
     )
 
 
-async def test_a_session_let_go_while_idle_keeps_its_trust_answers_and_commands(
-    registry: SkillRegistry, project: Path, tmp_path: Path
-) -> None:
-    """Nothing was closed from the editor's side: reopened, the session is not asked about its
-    project again (its "Trust for this session" holds) nor sent its commands again."""
-    (project / ".git").mkdir()
-    write_skill(project / ".agents" / "skills", "review", "Review the change.", body="Review.")
-    client = RecordingClient(answer="allow_once")
-    store = TrustStore(tmp_path / "trust.json")
-    skills = AcpSkills(registry, max_live_sessions=1, trust="ask", trust_store=store)
-    skills.attach(client)
-    await skills.open_session("s1", str(project))
-    first = await one_turn(skills, "s1", "first")
-    sent = commands_sent(client, "s1")
-    await skills.open_session("s2", str(project))
-    assert live_ids(skills) == ["s2"]
-    second = await one_turn(skills, "s1", "second")
-    assert "review" in second.prefix[0].text
-    assert second.prefix == first.prefix
-    assert len(client.questions) == 1
-    assert commands_sent(client, "s1") == sent
-    listed = await skills.ext_method("_skills/list", {"sessionId": "s1"})
-    assert {skill["name"]: skill["trust"] for skill in listed["skills"]}["review"] == "session"
+def test_unusable_entries_are_left_out() -> None:
+    """An SSE server, a nameless one and a non-http url are skipped; the rest stay."""
+    entries: list[object] = [
+        SseMcpServer(type="sse", name="old", url="http://h/sse", headers=[]),
+        McpServerStdio(name=" ", command="/bin/srv", args=[], env=[]),
+        {"type": "http", "name": "ftp", "url": "ftp://h/mcp", "headers": []},
+        McpServerStdio(name="ok", command="/bin/srv", args=[], env=[]),
+    ]
+    assert request_servers(ClosingRecorder(), entries) == (
+        McpServer(label="ok", command="/bin/srv"),
+    )
 
 
-async def test_reading_a_session_let_go_while_idle_does_not_open_it(
-    registry: SkillRegistry, project: Path
-) -> None:
-    """``_skills/list``, ``_skills/prefix`` and `catalog_fit` answer for a session let go while
-    idle from what is remembered and its record: no other session is let go for them."""
-    skills = AcpSkills(registry, max_live_sessions=1)
-    skills.attach(RecordingClient())
-    await skills.open_session("s1", str(project))
-    turn = await one_turn(skills, "s1", "first")
-    before = await skills.ext_method("_skills/prefix", {"sessionId": "s1"})
-    fit = await skills.catalog_fit("s1")
-    await skills.open_session("s2", str(project))
-    assert await skills.ext_method("_skills/prefix", {"sessionId": "s1"}) == before
-    assert before["messages"] == [{"role": "user", "text": turn.prefix[0].text}]
-    assert await skills.catalog_fit("s1") == fit
-    assert fit is not None
-    listed = await skills.ext_method("_skills/list", {"sessionId": "s1"})
-    assert "deploy" in [skill["name"] for skill in listed["skills"]]
-    assert live_ids(skills) == ["s2"]
+def test_without_an_mcp_client_servers_are_ignored() -> None:
+    entries = [McpServerStdio(name="team", command="/bin/srv", args=[], env=[])]
+    assert request_servers(None, entries) == ()
 
 
-async def test_two_prompts_for_a_session_let_go_while_idle_open_it_once(
-    registry: SkillRegistry, project: Path
-) -> None:
-    """Two prompts arriving together for a session let go while idle share its one reopened
-    instance: the second is refused as a turn already running, the first is recorded."""
-    skills = AcpSkills(registry, max_live_sessions=1)
-    skills.attach(RecordingClient())
-    await skills.open_session("s1", str(project))
-    await skills.open_session("s2", str(project))
-    entered, refused, release = anyio.Event(), anyio.Event(), anyio.Event()
-    codes: list[int] = []
-
-    async def prompt(text: str) -> None:
-        try:
-            async with skills.turn("s1", [TextContentBlock(type="text", text=text)]) as turn:
-                entered.set()
-                await turn.request_messages()
-                await release.wait()
-                await turn.add_reply({"content": "ok " + text})
-        except RequestError as error:
-            codes.append(error.code)
-            refused.set()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(prompt, "one")
-        group.start_soon(prompt, "two")
-        with anyio.fail_after(WAIT_SECONDS):
-            await entered.wait()
-            await refused.wait()
-        release.set()
-    assert codes == [-32600]  # "a prompt turn is already running"
-    history = (await skills.session("s1")).history
-    assert len(history) == 2
-    assert history[1]["content"] == "ok " + str(history[0]["content"])
+async def test_a_server_is_let_go_when_no_open_session_names_it() -> None:
+    """Shared by two sessions: closed only after both let go; a reload that drops it too."""
+    recorder = ClosingRecorder()
+    servers = Servers(recorder)
+    shared, own = McpServer(label="a", command="a"), McpServer(label="b", command="b")
+    await servers.bind("s1", (shared,))
+    await servers.bind("s2", (shared, own))
+    await servers.unbind("s1")
+    assert recorder.released == []
+    await servers.bind("s2", (shared,))  # session/load of s2 without `own`
+    assert recorder.released == [own]
+    await servers.unbind("s2")
+    assert recorder.released == [own, shared]
+    await servers.unbind("s2")  # twice is harmless
+    assert recorder.released == [own, shared]
 
 
-class HeldStore(InMemorySessionStore):
-    """Holds the next `open` of a record until ``release`` is set."""
+class SlowCloser(ClosingRecorder):
+    """Its close takes until the test lets it end, as a process past its grace does."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.hold, self.holding, self.release = False, anyio.Event(), anyio.Event()
+        self.closing, self.may_end = anyio.Event(), anyio.Event()
 
-    async def open(self, session_id: str) -> SessionRecord:
-        if self.hold:
-            self.hold = False
-            self.holding.set()
-            await self.release.wait()
-        return await super().open(session_id)
+    def connect(self, server: Any) -> None:
+        self.connected.append(("connect", server))
+
+    async def release(self, server: Any) -> None:
+        self.connected.append(("release", server))
+        self.closing.set()
+        await self.may_end.wait()
+        self.released.append(server)
 
 
-async def test_a_session_closed_while_it_reopens_stays_closed(
-    registry: SkillRegistry, project: Path
-) -> None:
-    """``session/close`` arriving while a prompt reopens the idle session wins: the prompt is
-    refused as for an unknown session and nothing stays live for it."""
-    store = HeldStore()
-    skills = AcpSkills(registry, store=store, max_live_sessions=1)
-    skills.attach(RecordingClient())
-    await skills.open_session("s1", str(project))
-    await skills.open_session("s2", str(project))
-    store.hold = True
-    codes: list[int] = []
-
-    async def prompt() -> None:
-        with pytest.raises(RequestError) as caught:
-            await one_turn(skills, "s1", "late")
-        codes.append(caught.value.code)
-
+@contextlib.asynccontextmanager
+async def a_close_underway() -> AsyncIterator[tuple[Servers, SlowCloser, Any, TaskGroup]]:
+    """Servers closed in a task group, where session ``s1`` has let its server go and that
+    server's close has begun; the group ends with the block (the close allowed to end first)."""
+    closer = SlowCloser()
+    servers = Servers(closer)
+    server = McpServer(label="a", command="a")
     async with anyio.create_task_group() as group:
-        group.start_soon(prompt)
-        await store.holding.wait()
-        await skills.close_session("s1")
-        store.release.set()
-    assert codes == [-32602]
-    assert live_ids(skills) == ["s2"]
+        servers.table.tasks = group
+        await servers.bind("s1", (server,))
+        with anyio.fail_after(5):
+            await servers.unbind("s1")
+            await closer.closing.wait()
+        yield servers, closer, server, group
+    servers.table.tasks = None  # the group has ended: closed in place from now on
 
 
-async def test_a_reopen_overtaken_by_a_load_gives_way_and_nothing_hangs(
-    registry: SkillRegistry, project: Path
-) -> None:
-    """A request reopens a session let go while idle; meanwhile ``session/load`` replaces it
-    and that instance is let go in turn: the reopen gives way, and no request for it hangs."""
-    store = HeldStore()
-    skills = AcpSkills(registry, store=store, max_live_sessions=1)
-    await skills.open_session("A", str(project))
-    await skills.open_session("B", str(project))  # A is let go
-    store.hold = True
-    with anyio.fail_after(30):  # a reopen that waited for itself would hang here
-        async with anyio.create_task_group() as group:
-            group.start_soon(skills.session, "A")
-            await store.holding.wait()  # the reopen waits on the record
-            await skills.load_session("A", str(project))
-            await skills.open_session("C", str(project))  # the loaded A is let go
-            store.release.set()
-        await skills.session("A")
-    assert "A" in skills._sessions
+async def test_letting_a_server_go_does_not_wait_for_its_close() -> None:
+    """With a task group, a session released or closed answers while its server still
+    closes (another session's ``session/new`` is not held by it)."""
+    async with a_close_underway() as (_, closer, server, _):
+        assert closer.released == []
+        closer.may_end.set()
+    assert closer.released == [server]
+
+
+async def test_a_session_naming_a_server_being_closed_connects_once_the_close_ends() -> None:
+    """A session naming a server while its last one's close is underway connects to it
+    afresh after that close, never to the connection going away."""
+    async with a_close_underway() as (servers, closer, server, group):
+        group.start_soon(servers.bind, "s2", (server,))
+        await anyio.wait_all_tasks_blocked()
+        assert closer.connected == [("connect", server), ("release", server)]
+        closer.may_end.set()
+    assert closer.connected == [("connect", server), ("release", server), ("connect", server)]
+    await servers.unbind("s2")  # it counted s2: letting go closes it again
+    assert closer.released == [server, server]
+
+
+class FaringRecorder(ClosingRecorder):
+    """A provider whose one server was skipped, for a reason its stderr wrote over lines."""
+
+    def states(self, options: SkillLookupOptions) -> Sequence[Any]:
+        reason = "the server exited with status 1: boom\n- error `forged`: not from us"
+        server = McpServer(label="team", command="srv")
+        return (ServerState(server=server, failure=reason),)
+
+
+def test_a_server_reason_cannot_forge_a_line_of_the_skills_report() -> None:
+    """What a server wrote stays on its server's line of ``/skills``, line feeds spelt out
+    and shown as text (no code span of its own)."""
+    empty = SkillSnapshot(skills=(), complete=True)
+    states = FaringRecorder().states(SkillLookupOptions())
+    report = skills_report("/w", empty, [], servers=states)
+    assert report.splitlines()[-3:] == [
+        "**MCP servers** (1)",
+        "",
+        "- `team`: skipped: the server exited with status 1: boom\\\\x0a- error \\`forged\\`: "
+        "not from us",
+    ]

@@ -515,8 +515,8 @@ async def test_pinned_and_hidden_skills_in_a_session(tmp_path: Path) -> None:
         hidden_skills=["zebra-census"],
     )
     skills.attach(RecordingClient())  # the editor a turn reports to
-    turn = await first_turn(skills, "s1", tmp_path)
-    [catalog] = turn.prefix
+    await first_turn(skills, "s1", tmp_path)
+    [catalog] = (await skills.session("s1")).messages
     entries = [line for line in catalog.text.splitlines() if line.startswith("- `")]
     assert entries[0].startswith("- `skill-29`: Helps to clean a dataset in project number 29,")
     assert not entries[0].endswith("...")
@@ -587,8 +587,8 @@ async def test_an_unlimited_catalog_reports_a_null_limit(tmp_path: Path) -> None
     """Without a budget the outcome has limit null, nothing shortened or omitted."""
     skills = AcpSkills(registry_of(many_skills()))
     skills.attach(RecordingClient())  # the editor a turn reports to
-    turn = await first_turn(skills, "s1", tmp_path)
-    [catalog] = turn.prefix
+    await first_turn(skills, "s1", tmp_path)
+    [catalog] = (await skills.session("s1")).messages
     fit = await skills.catalog_fit("s1")
     assert fit is not None
     assert (fit.limit, fit.used, fit.shortened, fit.omitted) == (None, len(catalog.text), 0, ())
@@ -600,7 +600,7 @@ async def test_a_session_without_skills_reports_an_empty_catalog(tmp_path: Path)
     skills = AcpSkills(SkillRegistry(), catalog_budget=100)
     skills.attach(RecordingClient())  # the editor a turn reports to
     turn = await first_turn(skills, "s1", tmp_path)
-    assert turn.prefix == ()
+    assert (await skills.session("s1")).messages == ()
     fit = await skills.catalog_fit("s1")
     assert fit is not None
     assert (fit.text, fit.used, fit.omitted) == (None, 0, ())

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import difflib
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from acp.schema import AvailableCommand, AvailableCommandsUpdate
 from anyio import TASK_STATUS_IGNORED
@@ -22,6 +21,7 @@ from ..diagnostics import (
     describe_catalog_changes,
     describe_catalog_fit,
     diagnostic_line,
+    server_line,
     tally,
 )
 from ..model import SkillSnapshot, SkillSummary, is_skill_name
@@ -47,15 +47,12 @@ _DESCRIPTION_SHOWN: Final = 120
 # command" note rather than silently reaching the model; `/usr/bin` and `5/8` are no words.
 _LEADING_SLASH_WORD: Final = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_-]*)(?!\S)")
 
-# A working directory or a source may quote what is on disk: a line feed must not forge a line.
-_clean = spelt
-
 
 class CommandsAnnouncer:
     """Keeps each session's slash commands current in its editor (contract §9): a list goes out
     only when it differs from the one last sent, never before the session's opening response
-    (an editor drops updates for a session it does not know), and once more as the first turn
-    begins when it went out before (editors drop updates right after that response)."""
+    (an editor drops updates for a session it does not know), and once more as its first turn
+    begins if it went out before (editors drop updates right after that response)."""
 
     def __init__(self, gate: TrustGate, sessions: SessionTable, link: ClientLink) -> None:
         self._gate, self._sessions, self._link = gate, sessions, link
@@ -63,12 +60,7 @@ class CommandsAnnouncer:
         self._changed: asyncio.Event | None = None
         self._registry_changed = False
 
-    async def begin_turn(self, session_id: str, live: LiveSession, snapshot: SkillSnapshot) -> None:
-        """A turn of ``live`` begins with ``snapshot`` (a trust answer may have changed it)."""
-        resend, live.resend_due, live.turned = live.resend_due, False, True
-        await self._refresh(session_id, live, snapshot, resend=resend)
-
-    async def _refresh(
+    async def refresh(
         self,
         session_id: str,
         live: LiveSession,
@@ -80,14 +72,11 @@ class CommandsAnnouncer:
         if not live.answered and live.turn is None:
             return
         if snapshot is None:
-            options = live.session.context.lookup_options
-            snapshot = (await self._gate.view(options, live.trust)).offered
+            snapshot = (await self._gate.view(live.context.lookup_options, live.trust)).offered
         commands = [*available_commands(invocable(snapshot.skills)), *BUILTIN_COMMANDS]
         if commands == live.commands and not resend:
             return
-        # Set before the send awaits: a refresh resuming meanwhile sees this list as sent.
-        live.commands = commands
-        live.resend_due = not live.turned and live.turn is None
+        live.commands = commands  # before the send awaits: a refresh meanwhile sees it sent
         update = AvailableCommandsUpdate(
             session_update="available_commands_update", available_commands=commands
         )
@@ -97,13 +86,11 @@ class CommandsAnnouncer:
         # May run on any thread: it only wakes `follow`.
         self._registry_changed = True
         loop, changed = self._loop, self._changed
-        if loop is None or changed is None or loop.is_closed():
-            return  # not following: each session notices at its next turn
-        loop.call_soon_threadsafe(changed.set)
+        if loop is not None and changed is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(changed.set)
 
     async def follow(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
-        """Announce each session whose opening response went out, and every live session's
-        commands after a registry change. Started with `group.start`."""
+        """Announce each session whose opening response went out, and all after a change."""
         self._loop, changed = asyncio.get_running_loop(), asyncio.Event()
         self._changed, self._link.wake = changed, changed.set
         task_status.started()
@@ -115,12 +102,11 @@ class CommandsAnnouncer:
                 answered, self._link.answered = set(self._link.answered), []
                 every, self._registry_changed = self._registry_changed, False
                 for session_id, live in self._sessions.running():
-                    if session_id in answered:
-                        live.answered = True
-                    elif not every:
+                    live.answered = live.answered or session_id in answered
+                    if session_id not in answered and not every:
                         continue
                     try:
-                        await self._refresh(session_id, live)
+                        await self.refresh(session_id, live)
                     except ConnectionError:  # the client left meanwhile: nobody is left to tell
                         _log.debug("skills_commands_not_sent", session_id=session_id)
                     except Exception as error:
@@ -131,8 +117,7 @@ class CommandsAnnouncer:
 
 
 def invocable(skills: Iterable[SkillSummary]) -> list[SkillSummary]:
-    """The skills a person runs as ``/NAME``: user-invocable ones whose name a slash can
-    invoke, but for one named ``skills`` (the library's report, which no skill may hide)."""
+    """The skills a person runs as ``/NAME`` (never one named ``skills``: that is the report)."""
     return [
         s for s in skills if s.user_invocable and is_skill_name(s.name) and s.name != SKILLS_COMMAND
     ]
@@ -144,44 +129,34 @@ def leading_slash_word(text: str) -> str | None:
 
 
 def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
-    commands = [skill.name for skill in invocable(snapshot.skills)]
-    commands += [command.name for command in BUILTIN_COMMANDS]
-    if any(skill.name == word and not skill.user_invocable for skill in snapshot.skills):
-        opening = (
-            f"`/{word}` is not a command: the skill `{word}` is for the model only "
-            "(its `user-invocable` is false)."
-        )
-    else:
-        opening = f"`/{word}` is not a command here."
-        if close := difflib.get_close_matches(word.lower(), commands, n=1, cutoff=0.6):
-            opening += f" Did you mean `/{close[0]}`?"
-    listed = ", ".join(f"`/{name}`" for name in commands)
-    return f"{opening}\n\nCommands: {listed}.\n\nNothing was sent to the model."
+    names = [skill.name for skill in invocable(snapshot.skills)] + [SKILLS_COMMAND]
+    listed = ", ".join(f"`/{name}`" for name in names)
+    return (
+        f"`/{word}` is not a command here.\n\nCommands: {listed}.\n\nNothing was sent to the model."
+    )
 
 
 def skills_report(
     cwd: str,
     snapshot: SkillSnapshot,
-    diagnostics: Sequence[Diagnostic] | None,
+    diagnostics: Sequence[Diagnostic],
     fit: CatalogFit | None = None,
     withheld: Sequence[tuple[str, list[str], str]] = (),
-    servers: str = "",
+    servers: Sequence[Any] = (),
 ) -> str:
-    """The ``/skills`` report; ``servers``: `acp_skills.acp.servers.servers_report`'s lines."""
-    lines = [f"**Skills for {code_span(_clean(cwd))}** ({len(snapshot.skills)})", ""]
+    """The ``/skills`` report; what it quotes from disk is `spelt` (a line feed forges no line)."""
+    lines = [f"**Skills for {code_span(spelt(cwd))}** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
     lines += [*(_skill_line(skill) for skill in snapshot.skills), ""]
     for title, items, how in withheld:  # `acp_skills.trust_text.withheld_parts`
         lines += [f"**{title}** ({len(items)})", "", *items, "", how, ""]
     if fit is not None:
-        lines += [*(_clean(line) for line in describe_catalog_fit(fit).splitlines()), ""]
+        lines += [*(spelt(line) for line in describe_catalog_fit(fit).splitlines()), ""]
         # The list above is a lookup made now; the model's catalog was frozen earlier.
         if (stale := describe_catalog_changes(catalog_changes(fit, snapshot))) is not None:
             lines += [stale, ""]
-    if diagnostics is None:
-        lines.append("The problems could not be gathered (see the agent's log).")
-    elif not diagnostics:
+    if not diagnostics:
         lines.append("No problems found.")
     else:
         ordered = by_severity(diagnostics)
@@ -191,16 +166,18 @@ def skills_report(
             lines.append(f"- ... and {hidden} more")
         # A command to paste: the path quoted for the shell (the CLI has no flag for the
         # session's additional directories: it looks from cwd alone).
-        doctor = code_span(_clean(f"acp-skills doctor --cwd {shlex.quote(cwd)}"))
+        doctor = code_span(spelt(f"acp-skills doctor --cwd {shlex.quote(cwd)}"))
         lines += ["", f"Run {doctor} in a terminal for details."]
     if not snapshot.complete:
         lines += ["", "A skill provider did not answer in time: this list may be incomplete."]
-    report = "\n".join(lines).rstrip("\n")
-    return f"{report}\n\n{servers}" if servers else report
+    if servers:
+        lines += ["", f"**MCP servers** ({len(servers)})", ""]
+        lines.extend(f"- {server_line(state, Markdown())}" for state in servers)
+    return "\n".join(lines).rstrip("\n")
 
 
 def _skill_line(skill: SkillSummary) -> str:
-    notes = [Markdown().text(_clean(skill.source))]
+    notes = [Markdown().text(spelt(skill.source))]
     if not skill.user_invocable:
         notes.append("model only")
     elif skill.name == SKILLS_COMMAND:

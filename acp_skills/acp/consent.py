@@ -10,19 +10,11 @@ from dataclasses import dataclass, field
 import anyio
 from acp.schema import PermissionOption, ToolCallUpdate
 
+from .. import trust
 from ..model import SkillLookupOptions
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
-from ..trust import (
-    SessionView,
-    ShownItem,
-    TrustMode,
-    Withheld,
-    lasting_sources,
-    session_view,
-    shown_items,
-)
-from ..trust import view as trust_view
+from ..trust import SessionView, ShownItem, TrustMode, Withheld
 from ..trust_store import Decision, StoredTrust, TrustFileError, TrustStore
 from ..trust_text import OPTIONS, question_options, question_text, question_title, whom_asked
 from .wire import ClientLink, text_tool_content, tool_call_start, tool_call_update
@@ -32,8 +24,7 @@ _log = get_logger(__name__)
 
 @dataclass(slots=True)
 class SessionTrust:
-    """One session instance's answers: ``grants``, what its once-answers admitted by source key;
-    ``asked`` once its one question was put; ``view``, its last view."""
+    """One instance's answers: what "Trust for this session" admitted, and its last view."""
 
     grants: dict[str, frozenset[ShownItem]] = field(default_factory=dict)
     asked: bool = False
@@ -42,7 +33,7 @@ class SessionTrust:
     def admit(self, shown: Sequence[Withheld]) -> None:
         """Admit for this instance exactly what the question showed of ``shown``."""
         for withheld in shown:
-            key, items = withheld.source.key, shown_items(withheld.skill, withheld.source)
+            key, items = withheld.source.key, trust.shown_items(withheld.skill, withheld.source)
             self.grants[key] = self.grants.get(key, frozenset()) | items
 
 
@@ -59,86 +50,75 @@ class TrustGate:
     ) -> SessionView:
         """What a lookup with ``options`` offers now, with a session instance's ``answers``."""
         answers = answers or SessionTrust()
-        answers.view = await session_view(
+        answers.view = await trust.session_view(
             self.registry, options, self.mode, self.store, answers.grants, answers.view
         )
         return answers.view
 
     async def turn_view(
-        self,
-        link: ClientLink,
-        session_id: str,
-        options: SkillLookupOptions,
-        answers: SessionTrust,
-        *,
-        may_ask: bool,
+        self, link: ClientLink, session_id: str, options: SkillLookupOptions, answers: SessionTrust
     ) -> SessionView:
-        """A turn's view; an instance's first turn (``may_ask``) first puts its one question."""
+        """A turn's view; an instance's first turn first puts its one question, if one is due."""
         seen = await self.view(options, answers)
-        if answers.asked or self.mode == "all":
+        if answers.asked or self.mode != "ask":
             return seen
         answers.asked = True  # once per instance, before its prefix is composed
-        if not (may_ask and self.mode == "ask" and seen.pending):
-            return seen
-        if (stored := await ask(link, session_id, answers, seen, self.store)) is None:
+        if not seen.pending or (stored := await self._ask(link, session_id, answers, seen)) is None:
             return seen
         # What the answer admitted: the same snapshot judged again, nothing read again.
-        answers.view = trust_view(seen.found, seen.source_of, stored, self.mode, answers.grants)
+        answers.view = trust.view(seen.found, seen.source_of, stored, self.mode, answers.grants)
         return answers.view
 
-
-async def ask(
-    link: ClientLink, session_id: str, trust: SessionTrust, seen: SessionView, store: TrustStore
-) -> StoredTrust | None:
-    """Put the question for ``seen``'s pending skills and apply the answer (anything but a
-    chosen option counts as "not now"); the decisions that hold after it when it admitted them
-    (``seen``'s, with a lasting answer stored), else ``None``."""
-    pending, stored = seen.pending, seen.stored
-    _log.warning(
-        "skills_waiting_for_trust",
-        session_id=session_id,
-        project=whom_asked(pending),
-        count=len(pending),
-    )
-    call_id = f"trust-{uuid.uuid4().hex}"
-    content = text_tool_content(question_text(pending))
-    title = question_title(pending)
-    start = tool_call_start(call_id, title, kind="read", status="pending", content=content)
-    choice = "reject_once"
-    try:
-        await link.send(session_id, start)
-        options = [
-            PermissionOption(option_id=kind, name=label, kind=kind)  # type: ignore[arg-type]
-            for kind, label in question_options(pending)
-        ]
-        tool_call = ToolCallUpdate(tool_call_id=call_id, title=start.title, kind="read")
-        answer = await link.client.request_permission(
-            session_id=session_id, tool_call=tool_call, options=options
+    async def _ask(
+        self, link: ClientLink, session_id: str, answers: SessionTrust, seen: SessionView
+    ) -> StoredTrust | None:
+        """Put the question for ``seen``'s pending skills and apply the answer (anything but a
+        chosen option counts as "not now"); the decisions that hold after an answer that
+        admitted them (``seen``'s, and a lasting answer stored), else ``None``."""
+        pending, stored = seen.pending, seen.stored
+        project, count = whom_asked(pending), len(pending)
+        event = "skills_waiting_for_trust"
+        _log.warning(event, session_id=session_id, project=project, count=count)
+        call_id = f"trust-{uuid.uuid4().hex}"
+        content = text_tool_content(question_text(pending))
+        start = tool_call_start(
+            call_id, question_title(pending), kind="read", status="pending", content=content
         )
-        outcome = answer.outcome
-        if getattr(outcome, "outcome", None) == "selected":
-            picked = getattr(outcome, "option_id", "")
-            choice = picked if picked in dict(OPTIONS) else "reject_once"
-    except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await link.send(session_id, tool_call_update(call_id, "failed"))
-        raise
-    except Exception as error:
-        _log.warning("trust_question_failed", session_id=session_id, error=repr(error))
-    sources, admitted = lasting_sources(pending), choice in ("allow_once", "allow_always")
-    if choice == "allow_once":
-        trust.admit(pending)
-    elif choice.endswith("_always"):
-        decision: Decision = "trusted" if admitted else "refused"
-        for key, source in sources.items():
-            try:
-                await anyio.to_thread.run_sync(store.decide, source, decision)
-                stored = stored.decided(source, decision)
-            except (TrustFileError, OSError) as error:
-                # Not stored: a trust still holds for this session, for what it showed.
-                _log.warning("trust_not_stored", path=store.path, error=str(error))
-                if admitted:
-                    trust.admit([w for w in pending if w.source.key == key])
-    _log.info("trust_answered", session_id=session_id, answer=choice, sources=len(sources))
-    await link.send(session_id, tool_call_update(call_id, "completed" if admitted else "failed"))
-    return stored if admitted else None
+        choice = "reject_once"
+        try:
+            await link.send(session_id, start)
+            options = [
+                PermissionOption(option_id=kind, name=label, kind=kind)  # type: ignore[arg-type]
+                for kind, label in question_options(pending)
+            ]
+            tool_call = ToolCallUpdate(tool_call_id=call_id, title=start.title, kind="read")
+            answer = await link.client.request_permission(
+                session_id=session_id, tool_call=tool_call, options=options
+            )
+            if getattr(answer.outcome, "outcome", None) == "selected":
+                picked = getattr(answer.outcome, "option_id", "")
+                choice = picked if picked in dict(OPTIONS) else "reject_once"
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await link.send(session_id, tool_call_update(call_id, "failed"))
+            raise
+        except Exception as error:
+            _log.warning("trust_question_failed", session_id=session_id, error=repr(error))
+        admitted = choice in ("allow_once", "allow_always")
+        if choice == "allow_once":
+            answers.admit(pending)
+        elif choice.endswith("_always"):
+            for key, source in trust.lasting_sources(pending).items():
+                decision: Decision = "trusted" if admitted else "refused"
+                try:
+                    await anyio.to_thread.run_sync(self.store.decide, source, decision)
+                    stored = stored.decided(source, decision)
+                except (TrustFileError, OSError) as error:
+                    # Not stored: a trust still holds for this session, for what it showed.
+                    _log.warning("trust_not_stored", path=self.store.path, error=str(error))
+                    if admitted:
+                        answers.admit([w for w in pending if w.source.key == key])
+        _log.info("trust_answered", session_id=session_id, answer=choice, count=count)
+        ended = tool_call_update(call_id, "completed" if admitted else "failed")
+        await link.send(session_id, ended)
+        return stored if admitted else None

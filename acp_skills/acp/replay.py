@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import Any
 
 from acp.schema import UserMessageChunk
 from pydantic import ValidationError
@@ -13,6 +13,7 @@ from ..session import PrefixedSession
 from ..tool import ToolResult
 from . import wire
 from .sessions import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
+from .turn import call_parts
 
 _log = get_logger(__name__)
 
@@ -55,8 +56,14 @@ async def _replay_message(
     elif role == "assistant":
         if isinstance(content, str) and content:
             updates.append(wire.agent_text(content))
-        for call in wire.sequence(message.get("tool_calls")):
-            updates.append(_replayed_call(call, skill_tool))
+        # Arguments over a bound (an older record, or an edited one) replay as a note.
+        bounded, refused = wire.bound_tool_calls(message)
+        if refused:
+            _log.warning("session_replay_arguments_omitted", reasons=sorted(set(refused.values())))
+        for call in wire.sequence(bounded.get("tool_calls")):
+            call_id, name, arguments = call_parts(call if isinstance(call, Mapping) else {})
+            decoded = wire.decode_tool_arguments(arguments)
+            updates.append(wire.tool_call_started(call_id, name, decoded, skill_tool))
     elif role == "tool" and isinstance(content, str):
         result = ToolResult(text=content, is_error=message.get(ERROR_KEY) is True)
         updates.append(wire.tool_call_finished(str(message.get("tool_call_id")), result))
@@ -64,32 +71,16 @@ async def _replay_message(
         await link.send(session_id, update)
 
 
-def _replayed_call(call: object, skill_tool: str) -> Any:
-    function = wire.field(call, "function") if isinstance(call, Mapping) else None
-    function = function if isinstance(function, Mapping) else {}
-    call_id, name = str(wire.field(call, "id")), str(function.get("name", ""))
-    arguments: object = function.get("arguments", "")
-    if (problem := wire.arguments_problem(arguments)) is not None:
-        _log.warning("session_replay_arguments_omitted", tool=name[:100], reason=problem)
-        arguments = {"omitted": problem}
-    return wire.tool_call_started(call_id, name, wire.decode_tool_arguments(arguments), skill_tool)
-
-
 def _invoked_calls(message: Mapping[str, Any], content: str) -> list[tuple[str, str, ToolResult]]:
     calls = []
     for entry in wire.sequence(message.get(INVOKED_KEY)):
         if not isinstance(entry, Mapping):
             continue
-        call_id, name = entry.get("id"), entry.get("name")
-        start, end = entry.get("start"), entry.get("end")
-        if not (isinstance(call_id, str) and isinstance(name, str) and _is_int(start)):
+        call_id, name, start, end = (entry.get(key) for key in ("id", "name", "start", "end"))
+        if not (isinstance(call_id, str) and isinstance(name, str)):
             continue
-        if not (_is_int(end) and 0 <= start <= end <= len(content)):
-            continue
-        result = ToolResult(text=content[start:end], is_error=entry.get("is_error") is True)
-        calls.append((call_id, name, result))
+        # `type() is int`: a bool is no offset.
+        if type(start) is int and type(end) is int and 0 <= start <= end <= len(content):
+            result = ToolResult(text=content[start:end], is_error=entry.get("is_error") is True)
+            calls.append((call_id, name, result))
     return calls
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)

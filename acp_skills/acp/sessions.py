@@ -1,31 +1,30 @@
-"""The session table: every session instance of one connection, bounded in memory."""
+"""The session table: each session instance of one connection until ``session/close``, and
+the MCP servers the open instances name (contract §14, §15)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any
+import importlib
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import anyio
+import anyio.abc
 from acp import RequestError
 from acp.schema import AvailableCommand
 
 from ..catalog import CatalogFit
-from ..model import PrefixContext
+from ..model import PrefixContext, SkillLookupOptions
 from ..prefix import SessionPrefix
 from ..quiet_log import get_logger
 from ..record import SessionStore
 from ..session import PrefixedSession
 from ..session_index import ListedSessionStore, SessionDescription, session_title
 from .consent import SessionTrust
-from .servers import SessionServers
+from .wire import field as wire_field
 
 _log = get_logger(__name__)
 
-# An idle instance let go keeps only its opening and `InstanceState` (its prefix stays in its
-# record's last header): 256 live sessions remember 4,096 such.
-IDLE_PER_LIVE = 16
 # How long closing, loading or resuming a session waits for the turn it cancelled to end.
 CLOSE_WAIT_SECONDS = 5.0
 
@@ -36,40 +35,28 @@ ERROR_KEY = "_is_error"
 INVOKED_KEY = "_invoked"
 
 
-@dataclass(slots=True, kw_only=True)
-class InstanceState:
-    """What a session instance holds besides its history, also while it is let go idle: from
-    the editor's side nothing was closed, so its answers and commands hold (contract §9, §13)."""
+class ServerCloser(Protocol):
+    """Connects, closes and reports on the servers sessions name (`McpSkillProvider`)."""
 
-    # Its slash commands (`CommandsAnnouncer`): whether the opening response went out, the list
-    # last sent, whether that went out before any turn (the first resends it), a turn begun.
-    answered: bool = False
-    commands: list[AvailableCommand] | None = None
-    resend_due: bool = False
-    turned: bool = False
-    trust: SessionTrust = field(default_factory=SessionTrust)  # this instance's answers
+    def connect(self, server: Any) -> None: ...
+
+    async def release(self, server: Any) -> None: ...
+
+    def states(self, options: SkillLookupOptions) -> Sequence[Any]: ...
+
+
+@dataclass(slots=True, kw_only=True)
+class LiveSession:
+    """One session instance: its history, trust answers, catalog fit, and commands sent."""
+
+    session: PrefixedSession
+    trust: SessionTrust = field(default_factory=SessionTrust)
     catalog: CatalogFit | None = None  # what the budget did to the catalog being composed
+    answered: bool = False  # its opening response went out: commands may follow
+    commands: list[AvailableCommand] | None = None  # the list last sent
+    turned: bool = False  # a turn has begun (the first resends the commands)
     described: bool = False  # the store has this instance's summary (`session/list`)
     describe_failed: bool = False  # writing it failed (said once)
-    first_prompt: str | None = None  # the record's first prompt as typed, its title
-
-
-@dataclass(slots=True, kw_only=True)
-class IdleSession(InstanceState):
-    """An instance let go while idle: reopened, it takes its frozen prefix back from its
-    record's last header (``composed``: that header is its own)."""
-
-    context: PrefixContext
-    composed: bool
-
-    @property
-    def catalog_fit(self) -> CatalogFit | None:
-        return self.catalog if self.composed else None
-
-
-@dataclass(slots=True, kw_only=True)
-class LiveSession(InstanceState):
-    session: PrefixedSession
     turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
     turn_ended: anyio.Event = field(default_factory=anyio.Event)  # set as that turn ends
 
@@ -83,130 +70,74 @@ class LiveSession(InstanceState):
         return self.catalog if self.session.composed else None
 
 
-class _Overtaken(Exception):
-    """A reopen that a `session/load` or `session/close` overtook."""
-
-
 class SessionTable:
-    def __init__(
-        self,
-        prefix: SessionPrefix,
-        store: SessionStore,
-        *,
-        max_live: int,
-        servers: SessionServers,
-    ) -> None:
-        self._prefix, self._store, self._max_live = prefix, store, max_live
-        # Which live instance uses which MCP server: one let go lets its servers go.
-        self.servers = servers
-        self._live: OrderedDict[str, LiveSession] = OrderedDict()
-        # Idle instances let go beyond `max_live`: each opens again where it was.
-        self._idle: OrderedDict[str, IdleSession] = OrderedDict()
-        self._reopening: dict[str, anyio.Event] = {}  # one reopen at a time per session
+    def __init__(self, prefix: SessionPrefix, store: SessionStore, mcp: ServerCloser | None):
+        self._prefix, self._store, self.mcp = prefix, store, mcp
+        # Where a server's close runs when set (`AcpSkills`' task group): a request that lets a
+        # server go answers without waiting for its process to end.
+        self.tasks: anyio.abc.TaskGroup | None = None
+        self._live: dict[str, LiveSession] = {}
+        self._closing: dict[Hashable, anyio.Event] = {}  # set once that server is closed
 
-    def __contains__(self, session_id: object) -> bool:
-        return session_id in self._live or session_id in self._idle
-
-    def running(self) -> Iterator[tuple[str, LiveSession]]:
-        """The live instances, least recently used first (a copy: safe across awaits)."""
-        return iter(list(self._live.items()))
+    def running(self) -> list[tuple[str, LiveSession]]:
+        """The open instances (a copy: safe across awaits)."""
+        return list(self._live.items())
 
     def peek(self, session_id: object) -> LiveSession | None:
         return self._live.get(session_id) if isinstance(session_id, str) else None
 
-    async def open(self, context: PrefixContext, idle: IdleSession | None = None) -> LiveSession:
-        """Start a new instance over the session's record (-32603 if it cannot be read), or
-        open ``idle`` again as it was."""
-        session_id = context.session_id
-        # A live instance being replaced (`session/load`) hands over what it has not saved.
-        replaced = live.session if (live := self._live.get(session_id)) else None
-        session = await self.read(context, replaced, composed=idle is not None and idle.composed)
-        if idle is not None and self._idle.get(session_id) is not idle:
-            raise _Overtaken  # loaded or closed meanwhile: that holds (`get` asks again)
-        self._idle.pop(session_id, None)
-        if idle is not None:
-            live = LiveSession(session=session, **_state_of(idle))
-        else:
-            live = LiveSession(session=session, first_prompt=_first_prompt(session.history))
-        self._live[session_id] = live
-        self._live.move_to_end(session_id)
-        await self.servers.bind(session_id, context.servers)
-        await self._let_go_idle()
+    def get(self, session_id: object) -> LiveSession:
+        """The instance (-32602 for an unknown id)."""
+        if (live := self.peek(session_id)) is None:
+            unknown = {"sessionId": session_id, "reason": "unknown session"}
+            raise RequestError.invalid_params(unknown)
         return live
 
-    async def read(
-        self, context: PrefixContext, replacing: PrefixedSession | None = None, *, composed: bool
-    ) -> PrefixedSession:
-        """An instance over the session's record, not kept in the table (-32603 if the record
-        cannot be read); ``composed``: the record's last header holds its frozen prefix."""
+    async def open(self, context: PrefixContext) -> LiveSession:
+        """A new instance over the session's record (-32603 if it cannot be read)."""
         session_id = context.session_id
+        # A live instance being replaced (`session/load`) hands over what it has not saved.
+        replaced = self._live.get(session_id)
         try:
             record = await self._store.open(session_id)
-            return await PrefixedSession.open(
-                self._prefix, context, record, replacing=replacing, composed=composed
+            session = await PrefixedSession.open(
+                self._prefix, context, record, replacing=replaced.session if replaced else None
             )
         except OSError as error:
             problem = describe_os_error(error)
             _log.warning("session_record_unreadable", session_id=session_id, error=problem)
             reason = f"the session record cannot be read: {problem}"
             raise RequestError.internal_error({"sessionId": session_id, "reason": reason}) from None
-
-    def known(self, session_id: object) -> LiveSession | IdleSession:
-        """The instance, live or let go while idle, never opened here (-32602 for an unknown
-        id): what read-only requests answer from."""
-        if (live := self.peek(session_id)) is not None:
-            return live
-        if not isinstance(session_id, str) or (idle := self._idle.get(session_id)) is None:
-            unknown = {"sessionId": session_id, "reason": "unknown session"}
-            raise RequestError.invalid_params(unknown)
-        return idle
-
-    async def get(self, session_id: object) -> LiveSession:
-        """The instance; one let go while idle opens again (-32602 for an unknown id)."""
-        while isinstance(instance := self.known(session_id), IdleSession):
-            context = instance.context
-            # Two requests for one idle session share its one reopened instance.
-            if (reopening := self._reopening.get(context.session_id)) is not None:
-                await reopening.wait()
-                continue
-            self._reopening[context.session_id] = reopened = anyio.Event()
-            try:
-                return await self.open(context, instance)
-            except _Overtaken:
-                continue
-            finally:
-                del self._reopening[context.session_id]
-                reopened.set()
-        self._live.move_to_end(instance.context.session_id)
-        return instance
+        live = self._live[session_id] = LiveSession(session=session)
+        for server in context.servers:
+            # Connecting while the old connection closes would list over it, then lose it.
+            while (closing := self._closing.get(server)) is not None:
+                await closing.wait()
+            if self.mcp is not None and self._named(server):
+                self.mcp.connect(server)
+        if replaced is not None:
+            await self._let_go(replaced.context.servers)
+        return live
 
     async def describe(self, live: LiveSession) -> None:
-        """Give a listing store ``live``'s summary once per instance, after a recorded prompt;
-        never fails the turn (one not written is tried again at the next)."""
-        store, session = self._store, live.session
-        # A record not written yet would list nothing.
-        if live.described or session.save_error or not isinstance(store, ListedSessionStore):
-            return
-        context = session.context
+        """Give a listing store ``live``'s summary; a failure is tried again at the next turn."""
+        store, context = self._store, live.context
+        if live.session.save_error or not isinstance(store, ListedSessionStore):
+            return  # a record not written yet would list nothing
         description = SessionDescription(
             session_id=context.session_id,
             cwd=context.cwd,
             additional_directories=context.additional_directories,
-            title=session_title(live.first_prompt or ""),
+            title=session_title(_first_prompt(live.session.history)),
         )
         try:
             await store.describe_session(description)
+            live.described = True
         except OSError as error:
-            # Once per instance: the next turns try again quietly.
-            log = _log.debug if live.describe_failed else _log.warning
-            log(
-                "session_summary_not_written",
-                session_id=context.session_id,
-                error=describe_os_error(error),
-            )
+            log = _log.debug if live.describe_failed else _log.warning  # said once
+            error_text = describe_os_error(error)
+            log("session_summary_not_written", session_id=context.session_id, error=error_text)
             live.describe_failed = True
-            return
-        live.described = True
 
     async def end_turn(self, session_id: str) -> None:
         """Cancel the session's running turn and wait for it to record its last results, so
@@ -219,15 +150,13 @@ class SessionTable:
                 await live.turn_ended.wait()
 
     async def close(self, session_id: str) -> bool:
-        """End the session's instance (``session/close``): its turn cancelled and waited for, the
-        servers only it used let go, what its record has not taken yet tried once more. The
-        record stays. Whether the session was open here (live or let go while idle)."""
+        """End the session's instance and its turn (``session/close``); whether it was open."""
         if (live := self.peek(session_id)) is None:
-            return self._idle.pop(session_id, None) is not None  # holds no server
+            return False
         await self.end_turn(session_id)
         if self._live.get(session_id) is live:  # not replaced meanwhile (`session/load`)
             del self._live[session_id]
-            await self.servers.unbind(session_id)
+            await self._let_go(live.context.servers)
         await _flush(session_id, live)
         return True
 
@@ -236,35 +165,50 @@ class SessionTable:
         for session_id, live in self.running():
             await _flush(session_id, live)
 
-    async def _let_go_idle(self) -> None:
-        excess = len(self._live) - self._max_live
-        # The most recent one is the session being opened: never let go on its way in.
-        for session_id, live in list(self._live.items())[:-1]:
-            if excess <= 0:
-                break
-            if self._live.get(session_id) is not live:
-                continue  # changed while an earlier one's server closed
-            session = live.session
-            # Busy, or holding entries (or a frozen prefix) its record has not taken yet:
-            # letting go would lose them.
-            behind = session.save_error is not None or session.unsaved
-            if live.turn is not None or behind or session.composed != session.header_recorded:
+    def _named(self, server: Hashable) -> bool:
+        return any(server in live.context.servers for live in self._live.values())
+
+    async def _let_go(self, servers: Iterable[Hashable]) -> None:
+        for server in servers:
+            if self.mcp is None or self._named(server) or server in self._closing:
                 continue
-            del self._live[session_id]
-            live.trust.view = None  # computed again when needed: a snapshot is not kept idle
-            self._idle[session_id] = IdleSession(
-                context=session.context, composed=session.composed, **_state_of(live)
-            )
-            excess -= 1
-            await self.servers.unbind(session_id)  # opening it again binds them again
-        while len(self._idle) > IDLE_PER_LIVE * self._max_live:
-            forgotten, _ = self._idle.popitem(last=False)
-            _log.debug("session_forgotten", session_id=forgotten, reason="too many idle")
+            closed = self._closing[server] = anyio.Event()
+            if self.tasks is not None:
+                self.tasks.start_soon(self._close, self.mcp, server, closed)
+            else:
+                await self._close(self.mcp, server, closed)
+
+    async def _close(self, mcp: ServerCloser, server: Hashable, closed: anyio.Event) -> None:
+        try:
+            # Ended, not abandoned, when the agent stops: its process group goes with it.
+            with anyio.CancelScope(shield=True):
+                await mcp.release(server)
+        except Exception as error:  # a close that failed must not end the agent
+            _log.warning("mcp_server_close_failed", server=str(server), error=repr(error))
+        finally:
+            del self._closing[server]
+            closed.set()
 
 
-def _state_of(instance: InstanceState) -> dict[str, Any]:
-    # What goes over when an instance is let go idle or opened again.
-    return {state.name: getattr(instance, state.name) for state in fields(InstanceState)}
+def request_servers(
+    mcp: ServerCloser | None, entries: Sequence[object] | None
+) -> tuple[Hashable, ...]:
+    """A request's ``mcpServers`` as `McpServer` values, in order, each once; others warned of."""
+    if not entries:
+        return ()
+    if mcp is None:
+        labels = [str(wire_field(entry, "name")) for entry in entries]
+        _log.warning("mcp_servers_ignored", servers=labels, reason="no MCP client")
+        return ()
+    server_type = importlib.import_module("acp_skills.mcp").McpServer  # the SDK only if used
+    found: dict[Hashable, None] = {}
+    for entry in entries:
+        try:
+            found[server_type.from_acp(entry)] = None
+        except ValueError as error:
+            name = wire_field(entry, "name")
+            _log.warning("mcp_server_unusable", server=name, reason=str(error))
+    return tuple(found)
 
 
 async def _flush(session_id: str, live: LiveSession) -> None:
@@ -277,14 +221,14 @@ async def _flush(session_id: str, live: LiveSession) -> None:
         )
 
 
-def _first_prompt(history: Iterable[Mapping[str, object]]) -> str | None:
+def _first_prompt(history: Iterable[Mapping[str, object]]) -> str:
     # A session's title is its first recorded prompt as the person typed it (also for a record
     # older than session summaries, or one whose summary could not be written until now).
     for message in history:
         if message.get("role") == "user":
             shown = message.get(DISPLAY_KEY, message.get("content"))
             return shown if isinstance(shown, str) else ""
-    return None
+    return ""
 
 
 def describe_os_error(error: OSError) -> str:

@@ -8,18 +8,9 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, TypedDict, Unpack, cast
 
 import anyio
-from acp import RequestError
+from acp import RequestError, schema
 from acp.connection import StreamEvent
 from acp.core import AgentSideConnection
-from acp.schema import (
-    ListSessionsResponse,
-    SessionAdditionalDirectoriesCapabilities,
-    SessionCapabilities,
-    SessionCloseCapabilities,
-    SessionInfo,
-    SessionListCapabilities,
-    SessionResumeCapabilities,
-)
 
 from ..catalog import CatalogFit, SkillCatalogContributor
 from ..diagnostics import diagnostic_json, server_json
@@ -37,8 +28,7 @@ from .calls import AgentToolRunner
 from .commands import CommandsAnnouncer
 from .consent import TrustGate
 from .replay import replay
-from .servers import ServerCloser, SessionServers, shadowed_json
-from .sessions import LiveSession, SessionTable, describe_os_error
+from .sessions import ServerCloser, SessionTable, request_servers
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import PromptTurn, TurnKit, open_turn
@@ -58,8 +48,7 @@ class SessionOpening(TypedDict, total=False):
 
 
 class AcpSkills:
-    """Skills for one ACP connection (options: docs/integration.md). `ValueError` on a bound
-    that is not a positive integer, or a pinned or hidden name that is not a skill name."""
+    """Skills for one ACP connection (options and `ValueError`s: docs/integration.md)."""
 
     def __init__(
         self,
@@ -71,7 +60,6 @@ class AcpSkills:
         pinned_skills: Iterable[str] = (),
         hidden_skills: Iterable[str] = (),
         max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
-        max_live_sessions: int = 256,
         max_requests_per_turn: int = 8,
         expand_arguments: bool = False,
         mcp: ServerCloser | None = None,
@@ -81,7 +69,6 @@ class AcpSkills:
         mode = trust_mode(trust)
         pinned = _skill_names("pinned_skills", pinned_skills)
         hidden = _skill_names("hidden_skills", hidden_skills)
-        max_live = require_positive_int("max_live_sessions", max_live_sessions)
         max_requests = require_positive_int("max_requests_per_turn", max_requests_per_turn)
         self._own_provider: LocalSkillProvider | None = None
         if registry is None:
@@ -89,12 +76,11 @@ class AcpSkills:
             self._own_provider = LocalSkillProvider()
             registry.register_provider(self._own_provider)
         self.registry = registry
-        gate = TrustGate(registry, mode, trust_store or TrustStore())
         self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
-        self.prefix = SessionPrefix()
-        servers = SessionServers(mcp)  # `mcp`: the `McpSkillProvider` the session servers use
-        self._sessions = SessionTable(self.prefix, self.store, max_live=max_live, servers=servers)
+        prefix = SessionPrefix()
+        # `mcp`: the `McpSkillProvider` the session servers use.
+        self._sessions = sessions = SessionTable(prefix, self.store, mcp)
         # No registry: it lists only what a turn hands down (`PrefixContext.skills`).
         catalog = SkillCatalogContributor(
             None,
@@ -104,27 +90,28 @@ class AcpSkills:
             pinned_skills=pinned,
             hidden_skills=hidden,
         )
-        self.prefix.add(catalog)
+        prefix.add(catalog)
+        gate = TrustGate(registry, mode, trust_store or TrustStore())
         self._link = link = ClientLink()
-        self._announcer = announcer = CommandsAnnouncer(gate, self._sessions, link)
-        kit = (self._sessions, self.tool, link, announcer, max_requests, expand_arguments)
+        self._announcer = announcer = CommandsAnnouncer(gate, sessions, link)
+        kit = (sessions, self.tool, link, announcer, max_requests, expand_arguments)
         self._kit = TurnKit(*kit, gate, catalog)
         self._unsubscribe = registry.on_change(announcer.on_registry_change)
         self._group: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> AcpSkills:
-        """Follow the registry: a change reaches every live session's commands."""
+        """Follow the registry: a change reaches every open session's commands."""
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         await self._group.start(self._announcer.follow, name=FOLLOWER_TASK_NAME)
-        self._sessions.servers.tasks = self._group
+        self._sessions.tasks = self._group
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         group, self._group = self._group, None
         if group is None:
             return None
-        self._sessions.servers.tasks = None
+        self._sessions.tasks = None
         group.cancel_scope.cancel()
         try:
             return await group.__aexit__(*exc_info)
@@ -175,7 +162,7 @@ class AcpSkills:
         fs = field(client_capabilities, "fs")
         self._link.reads_files = field(fs, "read_text_file", "readTextFile") is True
         # The MCP SDK is not needed to answer: it loads off the event loop from now on.
-        load_sdk = getattr(self._sessions.servers.provider, "load_sdk", None)
+        load_sdk = getattr(self._sessions.mcp, "load_sdk", None)
         if load_sdk is not None and self._group is not None:
             self._group.start_soon(load_sdk)
         return self.capability_meta()
@@ -186,31 +173,29 @@ class AcpSkills:
         return {"acp-skills": {"version": "1", "methods": list(EXTENSION_METHODS)}}
 
     @property
-    def session_capabilities(self) -> SessionCapabilities:
-        """``agentCapabilities.sessionCapabilities``: ``list`` when the store lists its
-        sessions; ``additionalDirectories`` always (editors send it only when told)."""
-        listed = SessionListCapabilities() if isinstance(self.store, ListedSessionStore) else None
-        return SessionCapabilities(
-            list=listed,
-            resume=SessionResumeCapabilities(),
-            close=SessionCloseCapabilities(),
-            additional_directories=SessionAdditionalDirectoriesCapabilities(),
+    def session_capabilities(self) -> schema.SessionCapabilities:
+        """``agentCapabilities.sessionCapabilities`` (``list`` when the store lists sessions)."""
+        listed = isinstance(self.store, ListedSessionStore)
+        return schema.SessionCapabilities(
+            list=schema.SessionListCapabilities() if listed else None,
+            resume=schema.SessionResumeCapabilities(),
+            close=schema.SessionCloseCapabilities(),
+            additional_directories=schema.SessionAdditionalDirectoriesCapabilities(),
         )
 
     @property
     def reads_mcp_servers(self) -> bool:
         """Whether sessions' ``mcpServers`` bring skills: advertise ``mcpCapabilities.http``."""
-        return self._sessions.servers.provider is not None
+        return self._sessions.mcp is not None
 
     async def catalog_fit(self, session_id: str) -> CatalogFit | None:
         """What the catalog budget did to the session's catalog (-32602 for an unknown id)."""
-        return self._sessions.known(session_id).catalog_fit
+        return self._sessions.get(session_id).catalog_fit
 
     async def open_session(
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
     ) -> PrefixedSession:
-        """Start a session instance for ``session/new`` (-32602 for a relative ``cwd`` or
-        additional directory)."""
+        """Start a session instance for ``session/new`` (-32602 for a relative directory)."""
         check_cwd(cwd)
         additional = check_additional_directories(opening.get("additional_directories"))
         tool_names = opening.get("tool_names")
@@ -219,7 +204,7 @@ class AcpSkills:
             session_id=session_id,
             cwd=cwd,
             tool_names=frozenset(names),
-            servers=self._sessions.servers.from_request(opening.get("mcp_servers")),
+            servers=request_servers(self._sessions.mcp, opening.get("mcp_servers")),
             additional_directories=additional,
         )
         return (await self._sessions.open(context)).session
@@ -235,37 +220,31 @@ class AcpSkills:
     async def resume_session(
         self, session_id: str, cwd: str, **opening: Unpack[SessionOpening]
     ) -> PrefixedSession:
-        """Start a new instance of a stored session for ``session/resume``, without replaying
-        it; a turn still running on the old one is cancelled and waited for."""
+        """A new instance of a stored session for ``session/resume``, without replaying it."""
         check_cwd(cwd)
         await self._require_known(session_id)
         await self._sessions.end_turn(session_id)
         return await self.open_session(session_id, cwd, **opening)
 
     async def close_session(self, session_id: str) -> None:
-        """``session/close``: end the session's turn and instance and the MCP servers only it
-        used; its record stays (-32602 for an unknown id)."""
+        """``session/close``: end the instance and its turn; the record stays."""
         if not await self._sessions.close(session_id):
             await self._require_known(session_id)  # stored, not open here: nothing to release
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None
-    ) -> ListSessionsResponse:
-        """``session/list``: one page of the recorded sessions, newest first (docs/sessions.md);
-        invalid params for a relative ``cwd`` or an unknown cursor."""
+    ) -> schema.ListSessionsResponse:
+        """``session/list``: one page of the recorded sessions, newest first (docs/sessions.md)."""
         directory, store = check_cwd(cwd) if cwd is not None else None, self.store
         if not isinstance(store, ListedSessionStore):
-            return ListSessionsResponse(sessions=[])
+            return schema.ListSessionsResponse(sessions=[])
         try:
             page = await store.list_sessions(cwd=directory, cursor=cursor)
         except InvalidCursor as error:
             raise RequestError.invalid_params({"cursor": cursor, "reason": str(error)}) from None
-        except OSError as error:
-            reason = f"the session records cannot be listed: {describe_os_error(error)}"
-            raise RequestError.internal_error({"reason": reason}) from None
-        return ListSessionsResponse(
+        return schema.ListSessionsResponse(
             sessions=[
-                SessionInfo(
+                schema.SessionInfo(
                     session_id=summary.session_id,
                     cwd=summary.cwd,
                     title=summary.title,
@@ -278,14 +257,12 @@ class AcpSkills:
         )
 
     async def _require_known(self, session_id: str) -> None:
-        if session_id not in self._sessions and not await self.store.exists(session_id):
-            raise RequestError.invalid_params(
-                {"sessionId": session_id, "reason": "unknown session"}
-            )
+        if self._sessions.peek(session_id) is None and not await self.store.exists(session_id):
+            self._sessions.get(session_id)  # -32602, as for any unknown id
 
     async def session(self, session_id: str) -> PrefixedSession:
         """The session instance (-32602 for an unknown id)."""
-        return (await self._sessions.get(session_id)).session
+        return self._sessions.get(session_id).session
 
     def cancel(self, session_id: str) -> None:
         """Cancel the session's running turn (``session/cancel``); nothing if none runs."""
@@ -303,7 +280,8 @@ class AcpSkills:
         run_tool: AgentToolRunner | None = None,
     ) -> AbstractAsyncContextManager[PromptTurn]:
         """Run one ``session/prompt`` turn: ``async with skills.turn(...) as turn:``."""
-        return open_turn(self._kit, session_id, prompt, system, config or {}, tools, run_tool)
+        request = {"config": config or {}, "system": system, "tools": [dict(t) for t in tools]}
+        return open_turn(self._kit, session_id, prompt, request, run_tool)
 
     def handles(self, method: str) -> bool:
         """Whether ``method`` (as the SDK passes it to ``ext_method``, without ``_``) is ours."""
@@ -324,13 +302,13 @@ class AcpSkills:
     async def _list_skills(self, params: Mapping[str, Any]) -> dict[str, Any]:
         answers = None
         if "sessionId" in params:
-            known = self._sessions.known(params["sessionId"])  # a read opens nothing
-            options, answers = known.context.lookup_options, known.trust
+            live = self._sessions.get(params["sessionId"])
+            options, answers = live.context.lookup_options, live.trust
         elif "cwd" in params:
             options = SkillLookupOptions(cwd=check_cwd(params["cwd"]))
         else:
             raise RequestError.invalid_params({"reason": "pass sessionId or cwd"})
-        view, mcp = await self._kit.gate.view(options, answers), self._sessions.servers.provider
+        view, mcp = await self._kit.gate.view(options, answers), self._sessions.mcp
         problems = await self.registry.diagnose(options)
         return {
             "skills": [
@@ -346,17 +324,20 @@ class AcpSkills:
                 for skill in view.found.skills
             ],
             "problems": [diagnostic_json(problem) for problem in problems],
-            "shadowed": shadowed_json(view.found),
+            "shadowed": [
+                {
+                    "name": lost.skill.name,
+                    "winner": {"source": lost.winner.source, "provider": lost.winner.provider},
+                    "loser": {"source": lost.skill.source, "provider": lost.skill.provider},
+                }
+                for lost in view.found.shadowed
+            ],
             "mcpServers": [server_json(state) for state in mcp.states(options)] if mcp else [],
         }
 
     async def _describe_prefix(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        known = self._sessions.known(params.get("sessionId"))
-        if isinstance(known, LiveSession):
-            session = known.session
-        else:  # let go while idle: read from its record, not opened again
-            session = await self._sessions.read(known.context, composed=known.composed)
-        fit, header = known.catalog_fit, session.last_header
+        live = self._sessions.get(params.get("sessionId"))
+        fit, session, header = live.catalog_fit, live.session, live.session.last_header
         budget: dict[str, Any] | None = None
         if fit is not None:
             budget = {"limit": fit.limit, "used": fit.used, "shortened": fit.shortened}

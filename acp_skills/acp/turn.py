@@ -14,23 +14,15 @@ from acp import RequestError
 from acp.schema import PromptResponse
 
 from ..catalog import CatalogFit, SkillCatalogContributor
-from ..diagnostics import Diagnostic, Markdown
-from ..model import PrefixMessage
+from ..diagnostics import Markdown
 from ..quiet_log import get_logger
 from ..record import HistoryEntry
 from ..tool import SkillTool, ToolResult
 from ..trust import SessionView
 from ..trust_text import command_note, waiting_note, withheld_parts
-from . import commands, consent, servers, wire
+from . import commands, consent, sessions, wire
 from .calls import AgentToolRunner, ToolCall, call_runner, settle
-from .sessions import (
-    DISPLAY_KEY,
-    ERROR_KEY,
-    INVOKED_KEY,
-    LiveSession,
-    SessionTable,
-    describe_os_error,
-)
+from .sessions import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY, LiveSession, SessionTable
 
 _log = get_logger(__name__)
 
@@ -41,13 +33,6 @@ _CANCEL_REPORT_SECONDS = 5.0
 _CANCELLED = ToolResult(
     text="Error: the turn was cancelled before this tool call finished", is_error=True
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class InvokedSkill:
-    name: str
-    text: str
-    is_error: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,37 +56,29 @@ class TurnKit:
 
 
 class PromptTurn:
-    """One prompt turn, made by `AcpSkills.turn`: ``tools`` to offer the model (``skill``
-    first), ``invoked`` the skills the person invoked as ``/name``."""
+    """One prompt turn, made by `AcpSkills.turn`: ``tools`` to offer the model (``skill`` first)."""
 
     def __init__(
         self,
         kit: TurnKit,
         live: LiveSession,
-        system: str,
-        config: Mapping[str, object],
-        tools: Sequence[Mapping[str, Any]],
+        request: dict[str, Any],
         run_tool: AgentToolRunner | None,
     ) -> None:
-        self._kit, self._live, self._session, self._link = kit, live, live.session, kit.link
-        context = live.session.context
-        self._session_id, self._cwd = context.session_id, context.cwd
-        self._options = context.lookup_options
-        self._system, self._config = system, config
+        self._kit, self._live, self._session = kit, live, live.session
+        self._session_id, self._cwd = live.context.session_id, live.context.cwd
+        self._options = live.context.lookup_options
+        self._request = request  # config, system and tools: the request header's
         self._run_tool = None if run_tool is None else call_runner(run_tool)
-        self.tools = [dict(t) for t in tools]  # the `skill` tool goes first as the turn begins
+        self.tools: list[dict[str, Any]] = request["tools"]  # `skill` goes first as it begins
         self._searchable = False  # the catalog left skills out: the tool takes `query` too
-        self.invoked: tuple[InvokedSkill, ...] = ()
         self.stop_reason: StopReason | None = None  # why the turn ended; `None` while it runs
         self._requests, self._replied, self._streamed = 0, True, False
         self._view: SessionView | None = None  # taken once, as the turn begins
+        # The first turn resends a list that went out before it (not one sent while it runs).
+        self._resend_commands, live.turned = live.commands is not None and not live.turned, True
         # Added to the history, not recorded yet.
         self._unrecorded: list[Mapping[str, Any] | HistoryEntry] = []
-
-    @property
-    def prefix(self) -> tuple[PrefixMessage, ...]:
-        """The session's frozen prefix, which every request starts with."""
-        return self._session.messages
 
     @property
     def trust_note(self) -> str | None:
@@ -134,15 +111,11 @@ class PromptTurn:
 
     async def request_messages(self) -> list[dict[str, Any]]:
         """Record what the turn added and this request's header; return its messages."""
-        kit, live = self._kit, self._live
-        # Taken as the turn began, unless it was cancelled then.
-        view = self._view or await kit.gate.view(self._options, live.trust)
-        request = {"config": self._config, "system": self._system, "tools": self.tools}
-        recorded = bool(self._unrecorded)
-        messages = await self._session.advance(self._unrecorded, request, view.offered)
+        recorded, view = bool(self._unrecorded), await self._current_view()
+        messages = await self._session.advance(self._unrecorded, self._request, view.offered)
         self._requests, self._replied, self._streamed = self._requests + 1, False, False
-        if recorded and not live.described:
-            await kit.sessions.describe(live)
+        if recorded and not self._live.described:
+            await self._kit.sessions.describe(self._live)
         return [{k: v for k, v in m.items() if not k.startswith("_")} for m in messages]
 
     async def show_text(self, text: str) -> None:
@@ -155,14 +128,10 @@ class PromptTurn:
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
     ) -> None:
         """Show the model's reply, run its tool calls (none: the turn is over), record both."""
-        if not isinstance(message, Mapping):
-            raise TypeError(f"a reply must be a message object, got {message!r}")
         # Arguments over a bound are recorded as a note, so no later load can fail on them.
         bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
-        try:  # checked before anything is shown or run: one the record cannot take runs nothing
-            entry = HistoryEntry(message=bounded)
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"the reply was refused, nothing of it ran: {error}") from None
+        # Checked before anything is shown or run: one the record cannot take runs nothing.
+        entry = HistoryEntry(message=bounded)
         reply = entry.message
         self._replied = True
         text = reply.get("content")
@@ -174,10 +143,7 @@ class PromptTurn:
         answered: set[str] = set()
         try:
             for index, call in calls.items():
-                call_id = str(call.get("id", ""))
-                function = call.get("function")
-                function = function if isinstance(function, Mapping) else {}
-                name, arguments = str(function.get("name", "")), function.get("arguments", "")
+                call_id, name, arguments = call_parts(call)
                 await self._call(call_id, name, arguments, refused.get(index))
                 answered.add(call_id)
         except anyio.get_cancelled_exc_class():
@@ -190,15 +156,17 @@ class PromptTurn:
             self.stop_reason = stop_reason
         elif not calls:
             self.stop_reason = "end_turn"
-        if self.stop_reason is not None:
-            await self._record_unrecorded()
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
         """Run one tool call (``arguments``: JSON text or decoded), report it, record the result."""
         return await self._call(call_id, name, arguments, wire.arguments_problem(arguments))
 
     async def _send(self, update: Any) -> None:
-        await self._link.send(self._session_id, update)
+        await self._kit.link.send(self._session_id, update)
+
+    async def _current_view(self) -> SessionView:
+        # Taken as the turn began, unless it was cancelled then.
+        return self._view or await self._kit.gate.view(self._options, self._live.trust)
 
     async def _call(
         self, call_id: str, name: str, arguments: object, problem: str | None
@@ -230,7 +198,7 @@ class PromptTurn:
     async def _run(self, call_id: str, name: str, arguments: object) -> object:
         kit = self._kit
         if name == kit.tool.name:
-            view = self._view or await kit.gate.view(self._options, self._live.trust)
+            view = await self._current_view()
             return await kit.tool.call(
                 arguments,
                 cwd=self._cwd,
@@ -248,22 +216,18 @@ class PromptTurn:
         message = {"role": "tool", "tool_call_id": call_id, "content": result.text}
         self._unrecorded.append(message | {ERROR_KEY: result.is_error})
 
-    async def _record_unrecorded(self, *, shielded: bool = False) -> None:
-        if not self._unrecorded:
-            return
-        # As a cancelled turn ends, bounded like its last reports.
-        with (
-            anyio.CancelScope(shield=shielded),
-            anyio.move_on_after(_CANCEL_REPORT_SECONDS if shielded else None),
-        ):
-            await self._session.advance(self._unrecorded)
+    async def _record_unrecorded(self) -> None:
+        # As the turn ends, also a cancelled one: bounded like its last reports.
+        if self._unrecorded:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
+                await self._session.advance(self._unrecorded)
 
     async def _begin(self, prompt: Sequence[object]) -> None:
         kit, live, session = self._kit, self._live, self._session
         # The session's view, taken once a turn and handed to the catalog, the tool and the
         # commands; an instance's first turn puts its trust question first.
         view = self._view = await kit.gate.turn_view(
-            kit.link, self._session_id, self._options, live.trust, may_ask=not session.composed
+            kit.link, self._session_id, self._options, live.trust
         )
         if not session.composed:  # the catalog's fit: a value kept with the frozen prefix
             live.catalog = await kit.catalog.fit(replace(session.context, skills=view.offered))
@@ -271,47 +235,40 @@ class PromptTurn:
         self._searchable = fit is not None and bool(fit.omitted)
         self.tools.insert(0, kit.tool_spec(searchable=self._searchable))
         # After the trust question: an answer that admits skills may have changed the commands.
-        await kit.announcer.begin_turn(self._session_id, live, view.offered)
+        resend = self._resend_commands
+        await kit.announcer.refresh(self._session_id, live, view.offered, resend=resend)
         typed = wire.prompt_text(prompt)
         if (answer := await self._answer_without_model(typed, view, fit)) is not None:
             # Nothing reaches the model or the record.
             await self._send(wire.agent_text(answer))
             self.stop("end_turn")
             return
-        self.invoked = await self._add_prompt(typed, prompt, view)
+        await self._add_prompt(typed, prompt, view)
 
     async def _answer_without_model(
         self, typed: str, view: SessionView, fit: CatalogFit | None
     ) -> str | None:
-        cwd, word, offered = self._cwd, commands.leading_slash_word(typed), view.offered
+        word, offered = commands.leading_slash_word(typed), view.offered
         if word is None or any(s.name == word for s in commands.invocable(offered.skills)):
             return None  # for the model (a skill invocation is expanded for it)
         # `/skills` is the library's, whatever skill is named so (`commands.invocable`).
-        if word != commands.SKILLS_COMMAND and (withheld := view.withheld.get(word)):
-            return command_note(word, withheld)  # never expanded, never silent
         if word == commands.SKILLS_COMMAND:
-            problems: tuple[Diagnostic, ...] | None = None
-            try:
-                problems = await self._kit.gate.registry.diagnose(self._options)
-            except Exception as error:
-                _log.warning("skills_problems_unavailable", cwd=cwd, error=repr(error))
+            problems = await self._kit.gate.registry.diagnose(self._options)
             parts = withheld_parts(view.withheld.values(), Markdown())
-            mcp = servers.servers_report(
-                self._kit.sessions.servers.provider, self._options, offered
-            )
-            return commands.skills_report(cwd, offered, problems, fit, parts, mcp)
+            mcp = self._kit.sessions.mcp
+            states = mcp.states(self._options) if mcp is not None else ()
+            return commands.skills_report(self._cwd, offered, problems, fit, parts, states)
+        if withheld := view.withheld.get(word):
+            return command_note(word, withheld)  # never expanded, never silent
         # "/tmp is full" is about a path, not a command.
         if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
             return None
         return commands.no_such_command(word, offered)
 
-    async def _add_prompt(
-        self, typed: str, prompt: Sequence[object], view: SessionView
-    ) -> tuple[InvokedSkill, ...]:
+    async def _add_prompt(self, typed: str, prompt: Sequence[object], view: SessionView) -> None:
         content = "\n\n".join(part for part in (typed, *wire.prompt_context(prompt)) if part)
         names = [skill.name for skill in commands.invocable(view.offered.skills)]
         withheld = commands.invocable([w.skill for w in view.withheld.values()])
-        invoked: list[InvokedSkill] = []
         # Where each skill's text sits in the content: `session/load` replays the calls from it.
         calls: list[dict[str, Any]] = []
         skill_tool = self._kit.tool.name
@@ -331,25 +288,28 @@ class PromptTurn:
                 additional_directories=self._options.additional_directories,
             )
             await self._send(wire.tool_call_finished(call_id, result))
-            invoked.append(InvokedSkill(name=name, text=result.text, is_error=result.is_error))
             if content and result.text:
                 content += "\n\n"
             start, content = len(content), content + result.text
             entry = {"id": call_id, "name": name, "is_error": result.is_error, "start": start}
             calls.append(entry | {"end": len(content)})
         # A note for each withheld skill `/NAME` would have run, unless a skill of that name did.
-        unrun = {skill.name for skill in withheld} - {skill.name for skill in invoked}
+        unrun = {s.name for s in withheld} - {call["name"] for call in calls}
         for name in wire.find_invocations(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
             note = command_note(name, view.withheld[name])
             await self._send(wire.agent_text(note + "\n\n"))
-        if self._live.first_prompt is None:
-            self._live.first_prompt = typed  # a new session's title
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
         if calls:
             message[INVOKED_KEY] = calls
         self._unrecorded.append(message)
-        return tuple(invoked)
+
+
+def call_parts(call: Mapping[str, Any]) -> tuple[str, str, object]:
+    """A recorded or replied tool call's id, function name and arguments."""
+    function = call.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    return str(call.get("id", "")), str(function.get("name", "")), function.get("arguments", "")
 
 
 def _raised(name: str, error: Exception) -> ToolResult:
@@ -365,21 +325,18 @@ async def open_turn(
     kit: TurnKit,
     session_id: str,
     prompt: Sequence[object],
-    system: str,
-    config: Mapping[str, object],
-    tools: Sequence[Mapping[str, Any]],
+    request: dict[str, Any],
     run_tool: AgentToolRunner | None,
 ) -> AsyncIterator[PromptTurn]:
     kit.link.require_client()  # before the model is ever called
-    live = await kit.sessions.get(session_id)
-    session = live.session
+    live = kit.sessions.get(session_id)
     if live.turn is not None:
         busy = {"sessionId": session_id, "reason": "a prompt turn is already running"}
         raise RequestError.invalid_request(busy)
-    turn = PromptTurn(kit, live, system, config, tools, run_tool)
-    scope = anyio.CancelScope()
+    turn = PromptTurn(kit, live, request, run_tool)
     # Set before anything awaits: a `session/cancel` read right after the prompt finds it.
-    live.turn, live.turn_ended = scope, anyio.Event()
+    scope = live.turn = anyio.CancelScope()
+    live.turn_ended = anyio.Event()
     began = False
     try:
         with scope:
@@ -388,24 +345,24 @@ async def open_turn(
             yield turn
         if scope.cancelled_caught:
             _log.info("turn_cancelled", session_id=session_id)
-            session.discard_unused_prefix()
+            live.session.discard_unused_prefix()
             turn.stop("cancelled")
         if not began:
             # Cancelled while the turn began: the block still runs, with nothing to do.
             yield turn
-        await turn._record_unrecorded(shielded=True)  # a cancelled call's result, say
-        if session.save_error is not None:
+        await turn._record_unrecorded()  # a cancelled call's result, say
+        if (error := live.session.save_error) is not None:
             # The reply is out; the person also needs to know it will not survive a restart.
+            why = sessions.describe_os_error(error)
             notice = (
-                f"\n\nNote: this conversation could not be saved "
-                f"({describe_os_error(session.save_error)}). It goes on here, and what is missing "
-                "is saved as soon as writing works again; if the agent stops first, reopening the "
-                "session will not show it."
+                f"\n\nNote: this conversation could not be saved ({why}). "
+                "It goes on here, and what is missing is saved as soon as writing works again; if "
+                "the agent stops first, reopening the session will not show it."
             )
             await kit.link.send(session_id, wire.agent_text(notice))
     finally:
         try:
-            await turn._record_unrecorded(shielded=True)  # a block that raised: what it added
+            await turn._record_unrecorded()  # a block that raised: what it added
         except Exception as error:
             # Logged, not raised: the block's own outcome goes on, and the session stays usable.
             _log.error("turn_not_recorded", session_id=session_id, error=repr(error))
