@@ -11,38 +11,35 @@ import anyio
 from .model import PrefixContext, PrefixMessage, SkillSnapshot
 from .prefix import SessionPrefix
 from .quiet_log import get_logger
-from .record import HeaderEntry, HeaderReason, HistoryEntry, RecordEntry, SessionRecord
+from .record import HeaderEntry, HeaderReason, HistoryEntry, RecordEntry, SessionStore
 
 _log = get_logger(__name__)
 
 
 class PrefixedSession:
-    """One session instance over its `SessionRecord`. A record failing with an `OSError` stops
-    nothing: `save_error` says why it is behind, and later appends first write what waits.
-    ``last_header``: the record's last (the previous instance's until this one's first)."""
+    """One session instance over its record in ``store``. A store failing with an `OSError`
+    stops nothing: `save_error` says why the record is behind, and later appends first write
+    what waits. ``last_header``: the record's last (the previous instance's until this one's)."""
 
     def __init__(
         self,
         prefix: SessionPrefix,
         context: PrefixContext,
-        record: SessionRecord,
+        store: SessionStore,
         *,
         entries: Sequence[RecordEntry],
         composed: bool = False,
     ) -> None:
-        self._contributors, self._record, self.context = prefix, record, context
-        self._frozen: tuple[PrefixMessage, ...] | None = None
-        self.composed = False  # whether the prefix is frozen (a plain attribute: read per turn)
-        self._compose_lock = anyio.Lock()
-        # One lock for every append keeps the in-memory state in the same order as the record.
-        self._write_lock = anyio.Lock()
+        self._contributors, self._store, self.context = prefix, store, context
         self._history = [entry for entry in entries if isinstance(entry, HistoryEntry)]
         headers = [entry for entry in entries if isinstance(entry, HeaderEntry)]
-        self.last_header: HeaderEntry | None = headers[-1] if headers else None
-        self._own_header: HeaderEntry | None = None
-        if composed and self.last_header is not None:  # the header is this instance's own
-            self._own_header = self.last_header
-            self._frozen, self.composed = self.last_header.message_prefix, True
+        self.last_header = headers[-1] if headers else None
+        # ``composed``: an instance let go while idle, opened again: the last header is its own.
+        self._own_header = self.last_header if composed else None
+        self._frozen = self._own_header.message_prefix if self._own_header else None
+        self.composed = self._frozen is not None  # a plain attribute: read on every turn
+        self._compose_lock, self._write_lock = anyio.Lock(), anyio.Lock()
+        # One write lock for every append keeps the in-memory state in the record's order.
         self._unsaved: list[RecordEntry] = []
         self.save_error: OSError | None = None
 
@@ -51,24 +48,24 @@ class PrefixedSession:
         cls,
         prefix: SessionPrefix,
         context: PrefixContext,
-        record: SessionRecord,
+        store: SessionStore,
         *,
         replacing: PrefixedSession | None = None,
         composed: bool = False,
     ) -> PrefixedSession:
-        """A new instance over ``record``; ``replacing``: the instance this one replaces
-        (``session/load``), whose unsaved entries it takes over; ``composed``: an instance let
-        go while idle, opened again: its frozen prefix is the record's last header's, and it
-        writes no ``resume`` header."""
+        """A new instance over the session's record; ``replacing``: the instance this one
+        replaces (``session/load``), whose unsaved entries it takes over; ``composed``: an
+        instance let go while idle, opened again (it writes no ``resume`` header)."""
+        session_id = context.session_id
         if replacing is None:
-            entries = await record.entries()
-            return cls(prefix, context, record, entries=entries, composed=composed)
+            entries = await store.entries(session_id)
+            return cls(prefix, context, store, entries=entries, composed=composed)
         # Under the replaced instance's write lock, so no entry is half way between its queue
         # and the record while the record is read: each entry is then read or taken over, once.
         async with replacing._write_lock:
             await replacing._write_unsaved()
-            entries = [*await record.entries(), *replacing._unsaved]
-            session = cls(prefix, context, record, entries=entries)
+            entries = [*await store.entries(session_id), *replacing._unsaved]
+            session = cls(prefix, context, store, entries=entries)
             # Shared from now on: whichever instance writes next writes what either left
             # unsaved, in order (the old one may still record its cancelled turn's results).
             session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
@@ -98,14 +95,11 @@ class PrefixedSession:
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
         """Compose the prefix once (nothing is kept if that fails), then return it. ``skills``:
         what the session offers (`PrefixContext.skills`; `AcpSkills` hands down the turn's)."""
-        if self._frozen is None:
-            async with self._compose_lock:
-                if self._frozen is None:
-                    context = self.context
-                    if skills is not None:
-                        context = replace(context, skills=skills)
-                    self._frozen = await self._contributors.compose(context)
-                    self.composed = True
+        async with self._compose_lock:
+            if self._frozen is None:
+                context = self.context if skills is None else replace(self.context, skills=skills)
+                self._frozen = await self._contributors.compose(context)
+                self.composed = True
         return self._frozen
 
     def discard_unused_prefix(self) -> None:
@@ -144,13 +138,8 @@ class PrefixedSession:
         """Append one message to the record and `history`; return a (well-formed) copy of the
         entry: changing its message changes neither."""
         entry = HistoryEntry(message=message)
-        await self._append(entry)
-        return entry.copy()
-
-    async def _append(self, entry: HistoryEntry) -> None:
-        async with self._write_lock:
-            await self._save(entry)
-            self._history.append(entry)
+        await self.advance([entry])
+        return HistoryEntry(message=entry.message)
 
     async def advance(
         self,
@@ -167,9 +156,10 @@ class PrefixedSession:
             await self.prefix(skills)
         while messages:
             entry = messages[0]
-            await self._append(
-                entry if isinstance(entry, HistoryEntry) else HistoryEntry(message=entry)
-            )
+            entry = entry if isinstance(entry, HistoryEntry) else HistoryEntry(message=entry)
+            async with self._write_lock:
+                await self._save(entry)
+                self._history.append(entry)
             del messages[0]
         if request is None:
             return []
@@ -187,22 +177,24 @@ class PrefixedSession:
             raise
 
     async def _write_unsaved(self) -> None:
+        session_id = self.context.session_id
         try:
             while self._unsaved:
-                await self._record.append(self._unsaved[0])
+                await self._store.append(session_id, self._unsaved[0])
                 del self._unsaved[0]
         except OSError as error:
             if self.save_error is None:
+                missing = len(self._unsaved)
                 _log.warning(
                     "session_record_write_failed",
-                    session_id=self.context.session_id,
+                    session_id=session_id,
                     error=str(error),
-                    unsaved=len(self._unsaved),
+                    unsaved=missing,
                 )
             self.save_error = error
             return
         if self.save_error is not None:
-            _log.info("session_record_caught_up", session_id=self.context.session_id)
+            _log.info("session_record_caught_up", session_id=session_id)
             self.save_error = None
 
     def request_messages(self) -> list[dict[str, Any]]:

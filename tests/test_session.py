@@ -55,7 +55,6 @@ async def test_three_requests_over_two_turns_compose_once_and_record_one_header(
     prefix = SessionPrefix()
     prefix.add(contributor)
     session = await open_session(prefix, context, store)
-    record = await store.open("s1")
 
     # Turn 1: a tool call makes two model requests.
     await session.prefix()
@@ -72,7 +71,7 @@ async def test_three_requests_over_two_turns_compose_once_and_record_one_header(
     assert first is not None
     assert first.reason == "initial"
     assert first.message_prefix == (user("catalog"),)
-    assert await headers_in(record) == [first]
+    assert await headers_in(store) == [first]
     assert session.last_header == first
 
 
@@ -104,7 +103,7 @@ async def test_a_failing_contributor_fails_the_turn_and_nothing_is_frozen(
         await record_default_request(session)
     assert not session.composed
     assert session.last_header is None
-    assert await headers_in(await store.open("s1")) == []
+    assert await headers_in(store) == []
 
     contributor.fail = False
     assert await session.prefix() == (user("scripted"),)
@@ -133,7 +132,7 @@ async def test_cancelling_during_composition_keeps_nothing(
         contributor.hold = False
         assert await session.prefix() == (user("scripted"),)
     assert contributor.calls == 2
-    assert await headers_in(await store.open("s1")) == []
+    assert await headers_in(store) == []
 
 
 async def test_concurrent_first_callers_share_one_composition(context: PrefixContext) -> None:
@@ -207,7 +206,7 @@ async def test_mutating_contributed_objects_after_composition_changes_nothing(
     assert session.last_header == recorded
     assert recorded.to_json()["config"] == {"model": {"name": "m1"}, "stop": ["END"]}
     assert recorded.to_json()["tools"] == [{"name": "skill", "parameters": {"required": ["name"]}}]
-    assert await headers_in(await store.open("s1")) == [recorded]
+    assert await headers_in(store) == [recorded]
     # The mutated values are a genuinely different request, recorded as a change.
     changed = await session.record_request(config=config, system=SYSTEM, tools=tools)
     assert changed is not None
@@ -242,7 +241,7 @@ async def test_a_reopened_session_composes_afresh_and_records_resume(
     assert resumed is not None
     assert resumed.reason == "resume"
     assert await record_default_request(second) is None
-    assert [header.reason for header in await headers_in(await store.open("s1"))] == [
+    assert [header.reason for header in await headers_in(store)] == [
         "initial",
         "resume",
     ]
@@ -271,7 +270,7 @@ async def test_a_changed_request_records_reason_change(
     assert await session.record_request(**request) is None
     # Going back is a change too.
     assert await record_default_request(session) is not None
-    reasons = [header.reason for header in await headers_in(await store.open("s1"))]
+    reasons = [header.reason for header in await headers_in(store)]
     assert reasons == ["initial", "change", "change"]
 
 
@@ -316,7 +315,7 @@ async def test_the_stored_history_never_contains_the_prefix(
         await session.append_history(message)
 
     assert session.history == tuple(conversation)
-    entries = await (await store.open("s1")).entries()
+    entries = await store.entries("s1")
     assert [e.message for e in entries if isinstance(e, HistoryEntry)] == conversation
     lines = [json.loads(line) for line in store.path_for("s1").read_text().splitlines()]
     assert [line["type"] for line in lines] == ["history", "header", "history", "history"]
@@ -367,8 +366,7 @@ async def test_the_history_cannot_be_edited_through_the_entry_an_append_returns(
     message: Any = entry.message
     message["content"] = "edited"
     assert session.history == ({"role": "user", "content": "hi"},)
-    record = await store.open(context.session_id)
-    assert [e.to_json() for e in await record.entries()] == [
+    assert [e.to_json() for e in await store.entries(context.session_id)] == [
         {"message": {"role": "user", "content": "hi"}}
     ]
 
@@ -428,7 +426,7 @@ async def test_a_record_that_fails_to_write_keeps_the_conversation_and_catches_u
         await session.append_history(said("four"))
     assert session.save_error is None
     assert [entry["event"] for entry in logs] == ["session_record_caught_up"]
-    entries = await (await store.open("s1")).entries()
+    entries = await store.entries("s1")
     assert [getattr(entry, "message", entry) for entry in entries] == [
         said("one"),
         said("two"),
@@ -438,21 +436,20 @@ async def test_a_record_that_fails_to_write_keeps_the_conversation_and_catches_u
     ]
 
 
-class RefusesOnce:
-    """A record whose next append fails with ``error``, then works again."""
+class RefusesOnce(InMemorySessionStore):
+    """A store whose next append fails with ``error``, then works again."""
 
     def __init__(self, error: BaseException) -> None:
+        super().__init__()
         self.error: BaseException | None = error
         self.stored: list[RecordEntry] = []
 
-    async def append(self, entry: RecordEntry) -> None:
+    async def append(self, session_id: str, entry: RecordEntry) -> None:
         if self.error is not None:
             error, self.error = self.error, None
             raise error
         self.stored.append(entry)
-
-    async def entries(self) -> list[RecordEntry]:
-        return list(self.stored)
+        await super().append(session_id, entry)
 
 
 async def test_a_record_failure_that_is_not_storage_still_fails_the_append(
@@ -554,11 +551,10 @@ async def test_a_replacing_instance_first_writes_what_waits(
     await old.append_history(said("one"))
     with record_replaced_by_a_directory(store.path_for("s1")):
         await old.append_history(said("two"))
-    record = await store.open("s1")
-    new = await PrefixedSession.open(SessionPrefix(), context, record, replacing=old)
+    new = await PrefixedSession.open(SessionPrefix(), context, store, replacing=old)
     assert new.history == (said("one"), said("two"))
     assert (new.unsaved, new.save_error) == (0, None)
-    entries = await record.entries()
+    entries = await store.entries("s1")
     assert [getattr(entry, "message", entry) for entry in entries] == [said("one"), said("two")]
 
 
@@ -573,5 +569,5 @@ async def test_flush_writes_what_waits_once_writing_works(
         await session.append_history(said("two"))
         assert isinstance(await session.flush(), OSError)
     assert await session.flush() is None
-    entries = await (await store.open("s1")).entries()
+    entries = await store.entries("s1")
     assert [getattr(entry, "message", entry) for entry in entries] == [said("one"), said("two")]

@@ -13,7 +13,7 @@ from acp_skills import SkillDefinition, SkillRegistry
 from acp_skills.acp import AcpSkills
 from acp_skills.acp.sessions import IDLE_PER_LIVE
 from acp_skills.acp.turn import PromptTurn
-from acp_skills.record import HeaderEntry, InMemorySessionStore, SessionRecord
+from acp_skills.record import HeaderEntry, InMemorySessionStore, RecordEntry
 from acp_skills.trust import TrustStore
 from tests.acp_peer import (
     WAIT_SECONDS,
@@ -62,7 +62,7 @@ async def test_idle_sessions_beyond_the_bound_are_let_go_and_come_back_from_thei
         messages = await turn.request_messages()
     assert "late" not in turn.prefix[0].text
     assert [m["content"] for m in messages[len(turn.prefix) :]] == ["first", "one", "second"]
-    entries = await (await skills.store.open("s1")).entries()
+    entries = await skills.store.entries("s1")
     assert [entry.reason for entry in entries if isinstance(entry, HeaderEntry)] == ["initial"]
 
 
@@ -215,18 +215,18 @@ async def test_two_prompts_for_a_session_let_go_while_idle_open_it_once(
 
 
 class HeldStore(InMemorySessionStore):
-    """Holds the next `open` of a record until ``release`` is set."""
+    """Holds the next read of a record until ``release`` is set."""
 
     def __init__(self) -> None:
         super().__init__()
         self.hold, self.holding, self.release = False, anyio.Event(), anyio.Event()
 
-    async def open(self, session_id: str) -> SessionRecord:
+    async def entries(self, session_id: str) -> list[RecordEntry]:
         if self.hold:
             self.hold = False
             self.holding.set()
             await self.release.wait()
-        return await super().open(session_id)
+        return await super().entries(session_id)
 
 
 async def test_a_session_closed_while_it_reopens_stays_closed(

@@ -30,12 +30,7 @@ from acp_skills import (
 )
 from acp_skills.acp import AcpSkills
 from acp_skills.acp.turn import InvokedSkill, PromptTurn
-from acp_skills.record import (
-    HistoryEntry,
-    InMemorySessionStore,
-    RecordEntry,
-    SessionRecord,
-)
+from acp_skills.record import HistoryEntry, InMemorySessionStore, RecordEntry
 from tests.acp_peer import (
     CLIENT_MARKER,
     GUIDE_ON_DISK,
@@ -550,24 +545,15 @@ class FaultyStore(InMemorySessionStore):
         self.held = anyio.Event()  # set once a tool result is being held
         self.failure: Exception | None = None  # raised by every append while set
 
-    async def open(self, session_id: str) -> SessionRecord:
-        record, store = await super().open(session_id), self
-
-        class Faulty:
-            async def append(self, entry: RecordEntry) -> None:
-                if store.failure is not None:
-                    raise store.failure
-                is_result = isinstance(entry, HistoryEntry) and entry.message["role"] == "tool"
-                if store.hold_results and is_result:
-                    store.hold_results = False
-                    store.held.set()
-                    await anyio.Event().wait()  # until cancelled
-                await record.append(entry)
-
-            async def entries(self) -> list[RecordEntry]:
-                return await record.entries()
-
-        return Faulty()
+    async def append(self, session_id: str, entry: RecordEntry) -> None:
+        if self.failure is not None:
+            raise self.failure
+        is_result = isinstance(entry, HistoryEntry) and entry.message["role"] == "tool"
+        if self.hold_results and is_result:
+            self.hold_results = False
+            self.held.set()
+            await anyio.Event().wait()  # until cancelled
+        await super().append(session_id, entry)
 
 
 def agent_tool_reply(call_id: str) -> dict[str, Any]:

@@ -15,9 +15,8 @@ from ..catalog import CatalogFit
 from ..model import PrefixContext
 from ..prefix import SessionPrefix
 from ..quiet_log import get_logger
-from ..record import SessionStore
+from ..record import SessionDescription, SessionStore, session_title
 from ..session import PrefixedSession
-from ..session_index import ListedSessionStore, SessionDescription, session_title
 from .consent import SessionTrust
 from .servers import SessionServers
 
@@ -141,9 +140,8 @@ class SessionTable:
         cannot be read); ``composed``: the record's last header holds its frozen prefix."""
         session_id = context.session_id
         try:
-            record = await self._store.open(session_id)
             return await PrefixedSession.open(
-                self._prefix, context, record, replacing=replacing, composed=composed
+                self._prefix, context, self._store, replacing=replacing, composed=composed
             )
         except OSError as error:
             problem = describe_os_error(error)
@@ -181,11 +179,11 @@ class SessionTable:
         return instance
 
     async def describe(self, live: LiveSession) -> None:
-        """Give a listing store ``live``'s summary once per instance, after a recorded prompt;
+        """Give the store ``live``'s summary once per instance, after a recorded prompt;
         never fails the turn (one not written is tried again at the next)."""
         store, session = self._store, live.session
         # A record not written yet would list nothing.
-        if live.described or session.save_error or not isinstance(store, ListedSessionStore):
+        if live.described or session.save_error:
             return
         context = session.context
         description = SessionDescription(

@@ -26,10 +26,9 @@ from ..diagnostics import diagnostic_json, server_json
 from ..local import LocalSkillProvider
 from ..model import PrefixContext, SkillLookupOptions, is_skill_name, require_positive_int
 from ..prefix import SessionPrefix
-from ..record import InMemorySessionStore, SessionStore
+from ..record import InMemorySessionStore, InvalidCursor, SessionStore
 from ..registry import SkillRegistry
 from ..session import PrefixedSession
-from ..session_index import InvalidCursor, ListedSessionStore
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, for_editor
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from ..trust import TrustMode, TrustStore, trust_mode
@@ -187,11 +186,10 @@ class AcpSkills:
 
     @property
     def session_capabilities(self) -> SessionCapabilities:
-        """``agentCapabilities.sessionCapabilities``: ``list`` when the store lists its
-        sessions; ``additionalDirectories`` always (editors send it only when told)."""
-        listed = SessionListCapabilities() if isinstance(self.store, ListedSessionStore) else None
+        """``agentCapabilities.sessionCapabilities``; ``additionalDirectories`` too (editors
+        send it only when told)."""
         return SessionCapabilities(
-            list=listed,
+            list=SessionListCapabilities(),
             resume=SessionResumeCapabilities(),
             close=SessionCloseCapabilities(),
             additional_directories=SessionAdditionalDirectoriesCapabilities(),
@@ -253,11 +251,9 @@ class AcpSkills:
     ) -> ListSessionsResponse:
         """``session/list``: one page of the recorded sessions, newest first (docs/sessions.md);
         invalid params for a relative ``cwd`` or an unknown cursor."""
-        directory, store = check_cwd(cwd) if cwd is not None else None, self.store
-        if not isinstance(store, ListedSessionStore):
-            return ListSessionsResponse(sessions=[])
+        directory = check_cwd(cwd) if cwd is not None else None
         try:
-            page = await store.list_sessions(cwd=directory, cursor=cursor)
+            page = await self.store.list_sessions(cwd=directory, cursor=cursor)
         except InvalidCursor as error:
             raise RequestError.invalid_params({"cursor": cursor, "reason": str(error)}) from None
         except OSError as error:
