@@ -38,8 +38,8 @@ class PrefixedSession:
         self._own_header = self.last_header if composed else None
         self._frozen = self._own_header.message_prefix if self._own_header else None
         self.composed = self._frozen is not None  # a plain attribute: read on every turn
+        # One write lock for every append keeps the history in the record's order.
         self._compose_lock, self._write_lock = anyio.Lock(), anyio.Lock()
-        # One write lock for every append keeps the in-memory state in the record's order.
         self._unsaved: list[RecordEntry] = []
         self.save_error: OSError | None = None
 
@@ -56,15 +56,14 @@ class PrefixedSession:
         """A new instance over the session's record; ``replacing``: the instance this one
         replaces (``session/load``), whose unsaved entries it takes over; ``composed``: an
         instance let go while idle, opened again (it writes no ``resume`` header)."""
-        session_id = context.session_id
         if replacing is None:
-            entries = await store.entries(session_id)
+            entries = await store.entries(context.session_id)
             return cls(prefix, context, store, entries=entries, composed=composed)
         # Under the replaced instance's write lock, so no entry is half way between its queue
         # and the record while the record is read: each entry is then read or taken over, once.
         async with replacing._write_lock:
             await replacing._write_unsaved()
-            entries = [*await store.entries(session_id), *replacing._unsaved]
+            entries = [*await store.entries(context.session_id), *replacing._unsaved]
             session = cls(prefix, context, store, entries=entries)
             # Shared from now on: whichever instance writes next writes what either left
             # unsaved, in order (the old one may still record its cancelled turn's results).
@@ -93,8 +92,8 @@ class PrefixedSession:
         return tuple(entry.plain_message() for entry in self._history)
 
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
-        """Compose the prefix once (nothing is kept if that fails), then return it. ``skills``:
-        what the session offers (`PrefixContext.skills`; `AcpSkills` hands down the turn's)."""
+        """Compose the prefix once (nothing is kept if that fails), then return it; ``skills``:
+        what the session offers (`PrefixContext.skills`)."""
         async with self._compose_lock:
             if self._frozen is None:
                 context = self.context if skills is None else replace(self.context, skills=skills)
@@ -134,24 +133,16 @@ class PrefixedSession:
             self._own_header = self.last_header = header
             return header
 
-    async def append_history(self, message: Mapping[str, object]) -> HistoryEntry:
-        """Append one message to the record and `history`; return a (well-formed) copy of the
-        entry: changing its message changes neither."""
-        entry = HistoryEntry(message=message)
-        await self.advance([entry])
-        return HistoryEntry(message=entry.message)
-
     async def advance(
         self,
         messages: list[Mapping[str, Any] | HistoryEntry],
         request: Mapping[str, Any] | None = None,
         skills: SkillSnapshot | None = None,
     ) -> list[dict[str, Any]]:
-        """One step of a turn in one call: append ``messages`` (what the turn added since its
-        last request; an entry already checked is kept as it is), each taken out of the list
-        once appended (what an error or a cancel stopped stays there); for a ``request``
-        (`record_request`'s keywords) compose the prefix with ``skills`` first if it is not
-        yet, record the header, and return `request_messages`."""
+        """One step of a turn: append ``messages`` to the record and `history`, each taken out
+        of the list once appended (what an error or a cancel stopped stays there); for a
+        ``request`` (`record_request`'s keywords), compose the prefix with ``skills`` if it is
+        not yet, record the header, and return `request_messages`."""
         if request is not None:
             await self.prefix(skills)
         while messages:
@@ -184,13 +175,8 @@ class PrefixedSession:
                 del self._unsaved[0]
         except OSError as error:
             if self.save_error is None:
-                missing = len(self._unsaved)
-                _log.warning(
-                    "session_record_write_failed",
-                    session_id=session_id,
-                    error=str(error),
-                    unsaved=missing,
-                )
+                behind = {"error": str(error), "unsaved": len(self._unsaved)}
+                _log.warning("session_record_write_failed", session_id=session_id, **behind)
             self.save_error = error
             return
         if self.save_error is not None:
@@ -200,9 +186,6 @@ class PrefixedSession:
     def request_messages(self) -> list[dict[str, Any]]:
         """The next request's messages, fresh copies: the prefix, then the history."""
         if self._frozen is None:
-            raise RuntimeError(
-                "the session prefix has not been composed yet; "
-                "await prefix() or record_request() before building a request"
-            )
+            raise RuntimeError("the session prefix has not been composed yet")
         prefix = [{"role": message.role, "content": message.text} for message in self._frozen]
         return [*prefix, *(entry.plain_message() for entry in self._history)]

@@ -58,13 +58,13 @@ async def test_three_requests_over_two_turns_compose_once_and_record_one_header(
 
     # Turn 1: a tool call makes two model requests.
     await session.prefix()
-    await session.append_history({"role": "user", "content": "deploy it"})
+    await session.advance([{"role": "user", "content": "deploy it"}])
     first = await record_default_request(session)
-    await session.append_history({"role": "assistant", "content": "calling skill"})
+    await session.advance([{"role": "assistant", "content": "calling skill"}])
     assert await record_default_request(session) is None
     # Turn 2.
     await session.prefix()
-    await session.append_history({"role": "user", "content": "thanks"})
+    await session.advance([{"role": "user", "content": "thanks"}])
     assert await record_default_request(session) is None
 
     assert contributor.calls == 1
@@ -222,9 +222,9 @@ async def test_a_reopened_session_composes_afresh_and_records_resume(
     prefix = SessionPrefix()
     prefix.add(contributor)
     first = await open_session(prefix, context, store)
-    await first.append_history({"role": "user", "content": "hello"})
+    await first.advance([{"role": "user", "content": "hello"}])
     initial = await record_default_request(first)
-    await first.append_history({"role": "assistant", "content": "hi"})
+    await first.advance([{"role": "assistant", "content": "hi"}])
 
     contributor.text = "catalog v2"
     second = await open_session(prefix, context, store)
@@ -309,10 +309,10 @@ async def test_the_stored_history_never_contains_the_prefix(
         },
         {"role": "tool", "tool_call_id": "c1", "content": "body"},
     ]
-    await session.append_history(conversation[0])
+    await session.advance([conversation[0]])
     await record_default_request(session)
     for message in conversation[1:]:
-        await session.append_history(message)
+        await session.advance([message])
 
     assert session.history == tuple(conversation)
     entries = await store.entries("s1")
@@ -328,7 +328,7 @@ async def test_request_messages_are_prefix_then_history(context: PrefixContext) 
     prefix = SessionPrefix()
     prefix.add(Prepend("catalog"))
     session = await open_session(prefix, context, InMemorySessionStore())
-    await session.append_history({"role": "user", "content": "hi"})
+    await session.advance([{"role": "user", "content": "hi"}])
     with pytest.raises(RuntimeError, match="not been composed"):
         session.request_messages()
     await record_default_request(session)
@@ -348,27 +348,11 @@ async def test_the_history_cannot_be_edited_through_what_it_gives(
     """Recorded messages cannot be edited through ``history``: it gives copies."""
     session = await open_session(SessionPrefix(), context, InMemorySessionStore())
     source: dict[str, Any] = {"role": "user", "content": "hi"}
-    await session.append_history(source)
+    await session.advance([source])
     source["content"] = "changed"
     message: Any = session.history[0]
     message["content"] = "edited"
     assert session.history == ({"role": "user", "content": "hi"},)
-
-
-async def test_the_history_cannot_be_edited_through_the_entry_an_append_returns(
-    context: PrefixContext,
-) -> None:
-    """The entry ``append_history`` returns is a copy: changing its message changes neither
-    the history nor the record."""
-    store = InMemorySessionStore()
-    session = await open_session(SessionPrefix(), context, store)
-    entry = await session.append_history({"role": "user", "content": "hi"})
-    message: Any = entry.message
-    message["content"] = "edited"
-    assert session.history == ({"role": "user", "content": "hi"},)
-    assert [e.to_json() for e in await store.entries(context.session_id)] == [
-        {"message": {"role": "user", "content": "hi"}}
-    ]
 
 
 async def test_a_failed_history_append_leaves_the_history_unchanged(
@@ -377,7 +361,7 @@ async def test_a_failed_history_append_leaves_the_history_unchanged(
     """A message the record refuses does not appear in ``history``."""
     session = await open_session(SessionPrefix(), context, InMemorySessionStore())
     with pytest.raises(ValueError, match="history message"):
-        await session.append_history({"score": float("nan")})
+        await session.advance([{"score": float("nan")}])
     assert session.history == ()
 
 
@@ -407,13 +391,13 @@ async def test_a_record_that_fails_to_write_keeps_the_conversation_and_catches_u
     """Entries the record refused stay in the session and are written first, in order, later."""
     store = JsonlSessionStore(tmp_path / "sessions")
     session = await open_session(SessionPrefix(), context, store)
-    await session.append_history(said("one"))
+    await session.advance([said("one")])
     assert session.save_error is None
     with capture_logs() as logs, record_replaced_by_a_directory(store.path_for("s1")):
-        await session.append_history(said("two"))
+        await session.advance([said("two")])
         failed = session.save_error
         header = await record_default_request(session)
-        await session.append_history(said("three"))
+        await session.advance([said("three")])
         assert session.save_error is not None
     assert isinstance(failed, OSError)
     assert failed.strerror == "Is a directory"
@@ -423,7 +407,7 @@ async def test_a_record_that_fails_to_write_keeps_the_conversation_and_catches_u
     assert logs[0]["unsaved"] == 1
 
     with capture_logs() as logs:
-        await session.append_history(said("four"))
+        await session.advance([said("four")])
     assert session.save_error is None
     assert [entry["event"] for entry in logs] == ["session_record_caught_up"]
     entries = await store.entries("s1")
@@ -459,10 +443,10 @@ async def test_a_record_failure_that_is_not_storage_still_fails_the_append(
     record = RefusesOnce(RuntimeError("a bug in the store"))
     session = PrefixedSession(SessionPrefix(), context, record, entries=())
     with pytest.raises(RuntimeError, match="a bug in the store"):
-        await session.append_history(said("lost"))
+        await session.advance([said("lost")])
     assert session.history == ()
     assert session.save_error is None
-    await session.append_history(said("kept"))
+    await session.advance([said("kept")])
     assert [getattr(entry, "message", None) for entry in record.stored] == [said("kept")]
 
 
@@ -472,13 +456,13 @@ async def test_a_failure_while_catching_up_keeps_the_older_entries_waiting(
     """A non-storage failure while writing the backlog drops only the new entry."""
     record = RefusesOnce(OSError(28, "No space left on device"))
     session = PrefixedSession(SessionPrefix(), context, record, entries=())
-    await session.append_history(said("waiting"))
+    await session.advance([said("waiting")])
     assert session.save_error is not None
     record.error = RuntimeError("a bug in the store")
     with pytest.raises(RuntimeError, match="a bug in the store"):
-        await session.append_history(said("refused"))
+        await session.advance([said("refused")])
     assert session.history == (said("waiting"),)
-    await session.append_history(said("next"))
+    await session.advance([said("next")])
     assert session.save_error is None
     assert [getattr(entry, "message", None) for entry in record.stored] == [
         said("waiting"),
@@ -529,12 +513,12 @@ async def test_an_instance_replacing_one_behind_its_record_takes_over_what_waits
     """The successor's history holds the unsaved turn, and its next write saves it, once."""
     record = RefusesOnce(OSError(28, "No space left on device"))
     old = PrefixedSession(SessionPrefix(), context, record, entries=())
-    await old.append_history(said("one"))  # refused: waits in memory
+    await old.advance([said("one")])  # refused: waits in memory
     record.error = OSError(28, "No space left on device")  # and still refused at the takeover
     new = await PrefixedSession.open(SessionPrefix(), context, record, replacing=old)
     assert new.history == (said("one"),)
     assert (new.unsaved, isinstance(new.save_error, OSError)) == (1, True)
-    await new.append_history(said("two"))
+    await new.advance([said("two")])
     assert (new.unsaved, new.save_error, old.unsaved) == (0, None, 0)  # one shared queue
     assert [getattr(entry, "message", entry) for entry in record.stored] == [
         said("one"),
@@ -548,9 +532,9 @@ async def test_a_replacing_instance_first_writes_what_waits(
     """Writing works again by the time of the replacement: the entries are written, not lost."""
     store = JsonlSessionStore(tmp_path / "sessions")
     old = await open_session(SessionPrefix(), context, store)
-    await old.append_history(said("one"))
+    await old.advance([said("one")])
     with record_replaced_by_a_directory(store.path_for("s1")):
-        await old.append_history(said("two"))
+        await old.advance([said("two")])
     new = await PrefixedSession.open(SessionPrefix(), context, store, replacing=old)
     assert new.history == (said("one"), said("two"))
     assert (new.unsaved, new.save_error) == (0, None)
@@ -564,9 +548,9 @@ async def test_flush_writes_what_waits_once_writing_works(
     """`flush` says why entries still wait, then saves them when it can."""
     store = JsonlSessionStore(tmp_path / "sessions")
     session = await open_session(SessionPrefix(), context, store)
-    await session.append_history(said("one"))
+    await session.advance([said("one")])
     with record_replaced_by_a_directory(store.path_for("s1")):
-        await session.append_history(said("two"))
+        await session.advance([said("two")])
         assert isinstance(await session.flush(), OSError)
     assert await session.flush() is None
     entries = await store.entries("s1")
