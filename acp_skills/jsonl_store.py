@@ -28,11 +28,9 @@ from .record import (
     RecordEntry,
     SessionDescription,
     SessionPage,
-    SessionSummary,
     page_after,
     real_directory,
     session_title,
-    summary,
 )
 from .text import cut
 
@@ -163,39 +161,30 @@ def _cwd_key(real_cwd: str) -> str:
     return hashlib.sha256(real_cwd.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _load(updated: int, paths: Paths) -> SessionSummary | None:
+def _load(paths: Paths) -> SessionDescription | None:
     summary_path, record = paths
     if not os.access(record, os.R_OK):
         _skip(record, "permission denied")
         return None
     try:
         with open(summary_path, "rb") as file:
-            document = json.loads(file.read(_SUMMARY_BYTES))
-        described = _described(document)
+            fields = json.loads(file.read(_SUMMARY_BYTES))
+        # A summary on disk is a file a person may have edited: every field is checked again.
+        session_id, cwd, title = fields["sessionId"], fields["cwd"], fields.get("title")
+        directories = fields.get("additionalDirectories", [])
+        if fields["v"] != 1 or not isinstance(session_id, str) or not os.path.isabs(cwd):
+            raise ValueError("an unknown format version, no session id or no absolute cwd")
+        if not isinstance(directories, list) or not all(isinstance(d, str) for d in directories):
+            raise ValueError("additionalDirectories is not a list of paths")
+        title = session_title(title) if isinstance(title, str) else None
+        return SessionDescription(
+            session_id=session_id, cwd=cwd, title=title, additional_directories=tuple(directories)
+        )
     except FileNotFoundError:
         return None  # removed since the listing began (the session moved)
-    except (OSError, ValueError, RecursionError) as error:
-        _skip(summary_path, cut(f"not a session summary: {error}", 300))
+    except Exception as error:  # whatever a summary holds, it is skipped
+        _skip(summary_path, cut(f"not a session summary: {error!r}", 300))
         return None
-    return summary(updated, described)
-
-
-def _described(document: Any) -> SessionDescription:
-    # A summary on disk is a file a person may have edited: every field is checked again.
-    if not isinstance(document, dict) or document.get("v") != 1:
-        raise ValueError("not an object of format version 1")
-    session_id, cwd, title = document.get("sessionId"), document.get("cwd"), document.get("title")
-    directories = document.get("additionalDirectories", [])
-    if not isinstance(session_id, str) or not isinstance(cwd, str) or not os.path.isabs(cwd):
-        raise ValueError("no session id or no absolute cwd")
-    if not isinstance(directories, list) or not all(isinstance(d, str) for d in directories):
-        raise ValueError("additionalDirectories is not a list of paths")
-    return SessionDescription(
-        session_id=session_id,
-        cwd=cwd,
-        title=session_title(title) if isinstance(title, str) else None,
-        additional_directories=tuple(directories),
-    )
 
 
 def _open_record(path: Path, flags: int) -> int:

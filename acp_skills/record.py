@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -171,16 +172,11 @@ def real_directory(path: str) -> str:
         return os.path.abspath(path)
 
 
-def summary(updated: int, description: SessionDescription) -> SessionSummary:
-    """``description`` as listed, its record last changed at ``updated`` (ns since the epoch)."""
-    changed = datetime.fromtimestamp(updated / 1e9, UTC)
-    return SessionSummary(**asdict(description), updated_at=changed)
-
-
 T = TypeVar("T")
 # When the record last changed (ns since the epoch), a name unique in the store, and what the
-# store loads the session's summary from.
+# store loads the session's description from.
 Listed: TypeAlias = tuple[int, str, T]
+_CURSOR = re.compile(r"v1\.(\d+)\.(.*)", re.DOTALL)  # as `page_after` writes it
 
 
 def _newest_first(entry: Listed[Any]) -> tuple[int, str]:
@@ -188,27 +184,22 @@ def _newest_first(entry: Listed[Any]) -> tuple[int, str]:
 
 
 def page_after(
-    cursor: str | None, listed: Iterable[Listed[T]], load: Callable[[int, T], SessionSummary | None]
+    cursor: str | None, listed: Iterable[Listed[T]], load: Callable[[T], SessionDescription | None]
 ) -> tuple[SessionPage, list[Listed[T]]]:
     """The page of ``listed`` after ``cursor``, newest first then by name (what ``load`` gives
-    no summary for is skipped), and what is left after it; its cursor names the last entry
-    looked at, so a page goes on from there whatever changed meanwhile."""
+    nothing for is skipped), and what is left after it; its cursor names the last entry looked
+    at, so the next page goes on from there whatever changed meanwhile."""
     ordered = sorted(listed, key=_newest_first)
     if cursor is not None:
-        try:
-            version, stamp, last = cursor.split(".", 2)
-            if version != "v1":
-                raise ValueError(version)
-            after = (-int(stamp), last)
-        except ValueError:
-            raise InvalidCursor(
-                "the cursor was not handed out by a listing of this agent"
-            ) from None
+        if (named := _CURSOR.fullmatch(cursor)) is None:
+            raise InvalidCursor("the cursor was not handed out by a listing of this agent")
+        after = (-int(named[1]), named[2])
         ordered = [entry for entry in ordered if _newest_first(entry) > after]
     found: list[SessionSummary] = []
     for looked, (updated, name, item) in enumerate(ordered, start=1):
-        if (loaded := load(updated, item)) is not None:
-            found.append(loaded)
+        if (description := load(item)) is not None:
+            changed = datetime.fromtimestamp(updated / 1e9, UTC)
+            found.append(SessionSummary(**asdict(description), updated_at=changed))
         if len(found) == PAGE_SIZE and looked < len(ordered):
             return SessionPage(tuple(found), f"v1.{updated}.{name}"), ordered[looked:]
     return SessionPage(tuple(found)), []
@@ -249,4 +240,4 @@ class InMemorySessionStore:
             for session_id, (description, where) in self._described.items()
             if real in (None, where) and session_id in self._updated
         ]
-        return page_after(cursor, listed, summary)[0]
+        return page_after(cursor, listed, lambda description: description)[0]
