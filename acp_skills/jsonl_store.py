@@ -3,7 +3,6 @@ reads beside them (docs/architecture.md, docs/sessions.md)."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import glob
 import hashlib
@@ -133,17 +132,15 @@ class JsonlSessionStore:
             name = os.path.basename(summary_path).removesuffix(".json")
             try:
                 status = os.stat(record := f"{records}{name}.jsonl")
+                if not stat.S_ISREG(status.st_mode):
+                    raise OSError(errno.EINVAL, "not a regular file")
             except FileNotFoundError:
-                with contextlib.suppress(OSError):  # the record was removed: its summary goes too
-                    os.unlink(summary_path)
-                continue
+                continue  # the record was removed
             except OSError as error:
                 _skip(record, error.strerror or str(error))
                 continue
-            if not stat.S_ISREG(status.st_mode):
-                _skip(record, "not a regular file")
-            else:  # keyed by name: a move cut short by a crash lists the session once
-                found[name] = (status.st_mtime_ns, name, (summary_path, record))
+            # Keyed by name: a move cut short by a crash lists the session once.
+            found[name] = (status.st_mtime_ns, name, (summary_path, record))
         return list(found.values())
 
 
