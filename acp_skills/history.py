@@ -98,21 +98,19 @@ def _tool_use(call: Mapping[str, Any], where: str, used: set[str]) -> dict[str, 
         hashed = f"{given}-{len(used)}".encode("utf-8", "surrogatepass")
         given = "toolu_" + hashlib.sha256(hashed).hexdigest()[:24]
     used.add(given)
-    return {"type": "tool_use", "id": given, "name": name, "input": _input(function)}
+    arguments = _input(function.get("arguments"))
+    return {"type": "tool_use", "id": given, "name": name, "input": arguments}
 
 
-def _input(function: Mapping[str, Any]) -> dict[str, Any]:
+def _input(arguments: object) -> dict[str, Any]:
     # A call's input is an object there: JSON text of an object is carried as that object (as
     # the turn decoded it for the tool); anything else the model sent, as its text.
-    arguments = function.get("arguments", "")
     if isinstance(arguments, Mapping):
         return dict(arguments)
-    if not isinstance(arguments, str) or not arguments.strip():
-        return {}
     try:
-        decoded = json.loads(arguments)
+        decoded = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
     except (ValueError, RecursionError):
-        return {"arguments": arguments}
+        decoded = None
     return decoded if isinstance(decoded, dict) else {"arguments": arguments}
 
 

@@ -62,7 +62,7 @@ class PrefixedSession:
         # Under the replaced instance's write lock, so no entry is half way between its queue
         # and the record while the record is read: each entry is then read or taken over, once.
         async with replacing._write_lock:
-            await replacing._write_unsaved()
+            await replacing._save()
             entries = [*await store.entries(context.session_id), *replacing._unsaved]
             session = cls(prefix, context, store, entries=entries)
             # Shared from now on: whichever instance writes next writes what either left
@@ -109,7 +109,7 @@ class PrefixedSession:
     async def flush(self) -> OSError | None:
         """Try once more to write every entry the record has not taken; why some still wait."""
         async with self._write_lock:
-            await self._write_unsaved()
+            await self._save()
         return self.save_error
 
     async def record_request(
@@ -157,28 +157,27 @@ class PrefixedSession:
         await self.record_request(**request)
         return self.request_messages()
 
-    async def _save(self, entry: RecordEntry) -> None:
-        self._unsaved.append(entry)
+    async def _save(self, entry: RecordEntry | None = None) -> None:
+        # What waits first, in order: the record always holds the conversation up to some
+        # point, never one with holes.
+        session_id, waiting = self.context.session_id, self._unsaved
+        waiting += [entry] if entry is not None else []
         try:
-            await self._write_unsaved()
-        except BaseException:
-            # Not a storage failure: nothing of this entry is kept, as if never appended. (A
-            # cancelled write the record had already finished stays there: nobody can say.)
-            self._unsaved.pop()
-            raise
-
-    async def _write_unsaved(self) -> None:
-        session_id = self.context.session_id
-        try:
-            while self._unsaved:
-                await self._store.append(session_id, self._unsaved[0])
-                del self._unsaved[0]
+            while waiting:
+                await self._store.append(session_id, waiting[0])
+                del waiting[0]
         except OSError as error:
             if self.save_error is None:
-                behind = {"error": str(error), "unsaved": len(self._unsaved)}
+                behind = {"error": str(error), "unsaved": len(waiting)}
                 _log.warning("session_record_write_failed", session_id=session_id, **behind)
             self.save_error = error
             return
+        except BaseException:
+            # Not a storage failure: nothing of this entry is kept, as if never appended. (A
+            # cancelled write the record had already finished stays there: nobody can say.)
+            if entry is not None:
+                waiting.pop()
+            raise
         if self.save_error is not None:
             _log.info("session_record_caught_up", session_id=session_id)
             self.save_error = None
