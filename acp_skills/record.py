@@ -220,11 +220,9 @@ class InMemorySessionStore:
         self._updated[session_id] = time.time_ns()
 
     async def entries(self, session_id: str) -> list[RecordEntry]:
-        await anyio.lowlevel.checkpoint()
         return list(self._records.get(session_id, ()))
 
     async def exists(self, session_id: str) -> bool:
-        await anyio.lowlevel.checkpoint()
         return session_id in self._records
 
     async def describe_session(self, description: SessionDescription) -> None:
