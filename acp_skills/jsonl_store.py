@@ -94,9 +94,11 @@ class JsonlSessionStore:
         # listing left (bench/session_list.py: 200 pages of 10,000 sessions in 0.3-0.6 s
         # rather than 28 s); else the cursor says where a fresh listing goes on from.
         kept, self._continued = self._continued, None
-        go_on = kept and kept[:2] == (cwd, cursor) and time.monotonic() - kept[2] < 60
+        listed: list[Listed[Paths]] = []
+        if kept and kept[:2] == (cwd, cursor) and time.monotonic() - kept[2] < 60:
+            cursor, listed = None, kept[3]  # ordered already, and all after the cursor
         page, rest = await anyio.to_thread.run_sync(
-            lambda: page_after(cursor, kept[3] if kept and go_on else self._listed(cwd), _load)
+            lambda: page_after(cursor, listed or self._listed(cwd), _load)
         )
         if page.next_cursor is not None:
             self._continued = (cwd, page.next_cursor, time.monotonic(), rest)
