@@ -197,6 +197,6 @@ async def test_concurrent_appends_are_all_kept_whole(store: SessionStore) -> Non
     assert sorted(map(str, contents)) == sorted(f"message {index}" for index in range(50))
 
 
-async def test_stores_satisfy_the_protocols(store: SessionStore) -> None:
+async def test_both_stores_are_session_stores(store: SessionStore) -> None:
     """Both stores are what the seam promises."""
     assert isinstance(store, SessionStore)

@@ -537,7 +537,7 @@ async def test_a_tool_that_raises_fails_its_call_and_the_conversation_goes_on(
 
 
 class FaultyStore(InMemorySessionStore):
-    """Records that can hold an agent's tool result until the turn is cancelled, or fail."""
+    """A store that can hold an agent's tool result until the turn is cancelled, or fail."""
 
     def __init__(self) -> None:
         super().__init__()
