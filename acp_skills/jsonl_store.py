@@ -142,7 +142,7 @@ class JsonlSessionStore:
                 _skip(record, error.strerror or str(error))
                 continue
             # Keyed by name: a move cut short by a crash lists the session once.
-            found[name] = (status.st_mtime_ns, name, (summary_path, record))
+            found[name] = (-status.st_mtime_ns, name, (summary_path, record))
         return list(found.values())
 
 

@@ -173,14 +173,10 @@ def real_directory(path: str) -> str:
 
 
 T = TypeVar("T")
-# When the record last changed (ns since the epoch), a name unique in the store, and what the
-# store loads the session's description from.
+# When the record last changed, negated (ns since the epoch: sorted, the newest come first), a
+# name unique in the store, and what the store loads the session's description from.
 Listed: TypeAlias = tuple[int, str, T]
 _CURSOR = re.compile(r"v1\.(\d+)\.(.*)", re.DOTALL)  # as `page_after` writes it
-
-
-def _newest_first(entry: Listed[Any]) -> tuple[int, str]:
-    return -entry[0], entry[1]
 
 
 def page_after(
@@ -189,19 +185,19 @@ def page_after(
     """The page of ``listed`` after ``cursor``, newest first then by name (what ``load`` gives
     nothing for is skipped), and what is left after it; its cursor names the last entry looked
     at, so the next page goes on from there whatever changed meanwhile."""
-    ordered = sorted(listed, key=_newest_first)
+    ordered = sorted(listed)  # names are unique: no two entries compare their third item
     if cursor is not None:
         if (named := _CURSOR.fullmatch(cursor)) is None:
             raise InvalidCursor("the cursor was not handed out by a listing of this agent")
         after = (-int(named[1]), named[2])
-        ordered = [entry for entry in ordered if _newest_first(entry) > after]
+        ordered = [entry for entry in ordered if entry[:2] > after]
     found: list[SessionSummary] = []
-    for looked, (updated, name, item) in enumerate(ordered, start=1):
+    for looked, (negated, name, item) in enumerate(ordered, start=1):
         if (description := load(item)) is not None:
-            changed = datetime.fromtimestamp(updated / 1e9, UTC)
+            changed = datetime.fromtimestamp(-negated / 1e9, UTC)
             found.append(SessionSummary(**asdict(description), updated_at=changed))
         if len(found) == PAGE_SIZE and looked < len(ordered):
-            return SessionPage(tuple(found), f"v1.{updated}.{name}"), ordered[looked:]
+            return SessionPage(tuple(found), f"v1.{-negated}.{name}"), ordered[looked:]
     return SessionPage(tuple(found)), []
 
 
@@ -234,7 +230,7 @@ class InMemorySessionStore:
     ) -> SessionPage:
         real = await anyio.to_thread.run_sync(real_directory, cwd) if cwd is not None else None
         listed = [
-            (self._updated[session_id], session_id, description)
+            (-self._updated[session_id], session_id, description)
             for session_id, (description, where) in self._described.items()
             if real in (None, where) and session_id in self._updated
         ]
