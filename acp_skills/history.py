@@ -8,26 +8,16 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 __all__ = ["anthropic_request"]
 
-# A tool_use id the Messages endpoint accepts; any other id is replaced, the same way on both
-# sides of the pair.
+# A tool_use id the Messages endpoint accepts; any other id, or one used before, is replaced.
 _TOOL_USE_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 # Roles whose text belongs in the request's `system` (a prefix contributor may use them).
 _SYSTEM_ROLES: Final = frozenset({"system", "developer"})
-_ROLES: Final = _SYSTEM_ROLES | {"user", "assistant", "tool"}
-# A message's blocks of one kind (and their id key) pair with the next or the previous
-# message's blocks of the other kind: each call with its result, each result with its call.
-_PAIRS: Final = {
-    "assistant": ("tool_use", "id", 1, "tool_result", "tool_use_id"),
-    "user": ("tool_result", "tool_use_id", -1, "tool_use", "id"),
-}
-
-# A message of the request as it is being built: {"role": "user" | "assistant", "content": [...]}.
-_Message = dict[str, Any]
+_TURNS: Final = frozenset({"user", "assistant"})
+_ROLES: Final = _SYSTEM_ROLES | _TURNS | {"tool"}
 
 
 def anthropic_request(
@@ -44,28 +34,43 @@ def anthropic_request(
         ValueError: a message or tool is not of the Chat Completions shape (another role,
             content that is not text, a tool without a name), or no message is the person's.
     """
-    system_parts = [system] if system.strip() else []
-    turns: list[_Message] = []
-    ids = _ToolUseIds()
+    system_parts, roles, texts = [system] if system.strip() else [], [], []
     for index, message in enumerate(messages):
-        role, where = message.get("role"), f"message {index}"
-        if role not in _ROLES:
-            raise ValueError(f"{where} has the role {role!r}, which has no Messages counterpart")
-        text = _text(message.get("content"), where)
-        if role in _SYSTEM_ROLES:
-            system_parts += [text] if text else []
-        elif role == "tool":
-            answered = ids.answered(str(message.get("tool_call_id", "")))
-            result = {"type": "tool_result", "tool_use_id": answered}
-            _add(turns, "user", [{**result, "content": text} if text else result])
-        else:
-            # The endpoint refuses a text block with nothing but whitespace in it.
-            blocks = [{"type": "text", "text": text}] if text.strip() else []
-            if role == "assistant":
-                blocks += [ids.tool_use(call, f"{where}'s tool call") for call in _calls(message)]
-            _add(turns, role, blocks)
-    if not (turns := _well_formed(turns)):
+        if (role := message.get("role")) not in _ROLES:
+            raise ValueError(f"message {index} has the role {role!r}, which has no Messages one")
+        roles.append(role)
+        texts.append(text := _text(message.get("content"), f"message {index}"))
+        system_parts += [text] if role in _SYSTEM_ROLES and text else []
+    # The conversation starts with the person: what comes before their first words is left out.
+    first = [i for i, role in enumerate(roles) if role == "user" and texts[i].strip()][:1]
+    if not first:
         raise ValueError("no message of the person's to send")
+    turns: list[dict[str, Any]] = []
+    used: set[str] = set()
+    index = first[0]
+    while index < len(messages):
+        role, text, message, where = roles[index], texts[index], messages[index], f"message {index}"
+        index += 1
+        # The endpoint refuses a text block with nothing but whitespace in it.
+        blocks = [{"type": "text", "text": text}] if text.strip() and role in _TURNS else []
+        if role != "assistant":
+            _add(turns, "user", blocks)  # a result not right after its call is left out
+            continue
+        # A call is kept with its result, in the tool messages right after the reply; the
+        # endpoint refuses a call without its result, and a result without its call.
+        results: dict[str, str] = {}
+        while index < len(messages) and roles[index] == "tool":
+            results.setdefault(str(messages[index].get("tool_call_id", "")), texts[index])
+            index += 1
+        answers, calls = [], message.get("tool_calls")
+        for call in calls if isinstance(calls, list | tuple) else []:
+            answer = results.get(str(call.get("id", ""))) if isinstance(call, Mapping) else None
+            if answer is not None:
+                blocks.append(tool_use := _tool_use(call, f"{where}'s tool call", used))
+                result = {"type": "tool_result", "tool_use_id": tool_use["id"]}
+                answers.append(result | {"content": answer} if answer else result)
+        _add(turns, "assistant", blocks)
+        _add(turns, "user", answers)  # before the next prompt's text, as the endpoint wants
     body: dict[str, Any] = {"messages": turns}
     if system_parts:
         body["system"] = "\n\n".join(system_parts)
@@ -74,95 +79,39 @@ def anthropic_request(
     return body
 
 
-def _add(turns: list[_Message], role: str, blocks: list[dict[str, Any]]) -> None:
-    # Messages of one role in a row become one message (the endpoint wants them to alternate).
-    if turns and turns[-1]["role"] == role:
+def _add(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    # Messages of one role in a row become one message (the endpoint wants them to alternate);
+    # an empty one is no message.
+    if blocks and turns and turns[-1]["role"] == role:
         turns[-1]["content"].extend(blocks)
-    else:
-        turns.append({"role": role, "content": list(blocks)})
+    elif blocks:
+        turns.append({"role": role, "content": blocks})
 
 
-def _well_formed(turns: list[_Message]) -> list[_Message]:
-    """Empty messages out; leading assistant messages out; each call kept only with its
-    result in the next message, each result only after its call; results first."""
-    # Each step can leave work for another (a message emptied by pairing, an assistant message
-    # first once an empty one before it is gone): repeated until a pass removes nothing.
-    while True:
-        before = [(turn["role"], len(turn["content"])) for turn in turns]
-        merged: list[_Message] = []
-        for turn in turns:
-            if turn["content"]:
-                _add(merged, turn["role"], turn["content"])
-        while merged and merged[0]["role"] == "assistant":
-            merged = merged[1:]
-        for position, turn in enumerate(merged):
-            kind, key, step, other_kind, other_key = _PAIRS[turn["role"]]
-            near = position + step
-            other = merged[near]["content"] if 0 <= near < len(merged) else []
-            partners = {block[other_key] for block in other if block["type"] == other_kind}
-            turn["content"] = [
-                b for b in turn["content"] if b["type"] != kind or b[key] in partners
-            ]
-        turns = merged
-        if [(turn["role"], len(turn["content"])) for turn in turns] == before:
-            break
-    for turn in turns:
-        turn["content"].sort(key=lambda block: block["type"] != "tool_result")  # stable
-    return turns
+def _tool_use(call: Mapping[str, Any], where: str, used: set[str]) -> dict[str, Any]:
+    function = call.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    if not isinstance(name := function.get("name"), str) or not name:
+        raise ValueError(f"{where} has no function name")
+    given = str(call.get("id", ""))
+    if not _TOOL_USE_ID.fullmatch(given) or given in used:  # its result follows it
+        hashed = f"{given}-{len(used)}".encode("utf-8", "surrogatepass")
+        given = "toolu_" + hashlib.sha256(hashed).hexdigest()[:24]
+    used.add(given)
+    arguments = _input(function.get("arguments"))
+    return {"type": "tool_use", "id": given, "name": name, "input": arguments}
 
 
-@dataclass(slots=True)
-class _ToolUseIds:
-    """The ids of the request's tool calls, made acceptable and unique, each result given the
-    id of the call it answers: the latest call of that id (Chat Completions ids are only unique
-    where a provider makes them so)."""
-
-    _used: set[str] = field(default_factory=set)
-    _latest: dict[str, str] = field(default_factory=dict)
-
-    def tool_use(self, call: Mapping[str, Any], where: str) -> dict[str, Any]:
-        function = call.get("function")
-        function = function if isinstance(function, Mapping) else {}
-        if not isinstance(name := function.get("name"), str) or not name:
-            raise ValueError(f"{where} has no function name")
-        original = str(call.get("id", ""))
-        given = _acceptable(original)
-        if given in self._used:  # the same id in an earlier call: this call gets its own
-            given = _acceptable(f"{original}-{len(self._used)}", hashed=True)
-        self._used.add(given)
-        self._latest[original] = given
-        return {"type": "tool_use", "id": given, "name": name, "input": _input(function)}
-
-    def answered(self, original: str) -> str:
-        # A result whose call is not there keeps an id no call has: it is left out later.
-        return self._latest.get(original, "unanswered-" + _acceptable(original, hashed=True))
-
-
-def _acceptable(original: str, *, hashed: bool = False) -> str:
-    if not hashed and _TOOL_USE_ID.fullmatch(original):
-        return original
-    return "toolu_" + hashlib.sha256(original.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-
-
-def _input(function: Mapping[str, Any]) -> dict[str, Any]:
+def _input(arguments: object) -> dict[str, Any]:
     # A call's input is an object there: JSON text of an object is carried as that object (as
     # the turn decoded it for the tool); anything else the model sent, as its text.
-    arguments = function.get("arguments", "")
     if isinstance(arguments, Mapping):
         return dict(arguments)
-    if not isinstance(arguments, str) or not arguments.strip():
-        return {}
     try:
-        decoded = json.loads(arguments)
+        decoded = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
     except (ValueError, RecursionError):
-        return {"arguments": arguments}
+        decoded = None
     return decoded if isinstance(decoded, dict) else {"arguments": arguments}
-
-
-def _calls(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    calls = message.get("tool_calls")
-    calls = calls if isinstance(calls, list | tuple) else []
-    return [call for call in calls if isinstance(call, Mapping)]
 
 
 def _text(content: object, where: str) -> str:

@@ -33,37 +33,25 @@ class SessionPrefix:
         """Run the contributors for ``context``: ``TypeError`` if one returns anything but a
         sequence of `PrefixMessage`, ``RuntimeError`` if one calls ``next()`` twice."""
         # The chain as it is now: a change while composing affects the next session only.
-        return await _run_chain(tuple(self._chain.values()), 0, context)
+        chain = tuple(self._chain.values())
 
+        async def run(index: int) -> tuple[PrefixMessage, ...]:
+            if index == len(chain):
+                return ()
+            name = getattr(chain[index], "__qualname__", type(chain[index]).__qualname__)
+            who, later = f"session-prefix contributor {name!r}", [index + 1]
 
-async def _run_chain(
-    chain: tuple[PrefixContributor, ...], index: int, context: PrefixContext
-) -> tuple[PrefixMessage, ...]:
-    if index == len(chain):
-        return ()
-    contributor = chain[index]
-    name = getattr(contributor, "__qualname__", None) or type(contributor).__qualname__
-    who = f"session-prefix contributor {name!r}"
-    called = False
+            async def next_messages() -> tuple[PrefixMessage, ...]:
+                # Twice would query every later contributor twice, and the answer depend on which.
+                if not later:
+                    raise RuntimeError(f"{who} called next() twice")
+                return await run(later.pop())
 
-    async def next_messages() -> tuple[PrefixMessage, ...]:
-        nonlocal called
-        # Twice would query every later contributor twice and make the answer depend on which.
-        if called:
-            raise RuntimeError(f"{who} called next() twice")
-        called = True
-        return await _run_chain(chain, index + 1, context)
+            result = await chain[index](context, next_messages)
+            # A str is a Sequence too, and iterating it would yield characters, not messages.
+            sequence = isinstance(result, Sequence) and not isinstance(result, str | bytes)
+            if not sequence or not all(isinstance(item, PrefixMessage) for item in result):
+                raise TypeError(f"{who} returned {result!r}, not a sequence of PrefixMessage")
+            return tuple(result)
 
-    result = await contributor(context, next_messages)
-    # A str is a Sequence too, and iterating it would yield characters, not messages.
-    if isinstance(result, str | bytes) or not isinstance(result, Sequence):
-        raise TypeError(
-            f"{who} returned a {type(result).__name__}, not a sequence of PrefixMessage"
-        )
-    messages = tuple(result)
-    for position, message in enumerate(messages):
-        if not isinstance(message, PrefixMessage):  # which validates its own fields
-            raise TypeError(
-                f"{who} returned {message!r} at position {position}, not a PrefixMessage"
-            )
-    return messages
+        return await run(0)

@@ -1,61 +1,46 @@
-"""The durable record of a session (contract §8): its entries (storage's text choke point: each
-keeps a checked, well-formed JSON copy), the store protocols and the in-memory store."""
+"""The durable record of a session (contract §8, §11, §15): its entries, storage's text choke
+point (each keeps a checked, well-formed plain JSON copy); `SessionStore`, the one seam of where
+records live and what ``session/list`` shows of them; and `InMemorySessionStore`."""
 
 from __future__ import annotations
 
 import json
-import math
+import os
+import re
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, get_args, runtime_checkable
 
 import anyio.lowlevel
 import anyio.to_thread
 
+from .json_depth import nests_deeper_than
 from .model import PrefixMessage
-from .session_index import (
-    SessionDescription,
-    SessionPage,
-    ordered_after,
-    page_of,
-    real_directory,
-    summary_document,
-    summary_of,
-)
-from .text import well_formed
+from .text import shorten_description, well_formed
 
 # The first request on a fresh record, the first on one holding a header, a later change.
 HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
-
 # Far above real messages and schemas, far below the recursion limit of any walk over a value.
-MAX_JSON_DEPTH = 100
+MAX_JSON_DEPTH: Final = 100
+PAGE_SIZE: Final = 50
+TITLE_LENGTH: Final = 80
 
 
-def _checked_json(value: object, where: str, depth: int = 1) -> object:
-    # A deep copy in plain dicts and lists: json.dumps, pydantic and equality with the value it
-    # came from work on it as on any message, and the caller's later changes never reach it.
-    if isinstance(value, str):
-        return well_formed(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{where} holds {value!r}, which JSON cannot carry")
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if not isinstance(value, Mapping | list | tuple):
-        raise TypeError(f"{where} holds a {type(value).__name__}, which is not JSON")
-    if depth > MAX_JSON_DEPTH:
-        raise ValueError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
-    if not isinstance(value, Mapping):
-        return [_checked_json(item, where, depth + 1) for item in value]
-    if not all(isinstance(key, str) for key in value):
-        raise TypeError(f"{where} has a key that is not a string")
-    return {well_formed(k): _checked_json(v, where, depth + 1) for k, v in value.items()}
-
-
-def _checked_object(value: object, where: str) -> dict[str, Any]:
+def _json_object(value: object, where: str) -> dict[str, Any]:
+    # A deep copy in plain dicts and lists, its text well-formed: json.dumps refuses what JSON
+    # cannot carry, and the caller's later changes never reach the copy.
     if not isinstance(value, Mapping):
         raise TypeError(f"{where} must be a JSON object (a mapping), got {type(value).__name__}")
-    return cast(dict[str, Any], _checked_json(value, where))
+    if nests_deeper_than(value := dict(value), MAX_JSON_DEPTH):
+        raise ValueError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{where} is not JSON: {error}") from None
+    copied: dict[str, Any] = json.loads(well_formed(text))
+    return copied
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,14 +56,12 @@ class HeaderEntry:
     def __post_init__(self) -> None:
         if self.reason not in get_args(HeaderReason):
             raise ValueError(f"header reason must be one of {get_args(HeaderReason)}")
-        tools = _checked_json(self.tools, "header tools", depth=0)
-        if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
-            raise TypeError("header tools must be a sequence of JSON objects")
         if not isinstance(self.system, str):
             raise TypeError("header system must be a string")
+        tools = tuple(_json_object(tool, "header tools") for tool in self.tools)
         object.__setattr__(self, "system", well_formed(self.system))
-        object.__setattr__(self, "config", _checked_object(self.config, "header config"))
-        object.__setattr__(self, "tools", tuple(tools))
+        object.__setattr__(self, "config", _json_object(self.config, "header config"))
+        object.__setattr__(self, "tools", tools)
 
     def same_request_as(self, other: HeaderEntry) -> bool:
         """Whether both describe the same request (compared as JSON text, but the reason)."""
@@ -103,16 +86,11 @@ class HistoryEntry:
     message: Mapping[str, object]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "message", _checked_object(self.message, "history message"))
+        object.__setattr__(self, "message", _json_object(self.message, "history message"))
 
     def plain_message(self) -> dict[str, Any]:
         """A fresh, mutable deep copy of ``message``."""
-        return cast(dict[str, Any], json.loads(json.dumps(self.message)))
-
-    def copy(self) -> HistoryEntry:
-        """An entry of its own over a copy of ``message``, which needs no second check."""
-        copied = object.__new__(HistoryEntry)
-        object.__setattr__(copied, "message", self.plain_message())
+        copied: dict[str, Any] = json.loads(json.dumps(self.message))
         return copied
 
     def to_json(self) -> dict[str, Any]:
@@ -123,73 +101,137 @@ class HistoryEntry:
 RecordEntry: TypeAlias = HeaderEntry | HistoryEntry
 
 
-@runtime_checkable
-class SessionRecord(Protocol):
-    """The append-only record of one session; storage fails with `OSError`."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionDescription:
+    """What the session layer tells a store of an instance, at its first recorded prompt."""
 
-    async def append(self, entry: RecordEntry) -> None:
-        """Append one entry, durably enough to survive the agent process crashing."""
+    session_id: str
+    cwd: str
+    additional_directories: tuple[str, ...] = ()
+    title: str | None = None  # `session_title` of the record's first prompt
 
-    async def entries(self) -> list[RecordEntry]:
-        """Every readable entry, oldest first; an undecodable one is skipped with a warning."""
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSummary(SessionDescription):
+    """One session as ``session/list`` shows it (``updated_at``: its record's last change)."""
+
+    updated_at: datetime
+
+    @property
+    def updated_at_text(self) -> str:
+        """``updated_at`` in ISO 8601 (RFC 3339), UTC, to the millisecond."""
+        return self.updated_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    """One page of a listing, and the cursor of the next (``None``: this was the last)."""
+
+    sessions: tuple[SessionSummary, ...]
+    next_cursor: str | None = None
+
+
+class InvalidCursor(ValueError):
+    """A cursor that no listing of this store handed out."""
 
 
 @runtime_checkable
 class SessionStore(Protocol):
-    """Where session records live: one record per session id."""
+    """Where each session's append-only record lives, and what ``session/list`` shows of it;
+    storage fails with `OSError`."""
 
-    async def open(self, session_id: str) -> SessionRecord:
-        """The record of ``session_id``, created empty (and lazily) if there is none yet."""
+    async def append(self, session_id: str, entry: RecordEntry) -> None:
+        """Append one entry, durably enough to survive the agent process crashing."""
+
+    async def entries(self, session_id: str) -> list[RecordEntry]:
+        """Every readable entry, oldest first; an undecodable one is skipped with a warning."""
 
     async def exists(self, session_id: str) -> bool:
         """Whether anything has been recorded for ``session_id``."""
 
+    async def describe_session(self, description: SessionDescription) -> None:
+        """Keep what ``session/list`` shows of the session."""
 
-class _MemoryRecord:
-    __slots__ = ("kept", "updated")
+    async def list_sessions(
+        self, *, cwd: str | None = None, cursor: str | None = None
+    ) -> SessionPage:
+        """One page, newest first; ``cwd`` keeps the sessions whose cwd has its real path.
+        Raises `InvalidCursor`."""
 
-    def __init__(self) -> None:
-        self.kept: list[RecordEntry] = []
-        self.updated = 0  # when an entry was last appended (ns since the epoch)
 
-    async def append(self, entry: RecordEntry) -> None:
-        # Checkpoint first, like a real store: a cancelled append leaves nothing behind.
-        await anyio.lowlevel.checkpoint()
-        self.kept.append(entry)
-        self.updated = time.time_ns()
+def session_title(prompt_text: str) -> str | None:
+    """A prompt's text as a session title: one line of at most `TITLE_LENGTH` characters."""
+    return shorten_description(prompt_text, TITLE_LENGTH) or None
 
-    async def entries(self) -> list[RecordEntry]:
-        await anyio.lowlevel.checkpoint()
-        return list(self.kept)
+
+def real_directory(path: str) -> str:
+    """The real path a listing compares working directories by (blocking)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return os.path.abspath(path)
+
+
+T = TypeVar("T")
+# When the record last changed, negated (ns since the epoch: sorted, the newest come first), a
+# name unique in the store, and what the store loads the session's description from.
+Listed: TypeAlias = tuple[int, str, T]
+_CURSOR = re.compile(r"v1\.(\d+)\.(.*)", re.DOTALL)  # as `page_after` writes it
+
+
+def page_after(
+    cursor: str | None, listed: Iterable[Listed[T]], load: Callable[[T], SessionDescription | None]
+) -> tuple[SessionPage, list[Listed[T]]]:
+    """The page of ``listed`` after ``cursor``, newest first then by name (what ``load`` gives
+    nothing for is skipped), and what is left after it; its cursor names the last entry looked
+    at, so the next page goes on from there whatever changed meanwhile."""
+    ordered = sorted(listed)  # names are unique: no two entries compare their third item
+    if cursor is not None:
+        if (named := _CURSOR.fullmatch(cursor)) is None:
+            raise InvalidCursor("the cursor was not handed out by a listing of this agent")
+        after = (-int(named[1]), named[2])
+        ordered = [entry for entry in ordered if entry[:2] > after]
+    found: list[SessionSummary] = []
+    for looked, (negated, name, item) in enumerate(ordered, start=1):
+        if (description := load(item)) is not None:
+            changed = datetime.fromtimestamp(-negated / 1e9, UTC)
+            found.append(SessionSummary(**asdict(description), updated_at=changed))
+        if len(found) == PAGE_SIZE and looked < len(ordered):
+            return SessionPage(tuple(found), f"v1.{-negated}.{name}"), ordered[looked:]
+    return SessionPage(tuple(found)), []
 
 
 class InMemorySessionStore:
     """Every record, and what ``session/list`` shows of it, in memory."""
 
     def __init__(self) -> None:
-        self._records: dict[str, _MemoryRecord] = {}
-        self._summaries: dict[str, tuple[dict[str, object], str]] = {}  # with the real cwd
+        self._records: dict[str, list[RecordEntry]] = {}
+        self._updated: dict[str, int] = {}  # when each record last changed
+        self._described: dict[str, tuple[SessionDescription, str]] = {}  # with the real cwd
 
-    async def open(self, session_id: str) -> SessionRecord:
+    async def append(self, session_id: str, entry: RecordEntry) -> None:
+        # Checkpoint first, like a real store: a cancelled append leaves nothing behind.
         await anyio.lowlevel.checkpoint()
-        return self._records.setdefault(session_id, _MemoryRecord())
+        self._records.setdefault(session_id, []).append(entry)
+        self._updated[session_id] = time.time_ns()
+
+    async def entries(self, session_id: str) -> list[RecordEntry]:
+        return list(self._records.get(session_id, ()))
 
     async def exists(self, session_id: str) -> bool:
-        await anyio.lowlevel.checkpoint()
-        return bool((record := self._records.get(session_id)) and record.kept)
+        return session_id in self._records
 
     async def describe_session(self, description: SessionDescription) -> None:
-        """Keep what ``session/list`` shows of the session."""
         real = await anyio.to_thread.run_sync(real_directory, description.cwd)
-        self._summaries[description.session_id] = (summary_document(description), real)
+        self._described[description.session_id] = (description, real)
 
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
         real = await anyio.to_thread.run_sync(real_directory, cwd) if cwd is not None else None
         listed = [
-            (record.updated, session_id, summary)
-            for session_id, (summary, where) in self._summaries.items()
-            if real in (None, where) and (record := self._records.get(session_id)) and record.kept
+            (-self._updated[session_id], session_id, description)
+            for session_id, (description, where) in self._described.items()
+            if real in (None, where) and session_id in self._updated
         ]
-        return page_of(ordered_after(listed, cursor), summary_of)[0]
+        return page_after(cursor, listed, lambda description: description)[0]

@@ -11,38 +11,33 @@ import anyio
 from .model import PrefixContext, PrefixMessage, SkillSnapshot
 from .prefix import SessionPrefix
 from .quiet_log import get_logger
-from .record import HeaderEntry, HeaderReason, HistoryEntry, RecordEntry, SessionRecord
+from .record import HeaderEntry, HeaderReason, HistoryEntry, RecordEntry, SessionStore
 
 _log = get_logger(__name__)
 
 
 class PrefixedSession:
-    """One session instance over its `SessionRecord`. A record failing with an `OSError` stops
-    nothing: `save_error` says why it is behind, and later appends first write what waits.
-    ``last_header``: the record's last (the previous instance's until this one's first)."""
+    """One session instance over its record in ``store``. A store failing with an `OSError`
+    stops nothing: `save_error` says why the record is behind, and later appends first write
+    what waits. ``last_header``: the record's last (the previous instance's until this one's)."""
 
     def __init__(
         self,
         prefix: SessionPrefix,
         context: PrefixContext,
-        record: SessionRecord,
+        store: SessionStore,
         *,
         entries: Sequence[RecordEntry],
-        composed: bool = False,
     ) -> None:
-        self._contributors, self._record, self.context = prefix, record, context
-        self._frozen: tuple[PrefixMessage, ...] | None = None
-        self.composed = False  # whether the prefix is frozen (a plain attribute: read per turn)
-        self._compose_lock = anyio.Lock()
-        # One lock for every append keeps the in-memory state in the same order as the record.
-        self._write_lock = anyio.Lock()
+        self._contributors, self._store, self.context = prefix, store, context
         self._history = [entry for entry in entries if isinstance(entry, HistoryEntry)]
         headers = [entry for entry in entries if isinstance(entry, HeaderEntry)]
-        self.last_header: HeaderEntry | None = headers[-1] if headers else None
+        self.last_header = headers[-1] if headers else None
         self._own_header: HeaderEntry | None = None
-        if composed and self.last_header is not None:  # the header is this instance's own
-            self._own_header = self.last_header
-            self._frozen, self.composed = self.last_header.message_prefix, True
+        self._frozen: tuple[PrefixMessage, ...] | None = None
+        self.composed = False  # a plain attribute: read on every turn
+        # One write lock for every append keeps the history in the record's order.
+        self._compose_lock, self._write_lock = anyio.Lock(), anyio.Lock()
         self._unsaved: list[RecordEntry] = []
         self.save_error: OSError | None = None
 
@@ -51,24 +46,21 @@ class PrefixedSession:
         cls,
         prefix: SessionPrefix,
         context: PrefixContext,
-        record: SessionRecord,
+        store: SessionStore,
         *,
         replacing: PrefixedSession | None = None,
-        composed: bool = False,
     ) -> PrefixedSession:
-        """A new instance over ``record``; ``replacing``: the instance this one replaces
-        (``session/load``), whose unsaved entries it takes over; ``composed``: an instance let
-        go while idle, opened again: its frozen prefix is the record's last header's, and it
-        writes no ``resume`` header."""
+        """A new instance over the session's record; ``replacing``: the instance this one
+        replaces (``session/load``), whose unsaved entries it takes over."""
         if replacing is None:
-            entries = await record.entries()
-            return cls(prefix, context, record, entries=entries, composed=composed)
+            entries = await store.entries(context.session_id)
+            return cls(prefix, context, store, entries=entries)
         # Under the replaced instance's write lock, so no entry is half way between its queue
         # and the record while the record is read: each entry is then read or taken over, once.
         async with replacing._write_lock:
-            await replacing._write_unsaved()
-            entries = [*await record.entries(), *replacing._unsaved]
-            session = cls(prefix, context, record, entries=entries)
+            await replacing._save()
+            entries = [*await store.entries(context.session_id), *replacing._unsaved]
+            session = cls(prefix, context, store, entries=entries)
             # Shared from now on: whichever instance writes next writes what either left
             # unsaved, in order (the old one may still record its cancelled turn's results).
             session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
@@ -96,16 +88,13 @@ class PrefixedSession:
         return tuple(entry.plain_message() for entry in self._history)
 
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
-        """Compose the prefix once (nothing is kept if that fails), then return it. ``skills``:
-        what the session offers (`PrefixContext.skills`; `AcpSkills` hands down the turn's)."""
-        if self._frozen is None:
-            async with self._compose_lock:
-                if self._frozen is None:
-                    context = self.context
-                    if skills is not None:
-                        context = replace(context, skills=skills)
-                    self._frozen = await self._contributors.compose(context)
-                    self.composed = True
+        """Compose the prefix once (nothing is kept if that fails), then return it; ``skills``:
+        what the session offers (`PrefixContext.skills`)."""
+        async with self._compose_lock:
+            if self._frozen is None:
+                context = self.context if skills is None else replace(self.context, skills=skills)
+                self._frozen = await self._contributors.compose(context)
+                self.composed = True
         return self._frozen
 
     def discard_unused_prefix(self) -> None:
@@ -116,7 +105,7 @@ class PrefixedSession:
     async def flush(self) -> OSError | None:
         """Try once more to write every entry the record has not taken; why some still wait."""
         async with self._write_lock:
-            await self._write_unsaved()
+            await self._save()
         return self.save_error
 
     async def record_request(
@@ -140,77 +129,58 @@ class PrefixedSession:
             self._own_header = self.last_header = header
             return header
 
-    async def append_history(self, message: Mapping[str, object]) -> HistoryEntry:
-        """Append one message to the record and `history`; return a (well-formed) copy of the
-        entry: changing its message changes neither."""
-        entry = HistoryEntry(message=message)
-        await self._append(entry)
-        return entry.copy()
-
-    async def _append(self, entry: HistoryEntry) -> None:
-        async with self._write_lock:
-            await self._save(entry)
-            self._history.append(entry)
-
     async def advance(
         self,
         messages: list[Mapping[str, Any] | HistoryEntry],
         request: Mapping[str, Any] | None = None,
         skills: SkillSnapshot | None = None,
     ) -> list[dict[str, Any]]:
-        """One step of a turn in one call: append ``messages`` (what the turn added since its
-        last request; an entry already checked is kept as it is), each taken out of the list
-        once appended (what an error or a cancel stopped stays there); for a ``request``
-        (`record_request`'s keywords) compose the prefix with ``skills`` first if it is not
-        yet, record the header, and return `request_messages`."""
+        """One step of a turn: append ``messages`` to the record and `history`, each taken out
+        of the list once appended (what an error or a cancel stopped stays there); for a
+        ``request`` (`record_request`'s keywords), compose the prefix with ``skills`` if it is
+        not yet, record the header, and return `request_messages`."""
         if request is not None:
             await self.prefix(skills)
         while messages:
             entry = messages[0]
-            await self._append(
-                entry if isinstance(entry, HistoryEntry) else HistoryEntry(message=entry)
-            )
+            entry = entry if isinstance(entry, HistoryEntry) else HistoryEntry(message=entry)
+            async with self._write_lock:
+                await self._save(entry)
+                self._history.append(entry)
             del messages[0]
         if request is None:
             return []
         await self.record_request(**request)
         return self.request_messages()
 
-    async def _save(self, entry: RecordEntry) -> None:
-        self._unsaved.append(entry)
+    async def _save(self, entry: RecordEntry | None = None) -> None:
+        # What waits first, in order: the record always holds the conversation up to some
+        # point, never one with holes.
+        session_id, waiting = self.context.session_id, self._unsaved
+        waiting += [entry] if entry is not None else []
         try:
-            await self._write_unsaved()
+            while waiting:
+                await self._store.append(session_id, waiting[0])
+                del waiting[0]
+        except OSError as error:
+            if self.save_error is None:
+                behind = {"error": str(error), "unsaved": len(waiting)}
+                _log.warning("session_record_write_failed", session_id=session_id, **behind)
+            self.save_error = error
+            return
         except BaseException:
             # Not a storage failure: nothing of this entry is kept, as if never appended. (A
             # cancelled write the record had already finished stays there: nobody can say.)
-            self._unsaved.pop()
+            if entry is not None:
+                waiting.pop()
             raise
-
-    async def _write_unsaved(self) -> None:
-        try:
-            while self._unsaved:
-                await self._record.append(self._unsaved[0])
-                del self._unsaved[0]
-        except OSError as error:
-            if self.save_error is None:
-                _log.warning(
-                    "session_record_write_failed",
-                    session_id=self.context.session_id,
-                    error=str(error),
-                    unsaved=len(self._unsaved),
-                )
-            self.save_error = error
-            return
         if self.save_error is not None:
-            _log.info("session_record_caught_up", session_id=self.context.session_id)
+            _log.info("session_record_caught_up", session_id=session_id)
             self.save_error = None
 
     def request_messages(self) -> list[dict[str, Any]]:
         """The next request's messages, fresh copies: the prefix, then the history."""
         if self._frozen is None:
-            raise RuntimeError(
-                "the session prefix has not been composed yet; "
-                "await prefix() or record_request() before building a request"
-            )
+            raise RuntimeError("the session prefix has not been composed yet")
         prefix = [{"role": message.role, "content": message.text} for message in self._frozen]
         return [*prefix, *(entry.plain_message() for entry in self._history)]

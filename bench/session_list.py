@@ -24,8 +24,7 @@ from pathlib import Path
 
 from acp_skills import JsonlSessionStore
 from acp_skills.acp import AcpSkills
-from acp_skills.record import HistoryEntry
-from acp_skills.session_index import SessionDescription, session_title
+from acp_skills.record import HistoryEntry, SessionDescription, session_title
 
 PROMPT = "Please look at the deployment scripts and tell me why the staging job fails"
 
@@ -38,8 +37,7 @@ async def fill(store: JsonlSessionStore, root: Path, sessions: int, projects: in
     for number in range(sessions):
         session_id = f"{number:08x}-session"
         cwd = directories[number % projects]
-        record = await store.open(session_id)
-        await record.append(HistoryEntry(message={"role": "user", "content": PROMPT}))
+        await store.append(session_id, HistoryEntry(message={"role": "user", "content": PROMPT}))
         description = SessionDescription(
             session_id=session_id, cwd=str(cwd), title=session_title(f"{number}: {PROMPT}")
         )

@@ -10,7 +10,7 @@ import anyio
 
 from acp_skills import PrefixedSession, PrefixMessage, SessionPrefix
 from acp_skills.model import PrefixContext, PrefixNext
-from acp_skills.record import HeaderEntry, SessionRecord, SessionStore
+from acp_skills.record import HeaderEntry, SessionStore
 
 CONFIG: dict[str, Any] = {"model": "m1", "temperature": 0.2}
 SYSTEM = "You are a careful assistant."
@@ -62,11 +62,11 @@ class Scripted:
 async def open_session(
     prefix: SessionPrefix, context: PrefixContext, store: SessionStore
 ) -> PrefixedSession:
-    return await PrefixedSession.open(prefix, context, await store.open(context.session_id))
+    return await PrefixedSession.open(prefix, context, store)
 
 
-async def headers_in(record: SessionRecord) -> list[HeaderEntry]:
-    return [entry for entry in await record.entries() if isinstance(entry, HeaderEntry)]
+async def headers_in(store: SessionStore, session_id: str = "s1") -> list[HeaderEntry]:
+    return [entry for entry in await store.entries(session_id) if isinstance(entry, HeaderEntry)]
 
 
 async def record_default_request(session: PrefixedSession) -> HeaderEntry | None:

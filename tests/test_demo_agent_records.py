@@ -50,8 +50,8 @@ async def load(agent: DemoPeer, sandbox: Sandbox, session_id: str) -> None:
 
 async def users_said(sandbox: Sandbox, session_id: str) -> list[str]:
     """The user messages in the session's record, oldest first, as the store reads them."""
-    record = await JsonlSessionStore(sandbox.state_dir / "sessions").open(session_id)
-    messages = [getattr(entry, "message", None) for entry in await record.entries()]
+    store = JsonlSessionStore(sandbox.state_dir / "sessions")
+    messages = [getattr(entry, "message", None) for entry in await store.entries(session_id)]
     return [str(m["content"]) for m in messages if m is not None and m["role"] == "user"]
 
 

@@ -53,17 +53,16 @@ def tear(path: Path, fragment: bytes) -> None:
 async def test_jsonl_writes_one_file_per_session(jsonl: JsonlSessionStore) -> None:
     """Each session has its own ``<id>.jsonl`` file in the store's directory."""
     for session_id in ("a", "b"):
-        await (await jsonl.open(session_id)).append(said(session_id))
+        await jsonl.append(session_id, said(session_id))
     assert sorted(path.name for path in jsonl.directory.iterdir()) == ["a.jsonl", "b.jsonl"]
 
 
 async def test_jsonl_each_append_is_one_flushed_line(jsonl: JsonlSessionStore) -> None:
     """Right after an append, another handle reads exactly one more complete line."""
-    record = await jsonl.open("s1")
     path = jsonl.path_for("s1")
-    await record.append(header())
+    await jsonl.append("s1", header())
     assert read_through_another_handle(path).count(b"\n") == 1
-    await record.append(said("hi"))
+    await jsonl.append("s1", said("hi"))
     data = read_through_another_handle(path)
     assert data.endswith(b"\n")
     first, second = (json.loads(line) for line in data.splitlines())
@@ -81,8 +80,7 @@ async def test_jsonl_each_append_is_one_flushed_line(jsonl: JsonlSessionStore) -
 
 async def test_jsonl_files_are_ascii(jsonl: JsonlSessionStore) -> None:
     """Non-ASCII text is escaped, so a torn write can never split a character."""
-    record = await jsonl.open("s1")
-    await record.append(said("日本語 🎉"))
+    await jsonl.append("s1", said("日本語 🎉"))
     written = jsonl.path_for("s1").read_bytes()
     assert written.isascii()
     assert b"\\u65e5\\u672c\\u8a9e \\ud83c\\udf89" in written
@@ -91,9 +89,8 @@ async def test_jsonl_files_are_ascii(jsonl: JsonlSessionStore) -> None:
 async def test_jsonl_fsync_mode_writes_the_same_lines(tmp_path: Path) -> None:
     """With ``fsync=True`` the file content is the same."""
     store = JsonlSessionStore(tmp_path, fsync=True)
-    record = await store.open("s1")
-    await record.append(said("hi"))
-    assert await record.entries() == [said("hi")]
+    await store.append("s1", said("hi"))
+    assert await store.entries("s1") == [said("hi")]
     assert lines_of(store.path_for("s1")) == [
         b'{"v":1,"type":"history","message":{"role":"user","content":"hi"}}',
         b"",
@@ -103,28 +100,26 @@ async def test_jsonl_fsync_mode_writes_the_same_lines(tmp_path: Path) -> None:
 async def test_jsonl_creates_its_directory_on_the_first_append(tmp_path: Path) -> None:
     """Constructing or opening touches nothing; the first append creates the directories."""
     store = JsonlSessionStore(tmp_path / "deep" / "er")
-    record = await store.open("s1")
-    assert await record.entries() == []
+    assert await store.entries("s1") == []
     assert not (tmp_path / "deep").exists()
-    await record.append(said("hi"))
+    await store.append("s1", said("hi"))
     assert store.path_for("s1").is_file()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
 async def test_jsonl_files_are_private_to_their_owner(jsonl: JsonlSessionStore) -> None:
     """Conversations may hold secrets: new files are readable by their owner only."""
-    await (await jsonl.open("s1")).append(said("secret"))
+    await jsonl.append("s1", said("secret"))
     assert jsonl.path_for("s1").stat().st_mode & 0o077 == 0
 
 
 async def test_jsonl_skips_a_torn_last_line_with_a_warning(jsonl: JsonlSessionStore) -> None:
     """A crash mid-write leaves a fragment; reading skips it, warns, and keeps the rest."""
-    record = await jsonl.open("s1")
-    await record.append(said("kept"))
+    await jsonl.append("s1", said("kept"))
     path = jsonl.path_for("s1")
     tear(path, b'{"v":1,"type":"history","message":{"role":"us')
     with capture_logs() as logs:
-        entries = await record.entries()
+        entries = await jsonl.entries("s1")
     assert entries == [said("kept")]
     [skipped] = logs
     assert (skipped["event"], skipped["path"], skipped["line"]) == (
@@ -137,18 +132,17 @@ async def test_jsonl_skips_a_torn_last_line_with_a_warning(jsonl: JsonlSessionSt
 
 async def test_jsonl_append_after_a_torn_line_starts_a_new_line(jsonl: JsonlSessionStore) -> None:
     """The next entry is not glued to the fragment: it gets a line of its own."""
-    record = await jsonl.open("s1")
-    await record.append(said("before"))
+    await jsonl.append("s1", said("before"))
     path = jsonl.path_for("s1")
     tear(path, b'{"v":1,"type":"hist')
-    await record.append(said("after"))
+    await jsonl.append("s1", said("after"))
     assert lines_of(path)[1:] == [
         b'{"v":1,"type":"hist',
         b'{"v":1,"type":"history","message":{"role":"user","content":"after"}}',
         b"",
     ]
     with capture_logs() as logs:
-        assert await record.entries() == [said("before"), said("after")]
+        assert await jsonl.entries("s1") == [said("before"), said("after")]
     # The fragment is now an ordinary corrupt line in the middle.
     assert [line for line, _ in skipped_lines(logs)] == [2]
 
@@ -160,12 +154,11 @@ async def test_jsonl_keeps_a_complete_last_line_that_lost_its_newline(
     path = jsonl.path_for("s1")
     path.parent.mkdir(parents=True)
     path.write_bytes(b'{"v":1,"type":"history","message":{"role":"user","content":"a"}}')
-    record = await jsonl.open("s1")
     with capture_logs() as logs:
-        assert await record.entries() == [said("a")]
+        assert await jsonl.entries("s1") == [said("a")]
     assert logs == []
-    await record.append(said("b"))
-    assert await record.entries() == [said("a"), said("b")]
+    await jsonl.append("s1", said("b"))
+    assert await jsonl.entries("s1") == [said("a"), said("b")]
 
 
 async def test_jsonl_skips_corrupt_middle_lines_with_warnings(jsonl: JsonlSessionStore) -> None:
@@ -189,7 +182,7 @@ async def test_jsonl_skips_corrupt_middle_lines_with_warnings(jsonl: JsonlSessio
     path.parent.mkdir(parents=True)
     path.write_bytes(b"\n".join([good, *bad, b"", good]) + b"\n")
     with capture_logs() as logs:
-        entries = await (await jsonl.open("s1")).entries()
+        entries = await jsonl.entries("s1")
     assert entries == [said("ok"), said("ok")]
     skipped = skipped_lines(logs)
     assert [line for line, _ in skipped] == list(range(2, 2 + len(bad)))
@@ -238,7 +231,7 @@ async def test_jsonl_skips_an_undecodable_line_of_any_kind(
     path.parent.mkdir(parents=True)
     path.write_bytes(b"\n".join([GOOD_LINE, bad, GOOD_LINE, b""]))
     with capture_logs() as logs:
-        entries = await (await jsonl.open("s1")).entries()
+        entries = await jsonl.entries("s1")
     assert entries == [said("ok"), said("ok")]
     [(line, reason)] = skipped_lines(logs)
     assert line == 2
@@ -255,13 +248,12 @@ async def test_jsonl_appends_after_an_undecodable_torn_line_on_a_line_of_their_o
     path = jsonl.path_for("s1")
     path.parent.mkdir(parents=True)
     path.write_bytes(GOOD_LINE + b"\n" + bad)
-    record = await jsonl.open("s1")
     with capture_logs() as logs:
-        assert await record.entries() == [said("ok")]
+        assert await jsonl.entries("s1") == [said("ok")]
     assert [line for line, _ in skipped_lines(logs)] == [2]
-    await record.append(said("next"))
+    await jsonl.append("s1", said("next"))
     with capture_logs() as logs:
-        assert await record.entries() == [said("ok"), said("next")]
+        assert await jsonl.entries("s1") == [said("ok"), said("next")]
     assert [line for line, _ in skipped_lines(logs)] == [2]
     assert lines_of(path)[1:] == [
         bad,
@@ -281,7 +273,7 @@ async def test_jsonl_reads_lone_surrogates_back_as_replacement_characters(
         b'"system":"s\\ud800","tools":[],"messagePrefix":[{"role":"user","text":"t\\udc80"}]}\n'
         b'{"v":1,"type":"history","message":{"role":"user","content":"a\\ud800b"}}\n'
     )
-    header_entry, history_entry = await (await jsonl.open("s1")).entries()
+    header_entry, history_entry = await jsonl.entries("s1")
     assert header_entry == header(
         config={"k\ufffd": "v\ufffd"},
         system="s\ufffd",
@@ -307,13 +299,12 @@ async def test_jsonl_refuses_a_record_that_is_not_a_file_without_blocking(
     path = jsonl.path_for("s1")
     path.parent.mkdir(parents=True)
     make(path)
-    record = await jsonl.open("s1")
     with anyio.fail_after(10):
         assert await jsonl.exists("s1")
         with pytest.raises(OSError, match=re.escape(f"Is {described}")) as reading:
-            await record.entries()
+            await jsonl.entries("s1")
         with pytest.raises(OSError, match=re.escape(f"Is {described}")) as appending:
-            await record.append(said("hi"))
+            await jsonl.append("s1", said("hi"))
     for refused in (reading.value, appending.value):
         assert str(refused.strerror).startswith(f"Is {described}")  # the system's words or ours
         assert refused.filename == str(path)
@@ -326,7 +317,7 @@ async def test_jsonl_ignores_unknown_keys(jsonl: JsonlSessionStore) -> None:
     path.write_bytes(
         b'{"v":1,"type":"history","message":{"role":"user","content":"a"},"turn":"t1"}\n'
     )
-    assert await (await jsonl.open("s1")).entries() == [said("a")]
+    assert await jsonl.entries("s1") == [said("a")]
 
 
 ODD_SESSION_IDS = [
@@ -378,30 +369,19 @@ async def test_jsonl_records_odd_session_ids_separately(tmp_path: Path) -> None:
     """Every odd id gets its own file, and each reads back only its own entry."""
     store = JsonlSessionStore(tmp_path / "sessions")
     for session_id in ODD_SESSION_IDS:
-        await (await store.open(session_id)).append(said(session_id))
+        await store.append(session_id, said(session_id))
     assert len(list((tmp_path / "sessions").iterdir())) == len(ODD_SESSION_IDS)
     for session_id in ODD_SESSION_IDS:
-        assert await (await store.open(session_id)).entries() == [said(session_id)]
+        assert await store.entries(session_id) == [said(session_id)]
         assert await store.exists(session_id)
-
-
-async def test_jsonl_records_of_one_session_share_appends(jsonl: JsonlSessionStore) -> None:
-    """Two records open on one session (old and new instance) write whole lines in order."""
-    first, second = await jsonl.open("s1"), await jsonl.open("s1")
-    async with anyio.create_task_group() as group:
-        for index in range(20):
-            record = first if index % 2 else second
-            group.start_soon(record.append, said(f"m{index}"))
-    assert len(await first.entries()) == 20
 
 
 async def test_jsonl_file_io_runs_in_worker_threads(
     jsonl: JsonlSessionStore, threads_started: Callable[[], int]
 ) -> None:
     """Appending, reading and checking existence each go through a worker thread."""
-    record = await jsonl.open("s1")
-    await record.append(said("hi"))
-    await record.entries()
+    await jsonl.append("s1", said("hi"))
+    await jsonl.entries("s1")
     await jsonl.exists("s1")
     assert threads_started() == 3
 
@@ -425,15 +405,14 @@ async def test_a_write_cut_short_before_its_newline_is_stored_once_after_the_ret
         filler = disk / "filler"
         filler.write_bytes(b"\0" * 3 * PAGE)  # one page left: the object fits, its newline not
         store = JsonlSessionStore(disk)
-        record = await store.open("s")
         entry = entry_of_line_length(PAGE + 1)
         with pytest.raises(OSError, match="No space left"):
-            await record.append(entry)
+            await store.append("s", entry)
         assert store.path_for("s").stat().st_size == 0
         filler.unlink()
-        await record.append(entry)
-        await record.append(said("after"))
+        await store.append("s", entry)
+        await store.append("s", said("after"))
         lines = store.path_for("s").read_bytes().split(b"\n")
         assert lines[-1] == b""
         assert len(lines) == 3
-        assert await record.entries() == [entry, said("after")]
+        assert await store.entries("s") == [entry, said("after")]

@@ -39,7 +39,7 @@ async def replayed(tmp_path: Path, history: list[dict[str, Any]]) -> list[dict[s
     skills = AcpSkills(SkillRegistry())
     session = await skills.open_session("s1", str(tmp_path))
     for message in history:
-        await session.append_history(message)
+        await session.advance([message])
     client = Updates()
     skills.attach(client)
     await skills.load_session("s1", str(tmp_path))

@@ -55,24 +55,23 @@ async def test_three_requests_over_two_turns_compose_once_and_record_one_header(
     prefix = SessionPrefix()
     prefix.add(contributor)
     session = await open_session(prefix, context, store)
-    record = await store.open("s1")
 
     # Turn 1: a tool call makes two model requests.
     await session.prefix()
-    await session.append_history({"role": "user", "content": "deploy it"})
+    await session.advance([{"role": "user", "content": "deploy it"}])
     first = await record_default_request(session)
-    await session.append_history({"role": "assistant", "content": "calling skill"})
+    await session.advance([{"role": "assistant", "content": "calling skill"}])
     assert await record_default_request(session) is None
     # Turn 2.
     await session.prefix()
-    await session.append_history({"role": "user", "content": "thanks"})
+    await session.advance([{"role": "user", "content": "thanks"}])
     assert await record_default_request(session) is None
 
     assert contributor.calls == 1
     assert first is not None
     assert first.reason == "initial"
     assert first.message_prefix == (user("catalog"),)
-    assert await headers_in(record) == [first]
+    assert await headers_in(store) == [first]
     assert session.last_header == first
 
 
@@ -104,7 +103,7 @@ async def test_a_failing_contributor_fails_the_turn_and_nothing_is_frozen(
         await record_default_request(session)
     assert not session.composed
     assert session.last_header is None
-    assert await headers_in(await store.open("s1")) == []
+    assert await headers_in(store) == []
 
     contributor.fail = False
     assert await session.prefix() == (user("scripted"),)
@@ -133,7 +132,7 @@ async def test_cancelling_during_composition_keeps_nothing(
         contributor.hold = False
         assert await session.prefix() == (user("scripted"),)
     assert contributor.calls == 2
-    assert await headers_in(await store.open("s1")) == []
+    assert await headers_in(store) == []
 
 
 async def test_concurrent_first_callers_share_one_composition(context: PrefixContext) -> None:
@@ -207,7 +206,7 @@ async def test_mutating_contributed_objects_after_composition_changes_nothing(
     assert session.last_header == recorded
     assert recorded.to_json()["config"] == {"model": {"name": "m1"}, "stop": ["END"]}
     assert recorded.to_json()["tools"] == [{"name": "skill", "parameters": {"required": ["name"]}}]
-    assert await headers_in(await store.open("s1")) == [recorded]
+    assert await headers_in(store) == [recorded]
     # The mutated values are a genuinely different request, recorded as a change.
     changed = await session.record_request(config=config, system=SYSTEM, tools=tools)
     assert changed is not None
@@ -223,9 +222,9 @@ async def test_a_reopened_session_composes_afresh_and_records_resume(
     prefix = SessionPrefix()
     prefix.add(contributor)
     first = await open_session(prefix, context, store)
-    await first.append_history({"role": "user", "content": "hello"})
+    await first.advance([{"role": "user", "content": "hello"}])
     initial = await record_default_request(first)
-    await first.append_history({"role": "assistant", "content": "hi"})
+    await first.advance([{"role": "assistant", "content": "hi"}])
 
     contributor.text = "catalog v2"
     second = await open_session(prefix, context, store)
@@ -242,7 +241,7 @@ async def test_a_reopened_session_composes_afresh_and_records_resume(
     assert resumed is not None
     assert resumed.reason == "resume"
     assert await record_default_request(second) is None
-    assert [header.reason for header in await headers_in(await store.open("s1"))] == [
+    assert [header.reason for header in await headers_in(store)] == [
         "initial",
         "resume",
     ]
@@ -271,7 +270,7 @@ async def test_a_changed_request_records_reason_change(
     assert await session.record_request(**request) is None
     # Going back is a change too.
     assert await record_default_request(session) is not None
-    reasons = [header.reason for header in await headers_in(await store.open("s1"))]
+    reasons = [header.reason for header in await headers_in(store)]
     assert reasons == ["initial", "change", "change"]
 
 
@@ -310,13 +309,13 @@ async def test_the_stored_history_never_contains_the_prefix(
         },
         {"role": "tool", "tool_call_id": "c1", "content": "body"},
     ]
-    await session.append_history(conversation[0])
+    await session.advance([conversation[0]])
     await record_default_request(session)
     for message in conversation[1:]:
-        await session.append_history(message)
+        await session.advance([message])
 
     assert session.history == tuple(conversation)
-    entries = await (await store.open("s1")).entries()
+    entries = await store.entries("s1")
     assert [e.message for e in entries if isinstance(e, HistoryEntry)] == conversation
     lines = [json.loads(line) for line in store.path_for("s1").read_text().splitlines()]
     assert [line["type"] for line in lines] == ["history", "header", "history", "history"]
@@ -329,7 +328,7 @@ async def test_request_messages_are_prefix_then_history(context: PrefixContext) 
     prefix = SessionPrefix()
     prefix.add(Prepend("catalog"))
     session = await open_session(prefix, context, InMemorySessionStore())
-    await session.append_history({"role": "user", "content": "hi"})
+    await session.advance([{"role": "user", "content": "hi"}])
     with pytest.raises(RuntimeError, match="not been composed"):
         session.request_messages()
     await record_default_request(session)
@@ -349,28 +348,11 @@ async def test_the_history_cannot_be_edited_through_what_it_gives(
     """Recorded messages cannot be edited through ``history``: it gives copies."""
     session = await open_session(SessionPrefix(), context, InMemorySessionStore())
     source: dict[str, Any] = {"role": "user", "content": "hi"}
-    await session.append_history(source)
+    await session.advance([source])
     source["content"] = "changed"
     message: Any = session.history[0]
     message["content"] = "edited"
     assert session.history == ({"role": "user", "content": "hi"},)
-
-
-async def test_the_history_cannot_be_edited_through_the_entry_an_append_returns(
-    context: PrefixContext,
-) -> None:
-    """The entry ``append_history`` returns is a copy: changing its message changes neither
-    the history nor the record."""
-    store = InMemorySessionStore()
-    session = await open_session(SessionPrefix(), context, store)
-    entry = await session.append_history({"role": "user", "content": "hi"})
-    message: Any = entry.message
-    message["content"] = "edited"
-    assert session.history == ({"role": "user", "content": "hi"},)
-    record = await store.open(context.session_id)
-    assert [e.to_json() for e in await record.entries()] == [
-        {"message": {"role": "user", "content": "hi"}}
-    ]
 
 
 async def test_a_failed_history_append_leaves_the_history_unchanged(
@@ -379,7 +361,7 @@ async def test_a_failed_history_append_leaves_the_history_unchanged(
     """A message the record refuses does not appear in ``history``."""
     session = await open_session(SessionPrefix(), context, InMemorySessionStore())
     with pytest.raises(ValueError, match="history message"):
-        await session.append_history({"score": float("nan")})
+        await session.advance([{"score": float("nan")}])
     assert session.history == ()
 
 
@@ -409,13 +391,13 @@ async def test_a_record_that_fails_to_write_keeps_the_conversation_and_catches_u
     """Entries the record refused stay in the session and are written first, in order, later."""
     store = JsonlSessionStore(tmp_path / "sessions")
     session = await open_session(SessionPrefix(), context, store)
-    await session.append_history(said("one"))
+    await session.advance([said("one")])
     assert session.save_error is None
     with capture_logs() as logs, record_replaced_by_a_directory(store.path_for("s1")):
-        await session.append_history(said("two"))
+        await session.advance([said("two")])
         failed = session.save_error
         header = await record_default_request(session)
-        await session.append_history(said("three"))
+        await session.advance([said("three")])
         assert session.save_error is not None
     assert isinstance(failed, OSError)
     assert failed.strerror == "Is a directory"
@@ -425,10 +407,10 @@ async def test_a_record_that_fails_to_write_keeps_the_conversation_and_catches_u
     assert logs[0]["unsaved"] == 1
 
     with capture_logs() as logs:
-        await session.append_history(said("four"))
+        await session.advance([said("four")])
     assert session.save_error is None
     assert [entry["event"] for entry in logs] == ["session_record_caught_up"]
-    entries = await (await store.open("s1")).entries()
+    entries = await store.entries("s1")
     assert [getattr(entry, "message", entry) for entry in entries] == [
         said("one"),
         said("two"),
@@ -438,21 +420,20 @@ async def test_a_record_that_fails_to_write_keeps_the_conversation_and_catches_u
     ]
 
 
-class RefusesOnce:
-    """A record whose next append fails with ``error``, then works again."""
+class RefusesOnce(InMemorySessionStore):
+    """A store whose next append fails with ``error``, then works again."""
 
     def __init__(self, error: BaseException) -> None:
+        super().__init__()
         self.error: BaseException | None = error
         self.stored: list[RecordEntry] = []
 
-    async def append(self, entry: RecordEntry) -> None:
+    async def append(self, session_id: str, entry: RecordEntry) -> None:
         if self.error is not None:
             error, self.error = self.error, None
             raise error
         self.stored.append(entry)
-
-    async def entries(self) -> list[RecordEntry]:
-        return list(self.stored)
+        await super().append(session_id, entry)
 
 
 async def test_a_record_failure_that_is_not_storage_still_fails_the_append(
@@ -462,10 +443,10 @@ async def test_a_record_failure_that_is_not_storage_still_fails_the_append(
     record = RefusesOnce(RuntimeError("a bug in the store"))
     session = PrefixedSession(SessionPrefix(), context, record, entries=())
     with pytest.raises(RuntimeError, match="a bug in the store"):
-        await session.append_history(said("lost"))
+        await session.advance([said("lost")])
     assert session.history == ()
     assert session.save_error is None
-    await session.append_history(said("kept"))
+    await session.advance([said("kept")])
     assert [getattr(entry, "message", None) for entry in record.stored] == [said("kept")]
 
 
@@ -475,13 +456,13 @@ async def test_a_failure_while_catching_up_keeps_the_older_entries_waiting(
     """A non-storage failure while writing the backlog drops only the new entry."""
     record = RefusesOnce(OSError(28, "No space left on device"))
     session = PrefixedSession(SessionPrefix(), context, record, entries=())
-    await session.append_history(said("waiting"))
+    await session.advance([said("waiting")])
     assert session.save_error is not None
     record.error = RuntimeError("a bug in the store")
     with pytest.raises(RuntimeError, match="a bug in the store"):
-        await session.append_history(said("refused"))
+        await session.advance([said("refused")])
     assert session.history == (said("waiting"),)
-    await session.append_history(said("next"))
+    await session.advance([said("next")])
     assert session.save_error is None
     assert [getattr(entry, "message", None) for entry in record.stored] == [
         said("waiting"),
@@ -532,12 +513,12 @@ async def test_an_instance_replacing_one_behind_its_record_takes_over_what_waits
     """The successor's history holds the unsaved turn, and its next write saves it, once."""
     record = RefusesOnce(OSError(28, "No space left on device"))
     old = PrefixedSession(SessionPrefix(), context, record, entries=())
-    await old.append_history(said("one"))  # refused: waits in memory
+    await old.advance([said("one")])  # refused: waits in memory
     record.error = OSError(28, "No space left on device")  # and still refused at the takeover
     new = await PrefixedSession.open(SessionPrefix(), context, record, replacing=old)
     assert new.history == (said("one"),)
     assert (new.unsaved, isinstance(new.save_error, OSError)) == (1, True)
-    await new.append_history(said("two"))
+    await new.advance([said("two")])
     assert (new.unsaved, new.save_error, old.unsaved) == (0, None, 0)  # one shared queue
     assert [getattr(entry, "message", entry) for entry in record.stored] == [
         said("one"),
@@ -551,14 +532,13 @@ async def test_a_replacing_instance_first_writes_what_waits(
     """Writing works again by the time of the replacement: the entries are written, not lost."""
     store = JsonlSessionStore(tmp_path / "sessions")
     old = await open_session(SessionPrefix(), context, store)
-    await old.append_history(said("one"))
+    await old.advance([said("one")])
     with record_replaced_by_a_directory(store.path_for("s1")):
-        await old.append_history(said("two"))
-    record = await store.open("s1")
-    new = await PrefixedSession.open(SessionPrefix(), context, record, replacing=old)
+        await old.advance([said("two")])
+    new = await PrefixedSession.open(SessionPrefix(), context, store, replacing=old)
     assert new.history == (said("one"), said("two"))
     assert (new.unsaved, new.save_error) == (0, None)
-    entries = await record.entries()
+    entries = await store.entries("s1")
     assert [getattr(entry, "message", entry) for entry in entries] == [said("one"), said("two")]
 
 
@@ -568,10 +548,10 @@ async def test_flush_writes_what_waits_once_writing_works(
     """`flush` says why entries still wait, then saves them when it can."""
     store = JsonlSessionStore(tmp_path / "sessions")
     session = await open_session(SessionPrefix(), context, store)
-    await session.append_history(said("one"))
+    await session.advance([said("one")])
     with record_replaced_by_a_directory(store.path_for("s1")):
-        await session.append_history(said("two"))
+        await session.advance([said("two")])
         assert isinstance(await session.flush(), OSError)
     assert await session.flush() is None
-    entries = await (await store.open("s1")).entries()
+    entries = await store.entries("s1")
     assert [getattr(entry, "message", entry) for entry in entries] == [said("one"), said("two")]

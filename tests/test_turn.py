@@ -30,12 +30,7 @@ from acp_skills import (
 )
 from acp_skills.acp import AcpSkills
 from acp_skills.acp.turn import PromptTurn
-from acp_skills.record import (
-    HistoryEntry,
-    InMemorySessionStore,
-    RecordEntry,
-    SessionRecord,
-)
+from acp_skills.record import HistoryEntry, InMemorySessionStore, RecordEntry
 from tests.acp_peer import (
     CLIENT_MARKER,
     GUIDE_ON_DISK,
@@ -541,7 +536,7 @@ async def test_a_tool_that_raises_fails_its_call_and_the_conversation_goes_on(
 
 
 class FaultyStore(InMemorySessionStore):
-    """Records that can hold an agent's tool result until the turn is cancelled, or fail."""
+    """A store that can hold an agent's tool result until the turn is cancelled, or fail."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -549,24 +544,15 @@ class FaultyStore(InMemorySessionStore):
         self.held = anyio.Event()  # set once a tool result is being held
         self.failure: Exception | None = None  # raised by every append while set
 
-    async def open(self, session_id: str) -> SessionRecord:
-        record, store = await super().open(session_id), self
-
-        class Faulty:
-            async def append(self, entry: RecordEntry) -> None:
-                if store.failure is not None:
-                    raise store.failure
-                is_result = isinstance(entry, HistoryEntry) and entry.message["role"] == "tool"
-                if store.hold_results and is_result:
-                    store.hold_results = False
-                    store.held.set()
-                    await anyio.Event().wait()  # until cancelled
-                await record.append(entry)
-
-            async def entries(self) -> list[RecordEntry]:
-                return await record.entries()
-
-        return Faulty()
+    async def append(self, session_id: str, entry: RecordEntry) -> None:
+        if self.failure is not None:
+            raise self.failure
+        is_result = isinstance(entry, HistoryEntry) and entry.message["role"] == "tool"
+        if self.hold_results and is_result:
+            self.hold_results = False
+            self.held.set()
+            await anyio.Event().wait()  # until cancelled
+        await super().append(session_id, entry)
 
 
 def agent_tool_reply(call_id: str) -> dict[str, Any]:
@@ -661,7 +647,7 @@ async def test_a_reply_the_record_cannot_take_is_refused_before_its_calls_run(
     async with skills.turn("s1", [TextContentBlock(type="text", text="hi")], run_tool=tool) as turn:
         await turn.request_messages()
         shown = len(client.updates)
-        with pytest.raises(TypeError, match="which is not JSON"):
+        with pytest.raises(TypeError, match="is not JSON"):
             await turn.add_reply({**agent_tool_reply("c1"), "parsed": object(), "content": "x"})
         assert ran == []
         assert len(client.updates) == shown

@@ -17,9 +17,8 @@ from ..catalog import CatalogFit
 from ..model import PrefixContext, SkillLookupOptions
 from ..prefix import SessionPrefix
 from ..quiet_log import get_logger
-from ..record import SessionStore
+from ..record import SessionDescription, SessionStore, session_title
 from ..session import PrefixedSession
-from ..session_index import ListedSessionStore, SessionDescription, session_title
 from .consent import SessionTrust
 from .wire import field as wire_field
 
@@ -99,9 +98,8 @@ class SessionTable:
         # A live instance being replaced (`session/load`) hands over what it has not saved.
         replaced = self._live.get(session_id)
         try:
-            record = await self._store.open(session_id)
             session = await PrefixedSession.open(
-                self._prefix, context, record, replacing=replaced.session if replaced else None
+                self._prefix, context, self._store, replacing=replaced.session if replaced else None
             )
         except OSError as error:
             problem = describe_os_error(error)
@@ -120,9 +118,9 @@ class SessionTable:
         return live
 
     async def describe(self, live: LiveSession) -> None:
-        """Give a listing store ``live``'s summary; a failure is tried again at the next turn."""
+        """Give the store ``live``'s summary; a failure is tried again at the next turn."""
         store, context = self._store, live.context
-        if live.session.save_error or not isinstance(store, ListedSessionStore):
+        if live.session.save_error:
             return  # a record not written yet would list nothing
         description = SessionDescription(
             session_id=context.session_id,

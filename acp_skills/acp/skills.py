@@ -17,10 +17,9 @@ from ..diagnostics import diagnostic_json, server_json
 from ..local import LocalSkillProvider
 from ..model import PrefixContext, SkillLookupOptions, is_skill_name, require_positive_int
 from ..prefix import SessionPrefix
-from ..record import InMemorySessionStore, SessionStore
+from ..record import InMemorySessionStore, InvalidCursor, SessionStore
 from ..registry import SkillRegistry
 from ..session import PrefixedSession
-from ..session_index import InvalidCursor, ListedSessionStore
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, for_editor
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from ..trust import TrustMode, TrustStore, trust_mode
@@ -174,10 +173,9 @@ class AcpSkills:
 
     @property
     def session_capabilities(self) -> schema.SessionCapabilities:
-        """``agentCapabilities.sessionCapabilities`` (``list`` when the store lists sessions)."""
-        listed = isinstance(self.store, ListedSessionStore)
+        """``agentCapabilities.sessionCapabilities``."""
         return schema.SessionCapabilities(
-            list=schema.SessionListCapabilities() if listed else None,
+            list=schema.SessionListCapabilities(),
             resume=schema.SessionResumeCapabilities(),
             close=schema.SessionCloseCapabilities(),
             additional_directories=schema.SessionAdditionalDirectoriesCapabilities(),
@@ -235,11 +233,9 @@ class AcpSkills:
         self, cwd: str | None = None, cursor: str | None = None
     ) -> schema.ListSessionsResponse:
         """``session/list``: one page of the recorded sessions, newest first (docs/sessions.md)."""
-        directory, store = check_cwd(cwd) if cwd is not None else None, self.store
-        if not isinstance(store, ListedSessionStore):
-            return schema.ListSessionsResponse(sessions=[])
+        directory = check_cwd(cwd) if cwd is not None else None
         try:
-            page = await store.list_sessions(cwd=directory, cursor=cursor)
+            page = await self.store.list_sessions(cwd=directory, cursor=cursor)
         except InvalidCursor as error:
             raise RequestError.invalid_params({"cursor": cursor, "reason": str(error)}) from None
         return schema.ListSessionsResponse(

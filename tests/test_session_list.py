@@ -14,18 +14,19 @@ import pytest
 from structlog.testing import capture_logs
 
 from acp_skills import JsonlSessionStore
-from acp_skills.record import HistoryEntry, InMemorySessionStore
-from acp_skills.session_index import (
+from acp_skills.record import (
+    HistoryEntry,
+    InMemorySessionStore,
     InvalidCursor,
-    ListedSessionStore,
     SessionDescription,
     SessionPage,
+    SessionStore,
     session_title,
 )
 
 pytestmark = pytest.mark.anyio
 
-StoreMaker = Callable[[Path], ListedSessionStore]
+StoreMaker = Callable[[Path], SessionStore]
 STORES: dict[str, StoreMaker] = {
     "jsonl": lambda directory: JsonlSessionStore(directory / "sessions"),
     "memory": lambda directory: InMemorySessionStore(),
@@ -33,22 +34,19 @@ STORES: dict[str, StoreMaker] = {
 
 
 @pytest.fixture(params=list(STORES), ids=list(STORES))
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> ListedSessionStore:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
     return STORES[request.param](tmp_path)
 
 
-async def record(
-    store: ListedSessionStore, session_id: str, cwd: Path, title: str = "hello"
-) -> None:
+async def record(store: SessionStore, session_id: str, cwd: Path, title: str = "hello") -> None:
     """A session as the session layer leaves it: one entry in its record, then its summary."""
-    opened = await store.open(session_id)  # type: ignore[attr-defined]
-    await opened.append(HistoryEntry(message={"role": "user", "content": title}))
+    await store.append(session_id, HistoryEntry(message={"role": "user", "content": title}))
     await store.describe_session(
         SessionDescription(session_id=session_id, cwd=str(cwd), title=session_title(title))
     )
 
 
-async def every_page(store: ListedSessionStore, cwd: str | None = None) -> list[SessionPage]:
+async def every_page(store: SessionStore, cwd: str | None = None) -> list[SessionPage]:
     pages = [await store.list_sessions(cwd=cwd)]
     while pages[-1].next_cursor is not None:
         pages.append(await store.list_sessions(cwd=cwd, cursor=pages[-1].next_cursor))
@@ -60,7 +58,7 @@ def ids(page: SessionPage) -> list[str]:
 
 
 async def test_sessions_are_listed_newest_first_in_pages_of_fifty(
-    store: ListedSessionStore, tmp_path: Path
+    store: SessionStore, tmp_path: Path
 ) -> None:
     """120 sessions come back as pages of 50, 50 and 20, newest first, each once."""
     for number in range(120):
@@ -77,7 +75,7 @@ async def test_sessions_are_listed_newest_first_in_pages_of_fifty(
 
 
 async def test_a_summary_shows_the_cwd_the_title_and_when_the_record_last_changed(
-    store: ListedSessionStore, tmp_path: Path
+    store: SessionStore, tmp_path: Path
 ) -> None:
     """Each entry carries the session's cwd, its title, and an ISO 8601 time in UTC."""
     await record(store, "only", tmp_path, title="Deploy the app")
@@ -100,7 +98,7 @@ def test_a_title_is_the_prompt_on_one_line_of_at_most_eighty_characters() -> Non
 
 
 async def test_cwd_keeps_the_sessions_of_that_directory_by_real_path(
-    store: ListedSessionStore, tmp_path: Path
+    store: SessionStore, tmp_path: Path
 ) -> None:
     """A link to a project lists that project's sessions, and no other project's."""
     alpha, beta = tmp_path / "alpha", tmp_path / "beta"
@@ -115,7 +113,7 @@ async def test_cwd_keeps_the_sessions_of_that_directory_by_real_path(
 
 
 async def test_a_session_opened_in_another_directory_moves_there(
-    store: ListedSessionStore, tmp_path: Path
+    store: SessionStore, tmp_path: Path
 ) -> None:
     """Described in another cwd, a session is listed there only, as last described (the title
     the session layer gives it: tests/test_session_lifecycle.py)."""
@@ -133,14 +131,14 @@ async def test_a_session_opened_in_another_directory_moves_there(
 
 
 async def test_a_session_described_but_never_recorded_is_not_listed(
-    store: ListedSessionStore, tmp_path: Path
+    store: SessionStore, tmp_path: Path
 ) -> None:
     """Only sessions with a record are listed."""
     await store.describe_session(SessionDescription(session_id="ghost", cwd=str(tmp_path)))
     assert ids(await store.list_sessions()) == []
 
 
-async def test_a_cursor_no_listing_handed_out_is_refused(store: ListedSessionStore) -> None:
+async def test_a_cursor_no_listing_handed_out_is_refused(store: SessionStore) -> None:
     """A made-up cursor is an `InvalidCursor`, never an internal error."""
     for cursor in ("", "page-2", "v1.!!!", "v1.WzEsMl0="):
         with pytest.raises(InvalidCursor):
@@ -168,16 +166,14 @@ async def test_an_unreadable_summary_is_skipped_with_a_warning_naming_it(
     assert any(str(odd) in message and "not a regular file" in message for message in skipped)
 
 
-async def test_a_removed_record_takes_its_summary_with_it(tmp_path: Path) -> None:
-    """A record deleted by hand leaves its session out of a listing, without a warning, and
-    the listing clears its summary away."""
+async def test_a_removed_record_leaves_its_session_out_quietly(tmp_path: Path) -> None:
+    """A record deleted by hand leaves its session out of a listing, without a warning."""
     store = JsonlSessionStore(tmp_path / "sessions")
     await record(store, "gone", tmp_path)
     store.path_for("gone").unlink()
     with capture_logs() as logs:
         assert ids(await store.list_sessions()) == []
     assert logs == []
-    assert list((tmp_path / "sessions" / "index").glob("*/*.json")) == []
 
 
 async def test_summaries_outlive_the_store_object(tmp_path: Path) -> None:
