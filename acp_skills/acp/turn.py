@@ -339,7 +339,7 @@ class PromptTurn:
             calls.append(entry | {"end": len(content)})
         # A note for each withheld skill `/NAME` would have run, unless a skill of that name did.
         unrun = {skill.name for skill in withheld} - {skill.name for skill in invoked}
-        for name in wire.find_invocations(typed, unrun):
+        for name, _ in wire.find_invocations_with_arguments(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
             note = command_note(name, view.withheld[name])
             await self._send(wire.agent_text(note + "\n\n"))
