@@ -31,13 +31,8 @@ _UNANSWERED: Final = "the client's input ended before it answered"
 _Parsed: TypeAlias = tuple[dict[str, Any] | None, dict[str, Any] | None]
 
 
-def _error(
-    request_id: object, code: int, details: str | None = None, message: object = None
-) -> dict[str, Any]:
-    error: dict[str, Any] = {
-        "code": code,
-        "message": message or _MESSAGES.get(code, "Internal error"),
-    }
+def _error(request_id: object, code: int, details: str | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": _MESSAGES.get(code, "Internal error")}
     if details is not None:
         error["data"] = {"details": details}
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
@@ -135,8 +130,7 @@ class GuardedTransport:
             # A response that cannot be serialised still answers, so no client waits forever;
             # an error keeps its code (a validation error's details may hold objects).
             failed = error if isinstance(error := message.get("error"), dict) else {}
-            code, text = failed.get("code", -32603), failed.get("message")
-            line = _dumps(_error(request_id, code, str(problem), text and str(text)))
+            line = _dumps(_error(request_id, failed.get("code", -32603), str(problem)))
         if "method" not in message:  # an answer: one request fewer owed
             self._owed.pop(request_id, None)
             if not self._owed:
@@ -267,11 +261,8 @@ class GuardedTransport:
         valid = "id" in members and _is_valid_id(request_id)
         if "method" in members and valid:
             return None, {**refusal, "id": request_id}
-        if "result" in members or "error" in members:
-            if not (valid and request_id in self._awaited):
-                return None, None
-            self._awaited.discard(request_id)
-            return {**refusal, "id": request_id}, None
+        if "result" in members or "error" in members:  # the SDK drops an id it did not send
+            return ({**refusal, "id": request_id} if valid else None), None
         if whole and "method" in members and "id" not in members:
             return None, None
         return None, refusal

@@ -200,19 +200,16 @@ def decode_tool_arguments(arguments: object) -> object:
 
 def arguments_problem(arguments: object) -> str | None:
     """Why ``arguments`` (JSON text or decoded) may not be reported or recorded, or ``None``."""
-    over = f"the arguments are over the {MAX_ARGUMENTS_CHARS}-character limit"
-    deep = f"the arguments are nested more than {MAX_NESTING_DEPTH} levels deep"
-    if isinstance(arguments, str) and len(arguments) > MAX_ARGUMENTS_CHARS:
-        return over
     try:  # text that is not JSON is reported and recorded as it is; the record refuses the rest
-        decoded = json.loads(arguments) if isinstance(arguments, str) else arguments
-        if nests_deeper_than(decoded, MAX_NESTING_DEPTH):
-            return deep
-        return over if len(json.dumps(decoded)) > MAX_ARGUMENTS_CHARS else None
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        if len(text) > MAX_ARGUMENTS_CHARS:
+            return f"the arguments are over the {MAX_ARGUMENTS_CHARS}-character limit"
+        deep = nests_deeper_than(json.loads(text), MAX_NESTING_DEPTH)
     except RecursionError:
-        return deep
+        deep = True
     except (TypeError, ValueError):
         return None
+    return f"the arguments are nested more than {MAX_NESTING_DEPTH} levels deep" if deep else None
 
 
 def bound_tool_calls(message: Mapping[str, Any]) -> tuple[dict[str, Any], dict[int, str]]:
