@@ -20,14 +20,12 @@ DEFAULT_MAX_LINE_BYTES: Final = 8 * 1024 * 1024
 # Turns are cancelled at the end of input: this only bounds a handler ignoring cancellation.
 DEFAULT_DRAIN_SECONDS: Final = 30.0
 _HEAD_BYTES: Final = 4096
-# No field of the protocol holds a number beyond 64 bits; a longer integer is out of range
-# unread, which also keeps it from Python's 4300-digit guard (a parse error).
+# No field of the protocol holds more than 64 bits; a longer integer is out of range unread.
 _MIN_INT, _MAX_INT, _MAX_DIGITS = -(2**63), 2**64 - 1, 21
 # One top-level member of an overlong line's head: its key, then a scalar or where nesting starts.
 _MEMBER = re.compile(r'(?:^\s*\{|\s*,)\s*"([^"\\]*)"\s*:\s*("(?:[^"\\]|\\.)*"|[^\s,{}\[\]]+|[{\[])')
 _MESSAGES: Final = {-32700: "Parse error", -32600: "Invalid request", -32602: "Invalid params"}
 _UNANSWERED: Final = "the client's input ended before it answered"
-# What goes on to the SDK, and what is answered here.
 _Parsed: TypeAlias = tuple[dict[str, Any] | None, dict[str, Any] | None]
 
 
@@ -208,6 +206,7 @@ class GuardedTransport:
                     self._reading.cancel()
 
     def _parse(self, line: bytes, size: int) -> _Parsed:
+        """What of ``line`` goes on to the SDK, and what is answered here."""
         if size > self._max_line_bytes:
             details = f"the line is {size} bytes, over the {self._max_line_bytes}-byte limit"
             return self._refuse(_leading_members(line), details, whole=False)
@@ -220,7 +219,7 @@ class GuardedTransport:
             return None, _error(None, -32700)
         if not isinstance(message, dict):
             return self._refuse({}, "a batch" if isinstance(message, list) else "not a JSON object")
-        if nests_deeper_than(message, MAX_NESTING_DEPTH):
+        if nests_deeper_than(message, MAX_NESTING_DEPTH):  # the SDK's deep copy would recurse
             return self._refuse(message, f"nested more than {MAX_NESTING_DEPTH} levels deep")
         request_id, method, params = message.get("id"), message.get("method"), message.get("params")
         if "method" not in message and "id" not in message:
@@ -252,10 +251,8 @@ class GuardedTransport:
         return message, None
 
     def _refuse(self, members: dict[str, Any], details: str, *, whole: bool = True) -> _Parsed:
-        # A request is answered by its id, an answer fails the agent's request it answers, a
+        # A request is answered by its id, an answer fails the agent's request of its id, a
         # notification seen whole is dropped, and anything else is answered with `id: null`.
-        # A deep frame never reaches the SDK: its observer deep-copies and its models validate
-        # recursively, and a RecursionError there ends its receive loop.
         _log.warning("acp_line_rejected", reason=details)
         refusal, request_id = _error(None, -32600, details), members.get("id")
         valid = "id" in members and _is_valid_id(request_id)
