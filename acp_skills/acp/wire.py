@@ -94,9 +94,23 @@ def text_tool_content(text: str) -> list[Any]:
     return [acp_schema.ContentToolCallContent(type="content", content=text_block(text))]
 
 
-def tool_call_start(tool_call_id: str, title: str, **fields: Any) -> acp_schema.ToolCallStart:
+def tool_call_start(
+    tool_call_id: str,
+    title: str,
+    *,
+    kind: acp_schema.ToolKind,
+    status: acp_schema.ToolCallStatus,
+    content: list[Any] | None = None,
+    raw_input: object = None,
+) -> acp_schema.ToolCallStart:
     return acp_schema.ToolCallStart(
-        session_update="tool_call", tool_call_id=tool_call_id, title=title, **fields
+        session_update="tool_call",
+        tool_call_id=tool_call_id,
+        title=title,
+        kind=kind,
+        status=status,
+        content=content,
+        raw_input=raw_input,
     )
 
 
