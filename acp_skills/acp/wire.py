@@ -129,16 +129,20 @@ def tool_call_started(
 ) -> acp_schema.ToolCallStart:
     """The ``tool_call`` update of a call; for the skill tool a ``read`` titled with its skill."""
     raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
-    title, kind = one_line(tool_name) or "Tool", "other"
-    if tool_name == skill_tool_name:
+    title, skill = one_line(tool_name) or "Tool", tool_name == skill_tool_name
+    if skill:
         # The editor shows the model's words in the title: on one line, no control characters.
         name, query = field(arguments, "name"), field(arguments, "query")
         name = one_line(name) if isinstance(name, str) else ""
         words = one_line(query) if isinstance(query, str) else ""
-        title, kind = f"Load skill {name}".strip(), "read"
-        if not name and words:
-            title = f"Find skills: {cut(words, 80)}"
-    return tool_call_start(tool_call_id, title, kind=kind, status="in_progress", raw_input=raw)
+        title = f"Find skills: {cut(words, 80)}" if words and not name else f"Load skill {name}"
+    return tool_call_start(
+        tool_call_id,
+        title.strip(),
+        kind="read" if skill else "other",
+        status="in_progress",
+        raw_input=raw,
+    )
 
 
 def tool_call_finished(tool_call_id: str, result: ToolResult) -> acp_schema.ToolCallProgress:
