@@ -115,7 +115,7 @@ class GuardedTransport:
         self._answered.set()
         self._awaited: set[object] = set()  # the agent's requests the client has not answered
         self._received: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self._reading: asyncio.Future[None] | None = None
+        self._reading = asyncio.ensure_future(self._read())
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one frame (dropped after ``close()`` or a lost output)."""
@@ -142,17 +142,12 @@ class GuardedTransport:
 
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message (malformed ones are answered here), ``None`` at the end."""
-        if self._reading is None and not self._output_lost:
-            self._reading = asyncio.ensure_future(self._read())
         return await self._received.get()
 
     async def close(self) -> None:
         """Stop sending and close the writer. Idempotent."""
-        if self._closed:
-            return
         self._closed = True
-        if self._reading is not None:
-            self._reading.cancel()
+        self._reading.cancel()
         with contextlib.suppress(Exception):
             self._writer.close()
             await self._writer.wait_closed()
@@ -202,8 +197,7 @@ class GuardedTransport:
                 reason = "the client stopped reading"
                 _log.warning("acp_output_closed", reason=reason, error=str(error))
                 self._received.put_nowait(None)
-                if self._reading is not None:
-                    self._reading.cancel()
+                self._reading.cancel()
 
     def _parse(self, line: bytes, size: int) -> _Parsed:
         """What of ``line`` goes on to the SDK, and what is answered here."""
