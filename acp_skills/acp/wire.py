@@ -13,6 +13,7 @@ from typing import Any, Final
 from acp import RequestError
 from acp import schema as acp_schema
 from acp.connection import StreamDirection, StreamEvent
+from acp.schema import ToolCallStatus, ToolKind
 
 from ..json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from ..model import SkillSummary
@@ -95,27 +96,16 @@ def text_tool_content(text: str) -> list[Any]:
 
 
 def tool_call_start(
-    tool_call_id: str,
-    title: str,
-    *,
-    kind: acp_schema.ToolKind,
-    status: acp_schema.ToolCallStatus,
-    content: list[Any] | None = None,
-    raw_input: object = None,
+    call: str, title: str, kind: ToolKind, status: ToolCallStatus, **more: Any
 ) -> acp_schema.ToolCallStart:
+    """A ``tool_call`` update; ``more``: its ``content`` or ``raw_input``."""
     return acp_schema.ToolCallStart(
-        session_update="tool_call",
-        tool_call_id=tool_call_id,
-        title=title,
-        kind=kind,
-        status=status,
-        content=content,
-        raw_input=raw_input,
+        session_update="tool_call", tool_call_id=call, title=title, kind=kind, status=status, **more
     )
 
 
 def tool_call_update(
-    tool_call_id: str, status: acp_schema.ToolCallStatus, text: str | None = None
+    tool_call_id: str, status: ToolCallStatus, text: str | None = None
 ) -> acp_schema.ToolCallProgress:
     """A ``tool_call_update`` changing a call's status (and its content to ``text``, if any)."""
     content = None if text is None else text_tool_content(text)
@@ -136,13 +126,8 @@ def tool_call_started(
         name = one_line(name) if isinstance(name, str) else ""
         words = one_line(query) if isinstance(query, str) else ""
         title = f"Find skills: {cut(words, 80)}" if words and not name else f"Load skill {name}"
-    return tool_call_start(
-        tool_call_id,
-        title.strip(),
-        kind="read" if skill else "other",
-        status="in_progress",
-        raw_input=raw,
-    )
+    kind: ToolKind = "read" if skill else "other"
+    return tool_call_start(tool_call_id, title.strip(), kind, "in_progress", raw_input=raw)
 
 
 def tool_call_finished(tool_call_id: str, result: ToolResult) -> acp_schema.ToolCallProgress:
