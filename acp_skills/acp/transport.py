@@ -37,6 +37,7 @@ def _error(request_id: object, code: int, details: str | None = None) -> dict[st
 
 
 def _dumps(message: dict[str, Any]) -> str:
+    # Not ASCII-escaped: a lone surrogate stays one character, which `_write` then replaces.
     return json.dumps(message, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
 
 
