@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
-# Real protocol frames and tool arguments nest about ten levels; 64 leaves room for any
-# extension's `_meta` while staying far below every recursive walk downstream (the SDK's
-# deep copy and validation, pydantic's serialiser, the record's own check at 100).
+# Real frames and tool arguments nest about ten levels; 64 stays far below every recursive
+# walk downstream (the SDK's deep copy and validation, pydantic, the record's check at 100).
 MAX_NESTING_DEPTH: Final = 64
 
 

@@ -620,14 +620,6 @@ async def test_a_frame_at_the_limit_is_passed_on() -> None:
         assert reply["error"]["code"] == -32601
 
 
-@pytest.mark.parametrize("option", [{"max_line_bytes": 0}, {"drain_seconds": 0}, {"max_depth": 1}])
-async def test_limits_that_would_refuse_every_frame_are_a_value_error(
-    option: dict[str, Any],
-) -> None:
-    with pytest.raises(ValueError, match="must be positive"):
-        GuardedTransport(asyncio.StreamReader(), cast(asyncio.StreamWriter, None), **option)
-
-
 @pytest.mark.parametrize("name", ["stdin", "stdout"])
 async def test_open_stdio_with_a_closed_stream_is_ebadf(
     name: str, monkeypatch: pytest.MonkeyPatch

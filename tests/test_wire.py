@@ -18,7 +18,6 @@ from acp_skills.acp.commands import invocable
 from acp_skills.acp.wire import (
     available_commands,
     check_cwd,
-    find_invocations,
     find_invocations_with_arguments,
     prompt_text,
     tool_call_finished,
@@ -153,7 +152,8 @@ def test_available_commands_truncates_long_descriptions_to_200_characters() -> N
 def test_find_invocations(text: str, expected: list[str]) -> None:
     """``/name`` counts at the start or after whitespace, before whitespace or the end."""
     # `internal` is left out of the names, as AcpSkills does for user-invocable: false skills.
-    assert find_invocations(text, ["compare", "deploy", "deploy-app"]) == expected
+    found = find_invocations_with_arguments(text, ["compare", "deploy", "deploy-app"])
+    assert [name for name, _ in found] == expected
 
 
 def test_prompt_text_joins_text_blocks_and_skips_the_rest() -> None:
@@ -253,7 +253,6 @@ def test_invocation_arguments_end_at_the_line_or_the_next_invocation(
 ) -> None:
     """Arguments run from /name to the end of its line or the next known /name."""
     assert find_invocations_with_arguments(text, ["deploy", "review"]) == expected
-    assert find_invocations(text, ["deploy", "review"]) == [name for name, _ in expected]
 
 
 # -- commands from any description -------------------------------------------------------------

@@ -3,6 +3,7 @@ settled into the editor's last update and the model's one string (docs/integrati
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 from collections.abc import Awaitable, Callable
@@ -15,6 +16,7 @@ from ..tool import ToolResult
 from . import wire
 
 ToolOutcome: TypeAlias = ToolResult | str | acp_schema.ToolCallUpdate
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,15 +36,12 @@ AgentToolRunner: TypeAlias = CallRunner | Callable[[str, object], Awaitable[Tool
 def call_runner(run_tool: AgentToolRunner) -> CallRunner:
     """``run_tool`` as a runner of `ToolCall` values; one of two positional parameters is the
     earlier form, called as ``run_tool(name, arguments)``."""
-    try:
+    with contextlib.suppress(TypeError, ValueError):  # no signature to read: the documented form
         parameters = inspect.signature(cast(Callable[..., Any], run_tool)).parameters.values()
-    except (TypeError, ValueError):  # no signature to read: the documented form
-        return cast(CallRunner, run_tool)
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if sum(parameter.kind in positional for parameter in parameters) != 2:
-        return cast(CallRunner, run_tool)
-    by_name = cast(Callable[[str, object], Awaitable[ToolOutcome]], run_tool)
-    return lambda call: by_name(call.name, call.arguments)
+        if sum(parameter.kind in _POSITIONAL for parameter in parameters) == 2:
+            by_name = cast(Callable[[str, object], Awaitable[ToolOutcome]], run_tool)
+            return lambda call: by_name(call.name, call.arguments)
+    return cast(CallRunner, run_tool)
 
 
 def settle(call_id: str, outcome: object) -> tuple[ToolResult, acp_schema.ToolCallProgress]:
@@ -59,19 +58,14 @@ def settle(call_id: str, outcome: object) -> tuple[ToolResult, acp_schema.ToolCa
         )
     if outcome.tool_call_id != call_id:
         raise ValueError(f"run_tool returned the update of call {outcome.tool_call_id!r}")
+    # A result is the call's end: anything but `failed` is `completed`.
     failed = outcome.status == "failed"
     shown = {name: getattr(outcome, name) for name in outcome.model_fields_set}
-    # A result is the call's end: anything but `failed` is `completed`.
-    shown["status"] = "failed" if failed else "completed"
-    update = acp_schema.ToolCallProgress(session_update="tool_call_update", **shown)
-    return ToolResult(text=model_text(outcome, failed=failed), is_error=failed), update
-
-
-def model_text(update: acp_schema.ToolCallUpdate, *, failed: bool = False) -> str:
-    """What the model reads of a rich result (its blocks, else its title; docs/integration.md)."""
-    parts = [_block_text(block) for block in update.content or ()]
-    text = "\n\n".join(part for part in parts if part) or update.title or "(no output)"
-    return text if not failed or text.startswith("Error: ") else f"Error: {text}"
+    shown |= {"session_update": "tool_call_update", "status": "failed" if failed else "completed"}
+    parts = [_block_text(block) for block in outcome.content or ()]
+    text = "\n\n".join(part for part in parts if part) or outcome.title or "(no output)"
+    text = text if not failed or text.startswith("Error: ") else f"Error: {text}"
+    return ToolResult(text=text, is_error=failed), acp_schema.ToolCallProgress(**shown)
 
 
 def _block_text(block: object) -> str:
@@ -79,8 +73,7 @@ def _block_text(block: object) -> str:
         content = block.content
         return content.text if isinstance(content, acp_schema.TextContentBlock) else ""
     if isinstance(block, acp_schema.FileEditToolCallContent):
-        before = (block.old_text or "").splitlines(keepends=True)
-        after = block.new_text.splitlines(keepends=True)
+        before, after = (block.old_text or "").splitlines(True), block.new_text.splitlines(True)
         source = f"a{block.path}" if block.old_text is not None else "/dev/null"
         lines = difflib.unified_diff(before, after, source, f"b{block.path}")
         return "".join(line if line.endswith("\n") else f"{line}\n" for line in lines).rstrip()

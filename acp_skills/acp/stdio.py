@@ -8,14 +8,10 @@ import os
 import selectors
 import sys
 import threading
-from typing import Final
 
 from ..quiet_log import get_logger
 
 _log = get_logger(__name__)
-
-# Longer lines are still read, in pieces; the reader pauses the pipe at twice this.
-_BUFFER_BYTES: Final = 1024 * 1024
 
 
 async def open_stdio(
@@ -25,7 +21,8 @@ async def open_stdio(
     for name in ("stdin", "stdout"):
         if getattr(sys, name) is None:  # Python started with that descriptor closed
             raise OSError(errno.EBADF, f"{name} is closed")
-    loop, reader = asyncio.get_running_loop(), asyncio.StreamReader(limit=_BUFFER_BYTES)
+    # Longer lines are still read, in pieces; the reader pauses the pipe at twice the limit.
+    loop, reader = asyncio.get_running_loop(), asyncio.StreamReader(limit=1024 * 1024)
     stdin = os.fdopen(_watchable(sys.stdin.fileno(), incoming=True), "rb", buffering=0)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     sys.stdout.flush()
@@ -39,8 +36,7 @@ async def open_stdio(
 
 
 def _watchable(fd: int, *, incoming: bool) -> int:
-    """``fd`` when asyncio can watch it (a pipe, socket or terminal), else one end of a pipe
-    that a thread copies it through (a regular file, /dev/null)."""
+    """``fd`` when asyncio can watch it, else one end of a pipe a thread copies it through."""
     with selectors.DefaultSelector() as selector:
         try:  # epoll refuses files and /dev/null with EPERM: asking it is the one sure test
             selector.register(fd, selectors.EVENT_READ)

@@ -20,25 +20,17 @@ DEFAULT_MAX_LINE_BYTES: Final = 8 * 1024 * 1024
 # Turns are cancelled at the end of input: this only bounds a handler ignoring cancellation.
 DEFAULT_DRAIN_SECONDS: Final = 30.0
 _HEAD_BYTES: Final = 4096
-# No field of the protocol holds a number outside these (ids and counts are at most 64-bit).
-_MIN_INT, _MAX_INT = -(2**63), 2**64 - 1
-# More digits than this cannot be in range; bounding them also skips Python's 4300-digit guard.
-_MAX_INT_DIGITS: Final = 21
+# No field of the protocol holds more than 64 bits; a longer integer is out of range unread.
+_MIN_INT, _MAX_INT, _MAX_DIGITS = -(2**63), 2**64 - 1, 21
 # One top-level member of an overlong line's head: its key, then a scalar or where nesting starts.
 _MEMBER = re.compile(r'(?:^\s*\{|\s*,)\s*"([^"\\]*)"\s*:\s*("(?:[^"\\]|\\.)*"|[^\s,{}\[\]]+|[{\[])')
-
-_PARSE_ERROR, _INVALID_REQUEST, _INVALID_PARAMS, _INTERNAL_ERROR = -32700, -32600, -32602, -32603
-_UNANSWERED: Final = "the client's input ended before it answered"
-# What `receive` passes on to the SDK, and what it answers itself.
-_Parsed: TypeAlias = tuple[dict[str, Any] | None, dict[str, Any] | None]
 _MESSAGES: Final = {-32700: "Parse error", -32600: "Invalid request", -32602: "Invalid params"}
+_UNANSWERED: Final = "the client's input ended before it answered"
+_Parsed: TypeAlias = tuple[dict[str, Any] | None, dict[str, Any] | None]
 
 
-def _error(
-    request_id: object, code: int, details: str | None = None, message: str | None = None
-) -> dict[str, Any]:
-    message = _MESSAGES.get(code, "Internal error") if message is None else message
-    error: dict[str, Any] = {"code": code, "message": message}
+def _error(request_id: object, code: int, details: str | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": _MESSAGES.get(code, "Internal error")}
     if details is not None:
         error["data"] = {"details": details}
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
@@ -53,28 +45,23 @@ def _is_valid_id(value: object) -> bool:
     return value is None or (isinstance(value, str | int) and not isinstance(value, bool))
 
 
-def _refuse_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")  # `NaN` and `Infinity` are Python's, not JSON's
-
-
 def _loads(raw: bytes) -> tuple[object, bool]:
     """The value of a JSON line, and whether it holds a number beyond 64-bit or a double."""
     beyond = False
 
     def integer(digits: str) -> int:
         nonlocal beyond
-        value = int(digits) if len(digits.lstrip("-")) <= _MAX_INT_DIGITS else _MAX_INT + 1
+        value = int(digits) if len(digits) <= _MAX_DIGITS else _MAX_INT + 1
         beyond = beyond or not _MIN_INT <= value <= _MAX_INT
         return value
 
     def real(text: str) -> float:
         nonlocal beyond
-        value = float(text)
-        beyond = beyond or not math.isfinite(value)
+        beyond = beyond or not math.isfinite(value := float(text))
         return value
 
-    value = json.loads(raw, parse_constant=_refuse_constant, parse_int=integer, parse_float=real)
-    return value, beyond
+    # `int` refuses `NaN` and `Infinity`, which are Python's, not JSON's.
+    return json.loads(raw, parse_constant=int, parse_int=integer, parse_float=real), beyond
 
 
 def _leading_members(head: bytes) -> dict[str, object]:
@@ -95,7 +82,7 @@ def _leading_members(head: bytes) -> dict[str, object]:
 async def _read_line(reader: asyncio.StreamReader, max_bytes: int) -> tuple[bytes, int]:
     """One line and its size; past ``max_bytes`` only its head is kept, the rest discarded."""
     chunks: list[bytes] = []
-    size, ended, overlong = 0, False, False
+    size, ended = 0, False
     while not ended:
         try:
             chunk, ended = await reader.readuntil(b"\n"), True
@@ -104,10 +91,9 @@ async def _read_line(reader: asyncio.StreamReader, max_bytes: int) -> tuple[byte
         except asyncio.IncompleteReadError as end:
             chunk, ended = end.partial, True
         size += len(chunk.removesuffix(b"\n"))
-        if not overlong:
-            chunks.append(chunk)
-            if overlong := size > max_bytes:
-                chunks = [b"".join(chunks)[:_HEAD_BYTES]]
+        chunks.append(chunk)
+        if size > max_bytes:
+            chunks = [b"".join(chunks)[:_HEAD_BYTES]]
     return b"".join(chunks), size
 
 
@@ -121,62 +107,48 @@ class GuardedTransport:
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         drain_seconds: float = DEFAULT_DRAIN_SECONDS,
-        max_depth: int = MAX_NESTING_DEPTH,
     ) -> None:
-        # A line limit under 1 byte or a depth under 2 would refuse every frame.
-        if max_line_bytes < 1 or not drain_seconds > 0 or max_depth < 2:
-            raise ValueError("max_line_bytes, drain_seconds must be positive; max_depth 2 or more")
-        self._reader, self._writer, self._max_depth = reader, writer, max_depth
+        self._reader, self._writer = reader, writer
         self._max_line_bytes, self._drain_seconds = max_line_bytes, drain_seconds
         self._closed = self._input_ended = self._output_lost = False
-        # Each unanswered request by its id (ids can repeat): a prompt turn's session, else None.
-        self._owed: dict[object, list[str | None]] = {}
+        self._owed: dict[object, str | None] = {}  # unanswered request -> a prompt's session
         self._answered = asyncio.Event()  # set while no request is owed an answer
         self._answered.set()
         self._awaited: set[object] = set()  # the agent's requests the client has not answered
         self._received: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self._reading: asyncio.Future[None] | None = None
+        self._reading = asyncio.ensure_future(self._read())
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one frame (dropped after ``close()`` or a lost output)."""
+        request_id = message.get("id")
         try:
             line = _dumps(message)
-        except (TypeError, ValueError) as error:
+        except (TypeError, ValueError) as problem:
             if "id" not in message or "method" in message:
                 raise
-            # A response the SDK cannot serialise still gets an answer, so no client waits
-            # forever; an error keeps its code (a validation error's details may hold objects).
-            code, text = _INTERNAL_ERROR, None
-            failed = message.get("error")
-            if isinstance(failed, dict) and isinstance(failed.get("code"), int):
-                code, text = failed["code"], str(failed.get("message", "Internal error"))
-            line = _dumps(_error(message["id"], code, str(error), text))
-        request_id = message.get("id")
+            # A response that cannot be serialised still answers, so no client waits forever;
+            # an error keeps its code (a validation error's details may hold objects).
+            failed = error if isinstance(error := message.get("error"), dict) else {}
+            line = _dumps(_error(request_id, failed.get("code", -32603), str(problem)))
         if "method" not in message:  # an answer: one request fewer owed
-            if owed := self._owed.pop(request_id, [])[1:]:
-                self._owed[request_id] = owed
-            elif not self._owed:
+            self._owed.pop(request_id, None)
+            if not self._owed:
                 self._answered.set()
         elif "id" in message:  # the agent's own request, which only the client can answer
             if self._input_ended:
-                self._received.put_nowait(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
+                self._received.put_nowait(_error(request_id, -32603, _UNANSWERED))
             else:
                 self._awaited.add(request_id)
         await self._write(line)
 
     async def receive(self) -> dict[str, Any] | None:
         """The next well-formed message (malformed ones are answered here), ``None`` at the end."""
-        if self._reading is None and not self._output_lost:
-            self._reading = asyncio.ensure_future(self._read())
         return await self._received.get()
 
     async def close(self) -> None:
         """Stop sending and close the writer. Idempotent."""
-        if self._closed:
-            return
         self._closed = True
-        if self._reading is not None:
-            self._reading.cancel()
+        self._reading.cancel()
         with contextlib.suppress(Exception):
             self._writer.close()
             await self._writer.wait_closed()
@@ -191,38 +163,25 @@ class GuardedTransport:
                     if reply is not None:
                         await self._write(_dumps(reply))
                     if message is not None:
-                        self._note_incoming(message)
                         self._received.put_nowait(message)
             await self._end_input()
         finally:
             self._received.put_nowait(None)
 
-    def _note_incoming(self, message: dict[str, Any]) -> None:
-        request_id, params = message.get("id"), message.get("params")
-        if "method" not in message:
-            self._awaited.discard(request_id)
-        elif "id" in message:
-            session_id = params.get("sessionId") if isinstance(params, dict) else None
-            prompt = message["method"] == "session/prompt" and isinstance(session_id, str)
-            self._owed.setdefault(request_id, []).append(session_id if prompt else None)
-            self._answered.clear()
-
     async def _end_input(self) -> None:
         # Every request received is answered before the end is reported: running turns are
         # cancelled, the agent's requests to the client fail, and the rest get some time.
         self._input_ended = True
-        for request_id in sorted(self._awaited, key=repr):
-            self._received.put_nowait(_error(request_id, _INTERNAL_ERROR, _UNANSWERED))
+        for request_id in self._awaited:
+            self._received.put_nowait(_error(request_id, -32603, _UNANSWERED))
         self._awaited.clear()
-        for session_id in dict.fromkeys(s for owed in self._owed.values() for s in owed if s):
-            params = {"sessionId": session_id}
-            self._received.put_nowait(
-                {"jsonrpc": "2.0", "method": "session/cancel", "params": params}
-            )
+        for session_id in dict.fromkeys(filter(None, self._owed.values())):
+            cancel = {"jsonrpc": "2.0", "method": "session/cancel"}
+            self._received.put_nowait(cancel | {"params": {"sessionId": session_id}})
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._answered.wait(), self._drain_seconds)
         if self._owed:
-            reason, ids = "still running when the input ended", sorted(self._owed, key=repr)
+            reason, ids = "still running when the input ended", list(self._owed)
             _log.warning(
                 "acp_requests_unanswered", reason=reason, seconds=self._drain_seconds, ids=ids
             )
@@ -230,12 +189,8 @@ class GuardedTransport:
     async def _write(self, line: str) -> None:
         if self._closed or self._output_lost:
             return
-        try:
-            data = line.encode("utf-8")
-        except UnicodeEncodeError:
-            data = well_formed(line).encode("utf-8")
-        try:
-            self._writer.write(data + b"\n")  # one write a frame, so frames never interleave
+        try:  # one write a frame, so frames never interleave
+            self._writer.write(well_formed(line).encode("utf-8") + b"\n")
             await self._writer.drain()
         except (ConnectionError, OSError) as error:
             if not self._output_lost:
@@ -243,8 +198,7 @@ class GuardedTransport:
                 reason = "the client stopped reading"
                 _log.warning("acp_output_closed", reason=reason, error=str(error))
                 self._received.put_nowait(None)
-                if self._reading is not None:
-                    self._reading.cancel()
+                self._reading.cancel()
 
     def _parse(self, line: bytes, size: int) -> _Parsed:
         """What of ``line`` goes on to the SDK, and what is answered here."""
@@ -257,25 +211,26 @@ class GuardedTransport:
             message, beyond = _loads(line)
         except (ValueError, RecursionError):
             _log.warning("acp_line_rejected", reason="not valid JSON", size=size)
-            return None, _error(None, _PARSE_ERROR)
+            return None, _error(None, -32700)
         if not isinstance(message, dict):
             return self._refuse({}, "a batch" if isinstance(message, list) else "not a JSON object")
-        if nests_deeper_than(message, self._max_depth):
-            return self._refuse(message, f"nested more than {self._max_depth} levels deep")
+        if nests_deeper_than(message, MAX_NESTING_DEPTH):  # the SDK's deep copy would recurse
+            return self._refuse(message, f"nested more than {MAX_NESTING_DEPTH} levels deep")
         request_id, method, params = message.get("id"), message.get("method"), message.get("params")
         if "method" not in message and "id" not in message:
             return self._refuse(message, "neither a request nor a response")
         if not _is_valid_id(request_id):
             return self._refuse(message, "invalid id")
         if "method" not in message:
+            self._awaited.discard(request_id)
             if not isinstance(message.get("error", {}), dict):
-                message["error"] = {"code": _INTERNAL_ERROR, "message": str(message["error"])}
+                message["error"] = {"code": -32603, "message": str(message["error"])}
             return message, None
         if not isinstance(method, str):
             return self._refuse(message, "bad method")
         if beyond:  # a notification is only dropped
             _log.warning("acp_line_rejected", reason="number out of range", method=method)
-            refusal = _error(request_id, _INVALID_PARAMS, "a number in the request is out of range")
+            refusal = _error(request_id, -32602, "a number in the request is out of range")
             return None, refusal if "id" in message else None
         # Extension methods receive their params untouched, so only standard methods need it.
         meta = params.get("_meta") if isinstance(params, dict) else None
@@ -283,23 +238,23 @@ class GuardedTransport:
             message["params"]["_meta"] = {"_meta": meta}
         if method == "session/cancel" and "id" in message:
             return message, {"jsonrpc": "2.0", "id": message.pop("id"), "result": {}}
+        if "id" in message:
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            prompt = method == "session/prompt" and isinstance(session_id, str)
+            self._owed[request_id] = session_id if prompt else None
+            self._answered.clear()
         return message, None
 
     def _refuse(self, members: dict[str, Any], details: str, *, whole: bool = True) -> _Parsed:
-        # A request is answered by its id, an answer fails the agent's request it answers, a
+        # A request is answered by its id, an answer fails the agent's request of its id, a
         # notification seen whole is dropped, and anything else is answered with `id: null`.
-        # A deep frame never reaches the SDK: its observer deep-copies and its models validate
-        # recursively, and a RecursionError there ends its receive loop.
         _log.warning("acp_line_rejected", reason=details)
-        refusal, request_id = _error(None, _INVALID_REQUEST, details), members.get("id")
+        refusal, request_id = _error(None, -32600, details), members.get("id")
         valid = "id" in members and _is_valid_id(request_id)
         if "method" in members and valid:
             return None, {**refusal, "id": request_id}
-        if "result" in members or "error" in members:
-            if not (valid and request_id in self._awaited):
-                return None, None
-            self._awaited.discard(request_id)
-            return {**refusal, "id": request_id}, None
+        if "result" in members or "error" in members:  # the SDK drops an id it did not send
+            return ({**refusal, "id": request_id} if valid else None), None
         if whole and "method" in members and "id" not in members:
             return None, None
         return None, refusal

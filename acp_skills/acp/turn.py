@@ -295,7 +295,7 @@ class PromptTurn:
             calls.append(entry | {"end": len(content)})
         # A note for each withheld skill `/NAME` would have run, unless a skill of that name did.
         unrun = {s.name for s in withheld} - {call["name"] for call in calls}
-        for name in wire.find_invocations(typed, unrun):
+        for name, _ in wire.find_invocations_with_arguments(typed, unrun):
             # Left as plain text for the model; the person is told why it did not run.
             note = command_note(name, view.withheld[name])
             await self._send(wire.agent_text(note + "\n\n"))
