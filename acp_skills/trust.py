@@ -1,35 +1,46 @@
-"""Which skills a session may offer (contract §13, docs/trust.md): the trust source each skill
-needs, and `view`, the one pure rule that turns a snapshot, the stored decisions
-(`acp_skills.trust_store`), the mode and a session's own answers into what it offers and
-withholds. A turn computes it once (`session_view`), and again after an answer on the same
-snapshot and decisions (the view keeps them); the command line calls the same function.
-"""
+"""Which skills a session may offer (contract §13, §13a; docs/trust.md): the source each skill
+needs trust from, the decisions stored in the trust file, `view`, the one rule that turns a
+snapshot, those decisions and a session's answers into what it offers, and the one wording of
+what a person reads about the skills it withholds."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+import shlex
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 import anyio.to_thread
 
+from .diagnostics import Markup, plural
+from .errors import ReadError
+from .fs import read_local_file, replace_file
+from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
 from .model import SkillCandidate, SkillLookupOptions, SkillSnapshot
 from .project import PROJECT_SKILL_DIRS, Project, find_project
 from .quiet_log import get_logger
 from .registry import SkillRegistry
-from .trust_store import SERVER_KEY_PREFIX, Pair, StoredTrust, TrustFileError
-from .trust_store import TrustStore as TrustStore  # where docs/integration.md names it
+from .text import one_line, shorten_description, spelt
 
 _log = get_logger(__name__)
 
 TrustMode: TypeAlias = Literal["ask", "all", "none"]
 TrustState: TypeAlias = Literal["trusted", "session", "pending", "refused"]
-# Why a skill of a trusted server is pending again: a uri it did not serve, or another digest.
+Decision: TypeAlias = Literal["trusted", "refused"]
+# Why a skill of a trusted server waits again: a uri it did not serve, or another digest.
 ServerChange: TypeAlias = Literal["new", "changed"]
+# What a question shows of a skill, so what "Trust for this session" admits: an MCP skill's
+# (uri, digest) pairs as listed ("dynamic" for a dynamic skill's SKILL.md), a project skill's
+# (path, name).
+ShownItem: TypeAlias = tuple[str, str]
 TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
-# The local provider's sources found from a session's working directory (contract §5).
-PROJECT_SOURCES: Final = frozenset(PROJECT_SKILL_DIRS)
+SERVER_KEY_PREFIX: Final = "mcp:"  # a server's decision is stored under it; a project's by path
+# Far above any person's decisions (a thousand projects take about 100 KiB), far below memory.
+MAX_TRUST_FILE_BYTES: Final = 16 * 1024 * 1024
 
 
 def trust_mode(value: str | None) -> TrustMode:
@@ -39,57 +50,53 @@ def trust_mode(value: str | None) -> TrustMode:
     raise ValueError(f"trust: unknown mode {value!r} (known: {', '.join(TRUST_MODES)})")
 
 
-# ``key`` and ``label`` are values set once made, so the wording and the store read them and
-# call nothing back here.
 @dataclass(frozen=True, slots=True)
 class ProjectSource:
-    """A project: ``key`` is the real path decisions are stored under, ``label`` its name."""
+    """A project by ``key``, the real path its decision is stored under."""
 
     key: str
-    label: str = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "label", os.path.basename(self.key) or self.key)
+    @property
+    def label(self) -> str:
+        return os.path.basename(self.key) or self.key
 
 
 @dataclass(frozen=True, slots=True)
 class ServerSource:
-    """An MCP server by its identity (``endpoint``), with the (uri, digest) pairs to trust it
-    with (none to refuse or forget it) and the skill's own ``SKILL.md`` uri, if one."""
+    """An MCP server by its identity (``endpoint``), with the pairs to trust it with (none to
+    refuse or forget it) and the skill's own ``SKILL.md`` uri, if one."""
 
     label: str
     endpoint: str
-    items: frozenset[Pair] = field(default_factory=frozenset)
+    items: frozenset[ShownItem] = frozenset()
     uri: str = ""
-    key: str = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", SERVER_KEY_PREFIX + self.endpoint)
+    @property
+    def key(self) -> str:
+        return SERVER_KEY_PREFIX + self.endpoint
 
 
 TrustSource: TypeAlias = ProjectSource | ServerSource
-# What a question shows of one skill, and so what "Trust for this session" admits of it.
-ShownItem: TypeAlias = tuple[str, str]
 
 
 @runtime_checkable
 class ServedLocator(Protocol):
-    """What a skill served by an MCP server tells trust (the MCP provider's locator; trust does
-    not import that provider, whose SDK is optional)."""
+    """What a skill an MCP server serves tells trust (the MCP provider's locator; its SDK is
+    optional, so trust does not import it)."""
 
     server_label: str
     server_identity: str
     skill_uri: str
-    served: frozenset[Pair]
+    served: frozenset[ShownItem]
 
 
 def sources_at(projects: Sequence[Project]) -> Callable[[SkillCandidate], TrustSource | None]:
-    """The trust source each skill needs (``None``: an own root): a project skill, its project
-    among ``projects`` (the session's directory's, then each additional one's); an MCP skill,
-    its server."""
+    """The source each skill needs trust from (``None``: an own root): a project skill, its
+    project among ``projects`` (the session's directory's, then each additional one's); an MCP
+    skill, its server."""
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
-        if skill.source in PROJECT_SOURCES and projects:
+        if skill.source in PROJECT_SKILL_DIRS and projects:
             # A listing cached before the project changed (a `.git` made or removed since) may
             # hold skills of another root: they never take a project's decision.
             path = skill.path or ""
@@ -106,18 +113,153 @@ def sources_at(projects: Sequence[Project]) -> Callable[[SkillCandidate], TrustS
     return source_of
 
 
-def project_of(path: str | os.PathLike[str]) -> ProjectSource:
-    """The project ``path``'s skills need trust from (`acp_skills.project.find_project`'s
-    decision key). Blocking: `session_view` finds projects in a worker thread."""
-    return ProjectSource(find_project(path).key)
-
-
 def shown_items(skill: SkillCandidate, source: TrustSource) -> frozenset[ShownItem]:
-    """What a question shows of ``skill``, and so what a once-answer admits: an MCP skill's
-    (uri, digest) pairs as listed; a project skill's file and the name it was shown under."""
+    """What a question shows of ``skill`` (`ShownItem`), and so what a once-answer admits."""
     if isinstance(source, ServerSource):
         return source.items
     return frozenset({(skill.path or "", skill.name)})
+
+
+# -- the decisions stored ---------------------------------------------------------------------
+
+
+def default_trust_file() -> str:
+    """``$ACP_SKILLS_TRUST_FILE``, else ``$XDG_CONFIG_HOME/acp-skills/trust.json`` (default
+    ``~/.config``; a relative ``XDG_CONFIG_HOME`` counts as unset, as XDG says).
+
+    Raises:
+        ValueError: ``ACP_SKILLS_TRUST_FILE`` is a relative path (it would be read from
+            whatever directory the agent was started in, usually a project).
+    """
+    if override := os.environ.get("ACP_SKILLS_TRUST_FILE", "").strip():
+        if not os.path.isabs(path := os.path.expanduser(override)):
+            raise ValueError(
+                f"ACP_SKILLS_TRUST_FILE must be an absolute path (or start with ~), not "
+                f"{override!r}: a relative one would be read from the directory the agent "
+                "was started in, usually a project"
+            )
+        return os.path.normpath(path)
+    config = os.path.expanduser(os.environ.get("XDG_CONFIG_HOME", "").strip())
+    if not os.path.isabs(config):
+        config = os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(os.path.normpath(config), "acp-skills", "trust.json")
+
+
+class TrustFileError(Exception):
+    """The trust file exists but cannot be read as decisions (it is left untouched)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTrust:
+    """A decision per source key, and the pairs each trusted server was trusted with."""
+
+    decisions: Mapping[str, Decision] = field(default_factory=dict)
+    served: Mapping[str, frozenset[ShownItem]] = field(default_factory=dict)
+
+    def decided(self, source: TrustSource, decision: Decision | None) -> StoredTrust:
+        """These decisions with ``decision`` for ``source`` (``None`` forgets it): a trusted
+        server's pairs replace those it had for the same uris."""
+        key = source.key
+        decisions = {k: v for k, v in self.decisions.items() if k != key}
+        served = {k: v for k, v in self.served.items() if k != key}
+        if decision is not None:
+            decisions[key] = decision
+        if decision == "trusted" and isinstance(source, ServerSource):
+            uris = {uri for uri, _ in source.items}
+            kept = {pair for pair in self.served.get(key, ()) if pair[0] not in uris}
+            served[key] = source.items | kept
+        return StoredTrust(decisions, served)
+
+
+class TrustStore:
+    """The decisions, one per source key, in a JSON file outside any project."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = os.fspath(path) if path is not None else default_trust_file()
+
+    def read(self) -> StoredTrust:
+        """Every decision (none for a missing file): a regular file opened without blocking, at
+        most `MAX_TRUST_FILE_BYTES`, nested at most `MAX_NESTING_DEPTH` levels.
+
+        Raises:
+            TrustFileError: the file exists but cannot be read as decisions.
+        """
+        cannot = f"{self.path}: cannot read trust decisions"
+        content = read_local_file(self.path, MAX_TRUST_FILE_BYTES)
+        if isinstance(content, ReadError):
+            if content.failure in ("not_found", "broken_link"):
+                return StoredTrust()
+            raise TrustFileError(f"{cannot}: {content.reason}")
+        deep = f"nested more than {MAX_NESTING_DEPTH} levels deep"
+        try:
+            data = json.loads(content.decode("utf-8"))
+            if nests_deeper_than(data, MAX_NESTING_DEPTH):
+                raise ValueError(deep)
+            entries = [*data["projects"], *data.get("servers", [])]
+        except RecursionError:  # the decoder's own limit, far below 100,000 brackets
+            raise TrustFileError(f"{cannot}: {deep}") from None
+        except (ValueError, LookupError, TypeError, AttributeError) as error:
+            raise TrustFileError(f"{cannot}: {error!s}") from None  # not UTF-8, JSON, decisions
+        decisions: dict[str, Decision] = {}
+        served: dict[str, frozenset[ShownItem]] = {}
+        for entry in entries:
+            decision = entry.get("decision") if isinstance(entry, dict) else None
+            if decision not in ("trusted", "refused"):
+                continue
+            if isinstance(path := entry.get("path"), str):
+                decisions[path] = decision
+            elif isinstance(server := entry.get("server"), str):
+                decisions[key := SERVER_KEY_PREFIX + server] = decision
+                if decision == "refused":
+                    continue
+                listed = entry.get("resources")
+                served[key] = frozenset(
+                    (r["uri"], r["digest"])
+                    for r in (listed if isinstance(listed, list) else ())
+                    if isinstance(r, dict)
+                    and all(isinstance(r.get(k), str) for k in ("uri", "digest"))
+                )
+        return StoredTrust(decisions, served)
+
+    def decide(self, source: TrustSource, decision: Decision | None) -> bool:
+        """Store ``decision`` for ``source`` (`StoredTrust.decided`); whether anything changed.
+        Under a lock on a file beside the decisions (which each write replaces), so no writer,
+        thread or process, overwrites another's decision."""
+        with _locked(self.path + ".lock"):
+            if (after := (stored := self.read()).decided(source, decision)) == stored:
+                return False
+            projects, servers = [], []
+            for key, value in sorted(after.decisions.items()):
+                if not key.startswith(SERVER_KEY_PREFIX):
+                    projects.append({"path": key, "decision": value})
+                    continue
+                entry: dict[str, object] = {"server": key.removeprefix(SERVER_KEY_PREFIX)}
+                entry["decision"] = value
+                if value == "trusted":
+                    pairs = sorted(after.served.get(key, ()))
+                    entry["resources"] = [{"uri": uri, "digest": digest} for uri, digest in pairs]
+                servers.append(entry)
+            data = {"projects": projects} | ({"servers": servers} if servers else {})
+            # A symbolic link at the path (a dotfiles repository's) stays: its target is rewritten.
+            target = os.path.realpath(self.path)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            text = json.dumps(data, indent=2) + "\n"
+            replace_file(target, text.encode("utf-8"), prefix=".trust-", sync=True)
+            return True
+
+
+@contextmanager
+def _locked(path: str) -> Iterator[None]:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held per open file: threads of one process wait too
+        yield
+    finally:
+        os.close(fd)  # which releases the lock
+
+
+# -- what a session offers --------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,24 +275,27 @@ class Withheld:
 @dataclass(frozen=True, slots=True)
 class SessionView:
     """A snapshot as one session sees it: what it offers (``found`` itself when nothing is
-    withheld), each winner it withholds by name, ``pending``, those a question would ask about,
-    each skill's state (read `state`), ``judged``, the same rule for a skill not in ``found``
-    (one named by its uri), and the sources and decisions it was made of, for `view` again."""
+    withheld), each winner it withholds by name, and what it was made of, to judge again."""
 
     found: SkillSnapshot
     offered: SkillSnapshot
     withheld: Mapping[str, Withheld]
-    pending: tuple[Withheld, ...]
-    states: Mapping[int, TrustState] = field(repr=False)
-    judged: Callable[[SkillCandidate], Awaitable[Withheld | None]] = field(
-        repr=False, compare=False
-    )
-    source_of: Callable[[SkillCandidate], TrustSource | None] = field(repr=False, compare=False)
-    stored: StoredTrust = field(repr=False, compare=False)
+    source_of: Callable[[SkillCandidate], TrustSource | None]
+    stored: StoredTrust
+    judge: Callable[[SkillCandidate], tuple[TrustState, Withheld | None]]
+
+    @property
+    def pending(self) -> tuple[Withheld, ...]:
+        """The withheld skills a question asks about."""
+        return tuple(held for held in self.withheld.values() if held.state == "pending")
 
     def state(self, skill: SkillCandidate) -> TrustState:
-        """The state of ``skill``, a winner or a shadowed skill of ``found``."""
-        return self.states.get(id(skill), "trusted")
+        """The state of ``skill``: a winner, a shadowed skill, or one named by its uri."""
+        return self.judge(skill)[0]
+
+    def judged(self, skill: SkillCandidate) -> Withheld | None:
+        """Whether ``skill`` is withheld, and why."""
+        return self.judge(skill)[1]
 
 
 def view(
@@ -162,10 +307,9 @@ def view(
     previous: SessionView | None = None,
 ) -> SessionView:
     """What a session offers of ``found``, as a pure function. ``grants``: what its
-    once-answers admitted, by source key (`shown_items`); a skill is ``session`` while all it is
-    now is among them, and a trusted server's skill trusted while all its pairs are ones the
-    server was trusted with. ``previous`` is returned when nothing differs, so the session
-    keeps one ``offered`` snapshot, and the caches keyed by it."""
+    once-answers admitted, by source key; a skill is ``session`` while all it shows now is among
+    them, a trusted server's skill trusted while all its pairs are ones the server was trusted
+    with. An offer equal to ``previous``'s is that very snapshot (what is cached by it stays)."""
     granted = grants or {}
 
     def judge(skill: SkillCandidate) -> tuple[TrustState, Withheld | None]:
@@ -186,34 +330,14 @@ def view(
             return "session", None
         return "pending", Withheld(skill, "pending", source, change)
 
-    async def judged(skill: SkillCandidate) -> Withheld | None:
-        return judge(skill)[1]
-
-    states: dict[int, TrustState] = {}
-    withheld: dict[str, Withheld] = {}
-    for skill in found.skills:
-        state, held = judge(skill)
-        if state != "trusted":
-            states[id(skill)] = state
-        if held is not None:
-            withheld[skill.name] = held
-    for lost in found.shadowed:
-        if (state := judge(lost.skill)[0]) != "trusted":
-            states[id(lost.skill)] = state
-    if (
-        previous is not None
-        and previous.found is found
-        and (previous.states, previous.withheld) == (states, withheld)
-    ):
-        return previous
-    pending = tuple(held for held in withheld.values() if held.state == "pending")
+    withheld = {s.name: held for s in found.skills if (held := judge(s)[1]) is not None}
     offered = found
     if withheld:
         kept = [skill for skill in found.skills if skill.name not in withheld]
         taken = {skill.name for skill in kept}
         for lost in found.shadowed:  # in resolution order: the first admitted one stands
-            name, state = lost.skill.name, states.get(id(lost.skill), "trusted")
-            if name in withheld and name not in taken and state in ("trusted", "session"):
+            name = lost.skill.name
+            if name in withheld and name not in taken and judge(lost.skill)[1] is None:
                 kept.append(lost.skill)
                 taken.add(name)
         ids = {id(skill) for skill in kept}
@@ -222,7 +346,9 @@ def view(
             complete=found.complete,
             shadowed=tuple(lost for lost in found.shadowed if id(lost.skill) not in ids),
         )
-    return SessionView(found, offered, withheld, pending, states, judged, source_of, stored)
+        if previous is not None and previous.offered == offered:
+            offered = previous.offered
+    return SessionView(found, offered, withheld, source_of, stored, judge)
 
 
 def _covered(items: frozenset[ShownItem], admitted: frozenset[ShownItem] | None) -> bool:
@@ -232,7 +358,7 @@ def _covered(items: frozenset[ShownItem], admitted: frozenset[ShownItem] | None)
 
 def lasting_sources(pending: Sequence[Withheld]) -> dict[str, TrustSource]:
     """What a lasting answer about ``pending`` decides, one source per key: a server's holds
-    the pairs of every one of its skills the question named (`shown_items`)."""
+    the pairs of every one of its skills the question named."""
     sources: dict[str, TrustSource] = {}
     for withheld in pending:
         source, known = withheld.source, sources.get(withheld.source.key)
@@ -250,37 +376,166 @@ async def session_view(
     grants: Mapping[str, frozenset[ShownItem]] | None = None,
     previous: SessionView | None = None,
 ) -> SessionView:
-    """`view` of the registry's snapshot for ``options``; the projects found and the decisions
-    read in worker threads, each only when a skill needs it (one named by its uri: when
-    ``judged`` is asked). A trust file that cannot be read grants nothing."""
+    """`view` of the registry's snapshot for ``options``, the projects found and the decisions
+    read in worker threads. A trust file that cannot be read grants nothing."""
     found = await registry.snapshot(options)
-    skills = [*found.skills, *(lost.skill for lost in found.shadowed)]
     projects: list[Project] = []
-    if mode != "all" and (cwd := options.cwd) and any(s.source in PROJECT_SOURCES for s in skills):
-        directories = (cwd, *options.additional_directories)
-        projects = await anyio.to_thread.run_sync(lambda: [find_project(d) for d in directories])
-    source_of, stored = sources_at(projects), StoredTrust()
-    if read := mode == "ask" and any(source_of(s) is not None for s in skills):
-        stored = await anyio.to_thread.run_sync(_stored, store)
-    made = view(found, source_of, stored, mode, grants, previous)
-    if mode != "ask" or read:
-        return made
-
-    async def judged(skill: SkillCandidate) -> Withheld | None:
-        # Nothing listed needed the decisions, but this skill may: they are read for it now.
-        if source_of(skill) is None:
-            return None
-        fresh = await anyio.to_thread.run_sync(_stored, store)
-        alone = SkillSnapshot(skills=(skill,), complete=True)
-        return view(alone, source_of, fresh, mode, grants).withheld.get(skill.name)
-
-    return replace(made, judged=judged)
+    if mode != "all" and options.cwd:
+        places = (options.cwd, *options.additional_directories)
+        projects = await anyio.to_thread.run_sync(lambda: [find_project(p) for p in places])
+    stored = StoredTrust()
+    if mode == "ask":
+        try:
+            stored = await anyio.to_thread.run_sync(store.read)
+        except TrustFileError as error:  # left for the person to fix
+            _log.warning("trust_file_unreadable", path=store.path, error=str(error))
+    return view(found, sources_at(projects), stored, mode, grants, previous)
 
 
-def _stored(store: TrustStore) -> StoredTrust:
-    try:
-        return store.read()
-    except TrustFileError as error:
-        # Fail closed: an unreadable file grants nothing, and is left for the person to fix.
-        _log.warning("trust_file_unreadable", path=store.path, error=str(error))
-        return StoredTrust()
+# -- what a person reads ----------------------------------------------------------------------
+
+# The four answers of the question, by option id (the id is the kind: one of each); WHOM is
+# what the question is about ("this project", "this server", ...).
+OPTIONS: Final = (
+    ("allow_once", "Trust for this session"),
+    ("allow_always", "Trust {whom}"),
+    ("reject_once", "Not now"),
+    ("reject_always", "Never for {whom}"),
+)
+_HEADINGS: Final[Mapping[TrustState, str]] = {"pending": "Waiting for trust", "refused": "Refused"}
+
+
+def _changed(withheld: Withheld) -> str:
+    change = withheld.change
+    return f" — {change} on the server since you trusted it" if change else ""
+
+
+def whom_asked(pending: Sequence[Withheld]) -> str:
+    """The labels of the projects and servers a question about ``pending`` names."""
+    return ", ".join(sorted({one_line(w.source.label) for w in pending}))
+
+
+def question_title(pending: Sequence[Withheld]) -> str:
+    """``Trust N skills from PROJECT?`` (the project's directory name or the server labels)."""
+    return f"Trust {plural(len(pending), 'skill')} from {whom_asked(pending)}?"
+
+
+def question_text(pending: Sequence[Withheld]) -> str:
+    """Every pending skill on a line: name, description and path (or server and uri). Each
+    value is `one_line`, so none can forge a line of the card."""
+    lines = []
+    for withheld in sorted(pending, key=lambda w: w.skill.name):
+        skill, source, notes = withheld.skill, withheld.source, _changed(withheld)
+        where = one_line(skill.path or "")
+        if isinstance(source, ServerSource):
+            where = f"MCP server {one_line(source.label)}, {one_line(source.uri)}"
+            if getattr(skill.locator, "dynamic", False) is True:  # `"resources": "dynamic"`
+                notes += " — its files are not listed, so they are unverified"
+        said = shorten_description(skill.description, 200)
+        lines.append(f"- {one_line(skill.name)}: {said} ({where}){notes}")
+    return "\n".join(lines)
+
+
+def question_options(pending: Sequence[Withheld]) -> list[tuple[str, str]]:
+    """The four answers (option id, label), the lasting ones naming what they are about."""
+    servers = {w.source.key for w in pending if isinstance(w.source, ServerSource)}
+    projects = {w.source.key for w in pending} - servers
+    whom = [
+        ("this " + noun) if count == 1 else f"these {count} {noun}s"
+        for count, noun in ((len(projects), "project"), (len(servers), "server"))
+        if count
+    ]
+    return [(kind, label.format(whom=" and ".join(whom))) for kind, label in OPTIONS]
+
+
+def how_to_admit(withheld: Sequence[Withheld]) -> str:
+    """How to admit the ``withheld`` skills: a new session's question, or the commands that fit;
+    for a refusal, the command that undoes it."""
+    said = []
+    if pending := [w for w in withheld if w.state == "pending"]:
+        # A server is trusted for what it lists, which only its question shows: no command.
+        run = _commands([w.source for w in pending if isinstance(w.source, ProjectSource)])
+        how = f"To admit {'them' if pending[1:] else 'it'}, start a new session and answer its"
+        said.append(f"{how} question, or run {run}." if run else f"{how} question.")
+    if refused := [w.source for w in withheld if w.state == "refused"]:
+        said.append(f"To undo a refusal, run {_commands(refused)}.")
+    return " ".join(said)
+
+
+def _commands(sources: Sequence[TrustSource]) -> str:
+    # A project is trusted by path, a server's refusal forgotten by its key. Quoted first:
+    # cleaning after keeps every space of the path.
+    commands = {
+        f"`acp-skills trust {'--forget ' * isinstance(s, ServerSource)}{spelt(shlex.quote(s.key))}`"
+        for s in sources
+    }
+    return " and ".join(sorted(commands))
+
+
+def source_label(source: TrustSource) -> str:
+    """``project `NAME``` or ``MCP server "LABEL"``."""
+    if isinstance(source, ServerSource):
+        return f'MCP server "{one_line(source.label)}"'
+    return f"project `{one_line(source.label)}`"
+
+
+def _waits(withheld: Withheld) -> str:
+    return "is waiting for trust" if withheld.state == "pending" else "is not trusted"
+
+
+def why_withheld(name: str, withheld: Withheld) -> str:
+    """```NAME` comes from PLACE, which is waiting for trust`` (or ``is not trusted``)."""
+    return (
+        f"`{one_line(name)}` comes from {source_label(withheld.source)}, which {_waits(withheld)}"
+    )
+
+
+def trust_error(name: str, withheld: Withheld) -> str:
+    """The `skill` tool's answer for a withheld skill, by exact name."""
+    if isinstance(source := withheld.source, ServerSource):
+        server = one_line(source.label)
+        return f'Error: skill "{one_line(name)}" from MCP server "{server}" {_waits(withheld)}'
+    return f'Error: skill "{one_line(name)}" {_waits(withheld)} in this project'
+
+
+def command_note(name: str, withheld: Withheld) -> str:
+    """The line a person gets for a `/NAME` of a withheld skill: after the session's one
+    question (or instead of it), so it never says "when asked"."""
+    again = ", and this session will not ask again" if withheld.state == "pending" else ""
+    return (
+        f"{why_withheld('/' + name, withheld)}: it was not run{again}. {how_to_admit([withheld])}"
+    )
+
+
+def waiting_note(pending: Sequence[Withheld]) -> str | None:
+    """How many of a session's ``pending`` skills wait, from where (projects first), and how to
+    admit them, once its question was put; ``None`` when nothing waits."""
+    groups: dict[str, list[Withheld]] = {}
+    for w in sorted(pending, key=lambda w: (isinstance(w.source, ServerSource), w.source.label)):
+        groups.setdefault(w.source.key, []).append(w)
+    parts = [f"{plural(len(g), 'skill')} from {source_label(g[0].source)}" for g in groups.values()]
+    if not parts:
+        return None
+    joined = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    waits = "waits" if len(pending) == 1 else "wait"
+    again = "and this session will not ask again"
+    return f"{joined} {waits} for trust, {again}. {how_to_admit(pending)}"
+
+
+def withheld_parts(
+    withheld: Collection[Withheld], markup: Markup
+) -> list[tuple[str, list[str], str]]:
+    """The "Waiting for trust" and "Refused" parts of a report (``/skills``, ``doctor``,
+    ``catalog``): each title, a line per skill (name, description as ``markup`` shows free
+    text, place), and how to admit them."""
+    parts = []
+    for state, title in _HEADINGS.items():
+        if group := sorted((w for w in withheld if w.state == state), key=lambda w: w.skill.name):
+            lines = [
+                f"- `{one_line(w.skill.name)}` — "
+                f"{markup.text(shorten_description(w.skill.description, 120))} "
+                f"({source_label(w.source)}){_changed(w)}"
+                for w in group
+            ]
+            parts.append((title, lines, how_to_admit(group)))
+    return parts

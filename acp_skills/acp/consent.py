@@ -14,17 +14,24 @@ from ..model import SkillLookupOptions
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..trust import (
+    OPTIONS,
+    Decision,
     SessionView,
     ShownItem,
+    StoredTrust,
+    TrustFileError,
     TrustMode,
+    TrustStore,
     Withheld,
     lasting_sources,
+    question_options,
+    question_text,
+    question_title,
     session_view,
     shown_items,
+    whom_asked,
 )
 from ..trust import view as trust_view
-from ..trust_store import Decision, StoredTrust, TrustFileError, TrustStore
-from ..trust_text import OPTIONS, question_options, question_text, question_title, whom_asked
 from .wire import ClientLink, text_tool_content, tool_call_start, tool_call_update
 
 _log = get_logger(__name__)
