@@ -1,7 +1,6 @@
 """Which skills a session may offer (contract §13, §13a; docs/trust.md): the source each skill
-needs trust from, the decisions stored in the trust file, `view`, the one rule that turns a
-snapshot, those decisions and a session's answers into what it offers, and the one wording of
-what a person reads about the skills it withholds."""
+needs trust from, the decisions in the trust file, `view`, the one rule that makes of a snapshot,
+those decisions and a session's answers what it offers, and what a person reads of the rest."""
 
 from __future__ import annotations
 
@@ -9,8 +8,8 @@ import fcntl
 import json
 import os
 import shlex
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
@@ -31,14 +30,12 @@ _log = get_logger(__name__)
 TrustMode: TypeAlias = Literal["ask", "all", "none"]
 TrustState: TypeAlias = Literal["trusted", "session", "pending", "refused"]
 Decision: TypeAlias = Literal["trusted", "refused"]
-# Why a skill of a trusted server waits again: a uri it did not serve, or another digest.
-ServerChange: TypeAlias = Literal["new", "changed"]
+TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
 # What a question shows of a skill, so what "Trust for this session" admits: an MCP skill's
 # (uri, digest) pairs as listed ("dynamic" for a dynamic skill's SKILL.md), a project skill's
 # (path, name).
 ShownItem: TypeAlias = tuple[str, str]
-TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
-SERVER_KEY_PREFIX: Final = "mcp:"  # a server's decision is stored under it; a project's by path
+SERVER_KEY_PREFIX: Final = "mcp:"  # a server's decision is stored under it, a project's by path
 # Far above any person's decisions (a thousand projects take about 100 KiB), far below memory.
 MAX_TRUST_FILE_BYTES: Final = 16 * 1024 * 1024
 
@@ -64,12 +61,12 @@ class ProjectSource:
 @dataclass(frozen=True, slots=True)
 class ServerSource:
     """An MCP server by its identity (``endpoint``), with the pairs to trust it with (none to
-    refuse or forget it) and the skill's own ``SKILL.md`` uri, if one."""
+    refuse or forget it)."""
 
     label: str
     endpoint: str
     items: frozenset[ShownItem] = frozenset()
-    uri: str = ""
+    uri: str = ""  # the skill's own SKILL.md, for the question
 
     @property
     def key(self) -> str:
@@ -81,8 +78,8 @@ TrustSource: TypeAlias = ProjectSource | ServerSource
 
 @runtime_checkable
 class ServedLocator(Protocol):
-    """What a skill an MCP server serves tells trust (the MCP provider's locator; its SDK is
-    optional, so trust does not import it)."""
+    """What a skill an MCP server serves tells trust (the MCP provider's locator; trust does
+    not import that provider, whose SDK is optional)."""
 
     server_label: str
     server_identity: str
@@ -92,8 +89,7 @@ class ServedLocator(Protocol):
 
 def sources_at(projects: Sequence[Project]) -> Callable[[SkillCandidate], TrustSource | None]:
     """The source each skill needs trust from (``None``: an own root): a project skill, its
-    project among ``projects`` (the session's directory's, then each additional one's); an MCP
-    skill, its server."""
+    project among ``projects``; an MCP skill, its server."""
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
         if skill.source in PROJECT_SKILL_DIRS and projects:
@@ -108,13 +104,13 @@ def sources_at(projects: Sequence[Project]) -> Callable[[SkillCandidate], TrustS
             return None
         if isinstance(at := skill.locator, ServedLocator):
             return ServerSource(at.server_label, at.server_identity, at.served, at.skill_uri)
-        return ServerSource(label=skill.source, endpoint=skill.source)  # fail closed
+        return ServerSource(skill.source, skill.source)  # nothing to compare: fails closed
 
     return source_of
 
 
 def shown_items(skill: SkillCandidate, source: TrustSource) -> frozenset[ShownItem]:
-    """What a question shows of ``skill`` (`ShownItem`), and so what a once-answer admits."""
+    """What a question shows of ``skill``, and so what a once-answer admits (`ShownItem`)."""
     if isinstance(source, ServerSource):
         return source.items
     return frozenset({(skill.path or "", skill.name)})
@@ -124,20 +120,16 @@ def shown_items(skill: SkillCandidate, source: TrustSource) -> frozenset[ShownIt
 
 
 def default_trust_file() -> str:
-    """``$ACP_SKILLS_TRUST_FILE``, else ``$XDG_CONFIG_HOME/acp-skills/trust.json`` (default
-    ``~/.config``; a relative ``XDG_CONFIG_HOME`` counts as unset, as XDG says).
+    """``$ACP_SKILLS_TRUST_FILE``, else ``$XDG_CONFIG_HOME/acp-skills/trust.json`` (a relative
+    ``XDG_CONFIG_HOME`` counts as unset, as XDG says: ``~/.config``).
 
     Raises:
-        ValueError: ``ACP_SKILLS_TRUST_FILE`` is a relative path (it would be read from
-            whatever directory the agent was started in, usually a project).
+        ValueError: ``ACP_SKILLS_TRUST_FILE`` is relative: it would be read from the directory
+            the agent was started in, usually a project.
     """
     if override := os.environ.get("ACP_SKILLS_TRUST_FILE", "").strip():
         if not os.path.isabs(path := os.path.expanduser(override)):
-            raise ValueError(
-                f"ACP_SKILLS_TRUST_FILE must be an absolute path (or start with ~), not "
-                f"{override!r}: a relative one would be read from the directory the agent "
-                "was started in, usually a project"
-            )
+            raise ValueError(f"ACP_SKILLS_TRUST_FILE must be an absolute path, not {override!r}")
         return os.path.normpath(path)
     config = os.path.expanduser(os.environ.get("XDG_CONFIG_HOME", "").strip())
     if not os.path.isabs(config):
@@ -159,15 +151,14 @@ class StoredTrust:
     def decided(self, source: TrustSource, decision: Decision | None) -> StoredTrust:
         """These decisions with ``decision`` for ``source`` (``None`` forgets it): a trusted
         server's pairs replace those it had for the same uris."""
-        key = source.key
-        decisions = {k: v for k, v in self.decisions.items() if k != key}
-        served = {k: v for k, v in self.served.items() if k != key}
+        decisions = {k: v for k, v in self.decisions.items() if k != source.key}
+        served = {k: v for k, v in self.served.items() if k != source.key}
         if decision is not None:
-            decisions[key] = decision
+            decisions[source.key] = decision
         if decision == "trusted" and isinstance(source, ServerSource):
             uris = {uri for uri, _ in source.items}
-            kept = {pair for pair in self.served.get(key, ()) if pair[0] not in uris}
-            served[key] = source.items | kept
+            kept = {pair for pair in self.served.get(source.key, ()) if pair[0] not in uris}
+            served[source.key] = source.items | kept
         return StoredTrust(decisions, served)
 
 
@@ -178,8 +169,8 @@ class TrustStore:
         self.path = os.fspath(path) if path is not None else default_trust_file()
 
     def read(self) -> StoredTrust:
-        """Every decision (none for a missing file): a regular file opened without blocking, at
-        most `MAX_TRUST_FILE_BYTES`, nested at most `MAX_NESTING_DEPTH` levels.
+        """Every decision (none for a missing file), read bounded: a regular file opened
+        without blocking, at most `MAX_TRUST_FILE_BYTES`, nested at most `MAX_NESTING_DEPTH`.
 
         Raises:
             TrustFileError: the file exists but cannot be read as decisions.
@@ -198,34 +189,32 @@ class TrustStore:
             entries = [*data["projects"], *data.get("servers", [])]
         except RecursionError:  # the decoder's own limit, far below 100,000 brackets
             raise TrustFileError(f"{cannot}: {deep}") from None
-        except (ValueError, LookupError, TypeError, AttributeError) as error:
-            raise TrustFileError(f"{cannot}: {error!s}") from None  # not UTF-8, JSON, decisions
+        except (ValueError, LookupError, TypeError, AttributeError) as error:  # not decisions
+            raise TrustFileError(f"{cannot}: {error!s}") from None
         decisions: dict[str, Decision] = {}
         served: dict[str, frozenset[ShownItem]] = {}
-        for entry in entries:
-            decision = entry.get("decision") if isinstance(entry, dict) else None
-            if decision not in ("trusted", "refused"):
+        for entry in (entry for entry in entries if isinstance(entry, dict)):
+            if (decision := entry.get("decision")) not in ("trusted", "refused"):
                 continue
             if isinstance(path := entry.get("path"), str):
                 decisions[path] = decision
             elif isinstance(server := entry.get("server"), str):
                 decisions[key := SERVER_KEY_PREFIX + server] = decision
-                if decision == "refused":
-                    continue
-                listed = entry.get("resources")
-                served[key] = frozenset(
-                    (r["uri"], r["digest"])
-                    for r in (listed if isinstance(listed, list) else ())
-                    if isinstance(r, dict)
-                    and all(isinstance(r.get(k), str) for k in ("uri", "digest"))
-                )
+                listed = entry.get("resources") if decision == "trusted" else None
+                if isinstance(listed, list):  # the pairs it was trusted with, well-formed ones
+                    pairs = [(r.get("uri"), r.get("digest")) for r in listed if isinstance(r, dict)]
+                    served[key] = frozenset(
+                        (u, d) for u, d in pairs if isinstance(u, str) and isinstance(d, str)
+                    )
         return StoredTrust(decisions, served)
 
     def decide(self, source: TrustSource, decision: Decision | None) -> bool:
         """Store ``decision`` for ``source`` (`StoredTrust.decided`); whether anything changed.
-        Under a lock on a file beside the decisions (which each write replaces), so no writer,
+        Under a lock on a file beside the decisions (which each write replaces): no writer,
         thread or process, overwrites another's decision."""
-        with _locked(self.path + ".lock"):
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        with open(self.path + ".lock", "a") as lock:  # closing it releases the lock
+            fcntl.flock(lock, fcntl.LOCK_EX)  # held per open file: threads of one process wait
             if (after := (stored := self.read()).decided(source, decision)) == stored:
                 return False
             projects, servers = [], []
@@ -233,30 +222,19 @@ class TrustStore:
                 if not key.startswith(SERVER_KEY_PREFIX):
                     projects.append({"path": key, "decision": value})
                     continue
-                entry: dict[str, object] = {"server": key.removeprefix(SERVER_KEY_PREFIX)}
-                entry["decision"] = value
+                server = key.removeprefix(SERVER_KEY_PREFIX)
+                entry: dict[str, object] = {"server": server, "decision": value}
                 if value == "trusted":
                     pairs = sorted(after.served.get(key, ()))
                     entry["resources"] = [{"uri": uri, "digest": digest} for uri, digest in pairs]
                 servers.append(entry)
             data = {"projects": projects} | ({"servers": servers} if servers else {})
+            text = json.dumps(data, indent=2) + "\n"
             # A symbolic link at the path (a dotfiles repository's) stays: its target is rewritten.
             target = os.path.realpath(self.path)
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            text = json.dumps(data, indent=2) + "\n"
             replace_file(target, text.encode("utf-8"), prefix=".trust-", sync=True)
             return True
-
-
-@contextmanager
-def _locked(path: str) -> Iterator[None]:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # held per open file: threads of one process wait too
-        yield
-    finally:
-        os.close(fd)  # which releases the lock
 
 
 # -- what a session offers --------------------------------------------------------------------
@@ -264,12 +242,12 @@ def _locked(path: str) -> Iterator[None]:
 
 @dataclass(frozen=True, slots=True)
 class Withheld:
-    """A skill a session does not offer, and why (``change``: new or changed on the server)."""
+    """A skill a session does not offer, and why (``change``: new or changed on its server)."""
 
     skill: SkillCandidate
     state: TrustState
     source: TrustSource
-    change: ServerChange | None = None
+    change: Literal["new", "changed"] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,24 +288,21 @@ def view(
     once-answers admitted, by source key; a skill is ``session`` while all it shows now is among
     them, a trusted server's skill trusted while all its pairs are ones the server was trusted
     with. An offer equal to ``previous``'s is that very snapshot (what is cached by it stays)."""
-    granted = grants or {}
 
     def judge(skill: SkillCandidate) -> tuple[TrustState, Withheld | None]:
         if mode == "all" or (source := source_of(skill)) is None:
             return "trusted", None
-        decision = stored.decisions.get(source.key)
-        if mode == "none" or decision == "refused":
+        if mode == "none" or (decision := stored.decisions.get(source.key)) == "refused":
             return "refused", Withheld(skill, "refused", source)
-        change: ServerChange | None = None
-        if decision == "trusted":
-            if not isinstance(source, ServerSource):
-                return "trusted", None
-            if _covered(source.items, stored.served.get(source.key)):
-                return "trusted", None
-            known = {uri for uri, _ in stored.served.get(source.key, ())}
-            change = "changed" if any(uri in known for uri, _ in source.items) else "new"
-        if _covered(shown_items(skill, source), granted.get(source.key)):
+        shown, served = shown_items(skill, source), stored.served.get(source.key)
+        if decision == "trusted" and (isinstance(source, ProjectSource) or _covered(shown, served)):
+            return "trusted", None  # a project, or a server for the pairs it was trusted with
+        if _covered(shown, (grants or {}).get(source.key)):
             return "session", None
+        change: Literal["new", "changed"] | None = None
+        if decision == "trusted":  # a skill of a trusted server, new or changed since
+            known = {uri for uri, _ in served or ()}
+            change = "changed" if any(uri in known for uri, _ in shown) else "new"
         return "pending", Withheld(skill, "pending", source, change)
 
     withheld = {s.name: held for s in found.skills if (held := judge(s)[1]) is not None}
@@ -340,11 +315,10 @@ def view(
             if name in withheld and name not in taken and judge(lost.skill)[1] is None:
                 kept.append(lost.skill)
                 taken.add(name)
-        ids = {id(skill) for skill in kept}
         offered = SkillSnapshot(
             skills=tuple(sorted(kept, key=lambda skill: skill.name)),
             complete=found.complete,
-            shadowed=tuple(lost for lost in found.shadowed if id(lost.skill) not in ids),
+            shadowed=tuple(lost for lost in found.shadowed if lost.skill not in kept),
         )
         if previous is not None and previous.offered == offered:
             offered = previous.offered
@@ -357,13 +331,14 @@ def _covered(items: frozenset[ShownItem], admitted: frozenset[ShownItem] | None)
 
 
 def lasting_sources(pending: Sequence[Withheld]) -> dict[str, TrustSource]:
-    """What a lasting answer about ``pending`` decides, one source per key: a server's holds
-    the pairs of every one of its skills the question named."""
+    """What a lasting answer about ``pending`` decides, one source per key: a server's with the
+    pairs of every one of its skills the question named."""
     sources: dict[str, TrustSource] = {}
     for withheld in pending:
-        source, known = withheld.source, sources.get(withheld.source.key)
-        if isinstance(source, ServerSource) and isinstance(known, ServerSource):
-            source = ServerSource(source.label, source.endpoint, known.items | source.items)
+        source = withheld.source
+        if isinstance(known := sources.get(source.key), ServerSource):
+            more = shown_items(withheld.skill, source)
+            source = ServerSource(known.label, known.endpoint, known.items | more)
         sources[source.key] = source
     return sources
 
@@ -378,12 +353,10 @@ async def session_view(
 ) -> SessionView:
     """`view` of the registry's snapshot for ``options``, the projects found and the decisions
     read in worker threads. A trust file that cannot be read grants nothing."""
-    found = await registry.snapshot(options)
-    projects: list[Project] = []
+    found, projects, stored = await registry.snapshot(options), list[Project](), StoredTrust()
     if mode != "all" and options.cwd:
         places = (options.cwd, *options.additional_directories)
         projects = await anyio.to_thread.run_sync(lambda: [find_project(p) for p in places])
-    stored = StoredTrust()
     if mode == "ask":
         try:
             stored = await anyio.to_thread.run_sync(store.read)
@@ -394,20 +367,13 @@ async def session_view(
 
 # -- what a person reads ----------------------------------------------------------------------
 
-# The four answers of the question, by option id (the id is the kind: one of each); WHOM is
-# what the question is about ("this project", "this server", ...).
+# The four answers, by option id (the id is the kind); WHOM: "this project", "this server"...
 OPTIONS: Final = (
     ("allow_once", "Trust for this session"),
     ("allow_always", "Trust {whom}"),
     ("reject_once", "Not now"),
     ("reject_always", "Never for {whom}"),
 )
-_HEADINGS: Final[Mapping[TrustState, str]] = {"pending": "Waiting for trust", "refused": "Refused"}
-
-
-def _changed(withheld: Withheld) -> str:
-    change = withheld.change
-    return f" — {change} on the server since you trusted it" if change else ""
 
 
 def whom_asked(pending: Sequence[Withheld]) -> str:
@@ -421,39 +387,39 @@ def question_title(pending: Sequence[Withheld]) -> str:
 
 
 def question_text(pending: Sequence[Withheld]) -> str:
-    """Every pending skill on a line: name, description and path (or server and uri). Each
-    value is `one_line`, so none can forge a line of the card."""
+    """A line per pending skill, every value `one_line` so that none can forge another: its
+    name, description and path, or server and uri, and what changed or is unverified."""
     lines = []
     for withheld in sorted(pending, key=lambda w: w.skill.name):
         skill, source, notes = withheld.skill, withheld.source, _changed(withheld)
         where = one_line(skill.path or "")
         if isinstance(source, ServerSource):
             where = f"MCP server {one_line(source.label)}, {one_line(source.uri)}"
-            if getattr(skill.locator, "dynamic", False) is True:  # `"resources": "dynamic"`
-                notes += " — its files are not listed, so they are unverified"
+        if getattr(skill.locator, "dynamic", False) is True:  # `"resources": "dynamic"`
+            notes += " — its files are not listed, so they are unverified"
         said = shorten_description(skill.description, 200)
         lines.append(f"- {one_line(skill.name)}: {said} ({where}){notes}")
     return "\n".join(lines)
 
 
+def _changed(withheld: Withheld) -> str:
+    return f" — {withheld.change} on the server since you trusted it" if withheld.change else ""
+
+
 def question_options(pending: Sequence[Withheld]) -> list[tuple[str, str]]:
     """The four answers (option id, label), the lasting ones naming what they are about."""
     servers = {w.source.key for w in pending if isinstance(w.source, ServerSource)}
-    projects = {w.source.key for w in pending} - servers
-    whom = [
-        ("this " + noun) if count == 1 else f"these {count} {noun}s"
-        for count, noun in ((len(projects), "project"), (len(servers), "server"))
-        if count
-    ]
+    counts = ((len({w.source.key for w in pending} - servers), "project"), (len(servers), "server"))
+    whom = [f"these {n} {noun}s" if n > 1 else f"this {noun}" for n, noun in counts if n]
     return [(kind, label.format(whom=" and ".join(whom))) for kind, label in OPTIONS]
 
 
 def how_to_admit(withheld: Sequence[Withheld]) -> str:
-    """How to admit the ``withheld`` skills: a new session's question, or the commands that fit;
-    for a refusal, the command that undoes it."""
+    """How to admit the ``withheld`` skills: a new session's question, or ``acp-skills trust
+    PATH`` for a project (a server is trusted for what it lists, which only its question
+    shows); for a refusal, the command that undoes it."""
     said = []
     if pending := [w for w in withheld if w.state == "pending"]:
-        # A server is trusted for what it lists, which only its question shows: no command.
         run = _commands([w.source for w in pending if isinstance(w.source, ProjectSource)])
         how = f"To admit {'them' if pending[1:] else 'it'}, start a new session and answer its"
         said.append(f"{how} question, or run {run}." if run else f"{how} question.")
@@ -465,61 +431,58 @@ def how_to_admit(withheld: Sequence[Withheld]) -> str:
 def _commands(sources: Sequence[TrustSource]) -> str:
     # A project is trusted by path, a server's refusal forgotten by its key. Quoted first:
     # cleaning after keeps every space of the path.
-    commands = {
-        f"`acp-skills trust {'--forget ' * isinstance(s, ServerSource)}{spelt(shlex.quote(s.key))}`"
-        for s in sources
-    }
+    commands = set()
+    for source in sources:
+        forget = "--forget " if isinstance(source, ServerSource) else ""
+        commands.add(f"`acp-skills trust {forget}{spelt(shlex.quote(source.key))}`")
     return " and ".join(sorted(commands))
 
 
-def source_label(source: TrustSource) -> str:
-    """``project `NAME``` or ``MCP server "LABEL"``."""
+def _from(source: TrustSource) -> str:
     if isinstance(source, ServerSource):
         return f'MCP server "{one_line(source.label)}"'
     return f"project `{one_line(source.label)}`"
+
+
+def why_withheld(name: str, withheld: Withheld) -> str:
+    """```NAME` comes from PLACE, which is waiting for trust`` (or ``is not trusted``)."""
+    return f"`{one_line(name)}` comes from {_from(withheld.source)}, which {_waits(withheld)}"
 
 
 def _waits(withheld: Withheld) -> str:
     return "is waiting for trust" if withheld.state == "pending" else "is not trusted"
 
 
-def why_withheld(name: str, withheld: Withheld) -> str:
-    """```NAME` comes from PLACE, which is waiting for trust`` (or ``is not trusted``)."""
-    return (
-        f"`{one_line(name)}` comes from {source_label(withheld.source)}, which {_waits(withheld)}"
-    )
-
-
 def trust_error(name: str, withheld: Withheld) -> str:
     """The `skill` tool's answer for a withheld skill, by exact name."""
     if isinstance(source := withheld.source, ServerSource):
-        server = one_line(source.label)
-        return f'Error: skill "{one_line(name)}" from MCP server "{server}" {_waits(withheld)}'
-    return f'Error: skill "{one_line(name)}" {_waits(withheld)} in this project'
+        where = f' from MCP server "{one_line(source.label)}" {_waits(withheld)}'
+    else:
+        where = f" {_waits(withheld)} in this project"
+    return f'Error: skill "{one_line(name)}"{where}'
 
 
 def command_note(name: str, withheld: Withheld) -> str:
     """The line a person gets for a `/NAME` of a withheld skill: after the session's one
     question (or instead of it), so it never says "when asked"."""
     again = ", and this session will not ask again" if withheld.state == "pending" else ""
-    return (
-        f"{why_withheld('/' + name, withheld)}: it was not run{again}. {how_to_admit([withheld])}"
-    )
+    how = how_to_admit([withheld])
+    return f"{why_withheld('/' + name, withheld)}: it was not run{again}. {how}"
 
 
 def waiting_note(pending: Sequence[Withheld]) -> str | None:
     """How many of a session's ``pending`` skills wait, from where (projects first), and how to
     admit them, once its question was put; ``None`` when nothing waits."""
-    groups: dict[str, list[Withheld]] = {}
-    for w in sorted(pending, key=lambda w: (isinstance(w.source, ServerSource), w.source.label)):
-        groups.setdefault(w.source.key, []).append(w)
-    parts = [f"{plural(len(g), 'skill')} from {source_label(g[0].source)}" for g in groups.values()]
+    order = sorted(pending, key=lambda w: (isinstance(w.source, ServerSource), w.source.label))
+    counts = Counter(_from(withheld.source) for withheld in order)
+    parts = [f"{plural(count, 'skill')} from {place}" for place, count in counts.items()]
     if not parts:
         return None
-    joined = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
-    waits = "waits" if len(pending) == 1 else "wait"
-    again = "and this session will not ask again"
-    return f"{joined} {waits} for trust, {again}. {how_to_admit(pending)}"
+    joined = ", ".join(parts[:-1]) + (" and " if parts[1:] else "") + parts[-1]
+    waits = "wait" if pending[1:] else "waits"
+    return (
+        f"{joined} {waits} for trust, and this session will not ask again. {how_to_admit(pending)}"
+    )
 
 
 def withheld_parts(
@@ -529,12 +492,12 @@ def withheld_parts(
     ``catalog``): each title, a line per skill (name, description as ``markup`` shows free
     text, place), and how to admit them."""
     parts = []
-    for state, title in _HEADINGS.items():
+    for state, title in (("pending", "Waiting for trust"), ("refused", "Refused")):
         if group := sorted((w for w in withheld if w.state == state), key=lambda w: w.skill.name):
             lines = [
                 f"- `{one_line(w.skill.name)}` — "
                 f"{markup.text(shorten_description(w.skill.description, 120))} "
-                f"({source_label(w.source)}){_changed(w)}"
+                f"({_from(w.source)}){_changed(w)}"
                 for w in group
             ]
             parts.append((title, lines, how_to_admit(group)))
