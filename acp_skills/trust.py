@@ -23,7 +23,7 @@ from .model import SkillCandidate, SkillLookupOptions, SkillSnapshot
 from .project import PROJECT_SKILL_DIRS, Project, find_project
 from .quiet_log import get_logger
 from .registry import SkillRegistry
-from .text import one_line, shorten_description, spelt
+from .text import one_line, shorten_description, terminal_safe
 
 _log = get_logger(__name__)
 
@@ -434,7 +434,7 @@ def _commands(sources: Sequence[TrustSource]) -> str:
     commands = set()
     for source in sources:
         forget = "--forget " if isinstance(source, ServerSource) else ""
-        commands.add(f"`acp-skills trust {forget}{spelt(shlex.quote(source.key))}`")
+        commands.add(f"`acp-skills trust {forget}{terminal_safe(shlex.quote(source.key))}`")
     return " and ".join(sorted(commands))
 
 

@@ -26,7 +26,7 @@ from ..diagnostics import (
 )
 from ..model import SkillSnapshot, SkillSummary, is_skill_name
 from ..quiet_log import get_logger
-from ..text import shorten_description, spelt
+from ..text import shorten_description, terminal_safe
 from .consent import TrustGate
 from .sessions import LiveSession, SessionTable
 from .wire import ClientLink, available_commands
@@ -48,7 +48,7 @@ _DESCRIPTION_SHOWN: Final = 120
 _LEADING_SLASH_WORD: Final = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_-]*)(?!\S)")
 
 # A working directory or a source may quote what is on disk: a line feed must not forge a line.
-_clean = spelt
+_clean = terminal_safe
 
 
 class CommandsAnnouncer:

@@ -13,7 +13,7 @@ import anyio.abc
 from ..diagnostics import Markdown, server_line
 from ..model import SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
-from ..text import spelt
+from ..text import terminal_safe as spelt
 from .wire import field
 
 _log = get_logger(__name__)

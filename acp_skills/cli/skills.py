@@ -11,7 +11,7 @@ from .. import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegi
 from ..catalog import CatalogFit, fit_catalog
 from ..diagnostics import describe_catalog_fit, plural, skipped
 from ..model import SKILL_FILE_NAME, rank_text
-from ..text import spelt as clean
+from ..text import terminal_safe as clean
 from ..trust import (
     ServedLocator,
     SessionView,

@@ -13,7 +13,7 @@ from ..diagnostics import plural
 from ..model import SkillLookupOptions
 from ..project import find_project
 from ..registry import SkillRegistry
-from ..text import spelt, terminal_safe
+from ..text import terminal_safe
 from ..trust import (
     SERVER_KEY_PREFIX,
     Decision,
@@ -137,12 +137,12 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
         decision = stored.decisions[key]
         if not key.startswith(SERVER_KEY_PREFIX):
             projects.append({"path": key, "decision": decision})
-            lines.append(f"{style(decision, BOLD)}  {spelt(key)}")
+            lines.append(f"{style(decision, BOLD)}  {terminal_safe(key)}")
             continue
         resources = len(stored.served.get(key, ()))
         servers.append({"server": key, "decision": decision, "resources": resources})
         count = f" ({resources} resources)" if decision == "trusted" else ""
         # Quoted as --forget and --refuse take it.
-        lines.append(f"{style(decision, BOLD)}  {spelt(shlex.quote(key))}{count}")
+        lines.append(f"{style(decision, BOLD)}  {terminal_safe(shlex.quote(key))}{count}")
     listed = {"projects": projects} | ({"servers": servers} if servers else {})
     return Outcome(listed, lines, remarks=[] if lines else [f"no decisions stored in {store.path}"])
