@@ -8,7 +8,6 @@ import fcntl
 import json
 import os
 import shlex
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
@@ -32,8 +31,7 @@ TrustState: TypeAlias = Literal["trusted", "session", "pending", "refused"]
 Decision: TypeAlias = Literal["trusted", "refused"]
 TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
 # What a question shows of a skill, so what "Trust for this session" admits: an MCP skill's
-# (uri, digest) pairs as listed ("dynamic" for a dynamic skill's SKILL.md), a project skill's
-# (path, name).
+# (uri, digest) pairs ("dynamic" for a dynamic skill's SKILL.md), a project skill's (path, name).
 ShownItem: TypeAlias = tuple[str, str]
 SERVER_KEY_PREFIX: Final = "mcp:"  # a server's decision is stored under it, a project's by path
 # Far above any person's decisions (a thousand projects take about 100 KiB), far below memory.
@@ -60,8 +58,7 @@ class ProjectSource:
 
 @dataclass(frozen=True, slots=True)
 class ServerSource:
-    """An MCP server by its identity (``endpoint``), with the pairs to trust it with (none to
-    refuse or forget it)."""
+    """An MCP server by its identity, with the pairs to trust it with (none to refuse it)."""
 
     label: str
     endpoint: str
@@ -78,8 +75,8 @@ TrustSource: TypeAlias = ProjectSource | ServerSource
 
 @runtime_checkable
 class ServedLocator(Protocol):
-    """What a skill an MCP server serves tells trust (the MCP provider's locator; trust does
-    not import that provider, whose SDK is optional)."""
+    """What a skill an MCP server serves tells trust (the MCP provider's locator, not imported:
+    its SDK is optional)."""
 
     server_label: str
     server_identity: str
@@ -124,8 +121,7 @@ def default_trust_file() -> str:
     ``XDG_CONFIG_HOME`` counts as unset, as XDG says: ``~/.config``).
 
     Raises:
-        ValueError: ``ACP_SKILLS_TRUST_FILE`` is relative: it would be read from the directory
-            the agent was started in, usually a project.
+        ValueError: ``ACP_SKILLS_TRUST_FILE`` is relative (it would name a project's file).
     """
     if override := os.environ.get("ACP_SKILLS_TRUST_FILE", "").strip():
         if not os.path.isabs(path := os.path.expanduser(override)):
@@ -210,8 +206,7 @@ class TrustStore:
 
     def decide(self, source: TrustSource, decision: Decision | None) -> bool:
         """Store ``decision`` for ``source`` (`StoredTrust.decided`); whether anything changed.
-        Under a lock on a file beside the decisions (which each write replaces): no writer,
-        thread or process, overwrites another's decision."""
+        Under a lock beside the file (which each write replaces): no writer overwrites another."""
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         with open(self.path + ".lock", "a") as lock:  # closing it releases the lock
             fcntl.flock(lock, fcntl.LOCK_EX)  # held per open file: threads of one process wait
@@ -229,11 +224,11 @@ class TrustStore:
                     entry["resources"] = [{"uri": uri, "digest": digest} for uri, digest in pairs]
                 servers.append(entry)
             data = {"projects": projects} | ({"servers": servers} if servers else {})
-            text = json.dumps(data, indent=2) + "\n"
             # A symbolic link at the path (a dotfiles repository's) stays: its target is rewritten.
             target = os.path.realpath(self.path)
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            replace_file(target, text.encode("utf-8"), prefix=".trust-", sync=True)
+            text = json.dumps(data, indent=2) + "\n"
+            replace_file(target, text.encode(), prefix=".trust-", sync=True)
             return True
 
 
@@ -471,18 +466,13 @@ def command_note(name: str, withheld: Withheld) -> str:
 
 
 def waiting_note(pending: Sequence[Withheld]) -> str | None:
-    """How many of a session's ``pending`` skills wait, from where (projects first), and how to
-    admit them, once its question was put; ``None`` when nothing waits."""
-    order = sorted(pending, key=lambda w: (isinstance(w.source, ServerSource), w.source.label))
-    counts = Counter(_from(withheld.source) for withheld in order)
-    parts = [f"{plural(count, 'skill')} from {place}" for place, count in counts.items()]
-    if not parts:
+    """How many of a session's skills wait, from where, and how to admit them, once its question
+    was put; ``None`` when nothing waits."""
+    if not pending:
         return None
-    joined = ", ".join(parts[:-1]) + (" and " if parts[1:] else "") + parts[-1]
-    waits = "wait" if pending[1:] else "waits"
-    return (
-        f"{joined} {waits} for trust, and this session will not ask again. {how_to_admit(pending)}"
-    )
+    places = ", ".join(sorted({_from(w.source) for w in pending}))
+    waits = f"{plural(len(pending), 'skill')} from {places} {'wait' if pending[1:] else 'waits'}"
+    return f"{waits} for trust, and this session will not ask again. {how_to_admit(pending)}"
 
 
 def withheld_parts(
