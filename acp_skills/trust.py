@@ -303,17 +303,14 @@ def view(
     withheld = {s.name: held for s in found.skills if (held := judge(s)[1]) is not None}
     offered = found
     if withheld:
-        kept = [skill for skill in found.skills if skill.name not in withheld]
-        taken = {skill.name for skill in kept}
+        kept = {skill.name: skill for skill in found.skills if skill.name not in withheld}
         for lost in found.shadowed:  # in resolution order: the first admitted one stands
-            name = lost.skill.name
-            if name in withheld and name not in taken and judge(lost.skill)[1] is None:
-                kept.append(lost.skill)
-                taken.add(name)
+            if lost.skill.name in withheld and judge(lost.skill)[1] is None:
+                kept.setdefault(lost.skill.name, lost.skill)
         offered = SkillSnapshot(
-            skills=tuple(sorted(kept, key=lambda skill: skill.name)),
+            skills=tuple(sorted(kept.values(), key=lambda skill: skill.name)),
             complete=found.complete,
-            shadowed=tuple(lost for lost in found.shadowed if lost.skill not in kept),
+            shadowed=tuple(s for s in found.shadowed if kept.get(s.skill.name) is not s.skill),
         )
         if previous is not None and previous.offered == offered:
             offered = previous.offered
@@ -444,17 +441,15 @@ def why_withheld(name: str, withheld: Withheld) -> str:
     return f"`{one_line(name)}` comes from {_from(withheld.source)}, which {_waits(withheld)}"
 
 
-def _waits(withheld: Withheld) -> str:
-    return "is waiting for trust" if withheld.state == "pending" else "is not trusted"
-
-
 def trust_error(name: str, withheld: Withheld) -> str:
     """The `skill` tool's answer for a withheld skill, by exact name."""
     if isinstance(source := withheld.source, ServerSource):
-        where = f' from MCP server "{one_line(source.label)}" {_waits(withheld)}'
-    else:
-        where = f" {_waits(withheld)} in this project"
-    return f'Error: skill "{one_line(name)}"{where}'
+        return f'Error: skill "{one_line(name)}" from {_from(source)} {_waits(withheld)}'
+    return f'Error: skill "{one_line(name)}" {_waits(withheld)} in this project'
+
+
+def _waits(withheld: Withheld) -> str:
+    return "is waiting for trust" if withheld.state == "pending" else "is not trusted"
 
 
 def command_note(name: str, withheld: Withheld) -> str:
