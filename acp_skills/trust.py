@@ -366,6 +366,10 @@ OPTIONS: Final = (
     ("reject_once", "Not now"),
     ("reject_always", "Never for {whom}"),
 )
+_WAITS: Final[Mapping[TrustState, str]] = {
+    "pending": "is waiting for trust",
+    "refused": "is not trusted",
+}
 
 
 def whom_asked(pending: Sequence[Withheld]) -> str:
@@ -438,18 +442,14 @@ def _from(source: TrustSource) -> str:
 
 def why_withheld(name: str, withheld: Withheld) -> str:
     """```NAME` comes from PLACE, which is waiting for trust`` (or ``is not trusted``)."""
-    return f"`{one_line(name)}` comes from {_from(withheld.source)}, which {_waits(withheld)}"
+    return f"`{one_line(name)}` comes from {_from(withheld.source)}, which {_WAITS[withheld.state]}"
 
 
 def trust_error(name: str, withheld: Withheld) -> str:
     """The `skill` tool's answer for a withheld skill, by exact name."""
     if isinstance(source := withheld.source, ServerSource):
-        return f'Error: skill "{one_line(name)}" from {_from(source)} {_waits(withheld)}'
-    return f'Error: skill "{one_line(name)}" {_waits(withheld)} in this project'
-
-
-def _waits(withheld: Withheld) -> str:
-    return "is waiting for trust" if withheld.state == "pending" else "is not trusted"
+        return f'Error: skill "{one_line(name)}" from {_from(source)} {_WAITS[withheld.state]}'
+    return f'Error: skill "{one_line(name)}" {_WAITS[withheld.state]} in this project'
 
 
 def command_note(name: str, withheld: Withheld) -> str:
