@@ -11,22 +11,19 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar, cast
 
 DEFAULT_MAX_DESCRIPTION_LENGTH = 500
-# Controls but whitespace (U+001C-U+001F are no whitespace here), DEL, C1, the bidi overrides
-# and isolates (the bidi marks stay: right-to-left writing needs them), and lone surrogates.
-_UNSAFE: Final = re.compile(
-    "[\x00-\x08\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|(?P<surrogate>[\ud800-\udfff])"
-)
-# What a terminal acts on (ESC starts a sequence that can move the cursor, set the title or
-# clear the screen; CR rewrites a row): C0 controls but tab and line feed, DEL, C1, bidi.
-_TERMINAL_UNSAFE: Final = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+# Controls but whitespace (U+001C-U+001F are no whitespace here), DEL, C1, and the bidi
+# overrides and isolates (the bidi marks stay: right-to-left writing needs them).
+_UNSAFE: Final = "\x00-\x08\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_SURROGATE: Final = "[\ud800-\udfff]"
+# A terminal acts on more (ESC starts a sequence that can move the cursor, set the title or
+# clear the screen; CR rewrites a row): vertical tab, form feed and carriage return too.
+_TERMINAL_UNSAFE: Final = _UNSAFE + "\x0b-\x0d"
 _Value = TypeVar("_Value")
 
 
 def _drop_unsafe(text: str) -> str:
-    # A lost character becomes U+FFFD: something was there. NEL is a line feed.
-    return _UNSAFE.sub(
-        lambda found: "\ufffd" if found["surrogate"] else "\n" if found[0] == "\x85" else "", text
-    )
+    # NEL is a line feed; a lone surrogate becomes U+FFFD: something was there.
+    return re.sub(f"[{_UNSAFE}]", "", re.sub(_SURROGATE, "\ufffd", text.replace("\x85", "\n")))
 
 
 def for_model(text: str, *, markup: bool = True) -> str:
@@ -58,7 +55,7 @@ def well_formed(value: _Value) -> _Value:
 
 
 def _repaired(text: str) -> str:
-    if re.search("[\ud800-\udfff]", text) is None:
+    if re.search(_SURROGATE, text) is None:
         return text
     # UTF-16 is the one codec that pairs surrogates: decoding joins pairs and replaces the rest.
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
@@ -126,4 +123,4 @@ def escape_attribute(value: str) -> str:
 def quote(value: str, limit: int = 100) -> str:
     """``value`` in JSON string syntax, cut to ``limit``, each unsafe character as ``\\uXXXX``."""
     quoted = json.dumps(cut(value, limit), ensure_ascii=False)
-    return _UNSAFE.sub(lambda found: f"\\u{ord(found[0]):04x}", quoted)
+    return re.sub(f"[{_UNSAFE}\ud800-\udfff]", lambda found: f"\\u{ord(found[0]):04x}", quoted)
