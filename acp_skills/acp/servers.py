@@ -13,7 +13,7 @@ import anyio.abc
 from ..diagnostics import Markdown, server_line
 from ..model import SkillLookupOptions, SkillSnapshot
 from ..quiet_log import get_logger
-from ..text import terminal_safe as spelt
+from ..text import terminal_safe
 from .wire import field
 
 _log = get_logger(__name__)
@@ -113,7 +113,7 @@ def servers_report(
     provider: ServerCloser | None, options: SkillLookupOptions, snapshot: SkillSnapshot
 ) -> str:
     """The ``/skills`` lines on each MCP server and each MCP skill a local one hides, or ""."""
-    clean = spelt  # a line of the report: a line feed in a name must not forge one
+    clean = terminal_safe  # a line of the report: a line feed in a name must not forge one
     lines: list[str] = []
     states = list(provider.states(options)) if provider is not None else []
     if states:
