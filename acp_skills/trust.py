@@ -125,7 +125,11 @@ def default_trust_file() -> str:
     """
     if override := os.environ.get("ACP_SKILLS_TRUST_FILE", "").strip():
         if not os.path.isabs(path := os.path.expanduser(override)):
-            raise ValueError(f"ACP_SKILLS_TRUST_FILE must be an absolute path, not {override!r}")
+            raise ValueError(
+                f"ACP_SKILLS_TRUST_FILE must be an absolute path (or start with ~), not "
+                f"{override!r}: a relative one would be read from the directory the agent "
+                "was started in, usually a project"
+            )
         return os.path.normpath(path)
     config = os.path.expanduser(os.environ.get("XDG_CONFIG_HOME", "").strip())
     if not os.path.isabs(config):
