@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill
 from .model import SKILL_FILE_NAME, ShadowedSkill, rank_text
-from .text import spelt
+from .text import terminal_safe as spelt
 
 if TYPE_CHECKING:
     from .catalog import CatalogChanges, CatalogFit

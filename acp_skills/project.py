@@ -1,21 +1,17 @@
-"""Which project a directory belongs to (contract §13a), one answer for discovery (the skill
-roots of ``root``) and trust (the decision stored under ``key``). Git is never run, and every
-read is bounded; the reads block briefly, so async code calls `find_project` in a worker thread.
-"""
+"""Which project a directory belongs to (contract §13a), for discovery and trust alike. Git is
+never run; reads are bounded but block briefly: async code calls `find_project` in a thread."""
 
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from typing import Final
 
 from .confined import OPEN_FLAGS, read_path
 
-# Git's pointer files are one line ("gitdir: PATH", a path, "../.."); a path is at most a few
-# KiB on any platform. Anything longer is not one of them, and is never read whole.
+# Git's pointer files are one line ("gitdir: PATH", a path, "../.."), a few KiB at most.
 MAX_POINTER_BYTES: Final = 4096
-_POINTER_FLAGS: Final = OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0)
+_POINTER_FLAGS: Final = OPEN_FLAGS | os.O_NOFOLLOW  # a link is no pointer: it is not followed
 # The local provider's sources found in a project, and the directory of each (contract §5).
 PROJECT_SKILL_DIRS: Final = {
     "project-dsh": ".dsh",
@@ -26,9 +22,8 @@ PROJECT_SKILL_DIRS: Final = {
 
 @dataclass(frozen=True, slots=True)
 class Project:
-    """The project of a directory: ``root`` holds its skill roots (the nearest directory with a
-    ``.git`` marker, else the directory itself), ``key`` is where its trust decision is stored
-    (``root``, or a linked worktree's main work tree). Real paths."""
+    """A directory's project, by real paths: ``root`` holds its skill roots, ``key`` is where
+    its trust decision is stored (``root``, or a linked worktree's main work tree)."""
 
     root: str
     key: str
@@ -39,67 +34,48 @@ class Project:
 
 
 def find_project(path: str | os.PathLike[str]) -> Project:
-    """The project of ``path``'s real path (links resolved before ``..``; a file means its
-    directory): the nearest directory at or above it holding a ``.git`` directory or regular
-    file (a FIFO, socket or device is no marker). Never raises: what cannot be read is no
-    marker, or no shared worktree."""
-    try:
-        start = os.path.realpath(os.fspath(path))
-        if os.path.exists(start) and not os.path.isdir(start):
-            start = os.path.dirname(start)
-    except (OSError, ValueError):  # a NUL in the path, a path over the platform's limit
-        start = os.path.abspath(os.fspath(path))
-        return Project(start, start)
+    """The project of ``path``'s real path (a file: its directory): the nearest directory at or
+    above it with a ``.git`` directory or regular file, else that directory. Never raises."""
+    if "\0" in (given := os.fspath(path)):  # no directory has such a name: its own project
+        return Project(os.path.abspath(given), os.path.abspath(given))
+    start = os.path.realpath(given)
+    if os.path.exists(start) and not os.path.isdir(start):
+        start = os.path.dirname(start)
     directory, parent = start, ""
     while parent != directory:
-        # Links are followed, as git follows them; a `.git` file is read without following one
-        # (`read_pointer`), so a link to a file never joins another repository's decision.
-        try:
-            mode = os.stat(os.path.join(directory, ".git")).st_mode
-        except (OSError, ValueError):
-            mode = 0
-        if stat.S_ISDIR(mode):
+        # Links followed, as git follows them (a `.git` file is read without: `_pointer`).
+        if os.path.isdir(marker := os.path.join(directory, ".git")):
             return Project(directory, directory)
-        if stat.S_ISREG(mode):
-            return Project(directory, _shared_worktree_key(directory) or directory)
+        if os.path.isfile(marker):
+            return Project(directory, _main_work_tree(directory) or directory)
         directory, parent = os.path.dirname(directory), directory
     return Project(start, start)
 
 
-def _shared_worktree_key(directory: str) -> str | None:
-    """The main work tree (or, for a bare repository, the common git directory) whose decision
-    the linked worktree at ``directory`` shares, when git itself would count it as one: its
-    ``.git`` names ``<common>/worktrees/<id>``, whose ``gitdir`` points back at that very
-    ``.git`` and whose ``commondir`` names ``<common>``. Anything else: ``None``."""
+def _main_work_tree(directory: str) -> str | None:
+    """Where the worktree at ``directory`` keeps its decision, if git counts it as a worktree:
+    its ``.git`` names ``<common>/worktrees/<id>``, whose ``gitdir`` points back at it."""
     dot_git = os.path.join(directory, ".git")
-    pointer = read_pointer(dot_git) or ""
-    target = pointer.removeprefix("gitdir:").strip()
-    if not pointer.startswith("gitdir:") or not target:
+    if not (pointer := _pointer(directory, ".git") or "").startswith("gitdir:"):
         return None
-    admin = os.path.realpath(os.path.join(directory, target))
-    # The back link: git writes the worktree's `.git` path into `<admin>/gitdir` (absolute, or
-    # relative to the admin directory with `worktree.useRelativePaths`).
-    back = read_pointer(os.path.join(admin, "gitdir"))
-    common_text = read_pointer(os.path.join(admin, "commondir"))
-    if back is None or not common_text or os.path.realpath(os.path.join(admin, back)) != dot_git:
+    admin = os.path.realpath(os.path.join(directory, pointer.removeprefix("gitdir:").strip()))
+    # Git writes the `.git` path into `<admin>/gitdir`, absolute or relative to `<admin>`.
+    back, common = _pointer(admin, "gitdir"), _pointer(admin, "commondir")
+    if not (back and common) or os.path.realpath(os.path.join(admin, back)) != dot_git:
         return None
-    common = os.path.realpath(os.path.join(admin, common_text))
-    # Git keeps a worktree's administrative directory in `<common>/worktrees/`, where the
-    # repository lists it; one elsewhere was not made by the repository.
+    common = os.path.realpath(os.path.join(admin, common))
     if os.path.dirname(admin) != os.path.join(common, "worktrees"):
-        return None
+        return None  # git keeps the worktrees it lists there: one elsewhere is not the repository's
     if os.path.basename(common) == ".git":
         return os.path.dirname(common)
-    # A bare repository (or one made with --separate-git-dir): its worktrees share a decision
-    # kept under the git directory, unless that directory is a work tree itself.
+    # A bare repository (or a --separate-git-dir): its own decision, unless it is a work tree.
     return None if os.path.lexists(os.path.join(common, ".git")) else common
 
 
-def read_pointer(path: str) -> str | None:
-    """One of git's pointer files, stripped; ``None`` when it is missing, a link, not a regular
-    file, over `MAX_POINTER_BYTES`, not UTF-8 or more than one line."""
+def _pointer(directory: str, name: str) -> str | None:
+    # A regular file, not a link, of one UTF-8 line within `MAX_POINTER_BYTES`; else `None`.
     try:
-        read = read_path(path, MAX_POINTER_BYTES, _POINTER_FLAGS)
+        read = read_path(os.path.join(directory, name), MAX_POINTER_BYTES, _POINTER_FLAGS)
         text = read.decode("utf-8").strip() if isinstance(read, bytes) else "\n"
     except (OSError, ValueError):  # a `UnicodeDecodeError` is a `ValueError`
         return None

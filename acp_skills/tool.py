@@ -36,8 +36,7 @@ from .quiet_log import get_logger
 from .registry import SkillRegistry
 from .search import MAX_QUERY_LENGTH, SkillIndex
 from .text import for_model, quote
-from .trust import SessionView
-from .trust_text import trust_error
+from .trust import SessionView, trust_error
 
 DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
 
@@ -288,7 +287,7 @@ class SkillTool:
             # one a skill of the same name shadows. The session's trust judges it as it would
             # judge it listed: one no question named waits.
             found = await self._loading(name, self._registry.find_uri(name, options))
-            if found is not None and view is not None and (held := await view.judged(found)):
+            if found is not None and view is not None and (held := view.judged(found)):
                 raise Refusal(trust_error(name, held))
             gone = "is not served by any server of this session"
         # Refused before loading (a provider never reads a body it may not show), and after

@@ -20,7 +20,6 @@ from acp_skills.text import (
     normalize_description,
     quote,
     shorten_description,
-    spelt,
     terminal_safe,
     well_formed,
 )
@@ -221,5 +220,5 @@ def test_terminal_safe_spells_out_every_control_but_tab() -> None:
 
 def test_a_value_shown_in_a_line_has_its_controls_spelt_out() -> None:
     """A line feed or bidi override inside a report's line is spelt, so it cannot start one."""
-    assert spelt("a\nb\u202e") == "a\\x0ab\\u202e"
-    assert spelt("\ud800") == "\ufffd"  # the one substitution: surrogates repaired as well
+    assert terminal_safe("a\nb\u202e") == "a\\x0ab\\u202e"
+    assert terminal_safe("\ud800") == "\ufffd"  # the one substitution: surrogates repaired as well

@@ -23,8 +23,7 @@ from acp_skills import (
     UrlResource,
     render_skill_content,
 )
-from acp_skills.trust import ProjectSource, view
-from acp_skills.trust_store import Decision, StoredTrust
+from acp_skills.trust import Decision, ProjectSource, StoredTrust, view
 from tests.events import Hang, cancelled_when
 from tests.providers import (
     CWD,

@@ -11,19 +11,25 @@ import pytest
 
 from acp_skills import SkillCandidate, SkillSnapshot
 from acp_skills.model import ShadowedSkill
+from acp_skills.project import find_project
 from acp_skills.trust import (
+    Decision,
     ProjectSource,
     ServerSource,
+    ShownItem,
+    StoredTrust,
     TrustMode,
     TrustSource,
     TrustStore,
-    project_of,
     shown_items,
     trust_mode,
     view,
 )
-from acp_skills.trust_store import Decision, Pair, StoredTrust
 from tests.git_repos import needs_git, repository, worktree
+
+
+def project_of(path: Path) -> ProjectSource:
+    return ProjectSource(find_project(path).key)
 
 
 def test_a_path_inside_a_repository_or_a_link_to_it_means_the_repository(tmp_path: Path) -> None:
@@ -47,7 +53,7 @@ def test_git_worktrees_of_one_repository_share_one_decision(tmp_path: Path) -> N
     assert (tmp_path / "feature" / ".git").is_file()
     store = TrustStore(tmp_path / "config" / "trust.json")
     store.decide(project_of(tmp_path / "feature"), "trusted")
-    assert store.decisions().get(project_of(repo).key) == "trusted"
+    assert store.read().decisions.get(project_of(repo).key) == "trusted"
     assert project_of(tmp_path / "feature") == project_of(repo)
 
 
@@ -83,8 +89,8 @@ def _states(
     sources: dict[str, TrustSource],
     decisions: dict[str, Decision],
     mode: TrustMode,
-    grants: dict[str, frozenset[Pair]] | None = None,
-    served: dict[str, frozenset[Pair]] | None = None,
+    grants: dict[str, frozenset[ShownItem]] | None = None,
+    served: dict[str, frozenset[ShownItem]] | None = None,
 ) -> list[str]:
     stored = StoredTrust(decisions, served or {})
     found = SkillSnapshot(skills=tuple(skills), complete=True)
@@ -137,7 +143,7 @@ def test_a_trusted_server_covers_only_the_pairs_it_was_trusted_with() -> None:
 def test_a_view_offers_the_own_skill_a_withheld_one_shadowed() -> None:
     """A withheld project skill takes no part in resolution: the person's own skill of that
     name is offered in its place, and the withheld one says why. With nothing withheld the
-    view offers the snapshot itself, and a view that would not differ is the previous one."""
+    view offers the snapshot itself, and an offer that would not differ is the previous one."""
     theirs, mine, other = _skill("a", "project-agents"), _skill("a", "user-agents"), _skill("b", "")
     lost = ShadowedSkill(skill=mine, winner=theirs)
     found = SkillSnapshot(skills=(theirs, other), complete=True, shadowed=(lost,))
@@ -151,7 +157,7 @@ def test_a_view_offers_the_own_skill_a_withheld_one_shadowed() -> None:
     assert seen.offered.shadowed == ()
     assert (seen.state(theirs), seen.state(mine)) == ("pending", "trusted")
     assert [(w.skill, w.state, w.source) for w in seen.pending] == [(theirs, "pending", project)]
-    assert view(found, source_of, StoredTrust(), "ask", previous=seen) is seen
+    assert view(found, source_of, StoredTrust(), "ask", previous=seen).offered is seen.offered
     trusted = view(found, source_of, StoredTrust({"/p": "trusted"}), "ask", previous=seen)
     assert trusted.offered is found
     assert trusted.withheld == {}

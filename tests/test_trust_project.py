@@ -102,7 +102,7 @@ def test_forgetting_in_a_forged_directory_leaves_the_trusted_repository_alone(
     evil = points_at_a_forged_admin_dir(world.trusted)
     status, out, _ = cli_run("trust", "--forget", str(evil))
     assert (status, out) == (0, f"no decision was stored for: {evil.resolve()}\n")
-    assert world.store.decisions() == {str(world.trusted.resolve()): "trusted"}
+    assert world.store.read().decisions == {str(world.trusted.resolve()): "trusted"}
 
 
 @pytest.mark.sdk
@@ -280,7 +280,7 @@ def test_a_linked_trust_file_stays_a_link_when_the_command_line_decides(
     monkeypatch.setenv("ACP_SKILLS_TRUST_FILE", str(link))
     assert cli_run("trust", "--refuse", str(world.trusted))[0] == 0
     assert link.is_symlink()
-    assert TrustStore(target).decisions() == {str(world.trusted.resolve()): "refused"}
+    assert TrustStore(target).read().decisions == {str(world.trusted.resolve()): "refused"}
 
 
 def test_a_relative_xdg_config_home_never_reads_the_projects_own_trust_file(

@@ -1,20 +1,24 @@
-"""The trust file (`acp_skills.trust_store`, contract §13 and §13a): decisions stored atomically
-outside any project, bounded reads, a link kept, concurrent writers, older keys still read."""
+"""The trust file (`acp_skills.trust`, contract §13 and §13a): decisions stored atomically
+outside any project, bounded reads, a link kept, concurrent writers."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from acp_skills.trust import ProjectSource, ServerSource
-from acp_skills.trust_store import StoredTrust, TrustFileError, TrustStore, default_trust_file
+from acp_skills.trust import (
+    ProjectSource,
+    ServerSource,
+    StoredTrust,
+    TrustFileError,
+    TrustStore,
+    default_trust_file,
+)
 from tests.git_repos import needs_posix
 
 _SKILL_MD = ("skill://a/SKILL.md", "sha256:1")
@@ -27,7 +31,7 @@ def test_decisions_are_stored_atomically_outside_the_project(tmp_path: Path) -> 
     data = json.loads(Path(store.path).read_text())
     assert data == {"projects": [{"path": project.key, "decision": "refused"}]}
     store.decide(project, None)
-    assert store.decisions() == {}
+    assert store.read().decisions == {}
     # Nothing left behind by the atomic write.
     # No temporary file is left behind (the lock file beside it stays, empty).
     assert sorted(os.listdir(os.path.dirname(store.path))) == ["trust.json", "trust.json.lock"]
@@ -118,23 +122,8 @@ def test_a_link_at_the_trust_files_path_is_kept_and_its_target_rewritten(tmp_pat
     assert json.loads(target.read_text())["projects"] == [{"path": "/p", "decision": "trusted"}]
     store.decide(ProjectSource("/q"), "refused")
     assert link.is_symlink()
-    assert store.decisions() == {"/p": "trusted", "/q": "refused"}
+    assert store.read().decisions == {"/p": "trusted", "/q": "refused"}
     assert sorted(os.listdir(target.parent)) == ["trust.json"]  # nothing left beside it
-
-
-def test_trust_imports_and_decides_without_fcntl(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Where there is no ``fcntl`` (Windows), the module still imports and stores decisions."""
-    monkeypatch.setitem(sys.modules, "fcntl", None)  # `import fcntl` raises ImportError
-    spec = importlib.util.find_spec("acp_skills.trust_store")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # a copy: the imported module stays as it is
-    store = module.TrustStore(tmp_path / "trust.json")
-    assert store.decide(ProjectSource("/p"), "trusted") is True
-    assert store.decisions() == {"/p": "trusted"}
 
 
 def test_trusting_a_server_stores_its_pairs_and_replaces_those_of_the_same_uris(
@@ -183,21 +172,7 @@ def test_decisions_made_at_once_are_all_kept(tmp_path: Path) -> None:
     stores = [TrustStore(path), TrustStore(path)]  # two stores: the file lock, not the thread one
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda i: stores[i % 2].decide(sources[i], "trusted"), range(24)))
-    assert TrustStore(path).decisions() == {source.key: "trusted" for source in sources}
-
-
-def test_a_server_decision_stored_under_the_earlier_key_still_holds(tmp_path: Path) -> None:
-    """Server decisions were once kept among the projects as ``mcp:LABEL:IDENTITY``: a refusal
-    stored then still refuses, and the next write moves it to the servers."""
-    path = tmp_path / "trust.json"
-    old = {"path": "mcp:team:team=uvx team-skills", "decision": "refused"}
-    path.write_text(json.dumps({"projects": [old]}))
-    store = TrustStore(path)
-    server = ServerSource("team", "team=uvx team-skills")
-    assert store.decisions().get(server.key) == "refused"
-    store.decide(ProjectSource(str(tmp_path / "p")), "trusted")
-    data = json.loads(path.read_text())
-    assert data["servers"] == [{"server": "team=uvx team-skills", "decision": "refused"}]
+    assert TrustStore(path).read().decisions == {source.key: "trusted" for source in sources}
 
 
 def test_forgetting_what_was_never_stored_says_so(tmp_path: Path) -> None:

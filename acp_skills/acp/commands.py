@@ -26,7 +26,7 @@ from ..diagnostics import (
 )
 from ..model import SkillSnapshot, SkillSummary, is_skill_name
 from ..quiet_log import get_logger
-from ..text import shorten_description, spelt
+from ..text import shorten_description, terminal_safe
 from .consent import TrustGate
 from .sessions import LiveSession, SessionTable
 from .wire import ClientLink, available_commands
@@ -144,15 +144,15 @@ def skills_report(
     withheld: Sequence[tuple[str, list[str], str]] = (),
     servers: Sequence[Any] = (),
 ) -> str:
-    """The ``/skills`` report; what it quotes from disk is `spelt` (a line feed forges no line)."""
-    lines = [f"**Skills for {code_span(spelt(cwd))}** ({len(snapshot.skills)})", ""]
+    """The ``/skills`` report; what it quotes from disk is made terminal-safe (no forged line)."""
+    lines = [f"**Skills for {code_span(terminal_safe(cwd))}** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
     lines += [*(_skill_line(skill) for skill in snapshot.skills), ""]
     for title, items, how in withheld:  # `acp_skills.trust_text.withheld_parts`
         lines += [f"**{title}** ({len(items)})", "", *items, "", how, ""]
     if fit is not None:
-        lines += [*(spelt(line) for line in describe_catalog_fit(fit).splitlines()), ""]
+        lines += [*(terminal_safe(line) for line in describe_catalog_fit(fit).splitlines()), ""]
         # The list above is a lookup made now; the model's catalog was frozen earlier.
         if (stale := describe_catalog_changes(catalog_changes(fit, snapshot))) is not None:
             lines += [stale, ""]
@@ -166,7 +166,7 @@ def skills_report(
             lines.append(f"- ... and {hidden} more")
         # A command to paste: the path quoted for the shell (the CLI has no flag for the
         # session's additional directories: it looks from cwd alone).
-        doctor = code_span(spelt(f"acp-skills doctor --cwd {shlex.quote(cwd)}"))
+        doctor = code_span(terminal_safe(f"acp-skills doctor --cwd {shlex.quote(cwd)}"))
         lines += ["", f"Run {doctor} in a terminal for details."]
     if not snapshot.complete:
         lines += ["", "A skill provider did not answer in time: this list may be incomplete."]
@@ -177,7 +177,7 @@ def skills_report(
 
 
 def _skill_line(skill: SkillSummary) -> str:
-    notes = [Markdown().text(spelt(skill.source))]
+    notes = [Markdown().text(terminal_safe(skill.source))]
     if not skill.user_invocable:
         notes.append("model only")
     elif skill.name == SKILLS_COMMAND:

@@ -14,9 +14,21 @@ from .. import trust
 from ..model import SkillLookupOptions
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
-from ..trust import SessionView, ShownItem, TrustMode, Withheld
-from ..trust_store import Decision, StoredTrust, TrustFileError, TrustStore
-from ..trust_text import OPTIONS, question_options, question_text, question_title, whom_asked
+from ..trust import (
+    OPTIONS,
+    Decision,
+    SessionView,
+    ShownItem,
+    StoredTrust,
+    TrustFileError,
+    TrustMode,
+    TrustStore,
+    Withheld,
+    question_options,
+    question_text,
+    question_title,
+    whom_asked,
+)
 from .wire import ClientLink, text_tool_content, tool_call_start, tool_call_update
 
 _log = get_logger(__name__)

@@ -22,9 +22,8 @@ from ..diagnostics import (
 )
 from ..errors import Problem
 from ..model import rank_text
-from ..text import spelt as clean
-from ..trust_store import TrustFileError, TrustStore
-from ..trust_text import withheld_parts
+from ..text import terminal_safe as clean
+from ..trust import TrustFileError, TrustStore, withheld_parts
 from .install import extra_install_hint, installation, path_hint, version_of
 from .output import BOLD, DIM, PROBLEMS, Outcome, Style, status_of, table
 from .settings import Settings, move_aside, permission_fix, unwritable

@@ -17,8 +17,7 @@ from typing import Any, Final, TypeVar
 
 from ..local import LocalSkillProvider
 from ..model import is_skill_name
-from ..trust import TRUST_MODES, TrustMode
-from ..trust_store import default_trust_file
+from ..trust import TRUST_MODES, TrustMode, default_trust_file
 from .install import extra_install_hint
 
 __all__ = [

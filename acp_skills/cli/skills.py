@@ -11,9 +11,17 @@ from .. import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegi
 from ..catalog import CatalogFit, fit_catalog
 from ..diagnostics import describe_catalog_fit, plural, skipped
 from ..model import SKILL_FILE_NAME, rank_text
-from ..text import spelt as clean
-from ..trust import ServedLocator, SessionView, TrustState, TrustStore, session_view
-from ..trust_text import how_to_admit, why_withheld, withheld_parts
+from ..text import terminal_safe as clean
+from ..trust import (
+    ServedLocator,
+    SessionView,
+    TrustState,
+    TrustStore,
+    how_to_admit,
+    session_view,
+    why_withheld,
+    withheld_parts,
+)
 from .output import OK, PROBLEMS, Outcome, Style, table
 from .settings import Settings
 

@@ -11,11 +11,24 @@ from typing import Any
 
 from ..diagnostics import plural
 from ..model import SkillLookupOptions
+from ..project import find_project
 from ..registry import SkillRegistry
-from ..text import spelt, terminal_safe
-from ..trust import ServerSource, TrustSource, lasting_sources, project_of, sources_at, view
-from ..trust_store import SERVER_KEY_PREFIX, Decision, TrustFileError, TrustStore
-from ..trust_text import question_options, question_text, question_title
+from ..text import terminal_safe
+from ..trust import (
+    SERVER_KEY_PREFIX,
+    Decision,
+    ProjectSource,
+    ServerSource,
+    TrustFileError,
+    TrustSource,
+    TrustStore,
+    lasting_sources,
+    question_options,
+    question_text,
+    question_title,
+    sources_at,
+    view,
+)
 from .output import BOLD, PROBLEMS, Outcome, Style
 
 
@@ -51,7 +64,7 @@ async def trust(args: argparse.Namespace, style: Style) -> Outcome:
             path = os.path.realpath(args.path or os.getcwd())  # noqa: ASYNC240
             if not os.path.exists(path):  # noqa: ASYNC240
                 return Outcome.failed(f"not found: {path}")
-            sources = [project_of(path)]
+            sources = [ProjectSource(find_project(path).key)]
         lines = []
         for source in sources:
             changed = store.decide(source, decision)
@@ -124,12 +137,12 @@ def _listed(store: TrustStore, style: Style) -> Outcome:
         decision = stored.decisions[key]
         if not key.startswith(SERVER_KEY_PREFIX):
             projects.append({"path": key, "decision": decision})
-            lines.append(f"{style(decision, BOLD)}  {spelt(key)}")
+            lines.append(f"{style(decision, BOLD)}  {terminal_safe(key)}")
             continue
         resources = len(stored.served.get(key, ()))
         servers.append({"server": key, "decision": decision, "resources": resources})
         count = f" ({resources} resources)" if decision == "trusted" else ""
         # Quoted as --forget and --refuse take it.
-        lines.append(f"{style(decision, BOLD)}  {spelt(shlex.quote(key))}{count}")
+        lines.append(f"{style(decision, BOLD)}  {terminal_safe(shlex.quote(key))}{count}")
     listed = {"projects": projects} | ({"servers": servers} if servers else {})
     return Outcome(listed, lines, remarks=[] if lines else [f"no decisions stored in {store.path}"])
