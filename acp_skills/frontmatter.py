@@ -12,7 +12,7 @@ from itertools import repeat
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
-from ._yaml import FRONTMATTER_MISSING, MAX_DEPTH, load_frontmatter, not_a_mapping
+from ._yaml import FRONTMATTER_MISSING, load_frontmatter, not_a_mapping, read_only
 from .errors import Problem, ReadError
 from .model import (
     DirectoryResource,
@@ -150,13 +150,11 @@ def listed_fields(value: object) -> Mapping[object, object] | Problem:
     if not isinstance(value, Mapping):
         return not_a_mapping(isinstance(value, list | tuple))
     try:
-        fields = MappingProxyType({key: _read_only(item, 1) for key, item in value.items()})
-    except _Invalid as exc:
-        return exc.problem
+        fields: Mapping[object, object] = read_only(value)  # type: ignore[assignment]
+    except ValueError as exc:
+        return Problem("yaml-invalid", f"invalid frontmatter: {exc}")
     # Measured as JSON (a file's is measured as YAML): about the same text.
-    if (too_large := _too_large(canonical_json(fields))) is not None:
-        return too_large
-    return fields
+    return _too_large(canonical_json(fields)) or fields
 
 
 def _too_large(frontmatter: str) -> Problem | None:
@@ -164,20 +162,6 @@ def _too_large(frontmatter: str) -> Problem | None:
         limit = f"over the {MAX_FRONTMATTER_BYTES}-byte limit"
         return Problem("frontmatter-too-large", f"frontmatter too large: {size} bytes, {limit}")
     return None
-
-
-def _read_only(value: object, depth: int) -> object:
-    if depth >= MAX_DEPTH:
-        raise _Invalid(
-            "yaml-invalid", f"invalid frontmatter: nested more than {MAX_DEPTH} levels deep"
-        )
-    if isinstance(value, Mapping):
-        return MappingProxyType({key: _read_only(item, depth + 1) for key, item in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(_read_only(item, depth + 1) for item in value)
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    raise _Invalid("yaml-invalid", f"invalid frontmatter: unsupported value {_kind(value)}")
 
 
 def canonical_json(fields: Mapping[object, object]) -> str:
