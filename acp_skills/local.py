@@ -25,7 +25,7 @@ from .model import (
 from .project import PROJECT_SKILL_DIRS, find_project
 from .provider import ProviderHandle
 from .quiet_log import get_logger
-from .watch import ReportedProblems, RootWatch, WatchedRoot
+from .watch import ReportedProblems, RootWatch
 
 __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "unreadable_root"]
 
@@ -142,8 +142,7 @@ class LocalSkillProvider:
         self._reported = ReportedProblems()  # each problem logged once per change
         self._watch: RootWatch | None = None
         if watch and isinstance(self._fs, LocalFileSystem):
-            fixed_watched = [WatchedRoot(r.path, r.source == USER_DSH) for r in self._fixed_roots]
-            self._watch = RootWatch(fixed_watched)
+            self._watch = RootWatch([root.path for root in self._fixed_roots])
 
     @property
     def name(self) -> str:
@@ -227,7 +226,7 @@ class LocalSkillProvider:
         discovery = await self.scan(roots)
         if self._watch is not None:
             # After the scan, never waited for: one invalidation follows once the watch is live.
-            project = [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES]
+            project = [root.path for root in roots if root.source in _PROJECT_SOURCES]
             self._watch.start(_watch_scope(options), project)
         return discovery
 
