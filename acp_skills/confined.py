@@ -71,9 +71,12 @@ def read_path(path: str, max_bytes: int, flags: int = OPEN_FLAGS) -> bytes | Rea
 def read_confined(
     directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
 ) -> ConfinedFile | ReadError:
-    """Read ``path`` (relative) inside ``directory``, never outside it nor ``excluded``."""
+    """Read ``path`` (relative, without ``..``) inside ``directory``, never outside it nor
+    ``excluded``."""
     if "\0" in directory or "\0" in path:
         return ReadError(failure="not_found")  # no file name holds a NUL
+    if ".." in (pending := _segments(path)[::-1]):  # a stack: the next segment is last
+        return ReadError(failure="outside")  # the caller refuses these with its own words
     root = os.path.realpath(directory)
     excluded_ids = _identities(excluded)
     try:
@@ -83,21 +86,13 @@ def read_confined(
     except OSError as exc:
         return _unreadable(exc)
     # Only the root and the current entry are open: a deep path holds two descriptors, not one
-    # per segment. `names` is the physical chain from the root, so ".." walks it again.
+    # per segment. `names` is the physical chain from the root, no link in it.
     names: list[str] = []
     current = root_fd
-    pending = _segments(path)[::-1]  # a stack: the next segment is last
     links = 0
     try:
         while pending:
             name = pending.pop()
-            if name == "..":
-                if not names:
-                    return ReadError(failure="outside")
-                names.pop()
-                current = _step_to(root_fd, current, root_fd)
-                current = _walk_again(root_fd, names)
-                continue
             flags = (OPEN_FLAGS if not pending else _ROOT_FLAGS) | os.O_NOFOLLOW
             try:
                 fd = os.open(name, flags, dir_fd=current)
@@ -109,13 +104,14 @@ def read_confined(
                 links += 1
                 if links > _MAX_SYMBOLIC_LINKS:
                     return ReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
-                if os.path.isabs(target):
-                    if (inside := _relative_inside(root, target)) is None:
-                        return ReadError(failure="outside")
-                    names.clear()
-                    current = _step_to(root_fd, current, root_fd)
-                    target = inside
-                pending.extend(_segments(target)[::-1])
+                # Where the link leads now is only a proposal: the walk starts again from the
+                # root and opens it one component at a time, so a swap meanwhile fails there.
+                resolved = os.path.realpath(os.path.join(root, *names, target))
+                if os.path.commonpath([root, resolved]) != root:
+                    return ReadError(failure="outside")
+                pending.extend(_segments(os.path.relpath(resolved, root))[::-1])
+                names.clear()
+                current = _step_to(root_fd, current, root_fd)
                 continue
             current = _step_to(root_fd, current, fd)
             names.append(name)
@@ -143,20 +139,6 @@ def _step_to(root_fd: int, current: int, following: int) -> int:
     return following
 
 
-def _walk_again(root_fd: int, names: list[str]) -> int:
-    """The directory at ``names`` below the root, opened one segment at a time, never followed."""
-    current = root_fd
-    try:
-        for name in names:
-            current = _step_to(
-                root_fd, current, os.open(name, _ROOT_FLAGS | os.O_NOFOLLOW, dir_fd=current)
-            )
-    except BaseException:
-        _step_to(root_fd, current, root_fd)
-        raise
-    return current
-
-
 def _with_entries(
     failure: ReadError, directory: int, excluded: frozenset[tuple[int, int]]
 ) -> ReadError:
@@ -181,12 +163,6 @@ def listed_entries(names: Iterable[str]) -> tuple[str, ...]:
 
 def _segments(path: str) -> list[str]:
     return [segment for segment in path.split("/") if segment not in ("", ".")]
-
-
-def _relative_inside(root: str, target: str) -> str | None:
-    # Only a proposal of where to continue: the walk opens it again, one component at a time.
-    resolved = os.path.realpath(target)
-    return os.path.relpath(resolved, root) if os.path.commonpath([root, resolved]) == root else None
 
 
 def _open_failure(exc: OSError) -> ReadError:
