@@ -7,12 +7,12 @@ import os
 import time
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, cast
 
 import anyio.to_thread
 
 from .diagnostics import Diagnostic, diagnostic, file_diagnostics, log_diagnostic, root_missing
-from .errors import Problem, ReadError, SkillContractError
+from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill, build_skill, parse_skill_bytes
 from .fs import DirEntry, LocalFileSystem, SkillFileSystem, read_local_file, why_no_skill_file
 from .model import (
@@ -85,9 +85,7 @@ class LocalDiscovery:
 
 class LocalSkillProvider:
     """Discovers skills in project, custom and user directories (contract §5; the Claude roots
-    and examples: docs/architecture.md); directories are made absolute now. Raises ``ValueError``
-    for a bad ``max_file_bytes``, ``name``, empty directory or ``compat`` tool, ``TypeError``
-    when a list of directories or ``compat`` is a single string."""
+    and examples: docs/architecture.md); directories are made absolute now."""
 
     def __init__(
         self,
@@ -104,8 +102,6 @@ class LocalSkillProvider:
         example_skill_dirs: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         require_positive_int("max_file_bytes", max_file_bytes)
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
         for given, what in ((custom_skill_dirs, "custom"), (example_skill_dirs, "example")):
             if isinstance(given, str | bytes | os.PathLike):
                 # A lone string would otherwise be scanned one character at a time.
@@ -117,7 +113,7 @@ class LocalSkillProvider:
         for tool in self.compat:
             if tool != COMPAT_CLAUDE:
                 raise ValueError(f"compat: unknown tool {tool!r} (known: {COMPAT_CLAUDE})")
-        self._name = name
+        self.name: Final = name
         self._max_file_bytes = max_file_bytes
         self._fs: SkillFileSystem = LocalFileSystem() if fs is None else fs
         # The absolute homes and custom roots (in scanning order), for the application to show.
@@ -136,18 +132,17 @@ class LocalSkillProvider:
             claude = _home_dir(claude_home, "claude_home", "CLAUDE_CONFIG_DIR", "~/.claude")
             fixed.append((claude, "user-claude"))
         self._fixed_roots = tuple(
-            _root(path if source in (CUSTOM, _EXAMPLES) else os.path.join(path, "skills"), source)
-            for path, source in fixed
+            SkillRoot(
+                path=p if s in (CUSTOM, _EXAMPLES) else os.path.join(p, "skills"),
+                source=s,
+                rank=_SOURCE_RANKS[s],
+            )
+            for p, s in fixed
         )
         self._reported = ReportedProblems()  # each problem logged once per change
         self._watch: RootWatch | None = None
         if watch and isinstance(self._fs, LocalFileSystem):
             self._watch = RootWatch([root.path for root in self._fixed_roots])
-
-    @property
-    def name(self) -> str:
-        """The provider's name in a registry."""
-        return self._name
 
     @property
     def watch_mode(self) -> str:
@@ -174,8 +169,7 @@ class LocalSkillProvider:
             self._watch.close()
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
-        """The directories scanned for ``options.cwd`` and its additional directories, in rank
-        order, each listed once."""
+        """The directories scanned for ``options`` in rank order, each listed once."""
         extra = options.additional_directories
         return await anyio.to_thread.run_sync(self._roots_at, options.cwd, extra)
 
@@ -209,10 +203,10 @@ class LocalSkillProvider:
         discovery = await self.discover(options)
         roots = [report.root.path for report in discovery.roots]
         for record in self._reported.fresh(discovery.diagnostics, roots):
-            log_diagnostic(_log, record, provider=self._name)
+            log_diagnostic(_log, record, provider=self.name)
         _log.debug(
             "skills_discovered",
-            provider=self._name,
+            provider=self.name,
             cwd=options.cwd,
             roots=roots,
             skills=[candidate.name for candidate in discovery.candidates],
@@ -240,7 +234,7 @@ class LocalSkillProvider:
         found = [_root_problem(root, await _list_root(self._fs, root.path)) for root in custom]
         problems = tuple(problem for problem in found if problem is not None)
         for problem in problems:
-            log_diagnostic(_log, problem, level="warning", provider=self._name)
+            log_diagnostic(_log, problem, level="warning", provider=self.name)
         return problems
 
     async def scan(self, roots: Sequence[SkillRoot]) -> LocalDiscovery:
@@ -255,40 +249,27 @@ class LocalSkillProvider:
             # at once cost page faults worth a sixth of a discovery (docs/benchmarks.md).
             contents = (read_local_file(path, max_bytes) for path in paths)
         else:
-            contents = await self._read_files(paths)
+            contents = await self._fs.read_files(paths, max_bytes)
         # Only values go to a worker thread, never `self`: an idle worker keeps the last
         # function it ran, which would keep the provider and its watcher from being collected.
-        judged = (self._name, roots, listings, files, report, contents, local)
+        judged = (self.name, roots, listings, files, report, contents, local)
         return await anyio.to_thread.run_sync(_judge, *judged)
-
-    async def _read_files(self, paths: Sequence[str]) -> Sequence[bytes | ReadError]:
-        contents = await self._fs.read_files(paths, self._max_file_bytes)
-        if len(contents) != len(paths):  # else zip() or unpacking fails with no name in it
-            got = f"{len(contents)} results for {len(paths)} paths"
-            problem = f"nothing: its {type(self._fs).__qualname__}.read_files gave {got}"
-            raise SkillContractError(self._name, problem)
-        return contents
 
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
     ) -> SkillDefinition | None:
         """The skill as its file is now, or ``None`` (logged) when it no longer reads or parses."""
-        path = candidate.locator
-        if not isinstance(path, str):
-            raise TypeError(
-                f"skill {candidate.name!r} was not listed by a LocalSkillProvider "
-                f"(its locator is {type(path).__name__}, not a path)"
-            )
-        (content,) = await self._read_files([path])
+        path = cast("str", candidate.locator)  # as `scan` set it
+        (content,) = await self._fs.read_files([path], self._max_file_bytes)
         parsed = parse_skill_bytes(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
             reason = parsed.reason if isinstance(parsed, ReadError) else parsed.message
-            what = {"provider": self._name, "skill": candidate.name, "path": path}
+            what = {"provider": self.name, "skill": candidate.name, "path": path}
             _log.warning("skill_load_failed", **what, reason=reason)
             return None
         base = candidate.resource_base
         return build_skill(
-            SkillDefinition, self._name, parsed, candidate.source, base, path, content=parsed.body
+            SkillDefinition, self.name, parsed, candidate.source, base, path, content=parsed.body
         )
 
 
@@ -389,10 +370,6 @@ def _watch_scope(options: SkillLookupOptions) -> Hashable:
     # directories when it has some (they add project roots of their own).
     extra = options.additional_directories
     return (options.cwd, extra) if extra else options.cwd
-
-
-def _root(path: str, source: str) -> SkillRoot:
-    return SkillRoot(path=path, source=source, rank=_SOURCE_RANKS[source])
 
 
 def _home_dir(

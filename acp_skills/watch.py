@@ -36,10 +36,7 @@ _Batch = set[tuple[Change, str]]
 
 
 class WatchPlan(NamedTuple):
-    """What one watch covers: the ``directories`` it watches (non-recursively), the ``roots``
-    that exist (resolved), the ``anchors`` (each root's path with its parent resolved: it or a
-    directory on the way coming, going or re-pointed matters), the bundles (resolved) and the
-    files a linked skill points at."""
+    """What one watch covers (docs/reload.md). ``anchors``: each root with its parent resolved."""
 
     directories: frozenset[str]
     roots: frozenset[str]
