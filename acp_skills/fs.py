@@ -126,23 +126,20 @@ def why_no_skill_file(directory: str) -> Problem | None:
         return misnamed_skill_file()
     try:
         with os.scandir(directory) as entries:
-            children = sorted(e.name for e in entries if e.is_dir())
+            children = sorted(entry.name for entry in entries if entry.is_dir())
     except OSError:
         return None
+    spellings = (SKILL_FILE_NAME, _LOWERCASE_SKILL_FILE)
     names = [
-        name
-        for name in children
-        if os.path.isfile(os.path.join(directory, name, SKILL_FILE_NAME))
-        or os.path.isfile(os.path.join(directory, name, _LOWERCASE_SKILL_FILE))
+        n for n in children if any(os.path.isfile(os.path.join(directory, n, f)) for f in spellings)
     ]
     if not names:
         return None
     shown = ", ".join(f"{name}/{SKILL_FILE_NAME}" for name in names[:3])
     more = f" and {len(names) - 3} more" if len(names) > 3 else ""
     message = (
-        f"no {SKILL_FILE_NAME} here, but {shown}{more} one level further down: discovery is "
-        f"one level deep, so {'it is' if len(names) == 1 else 'they are'} not loaded; move "
-        f"{'it' if len(names) == 1 else 'them'} up into the skills directory, or "
+        f"no {SKILL_FILE_NAME} here, but {shown}{more} one level further down: discovery is one "
+        "level deep, so those skills are not loaded; move them up into the skills directory, or "
         "add this directory as a skills directory of its own (--skills-dir)"
     )
     return Problem("skill-nested-too-deep", message)

@@ -4,7 +4,6 @@ through the filesystem seam; while registered, it watches its roots (`watch`).""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias, cast
@@ -199,7 +198,6 @@ class LocalSkillProvider:
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
         """Every well-formed skill for ``options.cwd`` (by root, then name), logging problems."""
-        started = time.perf_counter()
         discovery = await self.discover(options)
         roots = [report.root.path for report in discovery.roots]
         for record in self._reported.fresh(discovery.diagnostics, roots):
@@ -210,7 +208,6 @@ class LocalSkillProvider:
             cwd=options.cwd,
             roots=roots,
             skills=[candidate.name for candidate in discovery.candidates],
-            duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
         return list(discovery.candidates)
 

@@ -247,11 +247,8 @@ class _Loop:
         self._changes, self._plan, self._projects = None, None, None
 
     def _invalidate(self) -> None:
-        try:
-            if (invalidate := self._on_change()) is not None:
-                invalidate()
-        except Exception as error:
-            _log.warning("skill_watch_invalidate_failed", error=repr(error))
+        if (invalidate := self._on_change()) is not None:  # the provider is still there
+            invalidate()
 
 
 class RootWatch:
