@@ -61,8 +61,9 @@ CONFINED_CASES: list[tuple[str, str, object]] = [
     ("through-a-file", "a/file.txt/x", "not_found"),
     ("directory", "a", "directory"),
     ("the-directory-itself", ".", "directory"),
-    # The tool refuses a ".." segment with its own words before it reads anything.
-    ("dot-dot-segment", "a/../a/file.txt", "outside"),
+    # The tool refuses a ".." segment with its own words first; here it is confined all the same.
+    ("dot-dot-inside", "a/../a/file.txt", b"inside"),
+    ("dot-dot-out", "a/../../outside/secret.txt", "outside"),
 ]
 
 
