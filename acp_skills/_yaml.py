@@ -7,14 +7,13 @@ schema's types only, refuses duplicate keys and other tags; `read_only` bounds w
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Collection, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import yaml
-from yaml.constructor import BaseConstructor, ConstructorError
+from yaml.constructor import BaseConstructor, ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .errors import Problem
@@ -59,22 +58,15 @@ class _CoreSchemaLoader(_Loader):
     yaml_implicit_resolvers: dict[Any, Any] = {}  # noqa: RUF012 (as PyYAML declares it)
 
     def core_scalar(self, node: Node) -> object:
+        # The pattern first: an explicit tag gets here too (`!!bool yes`, `!!int 1_000`).
         text = self.construct_scalar(node)  # type: ignore[arg-type]
         kind = node.tag.removeprefix(_TAG)
         if not _CORE[kind][0].match(text):
-            raise ConstructorError(
-                None, None, f"{text!r} is not a valid !!{kind} value", node.start_mark
-            )
-        if kind == "null":
-            return None
-        if kind == "bool":
-            return text[0] in "tT"
-        if kind == "float":
-            special = text.lstrip("+-").lower()
-            if special == ".inf":
-                return -math.inf if text.startswith("-") else math.inf
-            return math.nan if special == ".nan" else float(text)
-        try:
+            problem = f"{text!r} is not a valid !!{kind} value"
+            raise ConstructorError(None, None, problem, node.start_mark)
+        if kind != "int":  # what PyYAML makes of these patterns is the core schema's value
+            return getattr(SafeConstructor, f"construct_yaml_{kind}")(self, node)
+        try:  # not PyYAML's: a leading 0 is not octal in YAML 1.2
             return int(text, 0) if text[:2] in ("0o", "0x") else int(text)
         except ValueError:  # over 4300 decimal digits (CVE-2020-10735)
             raise ConstructorError(None, None, "integer too long", node.start_mark) from None

@@ -82,10 +82,8 @@ def read_confined(
         return ReadError(failure="outside")
     try:
         fd = os.open(os.path.join(root, path), OPEN_FLAGS)
-    except (FileNotFoundError, NotADirectoryError):
-        return ReadError(failure="not_found")
     except OSError as exc:
-        return _unreadable(exc)
+        return read_failure(exc)
     try:
         if not _inside(root, opened := _opened_path(fd)):
             return ReadError(failure="outside")
@@ -96,7 +94,7 @@ def read_confined(
         if isinstance(read, ReadError) and read.failure == "directory":
             read = _with_entries(read, fd, excluded_ids)
     except OSError as exc:
-        return _unreadable(exc)
+        return read_failure(exc)
     finally:
         os.close(fd)
     if isinstance(read, ReadError):
@@ -139,8 +137,13 @@ def listed_entries(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(names)[:MAX_LISTED_ENTRIES])
 
 
-def _unreadable(exc: OSError) -> ReadError:
-    return ReadError(failure="unreadable", detail=exc.strerror or str(exc))
+def read_failure(error: OSError) -> ReadError:
+    """Why a file could not be opened or read, from the system's error."""
+    if isinstance(error, FileNotFoundError | NotADirectoryError):
+        return ReadError(failure="not_found")
+    if isinstance(error, IsADirectoryError):
+        return ReadError(failure="directory")
+    return ReadError(failure="unreadable", detail=error.strerror or str(error))
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:

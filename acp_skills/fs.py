@@ -17,7 +17,7 @@ import anyio.to_thread
 with contextlib.suppress(ImportError):
     import anyio._backends._asyncio
 
-from .confined import ConfinedFile, read_confined, read_path
+from .confined import ConfinedFile, read_confined, read_failure, read_path
 from .errors import Problem, ReadError
 from .model import SKILL_FILE_NAME
 
@@ -100,14 +100,10 @@ def read_local_file(path: str, max_bytes: int) -> bytes | ReadError:
     """One file of `LocalFileSystem.read_files`, read in the calling thread (blocking)."""
     try:
         return read_path(path, max_bytes)
-    except FileNotFoundError:
-        return ReadError(failure="broken_link" if os.path.islink(path) else "not_found")
-    except PermissionError:
-        return ReadError(failure="unreadable", detail="permission denied")
-    except IsADirectoryError:
-        return ReadError(failure="directory")
     except OSError as exc:
-        return ReadError(failure="unreadable", detail=f"cannot read file: {exc.strerror or exc}")
+        if isinstance(exc, FileNotFoundError) and os.path.islink(path):
+            return ReadError(failure="broken_link")
+        return read_failure(exc)
 
 
 def misnamed_skill_file() -> Problem:
