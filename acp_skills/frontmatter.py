@@ -63,9 +63,6 @@ def decode_skill_bytes(data: bytes) -> str | Problem:
 # of 64 KiB (a flow list of 20,000 items) takes tens of milliseconds, where 900 KB took seconds.
 MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 
-_UNTERMINATED: Final = Problem(
-    FRONTMATTER_MISSING, "unterminated frontmatter: no closing '---' line"
-)
 # A line that is exactly `---` (CRLF tolerated), searched from the end of the first line.
 _CLOSING_LINE: Final = re.compile(r"\n---\r?(?:\n|\Z)")
 
@@ -78,7 +75,7 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Prob
         return Problem(FRONTMATTER_MISSING, "missing frontmatter: the first line must be '---'")
     closing = _CLOSING_LINE.search(text, first_line_end) if first_line_end >= 0 else None
     if closing is None:
-        return _UNTERMINATED
+        return Problem(FRONTMATTER_MISSING, "unterminated frontmatter: no closing '---' line")
     frontmatter = text[first_line_end + 1 : closing.start() + 1]
     if (too_large := _too_large(frontmatter)) is not None:
         return too_large

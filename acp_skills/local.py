@@ -126,22 +126,17 @@ class LocalSkillProvider:
         # Roots that do not depend on the caller's cwd, already in rank order.
         fixed = [(path, CUSTOM) for path in self.custom_skill_dirs]
         fixed += [(_absolute_dir(p, "example_skill_dirs"), _EXAMPLES) for p in example_skill_dirs]
-        fixed += [(self.dsh_home, USER_DSH), (self.agents_home, "user-agents")]
+        fixed += [(os.path.join(self.dsh_home, "skills"), USER_DSH)]
+        fixed += [(os.path.join(self.agents_home, "skills"), "user-agents")]
         if COMPAT_CLAUDE in self.compat:
             claude = _home_dir(claude_home, "claude_home", "CLAUDE_CONFIG_DIR", "~/.claude")
-            fixed.append((claude, "user-claude"))
+            fixed.append((os.path.join(claude, "skills"), "user-claude"))
         self._fixed_roots = tuple(
-            SkillRoot(
-                path=p if s in (CUSTOM, _EXAMPLES) else os.path.join(p, "skills"),
-                source=s,
-                rank=_SOURCE_RANKS[s],
-            )
-            for p, s in fixed
+            SkillRoot(path=p, source=s, rank=_SOURCE_RANKS[s]) for p, s in fixed
         )
         self._reported = ReportedProblems()  # each problem logged once per change
-        self._watch: RootWatch | None = None
-        if watch and isinstance(self._fs, LocalFileSystem):
-            self._watch = RootWatch([root.path for root in self._fixed_roots])
+        watching = watch and isinstance(self._fs, LocalFileSystem)
+        self._watch = RootWatch([r.path for r in self._fixed_roots]) if watching else None
 
     @property
     def watch_mode(self) -> str:
@@ -292,19 +287,9 @@ def _judge(
             report.extend(file_diagnostics(path, outcome, expected_name=expected))
         if isinstance(outcome, ParsedSkill):
             root = roots[index]
-            candidates.append(
-                build_skill(
-                    SkillCandidate,
-                    provider,
-                    outcome,
-                    root.source,
-                    resource_dir,
-                    path,
-                    rank=root.rank,
-                    locator=path,  # all `get` needs to find the file again
-                )
-            )
             found[index] += 1
+            skill = (SkillCandidate, provider, outcome, root.source, resource_dir, path)
+            candidates.append(build_skill(*skill, rank=root.rank, locator=path))  # for `get`
     return LocalDiscovery(
         roots=tuple(
             RootReport(root=root, exists=listing is not None, skills=count)
