@@ -169,13 +169,12 @@ class _Loop:
         changed = False
         if projects != self._projects or self._replan:
             changed = self._reopen(projects)
-        if self._changes is None:  # nothing that can be watched
-            self._stop.wait(STEP_MS / 1000)
-        elif batch := next(self._changes, set()):  # only changes that matter (the filter)
+        if self._changes is None:  # not opened: planned again at the next step
+            return
+        if batch := next(self._changes, set()):  # only changes that matter (the filter)
             paths = sorted(path for _, path in batch)[:20]
             _log.debug("skill_watch_changes", changes=len(batch), paths=paths)
-            # What must be watched may differ now. Planning again after an edit too costs about
-            # 5 ms with 1,000 bundles (docs/reload.md): simpler than telling edits apart.
+            # What must be watched may differ now: planned again after an edit too (docs/reload.md).
             self._replan = changed = True
             with self._state.lock:  # a change clears every cache: watch the projects listed last
                 recent = dict.fromkeys(p for p in reversed(self._state.cwd_projects.values()) if p)
@@ -190,7 +189,7 @@ class _Loop:
         if plan == self._plan and self._changes is not None:
             return False
         try:
-            changes, first = self._open(plan) if plan.directories else (None, set())
+            changes, first = self._open(plan)  # never empty: the user roots are always there
         except FileNotFoundError:
             self._replan = True  # a directory went away since it was planned: plan again
             self._stop.wait(STEP_MS / 1000)
@@ -198,7 +197,7 @@ class _Loop:
         if self._changes is not None:
             self._changes.close()  # the new watch is live first: nothing falls in between
         self._changes, self._plan, self._replan = changes, plan, bool(first)
-        mode: Mode = "polling" if self._polling and changes is not None else "native"
+        mode: Mode = "polling" if self._polling else "native"
         with self._state.lock:
             previous, self._state.mode = self._state.mode, mode
         if previous == "failed":
@@ -214,9 +213,8 @@ class _Loop:
         while True:
             changes = watch(
                 *sorted(plan.directories),
-                # Only a change that matters ends a batch: the rest (the agent's own log file
-                # in a directory watched for a missing root to appear) wakes nothing, logs
-                # nothing, and cannot feed itself through a debug line about it.
+                # Only a change that matters ends a batch (not the agent's own log file beside a
+                # missing root: it cannot feed itself through a debug line about it).
                 watch_filter=lambda change, path: matters(plan, change, path),
                 debounce=DEBOUNCE_MS,
                 step=STEP_MS,
@@ -289,9 +287,8 @@ class RootWatch:
             handle.invalidate()
 
     def start(self, cwd: Hashable, project_roots: Sequence[str]) -> None:
-        """After a scan (not beside it, which it would slow down): watch ``cwd``'s project too
-        (``cwd``: a lookup's working directory, with its additional directories if any). Until
-        that watch is live, the scan's answer may be cached: one invalidation follows then."""
+        """After a scan (not beside it, which it would slow down): watch ``cwd``'s project too;
+        one invalidation follows once that watch is live (docs/reload.md)."""
         if not self._handles:  # none once closed
             return
         state, project, cwd = self._state, tuple(project_roots), cwd or None
@@ -320,15 +317,12 @@ class RootWatch:
             handle.invalidate()
 
 
-# The problems remembered at most (oldest forgotten first): memory stays bounded however many
-# broken files come and go.
-MAX_REMEMBERED_PROBLEMS: Final = 4096
+MAX_REMEMBERED_PROBLEMS: Final = 4096  # the oldest forgotten first: memory stays bounded
 
 
 class ReportedProblems:
-    """Which discovery problems were already logged, so that live reload, which discovers again
-    at every edit, warns once per change: a record is new when its path, code, message or line
-    changed since it was last logged, or when it went away and came back."""
+    """Which discovery problems were logged: live reload discovers again at every edit, and a
+    problem is logged once, again only when it changed or went away and came back."""
 
     def __init__(self) -> None:
         self._logged: dict[tuple[str | None, str, str, int | None], None] = {}
