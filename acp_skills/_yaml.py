@@ -7,6 +7,7 @@ schema's types only, refuses duplicate keys and other tags; `read_only` bounds w
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Collection, Iterator, Mapping
 from types import MappingProxyType
@@ -53,9 +54,26 @@ FRONTMATTER_MISSING: Final = "frontmatter-missing"
 _SCALARS: Final = frozenset({str, bool, int, float, type(None)})
 
 
+_RESOLVERS: Final[dict[str, list[tuple[str, re.Pattern[str]]]]] = {}
+for _kind, (_pattern, _first) in _CORE.items():
+    for _char in _first:
+        _RESOLVERS.setdefault(_char, []).append((_TAG + _kind, _pattern))
+
+
 class _CoreSchemaLoader(_Loader):
-    # Only these, not the YAML 1.1 ones of the loader this one extends.
-    yaml_implicit_resolvers: dict[Any, Any] = {}  # noqa: RUF012 (as PyYAML declares it)
+    def resolve(self, kind: type[Node], value: Any, implicit: Any) -> str:
+        # PyYAML's, for the core schema's tags only (not YAML 1.1's) and without path resolvers.
+        if kind is ScalarNode:
+            if implicit[0]:  # plain, untagged
+                for tag, pattern in _RESOLVERS.get(value[:1], ()):
+                    if pattern.match(value):
+                        return tag
+            return _STR
+        return _TAG + ("seq" if kind is SequenceNode else "map")
+
+    # The composer calls these for every collection: without path resolvers, C no-ops.
+    descend_resolver = operator.is_  # type: ignore[assignment]
+    ascend_resolver = tuple  # type: ignore[assignment]
 
     def core_scalar(self, node: Node) -> object:
         # The pattern first: an explicit tag gets here too (`!!bool yes`, `!!int 1_000`).
@@ -108,10 +126,6 @@ class _CoreSchemaLoader(_Loader):
     }
 
 
-for _kind, (_pattern, _first) in _CORE.items():
-    _CoreSchemaLoader.add_implicit_resolver(_TAG + _kind, _pattern, _first)
-
-
 def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object] | Problem:
     """The frontmatter as a deeply read-only mapping, or why it is not one."""
     try:
@@ -149,27 +163,26 @@ def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object]
 def read_only(value: object) -> object:
     """``value`` (YAML's or decoded JSON) with mappings read-only and lists as tuples; raises
     ``ValueError`` past `MAX_DEPTH` levels or `_MAX_EXPANDED_VALUES` values (aliases expanded)."""
-    budget = [_MAX_EXPANDED_VALUES]
+    return _frozen(value, 0, [_MAX_EXPANDED_VALUES])
 
-    def walk(collection: object, depth: int) -> object:
-        # One call per collection, not per value: discovery reads thousands of these.
-        if depth >= MAX_DEPTH:  # or an alias refers to the collection that contains it
-            raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
-        if isinstance(collection, Mapping):
-            items: Collection[object] = collection.values()
-        elif isinstance(collection, list | tuple):
-            items = collection
-        else:
-            raise ValueError(f"unsupported value of type {type(collection).__name__}")
-        budget[0] -= len(items)
-        if budget[0] < 0:
-            raise ValueError(f"aliases expand to more than {_MAX_EXPANDED_VALUES} values")
-        built = [item if type(item) in _SCALARS else walk(item, depth + 1) for item in items]
-        if isinstance(collection, Mapping):
-            return MappingProxyType(dict(zip(collection, built, strict=True)))
-        return tuple(built)
 
-    return walk(value, 0)
+def _frozen(collection: object, depth: int, budget: list[int]) -> object:
+    # One call per collection, not per value: discovery reads thousands of these.
+    if depth >= MAX_DEPTH:  # or an alias refers to the collection that contains it
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    if isinstance(collection, dict | MappingProxyType):
+        items: Collection[object] = collection.values()
+    elif isinstance(collection, list | tuple):
+        items = collection
+    else:
+        raise ValueError(f"unsupported value of type {type(collection).__name__}")
+    budget[0] -= len(items)
+    if budget[0] < 0:
+        raise ValueError(f"aliases expand to more than {_MAX_EXPANDED_VALUES} values")
+    built = [v if type(v) in _SCALARS else _frozen(v, depth + 1, budget) for v in items]
+    if isinstance(collection, dict | MappingProxyType):
+        return MappingProxyType(dict(zip(collection, built, strict=True)))
+    return tuple(built)
 
 
 def not_a_mapping(is_list: bool) -> Problem:
