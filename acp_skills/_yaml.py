@@ -31,21 +31,15 @@ _STR: Final = _TAG + "str"
 # Each is tried on an untagged plain scalar by its first character, in this order (int before
 # float, which also matches `12`), and checks a scalar tagged explicitly (`!!int 1_000` fails).
 # No timestamps (dates stay strings), no merge key, no `=` value.
+_FLOAT: Final = (
+    r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?(?:\.inf|\.Inf|\.INF)|\.nan|\.NaN|\.NAN)\Z"
+)
 _CORE: Final = {
-    "null": (re.compile(r"(?:~|null|Null|NULL|)\Z"), ["~", "n", "N", ""]),
-    "bool": (re.compile(r"(?:true|false)\Z", re.IGNORECASE | re.ASCII), list("tTfF")),
-    "int": (
-        re.compile(r"(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z", re.ASCII),
-        list("-+0123456789"),
-    ),
-    "float": (
-        re.compile(
-            r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-            r"|[-+]?(?:\.inf|\.Inf|\.INF)|\.nan|\.NaN|\.NAN)\Z",
-            re.ASCII,
-        ),
-        list("-+.0123456789"),
-    ),
+    "null": (re.compile(r"(?:~|null|Null|NULL|)\Z"), ("~", "n", "N", "")),
+    "bool": (re.compile(r"(?:true|false)\Z", re.IGNORECASE | re.ASCII), "tTfF"),
+    "int": (re.compile(r"(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z", re.ASCII), "-+0123456789"),
+    "float": (re.compile(_FLOAT, re.ASCII), "-+.0123456789"),
 }
 # Hostile input becomes a problem, not a RecursionError or a "billion laughs" blow-up.
 MAX_DEPTH: Final = 100
