@@ -74,20 +74,20 @@ def read_confined(
     """Read ``path`` (relative) inside ``directory``, never outside it nor ``excluded``."""
     if "\0" in directory or "\0" in path:
         return ReadError(failure="not_found")  # no file name holds a NUL
-    root = os.path.realpath(directory)
-    hidden = [os.path.realpath(place) for place in excluded]
-    # Looked at before opening, so that nothing outside (a device) is opened but in a race; the
-    # opened descriptor is what decides, so a link swapped in meanwhile cannot pass.
-    if not _inside(root, os.path.realpath(os.path.join(root, path))):
-        return ReadError(failure="outside")
     try:
+        root = os.path.realpath(directory)
+        # Looked at before opening, so that nothing outside (a device) is opened but in a race;
+        # the opened descriptor is what decides, so a link swapped in meanwhile cannot pass.
+        if not _inside(root, os.path.realpath(os.path.join(root, path))):
+            return ReadError(failure="outside")
         fd = os.open(os.path.join(root, path), OPEN_FLAGS)
-    except OSError as exc:
+    except OSError as exc:  # realpath's too: a link can vanish while it is resolved
         return read_failure(exc)
     try:
         if not _inside(root, opened := _opened_path(fd)):
             return ReadError(failure="outside")
         excluded_ids = _identities(excluded)
+        hidden = [os.path.realpath(place) for place in excluded]
         if _identity(os.fstat(fd)) in excluded_ids or any(_inside(h, opened) for h in hidden):
             return ReadError(failure="excluded")
         read = read_descriptor(fd, max_bytes)
