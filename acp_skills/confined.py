@@ -1,17 +1,20 @@
-"""Race-free reads inside one directory: a skill's resource files, never anything outside.
-The walk opens one component at a time, relative to the one before, with O_NOFOLLOW, and resolves
-each link met against the confined directory; a path that changes mid-walk is a failure."""
+"""Race-free reads inside one directory: a skill's resource files, never anything outside. The
+file is opened, then the path of the opened descriptor (the kernel's, every link resolved) must
+lie inside the directory, so what is checked is what is read."""
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
+import sys
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Final
 
 from .errors import ReadError
+
+if sys.platform == "darwin":
+    import fcntl
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,11 +26,8 @@ class ConfinedFile:
     identity: tuple[int, int]
 
 
-# O_NONBLOCK: a FIFO swapped in for a file cannot hang open(). The root is opened following
-# links (a skill directory may be a link); every component below it with O_NOFOLLOW.
+# O_NONBLOCK: a FIFO swapped in for a file cannot hang open().
 OPEN_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
-_ROOT_FLAGS: Final = OPEN_FLAGS | os.O_DIRECTORY
-_MAX_SYMBOLIC_LINKS: Final = 40  # as many as Linux resolves in one path before ELOOP
 # Smallest read request; it also bounds how far past the cap a growing file is read.
 _CHUNK: Final = 8192
 # A directory read by mistake is answered with at most this many of its names.
@@ -74,87 +74,45 @@ def read_confined(
     """Read ``path`` (relative) inside ``directory``, never outside it nor ``excluded``."""
     if "\0" in directory or "\0" in path:
         return ReadError(failure="not_found")  # no file name holds a NUL
-    root = os.path.realpath(directory)
-    excluded_ids = _identities(excluded)
     try:
-        root_fd = os.open(root, _ROOT_FLAGS)
-    except (FileNotFoundError, NotADirectoryError):
-        return ReadError(failure="not_found")
-    except OSError as exc:
-        return _unreadable(exc)
-    # Only the root and the current entry are open: a deep path holds two descriptors, not one
-    # per segment. `names` is the physical chain from the root, so ".." walks it again.
-    names: list[str] = []
-    current = root_fd
-    pending = _segments(path)[::-1]  # a stack: the next segment is last
-    links = 0
+        root = os.path.realpath(directory)
+        # Looked at before opening, so that nothing outside (a device) is opened but in a race;
+        # the opened descriptor is what decides, so a link swapped in meanwhile cannot pass.
+        if not _inside(root, os.path.realpath(os.path.join(root, path))):
+            return ReadError(failure="outside")
+        fd = os.open(os.path.join(root, path), OPEN_FLAGS)
+    except OSError as exc:  # realpath's too: a link can vanish while it is resolved
+        return read_failure(exc)
     try:
-        while pending:
-            name = pending.pop()
-            if name == "..":
-                if not names:
-                    return ReadError(failure="outside")
-                names.pop()
-                current = _step_to(root_fd, current, root_fd)
-                current = _walk_again(root_fd, names)
-                continue
-            flags = (OPEN_FLAGS if not pending else _ROOT_FLAGS) | os.O_NOFOLLOW
-            try:
-                fd = os.open(name, flags, dir_fd=current)
-            except OSError as exc:
-                try:
-                    target = os.readlink(name, dir_fd=current)
-                except OSError:  # not a symbolic link (or gone): the open's own error stands
-                    return _open_failure(exc)
-                links += 1
-                if links > _MAX_SYMBOLIC_LINKS:
-                    return ReadError(failure="unreadable", detail=os.strerror(errno.ELOOP))
-                if os.path.isabs(target):
-                    if (inside := _relative_inside(root, target)) is None:
-                        return ReadError(failure="outside")
-                    names.clear()
-                    current = _step_to(root_fd, current, root_fd)
-                    target = inside
-                pending.extend(_segments(target)[::-1])
-                continue
-            current = _step_to(root_fd, current, fd)
-            names.append(name)
-            if _identity(os.fstat(fd)) in excluded_ids:
-                return ReadError(failure="excluded")
-        read = read_descriptor(current, max_bytes)
+        if not _inside(root, opened := _opened_path(fd)):
+            return ReadError(failure="outside")
+        excluded_ids = _identities(excluded)
+        hidden = [os.path.realpath(place) for place in excluded]
+        if _identity(os.fstat(fd)) in excluded_ids or any(_inside(h, opened) for h in hidden):
+            return ReadError(failure="excluded")
+        read = read_descriptor(fd, max_bytes)
         if isinstance(read, ReadError) and read.failure == "directory":
-            read = _with_entries(read, current, excluded_ids)
+            read = _with_entries(read, fd, excluded_ids)
     except OSError as exc:
-        return _unreadable(exc)
+        return read_failure(exc)
     finally:
-        if current != root_fd:
-            os.close(current)
-        os.close(root_fd)
+        os.close(fd)
     if isinstance(read, ReadError):
         return read
     info, data = read
-    return ConfinedFile(path=os.path.join(root, *names), data=data, identity=_identity(info))
+    return ConfinedFile(path=opened, data=data, identity=_identity(info))
 
 
-def _step_to(root_fd: int, current: int, following: int) -> int:
-    # Closes the entry left behind (never the root, held for the whole walk).
-    if current not in (root_fd, following):
-        os.close(current)
-    return following
+def _opened_path(fd: int) -> str:
+    # Where the kernel says the descriptor's file is, every link resolved.
+    if sys.platform == "darwin":
+        found = fcntl.fcntl(fd, fcntl.F_GETPATH, bytes(os.pathconf(fd, "PC_PATH_MAX")))
+        return os.fsdecode(found.split(b"\0", 1)[0])
+    return os.readlink(f"/proc/self/fd/{fd}")
 
 
-def _walk_again(root_fd: int, names: list[str]) -> int:
-    """The directory at ``names`` below the root, opened one segment at a time, never followed."""
-    current = root_fd
-    try:
-        for name in names:
-            current = _step_to(
-                root_fd, current, os.open(name, _ROOT_FLAGS | os.O_NOFOLLOW, dir_fd=current)
-            )
-    except BaseException:
-        _step_to(root_fd, current, root_fd)
-        raise
-    return current
+def _inside(directory: str, path: str) -> bool:
+    return path == directory or path.startswith(os.path.join(directory, ""))
 
 
 def _with_entries(
@@ -179,27 +137,13 @@ def listed_entries(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(names)[:MAX_LISTED_ENTRIES])
 
 
-def _segments(path: str) -> list[str]:
-    return [segment for segment in path.split("/") if segment not in ("", ".")]
-
-
-def _relative_inside(root: str, target: str) -> str | None:
-    # Only a proposal of where to continue: the walk opens it again, one component at a time.
-    resolved = os.path.realpath(target)
-    return os.path.relpath(resolved, root) if os.path.commonpath([root, resolved]) == root else None
-
-
-def _open_failure(exc: OSError) -> ReadError:
-    if isinstance(exc, FileNotFoundError | NotADirectoryError):
+def read_failure(error: OSError) -> ReadError:
+    """Why a file could not be opened or read, from the system's error."""
+    if isinstance(error, FileNotFoundError | NotADirectoryError):
         return ReadError(failure="not_found")
-    if exc.errno in (errno.ELOOP, errno.EMLINK):
-        # O_NOFOLLOW met a link, yet it was no link by the time it was looked at.
-        return ReadError(failure="changed")
-    return _unreadable(exc)
-
-
-def _unreadable(exc: OSError) -> ReadError:
-    return ReadError(failure="unreadable", detail=exc.strerror or str(exc))
+    if isinstance(error, IsADirectoryError):
+        return ReadError(failure="directory")
+    return ReadError(failure="unreadable", detail=error.strerror or str(error))
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:

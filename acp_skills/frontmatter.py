@@ -12,7 +12,7 @@ from itertools import repeat
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
-from ._yaml import FRONTMATTER_MISSING, MAX_DEPTH, load_frontmatter, not_a_mapping
+from ._yaml import FRONTMATTER_MISSING, load_frontmatter, not_a_mapping, read_only
 from .errors import Problem, ReadError
 from .model import (
     DirectoryResource,
@@ -63,9 +63,6 @@ def decode_skill_bytes(data: bytes) -> str | Problem:
 # of 64 KiB (a flow list of 20,000 items) takes tens of milliseconds, where 900 KB took seconds.
 MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 
-_UNTERMINATED: Final = Problem(
-    FRONTMATTER_MISSING, "unterminated frontmatter: no closing '---' line"
-)
 # A line that is exactly `---` (CRLF tolerated), searched from the end of the first line.
 _CLOSING_LINE: Final = re.compile(r"\n---\r?(?:\n|\Z)")
 
@@ -78,7 +75,7 @@ def parse_skill_file(text: str, *, with_body: bool = True) -> ParsedSkill | Prob
         return Problem(FRONTMATTER_MISSING, "missing frontmatter: the first line must be '---'")
     closing = _CLOSING_LINE.search(text, first_line_end) if first_line_end >= 0 else None
     if closing is None:
-        return _UNTERMINATED
+        return Problem(FRONTMATTER_MISSING, "unterminated frontmatter: no closing '---' line")
     frontmatter = text[first_line_end + 1 : closing.start() + 1]
     if (too_large := _too_large(frontmatter)) is not None:
         return too_large
@@ -150,13 +147,11 @@ def listed_fields(value: object) -> Mapping[object, object] | Problem:
     if not isinstance(value, Mapping):
         return not_a_mapping(isinstance(value, list | tuple))
     try:
-        fields = MappingProxyType({key: _read_only(item, 1) for key, item in value.items()})
-    except _Invalid as exc:
-        return exc.problem
+        fields: Mapping[object, object] = read_only(value)  # type: ignore[assignment]
+    except ValueError as exc:
+        return Problem("yaml-invalid", f"invalid frontmatter: {exc}")
     # Measured as JSON (a file's is measured as YAML): about the same text.
-    if (too_large := _too_large(canonical_json(fields))) is not None:
-        return too_large
-    return fields
+    return _too_large(canonical_json(fields)) or fields
 
 
 def _too_large(frontmatter: str) -> Problem | None:
@@ -164,20 +159,6 @@ def _too_large(frontmatter: str) -> Problem | None:
         limit = f"over the {MAX_FRONTMATTER_BYTES}-byte limit"
         return Problem("frontmatter-too-large", f"frontmatter too large: {size} bytes, {limit}")
     return None
-
-
-def _read_only(value: object, depth: int) -> object:
-    if depth >= MAX_DEPTH:
-        raise _Invalid(
-            "yaml-invalid", f"invalid frontmatter: nested more than {MAX_DEPTH} levels deep"
-        )
-    if isinstance(value, Mapping):
-        return MappingProxyType({key: _read_only(item, depth + 1) for key, item in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(_read_only(item, depth + 1) for item in value)
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    raise _Invalid("yaml-invalid", f"invalid frontmatter: unsupported value {_kind(value)}")
 
 
 def canonical_json(fields: Mapping[object, object]) -> str:

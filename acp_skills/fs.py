@@ -17,7 +17,7 @@ import anyio.to_thread
 with contextlib.suppress(ImportError):
     import anyio._backends._asyncio
 
-from .confined import ConfinedFile, read_confined, read_path
+from .confined import ConfinedFile, read_confined, read_failure, read_path
 from .errors import Problem, ReadError
 from .model import SKILL_FILE_NAME
 
@@ -100,14 +100,10 @@ def read_local_file(path: str, max_bytes: int) -> bytes | ReadError:
     """One file of `LocalFileSystem.read_files`, read in the calling thread (blocking)."""
     try:
         return read_path(path, max_bytes)
-    except FileNotFoundError:
-        return ReadError(failure="broken_link" if os.path.islink(path) else "not_found")
-    except PermissionError:
-        return ReadError(failure="unreadable", detail="permission denied")
-    except IsADirectoryError:
-        return ReadError(failure="directory")
     except OSError as exc:
-        return ReadError(failure="unreadable", detail=f"cannot read file: {exc.strerror or exc}")
+        if isinstance(exc, FileNotFoundError) and os.path.islink(path):
+            return ReadError(failure="broken_link")
+        return read_failure(exc)
 
 
 def misnamed_skill_file() -> Problem:
@@ -126,23 +122,20 @@ def why_no_skill_file(directory: str) -> Problem | None:
         return misnamed_skill_file()
     try:
         with os.scandir(directory) as entries:
-            children = sorted(e.name for e in entries if e.is_dir())
+            children = sorted(entry.name for entry in entries if entry.is_dir())
     except OSError:
         return None
+    spellings = (SKILL_FILE_NAME, _LOWERCASE_SKILL_FILE)
     names = [
-        name
-        for name in children
-        if os.path.isfile(os.path.join(directory, name, SKILL_FILE_NAME))
-        or os.path.isfile(os.path.join(directory, name, _LOWERCASE_SKILL_FILE))
+        n for n in children if any(os.path.isfile(os.path.join(directory, n, f)) for f in spellings)
     ]
     if not names:
         return None
     shown = ", ".join(f"{name}/{SKILL_FILE_NAME}" for name in names[:3])
     more = f" and {len(names) - 3} more" if len(names) > 3 else ""
     message = (
-        f"no {SKILL_FILE_NAME} here, but {shown}{more} one level further down: discovery is "
-        f"one level deep, so {'it is' if len(names) == 1 else 'they are'} not loaded; move "
-        f"{'it' if len(names) == 1 else 'them'} up into the skills directory, or "
+        f"no {SKILL_FILE_NAME} here, but {shown}{more} one level further down: discovery is one "
+        "level deep, so those skills are not loaded; move them up into the skills directory, or "
         "add this directory as a skills directory of its own (--skills-dir)"
     )
     return Problem("skill-nested-too-deep", message)

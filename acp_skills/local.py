@@ -4,15 +4,14 @@ through the filesystem seam; while registered, it watches its roots (`watch`).""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, cast
 
 import anyio.to_thread
 
 from .diagnostics import Diagnostic, diagnostic, file_diagnostics, log_diagnostic, root_missing
-from .errors import Problem, ReadError, SkillContractError
+from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill, build_skill, parse_skill_bytes
 from .fs import DirEntry, LocalFileSystem, SkillFileSystem, read_local_file, why_no_skill_file
 from .model import (
@@ -25,7 +24,7 @@ from .model import (
 from .project import PROJECT_SKILL_DIRS, find_project
 from .provider import ProviderHandle
 from .quiet_log import get_logger
-from .watch import ReportedProblems, RootWatch, WatchedRoot
+from .watch import ReportedProblems, RootWatch
 
 __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "unreadable_root"]
 
@@ -85,9 +84,7 @@ class LocalDiscovery:
 
 class LocalSkillProvider:
     """Discovers skills in project, custom and user directories (contract §5; the Claude roots
-    and examples: docs/architecture.md); directories are made absolute now. Raises ``ValueError``
-    for a bad ``max_file_bytes``, ``name``, empty directory or ``compat`` tool, ``TypeError``
-    when a list of directories or ``compat`` is a single string."""
+    and examples: docs/architecture.md); directories are made absolute now."""
 
     def __init__(
         self,
@@ -104,8 +101,6 @@ class LocalSkillProvider:
         example_skill_dirs: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         require_positive_int("max_file_bytes", max_file_bytes)
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
         for given, what in ((custom_skill_dirs, "custom"), (example_skill_dirs, "example")):
             if isinstance(given, str | bytes | os.PathLike):
                 # A lone string would otherwise be scanned one character at a time.
@@ -117,7 +112,7 @@ class LocalSkillProvider:
         for tool in self.compat:
             if tool != COMPAT_CLAUDE:
                 raise ValueError(f"compat: unknown tool {tool!r} (known: {COMPAT_CLAUDE})")
-        self._name = name
+        self.name: Final = name
         self._max_file_bytes = max_file_bytes
         self._fs: SkillFileSystem = LocalFileSystem() if fs is None else fs
         # The absolute homes and custom roots (in scanning order), for the application to show.
@@ -131,24 +126,17 @@ class LocalSkillProvider:
         # Roots that do not depend on the caller's cwd, already in rank order.
         fixed = [(path, CUSTOM) for path in self.custom_skill_dirs]
         fixed += [(_absolute_dir(p, "example_skill_dirs"), _EXAMPLES) for p in example_skill_dirs]
-        fixed += [(self.dsh_home, USER_DSH), (self.agents_home, "user-agents")]
+        fixed += [(os.path.join(self.dsh_home, "skills"), USER_DSH)]
+        fixed += [(os.path.join(self.agents_home, "skills"), "user-agents")]
         if COMPAT_CLAUDE in self.compat:
             claude = _home_dir(claude_home, "claude_home", "CLAUDE_CONFIG_DIR", "~/.claude")
-            fixed.append((claude, "user-claude"))
+            fixed.append((os.path.join(claude, "skills"), "user-claude"))
         self._fixed_roots = tuple(
-            _root(path if source in (CUSTOM, _EXAMPLES) else os.path.join(path, "skills"), source)
-            for path, source in fixed
+            SkillRoot(path=p, source=s, rank=_SOURCE_RANKS[s]) for p, s in fixed
         )
         self._reported = ReportedProblems()  # each problem logged once per change
-        self._watch: RootWatch | None = None
-        if watch and isinstance(self._fs, LocalFileSystem):
-            fixed_watched = [WatchedRoot(r.path, r.source == USER_DSH) for r in self._fixed_roots]
-            self._watch = RootWatch(fixed_watched)
-
-    @property
-    def name(self) -> str:
-        """The provider's name in a registry."""
-        return self._name
+        watching = watch and isinstance(self._fs, LocalFileSystem)
+        self._watch = RootWatch([r.path for r in self._fixed_roots]) if watching else None
 
     @property
     def watch_mode(self) -> str:
@@ -175,8 +163,7 @@ class LocalSkillProvider:
             self._watch.close()
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
-        """The directories scanned for ``options.cwd`` and its additional directories, in rank
-        order, each listed once."""
+        """The directories scanned for ``options`` in rank order, each listed once."""
         extra = options.additional_directories
         return await anyio.to_thread.run_sync(self._roots_at, options.cwd, extra)
 
@@ -206,18 +193,16 @@ class LocalSkillProvider:
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
         """Every well-formed skill for ``options.cwd`` (by root, then name), logging problems."""
-        started = time.perf_counter()
         discovery = await self.discover(options)
         roots = [report.root.path for report in discovery.roots]
         for record in self._reported.fresh(discovery.diagnostics, roots):
-            log_diagnostic(_log, record, provider=self._name)
+            log_diagnostic(_log, record, provider=self.name)
         _log.debug(
             "skills_discovered",
-            provider=self._name,
+            provider=self.name,
             cwd=options.cwd,
             roots=roots,
             skills=[candidate.name for candidate in discovery.candidates],
-            duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
         return list(discovery.candidates)
 
@@ -227,7 +212,7 @@ class LocalSkillProvider:
         discovery = await self.scan(roots)
         if self._watch is not None:
             # After the scan, never waited for: one invalidation follows once the watch is live.
-            project = [WatchedRoot(root.path) for root in roots if root.source in _PROJECT_SOURCES]
+            project = [root.path for root in roots if root.source in _PROJECT_SOURCES]
             self._watch.start(_watch_scope(options), project)
         return discovery
 
@@ -241,7 +226,7 @@ class LocalSkillProvider:
         found = [_root_problem(root, await _list_root(self._fs, root.path)) for root in custom]
         problems = tuple(problem for problem in found if problem is not None)
         for problem in problems:
-            log_diagnostic(_log, problem, level="warning", provider=self._name)
+            log_diagnostic(_log, problem, level="warning", provider=self.name)
         return problems
 
     async def scan(self, roots: Sequence[SkillRoot]) -> LocalDiscovery:
@@ -256,40 +241,27 @@ class LocalSkillProvider:
             # at once cost page faults worth a sixth of a discovery (docs/benchmarks.md).
             contents = (read_local_file(path, max_bytes) for path in paths)
         else:
-            contents = await self._read_files(paths)
+            contents = await self._fs.read_files(paths, max_bytes)
         # Only values go to a worker thread, never `self`: an idle worker keeps the last
         # function it ran, which would keep the provider and its watcher from being collected.
-        judged = (self._name, roots, listings, files, report, contents, local)
+        judged = (self.name, roots, listings, files, report, contents, local)
         return await anyio.to_thread.run_sync(_judge, *judged)
-
-    async def _read_files(self, paths: Sequence[str]) -> Sequence[bytes | ReadError]:
-        contents = await self._fs.read_files(paths, self._max_file_bytes)
-        if len(contents) != len(paths):  # else zip() or unpacking fails with no name in it
-            got = f"{len(contents)} results for {len(paths)} paths"
-            problem = f"nothing: its {type(self._fs).__qualname__}.read_files gave {got}"
-            raise SkillContractError(self._name, problem)
-        return contents
 
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
     ) -> SkillDefinition | None:
         """The skill as its file is now, or ``None`` (logged) when it no longer reads or parses."""
-        path = candidate.locator
-        if not isinstance(path, str):
-            raise TypeError(
-                f"skill {candidate.name!r} was not listed by a LocalSkillProvider "
-                f"(its locator is {type(path).__name__}, not a path)"
-            )
-        (content,) = await self._read_files([path])
+        path = cast("str", candidate.locator)  # as `scan` set it
+        (content,) = await self._fs.read_files([path], self._max_file_bytes)
         parsed = parse_skill_bytes(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
             reason = parsed.reason if isinstance(parsed, ReadError) else parsed.message
-            what = {"provider": self._name, "skill": candidate.name, "path": path}
+            what = {"provider": self.name, "skill": candidate.name, "path": path}
             _log.warning("skill_load_failed", **what, reason=reason)
             return None
         base = candidate.resource_base
         return build_skill(
-            SkillDefinition, self._name, parsed, candidate.source, base, path, content=parsed.body
+            SkillDefinition, self.name, parsed, candidate.source, base, path, content=parsed.body
         )
 
 
@@ -315,19 +287,9 @@ def _judge(
             report.extend(file_diagnostics(path, outcome, expected_name=expected))
         if isinstance(outcome, ParsedSkill):
             root = roots[index]
-            candidates.append(
-                build_skill(
-                    SkillCandidate,
-                    provider,
-                    outcome,
-                    root.source,
-                    resource_dir,
-                    path,
-                    rank=root.rank,
-                    locator=path,  # all `get` needs to find the file again
-                )
-            )
             found[index] += 1
+            skill = (SkillCandidate, provider, outcome, root.source, resource_dir, path)
+            candidates.append(build_skill(*skill, rank=root.rank, locator=path))  # for `get`
     return LocalDiscovery(
         roots=tuple(
             RootReport(root=root, exists=listing is not None, skills=count)
@@ -390,10 +352,6 @@ def _watch_scope(options: SkillLookupOptions) -> Hashable:
     # directories when it has some (they add project roots of their own).
     extra = options.additional_directories
     return (options.cwd, extra) if extra else options.cwd
-
-
-def _root(path: str, source: str) -> SkillRoot:
-    return SkillRoot(path=path, source=source, rank=_SOURCE_RANKS[source])
 
 
 def _home_dir(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from functools import partialmethod
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
@@ -35,6 +35,4 @@ class LibraryLogger:
     error = partialmethod(_emit, "error")
 
 
-def get_logger(name: str) -> LibraryLogger:
-    """The logger every library module uses (``name`` is its module's ``__name__``)."""
-    return LibraryLogger(name)
+get_logger: Final = LibraryLogger  # each module's, named by its ``__name__``

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Hashable, Iterable, Sequence
@@ -22,8 +21,8 @@ from .quiet_log import get_logger
 _log = get_logger(__name__)
 
 WATCHER_THREAD_NAME: Final = "acp-skills watcher"
-# A batch ends after STEP_MS without a new change (DEBOUNCE_MS at the latest); the thread also
-# looks for new projects that often. Invalidations are at least DEBOUNCE_MS apart.
+# A batch ends after STEP_MS without a new change, DEBOUNCE_MS at the latest; the thread also
+# looks for new projects that often.
 STEP_MS: Final = 30
 DEBOUNCE_MS: Final = 150
 POLL_DELAY_MS: Final = 300
@@ -32,88 +31,64 @@ _REMEMBERED_CWDS: Final = 1024  # for `vouches_for`, and the projects to watch a
 _RETRY_SECONDS: Final = (0.5, 10.0)  # a failed watch is retried after this, doubling up to that
 
 Mode = Literal["off", "starting", "native", "polling", "failed"]
-_HEALTHY: Final = ("native", "polling")
-_Project = tuple[str, ...]
+_Project = tuple[str, ...]  # a project's skill roots
 _Batch = set[tuple[Change, str]]
 
 
-class WatchedRoot(NamedTuple):
-    """A skills root to watch: its absolute path as scanned, and whether it skips ``.system``."""
-
-    path: str
-    skips_system: bool = False
-
-
 class WatchPlan(NamedTuple):
-    """What one watch covers: the ``directories`` it watches (non-recursively), the ``roots``
-    that exist (resolved path -> skips ``.system``), the ``anchors`` (each root's path with its
-    parent resolved: it or a directory on the way coming, going or re-pointed matters), the
-    bundles (resolved) and the files a linked skill points at."""
+    """What one watch covers (docs/reload.md). ``anchors``: each root with its parent resolved."""
 
     directories: frozenset[str]
-    roots: dict[str, bool]
+    roots: frozenset[str]
     anchors: frozenset[str]
     bundles: frozenset[str]
     targets: frozenset[str]
 
 
-def plan_watches(roots: Iterable[WatchedRoot]) -> WatchPlan:
-    """What to watch for ``roots`` as they are now."""
+def plan_watches(roots: Iterable[str]) -> WatchPlan:
+    """What to watch for the skill ``roots`` (absolute paths) as they are now."""
     directories: set[str] = set()
-    existing: dict[str, bool] = {}
+    existing: set[str] = set()
     anchors: set[str] = set()
     bundles: set[str] = set()
     targets: set[str] = set()
 
-    def watch_target(link: str) -> str:
-        target = os.path.realpath(link)
+    def watch_target(link: str) -> None:
+        targets.add(target := os.path.realpath(link))
         if _is_watchable(os.path.dirname(target)):
             directories.add(os.path.dirname(target))
-        return target
 
     for root in roots:
-        anchor = os.path.join(
-            os.path.realpath(os.path.dirname(root.path)), os.path.basename(root.path)
-        )
+        anchor = os.path.join(os.path.realpath(os.path.dirname(root)), os.path.basename(root))
         anchors.add(anchor)
-        if not os.path.isdir(root.path):
+        if not os.path.isdir(root):
             nearest = os.path.dirname(anchor)  # a missing root: its nearest existing ancestor
             while not os.path.isdir(nearest) and nearest != os.path.dirname(nearest):
                 nearest = os.path.dirname(nearest)
             directories.add(nearest)
             continue
-        if os.path.islink(root.path):
+        if os.path.islink(root):
             directories.add(os.path.dirname(anchor))  # the link may be re-pointed
-        if not _is_watchable(resolved := os.path.realpath(root.path)):
+        if not _is_watchable(resolved := os.path.realpath(root)):
             continue  # the provider cannot list it either
-        existing[resolved] = root.skips_system
+        existing.add(resolved)
         directories.add(resolved)
         try:
             with os.scandir(resolved) as listing:
-                entries = [e for e in listing if not (root.skips_system and e.name == ".system")]
+                entries = list(listing)
         except OSError:
             entries = []
         for entry in entries:
-            if not entry.is_symlink():
-                # A directory, as scandir just said: only whether it can be watched is left.
-                if entry.is_dir(follow_symlinks=False) and os.access(entry.path, os.R_OK | os.X_OK):
-                    directories.add(entry.path)
-                    bundles.add(entry.path)
-                    if os.path.islink(skill := os.path.join(entry.path, SKILL_FILE_NAME)):
-                        targets.add(watch_target(skill))
-            elif os.path.isdir(entry.path):
-                if _is_watchable(bundle := os.path.realpath(entry.path)):
+            if entry.is_dir():  # following a link, from the listing itself otherwise
+                bundle = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+                if _is_watchable(bundle):
                     directories.add(bundle)
                     bundles.add(bundle)
-            elif entry.name.endswith(".md"):
-                targets.add(watch_target(entry.path))
-    return WatchPlan(
-        frozenset(directories),
-        existing,
-        frozenset(anchors),
-        frozenset(bundles),
-        frozenset(targets),
-    )
+                    if os.path.islink(skill := os.path.join(bundle, SKILL_FILE_NAME)):
+                        watch_target(skill)
+            elif entry.name.endswith(".md") and entry.is_symlink():
+                watch_target(entry.path)
+    return WatchPlan(*map(frozenset, (directories, existing, anchors, bundles, targets)))
 
 
 def _is_watchable(directory: str) -> bool:
@@ -131,7 +106,7 @@ def matters(plan: WatchPlan, change: Change, path: str) -> bool:
             return True  # a watched directory went away
         if any(anchor == path or anchor.startswith(path + os.sep) for anchor in plan.anchors):
             return True  # a root, or a directory on the way to one, came, went or was re-pointed
-    if parent not in plan.roots or (plan.roots[parent] and name == ".system"):
+    if parent not in plan.roots:
         return False
     if change is Change.deleted:
         return True  # it may have been a bundle: nothing can tell any more
@@ -140,9 +115,9 @@ def matters(plan: WatchPlan, change: Change, path: str) -> bool:
 
 @dataclass(eq=False)
 class _State:
-    # Shared by the thread and the provider's side, under ``lock``: the project (its roots) of
-    # each cwd looked up (least recent first), and the projects to watch.
-    fixed_roots: tuple[WatchedRoot, ...]
+    # Shared by the thread and the provider's side, under ``lock``: the project of each cwd
+    # looked up (least recent first), and the projects to watch.
+    fixed_roots: tuple[str, ...]
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
     cwd_projects: OrderedDict[Hashable, _Project] = field(default_factory=OrderedDict)
@@ -159,9 +134,7 @@ class _Loop:
         self._changes: Generator[_Batch, None, None] | None = None
         self._plan: WatchPlan | None = None
         self._projects: frozenset[_Project] | None = None  # those the watch covers
-        self._mode: Mode = "native"  # of the watch `_open` opened last
-        self._replan = self._pending = self._told_polling = False
-        self._last_told = -float("inf")
+        self._polling = self._told_polling = self._replan = False
 
     def run(self) -> None:
         state, delay = self._state, _RETRY_SECONDS[0]
@@ -180,10 +153,9 @@ class _Loop:
                     else:
                         consequence = "skill catalogs are not cached until watching recovers"
                         _log.warning("skill_watch_failed", reason=reason, consequence=consequence)
-                        self._tell(now=True)  # what was cached can no longer be vouched for
+                        self._invalidate()  # what was cached can no longer be vouched for
                     self._stop.wait(delay)
                     delay = min(delay * 2, _RETRY_SECONDS[1])
-                self._tell()
         finally:
             self._close()
             with state.lock:
@@ -194,50 +166,45 @@ class _Loop:
     def _step(self) -> None:
         with self._state.lock:
             projects = frozenset(self._state.wanted)
-        batch = None
+        changed = False
         if projects != self._projects or self._replan:
-            batch = self._reopen(projects)
-        if self._changes is None:  # nothing that can be watched
-            self._stop.wait(STEP_MS / 1000)
+            changed = self._reopen(projects)
+        if self._changes is None:  # not opened: planned again at the next step
             return
-        batch = next(self._changes, set()) if batch is None else batch
-        if batch:  # only changes that matter reach here (the watch's filter)
+        if batch := next(self._changes, set()):  # only changes that matter (the filter)
             paths = sorted(path for _, path in batch)[:20]
             _log.debug("skill_watch_changes", changes=len(batch), paths=paths)
-            # What must be watched may differ now. Planning again after an edit too costs about
-            # 5 ms with 1,000 bundles (docs/reload.md): simpler than telling edits apart.
-            self._pending = self._replan = True
+            # What must be watched may differ now: planned again after an edit too (docs/reload.md).
+            self._replan = changed = True
             with self._state.lock:  # a change clears every cache: watch the projects listed last
                 recent = dict.fromkeys(p for p in reversed(self._state.cwd_projects.values()) if p)
                 self._state.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
+        if changed:
+            self._invalidate()
 
-    def _reopen(self, projects: frozenset[_Project]) -> _Batch:
-        roots = [*self._state.fixed_roots, *(WatchedRoot(p) for ps in projects for p in ps)]
+    def _reopen(self, projects: frozenset[_Project]) -> bool:
+        # Whether a new watch went live.
         self._projects, self._replan = projects, False
-        plan = plan_watches(roots)
+        plan = plan_watches([*self._state.fixed_roots, *(p for ps in projects for p in ps)])
         if plan == self._plan and self._changes is not None:
-            return set()
+            return False
         try:
-            changes, first = self._open(plan) if plan.directories else (None, set())
+            changes, first = self._open(plan)  # never empty: the user roots are always there
         except FileNotFoundError:
             self._replan = True  # a directory went away since it was planned: plan again
             self._stop.wait(STEP_MS / 1000)
-            return set()
+            return False
         if self._changes is not None:
             self._changes.close()  # the new watch is live first: nothing falls in between
-        self._changes, self._plan, self._pending = changes, plan, True
-        mode: Mode = self._mode if changes is not None else "native"
+        self._changes, self._plan, self._replan = changes, plan, bool(first)
+        mode: Mode = "polling" if self._polling else "native"
         with self._state.lock:
             previous, self._state.mode = self._state.mode, mode
-        self._told_polling = self._told_polling and mode == "polling"
-        directories = len(plan.directories)
         if previous == "failed":
-            _log.info("skill_watch_recovered", mode=mode, directories=directories)
-        elif previous == "polling" and mode == "native":
-            _log.info("skill_watch_native", directories=directories)
+            _log.info("skill_watch_recovered", mode=mode, directories=len(plan.directories))
         elif previous != mode:
-            _log.debug("skill_watch_started", mode=mode, directories=directories)
-        return first
+            _log.debug("skill_watch_started", mode=mode, directories=len(plan.directories))
+        return True
 
     def _open(self, plan: WatchPlan) -> tuple[Generator[_Batch, None, None], _Batch]:
         # watchfiles' own switch, read here too so that `mode` can say "polling".
@@ -246,9 +213,8 @@ class _Loop:
         while True:
             changes = watch(
                 *sorted(plan.directories),
-                # Only a change that matters ends a batch: the rest (the agent's own log file
-                # in a directory watched for a missing root to appear) wakes nothing, logs
-                # nothing, and cannot feed itself through a debug line about it.
+                # Only a change that matters ends a batch (not the agent's own log file beside a
+                # missing root: it cannot feed itself through a debug line about it).
                 watch_filter=lambda change, path: matters(plan, change, path),
                 debounce=DEBOUNCE_MS,
                 step=STEP_MS,
@@ -262,7 +228,7 @@ class _Loop:
             )
             try:
                 first = next(changes, set())  # opens the watch: live once this returns
-                self._mode = "polling" if polling else "native"
+                self._polling = polling
                 return changes, first
             except (OSError, RuntimeError) as error:
                 if polling or isinstance(error, FileNotFoundError):
@@ -278,22 +244,15 @@ class _Loop:
             self._changes.close()
         self._changes, self._plan, self._projects = None, None, None
 
-    def _tell(self, *, now: bool = False) -> None:
-        # Invalidate ``now``, or for pending changes at most once per DEBOUNCE_MS.
-        moment = time.monotonic()
-        if now or (self._pending and moment - self._last_told >= DEBOUNCE_MS / 1000):
-            self._pending, self._last_told = now and self._pending, moment
-            try:
-                if (invalidate := self._on_change()) is not None:
-                    invalidate()
-            except Exception as error:
-                _log.warning("skill_watch_invalidate_failed", error=repr(error))
+    def _invalidate(self) -> None:
+        if (invalidate := self._on_change()) is not None:  # the provider is still there
+            invalidate()
 
 
 class RootWatch:
     """Watches a local provider's roots and invalidates its registrations on relevant changes."""
 
-    def __init__(self, fixed_roots: Sequence[WatchedRoot]) -> None:
+    def __init__(self, fixed_roots: Sequence[str]) -> None:
         self._state = state = _State(tuple(fixed_roots))
         self._handles: list[ProviderHandle] = []
         self._closed = False
@@ -327,13 +286,12 @@ class RootWatch:
         for handle in handles:
             handle.invalidate()
 
-    def start(self, cwd: Hashable, project_roots: Sequence[WatchedRoot]) -> None:
-        """After a scan (not beside it, which it would slow down): watch ``cwd``'s project too
-        (``cwd``: a lookup's working directory, with its additional directories if any). Until
-        that watch is live, the scan's answer may be cached: one invalidation follows then."""
+    def start(self, cwd: Hashable, project_roots: Sequence[str]) -> None:
+        """After a scan (not beside it, which it would slow down): watch ``cwd``'s project too;
+        one invalidation follows once that watch is live (docs/reload.md)."""
         if not self._handles:  # none once closed
             return
-        state, project, cwd = self._state, tuple(root.path for root in project_roots), cwd or None
+        state, project, cwd = self._state, tuple(project_roots), cwd or None
         with state.lock:
             state.cwd_projects[cwd] = project
             state.cwd_projects.move_to_end(cwd)
@@ -351,7 +309,7 @@ class RootWatch:
         """Whether catalogs for ``cwd`` may be cached (an invalidation follows if they go stale)."""
         with self._state.lock:
             project = self._state.cwd_projects.get(cwd or None)
-            healthy = self._state.mode in ("starting", *_HEALTHY) and project is not None
+            healthy = self._state.mode in ("starting", "native", "polling") and project is not None
             return healthy and (not project or project in self._state.wanted)
 
     def _invalidate(self) -> None:
@@ -359,15 +317,12 @@ class RootWatch:
             handle.invalidate()
 
 
-# The problems remembered at most (oldest forgotten first): memory stays bounded however many
-# broken files come and go.
-MAX_REMEMBERED_PROBLEMS: Final = 4096
+MAX_REMEMBERED_PROBLEMS: Final = 4096  # the oldest forgotten first: memory stays bounded
 
 
 class ReportedProblems:
-    """Which discovery problems were already logged, so that live reload, which discovers again
-    at every edit, warns once per change: a record is new when its path, code, message or line
-    changed since it was last logged, or when it went away and came back."""
+    """Which discovery problems were logged: live reload discovers again at every edit, and a
+    problem is logged once, again only when it changed or went away and came back."""
 
     def __init__(self) -> None:
         self._logged: dict[tuple[str | None, str, str, int | None], None] = {}

@@ -61,6 +61,9 @@ CONFINED_CASES: list[tuple[str, str, object]] = [
     ("through-a-file", "a/file.txt/x", "not_found"),
     ("directory", "a", "directory"),
     ("the-directory-itself", ".", "directory"),
+    # The tool refuses a ".." segment with its own words first; here it is confined all the same.
+    ("dot-dot-inside", "a/../a/file.txt", b"inside"),
+    ("dot-dot-out", "a/../../outside/secret.txt", "outside"),
 ]
 
 
@@ -183,7 +186,7 @@ def test_confined_read_of_a_path_three_hundred_segments_deep(tmp_path: Path) -> 
     deep = tmp_path.joinpath(*segments)
     deep.mkdir(parents=True)
     (deep / "file.md").write_text("deep text", encoding="utf-8")
-    path = "/".join([*segments[:150], "..", *segments[149:], "file.md"])
+    path = "/".join([*segments, "file.md"])
     done = subprocess.run(
         [sys.executable, "-c", _DEEP_READ, str(tmp_path), path],
         capture_output=True,

@@ -249,7 +249,9 @@ def test_yaml_error_line_numbers_count_from_the_top_of_the_file() -> None:
 )
 def test_duplicate_keys_are_an_error_naming_the_key(frontmatter: str, key: str, line: int) -> None:
     """A repeated key never silently overwrites the earlier value."""
-    assert problem(skill(frontmatter)) == f"invalid YAML: duplicate key {key!r} (line {line})"
+    assert problem(skill(frontmatter)).startswith(
+        f"invalid YAML: duplicate key {key!r} (line {line}, column "
+    )
 
 
 @pytest.mark.parametrize(
@@ -360,7 +362,7 @@ def test_merge_key_is_an_ordinary_key() -> None:
 def test_unsupported_tags_are_a_problem(yaml_value: str, tag: str) -> None:
     """Explicit tags beyond the core schema are refused, not interpreted."""
     reason = problem(skill(MINIMAL + f"metadata:\n  value: {yaml_value}\n"))
-    assert reason == f"invalid YAML: unsupported YAML tag {tag} (line 5)"
+    assert reason == f"invalid YAML: unsupported YAML tag {tag} (line 5, column 10)"
 
 
 @pytest.mark.parametrize(
@@ -378,7 +380,7 @@ def test_explicitly_tagged_value_that_does_not_fit_its_tag_is_a_problem(yaml_val
 def test_integer_too_long_for_python_is_a_problem_not_a_crash() -> None:
     """Python caps int() at 4300 digits; that becomes a problem."""
     assert problem(skill(MINIMAL + f"metadata: {{n: {'9' * 5000}}}\n")) == (
-        "invalid YAML: integer too long (line 4)"
+        "invalid YAML: integer too long (line 4, column 15)"
     )
 
 
@@ -395,9 +397,9 @@ def test_aliases_are_resolved() -> None:
     ids=["list-in-itself", "mapping-in-itself", "deeper"],
 )
 def test_alias_cycle_is_a_problem(metadata: str) -> None:
-    """A collection that contains itself cannot become a value."""
+    """A collection that contains itself cannot become a value: it nests without end."""
     reason = problem(skill(MINIMAL + f"metadata: {metadata}\n"))
-    assert reason.startswith("invalid YAML: an alias refers to the collection that contains it")
+    assert reason == "invalid YAML: nested more than 100 levels deep"
 
 
 def test_alias_explosion_is_a_problem() -> None:

@@ -146,7 +146,7 @@ def test_read_files_reports_permission_denied(tmp_path: Path) -> None:
         print(anyio.run(LocalFileSystem().read_files, [secret], 10))
     """
     assert run_unprivileged(setup, check, tmp_path) == (
-        "[ReadError(failure='unreadable', size=0, limit=0, detail='permission denied', entries=())]"
+        "[ReadError(failure='unreadable', size=0, limit=0, detail='Permission denied', entries=())]"
     )
 
 

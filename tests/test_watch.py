@@ -30,7 +30,6 @@ from acp_skills.provider import ProviderHandle
 from acp_skills.watch import (
     MAX_WATCHED_PROJECTS,
     WATCHER_THREAD_NAME,
-    WatchedRoot,
     matters,
     plan_watches,
 )
@@ -160,57 +159,49 @@ def inotify_watch_count() -> int:
 A, M, D = Change.added, Change.modified, Change.deleted
 
 RELEVANCE = [
-    # (change, path below the root, is a directory, root skips .system, relevant)
-    (A, "", True, False, True),
-    (D, "", True, False, True),
-    (M, "", True, False, False),
-    (A, "deploy.md", False, False, True),
-    (M, "deploy.md", False, False, True),
-    (D, "deploy.md", False, False, True),
-    (M, "notes.txt", False, False, False),
-    (A, ".deploy.md.swp", False, False, False),
-    (A, "deploy.md~", False, False, False),
-    (A, "DEPLOY.MD", False, False, False),
-    (A, "deploy", True, False, True),
-    (D, "deploy", True, False, True),
-    (M, "deploy", True, False, False),
-    (A, "deploy/SKILL.md", False, False, True),
-    (M, "deploy/SKILL.md", False, False, True),
-    (D, "deploy/SKILL.md", False, False, True),
-    (M, "deploy/skill.md", False, False, False),
-    (M, "deploy/notes.md", False, False, False),
-    (A, "deploy/references", True, False, False),
-    (M, "deploy/references/guide.md", False, False, False),
-    (A, "deploy/scripts/run.sh", False, False, False),
-    (D, "deploy/assets/logo.png", False, False, False),
-    (M, "deploy/references/deep/SKILL.md", False, False, False),
-    (A, ".system", True, True, False),
-    (A, ".system/tool/SKILL.md", False, True, False),
-    (M, ".system/tool/SKILL.md", False, True, False),
-    (M, ".system/SKILL.md", False, True, False),
-    (A, ".system", True, False, True),
-    (M, ".system/SKILL.md", False, False, True),
-    (M, ".system.md", False, True, True),
+    # (change, path below the root, is a directory, relevant)
+    (A, "", True, True),
+    (D, "", True, True),
+    (M, "", True, False),
+    (A, "deploy.md", False, True),
+    (M, "deploy.md", False, True),
+    (D, "deploy.md", False, True),
+    (M, "notes.txt", False, False),
+    (A, ".deploy.md.swp", False, False),
+    (A, "deploy.md~", False, False),
+    (A, "DEPLOY.MD", False, False),
+    (A, "deploy", True, True),
+    (D, "deploy", True, True),
+    (M, "deploy", True, False),
+    (A, "deploy/SKILL.md", False, True),
+    (M, "deploy/SKILL.md", False, True),
+    (D, "deploy/SKILL.md", False, True),
+    (M, "deploy/skill.md", False, False),
+    (M, "deploy/notes.md", False, False),
+    (A, "deploy/references", True, False),
+    (M, "deploy/references/guide.md", False, False),
+    (A, "deploy/scripts/run.sh", False, False),
+    (D, "deploy/assets/logo.png", False, False),
+    (M, "deploy/references/deep/SKILL.md", False, False),
+    (A, ".system", True, True),
+    (M, ".system/SKILL.md", False, True),
+    (M, ".system/tool/SKILL.md", False, False),
 ]
 
 
 @pytest.mark.parametrize(
-    ("change", "relative", "is_dir", "skips_system", "relevant"),
+    ("change", "relative", "is_dir", "relevant"),
     RELEVANCE,
-    ids=[
-        f"{change.name}-{relative or 'root'}{'-skips-system' if skips else ''}"
-        for change, relative, _, skips, _ in RELEVANCE
-    ],
+    ids=[f"{change.name}-{relative or 'root'}" for change, relative, _, _ in RELEVANCE],
 )
 def test_only_changes_to_the_listing_are_relevant(
-    tmp_path: Path, change: Change, relative: str, is_dir: bool, skips_system: bool, relevant: bool
+    tmp_path: Path, change: Change, relative: str, is_dir: bool, relevant: bool
 ) -> None:
-    """Flat ``*.md`` files, bundle directories and ``X/SKILL.md`` count; resources and the user
-    dsh root's ``.system`` do not."""
+    """Flat ``*.md`` files, bundle directories and ``X/SKILL.md`` count; resources do not."""
     root = os.path.realpath(tmp_path)
     path = os.path.join(root, *relative.split("/")) if relative else root
     os.makedirs(path if is_dir else os.path.dirname(path), exist_ok=True)
-    plan = plan_watches([WatchedRoot(root, skips_system)])
+    plan = plan_watches([root])
     assert matters(plan, change, path) is relevant
 
 
@@ -218,7 +209,7 @@ def test_a_missing_root_is_watched_at_its_nearest_existing_directory(tmp_path: P
     """Only the nearest existing ancestor of a root that does not exist is watched, not the
     tree above or below it."""
     (tmp_path / "home" / "projects").mkdir(parents=True)
-    plan = plan_watches([WatchedRoot(str(tmp_path / "home" / ".agents" / "skills"))])
+    plan = plan_watches([str(tmp_path / "home" / ".agents" / "skills")])
     assert list(plan.directories) == [str((tmp_path / "home").resolve())]
 
 
@@ -228,7 +219,7 @@ def test_a_root_is_watched_with_each_bundle_but_not_their_resources(tmp_path: Pa
     write_skill(root / "deploy" / "SKILL.md", "deploy", "Deploy.")
     (root / "deploy" / "references").mkdir()
     write_skill(root / "notes.md", "notes", "Notes.")
-    plan = plan_watches([WatchedRoot(str(root))])
+    plan = plan_watches([str(root)])
     assert sorted(plan.directories) == [str(root.resolve()), str((root / "deploy").resolve())]
 
 
@@ -271,7 +262,7 @@ async def test_the_first_lookup_does_not_wait_for_the_watch_and_nothing_is_misse
 
     def plan_then_change(roots: Any) -> Any:
         plan = plan_watches(roots)
-        if not changed.is_set() and any(root.path == str(skills) for root in roots):
+        if not changed.is_set() and str(skills) in roots:
             # Hold the set-up until the first lookup has been answered (which it could not be
             # if that lookup waited for the watch), then change the skill before it is watched.
             answered.wait(WAIT_SECONDS * 2)
@@ -468,10 +459,11 @@ async def test_resource_changes_cause_no_invalidation(tmp_path: Path) -> None:
 async def test_changes_under_the_user_system_directory_cause_no_invalidation(
     tmp_path: Path,
 ) -> None:
-    """Skills the tool installs under ``<dsh_home>/skills/.system`` are neither listed nor
-    watched."""
+    """Skills the tool installs under ``<dsh_home>/skills/.system`` are neither listed nor, one
+    level down like any bundle's subdirectory, relevant to the watch."""
     user_root = tmp_path / "home" / ".dsh" / "skills"
     write_skill(user_root / "mine" / "SKILL.md", "mine", "Mine.")
+    (user_root / ".system").mkdir()
     setup = watched_registry(tmp_path, tmp_path / "custom")
     try:
         await setup.until({"mine": "Mine."})
@@ -531,9 +523,7 @@ async def test_projects_beyond_the_bound_are_served_fresh_but_not_watched(
     fixed = inotify_watch_count()
     # What one project's roots need watched (each project here looks the same).
     per_project = len(
-        plan_watches(
-            [WatchedRoot(str(projects[0] / d / "skills")) for d in (".dsh", ".agents")]
-        ).directories
+        plan_watches([str(projects[0] / d / "skills") for d in (".dsh", ".agents")]).directories
     )
     assert per_project > 0
     for index, project in enumerate(projects):

@@ -16,7 +16,6 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_skills import _yaml
 from acp_skills._yaml import load_frontmatter
 from acp_skills.errors import Problem
 from tests.hypothesis_profiles import examples
@@ -46,6 +45,10 @@ QUOTE_IT = "; a value holding ': ' must be quoted (description: \"Use it: always
 
 def invalid(reason: str, line: int | None = None) -> Problem:
     return Problem("yaml-invalid", f"invalid YAML: {reason}", line)
+
+
+def at(reason: str, line: int, column: int) -> Problem:
+    return invalid(f"{reason} (line {line}, column {column})", line)
 
 
 def missing(what: str) -> Problem:
@@ -107,27 +110,23 @@ GOLDEN: list[tuple[str, str, object]] = [
     ("bom-inside", "a: \ufeffb\n", {"a": "\ufeffb"}),
     ("unicode", "é: 日本語\nemoji: 😀\n", {"é": "日本語", "emoji": "😀"}),
     # Problems.
-    ("duplicate", "a: 1\na: 2\n", invalid("duplicate key 'a' (line 3)", 3)),
-    ("duplicate-by-value", "1: a\n1.0: b\n", invalid("duplicate key 1.0 (line 3)", 3)),
-    ("duplicate-boolean", "true: a\nTrue: b\n", invalid("duplicate key True (line 3)", 3)),
-    ("bad-bool", "a: !!bool yes\n", invalid("'yes' is not a valid !!bool value (line 2)", 2)),
-    ("bad-int", "a: !!int 1_000\n", invalid("'1_000' is not a valid !!int value (line 2)", 2)),
-    ("bad-null", "a: !!null x\n", invalid("'x' is not a valid !!null value (line 2)", 2)),
-    ("set", "a: !!set {b}\n", invalid("unsupported YAML tag !!set (line 2)", 2)),
-    ("custom-tag", "a: !custom x\n", invalid("unsupported YAML tag !custom (line 2)", 2)),
-    ("binary", "a: !!binary aGk=\n", invalid("unsupported YAML tag !!binary (line 2)", 2)),
-    ("timestamp", "a: !!timestamp 2024-01-01\n",
-     invalid("unsupported YAML tag !!timestamp (line 2)", 2)),
-    ("cycle", "a: &a [*a]\n",
-     invalid("an alias refers to the collection that contains it (line 2)", 2)),
-    ("cycle-map", "a: &a {b: *a}\n",
-     invalid("an alias refers to the collection that contains it (line 2)", 2)),
-    ("complex-key", "? [a]\n: b\n", invalid("a mapping key must be a single value (line 2)", 2)),
-    ("long-integer", "a: " + "9" * 5000 + "\n", invalid("integer too long (line 2)", 2)),
-    ("billion-laughs", _BILLION_LAUGHS,
-     invalid("aliases expand to more than 100000 values (line 6)", 6)),
-    ("deep", "a: " + "[" * 101 + "]" * 101 + "\n",
-     invalid("nested more than 100 levels deep (line 2)", 2)),
+    ("duplicate", "a: 1\na: 2\n", at("duplicate key 'a'", 3, 1)),
+    ("duplicate-by-value", "1: a\n1.0: b\n", at("duplicate key 1.0", 3, 1)),
+    ("duplicate-boolean", "true: a\nTrue: b\n", at("duplicate key True", 3, 1)),
+    ("bad-bool", "a: !!bool yes\n", at("'yes' is not a valid !!bool value", 2, 4)),
+    ("bad-int", "a: !!int 1_000\n", at("'1_000' is not a valid !!int value", 2, 4)),
+    ("bad-null", "a: !!null x\n", at("'x' is not a valid !!null value", 2, 4)),
+    ("set", "a: !!set {b}\n", at("unsupported YAML tag !!set", 2, 4)),
+    ("custom-tag", "a: !custom x\n", at("unsupported YAML tag !custom", 2, 4)),
+    ("binary", "a: !!binary aGk=\n", at("unsupported YAML tag !!binary", 2, 4)),
+    ("timestamp", "a: !!timestamp 2024-01-01\n", at("unsupported YAML tag !!timestamp", 2, 4)),
+    # An alias inside the collection it names is a collection nested without end.
+    ("cycle", "a: &a [*a]\n", invalid("nested more than 100 levels deep")),
+    ("cycle-map", "a: &a {b: *a}\n", invalid("nested more than 100 levels deep")),
+    ("complex-key", "? [a]\n: b\n", at("a mapping key must be a single value", 2, 3)),
+    ("long-integer", "a: " + "9" * 5000 + "\n", at("integer too long", 2, 4)),
+    ("billion-laughs", _BILLION_LAUGHS, invalid("aliases expand to more than 100000 values")),
+    ("deep", "a: " + "[" * 101 + "]" * 101 + "\n", invalid("nested more than 100 levels deep")),
     ("undefined-alias", "a: *nothing\n", invalid("found undefined alias (line 2, column 4)", 2)),
     ("colon-in-plain", "a: b: c\n",
      invalid("mapping values are not allowed in this context" + QUOTE_IT + " (line 2, column 5)",
@@ -353,18 +352,3 @@ def test_generated_frontmatter_reads_as_pyyaml_reads_it(
         assert isinstance(result, MappingProxyType) or (
             isinstance(result, Problem) and result.code in ("yaml-invalid", "frontmatter-missing")
         )
-
-
-@settings(max_examples=examples(3000))
-@given(
-    st.one_of(
-        st.text(alphabet=st.sampled_from(list("01789+-.eExXoabfnlNtruTFsI~_ :")), max_size=8),
-        st.sampled_from(["null", "Null", "NULL", "true", "FALSE", ".inf", "-.Inf", ".nan", ""]),
-        st.text(max_size=6),
-    )
-)
-def test_the_quick_check_lets_through_every_scalar_a_core_pattern_types(text: str) -> None:
-    """A plain scalar the quick check takes for a string is one no core pattern would type."""
-    typed = any(pattern.match(text) for pattern in _yaml._PATTERNS.values())
-    if typed:
-        assert _yaml._MAYBE_TYPED.match(text), text
