@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol, TypeAlias
 
 from .errors import Problem, ReadError
 from .frontmatter import ParsedSkill
@@ -33,8 +33,7 @@ class Diagnostic:
     skill: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CodeSpec:
+class CodeSpec(NamedTuple):
     """A code's severity, log event and level, and whether discovery leaves the thing out."""
 
     severity: Severity
@@ -55,7 +54,6 @@ _SPEC_CODES: Final = (
 # What each code means: docs/diagnostics.md's table, row for row.
 CODES: Final[Mapping[str, CodeSpec]] = {
     "root-missing": CodeSpec("warning", "skill_root_missing", "debug"),
-    "root-misnamed": CodeSpec("warning", "skill_root_misnamed"),
     **dict.fromkeys(_SKIPPED_CODES.split(), CodeSpec("error", "skill_file_skipped", skipped=True)),
     "skill-file-absent": CodeSpec("info", "skill_file_absent", "debug"),
     "markdown-ignored": CodeSpec("info", "skill_markdown_ignored", "debug"),
@@ -71,8 +69,6 @@ CODES: Final[Mapping[str, CodeSpec]] = {
     "mcp-skill-invalid": CodeSpec("error", "mcp_skill_skipped", skipped=True),
     **dict.fromkeys(_SPEC_CODES.split(), CodeSpec("error", "skill_spec_violation")),
     "flat-skill": CodeSpec("info", "skill_spec_note", "info"),
-    "command-not-on-path": CodeSpec("warning", "install_problem"),
-    "place-unusable": CodeSpec("warning", "install_problem"),
     "not-found": CodeSpec("error", "skill_path_invalid"),
     "not-a-skill": CodeSpec("error", "skill_path_invalid"),
     "no-skills": CodeSpec("warning", "skill_path_invalid"),
@@ -90,15 +86,16 @@ KNOWN_FRONTMATTER_KEYS: Final = frozenset(_KNOWN.split())
 
 def diagnostic(problem: Problem, path: str | None, *, skill: str | None = None) -> Diagnostic:
     """The record of ``problem`` (its code, message and line) at ``path``."""
-    code, line, message = problem.code, problem.line, problem.message
+    return _record(problem.code, path, problem.message, skill=skill, line=problem.line)
+
+
+def _record(
+    code: str, path: str | None, message: str, *, skill: str | None = None, line: int | None = None
+) -> Diagnostic:
     severity = CODES[code].severity
     return Diagnostic(
         code=code, severity=severity, path=path, line=line, message=message, skill=skill
     )
-
-
-def _record(code: str, path: str | None, message: str, *, skill: str | None = None) -> Diagnostic:
-    return diagnostic(Problem(code, message), path, skill=skill)
 
 
 def file_diagnostics(

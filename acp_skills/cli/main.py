@@ -4,31 +4,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
+import importlib.metadata
 import logging
 import os
 import sys
-from argparse import ArgumentParser
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
 import structlog
 
 from . import settings
-from .doctor import doctor
-from .install import DISTRIBUTION, version_of
-from .new import new
 from .output import USAGE, Outcome, Style, emit
-from .skills import PROG, catalog, list_skills, show
+from .skills import PROG, catalog, doctor, list_skills, show
 from .trust import trust
 from .validate import validate
-
-_Command = Callable[[argparse.Namespace, Style], Awaitable[Outcome] | Outcome]
 
 
 async def _run(args: argparse.Namespace, style: Style) -> Outcome:
     try:
-        outcome = args.run(args, style)  # `new` alone is not async: a few small local files
-        return await outcome if inspect.isawaitable(outcome) else outcome  # type: ignore[no-any-return]
+        return await args.run(args, style)  # type: ignore[no-any-return]
     finally:
         if (mcp := getattr(args, "mcp", None)) is not None:
             await mcp.aclose()  # no server process outlives the command
@@ -43,12 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 fine, 1 problems found, 2 usage error. "
         "Each problem reported carries a stable code (with --json: code, severity, path, line).",
     )
-    parser.add_argument(
-        "--version", action="version", version=f"%(prog)s {version_of(DISTRIBUTION) or 'unknown'}"
-    )
-    as_json = ArgumentParser(add_help=False)
+    version = importlib.metadata.version("acp-skills")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
+    as_json = argparse.ArgumentParser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON (a stable shape)")
-    roots = ArgumentParser(add_help=False)
+    roots = argparse.ArgumentParser(add_help=False)
     for flag, help in (
         ("--cwd", "the working directory of the session to look from (default: the current one)"),
         ("--dsh-home", "default: $DSH_HOME, else ~/.dsh"),
@@ -57,32 +49,28 @@ def build_parser() -> argparse.ArgumentParser:
         roots.add_argument(flag, type=settings.expand_path, metavar="DIR", help=help)
     # The demo agent's own flags, with its variables as defaults (ACP_SKILLS_DIRS, ...).
     settings.add_arguments(roots, "skills", "mcp", "trust")
-    fitted = ArgumentParser(add_help=False)
+    fitted = argparse.ArgumentParser(add_help=False)
     settings.add_arguments(fitted, "catalog")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(
-        run: _Command, help: str, *parents: ArgumentParser, **switches: str
-    ) -> ArgumentParser:
-        name = "list" if run is list_skills else run.__name__
+        name: str, run: object, help: str, *parents: argparse.ArgumentParser
+    ) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, parents=[*parents, as_json], help=help)
         sub.set_defaults(run=run)
-        for switch, meaning in switches.items():
-            sub.add_argument(f"--{switch}", action="store_true", help=meaning)
         return sub
 
-    command(list_skills, "the skills resolved for --cwd", roots, all="also the shadowed skills")
-    showing = command(show, "exactly what the skill tool returns for NAME", roots)
+    listing = command("list", list_skills, "the skills resolved for --cwd", roots)
+    listing.add_argument("--all", action="store_true", help="also the shadowed skills")
+    showing = command("show", show, "exactly what the skill tool returns for NAME", roots)
     showing.add_argument("name", metavar="NAME", help="a skill's name, or a server's skill:// uri")
     shown = showing.add_mutually_exclusive_group()
     shown.add_argument("--path", metavar="REL", help="a file of the skill, as the tool's `path`")
-    shown.add_argument(
-        "--invoke", metavar="ARGS", help="what `/NAME ARGS` puts into the turn instead"
-    )
-    command(catalog, "exactly the catalog message the model receives, and its size", roots, fitted)
-    strict = "also apply the Agent Skills specification (agentskills.io)"
-    check = command(
-        validate, "check skills, skill files or skills directories", roots, strict=strict
+    shown.add_argument("--invoke", metavar="ARGS", help="what `/NAME ARGS` puts into the turn")
+    command("catalog", catalog, "exactly the catalog message the model receives", roots, fitted)
+    check = command("validate", validate, "check skills, skill files or skills directories", roots)
+    check.add_argument(
+        "--strict", action="store_true", help="also the Agent Skills specification's rules"
     )
     check.add_argument(
         "paths",
@@ -91,18 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="a skill directory, a skill file or a skills directory (default: --cwd's roots)",
     )
-    command(doctor, "every root, skipped file and shadowed skill, and the install", roots, fitted)
-    flat = "a single NAME.md instead of NAME/SKILL.md"
-    write = command(new, "write a new skill (it passes validate --strict)", flat=flat)
-    write.add_argument("name", metavar="NAME", help="the skill's name, in kebab-case")
-    write.add_argument(
-        "--dir",
-        type=settings.expand_path,
-        metavar="DIR",
-        help="where (default: the project's .agents/skills)",
-    )
-    yes = "with --mcp-server: trust what it lists without asking"
-    decide = command(trust, "trust, refuse or forget a project's or a server's skills", yes=yes)
+    command("doctor", doctor, "every root, skipped file and shadowed skill", roots, fitted)
+    decide = command("trust", trust, "trust, refuse or forget a project's or a server's skills")
     decide.add_argument(
         "path", nargs="?", metavar="PATH", help="a path in the project, or a server's mcp:KEY"
     )
@@ -110,7 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--refuse", action="store_true", help="never offer its skills")
     what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
     what.add_argument("--list", action="store_true", help="every stored decision")
-    settings.add_arguments(decide, "mcp")
     return parser
 
 
@@ -124,15 +101,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.cwd = os.path.realpath(args.cwd if args.cwd is not None else os.getcwd())
             if not os.path.isdir(args.cwd):
                 parser.error(f"--cwd: not a directory: {args.cwd}")
+        # A bad variable, a malformed --mcp-server or no mcp extra: refused before anything runs.
+        args.settings = settings.resolve(args)
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else USAGE
-    try:
-        # A bad variable, a malformed --mcp-server or no mcp extra: refused before anything runs.
-        args.settings = settings.resolve(args) if args.run is not new else None
     except settings.SettingError as error:
         print(f"{PROG}: {error}", file=sys.stderr)  # one line, no usage block
         return USAGE
-    if args.settings is not None and args.settings.mcp_servers:
+    if args.settings.mcp_servers:
         args.mcp = args.settings.mcp_provider()
     # The commands report what the library would log; unconfigured structlog would print it to
     # stdout, into the output. Not cached: main() may run more than once in one process.
@@ -145,8 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         getattr(stream, "reconfigure", lambda **_: None)(errors="backslashreplace")
     # https://no-color.org: present and not empty disables colour.
     colour = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-    style = Style(colour and sys.stdout.isatty())
-    outcome: Outcome = asyncio.run(_run(args, style))
+    outcome = asyncio.run(_run(args, Style(colour and sys.stdout.isatty())))
     try:
         emit(outcome, args.json)
     except BrokenPipeError:

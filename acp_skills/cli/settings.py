@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import importlib.util
 import os
 import re
 import shlex
+import sys
 import tempfile
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +22,6 @@ from ..local import LocalSkillProvider
 from ..model import is_skill_name
 from ..trust import TRUST_MODES, TrustMode
 from ..trust_store import default_trust_file
-from .install import extra_install_hint
 
 __all__ = [
     "EXAMPLE_SKILLS",
@@ -122,25 +124,26 @@ def _read(variable: str, convert: Callable[[str], _T], text: str) -> _T:
         raise SettingError(f"{variable}: {error}") from None
 
 
-def unwritable(path: str | os.PathLike[str]) -> tuple[str, str] | None:
-    """Where no file can be created (``path`` or its nearest existing ancestor) and why; a probe
-    proves it, as permission bits alone do not tell (root, read-only mounts)."""
-    directory = os.fspath(path)
-    while not os.path.lexists(directory) and os.path.dirname(directory) != directory:
-        directory = os.path.dirname(directory)
+def extra_install_hint(extra: str) -> str:
+    """The command that adds ``extra`` in the form this package was installed (pipx, uv or an
+    environment: the file each installer leaves at its root), keeping the extras it has."""
     try:
-        tempfile.TemporaryFile(dir=directory).close()
-    except OSError as error:
-        return directory, error.strerror or str(error)
-    return None
-
-
-def move_aside(path: str) -> str:
-    return f"move it aside: run `mv {shlex.quote(path)} {shlex.quote(path + '.old')}`"
-
-
-def permission_fix(path: str) -> str:
-    return f"run `chmod u+rw {shlex.quote(path)}` (or give it to your user with chown)"
+        requires = importlib.metadata.requires("acp-skills") or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []
+    ours = re.compile(rf"""\bextra\s*==\s*["']{re.escape(extra)}["']""")
+    packages = [line.partition(";")[0].strip() for line in requires if ours.search(line)]
+    root = sys.prefix
+    if os.path.isfile(os.path.join(root, "pipx_metadata.json")):
+        # pipx names a tool's environment after the tool (with any --suffix it was given).
+        return f"run `pipx inject {shlex.join([os.path.basename(root), *(packages or [extra])])}`"
+    if os.path.isfile(receipt := os.path.join(root, "uv-receipt.toml")):
+        with open(receipt, "rb") as file:
+            tool = tomllib.load(file).get("tool", {}).get("requirements", [{}])[0]
+        extras = [extra, *(e for e in tool.get("extras", []) if e != extra)]
+        spec = shlex.join([f".[{','.join(extras)}]"])
+        return f"in your clone of acp-skills, run `uv tool install --reinstall {spec}`"
+    return f"run `{shlex.join([sys.executable, '-m', 'pip', 'install', *(packages or [extra])])}`"
 
 
 def _load_mcp() -> Any:
@@ -192,22 +195,27 @@ class Settings:
             servers=self.mcp_servers, timeout=self.mcp_timeout, transport=transport
         )
 
-    def unusable_state_dir(self, *, create: bool = True) -> tuple[str, str] | None:
-        """Why session records cannot be kept and the command that fixes it, or ``None``; with
-        ``create`` (the agent) ``sessions`` is made first, without (doctor) only probed."""
+    def unusable_state_dir(self) -> tuple[str, str] | None:
+        """Why session records cannot be kept and the command that fixes it, or ``None``;
+        ``sessions`` is made, then a probe file proves it writable, as permission bits alone do
+        not tell (root, read-only mounts)."""
         sessions = self.state_dir / "sessions"
+        doing = "create"
         try:
             for directory in (self.state_dir, sessions):
                 if directory.exists() and not directory.is_dir():
-                    return f"{directory} is not a directory", move_aside(str(directory))
-            if create:
-                sessions.mkdir(parents=True, exist_ok=True)
+                    move = shlex.join(["mv", str(directory), f"{directory}.old"])
+                    return f"{directory} is not a directory", f"move it aside: run `{move}`"
+            sessions.mkdir(parents=True, exist_ok=True)
+            doing = "write in"
+            tempfile.TemporaryFile(dir=sessions).close()
         except OSError as error:
-            why = f"cannot create {sessions}: {error.strerror or error}"
-            return why, permission_fix(str(sessions))
-        if (failure := unwritable(sessions)) is not None:
-            return f"cannot write in {failure[0]}: {failure[1]}", permission_fix(failure[0])
+            return f"cannot {doing} {sessions}: {error.strerror or error}", _chmod(sessions)
         return None
+
+
+def _chmod(path: Path) -> str:
+    return f"run `chmod u+rw {shlex.quote(str(path))}` (or give it to your user with chown)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,20 +1,31 @@
-"""``list``, ``show`` and ``catalog``: what a session at ``--cwd`` sees, as the agent builds it."""
+"""``list``, ``show``, ``catalog`` and ``doctor``: what a session at ``--cwd`` sees, built as the
+agent builds it, and why a skill is missing."""
 
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from .. import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegistry, SkillTool
 from ..catalog import CatalogFit, fit_catalog
-from ..diagnostics import describe_catalog_fit, plural, skipped
-from ..model import SKILL_FILE_NAME, rank_text
+from ..diagnostics import (
+    by_severity,
+    describe_catalog_fit,
+    diagnostic_json,
+    diagnostic_line,
+    plural,
+    server_json,
+    server_line,
+    shadow_diagnostic,
+    skipped,
+    tally,
+)
+from ..model import rank_text
 from ..text import spelt as clean
-from ..trust import ServedLocator, SessionView, TrustState, TrustStore, session_view
+from ..trust import ServedLocator, SessionView, TrustStore, session_view
 from ..trust_text import how_to_admit, why_withheld, withheld_parts
-from .output import OK, PROBLEMS, Outcome, Style, table
+from .output import BOLD, DIM, OK, PROBLEMS, Outcome, Style, status_of, table
 from .settings import Settings
 
 PROG = "acp-skills"
@@ -29,6 +40,17 @@ class Look:
     registry: SkillRegistry
     options: SkillLookupOptions
     mcp: Any  # the `McpSkillProvider` of --mcp-server (made by `main`), or None
+
+    @classmethod
+    def at(cls, args: argparse.Namespace) -> Look:
+        given: Settings = args.settings
+        # One look, so nothing to watch.
+        provider = given.provider(watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home)
+        registry = SkillRegistry()
+        mcp = getattr(args, "mcp", None)
+        for each in (provider, mcp) if mcp is not None else (provider,):
+            registry.register_provider(each)
+        return cls(given, provider, registry, SkillLookupOptions(cwd=args.cwd), mcp)
 
     async def view(self) -> SessionView:
         """What the session is offered under ``--trust`` and the stored decisions."""
@@ -45,42 +67,18 @@ class Look:
             hidden=given.hidden,
         )
 
-    async def warnings(self, *, skipped_files: bool = True, named: str | None = None) -> list[str]:
-        """``warning:`` lines for a missing ``--skills-dir``, the skipped files (each of the
-        skill ``named``, else how many) and each problem of an MCP server."""
-        found = [
-            f"warning: {clean(d.path or '')}: {clean(d.message)}"
-            for d in await self.provider.check_custom_dirs()
-        ]
+    async def warnings(self, *, skipped_files: bool = True) -> list[str]:
+        """``warning:`` lines: a missing ``--skills-dir``, how many files were skipped, and each
+        problem of an MCP server."""
+        missing = await self.provider.check_custom_dirs()
+        found = [f"warning: {clean(d.path or '')}: {clean(d.message)}" for d in missing]
         discovery = await self.provider.discover(self.options) if skipped_files else None
-        left_out = skipped(discovery.diagnostics) if discovery is not None else ()
-        hers = [d for d in left_out if named is not None and _named_by_place(d.path) == named]
-        found += [f"warning: {clean(d.path or '')} was skipped: {clean(d.message)}" for d in hers]
-        if left_out and not hers:
-            what = plural(len(left_out), "skill file") + (" was" if len(left_out) == 1 else " were")
-            found.append(f"warning: {what} skipped; `{PROG} doctor` says which and why.")
+        if left_out := skipped(discovery.diagnostics if discovery is not None else ()):
+            were = "was" if len(left_out) == 1 else "were"
+            said = f"{plural(len(left_out), 'skill file')} {were} skipped"
+            found.append(f"warning: {said}; `{PROG} doctor` says which and why.")
         served = await self.mcp.diagnose(self.options) if self.mcp is not None else ()
         return found + [f"warning: {clean(d.message)}" for d in served]
-
-
-def look(args: argparse.Namespace) -> Look:
-    # One look, so nothing to watch.
-    provider = args.settings.provider(
-        watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home
-    )
-    registry = SkillRegistry()
-    registry.register_provider(provider)
-    if (mcp := getattr(args, "mcp", None)) is not None:
-        registry.register_provider(mcp)
-    return Look(args.settings, provider, registry, SkillLookupOptions(cwd=args.cwd), mcp)
-
-
-def _named_by_place(path: str | None) -> str | None:
-    # A bundle is named by its directory, a flat file by its name without `.md`.
-    head, tail = os.path.split(path or "")
-    if tail == SKILL_FILE_NAME:
-        return os.path.basename(head)
-    return tail.removesuffix(".md") if tail.endswith(".md") else None
 
 
 def unknown_name_warnings(fit: CatalogFit) -> list[str]:
@@ -97,8 +95,7 @@ def unknown_name_warnings(fit: CatalogFit) -> list[str]:
 
 def served_uri(skill: SkillCandidate) -> str | None:
     """The ``skill://`` uri of a skill an MCP server serves (it has no path)."""
-    locator = skill.locator
-    return locator.skill_uri if isinstance(locator, ServedLocator) else None
+    return skill.locator.skill_uri if isinstance(skill.locator, ServedLocator) else None
 
 
 def location(skill: SkillCandidate) -> dict[str, Any]:
@@ -106,7 +103,7 @@ def location(skill: SkillCandidate) -> dict[str, Any]:
 
 
 def skill_json(
-    skill: SkillCandidate, winner: SkillCandidate | None, state: TrustState
+    skill: SkillCandidate, winner: SkillCandidate | None, view: SessionView
 ) -> dict[str, Any]:
     """One skill as `list --json` and `doctor --json` give it (``winner``: what shadows it)."""
     served = {"uri": uri} if (uri := served_uri(skill)) is not None else {}
@@ -121,80 +118,70 @@ def skill_json(
         "modelInvocable": not skill.disable_model_invocation,
         "userInvocable": skill.user_invocable,
         "shadowedBy": location(winner) if winner is not None else None,
-        "trust": state,
+        "trust": view.state(skill),
     }
 
 
 async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
-    seen = look(args)
+    seen = Look.at(args)
     view = await seen.view()
-    snapshot = view.found
     # Each skill that stands, then (with --all) each it shadows, with what shadows it.
     entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
-    for skill in snapshot.skills:
+    for skill in view.found.skills:
         entries.append((skill, None))
-        lost = [s for s in snapshot.shadowed if args.all and s.skill.name == skill.name]
+        lost = [s for s in view.found.shadowed if args.all and s.skill.name == skill.name]
         entries += [(s.skill, s.winner) for s in lost]
-    listed = [skill_json(skill, winner, view.state(skill)) for skill, winner in entries]
+    listed = [skill_json(skill, winner, view) for skill, winner in entries]
     outcome = Outcome({"skills": listed}, warnings=await seen.warnings())
     if not entries:
         outcome.text.append(f"No skills found for {clean(args.cwd)}.")
         outcome.remarks.append(f"`{PROG} doctor` shows where skills were looked for.")
         return outcome
     rows = [["NAME", "SOURCE", "RANK", "MODEL", "USER", "PATH"]]
-    for skill, winner in entries:
-        path = clean(skill.path or served_uri(skill) or f"({skill.provider})")
-        if winner is not None:
-            path += f"  (shadowed by {clean(winner.source)} {clean(winner.path or '')})"
-        if (state := view.state(skill)) in ("pending", "refused"):
-            path += "  (waiting for trust)" if state == "pending" else "  (trust refused)"
-        model = "no" if skill.disable_model_invocation else "yes"
-        user = "yes" if skill.user_invocable else "no"
-        rows.append(
-            [clean(skill.name), clean(skill.source), rank_text(skill.rank), model, user, path]
-        )
-
-    shadowed = {row for row, (_, winner) in enumerate(entries, 1) if winner is not None}
-    outcome.text.extend(table(rows, frozenset({2}), style, shadowed))
-    if not args.all and snapshot.shadowed:
-        hidden = plural(len(snapshot.shadowed), "shadowed skill")
+    marks = {"pending": "  (waiting for trust)", "refused": "  (trust refused)"}
+    for said in listed:
+        path = said["path"] or said.get("uri") or f"({said['provider']})"
+        if (winner := said["shadowedBy"]) is not None:
+            path += f"  (shadowed by {winner['source']} {winner['path'] or ''})"
+        yes_no = ["yes" if said[key] else "no" for key in ("modelInvocable", "userInvocable")]
+        cells = [said["name"], said["source"], rank_text(said["rank"]), *yes_no]
+        rows.append([*map(clean, cells), clean(path) + marks.get(said["trust"], "")])
+    shadowed = {row for row, said in enumerate(listed, 1) if said["shadowedBy"] is not None}
+    outcome.text.extend(table(rows, {2}, style, shadowed))
+    if not args.all and view.found.shadowed:
+        hidden = plural(len(view.found.shadowed), "shadowed skill")
         outcome.remarks.append(f"{hidden} not shown (--all shows them).")
     return outcome
 
 
 async def show(args: argparse.Namespace, style: Style) -> Outcome:
-    seen = look(args)
+    seen = Look.at(args)
     tool = SkillTool(seen.registry)
     if args.invoke is not None:
         # What `/NAME ARGS` alone puts into the turn: the typed text, then the skill, its
         # placeholders filled as the agent fills them (only with --compat claude).
-        typed = f"/{args.name} {args.invoke}".rstrip()
         fill = args.invoke.strip() if "claude" in seen.settings.compat else None
         result = await tool.invoke_for_user(args.name, cwd=args.cwd, arguments=fill)
-        text = f"{typed}\n\n{result.text}" if not result.is_error else result.text
+        typed = f"/{args.name} {args.invoke}".rstrip()
+        text = result.text if result.is_error else f"{typed}\n\n{result.text}"
     else:
         arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
         result = await tool.call(arguments, cwd=args.cwd)
         text = result.text
-    warnings = await seen.warnings(named=args.name if result.is_error else None)
+    warnings = await seen.warnings()
     # After the call: a uri its server confirmed is among the server's skills from then on,
     # and a skill named by its uri is told about by its name.
     view = await seen.view()
-    found = view.found.skills
-    name = next((s.name for s in found if served_uri(s) == args.name), args.name)
+    name = next((s.name for s in view.found.skills if served_uri(s) == args.name), args.name)
     if (held := view.withheld.get(name)) is not None:
         said = f"{why_withheld(name, held)}: a session does not offer it."
         warnings.append(f"warning: {said} {how_to_admit([held])}")
-    return Outcome(
-        {"name": args.name, "text": text, "isError": result.is_error},
-        [text],
-        PROBLEMS if result.is_error else OK,
-        warnings=warnings,
-    )
+    payload = {"name": args.name, "text": text, "isError": result.is_error}
+    return Outcome(payload, [text], PROBLEMS if result.is_error else OK, warnings=warnings)
 
 
 async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
-    seen = look(args)
+    seen = Look.at(args)
     view = await seen.view()
     fit = seen.catalog(view)
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
@@ -205,3 +192,63 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
     for title, items, how in withheld_parts(view.withheld.values(), style):
         outcome.remarks.extend((f"{title} ({len(items)})", *items, how))
     return outcome
+
+
+async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
+    seen = Look.at(args)
+    discovery = await seen.provider.discover(seen.options)
+    view = await seen.view()
+    fit = seen.catalog(view)
+    shadowed = view.found.shadowed
+    problems = (
+        *discovery.diagnostics,
+        # A skipped MCP server and a listed skill left out are problems like a skipped file.
+        *(await seen.mcp.diagnose(seen.options) if seen.mcp is not None else ()),
+        *map(shadow_diagnostic, shadowed),
+    )
+    roots = discovery.roots
+    payload: dict[str, Any] = {
+        "roots": [
+            {"path": r.root.path, "source": r.root.source, "rank": r.root.rank}
+            | {"exists": r.exists, "skills": r.skills}
+            for r in roots
+        ],
+        "skipped": [diagnostic_json(d) for d in skipped(problems)],
+        "shadowed": [
+            {"name": s.skill.name, "winner": location(s.winner), "loser": location(s.skill)}
+            for s in shadowed
+        ],
+        "catalogCharacters": len(fit.text or ""),
+        "unknownPinned": list(fit.unknown_pinned),
+        "unknownHidden": list(fit.unknown_hidden),
+        "problems": [diagnostic_json(d) for d in problems],
+        "skills": [skill_json(skill, None, view) for skill in view.found.skills],
+    }
+    servers = seen.mcp.states(seen.options) if seen.mcp is not None else ()
+    if seen.mcp is not None:  # only with --mcp-server: the shape is kept otherwise
+        payload["mcpServers"] = [server_json(state) for state in servers]
+    lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}", ""]
+    lines.append(style("Roots", BOLD) + style(" (in precedence order: the first wins)", DIM))
+    rows = [["RANK", "SOURCE", "SKILLS", "PATH"]]
+    for r in roots:
+        count, state = (str(r.skills), "") if r.exists else ("-", "  (missing)")
+        rows.append([rank_text(r.root.rank), r.root.source, count, clean(r.root.path) + state])
+    missing = {row for row, r in enumerate(roots, 1) if not r.exists}
+    lines += ["  " + line for line in table(rows, {0, 2}, style, missing)]
+    parts = [
+        (f"{title} ({len(items)})", [*items, how])
+        for title, items, how in withheld_parts(view.withheld.values(), style)
+    ]
+    if problems:
+        found = [diagnostic_line(d, style) for d in by_severity(problems)]
+        parts.insert(0, (f"Problems ({len(problems)})", found))
+    if servers:
+        parts.append((f"MCP servers ({len(servers)})", [server_line(s, style) for s in servers]))
+    for title, body in parts:
+        lines += ["", style(title, BOLD), *("  " + line for line in body)]
+    # What `catalog` says of the same fit, in the same words.
+    heading, _, rest = describe_catalog_fit(fit).partition(":")
+    lines += ["", f"{style(heading, BOLD)}:{rest}", f"{style('Result', BOLD)}: {tally(problems)}"]
+    unknown = unknown_name_warnings(fit)
+    # A name that matches nothing is a warning, and warnings make doctor exit with 1.
+    return Outcome(payload, lines, PROBLEMS if unknown else status_of(problems), warnings=unknown)
