@@ -36,7 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 fine, 1 problems found, 2 usage error. "
         "Each problem reported carries a stable code (with --json: code, severity, path, line).",
     )
-    version = importlib.metadata.version("acp-skills")
+    try:
+        version = importlib.metadata.version("acp-skills")
+    except importlib.metadata.PackageNotFoundError:  # a source checkout on the path
+        version = "unknown"
     parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
     as_json = argparse.ArgumentParser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON (a stable shape)")
