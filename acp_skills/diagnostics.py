@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol, TypeAlias
@@ -230,17 +231,14 @@ def plural(count: int, noun: str) -> str:
 
 def tally(diagnostics: Iterable[Diagnostic]) -> str:
     """``1 error, 2 warnings, 3 notes`` (a severity with none is left out), or ``no problems``."""
-    counts = dict.fromkeys(SEVERITIES, 0)
-    for d in diagnostics:
-        counts[d.severity] += 1
-    said = [plural(n, SEVERITIES[severity][0]) for severity, n in counts.items() if n]
+    counts = Counter(d.severity for d in diagnostics)
+    said = [plural(counts[key], word) for key, (word, _) in SEVERITIES.items() if counts[key]]
     return ", ".join(said) or "no problems"
 
 
 def by_severity(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """The records, most severe first; in their own order within a severity."""
-    order = list(SEVERITIES)
-    return sorted(diagnostics, key=lambda d: order.index(d.severity))
+    return sorted(diagnostics, key=lambda d: list(SEVERITIES).index(d.severity))
 
 
 def diagnostic_line(d: Diagnostic, markup: Markup) -> str:

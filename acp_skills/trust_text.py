@@ -1,5 +1,5 @@
 """What a person reads about skills that wait for trust (contract §13), one wording for every
-surface: the question (its card, or ``acp-skills trust --mcp-server``), the `skill` tool's
+surface: the question (its card), the `skill` tool's
 error, the ``/NAME`` note, ``/skills`` and the command line's reports. It is handed values and
 calls nothing of `acp_skills.trust`. `how_to_admit` alone says how to admit a withheld skill.
 Every value a project or server chose goes through `one_line` (descriptions through
@@ -73,9 +73,8 @@ def question_options(pending: Sequence[Withheld]) -> list[tuple[str, str]]:
 
 def _admitting_command(source: TrustSource, state: TrustState) -> str | None:
     # A project is trusted by path; a pending server has none: it is trusted for the digests it
-    # lists, and the command that lists them (`acp-skills trust --mcp-server`) runs it without
-    # the editor entry's env or headers, which a new session's question always has. A refusal
-    # is forgotten by its key. Quoted first: cleaning after keeps every space of the path.
+    # lists, which only a new session's question shows. A refusal is forgotten by its key.
+    # Quoted first: cleaning after keeps every space of the path.
     key = spelt(shlex.quote(source.key))
     if not isinstance(source, ServerSource):
         return f"acp-skills trust {key}"
