@@ -139,7 +139,7 @@ def extra_install_hint(extra: str) -> str:
         return f"run `pipx inject {shlex.join([os.path.basename(root), *(packages or [extra])])}`"
     if os.path.isfile(receipt := os.path.join(root, "uv-receipt.toml")):
         with open(receipt, "rb") as file:
-            tool = tomllib.load(file).get("tool", {}).get("requirements", [{}])[0]
+            tool = (tomllib.load(file).get("tool", {}).get("requirements") or [{}])[0]
         extras = [extra, *(e for e in tool.get("extras", []) if e != extra)]
         spec = shlex.join([f".[{','.join(extras)}]"])
         return f"in your clone of acp-skills, run `uv tool install --reinstall {spec}`"
@@ -210,12 +210,10 @@ class Settings:
             doing = "write in"
             tempfile.TemporaryFile(dir=sessions).close()
         except OSError as error:
-            return f"cannot {doing} {sessions}: {error.strerror or error}", _chmod(sessions)
+            chmod = shlex.join(["chmod", "u+rw", str(sessions)])
+            fix = f"run `{chmod}` (or give it to your user with chown)"
+            return f"cannot {doing} {sessions}: {error.strerror or error}", fix
         return None
-
-
-def _chmod(path: Path) -> str:
-    return f"run `chmod u+rw {shlex.quote(str(path))}` (or give it to your user with chown)"
 
 
 @dataclass(frozen=True, slots=True)
