@@ -23,8 +23,8 @@ async def _run(args: argparse.Namespace, style: Style) -> Outcome:
     try:
         return await args.run(args, style)  # type: ignore[no-any-return]
     finally:
-        if (mcp := getattr(args, "mcp", None)) is not None:
-            await mcp.aclose()  # no server process outlives the command
+        if args.mcp is not None:
+            await args.mcp.aclose()  # no server process outlives the command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,8 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except settings.SettingError as error:
         print(f"{PROG}: {error}", file=sys.stderr)  # one line, no usage block
         return USAGE
-    if args.settings.mcp_servers:
-        args.mcp = args.settings.mcp_provider()
+    args.mcp = args.settings.mcp_provider() if args.settings.mcp_servers else None
     # The commands report what the library would log; unconfigured structlog would print it to
     # stdout, into the output. Not cached: main() may run more than once in one process.
     structlog.configure(

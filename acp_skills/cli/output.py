@@ -7,18 +7,18 @@ import re
 import sys
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from ..diagnostics import SEVERITIES, Diagnostic, Severity
 from ..text import for_editor, terminal_safe
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 BOLD, DIM = "1", "2"
-# The styling `Style` writes (bold, dim, the severities' colours, reset) is all that reaches a
-# terminal unescaped: it cannot move the cursor, rewrite a row, set a title, clear the screen,
-# or hide text (SGR 8, concealed) as any other styling could.
-_OURS = sorted({"0", BOLD, DIM, *(";".join(colour) for _, colour in SEVERITIES.values())})
-_OUR_STYLING = re.compile("(" + "|".join(re.escape(f"\x1b[{code}m") for code in _OURS) + ")")
+_COLOURS: Final[dict[Severity, str]] = {"error": "1;31", "warning": "1;33", "info": "36"}
+# Only the styling `Style` writes reaches a terminal unescaped: it cannot move the cursor, rewrite
+# a row, set a title, clear the screen or hide text (SGR 8) as any other styling could.
+_OURS: Final = ("0", BOLD, DIM, *_COLOURS.values())
+_OUR_STYLING: Final = re.compile("(" + "|".join(re.escape(f"\x1b[{c}m") for c in _OURS) + ")")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +38,7 @@ class Style:
         return self(text, DIM)
 
     def severity(self, severity: Severity) -> str:
-        label, colour = SEVERITIES[severity]
-        return self(label, *colour)
+        return self(SEVERITIES[severity], _COLOURS[severity])
 
     def text(self, text: str) -> str:
         return text
@@ -87,24 +86,19 @@ def status_of(diagnostics: Iterable[Diagnostic]) -> int:
 
 def emit(outcome: Outcome, as_json: bool) -> None:
     """Print ``outcome``, every control spelt out but line feeds and our own styling."""
-
-    def say(stream: TextIO, lines: Iterable[str]) -> None:
-        # The split keeps our styling at odd positions; everything between is escaped.
-        for line in lines:
-            parts = _OUR_STYLING.split(line)
-            stream.write(
-                "".join(
-                    p if i % 2 else terminal_safe(p, keep_newlines=True)
-                    for i, p in enumerate(parts)
-                )
-                + "\n"
-            )
-        stream.flush()
-
-    say(sys.stderr, outcome.warnings)
+    _say(sys.stderr, outcome.warnings)
     if as_json:
         clean = for_editor(outcome.payload)  # no control a `\\x..` spelling would break
-        say(sys.stdout, [json.dumps(clean, indent=2, ensure_ascii=False)])
+        _say(sys.stdout, [json.dumps(clean, indent=2, ensure_ascii=False)])
     else:
-        say(sys.stdout, outcome.text)
-        say(sys.stderr, outcome.remarks)
+        _say(sys.stdout, outcome.text)
+        _say(sys.stderr, outcome.remarks)
+
+
+def _say(stream: TextIO, lines: Iterable[str]) -> None:
+    # The split keeps our styling at odd positions; everything between is escaped.
+    for line in lines:
+        parts = _OUR_STYLING.split(line)
+        safe = (p if i % 2 else terminal_safe(p, keep_newlines=True) for i, p in enumerate(parts))
+        stream.write("".join(safe) + "\n")
+    stream.flush()

@@ -25,7 +25,7 @@ from ..model import rank_text
 from ..text import spelt as clean
 from ..trust import ServedLocator, SessionView, TrustStore, session_view
 from ..trust_text import how_to_admit, why_withheld, withheld_parts
-from .output import BOLD, DIM, OK, PROBLEMS, Outcome, Style, status_of, table
+from .output import BOLD, OK, PROBLEMS, Outcome, Style, status_of, table
 from .settings import Settings
 
 PROG = "acp-skills"
@@ -47,25 +47,23 @@ class Look:
         # One look, so nothing to watch.
         provider = given.provider(watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home)
         registry = SkillRegistry()
-        mcp = getattr(args, "mcp", None)
-        for each in (provider, mcp) if mcp is not None else (provider,):
+        for each in (provider, args.mcp) if args.mcp is not None else (provider,):
             registry.register_provider(each)
-        return cls(given, provider, registry, SkillLookupOptions(cwd=args.cwd), mcp)
+        return cls(given, provider, registry, SkillLookupOptions(cwd=args.cwd), args.mcp)
 
-    async def view(self) -> SessionView:
-        """What the session is offered under ``--trust`` and the stored decisions."""
-        return await session_view(self.registry, self.options, self.settings.trust, TrustStore())
-
-    def catalog(self, view: SessionView) -> CatalogFit:
-        """The catalog the demo agent would freeze for the session, with the same settings."""
+    async def view(self) -> tuple[SessionView, CatalogFit]:
+        """What the session is offered under ``--trust`` and the stored decisions, and the
+        catalog the demo agent would freeze for it, with the same settings."""
         given = self.settings
-        return fit_catalog(
+        view = await session_view(self.registry, self.options, given.trust, TrustStore())
+        fit = fit_catalog(
             view.offered.skills,
             given.catalog_max_length,
             budget=given.catalog_budget,
             pinned=given.pinned,
             hidden=given.hidden,
         )
+        return view, fit
 
     async def warnings(self, *, skipped_files: bool = True) -> list[str]:
         """``warning:`` lines: a missing ``--skills-dir``, how many files were skipped, and each
@@ -124,7 +122,7 @@ def skill_json(
 
 async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
     seen = Look.at(args)
-    view = await seen.view()
+    view, _ = await seen.view()
     # Each skill that stands, then (with --all) each it shadows, with what shadows it.
     entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
     for skill in view.found.skills:
@@ -171,7 +169,7 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
     warnings = await seen.warnings()
     # After the call: a uri its server confirmed is among the server's skills from then on,
     # and a skill named by its uri is told about by its name.
-    view = await seen.view()
+    view, _ = await seen.view()
     name = next((s.name for s in view.found.skills if served_uri(s) == args.name), args.name)
     if (held := view.withheld.get(name)) is not None:
         said = f"{why_withheld(name, held)}: a session does not offer it."
@@ -180,32 +178,33 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
     return Outcome(payload, [text], PROBLEMS if result.is_error else OK, warnings=warnings)
 
 
+def _withheld(view: SessionView, style: Style) -> list[tuple[str, list[str]]]:
+    """The parts of a report on the skills that wait for trust or are refused."""
+    parts = withheld_parts(view.withheld.values(), style)
+    return [(f"{title} ({len(items)})", [*items, how]) for title, items, how in parts]
+
+
 async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
     seen = Look.at(args)
-    view = await seen.view()
-    fit = seen.catalog(view)
+    view, fit = await seen.view()
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
     warnings = await seen.warnings(skipped_files=False) + unknown_name_warnings(fit)
     payload = {"text": fit.text, "characters": len(fit.text or ""), "budget": budget}
     outcome = Outcome(payload, [] if fit.text is None else [fit.text], warnings=warnings)
     outcome.remarks.extend(describe_catalog_fit(fit).splitlines())
-    for title, items, how in withheld_parts(view.withheld.values(), style):
-        outcome.remarks.extend((f"{title} ({len(items)})", *items, how))
+    for title, body in _withheld(view, style):
+        outcome.remarks.extend((title, *body))
     return outcome
 
 
 async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     seen = Look.at(args)
     discovery = await seen.provider.discover(seen.options)
-    view = await seen.view()
-    fit = seen.catalog(view)
+    view, fit = await seen.view()
     shadowed = view.found.shadowed
-    problems = (
-        *discovery.diagnostics,
-        # A skipped MCP server and a listed skill left out are problems like a skipped file.
-        *(await seen.mcp.diagnose(seen.options) if seen.mcp is not None else ()),
-        *map(shadow_diagnostic, shadowed),
-    )
+    # A skipped MCP server and a listed skill left out are problems like a skipped file.
+    served = await seen.mcp.diagnose(seen.options) if seen.mcp is not None else ()
+    problems = (*discovery.diagnostics, *served, *map(shadow_diagnostic, shadowed))
     roots = discovery.roots
     payload: dict[str, Any] = {
         "roots": [
@@ -227,23 +226,19 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     servers = seen.mcp.states(seen.options) if seen.mcp is not None else ()
     if seen.mcp is not None:  # only with --mcp-server: the shape is kept otherwise
         payload["mcpServers"] = [server_json(state) for state in servers]
-    lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}", ""]
-    lines.append(style("Roots", BOLD) + style(" (in precedence order: the first wins)", DIM))
     rows = [["RANK", "SOURCE", "SKILLS", "PATH"]]
     for r in roots:
         count, state = (str(r.skills), "") if r.exists else ("-", "  (missing)")
         rows.append([rank_text(r.root.rank), r.root.source, count, clean(r.root.path) + state])
     missing = {row for row, r in enumerate(roots, 1) if not r.exists}
-    lines += ["  " + line for line in table(rows, {0, 2}, style, missing)]
-    parts = [
-        (f"{title} ({len(items)})", [*items, how])
-        for title, items, how in withheld_parts(view.withheld.values(), style)
-    ]
+    parts = [("Roots (in precedence order: the first wins)", table(rows, {0, 2}, style, missing))]
     if problems:
         found = [diagnostic_line(d, style) for d in by_severity(problems)]
-        parts.insert(0, (f"Problems ({len(problems)})", found))
+        parts.append((f"Problems ({len(problems)})", found))
+    parts += _withheld(view, style)
     if servers:
         parts.append((f"MCP servers ({len(servers)})", [server_line(s, style) for s in servers]))
+    lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}"]
     for title, body in parts:
         lines += ["", style(title, BOLD), *("  " + line for line in body)]
     # What `catalog` says of the same fit, in the same words.
