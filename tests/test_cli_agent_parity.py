@@ -271,7 +271,7 @@ def test_a_bad_trust_mode_is_one_line_from_both_command_lines(sandbox: Sandbox) 
     """``ACP_SKILLS_TRUST`` that is no mode: the same line from the agent and the CLI, no
     traceback (the CLI once raised from inside a command)."""
     env = {**cli_env(sandbox), "ACP_SKILLS_TRUST": "maybe"}
-    line = "ACP_SKILLS_TRUST must be one of ask, all, none, not 'maybe'\n"
+    line = "ACP_SKILLS_TRUST: must be one of ask, all, none, not 'maybe'\n"
     assert (agent := run_agent(env=env)).returncode == 2
     assert agent.stderr == f"acp-skills-demo: {line}"
     listed = cli(sandbox, "list", env={"ACP_SKILLS_TRUST": "maybe"})

@@ -1,4 +1,6 @@
-"""``acp-skills``: the skills an agent finds, as the demo agent finds them, and why."""
+"""``acp-skills``: the skills an agent finds, as the demo agent finds them, and why: the parser,
+`main`, and ``list``, ``show``, ``catalog`` and ``doctor``, what a session at ``--cwd`` sees,
+built as the agent builds it."""
 
 from __future__ import annotations
 
@@ -9,22 +11,260 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
+from .. import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegistry, SkillTool
+from ..catalog import CatalogFit, fit_catalog
+from ..diagnostics import (
+    by_severity,
+    describe_catalog_fit,
+    diagnostic_json,
+    diagnostic_line,
+    plural,
+    server_json,
+    server_line,
+    shadow_diagnostic,
+    skipped,
+    tally,
+)
+from ..model import rank_text
+from ..text import spelt as clean
+from ..trust import ServedLocator, SessionView, TrustStore, session_view
+from ..trust_text import how_to_admit, why_withheld, withheld_parts
 from . import settings
-from .output import USAGE, Outcome, Style, emit
-from .skills import PROG, catalog, doctor, list_skills, show
+from .output import BOLD, OK, PROBLEMS, PROG, USAGE, Outcome, Style, emit, status_of, table
+from .settings import Settings
 from .trust import trust
 from .validate import validate
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """What every command that looks from a session at ``--cwd`` builds, as the agent does."""
+
+    settings: Settings
+    provider: LocalSkillProvider
+    registry: SkillRegistry
+    options: SkillLookupOptions
+    mcp: Any  # the `McpSkillProvider` of --mcp-server (made by `main`), or None
+
+    @classmethod
+    def at(cls, args: argparse.Namespace, mcp: Any) -> Look:
+        given: Settings = args.settings
+        # One look, so nothing to watch.
+        provider = given.provider(watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home)
+        registry = SkillRegistry()
+        for each in (provider, mcp) if mcp is not None else (provider,):
+            registry.register_provider(each)
+        return cls(given, provider, registry, SkillLookupOptions(cwd=args.cwd), mcp)
+
+    async def view(self) -> tuple[SessionView, CatalogFit]:
+        """What the session is offered under ``--trust`` and the stored decisions, and the
+        catalog the demo agent would freeze for it, with the same settings."""
+        given = self.settings
+        view = await session_view(self.registry, self.options, given.trust, TrustStore())
+        fit = fit_catalog(
+            view.offered.skills,
+            given.catalog_max_length,
+            budget=given.catalog_budget,
+            pinned=given.pinned,
+            hidden=given.hidden,
+        )
+        return view, fit
+
+    async def warnings(self, *, skipped_files: bool = True) -> list[str]:
+        """``warning:`` lines: a missing ``--skills-dir``, how many files were skipped, and each
+        problem of an MCP server."""
+        missing = await self.provider.check_custom_dirs()
+        found = [f"warning: {clean(d.path or '')}: {clean(d.message)}" for d in missing]
+        discovery = await self.provider.discover(self.options) if skipped_files else None
+        if left_out := skipped(discovery.diagnostics if discovery is not None else ()):
+            were = "was" if len(left_out) == 1 else "were"
+            said = f"{plural(len(left_out), 'skill file')} {were} skipped"
+            found.append(f"warning: {said}; `{PROG} doctor` says which and why.")
+        served = await self.mcp.diagnose(self.options) if self.mcp is not None else ()
+        return found + [f"warning: {clean(d.message)}" for d in served]
+
+
+def unknown_name_warnings(fit: CatalogFit) -> list[str]:
+    """One line per pinned or hidden name no skill has (a typo, a skill since removed)."""
+    return [
+        f"warning: {setting} names no skill: {clean(name)} ({variable})"
+        for setting, variable, names in (
+            ("--pin", "ACP_SKILLS_PIN", fit.unknown_pinned),
+            ("--hide", "ACP_SKILLS_HIDE", fit.unknown_hidden),
+        )
+        for name in names
+    ]
+
+
+def served_uri(skill: SkillCandidate) -> str | None:
+    """The ``skill://`` uri of a skill an MCP server serves (it has no path)."""
+    return skill.locator.skill_uri if isinstance(skill.locator, ServedLocator) else None
+
+
+def location(skill: SkillCandidate) -> dict[str, Any]:
+    return {"source": skill.source, "path": skill.path}
+
+
+def skill_json(
+    skill: SkillCandidate, winner: SkillCandidate | None, view: SessionView
+) -> dict[str, Any]:
+    """One skill as `list --json` and `doctor --json` give it (``winner``: what shadows it)."""
+    served = {"uri": uri} if (uri := served_uri(skill)) is not None else {}
+    return {
+        "name": skill.name,
+        "description": skill.description,
+        "source": skill.source,
+        "rank": skill.rank,
+        "provider": skill.provider,
+        "path": skill.path,
+        **served,
+        "modelInvocable": not skill.disable_model_invocation,
+        "userInvocable": skill.user_invocable,
+        "shadowedBy": location(winner) if winner is not None else None,
+        "trust": view.state(skill),
+    }
+
+
+async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
+    seen: Look = args.look
+    view, _ = await seen.view()
+    # Each skill that stands, then (with --all) each it shadows, with what shadows it.
+    entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
+    for skill in view.found.skills:
+        entries.append((skill, None))
+        lost = [s for s in view.found.shadowed if args.all and s.skill.name == skill.name]
+        entries += [(s.skill, s.winner) for s in lost]
+    listed = [skill_json(skill, winner, view) for skill, winner in entries]
+    outcome = Outcome({"skills": listed}, warnings=await seen.warnings())
+    if not entries:
+        outcome.text.append(f"No skills found for {clean(args.cwd)}.")
+        outcome.remarks.append(f"`{PROG} doctor` shows where skills were looked for.")
+        return outcome
+    rows = [["NAME", "SOURCE", "RANK", "MODEL", "USER", "PATH"]]
+    marks = {"pending": "  (waiting for trust)", "refused": "  (trust refused)"}
+    for said in listed:
+        path = said["path"] or said.get("uri") or f"({said['provider']})"
+        if (winner := said["shadowedBy"]) is not None:
+            path += f"  (shadowed by {winner['source']} {winner['path'] or ''})"
+        yes_no = ["yes" if said[key] else "no" for key in ("modelInvocable", "userInvocable")]
+        cells = [said["name"], said["source"], rank_text(said["rank"]), *yes_no]
+        rows.append([*map(clean, cells), clean(path) + marks.get(said["trust"], "")])
+    shadowed = {row for row, said in enumerate(listed, 1) if said["shadowedBy"] is not None}
+    outcome.text.extend(table(rows, {2}, style, shadowed))
+    if not args.all and view.found.shadowed:
+        hidden = plural(len(view.found.shadowed), "shadowed skill")
+        outcome.remarks.append(f"{hidden} not shown (--all shows them).")
+    return outcome
+
+
+async def show(args: argparse.Namespace, style: Style) -> Outcome:
+    seen: Look = args.look
+    tool = SkillTool(seen.registry)
+    if args.invoke is not None:
+        # What `/NAME ARGS` alone puts into the turn: the typed text, then the skill, its
+        # placeholders filled as the agent fills them (only with --compat claude).
+        fill = args.invoke.strip() if "claude" in seen.settings.compat else None
+        result = await tool.invoke_for_user(args.name, cwd=args.cwd, arguments=fill)
+        typed = f"/{args.name} {args.invoke}".rstrip()
+        text = result.text if result.is_error else f"{typed}\n\n{result.text}"
+    else:
+        arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
+        result = await tool.call(arguments, cwd=args.cwd)
+        text = result.text
+    warnings = await seen.warnings()
+    # After the call: a uri its server confirmed is among the server's skills from then on,
+    # and a skill named by its uri is told about by its name.
+    view, _ = await seen.view()
+    name = next((s.name for s in view.found.skills if served_uri(s) == args.name), args.name)
+    if (held := view.withheld.get(name)) is not None:
+        said = f"{why_withheld(name, held)}: a session does not offer it."
+        warnings.append(f"warning: {said} {how_to_admit([held])}")
+    payload = {"name": args.name, "text": text, "isError": result.is_error}
+    return Outcome(payload, [text], PROBLEMS if result.is_error else OK, warnings=warnings)
+
+
+def _withheld(view: SessionView, style: Style) -> list[tuple[str, list[str]]]:
+    """The parts of a report on the skills that wait for trust or are refused."""
+    parts = withheld_parts(view.withheld.values(), style)
+    return [(f"{title} ({len(items)})", [*items, how]) for title, items, how in parts]
+
+
+async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
+    seen: Look = args.look
+    view, fit = await seen.view()
+    budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
+    warnings = await seen.warnings(skipped_files=False) + unknown_name_warnings(fit)
+    payload = {"text": fit.text, "characters": len(fit.text or ""), "budget": budget}
+    outcome = Outcome(payload, [] if fit.text is None else [fit.text], warnings=warnings)
+    outcome.remarks.extend(describe_catalog_fit(fit).splitlines())
+    for title, body in _withheld(view, style):
+        outcome.remarks.extend((title, *body))
+    return outcome
+
+
+async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
+    seen: Look = args.look
+    discovery = await seen.provider.discover(seen.options)
+    view, fit = await seen.view()
+    shadowed = view.found.shadowed
+    # A skipped MCP server and a listed skill left out are problems like a skipped file.
+    served = await seen.mcp.diagnose(seen.options) if seen.mcp is not None else ()
+    problems = (*discovery.diagnostics, *served, *map(shadow_diagnostic, shadowed))
+    roots = discovery.roots
+    payload: dict[str, Any] = {
+        "roots": [
+            {"path": r.root.path, "source": r.root.source, "rank": r.root.rank}
+            | {"exists": r.exists, "skills": r.skills}
+            for r in roots
+        ],
+        "skipped": [diagnostic_json(d) for d in skipped(problems)],
+        "shadowed": [
+            {"name": s.skill.name, "winner": location(s.winner), "loser": location(s.skill)}
+            for s in shadowed
+        ],
+        "catalogCharacters": len(fit.text or ""),
+        "unknownPinned": list(fit.unknown_pinned),
+        "unknownHidden": list(fit.unknown_hidden),
+        "problems": [diagnostic_json(d) for d in problems],
+        "skills": [skill_json(skill, None, view) for skill in view.found.skills],
+    }
+    servers = seen.mcp.states(seen.options) if seen.mcp is not None else ()
+    if seen.mcp is not None:  # only with --mcp-server: the shape is kept otherwise
+        payload["mcpServers"] = [server_json(state) for state in servers]
+    rows = [["RANK", "SOURCE", "SKILLS", "PATH"]]
+    for r in roots:
+        count, state = (str(r.skills), "") if r.exists else ("-", "  (missing)")
+        rows.append([rank_text(r.root.rank), r.root.source, count, clean(r.root.path) + state])
+    missing = {row for row, r in enumerate(roots, 1) if not r.exists}
+    parts = [("Roots (in precedence order: the first wins)", table(rows, {0, 2}, style, missing))]
+    if problems:
+        found = [diagnostic_line(d, style) for d in by_severity(problems)]
+        parts.append((f"Problems ({len(problems)})", found))
+    parts += _withheld(view, style)
+    if servers:
+        parts.append((f"MCP servers ({len(servers)})", [server_line(s, style) for s in servers]))
+    lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}"]
+    for title, body in parts:
+        lines += ["", style(title, BOLD), *("  " + line for line in body)]
+    # What `catalog` says of the same fit, in the same words.
+    heading, _, rest = describe_catalog_fit(fit).partition(":")
+    lines += ["", f"{style(heading, BOLD)}:{rest}", f"{style('Result', BOLD)}: {tally(problems)}"]
+    unknown = unknown_name_warnings(fit)
+    # A name that matches nothing is a warning, and warnings make doctor exit with 1.
+    return Outcome(payload, lines, PROBLEMS if unknown else status_of(problems), warnings=unknown)
 
 
 async def _run(args: argparse.Namespace, style: Style) -> Outcome:
     try:
         return await args.run(args, style)  # type: ignore[no-any-return]
     finally:
-        if args.mcp is not None:
-            await args.mcp.aclose()  # no server process outlives the command
+        if args.look is not None and args.look.mcp is not None:
+            await args.look.mcp.aclose()  # no server process outlives the command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,7 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except settings.SettingError as error:
         print(f"{PROG}: {error}", file=sys.stderr)  # one line, no usage block
         return USAGE
-    args.mcp = args.settings.mcp_provider() if args.settings.mcp_servers else None
+    # The one set-up of every command that looks from --cwd.
+    mcp = args.settings.mcp_provider() if args.settings.mcp_servers else None
+    args.look = Look.at(args, mcp) if hasattr(args, "cwd") else None
     # The commands report what the library would log; unconfigured structlog would print it to
     # stdout, into the output. Not cached: main() may run more than once in one process.
     structlog.configure(

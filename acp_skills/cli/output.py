@@ -12,6 +12,7 @@ from typing import Any, Final, TextIO
 from ..diagnostics import SEVERITIES, Diagnostic, Severity
 from ..text import for_editor, terminal_safe
 
+PROG = "acp-skills"
 OK, PROBLEMS, USAGE = 0, 1, 2
 BOLD, DIM = "1", "2"
 _COLOURS: Final[dict[Severity, str]] = {"error": "1;31", "warning": "1;33", "info": "36"}

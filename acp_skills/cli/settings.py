@@ -85,18 +85,16 @@ def _positive(text: str, convert: Callable[[str], _N], kind: str, bound: str) ->
 
 
 def _budget(text: str) -> int | None:
-    if text.strip().lower() in ("none", "unlimited"):
-        return None
-    try:
-        return positive_int(text)
-    except argparse.ArgumentTypeError as error:
-        raise argparse.ArgumentTypeError(f"{error} (a number of characters, or none)") from None
+    return None if text.strip().lower() in ("none", "unlimited") else positive_int(text)
 
 
-def _compat_tool(text: str) -> str:
-    if text != "claude":
-        raise argparse.ArgumentTypeError(f"unknown tool {text!r} (known: claude)")
-    return text
+def _one_of(*choices: str) -> Callable[[str], str]:
+    def read(text: str) -> str:
+        if (value := text.lower()) not in choices:
+            raise argparse.ArgumentTypeError(f"must be one of {', '.join(choices)}, not {text!r}")
+        return value
+
+    return read
 
 
 def _skill_name(text: str) -> str:
@@ -218,13 +216,13 @@ class Settings:
 
 @dataclass(frozen=True, slots=True)
 class _Row:
-    """One setting: field, flags and metavar, variable, reader (a tuple: the choices; ``None``: a
-    switch) and what separates a list's values."""
+    """One setting: field, flags and metavar, variable, reader (``None``: a switch) and what
+    separates a list's values."""
 
     name: str
     flags: str
     variable: str | None
-    read: Callable[[str], Any] | tuple[str, ...] | None
+    read: Callable[[str], Any] | None
     many: str | None = None
 
 
@@ -233,7 +231,7 @@ _GROUPS: Final = {
     "skills": (
         _Row("skills_dirs", "--skills-dir DIR", "ACP_SKILLS_DIRS", expand_path, os.pathsep),
         _Row("examples", "--examples", None, None),
-        _Row("compat", "--compat TOOL", "ACP_SKILLS_COMPAT", _compat_tool, _WORDS),
+        _Row("compat", "--compat TOOL", "ACP_SKILLS_COMPAT", _one_of("claude"), _WORDS),
     ),
     "catalog": (
         _Row("catalog_budget", "--catalog-budget --budget N", "ACP_SKILLS_CATALOG_BUDGET", _budget),
@@ -244,7 +242,7 @@ _GROUPS: Final = {
         _Row("mcp_servers", "--mcp-server LABEL=COMMAND|URL", None, str, ""),
         _Row("mcp_timeout", "--mcp-timeout SECONDS", "ACP_SKILLS_MCP_TIMEOUT", positive_float),
     ),
-    "trust": (_Row("trust", "--trust", "ACP_SKILLS_TRUST", TRUST_MODES),),
+    "trust": (_Row("trust", "--trust MODE", "ACP_SKILLS_TRUST", _one_of(*TRUST_MODES)),),
     "state": (_Row("state_dir", "--state-dir DIR", "ACP_SKILLS_STATE_DIR", _path),),
 }
 _HELP: Final = {  # docs/cli.md says more of each
@@ -271,20 +269,16 @@ def add_arguments(parser: argparse.ArgumentParser, *groups: str) -> None:
     """The flags of ``groups`` (docs/cli.md); with none named, every flag of the agent."""
     for row in (row for group in groups or _GROUPS for row in _GROUPS[group]):
         flags = row.flags.split()
-        metavar = flags.pop() if not flags[-1].startswith("-") else None
-        if not groups:
-            flags = flags[:1]  # `--budget` is the command line's alone
         options: dict[str, Any] = {"action": "store_true"}
-        if isinstance(row.read, tuple):
-            options = {"choices": row.read}
-        elif row.read is not None:
-            options = {"action": "append" if row.many is not None else "store", "type": row.read}
+        if row.read is not None:
+            action = "append" if row.many is not None else "store"
+            options = {"action": action, "type": row.read, "metavar": flags.pop()}
         parser.add_argument(
-            *flags,
+            *(flags if groups else flags[:1]),  # `--budget` is the command line's alone
             dest=row.name,
             default=argparse.SUPPRESS,
             help=_HELP[row.name] + (f". Env: {row.variable}." if row.variable else "."),
-            **options | ({"metavar": metavar} if metavar else {}),
+            **options,
         )
 
 
@@ -298,26 +292,21 @@ def resolve(args: argparse.Namespace, *, agent: bool = False) -> Settings:
     """
     values: dict[str, Any] = {}
     for row in (row for rows in _GROUPS.values() for row in rows):
-        flag = hasattr(args, row.name)
-        if flag:
-            value = getattr(args, row.name)
-        elif row.variable is None or (text := env(row.variable)) is None:
+        if hasattr(args, row.name):
+            named, value = row.flags.split()[0], getattr(args, row.name)
+        elif row.variable is None or (text := env(row.variable)) is None or row.read is None:
             continue
-        elif isinstance(row.read, tuple):
-            if (value := text.lower()) not in row.read:
-                known = ", ".join(row.read)
-                raise SettingError(f"{row.variable} must be one of {known}, not {value!r}")
-        elif row.many is not None and row.read is not None:
+        elif row.many is not None:
             items = [item for item in re.split(row.many, text) if item.strip()]
-            value = [_read(row.variable, row.read, item) for item in items]
-        elif row.read is not None:
-            value = _read(row.variable, row.read, text)
+            named, value = row.variable, [_read(row.variable, row.read, item) for item in items]
+        else:
+            named, value = row.variable, _read(row.variable, row.read, text)
         why = _RELATIVE.get(row.name) if agent else None
         for path in (value if row.many is not None else [value]) if why else ():
             if not os.path.isabs(path):
                 raise SettingError(
-                    f"{row.flags.split()[0] if flag else row.variable} must be an absolute path "
-                    f"(or start with ~), not {os.fspath(path)!r}: a relative one {why}"
+                    f"{named} must be an absolute path (or start with ~), not "
+                    f"{os.fspath(path)!r}: a relative one {why}"
                 )
         values[row.name] = tuple(value) if row.many is not None else value
     if servers := values.get("mcp_servers"):

@@ -24,7 +24,6 @@ from ..fs import misnamed_skill_file
 from ..local import SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
 from .output import Outcome, Style, status_of
-from .skills import Look
 
 _MAX_FILE_BYTES = 1_048_576  # the local provider's default
 # What the runtime only mentions but the specification forbids.
@@ -157,7 +156,7 @@ async def validate(args: argparse.Namespace, style: Style) -> Outcome:
     paths = [os.path.abspath(path) for path in args.paths]  # noqa: ASYNC240
     if not paths:
         # The roots a session reads, exactly as for `doctor`.
-        seen = Look.at(args)
+        seen = args.look
         roots = await seen.provider.roots(seen.options)
         paths = [root.path for root in roots if await fs.exists(root.path)]
         if not paths:
