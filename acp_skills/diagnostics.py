@@ -96,10 +96,7 @@ def file_diagnostics(
         return (diagnostic(Problem(outcome.code, outcome.reason), path),)
     if isinstance(outcome, Problem):
         return (diagnostic(outcome, path),)
-    name = outcome.name
-    if not outcome.notes and name == expected_name and _KNOWN_KEYS.issuperset(outcome.fields):
-        return ()  # the usual case, first: discovery reads thousands of these
-    found = list(outcome.notes)
+    name, found = outcome.name, list(outcome.notes)
     if expected_name is not None and name != expected_name:
         where = f"its file name {os.path.basename(path)!r}"
         if os.path.basename(path) == SKILL_FILE_NAME:

@@ -78,10 +78,10 @@ class Look:
     async def warnings(self, *, skipped_files: bool = True) -> list[str]:
         """``warning:`` lines: a missing ``--skills-dir``, how many files were skipped, and each
         problem of an MCP server."""
-        missing = await self.provider.check_custom_dirs()
+        problems = (await self.provider.discover(self.options)).diagnostics
+        missing = [d for d in problems if d.code == "root-missing"]
         found = [f"warning: {clean(d.path or '')}: {clean(d.message)}" for d in missing]
-        discovery = await self.provider.discover(self.options) if skipped_files else None
-        if left_out := skipped(discovery.diagnostics if discovery is not None else ()):
+        if skipped_files and (left_out := skipped(problems)):
             were = "was" if len(left_out) == 1 else "were"
             said = f"{plural(len(left_out), 'skill file')} {were} skipped"
             found.append(f"warning: {said}; `{PROG} doctor` says which and why.")

@@ -294,13 +294,14 @@ def resolve(args: argparse.Namespace, *, agent: bool = False) -> Settings:
     for row in (row for rows in _GROUPS.values() for row in rows):
         if hasattr(args, row.name):
             named, value = row.flags.split()[0], getattr(args, row.name)
-        elif row.variable is None or (text := env(row.variable)) is None or row.read is None:
+        elif row.variable is None or row.read is None or (text := env(row.variable)) is None:
             continue
-        elif row.many is not None:
-            items = [item for item in re.split(row.many, text) if item.strip()]
-            named, value = row.variable, [_read(row.variable, row.read, item) for item in items]
         else:
-            named, value = row.variable, _read(row.variable, row.read, text)
+            texts = (
+                [item for item in re.split(row.many, text) if item.strip()] if row.many else [text]
+            )
+            read = [_read(row.variable, row.read, item) for item in texts]
+            named, value = row.variable, read if row.many else read[0]
         why = _RELATIVE.get(row.name) if agent else None
         for path in (value if row.many is not None else [value]) if why else ():
             if not os.path.isabs(path):

@@ -77,10 +77,6 @@ def under_strict_rules(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     return [replace(d, severity="error") if d.code in strict else d for d in diagnostics]
 
 
-def _problem(code: str, message: str, path: str) -> Diagnostic:
-    return diagnostic(Problem(code, message), path)
-
-
 async def _path(fs: LocalFileSystem, path: str, strict: bool) -> _Found:
     """A skill directory, a skill file or a skills directory, told apart as the runtime would."""
     try:
@@ -97,7 +93,7 @@ async def _path(fs: LocalFileSystem, path: str, strict: bool) -> _Found:
     if entries is not None:
         return await _root(fs, path, strict)
     if not await fs.exists(path):
-        return [_problem("not-found", "no such file or directory", path)], 0
+        return [diagnostic(Problem("not-found", "no such file or directory"), path)], 0
     if name == SKILL_FILE_NAME:
         return await _file(fs, path, os.path.basename(os.path.dirname(path)), strict)
     if name.endswith(".md"):
@@ -106,7 +102,7 @@ async def _path(fs: LocalFileSystem, path: str, strict: bool) -> _Found:
         f"not a skill file: the runtime reads {SKILL_FILE_NAME} in a skill directory, or a flat "
         "<name>.md in a skills directory"
     )
-    return [_problem("not-a-skill", message, path)], 0
+    return [diagnostic(Problem("not-a-skill", message), path)], 0
 
 
 async def _file(fs: LocalFileSystem, path: str, expected_name: str, strict: bool) -> _Found:
@@ -143,7 +139,7 @@ async def _root(fs: LocalFileSystem, path: str, strict: bool) -> _Found:
             f"no skills here: a skill is <name>/{SKILL_FILE_NAME} or <name>.md directly in this "
             "directory (one level deep)"
         )
-        found.append(_problem("no-skills", message, path))
+        found.append(diagnostic(Problem("no-skills", message), path))
     return found, files
 
 
@@ -164,7 +160,7 @@ async def validate(args: argparse.Namespace, style: Style) -> Outcome:
                 "no skills roots here: a project keeps its skills in .agents/skills/ (see "
                 "`acp-skills doctor` for every root looked at)"
             )
-            diagnostics.append(_problem("no-skills", message, args.cwd))
+            diagnostics.append(diagnostic(Problem("no-skills", message), args.cwd))
     for path in paths:
         found, checked = await _path(fs, path, args.strict)
         diagnostics += found
