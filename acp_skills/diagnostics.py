@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol, TypeAlias
 
 from .errors import Problem, ReadError
-from .frontmatter import ParsedSkill
+from .frontmatter import FIELD_SPELLINGS, ParsedSkill
 from .model import SKILL_FILE_NAME, ShadowedSkill, rank_text
 from .text import terminal_safe as spelt
 
@@ -33,8 +34,7 @@ class Diagnostic:
     skill: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CodeSpec:
+class CodeSpec(NamedTuple):
     """A code's severity, log event and level, and whether discovery leaves the thing out."""
 
     severity: Severity
@@ -55,7 +55,6 @@ _SPEC_CODES: Final = (
 # What each code means: docs/diagnostics.md's table, row for row.
 CODES: Final[Mapping[str, CodeSpec]] = {
     "root-missing": CodeSpec("warning", "skill_root_missing", "debug"),
-    "root-misnamed": CodeSpec("warning", "skill_root_misnamed"),
     **dict.fromkeys(_SKIPPED_CODES.split(), CodeSpec("error", "skill_file_skipped", skipped=True)),
     "skill-file-absent": CodeSpec("info", "skill_file_absent", "debug"),
     "markdown-ignored": CodeSpec("info", "skill_markdown_ignored", "debug"),
@@ -71,34 +70,19 @@ CODES: Final[Mapping[str, CodeSpec]] = {
     "mcp-skill-invalid": CodeSpec("error", "mcp_skill_skipped", skipped=True),
     **dict.fromkeys(_SPEC_CODES.split(), CodeSpec("error", "skill_spec_violation")),
     "flat-skill": CodeSpec("info", "skill_spec_note", "info"),
-    "command-not-on-path": CodeSpec("warning", "install_problem"),
-    "place-unusable": CodeSpec("warning", "install_problem"),
     "not-found": CodeSpec("error", "skill_path_invalid"),
     "not-a-skill": CodeSpec("error", "skill_path_invalid"),
     "no-skills": CodeSpec("warning", "skill_path_invalid"),
 }
-
-# The frontmatter keys that are not "unknown": the Agent Skills specification's own, then the
-# ones this runtime reads (both spellings it accepts).
-_KNOWN: Final = (
-    "name description license compatibility metadata allowed-tools whenToUse when_to_use "
-    "disableModelInvocation disable-model-invocation user-invocable userInvocable "
-    "argument-hint argumentHint"
-)
-KNOWN_FRONTMATTER_KEYS: Final = frozenset(_KNOWN.split())
+# The Agent Skills specification's keys and every spelling this runtime reads: no other is known.
+_SPECIFICATION_KEYS: Final = ("name", "description", "license", "compatibility", "metadata")
+_KNOWN_KEYS: Final = frozenset((*_SPECIFICATION_KEYS, "allowed-tools", *FIELD_SPELLINGS))
 
 
 def diagnostic(problem: Problem, path: str | None, *, skill: str | None = None) -> Diagnostic:
     """The record of ``problem`` (its code, message and line) at ``path``."""
-    code, line, message = problem.code, problem.line, problem.message
-    severity = CODES[code].severity
-    return Diagnostic(
-        code=code, severity=severity, path=path, line=line, message=message, skill=skill
-    )
-
-
-def _record(code: str, path: str | None, message: str, *, skill: str | None = None) -> Diagnostic:
-    return diagnostic(Problem(code, message), path, skill=skill)
+    severity = CODES[problem.code].severity
+    return Diagnostic(**asdict(problem), severity=severity, path=path, skill=skill)
 
 
 def file_diagnostics(
@@ -108,15 +92,11 @@ def file_diagnostics(
     if isinstance(outcome, ReadError):
         if outcome.failure == "not_found":
             absent = f"no {os.path.basename(path)} here, so this is not a skill (ignored)"
-            return (_record("skill-file-absent", path, absent),)
-        return (_record(outcome.code, path, outcome.reason),)
+            return (diagnostic(Problem("skill-file-absent", absent), path),)
+        return (diagnostic(Problem(outcome.code, outcome.reason), path),)
     if isinstance(outcome, Problem):
         return (diagnostic(outcome, path),)
-    name = outcome.name
-    clean = not outcome.notes and KNOWN_FRONTMATTER_KEYS.issuperset(outcome.fields)
-    if clean and name == expected_name:
-        return ()  # the usual case, first: discovery reads thousands of these
-    found = [diagnostic(note, path, skill=name) for note in outcome.notes]
+    name, found = outcome.name, list(outcome.notes)
     if expected_name is not None and name != expected_name:
         where = f"its file name {os.path.basename(path)!r}"
         if os.path.basename(path) == SKILL_FILE_NAME:
@@ -125,16 +105,17 @@ def file_diagnostics(
             f"name {name!r} differs from {where}; the skill is known as {name!r} "
             "(the Agent Skills specification wants them equal)"
         )
-        found.append(_record("name-mismatch", path, message, skill=name))
-    for key in [key for key in outcome.fields if key not in KNOWN_FRONTMATTER_KEYS]:
-        message = f"unknown frontmatter key {key!r} (ignored by this runtime)"
-        found.append(_record("unknown-key", path, message, skill=name))
-    return tuple(found)
+        found.append(Problem("name-mismatch", message))
+    for key in (key for key in outcome.fields if key not in _KNOWN_KEYS):
+        said = f"unknown frontmatter key {key!r} (ignored by this runtime)"
+        found.append(Problem("unknown-key", said))
+    return tuple(diagnostic(problem, path, skill=name) for problem in found)
 
 
 def root_missing(path: str) -> Diagnostic:
     """A skill directory that was asked for explicitly does not exist (or is not a directory)."""
-    return _record("root-missing", path, "skill directory does not exist or is not a directory")
+    said = "skill directory does not exist or is not a directory"
+    return diagnostic(Problem("root-missing", said), path)
 
 
 def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:
@@ -146,26 +127,29 @@ def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:
     message = f"skill {loser.name!r} is shadowed by {where}"
     if same_rank:
         message += "; both have the same rank, so the order of discovery decided"
-    code = "skill-duplicate" if same_rank else "skill-shadowed"
-    return _record(code, loser.path, message, skill=loser.name)
+    problem = Problem("skill-duplicate" if same_rank else "skill-shadowed", message)
+    return diagnostic(problem, loser.path, skill=loser.name)
 
 
 def provider_failed(provider: str, error: BaseException | str) -> Diagnostic:
     """A provider could not say what is wrong with its skills (its ``diagnose`` failed)."""
     detail = error if isinstance(error, str) else repr(error)
-    return _record("provider-failed", None, f"skill provider {provider!r} failed: {detail}")
+    return diagnostic(
+        Problem("provider-failed", f"skill provider {provider!r} failed: {detail}"), None
+    )
 
 
 def mcp_server_unavailable(server: str, reason: str) -> Diagnostic:
     """The MCP server labelled ``server`` was skipped by a lookup, and why."""
-    return _record("mcp-server-unavailable", None, f"MCP server {server!r} skipped: {reason}")
+    said = f"MCP server {server!r} skipped: {reason}"
+    return diagnostic(Problem("mcp-server-unavailable", said), None)
 
 
 def mcp_skill_invalid(server: str, uri: str | None, reason: str) -> Diagnostic:
     """A skill the MCP server labelled ``server`` listed at ``uri`` was left out, and why."""
     what = f"skill {uri!r}" if uri is not None else "an entry"
-    message = f"MCP server {server!r} lists {what} that is skipped: {reason}"
-    return _record("mcp-skill-invalid", uri, message)
+    said = f"MCP server {server!r} lists {what} that is skipped: {reason}"
+    return diagnostic(Problem("mcp-skill-invalid", said), uri)
 
 
 def log_diagnostic(
@@ -183,14 +167,8 @@ def skipped(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:
     return tuple(d for d in diagnostics if CODES[d.code].skipped)
 
 
-# Each severity, most severe first (the order reports list them in): how it is said, and its
-# colour at a terminal (ANSI codes).
-SEVERITIES: Final[dict[Severity, tuple[str, tuple[str, ...]]]] = {
-    "error": ("error", ("1", "31")),
-    "warning": ("warning", ("1", "33")),
-    "info": ("note", ("36",)),
-}
-
+# How each severity is said, most severe first (the order reports list them in).
+SEVERITIES: Final[Mapping[Severity, str]] = {"error": "error", "warning": "warning", "info": "note"}
 _MARKDOWN_ACTIVE: Final = re.compile(r"[\\`*_\[\]<>]")
 
 
@@ -216,9 +194,7 @@ class Markdown:
 
     place = staticmethod(code_span)
     code = staticmethod(code_span)
-
-    def severity(self, severity: Severity) -> str:
-        return SEVERITIES[severity][0]
+    severity = staticmethod(SEVERITIES.__getitem__)
 
     def text(self, text: str) -> str:
         # Shown as written, never as markup: an image link the editor would fetch, a link, an
@@ -233,27 +209,22 @@ def plural(count: int, noun: str) -> str:
 
 def tally(diagnostics: Iterable[Diagnostic]) -> str:
     """``1 error, 2 warnings, 3 notes`` (a severity with none is left out), or ``no problems``."""
-    counts = dict.fromkeys(SEVERITIES, 0)
-    for d in diagnostics:
-        counts[d.severity] += 1
-    said = [plural(n, SEVERITIES[severity][0]) for severity, n in counts.items() if n]
+    counts = Counter(d.severity for d in diagnostics)
+    said = [plural(counts[key], word) for key, word in SEVERITIES.items() if counts[key]]
     return ", ".join(said) or "no problems"
 
 
 def by_severity(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """The records, most severe first; in their own order within a severity."""
-    order = list(SEVERITIES)
-    return sorted(diagnostics, key=lambda d: order.index(d.severity))
+    return sorted(diagnostics, key=lambda d: list(SEVERITIES).index(d.severity))
 
 
 def diagnostic_line(d: Diagnostic, markup: Markup) -> str:
     """``PATH:LINE: SEVERITY CODE: MESSAGE``; without a path, from the severity on."""
-    message = markup.text(spelt(d.message))
-    said = f"{markup.severity(d.severity)} {markup.code(d.code)}: {message}"
+    said = f"{markup.severity(d.severity)} {markup.code(d.code)}: {markup.text(spelt(d.message))}"
     if d.path is None:
         return said
-    where = spelt(d.path) + (f":{d.line}" if d.line is not None else "")
-    return f"{markup.place(where)}: {said}"
+    return f"{markup.place(spelt(d.path) + (f':{d.line}' if d.line is not None else ''))}: {said}"
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
@@ -287,13 +258,13 @@ def server_json(state: Any) -> dict[str, Any]:
 
 def describe_catalog_fit(fit: CatalogFit) -> str:
     """What a catalog budget did, in one or two lines for a person."""
+    details = [f"{plural(len(fit.listed), 'skill')} listed"]
     if fit.text is None:
-        first = "Catalog: empty (0 characters), no skill to list"
+        size, details = "empty (0 characters), no skill to list", []
     elif fit.limit is None:
-        first = f"Catalog: {fit.used:,} characters (no budget)"
+        size = f"{fit.used:,} characters (no budget)"
     else:
-        first = f"Catalog: {fit.used:,} of {fit.limit:,} characters"
-    details = [] if fit.text is None else [f"{plural(len(fit.listed), 'skill')} listed"]
+        size = f"{fit.used:,} of {fit.limit:,} characters"
     if fit.shortened:
         cap = f"at most {fit.description_cap} characters"
         details.append(f"{plural(fit.shortened, 'description')} shortened to {cap}")
@@ -304,7 +275,7 @@ def describe_catalog_fit(fit: CatalogFit) -> str:
         details.append("every description in full")
     if fit.hidden:
         details.append(f"{len(fit.hidden):,} hidden")
-    line = f"{first}; {', '.join(details)}." if details else f"{first}."
+    line = f"Catalog: {size}" + (f"; {', '.join(details)}." if details else ".")
     if not fit.within_budget:
         line += " Over budget: the catalog's own text and the pinned skills take more room."
     if not fit.omitted:
@@ -318,13 +289,10 @@ def describe_catalog_changes(changes: CatalogChanges) -> str | None:
     """For a person: that a session's frozen catalog predates ``changes`` (``None`` if none)."""
     if not changes.count:
         return None
+    kinds = ((changes.added, "added"), (changes.removed, "removed"))
     parts = [
         f"{len(names):,} {what} ({_first_five([f'`{name}`' for name in names])})"
-        for names, what in (
-            (changes.added, "added"),
-            (changes.removed, "removed"),
-            (changes.changed, "with a new description"),
-        )
+        for names, what in (*kinds, (changes.changed, "with a new description"))
         if names
     ]
     return (

@@ -180,6 +180,8 @@ _WHEN_TO_USE: Final = ("whenToUse", "when_to_use")
 _DISABLE_MODEL_INVOCATION: Final = ("disableModelInvocation", "disable-model-invocation")
 _USER_INVOCABLE: Final = ("user-invocable", "userInvocable")
 _ARGUMENT_HINT: Final = ("argument-hint", "argumentHint")
+# Every spelling of every optional field this runtime reads.
+FIELD_SPELLINGS: Final = _WHEN_TO_USE + _DISABLE_MODEL_INVOCATION + _USER_INVOCABLE + _ARGUMENT_HINT
 _ABSENT: Final = object()  # not there at all (unlike present with the value null)
 
 

@@ -217,5 +217,5 @@ def test_unknown_tool_in_acp_skills_compat_is_a_usage_error(tmp_path: Path) -> N
     env = {**os.environ, "ACP_SKILLS_COMPAT": "claude, cursor"}
     result = run_agent("--state-dir", str(tmp_path), env=env)
     assert result.returncode == 2
-    assert "ACP_SKILLS_COMPAT: unknown tool 'cursor' (known: claude)" in result.stderr
+    assert "ACP_SKILLS_COMPAT: must be one of claude, not 'cursor'" in result.stderr
     assert "Traceback" not in result.stderr

@@ -1,37 +1,277 @@
-"""``acp-skills``: the skills an agent finds, as the demo agent finds them, and why."""
+"""``acp-skills``: the skills an agent finds, as the demo agent finds them, and why: the parser,
+`main`, and ``list``, ``show``, ``catalog`` and ``doctor``, what a session at ``--cwd`` sees,
+built as the agent builds it."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
+import importlib.metadata
 import logging
 import os
 import sys
-from argparse import ArgumentParser
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
+from .. import LocalSkillProvider, SkillCandidate, SkillLookupOptions, SkillRegistry, SkillTool
+from ..catalog import CatalogFit, fit_catalog
+from ..diagnostics import (
+    by_severity,
+    describe_catalog_fit,
+    diagnostic_json,
+    diagnostic_line,
+    plural,
+    server_json,
+    server_line,
+    shadow_diagnostic,
+    skipped,
+    tally,
+)
+from ..model import rank_text
+from ..text import terminal_safe as clean
+from ..trust import (
+    ServedLocator,
+    SessionView,
+    TrustStore,
+    how_to_admit,
+    session_view,
+    why_withheld,
+    withheld_parts,
+)
 from . import settings
-from .doctor import doctor
-from .install import DISTRIBUTION, version_of
-from .new import new
-from .output import USAGE, Outcome, Style, emit
-from .skills import PROG, catalog, list_skills, show
+from .output import BOLD, OK, PROBLEMS, PROG, USAGE, Outcome, Style, emit, status_of, table
+from .settings import Settings
 from .trust import trust
 from .validate import validate
 
-_Command = Callable[[argparse.Namespace, Style], Awaitable[Outcome] | Outcome]
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """What every command that looks from a session at ``--cwd`` builds, as the agent does."""
+
+    settings: Settings
+    provider: LocalSkillProvider
+    registry: SkillRegistry
+    options: SkillLookupOptions
+    mcp: Any  # the `McpSkillProvider` of --mcp-server (made by `main`), or None
+
+    @classmethod
+    def at(cls, args: argparse.Namespace, mcp: Any) -> Look:
+        given: Settings = args.settings
+        # One look, so nothing to watch.
+        provider = given.provider(watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home)
+        registry = SkillRegistry()
+        for each in (provider, mcp) if mcp is not None else (provider,):
+            registry.register_provider(each)
+        return cls(given, provider, registry, SkillLookupOptions(cwd=args.cwd), mcp)
+
+    async def view(self) -> tuple[SessionView, CatalogFit]:
+        """What the session is offered under ``--trust`` and the stored decisions, and the
+        catalog the demo agent would freeze for it, with the same settings."""
+        given = self.settings
+        view = await session_view(self.registry, self.options, given.trust, TrustStore())
+        fit = fit_catalog(
+            view.offered.skills,
+            given.catalog_max_length,
+            budget=given.catalog_budget,
+            pinned=given.pinned,
+            hidden=given.hidden,
+        )
+        return view, fit
+
+    async def warnings(self, *, skipped_files: bool = True) -> list[str]:
+        """``warning:`` lines: a missing ``--skills-dir``, how many files were skipped, and each
+        problem of an MCP server."""
+        problems = (await self.provider.discover(self.options)).diagnostics
+        missing = [d for d in problems if d.code == "root-missing"]
+        found = [f"warning: {clean(d.path or '')}: {clean(d.message)}" for d in missing]
+        if skipped_files and (left_out := skipped(problems)):
+            were = "was" if len(left_out) == 1 else "were"
+            said = f"{plural(len(left_out), 'skill file')} {were} skipped"
+            found.append(f"warning: {said}; `{PROG} doctor` says which and why.")
+        served = await self.mcp.diagnose(self.options) if self.mcp is not None else ()
+        return found + [f"warning: {clean(d.message)}" for d in served]
+
+
+def unknown_name_warnings(fit: CatalogFit) -> list[str]:
+    """One line per pinned or hidden name no skill has (a typo, a skill since removed)."""
+    return [
+        f"warning: {setting} names no skill: {clean(name)} ({variable})"
+        for setting, variable, names in (
+            ("--pin", "ACP_SKILLS_PIN", fit.unknown_pinned),
+            ("--hide", "ACP_SKILLS_HIDE", fit.unknown_hidden),
+        )
+        for name in names
+    ]
+
+
+def served_uri(skill: SkillCandidate) -> str | None:
+    """The ``skill://`` uri of a skill an MCP server serves (it has no path)."""
+    return skill.locator.skill_uri if isinstance(skill.locator, ServedLocator) else None
+
+
+def location(skill: SkillCandidate) -> dict[str, Any]:
+    return {"source": skill.source, "path": skill.path}
+
+
+def skill_json(
+    skill: SkillCandidate, winner: SkillCandidate | None, view: SessionView
+) -> dict[str, Any]:
+    """One skill as `list --json` and `doctor --json` give it (``winner``: what shadows it)."""
+    served = {"uri": uri} if (uri := served_uri(skill)) is not None else {}
+    return {
+        "name": skill.name,
+        "description": skill.description,
+        "source": skill.source,
+        "rank": skill.rank,
+        "provider": skill.provider,
+        "path": skill.path,
+        **served,
+        "modelInvocable": not skill.disable_model_invocation,
+        "userInvocable": skill.user_invocable,
+        "shadowedBy": location(winner) if winner is not None else None,
+        "trust": view.state(skill),
+    }
+
+
+async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
+    seen: Look = args.look
+    view, _ = await seen.view()
+    # Each skill that stands, then (with --all) each it shadows, with what shadows it.
+    entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
+    for skill in view.found.skills:
+        entries.append((skill, None))
+        lost = [s for s in view.found.shadowed if args.all and s.skill.name == skill.name]
+        entries += [(s.skill, s.winner) for s in lost]
+    listed = [skill_json(skill, winner, view) for skill, winner in entries]
+    outcome = Outcome({"skills": listed}, warnings=await seen.warnings())
+    if not entries:
+        outcome.text.append(f"No skills found for {clean(args.cwd)}.")
+        outcome.remarks.append(f"`{PROG} doctor` shows where skills were looked for.")
+        return outcome
+    rows = [["NAME", "SOURCE", "RANK", "MODEL", "USER", "PATH"]]
+    marks = {"pending": "  (waiting for trust)", "refused": "  (trust refused)"}
+    for said in listed:
+        path = said["path"] or said.get("uri") or f"({said['provider']})"
+        if (winner := said["shadowedBy"]) is not None:
+            path += f"  (shadowed by {winner['source']} {winner['path'] or ''})"
+        yes_no = ["yes" if said[key] else "no" for key in ("modelInvocable", "userInvocable")]
+        cells = [said["name"], said["source"], rank_text(said["rank"]), *yes_no]
+        rows.append([*map(clean, cells), clean(path) + marks.get(said["trust"], "")])
+    shadowed = {row for row, said in enumerate(listed, 1) if said["shadowedBy"] is not None}
+    outcome.text.extend(table(rows, {2}, style, shadowed))
+    if not args.all and view.found.shadowed:
+        hidden = plural(len(view.found.shadowed), "shadowed skill")
+        outcome.remarks.append(f"{hidden} not shown (--all shows them).")
+    return outcome
+
+
+async def show(args: argparse.Namespace, style: Style) -> Outcome:
+    seen: Look = args.look
+    tool = SkillTool(seen.registry)
+    if args.invoke is not None:
+        # What `/NAME ARGS` alone puts into the turn: the typed text, then the skill, its
+        # placeholders filled as the agent fills them (only with --compat claude).
+        fill = args.invoke.strip() if "claude" in seen.settings.compat else None
+        result = await tool.invoke_for_user(args.name, cwd=args.cwd, arguments=fill)
+        typed = f"/{args.name} {args.invoke}".rstrip()
+        text = result.text if result.is_error else f"{typed}\n\n{result.text}"
+    else:
+        arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
+        result = await tool.call(arguments, cwd=args.cwd)
+        text = result.text
+    warnings = await seen.warnings()
+    # After the call: a uri its server confirmed is among the server's skills from then on,
+    # and a skill named by its uri is told about by its name.
+    view, _ = await seen.view()
+    name = next((s.name for s in view.found.skills if served_uri(s) == args.name), args.name)
+    if (held := view.withheld.get(name)) is not None:
+        said = f"{why_withheld(name, held)}: a session does not offer it."
+        warnings.append(f"warning: {said} {how_to_admit([held])}")
+    payload = {"name": args.name, "text": text, "isError": result.is_error}
+    return Outcome(payload, [text], PROBLEMS if result.is_error else OK, warnings=warnings)
+
+
+def _withheld(view: SessionView, style: Style) -> list[tuple[str, list[str]]]:
+    """The parts of a report on the skills that wait for trust or are refused."""
+    parts = withheld_parts(view.withheld.values(), style)
+    return [(f"{title} ({len(items)})", [*items, how]) for title, items, how in parts]
+
+
+async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
+    seen: Look = args.look
+    view, fit = await seen.view()
+    budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
+    warnings = await seen.warnings(skipped_files=False) + unknown_name_warnings(fit)
+    payload = {"text": fit.text, "characters": len(fit.text or ""), "budget": budget}
+    outcome = Outcome(payload, [] if fit.text is None else [fit.text], warnings=warnings)
+    outcome.remarks.extend(describe_catalog_fit(fit).splitlines())
+    for title, body in _withheld(view, style):
+        outcome.remarks.extend((title, *body))
+    return outcome
+
+
+async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
+    seen: Look = args.look
+    discovery = await seen.provider.discover(seen.options)
+    view, fit = await seen.view()
+    shadowed = view.found.shadowed
+    # A skipped MCP server and a listed skill left out are problems like a skipped file.
+    served = await seen.mcp.diagnose(seen.options) if seen.mcp is not None else ()
+    problems = (*discovery.diagnostics, *served, *map(shadow_diagnostic, shadowed))
+    roots = discovery.roots
+    payload: dict[str, Any] = {
+        "roots": [
+            {"path": r.root.path, "source": r.root.source, "rank": r.root.rank}
+            | {"exists": r.exists, "skills": r.skills}
+            for r in roots
+        ],
+        "skipped": [diagnostic_json(d) for d in skipped(problems)],
+        "shadowed": [
+            {"name": s.skill.name, "winner": location(s.winner), "loser": location(s.skill)}
+            for s in shadowed
+        ],
+        "catalogCharacters": len(fit.text or ""),
+        "unknownPinned": list(fit.unknown_pinned),
+        "unknownHidden": list(fit.unknown_hidden),
+        "problems": [diagnostic_json(d) for d in problems],
+        "skills": [skill_json(skill, None, view) for skill in view.found.skills],
+    }
+    servers = seen.mcp.states(seen.options) if seen.mcp is not None else ()
+    if seen.mcp is not None:  # only with --mcp-server: the shape is kept otherwise
+        payload["mcpServers"] = [server_json(state) for state in servers]
+    rows = [["RANK", "SOURCE", "SKILLS", "PATH"]]
+    for r in roots:
+        count, state = (str(r.skills), "") if r.exists else ("-", "  (missing)")
+        rows.append([rank_text(r.root.rank), r.root.source, count, clean(r.root.path) + state])
+    missing = {row for row, r in enumerate(roots, 1) if not r.exists}
+    parts = [("Roots (in precedence order: the first wins)", table(rows, {0, 2}, style, missing))]
+    if problems:
+        found = [diagnostic_line(d, style) for d in by_severity(problems)]
+        parts.append((f"Problems ({len(problems)})", found))
+    parts += _withheld(view, style)
+    if servers:
+        parts.append((f"MCP servers ({len(servers)})", [server_line(s, style) for s in servers]))
+    lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}"]
+    for title, body in parts:
+        lines += ["", style(title, BOLD), *("  " + line for line in body)]
+    # What `catalog` says of the same fit, in the same words.
+    heading, _, rest = describe_catalog_fit(fit).partition(":")
+    lines += ["", f"{style(heading, BOLD)}:{rest}", f"{style('Result', BOLD)}: {tally(problems)}"]
+    unknown = unknown_name_warnings(fit)
+    # A name that matches nothing is a warning, and warnings make doctor exit with 1.
+    return Outcome(payload, lines, PROBLEMS if unknown else status_of(problems), warnings=unknown)
 
 
 async def _run(args: argparse.Namespace, style: Style) -> Outcome:
     try:
-        outcome = args.run(args, style)  # `new` alone is not async: a few small local files
-        return await outcome if inspect.isawaitable(outcome) else outcome  # type: ignore[no-any-return]
+        return await args.run(args, style)  # type: ignore[no-any-return]
     finally:
-        if (mcp := getattr(args, "mcp", None)) is not None:
-            await mcp.aclose()  # no server process outlives the command
+        if args.look is not None and args.look.mcp is not None:
+            await args.look.mcp.aclose()  # no server process outlives the command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,12 +283,14 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 fine, 1 problems found, 2 usage error. "
         "Each problem reported carries a stable code (with --json: code, severity, path, line).",
     )
-    parser.add_argument(
-        "--version", action="version", version=f"%(prog)s {version_of(DISTRIBUTION) or 'unknown'}"
-    )
-    as_json = ArgumentParser(add_help=False)
+    try:
+        version = importlib.metadata.version("acp-skills")
+    except importlib.metadata.PackageNotFoundError:  # a source checkout on the path
+        version = "unknown"
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
+    as_json = argparse.ArgumentParser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON (a stable shape)")
-    roots = ArgumentParser(add_help=False)
+    roots = argparse.ArgumentParser(add_help=False)
     for flag, help in (
         ("--cwd", "the working directory of the session to look from (default: the current one)"),
         ("--dsh-home", "default: $DSH_HOME, else ~/.dsh"),
@@ -57,32 +299,28 @@ def build_parser() -> argparse.ArgumentParser:
         roots.add_argument(flag, type=settings.expand_path, metavar="DIR", help=help)
     # The demo agent's own flags, with its variables as defaults (ACP_SKILLS_DIRS, ...).
     settings.add_arguments(roots, "skills", "mcp", "trust")
-    fitted = ArgumentParser(add_help=False)
+    fitted = argparse.ArgumentParser(add_help=False)
     settings.add_arguments(fitted, "catalog")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(
-        run: _Command, help: str, *parents: ArgumentParser, **switches: str
-    ) -> ArgumentParser:
-        name = "list" if run is list_skills else run.__name__
+        name: str, run: object, help: str, *parents: argparse.ArgumentParser
+    ) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, parents=[*parents, as_json], help=help)
         sub.set_defaults(run=run)
-        for switch, meaning in switches.items():
-            sub.add_argument(f"--{switch}", action="store_true", help=meaning)
         return sub
 
-    command(list_skills, "the skills resolved for --cwd", roots, all="also the shadowed skills")
-    showing = command(show, "exactly what the skill tool returns for NAME", roots)
+    listing = command("list", list_skills, "the skills resolved for --cwd", roots)
+    listing.add_argument("--all", action="store_true", help="also the shadowed skills")
+    showing = command("show", show, "exactly what the skill tool returns for NAME", roots)
     showing.add_argument("name", metavar="NAME", help="a skill's name, or a server's skill:// uri")
     shown = showing.add_mutually_exclusive_group()
     shown.add_argument("--path", metavar="REL", help="a file of the skill, as the tool's `path`")
-    shown.add_argument(
-        "--invoke", metavar="ARGS", help="what `/NAME ARGS` puts into the turn instead"
-    )
-    command(catalog, "exactly the catalog message the model receives, and its size", roots, fitted)
-    strict = "also apply the Agent Skills specification (agentskills.io)"
-    check = command(
-        validate, "check skills, skill files or skills directories", roots, strict=strict
+    shown.add_argument("--invoke", metavar="ARGS", help="what `/NAME ARGS` puts into the turn")
+    command("catalog", catalog, "exactly the catalog message the model receives", roots, fitted)
+    check = command("validate", validate, "check skills, skill files or skills directories", roots)
+    check.add_argument(
+        "--strict", action="store_true", help="also the Agent Skills specification's rules"
     )
     check.add_argument(
         "paths",
@@ -91,18 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="a skill directory, a skill file or a skills directory (default: --cwd's roots)",
     )
-    command(doctor, "every root, skipped file and shadowed skill, and the install", roots, fitted)
-    flat = "a single NAME.md instead of NAME/SKILL.md"
-    write = command(new, "write a new skill (it passes validate --strict)", flat=flat)
-    write.add_argument("name", metavar="NAME", help="the skill's name, in kebab-case")
-    write.add_argument(
-        "--dir",
-        type=settings.expand_path,
-        metavar="DIR",
-        help="where (default: the project's .agents/skills)",
-    )
-    yes = "with --mcp-server: trust what it lists without asking"
-    decide = command(trust, "trust, refuse or forget a project's or a server's skills", yes=yes)
+    command("doctor", doctor, "every root, skipped file and shadowed skill", roots, fitted)
+    decide = command("trust", trust, "trust, refuse or forget a project's or a server's skills")
     decide.add_argument(
         "path", nargs="?", metavar="PATH", help="a path in the project, or a server's mcp:KEY"
     )
@@ -110,7 +338,6 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--refuse", action="store_true", help="never offer its skills")
     what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
     what.add_argument("--list", action="store_true", help="every stored decision")
-    settings.add_arguments(decide, "mcp")
     return parser
 
 
@@ -124,16 +351,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.cwd = os.path.realpath(args.cwd if args.cwd is not None else os.getcwd())
             if not os.path.isdir(args.cwd):
                 parser.error(f"--cwd: not a directory: {args.cwd}")
+        # A bad variable, a malformed --mcp-server or no mcp extra: refused before anything runs.
+        args.settings = settings.resolve(args)
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else USAGE
-    try:
-        # A bad variable, a malformed --mcp-server or no mcp extra: refused before anything runs.
-        args.settings = settings.resolve(args) if args.run is not new else None
     except settings.SettingError as error:
         print(f"{PROG}: {error}", file=sys.stderr)  # one line, no usage block
         return USAGE
-    if args.settings is not None and args.settings.mcp_servers:
-        args.mcp = args.settings.mcp_provider()
+    # The one set-up of every command that looks from --cwd.
+    mcp = args.settings.mcp_provider() if args.settings.mcp_servers else None
+    args.look = Look.at(args, mcp) if hasattr(args, "cwd") else None
     # The commands report what the library would log; unconfigured structlog would print it to
     # stdout, into the output. Not cached: main() may run more than once in one process.
     structlog.configure(
@@ -145,8 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         getattr(stream, "reconfigure", lambda **_: None)(errors="backslashreplace")
     # https://no-color.org: present and not empty disables colour.
     colour = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-    style = Style(colour and sys.stdout.isatty())
-    outcome: Outcome = asyncio.run(_run(args, style))
+    outcome = asyncio.run(_run(args, Style(colour and sys.stdout.isatty())))
     try:
         emit(outcome, args.json)
     except BrokenPipeError:

@@ -7,32 +7,31 @@ import re
 import sys
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from ..diagnostics import SEVERITIES, Diagnostic, Severity
 from ..text import for_editor, terminal_safe
 
+PROG = "acp-skills"
 OK, PROBLEMS, USAGE = 0, 1, 2
 BOLD, DIM = "1", "2"
-# The styling `Style` writes (bold, dim, three colours, reset) is all that reaches a terminal
-# unescaped: it cannot move the cursor, rewrite a row, set a title, clear the screen, or hide
-# text (SGR 8, concealed) as any other styling could.
-_OUR_CODES = ("0", BOLD, DIM, *(";".join(colour) for _, colour in SEVERITIES.values()))
-_OUR_STYLING = re.compile(
-    "(" + "|".join(re.escape(f"\x1b[{code}m") for code in sorted(set(_OUR_CODES))) + ")"
-)
+_COLOURS: Final[dict[Severity, str]] = {"error": "1;31", "warning": "1;33", "info": "36"}
+# Only the styling `Style` writes reaches a terminal unescaped: it cannot move the cursor, rewrite
+# a row, set a title, clear the screen or hide text (SGR 8) as any other styling could.
+_OURS: Final = ("0", BOLD, DIM, *_COLOURS.values())
+_OUR_STYLING: Final = re.compile("(" + "|".join(re.escape(f"\x1b[{c}m") for c in _OURS) + ")")
 
 
 @dataclass(frozen=True, slots=True)
 class Style:
-    """ANSI styling, or none at all (piped output, ``NO_COLOR``, a dumb terminal)."""
+    """ANSI styling, or none (piped, ``NO_COLOR``, a dumb terminal); as the terminal's
+    `acp_skills.diagnostics.Markup`: bold places, dim codes, coloured severities."""
 
     enabled: bool
 
     def __call__(self, text: str, *codes: str) -> str:
         return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if self.enabled and text and codes else text
 
-    # The terminal's `acp_skills.diagnostics.Markup`: bold places, dim codes, coloured severities.
     def place(self, text: str) -> str:
         return self(text, BOLD)
 
@@ -40,8 +39,7 @@ class Style:
         return self(text, DIM)
 
     def severity(self, severity: Severity) -> str:
-        label, colour = SEVERITIES[severity]
-        return self(label, *colour)
+        return self(SEVERITIES[severity], _COLOURS[severity])
 
     def text(self, text: str) -> str:
         return text
@@ -49,14 +47,14 @@ class Style:
 
 @dataclass(slots=True)
 class Outcome:
-    """What a command produced: JSON for ``--json``, text otherwise, and the exit status."""
+    """What a command produced: JSON for ``--json``, text otherwise, and the exit status;
+    ``remarks`` go to stderr in text mode (stdout stays the command's output), ``warnings``
+    to stderr whatever the mode."""
 
     payload: dict[str, Any]
     text: list[str] = field(default_factory=list)
     status: int = OK
-    # Said on stderr in text mode, so stdout stays exactly the command's output.
     remarks: list[str] = field(default_factory=list)
-    # Said on stderr whatever the mode: something the person must not miss.
     warnings: list[str] = field(default_factory=list)
 
     @classmethod
@@ -66,7 +64,7 @@ class Outcome:
 
 
 def table(
-    rows: Sequence[Sequence[str]], right: frozenset[int], style: Style, dimmed: Collection[int]
+    rows: Sequence[Sequence[str]], right: Collection[int], style: Style, dimmed: Collection[int]
 ) -> list[str]:
     """Aligned columns, the heading bold and rows ``dimmed`` dim (painted after padding)."""
     widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
@@ -76,36 +74,32 @@ def table(
             c.rjust(w) if i in right else c.ljust(w)
             for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ]
-        codes = (BOLD,) if index == 0 else (DIM,) if index in dimmed else ()
         cells[-1] = row[-1]
+        codes = (BOLD,) if index == 0 else (DIM,) if index in dimmed else ()
         lines.append("  ".join(style(cell, *codes) for cell in cells).rstrip())
     return lines
 
 
-def status_of(diagnostics: Sequence[Diagnostic]) -> int:
-    # Errors and warnings are problems; notes are not.
+def status_of(diagnostics: Iterable[Diagnostic]) -> int:
+    """Errors and warnings are problems; notes are not."""
     return PROBLEMS if any(d.severity != "info" for d in diagnostics) else OK
 
 
 def emit(outcome: Outcome, as_json: bool) -> None:
-    def say(stream: TextIO, lines: Iterable[str]) -> None:
-        stream.writelines(_for_terminal(line) + "\n" for line in lines)
-        stream.flush()
-
-    say(sys.stderr, outcome.warnings)
+    """Print ``outcome``, every control spelt out but line feeds and our own styling."""
+    _say(sys.stderr, outcome.warnings)
     if as_json:
         clean = for_editor(outcome.payload)  # no control a `\\x..` spelling would break
-        say(sys.stdout, [json.dumps(clean, indent=2, ensure_ascii=False)])
+        _say(sys.stdout, [json.dumps(clean, indent=2, ensure_ascii=False)])
     else:
-        say(sys.stdout, outcome.text)
-        say(sys.stderr, outcome.remarks)
+        _say(sys.stdout, outcome.text)
+        _say(sys.stderr, outcome.remarks)
 
 
-def _for_terminal(line: str) -> str:
-    """``line`` with every control spelt out but its line feeds and our own styling."""
-    # The split keeps the styling at odd positions; everything between is escaped.
-    parts = _OUR_STYLING.split(line)
-    return "".join(
-        part if index % 2 else terminal_safe(part, keep_newlines=True)
-        for index, part in enumerate(parts)
-    )
+def _say(stream: TextIO, lines: Iterable[str]) -> None:
+    # The split keeps our styling at odd positions; everything between is escaped.
+    for line in lines:
+        parts = _OUR_STYLING.split(line)
+        safe = (p if i % 2 else terminal_safe(p, keep_newlines=True) for i, p in enumerate(parts))
+        stream.write("".join(safe) + "\n")
+    stream.flush()

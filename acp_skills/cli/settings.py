@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import importlib.util
 import os
 import re
 import shlex
+import sys
 import tempfile
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +21,6 @@ from typing import Any, Final, TypeVar
 from ..local import LocalSkillProvider
 from ..model import is_skill_name
 from ..trust import TRUST_MODES, TrustMode, default_trust_file
-from .install import extra_install_hint
 
 __all__ = [
     "EXAMPLE_SKILLS",
@@ -82,18 +84,16 @@ def _positive(text: str, convert: Callable[[str], _N], kind: str, bound: str) ->
 
 
 def _budget(text: str) -> int | None:
-    if text.strip().lower() in ("none", "unlimited"):
-        return None
-    try:
-        return positive_int(text)
-    except argparse.ArgumentTypeError as error:
-        raise argparse.ArgumentTypeError(f"{error} (a number of characters, or none)") from None
+    return None if text.strip().lower() in ("none", "unlimited") else positive_int(text)
 
 
-def _compat_tool(text: str) -> str:
-    if text != "claude":
-        raise argparse.ArgumentTypeError(f"unknown tool {text!r} (known: claude)")
-    return text
+def _one_of(*choices: str) -> Callable[[str], str]:
+    def read(text: str) -> str:
+        if (value := text.lower()) not in choices:
+            raise argparse.ArgumentTypeError(f"must be one of {', '.join(choices)}, not {text!r}")
+        return value
+
+    return read
 
 
 def _skill_name(text: str) -> str:
@@ -121,25 +121,26 @@ def _read(variable: str, convert: Callable[[str], _T], text: str) -> _T:
         raise SettingError(f"{variable}: {error}") from None
 
 
-def unwritable(path: str | os.PathLike[str]) -> tuple[str, str] | None:
-    """Where no file can be created (``path`` or its nearest existing ancestor) and why; a probe
-    proves it, as permission bits alone do not tell (root, read-only mounts)."""
-    directory = os.fspath(path)
-    while not os.path.lexists(directory) and os.path.dirname(directory) != directory:
-        directory = os.path.dirname(directory)
+def extra_install_hint(extra: str) -> str:
+    """The command that adds ``extra`` in the form this package was installed (pipx, uv or an
+    environment: the file each installer leaves at its root), keeping the extras it has."""
     try:
-        tempfile.TemporaryFile(dir=directory).close()
-    except OSError as error:
-        return directory, error.strerror or str(error)
-    return None
-
-
-def move_aside(path: str) -> str:
-    return f"move it aside: run `mv {shlex.quote(path)} {shlex.quote(path + '.old')}`"
-
-
-def permission_fix(path: str) -> str:
-    return f"run `chmod u+rw {shlex.quote(path)}` (or give it to your user with chown)"
+        requires = importlib.metadata.requires("acp-skills") or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []
+    ours = re.compile(rf"""\bextra\s*==\s*["']{re.escape(extra)}["']""")
+    packages = [line.partition(";")[0].strip() for line in requires if ours.search(line)]
+    root = sys.prefix
+    if os.path.isfile(os.path.join(root, "pipx_metadata.json")):
+        # pipx names a tool's environment after the tool (with any --suffix it was given).
+        return f"run `pipx inject {shlex.join([os.path.basename(root), *(packages or [extra])])}`"
+    if os.path.isfile(receipt := os.path.join(root, "uv-receipt.toml")):
+        with open(receipt, "rb") as file:
+            tool = (tomllib.load(file).get("tool", {}).get("requirements") or [{}])[0]
+        extras = [extra, *(e for e in tool.get("extras", []) if e != extra)]
+        spec = shlex.join([f".[{','.join(extras)}]"])
+        return f"in your clone of acp-skills, run `uv tool install --reinstall {spec}`"
+    return f"run `{shlex.join([sys.executable, '-m', 'pip', 'install', *(packages or [extra])])}`"
 
 
 def _load_mcp() -> Any:
@@ -191,33 +192,36 @@ class Settings:
             servers=self.mcp_servers, timeout=self.mcp_timeout, transport=transport
         )
 
-    def unusable_state_dir(self, *, create: bool = True) -> tuple[str, str] | None:
-        """Why session records cannot be kept and the command that fixes it, or ``None``; with
-        ``create`` (the agent) ``sessions`` is made first, without (doctor) only probed."""
+    def unusable_state_dir(self) -> tuple[str, str] | None:
+        """Why session records cannot be kept and the command that fixes it, or ``None``;
+        ``sessions`` is made, then a probe file proves it writable, as permission bits alone do
+        not tell (root, read-only mounts)."""
         sessions = self.state_dir / "sessions"
+        doing = "create"
         try:
             for directory in (self.state_dir, sessions):
                 if directory.exists() and not directory.is_dir():
-                    return f"{directory} is not a directory", move_aside(str(directory))
-            if create:
-                sessions.mkdir(parents=True, exist_ok=True)
+                    move = shlex.join(["mv", str(directory), f"{directory}.old"])
+                    return f"{directory} is not a directory", f"move it aside: run `{move}`"
+            sessions.mkdir(parents=True, exist_ok=True)
+            doing = "write in"
+            tempfile.TemporaryFile(dir=sessions).close()
         except OSError as error:
-            why = f"cannot create {sessions}: {error.strerror or error}"
-            return why, permission_fix(str(sessions))
-        if (failure := unwritable(sessions)) is not None:
-            return f"cannot write in {failure[0]}: {failure[1]}", permission_fix(failure[0])
+            chmod = shlex.join(["chmod", "u+rw", str(sessions)])
+            fix = f"run `{chmod}` (or give it to your user with chown)"
+            return f"cannot {doing} {sessions}: {error.strerror or error}", fix
         return None
 
 
 @dataclass(frozen=True, slots=True)
 class _Row:
-    """One setting: field, flags and metavar, variable, reader (a tuple: the choices; ``None``: a
-    switch) and what separates a list's values."""
+    """One setting: field, flags and metavar, variable, reader (``None``: a switch) and what
+    separates a list's values."""
 
     name: str
     flags: str
     variable: str | None
-    read: Callable[[str], Any] | tuple[str, ...] | None
+    read: Callable[[str], Any] | None
     many: str | None = None
 
 
@@ -226,7 +230,7 @@ _GROUPS: Final = {
     "skills": (
         _Row("skills_dirs", "--skills-dir DIR", "ACP_SKILLS_DIRS", expand_path, os.pathsep),
         _Row("examples", "--examples", None, None),
-        _Row("compat", "--compat TOOL", "ACP_SKILLS_COMPAT", _compat_tool, _WORDS),
+        _Row("compat", "--compat TOOL", "ACP_SKILLS_COMPAT", _one_of("claude"), _WORDS),
     ),
     "catalog": (
         _Row("catalog_budget", "--catalog-budget --budget N", "ACP_SKILLS_CATALOG_BUDGET", _budget),
@@ -237,7 +241,7 @@ _GROUPS: Final = {
         _Row("mcp_servers", "--mcp-server LABEL=COMMAND|URL", None, str, ""),
         _Row("mcp_timeout", "--mcp-timeout SECONDS", "ACP_SKILLS_MCP_TIMEOUT", positive_float),
     ),
-    "trust": (_Row("trust", "--trust", "ACP_SKILLS_TRUST", TRUST_MODES),),
+    "trust": (_Row("trust", "--trust MODE", "ACP_SKILLS_TRUST", _one_of(*TRUST_MODES)),),
     "state": (_Row("state_dir", "--state-dir DIR", "ACP_SKILLS_STATE_DIR", _path),),
 }
 _HELP: Final = {  # docs/cli.md says more of each
@@ -264,20 +268,16 @@ def add_arguments(parser: argparse.ArgumentParser, *groups: str) -> None:
     """The flags of ``groups`` (docs/cli.md); with none named, every flag of the agent."""
     for row in (row for group in groups or _GROUPS for row in _GROUPS[group]):
         flags = row.flags.split()
-        metavar = flags.pop() if not flags[-1].startswith("-") else None
-        if not groups:
-            flags = flags[:1]  # `--budget` is the command line's alone
         options: dict[str, Any] = {"action": "store_true"}
-        if isinstance(row.read, tuple):
-            options = {"choices": row.read}
-        elif row.read is not None:
-            options = {"action": "append" if row.many is not None else "store", "type": row.read}
+        if row.read is not None:
+            action = "append" if row.many is not None else "store"
+            options = {"action": action, "type": row.read, "metavar": flags.pop()}
         parser.add_argument(
-            *flags,
+            *(flags if groups else flags[:1]),  # `--budget` is the command line's alone
             dest=row.name,
             default=argparse.SUPPRESS,
             help=_HELP[row.name] + (f". Env: {row.variable}." if row.variable else "."),
-            **options | ({"metavar": metavar} if metavar else {}),
+            **options,
         )
 
 
@@ -291,26 +291,22 @@ def resolve(args: argparse.Namespace, *, agent: bool = False) -> Settings:
     """
     values: dict[str, Any] = {}
     for row in (row for rows in _GROUPS.values() for row in rows):
-        flag = hasattr(args, row.name)
-        if flag:
-            value = getattr(args, row.name)
-        elif row.variable is None or (text := env(row.variable)) is None:
+        if hasattr(args, row.name):
+            named, value = row.flags.split()[0], getattr(args, row.name)
+        elif row.variable is None or row.read is None or (text := env(row.variable)) is None:
             continue
-        elif isinstance(row.read, tuple):
-            if (value := text.lower()) not in row.read:
-                known = ", ".join(row.read)
-                raise SettingError(f"{row.variable} must be one of {known}, not {value!r}")
-        elif row.many is not None and row.read is not None:
-            items = [item for item in re.split(row.many, text) if item.strip()]
-            value = [_read(row.variable, row.read, item) for item in items]
-        elif row.read is not None:
-            value = _read(row.variable, row.read, text)
+        else:
+            texts = (
+                [item for item in re.split(row.many, text) if item.strip()] if row.many else [text]
+            )
+            read = [_read(row.variable, row.read, item) for item in texts]
+            named, value = row.variable, read if row.many else read[0]
         why = _RELATIVE.get(row.name) if agent else None
         for path in (value if row.many is not None else [value]) if why else ():
             if not os.path.isabs(path):
                 raise SettingError(
-                    f"{row.flags.split()[0] if flag else row.variable} must be an absolute path "
-                    f"(or start with ~), not {os.fspath(path)!r}: a relative one {why}"
+                    f"{named} must be an absolute path (or start with ~), not "
+                    f"{os.fspath(path)!r}: a relative one {why}"
                 )
         values[row.name] = tuple(value) if row.many is not None else value
     if servers := values.get("mcp_servers"):
