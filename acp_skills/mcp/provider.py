@@ -114,8 +114,8 @@ class McpSkillProvider:
         return found
 
     async def find_uri(self, uri: str, options: SkillLookupOptions) -> SkillCandidate | None:
-        """The skill at ``uri``: listed, else confirmed by `skills/get` (and counted among its
-        server's skills from then on); ``None`` when no server serves it."""
+        """The skill at ``uri``: listed, else confirmed by `skills/get` (and listed from then
+        on); ``None`` when no server serves it."""
         if not (servers := self._servers_of(options)):
             return None
         if not uri.endswith("/" + SKILL_FILE_NAME):
@@ -320,10 +320,9 @@ class McpSkillProvider:
         *,
         skip: bool = True,
     ) -> _T | None:
-        # `request` (with `transport.py`) and the handshake under the deadline; None: no skills
-        # extension. A failure raises `Unavailable`; with `skip`, the server is skipped too.
+        # The handshake and `request` under the deadline; None: no skills extension. A failure
+        # raises `Unavailable` and, with `skip`, leaves the server alone a while.
         state = self._state(server)
-        # A server that failed is left alone for a while (one that sent too much: for good).
         if state.failed_at is not None and time.monotonic() - state.failed_at < RETRY_AFTER:
             raise Unavailable(state.failure or "it failed a moment ago")
         try:
