@@ -82,10 +82,12 @@ class Pool:
         if (session := self.lent.get(server)) is None:
             found = self._connections.get(server)
             if found is None or found.task.done():
-                found = self._connections[server] = _Connection(
-                    server, self._timeout, self._factory
-                )
-            session = await asyncio.shield(found.ready)
+                found = _Connection(server, self._timeout, self._factory)
+                self._connections[server] = found
+            await asyncio.wait({found.ready})  # a cancelled caller leaves it connecting
+            if found.ready.exception() is not None:
+                await load_sdk()  # an `mcp` that does not import is the reason, before all else
+            session = found.ready.result()
         return session, await load_sdk()
 
     def ended(self, server: McpServer) -> str | None:
