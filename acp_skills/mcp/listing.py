@@ -28,10 +28,6 @@ FRONTMATTER_FRAGMENT: Final = "#frontmatter"
 DYNAMIC_DIGEST: Final = "dynamic"
 
 
-class ResponseTooLarge(Exception):
-    """A server sent more than `MAX_RESPONSE_BYTES` for one answer."""
-
-
 class ManifestFile(NamedTuple):
     digest: str  # "sha256:<64 hex>"
     size: int

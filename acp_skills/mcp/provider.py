@@ -37,7 +37,6 @@ from .listing import (
     ListedSkill,
     Listing,
     ManifestFile,
-    ResponseTooLarge,
     unlisted,
 )
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
@@ -152,12 +151,10 @@ class McpSkillProvider:
             found.extend(state.rejected)
         return tuple(found)
 
-    async def get(
-        self, candidate: SkillCandidate, options: SkillLookupOptions
-    ) -> SkillDefinition | None:
+    async def get(self, candidate: SkillCandidate, options: SkillLookupOptions) -> SkillDefinition:
         """One `resources/read` of the ``SKILL.md``, capped and verified against the listing."""
-        if not isinstance(locator := candidate.locator, McpLocator):
-            return None
+        locator = candidate.locator
+        assert isinstance(locator, McpLocator)  # the registry routes only this provider's skills
         name, limit = candidate.name, self._max_resource_bytes
 
         def over(size: int) -> Refusal:
@@ -173,8 +170,8 @@ class McpSkillProvider:
 
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str:
         """A manifest file of the skill, verified (a dynamic skill's: any below its base uri)."""
-        if not isinstance(locator := candidate.locator, McpLocator):
-            raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
+        locator = candidate.locator
+        assert isinstance(locator, McpLocator)  # the registry routes only this provider's skills
         skill, name = locator.skill, candidate.name
         # As on disk, `scripts/` and `./notes.md` name `scripts` and `notes.md`; the tool has
         # refused absolute paths and `..` (`content.check_resource_path`).
@@ -333,8 +330,6 @@ class McpSkillProvider:
                 state.connected, state.supports_skills = True, SKILLS_EXTENSION in extensions
                 return await request(sdk, session) if state.supports_skills else None
             reason = f"no answer within {self._timeout:g} s"
-        except ResponseTooLarge:  # a listing over the cap, its pages counted together
-            reason = TOO_LARGE
         except Exception as error:
             reason = self._pool.ended(server) or leaf_reason(error)
         if skip or reason == TOO_LARGE:  # told (`/skills`, doctor, the log), its process ended

@@ -32,10 +32,9 @@ from .listing import (
     ListedSkill,
     Listing,
     RejectedEntry,
-    ResponseTooLarge,
     read_entry,
 )
-from .pool import spawn
+from .pool import Unavailable, spawn
 
 if TYPE_CHECKING:
     from mcp.client import Transport
@@ -217,8 +216,8 @@ async def list_skills(session: ClientSession) -> Listing:
     """Every page of `skills/list`; a server that pages on and on meets the deadline.
 
     Raises:
-        ResponseTooLarge: the pages' entries together (counted here: a lent session's
-            transport counts nothing) are over `MAX_RESPONSE_BYTES`.
+        Unavailable: the pages' entries together (counted here: a lent session's transport
+            counts nothing) are over `MAX_RESPONSE_BYTES`.
     """
     pages: list[dict[str, Any]] = []
     entries: list[ListedSkill | RejectedEntry] = []
@@ -229,7 +228,7 @@ async def list_skills(session: ClientSession) -> Listing:
             raise ValueError("its skills/list answer holds no list of skills")
         size += len(json.dumps(skills, ensure_ascii=False, separators=(",", ":")).encode())
         if size > MAX_RESPONSE_BYTES:
-            raise ResponseTooLarge(TOO_LARGE)
+            raise Unavailable(TOO_LARGE)
         entries.extend(read_entry(raw) for raw in skills)
         if not isinstance(cursor := page.get("nextCursor"), str) or not cursor:
             return _listing(pages, entries)
