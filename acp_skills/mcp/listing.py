@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
 
-from ..confined import listed_entries
-from ..errors import Problem, ReadError
+from ..errors import Problem
 from ..frontmatter import ParsedSkill, canonical_json, listed_fields, read_fields
 from .config import McpServer
 
@@ -142,12 +141,3 @@ def _manifest(resources: object) -> dict[str, ManifestFile] | str:
         over = f"over the {MAX_SKILL_BYTES} bytes (16 MiB) a skill may hold"
         return f"its files come to {total} bytes, {over}"
     return files
-
-
-def unlisted(skill: ListedSkill, segments: Sequence[str]) -> ReadError:
-    """Why ``segments`` names no file of the manifest: a folder of it, with its names, or none."""
-    folder = skill.base_uri + "".join(segment + "/" for segment in segments)
-    below = [uri[len(folder) :].split("/") for uri in skill.files or () if uri.startswith(folder)]
-    if names := {path[0] + ("/" if len(path) > 1 else "") for path in below}:
-        return ReadError(failure="directory", entries=listed_entries(names))
-    return ReadError(failure="not_found")

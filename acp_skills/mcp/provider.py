@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio
 
+from ..confined import listed_entries
 from ..content import cannot_read, unread_path
 from ..diagnostics import Diagnostic, log_diagnostic, mcp_server_unavailable, mcp_skill_invalid
 from ..errors import ReadError, Refusal
@@ -37,7 +38,6 @@ from .listing import (
     ListedSkill,
     Listing,
     ManifestFile,
-    unlisted,
 )
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
 from .pool import Pool, Unavailable, leaf_reason, load_sdk
@@ -178,7 +178,13 @@ class McpSkillProvider:
         segments = [part for part in path.split("/") if part not in ("", ".")]
         uri = skill.base_uri + "/".join(segments)
         if skill.files is not None and uri not in skill.files:
-            missing = unlisted(skill, segments)
+            # A folder of the manifest answers with the names it lists there.
+            folder = uri.rstrip("/") + "/"
+            below = [u[len(folder) :].split("/") for u in skill.files if u.startswith(folder)]
+            names = {part[0] + ("/" if len(part) > 1 else "") for part in below}
+            missing = ReadError(failure="directory", entries=listed_entries(names))
+            if not names:
+                missing = ReadError(failure="not_found")
             raise unread_path(name, path, missing, limit=limit, within="the skill's manifest")
 
         def over(size: int) -> Refusal:
