@@ -93,16 +93,11 @@ def _imports_inside_functions(path: Path) -> list[str]:
 # Imports that run as an agent starts, never later: `acp_skills.AcpSkills` loads the ACP glue
 # on first use (``import acp_skills`` alone must not load the ACP SDK), and the OpenAI-compatible
 # model imports `openai` when it is built (the offline model must not pay for it). The MCP SDK
-# (`acp_skills.mcp.transport`) loads in a worker thread as the agent answers `initialize`
-# (`McpSkillProvider.load_sdk`, started by `AcpSkills.initialize`); these find it loaded, or wait
-# for that one load to finish.
+# (`acp_skills.mcp.transport`) loads in a worker thread (`acp_skills.mcp.pool.load_sdk`, started
+# by `AcpSkills.initialize`), with `importlib`, not an import statement.
 AT_START_UP = {
     ("acp_skills/__init__.py", "__getattr__"),
     ("demo_agent/models/openai_chat.py", "__init__"),
-    ("acp_skills/mcp/connection.py", "_run"),
-    ("acp_skills/mcp/provider.py", "_listing"),
-    ("acp_skills/mcp/provider.py", "_entry"),
-    ("acp_skills/mcp/provider.py", "_fetch"),
 }
 
 

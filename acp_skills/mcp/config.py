@@ -38,21 +38,19 @@ class McpServer:
         """
         raw = entry.model_dump() if isinstance(entry, BaseModel) else entry
         fields: Mapping[str, object] = raw if isinstance(raw, Mapping) else {}
-        if not isinstance(label := fields.get("name"), str) or not (label := label.strip()):
+        keys = ("name", "type", "command", "args", "url")
+        label, kind, command, args, url = (fields.get(key) for key in keys)
+        if not isinstance(label, str) or not label.strip():
             raise ValueError("it has no name")
-        kind, command, args, url = (fields.get(key) for key in ("type", "command", "args", "url"))
         if kind is None and isinstance(command, str) and command.strip():
             if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
                 raise ValueError("its args are not a list of strings")
-            return cls(
-                label=label, command=command, args=tuple(args), env=_pairs(fields.get("env"))
-            )
-        if kind is None:
-            raise ValueError("it has no command")
+            env = _pairs(fields.get("env"))
+            return cls(label=label.strip(), command=command, args=tuple(args), env=env)
         if kind == "http" and isinstance(url, str) and url.startswith(("http://", "https://")):
-            return cls(label=label, url=url, headers=_pairs(fields.get("headers")))
-        if kind == "http":
-            raise ValueError("its url is not an http or https url")
+            return cls(label=label.strip(), url=url, headers=_pairs(fields.get("headers")))
+        if kind in (None, "http"):
+            raise ValueError(f"it has no {'command' if kind is None else 'http or https url'}")
         raise ValueError(f"a server of type {kind!r} is not supported (stdio and http are)")
 
     @property

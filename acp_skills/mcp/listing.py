@@ -1,41 +1,33 @@
-"""`skills/list` and `skills/get`, each entry read by the local files' frontmatter reader into a
-`ListedSkill` or a `RejectedEntry`, and `McpLocator`, what a served skill carries to trust."""
+"""What a server's `skills/list` and `skills/get` entries mean, without the MCP SDK: each read
+by the local files' frontmatter reader into a `ListedSkill` or a `RejectedEntry`; `McpLocator`,
+what a served skill carries to its load and to trust."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
 
-from ..confined import listed_entries
-from ..errors import Problem, ReadError
+from ..errors import Problem
 from ..frontmatter import ParsedSkill, canonical_json, listed_fields, read_fields
 from .config import McpServer
 
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
-MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
-"""One message from a server (a listing page, a read), and one listing's pages together."""
-TOO_LARGE: Final = f"it sent a response over {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB"
+MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024  # one answer, and one listing's pages together
+TOO_LARGE: Final = "it sent a response over 16 MiB"
 # The extension's stable page: what every host accepts of one skill, over its manifest.
 MAX_SKILL_FILES: Final = 512
 MAX_SKILL_BYTES: Final = 16 * 1024 * 1024
 _DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
-# What trust keeps for a skill's listed frontmatter (its uri with this fragment), and for the
-# SKILL.md of a dynamic skill: no listed digest looks like "dynamic", so a switch between a
-# manifest and none is a change either way.
+# Trust keeps a skill's listed frontmatter as its uri with this fragment, and the SKILL.md of a
+# dynamic skill with this digest, which no listed one looks like: a switch is a change.
 FRONTMATTER_FRAGMENT: Final = "#frontmatter"
 DYNAMIC_DIGEST: Final = "dynamic"
 
 
-class ResponseTooLarge(Exception):
-    """A server sent more than `MAX_RESPONSE_BYTES` for one answer."""
-
-
 class ManifestFile(NamedTuple):
-    """One listed file: what a read of it must match."""
-
     digest: str  # "sha256:<64 hex>"
     size: int
 
@@ -56,8 +48,6 @@ class ListedSkill:
 
 
 class RejectedEntry(NamedTuple):
-    """An entry left out: its uri (when it has one) and why."""
-
     uri: str | None
     reason: str
 
@@ -105,26 +95,24 @@ class McpLocator:
 
 
 def read_entry(raw: object) -> ListedSkill | RejectedEntry:
-    """One entry: the skill a local file with its frontmatter would make, with a verifiable
+    """The skill a local file with the entry's frontmatter would make, with a verifiable
     manifest, or why it is left out."""
-    if not isinstance(raw, Mapping):
-        return RejectedEntry(uri=None, reason="the entry is not an object")
-    if not isinstance(uri := raw.get("uri"), str) or not uri:
-        return RejectedEntry(uri=None, reason="the entry has no uri")
-    fields = listed_fields(raw.get("frontmatter"))
-    if isinstance(fields, Problem):
-        return RejectedEntry(uri=uri, reason=fields.message)
+    uri = raw.get("uri") if isinstance(raw, Mapping) else None
+    if not isinstance(raw, Mapping) or not isinstance(uri, str) or not uri:
+        return RejectedEntry(None, "the entry has no uri")
+    if isinstance(fields := listed_fields(raw.get("frontmatter")), Problem):
+        return RejectedEntry(uri, fields.message)
     if isinstance(parsed := read_fields(fields), Problem):
-        return RejectedEntry(uri=uri, reason=parsed.message)
+        return RejectedEntry(uri, parsed.message)
     resources = raw.get("resources")
     files = None if resources == "dynamic" else _manifest(resources)
     if isinstance(files, str):
-        return RejectedEntry(uri=uri, reason=files)
+        return RejectedEntry(uri, files)
     if files is not None and uri not in files:
-        return RejectedEntry(uri=uri, reason="its manifest does not list its SKILL.md")
+        return RejectedEntry(uri, "its manifest does not list its SKILL.md")
     # Trust keeps the listed frontmatter (the catalog's text comes from it, before any read).
-    listed = canonical_json(fields).encode("utf-8", "surrogatepass")
-    served = {(uri + FRONTMATTER_FRAGMENT, "sha256:" + hashlib.sha256(listed).hexdigest())}
+    digest = hashlib.sha256(canonical_json(fields).encode("utf-8", "surrogatepass")).hexdigest()
+    served = {(uri + FRONTMATTER_FRAGMENT, "sha256:" + digest)}
     if files is None:
         served.add((uri, DYNAMIC_DIGEST))
     else:
@@ -150,17 +138,6 @@ def _manifest(resources: object) -> dict[str, ManifestFile] | str:
     if len(files) > MAX_SKILL_FILES:
         return f"its manifest lists {len(files)} files, over the {MAX_SKILL_FILES} a skill may have"
     if (total := sum(file.size for file in files.values())) > MAX_SKILL_BYTES:
-        return (
-            f"its files come to {total} bytes, over the {MAX_SKILL_BYTES} bytes (16 MiB) a skill "
-            "may hold"
-        )
+        over = f"over the {MAX_SKILL_BYTES} bytes (16 MiB) a skill may hold"
+        return f"its files come to {total} bytes, {over}"
     return files
-
-
-def unlisted(skill: ListedSkill, segments: Sequence[str]) -> ReadError:
-    """Why ``segments`` names no file of the manifest: a folder of it, with its names, or none."""
-    folder = skill.base_uri + "".join(segment + "/" for segment in segments)
-    below = [uri[len(folder) :].split("/") for uri in skill.files or () if uri.startswith(folder)]
-    if names := {path[0] + ("/" if len(path) > 1 else "") for path in below}:
-        return ReadError(failure="directory", entries=listed_entries(names))
-    return ReadError(failure="not_found")

@@ -1,21 +1,21 @@
-"""How an MCP server is reached, bounded (contract §14a): stdio, its process group ended whole and
-its stderr's tail in the reason it stopped, or streamable HTTP; no answer over 16 MiB held; a
-client session over it; and the extension's requests over a session.
+"""How an MCP server is reached, bounded (contract §14a), and the extension's requests: the one
+module of the package that imports the MCP SDK (and httpx), loaded by `pool.load_sdk`.
 
-The one module of the package that imports the MCP SDK (and httpx): `connection.McpConnection`
-loads it in a worker thread at the first connection, so an agent starts without the SDK."""
+A stdio server runs in a process group of its own, ended whole (even after it exited), with the
+tail of its stderr in the reason it stopped; a url is reached over streamable HTTP; no answer
+over 16 MiB is held, over either."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import anyio
 import httpx2
 import mcp.types as types
-from anyio.abc import ByteSendStream, Process
+from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import ClientSession, MCPError
 from mcp.client.caching import MAX_TTL_MS
@@ -25,7 +25,6 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ConfigDict
 
 from .config import McpServer
-from .connection import spawn
 from .listing import (
     MAX_RESPONSE_BYTES,
     SKILLS_EXTENSION,
@@ -33,16 +32,15 @@ from .listing import (
     ListedSkill,
     Listing,
     RejectedEntry,
-    ResponseTooLarge,
     read_entry,
 )
+from .pool import Unavailable, spawn
 
 if TYPE_CHECKING:
     from mcp.client import Transport
 
 STDERR_TAIL_BYTES: Final = 2048
-# How a server says it serves no skill at a uri; one that knows no `skills/get` serves none.
-_NO_SKILL_THERE: Final = (-32602, -32601)
+_NO_SKILL_THERE: Final = (-32602, -32601)  # invalid params; no `skills/get` at all
 _EXIT_GRACE: Final = 2.0  # to leave once its input closed (at most half the deadline)
 _TERM_GRACE: Final = 1.0  # from SIGTERM to SIGKILL (at most half the deadline)
 _REAP: Final = 0.5  # for a killed server to be reaped, or an exited one's stderr to be read
@@ -53,14 +51,13 @@ TransportFactory: TypeAlias = "Callable[[McpServer], Transport]"
 
 
 class BoundedTransport:
-    """The server's command as a child process over stdio, or its url over streamable HTTP;
-    ``ended``: why its messages stopped; ``stop_within``: how long a stdio server's stop takes."""
+    """``server``'s command as a child process over stdio (``process``: spawned already), or
+    its url over streamable HTTP; ``ended``: why its messages stopped."""
 
     def __init__(self, server: McpServer, process: Process | None = None) -> None:
-        self.server = server
-        self._process = process  # a stdio server spawned already (`connection.spawn`)
+        self.server, self._process = server, process
         self.ended: str | None = None
-        self.stop_within = 10.0
+        self.stop_within = 10.0  # how long a stdio server's stop may take
         self._opened = self._stdio() if server.command is not None else self._http()
 
     async def __aenter__(self) -> Any:
@@ -72,23 +69,22 @@ class BoundedTransport:
     @contextlib.asynccontextmanager
     async def _stdio(self) -> AsyncIterator[Any]:
         process = self._process or await spawn(self.server)
-        stdin, stdout, errors = process.stdin, process.stdout, process.stderr
+        stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
         assert stdin is not None
         assert stdout is not None
-        assert errors is not None
+        assert stderr is not None
         # No await until the `try`: a cancellation in between would leave the process running.
         to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
-        stderr, stderr_closed = bytearray(), anyio.Event()
-        stop_within = self.stop_within
+        tail, tail_read, grace = bytearray(), anyio.Event(), self.stop_within
 
-        async def end(reason: str | None) -> None:
+        async def end(reason: str | None = None) -> None:
             # The messages stop: say why (the first reason found), then end their stream.
             if self.ended is None and reason is None:
                 with anyio.move_on_after(_REAP):
                     await _exited(process)
-                    await stderr_closed.wait()
-                reason = _exit_reason(process.returncode, bytes(stderr))
+                    await tail_read.wait()
+                reason = _exit_reason(process.returncode, bytes(tail))
             self.ended = self.ended or reason
             await to_session.aclose()
 
@@ -102,14 +98,14 @@ class BoundedTransport:
             except anyio.DelimiterNotFound:
                 await end(TOO_LARGE)  # never held whole: the server's use ends here
             except (*_CLOSED, anyio.IncompleteRead):
-                await end(None)
+                await end()
 
         async def read_stderr() -> None:
             with contextlib.suppress(*_CLOSED):
-                async for chunk in errors:
-                    stderr.extend(chunk)
-                    del stderr[:-STDERR_TAIL_BYTES]
-            stderr_closed.set()
+                async for chunk in stderr:
+                    tail.extend(chunk)
+                    del tail[:-STDERR_TAIL_BYTES]
+            tail_read.set()
 
         async def write_stdin() -> None:
             try:
@@ -117,12 +113,12 @@ class BoundedTransport:
                     text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await stdin.send((text + "\n").encode())
             except _CLOSED:  # it stopped reading: the session sees the end now, not never
-                await end(None)
+                await end()
 
         async def watch_exit() -> None:
             # A helper that inherited the server's stdout keeps it open after the server exits.
             await _exited(process)
-            await end(None)
+            await end()
 
         try:
             async with anyio.create_task_group() as group:
@@ -131,13 +127,21 @@ class BoundedTransport:
                 try:
                     yield from_server, to_server
                 except BaseException:
-                    stop_within = 0.0  # a server given up on (or failed) has no grace to leave
+                    grace = 0.0  # a server given up on (or failed) has no time to leave
                     raise
                 finally:
                     group.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await _stop(process, stdin, stop_within)
+                # Input closed, part of the grace to leave, then SIGTERM and SIGKILL to the
+                # whole group (helpers included), even when the server itself has gone.
+                with contextlib.suppress(*_CLOSED):
+                    await stdin.aclose()
+                with anyio.move_on_after(min(_EXIT_GRACE, grace / 2)):
+                    await _exited(process)
+                await terminate_posix_process_tree(process, min(_TERM_GRACE, grace / 2))
+                with anyio.move_on_after(_REAP):
+                    await process.aclose()
                 for stream in (to_session, from_server, to_server, from_session):
                     await stream.aclose()
 
@@ -161,12 +165,12 @@ class BoundedTransport:
     async def _capped(self, response: httpx2.Response) -> None:
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            raise self.refuse(f"it sent a {encoding}-compressed response though asked not to")
+            raise self._refuse(f"it sent a {encoding}-compressed response though asked not to")
         # Server-sent events stay open for many messages; the SDK caps each event.
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
-            response.stream = _Capped(response.stream, self)
+            response.stream = _Capped(response.stream, self._refuse)
 
-    def refuse(self, reason: str) -> httpx2.StreamError:
+    def _refuse(self, reason: str) -> httpx2.StreamError:
         self.ended = reason
         return httpx2.StreamError(reason)
 
@@ -174,10 +178,25 @@ class BoundedTransport:
 open_transport: TransportFactory = BoundedTransport  # the default
 
 
+class _Capped(httpx2.AsyncByteStream):
+    # A JSON answer counted as it arrives, refused past `MAX_RESPONSE_BYTES`.
+    def __init__(self, stream: Any, refuse: Callable[[str], Exception]) -> None:
+        self._stream, self._refuse = stream, refuse
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size = 0
+        async for chunk in self._stream:
+            if (size := size + len(chunk)) > MAX_RESPONSE_BYTES:
+                raise self._refuse(TOO_LARGE)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
 @contextlib.asynccontextmanager
 async def discovered(transport: Transport) -> AsyncIterator[ClientSession]:
-    """A client session over ``transport``, the skills extension declared, after its
-    ``server/discover``."""
+    """A client session over ``transport`` after its ``server/discover``."""
     async with (
         transport as (read, write),
         ClientSession(read, write, extensions={SKILLS_EXTENSION: {}}) as session,
@@ -186,24 +205,7 @@ async def discovered(transport: Transport) -> AsyncIterator[ClientSession]:
         yield session
 
 
-class _Capped(httpx2.AsyncByteStream):
-    """A JSON answer counted as it arrives, refused past `MAX_RESPONSE_BYTES`."""
-
-    def __init__(self, stream: Any, transport: BoundedTransport) -> None:
-        self._stream, self._transport = stream, transport
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        size = 0
-        async for chunk in self._stream:
-            if (size := size + len(chunk)) > MAX_RESPONSE_BYTES:
-                raise self._transport.refuse(TOO_LARGE)
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-
-# -- the extension's requests (the SDK has no skills API yet) ----------------------------------
+# -- the extension's requests, as the protocol writes them (the SDK has no skills API yet) ------
 
 
 class _Answer(BaseModel):
@@ -211,35 +213,31 @@ class _Answer(BaseModel):
 
 
 async def list_skills(session: ClientSession) -> Listing:
-    """Every page of `skills/list`, kept as long and as widely as its strictest page allows.
+    """Every page of `skills/list`; a server that pages on and on meets the deadline.
 
     Raises:
-        ResponseTooLarge: the entries of the pages together are over `MAX_RESPONSE_BYTES`.
+        Unavailable: the pages' entries together (counted here: a lent session's transport
+            counts nothing) are over `MAX_RESPONSE_BYTES`.
     """
+    pages: list[dict[str, Any]] = []
     entries: list[ListedSkill | RejectedEntry] = []
-    params: dict[str, Any] = {}
-    ttl, public, size = MAX_TTL_MS, True, 0
-    # Its own entries are counted: a lent session's transport counts nothing. A server that
-    # pages on and on meets the deadline.
+    size, params = 0, dict[str, Any]()
     while True:
-        page = await _request(session, "skills/list", params)
-        skills = page.get("skills")
-        if not isinstance(skills, list):
+        pages.append(page := await _request(session, "skills/list", params))
+        if not isinstance(skills := page.get("skills"), list):
             raise ValueError("its skills/list answer holds no list of skills")
         size += len(json.dumps(skills, ensure_ascii=False, separators=(",", ":")).encode())
         if size > MAX_RESPONSE_BYTES:
-            raise ResponseTooLarge(TOO_LARGE)
-        page_ttl, page_scope = _freshness(page)
-        ttl, public = min(ttl, page_ttl), public and page_scope == "public"
+            raise Unavailable(TOO_LARGE)
         entries.extend(read_entry(raw) for raw in skills)
         if not isinstance(cursor := page.get("nextCursor"), str) or not cursor:
-            return _listing(entries, ttl, "public" if public else "private")
+            return _listing(pages, entries)
         params = {"cursor": cursor}
 
 
 async def get_skill(session: ClientSession, uri: str) -> Listing | None:
-    """`skills/get` of ``uri``; ``None`` when the server serves no skill there (it answers
-    invalid params, or knows no such method). An entry for another uri is no answer for this."""
+    """`skills/get` of ``uri``; ``None`` when the server serves no skill there. An entry for
+    another uri is no answer for this."""
     try:
         answer = await _request(session, "skills/get", {"uri": uri})
     except MCPError as error:
@@ -249,28 +247,7 @@ async def get_skill(session: ClientSession, uri: str) -> Listing | None:
     entry = read_entry(answer.get("skill"))
     if isinstance(entry, ListedSkill) and entry.uri != uri:
         entry = RejectedEntry(uri=uri, reason=f"the server answered with the entry of {entry.uri}")
-    return _listing([entry], *_freshness(answer))
-
-
-async def _request(session: ClientSession, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    # The extension's methods, as the protocol writes them: the SDK has no skills API yet.
-    request = types.Request[dict[str, Any], str](method=method, params=params)
-    return (await session.send_request(request, _Answer)).model_extra or {}
-
-
-def _freshness(answer: Mapping[str, Any]) -> tuple[int, Literal["public", "private"]]:
-    # A missing or malformed hint is the strictest one (0, private).
-    ttl = answer.get("ttlMs")
-    ttl_ms = min(ttl, MAX_TTL_MS) if type(ttl) is int and ttl > 0 else 0
-    return ttl_ms, "public" if answer.get("cacheScope") == "public" else "private"
-
-
-def _listing(
-    entries: Sequence[ListedSkill | RejectedEntry], ttl_ms: int, scope: Literal["public", "private"]
-) -> Listing:
-    skills = tuple(entry for entry in entries if isinstance(entry, ListedSkill))
-    rejected = tuple(entry for entry in entries if isinstance(entry, RejectedEntry))
-    return Listing(skills, rejected, ttl_ms, scope)
+    return _listing([answer], [entry])
 
 
 async def read_text(session: ClientSession, uri: str) -> bytes | None:
@@ -279,6 +256,26 @@ async def read_text(session: ClientSession, uri: str) -> bytes | None:
         if content.uri == uri and isinstance(content, types.TextResourceContents):
             return content.text.encode("utf-8", "surrogatepass")
     return None
+
+
+async def _request(session: ClientSession, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    request = types.Request[dict[str, Any], str](method=method, params=params)
+    return (await session.send_request(request, _Answer)).model_extra or {}
+
+
+def _listing(
+    answers: Sequence[Mapping[str, Any]], entries: list[ListedSkill | RejectedEntry]
+) -> Listing:
+    # Kept as long and as widely as its strictest answer allows; a missing or malformed hint
+    # is the strictest (0, private).
+    ttls = [ttl if type(ttl := a.get("ttlMs")) is int and ttl > 0 else 0 for a in answers]
+    public = all(answer.get("cacheScope") == "public" for answer in answers)
+    return Listing(
+        tuple(entry for entry in entries if isinstance(entry, ListedSkill)),
+        tuple(entry for entry in entries if isinstance(entry, RejectedEntry)),
+        min(*ttls, MAX_TTL_MS),
+        "public" if public else "private",
+    )
 
 
 def _message(line: bytes) -> SessionMessage | Exception:
@@ -300,24 +297,10 @@ def _exit_reason(status: int | None, stderr: bytes) -> str:
     lines = stderr.decode("utf-8", "replace").splitlines()
     if len(stderr) >= STDERR_TAIL_BYTES and len(lines) > 1:
         del lines[0]  # a piece of a line
-    kept = [line.strip() for line in lines if line.strip()]
-    while len(kept) > 1 and len(" | ".join(kept).encode()) > STDERR_TAIL_BYTES:
-        kept.pop(0)
-    if last := " | ".join(kept).encode()[-STDERR_TAIL_BYTES:].decode("utf-8", "ignore"):
-        said += f"; its stderr ends: {last}"
-    return said
-
-
-async def _stop(process: Process, stdin: ByteSendStream, within: float) -> None:
-    # Input closed, part of `within` to leave, then SIGTERM and SIGKILL to the whole group (the
-    # SDK's own tree kill), helpers included, even when the server itself has gone.
-    with contextlib.suppress(*_CLOSED):
-        await stdin.aclose()
-    with anyio.move_on_after(min(_EXIT_GRACE, within / 2)):
-        await _exited(process)
-    await terminate_posix_process_tree(process, min(_TERM_GRACE, within / 2))
-    with anyio.move_on_after(_REAP):
-        await process.aclose()
+    last = " | ".join(line.strip() for line in lines if line.strip()).encode()
+    if len(last) > STDERR_TAIL_BYTES:
+        last = last[-STDERR_TAIL_BYTES:].split(b" | ", 1)[-1]
+    return f"{said}; its stderr ends: {last.decode('utf-8', 'ignore')}" if last else said
 
 
 async def _exited(process: Process) -> None:
