@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .catalog import SkillCatalogContributor, render_catalog
-from .content import render_skill_content
 from .diagnostics import Diagnostic
 from .errors import SkillContractError
 from .fs import LocalFileSystem, SkillFileSystem
@@ -26,11 +25,10 @@ from .model import (
     is_skill_name,
 )
 from .prefix import SessionPrefix
-from .provider import SkillProvider
-from .registry import SkillRegistry
+from .registry import SkillProvider, SkillRegistry
 from .session import PrefixedSession
 from .text import normalize_description
-from .tool import SkillTool, ToolResult
+from .tool import SkillTool, ToolResult, render_skill_content
 
 if TYPE_CHECKING:
     from .acp import AcpSkills

@@ -30,7 +30,7 @@ ReadFailure: TypeAlias = Literal[
 ]
 # fmt: on
 
-# In a report's words (the model's: `acp_skills.content.unread_path`).
+# In a report's words (the model's: `acp_skills.tool.unread_path`).
 _REASONS: Final[dict[ReadFailure, str]] = {
     "not_found": "file not found",
     "broken_link": "broken symbolic link",

@@ -23,8 +23,8 @@ from .model import (
     require_positive_int,
 )
 from .project import PROJECT_SKILL_DIRS, find_project
-from .provider import ProviderHandle
 from .quiet_log import get_logger
+from .registry import ProviderHandle
 from .watch import ReportedProblems, RootWatch, WatchedRoot
 
 __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "unreadable_root"]

@@ -16,8 +16,8 @@ from watchfiles import Change, watch
 
 from .diagnostics import Diagnostic
 from .model import SKILL_FILE_NAME
-from .provider import ProviderHandle
 from .quiet_log import get_logger
+from .registry import ProviderHandle
 
 _log = get_logger(__name__)
 

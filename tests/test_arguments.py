@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from acp_skills.arguments import MAX_ARGUMENTS_CHARS, MAX_EXPANDED_CHARS, expand_arguments
+from acp_skills.tool import MAX_ARGUMENTS_CHARS, MAX_EXPANDED_CHARS, expand_arguments
 
 
 @pytest.mark.parametrize(

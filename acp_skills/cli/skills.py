@@ -170,7 +170,7 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
         # placeholders filled as the agent fills them (only with --compat claude).
         typed = f"/{args.name} {args.invoke}".rstrip()
         fill = args.invoke.strip() if "claude" in seen.settings.compat else None
-        result = await tool.invoke_for_user(args.name, cwd=args.cwd, arguments=fill)
+        result = await tool.invoke_for_user(args.name, seen.options, arguments=fill)
         text = f"{typed}\n\n{result.text}" if not result.is_error else result.text
     else:
         arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio
 
-from ..content import cannot_read, unread_path
 from ..diagnostics import Diagnostic, log_diagnostic, mcp_server_unavailable, mcp_skill_invalid
 from ..errors import ReadError, Refusal
 from ..frontmatter import ParsedSkill, build_skill, canonical_json, parse_skill_file
@@ -28,7 +27,7 @@ from ..model import (
 )
 from ..quiet_log import get_logger
 from ..text import quote
-from ..tool import DEFAULT_MAX_RESOURCE_BYTES
+from ..tool import DEFAULT_MAX_RESOURCE_BYTES, cannot_read, unread_path
 from .config import McpServer
 from .connection import McpConnection, leaf_reason, load_transport
 from .listing import (
@@ -175,7 +174,7 @@ class McpSkillProvider:
             raise Refusal(f'Error: skill "{candidate.name}" is not served by an MCP server')
         skill, name = locator.skill, candidate.name
         # As on disk, `scripts/` and `./notes.md` name `scripts` and `notes.md`; the tool has
-        # refused absolute paths and `..` (`content.check_resource_path`).
+        # refused absolute paths and `..` (`tool.check_resource_path`).
         segments = [part for part in path.split("/") if part not in ("", ".")]
         uri = skill.base_uri + "/".join(segments)
         if skill.files is not None and uri not in skill.files:
