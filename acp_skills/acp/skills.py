@@ -101,8 +101,8 @@ class AcpSkills:
             max_length=catalog_max_length,
             tool_name=self.tool.name,
             budget=catalog_budget,
-            pinned_skills=pinned,
-            hidden_skills=hidden,
+            pinned=pinned,
+            hidden=hidden,
         )
         self.prefix.add(catalog)
         self._link = link = ClientLink()

@@ -39,7 +39,7 @@ class Look:
         given = self.settings
         return fit_catalog(
             view.offered.skills,
-            given.catalog_max_length,
+            max_length=given.catalog_max_length,
             budget=given.catalog_budget,
             pinned=given.pinned,
             hidden=given.hidden,
