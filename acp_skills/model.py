@@ -62,24 +62,12 @@ class SkillSummary:
 
     name: str
     description: str
+    source: str = "runtime"
+    provider: str = "runtime"
     when_to_use: str | None = None
     disable_model_invocation: bool = False
     user_invocable: bool = True
-    source: str = "runtime"
-    provider: str = "runtime"
     resource_base: ResourceBase | None = None
-
-
-def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:
-    """The fields of ``skill`` that ``kind`` has too, by name."""
-    return {
-        item.name: getattr(skill, item.name) for item in fields(kind) if hasattr(skill, item.name)
-    }
-
-
-def summary_of(skill: SkillSummary) -> SkillSummary:
-    """The plain `SkillSummary` of any summary, candidate or definition."""
-    return SkillSummary(**shared_fields(skill, SkillSummary))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +89,18 @@ class SkillDefinition(SkillSummary):
     path: str | None = None
     metadata: Mapping[str, object] | None = field(default=None, compare=False)
     argument_hint: str | None = None
+
+
+def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:
+    """The fields of ``skill`` that ``kind`` has too, by name."""
+    return {
+        item.name: getattr(skill, item.name) for item in fields(kind) if hasattr(skill, item.name)
+    }
+
+
+def summary_of(skill: SkillSummary) -> SkillSummary:
+    """The plain `SkillSummary` of any summary, candidate or definition."""
+    return SkillSummary(**shared_fields(skill, SkillSummary))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -317,7 +317,7 @@ class SkillTool:
 def _refused(refusal: Refusal) -> ToolResult:
     # The model's sink (the editor shows the same text): every error is cleaned here, whatever
     # part of it a server wrote. Plain text, not markup: nothing to escape.
-    return ToolResult(text=for_model(refusal.text, markup=False), is_error=True)
+    return ToolResult(text=for_model(str(refusal), markup=False), is_error=True)
 
 
 def _allowed(name: str, skill: _Skill | None, gone: str, *, by_model: bool) -> _Skill:
