@@ -1,11 +1,10 @@
-"""The ``skill`` tool (contract §7, §12): one argument table for its schemas and its checker;
-what it gives back (a loaded skill, a query's matches, one file of a skill's bundle read confined
-to its directory); and Claude Code's ``$ARGUMENTS``, filled for a ``/name`` invocation. Every
-mistake and provider failure is a `ToolResult` marked ``is_error``, its text starting ``Error: ``.
-"""
+"""The ``skill`` tool (contract §7, §12): one argument table -> its schemas and checker; what it
+gives back (a skill, a query's matches, a bundle's file read confined to its directory); and the
+``$ARGUMENTS`` of a ``/name``. Every mistake is a `ToolResult` whose text starts ``Error: ``."""
 
 from __future__ import annotations
 
+import functools
 import ntpath
 import os
 import re
@@ -155,10 +154,8 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
 
 
 class SkillTool:
-    """The model-facing ``skill`` tool: ``name``, ``description``, ``parameters`` (JSON Schema).
-
-    With ``searchable=True`` (a session whose catalog left skills out) it also answers a
-    ``query``, never with ``hidden_skills``; ``max_resource_bytes`` bounds a ``path`` read.
+    """The model-facing ``skill`` tool: ``name``, ``description``, ``parameters`` (JSON Schema);
+    a ``query`` never finds ``hidden_skills``; ``max_resource_bytes`` bounds a ``path`` read.
 
     Raises:
         ValueError: if ``max_resource_bytes`` is not a positive integer.
@@ -185,17 +182,11 @@ class SkillTool:
 
     def parameters_for(self, *, searchable: bool) -> dict[str, Any]:
         """The tool's JSON Schema, with or without ``query`` (a fresh dict)."""
-        properties = {
-            key: {"type": "string", "description": text}
-            for key, text in _accepted(searchable).items()
-        }
-        required = {} if searchable else {"required": ["name"]}
-        return {
-            "type": "object",
-            "properties": properties,
-            **required,
-            "additionalProperties": False,
-        }
+        accepted = _accepted(searchable).items()
+        schema: dict[str, Any] = {"type": "object", "properties": {}}
+        schema["properties"] = {key: {"type": "string", "description": t} for key, t in accepted}
+        schema |= {} if searchable else {"required": ["name"]}
+        return schema | {"additionalProperties": False}
 
     async def call(
         self,
@@ -208,10 +199,8 @@ class SkillTool:
         additional_directories: tuple[str, ...] = (),
         view: SessionView | None = None,
     ) -> ToolResult:
-        """Run the tool once on the model's decoded ``arguments``: the rendered skill, a file's
-        text (through ``read_text`` if given, else from disk), a query's matches, or an error.
-        ``view`` is what the session offers and withholds (`acp_skills.trust.view`; without it,
-        every skill the registry finds)."""
+        """Run the tool on the model's decoded ``arguments`` (a ``query`` only if ``searchable``)
+        over what the session's ``view`` offers (without one, all the registry finds)."""
         options = SkillLookupOptions(
             cwd=cwd, servers=servers, additional_directories=additional_directories
         )
@@ -243,7 +232,7 @@ class SkillTool:
                 SkillIndex, listable(snapshot.skills, self._hidden)
             )
             self._index = (snapshot, index)
-        return render_skill_matches(self._index[1].search(query), tool_name=self.name)
+        return render_skill_matches(self._index[1].search(query))
 
     async def invoke_for_user(
         self,
@@ -335,9 +324,6 @@ def describe_error(error: BaseException) -> str:
     return cut(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__, 300)
 
 
-# -- what the tool gives back ----------------------------------------------------------------
-
-
 def render_skill_content(definition: SkillDefinition) -> str:
     """Render a loaded skill as the text the model receives (contract §7)."""
     # The body is verbatim: escaping would change the author's instructions.
@@ -385,22 +371,16 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
     ]
 
 
-def render_skill_matches(matches: Sequence[SkillMatch], *, tool_name: str = TOOL) -> str:
+def render_skill_matches(matches: Sequence[SkillMatch]) -> str:
     """The answer to a ``query``: one ``name: description`` line per match, best first."""
     if not matches:
         return (
             "No skill matches the query. Try other words for the task (what it works on, the "
             "tool or kind of file involved), or load a skill from the catalog by its exact name."
         )
-    lines = [
-        f"Skills matching the query, best first. Load one by calling the `{tool_name}` tool "
-        "with its exact name:",
-        *(f"{for_model(m.name)}: {normalize_description(m.description, 200)}" for m in matches),
-    ]
-    return "\n".join(lines)
-
-
-# -- one file of a skill's bundle, confined to its directory ---------------------------------
+    head = f"Skills matching the query, best first. Load one by calling the `{TOOL}` tool with"
+    lines = (f"{for_model(m.name)}: {normalize_description(m.description, 200)}" for m in matches)
+    return "\n".join((f"{head} its exact name:", *lines))
 
 
 def own_directory(skill: SkillCandidate | SkillDefinition) -> str | None:
@@ -448,21 +428,19 @@ def unread_path(
 
 def check_resource_path(name: str, path: str) -> None:
     """Refuse paths that can never be a file inside the skill's directory, before any I/O."""
+    refuse = functools.partial(cannot_read, name, path)
     if not path:
-        raise cannot_read(name, path, "the path is empty")
+        raise refuse("the path is empty")
     if len(path) > MAX_RESOURCE_PATH_LENGTH:
-        why = f"the path is longer than {MAX_RESOURCE_PATH_LENGTH} characters"
-        raise cannot_read(name, path, why)
+        raise refuse(f"the path is longer than {MAX_RESOURCE_PATH_LENGTH} characters")
     if "\0" in path:
-        raise cannot_read(name, path, "the path contains a NUL character")
+        raise refuse("the path contains a NUL character")
     # Windows forms are refused everywhere: a skill's relative paths mean the same on every
     # platform, and both separators count, so `..\secret` is refused even where `\` is a letter.
     if path.startswith(("/", "\\")) or _DRIVE.match(path) or ntpath.isabs(path):
-        why = "the path is absolute; give a path relative to the skill's directory"
-        raise cannot_read(name, path, why)
+        raise refuse("the path is absolute; give a path relative to the skill's directory")
     if ".." in re.split(r"[/\\]", path):
-        why = 'the path contains a ".." segment; it must stay inside the skill\'s directory'
-        raise cannot_read(name, path, why)
+        raise refuse('the path contains a ".." segment; it must stay inside the skill\'s directory')
 
 
 async def _read_resource(
@@ -474,10 +452,7 @@ async def _read_resource(
 ) -> str:
     """The text of ``path`` (already checked) in ``definition``'s bundle; else `Refusal`."""
     name = definition.name
-
-    def refuse(reason: str) -> Refusal:
-        return cannot_read(name, path, reason)
-
+    refuse = functools.partial(cannot_read, name, path)
     if (directory := own_directory(definition)) is None:
         if isinstance(definition.resource_base, DirectoryResource):
             raise refuse(
@@ -518,9 +493,6 @@ async def _read_resource(
     if isinstance(again, ReadError) or again.identity != found.identity:
         raise refuse("it changed while being read")
     return text
-
-
-# -- $ARGUMENTS ------------------------------------------------------------------------------
 
 
 def expand_arguments(body: str, arguments: str) -> str:
