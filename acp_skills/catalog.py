@@ -3,8 +3,10 @@ rendering, its fit within a budget (returned as a value), and the session-prefix
 
 from __future__ import annotations
 
+import bisect
 import functools
 import html
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict, Unpack
@@ -28,6 +30,7 @@ SKILL_TOOL_NAME = "skill"
 BUDGET_DESCRIPTION_FLOOR = 60
 
 _log = get_logger(__name__)
+_name = operator.attrgetter("name")
 
 
 class CatalogSettings(TypedDict, total=False):
@@ -69,22 +72,11 @@ class CatalogFit:
         return self.limit is None or self.used <= self.limit
 
 
-def check_catalog_budget(budget: object) -> int | None:
-    if budget is not None and (
-        isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
-    ):
-        raise ValueError(f"budget must be a positive integer or None, got {budget!r}")
-    return budget
-
-
 def render_catalog(
-    skills: Iterable[SkillSummary],
-    max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
-    *,
-    tool_name: str = SKILL_TOOL_NAME,
+    skills: Iterable[SkillSummary], max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH
 ) -> str | None:
     """The catalog message of every model-visible skill, or ``None`` when there is none."""
-    return fit_catalog(skills, max_length=max_length, tool_name=tool_name).text
+    return fit_catalog(skills, max_length=max_length).text
 
 
 def listable(skills: Sequence[SkillSummary], hidden: frozenset[str]) -> list[SkillSummary]:
@@ -123,7 +115,9 @@ def fit_catalog(skills: Iterable[SkillSummary], **settings: Unpack[CatalogSettin
     every description shortened to the widest uniform cap that fits (never below 60), else
     skills listed by rank until the budget is met; pinned skills always, first."""
     bound = check_max_length(settings.get("max_length", DEFAULT_MAX_DESCRIPTION_LENGTH))
-    limit = check_catalog_budget(settings.get("budget"))
+    limit = settings.get("budget")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"budget must be a positive integer or None, got {limit!r}")
     tool_name = settings.get("tool_name", SKILL_TOOL_NAME)
     skills, hiding = list(skills), frozenset(settings.get("hidden", ()))
     pinning = frozenset(settings.get("pinned", ()))
@@ -219,15 +213,11 @@ def fit_catalog(skills: Iterable[SkillSummary], **settings: Unpack[CatalogSettin
     # A plain summary has no rank: it counts as 0.
     by_rank = sorted(visible, key=lambda skill: (getattr(skill, "rank", 0), skill.name))
     if narrowest is not None and fits(by_rank, narrowest, limit):
-        # Step 1. Lengths only grow with the cap: bisect between the floor (fits) and `bound`.
-        fitting, too_wide = narrowest, bound
-        while too_wide - fitting > 1:
-            middle = (fitting + too_wide) // 2
-            if fits(by_rank, middle, limit):
-                fitting = middle
-            else:
-                too_wide = middle
-        return outcome(fitting, sorted(visible, key=_name))
+        # Step 1. Lengths only grow with the cap: bisect for the widest that fits (the floor
+        # does; `bound` does not, as the uncut catalog did not).
+        caps = range(narrowest, bound)
+        widest = bisect.bisect_left(caps, True, key=lambda cap: not fits(by_rank, cap, limit))
+        return outcome(caps[widest - 1], sorted(visible, key=_name))
     # Step 2: list by rank while there is room for the skill and the closing line.
     room, kept = limit - frame, 0
     for line in lines_of(by_rank):
@@ -241,10 +231,6 @@ def fit_catalog(skills: Iterable[SkillSummary], **settings: Unpack[CatalogSettin
         # them all at the floor is shorter than the closing line that would replace them.
         return outcome(narrowest, sorted(visible, key=_name))
     return outcome(narrowest, by_rank[:kept], by_rank[kept:])
-
-
-def _name(item: SkillSummary | _Line) -> str:
-    return item.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,8 +316,6 @@ class SkillCatalogContributor:
                 listed=len(fit.listed),
                 shortened=fit.shortened,
                 omitted=len(fit.omitted),
-                description_cap=fit.description_cap,
-                within_budget=fit.within_budget,
             )
         for setting, names in (("pin", fit.unknown_pinned), ("hide", fit.unknown_hidden)):
             if names:

@@ -203,7 +203,7 @@ def test_catalog_holds_names_and_descriptions_only() -> None:
 def test_catalog_guidance_names_the_tool() -> None:
     """The guidance tells the model which tool loads a skill."""
     default = render_catalog([summary("x", "d")])
-    renamed = render_catalog([summary("x", "d")], tool_name="load_skill")
+    renamed = fit_catalog([summary("x", "d")], tool_name="load_skill").text
     assert default is not None
     assert renamed is not None
     assert "`skill` tool" in default
