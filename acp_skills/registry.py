@@ -49,16 +49,6 @@ _Key = tuple[str | None, tuple[str, ...], tuple[Hashable, ...], int]
 
 
 @runtime_checkable
-class ProviderHandle(Protocol):
-    """What `SkillRegistry.register_provider` returns: ``dispose()`` removes the provider
-    (idempotent); ``invalidate()`` says its skills changed (inert once disposed or replaced)."""
-
-    def dispose(self) -> None: ...
-
-    def invalidate(self) -> None: ...
-
-
-@runtime_checkable
 class SkillProvider(Protocol):
     """A source of skills (``name`` unique; ``runtime`` reserved); ``get`` receives the very
     candidate ``list`` returned. Optional hooks (docs/architecture.md): ``on_register``,
@@ -129,7 +119,10 @@ def validate_offer(
 
 
 @dataclass(slots=True, eq=False)
-class _Registration:
+class ProviderHandle:
+    """What `SkillRegistry.register_provider` returns: ``dispose()`` removes the provider
+    (idempotent); ``invalidate()`` says its skills changed (inert once disposed or replaced)."""
+
     registry: SkillRegistry
     provider: SkillProvider
     order: int
@@ -177,7 +170,7 @@ class _Shared:
 
 @dataclass(slots=True)
 class _Answer:
-    registration: _Registration
+    registration: ProviderHandle
     candidates: Sequence[SkillCandidate] = ()
     failed: bool = False
     cacheable: bool = True  # the provider vouches for it staying current until it invalidates
@@ -196,8 +189,8 @@ class SkillRegistry:
             raise ValueError(f"provider_timeout must be > 0 or None, got {provider_timeout!r}")
         self._provider_timeout = provider_timeout
         self._runtime = _RuntimeSkills()
-        runtime = _Registration(self, self._runtime, _RUNTIME_ORDER, {})
-        self._providers: dict[str, _Registration] = {RUNTIME_PROVIDER: runtime}
+        runtime = ProviderHandle(self, self._runtime, _RUNTIME_ORDER, {})
+        self._providers: dict[str, ProviderHandle] = {RUNTIME_PROVIDER: runtime}
         self._listeners: list[Callable[[], None]] = []
         self._order = itertools.count()
         self._revision = 0
@@ -223,7 +216,7 @@ class SkillRegistry:
         hooks = {hook: found for hook in _HOOKS if (found := getattr(provider, hook, None))}
         if inspect.iscoroutinefunction(hooks.get("cacheable")):
             raise TypeError(f'skill provider "{name}": cacheable must not be async')
-        registration = _Registration(self, provider, next(self._order), hooks)
+        registration = ProviderHandle(self, provider, next(self._order), hooks)
         self._providers[name] = registration
         self.invalidate()
         if (on_register := hooks.get("on_register")) is not None:
@@ -271,14 +264,14 @@ class SkillRegistry:
             except Exception as error:
                 _log.warning("skill_change_listener_failed", error=repr(error))
 
-    def _remove(self, registration: _Registration) -> bool:
+    def _remove(self, registration: ProviderHandle) -> bool:
         if not self._is_current(registration):
             return False
         del self._providers[registration.provider.name]
         self.invalidate()
         return True
 
-    def _is_current(self, registration: _Registration) -> bool:
+    def _is_current(self, registration: ProviderHandle) -> bool:
         return self._providers.get(registration.provider.name) is registration
 
     def _hook(self, provider: str, hook: str) -> Callable[..., Any] | None:

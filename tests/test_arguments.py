@@ -1,5 +1,5 @@
-"""What a person types after ``/name`` (`acp_skills.arguments`): its words, and the Claude Code
-placeholders they fill, within bounds."""
+"""What a person types after ``/name`` (`acp_skills.tool.expand_arguments`): its words, and
+the Claude Code placeholders they fill, within bounds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the `skill` tool gives back (content.py): rendered skills and confined reads (§7)."""
+"""What the `skill` tool gives back (tool.py): rendered skills and confined reads (§7)."""
 
 from __future__ import annotations
 
