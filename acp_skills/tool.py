@@ -183,9 +183,9 @@ class SkillTool:
     def parameters_for(self, *, searchable: bool) -> dict[str, Any]:
         """The tool's JSON Schema, with or without ``query`` (a fresh dict)."""
         accepted = _accepted(searchable).items()
-        schema: dict[str, Any] = {"type": "object", "properties": {}}
-        schema["properties"] = {key: {"type": "string", "description": t} for key, t in accepted}
-        schema |= {} if searchable else {"required": ["name"]}
+        properties = {key: {"type": "string", "description": text} for key, text in accepted}
+        required = {} if searchable else {"required": ["name"]}
+        schema = {"type": "object", "properties": properties, **required}
         return schema | {"additionalProperties": False}
 
     async def call(
