@@ -1,6 +1,5 @@
-"""acp-skills: skills with progressive disclosure for Agent Client Protocol agents. The public
-API (with `acp_skills.acp`, at most 31 names); `AcpSkills` is imported on first use, so
-``import acp_skills`` alone loads neither the ACP SDK nor pydantic."""
+"""acp-skills: skills with progressive disclosure for ACP agents; the public API. `AcpSkills` is
+imported on first use, so ``import acp_skills`` loads neither the ACP SDK nor pydantic."""
 
 from __future__ import annotations
 
@@ -65,8 +64,7 @@ __all__ = [
 
 if not TYPE_CHECKING:  # hidden from type checkers, which would accept any name from here
 
-    def __getattr__(name: str) -> Any:
-        # PEP 562: the ACP glue is imported only when an agent reaches for it.
+    def __getattr__(name: str) -> Any:  # PEP 562
         if name == "AcpSkills":
             from .acp import AcpSkills
 

@@ -80,8 +80,7 @@ def render_catalog(
 
 
 def listable(skills: Sequence[SkillSummary], hidden: frozenset[str]) -> list[SkillSummary]:
-    """The skills a catalog may list and a query may find: not disabled for the model, not
-    hidden by a person."""
+    """The skills a catalog may list and a query find: model-visible, not hidden by a person."""
     return [
         skill for skill in skills if not skill.disable_model_invocation and skill.name not in hidden
     ]
@@ -235,8 +234,7 @@ def fit_catalog(skills: Iterable[SkillSummary], **settings: Unpack[CatalogSettin
 
 @dataclass(frozen=True, slots=True)
 class CatalogChanges:
-    """How the skills a catalog would list now differ from those a frozen catalog was made of
-    (names sorted; ``changed``: the description as the catalog shows it)."""
+    """How the skills a catalog would list now differ from a frozen catalog's (names sorted)."""
 
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
@@ -292,8 +290,7 @@ class SkillCatalogContributor:
         return (PrefixMessage(role="user", text=fit.text), *later)
 
     async def fit(self, context: PrefixContext) -> CatalogFit:
-        """The catalog this contributor gives the session of ``context``, and what its budget
-        did to it: a value (the same one while the skills are the same snapshot)."""
+        """The catalog for ``context``'s session and what its budget did: a value."""
         snapshot = context.skills
         if self._tool_name not in context.tool_names:  # not even a discovery
             snapshot = None

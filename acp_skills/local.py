@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 import anyio.to_thread
 
@@ -24,8 +24,10 @@ from .model import (
 )
 from .project import PROJECT_SKILL_DIRS, find_project
 from .quiet_log import get_logger
-from .registry import ProviderHandle
 from .watch import ReportedProblems, RootWatch, WatchedRoot
+
+if TYPE_CHECKING:  # a type only: the registry is the layer above
+    from .registry import ProviderHandle
 
 __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "unreadable_root"]
 

@@ -50,9 +50,8 @@ _Key = tuple[str | None, tuple[str, ...], tuple[Hashable, ...], int]
 
 @runtime_checkable
 class SkillProvider(Protocol):
-    """A source of skills (``name`` unique; ``runtime`` reserved); ``get`` receives the very
-    candidate ``list`` returned. Optional hooks (docs/architecture.md): ``on_register``,
-    ``on_dispose``, ``cacheable``, ``diagnose``, ``read_path``, ``find_uri``."""
+    """A source of skills; ``get`` receives the very candidate ``list`` returned. Optional hooks
+    (docs/architecture.md): ``on_register``, ``on_dispose``, ``cacheable``, ``diagnose``, ..."""
 
     @property
     def name(self) -> str: ...
@@ -98,8 +97,7 @@ _OWN_CHECKS: dict[type, tuple[str, str, Callable[[object], bool]]] = {
 def validate_offer(
     value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
 ) -> None:
-    """Check a candidate (from ``list``) or definition (from ``get``): `SkillContractError`
-    naming the field."""
+    """Check a candidate or a definition: else `SkillContractError` naming the field."""
     if not isinstance(value, kind):
         wrong = f"a non-{'candidate' if kind is SkillCandidate else 'definition'} value {value!r}"
         raise SkillContractError(provider, wrong)
@@ -342,8 +340,7 @@ class SkillRegistry:
     async def find_uri(
         self, uri: str, options: SkillLookupOptions = _NO_OPTIONS
     ) -> SkillCandidate | None:
-        """The skill whose ``SKILL.md`` is at ``uri``, from the first provider with ``find_uri``
-        serving one there, listed or shadowed alike; else ``None``. Provider errors propagate."""
+        """The skill at ``uri`` of the first provider whose ``find_uri`` serves one, or ``None``."""
         for name in list(self._providers):
             if (find_uri := self._hook(name, "find_uri")) is None:
                 continue

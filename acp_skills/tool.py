@@ -404,8 +404,7 @@ def cannot_read(name: str, path: str, reason: str) -> Refusal:
 def unread_path(
     name: str, path: str, failure: ReadError, *, limit: int, within: str = "the skill's directory"
 ) -> Refusal:
-    """Why ``path`` of skill ``name`` gave no file, in the model's words for every skill, on disk
-    or served (``within``: where the files are listed); a directory's entries are listed."""
+    """Why ``path`` of skill ``name``, on disk or served (``within``), gave no file."""
     reasons: dict[ReadFailure, str] = {
         "outside": "the path resolves outside the skill's directory",
         "excluded": "it belongs to a skill that is not available for model invocation",
@@ -496,9 +495,8 @@ async def _read_resource(
 
 
 def expand_arguments(body: str, arguments: str) -> str:
-    """``body`` with its placeholders filled from ``arguments`` in one pass, bounded so it runs
-    on the event loop: past the bounds, the arguments are cut or the remaining placeholders stay
-    as written, and a note at the end says so."""
+    """``body``'s placeholders filled from ``arguments`` in one pass, bounded (it runs on the
+    event loop); past a bound, a note at the end says what was left out."""
     if "$" not in body:
         return body
     total, arguments = len(arguments), arguments[:MAX_ARGUMENTS_CHARS]
