@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import anyio
 
@@ -160,9 +160,14 @@ class _RuntimeSkills:
         return candidate.locator if self.has(candidate) else None  # type: ignore[return-value]
 
 
+class _Catalog(NamedTuple):
+    snapshot: SkillSnapshot
+    visible: tuple[SkillSummary, ...]  # what `list` returns, made once per cached catalog
+
+
 @dataclass(slots=True)
 class _Shared:
-    task: asyncio.Task[SkillSnapshot]
+    task: asyncio.Task[_Catalog]
     waiters: int = 0  # the callers awaiting it; the last to leave cancels it
 
 
@@ -192,7 +197,7 @@ class SkillRegistry:
         self._listeners: list[Callable[[], None]] = []
         self._order = itertools.count()
         self._revision = 0
-        self._cache: OrderedDict[_Key, SkillSnapshot] = OrderedDict()
+        self._cache: OrderedDict[_Key, _Catalog] = OrderedDict()
         self._inflight: dict[_Key, _Shared] = {}
         # Guards the revision and the cache against an invalidation from another thread.
         self._lock = threading.Lock()
@@ -278,12 +283,11 @@ class SkillRegistry:
 
     async def list(self, options: SkillLookupOptions = _NO_OPTIONS) -> list[SkillSummary]:
         """Model-visible skills (``disable_model_invocation`` excluded), sorted by name."""
-        found = (await self._collect(options)).skills
-        return [summary_of(skill) for skill in found if not skill.disable_model_invocation]
+        return list((await self._collect(options)).visible)
 
     async def snapshot(self, options: SkillLookupOptions = _NO_OPTIONS) -> SkillSnapshot:
         """Every resolved skill, model-visible or not, and whether discovery was complete."""
-        return await self._collect(options)
+        return (await self._collect(options)).snapshot
 
     async def diagnose(self, options: SkillLookupOptions = _NO_OPTIONS) -> tuple[Diagnostic, ...]:
         """Each ``diagnose`` hook's records (or a ``provider-failed`` one), then the shadowed."""
@@ -302,7 +306,7 @@ class SkillRegistry:
         """The winning skill called ``name`` in full, or ``None``. Provider errors propagate."""
         if not is_skill_name(name):
             return None
-        found = (await self._collect(options)).skills
+        found = (await self._collect(options)).snapshot.skills
         winner = next((skill for skill in found if skill.name == name), None)
         return None if winner is None else await self.load(winner, options)
 
@@ -350,7 +354,7 @@ class SkillRegistry:
                 return found
         return None
 
-    async def _collect(self, options: SkillLookupOptions) -> SkillSnapshot:
+    async def _collect(self, options: SkillLookupOptions) -> _Catalog:
         key = _key(options, self._revision)
         if (cached := self._cache.get(key)) is not None:
             return cached
@@ -377,20 +381,20 @@ class SkillRegistry:
         if shared.task.done() and not shared.task.cancelled():
             shared.task.exception()
 
-    async def _discover(self, options: SkillLookupOptions) -> SkillSnapshot:
+    async def _discover(self, options: SkillLookupOptions) -> _Catalog:
         answers, revision = await self._run_pass(options)
         if revision != self._revision:
             # Perhaps a provider we heard is gone: listen again; if it moves again, do not cache.
             answers, revision = await self._run_pass(options)
         complete = revision == self._revision and not any(a.failed for a in answers)
-        snapshot = self._resolve(answers, complete)
+        catalog = self._resolve(answers, complete)
         if complete and all(answer.cacheable for answer in answers):
             with self._lock:
                 if revision == self._revision:  # else invalidated meanwhile: already stale
-                    self._cache[_key(options, revision)] = snapshot
+                    self._cache[_key(options, revision)] = catalog
                     while len(self._cache) > self._cache_bound:
                         self._cache.popitem(last=False)
-        return snapshot
+        return catalog
 
     async def _run_pass(self, options: SkillLookupOptions) -> tuple[Sequence[_Answer], int]:
         answers = [_Answer(registration) for registration in self._providers.values()]
@@ -434,7 +438,7 @@ class SkillRegistry:
                 return None, f"{what} raised {error!r}"
         return None, f"{what} took longer than {self._provider_timeout} s"
 
-    def _resolve(self, answers: Sequence[_Answer], complete: bool) -> SkillSnapshot:
+    def _resolve(self, answers: Sequence[_Answer], complete: bool) -> _Catalog:
         # (order, position) is unique: sorting never compares two skills. A skill of a provider
         # (or a runtime skill) removed during the pass is not live: it must not surface even in
         # an incomplete answer. Validated here, in the caller's task: a plain error, no group.
@@ -460,7 +464,9 @@ class SkillRegistry:
             winner = {"winner_provider": kept.provider, "winner_path": kept.path}
             _log.warning("skill_shadowed", skill=skill.name, **loser, **winner)
         skills = tuple(winners[name] for name in sorted(winners))
-        return SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
+        snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
+        visible = tuple(summary_of(skill) for skill in skills if not skill.disable_model_invocation)
+        return _Catalog(snapshot, visible)
 
 
 def _key(options: SkillLookupOptions, revision: int) -> _Key:
