@@ -279,12 +279,7 @@ class PromptTurn:
             )
             expand = arguments if self._kit.expand_arguments else None
             result = await self._kit.tool.invoke_for_user(
-                name,
-                cwd=self._cwd,
-                servers=self._options.servers,
-                snapshot=view.offered,
-                arguments=expand,
-                additional_directories=self._options.additional_directories,
+                name, self._options, snapshot=view.offered, arguments=expand
             )
             await self._send(wire.tool_call_finished(call_id, result))
             if content and result.text:
