@@ -36,7 +36,8 @@ from .quiet_log import get_logger
 from .registry import SkillRegistry
 from .search import MAX_QUERY_LENGTH, SkillIndex
 from .text import for_model, quote
-from .trust import SessionView, trust_error
+from .trust import SessionView
+from .trust_text import trust_error
 
 DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
 
