@@ -7,7 +7,7 @@ import fcntl
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 import anyio.to_thread
@@ -302,18 +302,6 @@ def view(
 def _covered(items: frozenset[ShownItem], admitted: frozenset[ShownItem] | None) -> bool:
     # Nothing to compare (a server skill listed without pairs) is never covered: fail closed.
     return bool(items) and admitted is not None and items <= admitted
-
-
-def lasting_sources(pending: Sequence[Withheld]) -> dict[str, TrustSource]:
-    """What a lasting answer about ``pending`` decides: a source per key, a server's with the
-    pairs of each of its skills the question named."""
-    sources: dict[str, TrustSource] = {}
-    for source in (withheld.source for withheld in pending):
-        known = sources.get(source.key)
-        if isinstance(source, ServerSource) and isinstance(known, ServerSource):
-            source = replace(known, items=known.items | source.items)
-        sources[source.key] = source
-    return sources
 
 
 async def session_view(

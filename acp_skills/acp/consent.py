@@ -111,16 +111,16 @@ class TrustGate:
         if choice == "allow_once":
             answers.admit(pending)
         elif choice.endswith("_always"):
-            for key, source in trust.lasting_sources(pending).items():
+            for withheld in pending:  # a server's pairs add up, skill by skill
                 decision: Decision = "trusted" if admitted else "refused"
                 try:
-                    await anyio.to_thread.run_sync(self.store.decide, source, decision)
-                    stored = stored.decided(source, decision)
+                    await anyio.to_thread.run_sync(self.store.decide, withheld.source, decision)
+                    stored = stored.decided(withheld.source, decision)
                 except (TrustFileError, OSError) as error:
                     # Not stored: a trust still holds for this session, for what it showed.
                     _log.warning("trust_not_stored", path=self.store.path, error=str(error))
                     if admitted:
-                        answers.admit([w for w in pending if w.source.key == key])
+                        answers.admit([withheld])
         _log.info("trust_answered", session_id=session_id, answer=choice, count=count)
         ended = tool_call_update(call_id, "completed" if admitted else "failed")
         await link.send(session_id, ended)
