@@ -38,7 +38,8 @@ from .quiet_log import get_logger
 from .registry import SkillRegistry
 from .search import MAX_QUERY_LENGTH, SkillIndex, SkillMatch
 from .text import cut, escape_attribute, for_model, normalize_description, quote
-from .trust import SessionView, trust_error
+from .trust import SessionView
+from .trust_text import trust_error
 
 DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
 MAX_RESOURCE_PATH_LENGTH = 4096

@@ -18,7 +18,8 @@ from ..diagnostics import Markdown
 from ..quiet_log import get_logger
 from ..record import HistoryEntry
 from ..tool import SkillTool, ToolResult
-from ..trust import SessionView, command_note, waiting_note, withheld_parts
+from ..trust import SessionView
+from ..trust_text import command_note, waiting_note, withheld_parts
 from . import commands, consent, sessions, wire
 from .calls import AgentToolRunner, ToolCall, call_runner, settle
 from .sessions import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY, LiveSession, SessionTable

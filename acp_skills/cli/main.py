@@ -32,15 +32,8 @@ from ..diagnostics import (
 )
 from ..model import rank_text
 from ..text import terminal_safe as clean
-from ..trust import (
-    ServedLocator,
-    SessionView,
-    TrustStore,
-    how_to_admit,
-    session_view,
-    why_withheld,
-    withheld_parts,
-)
+from ..trust import ServedLocator, SessionView, TrustStore, session_view
+from ..trust_text import how_to_admit, why_withheld, withheld_parts
 from . import settings
 from .output import BOLD, OK, PROBLEMS, PROG, USAGE, Outcome, Style, emit, status_of, table
 from .settings import Settings
