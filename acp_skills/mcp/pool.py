@@ -1,7 +1,5 @@
-"""One client session per MCP server configuration (contract §16): the agent's lent one, else a
-connection of the pool's own in a task of its own. Without the MCP SDK at import: a stdio server
-is spawned first, then `transport.py` (the SDK, some 0.4 s) loads in a worker thread while the
-server starts (docs/benchmarks.md, "A forwarded MCP server's first catalog")."""
+"""One client session per MCP server configuration (contract §16), without the MCP SDK at import:
+a stdio server is spawned before the SDK loads (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -48,11 +46,7 @@ async def spawn(server: McpServer) -> Process:
 
 
 async def load_sdk() -> ModuleType:
-    """`transport.py` and the MCP SDK, imported in a worker thread, off the event loop.
-
-    Raises:
-        Unavailable: an `mcp` found that does not import.
-    """
+    """`transport.py` and the MCP SDK, imported in a worker thread; `Unavailable` if not."""
     try:
         return await anyio.to_thread.run_sync(importlib.import_module, f"{__package__}.transport")
     except Exception as error:
@@ -101,6 +95,7 @@ class Pool:
             await found.aclose(at_once=at_once)
 
     async def aclose(self) -> None:
+        """End every connection of the pool's own and forget the lent sessions."""
         found, self._connections, self.lent = list(self._connections.values()), {}, {}
         await asyncio.gather(*(connection.aclose(at_once=False) for connection in found))
 
