@@ -7,7 +7,6 @@ import asyncio
 import importlib
 import os
 import signal
-import subprocess
 from contextlib import suppress
 from types import ModuleType
 from typing import TYPE_CHECKING, Final
@@ -33,14 +32,11 @@ class Unavailable(Exception):
 
 
 async def spawn(server: McpServer) -> Process:
-    """``server``'s command as a child in a process group of its own, over pipes."""
+    """``server``'s command in a process group of its own, over pipes (anyio's default)."""
     assert server.command is not None
     return await anyio.open_process(
         [server.command, *server.args],
         env={**os.environ, **dict(server.env)},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, ended whole
     )
 
@@ -138,10 +134,8 @@ class _Connection:
                             await process.aclose()
                     raise
                 # Made here, so that a factory that fails is a connection that failed.
-                if self._factory is not None:
-                    self.transport = self._factory(self.server)
-                else:
-                    self.transport = sdk.BoundedTransport(self.server, process)
+                factory = self._factory or (lambda server: sdk.BoundedTransport(server, process))
+                self.transport = factory(self.server)
                 if isinstance(self.transport, sdk.BoundedTransport):
                     self.transport.stop_within = self._timeout
                 async with sdk.discovered(self.transport) as session:  # it owns the process now

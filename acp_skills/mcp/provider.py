@@ -31,14 +31,7 @@ from ..quiet_log import get_logger
 from ..text import quote
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES
 from .config import McpServer
-from .listing import (
-    NOTHING,
-    SKILLS_EXTENSION,
-    TOO_LARGE,
-    ListedSkill,
-    Listing,
-    ManifestFile,
-)
+from .listing import NOTHING, SKILLS_EXTENSION, TOO_LARGE, ListedSkill, Listing, ManifestFile
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
 from .pool import Pool, Unavailable, leaf_reason, load_sdk
 
@@ -85,7 +78,7 @@ class McpSkillProvider:
         self._timeout = timeout
         self._max_resource_bytes = max_resource_bytes
         self._pool = Pool(timeout, transport)
-        self._listings: dict[McpServer, asyncio.Task[Listing]] = {}  # under way
+        self._listings: dict[McpServer, asyncio.Task[Listing]] = {}  # the last one started
         # (configuration, or a public answer's url; uri, "" for the listing) -> (until, answer)
         self._kept: dict[tuple[Hashable, str], tuple[float, Listing]] = {}
         self._confirmed: dict[McpServer, list[str]] = {}  # oldest first
@@ -202,14 +195,9 @@ class McpSkillProvider:
 
     def connect(self, server: object) -> None:
         """A session names ``server``: list it in the background now; a lookup meanwhile joins."""
-        if isinstance(server, McpServer) and server not in self._listings:
-            task = self._listings[server] = asyncio.ensure_future(self._list(server))
-
-            def done(_: object) -> None:
-                if self._listings.get(server) is task:
-                    del self._listings[server]
-
-            task.add_done_callback(done)
+        task = self._listings.get(server) if isinstance(server, McpServer) else None
+        if isinstance(server, McpServer) and (task is None or task.done()):
+            self._listings[server] = asyncio.ensure_future(self._list(server))
 
     async def share(self, server: McpServer, session: ClientSession) -> None:
         """Reach ``server`` over the agent's own handshaken ``session``, never closed here."""

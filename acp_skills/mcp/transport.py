@@ -104,12 +104,10 @@ class BoundedTransport:
             tail_read.set()
 
         async def write_stdin() -> None:
-            try:
+            with contextlib.suppress(*_CLOSED):  # it stopped reading: its exit is watched
                 async for message in from_session:
                     text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await stdin.send((text + "\n").encode())
-            except _CLOSED:  # it stopped reading: the session sees the end now, not never
-                await end()
 
         async def watch_exit() -> None:
             # A helper that inherited the server's stdout keeps it open after the server exits.
