@@ -7,7 +7,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal, NamedTuple
+from typing import Final, NamedTuple
 
 from ..errors import Problem
 from ..frontmatter import ParsedSkill, canonical_json, listed_fields, read_fields
@@ -50,12 +50,12 @@ class RejectedEntry(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """The entries of one answer, fresh for ``ttl_ms``; a ``"public"`` one is kept by url."""
+    """The entries of one answer, fresh for ``ttl_ms``; a ``public`` one is kept by url."""
 
     skills: tuple[ListedSkill, ...]
     rejected: tuple[RejectedEntry, ...]
     ttl_ms: int = 0
-    scope: Literal["public", "private"] = "private"
+    public: bool = False
 
 
 NOTHING: Final = Listing((), ())

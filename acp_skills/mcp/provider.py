@@ -343,7 +343,7 @@ class McpSkillProvider:
         # A private answer for the configuration that asked (its env or headers authorize it);
         # a public one of an HTTP server for its url (a stdio server is a process of its own).
         if listing.ttl_ms > 0:
-            owner = server.url if listing.scope == "public" and server.url is not None else server
+            owner = server.url if listing.public and server.url is not None else server
             self._kept[(owner, uri)] = (time.monotonic() + listing.ttl_ms / 1000, listing)
 
     def _forget(self, server: McpServer) -> None:

@@ -258,12 +258,11 @@ def _listing(
     # Kept as long and as widely as its strictest answer allows; a missing or malformed hint
     # is the strictest (0, private).
     ttls = [ttl if type(ttl := a.get("ttlMs")) is int and ttl > 0 else 0 for a in answers]
-    public = all(answer.get("cacheScope") == "public" for answer in answers)
     return Listing(
         tuple(entry for entry in entries if isinstance(entry, ListedSkill)),
         tuple(entry for entry in entries if isinstance(entry, RejectedEntry)),
         min(*ttls, MAX_TTL_MS),
-        "public" if public else "private",
+        all(answer.get("cacheScope") == "public" for answer in answers),
     )
 
 
