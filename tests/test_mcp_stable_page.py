@@ -2,7 +2,7 @@
 §14a, last point): a skill is loaded given only the uri of its ``SKILL.md`` (listed, or
 confirmed with ``skills/get``), by the ``skill`` tool and by ``acp-skills show``; each answer is
 kept for its ``ttlMs`` and shared only as its ``cacheScope`` allows; a skill of 512 files and
-16 MiB is accepted, and one beyond either limit is left out with the reason."""
+16 MiB is accepted."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from acp_skills.trust import TrustStore
 from tests.acp_peer import ScriptedModelAgent, connected
 from tests.mcp_http import SERVER, write_served_skill
 from tests.mcp_memory import InProcess, session_with
-from tests.mcp_scripted import scripted_server, served, skill_text, write_script
 
 pytestmark = pytest.mark.anyio
 
@@ -330,44 +329,6 @@ async def test_a_skill_of_512_files_and_16_mib_is_listed_and_loaded(tmp_path: Pa
             f'Error: cannot read "big.md" from skill "bulky": the file is {big} bytes, over the '
             "1048576-byte limit"
         )
-
-
-def _manifest(folder: str, sizes: Sequence[int]) -> dict[str, Any]:
-    # An entry whose files are listed but never read (digests are not checked at listing).
-    files = [f"skill://{folder}/SKILL.md"]
-    files += [f"skill://{folder}/f{index}.md" for index in range(1, len(sizes))]
-    fields = {"name": folder, "description": f"The {folder} skill."}
-    resources = [
-        {"uri": uri, "digest": "sha256:" + "0" * 64, "size": size}
-        for uri, size in zip(files, sizes, strict=True)
-    ]
-    return {"uri": files[0], "frontmatter": fields, "resources": resources}
-
-
-async def test_a_skill_beyond_either_limit_is_left_out_with_the_reason(tmp_path: Path) -> None:
-    """513 files, or one byte over 16 MiB: left out, each with a diagnostic saying which limit;
-    the server's other skills stay."""
-    fields = {"name": "fine", "description": "A fine skill."}
-    fine = served("fine", skill_text("name: fine\ndescription: A fine skill."), fields)
-    no_files: dict[str, str] = {}
-    many = (_manifest("many", [10] * 513), no_files)
-    heavy = (_manifest("heavy", [16 * MIB - 9, 10]), no_files)
-    server = scripted_server(write_script(tmp_path / "s.json", [fine, many, heavy]))
-    async with tool_for([server]) as (_, registry, mcp):
-        assert await names(registry, [server]) == ["fine"]
-        problems = await mcp.diagnose(SkillLookupOptions(servers=(server,)))
-    assert [(p.code, p.message) for p in problems] == [
-        (
-            "mcp-skill-invalid",
-            "MCP server 'team' lists skill 'skill://many/SKILL.md' that is skipped: its manifest "
-            "lists 513 files, over the 512 a skill may have",
-        ),
-        (
-            "mcp-skill-invalid",
-            "MCP server 'team' lists skill 'skill://heavy/SKILL.md' that is skipped: its files "
-            "come to 16777217 bytes, over the 16777216 bytes (16 MiB) a skill may hold",
-        ),
-    ]
 
 
 # -- the command line, against a real FastMCP process -------------------------------------------

@@ -1,5 +1,4 @@
-"""Skills from MCP servers (the MCP Skills extension, SEP-2640; contract §14). Needs the extra
-``acp-skills[mcp]``."""
+"""Skills from MCP servers (the MCP Skills extension; contract §14), extra ``acp-skills[mcp]``."""
 
 from .config import McpServer, parse_server_option
 from .provider import McpSkillProvider

@@ -30,12 +30,8 @@ class McpServer:
 
     @classmethod
     def from_acp(cls, entry: object) -> McpServer:
-        """An ``mcpServers`` entry (the ACP SDK's model, or the dict its lenient parsing may
-        leave), stdio or HTTP.
-
-        Raises:
-            ValueError: an entry no server can be made of (SSE, no name, ...), with the reason.
-        """
+        """An ``mcpServers`` entry (the ACP SDK's model, or a dict), stdio or HTTP; raises
+        ValueError with the reason for any other (SSE, no name, ...)."""
         raw = entry.model_dump() if isinstance(entry, BaseModel) else entry
         fields: Mapping[str, object] = raw if isinstance(raw, Mapping) else {}
         keys = ("name", "type", "command", "args", "url")
@@ -57,18 +53,14 @@ class McpServer:
     def identity(self) -> str:
         """What trust remembers: the label and the command line or url (never the secrets)."""
         where = self.url if self.url is not None else shlex.join((self.command or "", *self.args))
-        # A label holding "=" (or opening with a quote) is a JSON string: no other label and
-        # command read the same.
+        # A label holding "=" (or opening with a quote) is a JSON string: no two read the same.
         quoted = "=" in self.label or self.label.startswith('"')
         return f"{json.dumps(self.label, ensure_ascii=False) if quoted else self.label}={where}"
 
 
 def parse_server_option(text: str) -> McpServer:
-    """``LABEL=URL`` (streamable HTTP) or ``LABEL=COMMAND`` (stdio, split by shell rules).
-
-    Raises:
-        ValueError: anything else (an unclosed quote included), with the reason.
-    """
+    """``LABEL=URL`` (streamable HTTP) or ``LABEL=COMMAND`` (stdio, split by shell rules);
+    raises ValueError with the reason for anything else."""
     label, equals, rest = text.partition("=")
     label, rest = label.strip(), rest.strip()
     if not equals or not label or not rest:

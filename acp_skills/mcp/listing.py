@@ -1,6 +1,5 @@
-"""What a server's `skills/list` and `skills/get` entries mean, without the MCP SDK: each read
-by the local files' frontmatter reader into a `ListedSkill` or a `RejectedEntry`; `McpLocator`,
-what a served skill carries to its load and to trust."""
+"""A `skills/list` or `skills/get` entry read, without the MCP SDK, by the local files'
+frontmatter reader; `McpLocator`, what a served skill carries to its load and to trust."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal, NamedTuple
+from typing import Final, NamedTuple
 
 from ..errors import Problem
 from ..frontmatter import ParsedSkill, canonical_json, listed_fields, read_fields
@@ -17,9 +16,6 @@ from .config import McpServer
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
 MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024  # one answer, and one listing's pages together
 TOO_LARGE: Final = "it sent a response over 16 MiB"
-# The extension's stable page: what every host accepts of one skill, over its manifest.
-MAX_SKILL_FILES: Final = 512
-MAX_SKILL_BYTES: Final = 16 * 1024 * 1024
 _DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
 # Trust keeps a skill's listed frontmatter as its uri with this fragment, and the SKILL.md of a
 # dynamic skill with this digest, which no listed one looks like: a switch is a change.
@@ -54,12 +50,12 @@ class RejectedEntry(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """The entries of one answer, fresh for ``ttl_ms``; a ``"public"`` one is shared by url."""
+    """The entries of one answer, fresh for ``ttl_ms``; a ``public`` one is kept by url."""
 
     skills: tuple[ListedSkill, ...]
     rejected: tuple[RejectedEntry, ...]
     ttl_ms: int = 0
-    scope: Literal["public", "private"] = "private"
+    public: bool = False
 
 
 NOTHING: Final = Listing((), ())
@@ -90,13 +86,11 @@ class McpLocator:
 
     @property
     def dynamic(self) -> bool:
-        """Whether the skill's files, ``SKILL.md`` included, are served unverified."""
         return self.skill.files is None
 
 
 def read_entry(raw: object) -> ListedSkill | RejectedEntry:
-    """The skill a local file with the entry's frontmatter would make, with a verifiable
-    manifest, or why it is left out."""
+    """The skill a local file with the entry's frontmatter would make, or why it is left out."""
     uri = raw.get("uri") if isinstance(raw, Mapping) else None
     if not isinstance(raw, Mapping) or not isinstance(uri, str) or not uri:
         return RejectedEntry(None, "the entry has no uri")
@@ -135,9 +129,4 @@ def _manifest(resources: object) -> dict[str, ManifestFile] | str:
         if type(size) is not int or size < 0:
             return f"the size of {uri!r} is not a whole number of bytes"
         files[uri] = ManifestFile(digest, size)
-    if len(files) > MAX_SKILL_FILES:
-        return f"its manifest lists {len(files)} files, over the {MAX_SKILL_FILES} a skill may have"
-    if (total := sum(file.size for file in files.values())) > MAX_SKILL_BYTES:
-        over = f"over the {MAX_SKILL_BYTES} bytes (16 MiB) a skill may hold"
-        return f"its files come to {total} bytes, {over}"
     return files

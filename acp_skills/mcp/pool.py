@@ -1,7 +1,5 @@
-"""One client session per MCP server configuration (contract §16): the agent's lent one, else a
-connection of the pool's own in a task of its own. Without the MCP SDK at import: a stdio server
-is spawned first, then `transport.py` (the SDK, some 0.4 s) loads in a worker thread while the
-server starts (docs/benchmarks.md, "A forwarded MCP server's first catalog")."""
+"""One client session per MCP server configuration (contract §16), without the MCP SDK at import:
+a stdio server is spawned before the SDK loads (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +7,6 @@ import asyncio
 import importlib
 import os
 import signal
-import subprocess
 from contextlib import suppress
 from types import ModuleType
 from typing import TYPE_CHECKING, Final
@@ -35,24 +32,17 @@ class Unavailable(Exception):
 
 
 async def spawn(server: McpServer) -> Process:
-    """``server``'s command as a child in a process group of its own, over pipes."""
+    """``server``'s command in a process group of its own, over pipes (anyio's default)."""
     assert server.command is not None
     return await anyio.open_process(
         [server.command, *server.args],
         env={**os.environ, **dict(server.env)},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, ended whole
     )
 
 
 async def load_sdk() -> ModuleType:
-    """`transport.py` and the MCP SDK, imported in a worker thread, off the event loop.
-
-    Raises:
-        Unavailable: an `mcp` found that does not import.
-    """
+    """`transport.py` and the MCP SDK, imported in a worker thread; `Unavailable` if not."""
     try:
         return await anyio.to_thread.run_sync(importlib.import_module, f"{__package__}.transport")
     except Exception as error:
@@ -101,6 +91,7 @@ class Pool:
             await found.aclose(at_once=at_once)
 
     async def aclose(self) -> None:
+        """End every connection of the pool's own and forget the lent sessions."""
         found, self._connections, self.lent = list(self._connections.values()), {}, {}
         await asyncio.gather(*(connection.aclose(at_once=False) for connection in found))
 
@@ -143,10 +134,8 @@ class _Connection:
                             await process.aclose()
                     raise
                 # Made here, so that a factory that fails is a connection that failed.
-                if self._factory is not None:
-                    self.transport = self._factory(self.server)
-                else:
-                    self.transport = sdk.BoundedTransport(self.server, process)
+                factory = self._factory or (lambda server: sdk.BoundedTransport(server, process))
+                self.transport = factory(self.server)
                 if isinstance(self.transport, sdk.BoundedTransport):
                     self.transport.stop_within = self._timeout
                 async with sdk.discovered(self.transport) as session:  # it owns the process now

@@ -30,14 +30,7 @@ from ..quiet_log import get_logger
 from ..text import quote
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, cannot_read, unread_path
 from .config import McpServer
-from .listing import (
-    NOTHING,
-    SKILLS_EXTENSION,
-    TOO_LARGE,
-    ListedSkill,
-    Listing,
-    ManifestFile,
-)
+from .listing import NOTHING, SKILLS_EXTENSION, TOO_LARGE, ListedSkill, Listing, ManifestFile
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
 from .pool import Pool, Unavailable, leaf_reason, load_sdk
 
@@ -84,10 +77,10 @@ class McpSkillProvider:
         self._timeout = timeout
         self._max_resource_bytes = max_resource_bytes
         self._pool = Pool(timeout, transport)
-        self._listings: dict[McpServer, asyncio.Task[Listing]] = {}  # under way
+        self._listings: dict[McpServer, asyncio.Task[Listing]] = {}  # the last one started
         # (configuration, or a public answer's url; uri, "" for the listing) -> (until, answer)
         self._kept: dict[tuple[Hashable, str], tuple[float, Listing]] = {}
-        self._confirmed: dict[McpServer, tuple[str, ...]] = {}  # oldest first
+        self._confirmed: dict[McpServer, list[str]] = {}  # oldest first
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
         # Each answer keeps its own ttlMs; the registry asks again every time there are servers.
@@ -102,18 +95,15 @@ class McpSkillProvider:
             for uri in [uri for uri in self._confirmed.get(server, ()) if uri not in listed]:
                 # As its entry says now: one no longer served is forgotten, one unusable sits out.
                 with contextlib.suppress(Unavailable, Refusal):
-                    if (entry := await self._entry(server, uri)) is not None:
-                        skills.append(entry)
+                    if (entry := await self._entry(server, uri)) is None:
+                        self._confirmed[server].remove(uri)
                     else:
-                        self._confirmed[server] = tuple(
-                            u for u in self._confirmed[server] if u != uri
-                        )
+                        skills.append(entry)
             found.extend(self._candidate(server, skill) for skill in skills)
         return found
 
     async def find_uri(self, uri: str, options: SkillLookupOptions) -> SkillCandidate | None:
-        """The skill at ``uri``: listed, else confirmed by `skills/get` (and listed from then
-        on); ``None`` when no server serves it."""
+        """The skill at ``uri``: listed, else confirmed by `skills/get` (then listed too)."""
         if not (servers := self._servers_of(options)):
             return None
         if not uri.endswith("/" + SKILL_FILE_NAME):
@@ -133,7 +123,7 @@ class McpSkillProvider:
                 unasked.append(f'MCP server "{server.label}" could not be asked: {why}')
                 continue
             if entry is not None:
-                confirmed = (*(u for u in self._confirmed.get(server, ()) if u != uri), uri)
+                confirmed = [u for u in self._confirmed.get(server, ()) if u != uri] + [uri]
                 self._confirmed[server] = confirmed[-MAX_CONFIRMED:]
                 return self._candidate(server, entry)
         if unasked:
@@ -203,16 +193,10 @@ class McpSkillProvider:
             await load_sdk()
 
     def connect(self, server: object) -> None:
-        """A session names ``server``: connect and list it in the background now; a lookup that
-        comes meanwhile joins that listing."""
-        if isinstance(server, McpServer) and server not in self._listings:
-            task = self._listings[server] = asyncio.ensure_future(self._list(server))
-
-            def done(_: object) -> None:
-                if self._listings.get(server) is task:
-                    del self._listings[server]
-
-            task.add_done_callback(done)
+        """A session names ``server``: list it in the background now; a lookup meanwhile joins."""
+        task = self._listings.get(server) if isinstance(server, McpServer) else None
+        if isinstance(server, McpServer) and (task is None or task.done()):
+            self._listings[server] = asyncio.ensure_future(self._list(server))
 
     async def share(self, server: McpServer, session: ClientSession) -> None:
         """Reach ``server`` over the agent's own handshaken ``session``, never closed here."""
@@ -322,8 +306,8 @@ class McpSkillProvider:
         *,
         skip: bool = True,
     ) -> _T | None:
-        # The handshake and `request` under the deadline; None: no skills extension. A failure
-        # raises `Unavailable` and, with `skip`, leaves the server alone a while.
+        # `request` under the deadline; None: no skills extension. A failure raises `Unavailable`
+        # and, with `skip`, leaves the server alone a while.
         state = self._state(server)
         if state.failed_at is not None and time.monotonic() - state.failed_at < RETRY_AFTER:
             raise Unavailable(state.failure or "it failed a moment ago")
@@ -350,23 +334,21 @@ class McpSkillProvider:
     def _fresh(self, server: McpServer, uri: str) -> Listing | None:
         # Every stale answer goes at each lookup, of whichever server: none outlives its ttlMs.
         now = time.monotonic()
-        for key in [key for key, (until, _) in self._kept.items() if until <= now]:
-            del self._kept[key]
-        for owner in (server, server.url):
-            if (kept := self._kept.get((owner, uri))) is not None:
-                return kept[1]
-        return None
+        self._kept = {key: kept for key, kept in self._kept.items() if kept[0] > now}
+        kept = self._kept.get((server, uri)) or self._kept.get((server.url, uri))
+        return kept[1] if kept is not None else None
 
     def _keep(self, server: McpServer, uri: str, listing: Listing) -> None:
         # A private answer for the configuration that asked (its env or headers authorize it);
         # a public one of an HTTP server for its url (a stdio server is a process of its own).
         if listing.ttl_ms > 0:
-            owner = server.url if listing.scope == "public" and server.url is not None else server
+            owner = server.url if listing.public and server.url is not None else server
             self._kept[(owner, uri)] = (time.monotonic() + listing.ttl_ms / 1000, listing)
 
     def _forget(self, server: McpServer) -> None:
-        for key in [key for key in self._kept if key[0] in (server, server.url)]:
-            del self._kept[key]
+        self._kept = {
+            key: kept for key, kept in self._kept.items() if key[0] not in (server, server.url)
+        }
 
     def _candidate(self, server: McpServer, skill: ListedSkill) -> SkillCandidate:
         # allowed-tools is ignored: a server never widens what the agent may do.

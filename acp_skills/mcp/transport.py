@@ -1,9 +1,5 @@
 """How an MCP server is reached, bounded (contract §14a), and the extension's requests: the one
-module of the package that imports the MCP SDK (and httpx), loaded by `pool.load_sdk`.
-
-A stdio server runs in a process group of its own, ended whole (even after it exited), with the
-tail of its stderr in the reason it stopped; a url is reached over streamable HTTP; no answer
-over 16 MiB is held, over either."""
+module that imports the MCP SDK, loaded by `pool.load_sdk`."""
 
 from __future__ import annotations
 
@@ -57,7 +53,7 @@ class BoundedTransport:
     def __init__(self, server: McpServer, process: Process | None = None) -> None:
         self.server, self._process = server, process
         self.ended: str | None = None
-        self.stop_within = 10.0  # how long a stdio server's stop may take
+        self.stop_within = 10.0
         self._opened = self._stdio() if server.command is not None else self._http()
 
     async def __aenter__(self) -> Any:
@@ -79,7 +75,7 @@ class BoundedTransport:
         tail, tail_read, grace = bytearray(), anyio.Event(), self.stop_within
 
         async def end(reason: str | None = None) -> None:
-            # The messages stop: say why (the first reason found), then end their stream.
+            # The first reason found is why the messages stopped; by default, how it exited.
             if self.ended is None and reason is None:
                 with anyio.move_on_after(_REAP):
                     await _exited(process)
@@ -108,12 +104,10 @@ class BoundedTransport:
             tail_read.set()
 
         async def write_stdin() -> None:
-            try:
+            with contextlib.suppress(*_CLOSED):  # it stopped reading: its exit is watched
                 async for message in from_session:
                     text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await stdin.send((text + "\n").encode())
-            except _CLOSED:  # it stopped reading: the session sees the end now, not never
-                await end()
 
         async def watch_exit() -> None:
             # A helper that inherited the server's stdout keeps it open after the server exits.
@@ -133,8 +127,8 @@ class BoundedTransport:
                     group.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                # Input closed, part of the grace to leave, then SIGTERM and SIGKILL to the
-                # whole group (helpers included), even when the server itself has gone.
+                # Input closed, then SIGTERM and SIGKILL to the whole group (helpers included),
+                # even when the server itself has gone; each step within half the grace.
                 with contextlib.suppress(*_CLOSED):
                     await stdin.aclose()
                 with anyio.move_on_after(min(_EXIT_GRACE, grace / 2)):
@@ -213,12 +207,8 @@ class _Answer(BaseModel):
 
 
 async def list_skills(session: ClientSession) -> Listing:
-    """Every page of `skills/list`; a server that pages on and on meets the deadline.
-
-    Raises:
-        Unavailable: the pages' entries together (counted here: a lent session's transport
-            counts nothing) are over `MAX_RESPONSE_BYTES`.
-    """
+    """Every page of `skills/list`, their entries capped together (a lent session's transport
+    counts nothing); a server that pages on and on meets the deadline."""
     pages: list[dict[str, Any]] = []
     entries: list[ListedSkill | RejectedEntry] = []
     size, params = 0, dict[str, Any]()
@@ -236,8 +226,7 @@ async def list_skills(session: ClientSession) -> Listing:
 
 
 async def get_skill(session: ClientSession, uri: str) -> Listing | None:
-    """`skills/get` of ``uri``; ``None`` when the server serves no skill there. An entry for
-    another uri is no answer for this."""
+    """`skills/get` of ``uri``; ``None`` when the server serves no skill there."""
     try:
         answer = await _request(session, "skills/get", {"uri": uri})
     except MCPError as error:
@@ -269,12 +258,11 @@ def _listing(
     # Kept as long and as widely as its strictest answer allows; a missing or malformed hint
     # is the strictest (0, private).
     ttls = [ttl if type(ttl := a.get("ttlMs")) is int and ttl > 0 else 0 for a in answers]
-    public = all(answer.get("cacheScope") == "public" for answer in answers)
     return Listing(
         tuple(entry for entry in entries if isinstance(entry, ListedSkill)),
         tuple(entry for entry in entries if isinstance(entry, RejectedEntry)),
         min(*ttls, MAX_TTL_MS),
-        "public" if public else "private",
+        all(answer.get("cacheScope") == "public" for answer in answers),
     )
 
 
@@ -282,7 +270,7 @@ def _message(line: bytes) -> SessionMessage | Exception:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as error:
-        return error  # the session reports it; the connection goes on
+        return error  # the session reports it and goes on
 
 
 def _exit_reason(status: int | None, stderr: bytes) -> str:
@@ -292,14 +280,11 @@ def _exit_reason(status: int | None, stderr: bytes) -> str:
         said = f"the server was ended by signal {-status}"
     else:
         said = f"the server exited with status {status}"
-    # Its stderr's last whole lines, as written (each report cleans what it shows), on one
-    # line of at most STDERR_TAIL_BYTES.
-    lines = stderr.decode("utf-8", "replace").splitlines()
-    if len(stderr) >= STDERR_TAIL_BYTES and len(lines) > 1:
-        del lines[0]  # a piece of a line
-    last = " | ".join(line.strip() for line in lines if line.strip()).encode()
-    if len(last) > STDERR_TAIL_BYTES:
-        last = last[-STDERR_TAIL_BYTES:].split(b" | ", 1)[-1]
+    # Its stderr's last whole lines as written (each report cleans what it shows), on one line.
+    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()]
+    last = " | ".join(line for line in lines if line).encode()
+    if len(stderr) >= STDERR_TAIL_BYTES or len(last) > STDERR_TAIL_BYTES:
+        last = last[-STDERR_TAIL_BYTES:].split(b" | ", 1)[-1]  # a piece of a line goes
     return f"{said}; its stderr ends: {last.decode('utf-8', 'ignore')}" if last else said
 
 
