@@ -1,6 +1,5 @@
-"""``acp-skills``: the skills an agent finds, as the demo agent finds them, and why: the parser,
-`main`, and ``list``, ``show``, ``catalog`` and ``doctor``, what a session at ``--cwd`` sees,
-built as the agent builds it."""
+"""``acp-skills``: the parser, `main`, and ``list``, ``show``, ``catalog`` and ``doctor``: what a
+session at ``--cwd`` sees, built as the demo agent builds it."""
 
 from __future__ import annotations
 
@@ -50,7 +49,7 @@ from .validate import validate
 
 @dataclass(frozen=True, slots=True)
 class Look:
-    """What every command that looks from a session at ``--cwd`` builds, as the agent does."""
+    """What every command that looks from ``--cwd`` builds, as the agent does."""
 
     settings: Settings
     provider: LocalSkillProvider
@@ -69,8 +68,7 @@ class Look:
         return cls(given, provider, registry, SkillLookupOptions(cwd=args.cwd), mcp)
 
     async def view(self) -> tuple[SessionView, CatalogFit]:
-        """What the session is offered under ``--trust`` and the stored decisions, and the
-        catalog the demo agent would freeze for it, with the same settings."""
+        """What the session is offered, and the catalog the demo agent would freeze for it."""
         given = self.settings
         view = await session_view(self.registry, self.options, given.trust, TrustStore())
         fit = fit_catalog(
@@ -83,8 +81,7 @@ class Look:
         return view, fit
 
     async def warnings(self, *, skipped_files: bool = True) -> list[str]:
-        """``warning:`` lines: a missing ``--skills-dir``, how many files were skipped, and each
-        problem of an MCP server."""
+        """A missing ``--skills-dir``, how many files were skipped, each MCP server's problem."""
         problems = (await self.provider.discover(self.options)).diagnostics
         missing = [d for d in problems if d.code == "root-missing"]
         found = [f"warning: {clean(d.path or '')}: {clean(d.message)}" for d in missing]
@@ -117,10 +114,8 @@ def location(skill: SkillCandidate) -> dict[str, Any]:
     return {"source": skill.source, "path": skill.path}
 
 
-def skill_json(
-    skill: SkillCandidate, winner: SkillCandidate | None, view: SessionView
-) -> dict[str, Any]:
-    """One skill as `list --json` and `doctor --json` give it (``winner``: what shadows it)."""
+def skill_json(skill: SkillCandidate, view: SessionView) -> dict[str, Any]:
+    """One skill as `list --json` and `doctor --json` give it."""
     served = {"uri": uri} if (uri := served_uri(skill)) is not None else {}
     return {
         "name": skill.name,
@@ -132,7 +127,6 @@ def skill_json(
         **served,
         "modelInvocable": not skill.disable_model_invocation,
         "userInvocable": skill.user_invocable,
-        "shadowedBy": location(winner) if winner is not None else None,
         "trust": view.state(skill),
     }
 
@@ -140,15 +134,9 @@ def skill_json(
 async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
     view, _ = await seen.view()
-    # Each skill that stands, then (with --all) each it shadows, with what shadows it.
-    entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
-    for skill in view.found.skills:
-        entries.append((skill, None))
-        lost = [s for s in view.found.shadowed if args.all and s.skill.name == skill.name]
-        entries += [(s.skill, s.winner) for s in lost]
-    listed = [skill_json(skill, winner, view) for skill, winner in entries]
+    listed = [skill_json(skill, view) for skill in view.found.skills]
     outcome = Outcome({"skills": listed}, warnings=await seen.warnings())
-    if not entries:
+    if not listed:
         outcome.text.append(f"No skills found for {clean(args.cwd)}.")
         outcome.remarks.append(f"`{PROG} doctor` shows where skills were looked for.")
         return outcome
@@ -156,33 +144,20 @@ async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
     marks = {"pending": "  (waiting for trust)", "refused": "  (trust refused)"}
     for said in listed:
         path = said["path"] or said.get("uri") or f"({said['provider']})"
-        if (winner := said["shadowedBy"]) is not None:
-            path += f"  (shadowed by {winner['source']} {winner['path'] or ''})"
         yes_no = ["yes" if said[key] else "no" for key in ("modelInvocable", "userInvocable")]
         cells = [said["name"], said["source"], rank_text(said["rank"]), *yes_no]
         rows.append([*map(clean, cells), clean(path) + marks.get(said["trust"], "")])
-    shadowed = {row for row, said in enumerate(listed, 1) if said["shadowedBy"] is not None}
-    outcome.text.extend(table(rows, {2}, style, shadowed))
-    if not args.all and view.found.shadowed:
+    outcome.text.extend(table(rows, {2}, style, ()))
+    if view.found.shadowed:
         hidden = plural(len(view.found.shadowed), "shadowed skill")
-        outcome.remarks.append(f"{hidden} not shown (--all shows them).")
+        outcome.remarks.append(f"{hidden} not shown (`{PROG} doctor` shows them).")
     return outcome
 
 
 async def show(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
-    tool = SkillTool(seen.registry)
-    if args.invoke is not None:
-        # What `/NAME ARGS` alone puts into the turn: the typed text, then the skill, its
-        # placeholders filled as the agent fills them (only with --compat claude).
-        fill = args.invoke.strip() if "claude" in seen.settings.compat else None
-        result = await tool.invoke_for_user(args.name, cwd=args.cwd, arguments=fill)
-        typed = f"/{args.name} {args.invoke}".rstrip()
-        text = result.text if result.is_error else f"{typed}\n\n{result.text}"
-    else:
-        arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
-        result = await tool.call(arguments, cwd=args.cwd)
-        text = result.text
+    arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
+    result = await SkillTool(seen.registry).call(arguments, cwd=args.cwd)
     warnings = await seen.warnings()
     # After the call: a uri its server confirmed is among the server's skills from then on,
     # and a skill named by its uri is told about by its name.
@@ -191,8 +166,9 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
     if (held := view.withheld.get(name)) is not None:
         said = f"{why_withheld(name, held)}: a session does not offer it."
         warnings.append(f"warning: {said} {how_to_admit([held])}")
-    payload = {"name": args.name, "text": text, "isError": result.is_error}
-    return Outcome(payload, [text], PROBLEMS if result.is_error else OK, warnings=warnings)
+    payload = {"name": args.name, "text": result.text, "isError": result.is_error}
+    status = PROBLEMS if result.is_error else OK
+    return Outcome(payload, [result.text], status, warnings=warnings)
 
 
 def _withheld(view: SessionView, style: Style) -> list[tuple[str, list[str]]]:
@@ -238,7 +214,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         "unknownPinned": list(fit.unknown_pinned),
         "unknownHidden": list(fit.unknown_hidden),
         "problems": [diagnostic_json(d) for d in problems],
-        "skills": [skill_json(skill, None, view) for skill in view.found.skills],
+        "skills": [skill_json(skill, view) for skill in view.found.skills],
     }
     servers = seen.mcp.states(seen.options) if seen.mcp is not None else ()
     if seen.mcp is not None:  # only with --mcp-server: the shape is kept otherwise
@@ -310,13 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(run=run)
         return sub
 
-    listing = command("list", list_skills, "the skills resolved for --cwd", roots)
-    listing.add_argument("--all", action="store_true", help="also the shadowed skills")
+    command("list", list_skills, "the skills resolved for --cwd", roots)
     showing = command("show", show, "exactly what the skill tool returns for NAME", roots)
     showing.add_argument("name", metavar="NAME", help="a skill's name, or a server's skill:// uri")
-    shown = showing.add_mutually_exclusive_group()
-    shown.add_argument("--path", metavar="REL", help="a file of the skill, as the tool's `path`")
-    shown.add_argument("--invoke", metavar="ARGS", help="what `/NAME ARGS` puts into the turn")
+    showing.add_argument("--path", metavar="REL", help="a file of the skill, as the tool's `path`")
     command("catalog", catalog, "exactly the catalog message the model receives", roots, fitted)
     check = command("validate", validate, "check skills, skill files or skills directories", roots)
     check.add_argument(

@@ -22,20 +22,6 @@ from ..local import LocalSkillProvider
 from ..model import is_skill_name
 from ..trust import TRUST_MODES, TrustMode, default_trust_file
 
-__all__ = [
-    "EXAMPLE_SKILLS",
-    "SettingError",
-    "Settings",
-    "add_arguments",
-    "env",
-    "expand_path",
-    "extra_install_hint",
-    "from_env",
-    "positive_float",
-    "positive_int",
-    "resolve",
-]
-
 EXAMPLE_SKILLS: Final = Path(__file__).resolve().parent / "example_skills"
 
 _T = TypeVar("_T")
@@ -192,31 +178,21 @@ class Settings:
             servers=self.mcp_servers, timeout=self.mcp_timeout, transport=transport
         )
 
-    def unusable_state_dir(self) -> tuple[str, str] | None:
-        """Why session records cannot be kept and the command that fixes it, or ``None``;
-        ``sessions`` is made, then a probe file proves it writable, as permission bits alone do
-        not tell (root, read-only mounts)."""
+    def unusable_state_dir(self) -> str | None:
+        """Why session records cannot be kept, or ``None``; a probe file proves ``sessions``
+        writable, as permission bits alone do not tell (root, read-only mounts)."""
         sessions = self.state_dir / "sessions"
-        doing = "create"
         try:
-            for directory in (self.state_dir, sessions):
-                if directory.exists() and not directory.is_dir():
-                    move = shlex.join(["mv", str(directory), f"{directory}.old"])
-                    return f"{directory} is not a directory", f"move it aside: run `{move}`"
             sessions.mkdir(parents=True, exist_ok=True)
-            doing = "write in"
             tempfile.TemporaryFile(dir=sessions).close()
         except OSError as error:
-            chmod = shlex.join(["chmod", "u+rw", str(sessions)])
-            fix = f"run `{chmod}` (or give it to your user with chown)"
-            return f"cannot {doing} {sessions}: {error.strerror or error}", fix
+            return f"cannot write in {sessions}: {error.strerror or error}"
         return None
 
 
 @dataclass(frozen=True, slots=True)
 class _Row:
-    """One setting: field, flags and metavar, variable, reader (``None``: a switch) and what
-    separates a list's values."""
+    """One setting: field, flags and metavar, variable, reader (``None``: a switch), separator."""
 
     name: str
     flags: str
