@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import structlog
@@ -58,8 +58,9 @@ class Look:
     mcp: Any  # the `McpSkillProvider` of --mcp-server (made by `main`), or None
 
     @classmethod
-    def at(cls, args: argparse.Namespace, mcp: Any) -> Look:
+    def at(cls, args: argparse.Namespace) -> Look:
         given: Settings = args.settings
+        mcp = given.mcp_provider() if given.mcp_servers else None
         # One look, so nothing to watch.
         provider = given.provider(watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home)
         registry = SkillRegistry()
@@ -200,11 +201,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     problems = (*discovery.diagnostics, *served, *map(shadow_diagnostic, shadowed))
     roots = discovery.roots
     payload: dict[str, Any] = {
-        "roots": [
-            {"path": r.root.path, "source": r.root.source, "rank": r.root.rank}
-            | {"exists": r.exists, "skills": r.skills}
-            for r in roots
-        ],
+        "roots": [asdict(r.root) | {"exists": r.exists, "skills": r.skills} for r in roots],
         "skipped": [diagnostic_json(d) for d in skipped(problems)],
         "shadowed": [
             {"name": s.skill.name, "winner": location(s.winner), "loser": location(s.skill)}
@@ -292,9 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     showing.add_argument("--path", metavar="REL", help="a file of the skill, as the tool's `path`")
     command("catalog", catalog, "exactly the catalog message the model receives", roots, fitted)
     check = command("validate", validate, "check skills, skill files or skills directories", roots)
-    check.add_argument(
-        "--strict", action="store_true", help="also the Agent Skills specification's rules"
-    )
+    check.add_argument("--strict", action="store_true", help="also the specification's rules")
     check.add_argument(
         "paths",
         nargs="*",
@@ -304,9 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     command("doctor", doctor, "every root, skipped file and shadowed skill", roots, fitted)
     decide = command("trust", trust, "trust, refuse or forget a project's or a server's skills")
-    decide.add_argument(
-        "path", nargs="?", metavar="PATH", help="a path in the project, or a server's mcp:KEY"
-    )
+    decide.add_argument("path", nargs="?", metavar="PATH", help="a project's path or mcp:KEY")
     what = decide.add_mutually_exclusive_group()
     what.add_argument("--refuse", action="store_true", help="never offer its skills")
     what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
@@ -331,9 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except settings.SettingError as error:
         print(f"{PROG}: {error}", file=sys.stderr)  # one line, no usage block
         return USAGE
-    # The one set-up of every command that looks from --cwd.
-    mcp = args.settings.mcp_provider() if args.settings.mcp_servers else None
-    args.look = Look.at(args, mcp) if hasattr(args, "cwd") else None
+    args.look = Look.at(args) if hasattr(args, "cwd") else None  # the one set-up
     # The commands report what the library would log; unconfigured structlog would print it to
     # stdout, into the output. Not cached: main() may run more than once in one process.
     structlog.configure(

@@ -258,13 +258,8 @@ def add_arguments(parser: argparse.ArgumentParser, *groups: str) -> None:
 
 
 def resolve(args: argparse.Namespace, *, agent: bool = False) -> Settings:
-    """Every setting from its flag, else its variable, else its default; ``agent`` refuses a
-    relative skills or state directory.
-
-    Raises:
-        SettingError: a variable its flag would refuse, a relative path the agent refuses, an
-            unusable ``--mcp-server`` or a relative ``ACP_SKILLS_TRUST_FILE``.
-    """
+    """Every setting from its flag, else its variable, else its default (`SettingError` if
+    unusable); ``agent`` refuses a relative skills or state directory."""
     values: dict[str, Any] = {}
     for row in (row for rows in _GROUPS.values() for row in rows):
         if hasattr(args, row.name):
