@@ -148,7 +148,7 @@ async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
         yes_no = ["yes" if said[key] else "no" for key in ("modelInvocable", "userInvocable")]
         cells = [said["name"], said["source"], rank_text(said["rank"]), *yes_no]
         rows.append([*map(clean, cells), clean(path) + marks.get(said["trust"], "")])
-    outcome.text.extend(table(rows, {2}, style, ()))
+    outcome.text.extend(table(rows, {2}, style))
     if view.found.shadowed:
         hidden = plural(len(view.found.shadowed), "shadowed skill")
         outcome.remarks.append(f"{hidden} not shown (`{PROG} doctor` shows them).")
@@ -220,8 +220,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     for r in roots:
         count, state = (str(r.skills), "") if r.exists else ("-", "  (missing)")
         rows.append([rank_text(r.root.rank), r.root.source, count, clean(r.root.path) + state])
-    missing = {row for row, r in enumerate(roots, 1) if not r.exists}
-    parts = [("Roots (in precedence order: the first wins)", table(rows, {0, 2}, style, missing))]
+    parts = [("Roots (in precedence order: the first wins)", table(rows, {0, 2}, style))]
     if problems:
         found = [diagnostic_line(d, style) for d in by_severity(problems)]
         parts.append((f"Problems ({len(problems)})", found))
