@@ -153,7 +153,6 @@ class Settings:
     # The Agent Skills specification's maximum (the library's own default is 500).
     catalog_max_length: int = 1024
     trust: TrustMode = "ask"
-    trust_file: str = ""
     mcp_servers: tuple[Any, ...] = ()  # `acp_skills.mcp.McpServer`s
     mcp_timeout: float = 10.0
     state_dir: Path = field(default_factory=_default_state_dir)
@@ -173,10 +172,8 @@ class Settings:
 
     def mcp_provider(self, transport: Any = None) -> Any:
         """An `McpSkillProvider` for the ``--mcp-server`` servers (and the sessions' own)."""
-        mcp = _load_mcp()
-        return mcp.McpSkillProvider(
-            servers=self.mcp_servers, timeout=self.mcp_timeout, transport=transport
-        )
+        servers, timeout = self.mcp_servers, self.mcp_timeout
+        return _load_mcp().McpSkillProvider(servers=servers, timeout=timeout, transport=transport)
 
     def unusable_state_dir(self) -> str | None:
         """Why session records cannot be kept, or ``None``; a probe file proves ``sessions``
@@ -287,7 +284,7 @@ def resolve(args: argparse.Namespace, *, agent: bool = False) -> Settings:
         except ValueError as error:
             raise SettingError(f"--mcp-server: {error}") from None
     try:
-        values["trust_file"] = default_trust_file()
+        default_trust_file()  # a relative ACP_SKILLS_TRUST_FILE is refused before anything runs
     except ValueError as error:
         raise SettingError(str(error)) from None
     return Settings(**values)
