@@ -51,22 +51,21 @@ def _default_state_dir() -> Path:
     return Path(base) / "acp-skills-demo"
 
 
-def positive_int(text: str) -> int:
-    return _positive(text, int, "a whole number", "at least 1")
+def _positive(convert: Callable[[str], _N], kind: str, bound: str) -> Callable[[str], _N]:
+    def read(text: str) -> _N:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {kind}: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be {bound}: {text!r}")
+        return value
+
+    return read
 
 
-def positive_float(text: str) -> float:
-    return _positive(text, float, "a number", "more than 0")
-
-
-def _positive(text: str, convert: Callable[[str], _N], kind: str, bound: str) -> _N:
-    try:
-        value = convert(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not {kind}: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be {bound}: {text!r}")
-    return value
+positive_int: Final = _positive(int, "a whole number", "at least 1")
+positive_float: Final = _positive(float, "a number", "more than 0")
 
 
 def _budget(text: str) -> int | None:
@@ -264,10 +263,8 @@ def resolve(args: argparse.Namespace, *, agent: bool = False) -> Settings:
         elif row.variable is None or row.read is None or (text := env(row.variable)) is None:
             continue
         else:
-            texts = (
-                [item for item in re.split(row.many, text) if item.strip()] if row.many else [text]
-            )
-            read = [_read(row.variable, row.read, item) for item in texts]
+            texts = re.split(row.many, text) if row.many else [text]
+            read = [_read(row.variable, row.read, item) for item in texts if item.strip()]
             named, value = row.variable, read if row.many else read[0]
         why = _RELATIVE.get(row.name) if agent else None
         for path in (value if row.many is not None else [value]) if why else ():
