@@ -25,7 +25,6 @@ from ..diagnostics import (
     plural,
     server_json,
     server_line,
-    shadow_diagnostic,
     skipped,
     tally,
 )
@@ -193,13 +192,11 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
 
 async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
-    discovery = await seen.provider.discover(seen.options)
+    roots = (await seen.provider.discover(seen.options)).roots
     view, fit = await seen.view()
     shadowed = view.found.shadowed
-    # A skipped MCP server and a listed skill left out are problems like a skipped file.
-    served = await seen.mcp.diagnose(seen.options) if seen.mcp is not None else ()
-    problems = (*discovery.diagnostics, *served, *map(shadow_diagnostic, shadowed))
-    roots = discovery.roots
+    # Each provider's problems (a skipped file or MCP server alike), then the shadowed skills.
+    problems = await seen.registry.diagnose(seen.options)
     payload: dict[str, Any] = {
         "roots": [asdict(r.root) | {"exists": r.exists, "skills": r.skills} for r in roots],
         "skipped": [diagnostic_json(d) for d in skipped(problems)],
@@ -230,7 +227,6 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}"]
     for title, body in parts:
         lines += ["", style(title, BOLD), *("  " + line for line in body)]
-    # What `catalog` says of the same fit, in the same words.
     heading, _, rest = describe_catalog_fit(fit).partition(":")
     lines += ["", f"{style(heading, BOLD)}:{rest}", f"{style('Result', BOLD)}: {tally(problems)}"]
     unknown = unknown_name_warnings(fit)

@@ -110,8 +110,7 @@ async def _file(fs: LocalFileSystem, path: str, expected_name: str, strict: bool
 
 
 async def _root(fs: LocalFileSystem, path: str, strict: bool) -> _Found:
-    # Scanned exactly as the local provider scans a skills directory; the rank and source of a
-    # custom directory show nowhere.
+    # Scanned exactly as the local provider scans a skills directory (its rank shows nowhere).
     provider = LocalSkillProvider(fs=fs, watch=False)
     discovery = await provider.scan([SkillRoot(path=path, source="custom", rank=300)])
     found = list(discovery.diagnostics)
