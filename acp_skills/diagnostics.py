@@ -131,12 +131,10 @@ def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:
     return diagnostic(problem, loser.path, skill=loser.name)
 
 
-def provider_failed(provider: str, error: BaseException | str) -> Diagnostic:
+def provider_failed(provider: str, reason: str) -> Diagnostic:
     """A provider could not say what is wrong with its skills (its ``diagnose`` failed)."""
-    detail = error if isinstance(error, str) else repr(error)
-    return diagnostic(
-        Problem("provider-failed", f"skill provider {provider!r} failed: {detail}"), None
-    )
+    said = f"skill provider {provider!r} failed: {reason}"
+    return diagnostic(Problem("provider-failed", said), None)
 
 
 def mcp_server_unavailable(server: str, reason: str) -> Diagnostic:

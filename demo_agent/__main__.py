@@ -399,8 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Checked before serving: an editor shows a failed start, not a session that silently
     # saves nothing. One line, no traceback, the usage-error status.
     if (unusable := args.settings.unusable_state_dir()) is not None:
-        why, fix = unusable
-        print(f"acp-skills-demo: unusable state directory: {why}; {fix}", file=sys.stderr)
+        print(f"acp-skills-demo: unusable state directory: {unusable}", file=sys.stderr)
         return 2
     if _stdin_is_terminal():
         print(TERMINAL_HINT, file=sys.stderr, flush=True)

@@ -78,12 +78,12 @@ def test_list_shows_the_resolved_skills_aligned_in_columns(corpus: Corpus) -> No
     # Aligned: every path starts in the same column.
     assert len({line.index("/") for line in rows}) == 1
     assert rows[7].endswith(str(corpus.project_skills / "renamed-dir" / "SKILL.md"))
-    assert "1 shadowed skill not shown (--all shows them)." in result.stderr
+    assert "1 shadowed skill not shown (`acp-skills doctor` shows them)." in result.stderr
     assert "\x1b[" not in result.stdout
 
 
-def test_list_json_has_the_stable_shape_and_all_adds_the_shadowed(corpus: Corpus) -> None:
-    """``--json``: one object per skill with exactly the documented keys; --all adds losers."""
+def test_list_json_has_the_stable_shape(corpus: Corpus) -> None:
+    """``--json``: one object per skill with exactly the documented keys."""
     listed, status = run_json("list", *corpus.roots())
     assert status == 0
     skills = listed["skills"]
@@ -98,7 +98,6 @@ def test_list_json_has_the_stable_shape_and_all_adds_the_shadowed(corpus: Corpus
             "path",
             "modelInvocable",
             "userInvocable",
-            "shadowedBy",
             "trust",
         )
     }
@@ -112,33 +111,10 @@ def test_list_json_has_the_stable_shape_and_all_adds_the_shadowed(corpus: Corpus
         "path": str(corpus.project_skills / "deploy" / "SKILL.md"),
         "modelInvocable": True,
         "userInvocable": True,
-        "shadowedBy": None,
         "trust": "trusted",
     }
     assert by_name["hidden-helper"]["modelInvocable"] is False
     assert by_name["model-only"]["userInvocable"] is False
-
-    everything, _ = run_json("list", "--all", *corpus.roots())
-    deploys = [skill for skill in everything["skills"] if skill["name"] == "deploy"]
-    assert [d["source"] for d in deploys] == ["project-agents", "user-agents"]
-    assert deploys[1]["shadowedBy"] == {
-        "source": "project-agents",
-        "path": str(corpus.project_skills / "deploy" / "SKILL.md"),
-    }
-    assert len(everything["skills"]) == len(skills) + 1
-
-
-def test_list_text_with_all_marks_the_shadowed_skill(corpus: Corpus) -> None:
-    """--all shows the user's deploy right after the project's, with what shadows it."""
-    rows = run("list", "--all", *corpus.roots()).stdout.splitlines()
-    [winner_at] = [
-        i for i, row in enumerate(rows) if row.split()[:2] == ["deploy", "project-agents"]
-    ]
-    loser = rows[winner_at + 1]
-    assert loser.split()[:2] == ["deploy", "user-agents"]
-    assert loser.endswith(
-        f"(shadowed by project-agents {corpus.project_skills / 'deploy' / 'SKILL.md'})"
-    )
 
 
 def test_list_honours_acp_skills_dirs_like_the_agent(corpus: Corpus) -> None:
@@ -464,7 +440,7 @@ def test_both_entry_points_run_the_command_line(corpus: Corpus) -> None:
     """The installed ``acp-skills`` script and ``python -m acp_skills`` are this `main`: the same
     output and exit status as a run in this process."""
     assert SCRIPT.exists(), "the acp-skills console script is installed with the project"
-    args = ("list", "--all", *corpus.roots())
+    args = ("list", *corpus.roots())
     expected = run(*args)
     for command in ENTRY_POINTS.values():
         started = subprocess.run(

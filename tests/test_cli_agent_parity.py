@@ -147,41 +147,6 @@ async def test_reports_say_how_many_descriptions_were_cut_and_where(sandbox: San
     assert (sources["code-review"], sources["team-notes"]) == ("examples", "custom")
 
 
-@pytest.mark.sdk
-@pytest.mark.anyio
-async def test_show_invoke_previews_what_the_slash_command_puts_into_the_turn(
-    sandbox: Sandbox,
-) -> None:
-    """`show NAME --invoke ARGS` prints the user message `/NAME ARGS` makes, even for a skill
-    only a person may invoke, with Claude Code's placeholders filled as the agent fills them."""
-    body = "# Ship\n\nShip $ARGUMENTS: first $0, then $1; keep $2 as written.\n"
-    sandbox.write_skill("ship", "Ship a build.", body, disableModelInvocation=True)
-    args = ["--skills-dir", str(sandbox.skills_dir), "--compat", "claude"]
-    state = ["--state-dir", str(sandbox.state_dir)]
-    with anyio.fail_after(TEST_SECONDS):
-        async with demo_agent_peer(*state, *args, env=sandbox.env()) as agent:
-            created = await agent.conn.new_session(cwd=str(sandbox.project), mcp_servers=[])
-            prompt = text_prompt('/ship "eu west" canary')
-            await agent.conn.prompt(session_id=created.session_id, prompt=prompt)
-    [typed, *_] = sandbox.history(created.session_id)
-    preview = cli(
-        sandbox,
-        "show",
-        "ship",
-        "--invoke",
-        '"eu west" canary',
-        "--cwd",
-        str(sandbox.project),
-        *args,
-    )
-    assert preview.returncode == 0, preview.stderr
-    assert preview.stdout == typed["content"] + "\n"
-    assert "first eu west, then canary; keep $2 as written." in preview.stdout
-    refused = cli(sandbox, "show", "ship", "--cwd", str(sandbox.project), *args)
-    assert refused.returncode == 1  # the model may not load it, so the tool refuses
-    assert "not available for model invocation" in refused.stdout
-
-
 def test_list_and_show_say_when_files_were_skipped(sandbox: Sandbox) -> None:
     """One stderr line pointing to `doctor`, from `list` and `show` alike."""
     broken = sandbox.skills_dir / "broken" / "SKILL.md"

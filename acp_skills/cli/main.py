@@ -1,6 +1,5 @@
-"""``acp-skills``: the skills an agent finds, as the demo agent finds them, and why: the parser,
-`main`, and ``list``, ``show``, ``catalog`` and ``doctor``, what a session at ``--cwd`` sees,
-built as the agent builds it."""
+"""``acp-skills``: the parser, `main`, and ``list``, ``show``, ``catalog`` and ``doctor``: what a
+session at ``--cwd`` sees, built as the demo agent builds it."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import structlog
@@ -26,7 +25,6 @@ from ..diagnostics import (
     plural,
     server_json,
     server_line,
-    shadow_diagnostic,
     skipped,
     tally,
 )
@@ -43,7 +41,7 @@ from .validate import validate
 
 @dataclass(frozen=True, slots=True)
 class Look:
-    """What every command that looks from a session at ``--cwd`` builds, as the agent does."""
+    """What every command that looks from ``--cwd`` builds, as the agent does."""
 
     settings: Settings
     provider: LocalSkillProvider
@@ -52,8 +50,9 @@ class Look:
     mcp: Any  # the `McpSkillProvider` of --mcp-server (made by `main`), or None
 
     @classmethod
-    def at(cls, args: argparse.Namespace, mcp: Any) -> Look:
+    def at(cls, args: argparse.Namespace) -> Look:
         given: Settings = args.settings
+        mcp = given.mcp_provider() if given.mcp_servers else None
         # One look, so nothing to watch.
         provider = given.provider(watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home)
         registry = SkillRegistry()
@@ -62,8 +61,7 @@ class Look:
         return cls(given, provider, registry, SkillLookupOptions(cwd=args.cwd), mcp)
 
     async def view(self) -> tuple[SessionView, CatalogFit]:
-        """What the session is offered under ``--trust`` and the stored decisions, and the
-        catalog the demo agent would freeze for it, with the same settings."""
+        """What the session is offered, and the catalog the demo agent would freeze for it."""
         given = self.settings
         view = await session_view(self.registry, self.options, given.trust, TrustStore())
         fit = fit_catalog(
@@ -76,8 +74,7 @@ class Look:
         return view, fit
 
     async def warnings(self, *, skipped_files: bool = True) -> list[str]:
-        """``warning:`` lines: a missing ``--skills-dir``, how many files were skipped, and each
-        problem of an MCP server."""
+        """A missing ``--skills-dir``, how many files were skipped, each MCP server's problem."""
         problems = (await self.provider.discover(self.options)).diagnostics
         missing = [d for d in problems if d.code == "root-missing"]
         found = [f"warning: {clean(d.path or '')}: {clean(d.message)}" for d in missing]
@@ -110,10 +107,8 @@ def location(skill: SkillCandidate) -> dict[str, Any]:
     return {"source": skill.source, "path": skill.path}
 
 
-def skill_json(
-    skill: SkillCandidate, winner: SkillCandidate | None, view: SessionView
-) -> dict[str, Any]:
-    """One skill as `list --json` and `doctor --json` give it (``winner``: what shadows it)."""
+def skill_json(skill: SkillCandidate, view: SessionView) -> dict[str, Any]:
+    """One skill as `list --json` and `doctor --json` give it."""
     served = {"uri": uri} if (uri := served_uri(skill)) is not None else {}
     return {
         "name": skill.name,
@@ -125,7 +120,6 @@ def skill_json(
         **served,
         "modelInvocable": not skill.disable_model_invocation,
         "userInvocable": skill.user_invocable,
-        "shadowedBy": location(winner) if winner is not None else None,
         "trust": view.state(skill),
     }
 
@@ -133,15 +127,9 @@ def skill_json(
 async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
     view, _ = await seen.view()
-    # Each skill that stands, then (with --all) each it shadows, with what shadows it.
-    entries: list[tuple[SkillCandidate, SkillCandidate | None]] = []
-    for skill in view.found.skills:
-        entries.append((skill, None))
-        lost = [s for s in view.found.shadowed if args.all and s.skill.name == skill.name]
-        entries += [(s.skill, s.winner) for s in lost]
-    listed = [skill_json(skill, winner, view) for skill, winner in entries]
+    listed = [skill_json(skill, view) for skill in view.found.skills]
     outcome = Outcome({"skills": listed}, warnings=await seen.warnings())
-    if not entries:
+    if not listed:
         outcome.text.append(f"No skills found for {clean(args.cwd)}.")
         outcome.remarks.append(f"`{PROG} doctor` shows where skills were looked for.")
         return outcome
@@ -149,33 +137,20 @@ async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
     marks = {"pending": "  (waiting for trust)", "refused": "  (trust refused)"}
     for said in listed:
         path = said["path"] or said.get("uri") or f"({said['provider']})"
-        if (winner := said["shadowedBy"]) is not None:
-            path += f"  (shadowed by {winner['source']} {winner['path'] or ''})"
         yes_no = ["yes" if said[key] else "no" for key in ("modelInvocable", "userInvocable")]
         cells = [said["name"], said["source"], rank_text(said["rank"]), *yes_no]
         rows.append([*map(clean, cells), clean(path) + marks.get(said["trust"], "")])
-    shadowed = {row for row, said in enumerate(listed, 1) if said["shadowedBy"] is not None}
-    outcome.text.extend(table(rows, {2}, style, shadowed))
-    if not args.all and view.found.shadowed:
+    outcome.text.extend(table(rows, {2}, style))
+    if view.found.shadowed:
         hidden = plural(len(view.found.shadowed), "shadowed skill")
-        outcome.remarks.append(f"{hidden} not shown (--all shows them).")
+        outcome.remarks.append(f"{hidden} not shown (`{PROG} doctor` shows them).")
     return outcome
 
 
 async def show(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
-    tool = SkillTool(seen.registry)
-    if args.invoke is not None:
-        # What `/NAME ARGS` alone puts into the turn: the typed text, then the skill, its
-        # placeholders filled as the agent fills them (only with --compat claude).
-        fill = args.invoke.strip() if "claude" in seen.settings.compat else None
-        result = await tool.invoke_for_user(args.name, seen.options, arguments=fill)
-        typed = f"/{args.name} {args.invoke}".rstrip()
-        text = result.text if result.is_error else f"{typed}\n\n{result.text}"
-    else:
-        arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
-        result = await tool.call(arguments, cwd=args.cwd)
-        text = result.text
+    arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
+    result = await SkillTool(seen.registry).call(arguments, cwd=args.cwd)
     warnings = await seen.warnings()
     # After the call: a uri its server confirmed is among the server's skills from then on,
     # and a skill named by its uri is told about by its name.
@@ -184,8 +159,9 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
     if (held := view.withheld.get(name)) is not None:
         said = f"{why_withheld(name, held)}: a session does not offer it."
         warnings.append(f"warning: {said} {how_to_admit([held])}")
-    payload = {"name": args.name, "text": text, "isError": result.is_error}
-    return Outcome(payload, [text], PROBLEMS if result.is_error else OK, warnings=warnings)
+    payload = {"name": args.name, "text": result.text, "isError": result.is_error}
+    status = PROBLEMS if result.is_error else OK
+    return Outcome(payload, [result.text], status, warnings=warnings)
 
 
 def _withheld(view: SessionView, style: Style) -> list[tuple[str, list[str]]]:
@@ -209,19 +185,13 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
 
 async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
-    discovery = await seen.provider.discover(seen.options)
+    roots = (await seen.provider.discover(seen.options)).roots
     view, fit = await seen.view()
     shadowed = view.found.shadowed
-    # A skipped MCP server and a listed skill left out are problems like a skipped file.
-    served = await seen.mcp.diagnose(seen.options) if seen.mcp is not None else ()
-    problems = (*discovery.diagnostics, *served, *map(shadow_diagnostic, shadowed))
-    roots = discovery.roots
+    # Each provider's problems (a skipped file or MCP server alike), then the shadowed skills.
+    problems = await seen.registry.diagnose(seen.options)
     payload: dict[str, Any] = {
-        "roots": [
-            {"path": r.root.path, "source": r.root.source, "rank": r.root.rank}
-            | {"exists": r.exists, "skills": r.skills}
-            for r in roots
-        ],
+        "roots": [asdict(r.root) | {"exists": r.exists, "skills": r.skills} for r in roots],
         "skipped": [diagnostic_json(d) for d in skipped(problems)],
         "shadowed": [
             {"name": s.skill.name, "winner": location(s.winner), "loser": location(s.skill)}
@@ -231,7 +201,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         "unknownPinned": list(fit.unknown_pinned),
         "unknownHidden": list(fit.unknown_hidden),
         "problems": [diagnostic_json(d) for d in problems],
-        "skills": [skill_json(skill, None, view) for skill in view.found.skills],
+        "skills": [skill_json(skill, view) for skill in view.found.skills],
     }
     servers = seen.mcp.states(seen.options) if seen.mcp is not None else ()
     if seen.mcp is not None:  # only with --mcp-server: the shape is kept otherwise
@@ -240,8 +210,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     for r in roots:
         count, state = (str(r.skills), "") if r.exists else ("-", "  (missing)")
         rows.append([rank_text(r.root.rank), r.root.source, count, clean(r.root.path) + state])
-    missing = {row for row, r in enumerate(roots, 1) if not r.exists}
-    parts = [("Roots (in precedence order: the first wins)", table(rows, {0, 2}, style, missing))]
+    parts = [("Roots (in precedence order: the first wins)", table(rows, {0, 2}, style))]
     if problems:
         found = [diagnostic_line(d, style) for d in by_severity(problems)]
         parts.append((f"Problems ({len(problems)})", found))
@@ -251,7 +220,6 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}"]
     for title, body in parts:
         lines += ["", style(title, BOLD), *("  " + line for line in body)]
-    # What `catalog` says of the same fit, in the same words.
     heading, _, rest = describe_catalog_fit(fit).partition(":")
     lines += ["", f"{style(heading, BOLD)}:{rest}", f"{style('Result', BOLD)}: {tally(problems)}"]
     unknown = unknown_name_warnings(fit)
@@ -303,18 +271,13 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(run=run)
         return sub
 
-    listing = command("list", list_skills, "the skills resolved for --cwd", roots)
-    listing.add_argument("--all", action="store_true", help="also the shadowed skills")
+    command("list", list_skills, "the skills resolved for --cwd", roots)
     showing = command("show", show, "exactly what the skill tool returns for NAME", roots)
     showing.add_argument("name", metavar="NAME", help="a skill's name, or a server's skill:// uri")
-    shown = showing.add_mutually_exclusive_group()
-    shown.add_argument("--path", metavar="REL", help="a file of the skill, as the tool's `path`")
-    shown.add_argument("--invoke", metavar="ARGS", help="what `/NAME ARGS` puts into the turn")
+    showing.add_argument("--path", metavar="REL", help="a file of the skill, as the tool's `path`")
     command("catalog", catalog, "exactly the catalog message the model receives", roots, fitted)
     check = command("validate", validate, "check skills, skill files or skills directories", roots)
-    check.add_argument(
-        "--strict", action="store_true", help="also the Agent Skills specification's rules"
-    )
+    check.add_argument("--strict", action="store_true", help="also the specification's rules")
     check.add_argument(
         "paths",
         nargs="*",
@@ -324,9 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     command("doctor", doctor, "every root, skipped file and shadowed skill", roots, fitted)
     decide = command("trust", trust, "trust, refuse or forget a project's or a server's skills")
-    decide.add_argument(
-        "path", nargs="?", metavar="PATH", help="a path in the project, or a server's mcp:KEY"
-    )
+    decide.add_argument("path", nargs="?", metavar="PATH", help="a project's path or mcp:KEY")
     what = decide.add_mutually_exclusive_group()
     what.add_argument("--refuse", action="store_true", help="never offer its skills")
     what.add_argument("--forget", action="store_true", help="drop the decision: ask again")
@@ -351,9 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except settings.SettingError as error:
         print(f"{PROG}: {error}", file=sys.stderr)  # one line, no usage block
         return USAGE
-    # The one set-up of every command that looks from --cwd.
-    mcp = args.settings.mcp_provider() if args.settings.mcp_servers else None
-    args.look = Look.at(args, mcp) if hasattr(args, "cwd") else None
+    args.look = Look.at(args) if hasattr(args, "cwd") else None  # the one set-up
     # The commands report what the library would log; unconfigured structlog would print it to
     # stdout, into the output. Not cached: main() may run more than once in one process.
     structlog.configure(

@@ -63,10 +63,8 @@ class Outcome:
         return cls({"error": message}, [message], status)
 
 
-def table(
-    rows: Sequence[Sequence[str]], right: Collection[int], style: Style, dimmed: Collection[int]
-) -> list[str]:
-    """Aligned columns, the heading bold and rows ``dimmed`` dim (painted after padding)."""
+def table(rows: Sequence[Sequence[str]], right: Collection[int], style: Style) -> list[str]:
+    """Aligned columns (``right`` ones to the right), the heading bold (painted after padding)."""
     widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
     lines = []
     for index, row in enumerate(rows):
@@ -75,7 +73,7 @@ def table(
             for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ]
         cells[-1] = row[-1]
-        codes = (BOLD,) if index == 0 else (DIM,) if index in dimmed else ()
+        codes = (BOLD,) if index == 0 else ()
         lines.append("  ".join(style(cell, *codes) for cell in cells).rstrip())
     return lines
 

@@ -22,20 +22,6 @@ from ..local import LocalSkillProvider
 from ..model import is_skill_name
 from ..trust import TRUST_MODES, TrustMode, default_trust_file
 
-__all__ = [
-    "EXAMPLE_SKILLS",
-    "SettingError",
-    "Settings",
-    "add_arguments",
-    "env",
-    "expand_path",
-    "extra_install_hint",
-    "from_env",
-    "positive_float",
-    "positive_int",
-    "resolve",
-]
-
 EXAMPLE_SKILLS: Final = Path(__file__).resolve().parent / "example_skills"
 
 _T = TypeVar("_T")
@@ -65,22 +51,21 @@ def _default_state_dir() -> Path:
     return Path(base) / "acp-skills-demo"
 
 
-def positive_int(text: str) -> int:
-    return _positive(text, int, "a whole number", "at least 1")
+def _positive(convert: Callable[[str], _N], kind: str, bound: str) -> Callable[[str], _N]:
+    def read(text: str) -> _N:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {kind}: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be {bound}: {text!r}")
+        return value
+
+    return read
 
 
-def positive_float(text: str) -> float:
-    return _positive(text, float, "a number", "more than 0")
-
-
-def _positive(text: str, convert: Callable[[str], _N], kind: str, bound: str) -> _N:
-    try:
-        value = convert(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not {kind}: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be {bound}: {text!r}")
-    return value
+positive_int: Final = _positive(int, "a whole number", "at least 1")
+positive_float: Final = _positive(float, "a number", "more than 0")
 
 
 def _budget(text: str) -> int | None:
@@ -167,7 +152,6 @@ class Settings:
     # The Agent Skills specification's maximum (the library's own default is 500).
     catalog_max_length: int = 1024
     trust: TrustMode = "ask"
-    trust_file: str = ""
     mcp_servers: tuple[Any, ...] = ()  # `acp_skills.mcp.McpServer`s
     mcp_timeout: float = 10.0
     state_dir: Path = field(default_factory=_default_state_dir)
@@ -187,36 +171,24 @@ class Settings:
 
     def mcp_provider(self, transport: Any = None) -> Any:
         """An `McpSkillProvider` for the ``--mcp-server`` servers (and the sessions' own)."""
-        mcp = _load_mcp()
-        return mcp.McpSkillProvider(
-            servers=self.mcp_servers, timeout=self.mcp_timeout, transport=transport
-        )
+        servers, timeout = self.mcp_servers, self.mcp_timeout
+        return _load_mcp().McpSkillProvider(servers=servers, timeout=timeout, transport=transport)
 
-    def unusable_state_dir(self) -> tuple[str, str] | None:
-        """Why session records cannot be kept and the command that fixes it, or ``None``;
-        ``sessions`` is made, then a probe file proves it writable, as permission bits alone do
-        not tell (root, read-only mounts)."""
+    def unusable_state_dir(self) -> str | None:
+        """Why session records cannot be kept, or ``None``; a probe file proves ``sessions``
+        writable, as permission bits alone do not tell (root, read-only mounts)."""
         sessions = self.state_dir / "sessions"
-        doing = "create"
         try:
-            for directory in (self.state_dir, sessions):
-                if directory.exists() and not directory.is_dir():
-                    move = shlex.join(["mv", str(directory), f"{directory}.old"])
-                    return f"{directory} is not a directory", f"move it aside: run `{move}`"
             sessions.mkdir(parents=True, exist_ok=True)
-            doing = "write in"
             tempfile.TemporaryFile(dir=sessions).close()
         except OSError as error:
-            chmod = shlex.join(["chmod", "u+rw", str(sessions)])
-            fix = f"run `{chmod}` (or give it to your user with chown)"
-            return f"cannot {doing} {sessions}: {error.strerror or error}", fix
+            return f"cannot write in {sessions}: {error.strerror or error}"
         return None
 
 
 @dataclass(frozen=True, slots=True)
 class _Row:
-    """One setting: field, flags and metavar, variable, reader (``None``: a switch) and what
-    separates a list's values."""
+    """One setting: field, flags and metavar, variable, reader (``None``: a switch), separator."""
 
     name: str
     flags: str
@@ -282,13 +254,8 @@ def add_arguments(parser: argparse.ArgumentParser, *groups: str) -> None:
 
 
 def resolve(args: argparse.Namespace, *, agent: bool = False) -> Settings:
-    """Every setting from its flag, else its variable, else its default; ``agent`` refuses a
-    relative skills or state directory.
-
-    Raises:
-        SettingError: a variable its flag would refuse, a relative path the agent refuses, an
-            unusable ``--mcp-server`` or a relative ``ACP_SKILLS_TRUST_FILE``.
-    """
+    """Every setting from its flag, else its variable, else its default (`SettingError` if
+    unusable); ``agent`` refuses a relative skills or state directory."""
     values: dict[str, Any] = {}
     for row in (row for rows in _GROUPS.values() for row in rows):
         if hasattr(args, row.name):
@@ -296,10 +263,8 @@ def resolve(args: argparse.Namespace, *, agent: bool = False) -> Settings:
         elif row.variable is None or row.read is None or (text := env(row.variable)) is None:
             continue
         else:
-            texts = (
-                [item for item in re.split(row.many, text) if item.strip()] if row.many else [text]
-            )
-            read = [_read(row.variable, row.read, item) for item in texts]
+            texts = re.split(row.many, text) if row.many else [text]
+            read = [_read(row.variable, row.read, item) for item in texts if item.strip()]
             named, value = row.variable, read if row.many else read[0]
         why = _RELATIVE.get(row.name) if agent else None
         for path in (value if row.many is not None else [value]) if why else ():
@@ -316,7 +281,7 @@ def resolve(args: argparse.Namespace, *, agent: bool = False) -> Settings:
         except ValueError as error:
             raise SettingError(f"--mcp-server: {error}") from None
     try:
-        values["trust_file"] = default_trust_file()
+        default_trust_file()  # a relative ACP_SKILLS_TRUST_FILE is refused before anything runs
     except ValueError as error:
         raise SettingError(str(error)) from None
     return Settings(**values)

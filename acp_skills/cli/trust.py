@@ -22,8 +22,7 @@ from .output import BOLD, PROBLEMS, Outcome, Style
 
 
 async def trust(args: argparse.Namespace, style: Style) -> Outcome:
-    """Trust, ``--refuse`` or ``--forget`` PATH's project or a server's ``mcp:`` key, or
-    ``--list`` every decision."""
+    """Trust, ``--refuse`` or ``--forget`` PATH's project or a server's key; or ``--list``."""
     # A few small local files, each read bounded: nothing here is worth a thread.
     store = TrustStore()
     decision: Decision | None = None if args.forget else ("refused" if args.refuse else "trusted")
@@ -58,20 +57,20 @@ async def trust(args: argparse.Namespace, style: Style) -> Outcome:
 
 def _listed(store: TrustStore, style: Style) -> Outcome:
     stored = store.read()
-    projects: list[dict[str, object]] = []
-    servers: list[dict[str, object]] = []
+    listed: dict[str, list[dict[str, object]]] = {"projects": [], "servers": []}
     lines = []
     # Projects first, whatever their keys sort like.
     for key in sorted(stored.decisions, key=lambda key: (key.startswith(SERVER_KEY_PREFIX), key)):
-        decision = stored.decisions[key]
+        decision, shown = stored.decisions[key], key
         if not key.startswith(SERVER_KEY_PREFIX):
-            projects.append({"path": key, "decision": decision})
-            lines.append(f"{style(decision, BOLD)}  {terminal_safe(key)}")
-            continue
-        resources = len(stored.served.get(key, ()))
-        servers.append({"server": key, "decision": decision, "resources": resources})
-        count = f" ({resources} resources)" if decision == "trusted" else ""
-        # Quoted as --forget and --refuse take it.
-        lines.append(f"{style(decision, BOLD)}  {terminal_safe(shlex.quote(key))}{count}")
-    listed = {"projects": projects} | ({"servers": servers} if servers else {})
+            listed["projects"].append({"path": key, "decision": decision})
+        else:
+            resources = len(stored.served.get(key, ()))
+            listed["servers"].append({"server": key, "decision": decision, "resources": resources})
+            # Quoted as --forget and --refuse take it.
+            count = f" ({resources} resources)" if decision == "trusted" else ""
+            shown = shlex.quote(key) + count
+        lines.append(f"{style(decision, BOLD)}  {terminal_safe(shown)}")
+    if not listed["servers"]:
+        del listed["servers"]
     return Outcome(listed, lines, remarks=[] if lines else [f"no decisions stored in {store.path}"])

@@ -36,32 +36,27 @@ def strict_diagnostics(path: str, parsed: ParsedSkill) -> list[Diagnostic]:
     flat skill, which this runtime reads, only a note)."""
     name, fields = parsed.name, parsed.fields
     found: dict[str, str] = {}  # by code: each rule is broken once at most
-
-    def over(code: str, what: str, value: str, limit: int) -> None:
-        if len(value) > limit:
+    compatibility = fields.get("compatibility", "-")
+    for code, what, value, limit in (
+        ("name-too-long", "name", name, 64),
+        ("description-too-long", "description", parsed.description, 1024),
+        ("compatibility-invalid", "'compatibility'", compatibility, 500),
+    ):
+        if isinstance(value, str) and len(value) > limit:
             found[code] = f"{what} is {len(value)} characters, over the specification's {limit}"
-
-    over("name-too-long", "name", name, 64)
-    over("description-too-long", "description", parsed.description, 1024)
-    if "compatibility" in fields:
-        if not isinstance(value := fields["compatibility"], str):
-            found["compatibility-invalid"] = "'compatibility' must be a string"
-        elif not value.strip():
-            found["compatibility-invalid"] = "'compatibility' is empty (leave it out instead)"
-        else:
-            over("compatibility-invalid", "'compatibility'", value, 500)
+    if not isinstance(compatibility, str) or not compatibility.strip():
+        found["compatibility-invalid"] = "'compatibility' must be a non-empty string"
     metadata = fields.get("metadata")
     # A metadata that is no mapping (or has non-string keys) is already a `field-ignored`.
     if isinstance(metadata, Mapping) and all(isinstance(key, str) for key in metadata):
-        offending = [repr(key) for key, value in metadata.items() if not isinstance(value, str)]
+        offending = [repr(k) for k, value in metadata.items() if not isinstance(value, str)]
         if offending:
-            message = "metadata values must be strings (quote them); not a string: "
-            found["metadata-invalid"] = message + ", ".join(offending)
+            said = "metadata values must be strings (quote them); not a string: "
+            found["metadata-invalid"] = said + ", ".join(offending)
     tools = fields.get("allowed-tools", "")
     # The frontmatter reader turns YAML sequences into tuples.
-    if not isinstance(tools, str | tuple | list) or not all(isinstance(t, str) for t in tools):
-        message = "'allowed-tools' must be a space-separated string or a list of strings"
-        found["allowed-tools-invalid"] = message
+    if not isinstance(tools, str | tuple) or not all(isinstance(t, str) for t in tools):
+        found["allowed-tools-invalid"] = "'allowed-tools' must be a string or a list of strings"
     if os.path.basename(path) != SKILL_FILE_NAME:
         found["flat-skill"] = (
             "a single-file skill: the Agent Skills specification knows only a directory "
@@ -115,8 +110,7 @@ async def _file(fs: LocalFileSystem, path: str, expected_name: str, strict: bool
 
 
 async def _root(fs: LocalFileSystem, path: str, strict: bool) -> _Found:
-    # Scanned exactly as the local provider scans a skills directory; the rank and source of a
-    # custom directory show nowhere.
+    # Scanned exactly as the local provider scans a skills directory (its rank shows nowhere).
     provider = LocalSkillProvider(fs=fs, watch=False)
     discovery = await provider.scan([SkillRoot(path=path, source="custom", rank=300)])
     found = list(discovery.diagnostics)
