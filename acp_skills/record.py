@@ -1,15 +1,15 @@
-"""The durable record of a session (contract §8, §11, §15): its entries, storage's text choke
-point (each keeps a checked, well-formed plain JSON copy); `SessionStore`, the one seam of where
-records live and what ``session/list`` shows of them; and `InMemorySessionStore`."""
+"""A session's durable record: its entries (checked, well-formed JSON copies), the
+`SessionStore` seam with what ``session/list`` shows of it, and `InMemorySessionStore`."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, get_args, runtime_checkable
 
@@ -29,8 +29,8 @@ TITLE_LENGTH: Final = 80
 
 
 def _json_object(value: object, where: str) -> dict[str, Any]:
-    # A deep copy in plain dicts and lists, its text well-formed: json.dumps refuses what JSON
-    # cannot carry, and the caller's later changes never reach the copy.
+    # Through JSON text: what JSON cannot carry is refused, and the caller's later changes never
+    # reach the copy.
     if not isinstance(value, Mapping):
         raise TypeError(f"{where} must be a JSON object (a mapping), got {type(value).__name__}")
     if nests_deeper_than(value := dict(value), MAX_JSON_DEPTH):
@@ -90,8 +90,7 @@ class HistoryEntry:
 
     def plain_message(self) -> dict[str, Any]:
         """A fresh, mutable deep copy of ``message``."""
-        copied: dict[str, Any] = json.loads(json.dumps(self.message))
-        return copied
+        return copy.deepcopy(dict(self.message))
 
     def to_json(self) -> dict[str, Any]:
         """The record line's fields, sharing the entry's own dicts: not to change."""
@@ -103,31 +102,21 @@ RecordEntry: TypeAlias = HeaderEntry | HistoryEntry
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionDescription:
-    """What the session layer tells a store of an instance, at its first recorded prompt."""
+    """One session as ``session/list`` shows it; a listing sets ``updated_at``, its record's
+    last change in ISO 8601 (UTC, to the millisecond)."""
 
     session_id: str
     cwd: str
     additional_directories: tuple[str, ...] = ()
     title: str | None = None  # `session_title` of the record's first prompt
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionSummary(SessionDescription):
-    """One session as ``session/list`` shows it (``updated_at``: its record's last change)."""
-
-    updated_at: datetime
-
-    @property
-    def updated_at_text(self) -> str:
-        """``updated_at`` in ISO 8601 (RFC 3339), UTC, to the millisecond."""
-        return self.updated_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    updated_at: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class SessionPage:
     """One page of a listing, and the cursor of the next (``None``: this was the last)."""
 
-    sessions: tuple[SessionSummary, ...]
+    sessions: tuple[SessionDescription, ...]
     next_cursor: str | None = None
 
 
@@ -155,21 +144,13 @@ class SessionStore(Protocol):
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
-        """One page, newest first; ``cwd`` keeps the sessions whose cwd has its real path.
-        Raises `InvalidCursor`."""
+        """One page, newest first, of the sessions (whose cwd has ``cwd``'s real path, if
+        given); `InvalidCursor` for a cursor no listing handed out."""
 
 
 def session_title(prompt_text: str) -> str | None:
     """A prompt's text as a session title: one line of at most `TITLE_LENGTH` characters."""
     return shorten_description(prompt_text, TITLE_LENGTH) or None
-
-
-def real_directory(path: str) -> str:
-    """The real path a listing compares working directories by (blocking)."""
-    try:
-        return os.path.realpath(path)
-    except (OSError, ValueError):
-        return os.path.abspath(path)
 
 
 T = TypeVar("T")
@@ -182,27 +163,26 @@ _CURSOR = re.compile(r"v1\.(\d+)\.(.*)", re.DOTALL)  # as `page_after` writes it
 def page_after(
     cursor: str | None, listed: Iterable[Listed[T]], load: Callable[[T], SessionDescription | None]
 ) -> tuple[SessionPage, list[Listed[T]]]:
-    """The page of ``listed`` after ``cursor``, newest first then by name (what ``load`` gives
-    nothing for is skipped), and what is left after it; its cursor names the last entry looked
-    at, so the next page goes on from there whatever changed meanwhile."""
+    """The page of ``listed`` after ``cursor`` (skipping what ``load`` gives nothing for), and
+    what is left; its cursor names the last entry looked at, whatever changes meanwhile."""
     ordered = sorted(listed)  # names are unique: no two entries compare their third item
     if cursor is not None:
         if (named := _CURSOR.fullmatch(cursor)) is None:
             raise InvalidCursor("the cursor was not handed out by a listing of this agent")
         after = (-int(named[1]), named[2])
         ordered = [entry for entry in ordered if entry[:2] > after]
-    found: list[SessionSummary] = []
+    found: list[SessionDescription] = []
     for looked, (negated, name, item) in enumerate(ordered, start=1):
         if (description := load(item)) is not None:
-            changed = datetime.fromtimestamp(-negated / 1e9, UTC)
-            found.append(SessionSummary(**asdict(description), updated_at=changed))
+            changed = datetime.fromtimestamp(-negated / 1e9, UTC).isoformat(timespec="milliseconds")
+            found.append(replace(description, updated_at=changed.replace("+00:00", "Z")))
         if len(found) == PAGE_SIZE and looked < len(ordered):
             return SessionPage(tuple(found), f"v1.{-negated}.{name}"), ordered[looked:]
     return SessionPage(tuple(found)), []
 
 
 class InMemorySessionStore:
-    """Every record, and what ``session/list`` shows of it, in memory."""
+    """Every record, and its description, in memory."""
 
     def __init__(self) -> None:
         self._records: dict[str, list[RecordEntry]] = {}
@@ -222,13 +202,13 @@ class InMemorySessionStore:
         return session_id in self._records
 
     async def describe_session(self, description: SessionDescription) -> None:
-        real = await anyio.to_thread.run_sync(real_directory, description.cwd)
+        real = await anyio.to_thread.run_sync(os.path.realpath, description.cwd)
         self._described[description.session_id] = (description, real)
 
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
-        real = await anyio.to_thread.run_sync(real_directory, cwd) if cwd is not None else None
+        real = await anyio.to_thread.run_sync(os.path.realpath, cwd) if cwd is not None else None
         listed = [
             (-self._updated[session_id], session_id, description)
             for session_id, (description, where) in self._described.items()

@@ -50,19 +50,16 @@ class PrefixedSession:
         *,
         replacing: PrefixedSession | None = None,
     ) -> PrefixedSession:
-        """A new instance over the session's record; ``replacing``: the instance this one
+        """A new instance over the session's record; ``replacing``: the live instance it
         replaces (``session/load``), whose unsaved entries it takes over."""
         if replacing is None:
-            entries = await store.entries(context.session_id)
-            return cls(prefix, context, store, entries=entries)
-        # Under the replaced instance's write lock, so no entry is half way between its queue
-        # and the record while the record is read: each entry is then read or taken over, once.
+            return cls(prefix, context, store, entries=await store.entries(context.session_id))
+        # Under the old write lock, each entry is either in the record read or taken over, once;
+        # the lock and queue are shared from then on (the old turn may still record its results).
         async with replacing._write_lock:
             await replacing._save()
             entries = [*await store.entries(context.session_id), *replacing._unsaved]
             session = cls(prefix, context, store, entries=entries)
-            # Shared from now on: whichever instance writes next writes what either left
-            # unsaved, in order (the old one may still record its cancelled turn's results).
             session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
             session.save_error = replacing.save_error
         return session
@@ -71,11 +68,6 @@ class PrefixedSession:
     def unsaved(self) -> int:
         """How many entries the record has not taken yet."""
         return len(self._unsaved)
-
-    @property
-    def header_recorded(self) -> bool:
-        """Whether this instance recorded a header (the record's last holds its prefix)."""
-        return self._own_header is not None
 
     @property
     def messages(self) -> tuple[PrefixMessage, ...]:
@@ -88,8 +80,8 @@ class PrefixedSession:
         return tuple(entry.plain_message() for entry in self._history)
 
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
-        """Compose the prefix once (nothing is kept if that fails), then return it; ``skills``:
-        what the session offers (`PrefixContext.skills`)."""
+        """Compose the prefix once (nothing is kept if that fails) with ``skills`` as
+        `PrefixContext.skills`, then return it."""
         async with self._compose_lock:
             if self._frozen is None:
                 context = self.context if skills is None else replace(self.context, skills=skills)
@@ -119,9 +111,9 @@ class PrefixedSession:
         message_prefix = await self.prefix()
         async with self._write_lock:
             previous = self._own_header
-            # Before this instance's first header, the last one is the previous instance's.
-            reason: HeaderReason = "resume" if self.last_header is not None else "initial"
-            reason = "change" if previous is not None else reason
+            reason: HeaderReason = (
+                "change" if previous else "resume" if self.last_header else "initial"
+            )
             header = replace(requested, reason=reason, message_prefix=message_prefix)
             if previous is not None and previous.same_request_as(header):
                 return None
@@ -135,10 +127,10 @@ class PrefixedSession:
         request: Mapping[str, Any] | None = None,
         skills: SkillSnapshot | None = None,
     ) -> list[dict[str, Any]]:
-        """One step of a turn: append ``messages`` to the record and `history`, each taken out
-        of the list once appended (what an error or a cancel stopped stays there); for a
-        ``request`` (`record_request`'s keywords), compose the prefix with ``skills`` if it is
-        not yet, record the header, and return `request_messages`."""
+        """Append ``messages`` to the record and `history`, each taken out of the list once
+        appended (what an error or a cancel stopped stays there); for a ``request``
+        (`record_request`'s keywords), also compose the prefix with ``skills``, record the
+        header, and return the request's messages (fresh copies: the prefix, then the history)."""
         if request is not None:
             await self.prefix(skills)
         while messages:
@@ -151,11 +143,11 @@ class PrefixedSession:
         if request is None:
             return []
         await self.record_request(**request)
-        return self.request_messages()
+        prefix = [{"role": message.role, "content": message.text} for message in self.messages]
+        return [*prefix, *(entry.plain_message() for entry in self._history)]
 
     async def _save(self, entry: RecordEntry | None = None) -> None:
-        # What waits first, in order: the record always holds the conversation up to some
-        # point, never one with holes.
+        # What waits goes first, in order: the record never holds a conversation with holes.
         session_id, waiting = self.context.session_id, self._unsaved
         waiting += [entry] if entry is not None else []
         try:
@@ -169,18 +161,11 @@ class PrefixedSession:
             self.save_error = error
             return
         except BaseException:
-            # Not a storage failure: nothing of this entry is kept, as if never appended. (A
-            # cancelled write the record had already finished stays there: nobody can say.)
+            # Not a storage failure: this entry is dropped, as if never appended. (A cancelled
+            # write the record had already finished stays there: nobody can say.)
             if entry is not None:
                 waiting.pop()
             raise
         if self.save_error is not None:
             _log.info("session_record_caught_up", session_id=session_id)
             self.save_error = None
-
-    def request_messages(self) -> list[dict[str, Any]]:
-        """The next request's messages, fresh copies: the prefix, then the history."""
-        if self._frozen is None:
-            raise RuntimeError("the session prefix has not been composed yet")
-        prefix = [{"role": message.role, "content": message.text} for message in self._frozen]
-        return [*prefix, *(entry.plain_message() for entry in self._history)]

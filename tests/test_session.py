@@ -328,11 +328,8 @@ async def test_request_messages_are_prefix_then_history(context: PrefixContext) 
     prefix = SessionPrefix()
     prefix.add(Prepend("catalog"))
     session = await open_session(prefix, context, InMemorySessionStore())
-    await session.advance([{"role": "user", "content": "hi"}])
-    with pytest.raises(RuntimeError, match="not been composed"):
-        session.request_messages()
-    await record_default_request(session)
-    messages = session.request_messages()
+    request = {"config": CONFIG, "system": SYSTEM, "tools": TOOLS}
+    messages = await session.advance([{"role": "user", "content": "hi"}], request)
     assert messages == [
         {"role": "user", "content": "catalog"},
         {"role": "user", "content": "hi"},
