@@ -1,6 +1,4 @@
-"""The history a turn yields (Chat Completions messages), as the body of an Anthropic Messages
-request: `anthropic_request` (docs/history.md says what it changes and why). Pure: values in,
-values out, nothing is logged."""
+"""`anthropic_request`: a turn's Chat Completions history as an Anthropic Messages request body."""
 
 from __future__ import annotations
 
@@ -9,8 +7,6 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
-
-__all__ = ["anthropic_request"]
 
 # A tool_use id the Messages endpoint accepts; any other id, or one used before, is replaced.
 _TOOL_USE_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -26,14 +22,9 @@ def anthropic_request(
     system: str = "",
     tools: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The body of a Messages request (``messages``, and ``system`` and ``tools`` when there are
-    any) for ``messages`` as `PromptTurn.requests` yields them, the agent's ``system`` prompt and
-    ``tools`` as `PromptTurn.tools` lists them; add ``model`` and ``max_tokens`` and post it.
-
-    Raises:
-        ValueError: a message or tool is not of the Chat Completions shape (another role,
-            content that is not text, a tool without a name), or no message is the person's.
-    """
+    """The Messages body for what `PromptTurn.requests` yields and `PromptTurn.tools` lists
+    (add ``model`` and ``max_tokens``); `ValueError` for what is not of the Chat Completions
+    shape, or no message of the person's."""
     system_parts, roles, texts = [system] if system.strip() else [], [], []
     for index, message in enumerate(messages):
         if (role := message.get("role")) not in _ROLES:
@@ -115,7 +106,7 @@ def _input(arguments: object) -> dict[str, Any]:
 
 
 def _text(content: object, where: str) -> str:
-    """Chat Completions content as text: a string, ``None``, or a list of text parts."""
+    # A string, None, or a list of text parts.
     if content is None or isinstance(content, str):
         return content or ""
     if not isinstance(content, list | tuple):
@@ -128,7 +119,7 @@ def _text(content: object, where: str) -> str:
 
 
 def _tool(tool: Mapping[str, Any], index: int) -> dict[str, Any]:
-    """A Chat Completions function as a Messages tool; one with ``input_schema`` is kept."""
+    # A Chat Completions function as a Messages tool; one with ``input_schema`` is kept.
     if "input_schema" in tool:
         return dict(tool)
     function = tool.get("function")

@@ -37,7 +37,6 @@ _log = get_logger(__name__)
 # Kept verbatim as the file name: lowercase (for case-insensitive file systems), not hidden, short.
 _PLAIN_SESSION_ID = re.compile(r"[a-z0-9_-][a-z0-9._-]{0,99}")
 _NOT_PLAIN = re.compile(r"[^a-z0-9_-]+")
-_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO (named pipe)"}
 _SUMMARY_BYTES = 256 * 1024  # a few paths and a title: anything far larger is no summary
 Paths: TypeAlias = tuple[str, str]  # a listed session's summary and record
 
@@ -177,10 +176,9 @@ def _load(paths: Paths) -> SessionDescription | None:
 def _open_record(path: Path, flags: int) -> int:
     # O_NONBLOCK (in OPEN_FLAGS): a FIFO at the path cannot hang the open; fstat then refuses it.
     descriptor = os.open(path, flags | OPEN_FLAGS, 0o600)
-    if not stat.S_ISREG(mode := os.fstat(descriptor).st_mode):
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
         os.close(descriptor)
-        kind = _KINDS.get(stat.S_IFMT(mode), "a socket or device")
-        raise OSError(errno.EINVAL, f"Is {kind}, not a regular file", os.fspath(path))
+        raise OSError(errno.EINVAL, "Not a regular file", os.fspath(path))
     return descriptor
 
 

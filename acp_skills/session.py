@@ -31,13 +31,12 @@ class PrefixedSession:
     ) -> None:
         self._contributors, self._store, self.context = prefix, store, context
         self._history = [entry for entry in entries if isinstance(entry, HistoryEntry)]
-        headers = [entry for entry in entries if isinstance(entry, HeaderEntry)]
-        self.last_header = headers[-1] if headers else None
+        headers = (entry for entry in reversed(entries) if isinstance(entry, HeaderEntry))
+        self.last_header = next(headers, None)
         self._own_header: HeaderEntry | None = None
         self._frozen: tuple[PrefixMessage, ...] | None = None
         self.composed = False  # a plain attribute: read on every turn
-        # One write lock for every append keeps the history in the record's order.
-        self._compose_lock, self._write_lock = anyio.Lock(), anyio.Lock()
+        self._write_lock = anyio.Lock()  # every append under it: the history in record order
         self._unsaved: list[RecordEntry] = []
         self.save_error: OSError | None = None
 
@@ -82,11 +81,10 @@ class PrefixedSession:
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
         """Compose the prefix once (nothing is kept if that fails) with ``skills`` as
         `PrefixContext.skills`, then return it."""
-        async with self._compose_lock:
-            if self._frozen is None:
-                context = self.context if skills is None else replace(self.context, skills=skills)
-                self._frozen = await self._contributors.compose(context)
-                self.composed = True
+        if self._frozen is None:
+            context = self.context if skills is None else replace(self.context, skills=skills)
+            self._frozen = await self._contributors.compose(context)
+            self.composed = True
         return self._frozen
 
     def discard_unused_prefix(self) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -288,25 +287,24 @@ needs_posix = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX FI
 
 @needs_posix
 @pytest.mark.parametrize(
-    ("make", "described"),
-    [(make_fifo, "a FIFO (named pipe)"), (make_directory, "a directory")],
+    ("make", "appending_says"),
+    [(make_fifo, "Not a regular file"), (make_directory, "Is a directory")],
     ids=["fifo", "directory"],
 )
 async def test_jsonl_refuses_a_record_that_is_not_a_file_without_blocking(
-    jsonl: JsonlSessionStore, make: Callable[[Path], None], described: str
+    jsonl: JsonlSessionStore, make: Callable[[Path], None], appending_says: str
 ) -> None:
-    """Reading and appending raise an OSError saying what is there; nothing waits on a FIFO."""
+    """Reading and appending raise an OSError naming the path; nothing waits on a FIFO."""
     path = jsonl.path_for("s1")
     path.parent.mkdir(parents=True)
     make(path)
     with anyio.fail_after(10):
         assert await jsonl.exists("s1")
-        with pytest.raises(OSError, match=re.escape(f"Is {described}")) as reading:
+        with pytest.raises(OSError, match="Not a regular file") as reading:
             await jsonl.entries("s1")
-        with pytest.raises(OSError, match=re.escape(f"Is {described}")) as appending:
+        with pytest.raises(OSError, match=appending_says) as appending:  # ours or the system's
             await jsonl.append("s1", said("hi"))
     for refused in (reading.value, appending.value):
-        assert str(refused.strerror).startswith(f"Is {described}")  # the system's words or ours
         assert refused.filename == str(path)
 
 

@@ -135,28 +135,6 @@ async def test_cancelling_during_composition_keeps_nothing(
     assert await headers_in(store) == []
 
 
-async def test_concurrent_first_callers_share_one_composition(context: PrefixContext) -> None:
-    """Two requests racing to compose get one composition between them."""
-    contributor = Scripted(hold=True)
-    prefix = SessionPrefix()
-    prefix.add(contributor)
-    session = await open_session(prefix, context, InMemorySessionStore())
-    results: list[tuple[PrefixMessage, ...]] = []
-
-    async def take_prefix() -> None:
-        results.append(await session.prefix())
-
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as group:
-            group.start_soon(take_prefix)
-            group.start_soon(take_prefix)
-            await contributor.entered.wait()
-            await anyio.wait_all_tasks_blocked()
-            contributor.release.set()
-    assert contributor.calls == 1
-    assert results[0] is results[1]
-
-
 async def test_a_running_session_keeps_its_prefix_when_contributors_change(
     context: PrefixContext,
 ) -> None:
