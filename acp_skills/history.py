@@ -89,20 +89,16 @@ def _tool_use(call: Mapping[str, Any], where: str, used: set[str]) -> dict[str, 
         hashed = f"{given}-{len(used)}".encode("utf-8", "surrogatepass")
         given = "toolu_" + hashlib.sha256(hashed).hexdigest()[:24]
     used.add(given)
-    arguments = _input(function.get("arguments"))
-    return {"type": "tool_use", "id": given, "name": name, "input": arguments}
-
-
-def _input(arguments: object) -> dict[str, Any]:
     # A call's input is an object there: JSON text of an object is carried as that object (as
     # the turn decoded it for the tool); anything else the model sent, as its text.
-    if isinstance(arguments, Mapping):
-        return dict(arguments)
-    try:
-        decoded = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
-    except (ValueError, RecursionError):
-        decoded = None
-    return decoded if isinstance(decoded, dict) else {"arguments": arguments}
+    if not isinstance(arguments := function.get("arguments"), Mapping):
+        try:
+            text = arguments if isinstance(arguments, str) and arguments.strip() else "{}"
+            decoded = json.loads(text)
+        except (ValueError, RecursionError):
+            decoded = None
+        arguments = decoded if isinstance(decoded, dict) else {"arguments": arguments}
+    return {"type": "tool_use", "id": given, "name": name, "input": dict(arguments)}
 
 
 def _text(content: object, where: str) -> str:

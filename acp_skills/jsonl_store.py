@@ -50,13 +50,11 @@ def _record_name(session_id: str) -> str:
 
 
 class JsonlSessionStore:
-    """One JSON Lines file per session in ``directory``, made on the first append, mode 0600;
-    ``fsync=True`` forces each append to the disk. A session's appends are serialized by its
-    instance (`PrefixedSession`), so the store holds no lock."""
+    """One JSON Lines file per session in ``directory``, made on the first append, mode 0600.
+    A session's appends are serialized by its instance (`PrefixedSession`): no lock here."""
 
-    def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = False) -> None:
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
-        self._fsync = fsync
         # The last listing's cwd, the cursor it handed out, when, and what is left after it.
         self._continued: tuple[str | None, str, float, list[Listed[Paths]]] | None = None
 
@@ -68,7 +66,7 @@ class JsonlSessionStore:
         kind = "header" if isinstance(entry, HeaderEntry) else "history"
         line = _json_line({"v": 1, "type": kind, **entry.to_json()})
         # Not abandoned on cancellation (the default): complete, or never began.
-        await anyio.to_thread.run_sync(_append_line, self.path_for(session_id), line, self._fsync)
+        await anyio.to_thread.run_sync(_append_line, self.path_for(session_id), line)
 
     async def entries(self, session_id: str) -> list[RecordEntry]:
         return await anyio.to_thread.run_sync(_read_entries, self.path_for(session_id))
@@ -182,7 +180,7 @@ def _open_record(path: Path, flags: int) -> int:
     return descriptor
 
 
-def _append_line(path: Path, line: bytes, fsync: bool) -> None:
+def _append_line(path: Path, line: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = _open_record(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
@@ -197,8 +195,6 @@ def _append_line(path: Path, line: bytes, fsync: bool) -> None:
         except OSError:
             os.ftruncate(descriptor, size)  # what a full disk let through: a retry writes it once
             raise
-        if fsync:
-            os.fsync(descriptor)
     finally:
         os.close(descriptor)
 

@@ -98,27 +98,6 @@ class PrefixedSession:
             await self._save()
         return self.save_error
 
-    async def record_request(
-        self, *, config: Mapping[str, object], system: str, tools: Sequence[Mapping[str, object]]
-    ) -> HeaderEntry | None:
-        """Record the next request's header if it needs recording; return it, or ``None``."""
-        # Copied before anything awaits: a caller changing its config meanwhile changes nothing.
-        requested = HeaderEntry(
-            reason="initial", config=config, system=system, tools=tuple(tools), message_prefix=()
-        )
-        message_prefix = await self.prefix()
-        async with self._write_lock:
-            previous = self._own_header
-            reason: HeaderReason = (
-                "change" if previous else "resume" if self.last_header else "initial"
-            )
-            header = replace(requested, reason=reason, message_prefix=message_prefix)
-            if previous is not None and previous.same_request_as(header):
-                return None
-            await self._save(header)
-            self._own_header = self.last_header = header
-            return header
-
     async def advance(
         self,
         messages: list[Mapping[str, Any] | HistoryEntry],
@@ -126,11 +105,11 @@ class PrefixedSession:
         skills: SkillSnapshot | None = None,
     ) -> list[dict[str, Any]]:
         """Append ``messages`` to the record and `history`, each taken out of the list once
-        appended (what an error or a cancel stopped stays there); for a ``request``
-        (`record_request`'s keywords), also compose the prefix with ``skills``, record the
-        header, and return the request's messages (fresh copies: the prefix, then the history)."""
+        appended (what an error or a cancel stopped stays there); for a ``request`` (``config``,
+        ``system``, ``tools``), also compose the prefix with ``skills``, record the header unless
+        this instance recorded the same, and return the request's messages (fresh copies)."""
         if request is not None:
-            await self.prefix(skills)
+            message_prefix = await self.prefix(skills)
         while messages:
             entry = messages[0]
             entry = entry if isinstance(entry, HistoryEntry) else HistoryEntry(message=entry)
@@ -140,7 +119,21 @@ class PrefixedSession:
             del messages[0]
         if request is None:
             return []
-        await self.record_request(**request)
+        async with self._write_lock:
+            previous = self._own_header
+            reason: HeaderReason = (
+                "change" if previous else "resume" if self.last_header else "initial"
+            )
+            header = HeaderEntry(
+                reason=reason,
+                config=request["config"],
+                system=request["system"],
+                tools=tuple(request["tools"]),
+                message_prefix=message_prefix,
+            )
+            if previous is None or not previous.same_request_as(header):
+                await self._save(header)
+                self._own_header = self.last_header = header
         prefix = [{"role": message.role, "content": message.text} for message in self.messages]
         return [*prefix, *(entry.plain_message() for entry in self._history)]
 

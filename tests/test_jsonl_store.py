@@ -85,17 +85,6 @@ async def test_jsonl_files_are_ascii(jsonl: JsonlSessionStore) -> None:
     assert b"\\u65e5\\u672c\\u8a9e \\ud83c\\udf89" in written
 
 
-async def test_jsonl_fsync_mode_writes_the_same_lines(tmp_path: Path) -> None:
-    """With ``fsync=True`` the file content is the same."""
-    store = JsonlSessionStore(tmp_path, fsync=True)
-    await store.append("s1", said("hi"))
-    assert await store.entries("s1") == [said("hi")]
-    assert lines_of(store.path_for("s1")) == [
-        b'{"v":1,"type":"history","message":{"role":"user","content":"hi"}}',
-        b"",
-    ]
-
-
 async def test_jsonl_creates_its_directory_on_the_first_append(tmp_path: Path) -> None:
     """Constructing or opening touches nothing; the first append creates the directories."""
     store = JsonlSessionStore(tmp_path / "deep" / "er")

@@ -38,6 +38,7 @@ from tests.prefixes import (
     headers_in,
     open_session,
     record_default_request,
+    record_request,
     user,
 )
 
@@ -171,7 +172,7 @@ async def test_mutating_contributed_objects_after_composition_changes_nothing(
     session = await open_session(prefix, context, store)
     config: dict[str, Any] = {"model": {"name": "m1"}, "stop": ["END"]}
     tools: list[dict[str, Any]] = [{"name": "skill", "parameters": {"required": ["name"]}}]
-    recorded = await session.record_request(config=config, system=SYSTEM, tools=tools)
+    recorded = await record_request(session, config=config, system=SYSTEM, tools=tools)
     assert recorded is not None
 
     returned.append(user("sneaked in"))
@@ -186,7 +187,7 @@ async def test_mutating_contributed_objects_after_composition_changes_nothing(
     assert recorded.to_json()["tools"] == [{"name": "skill", "parameters": {"required": ["name"]}}]
     assert await headers_in(store) == [recorded]
     # The mutated values are a genuinely different request, recorded as a change.
-    changed = await session.record_request(config=config, system=SYSTEM, tools=tools)
+    changed = await record_request(session, config=config, system=SYSTEM, tools=tools)
     assert changed is not None
     assert changed.reason == "change"
     assert changed.message_prefix == (user("catalog"),)
@@ -242,28 +243,24 @@ async def test_a_changed_request_records_reason_change(
     session = await open_session(SessionPrefix(), context, store)
     await record_default_request(session)
     request: dict[str, Any] = {"config": CONFIG, "system": SYSTEM, "tools": TOOLS, **change}
-    changed = await session.record_request(**request)
+    changed = await record_request(session, **request)
     assert changed is not None
     assert changed.reason == "change"
-    assert await session.record_request(**request) is None
+    assert await record_request(session, **request) is None
     # Going back is a change too.
     assert await record_default_request(session) is not None
     reasons = [header.reason for header in await headers_in(store)]
     assert reasons == ["initial", "change", "change"]
 
 
-async def test_record_request_refuses_a_config_that_is_not_json(context: PrefixContext) -> None:
+async def test_a_request_whose_config_is_not_json_is_refused(context: PrefixContext) -> None:
     """A header must be recordable; a bad value fails before anything is written."""
     store = InMemorySessionStore()
     session = await open_session(SessionPrefix(), context, store)
     with pytest.raises(TypeError, match="config"):
-        await session.record_request(config={"client": object()}, system=SYSTEM, tools=TOOLS)
+        await record_request(session, config={"client": object()}, system=SYSTEM, tools=TOOLS)
     with pytest.raises(TypeError, match="tools"):
-        await session.record_request(
-            config=CONFIG,
-            system=SYSTEM,
-            tools={"name": "skill"},  # type: ignore[arg-type]
-        )
+        await record_request(session, config=CONFIG, system=SYSTEM, tools={"name": "skill"})
     assert not await store.exists("s1")
 
 
