@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
@@ -87,10 +86,6 @@ class HistoryEntry:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "message", _json_object(self.message, "history message"))
-
-    def plain_message(self) -> dict[str, Any]:
-        """A fresh, mutable deep copy of ``message``."""
-        return copy.deepcopy(dict(self.message))
 
     def to_json(self) -> dict[str, Any]:
         """The record line's fields, sharing the entry's own dicts: not to change."""

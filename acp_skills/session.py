@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import copy
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -21,18 +22,11 @@ class PrefixedSession:
     stops nothing: `save_error` says why the record is behind, and later appends first write
     what waits. ``last_header``: the record's last (the previous instance's until this one's)."""
 
-    def __init__(
-        self,
-        prefix: SessionPrefix,
-        context: PrefixContext,
-        store: SessionStore,
-        *,
-        entries: Sequence[RecordEntry],
-    ) -> None:
+    def __init__(self, prefix: SessionPrefix, context: PrefixContext, store: SessionStore) -> None:
+        """An instance with nothing recorded yet (`open` reads the record)."""
         self._contributors, self._store, self.context = prefix, store, context
-        self._history = [entry for entry in entries if isinstance(entry, HistoryEntry)]
-        headers = (entry for entry in reversed(entries) if isinstance(entry, HeaderEntry))
-        self.last_header = next(headers, None)
+        self._history: list[HistoryEntry] = []
+        self.last_header: HeaderEntry | None = None
         self._own_header: HeaderEntry | None = None
         self._frozen: tuple[PrefixMessage, ...] | None = None
         self.composed = False  # a plain attribute: read on every turn
@@ -51,16 +45,18 @@ class PrefixedSession:
     ) -> PrefixedSession:
         """A new instance over the session's record; ``replacing``: the live instance it
         replaces (``session/load``), whose unsaved entries it takes over."""
-        if replacing is None:
-            return cls(prefix, context, store, entries=await store.entries(context.session_id))
-        # Under the old write lock, each entry is either in the record read or taken over, once;
-        # the lock and queue are shared from then on (the old turn may still record its results).
-        async with replacing._write_lock:
-            await replacing._save()
-            entries = [*await store.entries(context.session_id), *replacing._unsaved]
-            session = cls(prefix, context, store, entries=entries)
+        session = cls(prefix, context, store)
+        if replacing is not None:
+            # Sharing the old lock and queue (the old turn may still record its results), each
+            # entry is either in the record read below or taken over, once.
             session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
             session.save_error = replacing.save_error
+        async with session._write_lock:
+            await session._save()
+            entries = [*await store.entries(context.session_id), *session._unsaved]
+        session._history = [entry for entry in entries if isinstance(entry, HistoryEntry)]
+        headers = (entry for entry in reversed(entries) if isinstance(entry, HeaderEntry))
+        session.last_header = next(headers, None)
         return session
 
     @property
@@ -74,9 +70,9 @@ class PrefixedSession:
         return self._frozen or ()
 
     @property
-    def history(self) -> tuple[Mapping[str, object], ...]:
+    def history(self) -> tuple[dict[str, Any], ...]:
         """The conversation so far, oldest first, as copies: changing one changes nothing."""
-        return tuple(entry.plain_message() for entry in self._history)
+        return tuple(copy.deepcopy(dict(entry.message)) for entry in self._history)
 
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
         """Compose the prefix once (nothing is kept if that fails) with ``skills`` as
@@ -135,7 +131,7 @@ class PrefixedSession:
                 await self._save(header)
                 self._own_header = self.last_header = header
         prefix = [{"role": message.role, "content": message.text} for message in self.messages]
-        return [*prefix, *(entry.plain_message() for entry in self._history)]
+        return [*prefix, *self.history]
 
     async def _save(self, entry: RecordEntry | None = None) -> None:
         # What waits goes first, in order: the record never holds a conversation with holes.

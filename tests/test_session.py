@@ -413,7 +413,7 @@ async def test_a_record_failure_that_is_not_storage_still_fails_the_append(
 ) -> None:
     """Only OSErrors are kept for later; any other failure propagates and keeps nothing."""
     record = RefusesOnce(RuntimeError("a bug in the store"))
-    session = PrefixedSession(SessionPrefix(), context, record, entries=())
+    session = PrefixedSession(SessionPrefix(), context, record)
     with pytest.raises(RuntimeError, match="a bug in the store"):
         await session.advance([said("lost")])
     assert session.history == ()
@@ -427,7 +427,7 @@ async def test_a_failure_while_catching_up_keeps_the_older_entries_waiting(
 ) -> None:
     """A non-storage failure while writing the backlog drops only the new entry."""
     record = RefusesOnce(OSError(28, "No space left on device"))
-    session = PrefixedSession(SessionPrefix(), context, record, entries=())
+    session = PrefixedSession(SessionPrefix(), context, record)
     await session.advance([said("waiting")])
     assert session.save_error is not None
     record.error = RuntimeError("a bug in the store")
@@ -484,7 +484,7 @@ async def test_an_instance_replacing_one_behind_its_record_takes_over_what_waits
 ) -> None:
     """The successor's history holds the unsaved turn, and its next write saves it, once."""
     record = RefusesOnce(OSError(28, "No space left on device"))
-    old = PrefixedSession(SessionPrefix(), context, record, entries=())
+    old = PrefixedSession(SessionPrefix(), context, record)
     await old.advance([said("one")])  # refused: waits in memory
     record.error = OSError(28, "No space left on device")  # and still refused at the takeover
     new = await PrefixedSession.open(SessionPrefix(), context, record, replacing=old)
