@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, get_args, runtime_checkable
@@ -19,7 +20,6 @@ from .json_depth import nests_deeper_than
 from .model import PrefixMessage
 from .text import shorten_description, well_formed
 
-# The first request on a fresh record, the first on one holding a header, a later change.
 HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
 # Far above real messages and schemas, far below the recursion limit of any walk over a value.
 MAX_JSON_DEPTH: Final = 100
@@ -130,11 +130,9 @@ class SessionStore(Protocol):
     async def entries(self, session_id: str) -> list[RecordEntry]:
         """Every readable entry, oldest first; an undecodable one is skipped with a warning."""
 
-    async def exists(self, session_id: str) -> bool:
-        """Whether anything has been recorded for ``session_id``."""
+    async def exists(self, session_id: str) -> bool: ...
 
-    async def describe_session(self, description: SessionDescription) -> None:
-        """Keep what ``session/list`` shows of the session."""
+    async def describe_session(self, description: SessionDescription) -> None: ...
 
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None
@@ -156,24 +154,23 @@ _CURSOR = re.compile(r"v1\.(\d+)\.(.*)", re.DOTALL)  # as `page_after` writes it
 
 
 def page_after(
-    cursor: str | None, listed: Iterable[Listed[T]], load: Callable[[T], SessionDescription | None]
-) -> tuple[SessionPage, list[Listed[T]]]:
-    """The page of ``listed`` after ``cursor`` (skipping what ``load`` gives nothing for), and
-    what is left; its cursor names the last entry looked at, whatever changes meanwhile."""
-    ordered = sorted(listed)  # names are unique: no two entries compare their third item
+    cursor: str | None, ordered: list[Listed[T]], load: Callable[[T], SessionDescription | None]
+) -> SessionPage:
+    """The page of ``ordered`` (sorted) after ``cursor``, skipping what ``load`` gives nothing
+    for; its cursor names the last entry looked at, whatever changes meanwhile."""
     if cursor is not None:
         if (named := _CURSOR.fullmatch(cursor)) is None:
             raise InvalidCursor("the cursor was not handed out by a listing of this agent")
         after = (-int(named[1]), named[2])
-        ordered = [entry for entry in ordered if entry[:2] > after]
+        ordered = ordered[bisect.bisect_right(ordered, after, key=lambda entry: entry[:2]) :]
     found: list[SessionDescription] = []
     for looked, (negated, name, item) in enumerate(ordered, start=1):
         if (description := load(item)) is not None:
             changed = datetime.fromtimestamp(-negated / 1e9, UTC).isoformat(timespec="milliseconds")
             found.append(replace(description, updated_at=changed.replace("+00:00", "Z")))
         if len(found) == PAGE_SIZE and looked < len(ordered):
-            return SessionPage(tuple(found), f"v1.{-negated}.{name}"), ordered[looked:]
-    return SessionPage(tuple(found)), []
+            return SessionPage(tuple(found), f"v1.{-negated}.{name}")
+    return SessionPage(tuple(found))
 
 
 class InMemorySessionStore:
@@ -204,9 +201,9 @@ class InMemorySessionStore:
         self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
         real = await anyio.to_thread.run_sync(os.path.realpath, cwd) if cwd is not None else None
-        listed = [
+        listed = sorted(
             (-self._updated[session_id], session_id, description)
             for session_id, (description, where) in self._described.items()
             if real in (None, where) and session_id in self._updated
-        ]
-        return page_after(cursor, listed, lambda description: description)[0]
+        )
+        return page_after(cursor, listed, lambda description: description)

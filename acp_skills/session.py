@@ -120,13 +120,7 @@ class PrefixedSession:
             reason: HeaderReason = (
                 "change" if previous else "resume" if self.last_header else "initial"
             )
-            header = HeaderEntry(
-                reason=reason,
-                config=request["config"],
-                system=request["system"],
-                tools=tuple(request["tools"]),
-                message_prefix=message_prefix,
-            )
+            header = HeaderEntry(reason=reason, message_prefix=message_prefix, **request)
             if previous is None or not previous.same_request_as(header):
                 await self._save(header)
                 self._own_header = self.last_header = header
