@@ -28,25 +28,18 @@ class SessionPrefix:
 
     async def compose(self, context: PrefixContext) -> tuple[PrefixMessage, ...]:
         """Run the contributors for ``context``: `TypeError` if one returns anything but a
-        sequence of `PrefixMessage`, `RuntimeError` if one calls ``next()`` twice."""
+        sequence of `PrefixMessage`."""
         chain = tuple(self._chain.values())  # a change while composing affects the next session
 
         async def run(index: int) -> tuple[PrefixMessage, ...]:
             if index == len(chain):
                 return ()
-            name = getattr(chain[index], "__qualname__", type(chain[index]).__qualname__)
-            who, later = f"session-prefix contributor {name!r}", [index + 1]
-
-            async def next_messages() -> tuple[PrefixMessage, ...]:
-                # Twice would query every later contributor twice, and the answer depend on which.
-                if not later:
-                    raise RuntimeError(f"{who} called next() twice")
-                return await run(later.pop())
-
-            result = await chain[index](context, next_messages)
+            result = await chain[index](context, lambda: run(index + 1))
             # A str is a Sequence too, and iterating it would yield characters, not messages.
             sequence = isinstance(result, Sequence) and not isinstance(result, str | bytes)
             if not sequence or not all(isinstance(item, PrefixMessage) for item in result):
+                name = getattr(chain[index], "__qualname__", type(chain[index]).__qualname__)
+                who = f"session-prefix contributor {name!r}"
                 raise TypeError(f"{who} returned {result!r}, not a sequence of PrefixMessage")
             return tuple(result)
 
