@@ -115,9 +115,6 @@ def _text(content: object, where: str) -> str:
 
 
 def _tool(tool: Mapping[str, Any], index: int) -> dict[str, Any]:
-    # A Chat Completions function as a Messages tool; one with ``input_schema`` is kept.
-    if "input_schema" in tool:
-        return dict(tool)
     function = tool.get("function")
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
         raise ValueError(f"tool {index} is not a Chat Completions function with a name")

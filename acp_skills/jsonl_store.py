@@ -1,5 +1,4 @@
-"""`JsonlSessionStore`: one JSON Lines record per session, and the summaries ``session/list``
-reads beside them."""
+"""`JsonlSessionStore`: one JSON Lines record per session, and the listing's summaries beside."""
 
 from __future__ import annotations
 
@@ -63,16 +62,17 @@ class JsonlSessionStore:
         return self.directory / f"{_record_name(session_id)}.jsonl"
 
     async def append(self, session_id: str, entry: RecordEntry) -> None:
-        kind = "header" if isinstance(entry, HeaderEntry) else "history"
-        line = _json_line({"v": 1, "type": kind, **entry.to_json()})
+        if isinstance(entry, HeaderEntry):
+            line = _json_line({"v": 1, "type": "header", **entry.to_json()})
+        else:
+            line = _json_line({"v": 1, "type": "history", "message": entry.message})
         # Not abandoned on cancellation (the default): complete, or never began.
         await anyio.to_thread.run_sync(_append_line, self.path_for(session_id), line)
 
     async def entries(self, session_id: str) -> list[RecordEntry]:
         return await anyio.to_thread.run_sync(_read_entries, self.path_for(session_id))
 
-    async def exists(self, session_id: str) -> bool:
-        # Anything at the path: what is no record is named on reading.
+    async def exists(self, session_id: str) -> bool:  # anything at the path: reading names it
         return await anyio.to_thread.run_sync(os.path.lexists, self.path_for(session_id))
 
     async def describe_session(self, description: SessionDescription) -> None:

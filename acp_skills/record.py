@@ -1,5 +1,4 @@
-"""A session's durable record: its entries (checked, well-formed JSON copies), the
-`SessionStore` seam with what ``session/list`` shows of it, and `InMemorySessionStore`."""
+"""A session's record entries, the `SessionStore` seam with its listing, `InMemorySessionStore`."""
 
 from __future__ import annotations
 
@@ -87,10 +86,6 @@ class HistoryEntry:
     def __post_init__(self) -> None:
         object.__setattr__(self, "message", _json_object(self.message, "history message"))
 
-    def to_json(self) -> dict[str, Any]:
-        """The record line's fields, sharing the entry's own dicts: not to change."""
-        return {"message": self.message}
-
 
 RecordEntry: TypeAlias = HeaderEntry | HistoryEntry
 
@@ -137,8 +132,7 @@ class SessionStore(Protocol):
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
-        """One page, newest first, of the sessions (whose cwd has ``cwd``'s real path, if
-        given); `InvalidCursor` for a cursor no listing handed out."""
+        """One page, newest first, of the sessions in ``cwd`` (by real path) or all."""
 
 
 def session_title(prompt_text: str) -> str | None:

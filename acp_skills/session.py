@@ -23,7 +23,6 @@ class PrefixedSession:
     what waits. ``last_header``: the record's last (the previous instance's until this one's)."""
 
     def __init__(self, prefix: SessionPrefix, context: PrefixContext, store: SessionStore) -> None:
-        """An instance with nothing recorded yet (`open` reads the record)."""
         self._contributors, self._store, self.context = prefix, store, context
         self._history: list[HistoryEntry] = []
         self.last_header: HeaderEntry | None = None
@@ -75,8 +74,7 @@ class PrefixedSession:
         return tuple(copy.deepcopy(dict(entry.message)) for entry in self._history)
 
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
-        """Compose the prefix once (nothing is kept if that fails) with ``skills`` as
-        `PrefixContext.skills`, then return it."""
+        """Compose the prefix once with ``skills`` (nothing is kept if that fails); return it."""
         if self._frozen is None:
             context = self.context if skills is None else replace(self.context, skills=skills)
             self._frozen = await self._contributors.compose(context)
