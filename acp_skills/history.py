@@ -71,8 +71,7 @@ def anthropic_request(
 
 
 def _add(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
-    # Messages of one role in a row become one message (the endpoint wants them to alternate);
-    # an empty one is no message.
+    # One role's messages in a row become one (the endpoint wants them to alternate); none if empty.
     if blocks and turns and turns[-1]["role"] == role:
         turns[-1]["content"].extend(blocks)
     elif blocks:
@@ -89,8 +88,7 @@ def _tool_use(call: Mapping[str, Any], where: str, used: set[str]) -> dict[str, 
         hashed = f"{given}-{len(used)}".encode("utf-8", "surrogatepass")
         given = "toolu_" + hashlib.sha256(hashed).hexdigest()[:24]
     used.add(given)
-    # A call's input is an object there: JSON text of an object is carried as that object (as
-    # the turn decoded it for the tool); anything else the model sent, as its text.
+    # An object there: JSON text of one as that object (as the turn decoded it), else the text.
     if not isinstance(arguments := function.get("arguments"), Mapping):
         try:
             text = arguments if isinstance(arguments, str) and arguments.strip() else "{}"

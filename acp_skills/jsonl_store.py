@@ -11,7 +11,7 @@ import re
 import stat
 import time
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 import anyio
 
@@ -37,7 +37,6 @@ _log = get_logger(__name__)
 _PLAIN_SESSION_ID = re.compile(r"[a-z0-9_-][a-z0-9._-]{0,99}")
 _NOT_PLAIN = re.compile(r"[^a-z0-9_-]+")
 _SUMMARY_BYTES = 256 * 1024  # a few paths and a title: anything far larger is no summary
-Paths: TypeAlias = tuple[str, str]  # a listed session's summary and record
 
 
 def _record_name(session_id: str) -> str:
@@ -49,13 +48,12 @@ def _record_name(session_id: str) -> str:
 
 
 class JsonlSessionStore:
-    """One JSON Lines file per session in ``directory``, made on the first append, mode 0600.
-    A session's appends are serialized by its instance (`PrefixedSession`): no lock here."""
+    """One file per session in ``directory``, mode 0600; its instance serializes its appends."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         # The last listing's cwd, when it was made, and what it found.
-        self._listing: tuple[str | None, float, list[Listed[Paths]]] | None = None
+        self._listing: tuple[str | None, float, list[Listed[tuple[str, str]]]] | None = None
 
     def path_for(self, session_id: str) -> Path:
         """The file that holds (or will hold) ``session_id``'s record."""
@@ -106,12 +104,12 @@ class JsonlSessionStore:
         for stale in moved:
             stale.unlink(missing_ok=True)
 
-    def _listed(self, cwd: str | None) -> list[Listed[Paths]]:
+    def _listed(self, cwd: str | None) -> list[Listed[tuple[str, str]]]:
         # Each summary (under the cwd's key, if given) whose record is a regular file, with the
         # record's time: one stat each, nothing read; strings, as a `Path` costs more than a stat.
         records = os.path.join(self.directory, "")
         key = "*" if cwd is None else _cwd_key(os.path.realpath(cwd))
-        found: dict[str, Listed[Paths]] = {}
+        found: dict[str, Listed[tuple[str, str]]] = {}
         for summary_path in glob.glob(os.path.join(glob.escape(records), "index", key, "*.json")):
             name = os.path.basename(summary_path).removesuffix(".json")
             try:
@@ -141,8 +139,8 @@ def _cwd_key(real_cwd: str) -> str:
     return hashlib.sha256(real_cwd.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _load(paths: Paths) -> SessionDescription | None:
-    summary_path, record = paths
+def _load(paths: tuple[str, str]) -> SessionDescription | None:
+    summary_path, record = paths  # a listed session's summary and record
     if not os.access(record, os.R_OK):
         _skip(record, "permission denied")
         return None

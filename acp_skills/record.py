@@ -27,8 +27,7 @@ TITLE_LENGTH: Final = 80
 
 
 def _json_object(value: object, where: str) -> dict[str, Any]:
-    # Through JSON text: what JSON cannot carry is refused, and the caller's later changes never
-    # reach the copy.
+    # Through JSON text: what JSON cannot carry is refused; later changes never reach the copy.
     if not isinstance(value, Mapping):
         raise TypeError(f"{where} must be a JSON object (a mapping), got {type(value).__name__}")
     if nests_deeper_than(value := dict(value), MAX_JSON_DEPTH):
@@ -92,8 +91,7 @@ RecordEntry: TypeAlias = HeaderEntry | HistoryEntry
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionDescription:
-    """One session as ``session/list`` shows it; a listing sets ``updated_at``, its record's
-    last change in ISO 8601 (UTC, to the millisecond)."""
+    """One session as ``session/list`` shows it; a listing sets ``updated_at`` (ISO 8601, UTC)."""
 
     session_id: str
     cwd: str
@@ -116,8 +114,7 @@ class InvalidCursor(ValueError):
 
 @runtime_checkable
 class SessionStore(Protocol):
-    """Where each session's append-only record lives, and what ``session/list`` shows of it;
-    storage fails with `OSError`."""
+    """Where sessions' append-only records and listings live; storage fails with `OSError`."""
 
     async def append(self, session_id: str, entry: RecordEntry) -> None:
         """Append one entry, durably enough to survive the agent process crashing."""
@@ -150,8 +147,8 @@ _CURSOR = re.compile(r"v1\.(\d+)\.(.*)", re.DOTALL)  # as `page_after` writes it
 def page_after(
     cursor: str | None, ordered: list[Listed[T]], load: Callable[[T], SessionDescription | None]
 ) -> SessionPage:
-    """The page of ``ordered`` (sorted) after ``cursor``, skipping what ``load`` gives nothing
-    for; its cursor names the last entry looked at, whatever changes meanwhile."""
+    """The page of ``ordered`` (sorted) after ``cursor``; its cursor names the last entry looked
+    at, whatever changes meanwhile. What ``load`` gives nothing for is skipped."""
     if cursor is not None:
         if (named := _CURSOR.fullmatch(cursor)) is None:
             raise InvalidCursor("the cursor was not handed out by a listing of this agent")

@@ -18,9 +18,8 @@ _log = get_logger(__name__)
 
 
 class PrefixedSession:
-    """One session instance over its record in ``store``. A store failing with an `OSError`
-    stops nothing: `save_error` says why the record is behind, and later appends first write
-    what waits. ``last_header``: the record's last (the previous instance's until this one's)."""
+    """One session instance over its record; a store's `OSError` stops nothing (`save_error` says
+    why the record is behind). ``last_header``: the record's last, maybe a previous instance's."""
 
     def __init__(self, prefix: SessionPrefix, context: PrefixContext, store: SessionStore) -> None:
         self._contributors, self._store, self.context = prefix, store, context
@@ -42,12 +41,10 @@ class PrefixedSession:
         *,
         replacing: PrefixedSession | None = None,
     ) -> PrefixedSession:
-        """A new instance over the session's record; ``replacing``: the live instance it
-        replaces (``session/load``), whose unsaved entries it takes over."""
+        """A new instance over the record, taking over what ``replacing`` has not written."""
         session = cls(prefix, context, store)
         if replacing is not None:
-            # Sharing the old lock and queue (the old turn may still record its results), each
-            # entry is either in the record read below or taken over, once.
+            # Lock and queue shared (its turn may still record): each entry read or taken once.
             session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
             session.save_error = replacing.save_error
         async with session._write_lock:
@@ -98,10 +95,9 @@ class PrefixedSession:
         request: Mapping[str, Any] | None = None,
         skills: SkillSnapshot | None = None,
     ) -> list[dict[str, Any]]:
-        """Append ``messages`` to the record and `history`, each taken out of the list once
-        appended (what an error or a cancel stopped stays there); for a ``request`` (``config``,
-        ``system``, ``tools``), also compose the prefix with ``skills``, record the header unless
-        this instance recorded the same, and return the request's messages (fresh copies)."""
+        """Record ``messages``, each taken out of the list once recorded; for a ``request``
+        (``config``, ``system``, ``tools``), also compose the prefix with ``skills``, record a new
+        or changed header, and return the request's messages (fresh copies)."""
         if request is not None:
             message_prefix = await self.prefix(skills)
         while messages:
