@@ -1,6 +1,4 @@
-"""The history a turn yields (Chat Completions messages), as the body of an Anthropic Messages
-request: `anthropic_request` (docs/history.md says what it changes and why). Pure: values in,
-values out, nothing is logged."""
+"""`anthropic_request`: a turn's Chat Completions history as an Anthropic Messages request body."""
 
 from __future__ import annotations
 
@@ -9,8 +7,6 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
-
-__all__ = ["anthropic_request"]
 
 # A tool_use id the Messages endpoint accepts; any other id, or one used before, is replaced.
 _TOOL_USE_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -26,14 +22,9 @@ def anthropic_request(
     system: str = "",
     tools: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The body of a Messages request (``messages``, and ``system`` and ``tools`` when there are
-    any) for ``messages`` as `PromptTurn.requests` yields them, the agent's ``system`` prompt and
-    ``tools`` as `PromptTurn.tools` lists them; add ``model`` and ``max_tokens`` and post it.
-
-    Raises:
-        ValueError: a message or tool is not of the Chat Completions shape (another role,
-            content that is not text, a tool without a name), or no message is the person's.
-    """
+    """The Messages body for what `PromptTurn.requests` yields and `PromptTurn.tools` lists
+    (add ``model`` and ``max_tokens``); `ValueError` for what is not of the Chat Completions
+    shape, or no message of the person's."""
     system_parts, roles, texts = [system] if system.strip() else [], [], []
     for index, message in enumerate(messages):
         if (role := message.get("role")) not in _ROLES:
@@ -80,8 +71,7 @@ def anthropic_request(
 
 
 def _add(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
-    # Messages of one role in a row become one message (the endpoint wants them to alternate);
-    # an empty one is no message.
+    # One role's messages in a row become one (the endpoint wants them to alternate); none if empty.
     if blocks and turns and turns[-1]["role"] == role:
         turns[-1]["content"].extend(blocks)
     elif blocks:
@@ -98,24 +88,19 @@ def _tool_use(call: Mapping[str, Any], where: str, used: set[str]) -> dict[str, 
         hashed = f"{given}-{len(used)}".encode("utf-8", "surrogatepass")
         given = "toolu_" + hashlib.sha256(hashed).hexdigest()[:24]
     used.add(given)
-    arguments = _input(function.get("arguments"))
-    return {"type": "tool_use", "id": given, "name": name, "input": arguments}
-
-
-def _input(arguments: object) -> dict[str, Any]:
-    # A call's input is an object there: JSON text of an object is carried as that object (as
-    # the turn decoded it for the tool); anything else the model sent, as its text.
-    if isinstance(arguments, Mapping):
-        return dict(arguments)
-    try:
-        decoded = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
-    except (ValueError, RecursionError):
-        decoded = None
-    return decoded if isinstance(decoded, dict) else {"arguments": arguments}
+    # An object there: JSON text of one as that object (as the turn decoded it), else the text.
+    if not isinstance(arguments := function.get("arguments"), Mapping):
+        try:
+            text = arguments if isinstance(arguments, str) and arguments.strip() else "{}"
+            decoded = json.loads(text)
+        except (ValueError, RecursionError):
+            decoded = None
+        arguments = decoded if isinstance(decoded, dict) else {"arguments": arguments}
+    return {"type": "tool_use", "id": given, "name": name, "input": dict(arguments)}
 
 
 def _text(content: object, where: str) -> str:
-    """Chat Completions content as text: a string, ``None``, or a list of text parts."""
+    # A string, None, or a list of text parts.
     if content is None or isinstance(content, str):
         return content or ""
     if not isinstance(content, list | tuple):
@@ -128,9 +113,6 @@ def _text(content: object, where: str) -> str:
 
 
 def _tool(tool: Mapping[str, Any], index: int) -> dict[str, Any]:
-    """A Chat Completions function as a Messages tool; one with ``input_schema`` is kept."""
-    if "input_schema" in tool:
-        return dict(tool)
     function = tool.get("function")
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
         raise ValueError(f"tool {index} is not a Chat Completions function with a name")

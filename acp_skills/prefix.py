@@ -1,6 +1,4 @@
-"""`SessionPrefix`: the contributors whose messages go ahead of every session's history. Each
-wraps the later ones (the last one's ``next()`` returns ``()``): ``[mine, *await next()]`` puts
-contributions in registration order."""
+"""`SessionPrefix`: the contributors whose messages go ahead of every session's history."""
 
 from __future__ import annotations
 
@@ -10,15 +8,14 @@ from .model import PrefixContext, PrefixContributor, PrefixMessage
 
 
 class SessionPrefix:
-    """The registry of session-prefix contributors. An instance, never a global."""
+    """The registry of session-prefix contributors, run as a waterfall in registration order."""
 
     def __init__(self) -> None:
         # One token per `add`: a remover only removes its own registration.
         self._chain: dict[object, PrefixContributor] = {}
 
     def add(self, contributor: PrefixContributor) -> Callable[[], None]:
-        """Register ``contributor`` last; returns an idempotent remover (``TypeError`` if it is
-        not callable). Sessions that already composed keep their prefix."""
+        """Register ``contributor`` last; returns an idempotent remover."""
         if not callable(contributor):
             raise TypeError(f"a session-prefix contributor must be callable, got {contributor!r}")
         token = object()
@@ -30,27 +27,19 @@ class SessionPrefix:
         return remove
 
     async def compose(self, context: PrefixContext) -> tuple[PrefixMessage, ...]:
-        """Run the contributors for ``context``: ``TypeError`` if one returns anything but a
-        sequence of `PrefixMessage`, ``RuntimeError`` if one calls ``next()`` twice."""
-        # The chain as it is now: a change while composing affects the next session only.
-        chain = tuple(self._chain.values())
+        """Run the contributors for ``context``: `TypeError` if one returns anything but a
+        sequence of `PrefixMessage`."""
+        chain = tuple(self._chain.values())  # a change while composing affects the next session
 
         async def run(index: int) -> tuple[PrefixMessage, ...]:
             if index == len(chain):
                 return ()
-            name = getattr(chain[index], "__qualname__", type(chain[index]).__qualname__)
-            who, later = f"session-prefix contributor {name!r}", [index + 1]
-
-            async def next_messages() -> tuple[PrefixMessage, ...]:
-                # Twice would query every later contributor twice, and the answer depend on which.
-                if not later:
-                    raise RuntimeError(f"{who} called next() twice")
-                return await run(later.pop())
-
-            result = await chain[index](context, next_messages)
+            result = await chain[index](context, lambda: run(index + 1))
             # A str is a Sequence too, and iterating it would yield characters, not messages.
             sequence = isinstance(result, Sequence) and not isinstance(result, str | bytes)
             if not sequence or not all(isinstance(item, PrefixMessage) for item in result):
+                name = getattr(chain[index], "__qualname__", type(chain[index]).__qualname__)
+                who = f"session-prefix contributor {name!r}"
                 raise TypeError(f"{who} returned {result!r}, not a sequence of PrefixMessage")
             return tuple(result)
 

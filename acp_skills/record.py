@@ -1,15 +1,14 @@
-"""The durable record of a session (contract §8, §11, §15): its entries, storage's text choke
-point (each keeps a checked, well-formed plain JSON copy); `SessionStore`, the one seam of where
-records live and what ``session/list`` shows of them; and `InMemorySessionStore`."""
+"""A session's record entries, the `SessionStore` seam with its listing, `InMemorySessionStore`."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, get_args, runtime_checkable
 
@@ -20,7 +19,6 @@ from .json_depth import nests_deeper_than
 from .model import PrefixMessage
 from .text import shorten_description, well_formed
 
-# The first request on a fresh record, the first on one holding a header, a later change.
 HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
 # Far above real messages and schemas, far below the recursion limit of any walk over a value.
 MAX_JSON_DEPTH: Final = 100
@@ -29,8 +27,7 @@ TITLE_LENGTH: Final = 80
 
 
 def _json_object(value: object, where: str) -> dict[str, Any]:
-    # A deep copy in plain dicts and lists, its text well-formed: json.dumps refuses what JSON
-    # cannot carry, and the caller's later changes never reach the copy.
+    # Through JSON text: what JSON cannot carry is refused; later changes never reach the copy.
     if not isinstance(value, Mapping):
         raise TypeError(f"{where} must be a JSON object (a mapping), got {type(value).__name__}")
     if nests_deeper_than(value := dict(value), MAX_JSON_DEPTH):
@@ -88,46 +85,26 @@ class HistoryEntry:
     def __post_init__(self) -> None:
         object.__setattr__(self, "message", _json_object(self.message, "history message"))
 
-    def plain_message(self) -> dict[str, Any]:
-        """A fresh, mutable deep copy of ``message``."""
-        copied: dict[str, Any] = json.loads(json.dumps(self.message))
-        return copied
-
-    def to_json(self) -> dict[str, Any]:
-        """The record line's fields, sharing the entry's own dicts: not to change."""
-        return {"message": self.message}
-
 
 RecordEntry: TypeAlias = HeaderEntry | HistoryEntry
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionDescription:
-    """What the session layer tells a store of an instance, at its first recorded prompt."""
+    """One session as ``session/list`` shows it; a listing sets ``updated_at`` (ISO 8601, UTC)."""
 
     session_id: str
     cwd: str
     additional_directories: tuple[str, ...] = ()
     title: str | None = None  # `session_title` of the record's first prompt
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionSummary(SessionDescription):
-    """One session as ``session/list`` shows it (``updated_at``: its record's last change)."""
-
-    updated_at: datetime
-
-    @property
-    def updated_at_text(self) -> str:
-        """``updated_at`` in ISO 8601 (RFC 3339), UTC, to the millisecond."""
-        return self.updated_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    updated_at: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class SessionPage:
     """One page of a listing, and the cursor of the next (``None``: this was the last)."""
 
-    sessions: tuple[SessionSummary, ...]
+    sessions: tuple[SessionDescription, ...]
     next_cursor: str | None = None
 
 
@@ -137,8 +114,7 @@ class InvalidCursor(ValueError):
 
 @runtime_checkable
 class SessionStore(Protocol):
-    """Where each session's append-only record lives, and what ``session/list`` shows of it;
-    storage fails with `OSError`."""
+    """Where sessions' append-only records and listings live; storage fails with `OSError`."""
 
     async def append(self, session_id: str, entry: RecordEntry) -> None:
         """Append one entry, durably enough to survive the agent process crashing."""
@@ -146,30 +122,19 @@ class SessionStore(Protocol):
     async def entries(self, session_id: str) -> list[RecordEntry]:
         """Every readable entry, oldest first; an undecodable one is skipped with a warning."""
 
-    async def exists(self, session_id: str) -> bool:
-        """Whether anything has been recorded for ``session_id``."""
+    async def exists(self, session_id: str) -> bool: ...
 
-    async def describe_session(self, description: SessionDescription) -> None:
-        """Keep what ``session/list`` shows of the session."""
+    async def describe_session(self, description: SessionDescription) -> None: ...
 
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
-        """One page, newest first; ``cwd`` keeps the sessions whose cwd has its real path.
-        Raises `InvalidCursor`."""
+        """One page, newest first, of the sessions in ``cwd`` (by real path) or all."""
 
 
 def session_title(prompt_text: str) -> str | None:
     """A prompt's text as a session title: one line of at most `TITLE_LENGTH` characters."""
     return shorten_description(prompt_text, TITLE_LENGTH) or None
-
-
-def real_directory(path: str) -> str:
-    """The real path a listing compares working directories by (blocking)."""
-    try:
-        return os.path.realpath(path)
-    except (OSError, ValueError):
-        return os.path.abspath(path)
 
 
 T = TypeVar("T")
@@ -180,29 +145,27 @@ _CURSOR = re.compile(r"v1\.(\d+)\.(.*)", re.DOTALL)  # as `page_after` writes it
 
 
 def page_after(
-    cursor: str | None, listed: Iterable[Listed[T]], load: Callable[[T], SessionDescription | None]
-) -> tuple[SessionPage, list[Listed[T]]]:
-    """The page of ``listed`` after ``cursor``, newest first then by name (what ``load`` gives
-    nothing for is skipped), and what is left after it; its cursor names the last entry looked
-    at, so the next page goes on from there whatever changed meanwhile."""
-    ordered = sorted(listed)  # names are unique: no two entries compare their third item
+    cursor: str | None, ordered: list[Listed[T]], load: Callable[[T], SessionDescription | None]
+) -> SessionPage:
+    """The page of ``ordered`` (sorted) after ``cursor``; its cursor names the last entry looked
+    at, whatever changes meanwhile. What ``load`` gives nothing for is skipped."""
     if cursor is not None:
         if (named := _CURSOR.fullmatch(cursor)) is None:
             raise InvalidCursor("the cursor was not handed out by a listing of this agent")
         after = (-int(named[1]), named[2])
-        ordered = [entry for entry in ordered if entry[:2] > after]
-    found: list[SessionSummary] = []
+        ordered = ordered[bisect.bisect_right(ordered, after, key=lambda entry: entry[:2]) :]
+    found: list[SessionDescription] = []
     for looked, (negated, name, item) in enumerate(ordered, start=1):
         if (description := load(item)) is not None:
-            changed = datetime.fromtimestamp(-negated / 1e9, UTC)
-            found.append(SessionSummary(**asdict(description), updated_at=changed))
+            changed = datetime.fromtimestamp(-negated / 1e9, UTC).isoformat(timespec="milliseconds")
+            found.append(replace(description, updated_at=changed.replace("+00:00", "Z")))
         if len(found) == PAGE_SIZE and looked < len(ordered):
-            return SessionPage(tuple(found), f"v1.{-negated}.{name}"), ordered[looked:]
-    return SessionPage(tuple(found)), []
+            return SessionPage(tuple(found), f"v1.{-negated}.{name}")
+    return SessionPage(tuple(found))
 
 
 class InMemorySessionStore:
-    """Every record, and what ``session/list`` shows of it, in memory."""
+    """Every record, and its description, in memory."""
 
     def __init__(self) -> None:
         self._records: dict[str, list[RecordEntry]] = {}
@@ -222,16 +185,16 @@ class InMemorySessionStore:
         return session_id in self._records
 
     async def describe_session(self, description: SessionDescription) -> None:
-        real = await anyio.to_thread.run_sync(real_directory, description.cwd)
+        real = await anyio.to_thread.run_sync(os.path.realpath, description.cwd)
         self._described[description.session_id] = (description, real)
 
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None
     ) -> SessionPage:
-        real = await anyio.to_thread.run_sync(real_directory, cwd) if cwd is not None else None
-        listed = [
+        real = await anyio.to_thread.run_sync(os.path.realpath, cwd) if cwd is not None else None
+        listed = sorted(
             (-self._updated[session_id], session_id, description)
             for session_id, (description, where) in self._described.items()
             if real in (None, where) and session_id in self._updated
-        ]
-        return page_after(cursor, listed, lambda description: description)[0]
+        )
+        return page_after(cursor, listed, lambda description: description)

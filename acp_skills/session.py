@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import copy
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -17,27 +18,17 @@ _log = get_logger(__name__)
 
 
 class PrefixedSession:
-    """One session instance over its record in ``store``. A store failing with an `OSError`
-    stops nothing: `save_error` says why the record is behind, and later appends first write
-    what waits. ``last_header``: the record's last (the previous instance's until this one's)."""
+    """One session instance over its record; a store's `OSError` stops nothing (`save_error` says
+    why the record is behind). ``last_header``: the record's last, maybe a previous instance's."""
 
-    def __init__(
-        self,
-        prefix: SessionPrefix,
-        context: PrefixContext,
-        store: SessionStore,
-        *,
-        entries: Sequence[RecordEntry],
-    ) -> None:
+    def __init__(self, prefix: SessionPrefix, context: PrefixContext, store: SessionStore) -> None:
         self._contributors, self._store, self.context = prefix, store, context
-        self._history = [entry for entry in entries if isinstance(entry, HistoryEntry)]
-        headers = [entry for entry in entries if isinstance(entry, HeaderEntry)]
-        self.last_header = headers[-1] if headers else None
+        self._history: list[HistoryEntry] = []
+        self.last_header: HeaderEntry | None = None
         self._own_header: HeaderEntry | None = None
         self._frozen: tuple[PrefixMessage, ...] | None = None
         self.composed = False  # a plain attribute: read on every turn
-        # One write lock for every append keeps the history in the record's order.
-        self._compose_lock, self._write_lock = anyio.Lock(), anyio.Lock()
+        self._write_lock = anyio.Lock()  # every append under it: the history in record order
         self._unsaved: list[RecordEntry] = []
         self.save_error: OSError | None = None
 
@@ -50,21 +41,18 @@ class PrefixedSession:
         *,
         replacing: PrefixedSession | None = None,
     ) -> PrefixedSession:
-        """A new instance over the session's record; ``replacing``: the instance this one
-        replaces (``session/load``), whose unsaved entries it takes over."""
-        if replacing is None:
-            entries = await store.entries(context.session_id)
-            return cls(prefix, context, store, entries=entries)
-        # Under the replaced instance's write lock, so no entry is half way between its queue
-        # and the record while the record is read: each entry is then read or taken over, once.
-        async with replacing._write_lock:
-            await replacing._save()
-            entries = [*await store.entries(context.session_id), *replacing._unsaved]
-            session = cls(prefix, context, store, entries=entries)
-            # Shared from now on: whichever instance writes next writes what either left
-            # unsaved, in order (the old one may still record its cancelled turn's results).
+        """A new instance over the record, taking over what ``replacing`` has not written."""
+        session = cls(prefix, context, store)
+        if replacing is not None:
+            # Lock and queue shared (its turn may still record): each entry read or taken once.
             session._write_lock, session._unsaved = replacing._write_lock, replacing._unsaved
             session.save_error = replacing.save_error
+        async with session._write_lock:
+            await session._save()
+            entries = [*await store.entries(context.session_id), *session._unsaved]
+        session._history = [entry for entry in entries if isinstance(entry, HistoryEntry)]
+        headers = (entry for entry in reversed(entries) if isinstance(entry, HeaderEntry))
+        session.last_header = next(headers, None)
         return session
 
     @property
@@ -73,28 +61,21 @@ class PrefixedSession:
         return len(self._unsaved)
 
     @property
-    def header_recorded(self) -> bool:
-        """Whether this instance recorded a header (the record's last holds its prefix)."""
-        return self._own_header is not None
-
-    @property
     def messages(self) -> tuple[PrefixMessage, ...]:
         """The frozen prefix, or ``()`` while it has not been composed."""
         return self._frozen or ()
 
     @property
-    def history(self) -> tuple[Mapping[str, object], ...]:
+    def history(self) -> tuple[dict[str, Any], ...]:
         """The conversation so far, oldest first, as copies: changing one changes nothing."""
-        return tuple(entry.plain_message() for entry in self._history)
+        return tuple(copy.deepcopy(dict(entry.message)) for entry in self._history)
 
     async def prefix(self, skills: SkillSnapshot | None = None) -> tuple[PrefixMessage, ...]:
-        """Compose the prefix once (nothing is kept if that fails), then return it; ``skills``:
-        what the session offers (`PrefixContext.skills`)."""
-        async with self._compose_lock:
-            if self._frozen is None:
-                context = self.context if skills is None else replace(self.context, skills=skills)
-                self._frozen = await self._contributors.compose(context)
-                self.composed = True
+        """Compose the prefix once with ``skills`` (nothing is kept if that fails); return it."""
+        if self._frozen is None:
+            context = self.context if skills is None else replace(self.context, skills=skills)
+            self._frozen = await self._contributors.compose(context)
+            self.composed = True
         return self._frozen
 
     def discard_unused_prefix(self) -> None:
@@ -108,39 +89,17 @@ class PrefixedSession:
             await self._save()
         return self.save_error
 
-    async def record_request(
-        self, *, config: Mapping[str, object], system: str, tools: Sequence[Mapping[str, object]]
-    ) -> HeaderEntry | None:
-        """Record the next request's header if it needs recording; return it, or ``None``."""
-        # Copied before anything awaits: a caller changing its config meanwhile changes nothing.
-        requested = HeaderEntry(
-            reason="initial", config=config, system=system, tools=tuple(tools), message_prefix=()
-        )
-        message_prefix = await self.prefix()
-        async with self._write_lock:
-            previous = self._own_header
-            # Before this instance's first header, the last one is the previous instance's.
-            reason: HeaderReason = "resume" if self.last_header is not None else "initial"
-            reason = "change" if previous is not None else reason
-            header = replace(requested, reason=reason, message_prefix=message_prefix)
-            if previous is not None and previous.same_request_as(header):
-                return None
-            await self._save(header)
-            self._own_header = self.last_header = header
-            return header
-
     async def advance(
         self,
         messages: list[Mapping[str, Any] | HistoryEntry],
         request: Mapping[str, Any] | None = None,
         skills: SkillSnapshot | None = None,
     ) -> list[dict[str, Any]]:
-        """One step of a turn: append ``messages`` to the record and `history`, each taken out
-        of the list once appended (what an error or a cancel stopped stays there); for a
-        ``request`` (`record_request`'s keywords), compose the prefix with ``skills`` if it is
-        not yet, record the header, and return `request_messages`."""
+        """Record ``messages``, each taken out of the list once recorded; for a ``request``
+        (``config``, ``system``, ``tools``), also compose the prefix with ``skills``, record a new
+        or changed header, and return the request's messages (fresh copies)."""
         if request is not None:
-            await self.prefix(skills)
+            message_prefix = await self.prefix(skills)
         while messages:
             entry = messages[0]
             entry = entry if isinstance(entry, HistoryEntry) else HistoryEntry(message=entry)
@@ -150,12 +109,20 @@ class PrefixedSession:
             del messages[0]
         if request is None:
             return []
-        await self.record_request(**request)
-        return self.request_messages()
+        async with self._write_lock:
+            previous = self._own_header
+            reason: HeaderReason = (
+                "change" if previous else "resume" if self.last_header else "initial"
+            )
+            header = HeaderEntry(reason=reason, message_prefix=message_prefix, **request)
+            if previous is None or not previous.same_request_as(header):
+                await self._save(header)
+                self._own_header = self.last_header = header
+        prefix = [{"role": message.role, "content": message.text} for message in self.messages]
+        return [*prefix, *self.history]
 
     async def _save(self, entry: RecordEntry | None = None) -> None:
-        # What waits first, in order: the record always holds the conversation up to some
-        # point, never one with holes.
+        # What waits goes first, in order: the record never holds a conversation with holes.
         session_id, waiting = self.context.session_id, self._unsaved
         waiting += [entry] if entry is not None else []
         try:
@@ -169,18 +136,11 @@ class PrefixedSession:
             self.save_error = error
             return
         except BaseException:
-            # Not a storage failure: nothing of this entry is kept, as if never appended. (A
-            # cancelled write the record had already finished stays there: nobody can say.)
+            # Not a storage failure: this entry is dropped, as if never appended. (A cancelled
+            # write the record had already finished stays there: nobody can say.)
             if entry is not None:
                 waiting.pop()
             raise
         if self.save_error is not None:
             _log.info("session_record_caught_up", session_id=session_id)
             self.save_error = None
-
-    def request_messages(self) -> list[dict[str, Any]]:
-        """The next request's messages, fresh copies: the prefix, then the history."""
-        if self._frozen is None:
-            raise RuntimeError("the session prefix has not been composed yet")
-        prefix = [{"role": message.role, "content": message.text} for message in self._frozen]
-        return [*prefix, *(entry.plain_message() for entry in self._history)]

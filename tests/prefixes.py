@@ -69,5 +69,12 @@ async def headers_in(store: SessionStore, session_id: str = "s1") -> list[Header
     return [entry for entry in await store.entries(session_id) if isinstance(entry, HeaderEntry)]
 
 
+async def record_request(session: PrefixedSession, **request: Any) -> HeaderEntry | None:
+    """The header ``session.advance`` records for ``request``, or ``None`` if it records none."""
+    recorded = session.last_header
+    await session.advance([], request)
+    return session.last_header if session.last_header is not recorded else None
+
+
 async def record_default_request(session: PrefixedSession) -> HeaderEntry | None:
-    return await session.record_request(config=CONFIG, system=SYSTEM, tools=TOOLS)
+    return await record_request(session, config=CONFIG, system=SYSTEM, tools=TOOLS)

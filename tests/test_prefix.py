@@ -87,18 +87,6 @@ async def test_a_contributor_that_skips_next_drops_the_later_ones(context: Prefi
     assert later.calls == 0
 
 
-async def test_calling_next_twice_is_an_error(context: PrefixContext) -> None:
-    """Running the rest of the chain twice is refused."""
-
-    async def greedy(context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
-        return [*await next(), *await next()]
-
-    prefix = SessionPrefix()
-    prefix.add(greedy)
-    with pytest.raises(RuntimeError, match=r"'.*greedy' called next\(\) twice"):
-        await prefix.compose(context)
-
-
 async def test_remover_takes_out_only_its_own_registration(context: PrefixContext) -> None:
     """A remover removes its registration, once, even if the same callable is added twice."""
     contributor = Prepend("twice")

@@ -61,15 +61,6 @@ def test_recorded_arrays_stay_lists_equal_to_their_source() -> None:
     assert entry.message == {"role": "assistant", "tool_calls": [{"id": "c1"}]}
 
 
-def test_plain_message_is_a_fresh_mutable_copy() -> None:
-    """``plain_message()`` gives plain dicts and lists the caller may change."""
-    entry = HistoryEntry(message={"role": "assistant", "tool_calls": [{"id": "c1"}]})
-    plain = entry.plain_message()
-    plain["tool_calls"].append({"id": "c2"})
-    assert plain["tool_calls"] == [{"id": "c1"}, {"id": "c2"}]
-    assert entry.plain_message() == {"role": "assistant", "tool_calls": [{"id": "c1"}]}
-
-
 @pytest.mark.parametrize(
     ("config", "error"),
     [

@@ -38,6 +38,7 @@ from tests.prefixes import (
     headers_in,
     open_session,
     record_default_request,
+    record_request,
     user,
 )
 
@@ -135,28 +136,6 @@ async def test_cancelling_during_composition_keeps_nothing(
     assert await headers_in(store) == []
 
 
-async def test_concurrent_first_callers_share_one_composition(context: PrefixContext) -> None:
-    """Two requests racing to compose get one composition between them."""
-    contributor = Scripted(hold=True)
-    prefix = SessionPrefix()
-    prefix.add(contributor)
-    session = await open_session(prefix, context, InMemorySessionStore())
-    results: list[tuple[PrefixMessage, ...]] = []
-
-    async def take_prefix() -> None:
-        results.append(await session.prefix())
-
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as group:
-            group.start_soon(take_prefix)
-            group.start_soon(take_prefix)
-            await contributor.entered.wait()
-            await anyio.wait_all_tasks_blocked()
-            contributor.release.set()
-    assert contributor.calls == 1
-    assert results[0] is results[1]
-
-
 async def test_a_running_session_keeps_its_prefix_when_contributors_change(
     context: PrefixContext,
 ) -> None:
@@ -193,7 +172,7 @@ async def test_mutating_contributed_objects_after_composition_changes_nothing(
     session = await open_session(prefix, context, store)
     config: dict[str, Any] = {"model": {"name": "m1"}, "stop": ["END"]}
     tools: list[dict[str, Any]] = [{"name": "skill", "parameters": {"required": ["name"]}}]
-    recorded = await session.record_request(config=config, system=SYSTEM, tools=tools)
+    recorded = await record_request(session, config=config, system=SYSTEM, tools=tools)
     assert recorded is not None
 
     returned.append(user("sneaked in"))
@@ -208,7 +187,7 @@ async def test_mutating_contributed_objects_after_composition_changes_nothing(
     assert recorded.to_json()["tools"] == [{"name": "skill", "parameters": {"required": ["name"]}}]
     assert await headers_in(store) == [recorded]
     # The mutated values are a genuinely different request, recorded as a change.
-    changed = await session.record_request(config=config, system=SYSTEM, tools=tools)
+    changed = await record_request(session, config=config, system=SYSTEM, tools=tools)
     assert changed is not None
     assert changed.reason == "change"
     assert changed.message_prefix == (user("catalog"),)
@@ -264,28 +243,24 @@ async def test_a_changed_request_records_reason_change(
     session = await open_session(SessionPrefix(), context, store)
     await record_default_request(session)
     request: dict[str, Any] = {"config": CONFIG, "system": SYSTEM, "tools": TOOLS, **change}
-    changed = await session.record_request(**request)
+    changed = await record_request(session, **request)
     assert changed is not None
     assert changed.reason == "change"
-    assert await session.record_request(**request) is None
+    assert await record_request(session, **request) is None
     # Going back is a change too.
     assert await record_default_request(session) is not None
     reasons = [header.reason for header in await headers_in(store)]
     assert reasons == ["initial", "change", "change"]
 
 
-async def test_record_request_refuses_a_config_that_is_not_json(context: PrefixContext) -> None:
+async def test_a_request_whose_config_is_not_json_is_refused(context: PrefixContext) -> None:
     """A header must be recordable; a bad value fails before anything is written."""
     store = InMemorySessionStore()
     session = await open_session(SessionPrefix(), context, store)
     with pytest.raises(TypeError, match="config"):
-        await session.record_request(config={"client": object()}, system=SYSTEM, tools=TOOLS)
+        await record_request(session, config={"client": object()}, system=SYSTEM, tools=TOOLS)
     with pytest.raises(TypeError, match="tools"):
-        await session.record_request(
-            config=CONFIG,
-            system=SYSTEM,
-            tools={"name": "skill"},  # type: ignore[arg-type]
-        )
+        await record_request(session, config=CONFIG, system=SYSTEM, tools={"name": "skill"})
     assert not await store.exists("s1")
 
 
@@ -328,11 +303,8 @@ async def test_request_messages_are_prefix_then_history(context: PrefixContext) 
     prefix = SessionPrefix()
     prefix.add(Prepend("catalog"))
     session = await open_session(prefix, context, InMemorySessionStore())
-    await session.advance([{"role": "user", "content": "hi"}])
-    with pytest.raises(RuntimeError, match="not been composed"):
-        session.request_messages()
-    await record_default_request(session)
-    messages = session.request_messages()
+    request = {"config": CONFIG, "system": SYSTEM, "tools": TOOLS}
+    messages = await session.advance([{"role": "user", "content": "hi"}], request)
     assert messages == [
         {"role": "user", "content": "catalog"},
         {"role": "user", "content": "hi"},
@@ -441,7 +413,7 @@ async def test_a_record_failure_that_is_not_storage_still_fails_the_append(
 ) -> None:
     """Only OSErrors are kept for later; any other failure propagates and keeps nothing."""
     record = RefusesOnce(RuntimeError("a bug in the store"))
-    session = PrefixedSession(SessionPrefix(), context, record, entries=())
+    session = PrefixedSession(SessionPrefix(), context, record)
     with pytest.raises(RuntimeError, match="a bug in the store"):
         await session.advance([said("lost")])
     assert session.history == ()
@@ -455,7 +427,7 @@ async def test_a_failure_while_catching_up_keeps_the_older_entries_waiting(
 ) -> None:
     """A non-storage failure while writing the backlog drops only the new entry."""
     record = RefusesOnce(OSError(28, "No space left on device"))
-    session = PrefixedSession(SessionPrefix(), context, record, entries=())
+    session = PrefixedSession(SessionPrefix(), context, record)
     await session.advance([said("waiting")])
     assert session.save_error is not None
     record.error = RuntimeError("a bug in the store")
@@ -512,7 +484,7 @@ async def test_an_instance_replacing_one_behind_its_record_takes_over_what_waits
 ) -> None:
     """The successor's history holds the unsaved turn, and its next write saves it, once."""
     record = RefusesOnce(OSError(28, "No space left on device"))
-    old = PrefixedSession(SessionPrefix(), context, record, entries=())
+    old = PrefixedSession(SessionPrefix(), context, record)
     await old.advance([said("one")])  # refused: waits in memory
     record.error = OSError(28, "No space left on device")  # and still refused at the takeover
     new = await PrefixedSession.open(SessionPrefix(), context, record, replacing=old)

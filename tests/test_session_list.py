@@ -82,8 +82,8 @@ async def test_a_summary_shows_the_cwd_the_title_and_when_the_record_last_change
     [summary] = (await store.list_sessions()).sessions
     assert (summary.session_id, summary.cwd) == ("only", str(tmp_path))
     assert summary.title == "Deploy the app"
-    assert summary.updated_at_text.endswith("Z")
-    parsed = datetime.fromisoformat(summary.updated_at_text.replace("Z", "+00:00"))
+    assert summary.updated_at.endswith("Z")
+    parsed = datetime.fromisoformat(summary.updated_at.replace("Z", "+00:00"))
     assert abs(parsed.timestamp() - datetime.now().timestamp()) < 3600
 
 

@@ -244,7 +244,7 @@ class AcpSkills:
                     session_id=summary.session_id,
                     cwd=summary.cwd,
                     title=summary.title,
-                    updated_at=summary.updated_at_text,
+                    updated_at=summary.updated_at,
                     additional_directories=list(summary.additional_directories) or None,
                 )
                 for summary in page.sessions
