@@ -1,14 +1,11 @@
-"""An agent's own tool calls: the `ToolCall` its ``run_tool`` receives, and what it returns
-settled into the editor's last update and the model's one string (docs/integration.md)."""
+"""An agent's own tool calls: the `ToolCall` ``run_tool`` receives, and its outcome settled."""
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeAlias, cast
+from typing import TypeAlias
 
 from acp import schema as acp_schema
 
@@ -16,7 +13,6 @@ from ..tool import ToolResult
 from . import wire
 
 ToolOutcome: TypeAlias = ToolResult | str | acp_schema.ToolCallUpdate
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,25 +24,11 @@ class ToolCall:
     arguments: object
 
 
-CallRunner: TypeAlias = Callable[[ToolCall], Awaitable[ToolOutcome]]
-# The earlier form, `run_tool(name, arguments)`, still served (`call_runner`).
-AgentToolRunner: TypeAlias = CallRunner | Callable[[str, object], Awaitable[ToolOutcome]]
-
-
-def call_runner(run_tool: AgentToolRunner) -> CallRunner:
-    """``run_tool`` as a runner of `ToolCall` values; one of two positional parameters is the
-    earlier form, called as ``run_tool(name, arguments)``."""
-    with contextlib.suppress(TypeError, ValueError):  # no signature to read: the documented form
-        parameters = inspect.signature(cast(Callable[..., Any], run_tool)).parameters.values()
-        if sum(parameter.kind in _POSITIONAL for parameter in parameters) == 2:
-            by_name = cast(Callable[[str, object], Awaitable[ToolOutcome]], run_tool)
-            return lambda call: by_name(call.name, call.arguments)
-    return cast(CallRunner, run_tool)
+AgentToolRunner: TypeAlias = Callable[[ToolCall], Awaitable[ToolOutcome]]
 
 
 def settle(call_id: str, outcome: object) -> tuple[ToolResult, acp_schema.ToolCallProgress]:
-    """The model's result and the editor's ``tool_call_update`` for what ``run_tool`` returned
-    (`TypeError` for anything else, `ValueError` for an update of another call)."""
+    """The model's result and the editor's last update (`TypeError`/`ValueError` if unfit)."""
     if isinstance(outcome, str):
         outcome = ToolResult(text=outcome, is_error=False)
     if isinstance(outcome, ToolResult):
