@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import anyio
 from acp import RequestError
-from acp.schema import PromptResponse
+from acp.schema import PromptResponse, ToolCallUpdate
 
 from ..catalog import CatalogFit, SkillCatalogContributor
 from ..diagnostics import Markdown
@@ -20,12 +20,23 @@ from ..record import HistoryEntry
 from ..tool import SkillTool, ToolResult
 from ..trust import SessionView, command_note, waiting_note, withheld_parts
 from . import commands, consent, sessions, wire
-from .calls import AgentToolRunner, ToolCall, settle
 from .sessions import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY, LiveSession, SessionTable
 
 _log = get_logger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call of the agent's own tool; ``arguments`` decoded (text that is not JSON stays)."""
+
+    id: str
+    name: str
+    arguments: object
+
+
+AgentToolRunner: TypeAlias = Callable[[ToolCall], Awaitable[ToolResult | str | ToolCallUpdate]]
 
 # The final reports of a cancelled turn are shielded: a client not reading must not hold it.
 _CANCEL_REPORT_SECONDS = 5.0
@@ -178,7 +189,8 @@ class PromptTurn:
         try:
             await self._send(wire.tool_call_started(call_id, name, decoded, self._kit.tool.name))
             try:
-                result, shown = settle(call_id, refused or await self._run(call_id, name, decoded))
+                outcome = refused or await self._run(call_id, name, decoded)
+                result, shown = wire.settle(call_id, outcome)
             except Exception as error:
                 result = _raised(name, error)
                 shown = wire.tool_call_finished(call_id, result)
