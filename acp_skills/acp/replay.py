@@ -1,4 +1,4 @@
-"""``session/load`` replay; an entry a person's edit left unfit is left out, not replayed wrong."""
+"""``session/load`` replay; an entry an edit left unfit is left out, not replayed wrong."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ from .turn import call_parts
 
 _log = get_logger(__name__)
 
-# What building or sending one message's updates may raise on a recorded value gone odd (an
-# edited record, an entry written before a bound existed); the message is skipped, not fatal.
+# What one message's updates may raise on a recorded value gone odd (edited, or older than a bound).
 _UNREPLAYABLE = (TypeError, ValueError, RecursionError, ValidationError)
 
 
@@ -56,7 +55,6 @@ async def _replay_message(
     elif role == "assistant":
         if isinstance(content, str) and content:
             updates.append(wire.agent_text(content))
-        # Arguments over a bound (an older record, or an edited one) replay as a note.
         bounded, refused = wire.bound_tool_calls(message)
         if refused:
             _log.warning("session_replay_arguments_omitted", reasons=sorted(set(refused.values())))

@@ -35,7 +35,7 @@ INVOKED_KEY = "_invoked"
 
 
 class ServerCloser(Protocol):
-    """Connects, closes and reports on the servers sessions name (`McpSkillProvider`)."""
+    """The servers sessions name (`McpSkillProvider`)."""
 
     def connect(self, server: Any) -> None: ...
 
@@ -70,8 +70,7 @@ class LiveSession:
 class SessionTable:
     def __init__(self, prefix: SessionPrefix, store: SessionStore, mcp: ServerCloser | None):
         self._prefix, self._store, self.mcp = prefix, store, mcp
-        # Where a server's close runs when set (`AcpSkills`' task group): a request that lets a
-        # server go answers without waiting for its process to end.
+        # `AcpSkills`' task group: a request that lets a server go need not wait for its end.
         self.tasks: anyio.abc.TaskGroup | None = None
         self._live: dict[str, LiveSession] = {}
         self._closing: dict[Hashable, anyio.Event] = {}  # set once that server is closed
