@@ -13,7 +13,6 @@ from ..session import PrefixedSession
 from ..tool import ToolResult
 from . import wire
 from .sessions import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
-from .turn import call_parts
 
 _log = get_logger(__name__)
 
@@ -58,8 +57,7 @@ async def _replay_message(
         bounded, refused = wire.bound_tool_calls(message)
         if refused:
             _log.warning("session_replay_arguments_omitted", reasons=sorted(set(refused.values())))
-        for call in wire.sequence(bounded.get("tool_calls")):
-            call_id, name, arguments = call_parts(call if isinstance(call, Mapping) else {})
+        for call_id, name, arguments in wire.tool_calls(bounded).values():
             decoded = wire.decode_tool_arguments(arguments)
             updates.append(wire.tool_call_started(call_id, name, decoded, skill_tool))
     elif role == "tool" and isinstance(content, str):

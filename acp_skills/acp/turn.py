@@ -146,17 +146,15 @@ class PromptTurn:
         if isinstance(text, str) and text and not self._streamed:
             await self._send(wire.agent_text(text))
         self._unrecorded.append(entry)
-        listed = enumerate(wire.sequence(reply.get("tool_calls")))
-        calls = {index: call for index, call in listed if isinstance(call, Mapping)}
+        calls = wire.tool_calls(reply)
         answered: set[str] = set()
         try:
-            for index, call in calls.items():
-                call_id, name, arguments = call_parts(call)
+            for index, (call_id, name, arguments) in calls.items():
                 await self._call(call_id, name, arguments, refused.get(index))
                 answered.add(call_id)
         except anyio.get_cancelled_exc_class():
             # Every tool call gets a result, so the next turn's request is well formed.
-            for call_id in (str(call.get("id", "")) for call in calls.values()):
+            for call_id, _, _ in calls.values():
                 if call_id not in answered:
                     self._add_result(call_id, _CANCELLED)
             raise
@@ -303,13 +301,6 @@ class PromptTurn:
         if calls:
             message[INVOKED_KEY] = calls
         self._unrecorded.append(message)
-
-
-def call_parts(call: Mapping[str, Any]) -> tuple[str, str, object]:
-    """A recorded or replied tool call's id, function name and arguments."""
-    function = call.get("function")
-    function = function if isinstance(function, Mapping) else {}
-    return str(call.get("id", "")), str(function.get("name", "")), function.get("arguments", "")
 
 
 def _raised(name: str, error: Exception) -> ToolResult:

@@ -246,24 +246,31 @@ def arguments_problem(arguments: object) -> str | None:
     return f"the arguments are nested more than {MAX_NESTING_DEPTH} levels deep" if deep else None
 
 
+def tool_calls(message: Mapping[str, Any]) -> dict[int, tuple[str, str, object]]:
+    """The id, function name and arguments of each tool call of a message, by its index."""
+    found = {}
+    for index, call in enumerate(sequence(message.get("tool_calls"))):
+        if isinstance(call, Mapping):
+            function = call.get("function")
+            function = function if isinstance(function, Mapping) else {}
+            arguments = function.get("arguments", "")
+            found[index] = (str(call.get("id", "")), str(function.get("name", "")), arguments)
+    return found
+
+
 def bound_tool_calls(message: Mapping[str, Any]) -> tuple[dict[str, Any], dict[int, str]]:
     """``message`` with each over-bound call's arguments replaced, and the problems by index."""
-    if not isinstance(calls := message.get("tool_calls"), list | tuple):
-        return dict(message), {}
-    problems: dict[int, str] = {}
-    bounded: list[object] = []
-    for index, call in enumerate(calls):
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if (
-            isinstance(call, Mapping)
-            and isinstance(function, Mapping)
-            and (problem := arguments_problem(function.get("arguments", ""))) is not None
-        ):
-            problems[index] = problem
-            omitted = json.dumps({"omitted": f"{problem}; the call was not run"})
-            call = {**call, "function": {**function, "arguments": omitted}}
-        bounded.append(call)
-    return {**message, "tool_calls": bounded}, problems
+    problems = {
+        index: problem
+        for index, (_, _, arguments) in tool_calls(message).items()
+        if (problem := arguments_problem(arguments)) is not None
+    }
+    bounded = list(sequence(message.get("tool_calls")))
+    for index, problem in problems.items():
+        omitted = json.dumps({"omitted": f"{problem}; the call was not run"})
+        call = bounded[index]
+        bounded[index] = {**call, "function": {**call["function"], "arguments": omitted}}
+    return ({**message, "tool_calls": bounded} if problems else dict(message)), problems
 
 
 def check_cwd(cwd: object, what: str = "cwd") -> str:
