@@ -1,13 +1,11 @@
-"""acp-skills: skills with progressive disclosure for Agent Client Protocol agents. The public
-API (with `acp_skills.acp`, at most 31 names); `AcpSkills` is imported on first use, so
-``import acp_skills`` alone loads neither the ACP SDK nor pydantic."""
+"""acp-skills: skills with progressive disclosure for ACP agents; the public API. `AcpSkills` is
+imported on first use, so ``import acp_skills`` loads neither the ACP SDK nor pydantic."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from .catalog import SkillCatalogContributor, render_catalog
-from .content import render_skill_content
 from .diagnostics import Diagnostic
 from .errors import SkillContractError
 from .fs import LocalFileSystem, SkillFileSystem
@@ -26,11 +24,10 @@ from .model import (
     is_skill_name,
 )
 from .prefix import SessionPrefix
-from .provider import SkillProvider
-from .registry import SkillRegistry
+from .registry import SkillProvider, SkillRegistry
 from .session import PrefixedSession
 from .text import normalize_description
-from .tool import SkillTool, ToolResult
+from .tool import SkillTool, ToolResult, render_skill_content
 
 if TYPE_CHECKING:
     from .acp import AcpSkills
@@ -67,8 +64,7 @@ __all__ = [
 
 if not TYPE_CHECKING:  # hidden from type checkers, which would accept any name from here
 
-    def __getattr__(name: str) -> Any:
-        # PEP 562: the ACP glue is imported only when an agent reaches for it.
+    def __getattr__(name: str) -> Any:  # PEP 562
         if name == "AcpSkills":
             from .acp import AcpSkills
 

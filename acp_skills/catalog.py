@@ -1,14 +1,15 @@
 """The skill catalog (names and one-line descriptions only, contract §6 and §12): its
-rendering, its fit within a budget, and the session-prefix contributor."""
+rendering, its fit within a budget (returned as a value), and the session-prefix contributor."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 import html
 import operator
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 from .model import PrefixContext, PrefixMessage, PrefixNext, SkillSnapshot, SkillSummary
 from .quiet_log import get_logger
@@ -29,10 +30,18 @@ SKILL_TOOL_NAME = "skill"
 BUDGET_DESCRIPTION_FLOOR = 60
 
 _log = get_logger(__name__)
+_name = operator.attrgetter("name")
 
-_FITS_KEPT = 16
 
-_by_name = operator.attrgetter("name")
+class CatalogSettings(TypedDict, total=False):
+    """How a catalog is made: a description's ``max_length``, the ``tool_name`` the guidance
+    names, the ``budget`` in characters, and the names ``pinned`` first and ``hidden``."""
+
+    max_length: int
+    tool_name: str
+    budget: int | None
+    pinned: Iterable[str]
+    hidden: Iterable[str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,9 +61,8 @@ class CatalogFit:
     # Pinned or hidden names no skill has (a typo, a skill removed): worth a warning.
     unknown_pinned: tuple[str, ...] = ()
     unknown_hidden: tuple[str, ...] = ()
-    # What the catalog was made of, for `catalog_changes` (bookkeeping: two fits that render
-    # the same are equal): every skill it could list (listed, pinned or omitted for room; None
-    # when no catalog was made) and the names a person hid.
+    # What it was made of, for `catalog_changes` (two fits that render the same are equal):
+    # every skill it could list (None when no catalog was made) and the names a person hid.
     catalogued: tuple[SkillSummary, ...] | None = field(default=None, compare=False, repr=False)
     hiding: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
@@ -64,56 +72,92 @@ class CatalogFit:
         return self.limit is None or self.used <= self.limit
 
 
-def check_catalog_budget(budget: object) -> int | None:
-    if budget is not None and (
-        isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
-    ):
-        raise ValueError(f"budget must be a positive integer or None, got {budget!r}")
-    return budget
-
-
 def render_catalog(
-    skills: Iterable[SkillSummary],
-    max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
-    *,
-    tool_name: str = SKILL_TOOL_NAME,
+    skills: Iterable[SkillSummary], max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH
 ) -> str | None:
-    """The catalog message of every model-visible skill, or ``None`` when there is none
-    (`fit_catalog` adds a budget, pinned and hidden names, and says what fitting took)."""
-    return fit_catalog(skills, max_length, tool_name=tool_name).text
+    """The catalog message of every model-visible skill, or ``None`` when there is none."""
+    return fit_catalog(skills, max_length=max_length).text
 
 
-def fit_catalog(
-    skills: Iterable[SkillSummary],
-    max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
-    *,
-    tool_name: str = SKILL_TOOL_NAME,
-    budget: int | None = None,
-    pinned: Iterable[str] = (),
-    hidden: Iterable[str] = (),
-) -> CatalogFit:
-    """Render the catalog within ``budget`` characters and say what that took (contract §12)."""
-    bound, limit = check_max_length(max_length), check_catalog_budget(budget)
-    skills, hiding, pinning = list(skills), frozenset(hidden), frozenset(pinned)
+def listable(skills: Sequence[SkillSummary], hidden: frozenset[str]) -> list[SkillSummary]:
+    """The skills a catalog may list and a query find: model-visible, not hidden by a person."""
+    return [
+        skill for skill in skills if not skill.disable_model_invocation and skill.name not in hidden
+    ]
+
+
+class _Line:
+    """One skill's line, its description cleaned and cut at ``max_length`` once."""
+
+    __slots__ = ("name", "over_max_length", "prefix", "text")
+
+    def __init__(self, skill: SkillSummary, bound: int) -> None:
+        self.name = skill.name
+        # Registry names need no escaping, but a hand-built summary must not inject markup.
+        self.prefix = f"- `{for_model(skill.name)}`: "
+        # Cleaning and collapsing never lengthen a text, so this bound cuts nothing: one
+        # normalization tells both the text and whether `max_length` cut it.
+        whole = shorten_description(skill.description, max(bound, len(skill.description)))
+        self.text = cut(whole, bound)
+        self.over_max_length = len(whole) > bound
+
+    def is_cut(self, cap: int | None) -> bool:
+        return cap is not None and len(self.text) > cap
+
+    def render(self, cap: int | None) -> str:
+        text = cut_at_word(self.text, cap) if cap is not None and self.is_cut(cap) else self.text
+        return self.prefix + html.escape(text, quote=False)
+
+
+def fit_catalog(skills: Iterable[SkillSummary], **settings: Unpack[CatalogSettings]) -> CatalogFit:
+    """Render the catalog within ``budget`` characters and say what that took (contract §12):
+    every description shortened to the widest uniform cap that fits (never below 60), else
+    skills listed by rank until the budget is met; pinned skills always, first."""
+    bound = check_max_length(settings.get("max_length", DEFAULT_MAX_DESCRIPTION_LENGTH))
+    limit = settings.get("budget")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"budget must be a positive integer or None, got {limit!r}")
+    tool_name = settings.get("tool_name", SKILL_TOOL_NAME)
+    skills, hiding = list(skills), frozenset(settings.get("hidden", ()))
+    pinning = frozenset(settings.get("pinned", ()))
     known = {skill.name for skill in skills} if hiding or pinning else set()
     catalogued = listable(skills, hiding)
-    unknown_pinned, pinning = tuple(sorted(pinning - known)), pinning - hiding
     visible = [skill for skill in catalogued if skill.name not in pinning]
-    first = sorted((_Line(s, bound) for s in catalogued if s.name in pinning), key=_by_name)
-    hidden_found = (s.name for s in skills if s.name in hiding and not s.disable_model_invocation)
+    first = sorted((_Line(s, bound) for s in catalogued if s.name in pinning), key=_name)
+    hidden = (s.name for s in skills if s.name in hiding and not s.disable_model_invocation)
     made_fit = functools.partial(
         CatalogFit,
         limit=limit,
-        hidden=tuple(sorted(hidden_found)) if hiding else (),
+        hidden=tuple(sorted(hidden)),
         max_length=bound,
-        unknown_pinned=unknown_pinned,
+        unknown_pinned=tuple(sorted(pinning - known)),
         unknown_hidden=tuple(sorted(hiding - known)),
         catalogued=tuple(catalogued),
         hiding=hiding,
     )
     if not first and not visible:
         return made_fit(text=None, used=0)
-    frame = _Frame(tool_name, first)
+    head = [
+        "<system-reminder>",
+        "Skills are available in this session. A skill is a packaged set of instructions "
+        "for one kind of task. The catalog below gives each skill's name and a short summary.",
+        "",
+        "<available_skills>",
+        *(line.render(None) for line in first),
+    ]
+    tail = [
+        "</available_skills>",
+        "",
+        "How to use skills:",
+        f"- If the user names a skill, or the task clearly matches a skill's summary, call "
+        f"the `{tool_name}` tool with that skill's exact name before you act on the task.",
+        "- When more than one skill applies, load each of them and follow the complete "
+        "instructions every one of them returns.",
+        "- The catalog holds summaries only. Never act on a skill from its summary alone: "
+        "load it first.",
+        "</system-reminder>",
+    ]
+    frame = sum(len(line) + 1 for line in (*head, *tail)) - 1
     made: dict[int, _Line] = {}
 
     def lines_of(group: Iterable[SkillSummary]) -> Iterator[_Line]:
@@ -123,76 +167,78 @@ def fit_catalog(
                 line = made[id(skill)] = _Line(skill, bound)
             yield line
 
+    def omission(count: int) -> list[str]:
+        if not count:
+            return []
+        skills = "skill is" if count == 1 else "skills are"
+        return [
+            f"({count} more {skills} not listed here for lack of room. To find one, call the "
+            f"`{tool_name}` tool with `query` set to a few words describing the task.)"
+        ]
+
+    def omission_cost(count: int) -> int:
+        return sum(len(line) + 1 for line in omission(count))
+
+    def fits(group: Iterable[SkillSummary], cap: int | None, room: int) -> bool:
+        total = frame
+        for line in lines_of(group):
+            total += len(line.render(cap)) + 1
+            if total > room:
+                return False
+        return True
+
     def outcome(
         cap: int | None, listed: Sequence[SkillSummary], left_out: Sequence[SkillSummary] = ()
     ) -> CatalogFit:
         lines = list(lines_of(listed))
-        text = frame.render(lines, cap, omitted=len(left_out))
+        entries = [line.render(cap) for line in lines]
+        text = "\n".join([*head, *entries, *omission(len(left_out)), *tail])
         shortened = sum(line.is_cut(cap) for line in lines)
         truncated = sum(line.over_max_length and not line.is_cut(cap) for line in lines)
-        truncated += sum(line.over_max_length for line in first)
         return made_fit(
             text=text,
             used=len(text),
             shortened=shortened,
-            omitted=tuple(sorted(map(_by_name, left_out))),
+            omitted=tuple(sorted(map(_name, left_out))),
             listed=tuple(line.name for line in (*first, *lines)),
             description_cap=cap if shortened or left_out else None,
-            truncated=truncated,
+            truncated=truncated + sum(line.over_max_length for line in first),
         )
 
-    if limit is None or frame.fits(lines_of(visible), None, limit):
-        return outcome(None, sorted(visible, key=_by_name))
+    if limit is None or fits(visible, None, limit):
+        return outcome(None, sorted(visible, key=_name))
     floor = min(BUDGET_DESCRIPTION_FLOOR, bound)
     narrowest = floor if floor < bound else None  # None when the bound is already the floor
     # A plain summary has no rank: it counts as 0.
     by_rank = sorted(visible, key=lambda skill: (getattr(skill, "rank", 0), skill.name))
-    if narrowest is not None and frame.fits(lines_of(by_rank), narrowest, limit):
-        # Step 1. Lengths only grow with the cap: bisect between the floor (fits) and `bound`.
-        fitting, too_wide = narrowest, bound
-        while too_wide - fitting > 1:
-            middle = (fitting + too_wide) // 2
-            if frame.fits(lines_of(by_rank), middle, limit):
-                fitting = middle
-            else:
-                too_wide = middle
-        return outcome(fitting, sorted(visible, key=_by_name))
+    if narrowest is not None and fits(by_rank, narrowest, limit):
+        # Step 1. Lengths only grow with the cap: bisect for the widest that fits (the floor
+        # does; `bound` does not, as the uncut catalog did not).
+        caps = range(narrowest, bound)
+        widest = bisect.bisect_left(caps, True, key=lambda cap: not fits(by_rank, cap, limit))
+        return outcome(caps[widest - 1], sorted(visible, key=_name))
     # Step 2: list by rank while there is room for the skill and the closing line.
-    room, kept = limit - frame.length, 0
+    room, kept = limit - frame, 0
     for line in lines_of(by_rank):
-        cost = line.length(narrowest) + 1
-        if cost + frame.omission_cost(len(by_rank) - kept - 1) > room:
+        room -= len(line.render(narrowest)) + 1
+        if room < omission_cost(len(by_rank) - kept - 1):
             break
-        room -= cost
         kept += 1
-    shortest_omission = frame.length + frame.omission_cost(len(by_rank))
-    if (
-        kept == 0
-        and limit < shortest_omission
-        and frame.fits(lines_of(by_rank), narrowest, shortest_omission)
-    ):
+    shortest = frame + omission_cost(len(by_rank))
+    if kept == 0 and limit < shortest and fits(by_rank, narrowest, shortest):
         # No catalog meets the budget: keep the shortest one. With a few short entries, listing
         # them all at the floor is shorter than the closing line that would replace them.
-        return outcome(narrowest, sorted(visible, key=_by_name))
+        return outcome(narrowest, sorted(visible, key=_name))
     return outcome(narrowest, by_rank[:kept], by_rank[kept:])
-
-
-def listable(skills: Sequence[SkillSummary], hidden: frozenset[str]) -> list[SkillSummary]:
-    """The skills a catalog may list and a query may find: not disabled for the model, not
-    hidden by a person."""
-    return [
-        skill for skill in skills if not skill.disable_model_invocation and skill.name not in hidden
-    ]
 
 
 @dataclass(frozen=True, slots=True)
 class CatalogChanges:
-    """How the skills a catalog would list now differ from those a frozen catalog was made of
-    (names sorted)."""
+    """How the skills a catalog would list now differ from a frozen catalog's (names sorted)."""
 
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()  # the description as the catalog shows it
+    changed: tuple[str, ...] = ()
 
     @property
     def count(self) -> int:
@@ -201,10 +247,8 @@ class CatalogChanges:
 
 
 def catalog_changes(fit: CatalogFit, now: SkillSnapshot) -> CatalogChanges:
-    """What a catalog made of ``now`` (with ``fit``'s settings) would list differently from
-    the one ``fit`` describes: skills added, removed, and whose description as a catalog shows
-    it changed (an edit of its whitespace, or beyond ``max_length``, changes nothing). A skill
-    missing from an incomplete lookup (a provider did not answer) is not counted as removed."""
+    """What a catalog made of ``now`` with ``fit``'s settings would list differently from
+    ``fit``'s; a skill missing from an incomplete lookup is not counted as removed."""
     if fit.catalogued is None:
         return CatalogChanges()
     then = {skill.name: skill for skill in fit.catalogued}
@@ -221,103 +265,21 @@ def catalog_changes(fit: CatalogFit, now: SkillSnapshot) -> CatalogChanges:
     )
 
 
-class _Line:
-    __slots__ = ("_escapes", "_length", "name", "over_max_length", "prefix", "text")
-
-    def __init__(self, skill: SkillSummary, bound: int) -> None:
-        self.name = skill.name
-        # Registry names need no escaping, but a hand-built summary must not inject markup.
-        self.prefix = f"- `{for_model(skill.name)}`: "
-        # Cleaning and collapsing never lengthen a text, so this bound cuts nothing: one
-        # normalization tells both the text and whether `max_length` cut it.
-        whole = shorten_description(skill.description, max(bound, len(skill.description)))
-        self.text = cut(whole, bound)
-        self.over_max_length = len(whole) > bound
-        self._escapes = any(mark in self.text for mark in "&<>")
-        self._length = len(self.render(None))
-
-    def is_cut(self, cap: int | None) -> bool:
-        return cap is not None and len(self.text) > cap
-
-    def length(self, cap: int | None) -> int:
-        return len(self.render(cap)) if self.is_cut(cap) else self._length
-
-    def render(self, cap: int | None) -> str:
-        text = cut_at_word(self.text, cap) if cap is not None and self.is_cut(cap) else self.text
-        return self.prefix + (html.escape(text, quote=False) if self._escapes else text)
-
-
-class _Frame:
-    def __init__(self, tool_name: str, pinned: Sequence[_Line]) -> None:
-        self._tool_name = tool_name
-        self._head = [
-            "<system-reminder>",
-            "Skills are available in this session. A skill is a packaged set of instructions "
-            "for one kind of task. The catalog below gives each skill's name and a short summary.",
-            "",
-            "<available_skills>",
-            *(line.render(None) for line in pinned),
-        ]
-        self._tail = [
-            "</available_skills>",
-            "",
-            "How to use skills:",
-            f"- If the user names a skill, or the task clearly matches a skill's summary, call "
-            f"the `{tool_name}` tool with that skill's exact name before you act on the task.",
-            "- When more than one skill applies, load each of them and follow the complete "
-            "instructions every one of them returns.",
-            "- The catalog holds summaries only. Never act on a skill from its summary alone: "
-            "load it first.",
-            "</system-reminder>",
-        ]
-        self.length = sum(len(line) + 1 for line in (*self._head, *self._tail)) - 1
-
-    def omission(self, count: int) -> str:
-        skills = "skill is" if count == 1 else "skills are"
-        return (
-            f"({count} more {skills} not listed here for lack of room. To find one, call the "
-            f"`{self._tool_name}` tool with `query` set to a few words describing the task.)"
-        )
-
-    def omission_cost(self, count: int) -> int:
-        return len(self.omission(count)) + 1 if count else 0
-
-    def fits(self, lines: Iterable[_Line], cap: int | None, limit: int) -> bool:
-        total = self.length
-        for line in lines:
-            total += line.length(cap) + 1
-            if total > limit:
-                return False
-        return True
-
-    def render(self, lines: Iterable[_Line], cap: int | None, *, omitted: int = 0) -> str:
-        closing = [self.omission(omitted)] if omitted else []
-        entries = [line.render(cap) for line in lines]
-        return "\n".join([*self._head, *entries, *closing, *self._tail])
-
-
 class SkillCatalogContributor:
     """A session-prefix contributor: the catalog of the session's skills as one user message
     (none without ``tool_name`` among its tools). The skills are ``context.skills`` when the
-    context carries them, else ``registry``'s for the session's lookup (none without one)."""
+    context carries them, else ``registry``'s for the session's lookup (none without one).
 
-    def __init__(
-        self,
-        registry: SkillRegistry | None,
-        *,
-        max_length: int = DEFAULT_MAX_DESCRIPTION_LENGTH,
-        tool_name: str = SKILL_TOOL_NAME,
-        budget: int | None = None,
-        pinned_skills: Iterable[str] = (),
-        hidden_skills: Iterable[str] = (),
-    ) -> None:
+    Raises:
+        ValueError: if ``max_length`` or ``budget`` is out of range.
+    """
+
+    def __init__(self, registry: SkillRegistry | None, **settings: Unpack[CatalogSettings]) -> None:
+        fit_catalog((), **settings)  # refuses a bad setting now, not at the first session
         self._registry = registry
-        self._max_length = check_max_length(max_length)
-        self._tool_name = tool_name
-        self._budget = check_catalog_budget(budget)
-        self._pinned = tuple(pinned_skills)
-        self._hidden = tuple(hidden_skills)
-        self._fits: OrderedDict[int, tuple[SkillSnapshot, CatalogFit]] = OrderedDict()
+        self._settings = settings
+        self._tool_name = settings.get("tool_name", SKILL_TOOL_NAME)
+        self._last: tuple[SkillSnapshot, CatalogFit] | None = None
 
     async def __call__(self, context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
         fit = await self.fit(context)
@@ -328,30 +290,19 @@ class SkillCatalogContributor:
         return (PrefixMessage(role="user", text=fit.text), *later)
 
     async def fit(self, context: PrefixContext) -> CatalogFit:
-        """The catalog this contributor gives the session of ``context``, and what its budget
-        did to it: a value (the same one while the skills are the same snapshot)."""
-        if self._tool_name in context.tool_names:  # else not even a discovery
-            snapshot = context.skills
-            if snapshot is None and self._registry is not None:
-                snapshot = await self._registry.snapshot(context.lookup_options)
-            if snapshot is not None:
-                return self._fit(snapshot, context)
-        return CatalogFit(text=None, limit=self._budget, used=0)
-
-    def _fit(self, snapshot: SkillSnapshot, context: PrefixContext) -> CatalogFit:
-        # The registry returns the same snapshot while its catalog is cached: identity says "same
-        # skills". Holding the snapshot keeps its id from being reused.
-        if (kept := self._fits.get(id(snapshot))) is not None and kept[0] is snapshot:
-            self._fits.move_to_end(id(snapshot))
-            return kept[1]
-        fit = fit_catalog(
-            snapshot.skills,
-            self._max_length,
-            tool_name=self._tool_name,
-            budget=self._budget,
-            pinned=self._pinned,
-            hidden=self._hidden,
-        )
+        """The catalog for ``context``'s session and what its budget did: a value."""
+        snapshot = context.skills
+        if self._tool_name not in context.tool_names:  # not even a discovery
+            snapshot = None
+        elif snapshot is None and self._registry is not None:
+            snapshot = await self._registry.snapshot(context.lookup_options)
+        if snapshot is None:
+            return CatalogFit(text=None, limit=self._settings.get("budget"), used=0)
+        # The registry returns the same snapshot while its catalog is cached: identity says
+        # "same skills", and sessions sharing one get one fit and one warning.
+        if self._last is not None and self._last[0] is snapshot:
+            return self._last[1]
+        fit = fit_catalog(snapshot.skills, **self._settings)
         if fit.shortened or fit.omitted or not fit.within_budget:
             _log.warning(
                 "skill_catalog_over_budget",
@@ -362,14 +313,9 @@ class SkillCatalogContributor:
                 listed=len(fit.listed),
                 shortened=fit.shortened,
                 omitted=len(fit.omitted),
-                description_cap=fit.description_cap,
-                within_budget=fit.within_budget,
             )
         for setting, names in (("pin", fit.unknown_pinned), ("hide", fit.unknown_hidden)):
             if names:
-                # Once per catalog fitted (a new set of skills), not per session sharing it.
                 _log.warning("skill_name_unknown", setting=setting, names=list(names))
-        self._fits[id(snapshot)] = (snapshot, fit)
-        while len(self._fits) > _FITS_KEPT:
-            self._fits.popitem(last=False)
+        self._last = (snapshot, fit)
         return fit

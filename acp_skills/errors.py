@@ -16,11 +16,7 @@ class SkillContractError(ValueError):
 
 
 class Refusal(Exception):
-    """A check of the ``skill`` tool failed; ``text`` is the whole ``Error: `` text."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
+    """A check of the ``skill`` tool failed; ``str()`` of it is the whole ``Error: `` text."""
 
 
 # fmt: off
@@ -30,7 +26,7 @@ ReadFailure: TypeAlias = Literal[
 ]
 # fmt: on
 
-# In a report's words (the model's: `acp_skills.content.unread_path`).
+# In a report's words (the model's: `acp_skills.tool.unread_path`); `code` is a skipped file's.
 _REASONS: Final[dict[ReadFailure, str]] = {
     "not_found": "file not found",
     "broken_link": "broken symbolic link",
@@ -47,7 +43,8 @@ _REASONS: Final[dict[ReadFailure, str]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadError:
-    """Why a read gave no file; a directory inside a skill's lists its ``entries``."""
+    """Why a read gave no file (``reason``, in a report's words; ``code``, the diagnostic code
+    of a skill file left out for it); a directory inside a skill's lists its ``entries``."""
 
     failure: ReadFailure
     size: int = 0
@@ -57,7 +54,6 @@ class ReadError:
 
     @property
     def code(self) -> str:
-        """The diagnostic code of a skill file left out for this reason."""
         if self.failure == "broken_link":
             return "broken-link"
         return "file-too-large" if self.failure in ("too_large", "grew") else "file-unreadable"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeAlias, cast
+from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 import anyio.to_thread
 
@@ -22,9 +22,11 @@ from .model import (
     require_positive_int,
 )
 from .project import PROJECT_SKILL_DIRS, find_project
-from .provider import ProviderHandle
 from .quiet_log import get_logger
 from .watch import ReportedProblems, RootWatch
+
+if TYPE_CHECKING:  # a type only: the registry is the layer above
+    from .registry import ProviderHandle
 
 __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "unreadable_root"]
 

@@ -62,24 +62,12 @@ class SkillSummary:
 
     name: str
     description: str
+    source: str = "runtime"
+    provider: str = "runtime"
     when_to_use: str | None = None
     disable_model_invocation: bool = False
     user_invocable: bool = True
-    source: str = "runtime"
-    provider: str = "runtime"
     resource_base: ResourceBase | None = None
-
-
-def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:
-    """The fields of ``skill`` that ``kind`` has too, by name."""
-    return {
-        item.name: getattr(skill, item.name) for item in fields(kind) if hasattr(skill, item.name)
-    }
-
-
-def summary_of(skill: SkillSummary) -> SkillSummary:
-    """The plain `SkillSummary` of any summary, candidate or definition."""
-    return SkillSummary(**shared_fields(skill, SkillSummary))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,10 +91,21 @@ class SkillDefinition(SkillSummary):
     argument_hint: str | None = None
 
 
+def shared_fields(skill: SkillSummary, kind: type[SkillSummary]) -> dict[str, Any]:
+    """The fields of ``skill`` that ``kind`` has too, by name."""
+    return {
+        item.name: getattr(skill, item.name) for item in fields(kind) if hasattr(skill, item.name)
+    }
+
+
+def summary_of(skill: SkillSummary) -> SkillSummary:
+    """The plain `SkillSummary` of any summary, candidate or definition."""
+    return SkillSummary(**shared_fields(skill, SkillSummary))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillLookupOptions:
-    """What a lookup is for: ``cwd`` (``None``: no project), the session's MCP ``servers``, and
-    its ``additional_directories`` (absolute; each adds its project's skills after ``cwd``'s)."""
+    """A lookup's ``cwd`` (``None``: no project), MCP ``servers`` and ``additional_directories``."""
 
     cwd: str | None = None
     servers: tuple[Hashable, ...] = ()
@@ -123,8 +122,7 @@ class ShadowedSkill:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkillSnapshot:
-    """Every resolved skill, sorted by name; ``complete`` is false when a provider was skipped
-    or the provider set kept changing."""
+    """Every resolved skill, sorted by name; ``complete``: no provider skipped, the set steady."""
 
     skills: tuple[SkillCandidate, ...]
     complete: bool
@@ -133,8 +131,8 @@ class SkillSnapshot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrefixMessage:
-    """One message of a session prefix; lone surrogates become U+FFFD: the prefix is frozen for
-    the session, and unencodable text would fail every request."""
+    """One message of a session prefix; lone surrogates become U+FFFD (frozen for the session,
+    unencodable text would fail every request)."""
 
     role: str
     text: str

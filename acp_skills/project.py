@@ -34,8 +34,7 @@ class Project:
 
 
 def find_project(path: str | os.PathLike[str]) -> Project:
-    """The project of ``path``'s real path (a file: its directory): the nearest directory at or
-    above it with a ``.git`` directory or regular file, else that directory. Never raises."""
+    """The project of ``path``'s real path (docs/trust.md, "Which project"); never raises."""
     if "\0" in (given := os.fspath(path)):  # no directory has such a name: its own project
         return Project(os.path.abspath(given), os.path.abspath(given))
     start = os.path.realpath(given)
@@ -53,8 +52,7 @@ def find_project(path: str | os.PathLike[str]) -> Project:
 
 
 def _main_work_tree(directory: str) -> str | None:
-    """Where the worktree at ``directory`` keeps its decision, if git counts it as a worktree:
-    its ``.git`` names ``<common>/worktrees/<id>``, whose ``gitdir`` points back at it."""
+    """Where a worktree git counts as one keeps its decision (docs/trust.md, "Which project")."""
     dot_git = os.path.join(directory, ".git")
     if not (pointer := _pointer(directory, ".git") or "").startswith("gitdir:"):
         return None

@@ -1,55 +1,130 @@
-"""`SkillRegistry`: merges providers into one catalog, resolves name clashes, caches (contract §4).
-
-First wins (unlike pluggy's last-registered-first): lower ``rank``; then earlier provider
-registration (runtime skills win rank ties against every provider); then earlier position in
-the provider's ``list()``. Winners are sorted by name. Only complete catalogs are cached, keyed by
-``(cwd, additional directories, servers, revision)``.
-"""
+"""The provider seam, its optional hooks, the one validator of what a provider returns, and
+`SkillRegistry` (contract §3, §4). First wins (unlike pluggy's last-registered-first): lower
+``rank``, then earlier registration (runtime skills before every provider), then earlier position
+in the provider's ``list()``. Only complete catalogs are cached."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
+import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import anyio
 
 from .diagnostics import Diagnostic, provider_failed, shadow_diagnostic
+from .errors import SkillContractError
 from .model import (
+    DirectoryResource,
+    OpaqueResource,
     ShadowedSkill,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
     SkillSnapshot,
     SkillSummary,
+    UrlResource,
     is_skill_name,
     require_positive_int,
     shared_fields,
     summary_of,
 )
-from .provider import ProviderHandle, SkillProvider, offer_problem, provider_hooks, validate_offer
 from .quiet_log import get_logger
 
 RUNTIME_PROVIDER = "runtime"
 RUNTIME_RANK = 250
 _RUNTIME_ORDER = -1  # sorts runtime skills ahead of every provider when ranks tie
+_HOOKS = ("on_register", "on_dispose", "cacheable", "diagnose", "read_path", "find_uri")
 
+_NO_OPTIONS = SkillLookupOptions()
 _log = get_logger(__name__)
 # (cwd, additional directories, servers, revision)
 _Key = tuple[str | None, tuple[str, ...], tuple[Hashable, ...], int]
 
 
+@runtime_checkable
+class SkillProvider(Protocol):
+    """A source of skills; ``get`` receives the very candidate ``list`` returned. Optional hooks
+    (docs/architecture.md): ``on_register``, ``on_dispose``, ``cacheable``, ``diagnose``, ..."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]: ...
+
+    async def get(
+        self, candidate: SkillCandidate, options: SkillLookupOptions
+    ) -> SkillDefinition | None: ...
+
+
+def _valid_base(base: object) -> bool:
+    return base is None or (
+        (isinstance(base, DirectoryResource) and isinstance(base.path, str) and bool(base.path))
+        or (isinstance(base, UrlResource) and isinstance(base.url, str) and bool(base.url))
+        or (isinstance(base, OpaqueResource) and isinstance(base.description, str))
+    )
+
+
+def _string_or_none(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+# Each field's check and how a violation is named: 'skill "x" with a non-string source None'.
+_CHECKS: tuple[tuple[str, str, Callable[[object], bool]], ...] = (
+    ("when_to_use", "a non-string", _string_or_none),
+    ("disable_model_invocation", "a non-boolean", lambda v: isinstance(v, bool)),
+    ("user_invocable", "a non-boolean", lambda v: isinstance(v, bool)),
+    ("source", "a non-string", lambda v: isinstance(v, str)),
+    ("resource_base", "an invalid", _valid_base),
+    ("path", "a non-string", _string_or_none),
+)
+_OWN_CHECKS: dict[type, tuple[str, str, Callable[[object], bool]]] = {
+    SkillCandidate: (
+        "rank",
+        "an invalid",
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v),
+    ),
+    SkillDefinition: ("content", "a non-string", lambda v: isinstance(v, str)),
+}
+
+
+def validate_offer(
+    value: object, provider: str, kind: type[SkillCandidate | SkillDefinition]
+) -> None:
+    """Check a candidate or a definition: else `SkillContractError` naming the field."""
+    if not isinstance(value, kind):
+        wrong = f"a non-{'candidate' if kind is SkillCandidate else 'definition'} value {value!r}"
+        raise SkillContractError(provider, wrong)
+    name, description = value.name, value.description
+    if not is_skill_name(name):
+        raise SkillContractError(provider, f"an invalid name {name!r}")
+    if not isinstance(description, str) or not description or description.isspace():
+        raise SkillContractError(
+            provider, f'skill "{name}" with an empty or non-string description'
+        )
+    if value.provider != provider:
+        wrong = f"provider {value.provider!r} instead of {provider!r}"
+        raise SkillContractError(provider, f'skill "{name}" with {wrong}')
+    for field, wrong, check in (*_CHECKS, _OWN_CHECKS[kind]):
+        if not check(found := getattr(value, field)):
+            raise SkillContractError(provider, f'skill "{name}" with {wrong} {field} {found!r}')
+
+
 @dataclass(slots=True, eq=False)
-class _Registration:
+class ProviderHandle:
+    """What `SkillRegistry.register_provider` returns: ``dispose()`` removes the provider
+    (idempotent); ``invalidate()`` says its skills changed (inert once disposed or replaced)."""
+
     registry: SkillRegistry
     provider: SkillProvider
     order: int
-    hooks: dict[str, Callable[..., Any]]  # as found when it was registered
+    hooks: dict[str, Callable[..., Any]]  # found once, when it was registered
 
     def dispose(self) -> None:
         if self.registry._remove(self) and (on_dispose := self.hooks.get("on_dispose")):
@@ -62,17 +137,6 @@ class _Registration:
     def invalidate(self) -> None:
         if self.registry._is_current(self):
             self.registry.invalidate()
-
-    def vouches_for(self, options: SkillLookupOptions) -> bool:
-        # No when it raises: not cached is always correct, merely slower.
-        if (cacheable := self.hooks.get("cacheable")) is None:
-            return True
-        try:
-            return cacheable(options) is True
-        except Exception as error:
-            name = self.provider.name
-            _log.warning("skill_provider_cacheable_failed", provider=name, error=repr(error))
-            return False
 
 
 class _RuntimeSkills:
@@ -97,9 +161,8 @@ class _RuntimeSkills:
 
 
 class _Catalog(NamedTuple):
-    winners: dict[str, SkillCandidate]
     snapshot: SkillSnapshot
-    visible: tuple[SkillSummary, ...]  # what `list` returns
+    visible: tuple[SkillSummary, ...]  # what `list` returns, made once per cached catalog
 
 
 @dataclass(slots=True)
@@ -110,7 +173,7 @@ class _Shared:
 
 @dataclass(slots=True)
 class _Answer:
-    registration: _Registration
+    registration: ProviderHandle
     candidates: Sequence[SkillCandidate] = ()
     failed: bool = False
     cacheable: bool = True  # the provider vouches for it staying current until it invalidates
@@ -129,8 +192,8 @@ class SkillRegistry:
             raise ValueError(f"provider_timeout must be > 0 or None, got {provider_timeout!r}")
         self._provider_timeout = provider_timeout
         self._runtime = _RuntimeSkills()
-        runtime = _Registration(self, self._runtime, _RUNTIME_ORDER, {})
-        self._providers: dict[str, _Registration] = {RUNTIME_PROVIDER: runtime}
+        runtime = ProviderHandle(self, self._runtime, _RUNTIME_ORDER, {})
+        self._providers: dict[str, ProviderHandle] = {RUNTIME_PROVIDER: runtime}
         self._listeners: list[Callable[[], None]] = []
         self._order = itertools.count()
         self._revision = 0
@@ -146,18 +209,20 @@ class SkillRegistry:
 
     def register_provider(self, provider: SkillProvider) -> ProviderHandle:
         """Add a provider last; its ``on_register`` gets the handle (raising there undoes it).
-        A reserved, taken, empty or non-string name is a ``ValueError``."""
+        A reserved or taken name is a ``ValueError``, an async ``cacheable`` a ``TypeError``."""
         name = provider.name
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"skill provider name must be a non-empty string, got {name!r}")
         if name == RUNTIME_PROVIDER:
             raise ValueError(f'skill provider name "{RUNTIME_PROVIDER}" is reserved')
         if name in self._providers:
             raise ValueError(f'skill provider "{name}" is already registered')
-        registration = _Registration(self, provider, next(self._order), provider_hooks(provider))
+        # A misspelled hook is never called; an async `cacheable` would answer a coroutine.
+        hooks = {hook: found for hook in _HOOKS if (found := getattr(provider, hook, None))}
+        if inspect.iscoroutinefunction(hooks.get("cacheable")):
+            raise TypeError(f'skill provider "{name}": cacheable must not be async')
+        registration = ProviderHandle(self, provider, next(self._order), hooks)
         self._providers[name] = registration
         self.invalidate()
-        if (on_register := registration.hooks.get("on_register")) is not None:
+        if (on_register := hooks.get("on_register")) is not None:
             try:
                 on_register(registration)
             except BaseException:
@@ -169,8 +234,7 @@ class SkillRegistry:
     def register(self, skill: SkillDefinition) -> Callable[[], None]:
         """Add an in-process skill (rank 250); returns its disposer. Bad fields: ``ValueError``."""
         stored = replace(skill, provider=RUNTIME_PROVIDER)
-        if (problem := offer_problem(stored, RUNTIME_PROVIDER, SkillDefinition)) is not None:
-            raise ValueError(f"invalid runtime skill: {problem}")
+        validate_offer(stored, RUNTIME_PROVIDER, SkillDefinition)
         if skill.name in self._runtime.offers:
             _log.warning("runtime_skill_ignored", skill=skill.name, reason="already registered")
             return lambda: None
@@ -190,12 +254,7 @@ class SkillRegistry:
     def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` after every invalidation; returns an unsubscriber."""
         self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def invalidate(self) -> None:
         """Bump the revision, drop every cached catalog and notify listeners (on this thread)."""
@@ -208,55 +267,57 @@ class SkillRegistry:
             except Exception as error:
                 _log.warning("skill_change_listener_failed", error=repr(error))
 
-    def _remove(self, registration: _Registration) -> bool:
+    def _remove(self, registration: ProviderHandle) -> bool:
         if not self._is_current(registration):
             return False
         del self._providers[registration.provider.name]
         self.invalidate()
         return True
 
-    def _is_current(self, registration: _Registration) -> bool:
+    def _is_current(self, registration: ProviderHandle) -> bool:
         return self._providers.get(registration.provider.name) is registration
 
-    async def list(self, options: SkillLookupOptions | None = None) -> list[SkillSummary]:
+    def _hook(self, provider: str, hook: str) -> Callable[..., Any] | None:
+        registration = self._providers.get(provider)
+        return None if registration is None else registration.hooks.get(hook)
+
+    async def list(self, options: SkillLookupOptions = _NO_OPTIONS) -> list[SkillSummary]:
         """Model-visible skills (``disable_model_invocation`` excluded), sorted by name."""
-        return list((await self._collect(options or SkillLookupOptions())).visible)
+        return list((await self._collect(options)).visible)
 
-    async def snapshot(self, options: SkillLookupOptions | None = None) -> SkillSnapshot:
+    async def snapshot(self, options: SkillLookupOptions = _NO_OPTIONS) -> SkillSnapshot:
         """Every resolved skill, model-visible or not, and whether discovery was complete."""
-        return (await self._collect(options or SkillLookupOptions())).snapshot
+        return (await self._collect(options)).snapshot
 
-    async def diagnose(self, options: SkillLookupOptions | None = None) -> tuple[Diagnostic, ...]:
+    async def diagnose(self, options: SkillLookupOptions = _NO_OPTIONS) -> tuple[Diagnostic, ...]:
         """Each ``diagnose`` hook's records (or a ``provider-failed`` one), then the shadowed."""
-        options = options or SkillLookupOptions()
         snapshot = await self.snapshot(options)
         found: list[Diagnostic] = []
-        for registration in list(self._providers.values()):
-            if (diagnose := registration.hooks.get("diagnose")) is not None:
+        for name in list(self._providers):
+            if (diagnose := self._hook(name, "diagnose")) is not None:
                 records, failure = await self._ask("diagnose()", diagnose, options)
-                name = registration.provider.name
                 found.extend(records if failure is None else [provider_failed(name, failure)])
         found.extend(shadow_diagnostic(shadowed) for shadowed in snapshot.shadowed)
         return tuple(found)
 
     async def get(
-        self, name: str, options: SkillLookupOptions | None = None
+        self, name: str, options: SkillLookupOptions = _NO_OPTIONS
     ) -> SkillDefinition | None:
         """The winning skill called ``name`` in full, or ``None``. Provider errors propagate."""
         if not is_skill_name(name):
             return None
-        options = options or SkillLookupOptions()
-        winner = (await self._collect(options)).winners.get(name)
+        found = (await self._collect(options)).snapshot.skills
+        winner = next((skill for skill in found if skill.name == name), None)
         return None if winner is None else await self.load(winner, options)
 
     async def load(
-        self, candidate: SkillCandidate, options: SkillLookupOptions | None = None
+        self, candidate: SkillCandidate, options: SkillLookupOptions = _NO_OPTIONS
     ) -> SkillDefinition | None:
         """Load a skill of a `snapshot` without discovering again; ``None`` when it cannot."""
         if (registration := self._providers.get(candidate.provider)) is None:
             return None
         name, started = candidate.provider, time.perf_counter()
-        loaded = await registration.provider.get(candidate, options or SkillLookupOptions())
+        loaded = await registration.provider.get(candidate, options)
         took = round((time.perf_counter() - started) * 1000, 3)
         found = loaded is not None
         _log.debug(
@@ -275,23 +336,21 @@ class SkillRegistry:
 
     async def read_path(self, candidate: SkillCandidate, path: str, *, limit: int) -> str | None:
         """``path`` read by ``candidate``'s provider if it reads its own files, else ``None``."""
-        registration = self._providers.get(candidate.provider)
-        if registration is None or (read_path := registration.hooks.get("read_path")) is None:
+        if (read_path := self._hook(candidate.provider, "read_path")) is None:
             return None
         text: str = await read_path(candidate, path, limit=limit)
         return text
 
     async def find_uri(
-        self, uri: str, options: SkillLookupOptions | None = None
+        self, uri: str, options: SkillLookupOptions = _NO_OPTIONS
     ) -> SkillCandidate | None:
-        """The skill whose ``SKILL.md`` is at ``uri``, from the first provider with ``find_uri``
-        serving one there, listed or shadowed alike; else ``None``. Provider errors propagate."""
-        for registration in list(self._providers.values()):
-            if (find_uri := registration.hooks.get("find_uri")) is None:
+        """The skill at ``uri`` of the first provider whose ``find_uri`` serves one, or ``None``."""
+        for name in list(self._providers):
+            if (find_uri := self._hook(name, "find_uri")) is None:
                 continue
-            found: SkillCandidate | None = await find_uri(uri, options or SkillLookupOptions())
+            found: SkillCandidate | None = await find_uri(uri, options)
             if found is not None:
-                validate_offer(found, registration.provider.name, SkillCandidate)
+                validate_offer(found, name, SkillCandidate)
                 return found
         return None
 
@@ -347,14 +406,23 @@ class SkillRegistry:
         return answers, revision
 
     async def _listen(self, answer: _Answer, options: SkillLookupOptions) -> None:
-        provider = answer.registration.provider
+        provider, cacheable = (
+            answer.registration.provider,
+            answer.registration.hooks.get("cacheable"),
+        )
         candidates, failure = await self._ask("list()", provider.list, options)
-        if failure is None:
-            answer.candidates = tuple(candidates)
-            answer.cacheable = answer.registration.vouches_for(options)
-        else:
+        if failure is not None:
             answer.failed = True
             _log.warning("skill_provider_skipped", provider=provider.name, reason=failure)
+            return
+        answer.candidates = tuple(candidates)
+        try:  # no when it raises: not cached is always correct, merely slower
+            answer.cacheable = cacheable is None or cacheable(options) is True
+        except Exception as error:
+            answer.cacheable = False
+            _log.warning(
+                "skill_provider_cacheable_failed", provider=provider.name, error=repr(error)
+            )
 
     async def _ask(
         self,
@@ -373,10 +441,9 @@ class SkillRegistry:
     def _resolve(self, answers: Sequence[_Answer], complete: bool) -> _Catalog:
         # (order, position) is unique: sorting never compares two skills. A skill of a provider
         # (or a runtime skill) removed during the pass is not live: it must not surface even in
-        # an incomplete answer.
+        # an incomplete answer. Validated here, in the caller's task: a plain error, no group.
         ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = []
         for answer in answers:
-            # Validated in the caller's task: a plain SkillContractError, not an exception group.
             registration = answer.registration
             name, order = registration.provider.name, registration.order
             live = self._is_current(registration)
@@ -387,20 +454,19 @@ class SkillRegistry:
         ranked.sort()
         winners: dict[str, SkillCandidate] = {}
         shadowed: list[ShadowedSkill] = []
-        for *_, skill, live in ranked:
+        for *_, skill, alive in ranked:
             if (kept := winners.get(skill.name)) is None:
-                if live:
+                if alive:
                     winners[skill.name] = skill
                 continue
             shadowed.append(ShadowedSkill(skill=skill, winner=kept))
             loser = {"provider": skill.provider, "path": skill.path}
             winner = {"winner_provider": kept.provider, "winner_path": kept.path}
             _log.warning("skill_shadowed", skill=skill.name, **loser, **winner)
-        ordered = {name: winners[name] for name in sorted(winners)}
-        skills = tuple(ordered.values())
+        skills = tuple(winners[name] for name in sorted(winners))
         snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
         visible = tuple(summary_of(skill) for skill in skills if not skill.disable_model_invocation)
-        return _Catalog(ordered, snapshot, visible)
+        return _Catalog(snapshot, visible)
 
 
 def _key(options: SkillLookupOptions, revision: int) -> _Key:

@@ -1,6 +1,6 @@
 """Finding skills by what they are for (contract §12): a BM25F index over name, description and
 ``when_to_use``, with a small analyzer (Unicode words, lower-cased, function words dropped,
-lightly stemmed); everything independent of the query is computed when the index is built."""
+lightly stemmed)."""
 
 from __future__ import annotations
 
@@ -23,13 +23,12 @@ MAX_QUERY_LENGTH = 1000  # code points: a task is described in a few words, not 
 _WEIGHTS = (2.0, 1.0, 0.8)
 _B = (0.4, 0.75, 0.75)  # length normalization
 _K1 = 1.2  # term-frequency saturation
-# A word, with what follows an apostrophe ("don't", "user's") kept so it can be dropped.
-_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
-_CONTRACTIONS = frozenset({"s", "re", "ve", "ll", "d", "m"})
+_WORD = re.compile(r"[^\W_]+")
 # Two query words are tried as one ("log in" -> "login") only when that makes a real word.
 _MIN_COMPOUND = 5
 
-# Kept small: "test", "file", "new" or "review" are content words here.
+# Kept small: "test", "file", "new" or "review" are content words here. What an apostrophe
+# splits off ("user's", "don't") goes too: a negation is a function word.
 _STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before
     being below between both but by can could did do does doing done down during each either etc
@@ -40,6 +39,7 @@ _STOPWORDS = frozenset(
     that the their theirs them then there these they this those through to too under until up
     upon us use used uses using very via want wants was way we were what when whenever where
     whether which while who whom whose why will with within without would yet you your yours
+    s t d m ll re ve don doesn didn isn aren wasn weren won wouldn shouldn couldn haven hasn hadn
     """.split()  # noqa: SIM905
 )
 
@@ -78,23 +78,9 @@ def _stem(word: str) -> str:
     return word
 
 
-def _words(text: str) -> list[str]:
-    # "user's" is "user"; a negation such as "don't" goes entirely (it is a function word).
-    words: list[str] = []
-    for word in _WORD.findall(text.lower()):
-        base, _, ending = word.replace("\u2019", "'").partition("'")
-        if ending == "t" and base.endswith("n"):
-            continue
-        if ending and ending not in _CONTRACTIONS:
-            words.extend((base, ending))
-        else:
-            words.append(base)
-    return words
-
-
 def terms(text: str) -> list[str]:
     """The searchable terms of ``text``: words, lower-cased, without function words, stemmed."""
-    return [_stem(word) for word in _words(text) if word not in _STOPWORDS]
+    return [_stem(word) for word in _WORD.findall(text.lower()) if word not in _STOPWORDS]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,57 +93,47 @@ class SkillMatch:
 
 
 class SkillIndex:
-    """An immutable search index of the skills the model may load."""
+    """An immutable BM25F index of the skills the model may load."""
 
     def __init__(self, skills: Iterable[SkillSummary]) -> None:
-        indexed = sorted(
+        # Positions follow the names' code-point order, so equal scores rank by name.
+        self._skills = sorted(
             (skill for skill in skills if not skill.disable_model_invocation),
             key=lambda skill: skill.name,
         )
-        # Positions follow the names' code-point order, so equal scores rank by name.
-        self._names = tuple(skill.name for skill in indexed)
-        self._descriptions = tuple(skill.description for skill in indexed)
         fields = [
             (terms(skill.name), terms(skill.description), terms(skill.when_to_use or ""))
-            for skill in indexed
+            for skill in self._skills
         ]
         total = max(len(fields), 1)
         averages = [max(sum(len(words[f]) for words in fields) / total, 1.0) for f in range(3)]
-        # term -> (positions, scores): each skill's whole BM25F contribution for that term.
-        positions: dict[str, list[int]] = {}
-        values: dict[str, list[float]] = {}
+        # term -> position -> its frequency, weighted and length-normalized per field
+        frequencies: dict[str, dict[int, float]] = {}
         for position, per_field in enumerate(fields):
-            frequency: dict[str, float] = {}
-            for f, words in enumerate(per_field):
-                norm = _WEIGHTS[f] / (1.0 - _B[f] + _B[f] * len(words) / averages[f])
+            for words, weight, b, average in zip(per_field, _WEIGHTS, _B, averages, strict=True):
+                norm = weight / (1.0 - b + b * len(words) / average)
                 for term, count in Counter(words).items():
-                    frequency[term] = frequency.get(term, 0.0) + count * norm
-            for term, value in frequency.items():
-                positions.setdefault(term, []).append(position)
-                values.setdefault(term, []).append(value)
-        self._postings: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {}
-        for term, found in positions.items():
+                    found = frequencies.setdefault(term, {})
+                    found[position] = found.get(position, 0.0) + count * norm
+        # Everything independent of the query: each skill's whole contribution for each term.
+        self._postings: dict[str, dict[int, float]] = {}
+        for term, found in frequencies.items():
             idf = math.log(1.0 + (len(fields) - len(found) + 0.5) / (len(found) + 0.5))
-            scores = [idf * (_K1 + 1.0) * v / (_K1 + v) for v in values[term]]
-            self._postings[term] = (tuple(found), tuple(scores))
+            self._postings[term] = {p: idf * (_K1 + 1.0) * v / (_K1 + v) for p, v in found.items()}
 
     def search(self, query: str, limit: int = MAX_MATCHES) -> tuple[SkillMatch, ...]:
         """At most ``limit`` skills sharing a term with ``query``, best first, ties by name."""
         # Adjacent query words the indexed text writes as one: "log in" finds "login".
         compounds = (
             _stem(first + second)
-            for first, second in itertools.pairwise(_words(query))
+            for first, second in itertools.pairwise(_WORD.findall(query.lower()))
             if len(first) > 1 and len(second) > 1 and len(first + second) >= _MIN_COMPOUND
         )
         scores: dict[int, float] = {}
         for term in sorted({*terms(query), *compounds}):
-            if (posting := self._postings.get(term)) is None:
-                continue
-            for position, score in zip(*posting, strict=True):
+            for position, score in self._postings.get(term, {}).items():
                 scores[position] = scores.get(position, 0.0) + score
         # `nlargest` keeps the input order among equal keys: sorted positions mean name order.
         best = heapq.nlargest(limit, sorted(scores), key=scores.__getitem__)
-        names, descriptions = self._names, self._descriptions
-        return tuple(
-            SkillMatch(name=names[p], description=descriptions[p], score=scores[p]) for p in best
-        )
+        found = ((self._skills[p], scores[p]) for p in best)
+        return tuple(SkillMatch(name=s.name, description=s.description, score=v) for s, v in found)

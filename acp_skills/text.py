@@ -1,6 +1,5 @@
-"""Text where it leaves the library, one cleaner per sink, applied at its boundary only: the
-model (`for_model`), the editor (`for_editor`), a terminal (`terminal_safe`) and storage or the
-wire (`well_formed`). The rest shapes a value shown inside one of them."""
+"""Text where it leaves the library, one cleaner per sink at its boundary: the model, the editor,
+a terminal, storage or the wire; and the shapes of a value shown inside one of them."""
 
 from __future__ import annotations
 

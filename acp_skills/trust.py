@@ -1,20 +1,17 @@
-"""Which skills a session may offer (contract §13, §13a; docs/trust.md): the source each skill
-needs trust from, the decisions in the trust file, `view`, the one rule that makes of a snapshot,
-those decisions and a session's answers what it offers, and what a person reads of the rest."""
+"""Which skills a session may offer (contract §13, §13a): trust sources, the decisions stored,
+and `view`, the one rule that judges a skill (what a person reads of the rest: `trust_text`)."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
-import shlex
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 import anyio.to_thread
 
-from .diagnostics import Markup, plural
 from .errors import ReadError
 from .fs import read_local_file, replace_file
 from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
@@ -22,7 +19,6 @@ from .model import SkillCandidate, SkillLookupOptions, SkillSnapshot
 from .project import PROJECT_SKILL_DIRS, Project, find_project
 from .quiet_log import get_logger
 from .registry import SkillRegistry
-from .text import one_line, shorten_description, terminal_safe
 
 _log = get_logger(__name__)
 
@@ -75,8 +71,7 @@ TrustSource: TypeAlias = ProjectSource | ServerSource
 
 @runtime_checkable
 class ServedLocator(Protocol):
-    """What a skill an MCP server serves tells trust (the MCP provider's locator, not imported:
-    its SDK is optional)."""
+    """What an MCP skill's locator tells trust (not imported from `mcp`: its SDK is optional)."""
 
     server_label: str
     server_identity: str
@@ -85,8 +80,8 @@ class ServedLocator(Protocol):
 
 
 def sources_at(projects: Sequence[Project]) -> Callable[[SkillCandidate], TrustSource | None]:
-    """The source each skill needs trust from (``None``: an own root): a project skill, its
-    project among ``projects``; an MCP skill, its server."""
+    """The source each skill needs trust from: its project among ``projects``, or its server;
+    ``None`` for an own root."""
 
     def source_of(skill: SkillCandidate) -> TrustSource | None:
         if skill.source in PROJECT_SKILL_DIRS and projects:
@@ -117,12 +112,8 @@ def shown_items(skill: SkillCandidate, source: TrustSource) -> frozenset[ShownIt
 
 
 def default_trust_file() -> str:
-    """``$ACP_SKILLS_TRUST_FILE``, else ``$XDG_CONFIG_HOME/acp-skills/trust.json`` (a relative
-    ``XDG_CONFIG_HOME`` counts as unset, as XDG says: ``~/.config``).
-
-    Raises:
-        ValueError: ``ACP_SKILLS_TRUST_FILE`` is relative (it would name a project's file).
-    """
+    """``$ACP_SKILLS_TRUST_FILE`` (absolute, else `ValueError`), else under an absolute
+    ``$XDG_CONFIG_HOME`` or ``~/.config``: ``acp-skills/trust.json``."""
     if override := os.environ.get("ACP_SKILLS_TRUST_FILE", "").strip():
         if not os.path.isabs(path := os.path.expanduser(override)):
             raise ValueError(
@@ -163,18 +154,13 @@ class StoredTrust:
 
 
 class TrustStore:
-    """The decisions, one per source key, in a JSON file outside any project."""
+    """The decisions in a JSON file outside any project (docs/trust.md, "The trust file")."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = os.fspath(path) if path is not None else default_trust_file()
 
     def read(self) -> StoredTrust:
-        """Every decision (none for a missing file), read bounded: a regular file opened
-        without blocking, at most `MAX_TRUST_FILE_BYTES`, nested at most `MAX_NESTING_DEPTH`.
-
-        Raises:
-            TrustFileError: the file exists but cannot be read as decisions.
-        """
+        """Every decision, none for a missing file; `TrustFileError` if it is no decisions."""
         cannot = f"{self.path}: cannot read trust decisions"
         content = read_local_file(self.path, MAX_TRUST_FILE_BYTES)
         if isinstance(content, ReadError):
@@ -191,27 +177,24 @@ class TrustStore:
             raise TrustFileError(f"{cannot}: {deep}") from None
         except (ValueError, LookupError, TypeError, AttributeError) as error:  # not decisions
             raise TrustFileError(f"{cannot}: {error!s}") from None
-        decisions: dict[str, Decision] = {}
-        served: dict[str, frozenset[ShownItem]] = {}
+        stored = StoredTrust()
         for entry in (entry for entry in entries if isinstance(entry, dict)):
             if (decision := entry.get("decision")) not in ("trusted", "refused"):
                 continue
             if isinstance(path := entry.get("path"), str):
-                decisions[path] = decision
+                stored = stored.decided(ProjectSource(path), decision)
             elif isinstance(server := entry.get("server"), str):
-                decisions[key := SERVER_KEY_PREFIX + server] = decision
                 listed = entry.get("resources") if decision == "trusted" else None
-                if isinstance(listed, list):  # the pairs it was trusted with, well-formed ones
-                    pairs = [(r.get("uri"), r.get("digest")) for r in listed if isinstance(r, dict)]
-                    served[key] = frozenset(
-                        (u, d) for u, d in pairs if isinstance(u, str) and isinstance(d, str)
-                    )
-        return StoredTrust(decisions, served)
+                resources = listed if isinstance(listed, list) else []
+                pairs = [(r.get("uri"), r.get("digest")) for r in resources if isinstance(r, dict)]
+                items = {(u, d) for u, d in pairs if isinstance(u, str) and isinstance(d, str)}
+                stored = stored.decided(ServerSource("", server, frozenset(items)), decision)
+        return stored
 
     def decide(self, source: TrustSource, decision: Decision | None) -> bool:
-        """Store ``decision`` for ``source`` (`StoredTrust.decided`); whether anything changed.
-        Under a lock beside the file (which each write replaces): no writer overwrites another."""
+        """Store ``decision`` for ``source`` (`StoredTrust.decided`); whether anything changed."""
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        # A lock beside the file, which each write replaces: no writer overwrites another.
         with open(self.path + ".lock", "a") as lock:  # closing it releases the lock
             fcntl.flock(lock, fcntl.LOCK_EX)  # held per open file: threads of one process wait
             if (after := (stored := self.read()).decided(source, decision)) == stored:
@@ -221,8 +204,8 @@ class TrustStore:
                 if not key.startswith(SERVER_KEY_PREFIX):
                     projects.append({"path": key, "decision": value})
                     continue
-                server = key.removeprefix(SERVER_KEY_PREFIX)
-                entry: dict[str, object] = {"server": server, "decision": value}
+                entry: dict[str, object] = {"server": key.removeprefix(SERVER_KEY_PREFIX)}
+                entry["decision"] = value
                 if value == "trusted":
                     pairs = sorted(after.served.get(key, ()))
                     entry["resources"] = [{"uri": uri, "digest": digest} for uri, digest in pairs]
@@ -281,12 +264,9 @@ def view(
     stored: StoredTrust,
     mode: TrustMode,
     grants: Mapping[str, frozenset[ShownItem]] | None = None,
-    previous: SessionView | None = None,
 ) -> SessionView:
-    """What a session offers of ``found``, as a pure function. ``grants``: what its
-    once-answers admitted, by source key; a skill is ``session`` while all it shows now is among
-    them, a trusted server's skill trusted while all its pairs are ones the server was trusted
-    with. An offer equal to ``previous``'s is that very snapshot (what is cached by it stays)."""
+    """What a session offers of ``found``; ``grants``: what its once-answers admitted, by source
+    key. A trusted server's skill is trusted while all it shows is pairs it was trusted with."""
 
     def judge(skill: SkillCandidate) -> tuple[TrustState, Withheld | None]:
         if mode == "all" or (source := source_of(skill)) is None:
@@ -295,7 +275,7 @@ def view(
             return "refused", Withheld(skill, "refused", source)
         shown, served = shown_items(skill, source), stored.served.get(source.key)
         if decision == "trusted" and (isinstance(source, ProjectSource) or _covered(shown, served)):
-            return "trusted", None  # a project, or a server for the pairs it was trusted with
+            return "trusted", None
         if _covered(shown, (grants or {}).get(source.key)):
             return "session", None
         change: Literal["new", "changed"] | None = None
@@ -316,8 +296,6 @@ def view(
             complete=found.complete,
             shadowed=tuple(s for s in found.shadowed if kept.get(s.skill.name) is not s.skill),
         )
-        if previous is not None and previous.offered == offered:
-            offered = previous.offered
     return SessionView(found, offered, withheld, source_of, stored, judge)
 
 
@@ -326,29 +304,15 @@ def _covered(items: frozenset[ShownItem], admitted: frozenset[ShownItem] | None)
     return bool(items) and admitted is not None and items <= admitted
 
 
-def lasting_sources(pending: Sequence[Withheld]) -> dict[str, TrustSource]:
-    """What a lasting answer about ``pending`` decides, one source per key: a server's with the
-    pairs of every one of its skills the question named."""
-    sources: dict[str, TrustSource] = {}
-    for withheld in pending:
-        source = withheld.source
-        if isinstance(known := sources.get(source.key), ServerSource):
-            more = shown_items(withheld.skill, source)
-            source = ServerSource(known.label, known.endpoint, known.items | more)
-        sources[source.key] = source
-    return sources
-
-
 async def session_view(
     registry: SkillRegistry,
     options: SkillLookupOptions,
     mode: TrustMode,
     store: TrustStore,
     grants: Mapping[str, frozenset[ShownItem]] | None = None,
-    previous: SessionView | None = None,
 ) -> SessionView:
-    """`view` of the registry's snapshot for ``options``, the projects found and the decisions
-    read in worker threads. A trust file that cannot be read grants nothing."""
+    """`view` of the registry's snapshot, projects and decisions read in worker threads; a
+    trust file that cannot be read grants nothing."""
     found, projects, stored = await registry.snapshot(options), list[Project](), StoredTrust()
     if mode != "all" and options.cwd:
         places = (options.cwd, *options.additional_directories)
@@ -358,136 +322,4 @@ async def session_view(
             stored = await anyio.to_thread.run_sync(store.read)
         except TrustFileError as error:  # left for the person to fix
             _log.warning("trust_file_unreadable", path=store.path, error=str(error))
-    return view(found, sources_at(projects), stored, mode, grants, previous)
-
-
-# -- what a person reads ----------------------------------------------------------------------
-
-# The four answers, by option id (the id is the kind); WHOM: "this project", "this server"...
-OPTIONS: Final = (
-    ("allow_once", "Trust for this session"),
-    ("allow_always", "Trust {whom}"),
-    ("reject_once", "Not now"),
-    ("reject_always", "Never for {whom}"),
-)
-_WAITS: Final[Mapping[TrustState, str]] = {
-    "pending": "is waiting for trust",
-    "refused": "is not trusted",
-}
-
-
-def whom_asked(pending: Sequence[Withheld]) -> str:
-    """The labels of the projects and servers a question about ``pending`` names."""
-    return ", ".join(sorted({one_line(w.source.label) for w in pending}))
-
-
-def question_title(pending: Sequence[Withheld]) -> str:
-    """``Trust N skills from PROJECT?`` (the project's directory name or the server labels)."""
-    return f"Trust {plural(len(pending), 'skill')} from {whom_asked(pending)}?"
-
-
-def question_text(pending: Sequence[Withheld]) -> str:
-    """A line per pending skill, every value `one_line` so that none can forge another: its
-    name, description and path, or server and uri, and what changed or is unverified."""
-    lines = []
-    for withheld in sorted(pending, key=lambda w: w.skill.name):
-        skill, source, notes = withheld.skill, withheld.source, _changed(withheld)
-        where = one_line(skill.path or "")
-        if isinstance(source, ServerSource):
-            where = f"MCP server {one_line(source.label)}, {one_line(source.uri)}"
-        if getattr(skill.locator, "dynamic", False) is True:  # `"resources": "dynamic"`
-            notes += " — its files are not listed, so they are unverified"
-        said = shorten_description(skill.description, 200)
-        lines.append(f"- {one_line(skill.name)}: {said} ({where}){notes}")
-    return "\n".join(lines)
-
-
-def _changed(withheld: Withheld) -> str:
-    return f" — {withheld.change} on the server since you trusted it" if withheld.change else ""
-
-
-def question_options(pending: Sequence[Withheld]) -> list[tuple[str, str]]:
-    """The four answers (option id, label), the lasting ones naming what they are about."""
-    servers = {w.source.key for w in pending if isinstance(w.source, ServerSource)}
-    counts = ((len({w.source.key for w in pending} - servers), "project"), (len(servers), "server"))
-    whom = [f"these {n} {noun}s" if n > 1 else f"this {noun}" for n, noun in counts if n]
-    return [(kind, label.format(whom=" and ".join(whom))) for kind, label in OPTIONS]
-
-
-def how_to_admit(withheld: Sequence[Withheld]) -> str:
-    """How to admit the ``withheld`` skills: a new session's question, or ``acp-skills trust
-    PATH`` for a project (a server is trusted for what it lists, which only its question
-    shows); for a refusal, the command that undoes it."""
-    said = []
-    if pending := [w for w in withheld if w.state == "pending"]:
-        run = _commands([w.source for w in pending if isinstance(w.source, ProjectSource)])
-        how = f"To admit {'them' if pending[1:] else 'it'}, start a new session and answer its"
-        said.append(f"{how} question, or run {run}." if run else f"{how} question.")
-    if refused := [w.source for w in withheld if w.state == "refused"]:
-        said.append(f"To undo a refusal, run {_commands(refused)}.")
-    return " ".join(said)
-
-
-def _commands(sources: Sequence[TrustSource]) -> str:
-    # A project is trusted by path, a server's refusal forgotten by its key. Quoted first:
-    # cleaning after keeps every space of the path.
-    commands = set()
-    for source in sources:
-        forget = "--forget " if isinstance(source, ServerSource) else ""
-        commands.add(f"`acp-skills trust {forget}{terminal_safe(shlex.quote(source.key))}`")
-    return " and ".join(sorted(commands))
-
-
-def _from(source: TrustSource) -> str:
-    if isinstance(source, ServerSource):
-        return f'MCP server "{one_line(source.label)}"'
-    return f"project `{one_line(source.label)}`"
-
-
-def why_withheld(name: str, withheld: Withheld) -> str:
-    """```NAME` comes from PLACE, which is waiting for trust`` (or ``is not trusted``)."""
-    return f"`{one_line(name)}` comes from {_from(withheld.source)}, which {_WAITS[withheld.state]}"
-
-
-def trust_error(name: str, withheld: Withheld) -> str:
-    """The `skill` tool's answer for a withheld skill, by exact name."""
-    if isinstance(source := withheld.source, ServerSource):
-        return f'Error: skill "{one_line(name)}" from {_from(source)} {_WAITS[withheld.state]}'
-    return f'Error: skill "{one_line(name)}" {_WAITS[withheld.state]} in this project'
-
-
-def command_note(name: str, withheld: Withheld) -> str:
-    """The line a person gets for a `/NAME` of a withheld skill: after the session's one
-    question (or instead of it), so it never says "when asked"."""
-    again = ", and this session will not ask again" if withheld.state == "pending" else ""
-    how = how_to_admit([withheld])
-    return f"{why_withheld('/' + name, withheld)}: it was not run{again}. {how}"
-
-
-def waiting_note(pending: Sequence[Withheld]) -> str | None:
-    """How many of a session's skills wait, from where, and how to admit them, once its question
-    was put; ``None`` when nothing waits."""
-    if not pending:
-        return None
-    places = ", ".join(sorted({_from(w.source) for w in pending}))
-    waits = f"{plural(len(pending), 'skill')} from {places} {'wait' if pending[1:] else 'waits'}"
-    return f"{waits} for trust, and this session will not ask again. {how_to_admit(pending)}"
-
-
-def withheld_parts(
-    withheld: Collection[Withheld], markup: Markup
-) -> list[tuple[str, list[str], str]]:
-    """The "Waiting for trust" and "Refused" parts of a report (``/skills``, ``doctor``,
-    ``catalog``): each title, a line per skill (name, description as ``markup`` shows free
-    text, place), and how to admit them."""
-    parts = []
-    for state, title in (("pending", "Waiting for trust"), ("refused", "Refused")):
-        if group := sorted((w for w in withheld if w.state == state), key=lambda w: w.skill.name):
-            lines = [
-                f"- `{one_line(w.skill.name)}` — "
-                f"{markup.text(shorten_description(w.skill.description, 120))} "
-                f"({_from(w.source)}){_changed(w)}"
-                for w in group
-            ]
-            parts.append((title, lines, how_to_admit(group)))
-    return parts
+    return view(found, sources_at(projects), stored, mode, grants)

@@ -9,14 +9,16 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple
 
 from watchfiles import Change, watch
 
 from .diagnostics import Diagnostic
 from .model import SKILL_FILE_NAME
-from .provider import ProviderHandle
 from .quiet_log import get_logger
+
+if TYPE_CHECKING:  # a type only: the registry is the layer above
+    from .registry import ProviderHandle
 
 _log = get_logger(__name__)
 

@@ -17,7 +17,7 @@ from acp_skills import (
     SkillTool,
     ToolResult,
 )
-from acp_skills.provider import ProviderHandle
+from acp_skills.registry import ProviderHandle
 
 # The session's working directory the tool tests look skills up for.
 CWD = "/work/project"

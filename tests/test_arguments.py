@@ -1,11 +1,11 @@
-"""What a person types after ``/name`` (`acp_skills.arguments`): its words, and the Claude Code
-placeholders they fill, within bounds."""
+"""What a person types after ``/name`` (`acp_skills.tool.expand_arguments`): its words, and
+the Claude Code placeholders they fill, within bounds."""
 
 from __future__ import annotations
 
 import pytest
 
-from acp_skills.arguments import MAX_ARGUMENTS_CHARS, MAX_EXPANDED_CHARS, expand_arguments
+from acp_skills.tool import MAX_ARGUMENTS_CHARS, MAX_EXPANDED_CHARS, expand_arguments
 
 
 @pytest.mark.parametrize(

@@ -203,7 +203,7 @@ def test_catalog_holds_names_and_descriptions_only() -> None:
 def test_catalog_guidance_names_the_tool() -> None:
     """The guidance tells the model which tool loads a skill."""
     default = render_catalog([summary("x", "d")])
-    renamed = render_catalog([summary("x", "d")], tool_name="load_skill")
+    renamed = fit_catalog([summary("x", "d")], tool_name="load_skill").text
     assert default is not None
     assert renamed is not None
     assert "`skill` tool" in default
@@ -397,10 +397,12 @@ def test_descriptions_cut_at_max_length_are_counted() -> None:
         candidate("long-two", provider="p", description=long),
         candidate("short-one", provider="p", description="Short."),
     ]
-    fit = fit_catalog(skills, 100, pinned=["long-two"])
+    fit = fit_catalog(skills, max_length=100, pinned=["long-two"])
     assert (fit.truncated, fit.shortened, fit.max_length) == (2, 0, 100)
-    assert fit_catalog(skills, 1024).truncated == 0
-    squeezed = fit_catalog(skills, 100, budget=len(render_catalog(skills, 100) or "") - 20)
+    assert fit_catalog(skills, max_length=1024).truncated == 0
+    squeezed = fit_catalog(
+        skills, max_length=100, budget=len(render_catalog(skills, 100) or "") - 20
+    )
     assert (squeezed.truncated, squeezed.shortened) == (0, 2)
 
 
@@ -455,7 +457,7 @@ def test_dangling_punctuation_goes_before_the_ellipsis() -> None:
 def test_descriptions_shorter_than_the_bound_never_go_below_60() -> None:
     """With max_length at or under 60 the budget cannot shorten: it omits instead."""
     skills = [SkillSummary(name=f"s{i}", description="y " * 40) for i in range(30)]
-    fit = fit_catalog(skills, 40, budget=1500)
+    fit = fit_catalog(skills, max_length=40, budget=1500)
     assert fit.shortened == 0
     assert fit.omitted
     assert all(line.endswith("y y...") for line in entries(fit.text))
@@ -547,9 +549,9 @@ def test_budget_is_never_exceeded_when_it_can_be_met(
     names = [skill.name for skill in skills]
     pinned = data.draw(st.lists(st.sampled_from(names), max_size=3) if names else st.just([]))
     hidden = data.draw(st.lists(st.sampled_from(names), max_size=3) if names else st.just([]))
-    fit = fit_catalog(skills, max_length, budget=budget, pinned=pinned, hidden=hidden)
+    fit = fit_catalog(skills, max_length=max_length, budget=budget, pinned=pinned, hidden=hidden)
     # With a budget of 1 nothing but the pinned skills fits: the smallest catalog there is.
-    smallest = fit_catalog(skills, max_length, budget=1, pinned=pinned, hidden=hidden)
+    smallest = fit_catalog(skills, max_length=max_length, budget=1, pinned=pinned, hidden=hidden)
     if smallest.used <= budget:
         assert fit.used <= budget
         assert fit.within_budget

@@ -1,4 +1,4 @@
-"""The provider seam (provider.py): the one candidate validator and the checked hooks (§3, §4)."""
+"""The provider seam (registry.py): the one candidate validator and the checked hooks (§3, §4)."""
 
 from __future__ import annotations
 

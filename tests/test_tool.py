@@ -496,7 +496,7 @@ async def test_a_person_invoked_hidden_skill_offers_no_file_reads(tmp_path: Path
     write_skill_file(root / "secret" / "SKILL.md", "secret", "SECRET-BODY", hidden=True)
     (root / "secret" / "plan.md").write_text("SECRET-PLAN")
     tool = disk_tool(tmp_path, root)
-    invoked = await tool.invoke_for_user("secret", cwd=CWD)
+    invoked = await tool.invoke_for_user("secret", SkillLookupOptions(cwd=CWD))
     assert (invoked.is_error, "SECRET-BODY" in invoked.text) == (False, True)
     assert "`path`" not in invoked.text
     assert await tool.call({"name": "secret", "path": "plan.md"}, cwd=CWD) == error(

@@ -1,4 +1,4 @@
-"""What a person reads about skills that wait for trust (`acp_skills.trust`, contract §13):
+"""What a person reads about skills that wait for trust (`acp_skills.trust_text`, contract §13):
 the question (what it shows of each skill that waits, the answers it offers), the `skill`
 tool's error, the ``/NAME`` note, the report's parts and the one wording of how to admit them.
 The card a session shows and the command line's question: tests/test_consent.py,
@@ -14,10 +14,8 @@ import pytest
 from acp_skills import SkillCandidate
 from acp_skills.cli.output import Style
 from acp_skills.diagnostics import Markdown
-from acp_skills.trust import (
-    ProjectSource,
-    ServerSource,
-    Withheld,
+from acp_skills.trust import ProjectSource, ServerSource, Withheld
+from acp_skills.trust_text import (
     command_note,
     how_to_admit,
     question_options,

@@ -26,7 +26,7 @@ from watchfiles import Change
 
 from acp_skills import AcpSkills, LocalSkillProvider, SkillLookupOptions, SkillRegistry
 from acp_skills import watch as watch_module
-from acp_skills.provider import ProviderHandle
+from acp_skills.registry import ProviderHandle
 from acp_skills.watch import (
     MAX_WATCHED_PROJECTS,
     WATCHER_THREAD_NAME,

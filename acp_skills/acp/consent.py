@@ -14,7 +14,6 @@ from ..model import SkillLookupOptions
 from ..quiet_log import get_logger
 from ..registry import SkillRegistry
 from ..trust import (
-    OPTIONS,
     Decision,
     SessionView,
     ShownItem,
@@ -23,11 +22,8 @@ from ..trust import (
     TrustMode,
     TrustStore,
     Withheld,
-    question_options,
-    question_text,
-    question_title,
-    whom_asked,
 )
+from ..trust_text import OPTIONS, question_options, question_text, question_title, whom_asked
 from .wire import ClientLink, text_tool_content, tool_call_update
 
 _log = get_logger(__name__)
@@ -35,11 +31,10 @@ _log = get_logger(__name__)
 
 @dataclass(slots=True)
 class SessionTrust:
-    """One instance's answers: what "Trust for this session" admitted, and its last view."""
+    """One instance's answers: what "Trust for this session" admitted, and whether it asked."""
 
     grants: dict[str, frozenset[ShownItem]] = field(default_factory=dict)
     asked: bool = False
-    view: SessionView | None = None
 
     def admit(self, shown: Sequence[Withheld]) -> None:
         """Admit for this instance what the question showed of ``shown``."""
@@ -60,11 +55,8 @@ class TrustGate:
         self, options: SkillLookupOptions, answers: SessionTrust | None = None
     ) -> SessionView:
         """What a lookup with ``options`` offers now, with a session instance's ``answers``."""
-        answers = answers or SessionTrust()
-        answers.view = await trust.session_view(
-            self.registry, options, self.mode, self.store, answers.grants, answers.view
-        )
-        return answers.view
+        grants = answers.grants if answers is not None else {}
+        return await trust.session_view(self.registry, options, self.mode, self.store, grants)
 
     async def turn_view(
         self, link: ClientLink, session_id: str, options: SkillLookupOptions, answers: SessionTrust
@@ -77,8 +69,7 @@ class TrustGate:
         if not seen.pending or (stored := await self._ask(link, session_id, answers, seen)) is None:
             return seen
         # What the answer admitted: the same snapshot judged again, nothing read again.
-        answers.view = trust.view(seen.found, seen.source_of, stored, self.mode, answers.grants)
-        return answers.view
+        return trust.view(seen.found, seen.source_of, stored, self.mode, answers.grants)
 
     async def _ask(
         self, link: ClientLink, session_id: str, answers: SessionTrust, seen: SessionView
@@ -122,16 +113,16 @@ class TrustGate:
         if choice == "allow_once":
             answers.admit(pending)
         elif choice.endswith("_always"):
-            for key, source in trust.lasting_sources(pending).items():
+            for withheld in pending:  # a server's pairs add up, skill by skill
                 decision: Decision = "trusted" if admitted else "refused"
                 try:
-                    await anyio.to_thread.run_sync(self.store.decide, source, decision)
-                    stored = stored.decided(source, decision)
+                    await anyio.to_thread.run_sync(self.store.decide, withheld.source, decision)
+                    stored = stored.decided(withheld.source, decision)
                 except (TrustFileError, OSError) as error:
                     # Not stored: a trust still holds for this session, for what it showed.
                     _log.warning("trust_not_stored", path=self.store.path, error=str(error))
                     if admitted:
-                        answers.admit([w for w in pending if w.source.key == key])
+                        answers.admit([withheld])
         _log.info("trust_answered", session_id=session_id, answer=choice, count=count)
         ended = tool_call_update(call_id, "completed" if admitted else "failed")
         await link.send(session_id, ended)

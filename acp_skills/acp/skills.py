@@ -84,8 +84,8 @@ class AcpSkills:
             max_length=catalog_max_length,
             tool_name=self.tool.name,
             budget=catalog_budget,
-            pinned_skills=pinned,
-            hidden_skills=hidden,
+            pinned=pinned,
+            hidden=hidden,
         )
         prefix.add(catalog)
         gate = TrustGate(registry, mode, trust_store or TrustStore())

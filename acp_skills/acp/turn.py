@@ -18,7 +18,8 @@ from ..diagnostics import Markdown
 from ..quiet_log import get_logger
 from ..record import HistoryEntry
 from ..tool import SkillTool, ToolResult
-from ..trust import SessionView, command_note, waiting_note, withheld_parts
+from ..trust import SessionView
+from ..trust_text import command_note, waiting_note, withheld_parts
 from . import commands, consent, sessions, wire
 from .sessions import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY, LiveSession, SessionTable
 
@@ -279,12 +280,7 @@ class PromptTurn:
             )
             expand = arguments if self._kit.expand_arguments else None
             result = await self._kit.tool.invoke_for_user(
-                name,
-                cwd=self._cwd,
-                servers=self._options.servers,
-                snapshot=view.offered,
-                arguments=expand,
-                additional_directories=self._options.additional_directories,
+                name, self._options, snapshot=view.offered, arguments=expand
             )
             await self._send(wire.tool_call_finished(call_id, result))
             if content and result.text:

@@ -32,15 +32,8 @@ from ..diagnostics import (
 )
 from ..model import rank_text
 from ..text import terminal_safe as clean
-from ..trust import (
-    ServedLocator,
-    SessionView,
-    TrustStore,
-    how_to_admit,
-    session_view,
-    why_withheld,
-    withheld_parts,
-)
+from ..trust import ServedLocator, SessionView, TrustStore, session_view
+from ..trust_text import how_to_admit, why_withheld, withheld_parts
 from . import settings
 from .output import BOLD, OK, PROBLEMS, PROG, USAGE, Outcome, Style, emit, status_of, table
 from .settings import Settings
@@ -75,7 +68,7 @@ class Look:
         view = await session_view(self.registry, self.options, given.trust, TrustStore())
         fit = fit_catalog(
             view.offered.skills,
-            given.catalog_max_length,
+            max_length=given.catalog_max_length,
             budget=given.catalog_budget,
             pinned=given.pinned,
             hidden=given.hidden,
@@ -176,7 +169,7 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
         # What `/NAME ARGS` alone puts into the turn: the typed text, then the skill, its
         # placeholders filled as the agent fills them (only with --compat claude).
         fill = args.invoke.strip() if "claude" in seen.settings.compat else None
-        result = await tool.invoke_for_user(args.name, cwd=args.cwd, arguments=fill)
+        result = await tool.invoke_for_user(args.name, seen.options, arguments=fill)
         typed = f"/{args.name} {args.invoke}".rstrip()
         text = result.text if result.is_error else f"{typed}\n\n{result.text}"
     else:
