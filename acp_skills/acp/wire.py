@@ -175,8 +175,8 @@ def available_commands(skills: Iterable[SkillSummary]) -> list[acp_schema.Availa
         hint = shorten_description(hint, 200) if isinstance(hint, str) else None
         given = acp_schema.UnstructuredCommandInput(hint=hint) if hint else None
         text = shorten_description(skill.description, 200)
-        input = acp_schema.AvailableCommandInput(root=given) if given else None
-        commands.append(acp_schema.AvailableCommand(name=skill.name, description=text, input=input))
+        wants = acp_schema.AvailableCommandInput(root=given) if given else None
+        commands.append(acp_schema.AvailableCommand(name=skill.name, description=text, input=wants))
     return commands
 
 
