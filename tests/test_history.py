@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_skills.acp import ToolCall
 from acp_skills.history import anthropic_request
 from tests.acp_peer import SkillsAgent, connected, fixture_registry, write_fixture_skills
 from tests.fake_anthropic import anthropic_endpoint, problem_of, text, tool_use
@@ -266,8 +267,8 @@ class AnthropicAgent(SkillsAgent):
                 await turn.add_reply(_assistant_message(answer["content"]))
         return turn.response
 
-    async def run_tool(self, name: str, arguments: object) -> str:
-        if name == "fail":
+    async def run_tool(self, call: ToolCall) -> str:
+        if call.name == "fail":
             raise OSError("the disk is full")
         self.waiting.set()  # "wait": runs until its turn is cancelled
         await anyio.sleep_forever()

@@ -28,7 +28,7 @@ from acp_skills import (
     ToolResult,
     render_catalog,
 )
-from acp_skills.acp import AcpSkills
+from acp_skills.acp import AcpSkills, ToolCall
 from acp_skills.acp.turn import PromptTurn
 from acp_skills.record import HistoryEntry, InMemorySessionStore, RecordEntry
 from tests.acp_peer import (
@@ -104,8 +104,8 @@ async def test_the_agent_s_own_tools_go_to_its_runner_and_unknown_tools_get_an_e
         session_id = await peer.new_session(project)
         ran: list[tuple[str, object]] = []
 
-        async def run_tool(name: str, arguments: object) -> str:
-            ran.append((name, arguments))
+        async def run_tool(call: ToolCall) -> str:
+            ran.append((call.name, call.arguments))
             return "42"
 
         async with peer.skills.turn(
@@ -155,7 +155,7 @@ async def hold_a_turn_in_a_tool(peer: Peer, session_id: str, group: TaskGroup) -
     which runs until cancelled; return once it runs, with the list its stop reason goes to."""
     started, stops = anyio.Event(), list[str]()
 
-    async def run_tool(name: str, arguments: object) -> str:
+    async def run_tool(call: ToolCall) -> str:
         started.set()
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
@@ -509,7 +509,7 @@ async def test_a_tool_that_raises_fails_its_call_and_the_conversation_goes_on(
             return tool_call_reply("t1", "calc", ['{"expr": ', '"1/0"}'])
         return text_reply(f"answer {index}")
 
-    async def run_tool(name: str, arguments: object) -> str:
+    async def run_tool(call: ToolCall) -> str:
         raise ZeroDivisionError("division by zero")
 
     with FakeOpenAI(respond) as fake:

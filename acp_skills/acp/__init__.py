@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from .calls import ToolCall
 from .skills import AcpSkills
 from .stdio import open_stdio
 from .transport import GuardedTransport
-from .turn import PromptTurn
+from .turn import PromptTurn, ToolCall
 
 __all__ = ["AcpSkills", "GuardedTransport", "PromptTurn", "ToolCall", "open_stdio"]

@@ -49,10 +49,7 @@ _LEADING_SLASH_WORD: Final = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_-]*)(?!\S)"
 
 
 class CommandsAnnouncer:
-    """Keeps each session's slash commands current in its editor (contract §9): a list goes out
-    only when it differs from the one last sent, never before the session's opening response
-    (an editor drops updates for a session it does not know), and once more as its first turn
-    begins if it went out before (editors drop updates right after that response)."""
+    """Keeps each session's slash commands current in its editor (contract §9)."""
 
     def __init__(self, gate: TrustGate, sessions: SessionTable, link: ClientLink) -> None:
         self._gate, self._sessions, self._link = gate, sessions, link
@@ -68,7 +65,7 @@ class CommandsAnnouncer:
         *,
         resend: bool = False,
     ) -> None:
-        # A running turn means the editor has the session; the follower announces it otherwise.
+        # Not before the opening response: an editor drops updates for a session it does not know.
         if not live.answered and live.turn is None:
             return
         if snapshot is None:
@@ -107,8 +104,6 @@ class CommandsAnnouncer:
                         continue
                     try:
                         await self.refresh(session_id, live)
-                    except ConnectionError:  # the client left meanwhile: nobody is left to tell
-                        _log.debug("skills_commands_not_sent", session_id=session_id)
                     except Exception as error:
                         event = "skills_commands_refresh_failed"
                         _log.warning(event, session_id=session_id, error=repr(error))
@@ -124,8 +119,7 @@ def invocable(skills: Iterable[SkillSummary]) -> list[SkillSummary]:
 
 
 def leading_slash_word(text: str) -> str | None:
-    match = _LEADING_SLASH_WORD.match(text)
-    return match.group(1) if match else None
+    return match[1] if (match := _LEADING_SLASH_WORD.match(text)) else None
 
 
 def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
@@ -144,12 +138,12 @@ def skills_report(
     withheld: Sequence[tuple[str, list[str], str]] = (),
     servers: Sequence[Any] = (),
 ) -> str:
-    """The ``/skills`` report; what it quotes from disk is made terminal-safe (no forged line)."""
+    """The ``/skills`` report; what it quotes from disk is made terminal-safe."""
     lines = [f"**Skills for {code_span(terminal_safe(cwd))}** ({len(snapshot.skills)})", ""]
     if not snapshot.skills:
         lines.append("No skills found.")
     lines += [*(_skill_line(skill) for skill in snapshot.skills), ""]
-    for title, items, how in withheld:  # `acp_skills.trust_text.withheld_parts`
+    for title, items, how in withheld:
         lines += [f"**{title}** ({len(items)})", "", *items, "", how, ""]
     if fit is not None:
         lines += [*(terminal_safe(line) for line in describe_catalog_fit(fit).splitlines()), ""]
@@ -164,8 +158,6 @@ def skills_report(
         lines.extend(f"- {diagnostic_line(d, Markdown())}" for d in ordered[:_MAX_PROBLEMS_SHOWN])
         if (hidden := len(ordered) - _MAX_PROBLEMS_SHOWN) > 0:
             lines.append(f"- ... and {hidden} more")
-        # A command to paste: the path quoted for the shell (the CLI has no flag for the
-        # session's additional directories: it looks from cwd alone).
         doctor = code_span(terminal_safe(f"acp-skills doctor --cwd {shlex.quote(cwd)}"))
         lines += ["", f"Run {doctor} in a terminal for details."]
     if not snapshot.complete:

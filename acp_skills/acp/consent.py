@@ -1,5 +1,4 @@
-"""Asking for trust (contract §13, docs/trust.md): a session instance's answers, the view
-computed from them (`acp_skills.trust.session_view`), and its one question."""
+"""Asking for trust (contract §13): a session instance's answers and its one question."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import anyio
-from acp.schema import PermissionOption, ToolCallUpdate
+from acp.schema import PermissionOption, ToolCallStart, ToolCallUpdate
 
 from .. import trust
 from ..model import SkillLookupOptions
@@ -25,7 +24,7 @@ from ..trust import (
     Withheld,
 )
 from ..trust_text import OPTIONS, question_options, question_text, question_title, whom_asked
-from .wire import ClientLink, text_tool_content, tool_call_start, tool_call_update
+from .wire import ClientLink, text_tool_content, tool_call_update
 
 _log = get_logger(__name__)
 
@@ -38,7 +37,7 @@ class SessionTrust:
     asked: bool = False
 
     def admit(self, shown: Sequence[Withheld]) -> None:
-        """Admit for this instance exactly what the question showed of ``shown``."""
+        """Admit for this instance what the question showed of ``shown``."""
         for withheld in shown:
             key, items = withheld.source.key, trust.shown_items(withheld.skill, withheld.source)
             self.grants[key] = self.grants.get(key, frozenset()) | items
@@ -46,7 +45,7 @@ class SessionTrust:
 
 @dataclass(frozen=True, slots=True)
 class TrustGate:
-    """How this agent decides trust: the registry's skills, the ``mode`` and the ``store``."""
+    """How this agent decides trust."""
 
     registry: SkillRegistry
     mode: TrustMode
@@ -75,17 +74,20 @@ class TrustGate:
     async def _ask(
         self, link: ClientLink, session_id: str, answers: SessionTrust, seen: SessionView
     ) -> StoredTrust | None:
-        """Put the question for ``seen``'s pending skills and apply the answer (anything but a
-        chosen option counts as "not now"); the decisions that hold after an answer that
-        admitted them (``seen``'s, and a lasting answer stored), else ``None``."""
+        """Ask about ``seen``'s pending skills (no chosen option: "not now"); the decisions
+        that hold if the answer admitted them, else ``None``."""
         pending, stored = seen.pending, seen.stored
         project, count = whom_asked(pending), len(pending)
         event = "skills_waiting_for_trust"
         _log.warning(event, session_id=session_id, project=project, count=count)
-        call_id = f"trust-{uuid.uuid4().hex}"
-        content = text_tool_content(question_text(pending))
-        start = tool_call_start(
-            call_id, question_title(pending), kind="read", status="pending", content=content
+        call_id, title = f"trust-{uuid.uuid4().hex}", question_title(pending)
+        start = ToolCallStart(
+            session_update="tool_call",
+            tool_call_id=call_id,
+            title=title,
+            kind="read",
+            status="pending",
+            content=text_tool_content(question_text(pending)),
         )
         choice = "reject_once"
         try:
@@ -94,7 +96,7 @@ class TrustGate:
                 PermissionOption(option_id=kind, name=label, kind=kind)  # type: ignore[arg-type]
                 for kind, label in question_options(pending)
             ]
-            tool_call = ToolCallUpdate(tool_call_id=call_id, title=start.title, kind="read")
+            tool_call = ToolCallUpdate(tool_call_id=call_id, title=title, kind="read")
             answer = await link.client.request_permission(
                 session_id=session_id, tool_call=tool_call, options=options
             )

@@ -1,4 +1,4 @@
-"""``session/load`` replay; an entry a person's edit left unfit is left out, not replayed wrong."""
+"""``session/load`` replay; an entry an edit left unfit is left out, not replayed wrong."""
 
 from __future__ import annotations
 
@@ -13,12 +13,10 @@ from ..session import PrefixedSession
 from ..tool import ToolResult
 from . import wire
 from .sessions import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY
-from .turn import call_parts
 
 _log = get_logger(__name__)
 
-# What building or sending one message's updates may raise on a recorded value gone odd (an
-# edited record, an entry written before a bound existed); the message is skipped, not fatal.
+# What one message's updates may raise on a recorded value gone odd (edited, or older than a bound).
 _UNREPLAYABLE = (TypeError, ValueError, RecursionError, ValidationError)
 
 
@@ -56,12 +54,10 @@ async def _replay_message(
     elif role == "assistant":
         if isinstance(content, str) and content:
             updates.append(wire.agent_text(content))
-        # Arguments over a bound (an older record, or an edited one) replay as a note.
         bounded, refused = wire.bound_tool_calls(message)
         if refused:
             _log.warning("session_replay_arguments_omitted", reasons=sorted(set(refused.values())))
-        for call in wire.sequence(bounded.get("tool_calls")):
-            call_id, name, arguments = call_parts(call if isinstance(call, Mapping) else {})
+        for call_id, name, arguments in wire.tool_calls(bounded).values():
             decoded = wire.decode_tool_arguments(arguments)
             updates.append(wire.tool_call_started(call_id, name, decoded, skill_tool))
     elif role == "tool" and isinstance(content, str):

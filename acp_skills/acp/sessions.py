@@ -1,5 +1,5 @@
-"""The session table: each session instance of one connection until ``session/close``, and
-the MCP servers the open instances name (contract §14, §15)."""
+"""The session table: each session instance until ``session/close``, and the MCP servers the
+open instances name."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ INVOKED_KEY = "_invoked"
 
 
 class ServerCloser(Protocol):
-    """Connects, closes and reports on the servers sessions name (`McpSkillProvider`)."""
+    """The servers sessions name (`McpSkillProvider`)."""
 
     def connect(self, server: Any) -> None: ...
 
@@ -46,7 +46,7 @@ class ServerCloser(Protocol):
 
 @dataclass(slots=True, kw_only=True)
 class LiveSession:
-    """One session instance: its history, trust answers, catalog fit, and commands sent."""
+    """One session instance and what the connection keeps beside it."""
 
     session: PrefixedSession
     trust: SessionTrust = field(default_factory=SessionTrust)
@@ -55,7 +55,6 @@ class LiveSession:
     commands: list[AvailableCommand] | None = None  # the list last sent
     turned: bool = False  # a turn has begun (the first resends the commands)
     described: bool = False  # the store has this instance's summary (`session/list`)
-    describe_failed: bool = False  # writing it failed (said once)
     turn: anyio.CancelScope | None = None  # the running turn's, which `cancel` cancels
     turn_ended: anyio.Event = field(default_factory=anyio.Event)  # set as that turn ends
 
@@ -65,21 +64,18 @@ class LiveSession:
 
     @property
     def catalog_fit(self) -> CatalogFit | None:
-        """What the catalog budget did to the frozen catalog (``None`` until composed)."""
         return self.catalog if self.session.composed else None
 
 
 class SessionTable:
     def __init__(self, prefix: SessionPrefix, store: SessionStore, mcp: ServerCloser | None):
         self._prefix, self._store, self.mcp = prefix, store, mcp
-        # Where a server's close runs when set (`AcpSkills`' task group): a request that lets a
-        # server go answers without waiting for its process to end.
+        # `AcpSkills`' task group: a request that lets a server go need not wait for its end.
         self.tasks: anyio.abc.TaskGroup | None = None
         self._live: dict[str, LiveSession] = {}
         self._closing: dict[Hashable, anyio.Event] = {}  # set once that server is closed
 
     def running(self) -> list[tuple[str, LiveSession]]:
-        """The open instances (a copy: safe across awaits)."""
         return list(self._live.items())
 
     def peek(self, session_id: object) -> LiveSession | None:
@@ -119,7 +115,7 @@ class SessionTable:
 
     async def describe(self, live: LiveSession) -> None:
         """Give the store ``live``'s summary; a failure is tried again at the next turn."""
-        store, context = self._store, live.context
+        context = live.context
         if live.session.save_error:
             return  # a record not written yet would list nothing
         description = SessionDescription(
@@ -129,19 +125,15 @@ class SessionTable:
             title=session_title(_first_prompt(live.session.history)),
         )
         try:
-            await store.describe_session(description)
+            await self._store.describe_session(description)
             live.described = True
         except OSError as error:
-            log = _log.debug if live.describe_failed else _log.warning  # said once
-            error_text = describe_os_error(error)
-            log("session_summary_not_written", session_id=context.session_id, error=error_text)
-            live.describe_failed = True
+            why = describe_os_error(error)
+            _log.warning("session_summary_not_written", session_id=context.session_id, error=why)
 
     async def end_turn(self, session_id: str) -> None:
         """Cancel the session's running turn and wait for it to record its last results, so
-        an instance opened next (``session/load``, ``session/resume``) starts from them."""
-        # The cancelled turn answers its open tool calls as it ends: without those results the
-        # history would end in tool calls, which a model's API refuses on every later request.
+        an instance opened next starts from them (a model's API refuses a dangling tool call)."""
         if (live := self.peek(session_id)) is not None and live.turn is not None:
             live.turn.cancel()
             with anyio.move_on_after(CLOSE_WAIT_SECONDS):
@@ -159,7 +151,7 @@ class SessionTable:
         return True
 
     async def flush_all(self) -> None:
-        """One last try at every unsaved entry; a warning names each session still missing some."""
+        """One last try at every unsaved entry."""
         for session_id, live in self.running():
             await _flush(session_id, live)
 
@@ -181,7 +173,7 @@ class SessionTable:
             # Ended, not abandoned, when the agent stops: its process group goes with it.
             with anyio.CancelScope(shield=True):
                 await mcp.release(server)
-        except Exception as error:  # a close that failed must not end the agent
+        except Exception as error:
             _log.warning("mcp_server_close_failed", server=str(server), error=repr(error))
         finally:
             del self._closing[server]
@@ -220,8 +212,6 @@ async def _flush(session_id: str, live: LiveSession) -> None:
 
 
 def _first_prompt(history: Iterable[Mapping[str, object]]) -> str:
-    # A session's title is its first recorded prompt as the person typed it (also for a record
-    # older than session summaries, or one whose summary could not be written until now).
     for message in history:
         if message.get("role") == "user":
             shown = message.get(DISPLAY_KEY, message.get("content"))

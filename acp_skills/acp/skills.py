@@ -23,14 +23,13 @@ from ..session import PrefixedSession
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, for_editor
 from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
 from ..trust import TrustMode, TrustStore, trust_mode
-from .calls import AgentToolRunner
 from .commands import CommandsAnnouncer
 from .consent import TrustGate
 from .replay import replay
 from .sessions import ServerCloser, SessionTable, request_servers
 from .stdio import open_stdio
 from .transport import GuardedTransport
-from .turn import PromptTurn, TurnKit, open_turn
+from .turn import AgentToolRunner, PromptTurn, TurnKit, open_turn
 from .wire import AcpClient, ClientLink, check_additional_directories, check_cwd, field
 
 # The Python SDK hands `ext_method` these without their leading underscore.
@@ -78,7 +77,6 @@ class AcpSkills:
         self.tool = SkillTool(registry, max_resource_bytes=max_resource_bytes, hidden_skills=hidden)
         self.store: SessionStore = store if store is not None else InMemorySessionStore()
         prefix = SessionPrefix()
-        # `mcp`: the `McpSkillProvider` the session servers use.
         self._sessions = sessions = SessionTable(prefix, self.store, mcp)
         # No registry: it lists only what a turn hands down (`PrefixContext.skills`).
         catalog = SkillCatalogContributor(
@@ -160,7 +158,7 @@ class AcpSkills:
         """Note what the client can do; return the ``agentCapabilities._meta`` entries to add."""
         fs = field(client_capabilities, "fs")
         self._link.reads_files = field(fs, "read_text_file", "readTextFile") is True
-        # The MCP SDK is not needed to answer: it loads off the event loop from now on.
+        # Not needed to answer: the MCP SDK loads off the event loop from now on.
         load_sdk = getattr(self._sessions.mcp, "load_sdk", None)
         if load_sdk is not None and self._group is not None:
             self._group.start_soon(load_sdk)
@@ -168,7 +166,7 @@ class AcpSkills:
 
     @staticmethod
     def capability_meta() -> dict[str, Any]:
-        """``{"acp-skills": {"version", "methods"}}`` for ``agentCapabilities._meta``."""
+        """The ``agentCapabilities._meta`` entry."""
         return {"acp-skills": {"version": "1", "methods": list(EXTENSION_METHODS)}}
 
     @property
@@ -183,7 +181,7 @@ class AcpSkills:
 
     @property
     def reads_mcp_servers(self) -> bool:
-        """Whether sessions' ``mcpServers`` bring skills: advertise ``mcpCapabilities.http``."""
+        """Whether sessions' ``mcpServers`` bring skills (advertise ``mcpCapabilities.http``)."""
         return self._sessions.mcp is not None
 
     async def catalog_fit(self, session_id: str) -> CatalogFit | None:

@@ -46,7 +46,7 @@ def _is_valid_id(value: object) -> bool:
 
 
 def _loads(raw: bytes) -> tuple[object, bool]:
-    """The value of a JSON line, and whether it holds a number beyond 64-bit or a double."""
+    """A JSON line's value, and whether it holds a number beyond 64-bit or a double."""
     beyond = False
 
     def integer(digits: str) -> int:
@@ -98,7 +98,7 @@ async def _read_line(reader: asyncio.StreamReader, max_bytes: int) -> tuple[byte
 
 
 class GuardedTransport:
-    """The SDK's message-level transport over a pair of asyncio streams, with the guards above."""
+    """The SDK's message-level transport over a pair of asyncio streams, guarded."""
 
     def __init__(
         self,
@@ -142,11 +142,11 @@ class GuardedTransport:
         await self._write(line)
 
     async def receive(self) -> dict[str, Any] | None:
-        """The next well-formed message (malformed ones are answered here), ``None`` at the end."""
+        """The next well-formed message, ``None`` at the end."""
         return await self._received.get()
 
     async def close(self) -> None:
-        """Stop sending and close the writer. Idempotent."""
+        """Stop sending and close the writer."""
         self._closed = True
         self._reading.cancel()
         with contextlib.suppress(Exception):
@@ -154,8 +154,8 @@ class GuardedTransport:
             await self._writer.wait_closed()
 
     async def _read(self) -> None:
-        # Lines are read in a task of their own, so that a lost output or `close` ends the
-        # wait at once, and a cancelled `receive` loses no line; a failed read ends the input.
+        # A task of its own: a lost output or `close` ends the wait, a cancelled `receive`
+        # loses no line.
         try:
             with contextlib.suppress(ConnectionError, OSError):
                 while (read := await _read_line(self._reader, self._max_line_bytes))[0]:
@@ -169,8 +169,6 @@ class GuardedTransport:
             self._received.put_nowait(None)
 
     async def _end_input(self) -> None:
-        # Every request received is answered before the end is reported: running turns are
-        # cancelled, the agent's requests to the client fail, and the rest get some time.
         self._input_ended = True
         for request_id in self._awaited:
             self._received.put_nowait(_error(request_id, -32603, _UNANSWERED))
@@ -189,7 +187,7 @@ class GuardedTransport:
     async def _write(self, line: str) -> None:
         if self._closed or self._output_lost:
             return
-        try:  # one write a frame, so frames never interleave
+        try:  # one write a frame: frames never interleave
             self._writer.write(well_formed(line).encode("utf-8") + b"\n")
             await self._writer.drain()
         except (ConnectionError, OSError) as error:
@@ -214,7 +212,7 @@ class GuardedTransport:
             return None, _error(None, -32700)
         if not isinstance(message, dict):
             return self._refuse({}, "a batch" if isinstance(message, list) else "not a JSON object")
-        if nests_deeper_than(message, MAX_NESTING_DEPTH):  # the SDK's deep copy would recurse
+        if nests_deeper_than(message, MAX_NESTING_DEPTH):  # the SDK's copy would recurse
             return self._refuse(message, f"nested more than {MAX_NESTING_DEPTH} levels deep")
         request_id, method, params = message.get("id"), message.get("method"), message.get("params")
         if "method" not in message and "id" not in message:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import anyio
 from acp import RequestError
-from acp.schema import PromptResponse
+from acp.schema import PromptResponse, ToolCallUpdate
 
 from ..catalog import CatalogFit, SkillCatalogContributor
 from ..diagnostics import Markdown
@@ -21,12 +21,23 @@ from ..tool import SkillTool, ToolResult
 from ..trust import SessionView
 from ..trust_text import command_note, waiting_note, withheld_parts
 from . import commands, consent, sessions, wire
-from .calls import AgentToolRunner, ToolCall, call_runner, settle
 from .sessions import DISPLAY_KEY, ERROR_KEY, INVOKED_KEY, LiveSession, SessionTable
 
 _log = get_logger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call of the agent's own tool; ``arguments`` decoded (text that is not JSON stays)."""
+
+    id: str
+    name: str
+    arguments: object
+
+
+AgentToolRunner: TypeAlias = Callable[[ToolCall], Awaitable[ToolResult | str | ToolCallUpdate]]
 
 # The final reports of a cancelled turn are shielded: a client not reading must not hold it.
 _CANCEL_REPORT_SECONDS = 5.0
@@ -68,35 +79,34 @@ class PromptTurn:
         self._kit, self._live, self._session = kit, live, live.session
         self._session_id, self._cwd = live.context.session_id, live.context.cwd
         self._options = live.context.lookup_options
-        self._request = request  # config, system and tools: the request header's
-        self._run_tool = None if run_tool is None else call_runner(run_tool)
+        self._request = request  # the request header's config, system and tools
+        self._run_tool = run_tool
         self.tools: list[dict[str, Any]] = request["tools"]  # `skill` goes first as it begins
         self._searchable = False  # the catalog left skills out: the tool takes `query` too
-        self.stop_reason: StopReason | None = None  # why the turn ended; `None` while it runs
+        self.stop_reason: StopReason | None = None
         self._requests, self._replied, self._streamed = 0, True, False
         self._view: SessionView | None = None  # taken once, as the turn begins
         # The first turn resends a list that went out before it (not one sent while it runs).
         self._resend_commands, live.turned = live.commands is not None and not live.turned, True
-        # Added to the history, not recorded yet.
         self._unrecorded: list[Mapping[str, Any] | HistoryEntry] = []
 
     @property
     def trust_note(self) -> str | None:
-        """For the person: the skills waiting for trust and how to admit them, or ``None``."""
+        """The skills waiting for trust and how to admit them, or ``None``."""
         return waiting_note(self._view.pending) if self._view is not None else None
 
     @property
     def finished(self) -> bool:
-        """Whether the turn has its stop reason (no further request is due)."""
+        """Whether the turn has its stop reason."""
         return self.stop_reason is not None
 
     @property
     def response(self) -> PromptResponse:
-        """The ``session/prompt`` answer: the stop reason (``end_turn`` if none was set)."""
+        """The ``session/prompt`` answer (``end_turn`` if no stop reason was set)."""
         return PromptResponse(stop_reason=self.stop_reason or "end_turn")
 
     def stop(self, reason: StopReason) -> None:
-        """End the turn with ``reason`` (for example ``max_tokens`` or ``refusal``)."""
+        """End the turn with ``reason``."""
         self.stop_reason = reason
 
     async def requests(self) -> AsyncIterator[list[dict[str, Any]]]:
@@ -119,7 +129,7 @@ class PromptTurn:
         return [{k: v for k, v in m.items() if not k.startswith("_")} for m in messages]
 
     async def show_text(self, text: str) -> None:
-        """Stream a piece of the model's reply to the editor (`add_reply` then shows no text)."""
+        """Stream a piece of the reply (`add_reply` then shows no text)."""
         if text:
             self._streamed = True
             await self._send(wire.agent_text(text))
@@ -128,27 +138,24 @@ class PromptTurn:
         self, message: Mapping[str, Any], *, stop_reason: StopReason | None = None
     ) -> None:
         """Show the model's reply, run its tool calls (none: the turn is over), record both."""
-        # Arguments over a bound are recorded as a note, so no later load can fail on them.
+        # Over-bound arguments are recorded as a note; a reply the record refuses runs nothing.
         bounded, refused = wire.bound_tool_calls({"role": "assistant", **message})
-        # Checked before anything is shown or run: one the record cannot take runs nothing.
         entry = HistoryEntry(message=bounded)
         reply = entry.message
         self._replied = True
         text = reply.get("content")
         if isinstance(text, str) and text and not self._streamed:
             await self._send(wire.agent_text(text))
-        self._unrecorded.append(entry)  # recorded as it is: checked once
-        listed = enumerate(wire.sequence(reply.get("tool_calls")))
-        calls = {index: call for index, call in listed if isinstance(call, Mapping)}
+        self._unrecorded.append(entry)
+        calls = wire.tool_calls(reply)
         answered: set[str] = set()
         try:
-            for index, call in calls.items():
-                call_id, name, arguments = call_parts(call)
+            for index, (call_id, name, arguments) in calls.items():
                 await self._call(call_id, name, arguments, refused.get(index))
                 answered.add(call_id)
         except anyio.get_cancelled_exc_class():
             # Every tool call gets a result, so the next turn's request is well formed.
-            for call_id in (str(call.get("id", "")) for call in calls.values()):
+            for call_id, _, _ in calls.values():
                 if call_id not in answered:
                     self._add_result(call_id, _CANCELLED)
             raise
@@ -158,14 +165,13 @@ class PromptTurn:
             self.stop_reason = "end_turn"
 
     async def call_tool(self, call_id: str, name: str, arguments: object) -> ToolResult:
-        """Run one tool call (``arguments``: JSON text or decoded), report it, record the result."""
+        """Run one tool call (``arguments``: JSON text or decoded), report and record it."""
         return await self._call(call_id, name, arguments, wire.arguments_problem(arguments))
 
     async def _send(self, update: Any) -> None:
         await self._kit.link.send(self._session_id, update)
 
     async def _current_view(self) -> SessionView:
-        # Taken as the turn began, unless it was cancelled then.
         return self._view or await self._kit.gate.view(self._options, self._live.trust)
 
     async def _call(
@@ -173,7 +179,6 @@ class PromptTurn:
     ) -> ToolResult:
         refused: ToolResult | None = None
         if problem is not None:
-            # Reported with a note for its input, never the arguments themselves.
             _log.warning(
                 "tool_call_refused", session_id=self._session_id, tool=name, reason=problem
             )
@@ -183,7 +188,8 @@ class PromptTurn:
         try:
             await self._send(wire.tool_call_started(call_id, name, decoded, self._kit.tool.name))
             try:
-                result, shown = settle(call_id, refused or await self._run(call_id, name, decoded))
+                outcome = refused or await self._run(call_id, name, decoded)
+                result, shown = wire.settle(call_id, outcome)
             except Exception as error:
                 result = _raised(name, error)
                 shown = wire.tool_call_finished(call_id, result)
@@ -217,29 +223,25 @@ class PromptTurn:
         self._unrecorded.append(message | {ERROR_KEY: result.is_error})
 
     async def _record_unrecorded(self) -> None:
-        # As the turn ends, also a cancelled one: bounded like its last reports.
         if self._unrecorded:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
                 await self._session.advance(self._unrecorded)
 
     async def _begin(self, prompt: Sequence[object]) -> None:
         kit, live, session = self._kit, self._live, self._session
-        # The session's view, taken once a turn and handed to the catalog, the tool and the
-        # commands; an instance's first turn puts its trust question first.
+        # Taken once a turn (after the first turn's trust question) and handed down.
         view = self._view = await kit.gate.turn_view(
             kit.link, self._session_id, self._options, live.trust
         )
-        if not session.composed:  # the catalog's fit: a value kept with the frozen prefix
+        if not session.composed:
             live.catalog = await kit.catalog.fit(replace(session.context, skills=view.offered))
         fit = live.catalog
         self._searchable = fit is not None and bool(fit.omitted)
         self.tools.insert(0, kit.tool_spec(searchable=self._searchable))
-        # After the trust question: an answer that admits skills may have changed the commands.
         resend = self._resend_commands
         await kit.announcer.refresh(self._session_id, live, view.offered, resend=resend)
         typed = wire.prompt_text(prompt)
         if (answer := await self._answer_without_model(typed, view, fit)) is not None:
-            # Nothing reaches the model or the record.
             await self._send(wire.agent_text(answer))
             self.stop("end_turn")
             return
@@ -250,8 +252,7 @@ class PromptTurn:
     ) -> str | None:
         word, offered = commands.leading_slash_word(typed), view.offered
         if word is None or any(s.name == word for s in commands.invocable(offered.skills)):
-            return None  # for the model (a skill invocation is expanded for it)
-        # `/skills` is the library's, whatever skill is named so (`commands.invocable`).
+            return None  # a skill invocation: expanded for the model
         if word == commands.SKILLS_COMMAND:
             problems = await self._kit.gate.registry.diagnose(self._options)
             parts = withheld_parts(view.withheld.values(), Markdown())
@@ -259,7 +260,7 @@ class PromptTurn:
             states = mcp.states(self._options) if mcp is not None else ()
             return commands.skills_report(self._cwd, offered, problems, fit, parts, states)
         if withheld := view.withheld.get(word):
-            return command_note(word, withheld)  # never expanded, never silent
+            return command_note(word, withheld)
         # "/tmp is full" is about a path, not a command.
         if await anyio.to_thread.run_sync(os.path.lexists, f"/{word}"):
             return None
@@ -273,7 +274,6 @@ class PromptTurn:
         calls: list[dict[str, Any]] = []
         skill_tool = self._kit.tool.name
         for name, arguments in wire.find_invocations_with_arguments(typed, names):
-            # ACP wants tool call ids unique within the session, across turns and instances.
             call_id = f"slash-{name}-{uuid.uuid4().hex}"
             await self._send(
                 wire.tool_call_started(call_id, skill_tool, {"name": name}, skill_tool)
@@ -288,10 +288,9 @@ class PromptTurn:
             start, content = len(content), content + result.text
             entry = {"id": call_id, "name": name, "is_error": result.is_error, "start": start}
             calls.append(entry | {"end": len(content)})
-        # A note for each withheld skill `/NAME` would have run, unless a skill of that name did.
+        # A withheld `/NAME` stays plain text for the model; the person is told why it did not run.
         unrun = {s.name for s in withheld} - {call["name"] for call in calls}
         for name, _ in wire.find_invocations_with_arguments(typed, unrun):
-            # Left as plain text for the model; the person is told why it did not run.
             note = command_note(name, view.withheld[name])
             await self._send(wire.agent_text(note + "\n\n"))
         message: dict[str, Any] = {"role": "user", "content": content, DISPLAY_KEY: typed}
@@ -300,16 +299,7 @@ class PromptTurn:
         self._unrecorded.append(message)
 
 
-def call_parts(call: Mapping[str, Any]) -> tuple[str, str, object]:
-    """A recorded or replied tool call's id, function name and arguments."""
-    function = call.get("function")
-    function = function if isinstance(function, Mapping) else {}
-    return str(call.get("id", "")), str(function.get("name", "")), function.get("arguments", "")
-
-
 def _raised(name: str, error: Exception) -> ToolResult:
-    # A tool that raises ends its call `failed`; the model reads why, and the turn goes on
-    # with a well-formed history (every tool call has its result).
     _log.warning("tool_call_raised", tool=name[:100], error=repr(error), exc_info=error)
     detail = str(error) or type(error).__name__
     return ToolResult(text=f'Error: the tool "{name[:100]}" failed: {detail}', is_error=True)
@@ -342,12 +332,10 @@ async def open_turn(
             _log.info("turn_cancelled", session_id=session_id)
             live.session.discard_unused_prefix()
             turn.stop("cancelled")
-        if not began:
-            # Cancelled while the turn began: the block still runs, with nothing to do.
+        if not began:  # cancelled as it began: the block still runs, with nothing to do
             yield turn
-        await turn._record_unrecorded()  # a cancelled call's result, say
+        await turn._record_unrecorded()
         if (error := live.session.save_error) is not None:
-            # The reply is out; the person also needs to know it will not survive a restart.
             why = sessions.describe_os_error(error)
             notice = (
                 f"\n\nNote: this conversation could not be saved ({why}). "
@@ -358,8 +346,7 @@ async def open_turn(
     finally:
         try:
             await turn._record_unrecorded()  # a block that raised: what it added
-        except Exception as error:
-            # Logged, not raised: the block's own outcome goes on, and the session stays usable.
+        except Exception as error:  # the block's own outcome goes on
             _log.error("turn_not_recorded", session_id=session_id, error=repr(error))
         finally:
             live.turn = None

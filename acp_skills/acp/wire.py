@@ -1,9 +1,10 @@
-"""What goes on the ACP wire: updates (discriminators explicit, so the same JSON on SDK 0.12.x
-and 1.x), prompt text, ``cwd`` checks, `ClientLink`, and the tool-call argument bounds."""
+"""What goes on the ACP wire (discriminators explicit: the same JSON on SDK 0.12.x and 1.x),
+what comes off it, and `ClientLink`."""
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import os
 import re
@@ -33,8 +34,8 @@ AcpClient = Any  # the SDK's `AgentSideConnection`, or a client of the same shap
 
 
 class ClientLink:
-    """The agent's side of the connection; as the SDK's stream observer it notes the sessions
-    whose opening response has gone out (``answered``), then calls ``wake``."""
+    """The agent's side of the connection; it notes the sessions whose opening response has
+    gone out (``answered``), then calls ``wake``."""
 
     def __init__(self) -> None:
         self.client: AcpClient = None  # until `AcpSkills.attach`
@@ -65,8 +66,7 @@ class ClientLink:
         return read_text
 
     def observe(self, event: StreamEvent) -> None:
-        # The SDK calls this for every frame, an outgoing one once it is written: an opening's
-        # response seen here has gone out, so commands sent after it follow it.
+        # The SDK calls this for an outgoing frame once it is written.
         message, request_id = event.message, event.message.get("id")
         if not isinstance(request_id, str | int):
             return
@@ -95,19 +95,9 @@ def text_tool_content(text: str) -> list[Any]:
     return [acp_schema.ContentToolCallContent(type="content", content=text_block(text))]
 
 
-def tool_call_start(
-    call: str, title: str, kind: ToolKind, status: ToolCallStatus, **more: Any
-) -> acp_schema.ToolCallStart:
-    """A ``tool_call`` update; ``more``: its ``content`` or ``raw_input``."""
-    return acp_schema.ToolCallStart(
-        session_update="tool_call", tool_call_id=call, title=title, kind=kind, status=status, **more
-    )
-
-
 def tool_call_update(
     tool_call_id: str, status: ToolCallStatus, text: str | None = None
 ) -> acp_schema.ToolCallProgress:
-    """A ``tool_call_update`` changing a call's status (and its content to ``text``, if any)."""
     content = None if text is None else text_tool_content(text)
     return acp_schema.ToolCallProgress(
         session_update="tool_call_update", tool_call_id=tool_call_id, status=status, content=content
@@ -121,17 +111,60 @@ def tool_call_started(
     raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
     title, skill = one_line(tool_name) or "Tool", tool_name == skill_tool_name
     if skill:
-        # The editor shows the model's words in the title: on one line, no control characters.
         name, query = field(arguments, "name"), field(arguments, "query")
         name = one_line(name) if isinstance(name, str) else ""
         words = one_line(query) if isinstance(query, str) else ""
         title = f"Find skills: {cut(words, 80)}" if words and not name else f"Load skill {name}"
     kind: ToolKind = "read" if skill else "other"
-    return tool_call_start(tool_call_id, title.strip(), kind, "in_progress", raw_input=raw)
+    return acp_schema.ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=tool_call_id,
+        title=title.strip(),
+        kind=kind,
+        status="in_progress",
+        raw_input=raw,
+    )
 
 
 def tool_call_finished(tool_call_id: str, result: ToolResult) -> acp_schema.ToolCallProgress:
     return tool_call_update(tool_call_id, "failed" if result.is_error else "completed", result.text)
+
+
+def settle(call_id: str, outcome: object) -> tuple[ToolResult, acp_schema.ToolCallProgress]:
+    """The model's result and the editor's last update (`TypeError`/`ValueError` if unfit)."""
+    if isinstance(outcome, str):
+        outcome = ToolResult(text=outcome, is_error=False)
+    if isinstance(outcome, ToolResult):
+        return outcome, tool_call_finished(call_id, outcome)
+    if not isinstance(outcome, acp_schema.ToolCallUpdate):
+        raise TypeError(
+            "run_tool must return a str, a ToolResult or an acp.schema.ToolCallUpdate, "
+            f"got {type(outcome).__name__}"
+        )
+    if outcome.tool_call_id != call_id:
+        raise ValueError(f"run_tool returned the update of call {outcome.tool_call_id!r}")
+    # A result is the call's end: anything but `failed` is `completed`.
+    failed = outcome.status == "failed"
+    shown = {name: getattr(outcome, name) for name in outcome.model_fields_set}
+    shown |= {"session_update": "tool_call_update", "status": "failed" if failed else "completed"}
+    parts = [_block_text(block) for block in outcome.content or ()]
+    text = "\n\n".join(part for part in parts if part) or outcome.title or "(no output)"
+    text = text if not failed or text.startswith("Error: ") else f"Error: {text}"
+    return ToolResult(text=text, is_error=failed), acp_schema.ToolCallProgress(**shown)
+
+
+def _block_text(block: object) -> str:
+    if isinstance(block, acp_schema.ContentToolCallContent):
+        content = block.content
+        return content.text if isinstance(content, acp_schema.TextContentBlock) else ""
+    if isinstance(block, acp_schema.FileEditToolCallContent):
+        before, after = (block.old_text or "").splitlines(True), block.new_text.splitlines(True)
+        source = f"a{block.path}" if block.old_text is not None else "/dev/null"
+        lines = difflib.unified_diff(before, after, source, f"b{block.path}")
+        return "".join(line if line.endswith("\n") else f"{line}\n" for line in lines).rstrip()
+    if isinstance(block, acp_schema.TerminalToolCallContent):
+        return f"(the output is in terminal {block.terminal_id})"
+    return ""
 
 
 def available_commands(skills: Iterable[SkillSummary]) -> list[acp_schema.AvailableCommand]:
@@ -140,18 +173,16 @@ def available_commands(skills: Iterable[SkillSummary]) -> list[acp_schema.Availa
     for skill in skills:
         hint = getattr(skill, "argument_hint", None)  # a candidate's, when it is one
         hint = shorten_description(hint, 200) if isinstance(hint, str) else None
-        hinted = acp_schema.UnstructuredCommandInput(hint=hint) if hint else None
-        shown = shorten_description(skill.description, 200)  # in the editor's command menu
-        given = acp_schema.AvailableCommandInput(root=hinted) if hinted else None
-        commands.append(
-            acp_schema.AvailableCommand(name=skill.name, description=shown, input=given)
-        )
+        given = acp_schema.UnstructuredCommandInput(hint=hint) if hint else None
+        text = shorten_description(skill.description, 200)
+        wants = acp_schema.AvailableCommandInput(root=given) if given else None
+        commands.append(acp_schema.AvailableCommand(name=skill.name, description=text, input=wants))
     return commands
 
 
 def find_invocations_with_arguments(text: str, names: Iterable[str]) -> list[tuple[str, str]]:
-    """The skills of ``names`` invoked as ``/name`` in ``text``, each once, in order, with what
-    follows its first ``/name`` up to the end of the line or the next invocation, stripped."""
+    """The skills of ``names`` invoked as ``/name`` in ``text``, each once, in order, with the
+    text after its first ``/name`` up to the end of the line or the next invocation."""
     allowed = set(names)
     matches = [match for match in _INVOCATION.finditer(text) if match[1] in allowed]
     found: dict[str, str] = {}
@@ -169,7 +200,7 @@ def prompt_text(prompt: Sequence[object]) -> str:
 
 
 def prompt_context(prompt: Sequence[object]) -> list[str]:
-    """A prompt's attachments: ``<context uri="...">TEXT</context>``, or ``(attached: URI)``."""
+    """A prompt's attachments: ``<context uri="...">TEXT</context>`` or ``(attached: URI)``."""
     parts = []
     for block in prompt:
         resource = field(block, "resource")
@@ -189,12 +220,12 @@ def field(value: object, name: str, key: str | None = None) -> object:
 
 
 def sequence(value: object) -> Sequence[Any]:
-    """``value`` if it is a list or tuple, else ``()`` (people can edit records)."""
+    """``value`` if it is a list or tuple, else ``()``."""
     return value if isinstance(value, list | tuple) else ()
 
 
 def decode_tool_arguments(arguments: object) -> object:
-    """A tool call's decoded arguments, well-formed; text that does not decode is kept as is."""
+    """A tool call's arguments decoded (text that does not decode kept), well-formed."""
     if isinstance(arguments, str):
         with contextlib.suppress(ValueError, RecursionError):
             arguments = json.loads(arguments) if arguments.strip() else {}
@@ -215,29 +246,35 @@ def arguments_problem(arguments: object) -> str | None:
     return f"the arguments are nested more than {MAX_NESTING_DEPTH} levels deep" if deep else None
 
 
+def tool_calls(message: Mapping[str, Any]) -> dict[int, tuple[str, str, object]]:
+    """The id, function name and arguments of each tool call of a message, by its index."""
+    found = {}
+    for index, call in enumerate(sequence(message.get("tool_calls"))):
+        if isinstance(call, Mapping):
+            function = call.get("function")
+            function = function if isinstance(function, Mapping) else {}
+            arguments = function.get("arguments", "")
+            found[index] = (str(call.get("id", "")), str(function.get("name", "")), arguments)
+    return found
+
+
 def bound_tool_calls(message: Mapping[str, Any]) -> tuple[dict[str, Any], dict[int, str]]:
     """``message`` with each over-bound call's arguments replaced, and the problems by index."""
-    if not isinstance(calls := message.get("tool_calls"), list | tuple):
-        return dict(message), {}
-    problems: dict[int, str] = {}
-    bounded: list[object] = []
-    for index, call in enumerate(calls):
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if (
-            isinstance(call, Mapping)
-            and isinstance(function, Mapping)
-            and (problem := arguments_problem(function.get("arguments", ""))) is not None
-        ):
-            problems[index] = problem
-            omitted = json.dumps({"omitted": f"{problem}; the call was not run"})
-            call = {**call, "function": {**function, "arguments": omitted}}
-        bounded.append(call)
-    return {**message, "tool_calls": bounded}, problems
+    problems = {
+        index: problem
+        for index, (_, _, arguments) in tool_calls(message).items()
+        if (problem := arguments_problem(arguments)) is not None
+    }
+    bounded = list(sequence(message.get("tool_calls")))
+    for index, problem in problems.items():
+        omitted = json.dumps({"omitted": f"{problem}; the call was not run"})
+        call = bounded[index]
+        bounded[index] = {**call, "function": {**call["function"], "arguments": omitted}}
+    return ({**message, "tool_calls": bounded} if problems else dict(message)), problems
 
 
 def check_cwd(cwd: object, what: str = "cwd") -> str:
-    """``cwd`` if absolute, without NUL and within the platform's path limit, else invalid
-    params (-32602) saying why; ``what`` names the parameter."""
+    """``cwd`` if absolute, without NUL and within the path limit, else -32602 naming ``what``."""
     # `surrogatepass`: a lone surrogate from JSON must be measured, not crash the check.
     length = len(cwd.encode("utf-8", "surrogatepass")) if isinstance(cwd, str) else 0
     if length >= _PATH_LIMIT:
@@ -251,8 +288,7 @@ def check_cwd(cwd: object, what: str = "cwd") -> str:
 
 
 def check_additional_directories(directories: Sequence[str] | None) -> tuple[str, ...]:
-    """A request's ``additionalDirectories``, each as `check_cwd` wants it, at most
-    `MAX_ADDITIONAL_DIRECTORIES`; else invalid params."""
+    """A request's ``additionalDirectories``, each checked, at most 64; else -32602."""
     directories = directories or ()
     if len(directories) > MAX_ADDITIONAL_DIRECTORIES:
         reason = f"at most {MAX_ADDITIONAL_DIRECTORIES} additional directories"
