@@ -113,8 +113,7 @@ def build_skill(
 
 
 def read_fields(fields: Mapping[object, object], *, body: str = "") -> ParsedSkill | Problem:
-    """The skill ``fields`` describe (a mapping as `acp_skills._yaml` or `listed_fields`
-    builds it), or why a skill with them is skipped."""
+    """The skill ``fields`` describe (a file's or `listed_fields`'), or why it is skipped."""
     try:
         name = _required_text(fields, "name")
         if not is_skill_name(name):
@@ -125,13 +124,19 @@ def read_fields(fields: Mapping[object, object], *, body: str = "") -> ParsedSki
             )
         description = _required_text(fields, "description")
         notes: list[Problem] = []
+        optional: dict[str, Any] = {}
+        for attribute, (first, second) in _OPTIONAL.items():
+            if first in fields and second in fields:
+                problem = f"fields {first!r} and {second!r} are the same field; give only one"
+                raise _Invalid("field-conflict", problem)
+            key = second if second in fields else first
+            if (value := fields.get(key, _ABSENT)) is not _ABSENT:
+                read = _flag if attribute in _FLAGS else _optional_text
+                optional[attribute] = read(key, value, notes)
         return ParsedSkill(
             name=name,
             description=description,
-            disable_model_invocation=_flag(fields, _DISABLE_MODEL_INVOCATION, default=False),
-            user_invocable=_flag(fields, _USER_INVOCABLE, default=True),
-            when_to_use=_optional_text(fields, _WHEN_TO_USE, notes),
-            argument_hint=_optional_text(fields, _ARGUMENT_HINT, notes),
+            **optional,
             metadata=_metadata(fields, notes),
             body=body,
             notes=tuple(notes),
@@ -175,28 +180,21 @@ class _Invalid(Exception):
         self.problem = Problem(code, message)
 
 
-# Accepted spellings of each optional field, (canonical, other); both at once is a conflict.
-_WHEN_TO_USE: Final = ("whenToUse", "when_to_use")
-_DISABLE_MODEL_INVOCATION: Final = ("disableModelInvocation", "disable-model-invocation")
-_USER_INVOCABLE: Final = ("user-invocable", "userInvocable")
-_ARGUMENT_HINT: Final = ("argument-hint", "argumentHint")
+# Each optional field by its attribute: its spellings (canonical first; both at once conflict).
+_OPTIONAL: Final = {
+    "when_to_use": ("whenToUse", "when_to_use"),
+    "disable_model_invocation": ("disableModelInvocation", "disable-model-invocation"),
+    "user_invocable": ("user-invocable", "userInvocable"),
+    "argument_hint": ("argument-hint", "argumentHint"),
+}
+_FLAGS: Final = ("disable_model_invocation", "user_invocable")
 # Every spelling of every optional field this runtime reads.
-FIELD_SPELLINGS: Final = _WHEN_TO_USE + _DISABLE_MODEL_INVOCATION + _USER_INVOCABLE + _ARGUMENT_HINT
+FIELD_SPELLINGS: Final = tuple(spelling for pair in _OPTIONAL.values() for spelling in pair)
 _ABSENT: Final = object()  # not there at all (unlike present with the value null)
 
 
 def _kind(value: object) -> str:
     return kind_of_value(value, words="yaml")
-
-
-def _lookup(fields: Mapping[object, object], spellings: tuple[str, str]) -> tuple[str, object]:
-    first, second = spellings
-    if first in fields and second in fields:
-        raise _Invalid(
-            "field-conflict", f"fields {first!r} and {second!r} are the same field; give only one"
-        )
-    name = second if second in fields else first
-    return name, fields.get(name, _ABSENT)
 
 
 def _required_text(fields: Mapping[object, object], key: str) -> str:
@@ -213,16 +211,12 @@ def _required_text(fields: Mapping[object, object], key: str) -> str:
     raise _Invalid(code, f"field {key!r} must be a string, got {_kind(value)}{hint}")
 
 
-def _flag(fields: Mapping[object, object], spellings: tuple[str, str], default: bool) -> bool:
-    key, value = _lookup(fields, spellings)
-    if value is _ABSENT:
-        return default
+def _flag(key: str, value: object, notes: list[Problem]) -> bool:
     if not isinstance(value, bool):
         # Fail closed: `disableModelInvocation: yes` must not leave the skill visible.
         shown = f": {value!r}" if isinstance(value, str | int | float) else ""
-        raise _Invalid(
-            "flag-invalid", f"field {key!r} must be true or false, got {_kind(value)}{shown}"
-        )
+        problem = f"field {key!r} must be true or false, got {_kind(value)}{shown}"
+        raise _Invalid("flag-invalid", problem)
     return value
 
 
@@ -230,11 +224,8 @@ def _ignored(key: str, why: str) -> Problem:
     return Problem("field-ignored", f"field {key!r} ignored: {why}")
 
 
-def _optional_text(
-    fields: Mapping[object, object], spellings: tuple[str, str], notes: list[Problem]
-) -> str | None:
-    key, value = _lookup(fields, spellings)
-    if value is _ABSENT or value is None:
+def _optional_text(key: str, value: object, notes: list[Problem]) -> str | None:
+    if value is None:
         return None
     if not isinstance(value, str):
         notes.append(_ignored(key, f"expected a string, got {_kind(value)}"))
