@@ -1,9 +1,5 @@
-"""YAML 1.2 core-schema frontmatter: text in, a read-only mapping or a Problem out.
-
-PyYAML is YAML 1.1 (``yes`` is a boolean, a repeated key wins), and a flag read the wrong way can
-expose a skill. So the loader here (LibYAML's when installed) resolves and builds the core
-schema's types only, refuses duplicate keys and other tags; `read_only` bounds what aliases make.
-"""
+"""YAML 1.2 core-schema frontmatter (not PyYAML's 1.1, where ``yes`` is a boolean and a flag read
+the wrong way exposes a skill): text in, a read-only mapping or a Problem out."""
 
 from __future__ import annotations
 
@@ -28,9 +24,8 @@ _TAG: Final = "tag:yaml.org,2002:"
 _STR: Final = _TAG + "str"
 # https://yaml.org/spec/1.2.2/#1032-tag-resolution, except that booleans accept any letter case,
 # as the contract asks. re.ASCII keeps IGNORECASE from matching look-alikes (U+017F for "s").
-# Each is tried on an untagged plain scalar by its first character, in this order (int before
-# float, which also matches `12`), and checks a scalar tagged explicitly (`!!int 1_000` fails).
-# No timestamps (dates stay strings), no merge key, no `=` value.
+# Tried on a plain scalar by its first character, in this order (int before float, which also
+# matches `12`), and on an explicitly tagged one. No timestamps, merge key or `=` value.
 _FLOAT: Final = (
     r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
     r"|[-+]?(?:\.inf|\.Inf|\.INF)|\.nan|\.NaN|\.NAN)\Z"
@@ -56,7 +51,6 @@ for _kind, (_pattern, _first) in _CORE.items():
 
 class _CoreSchemaLoader(_Loader):
     def resolve(self, kind: type[Node], value: Any, implicit: Any) -> str:
-        # PyYAML's, for the core schema's tags only (not YAML 1.1's) and without path resolvers.
         if kind is ScalarNode:
             if implicit[0]:  # plain, untagged
                 for tag, pattern in _RESOLVERS.get(value[:1], ()):
@@ -155,8 +149,8 @@ def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object]
 
 
 def read_only(value: object) -> object:
-    """``value`` (YAML's or decoded JSON) with mappings read-only and lists as tuples; raises
-    ``ValueError`` past `MAX_DEPTH` levels or `_MAX_EXPANDED_VALUES` values (aliases expanded)."""
+    """``value`` with mappings read-only and lists as tuples; ``ValueError`` past `MAX_DEPTH`
+    levels or `_MAX_EXPANDED_VALUES` values (aliases expanded)."""
     return _frozen(value, 0, [_MAX_EXPANDED_VALUES])
 
 

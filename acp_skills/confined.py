@@ -1,6 +1,5 @@
-"""Race-free reads inside one directory: a skill's resource files, never anything outside. The
-file is opened, then the path of the opened descriptor (the kernel's, every link resolved) must
-lie inside the directory, so what is checked is what is read."""
+"""Race-free reads inside one directory (docs/architecture.md): the file is opened, then the
+opened descriptor's path must lie inside it, so what is checked is what is read."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ if sys.platform == "darwin":
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfinedFile:
-    """A file read inside its directory: its path with no link left, its bytes, its identity."""
+    """A file read inside its directory: its path with no link left, bytes and identity."""
 
     path: str
     data: bytes

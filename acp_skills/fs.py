@@ -1,6 +1,5 @@
-"""The filesystem seam discovery reads through, and the local disk (with what it says of a
-bundle without ``SKILL.md``). Coarse on purpose: a hop to a worker thread costs ~100 µs, which a
-discovery of a thousand skills must not pay per file."""
+"""The filesystem seam discovery reads through, and the local disk. Coarse on purpose: a hop to a
+worker thread costs ~100 µs, which a discovery of a thousand skills must not pay per file."""
 
 from __future__ import annotations
 
@@ -38,9 +37,6 @@ class DirEntry(NamedTuple):
 class SkillFileSystem(Protocol):
     """The file operations skill discovery needs. Paths are absolute, in the host's syntax."""
 
-    async def exists(self, path: str) -> bool:
-        """Whether anything (file or directory, following links) exists at ``path``."""
-
     async def list_dir(self, path: str) -> Sequence[DirEntry] | None:
         """A directory's entries, ``None`` if it is none, ``OSError`` if it cannot be read."""
 
@@ -49,18 +45,16 @@ class SkillFileSystem(Protocol):
 
 
 class LocalFileSystem:
-    """The local disk. Every operation runs in a worker thread, off the event loop."""
+    """The local disk, every operation in a worker thread."""
 
     async def exists(self, path: str) -> bool:
         """Whether anything exists at ``path`` (a broken link does not count)."""
         return await anyio.to_thread.run_sync(os.path.exists, path)
 
     async def list_dir(self, path: str) -> Sequence[DirEntry] | None:
-        """A directory's entries (`SkillFileSystem.list_dir`)."""
-        return await anyio.to_thread.run_sync(list_local_dir, path)
+        return await anyio.to_thread.run_sync(_list_dir, path)
 
     async def read_files(self, paths: Sequence[str], max_bytes: int) -> Sequence[bytes | ReadError]:
-        """Every file in one worker-thread hop (`SkillFileSystem.read_files`)."""
         if not (batch := tuple(paths)):
             return ()
         return await anyio.to_thread.run_sync(
@@ -76,8 +70,7 @@ class LocalFileSystem:
         )
 
 
-def list_local_dir(path: str) -> list[DirEntry] | None:
-    """`LocalFileSystem.list_dir`, in the calling thread (blocking)."""
+def _list_dir(path: str) -> list[DirEntry] | None:
     try:
         with os.scandir(path) as entries:
             return [DirEntry(name=entry.name, kind=_kind_of(entry)) for entry in entries]
@@ -97,7 +90,7 @@ def _kind_of(entry: os.DirEntry[str]) -> DirEntryKind:
 
 
 def read_local_file(path: str, max_bytes: int) -> bytes | ReadError:
-    """One file of `LocalFileSystem.read_files`, read in the calling thread (blocking)."""
+    """One file of `LocalFileSystem.read_files`, in the calling thread."""
     try:
         return read_path(path, max_bytes)
     except OSError as exc:
@@ -116,13 +109,12 @@ def misnamed_skill_file() -> Problem:
 
 
 def why_no_skill_file(directory: str) -> Problem | None:
-    """Why a directory of a root has no ``SKILL.md``: spelled ``skill.md``, or holding skills
-    one level too deep (``None``: only helpers, nothing to say)."""
+    """Why a directory of a root has no ``SKILL.md``: spelled ``skill.md``, or skills one level
+    too deep (``None``: nothing to say)."""
     if os.path.isfile(os.path.join(directory, _LOWERCASE_SKILL_FILE)):
         return misnamed_skill_file()
     try:
-        with os.scandir(directory) as entries:
-            children = sorted(entry.name for entry in entries if entry.is_dir())
+        children = sorted(e.name for e in _list_dir(directory) or () if e.kind == "dir")
     except OSError:
         return None
     spellings = (SKILL_FILE_NAME, _LOWERCASE_SKILL_FILE)

@@ -27,7 +27,7 @@ STEP_MS: Final = 30
 DEBOUNCE_MS: Final = 150
 POLL_DELAY_MS: Final = 300
 MAX_WATCHED_PROJECTS: Final = 32
-_REMEMBERED_CWDS: Final = 1024  # for `vouches_for`, and the projects to watch after a change
+_REMEMBERED_LOOKUPS: Final = 1024  # for `vouches_for`, and the projects to watch after a change
 _RETRY_SECONDS: Final = (0.5, 10.0)  # a failed watch is retried after this, doubling up to that
 
 Mode = Literal["off", "starting", "native", "polling", "failed"]
@@ -36,7 +36,7 @@ _Batch = set[tuple[Change, str]]
 
 
 class WatchPlan(NamedTuple):
-    """What one watch covers (docs/reload.md). ``anchors``: each root with its parent resolved."""
+    """What one watch covers. ``anchors``: each root with its parent resolved."""
 
     directories: frozenset[str]
     roots: frozenset[str]
@@ -96,8 +96,7 @@ def _is_watchable(directory: str) -> bool:
 
 
 def matters(plan: WatchPlan, change: Change, path: str) -> bool:
-    """Whether one change reported by the watch of ``plan`` can change what is listed: a flat
-    ``*.md`` skill, a bundle come or gone, a bundle's ``SKILL.md``, a root or a link."""
+    """Whether a change the watch of ``plan`` reports can change what is listed."""
     parent, name = os.path.split(path)
     if path in plan.targets or (name == SKILL_FILE_NAME and parent in plan.bundles):
         return True
@@ -115,20 +114,20 @@ def matters(plan: WatchPlan, change: Change, path: str) -> bool:
 
 @dataclass(eq=False)
 class _State:
-    # Shared by the thread and the provider's side, under ``lock``: the project of each cwd
-    # looked up (least recent first), and the projects to watch.
+    # Shared by the thread and the provider, under ``lock``: the project of each lookup (least
+    # recent first), and the projects to watch. Not the `RootWatch`: the thread must not keep it.
     fixed_roots: tuple[str, ...]
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
-    cwd_projects: OrderedDict[Hashable, _Project] = field(default_factory=OrderedDict)
+    lookup_projects: OrderedDict[Hashable, _Project] = field(default_factory=OrderedDict)
     wanted: set[_Project] = field(default_factory=set)
     mode: Mode = "off"
     thread: threading.Thread | None = None
 
 
 class _Loop:
-    # The watcher thread's body: one watch of the fixed roots and the watched projects'. Every
-    # watch that goes live invalidates once: what changed before it was live is then covered.
+    # The watcher thread: one watch of the fixed roots and the watched projects'; every watch
+    # that goes live invalidates once.
     def __init__(self, state: _State, on_change: weakref.WeakMethod[Callable[[], None]]) -> None:
         self._state, self._stop, self._on_change = state, state.stop, on_change
         self._changes: Generator[_Batch, None, None] | None = None
@@ -174,10 +173,11 @@ class _Loop:
         if batch := next(self._changes, set()):  # only changes that matter (the filter)
             paths = sorted(path for _, path in batch)[:20]
             _log.debug("skill_watch_changes", changes=len(batch), paths=paths)
-            # What must be watched may differ now: planned again after an edit too (docs/reload.md).
             self._replan = changed = True
             with self._state.lock:  # a change clears every cache: watch the projects listed last
-                recent = dict.fromkeys(p for p in reversed(self._state.cwd_projects.values()) if p)
+                recent = dict.fromkeys(
+                    p for p in reversed(self._state.lookup_projects.values()) if p
+                )
                 self._state.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
         if changed:
             self._invalidate()
@@ -279,24 +279,23 @@ class RootWatch:
                 thread.join()
 
     def close(self) -> None:
-        """Stop watching for good and invalidate once more (nothing is vouched for). Idempotent."""
+        """Stop watching for good and invalidate once more (nothing is vouched for)."""
         handles, self._closed = self._handles, True
         for handle in handles:
             self.detach(handle)  # the last one stops the thread
         for handle in handles:
             handle.invalidate()
 
-    def start(self, cwd: Hashable, project_roots: Sequence[str]) -> None:
-        """After a scan (not beside it, which it would slow down): watch ``cwd``'s project too;
-        one invalidation follows once that watch is live (docs/reload.md)."""
+    def start(self, lookup: Hashable, project_roots: Sequence[str]) -> None:
+        """After a scan, never beside it: watch ``lookup``'s project too (docs/reload.md)."""
         if not self._handles:  # none once closed
             return
-        state, project, cwd = self._state, tuple(project_roots), cwd or None
+        state, project = self._state, tuple(project_roots)
         with state.lock:
-            state.cwd_projects[cwd] = project
-            state.cwd_projects.move_to_end(cwd)
-            if len(state.cwd_projects) > _REMEMBERED_CWDS:
-                state.cwd_projects.popitem(last=False)
+            state.lookup_projects[lookup] = project
+            state.lookup_projects.move_to_end(lookup)
+            if len(state.lookup_projects) > _REMEMBERED_LOOKUPS:
+                state.lookup_projects.popitem(last=False)
             if project and len(state.wanted) < MAX_WATCHED_PROJECTS:
                 state.wanted.add(project)
             if state.thread is None or not state.thread.is_alive():
@@ -305,10 +304,10 @@ class RootWatch:
                 state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
                 state.thread.start()
 
-    def vouches_for(self, cwd: Hashable) -> bool:
-        """Whether catalogs for ``cwd`` may be cached (an invalidation follows if they go stale)."""
+    def vouches_for(self, lookup: Hashable) -> bool:
+        """Whether ``lookup``'s catalogs may be cached (an invalidation follows if stale)."""
         with self._state.lock:
-            project = self._state.cwd_projects.get(cwd or None)
+            project = self._state.lookup_projects.get(lookup)
             healthy = self._state.mode in ("starting", "native", "polling") and project is not None
             return healthy and (not project or project in self._state.wanted)
 
@@ -321,8 +320,7 @@ MAX_REMEMBERED_PROBLEMS: Final = 4096  # the oldest forgotten first: memory stay
 
 
 class ReportedProblems:
-    """Which discovery problems were logged: live reload discovers again at every edit, and a
-    problem is logged once, again only when it changed or went away and came back."""
+    """Which discovery problems were logged: each once, again only once gone and come back."""
 
     def __init__(self) -> None:
         self._logged: dict[tuple[str | None, str, str, int | None], None] = {}
@@ -331,8 +329,7 @@ class ReportedProblems:
         """The records of one discovery of ``roots`` not logged yet (remembered from now on)."""
         current = {(r.path, r.code, r.message, r.line): r for r in records}
         inside = tuple(os.path.join(root, "") for root in roots)
-        # A problem of these roots that this discovery no longer meets is forgotten, so it is
-        # logged again if it comes back (a file fixed, then broken the same way).
+        # Forgotten when this discovery no longer meets it: logged again if it comes back.
         for key in [k for k in self._logged if k not in current]:
             if (path := key[0]) is not None and (path in roots or path.startswith(inside)):
                 del self._logged[key]
