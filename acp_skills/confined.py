@@ -68,7 +68,7 @@ def read_path(path: str, max_bytes: int, flags: int = OPEN_FLAGS) -> bytes | Rea
 
 
 def read_confined(
-    directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
+    directory: str, path: str, max_bytes: int, excluded: Collection[str] = ()
 ) -> ConfinedFile | ReadError:
     """Read ``path`` (relative) inside ``directory``, never outside it nor ``excluded``."""
     if "\0" in directory or "\0" in path:

@@ -10,10 +10,11 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 
+import anyio.to_thread
+
 from .catalog import SKILL_TOOL_NAME
-from .confined import MAX_LISTED_ENTRIES
+from .confined import MAX_LISTED_ENTRIES, read_confined
 from .errors import ReadError, ReadFailure, Refusal
-from .fs import LocalFileSystem
 from .model import (
     SKILL_FILE_NAME,
     DirectoryResource,
@@ -30,7 +31,6 @@ from .text import cut, escape_attribute, for_model, normalize_description, quote
 MAX_RESOURCE_PATH_LENGTH = 4096
 
 _log = get_logger(__name__)
-_FS = LocalFileSystem()
 # `C:`, `C:\x`, `C:/x`: a drive letter makes a path absolute (or drive-relative) on Windows.
 _DRIVE = re.compile(r"[A-Za-z]:")
 _BINARY = "it is a binary file (it contains NUL bytes), not text"
@@ -187,7 +187,7 @@ async def read_resource(
     # Skills hidden from the model: a bundle's whole directory, a flat skill's file only.
     hidden = (skill for skill in snapshot.skills if skill.disable_model_invocation)
     excluded = [p for skill in hidden for p in (skill.path, own_directory(skill)) if p is not None]
-    found = await _FS.read_confined(directory, path, limit, excluded=excluded)
+    found = await anyio.to_thread.run_sync(read_confined, directory, path, limit, excluded)
     if isinstance(found, ReadError):
         raise unread_path(name, path, found, limit=limit)
     if b"\0" in found.data:
@@ -213,7 +213,7 @@ async def read_resource(
         raise refuse(_BINARY)
     # The client read by path, out of our hands: the path must still name the checked file,
     # so a directory swapped for a symbolic link meanwhile cannot pass an outside file off.
-    again = await _FS.read_confined(directory, path, limit, excluded=excluded)
+    again = await anyio.to_thread.run_sync(read_confined, directory, path, limit, excluded)
     if isinstance(again, ReadError) or again.identity != found.identity:
         raise refuse("it changed while being read")
     return text

@@ -1,5 +1,5 @@
-"""Parse a skill file (``---``, YAML frontmatter, ``---``, Markdown body): text in, a
-`ParsedSkill` or a `Problem` out; `read_fields` reads a local file's and an MCP listing's fields."""
+"""A skill file's text (``---``, YAML frontmatter, ``---``, Markdown body) to a `ParsedSkill` or a
+`Problem`; `read_fields`, for a local file's fields and an MCP listing's alike."""
 
 from __future__ import annotations
 
@@ -40,11 +40,10 @@ class ParsedSkill:
     body: str
     notes: tuple[Problem, ...] = ()
     fields: Mapping[object, object] = field(
-        default_factory=lambda: _NO_FIELDS, compare=False, repr=False
+        default_factory=lambda: MappingProxyType({}), compare=False, repr=False
     )
 
 
-_NO_FIELDS: Final[Mapping[object, object]] = MappingProxyType({})
 # What a parsed skill gives a candidate or a definition: its fields of the same names.
 _SKILL_FIELDS: Final = tuple(
     f.name for f in dataclasses.fields(ParsedSkill) if f.name not in ("body", "notes", "fields")

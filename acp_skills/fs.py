@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Final, Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 import anyio.to_thread
@@ -16,7 +16,7 @@ import anyio.to_thread
 with contextlib.suppress(ImportError):
     import anyio._backends._asyncio
 
-from .confined import ConfinedFile, read_confined, read_failure, read_path
+from .confined import read_failure, read_path
 from .errors import Problem, ReadError
 from .model import SKILL_FILE_NAME
 
@@ -59,14 +59,6 @@ class LocalFileSystem:
             return ()
         return await anyio.to_thread.run_sync(
             lambda: [read_local_file(p, max_bytes) for p in batch]
-        )
-
-    async def read_confined(
-        self, directory: str, path: str, max_bytes: int, *, excluded: Collection[str] = ()
-    ) -> ConfinedFile | ReadError:
-        """`acp_skills.confined.read_confined` in a worker thread."""
-        return await anyio.to_thread.run_sync(
-            lambda: read_confined(directory, path, max_bytes, excluded=tuple(excluded))
         )
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from acp_skills import LocalFileSystem
 from acp_skills.confined import ConfinedFile, read_confined
 from acp_skills.errors import ReadError
 from tests.unprivileged import run_unprivileged
@@ -153,15 +152,6 @@ def test_read_confined_reports_permission_denied(tmp_path: Path) -> None:
     assert run_unprivileged(setup, check, tmp_path) == (
         "ReadError(failure='unreadable', size=0, limit=0, detail='Permission denied', entries=())"
     )
-
-
-@pytest.mark.anyio
-async def test_local_file_system_reads_confined_files_in_a_worker_thread(tmp_path: Path) -> None:
-    """The async method gives what the blocking function gives."""
-    (tmp_path / "a.txt").write_text("alpha")
-    result = await LocalFileSystem().read_confined(str(tmp_path), "a.txt", 64)
-    assert isinstance(result, ConfinedFile)
-    assert result.data == b"alpha"
 
 
 _DEEP_READ = """
