@@ -27,7 +27,7 @@ class ConfinedFile:
 
 # O_NONBLOCK: a FIFO swapped in for a file cannot hang open().
 OPEN_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
-# Smallest read request; it also bounds how far past the cap a growing file is read.
+# A growing file is read this much at a time, so at most this far past the cap.
 _CHUNK: Final = 8192
 # A directory read by mistake is answered with at most this many of its names.
 MAX_LISTED_ENTRIES: Final = 50
@@ -40,21 +40,15 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | R
         return ReadError(failure="directory" if stat.S_ISDIR(info.st_mode) else "not_regular")
     if info.st_size > max_bytes:
         return ReadError(failure="too_large", size=info.st_size, limit=max_bytes)
-    # Asking for more than fstat's size, the usual case costs one call (a second "is that all?"
-    # read adds a fifth to a large discovery); asking for max_bytes would allocate a megabyte.
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        request = max(info.st_size + 1 - total, _CHUNK)
-        if not (chunk := os.read(fd, request)):
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > max_bytes:
-            return ReadError(failure="grew", limit=max_bytes)
-        if total == info.st_size and len(chunk) < request:
-            break
-    return info, b"".join(chunks)
+    # One call in the usual case: asking for fstat's size and one byte more, a shorter answer is
+    # all there is (a second "is that all?" read would add a fifth to a large discovery), and
+    # asking for max_bytes would allocate a megabyte.
+    data = os.read(fd, info.st_size + 1)
+    while info.st_size < len(data) <= max_bytes and (more := os.read(fd, _CHUNK)):
+        data += more  # it grew
+    if len(data) > max_bytes:
+        return ReadError(failure="grew", limit=max_bytes)
+    return info, data
 
 
 def read_path(path: str, max_bytes: int, flags: int = OPEN_FLAGS) -> bytes | ReadError:

@@ -126,32 +126,29 @@ class LocalSkillProvider:
             SkillRoot(path=p, source=s, rank=_SOURCE_RANKS[s]) for p, s in fixed
         )
         self._reported = ReportedProblems()
-        watching = watch and isinstance(self._fs, LocalFileSystem)
-        self._watch = RootWatch([r.path for r in self._fixed_roots]) if watching else None
+        watching = watch and isinstance(self._fs, LocalFileSystem)  # only the local disk
+        self._watch = RootWatch([r.path for r in self._fixed_roots], enabled=watching)
 
     @property
     def watch_mode(self) -> str:
         """``native``, ``polling``, ``failed``, ``starting`` or ``off`` (not watching)."""
-        return "off" if self._watch is None else self._watch.mode
+        return self._watch.mode
 
     def on_register(self, handle: ProviderHandle) -> None:
         """Invalidate ``handle`` on relevant changes, from the first lookup on."""
-        if self._watch is not None:
-            self._watch.attach(handle)
+        self._watch.attach(handle)
 
     def on_dispose(self, handle: ProviderHandle) -> None:
         """Forget ``handle``; the last registration disposed stops watching."""
-        if self._watch is not None:
-            self._watch.detach(handle)
+        self._watch.detach(handle)
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
         """Whether the registry may cache `list` for ``options``."""
-        return self._watch is None or self._watch.vouches_for(options)
+        return self._watch.vouches_for(options)
 
     def close(self) -> None:
         """Stop watching for good and wait for the watcher to end (idempotent)."""
-        if self._watch is not None:
-            self._watch.close()
+        self._watch.close()
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
         """The directories scanned for ``options`` in rank order, each listed once."""
@@ -196,9 +193,7 @@ class LocalSkillProvider:
         """Discover the skills for ``options.cwd`` and report everything met (nothing logged)."""
         roots = await self.roots(options)
         discovery = await self.scan(roots)
-        if self._watch is not None:
-            project = [root.path for root in roots if root.source in _PROJECT_SOURCES]
-            self._watch.start(options, project)
+        self._watch.start(options, [root.path for root in roots if root.source in _PROJECT_SOURCES])
         return discovery
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:

@@ -8,7 +8,6 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Final, Literal, NamedTuple
 
 from watchfiles import Change, watch
@@ -112,40 +111,35 @@ def matters(plan: WatchPlan, change: Change, path: str) -> bool:
     return change is Change.added if os.path.isdir(path) else name.endswith(".md")
 
 
-@dataclass(eq=False)
-class _State:
-    # Shared by the thread and the provider, under ``lock``: the project of each lookup (least
-    # recent first), and the projects to watch. Not the `RootWatch`: the thread must not keep it.
-    fixed_roots: tuple[str, ...]
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    stop: threading.Event = field(default_factory=threading.Event)
-    lookup_projects: OrderedDict[Hashable, _Project] = field(default_factory=OrderedDict)
-    wanted: set[_Project] = field(default_factory=set)
-    mode: Mode = "off"
-    thread: threading.Thread | None = None
-
-
-class _Loop:
-    # The watcher thread: one watch of the fixed roots and the watched projects'; every watch
-    # that goes live invalidates once.
-    def __init__(self, state: _State, on_change: weakref.WeakMethod[Callable[[], None]]) -> None:
-        self._state, self._stop, self._on_change = state, state.stop, on_change
+class _Watcher:
+    # The thread's side, one thread at a time, shared with `RootWatch` under ``lock``: the project
+    # of each lookup (least recent first) and the projects to watch. Not the `RootWatch`: the
+    # thread must not keep its handles alive. Every watch that goes live invalidates once.
+    def __init__(
+        self, fixed_roots: Sequence[str], on_change: weakref.WeakMethod[Callable[[], None]]
+    ) -> None:
+        self.fixed_roots, self.on_change = tuple(fixed_roots), on_change
+        self.lock, self.stop = threading.Lock(), threading.Event()
+        self.lookup_projects: OrderedDict[Hashable, _Project] = OrderedDict()
+        self.wanted: set[_Project] = set()
+        self.mode: Mode = "off"
+        self.thread: threading.Thread | None = None
         self._changes: Generator[_Batch, None, None] | None = None
         self._plan: WatchPlan | None = None
         self._projects: frozenset[_Project] | None = None  # those the watch covers
         self._polling = self._told_polling = self._replan = False
 
     def run(self) -> None:
-        state, delay = self._state, _RETRY_SECONDS[0]
+        delay = _RETRY_SECONDS[0]
         try:
-            while not self._stop.is_set():
+            while not self.stop.is_set():
                 try:
                     self._step()
                     delay = _RETRY_SECONDS[0]
                 except Exception as error:
                     self._close()
-                    with state.lock:
-                        previous, state.mode = state.mode, "failed"
+                    with self.lock:
+                        previous, self.mode = self.mode, "failed"
                     reason = f"{type(error).__name__}: {error}"
                     if previous == "failed":
                         _log.debug("skill_watch_failed", reason=reason)
@@ -153,18 +147,17 @@ class _Loop:
                         consequence = "skill catalogs are not cached until watching recovers"
                         _log.warning("skill_watch_failed", reason=reason, consequence=consequence)
                         self._invalidate()  # what was cached can no longer be vouched for
-                    self._stop.wait(delay)
+                    self.stop.wait(delay)
                     delay = min(delay * 2, _RETRY_SECONDS[1])
         finally:
             self._close()
-            with state.lock:
-                if state.thread in (None, threading.current_thread()):  # not replaced
-                    state.mode = "off"
+            with self.lock:
+                self.mode = "off"
             _log.debug("skill_watch_stopped")
 
     def _step(self) -> None:
-        with self._state.lock:
-            projects = frozenset(self._state.wanted)
+        with self.lock:
+            projects = frozenset(self.wanted)
         changed = False
         if projects != self._projects or self._replan:
             changed = self._reopen(projects)
@@ -174,32 +167,30 @@ class _Loop:
             paths = sorted(path for _, path in batch)[:20]
             _log.debug("skill_watch_changes", changes=len(batch), paths=paths)
             self._replan = changed = True
-            with self._state.lock:  # a change clears every cache: watch the projects listed last
-                recent = dict.fromkeys(
-                    p for p in reversed(self._state.lookup_projects.values()) if p
-                )
-                self._state.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
+            with self.lock:  # a change clears every cache: watch the projects listed last
+                recent = dict.fromkeys(p for p in reversed(self.lookup_projects.values()) if p)
+                self.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
         if changed:
             self._invalidate()
 
     def _reopen(self, projects: frozenset[_Project]) -> bool:
         # Whether a new watch went live.
         self._projects, self._replan = projects, False
-        plan = plan_watches([*self._state.fixed_roots, *(p for ps in projects for p in ps)])
+        plan = plan_watches([*self.fixed_roots, *(p for ps in projects for p in ps)])
         if plan == self._plan and self._changes is not None:
             return False
         try:
             changes, first = self._open(plan)  # never empty: the user roots are always there
         except FileNotFoundError:
             self._replan = True  # a directory went away since it was planned: plan again
-            self._stop.wait(STEP_MS / 1000)
+            self.stop.wait(STEP_MS / 1000)
             return False
         if self._changes is not None:
             self._changes.close()  # the new watch is live first: nothing falls in between
         self._changes, self._plan, self._replan = changes, plan, bool(first)
         mode: Mode = "polling" if self._polling else "native"
-        with self._state.lock:
-            previous, self._state.mode = self._state.mode, mode
+        with self.lock:
+            previous, self.mode = self.mode, mode
         if previous == "failed":
             _log.info("skill_watch_recovered", mode=mode, directories=len(plan.directories))
         elif previous != mode:
@@ -218,7 +209,7 @@ class _Loop:
                 watch_filter=lambda change, path: matters(plan, change, path),
                 debounce=DEBOUNCE_MS,
                 step=STEP_MS,
-                stop_event=self._stop,
+                stop_event=self.stop,
                 rust_timeout=STEP_MS,  # back every step when quiet, to look for new projects
                 yield_on_timeout=True,
                 debug=False,  # stdout may be the protocol
@@ -245,23 +236,23 @@ class _Loop:
         self._changes, self._plan, self._projects = None, None, None
 
     def _invalidate(self) -> None:
-        if (invalidate := self._on_change()) is not None:  # the provider is still there
+        if (invalidate := self.on_change()) is not None:  # the provider is still there
             invalidate()
 
 
 class RootWatch:
     """Watches a local provider's roots and invalidates its registrations on relevant changes."""
 
-    def __init__(self, fixed_roots: Sequence[str]) -> None:
-        self._state = state = _State(tuple(fixed_roots))
+    def __init__(self, fixed_roots: Sequence[str], *, enabled: bool) -> None:
+        self._watcher = watcher = _Watcher(fixed_roots, weakref.WeakMethod(self._invalidate))
         self._handles: list[ProviderHandle] = []
-        self._closed = False
-        weakref.finalize(self, lambda: state.stop.set())  # the running thread's stop event
+        self._enabled, self._closed = enabled, not enabled  # disabled: never started, vouches
+        weakref.finalize(self, lambda: watcher.stop.set())  # the running thread's stop event
 
     @property
     def mode(self) -> Mode:
         """``off``, ``starting``, ``native``, ``polling`` or ``failed``."""
-        return self._state.mode
+        return self._watcher.mode
 
     def attach(self, handle: ProviderHandle) -> None:
         """Invalidate ``handle`` on relevant changes once watching; starts nothing."""
@@ -272,9 +263,9 @@ class RootWatch:
         """Stop invalidating ``handle``; the last one detached stops the thread."""
         self._handles = [kept for kept in self._handles if kept is not handle]
         if not self._handles:
-            with self._state.lock:
-                thread, self._state.thread = self._state.thread, None
-                self._state.stop.set()
+            with self._watcher.lock:
+                thread = self._watcher.thread
+                self._watcher.stop.set()
             if thread is not None and thread is not threading.current_thread():
                 thread.join()
 
@@ -290,26 +281,30 @@ class RootWatch:
         """After a scan, never beside it: watch ``lookup``'s project too (docs/reload.md)."""
         if not self._handles:  # none once closed
             return
-        state, project = self._state, tuple(project_roots)
-        with state.lock:
-            state.lookup_projects[lookup] = project
-            state.lookup_projects.move_to_end(lookup)
-            if len(state.lookup_projects) > _REMEMBERED_LOOKUPS:
-                state.lookup_projects.popitem(last=False)
-            if project and len(state.wanted) < MAX_WATCHED_PROJECTS:
-                state.wanted.add(project)
-            if state.thread is None or not state.thread.is_alive():
-                state.stop, state.mode = threading.Event(), "starting"
-                run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
-                state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
-                state.thread.start()
+        watcher, project = self._watcher, tuple(project_roots)
+        with watcher.lock:
+            watcher.lookup_projects[lookup] = project
+            watcher.lookup_projects.move_to_end(lookup)
+            if len(watcher.lookup_projects) > _REMEMBERED_LOOKUPS:
+                watcher.lookup_projects.popitem(last=False)
+            if project and len(watcher.wanted) < MAX_WATCHED_PROJECTS:
+                watcher.wanted.add(project)
+            if watcher.thread is None or not watcher.thread.is_alive():
+                watcher.stop, watcher.mode = threading.Event(), "starting"
+                watcher.thread = threading.Thread(
+                    target=watcher.run, name=WATCHER_THREAD_NAME, daemon=True
+                )
+                watcher.thread.start()
 
     def vouches_for(self, lookup: Hashable) -> bool:
         """Whether ``lookup``'s catalogs may be cached (an invalidation follows if stale)."""
-        with self._state.lock:
-            project = self._state.lookup_projects.get(lookup)
-            healthy = self._state.mode in ("starting", "native", "polling") and project is not None
-            return healthy and (not project or project in self._state.wanted)
+        if not self._enabled:
+            return True
+        watcher = self._watcher
+        with watcher.lock:
+            project = watcher.lookup_projects.get(lookup)
+            healthy = watcher.mode in ("starting", "native", "polling") and project is not None
+            return healthy and (not project or project in watcher.wanted)
 
     def _invalidate(self) -> None:
         for handle in tuple(self._handles):
