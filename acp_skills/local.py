@@ -24,7 +24,7 @@ from .model import (
 from .project import PROJECT_SKILL_DIRS, find_project
 from .provider import ProviderHandle
 from .quiet_log import get_logger
-from .watch import ReportedProblems, RootWatch
+from .watch import RootWatch, fresh_problems
 
 __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "unreadable_root"]
 
@@ -101,9 +101,8 @@ class LocalSkillProvider:
         if isinstance(compat, str | bytes):
             raise TypeError('compat must be a sequence of names, such as ("claude",)')
         self.compat: Final = tuple(dict.fromkeys(compat))
-        for tool in self.compat:
-            if tool != COMPAT_CLAUDE:
-                raise ValueError(f"compat: unknown tool {tool!r} (known: {COMPAT_CLAUDE})")
+        if unknown := [tool for tool in self.compat if tool != COMPAT_CLAUDE]:
+            raise ValueError(f"compat: unknown tool {unknown[0]!r} (known: {COMPAT_CLAUDE})")
         self.name: Final = name
         self._max_file_bytes = max_file_bytes
         self._fs: SkillFileSystem = LocalFileSystem() if fs is None else fs
@@ -125,7 +124,7 @@ class LocalSkillProvider:
         self._fixed_roots = tuple(
             SkillRoot(path=p, source=s, rank=_SOURCE_RANKS[s]) for p, s in fixed
         )
-        self._reported = ReportedProblems()
+        self._logged: dict[Diagnostic, None] = {}  # the problems logged, each once
         watching = watch and isinstance(self._fs, LocalFileSystem)  # only the local disk
         self._watch = RootWatch([r.path for r in self._fixed_roots], enabled=watching)
 
@@ -178,7 +177,7 @@ class LocalSkillProvider:
         """Every well-formed skill for ``options.cwd`` (by root, then name), logging problems."""
         discovery = await self.discover(options)
         roots = [report.root.path for report in discovery.roots]
-        for record in self._reported.fresh(discovery.diagnostics, roots):
+        for record in fresh_problems(self._logged, discovery.diagnostics, roots):
             log_diagnostic(_log, record, provider=self.name)
         _log.debug(
             "skills_discovered",

@@ -46,11 +46,7 @@ class WatchPlan(NamedTuple):
 
 def plan_watches(roots: Iterable[str]) -> WatchPlan:
     """What to watch for the skill ``roots`` (absolute paths) as they are now."""
-    directories: set[str] = set()
-    existing: set[str] = set()
-    anchors: set[str] = set()
-    bundles: set[str] = set()
-    targets: set[str] = set()
+    directories, existing, anchors, bundles, targets = (set[str]() for _ in WatchPlan._fields)
 
     def watch_target(link: str) -> None:
         targets.add(target := os.path.realpath(link))
@@ -314,22 +310,19 @@ class RootWatch:
 MAX_REMEMBERED_PROBLEMS: Final = 4096  # the oldest forgotten first: memory stays bounded
 
 
-class ReportedProblems:
-    """Which discovery problems were logged: each once, again only once gone and come back."""
-
-    def __init__(self) -> None:
-        self._logged: dict[tuple[str | None, str, str, int | None], None] = {}
-
-    def fresh(self, records: Iterable[Diagnostic], roots: Sequence[str]) -> list[Diagnostic]:
-        """The records of one discovery of ``roots`` not logged yet (remembered from now on)."""
-        current = {(r.path, r.code, r.message, r.line): r for r in records}
-        inside = tuple(os.path.join(root, "") for root in roots)
-        # Forgotten when this discovery no longer meets it: logged again if it comes back.
-        for key in [k for k in self._logged if k not in current]:
-            if (path := key[0]) is not None and (path in roots or path.startswith(inside)):
-                del self._logged[key]
-        fresh = [record for key, record in current.items() if key not in self._logged]
-        self._logged.update(dict.fromkeys(current))
-        while len(self._logged) > MAX_REMEMBERED_PROBLEMS:
-            del self._logged[next(iter(self._logged))]
-        return fresh
+def fresh_problems(
+    logged: dict[Diagnostic, None], records: Iterable[Diagnostic], roots: Sequence[str]
+) -> list[Diagnostic]:
+    """The records of one discovery of ``roots`` not in ``logged`` (added to it): live reload
+    discovers at every edit, and a problem is logged once, again only once gone and come back."""
+    current = dict.fromkeys(records)
+    inside = tuple(os.path.join(root, "") for root in roots)
+    # Forgotten when this discovery no longer meets it: logged again if it comes back.
+    for record in [record for record in logged if record not in current]:
+        if (path := record.path) is not None and (path in roots or path.startswith(inside)):
+            del logged[record]
+    fresh = [record for record in current if record not in logged]
+    logged.update(current)
+    while len(logged) > MAX_REMEMBERED_PROBLEMS:
+        del logged[next(iter(logged))]
+    return fresh
