@@ -50,14 +50,6 @@ _SKILL_FIELDS: Final = tuple(
 )
 
 
-def decode_skill_bytes(data: bytes) -> str | Problem:
-    """Strict UTF-8 (a byte order mark kept), or ``not-utf8`` naming the first bad byte."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Problem("not-utf8", f"not valid UTF-8 text (byte {exc.start})")
-
-
 # Refused before YAML sees it: real frontmatter is a few hundred bytes, and the costliest YAML
 # of 64 KiB (a flow list of 20,000 items) takes tens of milliseconds, where 900 KB took seconds.
 MAX_FRONTMATTER_BYTES: Final = 64 * 1024
@@ -90,8 +82,11 @@ def parse_skill_bytes(
     """A skill file as read (bytes, or why there are none), parsed as `parse_skill_file` does."""
     if isinstance(content, ReadError):
         return content
-    text = decode_skill_bytes(content)
-    return text if isinstance(text, Problem) else parse_skill_file(text, with_body=with_body)
+    try:
+        text = content.decode("utf-8")  # strict; the parser drops a byte order mark
+    except UnicodeDecodeError as exc:
+        return Problem("not-utf8", f"not valid UTF-8 text (byte {exc.start})")
+    return parse_skill_file(text, with_body=with_body)
 
 
 def build_skill(
