@@ -27,7 +27,7 @@ DEBOUNCE_MS: Final = 150
 POLL_DELAY_MS: Final = 300
 MAX_WATCHED_PROJECTS: Final = 32
 _REMEMBERED_LOOKUPS: Final = 1024  # for `vouches_for`, and the projects to watch after a change
-_RETRY_SECONDS: Final = (0.5, 10.0)  # a failed watch is retried after this, doubling up to that
+_RETRY_SECONDS: Final = 1.0  # a failed watch is tried again after this
 
 Mode = Literal["off", "starting", "native", "polling", "failed"]
 _Project = tuple[str, ...]  # a project's skill roots
@@ -123,15 +123,16 @@ class _Watcher:
         self._changes: Generator[_Batch, None, None] | None = None
         self._plan: WatchPlan | None = None
         self._projects: frozenset[_Project] | None = None  # those the watch covers
-        self._polling = self._told_polling = self._replan = False
+        self._replan = False
+        # watchfiles' own switch, read here too so that `mode` can say "polling".
+        switch = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower()
+        self._polling = switch not in ("", "false", "disable", "disabled")
 
     def run(self) -> None:
-        delay = _RETRY_SECONDS[0]
         try:
             while not self.stop.is_set():
                 try:
                     self._step()
-                    delay = _RETRY_SECONDS[0]
                 except Exception as error:
                     self._close()
                     with self.lock:
@@ -143,8 +144,7 @@ class _Watcher:
                         consequence = "skill catalogs are not cached until watching recovers"
                         _log.warning("skill_watch_failed", reason=reason, consequence=consequence)
                         self._invalidate()  # what was cached can no longer be vouched for
-                    self.stop.wait(delay)
-                    delay = min(delay * 2, _RETRY_SECONDS[1])
+                    self.stop.wait(_RETRY_SECONDS)
         finally:
             self._close()
             with self.lock:
@@ -194,9 +194,6 @@ class _Watcher:
         return True
 
     def _open(self, plan: WatchPlan) -> tuple[Generator[_Batch, None, None], _Batch]:
-        # watchfiles' own switch, read here too so that `mode` can say "polling".
-        switch = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower()
-        polling = switch not in ("", "false", "disable", "disabled")
         while True:
             changes = watch(
                 *sorted(plan.directories),
@@ -209,22 +206,19 @@ class _Watcher:
                 rust_timeout=STEP_MS,  # back every step when quiet, to look for new projects
                 yield_on_timeout=True,
                 debug=False,  # stdout may be the protocol
-                force_polling=True if polling else None,
+                force_polling=True if self._polling else None,
                 poll_delay_ms=POLL_DELAY_MS,
                 recursive=False,
             )
             try:
-                first = next(changes, set())  # opens the watch: live once this returns
-                self._polling = polling
-                return changes, first
+                return changes, next(changes, set())  # opens the watch: live once this returns
             except (OSError, RuntimeError) as error:
-                if polling or isinstance(error, FileNotFoundError):
+                if self._polling or isinstance(error, FileNotFoundError):
                     raise
-                # The inotify watch or instance limit, or no inotify at all: told once.
-                log = _log.debug if self._told_polling else _log.warning
-                self._told_polling = polling = True
+                # The inotify watch or instance limit, or no inotify at all: polling from now on.
+                self._polling = True
                 reason = f"native file watching is unavailable ({error})"
-                log("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
+                _log.warning("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
 
     def _close(self) -> None:
         if self._changes is not None:
