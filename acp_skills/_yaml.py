@@ -87,8 +87,7 @@ class _CoreSchemaLoader(_Loader):
                 problem = "a mapping key must be a single value"
                 raise ConstructorError(None, None, problem, key_node.start_mark)
             key = self._value(key_node)
-            # Python equality decides: `1`, `1.0` and `true` are one dict key, so they count as
-            # duplicates here although YAML would call them different.
+            # Python equality decides: `1`, `1.0` and `true` are one key, duplicates here.
             if key in mapping:
                 raise ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
             mapping[key] = self._value(value_node)

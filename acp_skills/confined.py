@@ -40,9 +40,8 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | R
         return ReadError(failure="directory" if stat.S_ISDIR(info.st_mode) else "not_regular")
     if info.st_size > max_bytes:
         return ReadError(failure="too_large", size=info.st_size, limit=max_bytes)
-    # One call in the usual case: asking for fstat's size and one byte more, a shorter answer is
-    # all there is (a second "is that all?" read would add a fifth to a large discovery), and
-    # asking for max_bytes would allocate a megabyte.
+    # fstat's size and one byte more: one call in the usual case (a second "is that all?" read adds
+    # a fifth to a large discovery), where asking for max_bytes would allocate a megabyte.
     data = os.read(fd, info.st_size + 1)
     while info.st_size < len(data) <= max_bytes and (more := os.read(fd, _CHUNK)):
         data += more  # it grew

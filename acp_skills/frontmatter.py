@@ -50,8 +50,7 @@ _SKILL_FIELDS: Final = tuple(
 )
 
 
-# Refused before YAML sees it: real frontmatter is a few hundred bytes, and the costliest YAML
-# of 64 KiB (a flow list of 20,000 items) takes tens of milliseconds, where 900 KB took seconds.
+# Refused before YAML sees it: the costliest 64 KiB of YAML takes tens of milliseconds.
 MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 
 # A line that is exactly `---` (CRLF tolerated), searched from the end of the first line.

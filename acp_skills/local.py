@@ -216,8 +216,7 @@ class LocalSkillProvider:
         paths, max_bytes = [path for _, path, _, _ in files], self._max_file_bytes
         contents: Iterable[bytes | ReadError]
         if local := type(self._fs) is LocalFileSystem:
-            # Read in the parsing hop, each file parsed as soon as read: every file's bytes held
-            # at once cost page faults worth a sixth of a discovery (docs/benchmarks.md).
+            # Read lazily in the parsing hop: all bytes held at once cost a sixth more.
             contents = (read_local_file(path, max_bytes) for path in paths)
         else:
             contents = await self._fs.read_files(paths, max_bytes)

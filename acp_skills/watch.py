@@ -108,9 +108,8 @@ def matters(plan: WatchPlan, change: Change, path: str) -> bool:
 
 
 class _Watcher:
-    # The thread's side, one thread at a time, shared with `RootWatch` under ``lock``: the project
-    # of each lookup (least recent first) and the projects to watch. Not the `RootWatch`: the
-    # thread must not keep its handles alive. Every watch that goes live invalidates once.
+    # The thread's side (one at a time), shared with `RootWatch` under ``lock``; not `RootWatch`,
+    # whose handles the thread must not keep alive. Every watch that goes live invalidates once.
     def __init__(
         self, fixed_roots: Sequence[str], on_change: weakref.WeakMethod[Callable[[], None]]
     ) -> None:
@@ -197,8 +196,7 @@ class _Watcher:
         while True:
             changes = watch(
                 *sorted(plan.directories),
-                # Only a change that matters ends a batch (not the agent's own log file beside a
-                # missing root: it cannot feed itself through a debug line about it).
+                # Only a change that matters ends a batch (not the log beside a missing root).
                 watch_filter=lambda change, path: matters(plan, change, path),
                 debounce=DEBOUNCE_MS,
                 step=STEP_MS,
