@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio.to_thread
 
 from .catalog import SKILL_TOOL_NAME
-from .confined import MAX_LISTED_ENTRIES, read_confined
 from .errors import ReadError, ReadFailure, Refusal
+from .fs import MAX_LISTED_ENTRIES, read_confined
 from .model import (
     SKILL_FILE_NAME,
     DirectoryResource,
