@@ -60,10 +60,8 @@ class LocalFileSystem:
         return await anyio.to_thread.run_sync(_list_dir, path)
 
     async def read_files(self, paths: Sequence[str], max_bytes: int) -> Sequence[bytes | ReadError]:
-        if not (batch := tuple(paths)):
-            return ()
         return await anyio.to_thread.run_sync(
-            lambda: [read_local_file(p, max_bytes) for p in batch]
+            lambda: [read_local_file(path, max_bytes) for path in paths]
         )
 
 
@@ -218,7 +216,7 @@ def read_confined(
             return ReadError(failure="excluded")
         read = read_descriptor(fd, max_bytes)
         if isinstance(read, ReadError) and read.failure == "directory":
-            read = _with_entries(read, fd, excluded_ids)
+            read = _with_entries(fd, excluded_ids)
     except OSError as exc:
         return read_failure(exc)
     finally:
@@ -241,9 +239,7 @@ def _inside(directory: str, path: str) -> bool:
     return path == directory or path.startswith(os.path.join(directory, ""))
 
 
-def _with_entries(
-    failure: ReadError, directory: int, excluded: frozenset[tuple[int, int]]
-) -> ReadError:
+def _with_entries(directory: int, excluded: frozenset[tuple[int, int]]) -> ReadError:
     # Names only, never followed into: what a directory holds, so the next read can be right.
     listed: list[str] = []
     with os.scandir(directory) as entries:
@@ -267,8 +263,6 @@ def read_failure(error: OSError) -> ReadError:
     """Why a file could not be opened or read, from the system's error."""
     if isinstance(error, FileNotFoundError | NotADirectoryError):
         return ReadError(failure="not_found")
-    if isinstance(error, IsADirectoryError):
-        return ReadError(failure="directory")
     return ReadError(failure="unreadable", detail=error.strerror or str(error))
 
 
