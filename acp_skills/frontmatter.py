@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import operator
 import re
@@ -51,12 +50,6 @@ class ParsedSkill:
     fields: Mapping[object, object] = field(
         default_factory=lambda: MappingProxyType({}), compare=False, repr=False
     )
-
-
-# What a parsed skill gives a candidate or a definition: its fields of the same names.
-_SKILL_FIELDS: Final = tuple(
-    f.name for f in dataclasses.fields(ParsedSkill) if f.name not in ("body", "notes", "fields")
-)
 
 
 # Refused before YAML sees it: the costliest 64 KiB of YAML takes tens of milliseconds.
@@ -149,8 +142,7 @@ def read_fields(fields: Mapping[object, object], *, body: str = "") -> ParsedSki
 
 
 def listed_fields(value: object) -> Mapping[object, object] | Problem:
-    """An MCP listing's frontmatter (decoded JSON) in the shape `load_frontmatter` gives a
-    file's: mappings read-only, lists as tuples; bounded like a file's frontmatter."""
+    """An MCP listing's frontmatter (decoded JSON) as `load_frontmatter` gives a file's."""
     if not isinstance(value, Mapping):
         return not_a_mapping(isinstance(value, list | tuple))
     try:
@@ -192,6 +184,8 @@ _OPTIONAL: Final = {
 _FLAGS: Final = ("disable_model_invocation", "user_invocable")
 # Every spelling of every optional field this runtime reads.
 FIELD_SPELLINGS: Final = tuple(spelling for pair in _OPTIONAL.values() for spelling in pair)
+# What a parsed skill gives a candidate or a definition: its fields of the same names.
+_SKILL_FIELDS: Final = ("name", "description", "metadata", *_OPTIONAL)
 _ABSENT: Final = object()  # not there at all (unlike present with the value null)
 
 

@@ -104,8 +104,7 @@ def misnamed_skill_file() -> Problem:
 
 
 def why_no_skill_file(directory: str) -> Problem | None:
-    """Why a directory of a root has no ``SKILL.md``: spelled ``skill.md``, or skills one level
-    too deep (``None``: nothing to say)."""
+    """Why a root's directory has no ``SKILL.md`` (``skill.md``, skills too deep) or ``None``."""
     if os.path.isfile(os.path.join(directory, _LOWERCASE_SKILL_FILE)):
         return misnamed_skill_file()
     try:
