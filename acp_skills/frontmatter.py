@@ -1,18 +1,21 @@
-"""Parse a skill file (``---``, YAML frontmatter, ``---``, Markdown body): text in, a
-`ParsedSkill` or a `Problem` out; `read_fields` reads a local file's and an MCP listing's fields."""
+"""A skill file's text (``---``, YAML 1.2 core-schema frontmatter, ``---``, Markdown body) to a
+`ParsedSkill` or a `Problem`; `read_fields`, for a local file's and an MCP listing's fields."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from types import MappingProxyType
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
-from ._yaml import FRONTMATTER_MISSING, load_frontmatter, not_a_mapping, read_only
+import yaml
+from yaml.constructor import BaseConstructor, ConstructorError, SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
 from .errors import Problem, ReadError
 from .model import (
     DirectoryResource,
@@ -22,6 +25,11 @@ from .model import (
     is_skill_name,
     kind_of_value,
 )
+
+if TYPE_CHECKING or not yaml.__with_libyaml__:
+    from yaml import SafeLoader as _Loader
+else:
+    from yaml import CSafeLoader as _Loader
 
 _Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
 
@@ -40,27 +48,11 @@ class ParsedSkill:
     body: str
     notes: tuple[Problem, ...] = ()
     fields: Mapping[object, object] = field(
-        default_factory=lambda: _NO_FIELDS, compare=False, repr=False
+        default_factory=lambda: MappingProxyType({}), compare=False, repr=False
     )
 
 
-_NO_FIELDS: Final[Mapping[object, object]] = MappingProxyType({})
-# What a parsed skill gives a candidate or a definition: its fields of the same names.
-_SKILL_FIELDS: Final = tuple(
-    f.name for f in dataclasses.fields(ParsedSkill) if f.name not in ("body", "notes", "fields")
-)
-
-
-def decode_skill_bytes(data: bytes) -> str | Problem:
-    """Strict UTF-8 (a byte order mark kept), or ``not-utf8`` naming the first bad byte."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Problem("not-utf8", f"not valid UTF-8 text (byte {exc.start})")
-
-
-# Refused before YAML sees it: real frontmatter is a few hundred bytes, and the costliest YAML
-# of 64 KiB (a flow list of 20,000 items) takes tens of milliseconds, where 900 KB took seconds.
+# Refused before YAML sees it: the costliest 64 KiB of YAML takes tens of milliseconds.
 MAX_FRONTMATTER_BYTES: Final = 64 * 1024
 
 # A line that is exactly `---` (CRLF tolerated), searched from the end of the first line.
@@ -91,8 +83,11 @@ def parse_skill_bytes(
     """A skill file as read (bytes, or why there are none), parsed as `parse_skill_file` does."""
     if isinstance(content, ReadError):
         return content
-    text = decode_skill_bytes(content)
-    return text if isinstance(text, Problem) else parse_skill_file(text, with_body=with_body)
+    try:
+        text = content.decode("utf-8")  # strict; the parser drops a byte order mark
+    except UnicodeDecodeError as exc:
+        return Problem("not-utf8", f"not valid UTF-8 text (byte {exc.start})")
+    return parse_skill_file(text, with_body=with_body)
 
 
 def build_skill(
@@ -113,8 +108,7 @@ def build_skill(
 
 
 def read_fields(fields: Mapping[object, object], *, body: str = "") -> ParsedSkill | Problem:
-    """The skill ``fields`` describe (a mapping as `acp_skills._yaml` or `listed_fields`
-    builds it), or why a skill with them is skipped."""
+    """The skill ``fields`` describe (a file's or `listed_fields`'), or why it is skipped."""
     try:
         name = _required_text(fields, "name")
         if not is_skill_name(name):
@@ -125,13 +119,19 @@ def read_fields(fields: Mapping[object, object], *, body: str = "") -> ParsedSki
             )
         description = _required_text(fields, "description")
         notes: list[Problem] = []
+        optional: dict[str, Any] = {}
+        for attribute, (first, second) in _OPTIONAL.items():
+            if first in fields and second in fields:
+                problem = f"fields {first!r} and {second!r} are the same field; give only one"
+                raise _Invalid("field-conflict", problem)
+            key = second if second in fields else first
+            if (value := fields.get(key, _ABSENT)) is not _ABSENT:
+                read = _flag if attribute in _FLAGS else _optional_text
+                optional[attribute] = read(key, value, notes)
         return ParsedSkill(
             name=name,
             description=description,
-            disable_model_invocation=_flag(fields, _DISABLE_MODEL_INVOCATION, default=False),
-            user_invocable=_flag(fields, _USER_INVOCABLE, default=True),
-            when_to_use=_optional_text(fields, _WHEN_TO_USE, notes),
-            argument_hint=_optional_text(fields, _ARGUMENT_HINT, notes),
+            **optional,
             metadata=_metadata(fields, notes),
             body=body,
             notes=tuple(notes),
@@ -142,8 +142,7 @@ def read_fields(fields: Mapping[object, object], *, body: str = "") -> ParsedSki
 
 
 def listed_fields(value: object) -> Mapping[object, object] | Problem:
-    """An MCP listing's frontmatter (decoded JSON) in the shape `acp_skills._yaml` gives a
-    file's: mappings read-only, lists as tuples; bounded like a file's frontmatter."""
+    """An MCP listing's frontmatter (decoded JSON) as `load_frontmatter` gives a file's."""
     if not isinstance(value, Mapping):
         return not_a_mapping(isinstance(value, list | tuple))
     try:
@@ -175,28 +174,23 @@ class _Invalid(Exception):
         self.problem = Problem(code, message)
 
 
-# Accepted spellings of each optional field, (canonical, other); both at once is a conflict.
-_WHEN_TO_USE: Final = ("whenToUse", "when_to_use")
-_DISABLE_MODEL_INVOCATION: Final = ("disableModelInvocation", "disable-model-invocation")
-_USER_INVOCABLE: Final = ("user-invocable", "userInvocable")
-_ARGUMENT_HINT: Final = ("argument-hint", "argumentHint")
+# Each optional field by its attribute: its spellings (canonical first; both at once conflict).
+_OPTIONAL: Final = {
+    "when_to_use": ("whenToUse", "when_to_use"),
+    "disable_model_invocation": ("disableModelInvocation", "disable-model-invocation"),
+    "user_invocable": ("user-invocable", "userInvocable"),
+    "argument_hint": ("argument-hint", "argumentHint"),
+}
+_FLAGS: Final = ("disable_model_invocation", "user_invocable")
 # Every spelling of every optional field this runtime reads.
-FIELD_SPELLINGS: Final = _WHEN_TO_USE + _DISABLE_MODEL_INVOCATION + _USER_INVOCABLE + _ARGUMENT_HINT
+FIELD_SPELLINGS: Final = tuple(spelling for pair in _OPTIONAL.values() for spelling in pair)
+# What a parsed skill gives a candidate or a definition: its fields of the same names.
+_SKILL_FIELDS: Final = ("name", "description", "metadata", *_OPTIONAL)
 _ABSENT: Final = object()  # not there at all (unlike present with the value null)
 
 
 def _kind(value: object) -> str:
     return kind_of_value(value, words="yaml")
-
-
-def _lookup(fields: Mapping[object, object], spellings: tuple[str, str]) -> tuple[str, object]:
-    first, second = spellings
-    if first in fields and second in fields:
-        raise _Invalid(
-            "field-conflict", f"fields {first!r} and {second!r} are the same field; give only one"
-        )
-    name = second if second in fields else first
-    return name, fields.get(name, _ABSENT)
 
 
 def _required_text(fields: Mapping[object, object], key: str) -> str:
@@ -213,16 +207,12 @@ def _required_text(fields: Mapping[object, object], key: str) -> str:
     raise _Invalid(code, f"field {key!r} must be a string, got {_kind(value)}{hint}")
 
 
-def _flag(fields: Mapping[object, object], spellings: tuple[str, str], default: bool) -> bool:
-    key, value = _lookup(fields, spellings)
-    if value is _ABSENT:
-        return default
+def _flag(key: str, value: object, notes: list[Problem]) -> bool:
     if not isinstance(value, bool):
         # Fail closed: `disableModelInvocation: yes` must not leave the skill visible.
         shown = f": {value!r}" if isinstance(value, str | int | float) else ""
-        raise _Invalid(
-            "flag-invalid", f"field {key!r} must be true or false, got {_kind(value)}{shown}"
-        )
+        problem = f"field {key!r} must be true or false, got {_kind(value)}{shown}"
+        raise _Invalid("flag-invalid", problem)
     return value
 
 
@@ -230,11 +220,8 @@ def _ignored(key: str, why: str) -> Problem:
     return Problem("field-ignored", f"field {key!r} ignored: {why}")
 
 
-def _optional_text(
-    fields: Mapping[object, object], spellings: tuple[str, str], notes: list[Problem]
-) -> str | None:
-    key, value = _lookup(fields, spellings)
-    if value is _ABSENT or value is None:
+def _optional_text(key: str, value: object, notes: list[Problem]) -> str | None:
+    if value is None:
         return None
     if not isinstance(value, str):
         notes.append(_ignored(key, f"expected a string, got {_kind(value)}"))
@@ -245,10 +232,175 @@ def _optional_text(
 def _metadata(fields: Mapping[object, object], notes: list[Problem]) -> Mapping[str, object] | None:
     if (value := fields.get("metadata")) is None:
         return None
-    if not isinstance(value, MappingProxyType):  # what `_yaml` makes of every mapping
+    if not isinstance(value, MappingProxyType):  # what `read_only` makes of every mapping
         notes.append(_ignored("metadata", f"expected a mapping, got {_kind(value)}"))
         return None
     if not all(map(isinstance, value, repeat(str))):
         notes.append(_ignored("metadata", "its keys must be strings"))
         return None
     return value  # already read-only, keys checked
+
+
+# The YAML is the 1.2 core schema's, not PyYAML's 1.1, where ``yes`` is a boolean and a flag
+# read the wrong way exposes a skill.
+_TAG: Final = "tag:yaml.org,2002:"
+_STR: Final = _TAG + "str"
+# https://yaml.org/spec/1.2.2/#1032-tag-resolution, except that booleans accept any letter case,
+# as the contract asks. re.ASCII keeps IGNORECASE from matching look-alikes (U+017F for "s").
+# Tried on a plain scalar by its first character, in this order (int before float, which also
+# matches `12`), and on an explicitly tagged one. No timestamps, merge key or `=` value.
+_FLOAT: Final = (
+    r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?(?:\.inf|\.Inf|\.INF)|\.nan|\.NaN|\.NAN)\Z"
+)
+_CORE: Final = {
+    "null": (re.compile(r"(?:~|null|Null|NULL|)\Z"), ("~", "n", "N", "")),
+    "bool": (re.compile(r"(?:true|false)\Z", re.IGNORECASE | re.ASCII), "tTfF"),
+    "int": (re.compile(r"(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z", re.ASCII), "-+0123456789"),
+    "float": (re.compile(_FLOAT, re.ASCII), "-+.0123456789"),
+}
+# Hostile input becomes a problem, not a RecursionError or a "billion laughs" blow-up.
+MAX_DEPTH: Final = 100
+_MAX_EXPANDED_VALUES: Final = 100_000
+FRONTMATTER_MISSING: Final = "frontmatter-missing"
+_SCALARS: Final = frozenset({str, bool, int, float, type(None)})
+
+
+_RESOLVERS: Final[dict[str, list[tuple[str, re.Pattern[str]]]]] = {}
+for _core_kind, (_pattern, _first) in _CORE.items():
+    for _char in _first:
+        _RESOLVERS.setdefault(_char, []).append((_TAG + _core_kind, _pattern))
+
+
+class _CoreSchemaLoader(_Loader):
+    def resolve(self, kind: type[Node], value: Any, implicit: Any) -> str:
+        if kind is ScalarNode:
+            if implicit[0]:  # plain, untagged
+                for tag, pattern in _RESOLVERS.get(value[:1], ()):
+                    if pattern.match(value):
+                        return tag
+            return _STR
+        return _TAG + ("seq" if kind is SequenceNode else "map")
+
+    # The composer calls these for every collection: without path resolvers, C no-ops.
+    descend_resolver = operator.is_  # type: ignore[assignment]
+    ascend_resolver = tuple  # type: ignore[assignment]
+
+    def core_scalar(self, node: Node) -> object:
+        # The pattern first: an explicit tag gets here too (`!!bool yes`, `!!int 1_000`).
+        text = self.construct_scalar(node)  # type: ignore[arg-type]
+        kind = node.tag.removeprefix(_TAG)
+        if not _CORE[kind][0].match(text):
+            problem = f"{text!r} is not a valid !!{kind} value"
+            raise ConstructorError(None, None, problem, node.start_mark)
+        if kind != "int":  # what PyYAML makes of these patterns is the core schema's value
+            return getattr(SafeConstructor, f"construct_yaml_{kind}")(self, node)
+        try:  # not PyYAML's: a leading 0 is not octal in YAML 1.2
+            return int(text, 0) if text[:2] in ("0o", "0x") else int(text)
+        except ValueError:  # over 4300 decimal digits (CVE-2020-10735)
+            raise ConstructorError(None, None, "integer too long", node.start_mark) from None
+
+    def core_mapping(self, node: Node) -> Iterator[dict[object, object]]:
+        if not isinstance(node, MappingNode):  # `!!map x`
+            raise ConstructorError(None, None, "expected a mapping", node.start_mark)
+        mapping: dict[object, object] = {}
+        yield mapping  # first, so that an alias inside it finds it (a cycle, refused later)
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode):
+                problem = "a mapping key must be a single value"
+                raise ConstructorError(None, None, problem, key_node.start_mark)
+            key = self._value(key_node)
+            # Python equality decides: `1`, `1.0` and `true` are one key, duplicates here.
+            if key in mapping:
+                raise ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            mapping[key] = self._value(value_node)
+
+    def _value(self, node: Node) -> object:
+        # A string, most often: taken as it is, a third of the cost of a file saved.
+        if node.tag == _STR and type(node) is ScalarNode:
+            return node.value
+        return self.construct_object(node)
+
+    def foreign(self, node: Node) -> object:
+        tag = "!!" + node.tag.removeprefix(_TAG) if node.tag.startswith(_TAG) else node.tag
+        raise ConstructorError(None, None, f"unsupported YAML tag {tag}", node.start_mark)
+
+    yaml_constructors: ClassVar[dict[Any, Any]] = dict.fromkeys(
+        [_TAG + kind for kind in _CORE], core_scalar
+    )
+    yaml_constructors |= {
+        _STR: BaseConstructor.construct_scalar,
+        _TAG + "seq": _Loader.construct_yaml_seq,
+        _TAG + "map": core_mapping,
+        None: foreign,  # any other tag
+    }
+
+
+def load_frontmatter(source: str, *, first_line: int) -> Mapping[object, object] | Problem:
+    """The frontmatter as a deeply read-only mapping, or why it is not one."""
+    try:
+        loader = _CoreSchemaLoader(source)
+        root = loader.get_single_node()
+        value = loader.construct_document(root) if isinstance(root, MappingNode) else None
+        loader.dispose()  # after a failure, the garbage collector breaks the cycles instead
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = exc.problem or exc.context or "malformed YAML"
+        if mark is None:
+            return _invalid(what)
+        line = mark.line + first_line
+        hint = ""
+        if what.startswith("mapping values are not allowed"):
+            # `description: Use it: always` — the second `: ` starts a mapping YAML refuses.
+            hint = "; a value holding ': ' must be quoted (description: \"Use it: always\")"
+        return _invalid(f"{what}{hint} (line {line}, column {mark.column + 1})", line)
+    except yaml.YAMLError as exc:
+        return _invalid(str(exc).splitlines()[0])
+    except RecursionError:  # only the pure-Python composer recurses
+        return _invalid("nested too deeply")
+    except UnicodeEncodeError:  # LibYAML encodes to UTF-8 first: lone surrogates cannot be
+        return _invalid("the text contains unpaired surrogates")
+    if value is not None:
+        try:
+            return read_only(value)  # type: ignore[return-value]
+        except ValueError as exc:
+            return _invalid(str(exc))
+    if root is None:
+        return Problem(FRONTMATTER_MISSING, "missing frontmatter: the frontmatter block is empty")
+    return not_a_mapping(isinstance(root, SequenceNode))
+
+
+def read_only(value: object) -> object:
+    """``value`` with mappings read-only and lists as tuples; ``ValueError`` past `MAX_DEPTH`
+    levels or `_MAX_EXPANDED_VALUES` values (aliases expanded)."""
+    return _frozen(value, 0, [_MAX_EXPANDED_VALUES])
+
+
+def _frozen(collection: object, depth: int, budget: list[int]) -> object:
+    # One call per collection, not per value: discovery reads thousands of these.
+    if depth >= MAX_DEPTH:  # or an alias refers to the collection that contains it
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    if isinstance(collection, dict | MappingProxyType):
+        items: Collection[object] = collection.values()
+    elif isinstance(collection, list | tuple):
+        items = collection
+    else:
+        raise ValueError(f"unsupported value of type {type(collection).__name__}")
+    budget[0] -= len(items)
+    if budget[0] < 0:
+        raise ValueError(f"aliases expand to more than {_MAX_EXPANDED_VALUES} values")
+    built = [v if type(v) in _SCALARS else _frozen(v, depth + 1, budget) for v in items]
+    if isinstance(collection, dict | MappingProxyType):
+        return MappingProxyType(dict(zip(collection, built, strict=True)))
+    return tuple(built)
+
+
+def not_a_mapping(is_list: bool) -> Problem:
+    """Frontmatter that is a list or a single value: missing, as the contract counts it."""
+    found = "a list" if is_list else "a single value"
+    message = f"missing frontmatter: expected a mapping of fields, got {found}"
+    return Problem(FRONTMATTER_MISSING, message)
+
+
+def _invalid(reason: str, line: int | None = None) -> Problem:
+    return Problem("yaml-invalid", f"invalid YAML: {reason}", line)

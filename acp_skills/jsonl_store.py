@@ -15,8 +15,7 @@ from typing import Any
 
 import anyio
 
-from .confined import OPEN_FLAGS
-from .fs import replace_file
+from .fs import OPEN_FLAGS, replace_file
 from .model import PrefixMessage
 from .quiet_log import get_logger
 from .record import (

@@ -4,7 +4,7 @@ through the filesystem seam; while registered, it watches its roots (`watch`).""
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
@@ -23,7 +23,7 @@ from .model import (
 )
 from .project import PROJECT_SKILL_DIRS, find_project
 from .quiet_log import get_logger
-from .watch import ReportedProblems, RootWatch
+from .watch import RootWatch, fresh_problems
 
 if TYPE_CHECKING:  # a type only: the registry is the layer above
     from .registry import ProviderHandle
@@ -32,22 +32,17 @@ __all__ = ["LocalDiscovery", "LocalSkillProvider", "RootReport", "SkillRoot", "u
 
 _log = get_logger(__name__)
 
-# The roots found from a session's cwd (watched per project, with a bound).
-_PROJECT_SOURCES: Final = tuple(PROJECT_SKILL_DIRS)
-_PROJECT_DSH, _PROJECT_AGENTS, _PROJECT_CLAUDE = _PROJECT_SOURCES
 CUSTOM: Final = "custom"
 USER_DSH: Final = "user-dsh"
 COMPAT_CLAUDE: Final = "claude"  # the `compat` value that adds Claude Code's `.claude/skills`
-# Examples rank with the custom roots, after them: an agent's bundled skills, labelled as such.
-_EXAMPLES: Final = "examples"
-_SOURCE_RANKS: Final = {_PROJECT_DSH: 100, _PROJECT_AGENTS: 200, CUSTOM: 300, _EXAMPLES: 300}
-_SOURCE_RANKS.update({USER_DSH: 400, "user-agents": 500, _PROJECT_CLAUDE: 600, "user-claude": 700})
-# The project roots of a session's additional directories: after its own project's, before the
-# custom roots; among themselves in the order the directories were given (ties keep the order).
-# Under `--compat claude` their `.claude/skills` follow the session's own, at its rank.
-_ADDITIONAL_RANKS: Final = {_PROJECT_DSH: 250, _PROJECT_AGENTS: 250, _PROJECT_CLAUDE: 600}
-# Only the user's dsh root has a `.system` child to skip (the tool's own managed skills).
-_SYSTEM_DIR: Final = ".system"
+_PROJECT_SOURCES: Final = tuple(PROJECT_SKILL_DIRS)  # found from a lookup's cwd
+# Examples (an agent's bundled skills) rank with the custom roots, after them.
+_SOURCE_RANKS: Final = {"project-dsh": 100, "project-agents": 200, CUSTOM: 300, "examples": 300}
+_SOURCE_RANKS.update({USER_DSH: 400, "user-agents": 500, "project-claude": 600, "user-claude": 700})
+# An additional directory's project roots: after the cwd's project's, before the custom roots,
+# in the order the directories were given (stable sort); its `.claude/skills` at the cwd's rank.
+_ADDITIONAL_RANKS: Final = {"project-dsh": 250, "project-agents": 250, "project-claude": 600}
+_SYSTEM_DIR: Final = ".system"  # the user dsh root's managed skills, skipped
 _BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
 # Markdown that sits beside skills in a root and is never one (compared upper-cased).
 _DOCS: Final = ("README", "LICENSE", "CHANGELOG", "CONTRIBUTING", "CODE_OF_CONDUCT", "SECURITY")
@@ -85,8 +80,7 @@ class LocalDiscovery:
 
 
 class LocalSkillProvider:
-    """Discovers skills in project, custom and user directories (contract §5; the Claude roots
-    and examples: docs/architecture.md); directories are made absolute now."""
+    """Discovers skills in project, custom and user directories (contract §5)."""
 
     def __init__(
         self,
@@ -104,20 +98,16 @@ class LocalSkillProvider:
     ) -> None:
         require_positive_int("max_file_bytes", max_file_bytes)
         for given, what in ((custom_skill_dirs, "custom"), (example_skill_dirs, "example")):
-            if isinstance(given, str | bytes | os.PathLike):
-                # A lone string would otherwise be scanned one character at a time.
+            if isinstance(given, str | bytes | os.PathLike):  # else read a character at a time
                 raise TypeError(f"{what}_skill_dirs must be a sequence of paths, not a single path")
         if isinstance(compat, str | bytes):
             raise TypeError('compat must be a sequence of names, such as ("claude",)')
-        # The other tools whose skill directories are scanned too, each once.
         self.compat: Final = tuple(dict.fromkeys(compat))
-        for tool in self.compat:
-            if tool != COMPAT_CLAUDE:
-                raise ValueError(f"compat: unknown tool {tool!r} (known: {COMPAT_CLAUDE})")
+        if unknown := [tool for tool in self.compat if tool != COMPAT_CLAUDE]:
+            raise ValueError(f"compat: unknown tool {unknown[0]!r} (known: {COMPAT_CLAUDE})")
         self.name: Final = name
         self._max_file_bytes = max_file_bytes
         self._fs: SkillFileSystem = LocalFileSystem() if fs is None else fs
-        # The absolute homes and custom roots (in scanning order), for the application to show.
         self.dsh_home: Final = _home_dir(dsh_home, "dsh_home", "DSH_HOME", "~/.dsh")
         self.agents_home: Final = _home_dir(
             agents_home, "agents_home", "DSH_AGENTS_HOME", "~/.agents"
@@ -127,7 +117,7 @@ class LocalSkillProvider:
         )
         # Roots that do not depend on the caller's cwd, already in rank order.
         fixed = [(path, CUSTOM) for path in self.custom_skill_dirs]
-        fixed += [(_absolute_dir(p, "example_skill_dirs"), _EXAMPLES) for p in example_skill_dirs]
+        fixed += [(_absolute_dir(p, "example_skill_dirs"), "examples") for p in example_skill_dirs]
         fixed += [(os.path.join(self.dsh_home, "skills"), USER_DSH)]
         fixed += [(os.path.join(self.agents_home, "skills"), "user-agents")]
         if COMPAT_CLAUDE in self.compat:
@@ -136,33 +126,30 @@ class LocalSkillProvider:
         self._fixed_roots = tuple(
             SkillRoot(path=p, source=s, rank=_SOURCE_RANKS[s]) for p, s in fixed
         )
-        self._reported = ReportedProblems()  # each problem logged once per change
-        watching = watch and isinstance(self._fs, LocalFileSystem)
-        self._watch = RootWatch([r.path for r in self._fixed_roots]) if watching else None
+        self._logged: dict[Diagnostic, None] = {}  # the problems logged, each once
+        watching = watch and isinstance(self._fs, LocalFileSystem)  # only the local disk
+        self._watch = RootWatch([r.path for r in self._fixed_roots], enabled=watching)
 
     @property
     def watch_mode(self) -> str:
         """``native``, ``polling``, ``failed``, ``starting`` or ``off`` (not watching)."""
-        return "off" if self._watch is None else self._watch.mode
+        return self._watch.mode
 
     def on_register(self, handle: ProviderHandle) -> None:
-        """Invalidate ``handle`` on relevant changes, from the first lookup on (registry hook)."""
-        if self._watch is not None:
-            self._watch.attach(handle)
+        """Invalidate ``handle`` on relevant changes, from the first lookup on."""
+        self._watch.attach(handle)
 
     def on_dispose(self, handle: ProviderHandle) -> None:
-        """Forget ``handle``; the last registration disposed stops watching (registry hook)."""
-        if self._watch is not None:
-            self._watch.detach(handle)
+        """Forget ``handle``; the last registration disposed stops watching."""
+        self._watch.detach(handle)
 
     def cacheable(self, options: SkillLookupOptions) -> bool:
-        """Whether the registry may cache `list` for ``options`` (a registry hook)."""
-        return self._watch is None or self._watch.vouches_for(_watch_scope(options))
+        """Whether the registry may cache `list` for ``options``."""
+        return self._watch.vouches_for(options)
 
     def close(self) -> None:
         """Stop watching for good and wait for the watcher to end (idempotent)."""
-        if self._watch is not None:
-            self._watch.close()
+        self._watch.close()
 
     async def roots(self, options: SkillLookupOptions) -> tuple[SkillRoot, ...]:
         """The directories scanned for ``options`` in rank order, each listed once."""
@@ -171,12 +158,8 @@ class LocalSkillProvider:
 
     def _roots_at(self, cwd: str | None, additional: tuple[str, ...]) -> tuple[SkillRoot, ...]:
         candidates = list(self._fixed_roots)
-        sources = [_PROJECT_DSH, _PROJECT_AGENTS]
-        if COMPAT_CLAUDE in self.compat:
-            sources.append(_PROJECT_CLAUDE)
-        # The projects trust judges (the same call gives trust its decision key), found on the
-        # local disk whatever `fs` reads the roots through (docs/trust.md); each additional
-        # directory's project is judged on its own.
+        sources = _PROJECT_SOURCES if COMPAT_CLAUDE in self.compat else _PROJECT_SOURCES[:2]
+        # The projects trust judges (contract §13a), on the local disk whatever `fs` is.
         places = (
             [(cwd, _SOURCE_RANKS), *((d, _ADDITIONAL_RANKS) for d in additional)] if cwd else []
         )
@@ -185,9 +168,8 @@ class LocalSkillProvider:
             candidates += [
                 SkillRoot(path=found.skill_root(s), source=s, rank=ranks[s]) for s in sources
             ]
-        # A directory reached as two roots is scanned once. The person's own root comes first:
-        # with the project at $HOME (a dotfiles repository), `~/.agents/skills` stays a user
-        # root, never gated by trust. Stable sorts, so custom roots keep their order.
+        # A directory reached as two roots is scanned once, as the person's own root first
+        # (contract §13a: a project at $HOME). Stable sorts: custom roots keep their order.
         unique: dict[str, SkillRoot] = {}
         for root in sorted(candidates, key=lambda root: root.source in _PROJECT_SOURCES):
             unique.setdefault(os.path.normcase(os.path.realpath(root.path)), root)
@@ -197,7 +179,7 @@ class LocalSkillProvider:
         """Every well-formed skill for ``options.cwd`` (by root, then name), logging problems."""
         discovery = await self.discover(options)
         roots = [report.root.path for report in discovery.roots]
-        for record in self._reported.fresh(discovery.diagnostics, roots):
+        for record in fresh_problems(self._logged, discovery.diagnostics, roots):
             log_diagnostic(_log, record, provider=self.name)
         _log.debug(
             "skills_discovered",
@@ -212,14 +194,11 @@ class LocalSkillProvider:
         """Discover the skills for ``options.cwd`` and report everything met (nothing logged)."""
         roots = await self.roots(options)
         discovery = await self.scan(roots)
-        if self._watch is not None:
-            # After the scan, never waited for: one invalidation follows once the watch is live.
-            project = [root.path for root in roots if root.source in _PROJECT_SOURCES]
-            self._watch.start(_watch_scope(options), project)
+        self._watch.start(options, [root.path for root in roots if root.source in _PROJECT_SOURCES])
         return discovery
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
-        """The problems a discovery for ``options.cwd`` meets now (`SkillRegistry.diagnose`)."""
+        """The problems a discovery for ``options.cwd`` meets now."""
         return (await self.discover(options)).diagnostics
 
     async def check_custom_dirs(self) -> tuple[Diagnostic, ...]:
@@ -239,13 +218,11 @@ class LocalSkillProvider:
         paths, max_bytes = [path for _, path, _, _ in files], self._max_file_bytes
         contents: Iterable[bytes | ReadError]
         if local := type(self._fs) is LocalFileSystem:
-            # Read in the parsing hop, each file parsed as soon as read: every file's bytes held
-            # at once cost page faults worth a sixth of a discovery (docs/benchmarks.md).
+            # Read lazily in the parsing hop: all bytes held at once cost a sixth more.
             contents = (read_local_file(path, max_bytes) for path in paths)
         else:
             contents = await self._fs.read_files(paths, max_bytes)
-        # Only values go to a worker thread, never `self`: an idle worker keeps the last
-        # function it ran, which would keep the provider and its watcher from being collected.
+        # Values only, never `self`: an idle worker keeps its last function, and the provider.
         judged = (self.name, roots, listings, files, report, contents, local)
         return await anyio.to_thread.run_sync(_judge, *judged)
 
@@ -253,7 +230,7 @@ class LocalSkillProvider:
         self, candidate: SkillCandidate, options: SkillLookupOptions
     ) -> SkillDefinition | None:
         """The skill as its file is now, or ``None`` (logged) when it no longer reads or parses."""
-        path = cast("str", candidate.locator)  # as `scan` set it
+        path = cast("str", candidate.locator)
         (content,) = await self._fs.read_files([path], self._max_file_bytes)
         parsed = parse_skill_bytes(content, with_body=True)
         if not isinstance(parsed, ParsedSkill):
@@ -276,8 +253,7 @@ def _judge(
     contents: Iterable[bytes | ReadError],
     local: bool,
 ) -> LocalDiscovery:
-    # Off the event loop: parsing (on the local disk, reading too, lazily through `contents`)
-    # and the local disk's look at a bundle without SKILL.md.
+    # In a worker thread: parsing, on the local disk reading too (lazily, through `contents`).
     found = [0 for _ in roots]
     candidates = []
     for (index, path, resource_dir, expected), content in zip(files, contents, strict=True):
@@ -305,7 +281,7 @@ def _judge(
 def _skill_files(
     roots: Sequence[SkillRoot], listings: Sequence[_Listing], report: list[Diagnostic]
 ) -> list[_SkillFile]:
-    # The files of each root discovery reads, in order; what it skips with a word goes in report.
+    # The files of each root to read, in order; what is skipped with a word goes in report.
     files: list[_SkillFile] = []
     for index, (root, listing) in enumerate(zip(roots, listings, strict=True)):
         if (problem := _root_problem(root, listing)) is not None:
@@ -347,13 +323,6 @@ async def _list_root(fs: SkillFileSystem, path: str) -> _Listing:
 def unreadable_root(error: OSError) -> Problem:
     """The problem of a skill root (or a directory to validate) that cannot be listed."""
     return Problem("root-unreadable", f"cannot read directory: {error.strerror or error}")
-
-
-def _watch_scope(options: SkillLookupOptions) -> Hashable:
-    # What the watch keeps the project roots of a lookup under: its cwd, with its additional
-    # directories when it has some (they add project roots of their own).
-    extra = options.additional_directories
-    return (options.cwd, extra) if extra else options.cwd
 
 
 def _home_dir(

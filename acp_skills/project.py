@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Final
 
-from .confined import OPEN_FLAGS, read_path
+from .fs import OPEN_FLAGS, read_path
 
 # Git's pointer files are one line ("gitdir: PATH", a path, "../.."), a few KiB at most.
 MAX_POINTER_BYTES: Final = 4096

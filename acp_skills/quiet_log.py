@@ -13,8 +13,6 @@ import structlog
 class LibraryLogger:
     """A structlog logger that stays quiet below ``warning`` until structlog is configured."""
 
-    __slots__ = ("_name", "_structured")
-
     def __init__(self, name: str) -> None:
         self._name = name
         self._structured: Any = structlog.get_logger(name)  # reads the configuration when used

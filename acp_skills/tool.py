@@ -17,9 +17,8 @@ import anyio.to_thread
 
 from .catalog import SKILL_TOOL_NAME as TOOL
 from .catalog import listable
-from .confined import MAX_LISTED_ENTRIES
 from .errors import ReadError, ReadFailure, Refusal
-from .fs import LocalFileSystem
+from .fs import MAX_LISTED_ENTRIES, read_confined
 from .model import (
     SKILL_FILE_NAME,
     DirectoryResource,
@@ -48,7 +47,6 @@ MAX_ARGUMENTS_CHARS: Final = 16_384
 MAX_EXPANDED_CHARS: Final = 262_144
 
 _log = get_logger(__name__)
-_FS = LocalFileSystem()
 _T = TypeVar("_T")
 _Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
 # Reads a file's text by absolute path, typically the ACP client's `fs/read_text_file`.
@@ -462,7 +460,7 @@ async def _read_resource(
     # Skills hidden from the model: a bundle's whole directory, a flat skill's file only.
     hidden = (skill for skill in snapshot.skills if skill.disable_model_invocation)
     excluded = [p for skill in hidden for p in (skill.path, own_directory(skill)) if p is not None]
-    found = await _FS.read_confined(directory, path, limit, excluded=excluded)
+    found = await anyio.to_thread.run_sync(read_confined, directory, path, limit, excluded)
     if isinstance(found, ReadError):
         raise unread_path(name, path, found, limit=limit)
     if b"\0" in found.data:
@@ -488,7 +486,7 @@ async def _read_resource(
         raise refuse(_BINARY)
     # The client read by path, out of our hands: the path must still name the checked file,
     # so a directory swapped for a symbolic link meanwhile cannot pass an outside file off.
-    again = await _FS.read_confined(directory, path, limit, excluded=excluded)
+    again = await anyio.to_thread.run_sync(read_confined, directory, path, limit, excluded)
     if isinstance(again, ReadError) or again.identity != found.identity:
         raise refuse("it changed while being read")
     return text

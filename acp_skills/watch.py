@@ -8,7 +8,6 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple
 
 from watchfiles import Change, watch
@@ -29,8 +28,8 @@ STEP_MS: Final = 30
 DEBOUNCE_MS: Final = 150
 POLL_DELAY_MS: Final = 300
 MAX_WATCHED_PROJECTS: Final = 32
-_REMEMBERED_CWDS: Final = 1024  # for `vouches_for`, and the projects to watch after a change
-_RETRY_SECONDS: Final = (0.5, 10.0)  # a failed watch is retried after this, doubling up to that
+_REMEMBERED_LOOKUPS: Final = 1024  # for `vouches_for`, and the projects to watch after a change
+_RETRY_SECONDS: Final = 1.0  # a failed watch is tried again after this
 
 Mode = Literal["off", "starting", "native", "polling", "failed"]
 _Project = tuple[str, ...]  # a project's skill roots
@@ -38,7 +37,7 @@ _Batch = set[tuple[Change, str]]
 
 
 class WatchPlan(NamedTuple):
-    """What one watch covers (docs/reload.md). ``anchors``: each root with its parent resolved."""
+    """What one watch covers. ``anchors``: each root with its parent resolved."""
 
     directories: frozenset[str]
     roots: frozenset[str]
@@ -49,11 +48,7 @@ class WatchPlan(NamedTuple):
 
 def plan_watches(roots: Iterable[str]) -> WatchPlan:
     """What to watch for the skill ``roots`` (absolute paths) as they are now."""
-    directories: set[str] = set()
-    existing: set[str] = set()
-    anchors: set[str] = set()
-    bundles: set[str] = set()
-    targets: set[str] = set()
+    directories, existing, anchors, bundles, targets = (set[str]() for _ in WatchPlan._fields)
 
     def watch_target(link: str) -> None:
         targets.add(target := os.path.realpath(link))
@@ -98,8 +93,7 @@ def _is_watchable(directory: str) -> bool:
 
 
 def matters(plan: WatchPlan, change: Change, path: str) -> bool:
-    """Whether one change reported by the watch of ``plan`` can change what is listed: a flat
-    ``*.md`` skill, a bundle come or gone, a bundle's ``SKILL.md``, a root or a link."""
+    """Whether a change the watch of ``plan`` reports can change what is listed."""
     parent, name = os.path.split(path)
     if path in plan.targets or (name == SKILL_FILE_NAME and parent in plan.bundles):
         return True
@@ -115,40 +109,35 @@ def matters(plan: WatchPlan, change: Change, path: str) -> bool:
     return change is Change.added if os.path.isdir(path) else name.endswith(".md")
 
 
-@dataclass(eq=False)
-class _State:
-    # Shared by the thread and the provider's side, under ``lock``: the project of each cwd
-    # looked up (least recent first), and the projects to watch.
-    fixed_roots: tuple[str, ...]
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    stop: threading.Event = field(default_factory=threading.Event)
-    cwd_projects: OrderedDict[Hashable, _Project] = field(default_factory=OrderedDict)
-    wanted: set[_Project] = field(default_factory=set)
-    mode: Mode = "off"
-    thread: threading.Thread | None = None
-
-
-class _Loop:
-    # The watcher thread's body: one watch of the fixed roots and the watched projects'. Every
-    # watch that goes live invalidates once: what changed before it was live is then covered.
-    def __init__(self, state: _State, on_change: weakref.WeakMethod[Callable[[], None]]) -> None:
-        self._state, self._stop, self._on_change = state, state.stop, on_change
+class _Watcher:
+    # The thread's side (one at a time), shared with `RootWatch` under ``lock``; not `RootWatch`,
+    # whose handles the thread must not keep alive. Every watch that goes live invalidates once.
+    def __init__(
+        self, fixed_roots: Sequence[str], on_change: weakref.WeakMethod[Callable[[], None]]
+    ) -> None:
+        self.fixed_roots, self.on_change = tuple(fixed_roots), on_change
+        self.lock, self.stop = threading.Lock(), threading.Event()
+        self.lookup_projects: OrderedDict[Hashable, _Project] = OrderedDict()
+        self.wanted: set[_Project] = set()
+        self.mode: Mode = "off"
+        self.thread: threading.Thread | None = None
         self._changes: Generator[_Batch, None, None] | None = None
         self._plan: WatchPlan | None = None
         self._projects: frozenset[_Project] | None = None  # those the watch covers
-        self._polling = self._told_polling = self._replan = False
+        self._replan = False
+        # watchfiles' own switch, read here too so that `mode` can say "polling".
+        switch = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower()
+        self._polling = switch not in ("", "false", "disable", "disabled")
 
     def run(self) -> None:
-        state, delay = self._state, _RETRY_SECONDS[0]
         try:
-            while not self._stop.is_set():
+            while not self.stop.is_set():
                 try:
                     self._step()
-                    delay = _RETRY_SECONDS[0]
                 except Exception as error:
                     self._close()
-                    with state.lock:
-                        previous, state.mode = state.mode, "failed"
+                    with self.lock:
+                        previous, self.mode = self.mode, "failed"
                     reason = f"{type(error).__name__}: {error}"
                     if previous == "failed":
                         _log.debug("skill_watch_failed", reason=reason)
@@ -156,18 +145,16 @@ class _Loop:
                         consequence = "skill catalogs are not cached until watching recovers"
                         _log.warning("skill_watch_failed", reason=reason, consequence=consequence)
                         self._invalidate()  # what was cached can no longer be vouched for
-                    self._stop.wait(delay)
-                    delay = min(delay * 2, _RETRY_SECONDS[1])
+                    self.stop.wait(_RETRY_SECONDS)
         finally:
             self._close()
-            with state.lock:
-                if state.thread in (None, threading.current_thread()):  # not replaced
-                    state.mode = "off"
+            with self.lock:
+                self.mode = "off"
             _log.debug("skill_watch_stopped")
 
     def _step(self) -> None:
-        with self._state.lock:
-            projects = frozenset(self._state.wanted)
+        with self.lock:
+            projects = frozenset(self.wanted)
         changed = False
         if projects != self._projects or self._replan:
             changed = self._reopen(projects)
@@ -176,32 +163,31 @@ class _Loop:
         if batch := next(self._changes, set()):  # only changes that matter (the filter)
             paths = sorted(path for _, path in batch)[:20]
             _log.debug("skill_watch_changes", changes=len(batch), paths=paths)
-            # What must be watched may differ now: planned again after an edit too (docs/reload.md).
             self._replan = changed = True
-            with self._state.lock:  # a change clears every cache: watch the projects listed last
-                recent = dict.fromkeys(p for p in reversed(self._state.cwd_projects.values()) if p)
-                self._state.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
+            with self.lock:  # a change clears every cache: watch the projects listed last
+                recent = dict.fromkeys(p for p in reversed(self.lookup_projects.values()) if p)
+                self.wanted = set(list(recent)[:MAX_WATCHED_PROJECTS])
         if changed:
             self._invalidate()
 
     def _reopen(self, projects: frozenset[_Project]) -> bool:
         # Whether a new watch went live.
         self._projects, self._replan = projects, False
-        plan = plan_watches([*self._state.fixed_roots, *(p for ps in projects for p in ps)])
+        plan = plan_watches([*self.fixed_roots, *(p for ps in projects for p in ps)])
         if plan == self._plan and self._changes is not None:
             return False
         try:
             changes, first = self._open(plan)  # never empty: the user roots are always there
         except FileNotFoundError:
             self._replan = True  # a directory went away since it was planned: plan again
-            self._stop.wait(STEP_MS / 1000)
+            self.stop.wait(STEP_MS / 1000)
             return False
         if self._changes is not None:
             self._changes.close()  # the new watch is live first: nothing falls in between
         self._changes, self._plan, self._replan = changes, plan, bool(first)
         mode: Mode = "polling" if self._polling else "native"
-        with self._state.lock:
-            previous, self._state.mode = self._state.mode, mode
+        with self.lock:
+            previous, self.mode = self.mode, mode
         if previous == "failed":
             _log.info("skill_watch_recovered", mode=mode, directories=len(plan.directories))
         elif previous != mode:
@@ -209,37 +195,30 @@ class _Loop:
         return True
 
     def _open(self, plan: WatchPlan) -> tuple[Generator[_Batch, None, None], _Batch]:
-        # watchfiles' own switch, read here too so that `mode` can say "polling".
-        switch = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower()
-        polling = switch not in ("", "false", "disable", "disabled")
         while True:
             changes = watch(
                 *sorted(plan.directories),
-                # Only a change that matters ends a batch (not the agent's own log file beside a
-                # missing root: it cannot feed itself through a debug line about it).
+                # Only a change that matters ends a batch (not the log beside a missing root).
                 watch_filter=lambda change, path: matters(plan, change, path),
                 debounce=DEBOUNCE_MS,
                 step=STEP_MS,
-                stop_event=self._stop,
+                stop_event=self.stop,
                 rust_timeout=STEP_MS,  # back every step when quiet, to look for new projects
                 yield_on_timeout=True,
                 debug=False,  # stdout may be the protocol
-                force_polling=True if polling else None,
+                force_polling=True if self._polling else None,
                 poll_delay_ms=POLL_DELAY_MS,
                 recursive=False,
             )
             try:
-                first = next(changes, set())  # opens the watch: live once this returns
-                self._polling = polling
-                return changes, first
+                return changes, next(changes, set())  # opens the watch: live once this returns
             except (OSError, RuntimeError) as error:
-                if polling or isinstance(error, FileNotFoundError):
+                if self._polling or isinstance(error, FileNotFoundError):
                     raise
-                # The inotify watch or instance limit, or no inotify at all: told once.
-                log = _log.debug if self._told_polling else _log.warning
-                self._told_polling = polling = True
+                # The inotify watch or instance limit, or no inotify at all: polling from now on.
+                self._polling = True
                 reason = f"native file watching is unavailable ({error})"
-                log("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
+                _log.warning("skill_watch_polling", reason=reason, poll_delay_ms=POLL_DELAY_MS)
 
     def _close(self) -> None:
         if self._changes is not None:
@@ -247,23 +226,23 @@ class _Loop:
         self._changes, self._plan, self._projects = None, None, None
 
     def _invalidate(self) -> None:
-        if (invalidate := self._on_change()) is not None:  # the provider is still there
+        if (invalidate := self.on_change()) is not None:  # the provider is still there
             invalidate()
 
 
 class RootWatch:
     """Watches a local provider's roots and invalidates its registrations on relevant changes."""
 
-    def __init__(self, fixed_roots: Sequence[str]) -> None:
-        self._state = state = _State(tuple(fixed_roots))
+    def __init__(self, fixed_roots: Sequence[str], *, enabled: bool) -> None:
+        self._watcher = watcher = _Watcher(fixed_roots, weakref.WeakMethod(self._invalidate))
         self._handles: list[ProviderHandle] = []
-        self._closed = False
-        weakref.finalize(self, lambda: state.stop.set())  # the running thread's stop event
+        self._enabled, self._closed = enabled, not enabled  # disabled: never started, vouches
+        weakref.finalize(self, lambda: watcher.stop.set())  # the running thread's stop event
 
     @property
     def mode(self) -> Mode:
         """``off``, ``starting``, ``native``, ``polling`` or ``failed``."""
-        return self._state.mode
+        return self._watcher.mode
 
     def attach(self, handle: ProviderHandle) -> None:
         """Invalidate ``handle`` on relevant changes once watching; starts nothing."""
@@ -274,45 +253,48 @@ class RootWatch:
         """Stop invalidating ``handle``; the last one detached stops the thread."""
         self._handles = [kept for kept in self._handles if kept is not handle]
         if not self._handles:
-            with self._state.lock:
-                thread, self._state.thread = self._state.thread, None
-                self._state.stop.set()
+            with self._watcher.lock:
+                thread = self._watcher.thread
+                self._watcher.stop.set()
             if thread is not None and thread is not threading.current_thread():
                 thread.join()
 
     def close(self) -> None:
-        """Stop watching for good and invalidate once more (nothing is vouched for). Idempotent."""
+        """Stop watching for good and invalidate once more (nothing is vouched for)."""
         handles, self._closed = self._handles, True
         for handle in handles:
             self.detach(handle)  # the last one stops the thread
         for handle in handles:
             handle.invalidate()
 
-    def start(self, cwd: Hashable, project_roots: Sequence[str]) -> None:
-        """After a scan (not beside it, which it would slow down): watch ``cwd``'s project too;
-        one invalidation follows once that watch is live (docs/reload.md)."""
+    def start(self, lookup: Hashable, project_roots: Sequence[str]) -> None:
+        """After a scan, never beside it: watch ``lookup``'s project too (docs/reload.md)."""
         if not self._handles:  # none once closed
             return
-        state, project, cwd = self._state, tuple(project_roots), cwd or None
-        with state.lock:
-            state.cwd_projects[cwd] = project
-            state.cwd_projects.move_to_end(cwd)
-            if len(state.cwd_projects) > _REMEMBERED_CWDS:
-                state.cwd_projects.popitem(last=False)
-            if project and len(state.wanted) < MAX_WATCHED_PROJECTS:
-                state.wanted.add(project)
-            if state.thread is None or not state.thread.is_alive():
-                state.stop, state.mode = threading.Event(), "starting"
-                run = _Loop(state, weakref.WeakMethod(self._invalidate)).run
-                state.thread = threading.Thread(target=run, name=WATCHER_THREAD_NAME, daemon=True)
-                state.thread.start()
+        watcher, project = self._watcher, tuple(project_roots)
+        with watcher.lock:
+            watcher.lookup_projects[lookup] = project
+            watcher.lookup_projects.move_to_end(lookup)
+            if len(watcher.lookup_projects) > _REMEMBERED_LOOKUPS:
+                watcher.lookup_projects.popitem(last=False)
+            if project and len(watcher.wanted) < MAX_WATCHED_PROJECTS:
+                watcher.wanted.add(project)
+            if watcher.thread is None or not watcher.thread.is_alive():
+                watcher.stop, watcher.mode = threading.Event(), "starting"
+                watcher.thread = threading.Thread(
+                    target=watcher.run, name=WATCHER_THREAD_NAME, daemon=True
+                )
+                watcher.thread.start()
 
-    def vouches_for(self, cwd: Hashable) -> bool:
-        """Whether catalogs for ``cwd`` may be cached (an invalidation follows if they go stale)."""
-        with self._state.lock:
-            project = self._state.cwd_projects.get(cwd or None)
-            healthy = self._state.mode in ("starting", "native", "polling") and project is not None
-            return healthy and (not project or project in self._state.wanted)
+    def vouches_for(self, lookup: Hashable) -> bool:
+        """Whether ``lookup``'s catalogs may be cached (an invalidation follows if stale)."""
+        if not self._enabled:
+            return True
+        watcher = self._watcher
+        with watcher.lock:
+            project = watcher.lookup_projects.get(lookup)
+            healthy = watcher.mode in ("starting", "native", "polling") and project is not None
+            return healthy and (not project or project in watcher.wanted)
 
     def _invalidate(self) -> None:
         for handle in tuple(self._handles):
@@ -322,24 +304,19 @@ class RootWatch:
 MAX_REMEMBERED_PROBLEMS: Final = 4096  # the oldest forgotten first: memory stays bounded
 
 
-class ReportedProblems:
-    """Which discovery problems were logged: live reload discovers again at every edit, and a
-    problem is logged once, again only when it changed or went away and came back."""
-
-    def __init__(self) -> None:
-        self._logged: dict[tuple[str | None, str, str, int | None], None] = {}
-
-    def fresh(self, records: Iterable[Diagnostic], roots: Sequence[str]) -> list[Diagnostic]:
-        """The records of one discovery of ``roots`` not logged yet (remembered from now on)."""
-        current = {(r.path, r.code, r.message, r.line): r for r in records}
-        inside = tuple(os.path.join(root, "") for root in roots)
-        # A problem of these roots that this discovery no longer meets is forgotten, so it is
-        # logged again if it comes back (a file fixed, then broken the same way).
-        for key in [k for k in self._logged if k not in current]:
-            if (path := key[0]) is not None and (path in roots or path.startswith(inside)):
-                del self._logged[key]
-        fresh = [record for key, record in current.items() if key not in self._logged]
-        self._logged.update(dict.fromkeys(current))
-        while len(self._logged) > MAX_REMEMBERED_PROBLEMS:
-            del self._logged[next(iter(self._logged))]
-        return fresh
+def fresh_problems(
+    logged: dict[Diagnostic, None], records: Iterable[Diagnostic], roots: Sequence[str]
+) -> list[Diagnostic]:
+    """The records of one discovery of ``roots`` not in ``logged`` (added to it): live reload
+    discovers at every edit, and a problem is logged once, again only once gone and come back."""
+    current = dict.fromkeys(records)
+    inside = tuple(os.path.join(root, "") for root in roots)
+    # Forgotten when this discovery no longer meets it: logged again if it comes back.
+    for record in [record for record in logged if record not in current]:
+        if (path := record.path) is not None and (path in roots or path.startswith(inside)):
+            del logged[record]
+    fresh = [record for record in current if record not in logged]
+    logged.update(current)
+    while len(logged) > MAX_REMEMBERED_PROBLEMS:
+        del logged[next(iter(logged))]
+    return fresh

@@ -123,15 +123,11 @@ def pyyaml(root: Path) -> dict[str, Any]:
 def handoff(root: Path, chunks: int) -> dict[str, Any]:
     import anyio
 
-    from acp_skills.frontmatter import decode_skill_bytes, parse_skill_file
+    from acp_skills.frontmatter import parse_skill_bytes
     from acp_skills.fs import read_local_file
 
     def digest(path: str) -> object:
-        data = read_local_file(path, 1_048_576)
-        if not isinstance(data, bytes):
-            return data
-        text = decode_skill_bytes(data)
-        return text if not isinstance(text, str) else parse_skill_file(text, with_body=False)
+        return parse_skill_bytes(read_local_file(path, 1_048_576))
 
     def read_and_parse(batch: list[str]) -> list[object]:
         return [digest(path) for path in batch]

@@ -1,4 +1,4 @@
-"""Race-free reads inside one directory (`acp_skills.confined`), on real files."""
+"""Race-free reads inside one directory (`acp_skills.fs`), on real files."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_skills import LocalFileSystem
-from acp_skills.confined import ConfinedFile, read_confined
 from acp_skills.errors import ReadError
+from acp_skills.fs import ConfinedFile, read_confined
 from tests.unprivileged import run_unprivileged
 
 needs_posix = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX symlinks")
@@ -147,7 +146,7 @@ def test_read_confined_reports_permission_denied(tmp_path: Path) -> None:
         os.chmod(locked, 0)
     """
     check = """
-        from acp_skills.confined import read_confined
+        from acp_skills.fs import read_confined
         print(read_confined(sys.argv[1], "locked/file.txt", 64))
     """
     assert run_unprivileged(setup, check, tmp_path) == (
@@ -155,18 +154,9 @@ def test_read_confined_reports_permission_denied(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.anyio
-async def test_local_file_system_reads_confined_files_in_a_worker_thread(tmp_path: Path) -> None:
-    """The async method gives what the blocking function gives."""
-    (tmp_path / "a.txt").write_text("alpha")
-    result = await LocalFileSystem().read_confined(str(tmp_path), "a.txt", 64)
-    assert isinstance(result, ConfinedFile)
-    assert result.data == b"alpha"
-
-
 _DEEP_READ = """
 import os, resource, sys
-from acp_skills.confined import read_confined
+from acp_skills.fs import read_confined
 root, path = sys.argv[1], sys.argv[2]
 open_now = len(os.listdir("/proc/self/fd"))
 # Room for the root, the current entry and a few spare: one per segment would not fit.

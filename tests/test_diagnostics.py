@@ -24,7 +24,7 @@ from acp_skills.diagnostics import (
 from acp_skills.errors import Problem, ReadError
 from acp_skills.frontmatter import (
     ParsedSkill,
-    decode_skill_bytes,
+    parse_skill_bytes,
     parse_skill_file,
 )
 from acp_skills.model import ShadowedSkill
@@ -67,8 +67,9 @@ _REFUSED = [
 
 
 def parse(data: bytes) -> ParsedSkill | Problem:
-    text = decode_skill_bytes(data)
-    return text if isinstance(text, Problem) else parse_skill_file(text)
+    parsed = parse_skill_bytes(data, with_body=True)
+    assert not isinstance(parsed, ReadError)
+    return parsed
 
 
 @pytest.mark.parametrize(

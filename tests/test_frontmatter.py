@@ -16,7 +16,7 @@ from acp_skills.frontmatter import (
     _CLOSING_LINE,
     MAX_FRONTMATTER_BYTES,
     ParsedSkill,
-    decode_skill_bytes,
+    parse_skill_bytes,
     parse_skill_file,
 )
 from tests.hypothesis_profiles import examples
@@ -617,10 +617,10 @@ def test_unknown_fields_are_ignored() -> None:
 # --- decoding -------------------------------------------------------------------------------
 
 
-def test_decode_skill_bytes_accepts_utf8_and_keeps_the_bom() -> None:
-    """Valid UTF-8 decodes; the BOM is left for the parser to ignore."""
-    data = "\ufeff---\nname: démo\n".encode()
-    assert decode_skill_bytes(data) == "\ufeff---\nname: démo\n"
+def test_skill_bytes_decode_as_utf8_and_the_bom_is_ignored() -> None:
+    """Valid UTF-8 decodes, with its byte order mark ignored by the parser."""
+    data = "\ufeff---\nname: demo\ndescription: Démo.\n---\n".encode()
+    assert parse_skill_bytes(data) == ParsedSkill(name="demo", description="Démo.", body="")
 
 
 @pytest.mark.parametrize(
@@ -633,9 +633,9 @@ def test_decode_skill_bytes_accepts_utf8_and_keeps_the_bom() -> None:
     ],
     ids=["bad-first-byte", "latin-1", "utf-16", "encoded-surrogate"],
 )
-def test_decode_skill_bytes_names_the_first_bad_byte(data: bytes, offset: int) -> None:
+def test_undecodable_skill_bytes_name_the_first_bad_byte(data: bytes, offset: int) -> None:
     """Undecodable bytes are a problem that says where."""
-    assert decode_skill_bytes(data) == Problem("not-utf8", f"not valid UTF-8 text (byte {offset})")
+    assert parse_skill_bytes(data) == Problem("not-utf8", f"not valid UTF-8 text (byte {offset})")
 
 
 # --- properties -----------------------------------------------------------------------------
@@ -661,11 +661,9 @@ def test_parse_never_raises_on_arbitrary_frontmatter(frontmatter: str, body: str
 
 @settings(max_examples=examples(200))
 @given(st.binary())
-def test_decode_then_parse_never_raises_on_arbitrary_bytes(data: bytes) -> None:
+def test_parsing_bytes_never_raises_on_arbitrary_bytes(data: bytes) -> None:
     """The provider's path from bytes to a skill never raises."""
-    text = decode_skill_bytes(data)
-    if isinstance(text, str):
-        assert isinstance(parse_skill_file(text), ParsedSkill | Problem)
+    assert isinstance(parse_skill_bytes(data), ParsedSkill | Problem)
 
 
 # Characters a description may contain without YAML quoting rules getting in the way once the

@@ -1,4 +1,4 @@
-"""The frontmatter's YAML (`acp_skills._yaml`): a golden table of inputs and what they give
+"""The frontmatter's YAML (`acp_skills.frontmatter`): a golden table of inputs and what they give
 (values, key order and types, or the problem), plus generated frontmatter checked against
 PyYAML's own safe loader wherever YAML 1.1 and the core schema agree."""
 
@@ -16,8 +16,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_skills._yaml import load_frontmatter
 from acp_skills.errors import Problem
+from acp_skills.frontmatter import load_frontmatter
 from tests.hypothesis_profiles import examples
 
 INF, NAN = math.inf, math.nan

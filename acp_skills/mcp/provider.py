@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio
 
-from ..confined import listed_entries
 from ..diagnostics import Diagnostic, log_diagnostic, mcp_server_unavailable, mcp_skill_invalid
 from ..errors import ReadError, Refusal
 from ..frontmatter import ParsedSkill, build_skill, canonical_json, parse_skill_file
+from ..fs import listed_entries
 from ..model import (
     SKILL_FILE_NAME,
     SkillCandidate,
