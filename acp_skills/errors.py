@@ -26,7 +26,7 @@ ReadFailure: TypeAlias = Literal[
 ]
 # fmt: on
 
-# In a report's words (the model's: `acp_skills.tool.unread_path`); `code` is a skipped file's.
+# In a report's words (the model's: `acp_skills.content.unread_path`); `code` is a skipped file's.
 _REASONS: Final[dict[ReadFailure, str]] = {
     "not_found": "file not found",
     "broken_link": "broken symbolic link",
