@@ -54,11 +54,9 @@ def render_skill_content(definition: SkillDefinition) -> str:
 
 
 def _resource_hints(definition: SkillDefinition) -> list[str]:
-    # Interpolated values are escaped like catalog descriptions (contract §7).
     base = definition.resource_base
     relative = "Relative paths in this skill (scripts, references, assets) resolve against that"
     if isinstance(base, DirectoryResource) and own_directory(definition) is None:
-        # Its directory is shared with other skills: nothing in it belongs to this one.
         return [
             f"Base directory: {for_model(base.path)}",
             "This skill is a single file with no files of its own: the directory holds other "
@@ -74,8 +72,7 @@ def _resource_hints(definition: SkillDefinition) -> list[str]:
     elif isinstance(base, UrlResource):
         hints = [f"Base URL: {for_model(base.url)}", f"{relative} URL."]
         if definition.source.startswith("mcp:"):  # the MCP provider's source: mcp:LABEL
-            label = for_model(definition.source.removeprefix("mcp:"))
-            hints.insert(0, f'Served by the MCP server "{label}".')
+            hints.insert(0, f'Served by the MCP server "{for_model(definition.source[4:])}".')
     elif isinstance(base, OpaqueResource):
         hints = [f"How to reach this skill's resources: {for_model(base.description)}"]
     else:
@@ -102,8 +99,7 @@ def render_skill_matches(matches: Sequence[SkillMatch]) -> str:
 
 
 def own_directory(skill: SkillCandidate | SkillDefinition) -> str | None:
-    """The directory that holds ``skill``'s files alone: ``None`` without a directory base, or
-    for a flat ``<name>.md`` lying directly in a directory it shares with other skills."""
+    """The directory that holds ``skill``'s files alone (a flat skill's is shared: ``None``)."""
     if not isinstance(base := skill.resource_base, DirectoryResource):
         return None
     if skill.path is not None:
@@ -152,8 +148,7 @@ def check_resource_path(name: str, path: str) -> None:
         raise refuse(f"the path is longer than {MAX_RESOURCE_PATH_LENGTH} characters")
     if "\0" in path:
         raise refuse("the path contains a NUL character")
-    # Windows forms are refused everywhere: a skill's relative paths mean the same on every
-    # platform, and both separators count, so `..\secret` is refused even where `\` is a letter.
+    # Windows forms are refused everywhere: a skill's relative paths mean the same everywhere.
     if path.startswith(("/", "\\")) or _DRIVE.match(path) or ntpath.isabs(path):
         raise refuse("the path is absolute; give a path relative to the skill's directory")
     if ".." in re.split(r"[/\\]", path):
@@ -167,7 +162,7 @@ async def read_resource(
     limit: int,
     read_text: ReadText | None,
 ) -> str:
-    """The text of ``path`` (already checked) in ``definition``'s bundle; else `Refusal`."""
+    """The text of ``path`` (already checked) in ``definition``'s bundle."""
     name = definition.name
     refuse = functools.partial(cannot_read, name, path)
     if (directory := own_directory(definition)) is None:
@@ -191,8 +186,7 @@ async def read_resource(
         raise refuse("it is not a UTF-8 text file") from None
     if read_text is None:
         return text
-    # The local checks decided *whether* the file may be read; the client supplies the
-    # text, so an unsaved editor buffer and the client's own permissions apply.
+    # The local checks decided *whether*; the client's text has its unsaved buffers.
     try:
         text = await read_text(found.path)
     except Exception as error:
@@ -204,8 +198,7 @@ async def read_resource(
         raise refuse(f"the file is over the {limit}-byte limit")
     if "\0" in text:
         raise refuse(_BINARY)
-    # The client read by path, out of our hands: the path must still name the checked file,
-    # so a directory swapped for a symbolic link meanwhile cannot pass an outside file off.
+    # The client read by path: it must still name the checked file (no link swapped in).
     again = await _FS.read_confined(directory, path, limit, excluded=excluded)
     if isinstance(again, ReadError) or again.identity != found.identity:
         raise refuse("it changed while being read")

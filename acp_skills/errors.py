@@ -1,5 +1,4 @@
-"""What can go wrong: `SkillContractError`, `Refusal` (the ``skill`` tool's error text),
-`ReadError` (why a read gave no file) and `Problem`, returned."""
+"""What can go wrong: `SkillContractError`, `Refusal`, `ReadError` and `Problem`."""
 
 from __future__ import annotations
 
@@ -43,8 +42,7 @@ _REASONS: Final[dict[ReadFailure, str]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadError:
-    """Why a read gave no file (``reason``, in a report's words; ``code``, the diagnostic code
-    of a skill file left out for it); a directory inside a skill's lists its ``entries``."""
+    """Why a read gave no file; a directory inside a skill's lists its ``entries``."""
 
     failure: ReadFailure
     size: int = 0

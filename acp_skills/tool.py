@@ -63,9 +63,8 @@ _PATH = (
     "A file of the skill's bundle to read instead of its instructions, relative to the skill's "
     "base directory (for example `references/guide.md`)."
 )
-# Each argument's description without `query` and with it (None: not accepted there), for both
-# schemas and the checker. With `query`, the checker itself requires one of name and query:
-# several model APIs refuse a top-level oneOf.
+# Each argument's description without `query` and with it (None: not accepted there). With
+# `query`, the checker requires one of name and query: several model APIs refuse a top-level oneOf.
 _ARGUMENTS: dict[str, tuple[str | None, str]] = {
     "name": (
         "The exact name of the skill, as listed in the skill catalog.",
@@ -78,8 +77,7 @@ _ARGUMENTS: dict[str, tuple[str | None, str]] = {
     ),
     "path": (f"Optional. {_PATH}", f"Optional, only with `name`. {_PATH}"),
 }
-# ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` (the N-th shell word from 0; a missing one stays).
-# At most six digits: no skill has a million arguments, and int() of a long digit run costs.
+# `$ARGUMENTS`, `$ARGUMENTS[N]`, `$N` (N from 0); six digits at most: int() of a long run costs.
 _PLACEHOLDER: Final = re.compile(r"\$ARGUMENTS(?:\[(\d{1,6})\])?|\$(\d{1,6})")
 
 
@@ -144,12 +142,7 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
 
 
 class SkillTool:
-    """The model-facing ``skill`` tool: ``name``, ``description``, ``parameters`` (JSON Schema);
-    a ``query`` never finds ``hidden_skills``; ``max_resource_bytes`` bounds a ``path`` read.
-
-    Raises:
-        ValueError: if ``max_resource_bytes`` is not a positive integer.
-    """
+    """The model-facing ``skill`` tool; a ``query`` never finds ``hidden_skills``."""
 
     def __init__(
         self,
@@ -189,8 +182,7 @@ class SkillTool:
         additional_directories: tuple[str, ...] = (),
         view: SessionView | None = None,
     ) -> ToolResult:
-        """Run the tool on the model's decoded ``arguments`` (a ``query`` only if ``searchable``)
-        over what the session's ``view`` offers (without one, all the registry finds)."""
+        """Run the tool over what the session's ``view`` offers (without one, all there is)."""
         options = SkillLookupOptions(
             cwd=cwd, servers=servers, additional_directories=additional_directories
         )
@@ -218,10 +210,8 @@ class SkillTool:
     async def _search(self, query: str, snapshot: SkillSnapshot) -> str:
         # Built once per snapshot (the same object while the registry's catalog is cached).
         if self._index is None or self._index[0] is not snapshot:
-            index = await anyio.to_thread.run_sync(
-                SkillIndex, listable(snapshot.skills, self._hidden)
-            )
-            self._index = (snapshot, index)
+            skills = listable(snapshot.skills, self._hidden)
+            self._index = (snapshot, await anyio.to_thread.run_sync(SkillIndex, skills))
         return render_skill_matches(self._index[1].search(query))
 
     async def invoke_for_user(
@@ -232,8 +222,7 @@ class SkillTool:
         snapshot: SkillSnapshot | None = None,
         arguments: str | None = None,
     ) -> ToolResult:
-        """Load and render a skill a person invoked (``/name``; not a ``user_invocable=False``
-        one), its ``$ARGUMENTS`` filled from ``arguments`` if given."""
+        """Load and render a skill a person invoked as ``/name``, ``arguments`` filled in."""
         try:
             _, definition = await self._load(name, options, snapshot, by_model=False)
         except Refusal as refusal:
@@ -261,17 +250,14 @@ class SkillTool:
             if found is None and view is not None and (held := view.withheld.get(name)):
                 raise Refusal(trust_error(name, held))
         else:
-            # The providers that find skills by uri decide; naming a uri names that skill, even
-            # one a skill of the same name shadows. The session's trust judges it as it would
-            # judge it listed: one no question named waits.
+            # A uri names that skill even where another shadows its name; trust judges it as
+            # it would judge it listed.
             found = await self._loading(name, self._registry.find_uri(name, options))
             if found is not None and view is not None and (held := view.judged(found)):
                 raise Refusal(trust_error(name, held))
             gone = "is not served by any server of this session"
-        # Refused before loading (a provider never reads a body it may not show), and after
-        # (the file may have changed since).
+        # Checked before loading (no body it may not show is read), and after (it may have changed).
         found = _allowed(name, found, gone, by_model=by_model)
-        # The snapshot's candidate: no second discovery when a provider timed out.
         definition = await self._loading(name, self._registry.load(found, options))
         return found, _allowed(name, definition, gone, by_model=by_model)
 
@@ -294,8 +280,7 @@ class SkillTool:
 
 
 def _refused(refusal: Refusal) -> ToolResult:
-    # The model's sink (the editor shows the same text): every error is cleaned here, whatever
-    # part of it a server wrote. Plain text, not markup: nothing to escape.
+    # The model's sink: every error is cleaned here, whatever part of it a server wrote.
     return ToolResult(text=for_model(str(refusal), markup=False), is_error=True)
 
 
@@ -310,8 +295,7 @@ def _allowed(name: str, skill: _Skill | None, gone: str, *, by_model: bool) -> _
 
 
 def expand_arguments(body: str, arguments: str) -> str:
-    """``body``'s placeholders filled from ``arguments`` in one pass, bounded (it runs on the
-    event loop); past a bound, a note at the end says what was left out."""
+    """``body``'s placeholders filled from ``arguments``; past a bound, a note says what was not."""
     if "$" not in body:
         return body
     total, arguments = len(arguments), arguments[:MAX_ARGUMENTS_CHARS]
@@ -319,9 +303,8 @@ def expand_arguments(body: str, arguments: str) -> str:
         words = shlex.split(arguments)
     except ValueError:  # an unclosed quote or a trailing backslash is a typo: keep the words
         words = arguments.split()
-    # Growth is what filling adds beyond the body (the body itself was already accepted).
     room: int | None = MAX_EXPANDED_CHARS - len(body)
-    filled_any = False  # a placeholder took something of the arguments
+    filled_any = False
 
     def fill(match: re.Match[str]) -> str:
         nonlocal room, filled_any
