@@ -262,7 +262,6 @@ class SkillCatalogContributor:
         fit_catalog((), **settings)  # refuses a bad setting now, not at the first session
         self._registry = registry
         self._settings = settings
-        self._tool_name = settings.get("tool_name", SKILL_TOOL_NAME)
         self._last: tuple[SkillSnapshot, CatalogFit] | None = None
 
     async def __call__(self, context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
@@ -276,7 +275,7 @@ class SkillCatalogContributor:
     async def fit(self, context: PrefixContext) -> CatalogFit:
         """The catalog for ``context``'s session and what its budget did."""
         snapshot = context.skills
-        if self._tool_name not in context.tool_names:  # not even a discovery
+        if self._settings.get("tool_name", SKILL_TOOL_NAME) not in context.tool_names:
             snapshot = None
         elif snapshot is None and self._registry is not None:
             snapshot = await self._registry.snapshot(context.lookup_options)

@@ -90,14 +90,11 @@ class SkillMatch:
 
 
 class SkillIndex:
-    """An immutable BM25F index of the skills the model may load."""
+    """An immutable BM25F index of the skills a query may find (`catalog.listable`)."""
 
     def __init__(self, skills: Iterable[SkillSummary]) -> None:
         # Positions follow the names' code-point order, so equal scores rank by name.
-        self._skills = sorted(
-            (skill for skill in skills if not skill.disable_model_invocation),
-            key=lambda skill: skill.name,
-        )
+        self._skills = sorted(skills, key=lambda skill: skill.name)
         fields = [
             (terms(skill.name), terms(skill.description), terms(skill.when_to_use or ""))
             for skill in self._skills
