@@ -11,7 +11,6 @@ class SkillContractError(ValueError):
 
     def __init__(self, provider: str, problem: str) -> None:
         super().__init__(f'skill provider "{provider}" returned {problem}')
-        self.provider = provider
 
 
 class Refusal(Exception):
