@@ -258,6 +258,7 @@ class SkillTool:
             gone = "is not served by any server of this session"
         # Checked before loading (no body it may not show is read), and after (it may have changed).
         found = _allowed(name, found, gone, by_model=by_model)
+        # The snapshot's candidate, not `get`: no second discovery when a provider timed out.
         definition = await self._loading(name, self._registry.load(found, options))
         return found, _allowed(name, definition, gone, by_model=by_model)
 
