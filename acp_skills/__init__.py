@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .catalog import SkillCatalogContributor, render_catalog
+from .content import render_skill_content
 from .diagnostics import Diagnostic
 from .errors import SkillContractError
 from .fs import LocalFileSystem, SkillFileSystem
@@ -27,7 +28,7 @@ from .prefix import SessionPrefix
 from .registry import SkillProvider, SkillRegistry
 from .session import PrefixedSession
 from .text import normalize_description
-from .tool import SkillTool, ToolResult, render_skill_content
+from .tool import SkillTool, ToolResult
 
 if TYPE_CHECKING:
     from .acp import AcpSkills

@@ -1,5 +1,5 @@
-"""The skill catalog (names and one-line descriptions only, contract §6 and §12): its
-rendering, its fit within a budget (returned as a value), and the session-prefix contributor."""
+"""The skill catalog (contract §6, §12): its rendering, its fit within a budget (a value), and
+the session-prefix contributor."""
 
 from __future__ import annotations
 
@@ -34,8 +34,7 @@ _name = operator.attrgetter("name")
 
 
 class CatalogSettings(TypedDict, total=False):
-    """How a catalog is made: a description's ``max_length``, the ``tool_name`` the guidance
-    names, the ``budget`` in characters, and the names ``pinned`` first and ``hidden``."""
+    """How a catalog is made; ``pinned`` names come first, ``hidden`` ones never."""
 
     max_length: int
     tool_name: str
@@ -87,16 +86,12 @@ def listable(skills: Sequence[SkillSummary], hidden: frozenset[str]) -> list[Ski
 
 
 class _Line:
-    """One skill's line, its description cleaned and cut at ``max_length`` once."""
-
     __slots__ = ("name", "over_max_length", "prefix", "text")
 
     def __init__(self, skill: SkillSummary, bound: int) -> None:
         self.name = skill.name
-        # Registry names need no escaping, but a hand-built summary must not inject markup.
         self.prefix = f"- `{for_model(skill.name)}`: "
-        # Cleaning and collapsing never lengthen a text, so this bound cuts nothing: one
-        # normalization tells both the text and whether `max_length` cut it.
+        # Cleaning never lengthens a text: this bound cuts nothing, and one pass tells both.
         whole = shorten_description(skill.description, max(bound, len(skill.description)))
         self.text = cut(whole, bound)
         self.over_max_length = len(whole) > bound
@@ -110,9 +105,7 @@ class _Line:
 
 
 def fit_catalog(skills: Iterable[SkillSummary], **settings: Unpack[CatalogSettings]) -> CatalogFit:
-    """Render the catalog within ``budget`` characters and say what that took (contract §12):
-    every description shortened to the widest uniform cap that fits (never below 60), else
-    skills listed by rank until the budget is met; pinned skills always, first."""
+    """Render the catalog within ``budget`` characters and say what that took (contract §12)."""
     bound = check_max_length(settings.get("max_length", DEFAULT_MAX_DESCRIPTION_LENGTH))
     limit = settings.get("budget")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -209,11 +202,9 @@ def fit_catalog(skills: Iterable[SkillSummary], **settings: Unpack[CatalogSettin
         return outcome(None, sorted(visible, key=_name))
     floor = min(BUDGET_DESCRIPTION_FLOOR, bound)
     narrowest = floor if floor < bound else None  # None when the bound is already the floor
-    # A plain summary has no rank: it counts as 0.
     by_rank = sorted(visible, key=lambda skill: (getattr(skill, "rank", 0), skill.name))
     if narrowest is not None and fits(by_rank, narrowest, limit):
-        # Step 1. Lengths only grow with the cap: bisect for the widest that fits (the floor
-        # does; `bound` does not, as the uncut catalog did not).
+        # Step 1: lengths only grow with the cap; bisect for the widest that fits.
         caps = range(narrowest, bound)
         widest = bisect.bisect_left(caps, True, key=lambda cap: not fits(by_rank, cap, limit))
         return outcome(caps[widest - 1], sorted(visible, key=_name))
@@ -226,8 +217,7 @@ def fit_catalog(skills: Iterable[SkillSummary], **settings: Unpack[CatalogSettin
         kept += 1
     shortest = frame + omission_cost(len(by_rank))
     if kept == 0 and limit < shortest and fits(by_rank, narrowest, shortest):
-        # No catalog meets the budget: keep the shortest one. With a few short entries, listing
-        # them all at the floor is shorter than the closing line that would replace them.
+        # No catalog meets the budget: keep the shortest, which may list them all at the floor.
         return outcome(narrowest, sorted(visible, key=_name))
     return outcome(narrowest, by_rank[:kept], by_rank[kept:])
 
@@ -247,8 +237,7 @@ class CatalogChanges:
 
 
 def catalog_changes(fit: CatalogFit, now: SkillSnapshot) -> CatalogChanges:
-    """What a catalog made of ``now`` with ``fit``'s settings would list differently from
-    ``fit``'s; a skill missing from an incomplete lookup is not counted as removed."""
+    """What a catalog of ``now`` would list unlike ``fit`` (an incomplete ``now`` removes none)."""
     if fit.catalogued is None:
         return CatalogChanges()
     then = {skill.name: skill for skill in fit.catalogued}
@@ -266,19 +255,13 @@ def catalog_changes(fit: CatalogFit, now: SkillSnapshot) -> CatalogChanges:
 
 
 class SkillCatalogContributor:
-    """A session-prefix contributor: the catalog of the session's skills as one user message
-    (none without ``tool_name`` among its tools). The skills are ``context.skills`` when the
-    context carries them, else ``registry``'s for the session's lookup (none without one).
-
-    Raises:
-        ValueError: if ``max_length`` or ``budget`` is out of range.
-    """
+    """A session-prefix contributor: the catalog of ``context.skills`` (else of ``registry``'s
+    for the session) as one user message, none without ``tool_name`` among its tools."""
 
     def __init__(self, registry: SkillRegistry | None, **settings: Unpack[CatalogSettings]) -> None:
         fit_catalog((), **settings)  # refuses a bad setting now, not at the first session
         self._registry = registry
         self._settings = settings
-        self._tool_name = settings.get("tool_name", SKILL_TOOL_NAME)
         self._last: tuple[SkillSnapshot, CatalogFit] | None = None
 
     async def __call__(self, context: PrefixContext, next: PrefixNext) -> Sequence[PrefixMessage]:
@@ -290,16 +273,15 @@ class SkillCatalogContributor:
         return (PrefixMessage(role="user", text=fit.text), *later)
 
     async def fit(self, context: PrefixContext) -> CatalogFit:
-        """The catalog for ``context``'s session and what its budget did: a value."""
+        """The catalog for ``context``'s session and what its budget did."""
         snapshot = context.skills
-        if self._tool_name not in context.tool_names:  # not even a discovery
+        if self._settings.get("tool_name", SKILL_TOOL_NAME) not in context.tool_names:
             snapshot = None
         elif snapshot is None and self._registry is not None:
             snapshot = await self._registry.snapshot(context.lookup_options)
         if snapshot is None:
             return CatalogFit(text=None, limit=self._settings.get("budget"), used=0)
-        # The registry returns the same snapshot while its catalog is cached: identity says
-        # "same skills", and sessions sharing one get one fit and one warning.
+        # The same snapshot while the registry's catalog is cached: one fit, one warning.
         if self._last is not None and self._last[0] is snapshot:
             return self._last[1]
         fit = fit_catalog(snapshot.skills, **self._settings)

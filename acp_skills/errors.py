@@ -1,5 +1,4 @@
-"""What can go wrong: `SkillContractError`, `Refusal` (the ``skill`` tool's error text),
-`ReadError` (why a read gave no file) and `Problem`, returned."""
+"""What can go wrong: `SkillContractError`, `Refusal`, `ReadError` and `Problem`."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ class SkillContractError(ValueError):
 
     def __init__(self, provider: str, problem: str) -> None:
         super().__init__(f'skill provider "{provider}" returned {problem}')
-        self.provider = provider
 
 
 class Refusal(Exception):
@@ -26,7 +24,7 @@ ReadFailure: TypeAlias = Literal[
 ]
 # fmt: on
 
-# In a report's words (the model's: `acp_skills.tool.unread_path`); `code` is a skipped file's.
+# In a report's words (the model's: `acp_skills.content.unread_path`); `code` is a skipped file's.
 _REASONS: Final[dict[ReadFailure, str]] = {
     "not_found": "file not found",
     "broken_link": "broken symbolic link",
@@ -43,8 +41,7 @@ _REASONS: Final[dict[ReadFailure, str]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadError:
-    """Why a read gave no file (``reason``, in a report's words; ``code``, the diagnostic code
-    of a skill file left out for it); a directory inside a skill's lists its ``entries``."""
+    """Why a read gave no file; a directory inside a skill's lists its ``entries``."""
 
     failure: ReadFailure
     size: int = 0

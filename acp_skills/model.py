@@ -131,8 +131,7 @@ class SkillSnapshot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrefixMessage:
-    """One message of a session prefix; lone surrogates become U+FFFD (frozen for the session,
-    unencodable text would fail every request)."""
+    """One message of a session prefix; lone surrogates become U+FFFD (it is frozen)."""
 
     role: str
     text: str

@@ -1,12 +1,9 @@
-"""The provider seam, its optional hooks, the one validator of what a provider returns, and
-`SkillRegistry` (contract §3, §4). First wins (unlike pluggy's last-registered-first): lower
-``rank``, then earlier registration (runtime skills before every provider), then earlier position
-in the provider's ``list()``. Only complete catalogs are cached."""
+"""The provider seam and its hooks, the one validator of what a provider returns, and
+`SkillRegistry` (contract §3, §4)."""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import itertools
 import math
 import threading
@@ -42,16 +39,15 @@ RUNTIME_RANK = 250
 _RUNTIME_ORDER = -1  # sorts runtime skills ahead of every provider when ranks tie
 _HOOKS = ("on_register", "on_dispose", "cacheable", "diagnose", "read_path", "find_uri")
 
+_BASES = (DirectoryResource, UrlResource, OpaqueResource)
 _NO_OPTIONS = SkillLookupOptions()
 _log = get_logger(__name__)
-# (cwd, additional directories, servers, revision)
 _Key = tuple[str | None, tuple[str, ...], tuple[Hashable, ...], int]
 
 
 @runtime_checkable
 class SkillProvider(Protocol):
-    """A source of skills; ``get`` receives the very candidate ``list`` returned. Optional hooks
-    (docs/architecture.md): ``on_register``, ``on_dispose``, ``cacheable``, ``diagnose``, ..."""
+    """A source of skills; ``get`` receives the very candidate ``list`` returned."""
 
     @property
     def name(self) -> str: ...
@@ -61,14 +57,6 @@ class SkillProvider(Protocol):
     async def get(
         self, candidate: SkillCandidate, options: SkillLookupOptions
     ) -> SkillDefinition | None: ...
-
-
-def _valid_base(base: object) -> bool:
-    return base is None or (
-        (isinstance(base, DirectoryResource) and isinstance(base.path, str) and bool(base.path))
-        or (isinstance(base, UrlResource) and isinstance(base.url, str) and bool(base.url))
-        or (isinstance(base, OpaqueResource) and isinstance(base.description, str))
-    )
 
 
 def _string_or_none(value: object) -> bool:
@@ -81,7 +69,7 @@ _CHECKS: tuple[tuple[str, str, Callable[[object], bool]], ...] = (
     ("disable_model_invocation", "a non-boolean", lambda v: isinstance(v, bool)),
     ("user_invocable", "a non-boolean", lambda v: isinstance(v, bool)),
     ("source", "a non-string", lambda v: isinstance(v, str)),
-    ("resource_base", "an invalid", _valid_base),
+    ("resource_base", "an invalid", lambda v: v is None or isinstance(v, _BASES)),
     ("path", "a non-string", _string_or_none),
 )
 _OWN_CHECKS: dict[type, tuple[str, str, Callable[[object], bool]]] = {
@@ -148,8 +136,7 @@ class _RuntimeSkills:
         self.offers: dict[str, SkillCandidate] = {}
 
     def has(self, candidate: SkillCandidate) -> bool:
-        offer = self.offers.get(candidate.name)
-        return offer is not None and offer.locator is candidate.locator
+        return self.offers.get(candidate.name) is candidate
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
         return tuple(self.offers.values())
@@ -180,7 +167,7 @@ class _Answer:
 
 
 class SkillRegistry:
-    """The provider registry (contract §4). A bound < 1 or a timeout <= 0 is a ``ValueError``."""
+    """The provider registry (contract §4); a cache bound < 1 is a ``ValueError``."""
 
     def __init__(
         self, collect_cache_max_entries: int = 128, provider_timeout: float | None = 30.0
@@ -188,8 +175,6 @@ class SkillRegistry:
         self._cache_bound = require_positive_int(
             "collect_cache_max_entries", collect_cache_max_entries
         )
-        if provider_timeout is not None and not provider_timeout > 0:
-            raise ValueError(f"provider_timeout must be > 0 or None, got {provider_timeout!r}")
         self._provider_timeout = provider_timeout
         self._runtime = _RuntimeSkills()
         runtime = ProviderHandle(self, self._runtime, _RUNTIME_ORDER, {})
@@ -199,8 +184,7 @@ class SkillRegistry:
         self._revision = 0
         self._cache: OrderedDict[_Key, _Catalog] = OrderedDict()
         self._inflight: dict[_Key, _Shared] = {}
-        # Guards the revision and the cache against an invalidation from another thread.
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # an invalidation may come from another thread
 
     @property
     def revision(self) -> int:
@@ -208,17 +192,13 @@ class SkillRegistry:
         return self._revision
 
     def register_provider(self, provider: SkillProvider) -> ProviderHandle:
-        """Add a provider last; its ``on_register`` gets the handle (raising there undoes it).
-        A reserved or taken name is a ``ValueError``, an async ``cacheable`` a ``TypeError``."""
+        """Add a provider last; its ``on_register`` gets the handle (raising there undoes it)."""
         name = provider.name
         if name == RUNTIME_PROVIDER:
             raise ValueError(f'skill provider name "{RUNTIME_PROVIDER}" is reserved')
         if name in self._providers:
             raise ValueError(f'skill provider "{name}" is already registered')
-        # A misspelled hook is never called; an async `cacheable` would answer a coroutine.
         hooks = {hook: found for hook in _HOOKS if (found := getattr(provider, hook, None))}
-        if inspect.iscoroutinefunction(hooks.get("cacheable")):
-            raise TypeError(f'skill provider "{name}": cacheable must not be async')
         registration = ProviderHandle(self, provider, next(self._order), hooks)
         self._providers[name] = registration
         self.invalidate()
@@ -406,10 +386,8 @@ class SkillRegistry:
         return answers, revision
 
     async def _listen(self, answer: _Answer, options: SkillLookupOptions) -> None:
-        provider, cacheable = (
-            answer.registration.provider,
-            answer.registration.hooks.get("cacheable"),
-        )
+        provider = answer.registration.provider
+        cacheable = answer.registration.hooks.get("cacheable")
         candidates, failure = await self._ask("list()", provider.list, options)
         if failure is not None:
             answer.failed = True
@@ -439,9 +417,8 @@ class SkillRegistry:
         return None, f"{what} took longer than {self._provider_timeout} s"
 
     def _resolve(self, answers: Sequence[_Answer], complete: bool) -> _Catalog:
-        # (order, position) is unique: sorting never compares two skills. A skill of a provider
-        # (or a runtime skill) removed during the pass is not live: it must not surface even in
-        # an incomplete answer. Validated here, in the caller's task: a plain error, no group.
+        # (order, position) is unique: sorting never compares two skills. A skill removed during
+        # the pass must not surface even in an incomplete answer. Validated in the caller's task.
         ranked: list[tuple[int | float, int, int, SkillCandidate, bool]] = []
         for answer in answers:
             registration = answer.registration

@@ -1,6 +1,5 @@
 """Finding skills by what they are for (contract §12): a BM25F index over name, description and
-``when_to_use``, with a small analyzer (Unicode words, lower-cased, function words dropped,
-lightly stemmed)."""
+``when_to_use``."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ from .model import SkillSummary
 MAX_MATCHES = 8
 MAX_QUERY_LENGTH = 1000  # code points: a task is described in a few words, not a document
 
-# Name, description, when_to_use: the name is chosen to say what the skill is; `when_to_use`
-# often repeats the description in other words.
+# Name, description, when_to_use (which often repeats the description in other words).
 _WEIGHTS = (2.0, 1.0, 0.8)
 _B = (0.4, 0.75, 0.75)  # length normalization
 _K1 = 1.2  # term-frequency saturation
@@ -27,8 +25,7 @@ _WORD = re.compile(r"[^\W_]+")
 # Two query words are tried as one ("log in" -> "login") only when that makes a real word.
 _MIN_COMPOUND = 5
 
-# Kept small: "test", "file", "new" or "review" are content words here. What an apostrophe
-# splits off ("user's", "don't") goes too: a negation is a function word.
+# Kept small: "test", "file" or "review" are content words here; "don't" splits to function words.
 _STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before
     being below between both but by can could did do does doing done down during each either etc
@@ -43,7 +40,7 @@ _STOPWORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 
-# Longest first, with what replaces them: only that the forms of one word meet.
+# Longest first, with what replaces them: only so that the forms of one word meet.
 _SUFFIX_TABLE = (
     "izations:ize ization:ize ational:ate ations:ate ation:ate ions: ion: ements: ement: "
     "ments: ment: ness: ities: ity: izing:ize ized:ize izes:ize ings: ing: ies:y ied:y "
@@ -93,14 +90,11 @@ class SkillMatch:
 
 
 class SkillIndex:
-    """An immutable BM25F index of the skills the model may load."""
+    """An immutable BM25F index of the skills a query may find (`catalog.listable`)."""
 
     def __init__(self, skills: Iterable[SkillSummary]) -> None:
         # Positions follow the names' code-point order, so equal scores rank by name.
-        self._skills = sorted(
-            (skill for skill in skills if not skill.disable_model_invocation),
-            key=lambda skill: skill.name,
-        )
+        self._skills = sorted(skills, key=lambda skill: skill.name)
         fields = [
             (terms(skill.name), terms(skill.description), terms(skill.when_to_use or ""))
             for skill in self._skills

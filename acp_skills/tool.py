@@ -1,15 +1,11 @@
-"""The ``skill`` tool (contract §7, §12): one argument table -> its schemas and checker; what it
-gives back (a skill, a query's matches, a bundle's file read confined to its directory); and the
-``$ARGUMENTS`` of a ``/name``. Every mistake is a `ToolResult` whose text starts ``Error: ``."""
+"""The ``skill`` tool (contract §7, §12): one argument table -> its schemas and checker, the
+checks and loading order of a call, and the ``$ARGUMENTS`` of a ``/name``."""
 
 from __future__ import annotations
 
-import functools
-import ntpath
-import os
 import re
 import shlex
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
 
@@ -17,17 +13,21 @@ import anyio.to_thread
 
 from .catalog import SKILL_TOOL_NAME as TOOL
 from .catalog import listable
-from .errors import ReadError, ReadFailure, Refusal
-from .fs import MAX_LISTED_ENTRIES, read_confined
+from .content import (
+    DEFAULT_MAX_RESOURCE_BYTES,
+    ReadText,
+    check_resource_path,
+    describe_error,
+    read_resource,
+    render_skill_content,
+    render_skill_matches,
+)
+from .errors import Refusal
 from .model import (
-    SKILL_FILE_NAME,
-    DirectoryResource,
-    OpaqueResource,
     SkillCandidate,
     SkillDefinition,
     SkillLookupOptions,
     SkillSnapshot,
-    UrlResource,
     is_skill_name,
     is_skill_uri,
     kind_of_value,
@@ -35,13 +35,11 @@ from .model import (
 )
 from .quiet_log import get_logger
 from .registry import SkillRegistry
-from .search import MAX_QUERY_LENGTH, SkillIndex, SkillMatch
-from .text import cut, escape_attribute, for_model, normalize_description, quote
+from .search import MAX_QUERY_LENGTH, SkillIndex
+from .text import for_model, quote
 from .trust import SessionView
 from .trust_text import trust_error
 
-DEFAULT_MAX_RESOURCE_BYTES = 1_048_576
-MAX_RESOURCE_PATH_LENGTH = 4096
 # shlex is quadratic in the length of a word: this cut bounds it to a few milliseconds.
 MAX_ARGUMENTS_CHARS: Final = 16_384
 MAX_EXPANDED_CHARS: Final = 262_144
@@ -49,8 +47,6 @@ MAX_EXPANDED_CHARS: Final = 262_144
 _log = get_logger(__name__)
 _T = TypeVar("_T")
 _Skill = TypeVar("_Skill", SkillCandidate, SkillDefinition)
-# Reads a file's text by absolute path, typically the ACP client's `fs/read_text_file`.
-ReadText = Callable[[str], Awaitable[str]]
 
 _TOOL_DESCRIPTION = (
     "Load the full instructions of a skill from this session's skill catalog. Call it with the "
@@ -68,9 +64,8 @@ _PATH = (
     "A file of the skill's bundle to read instead of its instructions, relative to the skill's "
     "base directory (for example `references/guide.md`)."
 )
-# Each argument's description without `query` and with it (None: not accepted there), for both
-# schemas and the checker. With `query`, the checker itself requires one of name and query:
-# several model APIs refuse a top-level oneOf.
+# Each argument's description without `query` and with it (None: not accepted there). With
+# `query`, the checker requires one of name and query: several model APIs refuse a top-level oneOf.
 _ARGUMENTS: dict[str, tuple[str | None, str]] = {
     "name": (
         "The exact name of the skill, as listed in the skill catalog.",
@@ -83,11 +78,7 @@ _ARGUMENTS: dict[str, tuple[str | None, str]] = {
     ),
     "path": (f"Optional. {_PATH}", f"Optional, only with `name`. {_PATH}"),
 }
-# `C:`, `C:\x`, `C:/x`: a drive letter makes a path absolute (or drive-relative) on Windows.
-_DRIVE = re.compile(r"[A-Za-z]:")
-_BINARY = "it is a binary file (it contains NUL bytes), not text"
-# ``$ARGUMENTS``, ``$ARGUMENTS[N]`` and ``$N`` (the N-th shell word from 0; a missing one stays).
-# At most six digits: no skill has a million arguments, and int() of a long digit run costs.
+# `$ARGUMENTS`, `$ARGUMENTS[N]`, `$N` (N from 0); six digits at most: int() of a long run costs.
 _PLACEHOLDER: Final = re.compile(r"\$ARGUMENTS(?:\[(\d{1,6})\])?|\$(\d{1,6})")
 
 
@@ -152,12 +143,7 @@ def _parse_arguments(arguments: object, searchable: bool) -> tuple[str | None, s
 
 
 class SkillTool:
-    """The model-facing ``skill`` tool: ``name``, ``description``, ``parameters`` (JSON Schema);
-    a ``query`` never finds ``hidden_skills``; ``max_resource_bytes`` bounds a ``path`` read.
-
-    Raises:
-        ValueError: if ``max_resource_bytes`` is not a positive integer.
-    """
+    """The model-facing ``skill`` tool; a ``query`` never finds ``hidden_skills``."""
 
     def __init__(
         self,
@@ -197,8 +183,7 @@ class SkillTool:
         additional_directories: tuple[str, ...] = (),
         view: SessionView | None = None,
     ) -> ToolResult:
-        """Run the tool on the model's decoded ``arguments`` (a ``query`` only if ``searchable``)
-        over what the session's ``view`` offers (without one, all the registry finds)."""
+        """Run the tool over what the session's ``view`` offers (without one, all there is)."""
         options = SkillLookupOptions(
             cwd=cwd, servers=servers, additional_directories=additional_directories
         )
@@ -218,7 +203,7 @@ class SkillTool:
             reading = self._registry.read_path(candidate, path, limit=limit)
             if (found := await self._loading(name, reading)) is None:
                 snapshot = snapshot or await self._lookup(name, options)
-                found = await _read_resource(definition, path, snapshot, limit, read_text)
+                found = await read_resource(definition, path, snapshot, limit, read_text)
             return ToolResult(text=found, is_error=False)
         except Refusal as refusal:
             return _refused(refusal)
@@ -226,10 +211,8 @@ class SkillTool:
     async def _search(self, query: str, snapshot: SkillSnapshot) -> str:
         # Built once per snapshot (the same object while the registry's catalog is cached).
         if self._index is None or self._index[0] is not snapshot:
-            index = await anyio.to_thread.run_sync(
-                SkillIndex, listable(snapshot.skills, self._hidden)
-            )
-            self._index = (snapshot, index)
+            skills = listable(snapshot.skills, self._hidden)
+            self._index = (snapshot, await anyio.to_thread.run_sync(SkillIndex, skills))
         return render_skill_matches(self._index[1].search(query))
 
     async def invoke_for_user(
@@ -240,8 +223,7 @@ class SkillTool:
         snapshot: SkillSnapshot | None = None,
         arguments: str | None = None,
     ) -> ToolResult:
-        """Load and render a skill a person invoked (``/name``; not a ``user_invocable=False``
-        one), its ``$ARGUMENTS`` filled from ``arguments`` if given."""
+        """Load and render a skill a person invoked as ``/name``, ``arguments`` filled in."""
         try:
             _, definition = await self._load(name, options, snapshot, by_model=False)
         except Refusal as refusal:
@@ -269,17 +251,15 @@ class SkillTool:
             if found is None and view is not None and (held := view.withheld.get(name)):
                 raise Refusal(trust_error(name, held))
         else:
-            # The providers that find skills by uri decide; naming a uri names that skill, even
-            # one a skill of the same name shadows. The session's trust judges it as it would
-            # judge it listed: one no question named waits.
+            # A uri names that skill even where another shadows its name; trust judges it as
+            # it would judge it listed.
             found = await self._loading(name, self._registry.find_uri(name, options))
             if found is not None and view is not None and (held := view.judged(found)):
                 raise Refusal(trust_error(name, held))
             gone = "is not served by any server of this session"
-        # Refused before loading (a provider never reads a body it may not show), and after
-        # (the file may have changed since).
+        # Checked before loading (no body it may not show is read), and after (it may have changed).
         found = _allowed(name, found, gone, by_model=by_model)
-        # The snapshot's candidate: no second discovery when a provider timed out.
+        # The snapshot's candidate, not `get`: no second discovery when a provider timed out.
         definition = await self._loading(name, self._registry.load(found, options))
         return found, _allowed(name, definition, gone, by_model=by_model)
 
@@ -302,8 +282,7 @@ class SkillTool:
 
 
 def _refused(refusal: Refusal) -> ToolResult:
-    # The model's sink (the editor shows the same text): every error is cleaned here, whatever
-    # part of it a server wrote. Plain text, not markup: nothing to escape.
+    # The model's sink: every error is cleaned here, whatever part of it a server wrote.
     return ToolResult(text=for_model(str(refusal), markup=False), is_error=True)
 
 
@@ -317,184 +296,8 @@ def _allowed(name: str, skill: _Skill | None, gone: str, *, by_model: bool) -> _
     return skill
 
 
-def describe_error(error: BaseException) -> str:
-    """An exception's type and message, cut, for an error text."""
-    return cut(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__, 300)
-
-
-def render_skill_content(definition: SkillDefinition) -> str:
-    """Render a loaded skill as the text the model receives (contract §7)."""
-    # The body is verbatim: escaping would change the author's instructions.
-    hints = "\n".join(_resource_hints(definition))
-    return (
-        f'<skill_content name="{escape_attribute(definition.name)}">\n<skill_resources>\n{hints}\n'
-        f"</skill_resources>\n\n<skill_instructions>\n{definition.content}\n"
-        "</skill_instructions>\n</skill_content>"
-    )
-
-
-def _resource_hints(definition: SkillDefinition) -> list[str]:
-    # Interpolated values are escaped like catalog descriptions (contract §7).
-    base = definition.resource_base
-    relative = "Relative paths in this skill (scripts, references, assets) resolve against that"
-    if isinstance(base, DirectoryResource) and own_directory(definition) is None:
-        # Its directory is shared with other skills: nothing in it belongs to this one.
-        return [
-            f"Base directory: {for_model(base.path)}",
-            "This skill is a single file with no files of its own: the directory holds other "
-            "skills too, so no resource paths are offered.",
-        ]
-    if isinstance(base, DirectoryResource):
-        hints = [f"Base directory: {for_model(base.path)}", f"{relative} directory."]
-        if not definition.disable_model_invocation:
-            hints.append(
-                f"To read one of its files, call the `{TOOL}` tool with this skill's "
-                "name and the file's path relative to that directory as `path`."
-            )
-    elif isinstance(base, UrlResource):
-        hints = [f"Base URL: {for_model(base.url)}", f"{relative} URL."]
-        if definition.source.startswith("mcp:"):  # the MCP provider's source: mcp:LABEL
-            label = for_model(definition.source.removeprefix("mcp:"))
-            hints.insert(0, f'Served by the MCP server "{label}".')
-    elif isinstance(base, OpaqueResource):
-        hints = [f"How to reach this skill's resources: {for_model(base.description)}"]
-    else:
-        hints = [
-            "This skill has no resource directory or URL; any resources it refers to are "
-            f'managed by the skill provider "{for_model(definition.provider)}".'
-        ]
-    return [
-        *hints,
-        "Load a resource this skill refers to only when the task needs it, not ahead of time.",
-    ]
-
-
-def render_skill_matches(matches: Sequence[SkillMatch]) -> str:
-    """The answer to a ``query``: one ``name: description`` line per match, best first."""
-    if not matches:
-        return (
-            "No skill matches the query. Try other words for the task (what it works on, the "
-            "tool or kind of file involved), or load a skill from the catalog by its exact name."
-        )
-    head = f"Skills matching the query, best first. Load one by calling the `{TOOL}` tool with"
-    lines = (f"{for_model(m.name)}: {normalize_description(m.description, 200)}" for m in matches)
-    return "\n".join((f"{head} its exact name:", *lines))
-
-
-def own_directory(skill: SkillCandidate | SkillDefinition) -> str | None:
-    """The directory that holds ``skill``'s files alone: ``None`` without a directory base, or
-    for a flat ``<name>.md`` lying directly in a directory it shares with other skills."""
-    if not isinstance(base := skill.resource_base, DirectoryResource):
-        return None
-    if skill.path is not None:
-        folder, file_name = os.path.split(os.path.normpath(skill.path))
-        shared = os.path.normcase(folder) == os.path.normcase(os.path.normpath(base.path))
-        if file_name != SKILL_FILE_NAME and shared:
-            return None
-    return base.path
-
-
-def cannot_read(name: str, path: str, reason: str) -> Refusal:
-    """The refusal of ``path`` of skill ``name``, whoever serves its files."""
-    return Refusal(f"Error: cannot read {quote(path)} from skill {quote(name)}: {reason}")
-
-
-def unread_path(
-    name: str, path: str, failure: ReadError, *, limit: int, within: str = "the skill's directory"
-) -> Refusal:
-    """Why ``path`` of skill ``name``, on disk or served (``within``), gave no file."""
-    reasons: dict[ReadFailure, str] = {
-        "outside": "the path resolves outside the skill's directory",
-        "excluded": "it belongs to a skill that is not available for model invocation",
-        "not_found": f"no such file in {within}",
-        "directory": "it is a directory, not a file",
-        "not_regular": "it is not a regular file",
-        "too_large": f"the file is {failure.size} bytes, over the {limit}-byte limit",
-        "grew": f"the file is over the {limit}-byte limit",
-        "changed": "it changed while being read",
-        "unreadable": f"it could not be read ({failure.detail})",
-    }
-    reason, entries = reasons[failure.failure], failure.entries
-    if failure.failure == "directory" and not entries:
-        reason += "; it is empty"
-    elif failure.failure == "directory":
-        more = " (and more)" if len(entries) >= MAX_LISTED_ENTRIES else ""
-        reason += f"; it holds: {', '.join(quote(entry) for entry in entries)}{more}"
-    return cannot_read(name, path, reason)
-
-
-def check_resource_path(name: str, path: str) -> None:
-    """Refuse paths that can never be a file inside the skill's directory, before any I/O."""
-    refuse = functools.partial(cannot_read, name, path)
-    if not path:
-        raise refuse("the path is empty")
-    if len(path) > MAX_RESOURCE_PATH_LENGTH:
-        raise refuse(f"the path is longer than {MAX_RESOURCE_PATH_LENGTH} characters")
-    if "\0" in path:
-        raise refuse("the path contains a NUL character")
-    # Windows forms are refused everywhere: a skill's relative paths mean the same on every
-    # platform, and both separators count, so `..\secret` is refused even where `\` is a letter.
-    if path.startswith(("/", "\\")) or _DRIVE.match(path) or ntpath.isabs(path):
-        raise refuse("the path is absolute; give a path relative to the skill's directory")
-    if ".." in re.split(r"[/\\]", path):
-        raise refuse('the path contains a ".." segment; it must stay inside the skill\'s directory')
-
-
-async def _read_resource(
-    definition: SkillDefinition,
-    path: str,
-    snapshot: SkillSnapshot,
-    limit: int,
-    read_text: ReadText | None,
-) -> str:
-    """The text of ``path`` (already checked) in ``definition``'s bundle; else `Refusal`."""
-    name = definition.name
-    refuse = functools.partial(cannot_read, name, path)
-    if (directory := own_directory(definition)) is None:
-        if isinstance(definition.resource_base, DirectoryResource):
-            raise refuse(
-                "it is a single-file skill, so it has no resource files of its own; its "
-                "directory holds other skills"
-            )
-        raise refuse("it has no local directory; follow the resource hints in its instructions")
-    # Skills hidden from the model: a bundle's whole directory, a flat skill's file only.
-    hidden = (skill for skill in snapshot.skills if skill.disable_model_invocation)
-    excluded = [p for skill in hidden for p in (skill.path, own_directory(skill)) if p is not None]
-    found = await anyio.to_thread.run_sync(read_confined, directory, path, limit, excluded)
-    if isinstance(found, ReadError):
-        raise unread_path(name, path, found, limit=limit)
-    if b"\0" in found.data:
-        raise refuse(_BINARY)
-    try:
-        text = found.data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise refuse("it is not a UTF-8 text file") from None
-    if read_text is None:
-        return text
-    # The local checks decided *whether* the file may be read; the client supplies the
-    # text, so an unsaved editor buffer and the client's own permissions apply.
-    try:
-        text = await read_text(found.path)
-    except Exception as error:
-        _log.warning("skill_resource_read_failed", skill=name, path=found.path, error=repr(error))
-        raise refuse(f"the client could not read it ({describe_error(error)})") from None
-    if not isinstance(text, str):
-        raise refuse("the client did not return text")
-    if len(text.encode("utf-8", "surrogatepass")) > limit:
-        raise refuse(f"the file is over the {limit}-byte limit")
-    if "\0" in text:
-        raise refuse(_BINARY)
-    # The client read by path, out of our hands: the path must still name the checked file,
-    # so a directory swapped for a symbolic link meanwhile cannot pass an outside file off.
-    again = await anyio.to_thread.run_sync(read_confined, directory, path, limit, excluded)
-    if isinstance(again, ReadError) or again.identity != found.identity:
-        raise refuse("it changed while being read")
-    return text
-
-
 def expand_arguments(body: str, arguments: str) -> str:
-    """``body``'s placeholders filled from ``arguments`` in one pass, bounded (it runs on the
-    event loop); past a bound, a note at the end says what was left out."""
+    """``body``'s placeholders filled from ``arguments``; past a bound, a note says what was not."""
     if "$" not in body:
         return body
     total, arguments = len(arguments), arguments[:MAX_ARGUMENTS_CHARS]
@@ -502,9 +305,8 @@ def expand_arguments(body: str, arguments: str) -> str:
         words = shlex.split(arguments)
     except ValueError:  # an unclosed quote or a trailing backslash is a typo: keep the words
         words = arguments.split()
-    # Growth is what filling adds beyond the body (the body itself was already accepted).
     room: int | None = MAX_EXPANDED_CHARS - len(body)
-    filled_any = False  # a placeholder took something of the arguments
+    filled_any = False
 
     def fill(match: re.Match[str]) -> str:
         nonlocal room, filled_any

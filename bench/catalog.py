@@ -28,8 +28,8 @@ import anyio
 
 from acp_skills import SkillCandidate, SkillDefinition, SkillRegistry, SkillTool
 from acp_skills.catalog import fit_catalog
+from acp_skills.content import render_skill_matches
 from acp_skills.search import SkillIndex
-from acp_skills.tool import render_skill_matches
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "search_corpus.json"
 TEAMS = ["platform", "payments", "growth", "data", "mobile", "infra", "support", "research"]

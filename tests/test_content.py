@@ -22,9 +22,9 @@ from acp_skills import (
     ToolResult,
     UrlResource,
 )
+from acp_skills.content import render_skill_content, render_skill_matches
 from acp_skills.model import ResourceBase
 from acp_skills.search import SkillMatch
-from acp_skills.tool import render_skill_content, render_skill_matches
 from tests.events import Hang, cancelled_when
 from tests.providers import (
     CWD,

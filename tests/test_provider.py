@@ -13,7 +13,6 @@ from acp_skills import (
     OpaqueResource,
     SkillCandidate,
     SkillContractError,
-    SkillLookupOptions,
     SkillRegistry,
     SkillSummary,
     UrlResource,
@@ -41,11 +40,6 @@ BAD_CANDIDATES: list[tuple[str, dict[str, object], str]] = [
     ("rank-string", {"rank": "1"}, "invalid rank '1'"),
     ("path", {"path": 7}, "non-string path 7"),
     ("resource-base-type", {"resource_base": "/x"}, "invalid resource_base '/x'"),
-    (
-        "resource-base-path",
-        {"resource_base": DirectoryResource(path=42)},  # type: ignore[arg-type]
-        "invalid resource_base DirectoryResource(path=42)",
-    ),
 ]
 
 
@@ -230,17 +224,3 @@ async def test_first_malformed_candidate_in_provider_order_is_reported() -> None
     )
     with pytest.raises(SkillContractError, match=r'skill "first-bad" with an invalid rank True'):
         await registry.snapshot()
-
-
-class _AsyncCacheable(ListProvider):
-    async def cacheable(self, options: SkillLookupOptions) -> bool:
-        return True
-
-
-async def test_an_async_cacheable_is_refused_at_registration() -> None:
-    """``cacheable`` is asked synchronously: an ``async`` one is a TypeError naming the provider,
-    and nothing is registered."""
-    registry = SkillRegistry()
-    with pytest.raises(TypeError, match='skill provider "p": cacheable must not be async'):
-        registry.register_provider(_AsyncCacheable("p"))
-    assert registry.revision == 0

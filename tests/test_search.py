@@ -103,12 +103,6 @@ def test_when_to_use_is_searched() -> None:
     assert [m.name for m in index.search("releasing")] == ["deploy-app"]
 
 
-def test_skills_hidden_from_the_model_are_never_found() -> None:
-    """disable_model_invocation skills are not indexed, so no query can reveal them."""
-    index = SkillIndex(SMALL)
-    assert all(m.name != "hidden-from-model" for m in index.search("deploy secrets"))
-
-
 def test_no_shared_word_is_no_match() -> None:
     """A query sharing no term with any skill returns nothing."""
     assert SkillIndex(SMALL).search("quantum entanglement") == ()

@@ -12,7 +12,6 @@ import pytest
 from structlog.testing import capture_logs
 
 from acp_skills import (
-    DirectoryResource,
     LocalSkillProvider,
     SkillCandidate,
     SkillDefinition,
@@ -299,12 +298,12 @@ async def test_contract_error_from_discovery_becomes_an_error_result() -> None:
 @pytest.mark.parametrize("path", [None, "x.md"], ids=["load", "read"])
 async def test_malformed_resource_base_is_an_error_result(path: str | None) -> None:
     """A malformed resource base is a provider contract violation, reported to the model."""
-    malformed = DirectoryResource(path=42)  # type: ignore[arg-type]
+    malformed = "/skills/deploy"  # a path, not a `DirectoryResource`
     tool, _ = make_tool(candidate("deploy", provider="p", resource_base=malformed))
     arguments: dict[str, object] = {"name": "deploy", "path": path}
     assert await tool.call(arguments, cwd=CWD) == error(
         'Error: skill "deploy" could not be loaded: SkillContractError: skill provider "p" '
-        'returned skill "deploy" with an invalid resource_base DirectoryResource(path=42)'
+        "returned skill \"deploy\" with an invalid resource_base '/skills/deploy'"
     )
 
 

@@ -13,6 +13,7 @@ from acp.connection import StreamEvent
 from acp.core import AgentSideConnection
 
 from ..catalog import CatalogFit, SkillCatalogContributor
+from ..content import DEFAULT_MAX_RESOURCE_BYTES
 from ..diagnostics import diagnostic_json, server_json
 from ..local import LocalSkillProvider
 from ..model import PrefixContext, SkillLookupOptions, is_skill_name, require_positive_int
@@ -21,7 +22,7 @@ from ..record import InMemorySessionStore, InvalidCursor, SessionStore
 from ..registry import SkillRegistry
 from ..session import PrefixedSession
 from ..text import DEFAULT_MAX_DESCRIPTION_LENGTH, for_editor
-from ..tool import DEFAULT_MAX_RESOURCE_BYTES, SkillTool
+from ..tool import SkillTool
 from ..trust import TrustMode, TrustStore, trust_mode
 from .commands import CommandsAnnouncer
 from .consent import TrustGate

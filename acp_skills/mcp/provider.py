@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio
 
+from ..content import DEFAULT_MAX_RESOURCE_BYTES, cannot_read, unread_path
 from ..diagnostics import Diagnostic, log_diagnostic, mcp_server_unavailable, mcp_skill_invalid
 from ..errors import ReadError, Refusal
 from ..frontmatter import ParsedSkill, build_skill, canonical_json, parse_skill_file
@@ -28,7 +29,6 @@ from ..model import (
 )
 from ..quiet_log import get_logger
 from ..text import quote
-from ..tool import DEFAULT_MAX_RESOURCE_BYTES, cannot_read, unread_path
 from .config import McpServer
 from .listing import NOTHING, SKILLS_EXTENSION, TOO_LARGE, ListedSkill, Listing, ManifestFile
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
@@ -163,7 +163,7 @@ class McpSkillProvider:
         assert isinstance(locator, McpLocator)  # the registry routes only this provider's skills
         skill, name = locator.skill, candidate.name
         # As on disk, `scripts/` and `./notes.md` name `scripts` and `notes.md`; the tool has
-        # refused absolute paths and `..` (`tool.check_resource_path`).
+        # refused absolute paths and `..` (`content.check_resource_path`).
         segments = [part for part in path.split("/") if part not in ("", ".")]
         uri = skill.base_uri + "/".join(segments)
         if skill.files is not None and uri not in skill.files:
