@@ -172,7 +172,10 @@ class TrustStore:
             data = json.loads(content.decode("utf-8"))
             if nests_deeper_than(data, MAX_NESTING_DEPTH):
                 raise ValueError(deep)
-            entries = [*data["projects"], *data.get("servers", [])]
+            projects, servers = data["projects"], data.get("servers", [])
+            if not isinstance(projects, list) or not isinstance(servers, list):
+                raise TypeError('expected {"projects": [...], "servers": [...]}')
+            entries = [*projects, *servers]
         except RecursionError:  # the decoder's own limit, far below 100,000 brackets
             raise TrustFileError(f"{cannot}: {deep}") from None
         except (ValueError, LookupError, TypeError, AttributeError) as error:  # not decisions

@@ -4,6 +4,7 @@ tool's error, the `/NAME` note, a report's parts, and the one wording of how to 
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 
@@ -110,12 +111,15 @@ def command_note(name: str, withheld: Withheld) -> str:
 
 
 def waiting_note(pending: Sequence[Withheld]) -> str | None:
-    """How many skills wait, from where, and how to admit them; ``None`` when none waits."""
+    """How many skills wait from each place (the projects first), and how to admit them;
+    ``None`` when none waits."""
     if not pending:
         return None
-    places = ", ".join(sorted({_from(w.source) for w in pending}))
-    waits = f"{plural(len(pending), 'skill')} from {places} {'wait' if pending[1:] else 'waits'}"
-    return f"{waits} for trust, and this session will not ask again. {how_to_admit(pending)}"
+    counts = Counter((isinstance(w.source, ServerSource), _from(w.source)) for w in pending)
+    parts = [f"{plural(n, 'skill')} from {place}" for (_, place), n in sorted(counts.items())]
+    places = ", ".join(parts[:-1]) + (" and " if parts[1:] else "") + parts[-1]
+    waits = f"{places} {'wait' if pending[1:] else 'waits'} for trust"
+    return f"{waits}, and this session will not ask again. {how_to_admit(pending)}"
 
 
 def withheld_parts(

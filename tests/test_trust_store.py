@@ -37,12 +37,23 @@ def test_decisions_are_stored_atomically_outside_the_project(tmp_path: Path) -> 
     assert sorted(os.listdir(os.path.dirname(store.path))) == ["trust.json", "trust.json.lock"]
 
 
-def test_a_broken_trust_file_is_an_error_and_is_left_untouched(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{not json",
+        # JSON, but not of decisions: a hand edit the next decision must not overwrite.
+        '{"projects": {"/home/me/src/repo": "trusted"}}',
+        '{"projects": "/home/me/src/repo"}',
+        '{"projects": [], "servers": {"mcp:team=serve": "refused"}}',
+    ],
+    ids=["not-json", "projects-an-object", "projects-a-string", "servers-an-object"],
+)
+def test_a_broken_trust_file_is_an_error_and_is_left_untouched(tmp_path: Path, text: str) -> None:
     path = tmp_path / "trust.json"
-    path.write_text("{not json")
+    path.write_text(text)
     with pytest.raises(TrustFileError, match="cannot read"):
         TrustStore(path).decide(ProjectSource("/x"), "trusted")
-    assert path.read_text() == "{not json"
+    assert path.read_text() == text
 
 
 def test_the_trust_file_follows_the_variables(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,6 +22,7 @@ from acp_skills.trust_text import (
     question_text,
     question_title,
     trust_error,
+    waiting_note,
     withheld_parts,
 )
 
@@ -147,6 +148,22 @@ def test_how_to_admit_is_one_wording_for_projects_servers_and_refusals() -> None
         "To admit it, start a new session and answer its question, or run "
         "`acp-skills trust '/work/my repo'`. "
         "To undo a refusal, run `acp-skills trust --forget 'mcp:team=uvx team-skills'`."
+    )
+
+
+def test_the_waiting_note_counts_each_source_projects_first() -> None:
+    """What waits in a session is counted by where it comes from, the projects first."""
+    server = ServerSource("team", "team=uvx team-skills")
+    project = ProjectSource("/work/repo")
+    pending = [
+        Withheld(candidate("fmt", "mcp:team"), "pending", server),
+        Withheld(candidate("lint", "project-agents"), "pending", project),
+        Withheld(candidate("deploy", "project-agents"), "pending", project),
+    ]
+    assert waiting_note(pending) == (
+        '2 skills from project `repo` and 1 skill from MCP server "team" wait for trust, and '
+        "this session will not ask again. To admit them, start a new session and answer its "
+        "question, or run `acp-skills trust /work/repo`."
     )
 
 
