@@ -202,3 +202,26 @@ async def test_two_loads_at_once_let_go_of_the_servers_of_each_instance_they_rep
             group.start_soon(servers.bind, "s1", (second,))
         await servers.unbind("s1")
     assert sorted(server.label for server in recorder.released) == ["first", "old", "second"]
+
+
+async def test_an_instance_replaced_while_its_turn_runs_has_that_turn_cancelled() -> None:
+    """A turn begun on the old instance while a load was opening the new one (after the load
+    ended the turns it saw) is cancelled as the new one takes its place: `session/cancel`
+    reaches only the live instance, so nothing else could end it."""
+    servers = Servers(ClosingRecorder())
+    await servers.bind("s1", ())
+    old = servers.table.get("s1")
+    ended, scope = anyio.Event(), anyio.CancelScope()
+
+    async def turn() -> None:
+        with scope:
+            await anyio.sleep_forever()
+        ended.set()
+
+    old.turn = scope
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(turn)
+            await anyio.wait_all_tasks_blocked()
+            await servers.bind("s1", ())  # `session/load`: a new instance
+            await ended.wait()

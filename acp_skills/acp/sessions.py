@@ -113,6 +113,8 @@ class SessionTable:
             if self.mcp is not None and self._named(server):
                 self.mcp.connect(server)
         if displaced is not None:
+            if displaced.turn is not None:  # begun since the load ended the turns it saw
+                displaced.turn.cancel()  # `cancel` reaches only the live instance from now on
             await self._let_go(displaced.context.servers)
         return live
 
