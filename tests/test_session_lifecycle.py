@@ -26,6 +26,7 @@ from acp.schema import (
 
 from acp_skills import SkillLookupOptions
 from acp_skills.acp import AcpSkills
+from acp_skills.record import InMemorySessionStore
 from tests.acp_peer import (
     WAIT_SECONDS,
     Peer,
@@ -385,3 +386,19 @@ async def test_the_documented_lifecycle_handlers_list_resume_and_close(tmp_path:
             await conn.resume_session(session_id=session, cwd=str(project), mcp_servers=[])
             again = await conn.prompt(session_id=session, prompt=[text("and again")])
     assert again.stop_reason == "end_turn"
+
+
+async def test_a_store_that_cannot_list_is_an_internal_error_saying_why() -> None:
+    """A store's `OSError` while listing is -32603 naming it, not an exception out of
+    `list_sessions` (which the SDK would log with a traceback)."""
+
+    class Unlistable(InMemorySessionStore):
+        async def list_sessions(self, *, cwd: str | None = None, cursor: str | None = None) -> Any:
+            raise PermissionError(13, "Permission denied", "/state/sessions/index")
+
+    with pytest.raises(RequestError) as refused:
+        await AcpSkills(store=Unlistable()).list_sessions()
+    assert refused.value.code == -32603
+    assert refused.value.data == {
+        "reason": "the session records cannot be listed: Permission denied: /state/sessions/index"
+    }

@@ -187,3 +187,41 @@ def test_a_server_reason_cannot_forge_a_line_of_the_skills_report() -> None:
         "- `team`: skipped: the server exited with status 1: boom\\\\x0a- error \\`forged\\`: "
         "not from us",
     ]
+
+
+async def test_two_loads_at_once_let_go_of_the_servers_of_each_instance_they_replace() -> None:
+    """Two `session/load`s of one session racing: the instance the later one replaces (the
+    earlier load's) lets its servers go too, so closing the session leaves none connected."""
+    recorder = ClosingRecorder()
+    servers = Servers(recorder)
+    old, first, second = (McpServer(label=n, command=n) for n in ("old", "first", "second"))
+    await servers.bind("s1", (old,))
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(servers.bind, "s1", (first,))
+            group.start_soon(servers.bind, "s1", (second,))
+        await servers.unbind("s1")
+    assert sorted(server.label for server in recorder.released) == ["first", "old", "second"]
+
+
+async def test_an_instance_replaced_while_its_turn_runs_has_that_turn_cancelled() -> None:
+    """A turn begun on the old instance while a load was opening the new one (after the load
+    ended the turns it saw) is cancelled as the new one takes its place: `session/cancel`
+    reaches only the live instance, so nothing else could end it."""
+    servers = Servers(ClosingRecorder())
+    await servers.bind("s1", ())
+    old = servers.table.get("s1")
+    ended, scope = anyio.Event(), anyio.CancelScope()
+
+    async def turn() -> None:
+        with scope:
+            await anyio.sleep_forever()
+        ended.set()
+
+    old.turn = scope
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(turn)
+            await anyio.wait_all_tasks_blocked()
+            await servers.bind("s1", ())  # `session/load`: a new instance
+            await ended.wait()

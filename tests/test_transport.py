@@ -363,6 +363,28 @@ async def test_receive_returns_none_at_end_of_input_only() -> None:
     assert json.loads(reply) == invalid_request("not a JSON object")
 
 
+async def test_an_answer_refused_for_its_depth_fails_its_request_once() -> None:
+    """A deep answer to the agent's own request goes on as an error for its id, and that
+    request is no longer waited for: the end of input fails nothing a second time."""
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
+    _, client_writer = await asyncio.open_connection(sock=client_socket)
+    transport = GuardedTransport(agent_reader, agent_writer)
+    await transport.send({"jsonrpc": "2.0", "id": 5, "method": "fs/read_text_file"})
+    deep = {"jsonrpc": "2.0", "id": 5, "result": json.loads("[" * 80 + "]" * 80)}
+    client_writer.write(json.dumps(deep).encode() + b"\n")
+    client_writer.write_eof()
+    with anyio.fail_after(5):
+        failed = await transport.receive()
+        end = await transport.receive()
+    await transport.close()
+    client_writer.close()
+    await client_writer.wait_closed()
+    assert failed is not None
+    assert (failed["id"], failed["error"]["code"]) == (5, -32600)
+    assert end is None
+
+
 # -- bounded lines ----------------------------------------------------------------------------
 
 LIMIT = 1000

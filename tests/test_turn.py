@@ -654,3 +654,38 @@ async def test_a_reply_the_record_cannot_take_is_refused_before_its_calls_run(
         await turn.add_reply({"content": "done"})
     history = (await skills.session("s1")).history
     assert [(m["role"], m["content"]) for m in history] == [("user", "hi"), ("assistant", "done")]
+
+
+class SlowStore(InMemorySessionStore):
+    """Each append takes ``seconds`` (a slow network disk)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    async def append(self, session_id: str, entry: RecordEntry) -> None:
+        await anyio.sleep(self.seconds)
+        await super().append(session_id, entry)
+
+
+async def test_a_turn_that_ends_records_its_last_reply_however_slow_the_store(
+    registry: SkillRegistry, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bound on what a cancelled turn records as it ends is not one on a turn that ends:
+    its closing reply (and the results before it) reach the record, not only memory."""
+    monkeypatch.setattr("acp_skills.acp.turn._CANCEL_REPORT_SECONDS", 0.05)
+    store = SlowStore(0.1)
+    async with connected(registry, agent_type=ScriptedModelAgent, store=store) as peer:
+        agent = peer.agent
+        assert isinstance(agent, ScriptedModelAgent)
+        agent.replies = [skill_call("c1", "deploy"), {"content": "Deployed."}]
+        session_id = await peer.new_session(project)
+        with anyio.fail_after(10):
+            await peer.prompt(session_id, "ship it")
+        recorded = [e for e in await store.entries(session_id) if isinstance(e, HistoryEntry)]
+    assert [entry.message["role"] for entry in recorded] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]

@@ -102,6 +102,9 @@ class SessionTable:
             _log.warning("session_record_unreadable", session_id=session_id, error=problem)
             reason = f"the session record cannot be read: {problem}"
             raise RequestError.internal_error({"sessionId": session_id, "reason": reason}) from None
+        # Whichever instance is live now goes: another load may have replaced `replaced` meanwhile
+        # (and let its servers go), or a `session/close` ended it.
+        displaced = self._live.get(session_id)
         live = self._live[session_id] = LiveSession(session=session)
         for server in context.servers:
             # Connecting while the old connection closes would list over it, then lose it.
@@ -109,8 +112,10 @@ class SessionTable:
                 await closing.wait()
             if self.mcp is not None and self._named(server):
                 self.mcp.connect(server)
-        if replaced is not None:
-            await self._let_go(replaced.context.servers)
+        if displaced is not None:
+            if displaced.turn is not None:  # begun since the load ended the turns it saw
+                displaced.turn.cancel()  # `cancel` reaches only the live instance from now on
+            await self._let_go(displaced.context.servers)
         return live
 
     async def describe(self, live: LiveSession) -> None:

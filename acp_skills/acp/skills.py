@@ -27,7 +27,7 @@ from ..trust import TrustMode, TrustStore, trust_mode
 from .commands import CommandsAnnouncer
 from .consent import TrustGate
 from .replay import replay
-from .sessions import ServerCloser, SessionTable, request_servers
+from .sessions import ServerCloser, SessionTable, describe_os_error, request_servers
 from .stdio import open_stdio
 from .transport import GuardedTransport
 from .turn import AgentToolRunner, PromptTurn, TurnKit, open_turn
@@ -237,6 +237,9 @@ class AcpSkills:
             page = await self.store.list_sessions(cwd=directory, cursor=cursor)
         except InvalidCursor as error:
             raise RequestError.invalid_params({"cursor": cursor, "reason": str(error)}) from None
+        except OSError as error:  # told, not thrown (a store's listing may fail so)
+            reason = f"the session records cannot be listed: {describe_os_error(error)}"
+            raise RequestError.internal_error({"reason": reason}) from None
         return schema.ListSessionsResponse(
             sessions=[
                 schema.SessionInfo(

@@ -252,7 +252,10 @@ class GuardedTransport:
         if "method" in members and valid:
             return None, {**refusal, "id": request_id}
         if "result" in members or "error" in members:  # the SDK drops an id it did not send
-            return ({**refusal, "id": request_id} if valid else None), None
+            if not valid:
+                return None, None
+            self._awaited.discard(request_id)  # answered, if by an error
+            return {**refusal, "id": request_id}, None
         if whole and "method" in members and "id" not in members:
             return None, None
         return None, refusal

@@ -222,7 +222,11 @@ class PromptTurn:
         message = {"role": "tool", "tool_call_id": call_id, "content": result.text}
         self._unrecorded.append(message | {ERROR_KEY: result.is_error})
 
-    async def _record_unrecorded(self) -> None:
+    async def _record_unrecorded(self, *, ended: bool = False) -> None:
+        # A turn that ended waits for the store; a cancelled one, or one whose block raised,
+        # records within the bound of its last reports (shielded: it may be cancelled already).
+        if self._unrecorded and ended:
+            await self._session.advance(self._unrecorded)
         if self._unrecorded:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
                 await self._session.advance(self._unrecorded)
@@ -334,7 +338,7 @@ async def open_turn(
             turn.stop("cancelled")
         if not began:  # cancelled as it began: the block still runs, with nothing to do
             yield turn
-        await turn._record_unrecorded()
+        await turn._record_unrecorded(ended=began and not scope.cancelled_caught)
         if (error := live.session.save_error) is not None:
             why = sessions.describe_os_error(error)
             notice = (
@@ -346,6 +350,8 @@ async def open_turn(
     finally:
         try:
             await turn._record_unrecorded()  # a block that raised: what it added
+            if missing := len(turn._unrecorded):  # the store took longer than the bound
+                _log.error("turn_not_recorded", session_id=session_id, missing=missing)
         except Exception as error:  # the block's own outcome goes on
             _log.error("turn_not_recorded", session_id=session_id, error=repr(error))
         finally:
