@@ -91,8 +91,7 @@ class McpLocator:
 
 def read_entry(raw: object) -> ListedSkill | RejectedEntry:
     """The skill a local file with the entry's frontmatter would make, or why it is left out."""
-    uri = raw.get("uri") if isinstance(raw, Mapping) else None
-    if not isinstance(raw, Mapping) or not isinstance(uri, str) or not uri:
+    if not isinstance(raw, Mapping) or not isinstance(uri := raw.get("uri"), str) or not uri:
         return RejectedEntry(None, "the entry has no uri")
     if isinstance(fields := listed_fields(raw.get("frontmatter")), Problem):
         return RejectedEntry(uri, fields.message)
