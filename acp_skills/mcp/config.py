@@ -36,15 +36,15 @@ class McpServer:
         fields: Mapping[str, object] = raw if isinstance(raw, Mapping) else {}
         keys = ("name", "type", "command", "args", "url")
         label, kind, command, args, url = (fields.get(key) for key in keys)
-        if not isinstance(label, str) or not label.strip():
+        if not isinstance(label, str) or not (label := label.strip()):
             raise ValueError("it has no name")
         if kind is None and isinstance(command, str) and command.strip():
             if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
                 raise ValueError("its args are not a list of strings")
             env = _pairs(fields.get("env"))
-            return cls(label=label.strip(), command=command, args=tuple(args), env=env)
+            return cls(label=label, command=command, args=tuple(args), env=env)
         if kind == "http" and isinstance(url, str) and url.startswith(("http://", "https://")):
-            return cls(label=label.strip(), url=url, headers=_pairs(fields.get("headers")))
+            return cls(label=label, url=url, headers=_pairs(fields.get("headers")))
         if kind in (None, "http"):
             raise ValueError(f"it has no {'command' if kind is None else 'http or https url'}")
         raise ValueError(f"a server of type {kind!r} is not supported (stdio and http are)")

@@ -17,10 +17,6 @@ SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
 MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024  # one answer, and one listing's pages together
 TOO_LARGE: Final = "it sent a response over 16 MiB"
 _DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
-# Trust keeps a skill's listed frontmatter as its uri with this fragment, and the SKILL.md of a
-# dynamic skill with this digest, which no listed one looks like: a switch is a change.
-FRONTMATTER_FRAGMENT: Final = "#frontmatter"
-DYNAMIC_DIGEST: Final = "dynamic"
 
 
 class ManifestFile(NamedTuple):
@@ -91,8 +87,7 @@ class McpLocator:
 
 def read_entry(raw: object) -> ListedSkill | RejectedEntry:
     """The skill a local file with the entry's frontmatter would make, or why it is left out."""
-    uri = raw.get("uri") if isinstance(raw, Mapping) else None
-    if not isinstance(raw, Mapping) or not isinstance(uri, str) or not uri:
+    if not isinstance(raw, Mapping) or not isinstance(uri := raw.get("uri"), str) or not uri:
         return RejectedEntry(None, "the entry has no uri")
     if isinstance(fields := listed_fields(raw.get("frontmatter")), Problem):
         return RejectedEntry(uri, fields.message)
@@ -104,11 +99,13 @@ def read_entry(raw: object) -> ListedSkill | RejectedEntry:
         return RejectedEntry(uri, files)
     if files is not None and uri not in files:
         return RejectedEntry(uri, "its manifest does not list its SKILL.md")
-    # Trust keeps the listed frontmatter (the catalog's text comes from it, before any read).
+    # Trust keeps the listed frontmatter (the catalog's text comes from it, before any read) as
+    # the uri with a fragment, and a dynamic skill's SKILL.md with a digest no listed one looks
+    # like: a switch between the two is a change.
     digest = hashlib.sha256(canonical_json(fields).encode("utf-8", "surrogatepass")).hexdigest()
-    served = {(uri + FRONTMATTER_FRAGMENT, "sha256:" + digest)}
+    served = {(uri + "#frontmatter", "sha256:" + digest)}
     if files is None:
-        served.add((uri, DYNAMIC_DIGEST))
+        served.add((uri, "dynamic"))
     else:
         served.update((file_uri, file.digest) for file_uri, file in files.items())
     return ListedSkill(uri=uri, parsed=parsed, files=files, served=frozenset(served))

@@ -51,7 +51,7 @@ async def load_sdk() -> ModuleType:
 
 def leaf_reason(error: BaseException) -> str:
     """Why a request failed: the SDK's task groups wrap the real failure, so the first leaf."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+    while isinstance(error, BaseExceptionGroup):
         error = error.exceptions[0]
     if isinstance(error, Unavailable) or not str(error):
         return str(error) or repr(error)
