@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -93,6 +94,28 @@ async def test_a_skill_its_server_does_not_list_is_loaded_by_its_uri(tmp_path: P
         failed, text = await load(tool, [server], name=DEPLOY, path="notes.md")
         assert (failed, text) == (False, "notes of deploy\n")
         assert await names(registry, [server]) == ["deploy", "fmt"]
+
+
+async def test_two_lookups_at_once_forget_a_confirmed_skill_its_server_no_longer_serves(
+    tmp_path: Path,
+) -> None:
+    """Both lookups ask `skills/get` again, both hear the skill is gone: each lists what the
+    server serves, and neither fails on the uri the other forgot first."""
+    root, record = served_skills(tmp_path, "deploy", "fmt")
+    server = team(root, "--unlisted", DEPLOY, "--ttl-ms", "0", "--reload", "--record", str(record))
+    async with tool_for([server]) as (tool, _, mcp):
+        assert not (await load(tool, [server], name=DEPLOY))[0]
+        shutil.rmtree(root / "deploy")
+        options = SkillLookupOptions(servers=(server,))
+        found: list[list[str]] = []
+
+        async def look() -> None:
+            found.append(sorted(c.name for c in await mcp.list(options)))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(look)
+            group.start_soon(look)
+        assert found == [["fmt"], ["fmt"]]
 
 
 async def test_a_listed_skill_named_by_its_uri_needs_no_skills_get_even_when_shadowed(

@@ -96,7 +96,9 @@ class McpSkillProvider:
                 # As its entry says now: one no longer served is forgotten, one unusable sits out.
                 with contextlib.suppress(Unavailable, Refusal):
                     if (entry := await self._entry(server, uri)) is None:
-                        self._confirmed[server].remove(uri)
+                        # Another lookup or a release may have forgotten it during the await.
+                        if uri in (confirmed := self._confirmed.get(server, [])):
+                            confirmed.remove(uri)
                     else:
                         skills.append(entry)
             found.extend(self._candidate(server, skill) for skill in skills)
