@@ -58,12 +58,7 @@ class CommandsAnnouncer:
         self._registry_changed = False
 
     async def refresh(
-        self,
-        session_id: str,
-        live: LiveSession,
-        snapshot: SkillSnapshot | None = None,
-        *,
-        resend: bool = False,
+        self, live: LiveSession, snapshot: SkillSnapshot | None = None, *, resend: bool = False
     ) -> None:
         # Not before the opening response: an editor drops updates for a session it does not know.
         if not live.answered and live.turn is None:
@@ -77,7 +72,7 @@ class CommandsAnnouncer:
         update = AvailableCommandsUpdate(
             session_update="available_commands_update", available_commands=commands
         )
-        await self._link.send(session_id, update)
+        await self._link.send(live.context.session_id, update)
 
     def on_registry_change(self) -> None:
         # May run on any thread: it only wakes `follow`.
@@ -98,12 +93,13 @@ class CommandsAnnouncer:
                 changed.clear()
                 answered, self._link.answered = set(self._link.answered), []
                 every, self._registry_changed = self._registry_changed, False
-                for session_id, live in self._sessions.running():
+                for live in self._sessions.running():
+                    session_id = live.context.session_id
                     live.answered = live.answered or session_id in answered
                     if session_id not in answered and not every:
                         continue
                     try:
-                        await self.refresh(session_id, live)
+                        await self.refresh(live)
                     except Exception as error:
                         event = "skills_commands_refresh_failed"
                         _log.warning(event, session_id=session_id, error=repr(error))

@@ -242,8 +242,7 @@ class PromptTurn:
         fit = live.catalog
         self._searchable = fit is not None and bool(fit.omitted)
         self.tools.insert(0, kit.tool_spec(searchable=self._searchable))
-        resend = self._resend_commands
-        await kit.announcer.refresh(self._session_id, live, view.offered, resend=resend)
+        await kit.announcer.refresh(live, view.offered, resend=self._resend_commands)
         typed = wire.prompt_text(prompt)
         if (answer := await self._answer_without_model(typed, view, fit)) is not None:
             await self._send(wire.agent_text(answer))
