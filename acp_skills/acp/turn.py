@@ -191,7 +191,10 @@ class PromptTurn:
                 outcome = refused or await self._run(call_id, name, decoded)
                 result, shown = wire.settle(call_id, outcome)
             except Exception as error:
-                result = _raised(name, error)
+                _log.warning("tool_call_raised", tool=name[:100], error=repr(error), exc_info=error)
+                detail = str(error) or type(error).__name__
+                text = f'Error: the tool "{name[:100]}" failed: {detail}'
+                result = ToolResult(text=text, is_error=True)
                 shown = wire.tool_call_finished(call_id, result)
             await self._send(shown)
         except anyio.get_cancelled_exc_class():
@@ -300,12 +303,6 @@ class PromptTurn:
         if calls:
             message[INVOKED_KEY] = calls
         self._unrecorded.append(message)
-
-
-def _raised(name: str, error: Exception) -> ToolResult:
-    _log.warning("tool_call_raised", tool=name[:100], error=repr(error), exc_info=error)
-    detail = str(error) or type(error).__name__
-    return ToolResult(text=f'Error: the tool "{name[:100]}" failed: {detail}', is_error=True)
 
 
 @asynccontextmanager
