@@ -54,7 +54,6 @@ class CommandsAnnouncer:
     def __init__(self, gate: TrustGate, sessions: SessionTable, link: ClientLink) -> None:
         self._gate, self._sessions, self._link = gate, sessions, link
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._changed: asyncio.Event | None = None
         self._registry_changed = False
 
     async def refresh(
@@ -77,14 +76,14 @@ class CommandsAnnouncer:
     def on_registry_change(self) -> None:
         # May run on any thread: it only wakes `follow`.
         self._registry_changed = True
-        loop, changed = self._loop, self._changed
-        if loop is not None and changed is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(changed.set)
+        loop, wake = self._loop, self._link.wake
+        if loop is not None and wake is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(wake)
 
     async def follow(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         """Announce each session whose opening response went out, and all after a change."""
         self._loop, changed = asyncio.get_running_loop(), asyncio.Event()
-        self._changed, self._link.wake = changed, changed.set
+        self._link.wake = changed.set
         task_status.started()
         try:
             while True:
@@ -104,7 +103,7 @@ class CommandsAnnouncer:
                         event = "skills_commands_refresh_failed"
                         _log.warning(event, session_id=session_id, error=repr(error))
         finally:
-            self._loop = self._changed = self._link.wake = None
+            self._loop = self._link.wake = None
 
 
 def invocable(skills: Iterable[SkillSummary]) -> list[SkillSummary]:
