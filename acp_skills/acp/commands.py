@@ -54,16 +54,10 @@ class CommandsAnnouncer:
     def __init__(self, gate: TrustGate, sessions: SessionTable, link: ClientLink) -> None:
         self._gate, self._sessions, self._link = gate, sessions, link
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._changed: asyncio.Event | None = None
         self._registry_changed = False
 
     async def refresh(
-        self,
-        session_id: str,
-        live: LiveSession,
-        snapshot: SkillSnapshot | None = None,
-        *,
-        resend: bool = False,
+        self, live: LiveSession, snapshot: SkillSnapshot | None = None, *, resend: bool = False
     ) -> None:
         # Not before the opening response: an editor drops updates for a session it does not know.
         if not live.answered and live.turn is None:
@@ -77,19 +71,19 @@ class CommandsAnnouncer:
         update = AvailableCommandsUpdate(
             session_update="available_commands_update", available_commands=commands
         )
-        await self._link.send(session_id, update)
+        await self._link.send(live.context.session_id, update)
 
     def on_registry_change(self) -> None:
         # May run on any thread: it only wakes `follow`.
         self._registry_changed = True
-        loop, changed = self._loop, self._changed
-        if loop is not None and changed is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(changed.set)
+        loop, wake = self._loop, self._link.wake
+        if loop is not None and wake is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(wake)
 
     async def follow(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         """Announce each session whose opening response went out, and all after a change."""
         self._loop, changed = asyncio.get_running_loop(), asyncio.Event()
-        self._changed, self._link.wake = changed, changed.set
+        self._link.wake = changed.set
         task_status.started()
         try:
             while True:
@@ -98,17 +92,18 @@ class CommandsAnnouncer:
                 changed.clear()
                 answered, self._link.answered = set(self._link.answered), []
                 every, self._registry_changed = self._registry_changed, False
-                for session_id, live in self._sessions.running():
+                for live in self._sessions.running():
+                    session_id = live.context.session_id
                     live.answered = live.answered or session_id in answered
                     if session_id not in answered and not every:
                         continue
                     try:
-                        await self.refresh(session_id, live)
+                        await self.refresh(live)
                     except Exception as error:
                         event = "skills_commands_refresh_failed"
                         _log.warning(event, session_id=session_id, error=repr(error))
         finally:
-            self._loop = self._changed = self._link.wake = None
+            self._loop = self._link.wake = None
 
 
 def invocable(skills: Iterable[SkillSummary]) -> list[SkillSummary]:

@@ -51,9 +51,7 @@ class TrustGate:
     mode: TrustMode
     store: TrustStore
 
-    async def view(
-        self, options: SkillLookupOptions, answers: SessionTrust | None = None
-    ) -> SessionView:
+    async def view(self, options: SkillLookupOptions, answers: SessionTrust | None) -> SessionView:
         """What a lookup with ``options`` offers now, with a session instance's ``answers``."""
         grants = answers.grants if answers is not None else {}
         return await trust.session_view(self.registry, options, self.mode, self.store, grants)

@@ -75,8 +75,8 @@ class SessionTable:
         self._live: dict[str, LiveSession] = {}
         self._closing: dict[Hashable, anyio.Event] = {}  # set once that server is closed
 
-    def running(self) -> list[tuple[str, LiveSession]]:
-        return list(self._live.items())
+    def running(self) -> list[LiveSession]:
+        return list(self._live.values())
 
     def peek(self, session_id: object) -> LiveSession | None:
         return self._live.get(session_id) if isinstance(session_id, str) else None
@@ -152,13 +152,13 @@ class SessionTable:
         if self._live.get(session_id) is live:  # not replaced meanwhile (`session/load`)
             del self._live[session_id]
             await self._let_go(live.context.servers)
-        await _flush(session_id, live)
+        await _flush(live)
         return True
 
     async def flush_all(self) -> None:
         """One last try at every unsaved entry."""
-        for session_id, live in self.running():
-            await _flush(session_id, live)
+        for live in self.running():
+            await _flush(live)
 
     def _named(self, server: Hashable) -> bool:
         return any(server in live.context.servers for live in self._live.values())
@@ -206,11 +206,11 @@ def request_servers(
     return tuple(found)
 
 
-async def _flush(session_id: str, live: LiveSession) -> None:
+async def _flush(live: LiveSession) -> None:
     if live.session.unsaved and (error := await live.session.flush()) is not None:
         _log.warning(
             "session_record_entries_lost",
-            session_id=session_id,
+            session_id=live.context.session_id,
             missing=live.session.unsaved,
             error=describe_os_error(error),
         )

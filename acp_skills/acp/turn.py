@@ -191,7 +191,10 @@ class PromptTurn:
                 outcome = refused or await self._run(call_id, name, decoded)
                 result, shown = wire.settle(call_id, outcome)
             except Exception as error:
-                result = _raised(name, error)
+                _log.warning("tool_call_raised", tool=name[:100], error=repr(error), exc_info=error)
+                detail = str(error) or type(error).__name__
+                text = f'Error: the tool "{name[:100]}" failed: {detail}'
+                result = ToolResult(text=text, is_error=True)
                 shown = wire.tool_call_finished(call_id, result)
             await self._send(shown)
         except anyio.get_cancelled_exc_class():
@@ -242,8 +245,7 @@ class PromptTurn:
         fit = live.catalog
         self._searchable = fit is not None and bool(fit.omitted)
         self.tools.insert(0, kit.tool_spec(searchable=self._searchable))
-        resend = self._resend_commands
-        await kit.announcer.refresh(self._session_id, live, view.offered, resend=resend)
+        await kit.announcer.refresh(live, view.offered, resend=self._resend_commands)
         typed = wire.prompt_text(prompt)
         if (answer := await self._answer_without_model(typed, view, fit)) is not None:
             await self._send(wire.agent_text(answer))
@@ -301,12 +303,6 @@ class PromptTurn:
         if calls:
             message[INVOKED_KEY] = calls
         self._unrecorded.append(message)
-
-
-def _raised(name: str, error: Exception) -> ToolResult:
-    _log.warning("tool_call_raised", tool=name[:100], error=repr(error), exc_info=error)
-    detail = str(error) or type(error).__name__
-    return ToolResult(text=f'Error: the tool "{name[:100]}" failed: {detail}', is_error=True)
 
 
 @asynccontextmanager

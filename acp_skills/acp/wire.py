@@ -105,7 +105,7 @@ def tool_call_update(
 
 
 def tool_call_started(
-    tool_call_id: str, tool_name: str, arguments: object, skill_tool_name: str | None = None
+    tool_call_id: str, tool_name: str, arguments: object, skill_tool_name: str
 ) -> acp_schema.ToolCallStart:
     """The ``tool_call`` update of a call; for the skill tool a ``read`` titled with its skill."""
     raw = dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
