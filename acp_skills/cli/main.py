@@ -203,9 +203,6 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         "problems": [diagnostic_json(d) for d in problems],
         "skills": [skill_json(skill, view) for skill in view.found.skills],
     }
-    servers = seen.mcp.states(seen.options) if seen.mcp is not None else ()
-    if seen.mcp is not None:  # only with --mcp-server: the shape is kept otherwise
-        payload["mcpServers"] = [server_json(state) for state in servers]
     rows = [["RANK", "SOURCE", "SKILLS", "PATH"]]
     for r in roots:
         count, state = (str(r.skills), "") if r.exists else ("-", "  (missing)")
@@ -215,7 +212,9 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         found = [diagnostic_line(d, style) for d in by_severity(problems)]
         parts.append((f"Problems ({len(problems)})", found))
     parts += _withheld(view, style)
-    if servers:
+    if seen.mcp is not None:  # only with --mcp-server: the JSON's shape is kept otherwise
+        servers = seen.mcp.states(seen.options)  # each of --mcp-server's, so never none
+        payload["mcpServers"] = [server_json(state) for state in servers]
         parts.append((f"MCP servers ({len(servers)})", [server_line(s, style) for s in servers]))
     lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}"]
     for title, body in parts:
