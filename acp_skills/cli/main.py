@@ -50,8 +50,7 @@ class Look:
     mcp: Any  # the `McpSkillProvider` of --mcp-server (made by `main`), or None
 
     @classmethod
-    def at(cls, args: argparse.Namespace) -> Look:
-        given: Settings = args.settings
+    def at(cls, args: argparse.Namespace, given: Settings) -> Look:
         mcp = given.mcp_provider() if given.mcp_servers else None
         # One look, so nothing to watch.
         provider = given.provider(watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home)
@@ -305,13 +304,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not os.path.isdir(args.cwd):
                 parser.error(f"--cwd: not a directory: {args.cwd}")
         # A bad variable, a malformed --mcp-server or no mcp extra: refused before anything runs.
-        args.settings = settings.resolve(args)
+        given = settings.resolve(args)
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else USAGE
     except settings.SettingError as error:
         print(f"{PROG}: {error}", file=sys.stderr)  # one line, no usage block
         return USAGE
-    args.look = Look.at(args) if hasattr(args, "cwd") else None  # the one set-up
+    args.look = Look.at(args, given) if hasattr(args, "cwd") else None  # the one set-up
     # The commands report what the library would log; unconfigured structlog would print it to
     # stdout, into the output. Not cached: main() may run more than once in one process.
     structlog.configure(
