@@ -135,7 +135,7 @@ async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
     rows = [["NAME", "SOURCE", "RANK", "MODEL", "USER", "PATH"]]
     marks = {"pending": "  (waiting for trust)", "refused": "  (trust refused)"}
     for said in listed:
-        path = said["path"] or said.get("uri") or f"({said['provider']})"
+        path = said["path"] or said["uri"]  # a local skill's file, or an MCP server's uri
         yes_no = ["yes" if said[key] else "no" for key in ("modelInvocable", "userInvocable")]
         cells = [said["name"], said["source"], rank_text(said["rank"]), *yes_no]
         rows.append([*map(clean, cells), clean(path) + marks.get(said["trust"], "")])
