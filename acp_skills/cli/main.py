@@ -102,10 +102,6 @@ def served_uri(skill: SkillCandidate) -> str | None:
     return skill.locator.skill_uri if isinstance(skill.locator, ServedLocator) else None
 
 
-def location(skill: SkillCandidate) -> dict[str, Any]:
-    return {"source": skill.source, "path": skill.path}
-
-
 def skill_json(skill: SkillCandidate, view: SessionView) -> dict[str, Any]:
     """One skill as `list --json` and `doctor --json` give it."""
     served = {"uri": uri} if (uri := served_uri(skill)) is not None else {}
@@ -186,15 +182,18 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
     roots = (await seen.provider.discover(seen.options)).roots
     view, fit = await seen.view()
-    shadowed = view.found.shadowed
     # Each provider's problems (a skipped file or MCP server alike), then the shadowed skills.
     problems = await seen.registry.diagnose(seen.options)
     payload: dict[str, Any] = {
         "roots": [asdict(r.root) | {"exists": r.exists, "skills": r.skills} for r in roots],
         "skipped": [diagnostic_json(d) for d in skipped(problems)],
         "shadowed": [
-            {"name": s.skill.name, "winner": location(s.winner), "loser": location(s.skill)}
-            for s in shadowed
+            {
+                "name": s.skill.name,
+                "winner": {"source": s.winner.source, "path": s.winner.path},
+                "loser": {"source": s.skill.source, "path": s.skill.path},
+            }
+            for s in view.found.shadowed
         ],
         "catalogCharacters": len(fit.text or ""),
         "unknownPinned": list(fit.unknown_pinned),
