@@ -50,8 +50,7 @@ class Look:
     mcp: Any  # the `McpSkillProvider` of --mcp-server (made by `main`), or None
 
     @classmethod
-    def at(cls, args: argparse.Namespace) -> Look:
-        given: Settings = args.settings
+    def at(cls, args: argparse.Namespace, given: Settings) -> Look:
         mcp = given.mcp_provider() if given.mcp_servers else None
         # One look, so nothing to watch.
         provider = given.provider(watch=False, dsh_home=args.dsh_home, agents_home=args.agents_home)
@@ -103,10 +102,6 @@ def served_uri(skill: SkillCandidate) -> str | None:
     return skill.locator.skill_uri if isinstance(skill.locator, ServedLocator) else None
 
 
-def location(skill: SkillCandidate) -> dict[str, Any]:
-    return {"source": skill.source, "path": skill.path}
-
-
 def skill_json(skill: SkillCandidate, view: SessionView) -> dict[str, Any]:
     """One skill as `list --json` and `doctor --json` give it."""
     served = {"uri": uri} if (uri := served_uri(skill)) is not None else {}
@@ -136,7 +131,7 @@ async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
     rows = [["NAME", "SOURCE", "RANK", "MODEL", "USER", "PATH"]]
     marks = {"pending": "  (waiting for trust)", "refused": "  (trust refused)"}
     for said in listed:
-        path = said["path"] or said.get("uri") or f"({said['provider']})"
+        path = said["path"] or said["uri"]  # a local skill's file, or an MCP server's uri
         yes_no = ["yes" if said[key] else "no" for key in ("modelInvocable", "userInvocable")]
         cells = [said["name"], said["source"], rank_text(said["rank"]), *yes_no]
         rows.append([*map(clean, cells), clean(path) + marks.get(said["trust"], "")])
@@ -187,15 +182,18 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
     roots = (await seen.provider.discover(seen.options)).roots
     view, fit = await seen.view()
-    shadowed = view.found.shadowed
     # Each provider's problems (a skipped file or MCP server alike), then the shadowed skills.
     problems = await seen.registry.diagnose(seen.options)
     payload: dict[str, Any] = {
         "roots": [asdict(r.root) | {"exists": r.exists, "skills": r.skills} for r in roots],
         "skipped": [diagnostic_json(d) for d in skipped(problems)],
         "shadowed": [
-            {"name": s.skill.name, "winner": location(s.winner), "loser": location(s.skill)}
-            for s in shadowed
+            {
+                "name": s.skill.name,
+                "winner": {"source": s.winner.source, "path": s.winner.path},
+                "loser": {"source": s.skill.source, "path": s.skill.path},
+            }
+            for s in view.found.shadowed
         ],
         "catalogCharacters": len(fit.text or ""),
         "unknownPinned": list(fit.unknown_pinned),
@@ -203,9 +201,6 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         "problems": [diagnostic_json(d) for d in problems],
         "skills": [skill_json(skill, view) for skill in view.found.skills],
     }
-    servers = seen.mcp.states(seen.options) if seen.mcp is not None else ()
-    if seen.mcp is not None:  # only with --mcp-server: the shape is kept otherwise
-        payload["mcpServers"] = [server_json(state) for state in servers]
     rows = [["RANK", "SOURCE", "SKILLS", "PATH"]]
     for r in roots:
         count, state = (str(r.skills), "") if r.exists else ("-", "  (missing)")
@@ -215,7 +210,9 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
         found = [diagnostic_line(d, style) for d in by_severity(problems)]
         parts.append((f"Problems ({len(problems)})", found))
     parts += _withheld(view, style)
-    if servers:
+    if seen.mcp is not None:  # only with --mcp-server: the JSON's shape is kept otherwise
+        servers = seen.mcp.states(seen.options)  # each of --mcp-server's, so never none
+        payload["mcpServers"] = [server_json(state) for state in servers]
         parts.append((f"MCP servers ({len(servers)})", [server_line(s, style) for s in servers]))
     lines = [f"{style('Skills for', BOLD)} {clean(args.cwd)}"]
     for title, body in parts:
@@ -306,13 +303,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not os.path.isdir(args.cwd):
                 parser.error(f"--cwd: not a directory: {args.cwd}")
         # A bad variable, a malformed --mcp-server or no mcp extra: refused before anything runs.
-        args.settings = settings.resolve(args)
+        given = settings.resolve(args)
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else USAGE
     except settings.SettingError as error:
         print(f"{PROG}: {error}", file=sys.stderr)  # one line, no usage block
         return USAGE
-    args.look = Look.at(args) if hasattr(args, "cwd") else None  # the one set-up
+    args.look = Look.at(args, given) if hasattr(args, "cwd") else None  # the one set-up
     # The commands report what the library would log; unconfigured structlog would print it to
     # stdout, into the output. Not cached: main() may run more than once in one process.
     structlog.configure(

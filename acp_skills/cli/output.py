@@ -24,8 +24,7 @@ _OUR_STYLING: Final = re.compile("(" + "|".join(re.escape(f"\x1b[{c}m") for c in
 
 @dataclass(frozen=True, slots=True)
 class Style:
-    """ANSI styling, or none (piped, ``NO_COLOR``, a dumb terminal); as the terminal's
-    `acp_skills.diagnostics.Markup`: bold places, dim codes, coloured severities."""
+    """ANSI styling, or none (piped, ``NO_COLOR``, a dumb terminal); the terminal's `Markup`."""
 
     enabled: bool
 
@@ -47,14 +46,12 @@ class Style:
 
 @dataclass(slots=True)
 class Outcome:
-    """What a command produced: JSON for ``--json``, text otherwise, and the exit status;
-    ``remarks`` go to stderr in text mode (stdout stays the command's output), ``warnings``
-    to stderr whatever the mode."""
+    """What a command produced, and its exit status (`emit` says where each part goes)."""
 
     payload: dict[str, Any]
     text: list[str] = field(default_factory=list)
     status: int = OK
-    remarks: list[str] = field(default_factory=list)
+    remarks: list[str] = field(default_factory=list)  # to stderr: stdout is the command's output
     warnings: list[str] = field(default_factory=list)
 
     @classmethod

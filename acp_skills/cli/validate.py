@@ -32,8 +32,7 @@ _Found = tuple[list[Diagnostic], int]  # the records, and how many skill files w
 
 
 def strict_diagnostics(path: str, parsed: ParsedSkill) -> list[Diagnostic]:
-    """One record per specification rule a well-formed skill file breaks (an ``error``; a
-    flat skill, which this runtime reads, only a note)."""
+    """One record per specification rule a well-formed skill file breaks."""
     name, fields = parsed.name, parsed.fields
     found: dict[str, str] = {}  # by code: each rule is broken once at most
     compatibility = fields.get("compatibility", "-")
