@@ -43,13 +43,14 @@ def trust_mode(value: str | None) -> TrustMode:
 
 @dataclass(frozen=True, slots=True)
 class ProjectSource:
-    """A project by ``key``, the real path its decision is stored under."""
+    """A project by ``key``, the real path its decision is stored under; ``label``, its name."""
 
     key: str
+    # Values, not properties: whoever words a source reads them without calling back here.
+    label: str = field(init=False, compare=False)
 
-    @property
-    def label(self) -> str:
-        return os.path.basename(self.key) or self.key
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "label", os.path.basename(self.key) or self.key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +61,10 @@ class ServerSource:
     endpoint: str
     items: frozenset[ShownItem] = frozenset()
     uri: str = ""  # the skill's own SKILL.md, for the question
+    key: str = field(init=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return SERVER_KEY_PREFIX + self.endpoint
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", SERVER_KEY_PREFIX + self.endpoint)
 
 
 TrustSource: TypeAlias = ProjectSource | ServerSource
@@ -246,11 +247,12 @@ class SessionView:
     source_of: Callable[[SkillCandidate], TrustSource | None]
     stored: StoredTrust
     judge: Callable[[SkillCandidate], tuple[TrustState, Withheld | None]]
+    # The withheld skills a question asks about: a value, read without calling back here.
+    pending: tuple[Withheld, ...] = field(init=False, compare=False)
 
-    @property
-    def pending(self) -> tuple[Withheld, ...]:
-        """The withheld skills a question asks about."""
-        return tuple(held for held in self.withheld.values() if held.state == "pending")
+    def __post_init__(self) -> None:
+        pending = tuple(held for held in self.withheld.values() if held.state == "pending")
+        object.__setattr__(self, "pending", pending)
 
     def state(self, skill: SkillCandidate) -> TrustState:
         """The state of ``skill``: a winner, a shadowed skill, or one named by its uri."""
