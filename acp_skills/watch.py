@@ -173,7 +173,8 @@ class _Watcher:
     def _reopen(self, projects: frozenset[_Project]) -> bool:
         # Whether a new watch went live.
         self._projects, self._replan = projects, False
-        plan = plan_watches([*self.fixed_roots, *(p for ps in projects for p in ps)])
+        roots = [*self.fixed_roots, *(p for ps in projects for p in ps)]
+        plan = plan_watches(roots)
         if plan == self._plan and self._changes is not None:
             return False
         try:
@@ -184,7 +185,9 @@ class _Watcher:
             return False
         if self._changes is not None:
             self._changes.close()  # the new watch is live first: nothing falls in between
-        self._changes, self._plan, self._replan = changes, plan, bool(first)
+        # A bundle made after planning but before the watch was live is not watched: plan again.
+        self._changes, self._plan = changes, plan
+        self._replan = bool(first) or plan_watches(roots) != plan
         mode: Mode = "polling" if self._polling else "native"
         with self.lock:
             previous, self.mode = self.mode, mode

@@ -23,6 +23,7 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 from watchfiles import Change
+from watchfiles import watch as real_watch
 
 from acp_skills import AcpSkills, LocalSkillProvider, SkillLookupOptions, SkillRegistry
 from acp_skills import watch as watch_module
@@ -284,6 +285,33 @@ async def test_the_first_lookup_does_not_wait_for_the_watch_and_nothing_is_misse
         assert setup.invalidations == [WATCHER_THREAD_NAME]
     finally:
         answered.set()
+        setup.handle.dispose()
+
+
+async def test_a_bundle_created_while_the_watch_opens_is_watched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bundle created after the roots were looked at but before the watch of them is live is
+    listed once it is live, and its ``SKILL.md`` is watched from then on."""
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    (tmp_path / "home").mkdir()
+    created = threading.Event()
+
+    def create_then_watch(*args: Any, **kwargs: Any) -> Any:
+        if not created.is_set():  # planned without it; it appears before the watch is live
+            write_skill(skills / "deploy" / "SKILL.md", "deploy", "Deploy.")
+            created.set()
+        return real_watch(*args, **kwargs)
+
+    monkeypatch.setattr(watch_module, "watch", create_then_watch)
+    setup = watched_registry(tmp_path, skills)
+    try:
+        await setup.until({})
+        await setup.until({"deploy": "Deploy."})
+        write_skill(skills / "deploy" / "SKILL.md", "deploy", "Deploy twice.")
+        await setup.until({"deploy": "Deploy twice."})
+    finally:
         setup.handle.dispose()
 
 
