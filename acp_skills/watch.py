@@ -158,9 +158,10 @@ class _Watcher:
         changed = False
         if projects != self._projects or self._replan:
             changed = self._reopen(projects)
-        if self._changes is None:  # not opened: planned again at the next step
+        if self._changes is None or (plan := self._plan) is None:  # planned at the next step
             return
-        if batch := next(self._changes, set()):  # only changes that matter (the filter)
+        batch = next(self._changes, set())  # every change: only those that matter count
+        if batch := {(change, path) for change, path in batch if matters(plan, change, path)}:
             paths = sorted(path for _, path in batch)[:20]
             _log.debug("skill_watch_changes", changes=len(batch), paths=paths)
             self._replan = changed = True
@@ -185,9 +186,12 @@ class _Watcher:
             return False
         if self._changes is not None:
             self._changes.close()  # the new watch is live first: nothing falls in between
-        # A bundle made after planning but before the watch was live is not watched: plan again.
         self._changes, self._plan = changes, plan
-        self._replan = bool(first) or plan_watches(roots) != plan
+        # Planned again after a change that matters, or a bundle made after planning but before
+        # the watch was live (its creation unseen, so it is not watched yet).
+        self._replan = (
+            any(matters(plan, *change) for change in first) or plan_watches(roots) != plan
+        )
         mode: Mode = "polling" if self._polling else "native"
         with self.lock:
             previous, self.mode = self.mode, mode
@@ -201,8 +205,9 @@ class _Watcher:
         while True:
             changes = watch(
                 *sorted(plan.directories),
-                # Only a change that matters ends a batch (not the log beside a missing root).
-                watch_filter=lambda change, path: matters(plan, change, path),
+                # Every change comes back, filtered by `_step`: with a filter here, a log written
+                # without pause beside a missing root would keep the thread in this generator.
+                watch_filter=None,
                 debounce=DEBOUNCE_MS,
                 step=STEP_MS,
                 stop_event=self.stop,

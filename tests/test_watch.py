@@ -535,6 +535,39 @@ async def test_project_skills_of_a_listed_project_are_watched(watched: Watched) 
     await watched.until({"lint": "Lint the project's way."}, cwd=cwd)
 
 
+async def test_a_project_is_watched_while_a_watched_directory_is_written_without_pause(
+    watched: Watched,
+) -> None:
+    """A log written every few milliseconds beside a missing root (its nearest ancestor is
+    watched) matters to no catalog, yet must not keep a project looked up meanwhile from being
+    watched: that project's lookup is cached, so an edit of its skills must show."""
+    await watched.until({})
+    await watched.live()
+    project = watched.tmp / "project"
+    (project / ".git").mkdir(parents=True)
+    skill = write_skill(project / ".agents" / "skills" / "task.md", "task", "Task.")
+    stop = threading.Event()
+
+    def keep_logging() -> None:  # the home directory is watched: ~/.agents/skills is missing
+        with open(watched.tmp / "home" / "agent.log", "a") as log:
+            while not stop.wait(0.002):
+                log.write("a line\n")
+                log.flush()
+
+    logger = threading.Thread(target=keep_logging)
+    logger.start()
+    try:
+        told = len(watched.invalidations)
+        await watched.until({"task": "Task."}, cwd=str(project))
+        # The watch covering the project is live once its catch-up invalidation has come.
+        await watched.when(lambda: len(watched.invalidations) > told)
+        write_skill(skill, "task", "Task twice.")
+        await watched.until({"task": "Task twice."}, cwd=str(project))
+    finally:
+        stop.set()
+        logger.join()
+
+
 async def test_projects_beyond_the_bound_are_served_fresh_but_not_watched(
     watched: Watched,
 ) -> None:
