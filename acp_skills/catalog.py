@@ -106,6 +106,8 @@ class _Line:
 
 def fit_catalog(skills: Iterable[SkillSummary], **settings: Unpack[CatalogSettings]) -> CatalogFit:
     """Render the catalog within ``budget`` characters and say what that took (contract §12)."""
+    for key in settings.keys() - CatalogSettings.__annotations__.keys():
+        raise TypeError(f"unexpected catalog setting {key!r}")
     bound = check_max_length(settings.get("max_length", DEFAULT_MAX_DESCRIPTION_LENGTH))
     limit = settings.get("budget")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):

@@ -127,7 +127,6 @@ def unread_path(
         "not_regular": "it is not a regular file",
         "too_large": f"the file is {failure.size} bytes, over the {limit}-byte limit",
         "grew": f"the file is over the {limit}-byte limit",
-        "changed": "it changed while being read",
         "unreadable": f"it could not be read ({failure.detail})",
     }
     reason, entries = reasons[failure.failure], failure.entries

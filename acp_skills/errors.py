@@ -20,7 +20,7 @@ class Refusal(Exception):
 # fmt: off
 ReadFailure: TypeAlias = Literal[
     "not_found", "broken_link", "outside", "excluded", "directory", "not_regular", "too_large",
-    "grew", "changed", "unreadable",
+    "grew", "unreadable",
 ]
 # fmt: on
 
@@ -34,7 +34,6 @@ _REASONS: Final[dict[ReadFailure, str]] = {
     "not_regular": "not a regular file",
     "too_large": "file is {size} bytes, over the {limit}-byte limit",
     "grew": "file grew past the {limit}-byte limit while being read",
-    "changed": "it changed while being read",
     "unreadable": "{detail}",
 }
 

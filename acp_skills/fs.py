@@ -174,8 +174,12 @@ def read_descriptor(fd: int, max_bytes: int) -> tuple[os.stat_result, bytes] | R
     # fstat's size and one byte more: one call in the usual case (a second "is that all?" read adds
     # a fifth to a large discovery), where asking for max_bytes would allocate a megabyte.
     data = os.read(fd, info.st_size + 1)
-    while info.st_size < len(data) <= max_bytes and (more := os.read(fd, _CHUNK)):
-        data += more  # it grew
+    if len(data) != info.st_size:  # it grew, or a short read (FUSE, network): on to its end
+        chunks, total = [data], len(data)
+        while total <= max_bytes and (more := os.read(fd, max(_CHUNK, info.st_size - total))):
+            chunks.append(more)
+            total += len(more)
+        data = b"".join(chunks)
     if len(data) > max_bytes:
         return ReadError(failure="grew", limit=max_bytes)
     return info, data

@@ -158,9 +158,10 @@ class _Watcher:
         changed = False
         if projects != self._projects or self._replan:
             changed = self._reopen(projects)
-        if self._changes is None:  # not opened: planned again at the next step
+        if self._changes is None or (plan := self._plan) is None:  # planned at the next step
             return
-        if batch := next(self._changes, set()):  # only changes that matter (the filter)
+        batch = next(self._changes, set())  # every change: only those that matter count
+        if batch := {(change, path) for change, path in batch if matters(plan, change, path)}:
             paths = sorted(path for _, path in batch)[:20]
             _log.debug("skill_watch_changes", changes=len(batch), paths=paths)
             self._replan = changed = True
@@ -173,7 +174,8 @@ class _Watcher:
     def _reopen(self, projects: frozenset[_Project]) -> bool:
         # Whether a new watch went live.
         self._projects, self._replan = projects, False
-        plan = plan_watches([*self.fixed_roots, *(p for ps in projects for p in ps)])
+        roots = [*self.fixed_roots, *(p for ps in projects for p in ps)]
+        plan = plan_watches(roots)
         if plan == self._plan and self._changes is not None:
             return False
         try:
@@ -184,7 +186,12 @@ class _Watcher:
             return False
         if self._changes is not None:
             self._changes.close()  # the new watch is live first: nothing falls in between
-        self._changes, self._plan, self._replan = changes, plan, bool(first)
+        self._changes, self._plan = changes, plan
+        # Planned again after a change that matters, or a bundle made after planning but before
+        # the watch was live (its creation unseen, so it is not watched yet).
+        self._replan = (
+            any(matters(plan, *change) for change in first) or plan_watches(roots) != plan
+        )
         mode: Mode = "polling" if self._polling else "native"
         with self.lock:
             previous, self.mode = self.mode, mode
@@ -198,8 +205,9 @@ class _Watcher:
         while True:
             changes = watch(
                 *sorted(plan.directories),
-                # Only a change that matters ends a batch (not the log beside a missing root).
-                watch_filter=lambda change, path: matters(plan, change, path),
+                # Every change comes back, filtered by `_step`: with a filter here, a log written
+                # without pause beside a missing root would keep the thread in this generator.
+                watch_filter=None,
                 debounce=DEBOUNCE_MS,
                 step=STEP_MS,
                 stop_event=self.stop,

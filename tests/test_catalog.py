@@ -510,6 +510,15 @@ def test_invalid_budget_is_rejected(budget: object) -> None:
         SkillCatalogContributor(SkillRegistry(), budget=budget)  # type: ignore[arg-type]
 
 
+def test_an_unknown_setting_is_refused() -> None:
+    """A misspelled setting is a ``TypeError``, never silently ignored: ``hidden_skills`` (the
+    `AcpSkills` spelling) given to the contributor must not leave the skill listed."""
+    with pytest.raises(TypeError, match=r"^unexpected catalog setting 'hidden_skills'"):
+        SkillCatalogContributor(SkillRegistry(), hidden_skills=["deploy"])  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^unexpected catalog setting 'budgte'"):
+        fit_catalog(SKILLS, budgte=100)  # type: ignore[call-arg]
+
+
 # -- properties ------------------------------------------------------------------------------
 
 _NAMES = st.from_regex(r"[a-z0-9]{1,8}(-[a-z0-9]{1,6}){0,2}", fullmatch=True)

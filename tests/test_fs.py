@@ -118,6 +118,19 @@ async def test_read_files_accepts_a_file_exactly_at_the_cap(tmp_path: Path) -> N
 
 
 @pytest.mark.anyio
+async def test_read_files_reads_on_after_a_short_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read may return fewer bytes than asked (a FUSE or network filesystem does): the file
+    is read to its end, never cut at the first short read."""
+    data = bytes(range(256)) * 40
+    (tmp_path / "skill.md").write_bytes(data)
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, size: real_read(fd, min(size, 1000)))
+    assert list(await LocalFileSystem().read_files([str(tmp_path / "skill.md")], 20_000)) == [data]
+
+
+@pytest.mark.anyio
 async def test_read_files_of_an_empty_batch_is_empty() -> None:
     """No paths, no results (and no worker thread)."""
     assert list(await LocalFileSystem().read_files([], 10)) == []
