@@ -1,5 +1,4 @@
-"""The provider seam and its hooks, the one validator of what a provider returns, and
-`SkillRegistry` (contract §3, §4)."""
+"""The provider seam, its hooks and validator, and `SkillRegistry` (contract §3, §4)."""
 
 from __future__ import annotations
 
@@ -106,8 +105,7 @@ def validate_offer(
 
 @dataclass(slots=True, eq=False)
 class ProviderHandle:
-    """What `SkillRegistry.register_provider` returns: ``dispose()`` removes the provider
-    (idempotent); ``invalidate()`` says its skills changed (inert once disposed or replaced)."""
+    """A registration: ``dispose()`` removes it (idempotent), ``invalidate()`` marks it changed."""
 
     registry: SkillRegistry
     provider: SkillProvider
@@ -167,7 +165,7 @@ class _Answer:
 
 
 class SkillRegistry:
-    """The provider registry (contract §4); a cache bound < 1 is a ``ValueError``."""
+    """The provider registry (contract §4); a bound out of range is a ``ValueError``."""
 
     def __init__(
         self, collect_cache_max_entries: int = 128, provider_timeout: float | None = 30.0
@@ -175,6 +173,8 @@ class SkillRegistry:
         self._cache_bound = require_positive_int(
             "collect_cache_max_entries", collect_cache_max_entries
         )
+        if provider_timeout is not None and not provider_timeout > 0:
+            raise ValueError(f"provider_timeout must be more than 0, got {provider_timeout!r}")
         self._provider_timeout = provider_timeout
         self._runtime = _RuntimeSkills()
         runtime = ProviderHandle(self, self._runtime, _RUNTIME_ORDER, {})

@@ -347,6 +347,13 @@ async def test_invalid_cache_bound_is_rejected(bound: object) -> None:
         SkillRegistry(collect_cache_max_entries=bound)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("seconds", [0, -1.5])
+def test_a_provider_timeout_that_would_skip_every_provider_is_rejected(seconds: float) -> None:
+    """A timeout of zero or less would time every provider out: a clear error instead."""
+    with pytest.raises(ValueError, match="provider_timeout"):
+        SkillRegistry(provider_timeout=seconds)
+
+
 async def test_invalidation_drops_the_cache() -> None:
     """After invalidate(), the next lookup asks providers again."""
     registry = SkillRegistry()
