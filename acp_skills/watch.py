@@ -109,6 +109,14 @@ def matters(plan: WatchPlan, change: Change, path: str) -> bool:
     return change is Change.added if os.path.isdir(path) else name.endswith(".md")
 
 
+def _relevant(plan: WatchPlan, batch: _Batch) -> _Batch:
+    """The changes of ``batch`` that matter to ``plan``, logged when there are any."""
+    if relevant := {(change, path) for change, path in batch if matters(plan, change, path)}:
+        paths = sorted(path for _, path in relevant)[:20]
+        _log.debug("skill_watch_changes", changes=len(relevant), paths=paths)
+    return relevant
+
+
 class _Watcher:
     # The thread's side (one at a time), shared with `RootWatch` under ``lock``; not `RootWatch`,
     # whose handles the thread must not keep alive. Every watch that goes live invalidates once.
@@ -160,10 +168,7 @@ class _Watcher:
             changed = self._reopen(projects)
         if self._changes is None or (plan := self._plan) is None:  # planned at the next step
             return
-        batch = next(self._changes, set())  # every change: only those that matter count
-        if batch := {(change, path) for change, path in batch if matters(plan, change, path)}:
-            paths = sorted(path for _, path in batch)[:20]
-            _log.debug("skill_watch_changes", changes=len(batch), paths=paths)
+        if _relevant(plan, next(self._changes, set())):  # every change: only those that matter
             self._replan = changed = True
             with self.lock:  # a change clears every cache: watch the projects listed last
                 recent = dict.fromkeys(p for p in reversed(self.lookup_projects.values()) if p)
@@ -189,9 +194,7 @@ class _Watcher:
         self._changes, self._plan = changes, plan
         # Planned again after a change that matters, or a bundle made after planning but before
         # the watch was live (its creation unseen, so it is not watched yet).
-        self._replan = (
-            any(matters(plan, *change) for change in first) or plan_watches(roots) != plan
-        )
+        self._replan = bool(_relevant(plan, first)) or plan_watches(roots) != plan
         mode: Mode = "polling" if self._polling else "native"
         with self.lock:
             previous, self.mode = self.mode, mode

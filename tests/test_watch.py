@@ -315,6 +315,37 @@ async def test_a_bundle_created_while_the_watch_opens_is_watched(
         setup.handle.dispose()
 
 
+async def test_a_change_in_the_first_batch_of_a_new_watch_is_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relevant change that arrives with a watch going live is logged like any other (the
+    agent's debug log then says why a skill appeared)."""
+    skills = tmp_path / "skills"
+    (skills / "deploy").mkdir(parents=True)
+    (tmp_path / "home").mkdir()
+    bundle = str(skills / "deploy")
+
+    def first_batch_with_a_bundle(*args: Any, **kwargs: Any) -> Any:
+        changes = real_watch(*args, **kwargs)
+
+        def relay() -> Iterator[set[tuple[Change, str]]]:
+            yield next(changes, set()) | {(Change.added, bundle)}
+            yield from changes
+
+        return relay()
+
+    monkeypatch.setattr(watch_module, "watch", first_batch_with_a_bundle)
+    with capture_logs() as logs:
+        setup = watched_registry(tmp_path, skills)
+        try:
+            await setup.until({})
+            await setup.when(lambda: any(bundle in entry.get("paths", ()) for entry in logs))
+        finally:
+            setup.handle.dispose()
+    said = [entry for entry in logs if entry["event"] == "skill_watch_changes"]
+    assert said and said[0]["changes"] >= 1
+
+
 # -- changes on disk reach the registry --------------------------------------------------------
 
 
