@@ -343,7 +343,8 @@ async def test_a_change_in_the_first_batch_of_a_new_watch_is_logged(
         finally:
             setup.handle.dispose()
     said = [entry for entry in logs if entry["event"] == "skill_watch_changes"]
-    assert said and said[0]["changes"] >= 1
+    assert said
+    assert said[0]["changes"] >= 1
 
 
 # -- changes on disk reach the registry --------------------------------------------------------
