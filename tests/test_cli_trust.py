@@ -13,6 +13,14 @@ from acp_skills.cli.main import main
 from tests.cli_runner import cli_env, run
 
 
+def test_trust_list_with_a_path_is_a_usage_error(tmp_path: Path) -> None:
+    """``--list`` lists every decision: a PATH beside it is refused, not silently ignored."""
+    env = cli_env(ACP_SKILLS_TRUST_FILE=str(tmp_path / "trust.json"))
+    refused = run("trust", "--list", str(tmp_path), env=env)
+    assert refused.returncode == 2
+    assert "--list takes no PATH" in refused.stdout
+
+
 def test_trust_refuse_forget_and_list(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)

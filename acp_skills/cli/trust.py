@@ -24,6 +24,8 @@ from .output import BOLD, PROBLEMS, Outcome, Style
 async def trust(args: argparse.Namespace, style: Style) -> Outcome:
     """Trust, ``--refuse`` or ``--forget`` PATH's project or a server's key; or ``--list``."""
     # A few small local files, each read bounded: nothing here is worth a thread.
+    if args.list and args.path is not None:
+        return Outcome.failed("--list takes no PATH: it lists every stored decision")
     store = TrustStore()
     decision: Decision | None = None if args.forget else ("refused" if args.refuse else "trusted")
     try:
