@@ -188,8 +188,7 @@ class TrustStore:
             if isinstance(path := entry.get("path"), str):
                 stored = stored.decided(ProjectSource(path), decision)
             elif isinstance(server := entry.get("server"), str):
-                listed = entry.get("resources") if decision == "trusted" else None
-                resources = listed if isinstance(listed, list) else []
+                resources = listed if isinstance(listed := entry.get("resources"), list) else []
                 pairs = [(r.get("uri"), r.get("digest")) for r in resources if isinstance(r, dict)]
                 items = {(u, d) for u, d in pairs if isinstance(u, str) and isinstance(d, str)}
                 stored = stored.decided(ServerSource("", server, frozenset(items)), decision)

@@ -93,8 +93,7 @@ def read_entry(raw: object) -> ListedSkill | RejectedEntry:
         return RejectedEntry(uri, fields.message)
     if isinstance(parsed := read_fields(fields), Problem):
         return RejectedEntry(uri, parsed.message)
-    resources = raw.get("resources")
-    files = None if resources == "dynamic" else _manifest(resources)
+    files = None if (resources := raw.get("resources")) == "dynamic" else _manifest(resources)
     if isinstance(files, str):
         return RejectedEntry(uri, files)
     if files is not None and uri not in files:

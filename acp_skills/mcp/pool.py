@@ -4,10 +4,10 @@ a stdio server is spawned before the SDK loads (docs/benchmarks.md)."""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import signal
 from contextlib import suppress
+from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, Final
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 _AFTER_CANCEL: Final = 1.0  # a cancelled connection's last moments (reaping a killed server)
 _log = get_logger(__name__)
+_sdk: list[ModuleType] = []  # `transport.py`, once imported
 
 
 class Unavailable(Exception):
@@ -42,11 +43,13 @@ async def spawn(server: McpServer) -> Process:
 
 
 async def load_sdk() -> ModuleType:
-    """`transport.py` and the MCP SDK, imported in a worker thread; `Unavailable` if not."""
-    try:
-        return await anyio.to_thread.run_sync(importlib.import_module, f"{__package__}.transport")
-    except Exception as error:
-        raise Unavailable(f"the MCP SDK cannot be loaded: {leaf_reason(error)}") from None
+    """`transport.py` and the MCP SDK, imported once in a worker thread; `Unavailable` if not."""
+    if not _sdk:
+        try:
+            _sdk.append(await anyio.to_thread.run_sync(import_module, f"{__package__}.transport"))
+        except Exception as error:
+            raise Unavailable(f"the MCP SDK cannot be loaded: {leaf_reason(error)}") from None
+    return _sdk[0]
 
 
 def leaf_reason(error: BaseException) -> str:
@@ -75,9 +78,8 @@ class Pool:
                 found = _Connection(server, self._timeout, self._factory)
                 self._connections[server] = found
             await asyncio.wait({found.ready})  # a cancelled caller leaves it connecting
-            if found.ready.exception() is not None:
-                await load_sdk()  # an `mcp` that does not import is the reason, before all else
-            session = found.ready.result()
+            sdk = await load_sdk()  # an `mcp` that does not import is the reason, before all else
+            return found.ready.result(), sdk
         return session, await load_sdk()
 
     def ended(self, server: McpServer) -> str | None:
