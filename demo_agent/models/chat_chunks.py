@@ -9,19 +9,28 @@ from zero in every response, and two calls sharing an id would pair the wrong re
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from acp_skills.text import well_formed
-
 from . import ModelError, ToolCall
 
-__all__ = ["MAX_REPLY_CHARACTERS", "ReplyReader", "used_call_ids"]
+__all__ = ["MAX_REPLY_CHARACTERS", "ReplyReader", "used_call_ids", "well_formed"]
 
 MAX_REPLY_CHARACTERS: Final = 2_000_000
 """A streamed reply (text plus tool-call arguments) longer than this is stopped."""
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (a split pair is joined)."""
+    # UTF-16 pairs surrogates on the way back and replaces those left alone.
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def malformed(what: str) -> ModelError:

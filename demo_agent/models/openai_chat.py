@@ -17,10 +17,9 @@ import anyio
 import structlog
 
 from acp_skills.cli.settings import extra_install_hint
-from acp_skills.text import well_formed
 
 from . import ModelError, ModelReply, ModelRequest, OnText
-from .chat_chunks import ReplyReader, malformed, used_call_ids
+from .chat_chunks import ReplyReader, malformed, used_call_ids, well_formed
 
 __all__ = [
     "DEFAULT_BASE_URL",
