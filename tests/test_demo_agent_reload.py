@@ -213,6 +213,8 @@ async def test_changes_beside_a_missing_root_are_ignored_even_the_agents_own_log
         # The root appearing is seen, and only after every earlier change was.
         write_skill(missing, "late", "Arrives in the root that was missing.", "# Late\n")
         await agent.until_listed(a, ["late"])
+        # A lookup may list it before the watcher's batch is logged: wait for that line.
+        await agent.log_lines_with("skill_watch_changes")
     lines = log.read_text().splitlines()
     assert rescans <= 1  # at most the catch-up, had it not happened yet
     about_files = [line for line in lines if "agent.log" in line or "notes.txt" in line]
