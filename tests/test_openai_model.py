@@ -7,7 +7,10 @@ agent subprocess (``--model openai --base-url http://127.0.0.1:PORT/v1``).
 
 from __future__ import annotations
 
+import gc
+import os
 import socket
+import types
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -207,6 +210,11 @@ def _closed_port() -> int:
             "The model endpoint did not answer within 0.3 s.",
             id="timeout-mid-stream",
         ),
+        pytest.param(
+            Stream([chunk({"content": "Par"}), {"error": {"message": "Overloaded, retry"}}]),
+            "The model request failed: Overloaded, retry",
+            id="error-mid-stream",
+        ),
     ],
 )
 async def test_model_failures_raise_a_clear_model_error(reply: Reply, expected: str) -> None:
@@ -256,6 +264,48 @@ async def test_model_cancel_closes_the_stream() -> None:
                 group.cancel_scope.cancel()
             assert await anyio.to_thread.run_sync(server.client_closed.wait, 5.0)
     assert 1 <= len(pieces) < 400
+
+
+def _suspended_stream_readers() -> list[str]:
+    """The HTTP client's async generators still waiting mid-stream (not closed, not done)."""
+    libraries = ("openai", "httpx", "httpcore")
+    return [
+        found.ag_code.co_qualname
+        for found in gc.get_objects()
+        if isinstance(found, types.AsyncGeneratorType)
+        and found.ag_frame is not None
+        and any(f"{os.sep}{name}{os.sep}" in found.ag_code.co_filename for name in libraries)
+    ]
+
+
+STILL_TALKING = [chunk({"content": "more "})] * 3
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        pytest.param([chunk({"content": {"text": "hi"}})], id="content-not-text"),
+        pytest.param([chunk({"tool_calls": [{"id": "c1"}]})], id="call-without-index"),
+    ],
+)
+async def test_a_reply_read_no_further_leaves_no_stream_reader_waiting(
+    pieces: list[dict[str, Any]],
+) -> None:
+    """A reply the model stops reading mid-stream closes every reader of the HTTP stream as
+    it stops, instead of leaving them suspended for the garbage collector, which may finalise
+    them after their event loop is gone."""
+    gc.disable()  # what only the collector would free stays visible
+    try:
+        reply = Stream([*pieces, *STILL_TALKING], hold=True)
+        with FakeOpenAI([reply]) as server, pytest.raises(ModelError, match="could not read"):
+            await complete(make_model(server), HELLO)
+        for _ in range(TEST_SECONDS * 100):  # the closed readers' own clean-up runs on the loop
+            if not _suspended_stream_readers():
+                break
+            await anyio.sleep(0.01)
+        assert _suspended_stream_readers() == []
+    finally:
+        gc.enable()
 
 
 # -- end to end through the agent --------------------------------------------------------------

@@ -1,8 +1,10 @@
 """A model behind any OpenAI-compatible Chat Completions endpoint (DeepSeek by default).
 
-Uses the official ``openai`` package (the ``openai`` extra) for HTTP, streaming and server-sent
-events. Text is streamed as it arrives; tool calls are accumulated from their streamed pieces.
-Cancelling the turn cancels the task awaiting the stream, which closes the HTTP response.
+Uses the official ``openai`` package (the ``openai`` extra) for HTTP and its typed errors; the
+server-sent events of its streamed response are read here, so that every reader of the stream is
+closed the moment reading stops. Text is streamed as it arrives; tool calls are accumulated from
+their streamed pieces. Cancelling the turn cancels the task awaiting the stream, which closes the
+HTTP response.
 
 What the endpoint sends is made well-formed here, where it enters: its JSON may carry lone
 surrogates, which would fail the next request's encoding and every frame that shows them.
@@ -10,7 +12,9 @@ surrogates, which would fail the next request's encoding and every frame that sh
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -119,20 +123,16 @@ class OpenAIChatModel:
             # The client's own timeout is per socket operation, so an endpoint dripping a byte
             # at a time would run on for ever: the deadline covers the whole request.
             with anyio.fail_after(self._timeout):
-                stream = await client.chat.completions.create(**arguments)
-                async with stream:
-                    iterator = stream.__aiter__()
-                    while True:
-                        try:
-                            chunk = await iterator.__anext__()
-                        except StopAsyncIteration:
+                # The events are read here rather than by the client library's stream object,
+                # whose generators, left suspended when reading stops early (a malformed piece,
+                # a reply over the cap, a cancelled turn), wait in a reference cycle for the
+                # garbage collector: here each is closed as reading stops.
+                respond = client.chat.completions.with_streaming_response.create(**arguments)
+                async with respond as response, aclosing(_events(response)) as events:
+                    async for data in events:
+                        if data == "[DONE]":
                             break
-                        except (ValueError, TypeError, KeyError, AttributeError) as error:
-                            # Bad SSE JSON, or a shape the client library could not build.
-                            raise malformed(
-                                f"{type(error).__name__}: {_short(str(error), 80)}"
-                            ) from error
-                        for content in reader.add(chunk):
+                        for content in reader.add(_chunk(data)):
                             await on_text(content)
         except (TimeoutError, openai.OpenAIError) as error:
             raise ModelError(self._explained(error)) from error
@@ -193,6 +193,33 @@ def _paired(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
                 continue
         cleaned.append(plain)
     return cleaned
+
+
+async def _events(response: Any) -> AsyncGenerator[str, None]:
+    """The data of each server-sent event: its ``data:`` lines joined, sent at a blank line."""
+    data: list[str] = []
+    async with aclosing(response.iter_lines()) as lines:
+        async for line in lines:
+            if line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+            elif not line and data:
+                yield "\n".join(data)
+                data = []
+    if data:
+        yield "\n".join(data)
+
+
+def _chunk(data: str) -> object:
+    """One event's JSON: a reply piece, or the error the endpoint sent instead."""
+    try:
+        chunk = json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise malformed(f"{type(error).__name__}: {_short(str(error), 80)}") from None
+    if isinstance(chunk, dict) and (sent := chunk.get("error")):
+        message = sent.get("message") if isinstance(sent, dict) else None
+        said = message if isinstance(message, str) and message else "an error instead of a reply"
+        raise ModelError(f"The model request failed: {_short(said)}")
+    return chunk
 
 
 def _short(text: str, limit: int = 300) -> str:
