@@ -6,7 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
@@ -149,7 +149,8 @@ class StoredTrust:
 def _folded(
     stored: StoredTrust, steps: Iterable[tuple[TrustSource, Decision | None]]
 ) -> StoredTrust:
-    """`StoredTrust.decided` for each step in turn, in time linear in the steps and pairs."""
+    """``stored`` with each decision in turn, `StoredTrust.decided`'s rule (a call of it is one
+    step), in time linear in the steps and their pairs."""
     decisions = dict(stored.decisions)
     by_uri = {key: _by_uri(pairs) for key, pairs in stored.served.items()}
     for source, decision in steps:
@@ -164,12 +165,12 @@ def _folded(
     return StoredTrust(decisions, served)
 
 
-def _by_uri(pairs: Iterable[ShownItem]) -> dict[str, frozenset[ShownItem]]:
+def _by_uri(pairs: Iterable[ShownItem]) -> dict[str, set[ShownItem]]:
     """``pairs`` grouped by uri: a trusted server's new pairs replace its pairs of their uris."""
     groups: dict[str, set[ShownItem]] = {}
     for pair in pairs:
         groups.setdefault(pair[0], set()).add(pair)
-    return {uri: frozenset(group) for uri, group in groups.items()}
+    return groups
 
 
 class TrustStore:
@@ -199,7 +200,18 @@ class TrustStore:
             raise TrustFileError(f"{cannot}: {deep}") from None
         except (ValueError, LookupError, TypeError, AttributeError) as error:  # not decisions
             raise TrustFileError(f"{cannot}: {error!s}") from None
-        return _folded(StoredTrust(), _steps(entries))
+        steps: list[tuple[TrustSource, Decision]] = []
+        for entry in (entry for entry in entries if isinstance(entry, dict)):
+            if (decision := entry.get("decision")) not in ("trusted", "refused"):
+                continue
+            if isinstance(path := entry.get("path"), str):
+                steps.append((ProjectSource(path), decision))
+            elif isinstance(server := entry.get("server"), str):
+                resources = listed if isinstance(listed := entry.get("resources"), list) else []
+                pairs = [(r.get("uri"), r.get("digest")) for r in resources if isinstance(r, dict)]
+                items = {(u, d) for u, d in pairs if isinstance(u, str) and isinstance(d, str)}
+                steps.append((ServerSource("", server, frozenset(items)), decision))
+        return _folded(StoredTrust(), steps)  # in one pass: folding `decided` in is quadratic
 
     def decide(self, source: TrustSource, decision: Decision | None) -> bool:
         """Store ``decision`` for ``source`` (`StoredTrust.decided`); whether anything changed."""
@@ -227,20 +239,6 @@ class TrustStore:
             text = json.dumps(data, indent=2) + "\n"
             replace_file(target, text.encode(), prefix=".trust-", sync=True)
             return True
-
-
-def _steps(entries: Sequence[object]) -> Iterator[tuple[TrustSource, Decision]]:
-    """The decisions of the trust file's entries, in its order (what is no decision skipped)."""
-    for entry in (entry for entry in entries if isinstance(entry, dict)):
-        if (decision := entry.get("decision")) not in ("trusted", "refused"):
-            continue
-        if isinstance(path := entry.get("path"), str):
-            yield ProjectSource(path), decision
-        elif isinstance(server := entry.get("server"), str):
-            resources = listed if isinstance(listed := entry.get("resources"), list) else []
-            pairs = [(r.get("uri"), r.get("digest")) for r in resources if isinstance(r, dict)]
-            items = {(u, d) for u, d in pairs if isinstance(u, str) and isinstance(d, str)}
-            yield ServerSource("", server, frozenset(items)), decision
 
 
 # -- what a session offers --------------------------------------------------------------------
