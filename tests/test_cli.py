@@ -1,9 +1,10 @@
 """The ``acp-skills`` command line, through `main(argv)` in this process with its output
 captured (`tests/cli_runner.py`), over a copy of the fixture corpus
 (``tests/fixtures/skills-corpus``: valid and broken skills, and skills written for Claude Code
-and Codex). Two tests start processes, for what only a process shows: the console script and
-``python -m acp_skills`` run this same `main`, and importing the command line loads neither the
-ACP SDK nor pydantic (a fresh interpreter's ``sys.modules``).
+and Codex). Three tests start processes, for what only a process shows: the console script and
+``python -m acp_skills`` run this same `main`, importing the command line loads neither the ACP
+SDK nor pydantic (a fresh interpreter's ``sys.modules``), and each command reads each skill file
+once (counted by an audit hook, which stays for the life of its interpreter).
 
 The corpus, as the agent sees it from ``project`` (homes in ``home``):
 
