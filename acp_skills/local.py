@@ -127,6 +127,7 @@ class LocalSkillProvider:
             SkillRoot(path=p, source=s, rank=_SOURCE_RANKS[s]) for p, s in fixed
         )
         self._logged: dict[Diagnostic, None] = {}  # the problems logged, each once
+        self._latest: tuple[SkillLookupOptions, LocalDiscovery] | None = None  # see `discover`
         watching = watch and isinstance(self._fs, LocalFileSystem)  # only the local disk
         self._watch = RootWatch([r.path for r in self._fixed_roots], enabled=watching)
 
@@ -176,7 +177,9 @@ class LocalSkillProvider:
         return tuple(sorted(unique.values(), key=lambda root: root.rank))
 
     async def list(self, options: SkillLookupOptions) -> Sequence[SkillCandidate]:
-        """Every well-formed skill for ``options.cwd`` (by root, then name), logging problems."""
+        """Every well-formed skill for ``options.cwd`` (by root, then name), logging problems;
+        a new discovery each time: the registry lists when what it holds may be stale."""
+        self._latest = None
         discovery = await self.discover(options)
         roots = [report.root.path for report in discovery.roots]
         for record in fresh_problems(self._logged, discovery.diagnostics, roots):
@@ -191,14 +194,20 @@ class LocalSkillProvider:
         return list(discovery.candidates)
 
     async def discover(self, options: SkillLookupOptions) -> LocalDiscovery:
-        """Discover the skills for ``options.cwd`` and report everything met (nothing logged)."""
+        """What discovery for ``options.cwd`` met (nothing logged): the latest discovery for
+        ``options`` (that of the registry's catalog: `list` discovers anew) while `cacheable`
+        vouches for it, as for the catalog; else a new one."""
+        latest = self._latest
+        if latest is not None and latest[0] == options and self.cacheable(options):
+            return latest[1]
         roots = await self.roots(options)
         discovery = await self.scan(roots)
+        self._latest = (options, discovery)
         self._watch.start(options, [root.path for root in roots if root.source in _PROJECT_SOURCES])
         return discovery
 
     async def diagnose(self, options: SkillLookupOptions) -> tuple[Diagnostic, ...]:
-        """The problems a discovery for ``options.cwd`` meets now."""
+        """The problems of the discovery for ``options.cwd`` (`discover`)."""
         return (await self.discover(options)).diagnostics
 
     async def check_custom_dirs(self) -> tuple[Diagnostic, ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
@@ -143,15 +143,34 @@ class StoredTrust:
     def decided(self, source: TrustSource, decision: Decision | None) -> StoredTrust:
         """These decisions with ``decision`` for ``source`` (``None`` forgets it): a trusted
         server's pairs replace those it had for the same uris."""
-        decisions = {k: v for k, v in self.decisions.items() if k != source.key}
-        served = {k: v for k, v in self.served.items() if k != source.key}
+        return _folded(self, [(source, decision)])
+
+
+def _folded(
+    stored: StoredTrust, steps: Iterable[tuple[TrustSource, Decision | None]]
+) -> StoredTrust:
+    """``stored`` with each decision in turn, `StoredTrust.decided`'s rule (a call of it is one
+    step), in time linear in the steps and their pairs."""
+    decisions = dict(stored.decisions)
+    by_uri = {key: _by_uri(pairs) for key, pairs in stored.served.items()}
+    for source, decision in steps:
+        decisions.pop(source.key, None)
+        pairs = by_uri.pop(source.key, {})
         if decision is not None:
             decisions[source.key] = decision
         if decision == "trusted" and isinstance(source, ServerSource):
-            uris = {uri for uri, _ in source.items}
-            kept = {pair for pair in self.served.get(source.key, ()) if pair[0] not in uris}
-            served[source.key] = source.items | kept
-        return StoredTrust(decisions, served)
+            pairs.update(_by_uri(source.items))  # in place: its own, popped above
+            by_uri[source.key] = pairs
+    served = {key: frozenset().union(*groups.values()) for key, groups in by_uri.items()}
+    return StoredTrust(decisions, served)
+
+
+def _by_uri(pairs: Iterable[ShownItem]) -> dict[str, set[ShownItem]]:
+    """``pairs`` grouped by uri: a trusted server's new pairs replace its pairs of their uris."""
+    groups: dict[str, set[ShownItem]] = {}
+    for pair in pairs:
+        groups.setdefault(pair[0], set()).add(pair)
+    return groups
 
 
 class TrustStore:
@@ -181,18 +200,18 @@ class TrustStore:
             raise TrustFileError(f"{cannot}: {deep}") from None
         except (ValueError, LookupError, TypeError, AttributeError) as error:  # not decisions
             raise TrustFileError(f"{cannot}: {error!s}") from None
-        stored = StoredTrust()
+        steps: list[tuple[TrustSource, Decision]] = []
         for entry in (entry for entry in entries if isinstance(entry, dict)):
             if (decision := entry.get("decision")) not in ("trusted", "refused"):
                 continue
             if isinstance(path := entry.get("path"), str):
-                stored = stored.decided(ProjectSource(path), decision)
+                steps.append((ProjectSource(path), decision))
             elif isinstance(server := entry.get("server"), str):
                 resources = listed if isinstance(listed := entry.get("resources"), list) else []
                 pairs = [(r.get("uri"), r.get("digest")) for r in resources if isinstance(r, dict)]
                 items = {(u, d) for u, d in pairs if isinstance(u, str) and isinstance(d, str)}
-                stored = stored.decided(ServerSource("", server, frozenset(items)), decision)
-        return stored
+                steps.append((ServerSource("", server, frozenset(items)), decision))
+        return _folded(StoredTrust(), steps)  # in one pass: folding `decided` in is quadratic
 
     def decide(self, source: TrustSource, decision: Decision | None) -> bool:
         """Store ``decision`` for ``source`` (`StoredTrust.decided`); whether anything changed."""

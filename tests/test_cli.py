@@ -1,9 +1,10 @@
 """The ``acp-skills`` command line, through `main(argv)` in this process with its output
 captured (`tests/cli_runner.py`), over a copy of the fixture corpus
 (``tests/fixtures/skills-corpus``: valid and broken skills, and skills written for Claude Code
-and Codex). Two tests start processes, for what only a process shows: the console script and
-``python -m acp_skills`` run this same `main`, and importing the command line loads neither the
-ACP SDK nor pydantic (a fresh interpreter's ``sys.modules``).
+and Codex). Three tests start processes, for what only a process shows: the console script and
+``python -m acp_skills`` run this same `main`, importing the command line loads neither the ACP
+SDK nor pydantic (a fresh interpreter's ``sys.modules``), and each command reads each skill file
+once (counted by an audit hook, which stays for the life of its interpreter).
 
 The corpus, as the agent sees it from ``project`` (homes in ``home``):
 
@@ -472,6 +473,52 @@ def test_the_command_line_does_not_load_the_acp_sdk() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+# Every file the command line opens, counted per command by an audit hook: a hook stays for the
+# life of its interpreter, so it runs in a process of its own.
+OPENS_PER_COMMAND = """
+import collections, contextlib, io, json, os, sys
+from acp_skills.cli.main import main
+out, roots, commands = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+opened = collections.Counter()
+def count(event, args):
+    if event == "open" and isinstance(args[0], str) and args[0].startswith(roots):
+        opened[args[0]] += 1
+sys.addaudithook(count)
+counts = []
+for command in commands:
+    opened.clear()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        main(command)
+    counts.append(dict(opened))
+with open(out, "w") as file:
+    json.dump(counts, file)
+"""
+
+
+def test_each_command_reads_each_skill_file_once(corpus: Corpus, tmp_path: Path) -> None:
+    """One command is one look: its listing, its warnings, doctor's roots and problems are of
+    one discovery, so each skill file is read once (``show`` reads its skill once more, to
+    load it)."""
+    commands = [[name, *corpus.roots()] for name in ("list", "catalog", "doctor")]
+    commands.append(["show", "deploy", *corpus.roots()])
+    out = tmp_path / "opened.json"
+    subprocess.run(
+        [sys.executable, "-c", OPENS_PER_COMMAND, str(out), str(corpus.root), json.dumps(commands)],
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    counts = json.loads(out.read_text())
+    deploy = str(corpus.project_skills / "deploy" / "SKILL.md")
+    notes = str(corpus.project_skills / "notes.md")
+    for command, opened in zip(commands, counts, strict=True):
+        assert opened[notes] == 1, command
+        assert opened.pop(deploy) == (2 if command[0] == "show" else 1), command
+        assert set(opened.values()) == {1}, (command, opened)
 
 
 @pytest.mark.anyio

@@ -902,6 +902,28 @@ async def test_discovery_costs_a_constant_number_of_filesystem_calls(layout: Lay
     assert fs.read_batches == [60]
 
 
+async def test_the_registry_s_problems_are_those_of_the_discovery_its_snapshot_was_made_of(
+    layout: Layout,
+) -> None:
+    """``/skills`` and ``doctor`` take the registry's snapshot, then its providers' problems:
+    of the one discovery the snapshot was made of, not of another; after an invalidation
+    (``_skills/reload``, without watching), of a new discovery, which sees what changed."""
+    write_skill(layout.user_dsh / "good" / "SKILL.md", "good")
+    (layout.user_dsh / "broken.md").write_text("no frontmatter\n")
+    fs = CountingFileSystem()
+    registry = SkillRegistry()
+    registry.register_provider(layout.provider(fs=fs))
+    options = at(layout.project)
+    await registry.snapshot(options)
+    assert [d.code for d in await registry.diagnose(options)] == ["frontmatter-missing"]
+    assert fs.read_batches == [2]
+    (layout.user_dsh / "broken.md").unlink()
+    assert len(await registry.diagnose(options)) == 1  # what the snapshot still shows
+    registry.invalidate()
+    assert await registry.diagnose(options) == ()
+    assert fs.read_batches == [2, 1]
+
+
 async def test_the_local_disk_and_a_custom_filesystem_discover_alike(layout: Layout) -> None:
     """The local disk's reads in the parsing hop give what the seam's read batch gives: the same
     skills and problems, but for the local disk's look at a bundle without SKILL.md."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from acp_skills.trust import (
+    Decision,
     ProjectSource,
     ServerSource,
     StoredTrust,
     TrustFileError,
+    TrustSource,
     TrustStore,
     default_trust_file,
 )
@@ -173,6 +176,45 @@ def test_trusting_a_server_stores_its_pairs_and_replaces_those_of_the_same_uris(
     ]
     store.decide(ServerSource("team", endpoint), None)
     assert store.read() == StoredTrust()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reading_a_file_of_many_entries_is_folding_decided_entry_by_entry(
+    tmp_path: Path, seed: int
+) -> None:
+    """The file read (in time linear in its entries) is what `StoredTrust.decided` makes of its
+    entries one by one, in the file's order: projects and servers decided again and again,
+    refused, trusted with pairs that replace those of the same uris, and entries that are no
+    decision (skipped)."""
+    rng = random.Random(seed)
+    projects: list[object] = []
+    servers: list[object] = []
+    steps: dict[str, list[tuple[TrustSource, Decision]]] = {"projects": [], "servers": []}
+    for _ in range(2000):
+        decision: Decision = rng.choice(("trusted", "trusted", "refused"))
+        if rng.random() < 0.05:  # no decision: skipped
+            projects.append(rng.choice([[], "x", {"path": "/p", "decision": "maybe"}]))
+        elif rng.random() < 0.4:
+            project = f"/home/me/project-{rng.randrange(40)}"
+            projects.append({"path": project, "decision": decision})
+            steps["projects"].append((ProjectSource(project), decision))
+        else:
+            endpoint = f"s{rng.randrange(12)}=uvx server"
+            pairs = {
+                (f"skill://k{rng.randrange(30)}/SKILL.md", f"sha256:{rng.randrange(3)}")
+                for _ in range(rng.randrange(6))
+            }
+            resources = [{"uri": uri, "digest": digest} for uri, digest in sorted(pairs)]
+            servers.append({"server": endpoint, "decision": decision, "resources": resources})
+            steps["servers"].append((ServerSource("", endpoint, frozenset(pairs)), decision))
+    path = tmp_path / "trust.json"
+    path.write_text(json.dumps({"projects": projects, "servers": servers}))
+    expected = StoredTrust()
+    for source, decision in [*steps["projects"], *steps["servers"]]:  # the file's order
+        expected = expected.decided(source, decision)
+    assert TrustStore(path).read() == expected
+    assert expected.served
+    assert "refused" in expected.decisions.values()
 
 
 def test_decisions_made_at_once_are_all_kept(tmp_path: Path) -> None:

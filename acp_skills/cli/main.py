@@ -180,8 +180,8 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
 
 async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
-    roots = (await seen.provider.discover(seen.options)).roots
     view, fit = await seen.view()
+    roots = (await seen.provider.discover(seen.options)).roots  # the discovery the view made
     # Each provider's problems (a skipped file or MCP server alike), then the shadowed skills.
     problems = await seen.registry.diagnose(seen.options)
     payload: dict[str, Any] = {
