@@ -1,4 +1,5 @@
-"""docs/integration.md's Python blocks, run as written, and a client linked to what serves them.
+"""docs/integration.md's Python blocks (and blocks of other pages that build on them), run as
+written, and a client linked to what serves them.
 
 `load_snippet` runs "The whole integration" block and the blocks after the headings it is
 given as one module; `linked` serves an agent on one end of a socket pair and hands the test
@@ -27,11 +28,12 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "integration.md"
 HEADING = "## The whole integration"
 
 
-def integration_snippet(heading: str = HEADING) -> str:
-    """The first ```python block after ``heading`` ("The whole integration" by default)."""
-    text = DOC.read_text(encoding="utf-8")
+def integration_snippet(heading: str = HEADING, page: Path = DOC) -> str:
+    """The first ```python block after ``heading`` ("The whole integration" by default) of
+    ``page`` (docs/integration.md by default)."""
+    text = page.read_text(encoding="utf-8")
     _, found, after = text.partition(f"\n{heading}\n")
-    assert found, f"{DOC} has no {heading!r} heading"
+    assert found, f"{page} has no {heading!r} heading"
     match = re.search(r"^```python\n(.*?)^```$", after, re.DOTALL | re.MULTILINE)
     assert match is not None, f"no python block after {heading!r}"
     return match.group(1)
