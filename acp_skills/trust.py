@@ -7,7 +7,7 @@ import fcntl
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 import anyio.to_thread
@@ -298,7 +298,12 @@ def view(
         offered = SkillSnapshot(
             skills=tuple(sorted(kept.values(), key=lambda skill: skill.name)),
             complete=found.complete,
-            shadowed=tuple(s for s in found.shadowed if kept.get(s.skill.name) is not s.skill),
+            # What still loses, to what the session offers in the withheld winner's place.
+            shadowed=tuple(
+                replace(lost, winner=kept.get(lost.skill.name, lost.winner))
+                for lost in found.shadowed
+                if kept.get(lost.skill.name) is not lost.skill
+            ),
         )
     return SessionView(found, offered, withheld, source_of, stored, judge)
 
