@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
+from acp import PROTOCOL_VERSION
 from acp.core import ClientSideConnection
+from acp.schema import PromptResponse, TextContentBlock
 
 from acp_skills.acp import GuardedTransport
 from tests.acp_peer import RecordingClient, Wire, WireTransport
@@ -111,3 +113,15 @@ def serve(agent: Any) -> AbstractAsyncContextManager[tuple[ClientSideConnection,
         await agent.skills.serve(agent, GuardedTransport(reader, writer))
 
     return linked(serve_on)
+
+
+async def first_prompt(agent: Any, cwd: Path, text: str) -> tuple[PromptResponse, Wire, str]:
+    """``agent`` served: `initialize`, a `session/new` at ``cwd``, one prompt of ``text``; the
+    prompt's response, the wire and the session's id."""
+    async with serve(agent) as (conn, wire):
+        with anyio.fail_after(30):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+            block = TextContentBlock(type="text", text=text)
+            response = await conn.prompt(session_id=session.session_id, prompt=[block])
+    return response, wire, session.session_id

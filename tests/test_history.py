@@ -19,13 +19,11 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import PROTOCOL_VERSION
-from acp.schema import TextContentBlock
 
 from acp_skills.acp import AcpSkills, ToolCall
 from acp_skills.history import anthropic_request
 from tests.acp_peer import SkillsAgent, connected, fixture_registry, write_fixture_skills
-from tests.doc_snippets import integration_snippet, load_snippet, serve
+from tests.doc_snippets import first_prompt, integration_snippet, load_snippet
 from tests.fake_anthropic import anthropic_endpoint, problem_of, text, tool_use
 
 pytestmark = pytest.mark.anyio
@@ -380,20 +378,13 @@ async def test_the_doc_s_claude_agent_runs_as_written_after_the_integration_agen
         exec(compile(block, str(HISTORY_DOC), "exec"), module.__dict__)
         agent = module.ClaudeAgent()
         agent.skills = AcpSkills(registry)
-        async with serve(agent) as (conn, wire):
-            with anyio.fail_after(30):
-                await conn.initialize(protocol_version=PROTOCOL_VERSION)
-                session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-                response = await conn.prompt(
-                    session_id=session.session_id,
-                    prompt=[TextContentBlock(type="text", text="Deploy the app.")],
-                )
+        response, wire, session_id = await first_prompt(agent, tmp_path, "Deploy the app.")
     assert response.stop_reason == "end_turn"
     assert (endpoint.refused, len(endpoint.received)) == ([], 2)
-    [loaded] = wire.updates(session.session_id, "tool_call_update")
+    [loaded] = wire.updates(session_id, "tool_call_update")
     assert loaded["status"] == "completed"
     assert 'skill_content name="deploy"' in loaded["content"][0]["content"]["text"]
-    chunks = wire.updates(session.session_id, "agent_message_chunk")
+    chunks = wire.updates(session_id, "agent_message_chunk")
     assert [chunk["content"]["text"] for chunk in chunks] == ["Deployed."]
 
 

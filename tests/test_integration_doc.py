@@ -26,6 +26,7 @@ from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry, re
 from acp_skills.acp import AcpSkills
 from acp_skills.mcp import McpServer
 from tests.doc_snippets import (
+    first_prompt,
     integration_snippet,
     library_lines,
     load_snippet,
@@ -227,30 +228,16 @@ async def test_the_doc_s_run_tool_reads_a_file_for_the_model_as_written(
 
     agent = ToolAgent()
     agent.skills = AcpSkills(registry)
-    async with serve(agent) as (conn, wire):
-        with anyio.fail_after(10):
-            await conn.initialize(protocol_version=PROTOCOL_VERSION)
-            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-            response = await conn.prompt(
-                session_id=session.session_id,
-                prompt=[TextContentBlock(type="text", text="read my notes")],
-            )
+    response, wire, session_id = await first_prompt(agent, tmp_path, "read my notes")
     assert response.stop_reason == "end_turn"
-    [end] = wire.updates(session.session_id, "tool_call_update")
+    [end] = wire.updates(session_id, "tool_call_update")
     assert (end["toolCallId"], end["status"]) == ("c1", "completed"), end["content"]
     assert (end["kind"], end["title"]) == ("read", f"Read {notes}")
     assert end["locations"] == [{"path": str(notes)}]
     assert requests[-1][-1] == {"role": "tool", "tool_call_id": "c1", "content": "the notes\n"}
 
 
-READ_FILE = {
-    "type": "function",
-    "function": {
-        "name": "read_file",
-        "description": "Read a text file.",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
-    },
-}
+READ_FILE = {"type": "function", "function": {"name": "read_file", "parameters": {}}}
 
 SHARING = "## One connection per MCP server"
 
