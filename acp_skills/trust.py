@@ -7,7 +7,7 @@ import fcntl
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 import anyio.to_thread
@@ -15,7 +15,7 @@ import anyio.to_thread
 from .errors import ReadError
 from .fs import read_local_file, replace_file
 from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
-from .model import SkillCandidate, SkillLookupOptions, SkillSnapshot
+from .model import ShadowedSkill, SkillCandidate, SkillLookupOptions, SkillSnapshot
 from .project import PROJECT_SKILL_DIRS, Project, find_project
 from .quiet_log import get_logger
 from .registry import SkillRegistry
@@ -300,7 +300,7 @@ def view(
             complete=found.complete,
             # What still loses, to what the session offers in the withheld winner's place.
             shadowed=tuple(
-                replace(lost, winner=kept.get(lost.skill.name, lost.winner))
+                ShadowedSkill(skill=lost.skill, winner=kept.get(lost.skill.name, lost.winner))
                 for lost in found.shadowed
                 if kept.get(lost.skill.name) is not lost.skill
             ),
