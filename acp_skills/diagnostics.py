@@ -118,6 +118,9 @@ def root_missing(path: str) -> Diagnostic:
     return diagnostic(Problem("root-missing", said), path)
 
 
+SHADOW_CODES: Final = frozenset({"skill-shadowed", "skill-duplicate"})  # `shadow_diagnostic`'s
+
+
 def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:
     """A skill that lost a name clash (``skill-duplicate`` when only the order decided)."""
     loser, winner = shadowed.skill, shadowed.winner

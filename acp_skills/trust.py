@@ -15,7 +15,7 @@ import anyio.to_thread
 from .errors import ReadError
 from .fs import read_local_file, replace_file
 from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
-from .model import SkillCandidate, SkillLookupOptions, SkillSnapshot
+from .model import ShadowedSkill, SkillCandidate, SkillLookupOptions, SkillSnapshot
 from .project import PROJECT_SKILL_DIRS, Project, find_project
 from .quiet_log import get_logger
 from .registry import SkillRegistry
@@ -317,7 +317,12 @@ def view(
         offered = SkillSnapshot(
             skills=tuple(sorted(kept.values(), key=lambda skill: skill.name)),
             complete=found.complete,
-            shadowed=tuple(s for s in found.shadowed if kept.get(s.skill.name) is not s.skill),
+            # What still loses, to what the session offers in the withheld winner's place.
+            shadowed=tuple(
+                ShadowedSkill(skill=lost.skill, winner=kept.get(lost.skill.name, lost.winner))
+                for lost in found.shadowed
+                if kept.get(lost.skill.name) is not lost.skill
+            ),
         )
     return SessionView(found, offered, withheld, source_of, stored, judge)
 

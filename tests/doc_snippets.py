@@ -1,4 +1,5 @@
-"""docs/integration.md's Python blocks, run as written, and a client linked to what serves them.
+"""docs/integration.md's Python blocks (and blocks of other pages that build on them), run as
+written, and a client linked to what serves them.
 
 `load_snippet` runs "The whole integration" block and the blocks after the headings it is
 given as one module; `linked` serves an agent on one end of a socket pair and hands the test
@@ -18,7 +19,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
+from acp import PROTOCOL_VERSION
 from acp.core import ClientSideConnection
+from acp.schema import PromptResponse, TextContentBlock
 
 from acp_skills.acp import GuardedTransport
 from tests.acp_peer import RecordingClient, Wire, WireTransport
@@ -27,11 +30,12 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "integration.md"
 HEADING = "## The whole integration"
 
 
-def integration_snippet(heading: str = HEADING) -> str:
-    """The first ```python block after ``heading`` ("The whole integration" by default)."""
-    text = DOC.read_text(encoding="utf-8")
+def integration_snippet(heading: str = HEADING, page: Path = DOC) -> str:
+    """The first ```python block after ``heading`` ("The whole integration" by default) of
+    ``page`` (docs/integration.md by default)."""
+    text = page.read_text(encoding="utf-8")
     _, found, after = text.partition(f"\n{heading}\n")
-    assert found, f"{DOC} has no {heading!r} heading"
+    assert found, f"{page} has no {heading!r} heading"
     match = re.search(r"^```python\n(.*?)^```$", after, re.DOTALL | re.MULTILINE)
     assert match is not None, f"no python block after {heading!r}"
     return match.group(1)
@@ -109,3 +113,15 @@ def serve(agent: Any) -> AbstractAsyncContextManager[tuple[ClientSideConnection,
         await agent.skills.serve(agent, GuardedTransport(reader, writer))
 
     return linked(serve_on)
+
+
+async def first_prompt(agent: Any, cwd: Path, text: str) -> tuple[PromptResponse, Wire, str]:
+    """``agent`` served: `initialize`, a `session/new` at ``cwd``, one prompt of ``text``; the
+    prompt's response, the wire and the session's id."""
+    async with serve(agent) as (conn, wire):
+        with anyio.fail_after(30):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+            block = TextContentBlock(type="text", text=text)
+            response = await conn.prompt(session_id=session.session_id, prompt=[block])
+    return response, wire, session.session_id

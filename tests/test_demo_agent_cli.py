@@ -123,6 +123,20 @@ def test_version_and_help() -> None:
     assert "ACP_SKILLS_WATCH=0" in help_text
 
 
+def test_help_says_where_records_go_without_xdg_state_home() -> None:
+    """--help names the state directory the agent uses when XDG_STATE_HOME is unset, as it
+    usually is, not only the variable."""
+    help_text = run_agent("--help", COLUMNS="500").stdout
+    assert "else ~/.local/state/acp-skills-demo)" in help_text
+
+
+def test_help_says_the_mcp_timeout_bounds_every_request() -> None:
+    """--help says what docs/mcp.md says of --mcp-timeout: it bounds each request to a server
+    (connecting, listing, every read), not the listing alone."""
+    help_text = run_agent("--help", COLUMNS="500").stdout
+    assert "seconds each request to an MCP server may take (default 10)" in help_text
+
+
 def test_agent_serves_files_as_well_as_pipes(tmp_path: Path) -> None:
     """stdin and stdout may be regular files (asyncio cannot watch those by itself)."""
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}

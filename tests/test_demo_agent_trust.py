@@ -197,6 +197,20 @@ async def test_a_refused_project_is_never_asked_again_and_skills_says_how_to_und
         assert "`review` — Review the change against the checklist." in report
 
 
+async def test_skills_never_calls_the_own_skill_standing_in_for_a_refused_one_shadowed(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """While the project's `lint` is refused, `/skills` lists the person's own `lint`, which the
+    session offers in its place, and no note says the refused one shadows it."""
+    await answer_in_an_earlier_agent(sandbox, tmp_path, "reject_always")
+    async with demo_peer(sandbox, env=trust_env(tmp_path)) as agent:
+        session_id = await agent.open_session()
+        await agent.ask(session_id, "/skills")
+        report = agent.client.agent_text(session_id)
+    assert "- `/lint` — My own lint routine. (user-agents)" in report
+    assert "shadowed" not in report
+
+
 async def test_a_slash_command_in_the_first_prompt_expands_only_after_consent(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:

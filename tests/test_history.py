@@ -2,12 +2,15 @@
 `acp_skills.history.anthropic_request` makes every history a Messages endpoint takes, where
 the same conversation carried over role by role is refused; and a real turn (a skill call, a
 tool that fails, a tool cancelled with its turn) goes to the endpoint through it, request by
-request. The endpoint is `tests/fake_anthropic.py`, which refuses what the real one refuses."""
+request, as does docs/history.md's own example agent. The endpoint is `tests/fake_anthropic.py`,
+which refuses what the real one refuses."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
+import types
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -17,9 +20,10 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_skills.acp import ToolCall
+from acp_skills.acp import AcpSkills, ToolCall
 from acp_skills.history import anthropic_request
 from tests.acp_peer import SkillsAgent, connected, fixture_registry, write_fixture_skills
+from tests.doc_snippets import first_prompt, integration_snippet, load_snippet
 from tests.fake_anthropic import anthropic_endpoint, problem_of, text, tool_use
 
 pytestmark = pytest.mark.anyio
@@ -333,6 +337,55 @@ async def test_a_turn_with_a_skill_a_failing_tool_and_a_cancelled_one_is_taken_r
     assert 'skill_content name="deploy"' in results[0]["content"]
     assert results[1]["content"] == 'Error: the tool "fail" failed: the disk is full'
     assert results[2]["content"] == "Error: the turn was cancelled before this tool call finished"
+
+
+# -- docs/history.md's block, as written --------------------------------------------------------
+
+HISTORY_DOC = Path(__file__).resolve().parent.parent / "docs" / "history.md"
+
+
+def anthropic_package(url: str) -> types.ModuleType:
+    """An `anthropic` module whose `AsyncAnthropic().messages.create(**body)` posts ``body`` to
+    the endpoint at ``url`` and answers with the reply's blocks as attributes, as the package
+    does (the library does not depend on the package)."""
+
+    async def create(**body: Any) -> Any:
+        status, answer = await anyio.to_thread.run_sync(_post_json, url, body)
+        assert status == 200, answer
+        blocks = [types.SimpleNamespace(**block) for block in answer["content"]]
+        return types.SimpleNamespace(content=blocks, stop_reason=answer["stop_reason"])
+
+    def client() -> Any:
+        return types.SimpleNamespace(messages=types.SimpleNamespace(create=create))
+
+    package = types.ModuleType("anthropic")
+    package.AsyncAnthropic = client  # type: ignore[attr-defined]
+    return package
+
+
+@pytest.mark.sdk
+async def test_the_doc_s_claude_agent_runs_as_written_after_the_integration_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/history.md's block, after docs/integration.md's agent: the model's tool call loads
+    the skill, and every request is one the Messages endpoint takes."""
+    registry = fixture_registry(tmp_path, write_fixture_skills(tmp_path))
+    replies = [[tool_use("toolu_1", "skill", {"name": "deploy"})], [text("Deployed.")]]
+    with anthropic_endpoint(replies) as endpoint:
+        monkeypatch.setitem(sys.modules, "anthropic", anthropic_package(endpoint.url))
+        module = load_snippet()
+        block = integration_snippet("## The Anthropic Messages shape", HISTORY_DOC)
+        exec(compile(block, str(HISTORY_DOC), "exec"), module.__dict__)
+        agent = module.ClaudeAgent()
+        agent.skills = AcpSkills(registry)
+        response, wire, session_id = await first_prompt(agent, tmp_path, "Deploy the app.")
+    assert response.stop_reason == "end_turn"
+    assert (endpoint.refused, len(endpoint.received)) == ([], 2)
+    [loaded] = wire.updates(session_id, "tool_call_update")
+    assert loaded["status"] == "completed"
+    assert 'skill_content name="deploy"' in loaded["content"][0]["content"]["text"]
+    chunks = wire.updates(session_id, "agent_message_chunk")
+    assert [chunk["content"]["text"] for chunk in chunks] == ["Deployed."]
 
 
 def _post_json(url: str, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:

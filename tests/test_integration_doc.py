@@ -4,6 +4,7 @@ MCP sessions to the skills, against a FastMCP server in this process."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from acp_skills import LocalSkillProvider, SkillLookupOptions, SkillRegistry, re
 from acp_skills.acp import AcpSkills
 from acp_skills.mcp import McpServer
 from tests.doc_snippets import (
+    first_prompt,
     integration_snippet,
     library_lines,
     load_snippet,
@@ -192,6 +194,50 @@ async def test_the_snippet_agent_ends_a_cancelled_turn_with_cancelled(
     chunks = wire.updates(session.session_id, "agent_message_chunk")
     assert [chunk["content"]["text"] for chunk in chunks] == ["Done."]
 
+
+RUNNER = "## What each call does"  # its first block: the `run_tool` example
+
+
+@pytest.mark.anyio
+async def test_the_doc_s_run_tool_reads_a_file_for_the_model_as_written(
+    registry: SkillRegistry, tmp_path: Path
+) -> None:
+    """The `run_tool` block, as written, passed to `skills.turn` with a `read_file` tool: the
+    editor is shown the read as the block builds it, and the model is given the file's text."""
+    module = load_snippet(RUNNER)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the notes\n", encoding="utf-8")
+    function = {"name": "read_file", "arguments": json.dumps({"path": str(notes)})}
+    asked = {
+        "role": "assistant",
+        "tool_calls": [{"id": "c1", "type": "function", "function": function}],
+    }
+    requests: list[list[dict[str, Any]]] = []
+
+    snippet_agent_class: Any = module.SkilledAgent
+
+    class ToolAgent(snippet_agent_class):  # type: ignore[misc]
+        async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> Any:
+            async with self.skills.turn(
+                session_id, prompt, tools=[READ_FILE], run_tool=module.run_tool
+            ) as turn:
+                async for messages in turn.requests():
+                    requests.append(messages)
+                    await turn.add_reply(asked if len(requests) == 1 else {"content": "Read."})
+            return turn.response
+
+    agent = ToolAgent()
+    agent.skills = AcpSkills(registry)
+    response, wire, session_id = await first_prompt(agent, tmp_path, "read my notes")
+    assert response.stop_reason == "end_turn"
+    [end] = wire.updates(session_id, "tool_call_update")
+    assert (end["toolCallId"], end["status"]) == ("c1", "completed"), end["content"]
+    assert (end["kind"], end["title"]) == ("read", f"Read {notes}")
+    assert end["locations"] == [{"path": str(notes)}]
+    assert requests[-1][-1] == {"role": "tool", "tool_call_id": "c1", "content": "the notes\n"}
+
+
+READ_FILE = {"type": "function", "function": {"name": "read_file", "parameters": {}}}
 
 SHARING = "## One connection per MCP server"
 

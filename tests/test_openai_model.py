@@ -238,11 +238,13 @@ async def test_model_unreachable_endpoint_is_a_clear_error() -> None:
 
 
 async def test_model_without_a_key_says_which_variable_to_set() -> None:
-    """With no key the model sends nothing and names the environment variable."""
+    """With no key the model sends nothing and names the environment variable, and the key
+    file docs/zed.md recommends for an editor's settings."""
     no_key = "No API key: set the TEST_KEY environment variable"
-    with FakeOpenAI([text_reply("unused")]) as server, pytest.raises(ModelError, match=no_key):
+    with FakeOpenAI([text_reply("unused")]) as server, pytest.raises(ModelError, match=no_key) as e:
         await complete(make_model(server, api_key=None), HELLO)
     assert server.requests == []
+    assert "with --api-key-file" in str(e.value)
 
 
 async def test_model_cancel_closes_the_stream() -> None:

@@ -160,3 +160,18 @@ def test_a_view_offers_the_own_skill_a_withheld_one_shadowed() -> None:
     trusted = view(found, source_of, StoredTrust({"/p": "trusted"}), "ask")
     assert trusted.offered is found
     assert trusted.withheld == {}
+
+
+def test_a_skill_that_loses_to_the_one_standing_in_for_a_withheld_winner_names_it() -> None:
+    """Two own skills of the withheld project skill's name: the first stands in, and the other
+    is shadowed by it in what the session offers, not by the withheld one."""
+    theirs, custom, mine = (_skill("a", s) for s in ("project-agents", "custom", "user-agents"))
+    lost = (ShadowedSkill(skill=custom, winner=theirs), ShadowedSkill(skill=mine, winner=theirs))
+    found = SkillSnapshot(skills=(theirs,), complete=True, shadowed=lost)
+
+    def source_of(skill: SkillCandidate) -> TrustSource | None:
+        return ProjectSource("/p") if skill.source == "project-agents" else None
+
+    seen = view(found, source_of, StoredTrust(), "ask")
+    assert seen.offered.skills == (custom,)
+    assert seen.offered.shadowed == (ShadowedSkill(skill=mine, winner=custom),)

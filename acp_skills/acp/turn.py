@@ -14,7 +14,7 @@ from acp import RequestError
 from acp.schema import PromptResponse, ToolCallUpdate
 
 from ..catalog import CatalogFit, SkillCatalogContributor
-from ..diagnostics import Markdown
+from ..diagnostics import SHADOW_CODES, Markdown, shadow_diagnostic
 from ..quiet_log import get_logger
 from ..record import HistoryEntry
 from ..tool import SkillTool, ToolResult
@@ -261,6 +261,9 @@ class PromptTurn:
             return None  # a skill invocation: expanded for the model
         if word == commands.SKILLS_COMMAND:
             problems = await self._kit.gate.registry.diagnose(self._options)
+            if offered is not view.found:  # what loses to the skills this session offers
+                kept = (p for p in problems if p.code not in SHADOW_CODES)
+                problems = (*kept, *map(shadow_diagnostic, offered.shadowed))
             parts = withheld_parts(view.withheld.values(), Markdown())
             mcp = self._kit.sessions.mcp
             states = mcp.states(self._options) if mcp is not None else ()

@@ -224,9 +224,10 @@ _HELP: Final = {  # docs/cli.md says more of each
     "pinned": "a skill always listed in full, first (repeatable)",
     "hidden": "a skill never listed; it loads by its name (repeatable)",
     "mcp_servers": "an MCP server whose skills join (repeatable): a command (stdio) or a URL",
-    "mcp_timeout": "the MCP listing deadline (default 10)",
+    "mcp_timeout": "seconds each request to an MCP server may take (default 10)",
     "trust": "project and MCP skills: ask (the default), all or none",
-    "state_dir": "where session records are kept (default $XDG_STATE_HOME/acp-skills-demo)",
+    "state_dir": "where session records are kept (default $XDG_STATE_HOME/acp-skills-demo, "
+    "else ~/.local/state/acp-skills-demo)",
 }
 # Why the agent, which an editor starts in a project, refuses a relative path.
 _RELATIVE: Final = {

@@ -104,7 +104,8 @@ class OpenAIChatModel:
         if not self._api_key:
             raise ModelError(
                 f"No API key: set the {self._key_variable} environment variable for the agent "
-                f"(or pick another variable with --api-key-env), or use --model offline."
+                f"(or pick another variable with --api-key-env), name a file holding the key "
+                f"with --api-key-file, or use --model offline."
             )
         client = self._connect()
         openai = self._openai
