@@ -68,6 +68,7 @@ CODES: Final[Mapping[str, CodeSpec]] = {
     "provider-failed": CodeSpec("error", "skill_provider_skipped"),
     "mcp-server-unavailable": CodeSpec("warning", "mcp_server_skipped"),
     "mcp-skill-invalid": CodeSpec("error", "mcp_skill_skipped", skipped=True),
+    "trust-file-unreadable": CodeSpec("error", "trust_file_unreadable"),
     **dict.fromkeys(_SPEC_CODES.split(), CodeSpec("error", "skill_spec_violation")),
     "flat-skill": CodeSpec("info", "skill_spec_note", "info"),
     "not-found": CodeSpec("error", "skill_path_invalid"),
@@ -151,6 +152,12 @@ def mcp_skill_invalid(server: str, uri: str | None, reason: str) -> Diagnostic:
     what = f"skill {uri!r}" if uri is not None else "an entry"
     said = f"MCP server {server!r} lists {what} that is skipped: {reason}"
     return diagnostic(Problem("mcp-skill-invalid", said), uri)
+
+
+def trust_file_unreadable(reason: str) -> Diagnostic:
+    """The trust file cannot be read as decisions (``reason`` names it): nothing is trusted."""
+    said = f"{reason}; until it is mended or removed, no project or MCP server counts as trusted"
+    return diagnostic(Problem("trust-file-unreadable", said), None)
 
 
 def log_diagnostic(

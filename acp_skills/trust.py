@@ -7,11 +7,13 @@ import fcntl
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 import anyio.to_thread
 
+from .diagnostics import SHADOW_CODES, Diagnostic, log_diagnostic, shadow_diagnostic
+from .diagnostics import trust_file_unreadable as unreadable
 from .errors import ReadError
 from .fs import read_local_file, replace_file
 from .json_depth import MAX_NESTING_DEPTH, nests_deeper_than
@@ -265,6 +267,7 @@ class SessionView:
     source_of: Callable[[SkillCandidate], TrustSource | None]
     stored: StoredTrust
     judge: Callable[[SkillCandidate], tuple[TrustState, Withheld | None]]
+    problems: tuple[Diagnostic, ...] = ()  # what the view was made despite (the trust file)
     # The withheld skills a question asks about: a value, read without calling back here.
     pending: tuple[Withheld, ...] = field(init=False, compare=False)
 
@@ -279,6 +282,14 @@ class SessionView:
     def judged(self, skill: SkillCandidate) -> Withheld | None:
         """Whether ``skill`` is withheld, and why."""
         return self.judge(skill)[1]
+
+    def seen(self, diagnosed: Sequence[Diagnostic]) -> tuple[Diagnostic, ...]:
+        """The registry's problems (``diagnosed``) as this session meets them: what loses to
+        the skills it offers, not to the ones it withholds; then the view's own."""
+        if self.offered is not self.found:
+            kept = (d for d in diagnosed if d.code not in SHADOW_CODES)
+            diagnosed = (*kept, *map(shadow_diagnostic, self.offered.shadowed))
+        return (*diagnosed, *self.problems)
 
 
 def view(
@@ -345,9 +356,12 @@ async def session_view(
     if mode != "all" and options.cwd:
         places = (options.cwd, *options.additional_directories)
         projects = await anyio.to_thread.run_sync(lambda: [find_project(p) for p in places])
+    problems: tuple[Diagnostic, ...] = ()
     if mode == "ask":
         try:
             stored = await anyio.to_thread.run_sync(store.read)
-        except TrustFileError as error:  # left for the person to fix
-            _log.warning("trust_file_unreadable", path=store.path, error=str(error))
-    return view(found, sources_at(projects), stored, mode, grants)
+        except TrustFileError as error:  # left for the person to mend: nothing trusted till then
+            problems = (unreadable(str(error)),)
+            log_diagnostic(_log, problems[0])
+    judged = view(found, sources_at(projects), stored, mode, grants)
+    return replace(judged, problems=problems) if problems else judged

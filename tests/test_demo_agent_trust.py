@@ -331,6 +331,28 @@ async def test_an_unreadable_trust_file_is_left_alone_and_the_answer_holds_for_t
     assert path.read_text(encoding="utf-8") == "{not json"
 
 
+async def test_skills_and_the_listing_say_why_nothing_is_trusted_when_the_trust_file_is_broken(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The person who broke the trust file by hand is told, where they look, why every project
+    waits for trust again: ``/skills`` and ``_skills/list`` name the file and what is wrong."""
+    path = tmp_path / "config" / "trust.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"projects": [', encoding="utf-8")
+    async with demo_peer(sandbox, env=trust_env(tmp_path), answer="reject_once") as agent:
+        session_id = await agent.open_session()
+        mark = len(agent.client.updates)
+        assert await agent.ask(session_id, "/skills") == "end_turn"
+        report = agent.client.agent_text(session_id, since=mark)
+        listed = await agent.ext("skills/list", {"sessionId": session_id})
+    assert "trust-file-unreadable" in report
+    assert "trust.json: cannot read trust decisions" in report  # Markdown-escaped, the rest
+    problem = next(p for p in listed["problems"] if p["code"] == "trust-file-unreadable")
+    assert problem["severity"] == "error"
+    assert problem["message"].startswith(f"{path}: cannot read trust decisions: ")
+    assert "no project or MCP server counts as trusted" in problem["message"]
+
+
 async def test_after_not_now_the_offline_model_and_the_name_note_say_what_waits_and_how(
     tmp_path: Path,
 ) -> None:

@@ -225,9 +225,15 @@ def test_an_unreadable_trust_file_is_a_clean_error_on_the_command_line(
     assert out.startswith(f"{unreadable_trust_file}: cannot read trust decisions: ")
     assert out.count("\n") == 1
     assert "Traceback" not in err
-    status, out, _ = cli_run("list", "--cwd", str(world.trusted), "--trust", "ask", "--json")
+    status, out, err = cli_run("list", "--cwd", str(world.trusted), "--trust", "ask", "--json")
     assert status == 0
     assert [skill["trust"] for skill in json.loads(out)["skills"]] == ["pending"]
+    # Why the skill waits for trust, where the person looks: not the command it suggests.
+    assert f"warning: {unreadable_trust_file}: cannot read trust decisions: " in err
+    status, out, _ = cli_run("doctor", "--cwd", str(world.trusted), "--trust", "ask", "--json")
+    assert status == 1
+    (problem,) = [p for p in json.loads(out)["problems"] if p["code"] == "trust-file-unreadable"]
+    assert problem["message"].startswith(f"{unreadable_trust_file}: cannot read trust decisions")
 
 
 _opened_on_the_loop: list[str] | None = None

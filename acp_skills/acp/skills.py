@@ -321,7 +321,7 @@ class AcpSkills:
                 }
                 for skill in view.found.skills
             ],
-            "problems": [diagnostic_json(problem) for problem in problems],
+            "problems": [diagnostic_json(problem) for problem in (*problems, *view.problems)],
             "shadowed": [
                 {
                     "name": lost.skill.name,

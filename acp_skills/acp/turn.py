@@ -14,7 +14,7 @@ from acp import RequestError
 from acp.schema import PromptResponse, ToolCallUpdate
 
 from ..catalog import CatalogFit, SkillCatalogContributor
-from ..diagnostics import SHADOW_CODES, Markdown, shadow_diagnostic
+from ..diagnostics import Markdown
 from ..quiet_log import get_logger
 from ..record import HistoryEntry
 from ..tool import SkillTool, ToolResult
@@ -260,10 +260,7 @@ class PromptTurn:
         if word is None or any(s.name == word for s in commands.invocable(offered.skills)):
             return None  # a skill invocation: expanded for the model
         if word == commands.SKILLS_COMMAND:
-            problems = await self._kit.gate.registry.diagnose(self._options)
-            if offered is not view.found:  # what loses to the skills this session offers
-                kept = (p for p in problems if p.code not in SHADOW_CODES)
-                problems = (*kept, *map(shadow_diagnostic, offered.shadowed))
+            problems = view.seen(await self._kit.gate.registry.diagnose(self._options))
             parts = withheld_parts(view.withheld.values(), Markdown())
             mcp = self._kit.sessions.mcp
             states = mcp.states(self._options) if mcp is not None else ()

@@ -72,8 +72,9 @@ class Look:
         )
         return view, fit
 
-    async def warnings(self, *, skipped_files: bool = True) -> list[str]:
-        """A missing ``--skills-dir``, how many files were skipped, each MCP server's problem."""
+    async def warnings(self, view: SessionView, *, skipped_files: bool = True) -> list[str]:
+        """A missing ``--skills-dir``, how many files were skipped, each MCP server's problem,
+        and what ``view`` was made despite (a trust file that cannot be read)."""
         problems = (await self.provider.discover(self.options)).diagnostics
         missing = [d for d in problems if d.code == "root-missing"]
         found = [f"warning: {clean(d.path or '')}: {clean(d.message)}" for d in missing]
@@ -82,7 +83,7 @@ class Look:
             said = f"{plural(len(left_out), 'skill file')} {were} skipped"
             found.append(f"warning: {said}; `{PROG} doctor` says which and why.")
         served = await self.mcp.diagnose(self.options) if self.mcp is not None else ()
-        return found + [f"warning: {clean(d.message)}" for d in served]
+        return found + [f"warning: {clean(d.message)}" for d in (*served, *view.problems)]
 
 
 def unknown_name_warnings(fit: CatalogFit) -> list[str]:
@@ -123,7 +124,7 @@ async def list_skills(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
     view, _ = await seen.view()
     listed = [skill_json(skill, view) for skill in view.found.skills]
-    outcome = Outcome({"skills": listed}, warnings=await seen.warnings())
+    outcome = Outcome({"skills": listed}, warnings=await seen.warnings(view))
     if not listed:
         outcome.text.append(f"No skills found for {clean(args.cwd)}.")
         outcome.remarks.append(f"`{PROG} doctor` shows where skills were looked for.")
@@ -146,10 +147,10 @@ async def show(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
     arguments = {"name": args.name} | ({} if args.path is None else {"path": args.path})
     result = await SkillTool(seen.registry).call(arguments, cwd=args.cwd)
-    warnings = await seen.warnings()
     # After the call: a uri its server confirmed is among the server's skills from then on,
     # and a skill named by its uri is told about by its name.
     view, _ = await seen.view()
+    warnings = await seen.warnings(view)
     name = next((s.name for s in view.found.skills if served_uri(s) == args.name), args.name)
     if (held := view.withheld.get(name)) is not None:
         said = f"{why_withheld(name, held)}: a session does not offer it."
@@ -169,7 +170,7 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
     view, fit = await seen.view()
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
-    warnings = await seen.warnings(skipped_files=False) + unknown_name_warnings(fit)
+    warnings = await seen.warnings(view, skipped_files=False) + unknown_name_warnings(fit)
     payload = {"text": fit.text, "characters": len(fit.text or ""), "budget": budget}
     outcome = Outcome(payload, [] if fit.text is None else [fit.text], warnings=warnings)
     outcome.remarks.extend(describe_catalog_fit(fit).splitlines())
@@ -183,7 +184,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     view, fit = await seen.view()
     roots = (await seen.provider.discover(seen.options)).roots  # the discovery the view made
     # Each provider's problems (a skipped file or MCP server alike), then the shadowed skills.
-    problems = await seen.registry.diagnose(seen.options)
+    problems = view.seen(await seen.registry.diagnose(seen.options))
     payload: dict[str, Any] = {
         "roots": [asdict(r.root) | {"exists": r.exists, "skills": r.skills} for r in roots],
         "skipped": [diagnostic_json(d) for d in skipped(problems)],
