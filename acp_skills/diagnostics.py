@@ -284,8 +284,9 @@ def describe_catalog_fit(fit: CatalogFit) -> str:
     if fit.hidden:
         details.append(f"{len(fit.hidden):,} hidden")
     line = f"Catalog: {size}" + (f"; {', '.join(details)}." if details else ".")
-    if not fit.within_budget:
-        line += " Over budget: the catalog's own text and the pinned skills take more room."
+    if not fit.within_budget:  # only pinned skills are listed then
+        room = "and the pinned skills take" if fit.listed else "takes"
+        line += f" Over budget: the catalog's own text {room} more room."
     if not fit.omitted:
         return line
     verb = "is" if len(fit.omitted) == 1 else "are"

@@ -398,7 +398,7 @@ def _strings(value: Any) -> list[str]:
         ((), "the following arguments are required: COMMAND"),
         (("nonsense",), "invalid choice: 'nonsense'"),
         (("show",), "the following arguments are required: NAME"),
-        (("list", "--cwd", "/no/such/dir"), "--cwd: not a directory: /no/such/dir"),
+        (("list", "--cwd", "/no/such/dir"), "list: error: argument --cwd: not a directory: /no"),
         (("list", "--frobnicate"), "unrecognized arguments: --frobnicate"),
     ],
     ids=["no-command", "unknown-command", "no-name", "bad-cwd", "bad-flag"],

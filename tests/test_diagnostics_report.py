@@ -173,6 +173,12 @@ DESCRIBE_CASES: list[tuple[str, CatalogFit, str]] = [
         "and the pinned skills take more room.\n1 skill is not listed (the skill tool's query "
         "finds them): z",
     ),
+    (
+        "over-with-nothing-pinned",
+        CatalogFit(text="x", limit=100, used=400, omitted=("z",)),
+        "Catalog: 400 of 100 characters; 0 skills listed. Over budget: the catalog's own text "
+        "takes more room.\n1 skill is not listed (the skill tool's query finds them): z",
+    ),
 ]
 
 

@@ -250,12 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
     as_json = argparse.ArgumentParser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON (a stable shape)")
     roots = argparse.ArgumentParser(add_help=False)
-    for flag, help in (
-        ("--cwd", "the working directory of the session to look from (default: the current one)"),
-        ("--dsh-home", "default: $DSH_HOME, else ~/.dsh"),
-        ("--agents-home", "default: $DSH_AGENTS_HOME, else ~/.agents"),
+    for flag, read, help in (
+        ("--cwd", _directory, "the session's working directory to look from (default: this one)"),
+        ("--dsh-home", settings.expand_path, "default: $DSH_HOME, else ~/.dsh"),
+        ("--agents-home", settings.expand_path, "default: $DSH_AGENTS_HOME, else ~/.agents"),
     ):
-        roots.add_argument(flag, type=settings.expand_path, metavar="DIR", help=help)
+        roots.add_argument(flag, type=read, metavar="DIR", help=help)
     # The demo agent's own flags, with its variables as defaults (ACP_SKILLS_DIRS, ...).
     settings.add_arguments(roots, "skills", "mcp", "trust")
     fitted = argparse.ArgumentParser(add_help=False)
@@ -293,16 +293,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _directory(text: str) -> str:
+    # Links resolved before `..`, as a session's cwd is (`acp_skills.project`).
+    path = os.path.realpath(settings.expand_path(text))
+    if not os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"not a directory: {path}")
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``acp-skills`` with ``argv``; return the exit status (0 fine, 1 problems, 2 usage)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
         if hasattr(args, "cwd"):
-            # Links resolved before `..`, as a session's cwd is (`acp_skills.project`).
-            args.cwd = os.path.realpath(args.cwd if args.cwd is not None else os.getcwd())
-            if not os.path.isdir(args.cwd):
-                parser.error(f"--cwd: not a directory: {args.cwd}")
+            args.cwd = args.cwd or _directory(os.getcwd())
         # A bad variable, a malformed --mcp-server or no mcp extra: refused before anything runs.
         given = settings.resolve(args)
     except SystemExit as exit:
