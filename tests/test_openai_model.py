@@ -217,6 +217,11 @@ def _closed_port() -> int:
             "The model request failed: Overloaded, retry",
             id="error-mid-stream",
         ),
+        pytest.param(
+            Stream([chunk({"content": "Par"}), {"error": "Model is loading"}]),
+            "The model request failed: Model is loading",
+            id="error-as-text-mid-stream",
+        ),
     ],
 )
 async def test_model_failures_raise_a_clear_model_error(reply: Reply, expected: str) -> None:

@@ -236,7 +236,7 @@ def _chunk(data: str) -> object:
     except (ValueError, RecursionError) as error:
         raise malformed(f"{type(error).__name__}: {_short(str(error), 80)}") from None
     if isinstance(chunk, dict) and (sent := chunk.get("error")):
-        message = sent.get("message") if isinstance(sent, dict) else None
+        message = sent.get("message") if isinstance(sent, dict) else sent
         said = message if isinstance(message, str) and message else "an error instead of a reply"
         raise ModelError(f"The model request failed: {_short(said)}")
     return chunk
