@@ -305,7 +305,7 @@ async def test_model_cancel_closes_the_stream() -> None:
 
 def _suspended_stream_readers() -> list[str]:
     """The HTTP client's async generators still waiting mid-stream (not closed, not done)."""
-    libraries = ("openai", "httpx", "httpcore")
+    libraries = ("openai", "httpx", "httpx2", "httpcore")  # the openai client on httpx or httpx2
     return [
         found.ag_code.co_qualname
         for found in gc.get_objects()
