@@ -284,9 +284,11 @@ def describe_catalog_fit(fit: CatalogFit) -> str:
     if fit.hidden:
         details.append(f"{len(fit.hidden):,} hidden")
     line = f"Catalog: {size}" + (f"; {', '.join(details)}." if details else ".")
-    if not fit.within_budget:  # only pinned skills are listed then
+    if not fit.within_budget and fit.omitted:  # what is listed then is pinned
         room = "and the pinned skills take" if fit.listed else "takes"
         line += f" Over budget: the catalog's own text {room} more room."
+    elif not fit.within_budget:  # each listed briefly: shorter than the line leaving them out
+        line += " Over budget: no shorter catalog can be made."
     if not fit.omitted:
         return line
     verb = "is" if len(fit.omitted) == 1 else "are"

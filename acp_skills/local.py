@@ -127,7 +127,9 @@ class LocalSkillProvider:
             SkillRoot(path=p, source=s, rank=_SOURCE_RANKS[s]) for p, s in fixed
         )
         self._logged: dict[Diagnostic, None] = {}  # the problems logged, each once
-        self._latest: tuple[SkillLookupOptions, LocalDiscovery] | None = None  # see `discover`
+        # See `discover`: the latest discovery, by when it began (a count of discoveries).
+        self._latest: tuple[int, SkillLookupOptions, LocalDiscovery] | None = None
+        self._begun = 0
         watching = watch and isinstance(self._fs, LocalFileSystem)  # only the local disk
         self._watch = RootWatch([r.path for r in self._fixed_roots], enabled=watching)
 
@@ -196,13 +198,15 @@ class LocalSkillProvider:
     async def discover(self, options: SkillLookupOptions) -> LocalDiscovery:
         """What discovery for ``options.cwd`` met (nothing logged): the latest discovery for
         ``options`` (that of the registry's catalog: `list` discovers anew) while `cacheable`
-        vouches for it, as for the catalog; else a new one."""
+        vouches for it, as for the catalog; else a new one, kept unless one begun after it was."""
         latest = self._latest
-        if latest is not None and latest[0] == options and self.cacheable(options):
-            return latest[1]
+        if latest is not None and latest[1] == options and self.cacheable(options):
+            return latest[2]
+        self._begun = begun = self._begun + 1
         roots = await self.roots(options)
         discovery = await self.scan(roots)
-        self._latest = (options, discovery)
+        if (latest := self._latest) is None or latest[0] < begun:
+            self._latest = (begun, options, discovery)
         self._watch.start(options, [root.path for root in roots if root.source in _PROJECT_SOURCES])
         return discovery
 

@@ -557,6 +557,32 @@ def test_catalog_and_doctor_warn_of_a_pinned_or_hidden_name_no_skill_has(tmp_pat
     )
 
 
+@pytest.mark.parametrize(
+    ("others", "pins", "over"),
+    [
+        (1, (), "Over budget: no shorter catalog can be made."),
+        (10, (), "Over budget: the catalog's own text takes more room."),
+        (10, ("--pin", "deploy"), "the catalog's own text and the pinned skills take more room"),
+    ],
+    ids=["all-listed-briefly", "all-left-out", "all-but-the-pinned-left-out"],
+)
+def test_an_over_budget_catalog_blames_what_it_could_not_leave_out(
+    tmp_path: Path, others: int, pins: tuple[str, ...], over: str
+) -> None:
+    """Under a budget no catalog meets, the catalog says why in words true of what it holds:
+    the pinned skills only when the others were left out for them; none when listing every
+    skill briefly is shorter than leaving them out."""
+    skills = tmp_path / "skills"
+    named = [("deploy", "Ship it.")] + [(f"review-{n}", "Review it. " * 40) for n in range(others)]
+    for name, words in named:
+        (skills / name).mkdir(parents=True)
+        (skills / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {words}\n---\n")
+    where = [*nowhere(tmp_path), "--skills-dir", str(skills), "--budget", "100", *pins]
+    catalog = run("catalog", *where)
+    (said,) = [line for line in catalog.stderr.splitlines() if line.startswith("Catalog: ")]
+    assert over in said
+
+
 def test_doctor_says_of_the_catalog_what_catalog_says(
     corpus: Corpus, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

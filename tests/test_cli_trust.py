@@ -181,3 +181,19 @@ def test_doctor_json_carries_each_skills_trust_state_like_list_json(
         ("deploy", "project-agents", "pending"),
         ("notes", "user-agents", "trusted"),
     ]
+
+
+def test_doctor_s_problems_name_the_shadowed_skills_its_json_lists_while_the_winner_waits(
+    tmp_path: Path,
+) -> None:
+    """``doctor`` shows every skill found, the project's waiting ``deploy`` among them: the
+    person's own ``deploy`` it shadows is a ``skill-shadowed`` problem, as ``shadowed`` says."""
+    project, env = waiting_project(tmp_path)
+    own = tmp_path / "h2" / "skills" / "deploy"
+    own.mkdir(parents=True)
+    (own / "SKILL.md").write_text("---\nname: deploy\ndescription: Mine.\n---\nBody\n")
+    report = json.loads(run("doctor", "--cwd", str(project), "--json", env=env).stdout)
+    assert [(s["name"], s["trust"]) for s in report["skills"]] == [("deploy", "pending")]
+    assert [lost["loser"]["path"] for lost in report["shadowed"]] == [str(own / "SKILL.md")]
+    shadowed = [p["path"] for p in report["problems"] if p["code"] == "skill-shadowed"]
+    assert shadowed == [str(own / "SKILL.md")]

@@ -924,6 +924,39 @@ async def test_the_registry_s_problems_are_those_of_the_discovery_its_snapshot_w
     assert fs.read_batches == [2, 1]
 
 
+class HeldFileSystem(CountingFileSystem):
+    """The local disk; its first listing of ``held`` is made, then handed back only once
+    ``release`` is set (a slow discovery, overtaken)."""
+
+    def __init__(self, held: Path) -> None:
+        super().__init__()
+        self.held, self.listed, self.release = str(held), anyio.Event(), anyio.Event()
+
+    async def list_dir(self, path: str) -> Sequence[DirEntry] | None:
+        entries = await super().list_dir(path)
+        if path == self.held and not self.listed.is_set():
+            self.listed.set()
+            await self.release.wait()
+        return entries
+
+
+async def test_a_discovery_overtaken_by_a_newer_one_is_not_the_one_kept(layout: Layout) -> None:
+    """A discovery that read a root before an edit and ends after a newer one saw the edit
+    (``/skills`` while the registry lists anew) does not replace it: the problems shown are
+    the newer discovery's, not the older's until the next change."""
+    write_skill(layout.user_dsh / "good" / "SKILL.md", "good")
+    fs = HeldFileSystem(layout.user_dsh)
+    provider = layout.provider(fs=fs)
+    options = at(layout.project)
+    async with anyio.create_task_group() as group:
+        group.start_soon(provider.diagnose, options)  # reads the root, then waits
+        await fs.listed.wait()
+        (layout.user_dsh / "broken.md").write_text("no frontmatter\n")
+        await provider.list(options)  # the registry's discovery after the edit
+        fs.release.set()
+    assert [d.code for d in await provider.diagnose(options)] == ["frontmatter-missing"]
+
+
 async def test_the_local_disk_and_a_custom_filesystem_discover_alike(layout: Layout) -> None:
     """The local disk's reads in the parsing hop give what the seam's read batch gives: the same
     skills and problems, but for the local disk's look at a bundle without SKILL.md."""

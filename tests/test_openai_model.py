@@ -8,6 +8,7 @@ agent subprocess (``--model openai --base-url http://127.0.0.1:PORT/v1``).
 from __future__ import annotations
 
 import gc
+import json
 import os
 import socket
 import types
@@ -25,6 +26,7 @@ from tests.fake_openai import (
     Fail,
     FakeOpenAI,
     Hang,
+    Raw,
     ReceivedRequest,
     Reply,
     Stream,
@@ -215,6 +217,11 @@ def _closed_port() -> int:
             "The model request failed: Overloaded, retry",
             id="error-mid-stream",
         ),
+        pytest.param(
+            Stream([chunk({"content": "Par"}), {"error": "Model is loading"}]),
+            "The model request failed: Model is loading",
+            id="error-as-text-mid-stream",
+        ),
     ],
 )
 async def test_model_failures_raise_a_clear_model_error(reply: Reply, expected: str) -> None:
@@ -227,6 +234,34 @@ async def test_model_failures_raise_a_clear_model_error(reply: Reply, expected: 
     assert len(server.requests) == 1
     if isinstance(reply, Fail) and reply.status == 500:
         assert "The server had an error" in str(caught.value)
+
+
+# Line breaks JSON may carry as they are, which server-sent events do not end a line at.
+UNICODE_BREAKS = "one\u2028two\u2029three\x85four"
+BROKEN_TEXT = json.dumps(chunk({"content": UNICODE_BREAKS}), ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(f"data: {BROKEN_TEXT}\n\ndata: [DONE]\n\n", id="unicode-breaks"),
+        pytest.param(
+            f": ping\r\nevent: message\r\ndata:{BROKEN_TEXT}\r\n\r\ndata: [DONE]\r\n\r\n",
+            id="comment-event-crlf-no-space",
+        ),
+        pytest.param(f"data: {BROKEN_TEXT}\r\rdata: [DONE]", id="cr-no-final-blank-line"),
+        pytest.param(f"data: {BROKEN_TEXT}", id="no-done-no-line-end"),
+    ],
+)
+async def test_model_reads_events_split_only_where_server_sent_events_end_lines(
+    body: str,
+) -> None:
+    """A line of server-sent events ends at CRLF, LF or CR only: a reply whose text holds
+    U+2028, U+2029 or U+0085 unescaped (as many JSON encoders write them) is read whole, among
+    comments, event names, any of the three line ends and ``data:`` without its space."""
+    with FakeOpenAI([Raw(body.encode())]) as server:
+        reply, pieces = await complete(make_model(server), HELLO)
+    assert (reply.text, pieces) == (UNICODE_BREAKS, [UNICODE_BREAKS])
 
 
 async def test_model_unreachable_endpoint_is_a_clear_error() -> None:
@@ -270,7 +305,7 @@ async def test_model_cancel_closes_the_stream() -> None:
 
 def _suspended_stream_readers() -> list[str]:
     """The HTTP client's async generators still waiting mid-stream (not closed, not done)."""
-    libraries = ("openai", "httpx", "httpcore")
+    libraries = ("openai", "httpx", "httpx2", "httpcore")  # the openai client on httpx or httpx2
     return [
         found.ag_code.co_qualname
         for found in gc.get_objects()

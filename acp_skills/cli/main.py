@@ -183,8 +183,9 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
     seen: Look = args.look
     view, fit = await seen.view()
     roots = (await seen.provider.discover(seen.options)).roots  # the discovery the view made
-    # Each provider's problems (a skipped file or MCP server alike), then the shadowed skills.
-    problems = view.seen(await seen.registry.diagnose(seen.options))
+    # Each provider's problems (a skipped file or MCP server alike), the shadowed skills among
+    # those found (as `shadowed` and `skills`, and `_skills/list`), then the view's own.
+    problems = (*await seen.registry.diagnose(seen.options), *view.problems)
     payload: dict[str, Any] = {
         "roots": [asdict(r.root) | {"exists": r.exists, "skills": r.skills} for r in roots],
         "skipped": [diagnostic_json(d) for d in skipped(problems)],

@@ -42,11 +42,8 @@ def malformed(what: str) -> ModelError:
 
 
 def _field(value: object, name: str) -> object:
-    # The client library builds its objects without validating them, and falls back to plain
-    # dicts for shapes it does not know: read either the same way.
-    if isinstance(value, Mapping):
-        return value.get(name)
-    return getattr(value, name, None)
+    # A piece is JSON as it came: any value where an object was expected has no fields.
+    return value.get(name) if isinstance(value, Mapping) else None
 
 
 def _list(value: object, what: str) -> list[object]:

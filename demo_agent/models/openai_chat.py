@@ -13,6 +13,7 @@ surrogates, which would fail the next request's encoding and every frame that sh
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -35,6 +36,8 @@ __all__ = [
 DEFAULT_BASE_URL = "https://api.deepseek.com"
 DEFAULT_MODEL = "deepseek-chat"
 DEFAULT_KEY_VARIABLE = "DEEPSEEK_API_KEY"
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 _log = structlog.get_logger(__name__)
 
@@ -199,7 +202,7 @@ def _paired(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 async def _events(response: Any) -> AsyncGenerator[str, None]:
     """The data of each server-sent event: its ``data:`` lines joined, sent at a blank line."""
     data: list[str] = []
-    async with aclosing(response.iter_lines()) as lines:
+    async with aclosing(_lines(response)) as lines:
         async for line in lines:
             if line.startswith("data:"):
                 data.append(line[5:].removeprefix(" "))
@@ -210,6 +213,22 @@ async def _events(response: Any) -> AsyncGenerator[str, None]:
         yield "\n".join(data)
 
 
+async def _lines(response: Any) -> AsyncGenerator[str, None]:
+    """The body's lines, ended at CRLF, LF or CR as server-sent events end them (text lines
+    end at U+2028 and more besides, which JSON carries as they are)."""
+    pending = b""
+    async with aclosing(response.iter_bytes()) as chunks:
+        async for chunk in chunks:
+            pending += chunk
+            held = pending.endswith(b"\r")  # perhaps the first half of a CRLF
+            *lines, pending = _LINE_END.split(pending[:-1] if held else pending)
+            pending += b"\r" if held else b""
+            for line in lines:
+                yield line.decode(errors="replace")
+    if pending:
+        yield pending.removesuffix(b"\r").decode(errors="replace")
+
+
 def _chunk(data: str) -> object:
     """One event's JSON: a reply piece, or the error the endpoint sent instead."""
     try:
@@ -217,7 +236,7 @@ def _chunk(data: str) -> object:
     except (ValueError, RecursionError) as error:
         raise malformed(f"{type(error).__name__}: {_short(str(error), 80)}") from None
     if isinstance(chunk, dict) and (sent := chunk.get("error")):
-        message = sent.get("message") if isinstance(sent, dict) else None
+        message = sent.get("message") if isinstance(sent, dict) else sent
         said = message if isinstance(message, str) and message else "an error instead of a reply"
         raise ModelError(f"The model request failed: {_short(said)}")
     return chunk
