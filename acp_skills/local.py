@@ -42,6 +42,7 @@ _SOURCE_RANKS.update({USER_DSH: 400, "user-agents": 500, "project-claude": 600, 
 # An additional directory's project roots: after the cwd's project's, before the custom roots,
 # in the order the directories were given (stable sort); its `.claude/skills` at the cwd's rank.
 _ADDITIONAL_RANKS: Final = {"project-dsh": 250, "project-agents": 250, "project-claude": 600}
+DEFAULT_MAX_FILE_BYTES: Final = 1_048_576  # a skill file larger than this is skipped
 _SYSTEM_DIR: Final = ".system"  # the user dsh root's managed skills, skipped
 _BROKEN_LINK: Final = Problem("broken-link", "broken symbolic link")
 # Markdown that sits beside skills in a root and is never one (compared upper-cased).
@@ -88,7 +89,7 @@ class LocalSkillProvider:
         agents_home: str | os.PathLike[str] | None = None,
         custom_skill_dirs: Iterable[str | os.PathLike[str]] = (),
         name: str = "local",
-        max_file_bytes: int = 1_048_576,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         fs: SkillFileSystem | None = None,
         *,
         compat: Iterable[str] = (),

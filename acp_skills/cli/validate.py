@@ -21,11 +21,10 @@ from ..diagnostics import (
 from ..errors import Problem
 from ..frontmatter import ParsedSkill, parse_skill_bytes
 from ..fs import misnamed_skill_file
-from ..local import SkillRoot, unreadable_root
+from ..local import DEFAULT_MAX_FILE_BYTES, SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
 from .output import Outcome, Style, status_of
 
-_MAX_FILE_BYTES = 1_048_576  # the local provider's default
 # What the runtime only mentions but the specification forbids.
 _ERRORS_WHEN_STRICT = frozenset({"name-mismatch", "unknown-key", "field-ignored"})
 _Found = tuple[list[Diagnostic], int]  # the records, and how many skill files were checked
@@ -100,7 +99,7 @@ async def _path(fs: LocalFileSystem, path: str, strict: bool) -> _Found:
 
 
 async def _file(fs: LocalFileSystem, path: str, expected_name: str, strict: bool) -> _Found:
-    (content,) = await fs.read_files([path], _MAX_FILE_BYTES)
+    (content,) = await fs.read_files([path], DEFAULT_MAX_FILE_BYTES)
     outcome = parse_skill_bytes(content)
     found = list(file_diagnostics(path, outcome, expected_name=expected_name))
     if strict and isinstance(outcome, ParsedSkill):
@@ -122,7 +121,7 @@ async def _root(fs: LocalFileSystem, path: str, strict: bool) -> _Found:
         # The scan keeps no frontmatter fields: read the accepted files again.
         paths = [c.path for c in discovery.candidates if c.path is not None]
         for skill_path, content in zip(
-            paths, await fs.read_files(paths, _MAX_FILE_BYTES), strict=True
+            paths, await fs.read_files(paths, DEFAULT_MAX_FILE_BYTES), strict=True
         ):
             if isinstance(parsed := parse_skill_bytes(content), ParsedSkill):
                 found += strict_diagnostics(skill_path, parsed)
