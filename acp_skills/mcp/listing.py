@@ -79,10 +79,6 @@ class McpLocator:
     def served(self) -> frozenset[tuple[str, str]]:
         return self.skill.served
 
-    @property
-    def dynamic(self) -> bool:
-        return self.skill.files is None
-
 
 def read_entry(raw: object) -> ListedSkill | RejectedEntry:
     """The skill a local file with the entry's frontmatter would make, or why it is left out."""
