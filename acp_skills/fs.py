@@ -94,19 +94,17 @@ def read_local_file(path: str, max_bytes: int) -> bytes | ReadError:
         return read_failure(exc)
 
 
-def misnamed_skill_file() -> Problem:
-    """The warning for a bundle whose skill file is spelled ``skill.md``."""
-    message = (
-        f"this directory has {_LOWERCASE_SKILL_FILE} but no {SKILL_FILE_NAME}: the name is "
-        f"case-sensitive, so the skill is not loaded; rename it to {SKILL_FILE_NAME}"
-    )
-    return Problem("skill-file-lowercase", message)
-
-
-def why_no_skill_file(directory: str) -> Problem | None:
-    """Why a root's directory has no ``SKILL.md`` (``skill.md``, skills too deep) or ``None``."""
+def why_no_skill_file(directory: str, *, nested: bool = True) -> Problem | None:
+    """Why a directory has no ``SKILL.md``: ``skill.md``, or (``nested``, for a directory in a
+    root) skills one level too deep; ``None`` when neither."""
     if os.path.isfile(os.path.join(directory, _LOWERCASE_SKILL_FILE)):
-        return misnamed_skill_file()
+        message = (
+            f"this directory has {_LOWERCASE_SKILL_FILE} but no {SKILL_FILE_NAME}: the name is "
+            f"case-sensitive, so the skill is not loaded; rename it to {SKILL_FILE_NAME}"
+        )
+        return Problem("skill-file-lowercase", message)
+    if not nested:
+        return None
     try:
         children = sorted(e.name for e in _list_dir(directory) or () if e.kind == "dir")
     except OSError:

@@ -43,8 +43,8 @@ def question_text(pending: Sequence[Withheld]) -> str:
         where = one_line(skill.path or "")
         if isinstance(source, ServerSource):
             where = f"MCP server {one_line(source.label)}, {one_line(source.uri)}"
-        if getattr(skill.locator, "dynamic", False) is True:  # `"resources": "dynamic"`
-            notes += " — its files are not listed, so they are unverified"
+            if (source.uri, "dynamic") in source.items:  # served with `"resources": "dynamic"`
+                notes += " — its files are not listed, so they are unverified"
         said = shorten_description(skill.description, 200)
         lines.append(f"- {one_line(skill.name)}: {said} ({where}){notes}")
     return "\n".join(lines)

@@ -5,6 +5,7 @@ streamable HTTP from this process)."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import http.server
 import json
@@ -77,7 +78,8 @@ def scripted_server(script: Path, label: str = "team") -> McpServer:
 @contextlib.contextmanager
 def scripted_http_server(script: Path) -> Iterator[str]:
     """The same server over streamable HTTP (JSON answers), on 127.0.0.1 in this process, until
-    the block ends; yields its url. With ``unsized`` in the script, no answer says its length."""
+    the block ends; yields its url. With ``unsized`` in the script, no answer says its length;
+    ``gzip``: the methods whose answers come gzip-compressed, though the client asked for none."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -89,8 +91,12 @@ def scripted_http_server(script: Path) -> Iterator[str]:
                 return
             result = result_for(message["method"], message.get("params") or {}, behaviour)
             body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+            compressed = message["method"] in behaviour.get("gzip", ())
+            body = gzip.compress(body) if compressed else body
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
+            if compressed:
+                self.send_header("Content-Encoding", "gzip")
             if not behaviour.get("unsized"):  # else the body ends when the connection does
                 self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -303,6 +303,7 @@ def test_documentation_markdown_is_a_note_and_a_lowercase_skill_file_a_warning(
     bundle, status = run_json("validate", str(root / "lower"))
     assert (seen(bundle["diagnostics"]), status) == (expected[2:], 1)
     assert "rename it to SKILL.md" in bundle["diagnostics"][0]["message"]
+    assert "1 skill file checked" in run("validate", str(root / "lower")).stdout
     homes = ["--dsh-home", str(tmp_path / "d"), "--agents-home", str(tmp_path / "a")]
     report, status = run_json("doctor", "--cwd", str(tmp_path), *homes, "--skills-dir", str(root))
     assert seen(report["problems"]) == expected

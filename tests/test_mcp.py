@@ -450,8 +450,7 @@ def test_a_switch_between_a_manifest_and_dynamic_is_a_change_for_trust() -> None
     assert not dynamic <= manifest
     assert not manifest <= dynamic
     assert ("skill://deploy/SKILL.md", "dynamic") in dynamic
-    assert _locator("deploy", "Deploy it.", files=False).dynamic
-    assert not _locator("deploy", "Deploy it.").dynamic
+    assert ("skill://deploy/SKILL.md", "dynamic") not in manifest
 
 
 def test_no_two_servers_share_an_identity() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -210,13 +211,14 @@ async def test_a_listing_over_16_mib_ends_the_servers_use(tmp_path: Path, transp
     )
     with serving(transport, script) as server:
         options = SkillLookupOptions(servers=(server,))
-        async with lookups(timeout=30) as (registry, _):
+        async with lookups(timeout=30) as (registry, provider):
             assert (await registry.snapshot(options)).skills == ()
             assert (await registry.snapshot(options)).skills == ()
             (problem,) = await registry.diagnose(options)
     assert problem.code == "mcp-server-unavailable"
     assert problem.severity == "warning"
     assert problem.message == "MCP server 'team' skipped: it sent a response over 16 MiB"
+    assert provider.servers[server].failed_at == math.inf  # not asked again, even in a minute
     if transport == "stdio":
         assert record.read_text().split().count("skills/list") == 1
 
@@ -236,11 +238,12 @@ async def test_a_listing_whose_pages_together_pass_16_mib_ends_the_servers_use(
     )
     server = scripted_server(script)
     options = SkillLookupOptions(servers=(server,))
-    async with lookups(timeout=30, transport=InProcess()) as (registry, _):
+    async with lookups(timeout=30, transport=InProcess()) as (registry, provider):
         assert (await registry.snapshot(options)).skills == ()
         assert (await registry.snapshot(options)).skills == ()
         (problem,) = await registry.diagnose(options)
     assert problem.message == "MCP server 'team' skipped: it sent a response over 16 MiB"
+    assert provider.servers[server].failed_at == math.inf
     assert record.read_text().split().count("skills/list") == 2  # the two pages, once
 
 
@@ -251,7 +254,8 @@ async def test_a_read_over_16_mib_ends_the_servers_use(tmp_path: Path) -> None:
         [served("deploy", DEPLOY, DEPLOY_FIELDS)],
         padding={"resources/read": 17 * MIB},
     )
-    async with lookups(servers=[scripted_server(script)], timeout=30) as (registry, _):
+    server = scripted_server(script)
+    async with lookups(servers=[server], timeout=30) as (registry, provider):
         refused = await SkillTool(registry).call({"name": "deploy"}, cwd=str(tmp_path))
         assert (await registry.snapshot()).skills == ()
         (problem,) = await registry.diagnose()
@@ -260,6 +264,25 @@ async def test_a_read_over_16_mib_ends_the_servers_use(tmp_path: Path) -> None:
         'Error: cannot read skill "deploy" from MCP server "team": it sent a response over 16 MiB',
     )
     assert problem.code == "mcp-server-unavailable"
+    assert provider.servers[server].failed_at == math.inf
+
+
+async def test_a_compressed_answer_skips_the_server_for_a_while_not_for_good(
+    tmp_path: Path,
+) -> None:
+    """Unlike an answer over 16 MiB, one compressed though none was asked for skips the server
+    with its reason as any failure does: it is asked again after a while."""
+    script = write_script(
+        tmp_path / "s.json", [served("deploy", DEPLOY, DEPLOY_FIELDS)], gzip=["skills/list"]
+    )
+    with scripted_http_server(script) as url:
+        server = McpServer(label="team", url=url)
+        async with lookups(servers=[server], timeout=30) as (registry, provider):
+            assert (await registry.snapshot()).skills == ()
+            state = provider.servers[server]
+    assert state.failure == "it sent a gzip-compressed response though asked not to"
+    assert state.failed_at is not None
+    assert state.failed_at < math.inf
 
 
 async def test_a_server_that_exits_is_skipped_and_its_reason_ends_with_its_stderr(

@@ -14,8 +14,8 @@ import pytest
 
 from acp_skills import SkillLookupOptions, SkillRegistry
 from acp_skills.mcp import McpServer, McpSkillProvider
-from acp_skills.mcp.provider import McpLocator
-from acp_skills.trust import ServerSource, TrustStore
+from acp_skills.trust import ServerSource, TrustStore, Withheld, sources_at
+from acp_skills.trust_text import question_text
 from tests.acp_peer import Peer, connected
 from tests.mcp_http import SERVER, write_served_skill
 from tests.mcp_memory import InProcess, session_with
@@ -53,12 +53,11 @@ async def test_a_switch_between_a_manifest_and_dynamic_waits_for_trust_again(
             assert await trust_of_deploy(peer, tmp_path) == "pending"
             # What `allow_always` stores: the server's identity with the pairs it listed.
             (skill,) = (await registry.snapshot(SkillLookupOptions(servers=(server,)))).skills
-            locator = skill.locator
-            assert isinstance(locator, McpLocator)
-            assert locator.dynamic is (first == "dynamic")
-            source = ServerSource(
-                locator.server_label, locator.server_identity, locator.served, locator.skill_uri
-            )
+            source = sources_at(())(skill)
+            assert isinstance(source, ServerSource)
+            # The question tells a dynamic skill by the pairs its source carries.
+            question = question_text([Withheld(skill, "pending", source)])
+            assert ("so they are unverified" in question) is (first == "dynamic")
             store.decide(source, "trusted")
             assert await trust_of_deploy(peer, tmp_path) == "trusted"
 

@@ -7,6 +7,8 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+import anyio.to_thread
+
 from .. import Diagnostic, LocalFileSystem, LocalSkillProvider, SkillCandidate
 from ..diagnostics import (
     diagnostic,
@@ -20,7 +22,7 @@ from ..diagnostics import (
 )
 from ..errors import Problem
 from ..frontmatter import ParsedSkill, parse_skill_bytes
-from ..fs import misnamed_skill_file
+from ..fs import why_no_skill_file
 from ..local import DEFAULT_MAX_FILE_BYTES, SkillRoot, unreadable_root
 from ..model import SKILL_FILE_NAME, ShadowedSkill
 from .output import Outcome, Style, status_of
@@ -77,12 +79,11 @@ async def _path(fs: LocalFileSystem, path: str, strict: bool) -> _Found:
     except OSError as error:
         return [diagnostic(unreadable_root(error), path)], 0
     name = os.path.basename(path)
-    names = {entry.name for entry in entries or ()}
-    if SKILL_FILE_NAME in names:
+    if SKILL_FILE_NAME in {entry.name for entry in entries or ()}:
         return await _file(fs, os.path.join(path, SKILL_FILE_NAME), name, strict)
-    if SKILL_FILE_NAME.lower() in names:
-        # The agent would not load it: the same warning `doctor` gives for this bundle.
-        return [diagnostic(misnamed_skill_file(), os.path.join(path, SKILL_FILE_NAME))], 1
+    # A bundle the agent would not load: the warning `doctor` gives; a root is scanned below.
+    if why := await anyio.to_thread.run_sync(lambda: why_no_skill_file(path, nested=False)):
+        return [diagnostic(why, os.path.join(path, SKILL_FILE_NAME))], 1
     if entries is not None:
         return await _root(fs, path, strict)
     if not await fs.exists(path):

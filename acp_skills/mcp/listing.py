@@ -15,7 +15,6 @@ from .config import McpServer
 
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
 MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024  # one answer, and one listing's pages together
-TOO_LARGE: Final = "it sent a response over 16 MiB"
 _DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
 
 
@@ -79,10 +78,6 @@ class McpLocator:
     @property
     def served(self) -> frozenset[tuple[str, str]]:
         return self.skill.served
-
-    @property
-    def dynamic(self) -> bool:
-        return self.skill.files is None
 
 
 def read_entry(raw: object) -> ListedSkill | RejectedEntry:

@@ -32,6 +32,13 @@ class Unavailable(Exception):
     """A server could not be asked; the message says why."""
 
 
+class TooLarge(Unavailable):
+    """It sent an answer over `listing.MAX_RESPONSE_BYTES`: its use ends (docs/mcp.md)."""
+
+    def __init__(self) -> None:
+        super().__init__("it sent a response over 16 MiB")
+
+
 async def spawn(server: McpServer) -> Process:
     """``server``'s command in a process group of its own, over pipes (anyio's default)."""
     assert server.command is not None
@@ -82,7 +89,7 @@ class Pool:
             return found.ready.result(), sdk
         return session, await load_sdk()
 
-    def ended(self, server: McpServer) -> str | None:
+    def ended(self, server: McpServer) -> Unavailable | None:
         """Why ``server``'s messages stopped, when its transport knows."""
         found = self._connections.get(server)
         return found.ended if found is not None else None
@@ -110,7 +117,7 @@ class _Connection:
         self.task = asyncio.ensure_future(self._run())
 
     @property
-    def ended(self) -> str | None:
+    def ended(self) -> Unavailable | None:
         return getattr(self.transport, "ended", None)
 
     async def aclose(self, *, at_once: bool) -> None:
@@ -144,10 +151,11 @@ class _Connection:
                     self.ready.set_result(session)
                     await self._closing.wait()
         except Exception as error:  # the lookup that meets it warns (`mcp_server_skipped`)
-            _log.info("mcp_server_ended", server=self.server.label, error=self.ended or repr(error))
+            why = str(self.ended or repr(error))
+            _log.info("mcp_server_ended", server=self.server.label, error=why)
             if not self.ready.done():
                 self.ready.set_exception(error)
         finally:
             if not self.ready.done():
-                self.ready.set_exception(ConnectionError(self.ended or "the connection ended"))
+                self.ready.set_exception(ConnectionError(str(self.ended or "the connection ended")))
             self.ready.exception()  # retrieved: never reported as unretrieved

@@ -30,9 +30,9 @@ from ..model import (
 from ..quiet_log import get_logger
 from ..text import quote
 from .config import McpServer
-from .listing import NOTHING, SKILLS_EXTENSION, TOO_LARGE, ListedSkill, Listing, ManifestFile
+from .listing import NOTHING, SKILLS_EXTENSION, ListedSkill, Listing, ManifestFile
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
-from .pool import Pool, Unavailable, leaf_reason, load_sdk
+from .pool import Pool, TooLarge, Unavailable, leaf_reason, load_sdk
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -320,13 +320,14 @@ class McpSkillProvider:
                 extensions = (capabilities.extensions if capabilities else None) or {}
                 state.connected, state.supports_skills = True, SKILLS_EXTENSION in extensions
                 return await request(sdk, session) if state.supports_skills else None
-            reason = f"no answer within {self._timeout:g} s"
+            why: Exception = Unavailable(f"no answer within {self._timeout:g} s")
         except Exception as error:
-            reason = self._pool.ended(server) or leaf_reason(error)
-        if skip or reason == TOO_LARGE:  # told (`/skills`, doctor, the log), its process ended
+            why = self._pool.ended(server) or error
+        reason, ends = leaf_reason(why), isinstance(why, TooLarge)  # `ends`: its use, for good
+        if skip or ends:  # told (`/skills`, doctor, the log), its process ended
             log_diagnostic(_log, mcp_server_unavailable(server.label, reason), server=server.label)
             state.connected, state.failure = False, reason
-            state.failed_at = math.inf if reason == TOO_LARGE else time.monotonic()
+            state.failed_at = math.inf if ends else time.monotonic()
             await self._pool.close(server, at_once=True)
         raise Unavailable(reason)
 

@@ -24,13 +24,12 @@ from .config import McpServer
 from .listing import (
     MAX_RESPONSE_BYTES,
     SKILLS_EXTENSION,
-    TOO_LARGE,
     ListedSkill,
     Listing,
     RejectedEntry,
     read_entry,
 )
-from .pool import Unavailable, spawn
+from .pool import TooLarge, Unavailable, spawn
 
 if TYPE_CHECKING:
     from mcp.client import Transport
@@ -52,7 +51,7 @@ class BoundedTransport:
 
     def __init__(self, server: McpServer, process: Process | None = None) -> None:
         self.server, self._process = server, process
-        self.ended: str | None = None
+        self.ended: Unavailable | None = None
         self.stop_within = 10.0
         self._opened = self._stdio() if server.command is not None else self._http()
 
@@ -74,13 +73,13 @@ class BoundedTransport:
         to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
         tail, tail_read, grace = bytearray(), anyio.Event(), self.stop_within
 
-        async def end(reason: str | None = None) -> None:
+        async def end(reason: Unavailable | None = None) -> None:
             # The first reason found is why the messages stopped; by default, how it exited.
             if self.ended is None and reason is None:
                 with anyio.move_on_after(_REAP):
                     await _exited(process)
                     await tail_read.wait()
-                reason = _exit_reason(process.returncode, bytes(tail))
+                reason = Unavailable(_exit_reason(process.returncode, bytes(tail)))
             self.ended = self.ended or reason
             await to_session.aclose()
 
@@ -92,7 +91,7 @@ class BoundedTransport:
                     if line.strip():
                         await to_session.send(_message(line))
             except anyio.DelimiterNotFound:
-                await end(TOO_LARGE)  # never held whole: the server's use ends here
+                await end(TooLarge())  # never held whole: the server's use ends here
             except (*_CLOSED, anyio.IncompleteRead):
                 await end()
 
@@ -159,14 +158,15 @@ class BoundedTransport:
     async def _capped(self, response: httpx2.Response) -> None:
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            raise self._refuse(f"it sent a {encoding}-compressed response though asked not to")
+            said = f"it sent a {encoding}-compressed response though asked not to"
+            raise self._refuse(Unavailable(said))
         # Server-sent events stay open for many messages; the SDK caps each event.
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
             response.stream = _Capped(response.stream, self._refuse)
 
-    def _refuse(self, reason: str) -> httpx2.StreamError:
+    def _refuse(self, reason: Unavailable) -> httpx2.StreamError:
         self.ended = reason
-        return httpx2.StreamError(reason)
+        return httpx2.StreamError(str(reason))
 
 
 open_transport: TransportFactory = BoundedTransport  # the default
@@ -174,14 +174,14 @@ open_transport: TransportFactory = BoundedTransport  # the default
 
 class _Capped(httpx2.AsyncByteStream):
     # A JSON answer counted as it arrives, refused past `MAX_RESPONSE_BYTES`.
-    def __init__(self, stream: Any, refuse: Callable[[str], Exception]) -> None:
+    def __init__(self, stream: Any, refuse: Callable[[Unavailable], Exception]) -> None:
         self._stream, self._refuse = stream, refuse
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         size = 0
         async for chunk in self._stream:
             if (size := size + len(chunk)) > MAX_RESPONSE_BYTES:
-                raise self._refuse(TOO_LARGE)
+                raise self._refuse(TooLarge())
             yield chunk
 
     async def aclose(self) -> None:
@@ -218,7 +218,7 @@ async def list_skills(session: ClientSession) -> Listing:
             raise ValueError("its skills/list answer holds no list of skills")
         size += len(json.dumps(skills, ensure_ascii=False, separators=(",", ":")).encode())
         if size > MAX_RESPONSE_BYTES:
-            raise Unavailable(TOO_LARGE)
+            raise TooLarge()
         entries.extend(read_entry(raw) for raw in skills)
         if not isinstance(cursor := page.get("nextCursor"), str) or not cursor:
             return _listing(pages, entries)
