@@ -225,8 +225,10 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
     assert "**MCP servers** (2)" in shown
     assert "- `team`: connected, 2 skills" in shown
     assert f"- `gone`: skipped: {failed['failure']}" in shown
-    # The clash is one of the problems (`skill-shadowed`), as in doctor.
-    assert "- note `skill-shadowed`: skill 'deploy-app' is shadowed by " in shown
+    # The clash is one of the problems (`skill-shadowed`), as in doctor, naming the server's
+    # copy that lost (it has no path to show) and the local one that won.
+    lost = "skill 'deploy-app' of the mcp provider (source \"mcp:team\") is shadowed by "
+    assert f"- note `skill-shadowed`: {lost}" in shown
 
 
 async def test_an_http_server_from_session_new_brings_its_skills(
