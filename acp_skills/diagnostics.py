@@ -126,9 +126,11 @@ def shadow_diagnostic(shadowed: ShadowedSkill) -> Diagnostic:
     """A skill that lost a name clash (``skill-duplicate`` when only the order decided)."""
     loser, winner = shadowed.skill, shadowed.winner
     same_rank = loser.rank == winner.rank and loser.provider == winner.provider
-    where = winner.path or f'the {winner.provider} provider (source "{winner.source}")'
-    where += f" ({winner.source}, rank {rank_text(winner.rank)})"
-    message = f"skill {loser.name!r} is shadowed by {where}"
+    # Where each comes from: its file, or its provider and source (an MCP server's, say).
+    at = [s.path or f'the {s.provider} provider (source "{s.source}")' for s in (winner, loser)]
+    lost = "" if loser.path else f" of {at[1]}"  # a loser's file is the diagnostic's path
+    message = f"skill {loser.name!r}{lost} is shadowed by {at[0]}"
+    message += f" ({winner.source}, rank {rank_text(winner.rank)})"
     if same_rank:
         message += "; both have the same rank, so the order of discovery decided"
     problem = Problem("skill-duplicate" if same_rank else "skill-shadowed", message)

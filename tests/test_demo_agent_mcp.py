@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -193,6 +194,7 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
     serve_skill(tmp_path / "root", "deploy-app")
     serve_skill(tmp_path / "root", "other-skill")
     gone = McpServerStdio(name="gone", command=sys.executable, args=["-c", "pass"], env=[])
+    gone_identity = McpServer(label="gone", command=sys.executable, args=("-c", "pass")).identity
     async with agent_with_servers(sandbox) as agent:
         sid = await agent.open_session(tmp_path, [stdio_entry(tmp_path / "root"), gone])
         listing = await agent.listing(sid)
@@ -225,8 +227,14 @@ async def test_skills_command_and_list_show_each_server_and_every_name_clash(
     assert "**MCP servers** (2)" in shown
     assert "- `team`: connected, 2 skills" in shown
     assert f"- `gone`: skipped: {failed['failure']}" in shown
-    # The clash is one of the problems (`skill-shadowed`), as in doctor.
-    assert "- note `skill-shadowed`: skill 'deploy-app' is shadowed by " in shown
+    # The clash is one of the problems (`skill-shadowed`), as in doctor, naming the server's
+    # copy that lost (it has no path to show) and the local one that won.
+    lost = "skill 'deploy-app' of the mcp provider (source \"mcp:team\") is shadowed by "
+    assert f"- note `skill-shadowed`: {lost}" in shown
+    # The doctor it points to is told the same servers: without them it would not see their
+    # problems.
+    team_option = f"--mcp-server {shlex.quote(configuration(tmp_path / 'root').identity)}"
+    assert f"{team_option} --mcp-server {shlex.quote(gone_identity)}` in a terminal" in shown
 
 
 async def test_an_http_server_from_session_new_brings_its_skills(

@@ -5,6 +5,7 @@ over stdio and once over streamable HTTP on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -128,16 +129,23 @@ def test_a_stdio_server_starts_while_the_sdk_loads_in_a_worker_thread(tmp_path: 
 
 
 async def test_a_file_changed_after_listing_is_refused(tmp_path: Path, registry: Kit) -> None:
+    """The refusal names the server and the check that failed: the size read, or (the same size)
+    the digest."""
     skills, _ = registry
     folder = write_skill(tmp_path / "root", "deploy-app")
     options = SkillLookupOptions(servers=(stdio_server(tmp_path / "root", "--reload"),))
-    snapshot = await skills.snapshot(options)
-    (folder / "SKILL.md").write_text(
-        "---\nname: deploy-app\ndescription: Skill deploy-app.\n---\nSomething else.\n",
-        encoding="utf-8",
-    )
-    with pytest.raises(Exception, match='skill "deploy-app" changed on its server'):
-        await skills.load(snapshot.skills[0], options)
+    listed = (folder / "SKILL.md").read_text(encoding="utf-8")
+    said = 'skill "deploy-app" changed on its server since it was listed (MCP server "team": '
+    uri = "skill://deploy-app/SKILL.md"
+    for text, why in [
+        (listed + "Something else.\n", rf"{uri} is \d+ bytes, listed as \d+\)"),
+        (listed[:-2] + "X\n", rf"{uri} has the digest sha256:[0-9a-f]{{64}}, not the listed one"),
+    ]:
+        (folder / "SKILL.md").write_text(listed, encoding="utf-8")
+        snapshot = await skills.snapshot(options)
+        (folder / "SKILL.md").write_text(text, encoding="utf-8")
+        with pytest.raises(Exception, match=re.escape(said) + why):
+            await skills.load(snapshot.skills[0], options)
 
 
 async def test_a_local_skill_wins_a_clash_and_the_clash_is_reported(tmp_path: Path) -> None:

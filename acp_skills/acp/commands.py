@@ -154,7 +154,9 @@ def skills_report(
         lines.extend(f"- {diagnostic_line(d, Markdown())}" for d in ordered[:_MAX_PROBLEMS_SHOWN])
         if (hidden := len(ordered) - _MAX_PROBLEMS_SHOWN) > 0:
             lines.append(f"- ... and {hidden} more")
-        doctor = code_span(terminal_safe(f"acp-skills doctor --cwd {shlex.quote(cwd)}"))
+        # With the servers this report covers: without them, doctor would not see their problems.
+        named = "".join(f" --mcp-server {shlex.quote(state.server.identity)}" for state in servers)
+        doctor = code_span(terminal_safe(f"acp-skills doctor --cwd {shlex.quote(cwd)}{named}"))
         lines += ["", f"Run {doctor} in a terminal for details."]
     if not snapshot.complete:
         lines += ["", "A skill provider did not answer in time: this list may be incomplete."]

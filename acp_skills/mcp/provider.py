@@ -155,7 +155,8 @@ class McpSkillProvider:
         parsed = parse_skill_file(data.decode("utf-8", "replace")) if data is not None else None
         listed = canonical_json(locator.skill.parsed.fields)
         if not isinstance(parsed, ParsedSkill) or canonical_json(parsed.fields) != listed:
-            raise self._changed(locator)
+            said = "no text" if data is None else "frontmatter other than the listed one"
+            raise self._changed(locator, f"{locator.skill.uri} was read with {said}")
         values = shared_fields(candidate, SkillDefinition) | {"content": parsed.body, "path": None}
         return SkillDefinition(**values)
 
@@ -293,13 +294,17 @@ class McpSkillProvider:
             raise over(len(read))
         digest = "sha256:" + hashlib.sha256(read or b"").hexdigest()
         if read is not None and listed is not None and ManifestFile(digest, len(read)) != listed:
-            raise self._changed(locator)
+            said = f"is {len(read)} bytes, listed as {listed.size}"
+            if len(read) == listed.size:
+                said = f"has the digest {digest}, not the listed one"
+            raise self._changed(locator, f"{uri} {said}")
         return read
 
-    def _changed(self, locator: McpLocator) -> Refusal:
+    def _changed(self, locator: McpLocator, why: str) -> Refusal:
         self._forget(locator.server)  # every answer it gave is suspect now
-        name = locator.skill.parsed.name
-        return Refusal(f'Error: skill "{name}" changed on its server since it was listed')
+        name, label = locator.skill.parsed.name, locator.server.label
+        said = f'changed on its server since it was listed (MCP server "{label}": {why})'
+        return Refusal(f'Error: skill "{name}" {said}')
 
     async def _ask(
         self,
