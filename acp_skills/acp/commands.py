@@ -119,7 +119,7 @@ def leading_slash_word(text: str) -> str | None:
 
 
 def no_such_command(word: str, snapshot: SkillSnapshot) -> str:
-    names = [skill.name for skill in invocable(snapshot.skills)] + [SKILLS_COMMAND]
+    names = [s.name for s in invocable(snapshot.skills)] + [c.name for c in BUILTIN_COMMANDS]
     listed = ", ".join(f"`/{name}`" for name in names)
     return (
         f"`/{word}` is not a command here.\n\nCommands: {listed}.\n\nNothing was sent to the model."
