@@ -68,7 +68,7 @@ class ClientLink:
         return read_text
 
     def observe(self, event: StreamEvent) -> None:
-        # The SDK calls this for an outgoing frame once it is written.
+        # The SDK calls this with each incoming frame, and with each outgoing one once written.
         message, request_id = event.message, event.message.get("id")
         if not isinstance(request_id, str | int):
             return
