@@ -33,12 +33,11 @@ def anthropic_request(
         texts.append(text := _text(message.get("content"), f"message {index}"))
         system_parts += [text] if role in _SYSTEM_ROLES and text else []
     # The conversation starts with the person: what comes before their first words is left out.
-    first = [i for i, role in enumerate(roles) if role == "user" and texts[i].strip()][:1]
-    if not first:
+    index = next((i for i, role in enumerate(roles) if role == "user" and texts[i].strip()), -1)
+    if index < 0:
         raise ValueError("no message of the person's to send")
     turns: list[dict[str, Any]] = []
     used: set[str] = set()
-    index = first[0]
     while index < len(messages):
         role, text, message, where = roles[index], texts[index], messages[index], f"message {index}"
         index += 1

@@ -163,20 +163,20 @@ def _load(paths: tuple[str, str]) -> SessionDescription | None:
         return None
 
 
-def _open_record(path: Path, flags: int) -> int:
+def _open_record(path: Path, flags: int) -> tuple[int, os.stat_result]:
     # O_NONBLOCK (in OPEN_FLAGS): a FIFO at the path cannot hang the open; fstat then refuses it.
     descriptor = os.open(path, flags | OPEN_FLAGS, 0o600)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+    if not stat.S_ISREG((status := os.fstat(descriptor)).st_mode):
         os.close(descriptor)
         raise OSError(errno.EINVAL, "Not a regular file", os.fspath(path))
-    return descriptor
+    return descriptor, status
 
 
 def _append_line(path: Path, line: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = _open_record(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    descriptor, status = _open_record(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
-        size = os.fstat(descriptor).st_size
+        size = status.st_size
         if size and os.pread(descriptor, 1, size - 1) != b"\n":
             line = b"\n" + line  # a crash tore the last line: this entry starts a line of its own
         try:
@@ -193,7 +193,7 @@ def _append_line(path: Path, line: bytes) -> None:
 
 def _read_entries(path: Path) -> list[RecordEntry]:
     try:
-        descriptor = _open_record(path, os.O_RDONLY)
+        descriptor, _ = _open_record(path, os.O_RDONLY)
     except FileNotFoundError:
         return []
     with open(descriptor, "rb") as file:

@@ -673,7 +673,7 @@ async def test_a_turn_that_ends_records_its_last_reply_however_slow_the_store(
 ) -> None:
     """The bound on what a cancelled turn records as it ends is not one on a turn that ends:
     its closing reply (and the results before it) reach the record, not only memory."""
-    monkeypatch.setattr("acp_skills.acp.turn._CANCEL_REPORT_SECONDS", 0.05)
+    monkeypatch.setattr("acp_skills.acp.wire.CANCEL_REPORT_SECONDS", 0.05)
     store = SlowStore(0.1)
     async with connected(registry, agent_type=ScriptedModelAgent, store=store) as peer:
         agent = peer.agent

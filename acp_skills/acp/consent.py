@@ -24,7 +24,7 @@ from ..trust import (
     Withheld,
 )
 from ..trust_text import OPTIONS, question_options, question_text, question_title, whom_asked
-from .wire import ClientLink, text_tool_content, tool_call_update
+from .wire import CANCEL_REPORT_SECONDS, ClientLink, text_tool_content, tool_call_update
 
 _log = get_logger(__name__)
 
@@ -102,7 +102,7 @@ class TrustGate:
                 picked = getattr(answer.outcome, "option_id", "")
                 choice = picked if picked in dict(OPTIONS) else "reject_once"
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_REPORT_SECONDS):
                 await link.send(session_id, tool_call_update(call_id, "failed"))
             raise
         except Exception as error:

@@ -39,8 +39,6 @@ class ToolCall:
 
 AgentToolRunner: TypeAlias = Callable[[ToolCall], Awaitable[ToolResult | str | ToolCallUpdate]]
 
-# The final reports of a cancelled turn are shielded: a client not reading must not hold it.
-_CANCEL_REPORT_SECONDS = 5.0
 _CANCELLED = ToolResult(
     text="Error: the turn was cancelled before this tool call finished", is_error=True
 )
@@ -198,7 +196,7 @@ class PromptTurn:
                 shown = wire.tool_call_finished(call_id, result)
             await self._send(shown)
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
+            with anyio.CancelScope(shield=True), anyio.move_on_after(wire.CANCEL_REPORT_SECONDS):
                 await self._send(wire.tool_call_finished(call_id, _CANCELLED))
             raise
         self._add_result(call_id, result)
@@ -231,7 +229,7 @@ class PromptTurn:
         if self._unrecorded and ended:
             await self._session.advance(self._unrecorded)
         if self._unrecorded:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_REPORT_SECONDS):
+            with anyio.CancelScope(shield=True), anyio.move_on_after(wire.CANCEL_REPORT_SECONDS):
                 await self._session.advance(self._unrecorded)
 
     async def _begin(self, prompt: Sequence[object]) -> None:

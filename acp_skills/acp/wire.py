@@ -26,6 +26,8 @@ MAX_ARGUMENTS_CHARS: Final = 1024 * 1024
 # Far above any editor's workspace (each directory costs a project lookup, its roots' scans
 # and a watch), far below what would make one session's discovery slow for everyone.
 MAX_ADDITIONAL_DIRECTORIES: Final = 64
+# A cancelled turn's last reports are shielded this long: a client not reading must not hold it.
+CANCEL_REPORT_SECONDS: Final = 5.0
 _PATH_LIMIT: Final = os.pathconf("/", "PC_PATH_MAX")  # in bytes, the final NUL included
 _INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 _SESSION_OPENERS: Final = ("session/new", "session/load", "session/resume")
@@ -66,7 +68,7 @@ class ClientLink:
         return read_text
 
     def observe(self, event: StreamEvent) -> None:
-        # The SDK calls this for an outgoing frame once it is written.
+        # The SDK calls this with each incoming frame, and with each outgoing one once written.
         message, request_id = event.message, event.message.get("id")
         if not isinstance(request_id, str | int):
             return
