@@ -95,12 +95,11 @@ class McpSkillProvider:
             for uri in [uri for uri in self._confirmed.get(server, ()) if uri not in listed]:
                 # As its entry says now: one no longer served is forgotten, one unusable sits out.
                 with contextlib.suppress(Unavailable, Refusal):
-                    if (entry := await self._entry(server, uri)) is None:
-                        # Another lookup or a release may have forgotten it during the await.
-                        if uri in (confirmed := self._confirmed.get(server, [])):
-                            confirmed.remove(uri)
-                    else:
+                    if (entry := await self._entry(server, uri)) is not None:
                         skills.append(entry)
+                    # Another lookup or a release may have forgotten it during the await.
+                    elif uri in (confirmed := self._confirmed.get(server, [])):
+                        confirmed.remove(uri)
             found.extend(self._candidate(server, skill) for skill in skills)
         return found
 
