@@ -21,15 +21,8 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ConfigDict
 
 from .config import McpServer
-from .listing import (
-    MAX_RESPONSE_BYTES,
-    SKILLS_EXTENSION,
-    ListedSkill,
-    Listing,
-    RejectedEntry,
-    read_entry,
-)
-from .pool import TooLarge, Unavailable, spawn
+from .listing import SKILLS_EXTENSION, ListedSkill, Listing, RejectedEntry, read_entry
+from .pool import MAX_RESPONSE_BYTES, TooLarge, Unavailable, spawn
 
 if TYPE_CHECKING:
     from mcp.client import Transport
