@@ -122,4 +122,4 @@ def escape_attribute(value: str) -> str:
 def quote(value: str, limit: int = 100) -> str:
     """``value`` in JSON string syntax, cut to ``limit``, each unsafe character as ``\\uXXXX``."""
     quoted = json.dumps(cut(value, limit), ensure_ascii=False)
-    return re.sub(f"[{_UNSAFE}\ud800-\udfff]", lambda found: f"\\u{ord(found[0]):04x}", quoted)
+    return re.sub(f"[{_UNSAFE}]|{_SURROGATE}", lambda found: f"\\u{ord(found[0]):04x}", quoted)
