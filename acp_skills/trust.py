@@ -200,7 +200,7 @@ class TrustStore:
             entries = [*projects, *servers]
         except RecursionError:  # the decoder's own limit, far below 100,000 brackets
             raise TrustFileError(f"{cannot}: {deep}") from None
-        except (ValueError, LookupError, TypeError, AttributeError) as error:  # not decisions
+        except (ValueError, LookupError, TypeError) as error:  # not decisions
             raise TrustFileError(f"{cannot}: {error!s}") from None
         steps: list[tuple[TrustSource, Decision]] = []
         for entry in (entry for entry in entries if isinstance(entry, dict)):
