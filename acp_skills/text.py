@@ -119,7 +119,7 @@ def escape_attribute(value: str) -> str:
     return html.escape(value, quote=False).replace('"', "&quot;")
 
 
-def quote(value: str, limit: int = 100) -> str:
-    """``value`` in JSON string syntax, cut to ``limit``, each unsafe character as ``\\uXXXX``."""
-    quoted = json.dumps(cut(value, limit), ensure_ascii=False)
-    return re.sub(f"[{_UNSAFE}\ud800-\udfff]", lambda found: f"\\u{ord(found[0]):04x}", quoted)
+def quote(value: str) -> str:
+    """``value`` in JSON string syntax, cut to 100, each unsafe character as ``\\uXXXX``."""
+    quoted = json.dumps(cut(value, 100), ensure_ascii=False)
+    return re.sub(f"[{_UNSAFE}]|{_SURROGATE}", lambda found: f"\\u{ord(found[0]):04x}", quoted)

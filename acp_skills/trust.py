@@ -200,7 +200,7 @@ class TrustStore:
             entries = [*projects, *servers]
         except RecursionError:  # the decoder's own limit, far below 100,000 brackets
             raise TrustFileError(f"{cannot}: {deep}") from None
-        except (ValueError, LookupError, TypeError, AttributeError) as error:  # not decisions
+        except (ValueError, LookupError, TypeError) as error:  # not decisions
             raise TrustFileError(f"{cannot}: {error!s}") from None
         steps: list[tuple[TrustSource, Decision]] = []
         for entry in (entry for entry in entries if isinstance(entry, dict)):
@@ -312,11 +312,11 @@ def view(
             return "trusted", None
         if _covered(shown, (grants or {}).get(source.key)):
             return "session", None
-        change: Literal["new", "changed"] | None = None
-        if decision == "trusted":  # a skill of a trusted server, new or changed since
-            known = {uri for uri, _ in served or ()}
-            change = "changed" if any(uri in known for uri, _ in shown) else "new"
-        return "pending", Withheld(skill, "pending", source, change)
+        if decision != "trusted":
+            return "pending", Withheld(skill, "pending", source)
+        known = {uri for uri, _ in served or ()}  # a skill of a trusted server: new, or changed?
+        changed = any(uri in known for uri, _ in shown)
+        return "pending", Withheld(skill, "pending", source, "changed" if changed else "new")
 
     withheld = {s.name: held for s in found.skills if (held := judge(s)[1]) is not None}
     offered = found

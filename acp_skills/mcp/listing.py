@@ -14,7 +14,6 @@ from ..frontmatter import ParsedSkill, canonical_json, listed_fields, read_field
 from .config import McpServer
 
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
-MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024  # one answer, and one listing's pages together
 _DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from .transport import TransportFactory
 
+MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024  # one answer, and one listing's pages together
 _AFTER_CANCEL: Final = 1.0  # a cancelled connection's last moments (reaping a killed server)
 _log = get_logger(__name__)
 _sdk: list[ModuleType] = []  # `transport.py`, once imported
@@ -33,10 +34,10 @@ class Unavailable(Exception):
 
 
 class TooLarge(Unavailable):
-    """It sent an answer over `listing.MAX_RESPONSE_BYTES`: its use ends (docs/mcp.md)."""
+    """It sent an answer over `MAX_RESPONSE_BYTES`: its use ends (docs/mcp.md)."""
 
     def __init__(self) -> None:
-        super().__init__("it sent a response over 16 MiB")
+        super().__init__(f"it sent a response over {MAX_RESPONSE_BYTES >> 20} MiB")
 
 
 async def spawn(server: McpServer) -> Process:

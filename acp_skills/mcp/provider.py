@@ -30,7 +30,7 @@ from ..model import (
 from ..quiet_log import get_logger
 from ..text import quote
 from .config import McpServer
-from .listing import NOTHING, SKILLS_EXTENSION, ListedSkill, Listing, ManifestFile
+from .listing import NOTHING, SKILLS_EXTENSION, ListedSkill, Listing
 from .listing import McpLocator as McpLocator  # documented here too (docs/mcp.md)
 from .pool import Pool, TooLarge, Unavailable, leaf_reason, load_sdk
 
@@ -95,12 +95,11 @@ class McpSkillProvider:
             for uri in [uri for uri in self._confirmed.get(server, ()) if uri not in listed]:
                 # As its entry says now: one no longer served is forgotten, one unusable sits out.
                 with contextlib.suppress(Unavailable, Refusal):
-                    if (entry := await self._entry(server, uri)) is None:
-                        # Another lookup or a release may have forgotten it during the await.
-                        if uri in (confirmed := self._confirmed.get(server, [])):
-                            confirmed.remove(uri)
-                    else:
+                    if (entry := await self._entry(server, uri)) is not None:
                         skills.append(entry)
+                    # Another lookup or a release may have forgotten it during the await.
+                    elif uri in (confirmed := self._confirmed.get(server, [])):
+                        confirmed.remove(uri)
             found.extend(self._candidate(server, skill) for skill in skills)
         return found
 
@@ -284,7 +283,7 @@ class McpSkillProvider:
         if listed is not None and listed.size > limit:
             raise over(listed.size)
         try:
-            read = await self._ask(
+            read: bytes | None = await self._ask(
                 locator.server, lambda sdk, session: sdk.read_text(session, uri), skip=False
             )
         except Unavailable as why:
@@ -292,12 +291,12 @@ class McpSkillProvider:
             raise Refusal(f'Error: cannot read {about} from MCP server "{label}": {why}') from None
         if read is not None and len(read) > limit:
             raise over(len(read))
-        digest = "sha256:" + hashlib.sha256(read or b"").hexdigest()
-        if read is not None and listed is not None and ManifestFile(digest, len(read)) != listed:
-            said = f"is {len(read)} bytes, listed as {listed.size}"
-            if len(read) == listed.size:
-                said = f"has the digest {digest}, not the listed one"
-            raise self._changed(locator, f"{uri} {said}")
+        if read is None or listed is None:  # no text, or a dynamic skill's: nothing to verify
+            return read
+        if len(read) != listed.size:
+            raise self._changed(locator, f"{uri} is {len(read)} bytes, listed as {listed.size}")
+        if (digest := "sha256:" + hashlib.sha256(read).hexdigest()) != listed.digest:
+            raise self._changed(locator, f"{uri} has the digest {digest}, not the listed one")
         return read
 
     def _changed(self, locator: McpLocator, why: str) -> Refusal:

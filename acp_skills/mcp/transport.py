@@ -21,15 +21,8 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ConfigDict
 
 from .config import McpServer
-from .listing import (
-    MAX_RESPONSE_BYTES,
-    SKILLS_EXTENSION,
-    ListedSkill,
-    Listing,
-    RejectedEntry,
-    read_entry,
-)
-from .pool import TooLarge, Unavailable, spawn
+from .listing import SKILLS_EXTENSION, ListedSkill, Listing, RejectedEntry, read_entry
+from .pool import MAX_RESPONSE_BYTES, TooLarge, Unavailable, spawn
 
 if TYPE_CHECKING:
     from mcp.client import Transport
@@ -214,7 +207,7 @@ async def list_skills(session: ClientSession) -> Listing:
     size, params = 0, dict[str, Any]()
     while True:
         pages.append(page := await _request(session, "skills/list", params))
-        if not isinstance(skills := page.get("skills"), list):
+        if not isinstance(skills := page.pop("skills", None), list):  # only its hints are kept
             raise ValueError("its skills/list answer holds no list of skills")
         size += len(json.dumps(skills, ensure_ascii=False, separators=(",", ":")).encode())
         if size > MAX_RESPONSE_BYTES:
