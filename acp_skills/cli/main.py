@@ -75,7 +75,7 @@ class Look:
     async def warnings(self, view: SessionView, *, skipped_files: bool = True) -> list[str]:
         """A missing ``--skills-dir``, how many files were skipped, each MCP server's problem,
         and what ``view`` was made despite (a trust file that cannot be read)."""
-        problems = (await self.provider.discover(self.options)).diagnostics
+        problems = await self.provider.diagnose(self.options)  # the one discovery's
         missing = [d for d in problems if d.code == "root-missing"]
         found = [f"warning: {clean(d.path or '')}: {clean(d.message)}" for d in missing]
         if skipped_files and (left_out := skipped(problems)):
