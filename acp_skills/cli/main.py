@@ -75,7 +75,7 @@ class Look:
     async def warnings(self, view: SessionView, *, skipped_files: bool = True) -> list[str]:
         """A missing ``--skills-dir``, how many files were skipped, each MCP server's problem,
         and what ``view`` was made despite (a trust file that cannot be read)."""
-        problems = (await self.provider.discover(self.options)).diagnostics
+        problems = await self.provider.diagnose(self.options)  # the one discovery's
         missing = [d for d in problems if d.code == "root-missing"]
         found = [f"warning: {clean(d.path or '')}: {clean(d.message)}" for d in missing]
         if skipped_files and (left_out := skipped(problems)):
@@ -171,7 +171,7 @@ async def catalog(args: argparse.Namespace, style: Style) -> Outcome:
     view, fit = await seen.view()
     budget = dict(limit=fit.limit, used=fit.used, shortened=fit.shortened, omitted=fit.omitted)
     warnings = await seen.warnings(view, skipped_files=False) + unknown_name_warnings(fit)
-    payload = {"text": fit.text, "characters": len(fit.text or ""), "budget": budget}
+    payload = {"text": fit.text, "characters": fit.used, "budget": budget}
     outcome = Outcome(payload, [] if fit.text is None else [fit.text], warnings=warnings)
     outcome.remarks.extend(describe_catalog_fit(fit).splitlines())
     for title, body in _withheld(view, style):
@@ -197,7 +197,7 @@ async def doctor(args: argparse.Namespace, style: Style) -> Outcome:
             }
             for s in view.found.shadowed
         ],
-        "catalogCharacters": len(fit.text or ""),
+        "catalogCharacters": fit.used,
         "unknownPinned": list(fit.unknown_pinned),
         "unknownHidden": list(fit.unknown_hidden),
         "problems": [diagnostic_json(d) for d in problems],
