@@ -8,7 +8,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -41,7 +41,7 @@ _HOOKS = ("on_register", "on_dispose", "cacheable", "diagnose", "read_path", "fi
 _BASES = (DirectoryResource, UrlResource, OpaqueResource)
 _NO_OPTIONS = SkillLookupOptions()
 _log = get_logger(__name__)
-_Key = tuple[str | None, tuple[str, ...], tuple[Hashable, ...], int]
+_Key = tuple[SkillLookupOptions, int]  # a frozen lookup's fields and the revision
 
 
 @runtime_checkable
@@ -335,7 +335,7 @@ class SkillRegistry:
         return None
 
     async def _collect(self, options: SkillLookupOptions) -> _Catalog:
-        key = _key(options, self._revision)
+        key = (options, self._revision)
         if (cached := self._cache.get(key)) is not None:
             return cached
         if (shared := self._inflight.get(key)) is None:
@@ -371,7 +371,7 @@ class SkillRegistry:
         if complete and all(answer.cacheable for answer in answers):
             with self._lock:
                 if revision == self._revision:  # else invalidated meanwhile: already stale
-                    self._cache[_key(options, revision)] = catalog
+                    self._cache[(options, revision)] = catalog
                     while len(self._cache) > self._cache_bound:
                         self._cache.popitem(last=False)
         return catalog
@@ -444,7 +444,3 @@ class SkillRegistry:
         snapshot = SkillSnapshot(skills=skills, complete=complete, shadowed=tuple(shadowed))
         visible = tuple(summary_of(skill) for skill in skills if not skill.disable_model_invocation)
         return _Catalog(snapshot, visible)
-
-
-def _key(options: SkillLookupOptions, revision: int) -> _Key:
-    return (options.cwd, options.additional_directories, options.servers, revision)
