@@ -63,7 +63,7 @@ class CommandsAnnouncer:
         if not live.answered and live.turn is None:
             return
         if snapshot is None:
-            options = live.context.lookup_options
+            options = live.session.context.lookup_options
             snapshot = (await self._gate.view(options, live.trust)).offered
         commands = [*available_commands(invocable(snapshot.skills)), *BUILTIN_COMMANDS]
         if commands == live.commands and not resend:
@@ -72,7 +72,7 @@ class CommandsAnnouncer:
         update = AvailableCommandsUpdate(
             session_update="available_commands_update", available_commands=commands
         )
-        await self._link.send(live.context.session_id, update)
+        await self._link.send(live.session.context.session_id, update)
 
     def on_registry_change(self) -> None:
         # May run on any thread: it only wakes `follow`.
@@ -94,7 +94,7 @@ class CommandsAnnouncer:
                 answered, self._link.answered = set(self._link.answered), []
                 every, self._registry_changed = self._registry_changed, False
                 for live in self._sessions.running():
-                    session_id = live.context.session_id
+                    session_id = live.session.context.session_id
                     live.answered = live.answered or session_id in answered
                     if session_id not in answered and not every:
                         continue
