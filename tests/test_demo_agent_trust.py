@@ -353,6 +353,22 @@ async def test_skills_and_the_listing_say_why_nothing_is_trusted_when_the_trust_
     assert "no project or MCP server counts as trusted" in problem["message"]
 
 
+async def test_a_broken_trust_file_is_still_told_after_the_question_admits_the_skills(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The first prompt is ``/skills``, put after the trust question; "Trust for this session"
+    admits the project's skills, and the report still says why nothing was trusted before."""
+    path = tmp_path / "config" / "trust.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"projects": [', encoding="utf-8")
+    async with demo_peer(sandbox, env=trust_env(tmp_path), answer="allow_once") as agent:
+        session_id = await agent.open_session()
+        assert await agent.ask(session_id, "/skills") == "end_turn"
+        report = agent.client.agent_text(session_id)
+        assert len(agent.client.questions) == 1
+    assert "trust-file-unreadable" in report
+
+
 async def test_after_not_now_the_offline_model_and_the_name_note_say_what_waits_and_how(
     tmp_path: Path,
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import anyio
 from acp.schema import PermissionOption, ToolCallStart, ToolCallUpdate
@@ -66,8 +66,10 @@ class TrustGate:
         answers.asked = True  # once per instance, before its prefix is composed
         if not seen.pending or (stored := await self._ask(link, session_id, answers, seen)) is None:
             return seen
-        # What the answer admitted: the same snapshot judged again, nothing read again.
-        return trust.view(seen.found, seen.source_of, stored, self.mode, answers.grants)
+        # What the answer admitted: the same snapshot judged again, nothing read again (what the
+        # first view was made despite, an unreadable trust file, still holds).
+        again = trust.view(seen.found, seen.source_of, stored, self.mode, answers.grants)
+        return replace(again, problems=seen.problems)
 
     async def _ask(
         self, link: ClientLink, session_id: str, answers: SessionTrust, seen: SessionView
