@@ -7,7 +7,7 @@ import fcntl
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias, cast, get_args, runtime_checkable
 
 import anyio.to_thread
@@ -298,9 +298,11 @@ def view(
     stored: StoredTrust,
     mode: TrustMode,
     grants: Mapping[str, frozenset[ShownItem]] | None = None,
+    problems: tuple[Diagnostic, ...] = (),
 ) -> SessionView:
     """What a session offers of ``found``; ``grants``: what its once-answers admitted, by source
-    key. A trusted server's skill is trusted while all it shows is pairs it was trusted with."""
+    key; ``problems``: what it is made despite. A trusted server's skill is trusted while all
+    it shows is pairs it was trusted with."""
 
     def judge(skill: SkillCandidate) -> tuple[TrustState, Withheld | None]:
         if mode == "all" or (source := source_of(skill)) is None:
@@ -335,7 +337,7 @@ def view(
                 if kept.get(lost.skill.name) is not lost.skill
             ),
         )
-    return SessionView(found, offered, withheld, source_of, stored, judge)
+    return SessionView(found, offered, withheld, source_of, stored, judge, problems)
 
 
 def _covered(items: frozenset[ShownItem], admitted: frozenset[ShownItem] | None) -> bool:
@@ -363,5 +365,4 @@ async def session_view(
         except TrustFileError as error:  # left for the person to mend: nothing trusted till then
             problems = (unreadable(str(error)),)
             log_diagnostic(_log, problems[0])
-    judged = view(found, sources_at(projects), stored, mode, grants)
-    return replace(judged, problems=problems) if problems else judged
+    return view(found, sources_at(projects), stored, mode, grants, problems)

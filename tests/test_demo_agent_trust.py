@@ -316,13 +316,19 @@ async def test_a_projects_own_files_cannot_grant_trust(sandbox: Sandbox, tmp_pat
         assert "`sneaky`" not in await catalog_text(agent, session_id)
 
 
+def trust_file_holding(tmp_path: Path, text: str) -> Path:
+    """The trust file `trust_env(tmp_path)` names, holding ``text``."""
+    path = tmp_path / "config" / "trust.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 async def test_an_unreadable_trust_file_is_left_alone_and_the_answer_holds_for_the_session(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     """A broken trust file grants nothing; ``Trust this project`` still admits this session."""
-    path = tmp_path / "config" / "trust.json"
-    path.parent.mkdir(parents=True)
-    path.write_text("{not json", encoding="utf-8")
+    path = trust_file_holding(tmp_path, "{not json")
     async with demo_peer(sandbox, env=trust_env(tmp_path), answer="allow_always") as agent:
         session_id = await agent.open_session()
         assert await agent.ask(session_id, "hello") == "end_turn"
@@ -336,9 +342,7 @@ async def test_skills_and_the_listing_say_why_nothing_is_trusted_when_the_trust_
 ) -> None:
     """The person who broke the trust file by hand is told, where they look, why every project
     waits for trust again: ``/skills`` and ``_skills/list`` name the file and what is wrong."""
-    path = tmp_path / "config" / "trust.json"
-    path.parent.mkdir(parents=True)
-    path.write_text('{"projects": [', encoding="utf-8")
+    path = trust_file_holding(tmp_path, '{"projects": [')
     async with demo_peer(sandbox, env=trust_env(tmp_path), answer="reject_once") as agent:
         session_id = await agent.open_session()
         mark = len(agent.client.updates)
@@ -358,9 +362,7 @@ async def test_a_broken_trust_file_is_still_told_after_the_question_admits_the_s
 ) -> None:
     """The first prompt is ``/skills``, put after the trust question; "Trust for this session"
     admits the project's skills, and the report still says why nothing was trusted before."""
-    path = tmp_path / "config" / "trust.json"
-    path.parent.mkdir(parents=True)
-    path.write_text('{"projects": [', encoding="utf-8")
+    trust_file_holding(tmp_path, '{"projects": [')
     async with demo_peer(sandbox, env=trust_env(tmp_path), answer="allow_once") as agent:
         session_id = await agent.open_session()
         assert await agent.ask(session_id, "/skills") == "end_turn"

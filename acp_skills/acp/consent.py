@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import anyio
 from acp.schema import PermissionOption, ToolCallStart, ToolCallUpdate
@@ -68,8 +68,9 @@ class TrustGate:
             return seen
         # What the answer admitted: the same snapshot judged again, nothing read again (what the
         # first view was made despite, an unreadable trust file, still holds).
-        again = trust.view(seen.found, seen.source_of, stored, self.mode, answers.grants)
-        return replace(again, problems=seen.problems)
+        return trust.view(
+            seen.found, seen.source_of, stored, self.mode, answers.grants, seen.problems
+        )
 
     async def _ask(
         self, link: ClientLink, session_id: str, answers: SessionTrust, seen: SessionView
