@@ -4,6 +4,7 @@ directory. Coarse on purpose: a worker-thread hop (~100 µs) is never paid per f
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -206,8 +207,9 @@ def read_confined(
         if not _inside(root, os.path.realpath(os.path.join(root, path))):
             return ReadError(failure="outside")
         fd = os.open(os.path.join(root, path), OPEN_FLAGS)
-    except OSError as exc:  # realpath's too: a link can vanish while it is resolved
-        return read_failure(exc)
+    except OSError as exc:  # realpath's too: a link can vanish, or stop being one (EINVAL from
+        # its readlink), while it is resolved: what the path named is not there as it was
+        return ReadError(failure="not_found") if exc.errno == errno.EINVAL else read_failure(exc)
     try:
         if not _inside(root, opened := _opened_path(fd)):
             return ReadError(failure="outside")
