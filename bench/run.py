@@ -368,12 +368,14 @@ def targets(results: Results) -> list[tuple[str, str, str, str]]:
     )
     startup = results.agent["startup"]
     ratio = statistics.median(startup["demo"]) / statistics.median(startup["bare"])
+    # Judged where the target is set, in an environment without the peers and their imports
+    # (`bench/startup.py` in a plain venv): here acp-skills is an editable install beside them.
     rows.append(
         (
-            "demo agent start-up ÷ bare SDK agent",
+            "demo agent start-up ÷ bare SDK agent (this environment, peers installed)",
             f"{ratio:.2f}{TIMES}",
-            f"≤ {TARGETS['startup_ratio']:g}{TIMES}",
-            verdict(ratio <= TARGETS["startup_ratio"]),
+            f"≤ {TARGETS['startup_ratio']:g}{TIMES} without peers (`bench/startup.py`)",
+            "not judged here",
         )
     )
     peak = ours[10_000].median_of("max_rss_kib") / 1024
